@@ -1,0 +1,34 @@
+"""Version numbers that appear on the wire or in modules, with their history.
+
+Calling convention versions (the contract between a module and its caller):
+  9  (2023-12) main takes and returns real ``stablehlo.token`` values for ordered
+     effects; platform index and dimension variables carry ``jax.global_constant``.
+  10 (2025-10) same module text; consumers partition with Shardy.
+
+Serialization versions (the flatbuffer layout of an Exported):
+  1  (2023-11) first layout.
+  2  (2023-12) float0 dtype.
+  3  (2024-01) namedtuple and custom pytree nodes.
+  4  (2024-05) PRNG key dtypes.
+  5  (2024-10) AbstractValue.memory_space; nr_devices as uint32.
+  6  (2025-03) NamedSharding over AbstractMesh.
+  7  withdrawn.
+  8  (2025-06) AbstractMesh.abstract_device.
+  9  (2025-09) HloSharding protos no longer written.
+  10 (2025-12) deduplicated unique_* tables with index vectors.
+  11 (2026-03) AbstractDevice.platform.  <- the layout jaxport writes
+  12 (newer jax) real version number in the header and the producer's
+     jax_version (field 26).
+"""
+
+from __future__ import annotations
+
+MIN_CALLING_CONVENTION_VERSION = 9
+MAX_CALLING_CONVENTION_VERSION = 10
+DEFAULT_CALLING_CONVENTION_VERSION = 10
+
+# The layout jaxport writes; the header carries LEGACY_HEADER_VERSION so that
+# jax releases older than the layout keep reading the blob, exactly as
+# jax 0.10.2 does.
+SERIALIZATION_LAYOUT_VERSION = 11
+LEGACY_HEADER_VERSION = 3

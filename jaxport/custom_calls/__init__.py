@@ -1,0 +1,1 @@
+"""Internal package; the public API is re-exported from jaxport."""

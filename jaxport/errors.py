@@ -1,0 +1,36 @@
+"""The exception hierarchy of jaxport.
+
+Every error jaxport raises on purpose derives from :class:`JaxportError`, and
+also from the builtin type a user would naturally catch (``ValueError``,
+``TypeError``, ...), so existing ``except ValueError`` code keeps working.
+"""
+
+from __future__ import annotations
+
+
+class JaxportError(Exception):
+  """Root of all errors raised deliberately by jaxport."""
+
+
+class ExportError(JaxportError, ValueError):
+  """The function cannot be exported as requested."""
+
+
+class CustomCallError(ExportError):
+  """The module uses custom-call targets without a stability guarantee."""
+
+
+class CallError(JaxportError, ValueError):
+  """An Exported was called with arguments or in a context it does not accept."""
+
+
+class ShapeError(JaxportError, ValueError):
+  """A symbolic shape specification or constraint is malformed or unsatisfiable."""
+
+
+class DeserializationError(JaxportError, ValueError):
+  """A blob is not a valid serialized Exported."""
+
+
+class GoldenDataError(JaxportError, ValueError):
+  """A golden entry under compat_data is missing, tampered with or malformed."""

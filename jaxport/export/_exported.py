@@ -1,0 +1,89 @@
+"""The Exported record: a function lowered to StableHLO plus its calling contract.
+
+The record is pure data. Behaviour that needs other parts of jaxport is reached
+through modules that depend only on the record's attributes, never on this
+module, so imports point one way:
+``serde._write`` (serialize), ``calling._call`` (call), ``export._shardings``
+(concrete shardings), ``export._mlir`` (module text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jax import tree_util
+
+from jaxport.calling import _call
+from jaxport.export import _mlir, _shardings
+from jaxport.serde import _write
+from jaxport.export._disabled_checks import DisabledSafetyCheck
+from jaxport.errors import ExportError
+
+
+@dataclasses.dataclass(frozen=True)
+class Exported:
+  """A JAX function lowered to StableHLO, with everything needed to call it later.
+
+  Fields mirror ``jax.export.Exported`` one to one (names, order and meaning), so
+  code written against either works with both. Fields starting with ``_`` are
+  not part of the stable API.
+  """
+
+  fun_name: str
+  in_tree: tree_util.PyTreeDef
+  in_avals: tuple[Any, ...]
+  out_tree: tree_util.PyTreeDef
+  out_avals: tuple[Any, ...]
+  _has_named_shardings: bool
+  _in_named_shardings: tuple[Any, ...]
+  _out_named_shardings: tuple[Any, ...]
+  in_shardings_hlo: tuple[Any, ...]
+  out_shardings_hlo: tuple[Any, ...]
+  nr_devices: int
+  platforms: tuple[str, ...]
+  ordered_effects: tuple[Any, ...]
+  unordered_effects: tuple[Any, ...]
+  disabled_safety_checks: Sequence[DisabledSafetyCheck]
+  mlir_module_serialized: bytes
+  calling_convention_version: int
+  module_kept_var_idx: tuple[int, ...]
+  uses_global_constants: bool
+  _get_vjp: Callable[["Exported"], "Exported"] | None
+
+  def mlir_module(self) -> str:
+    """The module as StableHLO text, for reading and diffing."""
+    return _mlir.module_text(self.mlir_module_serialized)
+
+  def __str__(self) -> str:
+    return f"Exported(fun_name={self.fun_name}, ...)"
+
+  def has_vjp(self) -> bool:
+    """Whether :meth:`vjp` can build the exported VJP."""
+    return self._get_vjp is not None
+
+  def vjp(self) -> "Exported":
+    """The exported VJP: flat primals then output cotangents in, input cotangents out."""
+    if self._get_vjp is None:
+      raise ExportError(
+          f"No VJP is available for the exported function '{self.fun_name}'. "
+          "VJPs exist for fresh exports and, after deserialization, only up to "
+          "the vjp_order given to serialize().")
+    return self._get_vjp(self)
+
+  def serialize(self, vjp_order: int = 0) -> bytearray:
+    """The flatbuffer bytes of this record, with VJPs nested ``vjp_order`` deep."""
+    return _write.serialize(self, vjp_order=vjp_order)
+
+  def call(self, *args, **kwargs):
+    """Call the exported function; same as ``jaxport.call(self)(*args, **kwargs)``."""
+    return _call.call(self)(*args, **kwargs)
+
+  def in_shardings_jax(self, mesh) -> tuple[Any, ...]:
+    """Concrete input shardings on ``mesh``, which must match the export mesh."""
+    return _shardings.shardings_on_mesh(self, mesh, which="in")
+
+  def out_shardings_jax(self, mesh) -> tuple[Any, ...]:
+    """Concrete output shardings on ``mesh``, which must match the export mesh."""
+    return _shardings.shardings_on_mesh(self, mesh, which="out")

@@ -1,0 +1,30 @@
+"""The public face of jaxport: exactly the names it promises, mirroring jax.export."""
+
+import types
+
+import jax.export
+
+import jaxport
+
+EXTRA_PUBLIC_NAMES = {
+    "call", "CallError", "CustomCallError", "DeserializationError", "ExportError",
+    "GoldenDataError", "JaxportError", "ShapeError",
+}
+
+
+def test_all_lists_exactly_the_public_names():
+  public = {n for n in dir(jaxport)
+            if not n.startswith("_") and not isinstance(getattr(jaxport, n), types.ModuleType)}
+  assert set(jaxport.__all__) == public
+
+
+def test_every_jax_export_name_is_mirrored():
+  missing = set(jax.export.__all__) - set(jaxport.__all__) if hasattr(jax.export, "__all__") else set()
+  jax_names = {n for n in dir(jax.export) if not n.startswith("_")}
+  assert jax_names - set(jaxport.__all__) == set(), missing
+  assert set(jaxport.__all__) - jax_names <= EXTRA_PUBLIC_NAMES
+
+
+def test_calling_convention_range_matches_jax():
+  assert jaxport.minimum_supported_calling_convention_version == jax.export.minimum_supported_calling_convention_version
+  assert jaxport.maximum_supported_calling_convention_version == jax.export.maximum_supported_calling_convention_version
