@@ -6,6 +6,7 @@ functions below; their signatures are the contract between the packages.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +46,21 @@ def solve_dim_vars_for_call(exported_in_avals: Sequence[Any], in_tree: tree_util
   raise NotImplementedError("symbolic shapes are being built")
 
 
+def args_kwargs_path_to_str(path: tree_util.KeyPath) -> str:
+  """``args[0]['w']`` or ``kwargs['b']`` for a key path into the pair ``(args, kwargs)``."""
+  head, rest = path[0], path[1:]
+  root = "args" if head == tree_util.SequenceKey(0) else "kwargs"
+  return root + tree_util.keystr(rest)
+
+
+@functools.lru_cache(maxsize=256)
+def _flat_arg_paths(in_tree: tree_util.PyTreeDef) -> tuple[str, ...]:
+  placeholder = in_tree.unflatten(range(in_tree.num_leaves))
+  return tuple(args_kwargs_path_to_str(path)
+               for path, _ in tree_util.tree_flatten_with_path(placeholder)[0])
+
+
 def arg_descriptor(in_tree: tree_util.PyTreeDef, arg_idx: int, dim_idx: int | None = None) -> str:
   """``args[0]``, ``kwargs['b'].shape[1]``: where a flat argument sits in ``(args, kwargs)``."""
-  raise NotImplementedError("symbolic shapes are being built")
+  where = _flat_arg_paths(in_tree)[arg_idx]
+  return where if dim_idx is None else f"{where}.shape[{dim_idx}]"
