@@ -1,0 +1,436 @@
+"""The manifest of a golden entry: what was recorded, by whom, and how to compare.
+
+A manifest is plain JSON (never code). :meth:`Manifest.from_json` checks every
+field (type, range, allowed names) and a ``digest`` over all other fields, so an
+entry whose manifest was edited by hand after recording is refused instead of
+being replayed with silently changed tolerances. Golden entries are immutable:
+to change one, record a new entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from jaxport.errors import GoldenDataError
+
+# Bump when the layout of an entry or of this manifest changes incompatibly,
+# and keep reading every older version.
+#   1 (2026-11) first format.
+FORMAT_VERSION = 1
+
+PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+
+MANIFEST_FILE = "manifest.json"
+BLOB_FILE = "exported.bin"
+INPUTS_FILE = "inputs.npz"
+EXPECTED_FILE = "expected.npz"
+MODULE_FILE = "module.mlir"
+DATA_FILES = (BLOB_FILE, INPUTS_FILE, EXPECTED_FILE, MODULE_FILE)
+
+# Path components: case ids, families and versions become directory names.
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+
+
+def is_safe_name(name: str) -> bool:
+  """Whether ``name`` can be used as one directory name inside compat_data."""
+  return isinstance(name, str) and bool(_NAME_RE.fullmatch(name)) and ".." not in name
+
+
+@dataclasses.dataclass(frozen=True)
+class Producer:
+  """Versions of the software that recorded an entry; None where unknown."""
+
+  jax: str | None
+  jaxlib: str | None
+  jaxport: str | None
+  numpy: str | None
+  scipy: str | None
+  python: str | None
+
+  @classmethod
+  def current(cls) -> "Producer":
+    """The versions installed in this process."""
+    import importlib.metadata as md
+
+    def version(dist: str) -> str | None:
+      try:
+        return md.version(dist)
+      except md.PackageNotFoundError:
+        return None
+
+    return cls(jax=version("jax"), jaxlib=version("jaxlib"), jaxport=version("jaxport"),
+               numpy=version("numpy"), scipy=version("scipy"),
+               python=".".join(map(str, sys.version_info[:3])))
+
+
+@dataclasses.dataclass(frozen=True)
+class CustomCallSignature:
+  """One custom-call target as used in the module, with its MLIR types and attributes."""
+
+  target: str
+  operand_types: tuple[str, ...] = ()
+  result_types: tuple[str, ...] = ()
+  attributes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+  def __post_init__(self):
+    object.__setattr__(self, "operand_types", tuple(self.operand_types))
+    object.__setattr__(self, "result_types", tuple(self.result_types))
+    object.__setattr__(self, "attributes", MappingProxyType(dict(sorted(self.attributes.items()))))
+
+  def __hash__(self):
+    return hash((self.target, self.operand_types, self.result_types,
+                 tuple(self.attributes.items())))
+
+  def to_dict(self) -> dict[str, Any]:
+    return {"target": self.target, "operand_types": list(self.operand_types),
+            "result_types": list(self.result_types), "attributes": dict(self.attributes)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+  """How replayed outputs are compared with the expected ones: checker name and tolerances."""
+
+  mode: str
+  rtol: float = 0.0
+  atol: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ArraySpec:
+  """Shape and dtype name of one array stored in an npz file."""
+
+  dtype: str
+  shape: tuple[int, ...]
+
+  def __post_init__(self):
+    object.__setattr__(self, "shape", tuple(self.shape))
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportSource:
+  """Where an entry imported from another format came from (None for entries jaxport recorded).
+
+  ``details`` keeps what the source states (its own version fields, device
+  count...), as JSON scalars.
+  """
+
+  source: str
+  details: Mapping[str, str | int | float | bool | None] = dataclasses.field(default_factory=dict)
+
+  def __post_init__(self):
+    object.__setattr__(self, "details", MappingProxyType(dict(sorted(self.details.items()))))
+
+  def __hash__(self):
+    return hash((self.source, tuple(self.details.items())))
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+  """Everything known about one golden entry except its payload.
+
+  ``files`` (name -> sha256) and ``arrays`` are filled in by the store when it
+  writes the entry; callers building a manifest to record leave them empty.
+  """
+
+  case_id: str
+  family: str
+  platform: str
+  record_date: datetime.date
+  producer: Producer
+  calling_convention_version: int
+  serialization_version: int
+  custom_call_targets: tuple[CustomCallSignature, ...]
+  polymorphic_shapes: tuple[str | None, ...] | None
+  constraints: tuple[str, ...] | None
+  lowering_only: bool
+  comparison: Comparison
+  files: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  arrays: Mapping[str, tuple[ArraySpec, ...]] = dataclasses.field(default_factory=dict)
+  imported_from: ImportSource | None = None
+  format_version: int = FORMAT_VERSION
+
+  def __post_init__(self):
+    if isinstance(self.record_date, str):
+      try:
+        object.__setattr__(self, "record_date", datetime.date.fromisoformat(self.record_date))
+      except ValueError:
+        raise _bad("a Manifest under construction", "record_date", "an ISO date 'YYYY-MM-DD'",
+                   self.record_date) from None
+    object.__setattr__(self, "custom_call_targets", tuple(self.custom_call_targets))
+    if self.polymorphic_shapes is not None:
+      object.__setattr__(self, "polymorphic_shapes", tuple(self.polymorphic_shapes))
+    if self.constraints is not None:
+      object.__setattr__(self, "constraints", tuple(self.constraints))
+    object.__setattr__(self, "files", MappingProxyType(dict(sorted(self.files.items()))))
+    object.__setattr__(self, "arrays", MappingProxyType(
+        {k: tuple(v) for k, v in sorted(self.arrays.items())}))
+    _validate(_to_dict(self), "a Manifest under construction")
+
+  def __hash__(self):
+    return hash(self.to_json())
+
+  @property
+  def dir_name(self) -> str:
+    """The entry's directory name: ``<record_date>_jax-<producer jax version or 'unknown'>``."""
+    return f"{self.record_date.isoformat()}_jax-{self.producer.jax or 'unknown'}"
+
+  @property
+  def relative_dir(self) -> str:
+    """``<platform>/<family>/<case_id>/<dir_name>``, the stable id of the entry."""
+    return f"{self.platform}/{self.family}/{self.case_id}/{self.dir_name}"
+
+  def to_json(self) -> str:
+    """Stable, human-diffable JSON (sorted keys) with the ``digest`` field added."""
+    d = _to_dict(self)
+    d["digest"] = _digest(d)
+    return json.dumps(d, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+  @classmethod
+  def from_json(cls, text: str | bytes, where: str) -> "Manifest":
+    """Parse and validate a manifest; ``where`` names the file in error messages."""
+    d = _parse_json(text, where)
+    if not isinstance(d, dict):
+      raise _bad(where, "the top level", "a JSON object", type(d).__name__)
+    recorded = d.pop("digest", None)
+    if recorded is None:
+      raise GoldenDataError(
+          f"{where}: field 'digest' is missing. Every manifest written by jaxport carries "
+          "a digest of its other fields; this file was not written by jaxport or was edited. "
+          "Re-record the entry (pytest harness/ --record).")
+    _validate(d, where)
+    computed = _digest(d)
+    if recorded != computed:
+      raise GoldenDataError(
+          f"{where}: digest mismatch: the manifest records {recorded!r} but its fields hash "
+          f"to {computed!r}, so a field was edited after recording. Golden entries are "
+          "immutable: restore the file from version control or record a new entry "
+          "(pytest harness/ --record).")
+    return _from_dict(d)
+
+
+def _to_dict(m: Manifest) -> dict[str, Any]:
+  return {
+      "format_version": m.format_version,
+      "case_id": m.case_id,
+      "family": m.family,
+      "platform": m.platform,
+      "record_date": m.record_date.isoformat() if isinstance(m.record_date, datetime.date)
+                     else m.record_date,
+      "producer": dataclasses.asdict(m.producer) if isinstance(m.producer, Producer) else m.producer,
+      "calling_convention_version": m.calling_convention_version,
+      "serialization_version": m.serialization_version,
+      "custom_call_targets": [s.to_dict() if isinstance(s, CustomCallSignature) else s
+                              for s in m.custom_call_targets],
+      "polymorphic_shapes": None if m.polymorphic_shapes is None else list(m.polymorphic_shapes),
+      "constraints": None if m.constraints is None else list(m.constraints),
+      "lowering_only": m.lowering_only,
+      "comparison": dataclasses.asdict(m.comparison) if isinstance(m.comparison, Comparison)
+                    else m.comparison,
+      "files": dict(m.files),
+      "arrays": {k: [{"dtype": a.dtype, "shape": list(a.shape)} if isinstance(a, ArraySpec) else a
+                     for a in v] for k, v in m.arrays.items()},
+      "imported_from": None if m.imported_from is None else (
+          {"source": m.imported_from.source, "details": dict(m.imported_from.details)}
+          if isinstance(m.imported_from, ImportSource) else m.imported_from),
+  }
+
+
+def _from_dict(d: dict[str, Any]) -> Manifest:
+  imp = d["imported_from"]
+  return Manifest(
+      format_version=d["format_version"],
+      case_id=d["case_id"],
+      family=d["family"],
+      platform=d["platform"],
+      record_date=datetime.date.fromisoformat(d["record_date"]),
+      producer=Producer(**d["producer"]),
+      calling_convention_version=d["calling_convention_version"],
+      serialization_version=d["serialization_version"],
+      custom_call_targets=tuple(CustomCallSignature(
+          target=s["target"], operand_types=tuple(s["operand_types"]),
+          result_types=tuple(s["result_types"]), attributes=s["attributes"])
+          for s in d["custom_call_targets"]),
+      polymorphic_shapes=d["polymorphic_shapes"],
+      constraints=d["constraints"],
+      lowering_only=d["lowering_only"],
+      comparison=Comparison(**d["comparison"]),
+      files=d["files"],
+      arrays={k: tuple(ArraySpec(a["dtype"], tuple(a["shape"])) for a in v)
+              for k, v in d["arrays"].items()},
+      imported_from=None if imp is None else ImportSource(imp["source"], imp["details"]),
+  )
+
+
+def _digest(d: Mapping[str, Any]) -> str:
+  canonical = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                         allow_nan=False)
+  return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def _parse_json(text: str | bytes, where: str) -> Any:
+  def no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+      raise GoldenDataError(f"{where}: duplicate key(s) {dup} in a JSON object.")
+    return dict(pairs)
+
+  def no_constants(name):
+    raise GoldenDataError(f"{where}: non-standard JSON constant {name}; manifests hold finite numbers only.")
+
+  if isinstance(text, bytes):
+    try:
+      text = text.decode("utf-8")
+    except UnicodeDecodeError as e:
+      raise GoldenDataError(f"{where}: not UTF-8 text ({e}).") from None
+  try:
+    return json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constants)
+  except json.JSONDecodeError as e:
+    raise GoldenDataError(
+        f"{where}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}. "
+        "Restore the file from version control.") from None
+
+
+def _bad(where: str, field: str, expected: str, got: Any) -> GoldenDataError:
+  return GoldenDataError(f"{where}: {field}: expected {expected}, got {got!r}.")
+
+
+def _check_keys(obj: Any, where: str, field: str, keys: Sequence[str]) -> None:
+  if not isinstance(obj, dict):
+    raise _bad(where, field, f"an object with keys {sorted(keys)}", obj)
+  missing = sorted(set(keys) - set(obj))
+  extra = sorted(set(obj) - set(keys))
+  if missing or extra:
+    raise GoldenDataError(
+        f"{where}: {field}: expected keys {sorted(keys)}; missing {missing}, unknown {extra}.")
+
+
+def _is_int(x: Any) -> bool:
+  return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_str_list(x: Any, where: str, field: str, allow_none_items: bool = False) -> None:
+  ok = isinstance(x, (list, tuple)) and all(
+      isinstance(s, str) or (allow_none_items and s is None) for s in x)
+  if not ok:
+    raise _bad(where, field, "a list of strings" + (" or nulls" if allow_none_items else ""), x)
+
+
+_TOP_KEYS = ("format_version", "case_id", "family", "platform", "record_date", "producer",
+             "calling_convention_version", "serialization_version", "custom_call_targets",
+             "polymorphic_shapes", "constraints", "lowering_only", "comparison", "files",
+             "arrays", "imported_from")
+_PRODUCER_KEYS = tuple(f.name for f in dataclasses.fields(Producer))
+
+
+def _validate(d: dict[str, Any], where: str) -> None:
+  """Check every field of a manifest dict; raise GoldenDataError on the first problem."""
+  _check_keys(d, where, "manifest", _TOP_KEYS)
+  fv = d["format_version"]
+  if not _is_int(fv) or fv < 1:
+    raise _bad(where, "format_version", "a positive integer", fv)
+  if fv > FORMAT_VERSION:
+    raise GoldenDataError(
+        f"{where}: format_version {fv} is newer than this jaxport reads ({FORMAT_VERSION}). "
+        "Upgrade jaxport to read this entry.")
+  for field in ("case_id", "family"):
+    if not is_safe_name(d[field]):
+      raise _bad(where, field, "a name of letters, digits, '_', '.', '+', '-' (a directory name)",
+                 d[field])
+  if d["platform"] not in PLATFORMS:
+    raise _bad(where, "platform", f"one of {list(PLATFORMS)}", d["platform"])
+  rd = d["record_date"]
+  try:
+    ok = isinstance(rd, str) and datetime.date.fromisoformat(rd).isoformat() == rd
+  except ValueError:
+    ok = False
+  if not ok:
+    raise _bad(where, "record_date", "an ISO date 'YYYY-MM-DD'", rd)
+  _check_keys(d["producer"], where, "producer", _PRODUCER_KEYS)
+  for k, v in d["producer"].items():
+    if v is not None and not (isinstance(v, str) and is_safe_name(v)):
+      raise _bad(where, f"producer.{k}", "a version string or null", v)
+  for field in ("calling_convention_version", "serialization_version"):
+    if not _is_int(d[field]) or d[field] < 0:
+      raise _bad(where, field, "a non-negative integer", d[field])
+  targets = d["custom_call_targets"]
+  if not isinstance(targets, (list, tuple)):
+    raise _bad(where, "custom_call_targets", "a list", targets)
+  for i, s in enumerate(targets):
+    f = f"custom_call_targets[{i}]"
+    _check_keys(s, where, f, ("target", "operand_types", "result_types", "attributes"))
+    if not isinstance(s["target"], str) or not s["target"]:
+      raise _bad(where, f + ".target", "a non-empty string", s["target"])
+    _check_str_list(s["operand_types"], where, f + ".operand_types")
+    _check_str_list(s["result_types"], where, f + ".result_types")
+    attrs = s["attributes"]
+    if not isinstance(attrs, dict) or not all(isinstance(v, str) for v in attrs.values()):
+      raise _bad(where, f + ".attributes", "an object of strings", attrs)
+  if d["polymorphic_shapes"] is not None:
+    _check_str_list(d["polymorphic_shapes"], where, "polymorphic_shapes", allow_none_items=True)
+  if d["constraints"] is not None:
+    _check_str_list(d["constraints"], where, "constraints")
+  if not isinstance(d["lowering_only"], bool):
+    raise _bad(where, "lowering_only", "true or false", d["lowering_only"])
+  cmp = d["comparison"]
+  _check_keys(cmp, where, "comparison", ("mode", "rtol", "atol"))
+  if not isinstance(cmp["mode"], str) or not cmp["mode"]:
+    raise _bad(where, "comparison.mode", "a checker name", cmp["mode"])
+  for k in ("rtol", "atol"):
+    v = cmp[k]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < float("inf")):
+      raise _bad(where, f"comparison.{k}", "a finite number >= 0", v)
+  files = d["files"]
+  if not isinstance(files, dict):
+    raise _bad(where, "files", "an object of file name -> sha256", files)
+  for name, sha in files.items():
+    if name not in DATA_FILES:
+      raise _bad(where, "files", f"names among {list(DATA_FILES)}", name)
+    if not isinstance(sha, str) or not _SHA256_RE.fullmatch(sha):
+      raise _bad(where, f"files[{name!r}]", "64 lowercase hex digits (sha256)", sha)
+  if files:
+    required = {BLOB_FILE, INPUTS_FILE, MODULE_FILE} | (set() if d["lowering_only"] else {EXPECTED_FILE})
+    if set(files) != required:
+      raise GoldenDataError(
+          f"{where}: files: expected exactly {sorted(required)} "
+          f"(lowering_only={d['lowering_only']}), got {sorted(files)}.")
+  arrays = d["arrays"]
+  if not isinstance(arrays, dict):
+    raise _bad(where, "arrays", "an object", arrays)
+  if set(arrays) - {"inputs", "expected"}:
+    raise _bad(where, "arrays", "keys among ['expected', 'inputs']", sorted(arrays))
+  if files:
+    want = {"inputs"} | (set() if d["lowering_only"] else {"expected"})
+    if set(arrays) != want:
+      raise _bad(where, "arrays", f"keys {sorted(want)}", sorted(arrays))
+  for k, specs in arrays.items():
+    if not isinstance(specs, (list, tuple)):
+      raise _bad(where, f"arrays.{k}", "a list", specs)
+    for i, a in enumerate(specs):
+      f = f"arrays.{k}[{i}]"
+      if isinstance(a, ArraySpec):
+        a = {"dtype": a.dtype, "shape": list(a.shape)}
+      _check_keys(a, where, f, ("dtype", "shape"))
+      if not isinstance(a["dtype"], str) or not a["dtype"]:
+        raise _bad(where, f + ".dtype", "a dtype name", a["dtype"])
+      shape = a["shape"]
+      if not isinstance(shape, (list, tuple)) or not all(_is_int(x) and x >= 0 for x in shape):
+        raise _bad(where, f + ".shape", "a list of non-negative integers", shape)
+  imp = d["imported_from"]
+  if imp is not None:
+    _check_keys(imp, where, "imported_from", ("source", "details"))
+    if not isinstance(imp["source"], str) or not imp["source"]:
+      raise _bad(where, "imported_from.source", "a non-empty string", imp["source"])
+    det = imp["details"]
+    if not isinstance(det, dict) or not all(
+        v is None or isinstance(v, (str, int, float, bool)) for v in det.values()):
+      raise _bad(where, "imported_from.details", "an object of JSON scalars", det)

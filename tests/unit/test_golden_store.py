@@ -1,0 +1,337 @@
+"""The golden store: round trip, append-only, atomic writes, tamper detection, prune."""
+
+import dataclasses
+import datetime
+import io
+import json
+import os
+import pickle
+import zipfile
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from jaxport.errors import GoldenDataError
+from jaxport.golden import _store
+from jaxport.golden._manifest import (
+    Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
+from jaxport.golden._store import Entry, GoldenStore
+
+DAY = datetime.date(2026, 6, 1)
+
+
+def make_manifest(**changes) -> Manifest:
+  base = dict(
+      case_id="qr_f32", family="qr", platform="cpu", record_date=DAY,
+      producer=Producer(jax="0.10.2", jaxlib="0.10.2", jaxport="0.1.0", numpy="2.0.0",
+                        scipy=None, python="3.11.7"),
+      calling_convention_version=10, serialization_version=11,
+      custom_call_targets=[CustomCallSignature(
+          "lapack_sgeqrf_ffi", ["tensor<3x3xf32>"], ["tensor<3x3xf32>", "tensor<3xf32>"],
+          {"api_version": "4"})],
+      polymorphic_shapes=("b, 3", None), constraints=("b >= 2",), lowering_only=False,
+      comparison=Comparison("allclose", 1e-6, 1e-7))
+  base.update(changes)
+  return Manifest(**base)
+
+
+INPUTS = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array([True, False]),
+          np.arange(3).astype(ml_dtypes.bfloat16), np.array(3 + 4j, np.complex128)]
+EXPECTED = [np.linspace(0, 1, 5, dtype=np.float64), np.array([7], np.int8)]
+
+
+@pytest.fixture
+def store(tmp_path):
+  return GoldenStore(tmp_path / "compat_data")
+
+
+@pytest.fixture
+def entry(store):
+  return store.write_entry(make_manifest(), b"\x00blob\xff", INPUTS, EXPECTED, "module @m {}\n")
+
+
+def resign(entry: Entry, **changes) -> None:
+  """Rewrite the manifest with a valid digest and fresh file hashes (a careful forger)."""
+  m = Manifest.from_json((entry.path / "manifest.json").read_text(), "test")
+  files = {n: _store.sha256_hex((entry.path / n).read_bytes()) for n in m.files}
+  m = dataclasses.replace(m, files=files, **changes)
+  (entry.path / "manifest.json").write_text(m.to_json())
+
+
+def test_round_trip_keeps_every_array_dtype_shape_and_value(store, entry):
+  assert entry.entry_id == "cpu/qr/qr_f32/2026-06-01_jax-0.10.2"
+  assert entry.path == store.root / "cpu/qr/qr_f32/2026-06-01_jax-0.10.2"
+  assert sorted(os.listdir(entry.path)) == [
+      "expected.npz", "exported.bin", "inputs.npz", "manifest.json", "module.mlir"]
+  entry.verify()
+  got = entry.inputs()
+  assert [a.dtype for a in got] == [a.dtype for a in INPUTS]
+  for a, b in zip(got, INPUTS):
+    assert a.shape == b.shape
+    np.testing.assert_array_equal(a.astype(np.complex128), b.astype(np.complex128))
+  for a, b in zip(entry.expected_outputs(), EXPECTED):
+    assert a.dtype == b.dtype
+    np.testing.assert_array_equal(a, b)
+  assert entry.blob() == b"\x00blob\xff"
+  assert entry.module_text() == "module @m {}\n"
+  m = entry.manifest
+  assert m == dataclasses.replace(make_manifest(), files=m.files, arrays=m.arrays)
+  assert set(m.files) == {"expected.npz", "exported.bin", "inputs.npz", "module.mlir"}
+  assert [s.dtype for s in m.arrays["inputs"]] == ["float32", "bool", "bfloat16", "complex128"]
+  assert m.arrays["inputs"][0].shape == (2, 3)
+
+
+def test_manifest_json_round_trip_and_digest():
+  m = make_manifest(imported_from=ImportSource("jax:cpu_qr.py:data['f32']", {"nr_devices": 1}))
+  text = m.to_json()
+  assert Manifest.from_json(text, "m.json") == m
+  d = json.loads(text)
+  assert len(d["digest"]) == 64
+  assert d["producer"]["scipy"] is None and d["constraints"] == ["b >= 2"]
+
+
+def test_npz_bytes_are_deterministic(store):
+  a, _ = _store.encode_arrays(INPUTS, "x")
+  b, _ = _store.encode_arrays([np.array(x) for x in INPUTS], "x")
+  assert a == b
+
+
+def test_entries_are_sorted_and_filtered(store):
+  for case, fam, plat in [("b", "qr", "cpu"), ("a", "qr", "cpu"), ("a", "eig", "cpu"),
+                          ("a", "qr", "tpu")]:
+    store.write_entry(make_manifest(case_id=case, family=fam, platform=plat), b"x", [], [], "")
+  ids = [e.entry_id for e in store.entries()]
+  assert ids == sorted(ids) and len(ids) == 4
+  assert [e.entry_id.split("/")[:3] for e in store.entries(platform="cpu", family="qr")] == [
+      ["cpu", "qr", "a"], ["cpu", "qr", "b"]]
+  assert [e.entry_id for e in store.entries(platform="tpu")] == ["tpu/qr/a/2026-06-01_jax-0.10.2"]
+  assert store.entry("tpu/qr/a/2026-06-01_jax-0.10.2").inputs() == []
+
+
+def test_entries_ignore_hidden_and_root_files_but_refuse_strays(store, entry):
+  (store.root / "README.md").write_text("golden data")
+  (entry.path.parent / ".tmp-2026-06-01_jax-0.10.2-abc").mkdir()
+  assert store.entries() == [entry]
+  (entry.path.parent / "notes.txt").write_text("x")
+  with pytest.raises(GoldenDataError, match="notes.txt"):
+    store.entries()
+
+
+def test_lowering_only_entry_has_no_expected_file(store):
+  e = store.write_entry(make_manifest(lowering_only=True), b"b", [np.ones(2)], None, "m")
+  assert "expected.npz" not in os.listdir(e.path)
+  assert e.expected_outputs() is None
+  e.verify()
+  with pytest.raises(GoldenDataError, match="lowering_only"):
+    store.write_entry(make_manifest(case_id="z", lowering_only=True), b"b", [], [], "m")
+  with pytest.raises(GoldenDataError, match="lowering_only"):
+    store.write_entry(make_manifest(case_id="z"), b"b", [], None, "m")
+
+
+def test_append_only_refuses_to_overwrite(store, entry):
+  before = {n: (entry.path / n).read_bytes() for n in os.listdir(entry.path)}
+  with pytest.raises(GoldenDataError, match="append-only"):
+    store.write_entry(make_manifest(), b"other", INPUTS, EXPECTED, "other")
+  assert {n: (entry.path / n).read_bytes() for n in os.listdir(entry.path)} == before
+
+
+def test_failure_mid_write_leaves_nothing(store, monkeypatch):
+  real = _store._write_file
+  calls = []
+
+  def failing(path, data):
+    calls.append(path.name)
+    if len(calls) == 3:
+      raise OSError("disk full")
+    real(path, data)
+
+  monkeypatch.setattr(_store, "_write_file", failing)
+  with pytest.raises(OSError, match="disk full"):
+    store.write_entry(make_manifest(), b"b", INPUTS, EXPECTED, "m")
+  case_dir = store.root / "cpu/qr/qr_f32"
+  assert os.listdir(case_dir) == []
+  assert store.entries() == []
+  monkeypatch.setattr(_store, "_write_file", real)
+  assert store.write_entry(make_manifest(), b"b", INPUTS, EXPECTED, "m").blob() == b"b"
+
+
+def test_failure_at_rename_leaves_nothing(store, monkeypatch):
+  def boom(src, dst):
+    raise OSError("rename failed")
+
+  monkeypatch.setattr(_store.os, "rename", boom)
+  with pytest.raises(OSError, match="rename failed"):
+    store.write_entry(make_manifest(), b"b", INPUTS, EXPECTED, "m")
+  assert os.listdir(store.root / "cpu/qr/qr_f32") == []
+
+
+def test_write_refuses_object_and_string_arrays(store):
+  with pytest.raises(GoldenDataError, match=r"inputs\[1\].*object"):
+    store.write_entry(make_manifest(), b"b", [np.ones(1), np.array([{}], dtype=object)], [], "m")
+  with pytest.raises(GoldenDataError, match="numeric arrays only"):
+    store.write_entry(make_manifest(), b"b", [], [np.array(["a"])], "m")
+  assert store.entries() == []
+
+
+@pytest.mark.parametrize("name", ["exported.bin", "inputs.npz", "expected.npz", "module.mlir"])
+def test_changed_byte_is_detected_naming_the_file(entry, name):
+  path = entry.path / name
+  data = bytearray(path.read_bytes())
+  data[len(data) // 2] ^= 0x01
+  path.write_bytes(bytes(data))
+  with pytest.raises(GoldenDataError, match=rf"{name}: sha256 mismatch: the manifest records [0-9a-f]{{64}}, the file \(\d+ bytes\) has [0-9a-f]{{64}}"):
+    entry.verify()
+
+
+@pytest.mark.parametrize("name,reader", [("exported.bin", "blob"), ("inputs.npz", "inputs"),
+                                         ("expected.npz", "expected_outputs"),
+                                         ("module.mlir", "module_text")])
+def test_truncated_file_fails_its_reader(entry, name, reader):
+  path = entry.path / name
+  path.write_bytes(path.read_bytes()[:-1])
+  with pytest.raises(GoldenDataError, match=rf"{name}: sha256 mismatch"):
+    getattr(entry, reader)()
+
+
+@pytest.mark.parametrize("name", ["exported.bin", "inputs.npz", "expected.npz", "module.mlir",
+                                  "manifest.json"])
+def test_missing_file_is_named(entry, name):
+  (entry.path / name).unlink()
+  with pytest.raises(GoldenDataError, match=rf"{name}: file is missing"):
+    entry.verify()
+
+
+def test_extra_file_is_named(entry):
+  (entry.path / "notes.txt").write_text("hello")
+  with pytest.raises(GoldenDataError, match="notes.txt: unexpected file"):
+    entry.blob()
+
+
+def test_symlinked_file_is_refused(entry, tmp_path):
+  target = tmp_path / "elsewhere.bin"
+  target.write_bytes((entry.path / "exported.bin").read_bytes())
+  (entry.path / "exported.bin").unlink()
+  (entry.path / "exported.bin").symlink_to(target)
+  with pytest.raises(GoldenDataError, match="exported.bin: not a regular file"):
+    entry.blob()
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("comparison", {"mode": "allclose", "rtol": 1.0, "atol": 1e-7}, "digest mismatch"),
+    ("calling_convention_version", 9, "digest mismatch"),
+    ("custom_call_targets", [], "digest mismatch"),
+    ("lowering_only", True, r"files: expected exactly \['exported.bin', 'inputs.npz', 'module.mlir'\]"),
+])
+def test_edited_manifest_field_is_refused(entry, field, value, match):
+  path = entry.path / "manifest.json"
+  d = json.loads(path.read_text())
+  d[field] = value
+  path.write_text(json.dumps(d))
+  with pytest.raises(GoldenDataError, match=rf"manifest.json: {match}"):
+    entry.inputs()
+
+
+def test_manifest_disagreeing_with_directory_is_refused(entry):
+  resign(entry, case_id="other_case")
+  with pytest.raises(GoldenDataError, match="manifest.json: the manifest describes 'cpu/qr/other_case"):
+    entry.verify()
+
+
+@pytest.mark.parametrize("text,match", [
+    ("{not json", "invalid JSON at line 1 column 2"),
+    ("[1, 2]", "the top level: expected a JSON object"),
+    ('{"a": 1, "a": 2}', r"duplicate key\(s\) \['a'\]"),
+    ('{"x": NaN}', "non-standard JSON constant NaN"),
+    (b"\xff\xfe", "not UTF-8"),
+])
+def test_bad_json_is_reported_with_the_file(entry, text, match):
+  path = entry.path / "manifest.json"
+  path.write_bytes(text if isinstance(text, bytes) else text.encode())
+  with pytest.raises(GoldenDataError, match=rf"qr_f32/2026-06-01_jax-0.10.2: manifest.json: {match}"):
+    entry.manifest
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("platform", "gpu", r"platform: expected one of \['cpu', 'cuda', 'rocm', 'tpu'\], got 'gpu'"),
+    ("record_date", "2026-6-1", "record_date: expected an ISO date"),
+    ("case_id", "../escape", "case_id: expected a name"),
+    ("format_version", 99, "format_version 99 is newer than this jaxport reads"),
+    ("serialization_version", "11", "serialization_version: expected a non-negative integer"),
+    ("files", {"exported.bin": "xyz"}, r"files\['exported.bin'\]: expected 64 lowercase hex"),
+    ("comparison", {"mode": "allclose", "rtol": -1, "atol": 0}, "comparison.rtol: expected a finite number"),
+    ("unexpected", 1, r"unknown \['unexpected'\]"),
+])
+def test_every_field_is_validated(field, value, match):
+  d = json.loads(make_manifest().to_json())
+  d.pop("digest")
+  d[field] = value
+  d["digest"] = "0" * 64
+  with pytest.raises(GoldenDataError, match=match):
+    Manifest.from_json(json.dumps(d), "m.json")
+
+
+def test_missing_field_and_missing_digest_are_named():
+  d = json.loads(make_manifest().to_json())
+  del d["producer"]
+  with pytest.raises(GoldenDataError, match=r"missing \['producer'\]"):
+    Manifest.from_json(json.dumps(d), "m.json")
+  del d["digest"]
+  with pytest.raises(GoldenDataError, match="m.json: field 'digest' is missing"):
+    Manifest.from_json(json.dumps(d), "m.json")
+
+
+def _npz_with(member_bytes: dict[str, bytes]) -> bytes:
+  buf = io.BytesIO()
+  with zipfile.ZipFile(buf, "w") as zf:
+    for name, data in member_bytes.items():
+      zf.writestr(name, data)
+  return buf.getvalue()
+
+
+def _npy(arr, allow_pickle=False) -> bytes:
+  b = io.BytesIO()
+  np.lib.format.write_array(b, arr, allow_pickle=allow_pickle)
+  return b.getvalue()
+
+
+class Boom:
+  def __reduce__(self):
+    return (os.system, ("echo pwned > /dev/null",))
+
+
+@pytest.mark.parametrize("members,match", [
+    ({"arr_0.npy": _npy(np.array([Boom()], dtype=object), allow_pickle=True)},
+     "cannot be read without unpickling"),
+    ({"arr_0.npy": pickle.dumps([1, 2])}, "cannot be read without unpickling or is malformed"),
+    ({"arr_0.npy": _npy(np.ones(2)), "payload.pkl": pickle.dumps(1)}, "expected members"),
+    ({"arr_0.npy": _npy(np.ones(3, np.int64))}, r"holds int64 \(3,\), but the manifest records"),
+])
+def test_npz_that_needs_pickle_or_disagrees_is_refused_even_with_valid_hashes(
+    entry, monkeypatch, members, match):
+  (entry.path / "expected.npz").write_bytes(_npz_with(members))
+  resign(entry, arrays={"inputs": entry.manifest.arrays["inputs"],
+                        "expected": entry.manifest.arrays["expected"][:1]})
+  ran = []
+  monkeypatch.setattr(os, "system", lambda *a: ran.append(a))
+  with pytest.raises(GoldenDataError, match=rf"expected.npz: .*{match}"):
+    entry.expected_outputs()
+  with pytest.raises(GoldenDataError, match="expected.npz"):
+    entry.verify()
+  assert ran == []
+
+
+def test_prune_dry_run_then_removes_only_expired(store):
+  old = store.write_entry(make_manifest(record_date=datetime.date(2025, 1, 1)), b"b", [], [], "m")
+  edge = store.write_entry(make_manifest(record_date=DAY - datetime.timedelta(days=180)),
+                           b"b", [], [], "m")
+  new = store.write_entry(make_manifest(case_id="other", record_date=DAY), b"b", [], [], "m")
+  assert store.prune(180, today=DAY) == [old]
+  assert len(store.entries()) == 3
+  assert store.prune(180, today=DAY, dry_run=False) == [old]
+  assert store.entries() == [new, edge]
+  assert store.prune(179, today=DAY, dry_run=False) == [edge]
+  assert store.entries() == [new]
+  assert not (store.root / "cpu/qr/qr_f32").exists()
+  with pytest.raises(GoldenDataError, match="non-negative integer"):
+    store.prune(-1, today=DAY)
