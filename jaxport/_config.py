@@ -23,3 +23,13 @@ def calling_convention_version() -> int:
         f"outside the range of supported versions [{lo}..{hi}]. Set "
         f"jax.config.update('jax_export_calling_convention_version', {hi}).")
   return version
+
+
+def ignore_forward_compatibility() -> bool:
+  """Whether lowering may use custom calls and ops newer than the 4-week window."""
+  return bool(jax.config.jax_export_ignore_forward_compatibility)
+
+
+def use_shardy_partitioner() -> bool:
+  """Whether shardings are lowered for the Shardy partitioner."""
+  return bool(jax.config.jax_use_shardy_partitioner)

@@ -1,11 +1,145 @@
-"""export(): trace, lower, check and wrap a jitted function into an Exported."""
+"""export(): trace, lower, check and wrap a jitted function into an Exported.
+
+Owns the jax internals of tracing and lowering for export
+(``jax._src.stages``, ``jax._src.interpreters.mlir``/``pxla``,
+``jax._src.xla_bridge``). The other steps live next door: ``_checks`` (what
+may be exported), ``_wrap`` (the public ``main``), ``_shardings`` (sharding
+records), ``_vjp`` (the lazily exported VJP), ``_mlir`` (module bytes).
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+from collections.abc import Callable, Sequence
+
+from jax import tree_util
+from jax._src import source_info_util
+from jax._src import stages
+from jax._src import xla_bridge
+from jax._src.interpreters import mlir as jax_mlir
+from jax._src.interpreters import pxla
+from jax._src.lib.mlir import ir
+
+from jaxport import _config
+from jaxport.errors import ExportError
+from jaxport.export import _checks, _mlir, _shardings, _vjp, _wrap
+from jaxport.export._disabled_checks import DisabledSafetyCheck
+from jaxport.export._exported import Exported
+
+logger = logging.getLogger(__name__)
+
+# Source locations in exported modules should point at the user's code, not at
+# jaxport's frames (nor leak where jaxport is installed), as jax does for itself.
+source_info_util.register_exclusion(os.path.dirname(os.path.dirname(__file__)) + os.sep)
+
 
 def default_export_platform() -> str:
-  raise NotImplementedError
+  """The platform exports target when none is given: the default backend's, canonical.
+
+  One of ``cpu``, ``cuda``, ``rocm``, ``tpu`` (``gpu`` resolves to the vendor).
+  """
+  return xla_bridge.canonicalize_platform(xla_bridge.default_backend())
 
 
-def export(fun_jit, *, platforms=None, disabled_checks=()):
-  raise NotImplementedError("jaxport.export is being built")
+def export(fun_jit, *, platforms: Sequence[str] | None = None,
+           disabled_checks: Sequence[DisabledSafetyCheck] = ()) -> Callable[..., Exported]:
+  """Prepare to export ``fun_jit`` (a ``jax.jit`` result) for the given platforms.
+
+  Returns ``do_export(*args_specs, **kwargs_specs)``, which takes pytrees of
+  ``jax.ShapeDtypeStruct`` (or anything with ``.shape`` and ``.dtype``) and
+  returns the :class:`Exported`. More than one platform adds a platform-index
+  argument to the module. ``disabled_checks`` may allow custom-call targets
+  without a stability guarantee.
+  """
+  if not isinstance(fun_jit, stages.Wrapped):
+    raise ExportError(
+        f"Function to be exported must be the result of `jit` but is: {fun_jit}. "
+        "Wrap it first: jaxport.export(jax.jit(f)).")
+  checks = _checks.normalize_disabled_checks(disabled_checks)
+  if platforms is not None:
+    if isinstance(platforms, str):
+      raise ExportError(
+          f"platforms must be a sequence of platform names, got the string {platforms!r}; "
+          f"write platforms=({platforms!r},).")
+    platforms = tuple(platforms)
+    if not platforms:
+      raise ExportError("platforms must name at least one platform, got ().")
+
+  def do_export(*args_specs, **kwargs_specs) -> Exported:
+    lowering_platforms = platforms or (default_export_platform(),)
+    version = _config.calling_convention_version()
+    traced = fun_jit.trace(*args_specs, **kwargs_specs)
+    lowered = traced.lower(
+        lowering_platforms=lowering_platforms,
+        _private_parameters=jax_mlir.LoweringParameters(
+            for_export=True, hoist_constants_as_args=False,
+            export_ignore_forward_compatibility=_config.ignore_forward_compatibility()))
+    return _export_lowered(lowered, traced.jaxpr, traced.fun_name,
+                           disabled_checks=checks, version=version)
+
+  return do_export
+
+
+def _export_lowered(lowered, jaxpr, fun_name: str, *,
+                    disabled_checks: tuple[DisabledSafetyCheck, ...], version: int) -> Exported:
+  lowering = lowered._lowering
+  if not isinstance(lowering, pxla.MeshComputation):
+    raise ExportError(f"Export supports only jit-lowered functions, got {type(lowering).__name__} "
+                      f"for '{fun_name}'.")
+  compile_args = lowering.compile_args
+  _checks.check_compile_args(compile_args, fun_name)
+
+  in_avals = tuple(tree_util.tree_leaves(lowered.in_avals))
+  if "kept_var_idx" in compile_args:
+    module_kept_var_idx = tuple(sorted(compile_args["kept_var_idx"]))
+  else:
+    module_kept_var_idx = tuple(range(len(in_avals)))
+  shape_poly_state = compile_args["shape_poly_state"]
+  ordered_effects = tuple(compile_args["ordered_effects"])
+  unordered_effects = tuple(compile_args["unordered_effects"])
+
+  module = _mlir.copy_module(lowering.stablehlo())
+  if _wrap.needs_wrapping(in_avals, bool(ordered_effects)):
+    module = _wrap.wrap_main(
+        module, in_avals, in_tree=lowered.in_tree,
+        has_platform_index_argument=shape_poly_state.has_platform_index_argument,
+        module_kept_var_idx=module_kept_var_idx,
+        ignore_forward_compatibility=_config.ignore_forward_compatibility())
+  with module.context:
+    module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(
+        shape_poly_state.uses_dim_vars)
+
+  _checks.check_custom_calls(module, disabled_checks, fun_name)
+  serialized = _mlir.module_to_portable_artifact(module)
+  if logger.isEnabledFor(logging.DEBUG):
+    logger.debug("Exported %s: version=%d platforms=%s disabled_checks=%s, %d bytes",
+                 fun_name, version, lowering._platforms, disabled_checks, len(serialized))
+
+  out_avals = tuple(compile_args["global_out_avals"])
+  in_named, out_named, mesh = _shardings.record_shardings(
+      compile_args, module_kept_var_idx, in_avals, out_avals,
+      use_shardy=_config.use_shardy_partitioner())
+
+  return Exported(
+      fun_name=fun_name,
+      in_tree=lowered.in_tree,
+      in_avals=in_avals,
+      out_tree=lowered.out_tree,
+      out_avals=out_avals,
+      _has_named_shardings=True,
+      _in_named_shardings=in_named,
+      _out_named_shardings=out_named,
+      in_shardings_hlo=(None,) * len(in_named),
+      out_shardings_hlo=(None,) * len(out_named),
+      nr_devices=compile_args["num_devices"],
+      platforms=tuple(lowering._platforms),
+      ordered_effects=ordered_effects,
+      unordered_effects=unordered_effects,
+      disabled_safety_checks=disabled_checks,
+      mlir_module_serialized=serialized,
+      calling_convention_version=version,
+      module_kept_var_idx=module_kept_var_idx,
+      uses_global_constants=shape_poly_state.uses_dim_vars,
+      _get_vjp=_vjp.vjp_getter(jaxpr, export_fn=export, mesh=mesh),
+  )

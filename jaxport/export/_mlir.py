@@ -6,9 +6,11 @@ of jaxport.
 
 from __future__ import annotations
 
+from jax._src import xla_bridge
 from jax._src.interpreters import mlir as jax_mlir
 from jax._src.lib import _jax
 from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import hlo
 
 
 def make_context() -> ir.Context:
@@ -25,3 +27,22 @@ def module_text(serialized: bytes) -> str:
   """The StableHLO text of a serialized module."""
   with make_context():
     return jax_mlir.module_to_string(module_from_bytes(serialized))
+
+
+def copy_module(module: ir.Module) -> ir.Module:
+  """A copy of ``module`` in a fresh context, safe to mutate (lowerings are cached)."""
+  context = make_context()
+  with context, ir.Location.unknown(context):
+    return ir.Module.parse(jax_mlir.module_to_bytecode(module))
+
+
+def module_to_portable_artifact(module: ir.Module) -> bytes:
+  """Serialize ``module`` as a StableHLO portable artifact, the export wire form.
+
+  The target StableHLO version is the newest one at least four weeks old, so a
+  consumer updated monthly can read the artifact.
+  """
+  target_version = hlo.get_version_from_compatibility_requirement(
+      hlo.StablehloCompatibilityRequirement.WEEK_4)
+  return _jax.mlir.serialize_portable_artifact(
+      module, target_version, xla_bridge.get_backend().serialize_with_sdy)
