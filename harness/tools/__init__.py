@@ -1,0 +1,1 @@
+"""Tools that record and replay golden entries with other jax releases (docs/multi-release.md)."""

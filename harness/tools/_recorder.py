@@ -1,0 +1,206 @@
+"""Record release cases with the jax installed in THIS interpreter's venv.
+
+Run by ``record_with_jax.py`` inside an older release's virtual environment:
+
+    python harness/tools/_recorder.py --out STAGING [--case ID ...]
+
+It uses only that release's public export API and writes, per case, a
+staging folder ``STAGING/<case_id>/`` with ``exported.bin``, ``inputs.npz``,
+``expected.npz`` (``np.savez``, no object arrays, so readable without
+pickle), ``module.mlir``, ``module.mlirbc`` (the module bytes inside the blob,
+for the importer's custom-call walk) and ``case.json``; plus ``STAGING/producer.json``
+(versions, record date) and ``STAGING/skipped.json`` (cases this release
+cannot express, with the reason). Nothing from jaxport is imported: jaxport
+needs a newer jax than the one recording.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform as _platform
+import struct
+import sys
+import traceback
+
+import numpy as np
+
+STAGING_FORMAT = 1
+
+
+def _load_cases_module():
+  path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "release_cases.py")
+  spec = importlib.util.spec_from_file_location("release_cases", path)
+  module = importlib.util.module_from_spec(spec)
+  sys.modules["release_cases"] = module
+  spec.loader.exec_module(module)
+  return module
+
+
+def _export_module():
+  """The release's public export module (``jax.export``; older: experimental)."""
+  try:
+    from jax import export as jexport
+    if hasattr(jexport, "export"):
+      return jexport
+  except ImportError:
+    pass
+  from jax.experimental import export as jexport
+  return jexport
+
+
+def _version_tuple(text: str) -> tuple:
+  parts = []
+  for piece in text.split(".")[:3]:
+    digits = "".join(ch for ch in piece if ch.isdigit())
+    parts.append(int(digits or 0))
+  return tuple(parts)
+
+
+def peek_serialization_version(blob: bytes) -> int:
+  """Field 0 (uint16) of the flatbuffer root table, or 0 when absent."""
+  table = struct.unpack_from("<I", blob, 0)[0]
+  vtable = table - struct.unpack_from("<i", blob, table)[0]
+  vtable_size = struct.unpack_from("<H", blob, vtable)[0]
+  if vtable_size <= 4:
+    return 0
+  field = struct.unpack_from("<H", blob, vtable + 4)[0]
+  return struct.unpack_from("<H", blob, table + field)[0] if field else 0
+
+
+def producer_versions() -> dict:
+  import jax
+  import jaxlib
+  jaxlib_version = getattr(jaxlib, "__version__", None)
+  if jaxlib_version is None:
+    from jaxlib import version as jaxlib_version_module
+    jaxlib_version = jaxlib_version_module.__version__
+  try:
+    import scipy
+    scipy_version = scipy.__version__
+  except ImportError:
+    scipy_version = None
+  return {"jax": jax.__version__, "jaxlib": jaxlib_version,
+          "numpy": np.__version__, "scipy": scipy_version,
+          "python": _platform.python_version()}
+
+
+def _specs(jexport, case, inputs):
+  import jax
+  if case.polymorphic_shapes is None:
+    return [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in inputs]
+  if hasattr(jexport, "symbolic_args_specs"):
+    return list(jexport.symbolic_args_specs(inputs, list(case.polymorphic_shapes)))
+  specs = []
+  for x, spec in zip(inputs, case.polymorphic_shapes):
+    specs.append(jax.ShapeDtypeStruct(jexport.symbolic_shape(spec), x.dtype))
+  return specs
+
+
+def _as_arrays(values) -> list:
+  import jax
+  return [np.asarray(v) for v in jax.tree_util.tree_leaves(values)]
+
+
+def record_case(jexport, case, platform: str) -> dict:
+  """Export, serialize and run one case; returns the staged payload."""
+  import jax
+  inputs = [np.asarray(x) for x in case.make_inputs()]
+  jitted = jax.jit(case.fun)
+  kwargs = {}
+  if case.platforms is not None:
+    kwargs["platforms"] = tuple(case.platforms)
+  exp = jexport.export(jitted, **kwargs)(*_specs(jexport, case, inputs))
+  blob = bytes(exp.serialize(vjp_order=case.vjp_order))
+  expected = _as_arrays(jitted(*inputs))
+  replayed = _as_arrays(jexport.deserialize(bytearray(blob)).call(*inputs))
+  for i, (want, got) in enumerate(zip(expected, replayed)):
+    np.testing.assert_allclose(got, want, rtol=case.rtol, atol=case.atol,
+                               err_msg=f"{case.case_id}: output {i} of the round trip")
+  meta = {
+      "staging_format": STAGING_FORMAT,
+      "case_id": case.case_id,
+      "family": case.family,
+      "platform": platform,
+      "fun_name": getattr(exp, "fun_name", case.fun.__name__),
+      "platforms": list(exp.platforms),
+      "calling_convention_version": int(exp.calling_convention_version),
+      "serialization_version": peek_serialization_version(blob),
+      "polymorphic_shapes": list(case.polymorphic_shapes) if case.polymorphic_shapes else None,
+      "constraints": None,
+      "lowering_only": False,
+      "vjp_order": case.vjp_order,
+      "comparison": {"mode": case.mode, "rtol": case.rtol, "atol": case.atol},
+  }
+  return {"meta": meta, "blob": blob, "inputs": inputs, "expected": expected,
+          "module_text": exp.mlir_module(),
+          "module_bytes": bytes(exp.mlir_module_serialized)}
+
+
+def write_staged(out_dir: str, payload: dict) -> None:
+  case_dir = os.path.join(out_dir, payload["meta"]["case_id"])
+  os.makedirs(case_dir, exist_ok=False)
+  with open(os.path.join(case_dir, "exported.bin"), "wb") as f:
+    f.write(payload["blob"])
+  np.savez(os.path.join(case_dir, "inputs.npz"), *payload["inputs"])
+  np.savez(os.path.join(case_dir, "expected.npz"), *payload["expected"])
+  with open(os.path.join(case_dir, "module.mlir"), "w") as f:
+    f.write(payload["module_text"])
+  with open(os.path.join(case_dir, "module.mlirbc"), "wb") as f:
+    f.write(payload["module_bytes"])
+  with open(os.path.join(case_dir, "case.json"), "w") as f:
+    json.dump(payload["meta"], f, indent=1, sort_keys=True)
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--out", required=True, help="staging folder to create")
+  parser.add_argument("--case", action="append", default=[], help="only these case ids")
+  parser.add_argument("--platform", default="cpu")
+  parser.add_argument("--date", default=None, help="record date (ISO), default today")
+  args = parser.parse_args(argv)
+
+  import jax
+  jax.config.update("jax_platforms", args.platform)
+  jexport = _export_module()
+  cases = _load_cases_module().all_cases()
+  if args.case:
+    unknown = sorted(set(args.case) - {c.case_id for c in cases})
+    if unknown:
+      parser.error(f"unknown case ids {unknown}; known: {[c.case_id for c in cases]}")
+    cases = [c for c in cases if c.case_id in args.case]
+
+  os.makedirs(args.out, exist_ok=False)
+  jax_version = _version_tuple(jax.__version__)
+  skipped = {}
+  for case in cases:
+    if jax_version < tuple(case.min_jax):
+      skipped[case.case_id] = f"needs jax >= {'.'.join(map(str, case.min_jax))}"
+      continue
+    try:
+      payload = record_case(jexport, case, args.platform)
+    except ImportError:
+      raise  # The venv is incomplete: no case would record.
+    except Exception as e:  # A release that cannot express a case skips it, with why.
+      skipped[case.case_id] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+      traceback.print_exc(file=sys.stderr)
+      continue
+    write_staged(args.out, payload)
+    print(f"recorded {case.case_id}", file=sys.stderr)
+
+  producer = producer_versions()
+  record_date = args.date or datetime.date.today().isoformat()
+  with open(os.path.join(args.out, "producer.json"), "w") as f:
+    json.dump({"staging_format": STAGING_FORMAT, "producer": producer,
+               "record_date": record_date, "platform": args.platform}, f,
+              indent=1, sort_keys=True)
+  with open(os.path.join(args.out, "skipped.json"), "w") as f:
+    json.dump(skipped, f, indent=1, sort_keys=True)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

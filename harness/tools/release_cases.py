@@ -1,0 +1,281 @@
+"""Cases that older jax releases can record, using only jax's public API.
+
+This module is executed inside a virtual environment holding an older jax
+release (see ``record_with_jax.py``), so it imports nothing from jaxport or
+from the rest of the repository: only ``jax``, ``jax.numpy`` and ``numpy``.
+The harness's case registry points here for the cases it replays from older
+producers.
+
+Every case returns plain tuples of arrays (older releases cannot serialize
+NamedTuple results) and, where a decomposition is not unique (eig, eigh,
+schur, svd, qr), returns quantities that are: eigenvalues in a canonical
+order, reconstructions, normalised signs. A plain ``allclose`` comparison is
+then enough for every producer and consumer.
+
+Adding a case, step by step:
+  1. Write ``_make_<name>()`` returning a ``ReleaseCase``: a function of
+     arrays, a deterministic input builder (``numpy.random.RandomState``),
+     and tolerances fit for float32.
+  2. Add it to ``CASES``. Set ``min_jax`` if older releases lack an API.
+  3. Record it: ``python harness/tools/record_with_jax.py --jax 0.9.2``.
+  4. Add a row to ``harness/expected_status.json`` if a producer is expected
+     to fail under the current build, with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Sequence
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseCase:
+  """One function to export with an older release, and how to check it."""
+  case_id: str
+  family: str
+  fun: Callable
+  make_inputs: Callable[[], list]
+  rtol: float = 1e-5
+  atol: float = 1e-5
+  mode: str = "allclose"
+  polymorphic_shapes: Sequence[str] | None = None
+  platforms: Sequence[str] | None = None
+  vjp_order: int = 0
+  min_jax: tuple = (0, 4, 30)
+
+
+def _rng(seed: int) -> np.random.RandomState:
+  return np.random.RandomState(seed)
+
+
+def _spd(n: int, seed: int, dtype=np.float32) -> np.ndarray:
+  m = _rng(seed).uniform(-1.0, 1.0, size=(n, n))
+  return (m @ m.T + n * np.eye(n)).astype(dtype)
+
+
+def _symmetric(n: int, seed: int, dtype=np.float32) -> np.ndarray:
+  m = _rng(seed).uniform(-1.0, 1.0, size=(n, n))
+  return ((m + m.T) / 2).astype(dtype)
+
+
+def _general(shape, seed: int, dtype=np.float32) -> np.ndarray:
+  return _rng(seed).uniform(-1.0, 1.0, size=shape).astype(dtype)
+
+
+def _make_cholesky():
+  import jax.numpy as jnp
+
+  def cholesky(a):
+    return (jnp.linalg.cholesky(a),)
+  return ReleaseCase("cholesky_f32", "cholesky", cholesky,
+                     lambda: [_spd(4, 1)], rtol=1e-5, atol=1e-5)
+
+
+def _make_cholesky_poly():
+  import jax.numpy as jnp
+
+  def cholesky_batch(a):
+    return (jnp.linalg.cholesky(a),)
+
+  def inputs():
+    return [np.stack([_spd(3, 10), _spd(3, 11)])]
+  return ReleaseCase("cholesky_poly_batch_f32", "cholesky", cholesky_batch,
+                     inputs, polymorphic_shapes=("b, 3, 3",))
+
+
+def _make_qr():
+  import jax.numpy as jnp
+
+  def qr(a):
+    q, r = jnp.linalg.qr(a)
+    signs = jnp.where(jnp.diagonal(r) < 0, -1.0, 1.0).astype(a.dtype)
+    return (q * signs[None, :], r * signs[:, None])
+  return ReleaseCase("qr_f32", "qr", qr, lambda: [_general((4, 3), 2)],
+                     rtol=1e-4, atol=1e-5)
+
+
+def _make_eigh():
+  import jax.numpy as jnp
+
+  def eigh(a):
+    w, v = jnp.linalg.eigh(a)
+    return (w, (v * w[None, :]) @ jnp.conj(v).T)
+  return ReleaseCase("eigh_f32", "eigh", eigh, lambda: [_symmetric(4, 3)],
+                     rtol=1e-4, atol=1e-5)
+
+
+def _make_eigh_c64():
+  import jax.numpy as jnp
+
+  def eigh(a):
+    w, v = jnp.linalg.eigh(a)
+    return (w, (v * w[None, :]) @ jnp.conj(v).T)
+
+  def inputs():
+    rng = _rng(4)
+    m = rng.uniform(-1, 1, (3, 3)) + 1j * rng.uniform(-1, 1, (3, 3))
+    return [((m + np.conj(m.T)) / 2).astype(np.complex64)]
+  return ReleaseCase("eigh_c64", "eigh", eigh, inputs, rtol=1e-4, atol=1e-5)
+
+
+def _make_eig():
+  import jax.numpy as jnp
+
+  def eig(a):
+    w, v = jnp.linalg.eig(a)
+    residual = jnp.abs(a.astype(w.dtype) @ v - v * w[None, :]).max()
+    order = jnp.lexsort((jnp.round(w.imag, 4), jnp.round(w.real, 4)))
+    return (w[order], residual)
+  return ReleaseCase("eig_f32", "eig", eig, lambda: [_general((4, 4), 5)],
+                     rtol=1e-4, atol=1e-4)
+
+
+def _make_svd():
+  import jax.numpy as jnp
+
+  def svd(a):
+    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    return (s, (u * s[None, :]) @ vh)
+  return ReleaseCase("svd_f32", "svd", svd, lambda: [_general((4, 3), 6)],
+                     rtol=1e-4, atol=1e-5)
+
+
+def _make_lu():
+  from jax import lax
+
+  def lu(a):
+    lu_, pivots, perm = lax.linalg.lu(a)
+    return (lu_, pivots, perm)
+  return ReleaseCase("lu_f32", "lu", lu, lambda: [_general((4, 4), 7)],
+                     rtol=1e-5, atol=1e-5)
+
+
+def _make_hessenberg():
+  import jax.numpy as jnp
+  from jax import lax
+
+  def hessenberg(a):
+    h, taus = lax.linalg.hessenberg(a)
+    # Below the first subdiagonal LAPACK leaves its reflectors; keep H only.
+    return (jnp.triu(h, -1), taus)
+  return ReleaseCase("hessenberg_f32", "hessenberg", hessenberg,
+                     lambda: [_general((4, 4), 8)], rtol=1e-4, atol=1e-5)
+
+
+def _make_schur():
+  import jax.numpy as jnp
+  from jax import lax
+
+  def schur(a):
+    t, z = lax.linalg.schur(a)
+    return ((z @ t) @ z.T, jnp.trace(t))
+  return ReleaseCase("schur_f32", "schur", schur, lambda: [_general((4, 4), 9)],
+                     rtol=1e-4, atol=1e-5)
+
+
+def _make_triangular_solve():
+  import jax.scipy.linalg as jsl
+
+  def solve(a, b):
+    return (jsl.solve_triangular(a, b, lower=True),)
+
+  def inputs():
+    a = np.tril(_general((4, 4), 12)) + 4 * np.eye(4, dtype=np.float32)
+    return [a.astype(np.float32), _general((4, 2), 13)]
+  return ReleaseCase("triangular_solve_f32", "triangular_solve", solve, inputs)
+
+
+def _make_tridiagonal():
+  from jax import lax
+
+  def tridiagonal(a):
+    _, d, e, _ = lax.linalg.tridiagonal(a, lower=True)
+    return (d, e)
+  return ReleaseCase("tridiagonal_f32", "tridiagonal", tridiagonal,
+                     lambda: [_symmetric(4, 14)], rtol=1e-4, atol=1e-5)
+
+
+def _make_tridiagonal_solve():
+  from jax import lax
+
+  def solve(dl, d, du, b):
+    return (lax.linalg.tridiagonal_solve(dl, d, du, b),)
+
+  def inputs():
+    n = 5
+    dl = _general((n,), 15)
+    du = _general((n,), 16)
+    dl[0] = 0.0
+    du[-1] = 0.0
+    d = (4.0 + _general((n,), 17)).astype(np.float32)
+    return [dl, d, du, _general((n, 2), 18)]
+  return ReleaseCase("tridiagonal_solve_f32", "tridiagonal_solve", solve,
+                     inputs)
+
+
+def _make_poly_matmul():
+  import jax.numpy as jnp
+
+  def gram(x):
+    return (jnp.sum(x @ x.T, axis=0), x.shape[0] * jnp.ones((), x.dtype))
+  return ReleaseCase("poly_gram_f32", "shape_poly", gram,
+                     lambda: [_general((3, 4), 19)],
+                     polymorphic_shapes=("b, 4",))
+
+
+def _make_multi_platform():
+  import jax.numpy as jnp
+
+  def sin_cos(x):
+    return (jnp.sin(x) * jnp.cos(x),)
+  return ReleaseCase("multi_platform_sin_f32", "multi_platform", sin_cos,
+                     lambda: [_general((5,), 20)], platforms=("cpu", "cuda"))
+
+
+def _make_vjp():
+  import jax.numpy as jnp
+
+  def tanh_sum(x):
+    return (jnp.tanh(x).sum(),)
+  return ReleaseCase("vjp_tanh_f32", "vjp", tanh_sum,
+                     lambda: [_general((6,), 21)], vjp_order=1)
+
+
+_MAKERS = (
+    _make_cholesky, _make_cholesky_poly, _make_qr, _make_eigh, _make_eigh_c64,
+    _make_eig, _make_svd, _make_lu, _make_hessenberg, _make_schur,
+    _make_triangular_solve, _make_tridiagonal, _make_tridiagonal_solve,
+    _make_poly_matmul, _make_multi_platform, _make_vjp,
+)
+
+
+def all_cases() -> list[ReleaseCase]:
+  """Every release case, in a fixed order (building them imports jax)."""
+  return [make() for make in _MAKERS]
+
+
+def case_ids() -> list[str]:
+  """The case ids, without importing jax (the names are fixed here)."""
+  return list(CASE_FAMILIES)
+
+
+CASE_FAMILIES = {
+    "cholesky_f32": "cholesky",
+    "cholesky_poly_batch_f32": "cholesky",
+    "qr_f32": "qr",
+    "eigh_f32": "eigh",
+    "eigh_c64": "eigh",
+    "eig_f32": "eig",
+    "svd_f32": "svd",
+    "lu_f32": "lu",
+    "hessenberg_f32": "hessenberg",
+    "schur_f32": "schur",
+    "triangular_solve_f32": "triangular_solve",
+    "tridiagonal_f32": "tridiagonal",
+    "tridiagonal_solve_f32": "tridiagonal_solve",
+    "poly_gram_f32": "shape_poly",
+    "multi_platform_sin_f32": "multi_platform",
+    "vjp_tanh_f32": "vjp",
+}
