@@ -111,6 +111,12 @@ def _differences(path: tree_util.KeyPath, got: tree_util.PyTreeDef,
   if got_data is None or want_data is None or got_data[0] is not want_data[0]:
     yield path, _node_kind(got), _node_kind(want), "their Python types differ"
     return
+  if got_data[0] is dict and got_data[1] != want_data[1]:
+    missing = sorted(set(want_data[1]) - set(got_data[1]), key=repr)
+    extra = sorted(set(got_data[1]) - set(want_data[1]), key=repr)
+    yield (path, _node_kind(got), _node_kind(want),
+           f"the keys differ (missing {missing}, unexpected {extra})")
+    return
   got_children, want_children = got.children(), want.children()
   if len(got_children) != len(want_children):
     yield path, _node_kind(got), _node_kind(want), "the numbers of children do not match"

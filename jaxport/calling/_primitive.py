@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -190,8 +191,8 @@ def _check_devices(ctx: mlir.LoweringRuleContext, exported: "Exported") -> None:
 
 
 def _platform_check_disabled(exported: "Exported") -> bool:
-  return any(getattr(c, "is_platform", lambda: False)()
-             for c in exported.disabled_safety_checks)
+  # Both jaxport's and jax's DisabledSafetyCheck print as their wire form.
+  return any(str(c) == "platform" for c in exported.disabled_safety_checks)
 
 
 def callee_platform_indices(exported: "Exported",
@@ -392,7 +393,7 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, exported: _Callee)
                      if i in kept)
 
   fn_name = _inline_module(ctx.module_context.module, ctx.module_context.symbol_table,
-                           module, f"call_exported_{exp.fun_name}")
+                           module, "call_exported_" + re.sub(r"\W", "_", exp.fun_name))
   call = func_dialect.CallOp(main_type.results, ir.FlatSymbolRefAttr.get(fn_name),
                              callee_args)
   n_tokens = len(exp.ordered_effects)
