@@ -18,6 +18,7 @@ from jax._src import mesh as mesh_lib
 from jax._src import sharding_impls
 
 from jaxport.errors import ExportError
+from jaxport.shapes import _bridge
 
 NamedSharding = sharding_impls.NamedSharding
 
@@ -101,13 +102,17 @@ def shardings_on_mesh(exported, mesh, *, which: str) -> tuple[Any, ...]:
   """Concrete shardings of ``exported``'s inputs (``which="in"``) or outputs on ``mesh``."""
   if which not in ("in", "out"):
     raise ExportError(f"which must be 'in' or 'out', got {which!r}")
-  side = "args" if which == "in" else "results"
   if not exported._has_named_shardings:
     hlos = exported.in_shardings_hlo if which == "in" else exported.out_shardings_hlo
     avals = exported.in_avals if which == "in" else exported.out_avals
     return tuple(_from_hlo_sharding(h, a, mesh) for h, a in zip(hlos, avals))
-  records = exported._in_named_shardings if which == "in" else exported._out_named_shardings
-  return tuple(named_sharding_on_mesh(s, mesh, where=f"For {side}[{i}]: ")
+  if which == "in":
+    records = exported._in_named_shardings
+    where = lambda i: _bridge.arg_descriptor(exported.in_tree, i)
+  else:
+    records = exported._out_named_shardings
+    where = lambda i: f"result[{i}] (flat)"
+  return tuple(named_sharding_on_mesh(s, mesh, where=f"For {where(i)}: ")
                for i, s in enumerate(records))
 
 
