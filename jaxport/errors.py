@@ -34,3 +34,11 @@ class DeserializationError(JaxportError, ValueError):
 
 class GoldenDataError(JaxportError, ValueError):
   """A golden entry under compat_data is missing, tampered with or malformed."""
+
+
+class SerializationError(ExportError):
+  """An Exported cannot be serialized (unregistered pytree node, effect, missing VJP)."""
+
+
+class SerializationTypeError(SerializationError, TypeError):
+  """A value of the wrong type stands where serialization needs another (non-string dict key)."""

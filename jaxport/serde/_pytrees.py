@@ -1,12 +1,148 @@
-"""Registry of pytree node types that can be serialized."""
+"""Registry of pytree node types that can be serialized, and the PyTreeDef codec.
+
+Built-in kinds (leaf, None, tuple, list, dict with string keys) need no
+registration. Other node types are written as a ``custom`` node holding the
+registered ``serialized_name`` and the bytes of ``serialize_auxdata``; reading
+looks the name up here. ``collections.OrderedDict`` and JAX's own result
+namedtuples (``jnp.linalg.eigh``'s ``EighResult`` and friends) are registered
+when this module is imported, so functions returning them serialize unchanged.
+"""
 
 from __future__ import annotations
 
+import collections
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-def register_pytree_node_serialization(nodetype, *, serialized_name, serialize_auxdata,
-                                       deserialize_auxdata, from_children=None):
-  raise NotImplementedError("pytree serialization registry is being built")
+from jax import tree_util
+
+from jaxport.errors import SerializationError, SerializationTypeError
+from jaxport.serde import _wire
+
+T = TypeVar("T")
+
+_SerializeAuxData = Callable[[Any], bytes]
+_DeserializeAuxData = Callable[[bytes], Any]
+_FromChildren = Callable[[Any, Sequence[Any]], Any]
 
 
-def register_namedtuple_serialization(nodetype, *, serialized_name):
-  raise NotImplementedError("pytree serialization registry is being built")
+class _Registration:
+  __slots__ = ("nodetype", "name", "serialize_auxdata", "deserialize_auxdata",
+               "from_children", "namedtuple_fields")
+
+  def __init__(self, nodetype, name, serialize_auxdata, deserialize_auxdata,
+               from_children, namedtuple_fields=None):
+    self.nodetype = nodetype
+    self.name = name
+    self.serialize_auxdata = serialize_auxdata
+    self.deserialize_auxdata = deserialize_auxdata
+    self.from_children = from_children
+    self.namedtuple_fields = namedtuple_fields
+
+
+_by_type: dict[type, _Registration] = {}
+_by_name: dict[str, _Registration] = {}
+
+
+def _is_registered_pytree_node(nodetype: type) -> bool:
+  try:
+    tree_util.PyTreeDef.from_node_data_and_children(
+        tree_util.default_registry, (nodetype, None), ())
+  except RuntimeError as e:
+    return "Could not find type" not in str(e)
+  except Exception:
+    return True
+  return True
+
+
+def _is_namedtuple(nodetype: Any) -> bool:
+  return (isinstance(nodetype, type) and issubclass(nodetype, tuple)
+          and isinstance(getattr(nodetype, "_fields", None), tuple))
+
+
+def _register(reg: _Registration) -> None:
+  if reg.nodetype in _by_type:
+    raise SerializationError(
+        f"Duplicate serialization registration for type `{reg.nodetype}`. "
+        f"Previous registration was with serialized_name `{_by_type[reg.nodetype].name}`.")
+  if reg.name in _by_name:
+    raise SerializationError(
+        f"Duplicate serialization registration for serialized_name `{reg.name}`. "
+        f"Previous registration was for type `{_by_name[reg.name].nodetype}`.")
+  _by_type[reg.nodetype] = reg
+  _by_name[reg.name] = reg
+
+
+def register_pytree_node_serialization(
+    nodetype: type[T], *, serialized_name: str, serialize_auxdata: _SerializeAuxData,
+    deserialize_auxdata: _DeserializeAuxData, from_children: _FromChildren | None = None,
+) -> type[T]:
+  """Makes nodes of ``nodetype`` serializable under ``serialized_name``; returns ``nodetype``.
+
+  ``nodetype`` must already be a registered pytree node unless ``from_children``
+  (auxdata, children) -> node is given. Each type and each name may be
+  registered once.
+  """
+  if not isinstance(serialized_name, str):
+    raise SerializationTypeError(
+        f"serialized_name must be a str, got {type(serialized_name).__name__} "
+        f"{serialized_name!r} when registering `{nodetype}`.")
+  if from_children is None and not _is_registered_pytree_node(nodetype):
+    raise SerializationError(
+        "If `from_children` is not present, you must call first "
+        f"`jax.tree_util.register_pytree_node` for `{nodetype}`.")
+  _register(_Registration(nodetype, serialized_name, serialize_auxdata,
+                          deserialize_auxdata, from_children))
+  return nodetype
+
+
+def register_namedtuple_serialization(nodetype: type[T], *, serialized_name: str) -> type[T]:
+  """Makes the namedtuple class ``nodetype`` serializable; its field names are the auxdata."""
+  if not _is_namedtuple(nodetype):
+    raise SerializationError(
+        "Use `register_pytree_node_serialization` for types other than "
+        f"`collections.namedtuple`; got `{nodetype}`.")
+  fields = tuple(nodetype._fields)
+  encoded = json.dumps(list(fields)).encode("utf-8")
+  _register(_Registration(
+      nodetype, serialized_name, lambda _aux: encoded, _decode_json_names, None,
+      namedtuple_fields=fields))
+  return nodetype
+
+
+def _decode_json_names(data: bytes) -> tuple[str, ...]:
+  names = json.loads(data.decode("utf-8"))
+  if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+    raise ValueError(f"expected a JSON list of strings, got {names!r}")
+  return tuple(names)
+
+
+def _serialize_ordereddict_keys(keys: Sequence[Any]) -> bytes:
+  bad = [k for k in keys if not isinstance(k, str)]
+  if bad:
+    raise SerializationTypeError(
+        "Serialization of collections.OrderedDict is supported only when the keys "
+        f"are strings. Found key {bad[0]!r} of type {type(bad[0])}; convert the "
+        "keys to strings before exporting.")
+  return json.dumps(list(keys)).encode("utf-8")
+
+
+_register(_Registration(collections.OrderedDict, "collections.OrderedDict",
+                        _serialize_ordereddict_keys, _decode_json_names, None))
+for _name, _cls in _wire.jax_result_namedtuples().items():
+  register_namedtuple_serialization(_cls, serialized_name=_name)
+
+
+def registration_for_type(nodetype: Any) -> _Registration | None:
+  """The registration of ``nodetype``, or None."""
+  return _by_type.get(nodetype)
+
+
+def registration_for_name(name: str) -> _Registration | None:
+  """The registration under ``name``, or None."""
+  return _by_name.get(name)
+
+
+def registered_names() -> list[str]:
+  return sorted(_by_name)
