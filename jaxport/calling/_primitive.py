@@ -51,6 +51,8 @@ call_exported_p = core.Primitive("call_exported")
 call_exported_p.multiple_results = True
 
 _MESH_SYMBOLS = ("mesh", "empty_mesh", "maximal_mesh_0")
+# Callee symbols renamed on inlining whether or not they clash, to these bases.
+_ALWAYS_RENAMED = {"main": "{main}", "_wrapped_jax_export_main": "{main}_wrapped"}
 
 
 class _Callee:
@@ -297,8 +299,10 @@ def _inline_module(dst: ir.Module, dst_symtab: ir.SymbolTable, src: ir.Module,
                    main_name: str) -> str:
   """Move every symbol of ``src`` into ``dst`` as private; returns the new name of main.
 
-  ``main`` and any symbol whose name is taken in ``dst`` get a fresh name that
-  is free in both modules; uses inside ``src`` are rewritten first.
+  ``main``, the wrapped main, and any symbol whose name is taken in ``dst`` get
+  a fresh name that is free in both modules; uses inside ``src`` are rewritten
+  first. The wrapped main is renamed even without a clash because an export of
+  the caller later wraps the caller's own main under that name.
   """
   src_symtab = ir.SymbolTable(src.operation)
   ops = list(src.body.operations)
@@ -306,9 +310,9 @@ def _inline_module(dst: ir.Module, dst_symtab: ir.SymbolTable, src: ir.Module,
   renames: dict[str, str] = {}
   for op in ops:
     name = ir.StringAttr(op.attributes["sym_name"]).value
-    if name != "main" and name not in dst_symtab:
+    if name not in _ALWAYS_RENAMED and name not in dst_symtab:
       continue
-    base = main_name if name == "main" else name
+    base = _ALWAYS_RENAMED.get(name, name).format(main=main_name)
     fresh, n = base, 0
     while fresh in src_symtab or fresh in dst_symtab or fresh in taken:
       fresh, n = f"{base}_{n}", n + 1

@@ -54,9 +54,17 @@ def _with(*effs):
   return f
 
 
+EXPORTERS = {"jax": jax.export.export, "jaxport": jaxport.export}
+
+
+@pytest.fixture(scope="module", params=sorted(EXPORTERS))
+def export(request):
+  return EXPORTERS[request.param]
+
+
 @pytest.fixture(scope="module")
-def both_exp():
-  return jax.export.export(jax.jit(_with(OrderedForCallTest(), UnorderedForCallTest())))(X)
+def both_exp(export):
+  return export(jax.jit(_with(OrderedForCallTest(), UnorderedForCallTest())))(X)
 
 
 def test_effects_of_the_callee_are_effects_of_the_call(both_exp):
@@ -75,8 +83,8 @@ def test_ordered_effect_threads_a_token_through_the_callee(both_exp):
   np.testing.assert_allclose(jaxport.call(both_exp)(X), np.sin(4 * X), rtol=1e-6)
 
 
-def test_unordered_effect_alone_passes_no_token():
-  e = jax.export.export(jax.jit(_with(UnorderedForCallTest())))(X)
+def test_unordered_effect_alone_passes_no_token(export):
+  e = export(jax.jit(_with(UnorderedForCallTest())))(X)
   assert e.ordered_effects == ()
   text = jax.jit(jaxport.call(e)).lower(X).as_text()
   assert "!stablehlo.token" not in text
@@ -84,8 +92,8 @@ def test_unordered_effect_alone_passes_no_token():
   np.testing.assert_allclose(jaxport.call(e)(X), np.sin(2 * X), rtol=1e-6)
 
 
-def test_nested_export_keeps_the_callee_effects(both_exp):
-  outer = jax.export.export(jax.jit(lambda x: jaxport.call(both_exp)(x) + 1.0))(X)
+def test_nested_export_keeps_the_callee_effects(both_exp, export):
+  outer = export(jax.jit(lambda x: jaxport.call(both_exp)(x) + 1.0))(X)
   assert outer.ordered_effects == (OrderedForCallTest(),)
   assert outer.unordered_effects == (UnorderedForCallTest(),)
   np.testing.assert_allclose(outer.call(X), np.sin(4 * X) + 1.0, rtol=1e-6)

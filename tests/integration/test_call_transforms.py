@@ -30,10 +30,21 @@ def _specs():
                       (args, kwargs))
 
 
+EXPORTERS = {"jax": (jax.export.export, jax.export.DisabledSafetyCheck),
+             "jaxport": (jaxport.export, jaxport.DisabledSafetyCheck)}
+
+
+@pytest.fixture(scope="module", params=sorted(EXPORTERS))
+def exporter(request):
+  """The export function and its DisabledSafetyCheck: jaxport's records and jax's are both callable."""
+  return EXPORTERS[request.param]
+
+
 @pytest.fixture(scope="module")
-def exp():
+def exp(exporter):
+  export, _ = exporter
   args, kwargs = _specs()
-  return jax.export.export(jax.jit(_f))(*args, **kwargs)
+  return export(jax.jit(_f))(*args, **kwargs)
 
 
 def _loss(fn):
@@ -79,7 +90,9 @@ def test_vjp_with_integer_cotangents_matches_jax(exp):
   assert got[1].dtype == jax.dtypes.float0 and got[1].shape == I.shape
 
 
-def test_grad_through_records_deserialized_from_jax_blobs(exp):
+def test_grad_through_records_deserialized_from_jax_blobs():
+  args, kwargs = _specs()
+  exp = jax.export.export(jax.jit(_f))(*args, **kwargs)
   twice = jax.export.deserialize(exp.serialize(vjp_order=2))
   second = lambda fn: jax.grad(lambda a: jax.grad(_loss(fn))(a).sum())
   _assert_tree_close(second(jaxport.call(twice))(X), second(_f)(X))
@@ -89,7 +102,9 @@ def test_grad_through_records_deserialized_from_jax_blobs(exp):
     second(jaxport.call(once))(X)
 
 
-def test_jaxport_deserialized_record_of_a_jax_blob_can_be_called(exp):
+def test_jaxport_deserialized_record_of_a_jax_blob_can_be_called():
+  specs_args, specs_kwargs = _specs()
+  exp = jax.export.export(jax.jit(_f))(*specs_args, **specs_kwargs)
   try:
     rec = jaxport.deserialize(exp.serialize())
   except NotImplementedError:
@@ -98,20 +113,22 @@ def test_jaxport_deserialized_record_of_a_jax_blob_can_be_called(exp):
   _assert_tree_close(jaxport.call(rec)(*args, **kwargs), _f(*args, **kwargs))
 
 
-def test_nesting_inside_another_jax_export(exp):
+def test_nesting_inside_another_export(exp, exporter):
+  export, _ = exporter
   args, kwargs = _args()
   specs_args, specs_kwargs = _specs()
-  outer = jax.export.export(jax.jit(lambda p, i, *, scale: jaxport.call(exp)(p, i, scale=scale)))(
+  outer = export(jax.jit(lambda p, i, *, scale: jaxport.call(exp)(p, i, scale=scale)))(
       *specs_args, **specs_kwargs)
   assert "call_exported__f" in outer.mlir_module()
   _assert_tree_close(outer.call(*args, **kwargs), _f(*args, **kwargs))
   _assert_tree_close(jaxport.call(outer)(*args, **kwargs), _f(*args, **kwargs))
 
 
-def test_callees_with_clashing_names_are_renamed_apart():
+def test_callees_with_clashing_names_are_renamed_apart(exporter):
   """Two different modules whose functions share names get distinct private names."""
-  sin_exp = jax.export.export(jax.jit(lambda x: jnp.sin(x)))(X)
-  cos_exp = jax.export.export(jax.jit(lambda x: jnp.cos(x)))(X)
+  export, _ = exporter
+  sin_exp = export(jax.jit(lambda x: jnp.sin(x)))(X)
+  cos_exp = export(jax.jit(lambda x: jnp.cos(x)))(X)
   both = lambda x: (jaxport.call(sin_exp)(x), jaxport.call(cos_exp)(x))
   text = jax.jit(both).lower(X).as_text()
   assert "func.func private @call_exported__lambda_(" in text
@@ -125,25 +142,28 @@ def _by_platform(x):
   return lax.platform_dependent(x, cpu=lambda x: x + 1.0, default=lambda x: x - 1.0)
 
 
-def test_multi_platform_record_runs_the_cpu_branch_on_cpu():
-  e = jax.export.export(jax.jit(_by_platform), platforms=["tpu", "cpu", "cuda"])(X)
+def test_multi_platform_record_runs_the_cpu_branch_on_cpu(exporter):
+  export, _ = exporter
+  e = export(jax.jit(_by_platform), platforms=["tpu", "cpu", "cuda"])(X)
   caller_main = jax.jit(jaxport.call(e)).lower(X).as_text().split("func.func private")[0]
   assert "stablehlo.case" not in caller_main
   assert "stablehlo.constant dense<1> : tensor<i32>" in caller_main
   np.testing.assert_allclose(jaxport.call(e)(X), X + 1.0)
 
 
-def test_multi_platform_caller_selects_the_callee_branch_with_a_case():
-  inner = jax.export.export(jax.jit(_by_platform), platforms=["tpu", "cpu", "cuda"])(X)
-  outer = jax.export.export(jax.jit(jaxport.call(inner)), platforms=["cuda", "cpu"])(X)
+def test_multi_platform_caller_selects_the_callee_branch_with_a_case(exporter):
+  export, _ = exporter
+  inner = export(jax.jit(_by_platform), platforms=["tpu", "cpu", "cuda"])(X)
+  outer = export(jax.jit(jaxport.call(inner)), platforms=["cuda", "cpu"])(X)
   text = outer.mlir_module()
   assert "stablehlo.case" in text
   np.testing.assert_allclose(outer.call(X), X + 1.0)
   with pytest.raises(jaxport.CallError, match="exported for platforms"):
-    jax.export.export(jax.jit(jaxport.call(inner)), platforms=["cpu", "rocm"])(X)
+    export(jax.jit(jaxport.call(inner)), platforms=["cpu", "rocm"])(X)
 
 
-def test_disabled_platform_check_runs_the_first_platform():
-  e = jax.export.export(jax.jit(_by_platform), platforms=["tpu", "cuda"],
-                        disabled_checks=[jax.export.DisabledSafetyCheck.platform()])(X)
+def test_disabled_platform_check_runs_the_first_platform(exporter):
+  export, disabled = exporter
+  e = export(jax.jit(_by_platform), platforms=["tpu", "cuda"],
+             disabled_checks=[disabled.platform()])(X)
   np.testing.assert_allclose(jaxport.call(e)(X), X - 1.0)

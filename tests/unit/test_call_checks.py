@@ -19,9 +19,20 @@ def _f(x, *, b):
   return jnp.sin(x) * b
 
 
+EXPORTERS = {"jax": (jax.export.export, jax.export.DisabledSafetyCheck),
+             "jaxport": (jaxport.export, jaxport.DisabledSafetyCheck)}
+
+
+@pytest.fixture(scope="module", params=sorted(EXPORTERS))
+def exporter(request):
+  """The export function and its DisabledSafetyCheck: jaxport's records and jax's are both callable."""
+  return EXPORTERS[request.param]
+
+
 @pytest.fixture(scope="module")
-def exp():
-  return jax.export.export(jax.jit(_f))(F32_4, b=F32_4)
+def exp(exporter):
+  export, _ = exporter
+  return export(jax.jit(_f))(F32_4, b=F32_4)
 
 
 X = np.arange(4, dtype=np.float32)
@@ -42,6 +53,8 @@ def test_call_binds_jaxports_own_primitive(exp):
 def test_method_call_on_jaxport_record_is_the_same_as_call():
   e = jaxport.export(jax.jit(jnp.cos))(F32_4)
   np.testing.assert_allclose(e.call(X), jnp.cos(X), rtol=1e-6)
+  jaxpr = jax.make_jaxpr(e.call)(X)
+  assert jaxpr.eqns[0].params["call_jaxpr"].jaxpr.eqns[0].primitive is _primitive.call_exported_p
 
 
 def test_refuses_something_that_is_not_an_exported():
@@ -101,28 +114,27 @@ def test_checks_also_apply_under_jit(exp):
     jax.jit(jaxport.call(exp))(X[None], b=X)
 
 
-def test_nested_pytree_argument_paths():
+def test_nested_pytree_argument_paths(exporter):
+  export, _ = exporter
   spec = {"w": [F32_4, jax.ShapeDtypeStruct((2, 3), jnp.int32)]}
-  e = jax.export.export(jax.jit(lambda p: p["w"][0] + p["w"][1].sum()))(spec)
+  e = export(jax.jit(lambda p: p["w"][0] + p["w"][1].sum()))(spec)
   with pytest.raises(jaxport.CallError, match=re.escape(
       "Shape mismatch for args[0]['w'][1].shape[1] (expected same constant): "
       "expected (2, 3) and called with (2, 4)")):
     jaxport.call(e)({"w": [X, np.zeros((2, 4), np.int32)]})
 
 
-def test_platform_not_exported_for_is_refused():
-  e = jax.export.export(jax.jit(jnp.sin), platforms=["tpu"])(F32_4)
+def test_platform_not_exported_for_is_refused(exporter):
+  export, _ = exporter
+  e = export(jax.jit(jnp.sin), platforms=["tpu"])(F32_4)
   with pytest.raises(jaxport.CallError, match=re.escape(
       "Function 'sin' was exported for platforms '('tpu',)' but it is used on '('cpu',)'.")):
     jaxport.call(e)(X)
 
 
-@pytest.mark.parametrize("check", [jaxport.DisabledSafetyCheck.platform(),
-                                   jax.export.DisabledSafetyCheck.platform()])
-def test_platform_check_can_be_disabled(check):
-  e = jax.export.export(jax.jit(jnp.sin), platforms=["tpu"],
-                        disabled_checks=[jax.export.DisabledSafetyCheck.platform()])(F32_4)
-  e = dataclasses.replace(e, disabled_safety_checks=(check,))
+def test_platform_check_can_be_disabled(exporter):
+  export, disabled = exporter
+  e = export(jax.jit(jnp.sin), platforms=["tpu"], disabled_checks=[disabled.platform()])(F32_4)
   np.testing.assert_allclose(jaxport.call(e)(X), np.sin(X), rtol=1e-6)
 
 
@@ -134,8 +146,9 @@ def test_device_count_mismatch_is_refused(exp):
     jax.jit(jaxport.call(two))(X, b=X)
 
 
-def test_jax_reference_gives_the_same_messages(exp):
+def test_jax_reference_gives_the_same_messages():
   """The messages above are jax's own; compare against jax.export's call."""
+  exp = jax.export.export(jax.jit(_f))(F32_4, b=F32_4)
   for args, kwargs in [((X[None],), {"b": X}), ((X,), {"b": X.astype(np.float16)}),
                        ((X,), {"b": np.zeros(6, np.float32)})]:
     with pytest.raises(ValueError) as want:
