@@ -1,0 +1,742 @@
+"""Symbolic dimension expressions: normalized sums of products of factors.
+
+An expression is a sum of ``(term, coefficient)`` pairs; a term is a product of
+``(factor, exponent)`` pairs; a factor is a dimension variable or one of
+``floordiv``, ``mod``, ``max``, ``min`` applied to two expressions. Every
+object carries a structural sort ``key`` (size first, then contents) so that
+ordering, hashing and syntactic equality are plain tuple operations; the order
+is the one jax prints in (largest term first, constant last).
+
+Constant results are plain Python ints. Comparisons and ``max``/``min`` ask
+the expression's scope, which owns the decision procedure.
+
+This module imports nothing from jax. Values that are not dimensions (traced
+arrays) are delegated to the hooks installed with :func:`install_array_hooks`.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from jaxport.errors import ShapeError
+from jaxport.shapes._jaxerr import InconclusiveDimensionOperation, inconclusive
+
+FLOORDIV = "floordiv"
+MOD = "mod"
+MAX = "max"
+MIN = "min"
+OPERATIONS = (FLOORDIV, MOD, MAX, MIN)
+
+
+class Factor:
+  """A dimension variable, or ``operation(e1, e2)`` of two expressions."""
+
+  __slots__ = ("var", "operation", "operands", "key", "size", "_hash")
+
+  def __init__(self, var: str | None = None, operation: str | None = None,
+               operands: tuple[DimExpr, ...] = ()):
+    self.var = var
+    self.operation = operation
+    self.operands = operands
+    if var is not None:
+      self.size = 1
+      self.key = (1, var)
+    else:
+      self.size = 1 + sum(o.size for o in operands)
+      self.key = (self.size, operation, tuple(o.key for o in operands))
+    self._hash = hash(self.key)
+
+  def __hash__(self):
+    return self._hash
+
+  def __eq__(self, other):
+    return self is other or (isinstance(other, Factor) and self.key == other.key)
+
+  def __lt__(self, other: Factor):
+    return self.key < other.key
+
+  def __str__(self):
+    if self.var is not None:
+      return self.var
+    return f"{self.operation}({', '.join(map(str, self.operands))})"
+
+  __repr__ = __str__
+
+  def get_vars(self) -> set[str]:
+    if self.var is not None:
+      return {self.var}
+    acc: set[str] = set()
+    for o in self.operands:
+      acc.update(o._get_vars())
+    return acc
+
+
+class Term:
+  """A product of ``(factor, exponent)`` pairs, largest factor first; ``()`` is 1."""
+
+  __slots__ = ("factors", "key", "size", "_hash")
+
+  def __init__(self, factors: tuple[tuple[Factor, int], ...]):
+    self.factors = factors
+    self.size = sum(1 + e * f.size for f, e in factors)
+    self.key = (self.size, tuple((f.key, e) for f, e in factors))
+    self._hash = hash(self.key)
+
+  def __hash__(self):
+    return self._hash
+
+  def __eq__(self, other):
+    return self is other or (isinstance(other, Term) and self.key == other.key)
+
+  def __lt__(self, other: Term):
+    return self.key < other.key
+
+  def __str__(self):
+    return "*".join(str(f) if e == 1 else f"{f}^{e}" for f, e in reversed(self.factors))
+
+  __repr__ = __str__
+
+  @property
+  def is_constant(self) -> bool:
+    return not self.factors
+
+  def to_factor(self) -> Factor | None:
+    if len(self.factors) != 1 or self.factors[0][1] != 1:
+      return None
+    return self.factors[0][0]
+
+  def to_var(self) -> str | None:
+    f = self.to_factor()
+    return None if f is None else f.var
+
+  def get_vars(self) -> set[str]:
+    acc: set[str] = set()
+    for f, _ in self.factors:
+      acc.update(f.get_vars())
+    return acc
+
+  def mul(self, other: Term) -> Term:
+    if not other.factors:
+      return self
+    if not self.factors:
+      return other
+    return Term(tuple(merge_sorted(self.factors, 1, other.factors, 1)))
+
+  def divide(self, divisor: Term) -> Term:
+    """The exact quotient; raises InconclusiveDimensionOperation if there is none."""
+    factors = merge_sorted(self.factors, 1, divisor.factors, -1)
+    if any(e <= 0 for _, e in factors):
+      raise inconclusive(f"Cannot divide {self} by {divisor}.")
+    return Term(tuple(factors))
+
+
+ONE = Term(())
+
+
+def merge_sorted(pairs1: Sequence[tuple[Any, int]], k1: int,
+                 pairs2: Sequence[tuple[Any, int]], k2: int) -> list[tuple[Any, int]]:
+  """``pairs1*k1 + pairs2*k2`` for pair lists sorted largest key first."""
+  acc = []
+  i1 = i2 = 0
+  n1, n2 = len(pairs1), len(pairs2)
+  while i1 < n1 and i2 < n2:
+    x1, c1 = pairs1[i1]
+    x2, c2 = pairs2[i2]
+    key1, key2 = x1.key, x2.key
+    if key1 > key2:
+      acc.append((x1, c1 * k1))
+      i1 += 1
+    elif key1 < key2:
+      acc.append((x2, c2 * k2))
+      i2 += 1
+    else:
+      c = c1 * k1 + c2 * k2
+      i1 += 1
+      i2 += 1
+      if c != 0:
+        acc.append((x1, c))
+  acc.extend((x, c * k1) for x, c in pairs1[i1:] if c != 0)
+  acc.extend((x, c * k2) for x, c in pairs2[i2:] if c != 0)
+  return acc
+
+
+class _ArrayHooks:
+  """How non-dimension operands (traced arrays) are handled; set by the jax bridge."""
+
+  is_array: Callable[[Any], bool] = staticmethod(lambda x: False)
+  as_array: Callable[[DimExpr], Any] | None = None
+  array_max: Callable[[Any, Any], Any] = staticmethod(max)
+  array_min: Callable[[Any, Any], Any] = staticmethod(min)
+
+
+_hooks = _ArrayHooks()
+
+
+def install_array_hooks(*, is_array: Callable[[Any], bool], as_array: Callable[[DimExpr], Any],
+                        array_max: Callable[[Any, Any], Any],
+                        array_min: Callable[[Any, Any], Any]) -> None:
+  """Lets expressions mix with arrays: ``is_array(x)`` picks them out, ``as_array(e)``
+  turns an expression into one, and ``array_max``/``array_min`` evaluate those factors."""
+  _hooks.is_array = is_array
+  _hooks.as_array = as_array
+  _hooks.array_max = array_max
+  _hooks.array_min = array_min
+
+
+def _is_int_like(x: Any) -> bool:
+  try:
+    operator.index(x)
+    return True
+  except Exception:
+    return False
+
+
+def _is_dim_operand(x: Any) -> bool:
+  """Whether ``x`` combines symbolically (an expression or an integer, not an array)."""
+  if type(x) is int or isinstance(x, DimExpr):
+    return True
+  return not _hooks.is_array(x) and _is_int_like(x)
+
+
+class DimExpr:
+  """A symbolic dimension size: an integer expression over dimension variables."""
+
+  __array_priority__ = 1000
+  __slots__ = ("terms", "scope", "size", "key", "_hash")
+
+  def __init__(self, terms: Sequence[tuple[Term, int]], scope: Any):
+    """``terms`` must be sorted largest first, with no zero coefficient (see ``normalize``)."""
+    self.terms = tuple(terms) or ((ONE, 0),)
+    self.scope = scope
+    self.size = sum(1 + abs(c) * t.size for t, c in self.terms)
+    self.key = (self.size, tuple((t.key, c) for t, c in self.terms))
+    self._hash = None
+
+  # ---- construction -------------------------------------------------------
+
+  @staticmethod
+  def constant(k: int, scope: Any) -> DimExpr:
+    """A non-normalized constant expression, used as an operand of a factor."""
+    return DimExpr(((ONE, operator.index(k)),), scope)
+
+  @staticmethod
+  def from_var(name: str, scope: Any) -> DimSize:
+    return normalize(((Term(((Factor(var=name), 1),)), 1),), scope)
+
+  @staticmethod
+  def from_term(t: Term, k: int, scope: Any) -> DimSize:
+    return normalize(((t, k),), scope)
+
+  @staticmethod
+  def from_operation(operation: str, e1: DimSize, e2: DimSize, scope: Any) -> DimSize:
+    f = Factor(operation=operation,
+               operands=(ensure_expr(e1, operation, scope), ensure_expr(e2, operation, scope)))
+    return normalize(((Term(((f, 1),)), 1),), scope)
+
+  # ---- inspection ---------------------------------------------------------
+
+  @property
+  def leading_term(self) -> tuple[Term, int]:
+    return self.terms[0]
+
+  def to_constant(self) -> int | None:
+    t, c = self.terms[0]
+    return c if t.is_constant else None
+
+  @property
+  def is_constant(self) -> bool:
+    return self.terms[0][0].is_constant
+
+  def to_term(self) -> Term | None:
+    if len(self.terms) != 1 or self.terms[0][1] != 1:
+      return None
+    return self.terms[0][0]
+
+  def to_factor(self) -> Factor | None:
+    t = self.to_term()
+    return None if t is None else t.to_factor()
+
+  def to_var(self) -> str | None:
+    f = self.to_factor()
+    return None if f is None else f.var
+
+  def to_single_term(self) -> tuple[int, int, Term] | None:
+    """``(n, k, t)`` when the expression is ``n + k*t``, else None."""
+    n = 0
+    found = None
+    for t, c in self.terms:
+      if t.is_constant:
+        n = c
+      elif found is None:
+        found = (c, t)
+      else:
+        return None
+    assert found is not None
+    return n, found[0], found[1]
+
+  def _get_vars(self) -> set[str]:
+    acc: set[str] = set()
+    for t, _ in self.terms:
+      acc.update(t.get_vars())
+    return acc
+
+  get_vars = _get_vars
+
+  def __str__(self):
+    parts = []
+    for t, c in self.terms:
+      sign = "+" if c > 0 else "-"
+      if t.is_constant:
+        parts.append(f"{sign} {abs(c)}" if c != 0 else "0")
+      elif abs(c) == 1:
+        parts.append(f"{sign} {t}")
+      else:
+        parts.append(f"{sign} {abs(c)}*{t}")
+    res = " ".join(parts)
+    return res[2:] if res.startswith("+ ") else res
+
+  __repr__ = __str__
+
+  def __hash__(self):
+    if self._hash is None:
+      self._hash = hash((self.key, id(self.scope)))
+    return self._hash
+
+  def __deepcopy__(self, memo):
+    return self
+
+  def __copy__(self):
+    return self
+
+  # ---- arithmetic ---------------------------------------------------------
+
+  def __add__(self, other):
+    if not _is_dim_operand(other):
+      return self.__jax_array__().__add__(other)
+    if type(other) is int and other == 0:
+      return self
+    return linear_combination(self, 1, other, 1, self.scope)
+
+  def __radd__(self, other):
+    if not _is_dim_operand(other):
+      return self.__jax_array__().__radd__(other)
+    if type(other) is int and other == 0:
+      return self
+    return linear_combination(self, 1, other, 1, self.scope)
+
+  def __sub__(self, other):
+    if not _is_dim_operand(other):
+      return self.__jax_array__().__sub__(other)
+    if type(other) is int and other == 0:
+      return self
+    return linear_combination(self, 1, other, -1, self.scope)
+
+  def __rsub__(self, other):
+    if not _is_dim_operand(other):
+      return self.__jax_array__().__rsub__(other)
+    return linear_combination(self, -1, other, 1, self.scope)
+
+  def __neg__(self):
+    return linear_combination(self, -1, 0, 0, self.scope)
+
+  def __pos__(self):
+    return self
+
+  def __mul__(self, other):
+    if not _is_dim_operand(other):
+      return self.__jax_array__().__mul__(other)
+    if not isinstance(other, DimExpr):
+      k = operator.index(other)
+      if k == 1:
+        return self
+      if k == 0:
+        return 0
+      return linear_combination(self, k, 0, 0, self.scope)
+    self.scope._check_same_scope(other, when="for operation mul")
+    coeffs: dict[Term, int] = {}
+    for t1, c1 in self.terms:
+      for t2, c2 in other.terms:
+        t = t1.mul(t2)
+        coeffs[t] = coeffs.get(t, 0) + c1 * c2
+    return normalize(sorted_pairs(coeffs), self.scope)
+
+  def __rmul__(self, other):
+    if not _is_dim_operand(other):
+      return self.__jax_array__().__rmul__(other)
+    return self.__mul__(other)
+
+  def __pow__(self, power, modulo=None):
+    if modulo is not None:
+      raise NotImplementedError("__pow__ modulo not implemented")
+    if isinstance(power, DimExpr):
+      return power.__rpow__(self)
+    if power != int(power):
+      raise ValueError(f"Symbolic dimension cannot be raised to non-integer powers: '{self}' ** '{power}'")
+    power = int(power)
+    if power < 0:
+      raise ValueError(f"Symbolic dimension cannot be raised to negative powers: '{self}' ** '{power}'")
+    acc: DimSize = 1
+    for _ in range(power):
+      acc = acc * self
+    return acc
+
+  def __rpow__(self, other, modulo=None):
+    if modulo is not None:
+      raise NotImplementedError("__rpow__ modulo not implemented")
+    return self.__jax_array__().__rpow__(other)
+
+  def __floordiv__(self, divisor):
+    if not _is_dim_operand(divisor):
+      return self.__jax_array__().__floordiv__(divisor)
+    return self.divmod(divisor)[0]
+
+  def __rfloordiv__(self, other):
+    if not _is_dim_operand(other):
+      return self.__jax_array__().__rfloordiv__(other)
+    return ensure_expr(other, "floordiv", self.scope).__floordiv__(self)
+
+  def __mod__(self, divisor):
+    if not _is_dim_operand(divisor):
+      return self.__jax_array__().__mod__(divisor)
+    return self.divmod(divisor)[1]
+
+  def __rmod__(self, other):
+    if not _is_dim_operand(other):
+      return self.__jax_array__().__rmod__(other)
+    return ensure_expr(other, "mod", self.scope).__mod__(self)
+
+  def __divmod__(self, divisor):
+    if not _is_dim_operand(divisor):
+      return self.__jax_array__().__divmod__(divisor)
+    return self.divmod(divisor)
+
+  def __rdivmod__(self, other):
+    if not _is_dim_operand(other):
+      return self.__jax_array__().__rdivmod__(other)
+    return ensure_expr(other, "divmod", self.scope).__divmod__(self)
+
+  def __truediv__(self, divisor):
+    return self.__jax_array__().__truediv__(divisor)
+
+  def __rtruediv__(self, dividend):
+    return self.__jax_array__().__rtruediv__(dividend)
+
+  def divmod(self, divisor: DimSize) -> tuple[DimSize, DimSize]:
+    """Exact polynomial division when it divides, else ``floordiv``/``mod`` factors.
+
+    A constant divisor may leave an integer remainder, as for ints.
+    """
+    quotient = _exact_divmod(self, divisor)
+    if quotient is not None:
+      return quotient
+    return (DimExpr.from_operation(FLOORDIV, self, divisor, self.scope),
+            DimExpr.from_operation(MOD, self, divisor, self.scope))
+
+  def __int__(self):
+    c = self.to_constant()
+    if c is not None:
+      return c
+    raise inconclusive(f"Symbolic dimension '{self}' used in a context that requires a constant")
+
+  # ---- comparisons --------------------------------------------------------
+
+  def __eq__(self, other):
+    if isinstance(other, DimExpr):
+      if self.scope is not other.scope:
+        return False
+    elif not (type(other) is int or (not _hooks.is_array(other) and _is_int_like(other))):
+      return False
+    diff = self - other
+    return not isinstance(diff, DimExpr) and diff == 0
+
+  def __ne__(self, other):
+    return not self.__eq__(other)
+
+  def __ge__(self, other):
+    return geq(self, other, lambda: f"'{self}' >= '{other}'")
+
+  def __le__(self, other):
+    return geq(other, self, lambda: f"'{self}' <= '{other}'")
+
+  def __gt__(self, other):
+    return not geq(other, self, lambda: f"'{self}' > '{other}'")
+
+  def __lt__(self, other):
+    return not geq(self, other, lambda: f"'{self}' < '{other}'")
+
+  def max(self, other: DimSize) -> DimSize:
+    lb, ub = self.scope.bounds(self - other, stop_at_leq0=True)
+    if lb >= 0:
+      return self
+    if ub <= 0:
+      return other
+    return DimExpr.from_operation(MAX, self, other, self.scope)
+
+  def rmax(self, other: DimSize) -> DimSize:
+    lb, ub = self.scope.bounds(self - other, stop_at_leq0=True)
+    if lb >= 0:
+      return self
+    if ub <= 0:
+      return other
+    return DimExpr.from_operation(MAX, other, self, self.scope)
+
+  def min(self, other: DimSize) -> DimSize:
+    lb, ub = self.scope.bounds(self - other, stop_at_leq0=True)
+    if lb >= 0:
+      return other
+    if ub <= 0:
+      return self
+    return DimExpr.from_operation(MIN, self, other, self.scope)
+
+  def rmin(self, other: DimSize) -> DimSize:
+    lb, ub = self.scope.bounds(self - other, stop_at_leq0=True)
+    if lb >= 0:
+      return other
+    if ub <= 0:
+      return self
+    return DimExpr.from_operation(MIN, other, self, self.scope)
+
+  # ---- evaluation and jax duck-typing -------------------------------------
+
+  def _evaluate(self, env: dict[str, Any]) -> Any:
+    """The value under ``env`` (variable name -> int, expression or array)."""
+    return evaluate(self, env)
+
+  def dimension_as_value(self):
+    """This dimension as a jax integer scalar value."""
+    return self.__jax_array__()
+
+  def __jax_array__(self):
+    if _hooks.as_array is None:
+      raise TypeError(f"Symbolic dimension '{self}' cannot be used as an array value "
+                      "before jaxport.shapes is connected to jax; import jaxport first.")
+    return _hooks.as_array(self)
+
+
+DimSize = int | DimExpr
+
+
+def sorted_pairs(coeffs: dict) -> list[tuple[Any, int]]:
+  """Nonzero ``(key object, coefficient)`` pairs of ``coeffs``, largest first."""
+  return sorted(((t, c) for t, c in coeffs.items() if c != 0),
+                key=lambda p: p[0].key, reverse=True)
+
+
+def _rule_updates(t: Term, k: int, rules: dict) -> list[tuple[Term, int]] | None:
+  """The changes the scope's rewrite rules make to the term ``k*t``, or None."""
+  rule = rules.get(t)
+  if rule is not None:
+    after, k_after = rule
+    if k % k_after == 0:
+      return [(t, -k)] + [(t2, c2 * (k // k_after)) for t2, c2 in after.terms]
+  if len(t.factors) <= 1:
+    return None
+  for f, e in t.factors:
+    single = Term(((f, e),))
+    rule = rules.get(single)
+    if rule is not None:
+      after, k_after = rule
+      if k % k_after == 0:
+        rest = t.divide(single)
+        return [(t, -k)] + [(t2.mul(rest), c2 * (k // k_after)) for t2, c2 in after.terms]
+  return None
+
+
+def normalize(terms: Sequence[tuple[Term, int]], scope: Any) -> DimSize:
+  """An int or a DimExpr from sorted nonzero terms, applying the scope's rewrite rules.
+
+  As in jax, the rules are applied to the first term that has one.
+  """
+  rules = scope._normalization_rules
+  if rules:
+    for t, k in terms:
+      updates = _rule_updates(t, k, rules)
+      if updates:
+        coeffs = dict(terms)
+        for t1, k1 in updates:
+          if k1:
+            coeffs[t1] = coeffs.get(t1, 0) + k1
+        terms = sorted_pairs(coeffs)
+        break
+  if not terms:
+    return 0
+  t0, k0 = terms[0]
+  if t0.is_constant:
+    return k0
+  return DimExpr(terms, scope)
+
+
+def ensure_expr(p: Any, operation: str, scope: Any) -> DimExpr:
+  """``p`` as a DimExpr of ``scope`` (ints become constant expressions)."""
+  if isinstance(p, DimExpr):
+    scope._check_same_scope(p, when=f"for operation {operation}")
+    return p
+  if _is_int_like(p):
+    return DimExpr.constant(operator.index(p), scope)
+  raise TypeError(f"Symbolic dimension {operation} not supported for {p}.")
+
+
+def _terms_of(e: Any) -> Sequence[tuple[Term, int]]:
+  if isinstance(e, DimExpr):
+    return e.terms
+  k = operator.index(e)
+  return ((ONE, k),) if k else ()
+
+
+def linear_combination(e1: DimSize, k1: int, e2: DimSize, k2: int, scope: Any) -> DimSize:
+  """``e1*k1 + e2*k2``, normalized."""
+  if isinstance(e1, DimExpr):
+    if isinstance(e2, DimExpr):
+      e1.scope._check_same_scope(e2, when="for linear combination")
+  elif not isinstance(e2, DimExpr):
+    return operator.index(e1) * k1 + operator.index(e2) * k2
+  return normalize(merge_sorted(_terms_of(e1), k1, _terms_of(e2), k2), scope)
+
+
+def _exact_divmod(e: DimExpr, divisor: DimSize) -> tuple[DimSize, DimSize] | None:
+  """``(q, r)`` with ``e == divisor*q + r`` found by polynomial division, or None."""
+  dividend: DimSize = e
+  quotient: DimSize = 0
+  div_is_expr = isinstance(divisor, DimExpr)
+  try:
+    while isinstance(dividend, DimExpr) and not dividend.is_constant:
+      t, k = dividend.leading_term
+      if div_is_expr:
+        dt, dk = divisor.leading_term
+        qt = t.divide(dt)
+      else:
+        qt, dk = t, operator.index(divisor)
+      qk, rk = divmod(k, dk)
+      if rk != 0:
+        return None
+      q = DimExpr.from_term(qt, qk, e.scope)
+      quotient = quotient + q
+      dividend = dividend - q * divisor
+  except InconclusiveDimensionOperation:
+    return None
+  rest = int(dividend)
+  if div_is_expr:
+    if rest != 0:
+      return None
+    return quotient, 0
+  q, r = divmod(rest, operator.index(divisor))
+  return quotient + q, r
+
+
+def geq(e1: DimSize, e2: DimSize, describe: Callable[[], str]) -> bool:
+  """``e1 >= e2``, or InconclusiveDimensionOperation when it depends on the variables."""
+  if isinstance(e1, DimExpr):
+    scope = e1.scope
+    if isinstance(e2, DimExpr):
+      scope._check_same_scope(e2, when=f"when comparing {describe()}")
+  elif isinstance(e2, DimExpr):
+    scope = e2.scope
+  else:
+    return int(e1) >= int(e2)
+  lb, ub = scope.bounds(e1 - e2)
+  if lb >= 0:
+    return True
+  if ub < 0:
+    return False
+  extra = f"\nUsing symbolic scope {scope}" if scope._explicit_constraints else ""
+  raise inconclusive(f"Symbolic dimension comparison {describe()} is inconclusive.{extra}")
+
+
+def dim_max(d1: DimSize, d2: DimSize) -> DimSize:
+  """``max`` for ints and expressions."""
+  if isinstance(d1, DimExpr):
+    return d1.max(d2)
+  if isinstance(d2, DimExpr):
+    return d2.rmax(d1)
+  return max(d1, d2)
+
+
+def dim_min(d1: DimSize, d2: DimSize) -> DimSize:
+  """``min`` for ints and expressions."""
+  if isinstance(d1, DimExpr):
+    return d1.min(d2)
+  if isinstance(d2, DimExpr):
+    return d2.rmin(d1)
+  return min(d1, d2)
+
+
+class UnknownVariable(ShapeError):
+  """Evaluation met a dimension variable that ``env`` does not bind."""
+
+  def __init__(self, var: str, known: Iterable[str]):
+    super().__init__(
+        f"Encountered dimension variable '{var}' that is not appearing in the shapes of the "
+        "function arguments.\nThe following dimension variables are appearing in the shapes of "
+        f"the function arguments: {list(known)}.\nPlease see https://docs.jax.dev/en/latest/"
+        "export/shape_poly.html#dimension-variables-must-be-solvable-from-the-input-shapes "
+        "for more details.")
+    self.var = var
+
+
+def _mul(v1: Any, v2: Any) -> Any:
+  if type(v1) is int and v1 == 1:
+    return v2
+  if type(v2) is int and v2 == 1:
+    return v1
+  return v1 * v2
+
+
+def _add(v1: Any, v2: Any) -> Any:
+  if type(v1) is int and v1 == 0:
+    return v2
+  if type(v2) is int and v2 == 0:
+    return v1
+  return v1 + v2
+
+
+def _eval_factor(f: Factor, env: dict[str, Any], scope: Any) -> Any:
+  if f.var is not None:
+    if f.var in env:
+      return env[f.var]
+    rewritten = DimExpr.from_var(f.var, scope)
+    if not isinstance(rewritten, DimExpr):
+      return rewritten
+    if rewritten.to_var() != f.var:
+      return evaluate(rewritten, env)
+    raise UnknownVariable(f.var, env.keys())
+  v1, v2 = (evaluate(o, env) for o in f.operands)
+  if f.operation == FLOORDIV:
+    return divmod(v1, v2)[0]
+  if f.operation == MOD:
+    return divmod(v1, v2)[1]
+  if isinstance(v1, (int, DimExpr)) and isinstance(v2, (int, DimExpr)):
+    return dim_max(v1, v2) if f.operation == MAX else dim_min(v1, v2)
+  if _is_int_like(v1) and _is_int_like(v2) and not (_hooks.is_array(v1) or _hooks.is_array(v2)):
+    v1, v2 = operator.index(v1), operator.index(v2)
+    return max(v1, v2) if f.operation == MAX else min(v1, v2)
+  return _hooks.array_max(v1, v2) if f.operation == MAX else _hooks.array_min(v1, v2)
+
+
+def evaluate_term(t: Term, env: dict[str, Any], scope: Any) -> Any:
+  acc: Any = 1
+  for f, e in t.factors:
+    v = _eval_factor(f, env, scope)
+    for _ in range(e):
+      acc = _mul(acc, v)
+  return acc
+
+
+def evaluate(e: DimSize, env: dict[str, Any]) -> Any:
+  """The value of ``e`` with variables taken from ``env``; raises UnknownVariable."""
+  if not isinstance(e, DimExpr):
+    return operator.index(e)
+  acc: Any = 0
+  for t, k in e.terms:
+    acc = _add(acc, _mul(evaluate_term(t, env, e.scope), k))
+  return acc
+
+
+def all_vars(dims: Iterable[Any]) -> set[str]:
+  """Names of the variables in a sequence of dimensions."""
+  acc: set[str] = set()
+  for d in dims:
+    if isinstance(d, DimExpr):
+      acc.update(d._get_vars())
+  return acc

@@ -1,0 +1,206 @@
+"""Parsing symbolic shape specifications such as ``"(b, 2*h + 1, ...)"``.
+
+Grammar (tokens as in Python)::
+
+  shape  := '(' shape ')' | [ dim (',' dim)* [','] ] [ '...' ]
+  dim    := '_' | expr
+  expr   := ['+'|'-'] term (('+'|'-') term)*
+  term   := factor ['^' INT] ('*' factor ['^' INT])*
+  factor := NAME | ('mod'|'floordiv'|'max'|'min') '(' expr ',' expr ')' | ['-'] INT
+
+``_`` and ``...`` take their sizes from a ``like`` shape. Error messages are
+the ones jax gives, so users see the same text from either implementation.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from collections.abc import Sequence
+from typing import Any
+
+from jaxport.errors import ShapeError
+from jaxport.shapes._expr import MAX, MIN, OPERATIONS, DimExpr, DimSize, dim_max, dim_min
+
+_ENDMARKER = tokenize.ENDMARKER
+_RPAR = tokenize.RPAR
+_COMMA = tokenize.COMMA
+_PLUS = tokenize.PLUS
+_MINUS = tokenize.MINUS
+_SKIPPED = (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.NL)
+_END_OF_SHAPE = (_ENDMARKER, _RPAR)
+_END_OF_EXPR = (_ENDMARKER, _RPAR, _COMMA)
+_END_OF_TERM = (_ENDMARKER, _RPAR, _COMMA, _PLUS, _MINUS)
+
+
+class ShapeParser:
+  """Parses one specification into a tuple of ints and DimExprs of ``scope``."""
+
+  def __init__(self, spec: str, like: Sequence[int | None] | None, spec_repr: str, scope: Any):
+    self.spec = spec
+    self.spec_repr = spec_repr
+    self.like = None if like is None else tuple(like)
+    self.scope = scope
+    self.dims: list[DimSize | None] = []
+    self._tokens: Any = None
+
+  def parse(self) -> tuple[DimSize, ...]:
+    self._tokens = tokenize.tokenize(io.BytesIO(self.spec.encode("utf-8")).readline)
+    tok = self._advance()
+    tok = self._consume(tok, tokenize.ENCODING)
+    tok = self._shape(tok)
+    self._expect(tok, (_ENDMARKER,))
+    return tuple(self.dims)  # type: ignore[arg-type]
+
+  # ---- errors -------------------------------------------------------------
+
+  def error(self, tok: tokenize.TokenInfo | None, detail: str) -> ShapeError:
+    msg = (f"syntax error in symbolic shape {self.spec_repr} "
+           f"in dimension {len(self.dims)}: {detail}. ")
+    if tok is not None:
+      col = tok.start[1]
+      msg += f"Parsed '{tok.line[:col]}', remaining '{tok.line[col:]}'."
+    return ShapeError(msg)
+
+  # ---- tokens -------------------------------------------------------------
+
+  def _advance(self) -> tokenize.TokenInfo:
+    try:
+      for tok in self._tokens:
+        if tok.exact_type not in _SKIPPED:
+          return tok
+    except tokenize.TokenError as e:
+      raise self.error(None, f"unbalanced parentheses or unexpected end of string ({e.args[0]})") from None
+    raise self.error(None, "unexpected end of string")
+
+  def _expect(self, tok: tokenize.TokenInfo, expected: Sequence[int]) -> None:
+    if tok.exact_type not in expected:
+      names = ", ".join(tokenize.tok_name[t] for t in expected)
+      raise self.error(tok, f"expecting one of {{{names}}} but found {tokenize.tok_name[tok.exact_type]}")
+
+  def _consume(self, tok: tokenize.TokenInfo, expected: int) -> tokenize.TokenInfo:
+    self._expect(tok, (expected,))
+    return self._advance()
+
+  def _integer(self, tok: tokenize.TokenInfo) -> tuple[int, tokenize.TokenInfo]:
+    self._expect(tok, (tokenize.NUMBER,))
+    try:
+      value = int(tok.string)
+    except ValueError:
+      raise self.error(tok, f"expecting integer, found {tok.string}") from None
+    return value, self._advance()
+
+  # ---- grammar ------------------------------------------------------------
+
+  def _add_dim(self, d: DimSize | None, tok: tokenize.TokenInfo) -> None:
+    if d is None:
+      raise self.error(tok, f"unexpected placeholder for unknown dimension; like={self.like}")
+    if self.like is not None and not isinstance(d, DimExpr):
+      idx = len(self.dims)
+      if idx >= len(self.like):
+        raise self.error(tok, f"the spec has more dimensions than the 'like' shape; like={self.like}")
+      known = self.like[idx]
+      if known is not None and d != known:
+        raise self.error(tok, f"different size {d} for known dimension; like={self.like}")
+    self.dims.append(d)
+
+  def _check_placeholder(self, tok: tokenize.TokenInfo) -> None:
+    if self.like is None:
+      raise self.error(tok, "spec contains ... but no 'like' shape was given")
+    needed = len(self.dims) + (0 if tok.exact_type == tokenize.ELLIPSIS else 1)
+    if len(self.like) < needed:
+      raise self.error(tok, f"cannot resolve placeholder '{tok.string}' because we parsed "
+                            f"{len(self.dims)} already and 'like' shape has "
+                            f"only {len(self.like)} dimensions")
+
+  def _shape(self, tok: tokenize.TokenInfo) -> tokenize.TokenInfo:
+    if tok.exact_type == tokenize.LPAR:
+      tok = self._shape(self._advance())
+      return self._consume(tok, _RPAR)
+    while tok.exact_type not in _END_OF_SHAPE:
+      is_ellipsis = tok.exact_type == tokenize.ELLIPSIS
+      is_underscore = tok.exact_type == tokenize.NAME and tok.string == "_"
+      if is_ellipsis or is_underscore:
+        self._check_placeholder(tok)
+      if is_ellipsis:
+        for d in self.like[len(self.dims):]:  # type: ignore[index]
+          self._add_dim(d, tok)
+        return self._advance()
+      if is_underscore:
+        d = self.like[len(self.dims)]  # type: ignore[index]
+        tok = self._advance()
+      else:
+        d, tok = self._expr(tok)
+      self._add_dim(d, tok)
+      if tok.exact_type in _END_OF_SHAPE:
+        break
+      tok = self._consume(tok, _COMMA)
+    return tok
+
+  def _expr(self, tok: tokenize.TokenInfo) -> tuple[DimSize, tokenize.TokenInfo]:
+    negate = tok.exact_type == _MINUS
+    if tok.exact_type in (_PLUS, _MINUS):
+      tok = self._advance()
+    acc: DimSize | None = None
+    while True:
+      t, tok = self._term(tok)
+      if negate:
+        t = -t
+      acc = t if acc is None else acc + t
+      if tok.exact_type in _END_OF_EXPR:
+        return acc, tok
+      negate = tok.exact_type == _MINUS
+      self._expect(tok, (_PLUS, _MINUS))
+      tok = self._advance()
+
+  def _term(self, tok: tokenize.TokenInfo) -> tuple[DimSize, tokenize.TokenInfo]:
+    acc: DimSize | None = None
+    while True:
+      f, tok = self._factor(tok)
+      if tok.exact_type == tokenize.CIRCUMFLEX:
+        tok = self._advance()
+        self._expect(tok, (tokenize.NUMBER,))
+        power, tok = self._integer(tok)
+        f = f ** power
+      acc = f if acc is None else acc * f
+      if tok.exact_type in _END_OF_TERM:
+        return acc, tok
+      tok = self._consume(tok, tokenize.STAR)
+
+  def _factor(self, tok: tokenize.TokenInfo) -> tuple[DimSize, tokenize.TokenInfo]:
+    if tok.exact_type == tokenize.NAME:
+      if tok.string in OPERATIONS:
+        return self._operation(tok.string, self._advance())
+      return DimExpr.from_var(tok.string, self.scope), self._advance()
+    sign = 1
+    if tok.exact_type == _MINUS:
+      sign = -1
+      tok = self._advance()
+      self._expect(tok, (tokenize.NUMBER,))
+    if tok.exact_type == tokenize.NUMBER:
+      value, tok = self._integer(tok)
+      return sign * value, tok
+    self._expect(tok, (tokenize.NAME, _MINUS, tokenize.NUMBER))
+    raise AssertionError("unreachable")
+
+  def _operation(self, op: str, tok: tokenize.TokenInfo) -> tuple[DimSize, tokenize.TokenInfo]:
+    tok = self._consume(tok, tokenize.LPAR)
+    e1, tok = self._expr(tok)
+    tok = self._consume(tok, _COMMA)
+    e2, tok = self._expr(tok)
+    tok = self._consume(tok, _RPAR)
+    if op == MAX:
+      return dim_max(e1, e2), tok
+    if op == MIN:
+      return dim_min(e1, e2), tok
+    return DimExpr.from_operation(op, e1, e2, self.scope), tok
+
+
+def parse_shape(spec: Any, *, like: Sequence[int | None] | None, scope: Any) -> tuple[DimSize, ...]:
+  """The dimensions of ``spec`` (a string, or None for ``"..."``) in ``scope``."""
+  spec_repr = repr(spec)
+  if spec is None:
+    spec = "..."
+  elif not isinstance(spec, str):
+    raise ShapeError(f"polymorphic shape spec should be None or a string. Found {spec_repr}.")
+  return ShapeParser(spec, like, spec_repr, scope).parse()
