@@ -43,14 +43,14 @@ def test_placeholders_take_sizes_from_like():
 
 @pytest.mark.parametrize("spec, like, message", [
     ("a + ", None, "syntax error in symbolic shape 'a + ' in dimension 0: expecting one of "
-     "{NAME, MINUS, NUMBER} but found ENDMARKER. Parsed 'a + ', remaining ''."),
+     "{NAME, MINUS, NUMBER} but found ENDMARKER. Parsed '', remaining ''."),
     ("2*(a+1)", None, "syntax error in symbolic shape '2*(a+1)' in dimension 0: expecting one of "
      "{NAME, MINUS, NUMBER} but found LPAR. Parsed '2*', remaining '(a+1)'."),
-    ("a ** 2", None, "expecting one of {NAME, MINUS, NUMBER} but found STAR"),
+    ("a ** 2", None, "expecting one of {STAR} but found DOUBLESTAR. Parsed 'a ', remaining '** 2'."),
     ("a // 2", None, "expecting one of {STAR} but found DOUBLESLASH"),
     ("2.5", None, "expecting integer, found 2.5"),
     ("non_negative(a)", None, "expecting one of {STAR} but found LPAR"),
-    ("..., 3", (1, 3), "expecting one of {ENDMARKER} but found COMMA"),
+    ("..., 3", (1, 3), "in dimension 2: expecting one of {ENDMARKER} but found COMMA"),
     ("b, _", None, "spec contains ... but no 'like' shape was given"),
     ("_, _", (3,), "cannot resolve placeholder '_' because we parsed 1 already and 'like' "
      "shape has only 1 dimensions"),
