@@ -22,10 +22,11 @@ from jax._src.interpreters import pxla
 from jax._src.lib.mlir import ir
 
 from jaxport import _config
-from jaxport.errors import ExportError
+from jaxport.errors import ExportError, ShapeError
 from jaxport.export import _checks, _mlir, _shardings, _vjp, _wrap
 from jaxport.export._disabled_checks import DisabledSafetyCheck
 from jaxport.export._exported import Exported
+from jaxport.shapes import _bridge
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +70,7 @@ def export(fun_jit, *, platforms: Sequence[str] | None = None,
   def do_export(*args_specs, **kwargs_specs) -> Exported:
     lowering_platforms = platforms or (default_export_platform(),)
     version = _config.calling_convention_version()
+    _check_one_symbolic_scope(fun_jit, args_specs, kwargs_specs)
     traced = fun_jit.trace(*args_specs, **kwargs_specs)
     lowered = traced.lower(
         lowering_platforms=lowering_platforms,
@@ -79,6 +81,27 @@ def export(fun_jit, *, platforms: Sequence[str] | None = None,
                            disabled_checks=checks, version=version)
 
   return do_export
+
+
+def _check_one_symbolic_scope(fun_jit, args_specs, kwargs_specs) -> None:
+  """Refuse symbolic dimensions from different scopes before tracing turns it into a cryptic error."""
+  first = None  # (scope, where, dim)
+  leaves = tree_util.tree_flatten_with_path((args_specs, kwargs_specs))[0]
+  for path, spec in leaves:
+    for d in getattr(spec, "shape", ()):
+      scope = getattr(d, "scope", None)
+      if scope is None:
+        continue
+      if first is None:
+        first = (scope, _bridge.args_kwargs_path_to_str(path), d)
+      elif scope is not first[0]:
+        name = getattr(fun_jit, "__name__", str(fun_jit))
+        raise ShapeError(
+            f"Invalid mixing of symbolic scopes when exporting {name}: "
+            f"'{first[2]}' in {first[1]} has scope {first[0]} but '{d}' in "
+            f"{_bridge.args_kwargs_path_to_str(path)} has scope {scope}. Create all "
+            "symbolic shapes of one export in one scope: pass scope= to "
+            "jaxport.symbolic_shape, or use jaxport.symbolic_args_specs.")
 
 
 def _export_lowered(lowered, jaxpr, fun_name: str, *,
