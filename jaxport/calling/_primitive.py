@@ -37,6 +37,7 @@ from jax._src.lib.mlir.dialects import func as func_dialect
 from jax._src.lib.mlir.dialects import hlo, sdy
 
 from jaxport.errors import CallError
+from jaxport.shapes import _api as shapes_api
 from jaxport.shapes import _bridge
 
 if TYPE_CHECKING:
@@ -141,11 +142,30 @@ def _out_aval(exported: "Exported", idx: int, dim_vars: Sequence[str],
   return core.update_aval_with_sharding(aval, sharding)
 
 
+def _with_own_dims(avals: Sequence[Any]) -> Sequence[Any]:
+  """``avals`` with symbolic dimensions of other libraries (jax's own) re-parsed as jaxport's.
+
+  A record made by ``jax.export`` carries jax's dimension expressions; the
+  solver understands jaxport's. Both print in the same grammar, so printing and
+  parsing in one shared scope translates them. Like jax's serialization, this
+  keeps the shapes but not the scope's explicit constraints.
+  """
+  def foreign(d):
+    return not core.is_constant_dim(d) and not shapes_api.is_symbolic_dim(d)
+  if not any(foreign(d) for a in avals for d in a.shape):
+    return avals
+  scope = shapes_api.SymbolicScope()
+  return [a.update(shape=shapes_api.symbolic_shape(
+              ", ".join(str(d) for d in a.shape), scope=scope)) if a.shape else a
+          for a in avals]
+
+
 def _abstract_eval(*in_avals: core.AbstractValue, exported: _Callee):
   exp = exported.exported
   _check_arg_avals(exp, in_avals)
   dim_vars = _bridge.all_dim_vars(exp.in_avals)
-  dim_values = (_bridge.solve_dim_vars_for_call(exp.in_avals, exp.in_tree, in_avals)
+  dim_values = (_bridge.solve_dim_vars_for_call(_with_own_dims(exp.in_avals), exp.in_tree,
+                                                in_avals)
                 if dim_vars else [])
   out_avals = tuple(_out_aval(exp, i, dim_vars, dim_values)
                     for i in range(len(exp.out_avals)))
