@@ -166,8 +166,8 @@ def _constraints_of(exp: Any) -> tuple[str, ...]:
       scope = getattr(d, "scope", None)
       if scope is None:
         continue
-      given = getattr(scope, "constraints_str", None)
-      if given is None:  # jax's scope keeps them as parsed constraint objects
+      given = getattr(scope, "constraints", None)  # jaxport's scope: the strings given
+      if not isinstance(given, tuple):  # jax's scope keeps parsed constraint objects
         given = [c.debug_str for c in getattr(scope, "_explicit_constraints", ())]
       return tuple(dict.fromkeys(str(c) for c in given))
   return ()
