@@ -1,7 +1,139 @@
-"""Pytest options of the compat harness."""
+"""pytest hooks of the compat harness: options, then delegation to the harness session."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pytest
+
+import harness._hypothesis_profiles  # noqa: F401  (registers the fuzz profiles; ci by default)
+from harness._session import WORKER_OUTPUT_KEY, HarnessSession, Options
+
+OPT_PLATFORM = "--platform"
+OPT_RECORD = "--record"
+# pytest itself owns --strict (it turns on the ``strict`` ini option); the
+# harness honours it and offers --compat-strict for harness strictness alone.
+OPT_STRICT = "--compat-strict"
+OPT_REPORT = "--compat-report"
+OPT_WINDOW = "--compat-window-days"
+OPT_ROOT = "--golden-root"
+OPT_TODAY = "--today"
+OPT_TIMEOUT = "--worker-timeout"
+
+DEFAULT_WINDOW_DAYS = 180
+PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+
+session_key = pytest.StashKey[HarnessSession]()
 
 
 def pytest_addoption(parser):
   group = parser.getgroup("jaxport", "jaxport compat harness")
-  group.addoption("--platform", dest="jaxport_platform", default="cpu",
-                  help="platform whose golden entries are replayed (cpu, cuda, rocm, tpu)")
+  group.addoption(OPT_PLATFORM, dest="jaxport_platform", default="cpu", choices=PLATFORMS,
+                  help="platform whose golden entries are replayed or recorded (default: cpu)")
+  group.addoption(OPT_RECORD, dest="jaxport_record", action="store_true", default=False,
+                  help="record new dated golden entries for every selected case instead of replaying")
+  group.addoption(OPT_STRICT, dest="jaxport_strict", action="store_true", default=False,
+                  help="fail on lowering drift, numerics changes, stale targets and expired "
+                       "entries (pytest's --strict implies it)")
+  group.addoption(OPT_REPORT, dest="jaxport_compat_report", default=None, metavar="FILE.json",
+                  help="write the compatibility report (entry x status, targets, skips, drift) here")
+  group.addoption(OPT_WINDOW, dest="jaxport_compat_window_days", type=int,
+                  default=DEFAULT_WINDOW_DAYS, metavar="DAYS",
+                  help=f"entries older than this are reported as expired (default {DEFAULT_WINDOW_DAYS})")
+  group.addoption(OPT_ROOT, dest="jaxport_golden_root", default=None, metavar="DIR",
+                  help="golden store root (default: compat_data/ at the repository root)")
+  group.addoption(OPT_TODAY, dest="jaxport_today", default=None, metavar="YYYY-MM-DD",
+                  help="the date used for recording and expiry (default: today)")
+  group.addoption(OPT_TIMEOUT, dest="jaxport_worker_timeout", type=float, default=300.0,
+                  metavar="SECONDS", help="seconds one entry may take before its worker is killed")
+
+
+def _options(config: pytest.Config) -> Options:
+  get = config.getoption
+  today = get("jaxport_today")
+  try:
+    today = datetime.date.fromisoformat(today) if today else datetime.date.today()
+  except ValueError:
+    raise pytest.UsageError(f"{OPT_TODAY}={today!r}: expected a date YYYY-MM-DD") from None
+  if get("jaxport_compat_window_days") < 0:
+    raise pytest.UsageError(f"{OPT_WINDOW} must be >= 0, got {get('jaxport_compat_window_days')}")
+  root = get("jaxport_golden_root")
+  root = Path(root) if root else Path(__file__).resolve().parent.parent / "compat_data"
+  partial = bool(get("keyword") or get("markexpr")
+                 or any("::" in str(a) for a in config.args))
+  return Options(platform=get("jaxport_platform"), record=get("jaxport_record"),
+                 strict=bool(get("jaxport_strict") or config.getini("strict")), compat_report=get("jaxport_compat_report"),
+                 compat_window_days=get("jaxport_compat_window_days"), golden_root=root.resolve(),
+                 today=today, worker_timeout_s=get("jaxport_worker_timeout"), partial=partial)
+
+
+def _check_backend(platform: str) -> None:
+  import jax
+  backend = jax.default_backend()
+  if backend != platform:
+    raise pytest.UsageError(
+        f"{OPT_PLATFORM}={platform} replays entries that run on {platform}, but this machine's "
+        f"jax backend is {backend}. Run on a {platform} machine or pass {OPT_PLATFORM}={backend}.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+  options = _options(config)
+  if not hasattr(config, "workerinput"):
+    _check_backend(options.platform)
+  config.stash[session_key] = HarnessSession(options)
+
+
+def harness_session(config: pytest.Config) -> HarnessSession:
+  return config.stash[session_key]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+  session = harness_session(metafunc.config)
+  if "golden_entry" in metafunc.fixturenames:
+    if session.recording:
+      ids, params = ["record-mode"], [pytest.param(None, marks=pytest.mark.skip(
+          reason="record mode writes entries; run without --record to replay"))]
+    else:
+      ids = params = session.entry_ids()
+    metafunc.parametrize("golden_entry", params, ids=ids)
+  if "golden_case" in metafunc.fixturenames:
+    if session.recording:
+      ids = params = session.case_ids()
+    else:
+      ids, params = ["replay-mode"], [pytest.param(None, marks=pytest.mark.skip(
+          reason=f"recording happens only with {OPT_RECORD}"))]
+    metafunc.parametrize("golden_case", params, ids=ids)
+
+
+@pytest.fixture
+def harness(request) -> HarnessSession:
+  return harness_session(request.config)
+
+
+def pytest_testnodedown(node, error) -> None:
+  payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
+  if payload is not None:
+    harness_session(node.config).merge(payload)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
+  config = session.config
+  hs = harness_session(config)
+  hs.flush_writes()
+  hs.close()
+  if hasattr(config, "workerinput"):
+    config.workeroutput[WORKER_OUTPUT_KEY] = hs.worker_output()
+    return
+  if hs.finish() and session.exitstatus == pytest.ExitCode.OK:
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+  hs = harness_session(config)
+  if hs.report is None:
+    return
+  from harness import reporter
+  terminalreporter.section("jaxport compat harness")
+  for line in reporter.text_lines(hs.report):
+    terminalreporter.write_line(line)

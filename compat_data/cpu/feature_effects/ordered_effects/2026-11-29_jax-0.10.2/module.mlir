@@ -1,0 +1,22 @@
+#loc = loc(unknown)
+#loc1 = loc("x")
+module @jit__ordered_effects attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: !stablehlo.token {jax.token = true} loc(unknown), %arg1: tensor<4xf32> loc(unknown)) -> (!stablehlo.token {jax.token = true}, tensor<4xf32> {jax.result_info = "result"}) {
+    %0:2 = call @_wrapped_jax_export_main(%arg0, %arg1) : (!stablehlo.token, tensor<4xf32>) -> (!stablehlo.token, tensor<4xf32>) loc(#loc)
+    return %0#0, %0#1 : !stablehlo.token, tensor<4xf32> loc(#loc)
+  } loc(#loc)
+  func.func private @_wrapped_jax_export_main(%arg0: !stablehlo.token {jax.token = true} loc(unknown), %arg1: tensor<4xf32> loc("x")) -> (!stablehlo.token {jax.token = true}, tensor<4xf32> {jax.result_info = "result"}) {
+    %0 = stablehlo.add %arg1, %arg1 : tensor<4xf32> loc(#loc8)
+    %1 = stablehlo.sine %0 : tensor<4xf32> loc(#loc9)
+    %2 = stablehlo.add %1, %1 : tensor<4xf32> loc(#loc8)
+    return %arg0, %2 : !stablehlo.token, tensor<4xf32> loc(#loc7)
+  } loc(#loc)
+} loc(#loc)
+#loc2 = loc("_effects.py":51:9)
+#loc3 = loc("_features.py":25:33)
+#loc4 = loc("_engine.py":98:9)
+#loc5 = loc("jit(_ordered_effects)"(#loc2))
+#loc6 = loc("jit(_ordered_effects)"(#loc3))
+#loc7 = loc("jit(_ordered_effects)"(#loc4))
+#loc8 = loc("harness_ordered_double"(#loc5))
+#loc9 = loc("sin"(#loc6))

@@ -1,0 +1,51 @@
+"""The one switch between the exporter/reader under test and the reference reader.
+
+The harness records with jaxport (``export`` + ``Exported.serialize``) and
+replays every entry twice: with jaxport's reader and with ``jax.export``'s, an
+independent implementation of the same wire format. Everything else in the
+harness goes through this module, so changing who produces the golden data is a
+one-line edit here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax.export as jax_export
+
+import jaxport
+
+# Who records golden entries and who is the primary reader.
+PRIMARY = "jax"
+# The independent second reader every entry is also replayed with.
+REFERENCE = "jax"
+
+_MODULES = {"jaxport": jaxport, "jax": jax_export}
+
+
+def _module(reader: str):
+  try:
+    return _MODULES[reader]
+  except KeyError:
+    raise ValueError(f"Unknown reader {reader!r}; expected one of {sorted(_MODULES)}.") from None
+
+
+def readers() -> tuple[str, ...]:
+  """The readers every entry is replayed with, primary first."""
+  return (PRIMARY, REFERENCE)
+
+
+def export(fun_jit: Callable, *, platforms=None, disabled_checks=(), producer: str = PRIMARY):
+  """``export`` of the producer (jaxport unless told otherwise)."""
+  return _module(producer).export(fun_jit, platforms=platforms, disabled_checks=disabled_checks)
+
+
+def deserialize(blob: bytes | bytearray, *, reader: str = PRIMARY) -> Any:
+  """An Exported read back from ``blob`` by ``reader``."""
+  return _module(reader).deserialize(bytearray(blob))
+
+
+def symbolic_args_specs(args, polymorphic_shapes, constraints=(), *, producer: str = PRIMARY):
+  """Argument specs with symbolic dimensions, built by the producer's shape parser."""
+  return _module(producer).symbolic_args_specs(args, polymorphic_shapes, constraints=constraints)

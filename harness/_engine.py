@@ -1,0 +1,212 @@
+"""Recording and replaying single golden entries; runs inside the isolated worker process.
+
+Everything here may execute native code (XLA compilation, LAPACK), so the
+session never calls it directly: it goes through ``harness._worker``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import time
+from typing import Any
+
+import jax
+import numpy as np
+
+from harness import _api, _lowering, checkers
+from harness.cases import _case
+from harness.cases import case as lookup_case
+from jaxport import _versions
+from jaxport.golden._manifest import Comparison, Manifest, Producer
+
+# Module locations name files without their directories, so golden modules do
+# not depend on where the checkout lives.
+_JAX_CONFIG = (
+    ("jax_enable_x64", True),
+    ("jax_include_full_tracebacks_in_locations", False),
+    ("jax_traceback_in_locations_limit", 0),
+    ("jax_hlo_source_file_canonicalization_regex", r".*/"),
+)
+
+
+def configure_jax() -> None:
+  """Process-wide jax settings for recording and replaying (64-bit types, short locations)."""
+  for name, value in _JAX_CONFIG:
+    jax.config.update(name, value)
+
+
+def _is_key(dtype) -> bool:
+  return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def storable(x: Any) -> np.ndarray:
+  """``x`` as a numeric numpy array (PRNG keys as their raw key data)."""
+  if _is_key(getattr(x, "dtype", np.float32)):
+    return np.asarray(jax.random.key_data(x))
+  return np.asarray(x)
+
+
+def callable_leaves(leaves: list[np.ndarray], in_avals) -> list[Any]:
+  """Stored leaves turned back into arguments (raw key data wrapped into typed keys)."""
+  return [jax.random.wrap_key_data(leaf, impl=aval.dtype._impl) if _is_key(aval.dtype) else leaf
+          for leaf, aval in zip(leaves, in_avals)]
+
+
+def _cotangent(out: Any) -> Any:
+  dtype = out.dtype
+  if _is_key(dtype) or not jax.dtypes.issubdtype(dtype, np.inexact):
+    return np.zeros(np.shape(out), dtype=jax.dtypes.float0)
+  return np.ones(np.shape(out), dtype=dtype)
+
+
+def run_exported(exp: Any, leaves: list[np.ndarray]) -> list[np.ndarray]:
+  """Call ``exp`` on the flat stored inputs; flat storable outputs.
+
+  When the Exported carries a VJP (blobs serialized with ``vjp_order >= 1``),
+  the VJP is also run, with all-ones cotangents, and its outputs appended: the
+  replay of such an entry is defined by the blob alone.
+  """
+  if len(leaves) != len(exp.in_avals):
+    raise ValueError(f"{len(leaves)} stored inputs but the Exported takes {len(exp.in_avals)}")
+  call_leaves = callable_leaves(leaves, exp.in_avals)
+  args, kwargs = exp.in_tree.unflatten(call_leaves)
+  outs = jax.tree.leaves(exp.call(*args, **kwargs))
+  results = [storable(o) for o in outs]
+  if exp.has_vjp():
+    vjp = exp.vjp()
+    cts = [_cotangent(o) for o in outs]
+    results += [storable(o) for o in jax.tree.leaves(vjp.call(*call_leaves, *cts))]
+  return results
+
+
+def case_inputs(case: _case.Case) -> tuple[tuple, dict, list[np.ndarray]]:
+  args, kwargs = case.make_inputs()
+  return args, kwargs, [storable(x) for x in jax.tree.leaves((args, kwargs))]
+
+
+def export_case(case: _case.Case, producer: str = _api.PRIMARY) -> Any:
+  """Export ``case`` now, for its platforms, with ``producer``'s exporter."""
+  args, kwargs, _ = case_inputs(case)
+  spec = lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype)  # noqa: E731
+  if case.polymorphic_shapes is not None:
+    arg_specs = _api.symbolic_args_specs(args, case.polymorphic_shapes,
+                                         constraints=case.constraints or (), producer=producer)
+  else:
+    arg_specs = jax.tree.map(spec, args)
+  kwarg_specs = jax.tree.map(spec, kwargs)
+  return _api.export(jax.jit(case.fun), platforms=case.export_platforms(),
+                     producer=producer)(*arg_specs, **kwarg_specs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Recording:
+  """Everything the store needs to write one entry."""
+
+  manifest: Manifest
+  blob: bytes
+  inputs: list[np.ndarray]
+  expected: list[np.ndarray] | None
+  module_text: str
+
+
+def record_case(case: _case.Case, today: datetime.date) -> Recording:
+  """Export, serialize and (unless lowering-only) run ``case``; the entry to write."""
+  exp = export_case(case)
+  blob = bytes(exp.serialize(vjp_order=case.vjp_order))
+  sigs = _lowering.signatures(exp.mlir_module_serialized)
+  missing = sorted(set(case.targets) - set(_lowering.targets(sigs)))
+  if missing:
+    raise ValueError(
+        f"case {case.case_id}: its lowering does not emit {missing} (emits "
+        f"{_lowering.targets(sigs)}); fix the case's function or its targets= in harness/cases/.")
+  _, _, inputs = case_inputs(case)
+  expected = None
+  if not case.lowering_only:
+    expected = run_exported(_api.deserialize(blob), inputs)
+  rtol, atol = case.rtol, case.atol
+  if rtol is None or atol is None:
+    rtol, atol = _case.default_tolerance(inputs[0].dtype if inputs else np.float32)
+  manifest = Manifest(
+      case_id=case.case_id, family=case.family, platform=case.host_platform, record_date=today,
+      producer=Producer.current(), calling_convention_version=exp.calling_convention_version,
+      serialization_version=_versions.SERIALIZATION_LAYOUT_VERSION, custom_call_targets=sigs,
+      polymorphic_shapes=case.polymorphic_shapes, constraints=case.constraints,
+      lowering_only=case.lowering_only, comparison=Comparison(case.checker, rtol, atol))
+  return Recording(manifest, blob, inputs, expected, exp.mlir_module())
+
+
+def _error_line(e: BaseException) -> str:
+  text = str(e).strip().splitlines()
+  return f"{type(e).__name__}: {text[0] if text else ''}"[:2000]
+
+
+def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest) -> dict:
+  """Deserialize with ``reader`` and, unless lowering-only, run and judge the outputs."""
+  out: dict[str, Any] = {"reader": reader}
+  try:
+    exp = _api.deserialize(blob, reader=reader)
+  except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
+    out.update(ok=False, stage="deserialize", error=_error_line(e))
+    return out
+  if m.lowering_only:
+    try:
+      drift = _lowering.diff(m.custom_call_targets, _lowering.signatures(exp.mlir_module_serialized))
+    except Exception as e:  # noqa: BLE001
+      out.update(ok=False, stage="module", error=_error_line(e))
+      return out
+    problems = [f"the module read back differs from the manifest: {d}" for d in drift]
+    out.update(ok=not problems, stage="module", problems=problems, platforms=list(exp.platforms))
+    return out
+  try:
+    actual = run_exported(exp, inputs)
+  except Exception as e:  # noqa: BLE001
+    out.update(ok=False, stage="run", error=_error_line(e))
+    return out
+  verdict = checkers.check(m.comparison.mode, inputs, expected, actual,
+                           rtol=m.comparison.rtol, atol=m.comparison.atol)
+  out.update(stage="compare", **verdict.to_json())
+  return out
+
+
+def _current(case: _case.Case | None, m: Manifest, inputs, expected) -> dict:
+  """Re-export the case now: targets, signature drift and (if runnable) numerics drift."""
+  if case is None:
+    return {"available": False,
+            "reason": f"case {m.case_id} is no longer in the registry (harness/cases/)"}
+  out: dict[str, Any] = {"available": True}
+  try:
+    exp = export_case(case)
+    sigs = _lowering.signatures(exp.mlir_module_serialized)
+  except Exception as e:  # noqa: BLE001
+    out.update(error=f"re-export failed: {_error_line(e)}")
+    return out
+  out["targets"] = _lowering.targets(sigs)
+  out["signature_diff"] = _lowering.diff(m.custom_call_targets, sigs)
+  if m.lowering_only:
+    return out
+  try:
+    fresh = _api.deserialize(exp.serialize(vjp_order=case.vjp_order))
+    actual = run_exported(fresh, inputs)
+  except Exception as e:  # noqa: BLE001
+    out.update(error=f"running the current lowering failed: {_error_line(e)}")
+    return out
+  verdict = checkers.check(m.comparison.mode, inputs, expected, actual,
+                           rtol=m.comparison.rtol, atol=m.comparison.atol)
+  out["numerics"] = verdict.to_json()
+  return out
+
+
+def replay_entry(entry) -> dict:
+  """Replay one verified entry with every reader and against the current lowering."""
+  start = time.perf_counter()
+  m = entry.manifest
+  blob = entry.blob()
+  inputs = entry.inputs()
+  expected = entry.expected_outputs()
+  result = {
+      "readers": [_replay_with(r, blob, inputs, expected, m) for r in _api.readers()],
+      "current": _current(lookup_case(m.case_id), m, inputs, expected),
+  }
+  result["seconds"] = time.perf_counter() - start
+  return result

@@ -1,0 +1,311 @@
+"""The harness session: selection, worker, write queue, xdist merge, report and exit status.
+
+``conftest.py`` only translates pytest hooks into calls on one
+:class:`HarnessSession` kept in ``config.stash``. The end-of-run report is
+computed from the collected outcomes, so a serial run and an ``-n auto`` run
+(whose workers send their outcomes to the controller) produce the same report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib.metadata as md
+import json
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+from harness import _api, _classify, coverage, reporter
+from harness._worker import WorkerClient
+from harness.cases import cases_for
+from harness.tools import expected_status
+from jaxport.errors import GoldenDataError
+from jaxport.golden._manifest import MANIFEST_FILE
+from jaxport.golden._store import GoldenStore
+
+WORKER_OUTPUT_KEY = "jaxport_harness"
+
+
+class HarnessWarning(UserWarning):
+  """A finding that fails only with ``--strict``: drift, staleness, expiry."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+  platform: str
+  record: bool
+  strict: bool
+  compat_report: str | None
+  compat_window_days: int
+  golden_root: Path
+  today: datetime.date
+  worker_timeout_s: float
+  partial: bool
+
+
+class HarnessSession:
+  """State of one pytest process's harness run (controller, worker or serial)."""
+
+  def __init__(self, options: Options):
+    self.options = options
+    self.store = GoldenStore(options.golden_root)
+    self._outcomes: dict[str, dict[str, Any]] = {}
+    self._recorded: dict[str, dict[str, Any]] = {}
+    self._skips: list[dict[str, str]] = []
+    self._write_queue: list[str] = []
+    self._session_failures: list[str] = []
+    self._present: list[str] | None = None
+    self._client: WorkerClient | None = None
+    self._staging: Path | None = None
+    self.report: dict[str, Any] | None = None
+
+  # --- selection ---------------------------------------------------------------
+
+  def entry_ids(self) -> list[str]:
+    """Ids of the golden entries recorded for the platform, sorted."""
+    if self._present is None:
+      try:
+        self._present = [e.entry_id for e in self.store.entries(platform=self.options.platform)]
+      except GoldenDataError as e:
+        self._session_failures.append(f"the golden store cannot be listed: {e}")
+        self._present = []
+    return self._present
+
+  def case_ids(self) -> list[str]:
+    return [c.case_id for c in cases_for(self.options.platform)]
+
+  @property
+  def recording(self) -> bool:
+    return self.options.record
+
+  def _worker(self) -> WorkerClient:
+    if self._client is None:
+      self._client = WorkerClient(timeout_s=self.options.worker_timeout_s)
+    return self._client
+
+  # --- replay ------------------------------------------------------------------
+
+  def replay(self, entry_id: str) -> dict[str, Any]:
+    """Replay one entry in the worker and classify the findings; the outcome is kept."""
+    try:
+      manifest = json.loads(self.store.entry(entry_id).manifest.to_json())
+    except GoldenDataError as e:
+      outcome = self._unreadable(entry_id, e)
+    else:
+      answer = self._worker().request(
+          {"op": "replay", "root": str(self.options.golden_root), "entry_id": entry_id})
+      outcome = _classify.classify(answer, entry_id=entry_id, manifest=manifest,
+                                   today=self.options.today,
+                                   window_days=self.options.compat_window_days)
+      # Producer-release expectations and the jax compat window (harness/expected_status.json).
+      outcome = expected_status.annotate(outcome, manifest, today=self.options.today)
+    outcome["status"] = _classify.status(outcome, self.options.strict)
+    self._outcomes[entry_id] = outcome
+    return outcome
+
+  def _unreadable(self, entry_id: str, error: GoldenDataError) -> dict[str, Any]:
+    _, family, case_id, _ = entry_id.split("/")
+    return {"entry_id": entry_id, "case_id": case_id, "family": family, "record_date": None,
+            "days_to_expiry": 0, "lowering_only": None, "targets": [], "current_targets": None,
+            "kinds": [_classify.BREAK], "skips": [], "replayed": True,
+            "messages": [f"[{_classify.BREAK}] golden data error: {error}"]}
+
+  def check_replay(self, entry_id: str) -> None:
+    """The body of one replay test item: fail, warn or pass."""
+    outcome = self.replay(entry_id)
+    text = "\n".join(outcome["messages"])
+    if outcome["status"] == "fail":
+      raise AssertionError(f"golden entry {entry_id}:\n{text}")
+    if outcome["status"] == "warn":
+      warnings.warn(HarnessWarning(f"golden entry {entry_id}:\n{text}"), stacklevel=2)
+
+  # --- record ------------------------------------------------------------------
+
+  def _staging_root(self) -> Path:
+    if self._staging is None:
+      self._staging = Path(tempfile.mkdtemp(prefix="jaxport-harness-staging-"))
+    return self._staging
+
+  def record(self, case_id: str) -> dict[str, Any]:
+    """Record ``case_id`` into staging and queue it; an identical existing entry is left alone."""
+    answer = self._worker().request({"op": "record", "case_id": case_id,
+                                     "today": self.options.today.isoformat(),
+                                     "staging": str(self._staging_root())})
+    if "entry_id" not in answer:
+      why = answer.get("error") or answer.get("why") or "unknown"
+      result = {"case_id": case_id, "entry_id": None, "action": "error",
+                "message": f"recording failed: {why}\n{answer.get('traceback') or answer.get('stderr_tail', '')}"}
+    else:
+      entry_id = answer["entry_id"]
+      existing = self.store.root / entry_id
+      result = {"case_id": case_id, "entry_id": entry_id, "action": "written", "message": ""}
+      if existing.exists():
+        differing = _differing_files(self._staging_root() / entry_id, existing)
+        if differing:
+          result.update(action="conflict", message=(
+              f"{entry_id} already exists and today's recording differs in {differing}. The "
+              "store never overwrites an entry: either the build is not deterministic or the "
+              "lowering changed today; record again tomorrow or with the new jax version."))
+        else:
+          result["action"] = "unchanged"
+      else:
+        self._write_queue.append(entry_id)
+    self._recorded[case_id] = result
+    return result
+
+  def check_record(self, case_id: str) -> None:
+    result = self.record(case_id)
+    if result["action"] in ("error", "conflict"):
+      raise AssertionError(f"case {case_id}: {result['message']}")
+
+  def flush_writes(self) -> None:
+    """Write every queued recording into the golden store (atomic, append-only)."""
+    staging = GoldenStore(self._staging_root()) if self._write_queue else None
+    for entry_id in self._write_queue:
+      staged = staging.entry(entry_id)
+      try:
+        self.store.write_entry(staged.manifest, staged.blob(), staged.inputs(),
+                               staged.expected_outputs(), staged.module_text())
+      except GoldenDataError as e:
+        self._session_failures.append(f"writing {entry_id} failed: {e}")
+        for r in self._recorded.values():
+          if r["entry_id"] == entry_id:
+            r.update(action="error", message=str(e))
+    self._write_queue.clear()
+
+  # --- xdist -------------------------------------------------------------------
+
+  def worker_output(self) -> str:
+    return json.dumps({"outcomes": self._outcomes, "recorded": self._recorded,
+                       "session_failures": self._session_failures})
+
+  def merge(self, payload: str) -> None:
+    data = json.loads(payload)
+    self._outcomes.update(data["outcomes"])
+    self._recorded.update(data["recorded"])
+    self._session_failures.extend(f for f in data["session_failures"]
+                                  if f not in self._session_failures)
+
+  # --- end of run --------------------------------------------------------------
+
+  def build_report(self) -> dict[str, Any]:
+    """The report of the run, from collected outcomes only (deterministic, sorted)."""
+    o = self.options
+    failures = list(self._session_failures)
+    warns: list[str] = []
+    skips = list(self._skips)
+    outcomes = [self._outcomes[k] for k in sorted(self._outcomes)]
+    present = self.entry_ids()
+    if _api.PRIMARY == _api.REFERENCE:
+      skips.append({"what": "independent second reader",
+                    "why": f"the primary reader is {_api.PRIMARY} itself"})
+    for out in outcomes:
+      for why in out["skips"]:
+        skips.append({"what": out["entry_id"], "why": why})
+    targets = coverage.target_coverage(outcomes, coverage.required_targets(o.platform))
+    if o.record:
+      skips.append({"what": "replay, coverage and tripwire", "why": "record mode writes entries only"})
+    elif o.partial:
+      skips.append({"what": "coverage, tripwire and missing-case checks",
+                    "why": "the selection was narrowed (-k, -m or node ids)"})
+    else:
+      if targets["missing_required"]:
+        failures.append(
+            f"coverage: {len(targets['missing_required'])} stable {o.platform} targets have no "
+            f"replayed entry: {targets['missing_required']}. Add a case (harness/cases/) and "
+            f"record it: pytest harness/ --platform={o.platform} --record")
+      if targets["missing_reachable"]:
+        failures.append(
+            f"coverage: today's lowering of registered cases emits {targets['missing_reachable']}, "
+            f"which no replayed entry covers; record new entries: "
+            f"pytest harness/ --platform={o.platform} --record")
+      unreplayed = coverage.tripwire(present, outcomes)
+      if unreplayed:
+        failures.append(
+            f"tripwire: {len(outcomes)} entries replayed but {len(present)} are present for "
+            f"{o.platform}; not replayed: {unreplayed}")
+      missing_cases = coverage.cases_without_entries(self.case_ids(), present)
+      if missing_cases:
+        failures.append(
+            f"{len(missing_cases)} registered cases have no golden entry: {missing_cases}; "
+            f"record them: pytest harness/ --platform={o.platform} --record")
+    counts = {k: sum(1 for x in outcomes if x["status"] == k) for k in ("pass", "drift", "warn", "fail")}
+    drift = [{"entry_id": x["entry_id"], "kind": m.split("]")[0].lstrip("["), "detail": m.split("] ", 1)[-1]}
+             for x in outcomes for m in x["messages"]
+             if not m.startswith(f"[{_classify.BREAK}]")]
+    recorded = sorted(self._recorded.values(), key=lambda r: r["case_id"])
+    summary = {**counts, "present": len(present), "replayed": len(outcomes)}
+    for action in ("written", "unchanged", "conflict", "error"):
+      summary[action] = sum(1 for r in recorded if r["action"] == action)
+    if counts["warn"]:
+      warns.append(f"{counts['warn']} entries have drift or staleness findings; they fail with --strict")
+    self.report = {
+        "format": reporter.REPORT_FORMAT,
+        "mode": "record" if o.record else "replay",
+        "platform": o.platform,
+        "today": o.today.isoformat(),
+        "compat_window_days": o.compat_window_days,
+        "strict": o.strict,
+        "readers": list(_api.readers()),
+        "producer": _api.PRIMARY,
+        "versions": {d: _version(d) for d in ("jax", "jaxlib", "jaxport", "numpy")},
+        "entries": [{**{k: x[k] for k in ("entry_id", "case_id", "family", "record_date", "status",
+                                          "kinds", "messages", "days_to_expiry", "lowering_only",
+                                          "targets", "current_targets")},
+                     "release": x.get("release")} for x in outcomes],
+        "targets": targets,
+        "skips": skips,
+        "drift": drift,
+        "recorded": recorded,
+        "session_failures": failures,
+        "session_warnings": warns,
+        "summary": summary,
+    }
+    return self.report
+
+  def finish(self) -> bool:
+    """Build the report, write it if asked; True when the session must fail."""
+    report = self.build_report()
+    if self.options.compat_report:
+      reporter.write_json(report, self.options.compat_report)
+    return bool(report["session_failures"])
+
+  def close(self) -> None:
+    if self._client is not None:
+      self._client.close()
+      self._client = None
+    if self._staging is not None:
+      shutil.rmtree(self._staging, ignore_errors=True)
+      self._staging = None
+
+
+def _differing_files(staged: Path, existing: Path) -> list[str]:
+  """Files whose bytes differ between two entry directories (the manifest's digest aside)."""
+  names = sorted({p.name for p in staged.iterdir()} | {p.name for p in existing.iterdir()})
+  out = []
+  for name in names:
+    a, b = staged / name, existing / name
+    if not (a.is_file() and b.is_file()):
+      out.append(name)
+    elif name == MANIFEST_FILE:
+      if _manifest_payload(a) != _manifest_payload(b):
+        out.append(name)
+    elif a.read_bytes() != b.read_bytes():
+      out.append(name)
+  return out
+
+
+def _manifest_payload(path: Path) -> dict:
+  d = json.loads(path.read_text())
+  d.pop("digest", None)
+  return d
+
+
+def _version(dist: str) -> str | None:
+  try:
+    return md.version(dist)
+  except md.PackageNotFoundError:
+    return None

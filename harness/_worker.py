@@ -1,0 +1,155 @@
+"""The isolated worker process that executes entries, and the client the session talks to.
+
+Replaying runs native code (XLA, LAPACK); a crash there must fail one entry,
+not the pytest session. The session keeps one long-lived worker per pytest
+process and sends it one request at a time as a JSON line; if the worker dies or
+times out, that request fails with the worker's last stderr lines and the next
+request starts a fresh worker. Only JSON crosses the boundary.
+
+Requests: ``{"op": "replay", "root": ..., "entry_id": ...}`` and
+``{"op": "record", "case_id": ..., "today": "YYYY-MM-DD", "staging": ...}``
+(the recording is written as an entry of the staging store).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+STDERR_TAIL_CHARS = 4000
+
+
+def _handle(request: dict) -> dict:
+  from harness import _engine
+  from harness.cases import case as lookup_case
+  from jaxport.errors import GoldenDataError
+  from jaxport.golden._store import GoldenStore
+
+  op = request.get("op")
+  if op == "replay":
+    try:
+      entry = GoldenStore(request["root"]).entry(request["entry_id"])
+      entry.verify()
+    except GoldenDataError as e:
+      return {"golden_error": str(e)}
+    return _engine.replay_entry(entry)
+  if op == "record":
+    case = lookup_case(request["case_id"])
+    if case is None:
+      return {"error": f"no case {request['case_id']!r} in harness/cases/"}
+    rec = _engine.record_case(case, datetime.date.fromisoformat(request["today"]))
+    entry = GoldenStore(request["staging"]).write_entry(
+        rec.manifest, rec.blob, rec.inputs, rec.expected, rec.module_text)
+    return {"entry_id": entry.entry_id}
+  return {"error": f"unknown request op {op!r}"}
+
+
+def main() -> int:
+  """Serve requests from stdin until it closes; answers go to the original stdout only."""
+  answers = os.fdopen(os.dup(1), "w", buffering=1)
+  os.dup2(2, 1)  # stray prints from native code must not corrupt the answers
+  from harness import _engine
+  _engine.configure_jax()
+  for line in sys.stdin:
+    if not line.strip():
+      continue
+    try:
+      answer = _handle(json.loads(line))
+    except Exception as e:  # noqa: BLE001  (reported to the session, which fails the item)
+      answer = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+    answers.write(json.dumps(answer) + "\n")
+  return 0
+
+
+class WorkerClient:
+  """One worker process, started on first use and restarted after a crash."""
+
+  def __init__(self, timeout_s: float = 300.0):
+    self.timeout_s = timeout_s
+    self._proc: subprocess.Popen | None = None
+    self._stderr = None
+
+  @property
+  def pid(self) -> int | None:
+    return self._proc.pid if self._proc else None
+
+  def _start(self) -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    self._stderr = tempfile.TemporaryFile(mode="w+b")
+    self._proc = subprocess.Popen(
+        [sys.executable, "-m", "harness._worker"], cwd=REPO_ROOT, env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+
+  def _stderr_tail(self) -> str:
+    if self._stderr is None:
+      return ""
+    self._stderr.seek(0, os.SEEK_END)
+    size = self._stderr.tell()
+    self._stderr.seek(max(0, size - STDERR_TAIL_CHARS))
+    return self._stderr.read().decode("utf-8", "replace")
+
+  def request(self, payload: dict) -> dict:
+    """Send one request and wait for its answer; a dead or stuck worker gives a ``crashed`` answer."""
+    if self._proc is None or self._proc.poll() is not None:
+      self._start()
+    proc = self._proc
+    try:
+      proc.stdin.write(json.dumps(payload) + "\n")
+      proc.stdin.flush()
+    except (BrokenPipeError, OSError):
+      return self._crashed("the worker's input closed")
+    line = _readline(proc, self.timeout_s)
+    if line is None:
+      return self._crashed(f"no answer within {self.timeout_s:.0f} s")
+    if not line:
+      return self._crashed("the worker exited")
+    return json.loads(line)
+
+  def _crashed(self, why: str) -> dict:
+    proc = self._proc
+    if proc.poll() is None:
+      proc.kill()
+    code = proc.wait()
+    answer = {"crashed": True, "why": why, "returncode": code, "stderr_tail": self._stderr_tail()}
+    self._proc = None
+    return answer
+
+  def close(self) -> None:
+    if self._proc is not None:
+      self._proc.stdin.close()
+      try:
+        self._proc.wait(timeout=30)
+      except subprocess.TimeoutExpired:
+        self._proc.kill()
+        self._proc.wait()
+      self._proc = None
+    if self._stderr is not None:
+      self._stderr.close()
+      self._stderr = None
+
+
+def _readline(proc: subprocess.Popen, timeout_s: float) -> str | None:
+  """One line of the worker's stdout, '' at EOF, None on timeout."""
+  import selectors
+  with selectors.DefaultSelector() as sel:
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout_s
+    while True:
+      left = deadline - time.monotonic()
+      if left <= 0:
+        return None
+      if sel.select(timeout=left):
+        return proc.stdout.readline()
+
+
+if __name__ == "__main__":
+  sys.exit(main())

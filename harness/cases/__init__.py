@@ -1,0 +1,62 @@
+"""The case registry: every function the harness exports, records and replays.
+
+A case is a plain :class:`~harness.cases._case.Case`: a function, deterministic
+inputs, the custom-call targets its lowering must reach, and the checker that
+judges its results. Golden entries under ``compat_data/`` are recorded from
+these cases and replayed against them.
+
+How to add a golden case for a new custom-call target ``foo_ffi``:
+
+1. Pick the module by kind: ``_lapack.py`` (CPU LAPACK, one case per dtype),
+   ``_features.py`` (export features), ``_lowering_only.py`` (targets of a
+   platform this machine cannot run; jax lowers them anyway). Add a new module
+   for a new family and list it in ``_MODULES`` below.
+2. Write the function with ``jax.numpy``/``jax.lax`` so that its lowering emits
+   ``foo_ffi``; keep shapes tiny (4x4) so the entry stays a few kilobytes.
+3. Write ``make_inputs`` returning ``(args, kwargs)`` built from
+   ``random_matrix(seed, shape, dtype)``: fixed seeds, no global RNG, so that a
+   re-record is byte-identical.
+4. Choose the checker (``harness/checkers.py``). If results are unique,
+   ``allclose``; if they are unique only up to phase, sign, order or pivoting,
+   use or write an invariant checker (reconstruction, orthogonality, sorted
+   spectra). Take tolerances from ``default_tolerance(dtype)``.
+5. Put ``targets=("foo_ffi",)`` on the case. If ``foo_ffi`` is new to jaxport,
+   add it to ``jaxport/custom_calls/stable_targets.json`` under its platform.
+6. Record on a machine of the case's host platform:
+   ``pytest harness/ --platform=cpu --record -k foo``. Review ``module.mlir``
+   and ``manifest.json`` of the new entry, then commit the entry directory.
+7. Run ``pytest harness/ --platform=cpu``: the coverage check now counts
+   ``foo_ffi`` as covered, and the new entry replays with both readers.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from harness.cases import _features, _lapack, _lowering_only
+from harness.cases._case import Case
+
+_MODULES = (_lapack, _features, _lowering_only)
+
+
+@functools.cache
+def all_cases() -> dict[str, Case]:
+  """Every registered case, keyed by its id (ids are unique)."""
+  out: dict[str, Case] = {}
+  for module in _MODULES:
+    for case in module.cases():
+      if case.case_id in out:
+        raise ValueError(f"Case id {case.case_id!r} is registered twice (second in {module.__name__}).")
+      out[case.case_id] = case
+  return out
+
+
+def cases_for(host_platform: str) -> list[Case]:
+  """The cases recorded and replayed on machines of ``host_platform``, sorted by id."""
+  return sorted((c for c in all_cases().values() if c.host_platform == host_platform),
+                key=lambda c: c.case_id)
+
+
+def case(case_id: str) -> Case | None:
+  """The registered case ``case_id``, or None if the registry no longer has it."""
+  return all_cases().get(case_id)

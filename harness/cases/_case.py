@@ -1,0 +1,79 @@
+"""What a golden case is: a function to export, deterministic inputs, and how to judge results."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+  """One exported function of the registry.
+
+  ``make_inputs`` returns ``(args, kwargs)`` of numpy arrays and is
+  deterministic, so recording twice gives the same entry. ``host_platform`` is
+  the platform whose machines record and replay the entry; ``platforms`` are
+  the platforms the function is exported for (for lowering-only cases, ones the
+  host cannot run). ``checker`` names a checker of ``harness.checkers``.
+  """
+
+  case_id: str
+  family: str
+  fun: Callable[..., Any]
+  make_inputs: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]]
+  targets: tuple[str, ...] = ()
+  checker: str = "allclose"
+  rtol: float | None = None
+  atol: float | None = None
+  host_platform: str = "cpu"
+  platforms: tuple[str, ...] | None = None
+  polymorphic_shapes: tuple[str | None, ...] | None = None
+  constraints: tuple[str, ...] | None = None
+  lowering_only: bool = False
+  vjp_order: int = 0
+
+  def __post_init__(self):
+    for p in (self.host_platform, *(self.platforms or ())):
+      if p not in PLATFORMS:
+        raise ValueError(f"Case {self.case_id}: unknown platform {p!r}; expected one of {PLATFORMS}.")
+    if self.lowering_only == (self.host_platform in (self.platforms or (self.host_platform,))):
+      raise ValueError(
+          f"Case {self.case_id}: lowering_only={self.lowering_only} but it is exported for "
+          f"{self.platforms} from host {self.host_platform}; lowering-only cases are exactly "
+          "those exported only for platforms the host cannot run.")
+
+  def export_platforms(self) -> tuple[str, ...]:
+    return self.platforms or (self.host_platform,)
+
+
+def rng(seed: int) -> np.random.RandomState:
+  """The legacy numpy generator: its stream is frozen across numpy releases."""
+  return np.random.RandomState(seed)
+
+
+_REAL = {np.dtype(np.complex64): np.float32, np.dtype(np.complex128): np.float64}
+
+
+def random_matrix(seed: int, shape: tuple[int, ...], dtype) -> np.ndarray:
+  """A deterministic random array of ``dtype`` (complex gets an imaginary part)."""
+  dtype = np.dtype(dtype)
+  r = rng(seed)
+  if dtype.kind == "c":
+    real = _REAL[dtype]
+    return (r.standard_normal(shape).astype(real) + 1j * r.standard_normal(shape).astype(real)).astype(dtype)
+  return r.standard_normal(shape).astype(dtype)
+
+
+def default_tolerance(dtype) -> tuple[float, float]:
+  """(rtol, atol) for results of ``dtype``: a few hundred ulps of a small matrix computation."""
+  dtype = np.dtype(dtype)
+  if dtype in (np.dtype(np.float64), np.dtype(np.complex128)):
+    return 1e-10, 1e-12
+  if dtype in (np.dtype(np.float32), np.dtype(np.complex64)):
+    return 1e-4, 1e-5
+  return 0.0, 0.0

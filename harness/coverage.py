@@ -1,0 +1,49 @@
+"""Session-level judgements: target coverage, the minimum-cases tripwire, missing cases.
+
+All of them count only entries replayed in this run; an entry that was skipped
+or deselected covers nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from jaxport.custom_calls import _registry
+
+
+def required_targets(platform: str) -> list[str]:
+  """Targets jaxport guarantees stable on ``platform``; each needs a replayed entry."""
+  return sorted(_registry.stable_targets(platform))
+
+
+def target_coverage(outcomes: Iterable[dict[str, Any]], required: Iterable[str]) -> dict[str, Any]:
+  """Required and reachable targets against those covered by replayed entries.
+
+  Reachable targets are those today's lowering of a registered case emits; a
+  reachable target without a replayed entry means a case changed its lowering
+  and nobody recorded the new one yet.
+  """
+  outcomes = [o for o in outcomes if o.get("replayed")]
+  covered = sorted({t for o in outcomes for t in o["targets"]})
+  reachable = sorted({t for o in outcomes for t in (o.get("current_targets") or [])})
+  required = sorted(set(required))
+  return {
+      "required": required,
+      "reachable": reachable,
+      "covered": covered,
+      "missing_required": sorted(set(required) - set(covered)),
+      "missing_reachable": sorted(set(reachable) - set(covered)),
+  }
+
+
+def tripwire(present: Iterable[str], outcomes: Iterable[dict[str, Any]]) -> list[str]:
+  """Entries present in the store for the platform that this run did not replay."""
+  replayed = {o["entry_id"] for o in outcomes if o.get("replayed")}
+  return sorted(set(present) - replayed)
+
+
+def cases_without_entries(case_ids: Iterable[str], present: Iterable[str]) -> list[str]:
+  """Registered cases with no golden entry at all: their targets are unguarded."""
+  have = {entry_id.split("/")[2] for entry_id in present}
+  return sorted(set(case_ids) - have)

@@ -1,0 +1,56 @@
+"""The end-of-run report: built from collected outcomes, written as JSON and summarized as text."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPORT_FORMAT = 1
+
+
+def write_json(report: dict[str, Any], path: str | os.PathLike) -> None:
+  """Write the report atomically (sorted keys, so serial and parallel runs compare equal)."""
+  path = Path(path)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+  with os.fdopen(fd, "w") as f:
+    json.dump(report, f, indent=2, sort_keys=True)
+    f.write("\n")
+  os.replace(tmp, path)
+
+
+def text_lines(report: dict[str, Any]) -> list[str]:
+  """A short human summary: counts, then every failure, warning, drift and skip."""
+  s = report["summary"]
+  lines = [f"jaxport compat harness, platform {report['platform']}, readers "
+           f"{', '.join(report['readers'])}, jax {report['versions'].get('jax')}"]
+  if report["mode"] == "record":
+    for r in report["recorded"]:
+      lines.append(f"  {r['action']:9s} {r['entry_id']}")
+    lines.append(f"recorded {s.get('written', 0)} new, {s.get('unchanged', 0)} unchanged, "
+                 f"{s.get('conflict', 0)} conflicting entries")
+  else:
+    lines.append(
+        f"{s['replayed']} entries replayed of {s['present']} present: {s['pass']} pass, "
+        f"{s['drift']} drift within tolerance, {s['warn']} warn, {s['fail']} fail")
+    t = report["targets"]
+    lines.append(f"targets: {len(t['covered'])} covered, {len(t['required'])} required, "
+                 f"{len(t['reachable'])} reached by today's lowering")
+    for e in report["entries"]:
+      if e["status"] in ("fail", "warn"):
+        lines.append(f"  {e['status'].upper()} {e['entry_id']}")
+        lines.extend(f"      {m.splitlines()[0]}" for m in e["messages"])
+    expiring = [e for e in report["entries"] if 0 <= e["days_to_expiry"] <= 30]
+    for e in expiring:
+      lines.append(f"  expires in {e['days_to_expiry']} days: {e['entry_id']}")
+  for f in report["session_failures"]:
+    lines.append(f"SESSION FAIL {f}")
+  for w in report["session_warnings"]:
+    lines.append(f"session warning: {w}")
+  if report["skips"]:
+    lines.append("skip ledger:")
+    lines.extend(f"  {k['what']}: {k['why']}" for k in report["skips"])
+  return lines
