@@ -1,10 +1,260 @@
-"""Entry point of the ``jaxport`` console script."""
+"""The ``jaxport`` command line: audit, inspect, import, prune, record and replay golden data.
+
+Exit status: 0 when all is well, 1 when the command found problems (audit
+problems, datasets that failed to import), 2 for usage errors and unreadable
+input. Progress goes to stderr through logging (``-q`` quiets it, ``-v`` adds
+detail); results go to stdout, as JSON with ``--json``.
+"""
 
 from __future__ import annotations
 
+import argparse
+import datetime
+import functools
+import json
+import logging
 import sys
+from pathlib import Path
+from typing import Any
+
+from jaxport.errors import JaxportError
+
+logger = logging.getLogger("jaxport.cli")
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+EXIT_ERROR = 2
+DEFAULT_ROOT = "compat_data"
+PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+
+
+def _date(text: str) -> datetime.date:
+  try:
+    return datetime.date.fromisoformat(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected an ISO date YYYY-MM-DD, got {text!r}") from None
+
+
+def _non_negative(text: str) -> int:
+  try:
+    value = int(text)
+  except ValueError:
+    value = -1
+  if value < 0:
+    raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+  return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(
+      prog="jaxport", description="Work with serialized JAX programs and jaxport's golden data.",
+      epilog="Exit status: 0 ok, 1 problems found, 2 usage error or unreadable input.")
+  common = argparse.ArgumentParser(add_help=False)
+  common.add_argument("-v", "--verbose", action="store_true", help="more progress detail on stderr")
+  common.add_argument("-q", "--quiet", action="store_true", help="only warnings on stderr")
+  sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+  add = functools.partial(sub.add_parser, parents=[common])
+
+  p = add("audit", help="custom-call stability, signature drift and expiry of artifacts",
+                     description="Audit serialized artifacts: a blob, a directory of *.bin blobs, "
+                                 "a golden entry, or a golden store (compat_data).")
+  p.add_argument("paths", nargs="+", metavar="PATH")
+  p.add_argument("--window-days", type=_non_negative, default=180,
+                 help="days an artifact stays supported after recording (default 180)")
+  p.add_argument("--today", type=_date, default=None, help="audit as of this date (default today)")
+  p.add_argument("--no-drift", action="store_true",
+                 help="do not re-lower harness cases to compare custom-call signatures")
+  p.add_argument("--json", action="store_true", help="print JSON")
+
+  p = add("inspect", help="versions, platforms, shapes, targets, effects, shardings",
+                     description="Describe a serialized Exported: a blob file, a golden entry "
+                                 "directory, or an entry id under --root.")
+  p.add_argument("artifact", metavar="BLOB_OR_ENTRY")
+  p.add_argument("--root", default=DEFAULT_ROOT, help="golden store for entry ids (default compat_data)")
+  p.add_argument("--mlir", action="store_true", help="also print the StableHLO text")
+  p.add_argument("--json", action="store_true", help="print JSON")
+
+  p = add("import-jax-testdata", help="convert jax's golden Python files into entries",
+                     description="Read jax's back-compat test data files without executing them "
+                                 "and write one golden entry per dataset.")
+  p.add_argument("sources", nargs="+", metavar="SRC", help=".py files or directories of them")
+  p.add_argument("--out", required=True, help="golden store to write (e.g. compat_data)")
+  p.add_argument("--platform", choices=PLATFORMS, default=None, help="only datasets of this platform")
+  p.add_argument("--mode", default=None, help="checker name for the manifests (default allclose)")
+  p.add_argument("--rtol", type=float, default=None, help="override the dtype-based rtol")
+  p.add_argument("--atol", type=float, default=None, help="override the dtype-based atol")
+  p.add_argument("--json", action="store_true", help="print JSON")
+
+  p = add("prune", help="remove expired golden entries (dry run unless --yes)")
+  p.add_argument("--older-than-days", type=_non_negative, required=True)
+  p.add_argument("--yes", action="store_true", help="really remove them")
+  p.add_argument("--root", default=DEFAULT_ROOT, help="golden store (default compat_data)")
+  p.add_argument("--today", type=_date, default=None, help="prune as of this date (default today)")
+  p.add_argument("--json", action="store_true", help="print JSON")
+
+  for name, text in (("record", "record golden entries: pytest harness/ --record"),
+                     ("replay", "replay golden entries: pytest harness/")):
+    p = add(name, help=text, description=text + "; other arguments go to pytest.")
+    p.add_argument("--platform", choices=PLATFORMS, default="cpu")
+    p.add_argument("--compat-report", default=None, metavar="PATH",
+                   help="write the harness's compatibility report here")
+  return parser
+
+
+class _StderrHandler(logging.StreamHandler):
+  """Writes to whatever ``sys.stderr`` is at the time of each record."""
+
+  @property
+  def stream(self):
+    return sys.stderr
+
+  @stream.setter
+  def stream(self, value):
+    pass
 
 
 def main(argv: list[str] | None = None) -> int:
-  print("jaxport: the command line is being built", file=sys.stderr)
-  return 2
+  """Run the command line; returns the exit status."""
+  parser = build_parser()
+  args, extra = parser.parse_known_args(argv)
+  if extra and args.command not in ("record", "replay"):
+    parser.error(f"unrecognized arguments: {' '.join(extra)}")
+  handler = _StderrHandler()
+  handler.setFormatter(logging.Formatter("jaxport: %(message)s"))
+  root_logger = logging.getLogger("jaxport")
+  old_level = root_logger.level
+  root_logger.addHandler(handler)
+  root_logger.setLevel(logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO)
+  try:
+    return _COMMANDS[args.command](args, extra)
+  except JaxportError as e:
+    sys.stderr.write(f"jaxport {args.command}: error: {e}\n")
+    return EXIT_ERROR
+  finally:
+    root_logger.removeHandler(handler)
+    root_logger.setLevel(old_level)
+
+
+def _print_json(obj: Any) -> None:
+  sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def _audit(args, extra) -> int:
+  from jaxport.cli import _artifacts, _audit as audit
+  from jaxport.cli._relower import Relowerer, find_repo_root
+
+  today = args.today or datetime.date.today()
+  relowerer = None if args.no_drift else Relowerer(find_repo_root())
+  artifacts = [a for p in args.paths for a in _artifacts.find_artifacts(p)]
+  if not artifacts:
+    raise JaxportError(f"no artifacts found under {', '.join(args.paths)} (looked for golden "
+                       f"entries and *.bin blobs).")
+  records = []
+  for i, art in enumerate(artifacts, 1):
+    logger.info("auditing %d/%d %s", i, len(artifacts), art.label)
+    records.append(audit.audit_artifact(art, today=today, window_days=args.window_days,
+                                        relowerer=relowerer))
+  if args.json:
+    _print_json({"today": today.isoformat(), "window_days": args.window_days,
+                 "artifacts": records, "ok": all(r["ok"] for r in records)})
+  else:
+    sys.stdout.write(audit.format_text(records, args.window_days))
+  return EXIT_OK if all(r["ok"] for r in records) else EXIT_PROBLEMS
+
+
+def _inspect(args, extra) -> int:
+  from jaxport.cli import _artifacts
+  from jaxport.golden._manifest import MANIFEST_FILE
+  from jaxport.golden._store import GoldenStore
+
+  path = Path(args.artifact)
+  entry = None
+  if path.is_file():
+    blob = path.read_bytes()
+  elif path.is_dir() and (path / MANIFEST_FILE).exists():
+    entry = _artifacts.entry_at(path)
+  else:
+    entry = GoldenStore(args.root).entry(args.artifact)
+  if entry is not None:
+    entry.verify()
+    blob = entry.blob()
+  exp = _artifacts.deserialize(blob)
+  info: dict[str, Any] = {"artifact": entry.entry_id if entry else str(path),
+                          "exported": _artifacts.describe_exported(exp, blob)}
+  if entry is not None:
+    info["manifest"] = json.loads(entry.manifest.to_json())
+  if args.mlir:
+    info["mlir"] = exp.mlir_module()
+  if args.json:
+    _print_json(info)
+    return EXIT_OK
+  lines = [info["artifact"]]
+  for k, v in info["exported"].items():
+    if isinstance(v, list):
+      lines.append(f"  {k}: " + ("(none)" if not v else ""))
+      lines.extend(f"    {x}" for x in v)
+    else:
+      lines.append(f"  {k}: {v}")
+  if entry is not None:
+    m = entry.manifest
+    lines.append(f"  manifest: case {m.case_id}, family {m.family}, recorded {m.record_date} "
+                 f"with jax {m.producer.jax or 'unknown'}, comparison {m.comparison.mode} "
+                 f"(rtol {m.comparison.rtol:g}, atol {m.comparison.atol:g})"
+                 + (", lowering only" if m.lowering_only else "")
+                 + (f", imported from {m.imported_from.source}" if m.imported_from else ""))
+  if args.mlir:
+    lines.append(info["mlir"])
+  sys.stdout.write("\n".join(lines) + "\n")
+  return EXIT_OK
+
+
+def _import(args, extra) -> int:
+  from jaxport.cli import _import as importer
+
+  result = importer.run_import(args.sources, args.out, platform=args.platform, mode=args.mode,
+                               rtol=args.rtol, atol=args.atol)
+  if args.json:
+    _print_json(result)
+  else:
+    for status in ("imported", "exists", "skipped", "failed"):
+      for msg in result[status]:
+        sys.stdout.write(f"{status}: {msg}\n")
+    sys.stdout.write(", ".join(f"{len(v)} {k}" for k, v in result.items()) + "\n")
+  return EXIT_PROBLEMS if result["failed"] else EXIT_OK
+
+
+def _prune(args, extra) -> int:
+  from jaxport.golden._store import GoldenStore
+
+  today = args.today or datetime.date.today()
+  store = GoldenStore(args.root)
+  expired = store.prune(args.older_than_days, today=today, dry_run=not args.yes)
+  if args.json:
+    _print_json({"removed" if args.yes else "would_remove": [e.entry_id for e in expired],
+                 "dry_run": not args.yes, "today": today.isoformat(),
+                 "older_than_days": args.older_than_days})
+  else:
+    verb = "removed" if args.yes else "would remove"
+    for e in expired:
+      sys.stdout.write(f"{verb} {e.entry_id}\n")
+    sys.stdout.write(f"{len(expired)} entr{'y' if len(expired) == 1 else 'ies'} older than "
+                     f"{args.older_than_days} days as of {today}"
+                     + ("" if args.yes or not expired else "; pass --yes to remove them") + ".\n")
+  return EXIT_OK
+
+
+def _harness(args, extra) -> int:
+  from jaxport.cli import _harness_run
+
+  return _harness_run.run(args.command, platform=args.platform, report=args.compat_report,
+                          extra=extra)
+
+
+_COMMANDS = {
+    "audit": _audit,
+    "inspect": _inspect,
+    "import-jax-testdata": _import,
+    "prune": _prune,
+    "record": _harness,
+    "replay": _harness,
+}

@@ -391,6 +391,7 @@ class GoldenStore:
     case_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{final.name}-", dir=case_dir))
     try:
+      os.chmod(tmp, 0o755)  # mkdtemp makes it private; entries are shared data.
       for name in sorted(payload):
         _write_file(tmp / name, payload[name])
       _write_file(tmp / MANIFEST_FILE, manifest.to_json().encode("utf-8"))

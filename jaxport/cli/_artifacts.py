@@ -1,0 +1,94 @@
+"""Finding artifacts on disk (golden entries, stores, bare blobs) and describing an Exported."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import jaxport
+from jaxport.errors import GoldenDataError
+from jaxport.golden import _signatures
+from jaxport.golden._manifest import MANIFEST_FILE, PLATFORMS
+from jaxport.golden._store import Entry, GoldenStore
+
+BLOB_SUFFIXES = (".bin",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Artifact:
+  """A golden entry (``entry`` set) or a bare serialized blob on disk (``path`` only)."""
+
+  path: Path
+  entry: Entry | None = None
+
+  @property
+  def label(self) -> str:
+    return self.entry.entry_id if self.entry is not None else str(self.path)
+
+
+def entry_at(path: Path) -> Entry:
+  """The entry whose directory is ``path`` (its id from the last four path components)."""
+  return Entry(path, "/".join(path.resolve().parts[-4:]))
+
+
+def is_store(path: Path) -> bool:
+  return path.is_dir() and any((path / p).is_dir() for p in PLATFORMS)
+
+
+def find_artifacts(path: str | os.PathLike) -> list[Artifact]:
+  """Artifacts named by ``path``: an entry directory, a store, a blob or a directory of blobs."""
+  path = Path(path)
+  if not path.exists():
+    raise GoldenDataError(f"{path}: no such file or directory.")
+  if path.is_file():
+    return [Artifact(path)]
+  if (path / MANIFEST_FILE).is_file():
+    return [Artifact(path, entry_at(path))]
+  if is_store(path):
+    return [Artifact(e.path, e) for e in GoldenStore(path).entries()]
+  blobs = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in BLOB_SUFFIXES
+                 and not any(part.startswith(".") for part in p.relative_to(path).parts))
+  return [Artifact(p) for p in blobs]
+
+
+def _aval(aval: Any) -> str:
+  try:
+    dims = ",".join(str(d) for d in aval.shape)
+    return f"{aval.dtype}[{dims}]"
+  except AttributeError:
+    return str(aval)
+
+
+def describe_exported(exp: Any, blob: bytes) -> dict[str, Any]:
+  """A JSON-ready description of a deserialized Exported (versions, avals, targets, ...)."""
+  sigs = _signatures.signatures(exp.mlir_module_serialized)
+  in_sh = getattr(exp, "_in_named_shardings", ()) or exp.in_shardings_hlo
+  out_sh = getattr(exp, "_out_named_shardings", ()) or exp.out_shardings_hlo
+  return {
+      "fun_name": exp.fun_name,
+      "serialization_version": _signatures.peek_serialization_version(blob),
+      "calling_convention_version": exp.calling_convention_version,
+      "platforms": list(exp.platforms),
+      "nr_devices": exp.nr_devices,
+      "in_tree": str(exp.in_tree),
+      "in_avals": [_aval(a) for a in exp.in_avals],
+      "out_tree": str(exp.out_tree),
+      "out_avals": [_aval(a) for a in exp.out_avals],
+      "in_shardings": [None if s is None else str(s) for s in in_sh],
+      "out_shardings": [None if s is None else str(s) for s in out_sh],
+      "ordered_effects": [str(e) for e in exp.ordered_effects],
+      "unordered_effects": [str(e) for e in exp.unordered_effects],
+      "disabled_safety_checks": [str(c) for c in exp.disabled_safety_checks],
+      "module_kept_var_idx": list(exp.module_kept_var_idx),
+      "uses_global_constants": bool(exp.uses_global_constants),
+      "has_vjp": bool(exp.has_vjp()),
+      "custom_call_targets": sorted({s.target for s in sigs}),
+      "custom_call_signatures": [_signatures.describe(s) for s in sigs],
+  }
+
+
+def deserialize(blob: bytes) -> Any:
+  """The Exported in ``blob``, read with jaxport's reader."""
+  return jaxport.deserialize(bytearray(blob))

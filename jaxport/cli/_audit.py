@@ -1,0 +1,147 @@
+"""``jaxport audit``: custom-call stability, signature drift and expiry of serialized artifacts."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+from jaxport.custom_calls import _registry
+from jaxport.errors import JaxportError
+from jaxport.golden import _signatures
+from jaxport.cli._artifacts import Artifact, deserialize
+from jaxport.cli._relower import Relowerer
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_WINDOW_DAYS = 180
+# Below this many days left, an entry is reported as expiring soon (a warning).
+SOON_DAYS = 30
+
+
+def target_report(target: str, platforms: list[str]) -> dict[str, Any]:
+  """Stability of ``target`` on each of ``platforms``; ok when stable on one of them or anywhere."""
+  anywhere = target in _registry.stable_targets(_registry.ANY_PLATFORM)
+  unstable = _registry.deliberately_unstable()
+  by_platform = {}
+  for p in platforms:
+    try:
+      stable = anywhere or target in _registry.stable_targets(p)
+    except JaxportError:
+      stable = anywhere
+    by_platform[p] = "stable" if stable else (
+        "deliberately unstable" if target in unstable else "no compatibility guarantee")
+  ok = any(v == "stable" for v in by_platform.values())
+  report = {"target": target, "status_by_platform": by_platform, "ok": ok}
+  if target in unstable:
+    report["reason"] = unstable[target]
+  return report
+
+
+def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
+                   relowerer: Relowerer | None) -> dict[str, Any]:
+  """The audit record of one artifact: targets, drift, expiry, problems and warnings."""
+  problems: list[str] = []
+  warnings: list[str] = []
+  rec: dict[str, Any] = {"artifact": art.label, "kind": "entry" if art.entry else "blob",
+                         "path": str(art.path)}
+  sigs = None
+  platforms: list[str] = []
+  manifest = None
+  if art.entry is not None:
+    try:
+      art.entry.verify()
+      manifest = art.entry.manifest
+    except JaxportError as e:
+      problems.append(str(e))
+    if manifest is not None:
+      platforms = [manifest.platform]
+      sigs = manifest.custom_call_targets
+      rec["record_date"] = manifest.record_date.isoformat()
+      rec["producer_jax"] = manifest.producer.jax
+      age = (today - manifest.record_date).days
+      days_left = window_days - age
+      rec["days_to_expiry"] = days_left
+      if days_left < 0:
+        problems.append(f"expired {-days_left} days ago: recorded {manifest.record_date} is "
+                        f"{age} days before {today}, beyond the {window_days}-day window; "
+                        "re-record it (jaxport record) and prune the old one (jaxport prune)")
+      elif days_left < SOON_DAYS:
+        warnings.append(f"expires in {days_left} days (window {window_days} days)")
+  else:
+    try:
+      blob = art.path.read_bytes()
+      exp = deserialize(blob)
+      platforms = list(exp.platforms)
+      sigs = _signatures.signatures(exp.mlir_module_serialized)
+      rec["days_to_expiry"] = None
+    except (JaxportError, NotImplementedError, OSError) as e:
+      problems.append(f"cannot read the blob: {type(e).__name__}: {e}")
+  rec["platforms"] = platforms
+  targets = sorted({s.target for s in sigs}) if sigs is not None else []
+  rec["custom_call_targets"] = [target_report(t, platforms) for t in targets]
+  for t in rec["custom_call_targets"]:
+    if not t["ok"]:
+      where = ", ".join(f"{p}: {s}" for p, s in t["status_by_platform"].items())
+      problems.append(f"custom-call target {t['target']} is not stable on any platform of the "
+                      f"artifact ({where}); a newer jaxlib may remove or change it")
+  rec["drift"] = _drift(art, manifest, relowerer, warnings, problems)
+  rec["problems"] = problems
+  rec["warnings"] = warnings
+  rec["ok"] = not problems
+  return rec
+
+
+def _drift(art, manifest, relowerer, warnings, problems) -> dict[str, Any]:
+  if manifest is None:
+    return {"checked": False, "reason": "only golden entries record signatures"}
+  recorded = manifest.custom_call_targets
+  if not any(s.operand_types or s.result_types for s in recorded):
+    return {"checked": False, "reason": "the manifest records no signatures"}
+  if relowerer is None:
+    return {"checked": False, "reason": "disabled (--no-drift)"}
+  case = relowerer.case(manifest.case_id)
+  if relowerer.unavailable:
+    return {"checked": False, "reason": relowerer.unavailable}
+  if case is None:
+    return {"checked": False, "reason": f"no case {manifest.case_id!r} in the harness registry"}
+  try:
+    current = relowerer.signatures(case)
+  except Exception as e:  # Report and go on: one case's lowering must not hide the others.
+    msg = f"re-lowering case {manifest.case_id} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    warnings.append(msg)
+    return {"checked": False, "reason": msg}
+  lines = _signatures.drift(recorded, current)
+  for line in lines:
+    problems.append(f"signature drift against today's lowering: {line}")
+  return {"checked": True, "differences": lines}
+
+
+def format_text(records: list[dict[str, Any]], window_days: int) -> str:
+  out = []
+  for r in records:
+    out.append(("ok      " if r["ok"] else "PROBLEM ") + r["artifact"])
+    if r["platforms"]:
+      line = f"  platforms: {', '.join(r['platforms'])}"
+      if r.get("record_date"):
+        line += f"; recorded {r['record_date']} with jax {r.get('producer_jax') or 'unknown'}"
+      if r.get("days_to_expiry") is not None:
+        d = r["days_to_expiry"]
+        line += (f"; expires in {d} days" if d >= 0 else f"; expired {-d} days ago") + \
+                f" ({window_days}-day window)"
+      out.append(line)
+    for t in r["custom_call_targets"]:
+      status = ", ".join(f"{p}: {s}" for p, s in t["status_by_platform"].items())
+      out.append(f"  target {t['target']}: {status}")
+    if not r["custom_call_targets"] and r["platforms"]:
+      out.append("  no custom-call targets")
+    d = r["drift"]
+    if d["checked"]:
+      out.append("  drift: none" if not d["differences"] else "  drift: see problems")
+    else:
+      out.append(f"  drift: not checked ({d['reason']})")
+    out.extend(f"  warning: {w}" for w in r["warnings"])
+    out.extend(f"  problem: {p}" for p in r["problems"])
+  bad = sum(not r["ok"] for r in records)
+  out.append(f"{len(records)} artifact(s) audited, {bad} with problems.")
+  return "\n".join(out) + "\n"

@@ -1,0 +1,48 @@
+"""``jaxport record`` and ``jaxport replay``: run the compat harness under pytest.
+
+The flags are the harness plugin's own (``harness/conftest.py``); this module
+only assembles the command line and runs it from the repository root, so
+``jaxport replay`` behaves exactly like ``pytest harness/ --platform=cpu``.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+from jaxport.errors import GoldenDataError
+from jaxport.cli._relower import find_repo_root
+
+logger = logging.getLogger(__name__)
+
+RECORD_FLAG = "--record"
+PLATFORM_FLAG = "--platform"
+REPORT_FLAG = "--compat-report"
+
+
+def pytest_command(action: str, *, platform: str, report: str | None,
+                   extra: list[str]) -> list[str]:
+  """The pytest command line for ``record`` or ``replay``; ``extra`` goes last, unchanged."""
+  cmd = [sys.executable, "-m", "pytest", "harness/", f"{PLATFORM_FLAG}={platform}"]
+  if action == "record":
+    cmd.append(RECORD_FLAG)
+  if report is not None:
+    cmd.append(f"{REPORT_FLAG}={Path(report).resolve()}")
+  if extra and extra[0] == "--":
+    extra = extra[1:]
+  return cmd + list(extra)
+
+
+def run(action: str, *, platform: str, report: str | None, extra: list[str],
+        repo_root: Path | None = None) -> int:
+  """Run the harness from the repository root; returns pytest's exit status."""
+  root = repo_root or find_repo_root()
+  if root is None:
+    raise GoldenDataError(
+        f"jaxport {action}: no harness/ found at or above {Path.cwd()}; run it from the "
+        "jaxport repository (the directory holding harness/ and compat_data/).")
+  cmd = pytest_command(action, platform=platform, report=report, extra=extra)
+  logger.info("running in %s: %s", root, " ".join(cmd))
+  return subprocess.run(cmd, cwd=root, check=False).returncode

@@ -1,0 +1,79 @@
+"""Today's lowering of a harness case, for comparing custom-call signatures with a golden entry.
+
+The case registry lives in the repository's ``harness/`` package, not in the
+installed jaxport, so it is found from a repository root (the working
+directory or one above it). Without one, drift is reported as not checked.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from jaxport.golden import _signatures
+from jaxport.golden._manifest import CustomCallSignature
+
+logger = logging.getLogger(__name__)
+
+
+def find_repo_root(start: Path | None = None) -> Path | None:
+  """The nearest directory at or above ``start`` holding ``harness/conftest.py``."""
+  start = (start or Path.cwd()).resolve()
+  for d in (start, *start.parents):
+    if (d / "harness" / "conftest.py").is_file():
+      return d
+  return None
+
+
+def load_registry(repo_root: Path) -> Any:
+  """The ``harness.cases`` module of the repository at ``repo_root``."""
+  root = str(repo_root)
+  if root not in sys.path:
+    sys.path.insert(0, root)
+  return importlib.import_module("harness.cases")
+
+
+class Relowerer:
+  """Looks up harness cases by id and lowers them with the installed jax and jaxport."""
+
+  def __init__(self, repo_root: Path | None):
+    self.repo_root = repo_root
+    self._cases = None
+    self.unavailable: str | None = None
+    if repo_root is None:
+      self.unavailable = "no harness/ found at or above the working directory"
+
+  def _registry(self):
+    if self._cases is None and self.unavailable is None:
+      try:
+        self._cases = load_registry(self.repo_root)
+      except Exception as e:  # A broken registry must not stop the rest of the audit.
+        self.unavailable = f"the harness case registry failed to import: {type(e).__name__}: {e}"
+    return self._cases
+
+  def case(self, case_id: str) -> Any | None:
+    reg = self._registry()
+    return None if reg is None else reg.case(case_id)
+
+  def signatures(self, case: Any) -> tuple[CustomCallSignature, ...]:
+    """The custom-call signatures of the case lowered today (jaxport's export)."""
+    import jax
+    import numpy as np
+
+    import jaxport
+
+    args, kwargs = case.make_inputs()
+    if case.polymorphic_shapes is not None:
+      specs = jaxport.symbolic_args_specs(args, list(case.polymorphic_shapes),
+                                          constraints=tuple(case.constraints or ()))
+    else:
+      specs = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype),
+                                     args)
+    kwspecs = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype),
+                                     kwargs)
+    exp = jaxport.export(jax.jit(case.fun), platforms=case.export_platforms())(*specs, **kwspecs)
+    logger.debug("re-lowered case %s for %s", case.case_id, case.export_platforms())
+    return _signatures.signatures(exp.mlir_module_serialized)

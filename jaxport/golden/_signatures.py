@@ -1,0 +1,86 @@
+"""Facts read from a serialized artifact without trusting it: header version and custom calls.
+
+Signatures (target, operand and result types, attributes) are what a
+custom-call compatibility promise is about; the manifest records them so that
+a later lowering can be compared with what was recorded.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+
+from jaxport.errors import DeserializationError
+from jaxport.golden._manifest import CustomCallSignature
+
+# Recorded separately as the target name; not part of a signature's attributes.
+_SKIPPED_ATTRIBUTES = ("call_target_name",)
+
+
+def peek_serialization_version(blob: bytes) -> int:
+  """Field 0 (``serialization_version``, uint16) of the flatbuffer's root table; 0 if absent.
+
+  Reads only the header, with bounds checks, so it works on blobs that the
+  installed reader cannot (yet) deserialize.
+  """
+  blob = bytes(blob)
+  try:
+    table = struct.unpack_from("<I", blob, 0)[0]
+    vtable = table - struct.unpack_from("<i", blob, table)[0]
+    vtable_size = struct.unpack_from("<H", blob, vtable)[0]
+    if vtable_size <= 4:
+      return 0
+    offset = struct.unpack_from("<H", blob, vtable + 4)[0]
+    return struct.unpack_from("<H", blob, table + offset)[0] if offset else 0
+  except struct.error:
+    raise DeserializationError(
+        f"not a serialized Exported: the {len(blob)}-byte blob is too short for a flatbuffer "
+        "root table header.") from None
+
+
+def signatures(mlir_module_serialized: bytes) -> tuple[CustomCallSignature, ...]:
+  """The distinct custom-call signatures of a serialized module, sorted."""
+  from jaxport.custom_calls import _walk
+  from jaxport.export import _mlir
+
+  with _mlir.make_context():
+    module = _mlir.module_from_bytes(bytes(mlir_module_serialized))
+    sites = _walk.custom_call_sites(module)
+  found = {CustomCallSignature(
+      target=s.target, operand_types=s.operand_types, result_types=s.result_types,
+      attributes={k: v for k, v in s.attributes if k not in _SKIPPED_ATTRIBUTES})
+      for s in sites}
+  return tuple(sorted(found, key=sort_key))
+
+
+def sort_key(s: CustomCallSignature):
+  return (s.target, s.operand_types, s.result_types, tuple(s.attributes.items()))
+
+
+def describe(s: CustomCallSignature) -> str:
+  """``target(operand types) -> (result types)``, one line."""
+  return f"{s.target}({', '.join(s.operand_types)}) -> ({', '.join(s.result_types)})"
+
+
+def drift(recorded: Iterable[CustomCallSignature],
+          current: Iterable[CustomCallSignature]) -> list[str]:
+  """How the current signatures differ from the recorded ones, one line per difference."""
+  recorded, current = set(recorded), set(current)
+  rec = {s.target for s in recorded}
+  cur = {s.target for s in current}
+  lines = [f"target {t} was recorded but the current lowering no longer emits it"
+           for t in sorted(rec - cur)]
+  lines += [f"target {t} is emitted by the current lowering but was not recorded"
+            for t in sorted(cur - rec)]
+  for t in sorted(rec & cur):
+    old = sorted((s for s in recorded if s.target == t), key=sort_key)
+    new = sorted((s for s in current if s.target == t), key=sort_key)
+    if old != new:
+      old_attrs = {k: v for s in old for k, v in s.attributes.items()}
+      new_attrs = {k: v for s in new for k, v in s.attributes.items()}
+      changed = sorted(k for k in old_attrs.keys() | new_attrs.keys()
+                       if old_attrs.get(k) != new_attrs.get(k))
+      lines.append(
+          f"target {t} changed signature: recorded {[describe(s) for s in old]}, now "
+          f"{[describe(s) for s in new]}" + (f"; attributes differing: {changed}" if changed else ""))
+  return lines

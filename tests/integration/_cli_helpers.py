@@ -1,0 +1,48 @@
+"""Shared builders for the command-line tests: real blobs and golden entries."""
+
+from __future__ import annotations
+
+import datetime
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxport
+from jaxport.golden import _signatures
+from jaxport.golden._manifest import Comparison, Manifest, Producer
+from jaxport.golden._store import GoldenStore
+
+RECORD_DATE = datetime.date(2026, 6, 1)
+
+
+def qr_fun(x):
+  return jnp.linalg.qr(x)
+
+
+@functools.cache
+def qr_exported():
+  """jaxport's export of a 3x3 float32 QR (LAPACK geqrf/orgqr custom calls on CPU)."""
+  return jaxport.export(jax.jit(qr_fun), platforms=("cpu",))(
+      jax.ShapeDtypeStruct((3, 3), np.float32))
+
+
+def qr_input() -> np.ndarray:
+  return np.arange(9, dtype=np.float32).reshape(3, 3) + np.eye(3, dtype=np.float32)
+
+
+def write_qr_entry(store: GoldenStore, *, case_id: str = "qr_f32",
+                   record_date: datetime.date = RECORD_DATE, signatures=None, blob=None):
+  exp = qr_exported()
+  blob = bytes(exp.serialize()) if blob is None else blob
+  x = qr_input()
+  expected = [np.asarray(o) for o in jax.jit(qr_fun)(x)]
+  sigs = _signatures.signatures(exp.mlir_module_serialized) if signatures is None else signatures
+  manifest = Manifest(
+      case_id=case_id, family="qr", platform="cpu", record_date=record_date,
+      producer=Producer.current(), calling_convention_version=exp.calling_convention_version,
+      serialization_version=_signatures.peek_serialization_version(blob),
+      custom_call_targets=sigs, polymorphic_shapes=None, constraints=None, lowering_only=False,
+      comparison=Comparison("allclose", 1e-5, 1e-6))
+  return store.write_entry(manifest, blob, [x], expected, exp.mlir_module())

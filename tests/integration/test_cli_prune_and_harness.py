@@ -1,0 +1,122 @@
+"""`jaxport prune`, `jaxport record`/`replay`, and the installed console script."""
+
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxport.cli import _harness_run, main
+from jaxport.golden._manifest import Comparison, Manifest, Producer
+from jaxport.golden._store import GoldenStore
+
+REPO = Path(__file__).resolve().parents[2]
+TODAY = datetime.date(2026, 6, 1)
+
+
+def run(capsys, *argv):
+  rc = main(list(argv))
+  out, err = capsys.readouterr()
+  return rc, out, err
+
+
+def _entry(store, case_id, days_ago):
+  m = Manifest(case_id=case_id, family="f", platform="cpu",
+               record_date=TODAY - datetime.timedelta(days=days_ago),
+               producer=Producer.current(), calling_convention_version=10, serialization_version=3,
+               custom_call_targets=(), polymorphic_shapes=None, constraints=None,
+               lowering_only=True, comparison=Comparison("none"))
+  return store.write_entry(m, b"blob", [], None, "module {}")
+
+
+@pytest.fixture
+def store(tmp_path):
+  s = GoldenStore(tmp_path / "compat_data")
+  _entry(s, "old", 400)
+  _entry(s, "edge", 180)
+  _entry(s, "new", 3)
+  return s
+
+
+def test_prune_is_a_dry_run_by_default(store, capsys):
+  rc, out, _ = run(capsys, "prune", "--older-than-days", "180", "--root", str(store.root),
+                   "--today", TODAY.isoformat())
+  assert rc == 0
+  assert out.splitlines() == [
+      "would remove cpu/f/old/2025-04-27_jax-0.10.2",
+      "1 entry older than 180 days as of 2026-06-01; pass --yes to remove them."]
+  assert len(store.entries()) == 3
+
+
+def test_prune_yes_removes_and_reports_json(store, capsys):
+  rc, out, _ = run(capsys, "prune", "--older-than-days", "100", "--root", str(store.root),
+                   "--today", TODAY.isoformat(), "--yes", "--json")
+  report = json.loads(out)
+  assert rc == 0 and report["dry_run"] is False
+  assert report["removed"] == ["cpu/f/edge/2025-12-03_jax-0.10.2", "cpu/f/old/2025-04-27_jax-0.10.2"]
+  assert [e.entry_id.split("/")[2] for e in store.entries()] == ["new"]
+  assert not (store.root / "cpu" / "f" / "old").exists()
+
+
+def test_prune_rejects_bad_arguments(store, capsys):
+  with pytest.raises(SystemExit) as exc:
+    main(["prune", "--older-than-days", "-3", "--root", str(store.root)])
+  assert exc.value.code == 2
+  assert "expected a non-negative integer, got '-3'" in capsys.readouterr().err
+  with pytest.raises(SystemExit):
+    main(["prune", "--older-than-days", "3", "--bogus"])
+  assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_record_and_replay_build_the_harness_command(monkeypatch, tmp_path):
+  calls = []
+  monkeypatch.setattr(_harness_run.subprocess, "run",
+                      lambda cmd, cwd, check: calls.append((cmd, cwd)) or
+                      subprocess.CompletedProcess(cmd, 3))
+  (tmp_path / "harness").mkdir()
+  (tmp_path / "harness" / "conftest.py").write_text("")
+  sub = tmp_path / "compat_data" / "cpu"
+  sub.mkdir(parents=True)
+  monkeypatch.chdir(sub)
+  assert main(["record", "--platform", "cpu", "-k", "qr", "-x"]) == 3
+  assert main(["replay", "--compat-report", "r.json", "--", "-k", "eig"]) == 3
+  (rec_cmd, rec_cwd), (rep_cmd, rep_cwd) = calls
+  assert rec_cwd == rep_cwd == tmp_path
+  assert rec_cmd[1:] == ["-m", "pytest", "harness/", "--platform=cpu", "--record", "-k", "qr", "-x"]
+  assert rep_cmd[1:] == ["-m", "pytest", "harness/", "--platform=cpu",
+                         f"--compat-report={sub / 'r.json'}", "-k", "eig"]
+  assert rec_cmd[0] == sys.executable
+
+
+def test_record_outside_a_repository_is_an_error(monkeypatch, tmp_path, capsys):
+  monkeypatch.chdir(tmp_path)
+  assert main(["replay"]) == 2
+  assert "no harness/ found" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_replay_reaches_the_real_harness_with_its_flags(monkeypatch, capsys):
+  monkeypatch.chdir(REPO / "compat_data")
+  proc = subprocess.run([sys.executable, "-c", "import sys; from jaxport.cli import main; "
+                         "sys.exit(main(['record', '--', '--help']))"],
+                        cwd=REPO / "compat_data", capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  for flag in (_harness_run.RECORD_FLAG, _harness_run.PLATFORM_FLAG, _harness_run.REPORT_FLAG):
+    assert flag in proc.stdout
+
+
+def test_console_script_runs(tmp_path):
+  script = shutil.which("jaxport", path=os.pathsep.join([str(Path(sys.executable).parent),
+                                                          os.environ.get("PATH", "")]))
+  assert script is not None, "the jaxport console script is not installed"
+  store = GoldenStore(tmp_path / "compat_data")
+  _entry(store, "old", 400)
+  proc = subprocess.run([script, "prune", "--older-than-days", "30", "--root", str(store.root),
+                         "--today", TODAY.isoformat(), "--json"],
+                        capture_output=True, text=True, timeout=120)
+  assert proc.returncode == 0, proc.stderr
+  assert json.loads(proc.stdout)["would_remove"] == ["cpu/f/old/2025-04-27_jax-0.10.2"]
