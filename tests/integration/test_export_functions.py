@@ -159,6 +159,7 @@ CASES = {
     "multi_platform": (platform_dependent, {}, {"platforms": ("cpu", "cuda", "tpu")}, (X4,), {}, True),
     "ordered_effect": (ordered_effect, {}, {}, (X4,), {}, True),
     "ordered_effect_multi_platform": (ordered_effect, {}, {"platforms": ("cpu", "cuda")}, (X4,), {}, True),
+    "ordered_effect_donation": (ordered_effect, {"donate_argnums": (0,)}, {}, (X4,), {}, True),
     "nested": (nested, {}, {}, (X4,), {}, True),
 }
 
@@ -314,6 +315,13 @@ def test_ordered_effects_thread_tokens_through_a_wrapped_main():
       '(!stablehlo.token {jax.token = true}, tensor<4xf32> {jax.result_info = "result"}) {')
   assert "func.func private @_wrapped_jax_export_main(" in text
   assert not ours.uses_global_constants
+
+
+def test_donation_survives_the_wrapper():
+  ours, _ = exported_pair("ordered_effect_donation")
+  assert public_main_signature(ours.mlir_module()).startswith(
+      "func.func public @main(%arg0: !stablehlo.token {jax.token = true}, "
+      "%arg1: tensor<4xf32> {tf.aliasing_output = 1 : i32})")
 
 
 def test_ordered_effects_with_platforms_keep_the_index_first():
