@@ -50,7 +50,7 @@ def call(exported: "Exported") -> Callable[..., Any]:
   def call_flat_bwd(args_flat, cts_flat):
     exported_vjp = exported.vjp()
     expected = exported_vjp.in_avals[len(args_flat):]
-    cts = [_as_float0(ct) if _primitive.is_float0(aval) else ct
+    cts = [_as_float0(ct) if aval.dtype == jax.dtypes.float0 else ct
            for ct, aval in zip(cts_flat, expected)]
     return tuple(call(exported_vjp)(*args_flat, *cts))
 

@@ -14,7 +14,6 @@ argument shapes, so none are passed.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Sequence
@@ -42,8 +41,6 @@ from jaxport.shapes import _bridge
 
 if TYPE_CHECKING:
   from jaxport.export._exported import Exported
-
-logger = logging.getLogger(__name__)
 
 # Source locations in lowered modules should name the user's code, not ours.
 source_info_util.register_exclusion(os.path.dirname(__file__))
@@ -78,6 +75,8 @@ class _Callee:
     return isinstance(other, _Callee) and other.exported is self.exported
 
   def __getattr__(self, name: str) -> Any:
+    if name == "exported":  # the slot is unset (copy, unpickling): do not recurse
+      raise AttributeError(name)
     return getattr(self.exported, name)
 
   def __repr__(self) -> str:
@@ -92,10 +91,6 @@ def bind(exported: "Exported", args_flat: Sequence[Any]) -> list[Any]:
 def callee_of(params: dict[str, Any]) -> "Exported":
   """The record bound in a ``call_exported`` equation's parameters."""
   return params["exported"].exported
-
-
-def is_float0(aval: Any) -> bool:
-  return getattr(aval, "dtype", None) == dtypes.float0
 
 
 # ---------------------------------------------------------------- abstract eval
