@@ -57,6 +57,13 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
     if manifest is not None:
       platforms = [manifest.platform]
       sigs = manifest.custom_call_targets
+      try:
+        # The platforms the module was lowered for; the entry's platform is the
+        # host that records and replays it (lowering-only entries differ).
+        platforms = list(deserialize(art.entry.blob()).platforms)
+      except (JaxportError, NotImplementedError) as e:
+        problems.append(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
+      rec["host_platform"] = manifest.platform
       rec["record_date"] = manifest.record_date.isoformat()
       rec["producer_jax"] = manifest.producer.jax
       age = (today - manifest.record_date).days
@@ -111,10 +118,12 @@ def _drift(art, manifest, relowerer, warnings, problems) -> dict[str, Any]:
     msg = f"re-lowering case {manifest.case_id} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     warnings.append(msg)
     return {"checked": False, "reason": msg}
-  lines = _signatures.drift(recorded, current)
-  for line in lines:
-    problems.append(f"signature drift against today's lowering: {line}")
-  return {"checked": True, "differences": lines}
+  changes = _signatures.drift(recorded, current)
+  for c in changes:
+    (warnings if c.metadata_only else problems).append(
+        f"signature drift against today's lowering: {c}"
+        + (" (partitioner metadata only)" if c.metadata_only else ""))
+  return {"checked": True, "differences": [str(c) for c in changes]}
 
 
 def format_text(records: list[dict[str, Any]], window_days: int) -> str:
@@ -123,6 +132,8 @@ def format_text(records: list[dict[str, Any]], window_days: int) -> str:
     out.append(("ok      " if r["ok"] else "PROBLEM ") + r["artifact"])
     if r["platforms"]:
       line = f"  platforms: {', '.join(r['platforms'])}"
+      if r.get("host_platform") and r["platforms"] != [r["host_platform"]]:
+        line += f" (recorded on a {r['host_platform']} host)"
       if r.get("record_date"):
         line += f"; recorded {r['record_date']} with jax {r.get('producer_jax') or 'unknown'}"
       if r.get("days_to_expiry") is not None:
@@ -137,7 +148,7 @@ def format_text(records: list[dict[str, Any]], window_days: int) -> str:
       out.append("  no custom-call targets")
     d = r["drift"]
     if d["checked"]:
-      out.append("  drift: none" if not d["differences"] else "  drift: see problems")
+      out.append("  drift: none" if not d["differences"] else "  drift: see problems and warnings")
     else:
       out.append(f"  drift: not checked ({d['reason']})")
     out.extend(f"  warning: {w}" for w in r["warnings"])

@@ -58,22 +58,56 @@ class Relowerer:
     reg = self._registry()
     return None if reg is None else reg.case(case_id)
 
+  def _engine(self) -> Any | None:
+    """The harness's recording engine, whose ``export_case`` is how entries were lowered."""
+    if self._registry() is None:
+      return None
+    try:
+      return importlib.import_module("harness._engine")
+    except ImportError:
+      return None
+
   def signatures(self, case: Any) -> tuple[CustomCallSignature, ...]:
-    """The custom-call signatures of the case lowered today (jaxport's export)."""
+    """The custom-call signatures of the case lowered today.
+
+    Uses the harness's own ``export_case`` under its jax settings (64-bit
+    types, short locations) when it has one, so the lowering matches how the
+    entry was recorded; jax's settings are restored afterwards.
+    """
     import jax
-    import numpy as np
 
-    import jaxport
-
-    args, kwargs = case.make_inputs()
-    if case.polymorphic_shapes is not None:
-      specs = jaxport.symbolic_args_specs(args, list(case.polymorphic_shapes),
-                                          constraints=tuple(case.constraints or ()))
+    engine = self._engine()
+    if engine is not None and hasattr(engine, "export_case"):
+      names = [name for name, _ in getattr(engine, "_JAX_CONFIG", ())]
+      saved = {name: getattr(jax.config, name) for name in names}
+      try:
+        if hasattr(engine, "configure_jax"):
+          engine.configure_jax()
+        exp = engine.export_case(case)
+      finally:
+        for name, value in saved.items():
+          jax.config.update(name, value)
     else:
-      specs = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype),
-                                     args)
-    kwspecs = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype),
-                                     kwargs)
-    exp = jaxport.export(jax.jit(case.fun), platforms=case.export_platforms())(*specs, **kwspecs)
-    logger.debug("re-lowered case %s for %s", case.case_id, case.export_platforms())
+      exp = _export_case(case)
+    logger.debug("re-lowered case %s", case.case_id)
     return _signatures.signatures(exp.mlir_module_serialized)
+
+
+def _export_case(case: Any) -> Any:
+  """``case`` exported for its platforms with jaxport, as the harness records it."""
+  import jax
+  import numpy as np
+
+  import jaxport
+
+  def spec(x):
+    return jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype)
+
+  args, kwargs = case.make_inputs()
+  if case.polymorphic_shapes is not None:
+    specs = jaxport.symbolic_args_specs(args, list(case.polymorphic_shapes),
+                                        constraints=tuple(case.constraints or ()))
+  else:
+    specs = jax.tree_util.tree_map(spec, args)
+  kwspecs = jax.tree_util.tree_map(spec, kwargs)
+  return jaxport.export(jax.jit(case.fun), platforms=case.export_platforms())(*specs, **kwspecs)

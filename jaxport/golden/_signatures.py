@@ -7,6 +7,7 @@ a later lowering can be compared with what was recorded.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Iterable
 
@@ -62,25 +63,48 @@ def describe(s: CustomCallSignature) -> str:
   return f"{s.target}({', '.join(s.operand_types)}) -> ({', '.join(s.result_types)})"
 
 
+# Attributes that carry partitioner metadata rather than the call's ABI: a change
+# in these alone is reported but does not break a serialized call.
+METADATA_ATTRIBUTES = frozenset({"sdy.sharding_rule", "sdy.sharding", "mhlo.sharding"})
+
+
+@dataclasses.dataclass(frozen=True)
+class SignatureChange:
+  """One difference between recorded and current custom-call signatures."""
+
+  target: str
+  message: str
+  metadata_only: bool = False
+
+  def __str__(self) -> str:
+    return self.message
+
+
 def drift(recorded: Iterable[CustomCallSignature],
-          current: Iterable[CustomCallSignature]) -> list[str]:
-  """How the current signatures differ from the recorded ones, one line per difference."""
+          current: Iterable[CustomCallSignature]) -> list[SignatureChange]:
+  """How the current signatures differ from the recorded ones, one change per target."""
   recorded, current = set(recorded), set(current)
   rec = {s.target for s in recorded}
   cur = {s.target for s in current}
-  lines = [f"target {t} was recorded but the current lowering no longer emits it"
-           for t in sorted(rec - cur)]
-  lines += [f"target {t} is emitted by the current lowering but was not recorded"
-            for t in sorted(cur - rec)]
+  changes = [SignatureChange(t, f"target {t} was recorded but the current lowering no longer emits it")
+             for t in sorted(rec - cur)]
+  changes += [SignatureChange(t, f"target {t} is emitted by the current lowering but was not recorded")
+              for t in sorted(cur - rec)]
   for t in sorted(rec & cur):
     old = sorted((s for s in recorded if s.target == t), key=sort_key)
     new = sorted((s for s in current if s.target == t), key=sort_key)
-    if old != new:
-      old_attrs = {k: v for s in old for k, v in s.attributes.items()}
-      new_attrs = {k: v for s in new for k, v in s.attributes.items()}
-      changed = sorted(k for k in old_attrs.keys() | new_attrs.keys()
-                       if old_attrs.get(k) != new_attrs.get(k))
-      lines.append(
-          f"target {t} changed signature: recorded {[describe(s) for s in old]}, now "
-          f"{[describe(s) for s in new]}" + (f"; attributes differing: {changed}" if changed else ""))
-  return lines
+    if old == new:
+      continue
+    old_attrs = {k: v for s in old for k, v in s.attributes.items()}
+    new_attrs = {k: v for s in new for k, v in s.attributes.items()}
+    changed = sorted(k for k in old_attrs.keys() | new_attrs.keys()
+                     if old_attrs.get(k) != new_attrs.get(k))
+    same_types = [describe(s) for s in old] == [describe(s) for s in new]
+    metadata_only = same_types and bool(changed) and set(changed) <= METADATA_ATTRIBUTES
+    if same_types:
+      message = f"target {t} changed attributes {changed}; types unchanged: {[describe(s) for s in new]}"
+    else:
+      message = (f"target {t} changed signature: recorded {[describe(s) for s in old]}, now "
+                 f"{[describe(s) for s in new]}" + (f"; attributes differing: {changed}" if changed else ""))
+    changes.append(SignatureChange(t, message, metadata_only))
+  return changes

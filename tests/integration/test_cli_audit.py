@@ -142,6 +142,46 @@ def test_drift_against_todays_lowering(store, capsys, monkeypatch):
   assert rc == 1 and "target lapack_sorgqr_ffi was recorded but the current lowering no longer emits it" in out
 
 
+def test_partitioner_metadata_drift_is_a_warning(store, capsys, monkeypatch):
+  def toggle(sig):
+    attrs = dict(sig.attributes)
+    if "sdy.sharding_rule" in attrs:
+      del attrs["sdy.sharding_rule"]
+    else:
+      attrs["sdy.sharding_rule"] = "#sdy.op_sharding_rule<([i, j])->([i, j])>"
+    return dataclasses.replace(sig, attributes=attrs)
+
+  write_qr_entry(store, signatures=[toggle(s) for s in qr_exported_signatures()])
+  _fake_registry(monkeypatch, store.root, {"qr_f32": _qr_case()})
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--json")
+  (art,) = json.loads(out)["artifacts"]
+  assert rc == 0 and art["problems"] == []
+  assert len(art["drift"]["differences"]) == 2
+  assert all("changed attributes ['sdy.sharding_rule']; types unchanged" in d
+             for d in art["drift"]["differences"])
+  assert all(w.endswith("(partitioner metadata only)") for w in art["warnings"])
+
+
+def test_entry_lowered_for_another_platform_is_judged_on_that_platform(store, capsys):
+  import jax
+  import jaxport
+  exp = jaxport.export(jax.jit(lambda x: jnp.linalg.cholesky(x)), platforms=("cuda",))(
+      jax.ShapeDtypeStruct((4, 4), np.float32))
+  from jaxport.golden import _signatures
+  from jaxport.golden._manifest import Comparison, Manifest, Producer
+  m = Manifest(case_id="cuda_cholesky", family="lowering_cuda", platform="cpu",
+               record_date=RECORD_DATE, producer=Producer.current(),
+               calling_convention_version=exp.calling_convention_version, serialization_version=3,
+               custom_call_targets=_signatures.signatures(exp.mlir_module_serialized),
+               polymorphic_shapes=None, constraints=None, lowering_only=True,
+               comparison=Comparison("none"))
+  store.write_entry(m, bytes(exp.serialize()), [np.eye(4, dtype=np.float32)], None, exp.mlir_module())
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--no-drift")
+  assert rc == 0, out
+  assert "platforms: cuda (recorded on a cpu host)" in out
+  assert "target cusolver_potrf_ffi: cuda: stable" in out
+
+
 def test_drift_not_checked_without_a_case(store, capsys, monkeypatch):
   write_qr_entry(store, case_id="not_a_registered_case")
   _fake_registry(monkeypatch, store.root, {})
