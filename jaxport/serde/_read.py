@@ -121,17 +121,17 @@ def _read_exported(exp: fb.Exported, where: str) -> Exported:
     raise _bad(f"nr_devices is {nr_devices}, expected at least 1", f"{where}.nr_devices")
 
   in_shardings = _read_shardings(
-      exp.InShardingsIdxsLength(), exp.InShardingsIdxs, exp.InShardingsLength(),
+      _as_list(exp.InShardingsIdxsAsNumpy()), exp.InShardingsLength(),
       exp.InShardings, unique_shardings, unique_meshes, f"{where}.in_shardings")
   out_shardings = _read_shardings(
-      exp.OutShardingsIdxsLength(), exp.OutShardingsIdxs, exp.OutShardingsLength(),
+      _as_list(exp.OutShardingsIdxsAsNumpy()), exp.OutShardingsLength(),
       exp.OutShardings, unique_shardings, unique_meshes, f"{where}.out_shardings")
   has_named = not any(_wire.is_hlo_sharding(s) for s in (*in_shardings, *out_shardings))
 
   if has_named:
-    in_avals = _read_avals(exp.InAvalsIdxsLength(), exp.InAvalsIdxs, exp.InAvalsLength(),
+    in_avals = _read_avals(_as_list(exp.InAvalsIdxsAsNumpy()), exp.InAvalsLength(),
                            exp.InAvals, unique_avals, in_shardings, scope, f"{where}.in_avals")
-    out_avals = _read_avals(exp.OutAvalsIdxsLength(), exp.OutAvalsIdxs, exp.OutAvalsLength(),
+    out_avals = _read_avals(_as_list(exp.OutAvalsIdxsAsNumpy()), exp.OutAvalsLength(),
                             exp.OutAvals, unique_avals, out_shardings, scope,
                             f"{where}.out_avals")
     in_named, out_named = in_shardings, out_shardings
@@ -208,21 +208,26 @@ def _index(idx: int, table: Sequence[Any], where: str, name: str, base: int = 0)
   return table[idx - base]
 
 
-def _read_shardings(n_idxs: int, idx_at, n_legacy: int, legacy_at, unique_shardings,
+def _as_list(numpy_or_zero: Any) -> list[int]:
+  """A generated ``*AsNumpy()`` result as a list (the accessor returns 0 when absent)."""
+  return [] if isinstance(numpy_or_zero, int) else numpy_or_zero.tolist()
+
+
+def _read_shardings(idxs: list[int], n_legacy: int, legacy_at, unique_shardings,
                     unique_meshes, where: str) -> tuple[Any, ...]:
-  if n_idxs:
-    return tuple(None if (k := idx_at(i)) == 0 else
+  if idxs:
+    return tuple(None if k == 0 else
                  _index(k, unique_shardings, f"{where}_idxs[{i}]", "unique_named_shardings", 1)
-                 for i in range(n_idxs))
+                 for i, k in enumerate(idxs))
   return tuple(_read_legacy_sharding(legacy_at(i), unique_meshes, f"{where}[{i}]")
                for i in range(n_legacy))
 
 
-def _read_avals(n_idxs: int, idx_at, n_legacy: int, legacy_at, unique_avals, shardings,
+def _read_avals(idxs: list[int], n_legacy: int, legacy_at, unique_avals, shardings,
                 scope: _Scope, where: str) -> tuple[Any, ...]:
-  if n_idxs:
-    base = [_index(idx_at(i), unique_avals, f"{where}_idxs[{i}]", "unique_avals")
-            for i in range(n_idxs)]
+  if idxs:
+    base = [_index(k, unique_avals, f"{where}_idxs[{i}]", "unique_avals")
+            for i, k in enumerate(idxs)]
   else:
     base = [_read_aval(legacy_at(i), scope, f"{where}[{i}]") for i in range(n_legacy)]
   _same_count(len(shardings), len(base), where.replace("avals", "shardings"))

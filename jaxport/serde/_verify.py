@@ -38,6 +38,14 @@ class _Walk:
     self.fields = _layout.schema().tables
 
 
+class _Fail(Exception):
+  """A structural fault; frames on the way up add their path segment."""
+
+  def __init__(self, what: str):
+    self.what = what
+    self.path: list[str] = []
+
+
 def _fail(what: str, where: str) -> DeserializationError:
   return DeserializationError(
       f"Not a valid serialized Exported: {what} at {where}. The bytes are "
@@ -54,96 +62,110 @@ def verify(buf: bytes | bytearray | memoryview) -> None:
   if n > _MAX_BUFFER:
     raise _fail(f"buffer of {n} bytes exceeds the 2 GiB flatbuffers limit", "the start")
   walk = _Walk(buf)
-  root = _u32(buf, 0)[0]
-  _table(walk, root, _layout.schema().root, "Exported", 0)
+  try:
+    _table(walk, _u32(buf, 0)[0], _layout.schema().root, 0)
+  except _Fail as e:
+    raise _fail(e.what, "Exported" + "".join(reversed(e.path))) from None
 
 
-def _offset_target(walk: _Walk, pos: int, where: str) -> int:
+def _offset_target(walk: _Walk, pos: int) -> int:
   """The absolute position a uoffset stored at ``pos`` points to."""
   if pos + 4 > walk.n:
-    raise _fail(f"offset at byte {pos} runs past the end ({walk.n} bytes)", where)
+    raise _Fail(f"offset at byte {pos} runs past the end ({walk.n} bytes)")
   target = pos + _u32(walk.buf, pos)[0]
   if target >= walk.n or target == pos:
-    raise _fail(f"offset at byte {pos} points to byte {target}, outside the "
-                f"{walk.n}-byte buffer", where)
+    raise _Fail(f"offset at byte {pos} points to byte {target}, outside the "
+                f"{walk.n}-byte buffer")
   return target
 
 
-def _table(walk: _Walk, pos: int, tname: str, where: str, depth: int) -> None:
+_SCALAR, _STRING, _TABLE = _layout.SCALAR, _layout.STRING, _layout.TABLE
+_VECTOR_SCALAR, _VECTOR_STRING, _VECTOR_TABLE = (
+    _layout.VECTOR_SCALAR, _layout.VECTOR_STRING, _layout.VECTOR_TABLE)
+
+
+def _table(walk: _Walk, pos: int, tname: str, depth: int) -> None:
   if depth > MAX_DEPTH:
-    raise _fail(f"tables nested more than {MAX_DEPTH} deep", where)
+    raise _Fail(f"tables nested more than {MAX_DEPTH} deep")
   walk.tables += 1
   if walk.tables > walk.max_tables:
-    raise _fail(f"more than {walk.max_tables} tables reached in a {walk.n}-byte "
-                "buffer (tables are shared or overlap)", where)
+    raise _Fail(f"more than {walk.max_tables} tables reached in a {walk.n}-byte "
+                "buffer (tables are shared or overlap)")
   buf, n = walk.buf, walk.n
   if pos % 4 or pos + 4 > n:
-    raise _fail(f"table {tname} at byte {pos} is misaligned or past the end", where)
+    raise _Fail(f"table {tname} at byte {pos} is misaligned or past the end")
   vt = pos - _i32(buf, pos)[0]
   if vt < 0 or vt % 2 or vt + 4 > n:
-    raise _fail(f"vtable of {tname} at byte {vt} lies outside the buffer", where)
+    raise _Fail(f"vtable of {tname} at byte {vt} lies outside the buffer")
   vt_size, tbl_size = _u16(buf, vt)[0], _u16(buf, vt + 2)[0]
   if vt_size < 4 or vt_size % 2 or vt + vt_size > n:
-    raise _fail(f"vtable of {tname} at byte {vt} has bad size {vt_size}", where)
+    raise _Fail(f"vtable of {tname} at byte {vt} has bad size {vt_size}")
   if tbl_size < 4 or pos + tbl_size > n:
-    raise _fail(f"table {tname} at byte {pos} has size {tbl_size} past the end", where)
+    raise _Fail(f"table {tname} at byte {pos} has size {tbl_size} past the end")
   fields = walk.fields[tname]
+  nfields = len(fields)
   for fid in range((vt_size - 4) // 2):
     off = _u16(buf, vt + 4 + 2 * fid)[0]
     if off == 0:
       continue
-    field = fields[fid] if fid < len(fields) else None
-    fwhere = f"{where}.{field.name if field else f'<field {fid}>'}"
-    if field is None or field.deprecated:
-      # A field this schema does not know (a newer writer's) or no longer
-      # reads: only its slot must lie inside the table.
-      if off >= tbl_size:
-        raise _fail(f"field slot {off} outside the {tbl_size}-byte table", fwhere)
-      continue
-    width = field.size if field.kind == _layout.SCALAR else 4
-    if off < 4 or off + width > tbl_size:
-      raise _fail(f"field slot {off} (+{width} bytes) outside the {tbl_size}-byte "
-                  "table", fwhere)
-    if field.kind == _layout.SCALAR:
-      continue
-    target = _offset_target(walk, pos + off, fwhere)
-    kind = field.kind
-    if kind == _layout.STRING:
-      _string(walk, target, fwhere)
-    elif kind == _layout.TABLE:
-      _table(walk, target, field.table, fwhere, depth + 1)
-    else:
-      elem_size = field.size if kind == _layout.VECTOR_SCALAR else 4
-      length = _vector(walk, target, elem_size, fwhere)
-      start = target + 4
-      if kind == _layout.VECTOR_STRING:
-        for i in range(length):
-          epos = start + 4 * i
-          _string(walk, _offset_target(walk, epos, f"{fwhere}[{i}]"), f"{fwhere}[{i}]")
-      elif kind == _layout.VECTOR_TABLE:
-        for i in range(length):
-          epos = start + 4 * i
-          _table(walk, _offset_target(walk, epos, f"{fwhere}[{i}]"), field.table,
-                 f"{fwhere}[{i}]", depth + 1)
+    field = fields[fid] if fid < nfields else None
+    try:
+      if field is None or field.deprecated:
+        # A field this schema does not know (a newer writer's) or no longer
+        # reads: only its slot must lie inside the table.
+        if off >= tbl_size:
+          raise _Fail(f"field slot {off} outside the {tbl_size}-byte table")
+        continue
+      kind = field.kind
+      width = field.size if kind == _SCALAR else 4
+      if off < 4 or off + width > tbl_size:
+        raise _Fail(f"field slot {off} (+{width} bytes) outside the {tbl_size}-byte table")
+      if kind == _SCALAR:
+        continue
+      target = _offset_target(walk, pos + off)
+      if kind == _STRING:
+        _string(walk, target)
+      elif kind == _TABLE:
+        _table(walk, target, field.table, depth + 1)
+      elif kind == _VECTOR_SCALAR:
+        _vector(walk, target, field.size)
+      else:
+        length = _vector(walk, target, 4)
+        start = target + 4
+        i = 0
+        try:
+          if kind == _VECTOR_STRING:
+            for i in range(length):
+              _string(walk, _offset_target(walk, start + 4 * i))
+          else:
+            sub = field.table
+            for i in range(length):
+              _table(walk, _offset_target(walk, start + 4 * i), sub, depth + 1)
+        except _Fail as e:
+          e.path.append(f"[{i}]")
+          raise
+    except _Fail as e:
+      e.path.append(f".{field.name if field else f'<field {fid}>'}")
+      raise
 
 
-def _vector(walk: _Walk, pos: int, elem_size: int, where: str) -> int:
+def _vector(walk: _Walk, pos: int, elem_size: int) -> int:
   if pos % 4 or pos + 4 > walk.n:
-    raise _fail(f"vector at byte {pos} is misaligned or past the end", where)
+    raise _Fail(f"vector at byte {pos} is misaligned or past the end")
   length = _u32(walk.buf, pos)[0]
   end = pos + 4 + length * elem_size
   if end > walk.n:
-    raise _fail(f"vector of {length} elements at byte {pos} ends at byte {end}, "
-                f"past the end of the {walk.n}-byte buffer", where)
+    raise _Fail(f"vector of {length} elements at byte {pos} ends at byte {end}, "
+                f"past the end of the {walk.n}-byte buffer")
   return length
 
 
-def _string(walk: _Walk, pos: int, where: str) -> None:
-  length = _vector(walk, pos, 1, where)
+def _string(walk: _Walk, pos: int) -> None:
+  length = _vector(walk, pos, 1)
   end = pos + 4 + length
   if end >= walk.n or walk.buf[end] != 0:
-    raise _fail(f"string at byte {pos} is not NUL-terminated", where)
+    raise _Fail(f"string at byte {pos} is not NUL-terminated")
   try:
     walk.buf[pos + 4:end].decode("utf-8")
   except UnicodeDecodeError as e:
-    raise _fail(f"string at byte {pos} is not UTF-8 ({e.reason})", where) from None
+    raise _Fail(f"string at byte {pos} is not UTF-8 ({e.reason})") from None
