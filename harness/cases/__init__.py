@@ -35,8 +35,9 @@ import functools
 
 from harness.cases import _features, _lapack, _lowering_only
 from harness.cases._case import Case
+from harness.tools import release_cases
 
-_MODULES = (_lapack, _features, _lowering_only)
+_MODULES = (_lapack, _features, _lowering_only, release_cases)
 
 
 @functools.cache

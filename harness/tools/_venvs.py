@@ -64,12 +64,23 @@ def ensure_venv(version: str, root: str | os.PathLike | None = None) -> Path:
     logger.info("rebuilding incomplete venv %s", d)
     shutil.rmtree(d)
   d.parent.mkdir(parents=True, exist_ok=True)
-  base = shutil.which(_BASE_PYTHON) or sys.executable
+  base = _base_python()
   _run([base, "-m", "venv", str(d)], f"creating the venv for jax {version}")
   _run([str(python), "-m", "pip", "install", "--quiet", *requirements(version)],
        f"installing jax {version} into {d}")
   (d / _MARKER).write_text(" ".join(requirements(version)) + "\n")
   return python
+
+
+def _base_python() -> str:
+  """The system Python 3.11 (not a venv's copy), unless JAXPORT_RELEASE_PYTHON names another."""
+  if "JAXPORT_RELEASE_PYTHON" not in os.environ and sys.version_info[:2] == (3, 11):
+    return getattr(sys, "_base_executable", sys.executable)
+  found = shutil.which(_BASE_PYTHON)
+  if found is None:
+    raise VenvError(f"{_BASE_PYTHON} is not on PATH; release venvs are built with it "
+                    "(set JAXPORT_RELEASE_PYTHON to another Python 3.11).")
+  return found
 
 
 def _run(cmd: list[str], what: str) -> None:

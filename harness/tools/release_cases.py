@@ -3,8 +3,8 @@
 This module is executed inside a virtual environment holding an older jax
 release (see ``record_with_jax.py``), so it imports nothing from jaxport or
 from the rest of the repository: only ``jax``, ``jax.numpy`` and ``numpy``.
-The harness's case registry points here for the cases it replays from older
-producers.
+The harness's case registry lists these cases too (``cases()``), so entries
+of older producers are replayed against today's lowering of the same function.
 
 Every case returns plain tuples of arrays (older releases cannot serialize
 NamedTuple results) and, where a decomposition is not unique (eig, eigh,
@@ -16,7 +16,8 @@ Adding a case, step by step:
   1. Write ``_make_<name>()`` returning a ``ReleaseCase``: a function of
      arrays, a deterministic input builder (``numpy.random.RandomState``),
      and tolerances fit for float32.
-  2. Add it to ``CASES``. Set ``min_jax`` if older releases lack an API.
+  2. Add it to ``SPECS`` with its family and the custom-call targets the
+     current lowering emits. Set ``min_jax`` if older releases lack an API.
   3. Record it: ``python harness/tools/record_with_jax.py --jax 0.9.2``.
   4. Add a row to ``harness/expected_status.json`` if a producer is expected
      to fail under the current build, with the reason.
@@ -69,7 +70,7 @@ def _make_cholesky():
 
   def cholesky(a):
     return (jnp.linalg.cholesky(a),)
-  return ReleaseCase("cholesky_f32", "cholesky", cholesky,
+  return ReleaseCase("release_cholesky_f32", "lapack_potrf", cholesky,
                      lambda: [_spd(4, 1)], rtol=1e-5, atol=1e-5)
 
 
@@ -81,7 +82,7 @@ def _make_cholesky_poly():
 
   def inputs():
     return [np.stack([_spd(3, 10), _spd(3, 11)])]
-  return ReleaseCase("cholesky_poly_batch_f32", "cholesky", cholesky_batch,
+  return ReleaseCase("release_cholesky_poly_f32", "lapack_potrf", cholesky_batch,
                      inputs, polymorphic_shapes=("b, 3, 3",))
 
 
@@ -92,7 +93,7 @@ def _make_qr():
     q, r = jnp.linalg.qr(a)
     signs = jnp.where(jnp.diagonal(r) < 0, -1.0, 1.0).astype(a.dtype)
     return (q * signs[None, :], r * signs[:, None])
-  return ReleaseCase("qr_f32", "qr", qr, lambda: [_general((4, 3), 2)],
+  return ReleaseCase("release_qr_f32", "lapack_geqrf", qr, lambda: [_general((4, 3), 2)],
                      rtol=1e-4, atol=1e-5)
 
 
@@ -102,7 +103,7 @@ def _make_eigh():
   def eigh(a):
     w, v = jnp.linalg.eigh(a)
     return (w, (v * w[None, :]) @ jnp.conj(v).T)
-  return ReleaseCase("eigh_f32", "eigh", eigh, lambda: [_symmetric(4, 3)],
+  return ReleaseCase("release_eigh_f32", "lapack_syevd", eigh, lambda: [_symmetric(4, 3)],
                      rtol=1e-4, atol=1e-5)
 
 
@@ -117,7 +118,7 @@ def _make_eigh_c64():
     rng = _rng(4)
     m = rng.uniform(-1, 1, (3, 3)) + 1j * rng.uniform(-1, 1, (3, 3))
     return [((m + np.conj(m.T)) / 2).astype(np.complex64)]
-  return ReleaseCase("eigh_c64", "eigh", eigh, inputs, rtol=1e-4, atol=1e-5)
+  return ReleaseCase("release_eigh_c64", "lapack_syevd", eigh, inputs, rtol=1e-4, atol=1e-5)
 
 
 def _make_eig():
@@ -128,7 +129,7 @@ def _make_eig():
     residual = jnp.abs(a.astype(w.dtype) @ v - v * w[None, :]).max()
     order = jnp.lexsort((jnp.round(w.imag, 4), jnp.round(w.real, 4)))
     return (w[order], residual)
-  return ReleaseCase("eig_f32", "eig", eig, lambda: [_general((4, 4), 5)],
+  return ReleaseCase("release_eig_f32", "lapack_geev", eig, lambda: [_general((4, 4), 5)],
                      rtol=1e-4, atol=1e-4)
 
 
@@ -138,7 +139,7 @@ def _make_svd():
   def svd(a):
     u, s, vh = jnp.linalg.svd(a, full_matrices=False)
     return (s, (u * s[None, :]) @ vh)
-  return ReleaseCase("svd_f32", "svd", svd, lambda: [_general((4, 3), 6)],
+  return ReleaseCase("release_svd_f32", "lapack_gesdd", svd, lambda: [_general((4, 3), 6)],
                      rtol=1e-4, atol=1e-5)
 
 
@@ -148,7 +149,7 @@ def _make_lu():
   def lu(a):
     lu_, pivots, perm = lax.linalg.lu(a)
     return (lu_, pivots, perm)
-  return ReleaseCase("lu_f32", "lu", lu, lambda: [_general((4, 4), 7)],
+  return ReleaseCase("release_lu_f32", "lapack_getrf", lu, lambda: [_general((4, 4), 7)],
                      rtol=1e-5, atol=1e-5)
 
 
@@ -160,7 +161,7 @@ def _make_hessenberg():
     h, taus = lax.linalg.hessenberg(a)
     # Below the first subdiagonal LAPACK leaves its reflectors; keep H only.
     return (jnp.triu(h, -1), taus)
-  return ReleaseCase("hessenberg_f32", "hessenberg", hessenberg,
+  return ReleaseCase("release_hessenberg_f32", "lapack_gehrd", hessenberg,
                      lambda: [_general((4, 4), 8)], rtol=1e-4, atol=1e-5)
 
 
@@ -171,7 +172,7 @@ def _make_schur():
   def schur(a):
     t, z = lax.linalg.schur(a)
     return ((z @ t) @ z.T, jnp.trace(t))
-  return ReleaseCase("schur_f32", "schur", schur, lambda: [_general((4, 4), 9)],
+  return ReleaseCase("release_schur_f32", "lapack_gees", schur, lambda: [_general((4, 4), 9)],
                      rtol=1e-4, atol=1e-5)
 
 
@@ -184,7 +185,7 @@ def _make_triangular_solve():
   def inputs():
     a = np.tril(_general((4, 4), 12)) + 4 * np.eye(4, dtype=np.float32)
     return [a.astype(np.float32), _general((4, 2), 13)]
-  return ReleaseCase("triangular_solve_f32", "triangular_solve", solve, inputs)
+  return ReleaseCase("release_triangular_solve_f32", "lapack_trsm", solve, inputs)
 
 
 def _make_tridiagonal():
@@ -193,7 +194,7 @@ def _make_tridiagonal():
   def tridiagonal(a):
     _, d, e, _ = lax.linalg.tridiagonal(a, lower=True)
     return (d, e)
-  return ReleaseCase("tridiagonal_f32", "tridiagonal", tridiagonal,
+  return ReleaseCase("release_tridiagonal_f32", "lapack_sytrd", tridiagonal,
                      lambda: [_symmetric(4, 14)], rtol=1e-4, atol=1e-5)
 
 
@@ -211,7 +212,7 @@ def _make_tridiagonal_solve():
     du[-1] = 0.0
     d = (4.0 + _general((n,), 17)).astype(np.float32)
     return [dl, d, du, _general((n, 2), 18)]
-  return ReleaseCase("tridiagonal_solve_f32", "tridiagonal_solve", solve,
+  return ReleaseCase("release_tridiagonal_solve_f32", "lapack_gtsv", solve,
                      inputs)
 
 
@@ -220,7 +221,7 @@ def _make_poly_matmul():
 
   def gram(x):
     return (jnp.sum(x @ x.T, axis=0), x.shape[0] * jnp.ones((), x.dtype))
-  return ReleaseCase("poly_gram_f32", "shape_poly", gram,
+  return ReleaseCase("release_poly_gram_f32", "feature_shape_poly", gram,
                      lambda: [_general((3, 4), 19)],
                      polymorphic_shapes=("b, 4",))
 
@@ -230,7 +231,7 @@ def _make_multi_platform():
 
   def sin_cos(x):
     return (jnp.sin(x) * jnp.cos(x),)
-  return ReleaseCase("multi_platform_sin_f32", "multi_platform", sin_cos,
+  return ReleaseCase("release_multi_platform_f32", "feature_multi_platform", sin_cos,
                      lambda: [_general((5,), 20)], platforms=("cpu", "cuda"))
 
 
@@ -239,43 +240,61 @@ def _make_vjp():
 
   def tanh_sum(x):
     return (jnp.tanh(x).sum(),)
-  return ReleaseCase("vjp_tanh_f32", "vjp", tanh_sum,
+  return ReleaseCase("release_vjp_tanh_f32", "feature_vjp", tanh_sum,
                      lambda: [_general((6,), 21)], vjp_order=1)
 
 
-_MAKERS = (
-    _make_cholesky, _make_cholesky_poly, _make_qr, _make_eigh, _make_eigh_c64,
-    _make_eig, _make_svd, _make_lu, _make_hessenberg, _make_schur,
-    _make_triangular_solve, _make_tridiagonal, _make_tridiagonal_solve,
-    _make_poly_matmul, _make_multi_platform, _make_vjp,
-)
+# case id -> (family, custom-call targets the current lowering emits, maker).
+# Ids and families are readable without importing jax.
+SPECS = {
+    "release_cholesky_f32": ("lapack_potrf", ("lapack_spotrf_ffi",), _make_cholesky),
+    "release_cholesky_poly_f32": ("lapack_potrf", ("lapack_spotrf_ffi", "shape_assertion"),
+                                  _make_cholesky_poly),
+    "release_qr_f32": ("lapack_geqrf", ("lapack_sgeqrf_ffi", "lapack_sorgqr_ffi"), _make_qr),
+    "release_eigh_f32": ("lapack_syevd", ("lapack_ssyevd_ffi",), _make_eigh),
+    "release_eigh_c64": ("lapack_syevd", ("lapack_cheevd_ffi",), _make_eigh_c64),
+    "release_eig_f32": ("lapack_geev", ("lapack_sgeev_ffi",), _make_eig),
+    "release_svd_f32": ("lapack_gesdd", ("lapack_sgesdd_ffi",), _make_svd),
+    "release_lu_f32": ("lapack_getrf", ("lapack_sgetrf_ffi",), _make_lu),
+    "release_hessenberg_f32": ("lapack_gehrd", ("lapack_sgehrd_ffi",), _make_hessenberg),
+    "release_schur_f32": ("lapack_gees", ("lapack_sgees_ffi",), _make_schur),
+    "release_triangular_solve_f32": ("lapack_trsm", ("lapack_strsm_ffi",),
+                                     _make_triangular_solve),
+    "release_tridiagonal_f32": ("lapack_sytrd", ("lapack_ssytrd_ffi",), _make_tridiagonal),
+    "release_tridiagonal_solve_f32": ("lapack_gtsv", ("lapack_sgtsv_ffi",),
+                                      _make_tridiagonal_solve),
+    "release_poly_gram_f32": ("feature_shape_poly", ("shape_assertion",), _make_poly_matmul),
+    "release_multi_platform_f32": ("feature_multi_platform", (), _make_multi_platform),
+    "release_vjp_tanh_f32": ("feature_vjp", (), _make_vjp),
+}
 
 
 def all_cases() -> list[ReleaseCase]:
   """Every release case, in a fixed order (building them imports jax)."""
-  return [make() for make in _MAKERS]
+  out = []
+  for case_id, (family, _, make) in SPECS.items():
+    case = make()
+    if (case.case_id, case.family) != (case_id, family):
+      raise ValueError(f"release case {case_id}: its maker builds {case.case_id!r} of family "
+                       f"{case.family!r}; SPECS says {family!r}.")
+    out.append(case)
+  return out
 
 
-def case_ids() -> list[str]:
-  """The case ids, without importing jax (the names are fixed here)."""
-  return list(CASE_FAMILIES)
+def cases() -> list:
+  """The release cases as ``harness.cases`` Cases, so the registry can replay them.
 
-
-CASE_FAMILIES = {
-    "cholesky_f32": "cholesky",
-    "cholesky_poly_batch_f32": "cholesky",
-    "qr_f32": "qr",
-    "eigh_f32": "eigh",
-    "eigh_c64": "eigh",
-    "eig_f32": "eig",
-    "svd_f32": "svd",
-    "lu_f32": "lu",
-    "hessenberg_f32": "hessenberg",
-    "schur_f32": "schur",
-    "triangular_solve_f32": "triangular_solve",
-    "tridiagonal_f32": "tridiagonal",
-    "tridiagonal_solve_f32": "tridiagonal_solve",
-    "poly_gram_f32": "shape_poly",
-    "multi_platform_sin_f32": "multi_platform",
-    "vjp_tanh_f32": "vjp",
-}
+  Imported lazily: older releases run this module without the harness.
+  """
+  from harness.cases._case import Case
+  out = []
+  for case in all_cases():
+    out.append(Case(
+        case_id=case.case_id, family=case.family, fun=case.fun,
+        make_inputs=lambda case=case: (tuple(case.make_inputs()), {}),
+        targets=tuple(t for t in SPECS[case.case_id][1]), checker=case.mode,
+        rtol=case.rtol, atol=case.atol,
+        platforms=tuple(case.platforms) if case.platforms else None,
+        polymorphic_shapes=tuple(case.polymorphic_shapes) if case.polymorphic_shapes else None,
+        vjp_order=case.vjp_order))
+  return out

@@ -108,9 +108,9 @@ def read_staging(path: str | Path) -> Staging:
     if meta["case_id"] != d.name:
       raise GoldenDataError(f"staging file {d / 'case.json'}: case_id {meta['case_id']!r} "
                             f"but the folder is {d.name!r}.")
-    missing = [n for n in _CASE_FILES if not (d / n).is_file()]
-    if missing or (not meta["lowering_only"] and not (d / "expected.npz").is_file()):
-      missing += [] if meta["lowering_only"] else ["expected.npz"]
+    needed = _CASE_FILES if meta["lowering_only"] else _CASE_FILES + ("expected.npz",)
+    missing = [n for n in needed if not (d / n).is_file()]
+    if missing:
       raise GoldenDataError(f"staging case {d}: missing file(s) {missing}; re-run the recorder.")
     cases.append(StagedCase(d, meta))
   return Staging(path=root, producer=producer, record_date=record_date,

@@ -1,0 +1,182 @@
+"""The expected-status table, the compat window, and the data recorded by older releases."""
+
+import datetime
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+from harness.tools import _releases, expected_status, release_cases  # noqa: E402
+from harness.tools.expected_status import Expectation, judge, parse_table  # noqa: E402
+
+TODAY = datetime.date(2026, 11, 29)
+BREAK = "[compatibility_break] jaxport reader: run failed: JaxRuntimeError: "
+
+
+def _table(**overrides):
+  data = {"format_version": 1, "releases": ["0.5.3", "0.10.0"], "expected_failures": [],
+          "unrecordable": []}
+  data.update(overrides)
+  return data
+
+
+def test_parse_version_and_unknown_release_message():
+  assert _releases.parse_version("0.10.2") == (0, 10, 2)
+  assert _releases.parse_version("0.9.0.1") == (0, 9, 0, 1)
+  with pytest.raises(ValueError, match="MAJOR.MINOR.PATCH"):
+    _releases.parse_version("0.10")
+  with pytest.raises(ValueError, match="Add it to RELEASE_DATES"):
+    _releases.release_date("0.0.1")
+
+
+def test_window_position_backward_and_forward():
+  inside = _releases.window_position("0.9.2", "0.10.2", TODAY)
+  assert (inside.direction, inside.gap_days, inside.inside_window) == ("backward", 91, True)
+  assert inside.age_days == (TODAY - datetime.date(2026, 3, 18)).days
+  outside = _releases.window_position("0.7.2", "0.10.2", TODAY)
+  assert outside.gap_days > _releases.BACKWARD_WINDOW_DAYS and not outside.inside_window
+  forward = _releases.window_position("0.11.0", "0.10.2", TODAY)
+  assert forward.direction == "forward" and forward.gap_days == -29 and not forward.inside_window
+  # The boundary itself is inside: 183 days.
+  edge = _releases.window_position("0.8.2", "0.10.2", TODAY)
+  assert edge.gap_days == 181 and edge.inside_window
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"format_version": 2}, "format_version expected 1"),
+    ({"releases": []}, "non-empty list"),
+    ({"releases": ["0.0.9"]}, "No release date known"),
+    ({"expected_failures": [{"producer": "0.5.3", "reason": "a good long reason", "match": "("}]},
+     "not a regular expression"),
+    ({"expected_failures": [{"producer": "0.6.2", "reason": "a good long reason", "match": "x"}]},
+     "not in releases"),
+    ({"expected_failures": [{"producer": "0.5.3", "reason": "short", "match": "x"}]},
+     "must say why"),
+    ({"expected_failures": [{"producer": "0.5.3", "match": "x"}]}, "expected keys"),
+    ({"unrecordable": [{"producer": "0.5.3", "case": "c"}]}, "expected keys"),
+])
+def test_malformed_tables_are_refused_with_the_field(change, message):
+  with pytest.raises(expected_status.ExpectedStatusError, match=message):
+    parse_table(_table(**change), "t.json")
+
+
+def test_rules_select_by_producer_and_case():
+  table = parse_table(_table(expected_failures=[
+      {"producer": "0.5.3", "case": "c1", "reason": "c1 breaks on 0.5.3", "match": "x"},
+      {"producer": "0.10.0", "reason": "everything breaks", "match": "y"}]))
+  assert table.expectation("0.5.3", "c1") == Expectation("fail", "c1 breaks on 0.5.3", "x")
+  assert table.expectation("0.5.3", "c2").status == "pass"
+  assert table.expectation("0.10.0", "c2").match == "y"
+  assert table.expectation(None, "c1").status == "pass"
+
+
+def _window(producer):
+  return _releases.window_position(producer, "0.10.2", TODAY)
+
+
+def test_judge_every_verdict():
+  fail = Expectation("fail", "target removed long ago", "No registered implementation")
+  ok = Expectation("pass")
+  removed = BREAK + "No registered implementation for custom call to lapack_spotrf for Host"
+  old, recent = _window("0.5.3"), _window("0.10.0")
+  assert judge(ok, [], recent).kind == "pass"
+  assert judge(fail, [removed, removed], old).kind == "expected_failure"
+  assert judge(fail, [removed, BREAK + "Wrong number of arguments"], old).kind == "wrong_failure"
+  assert judge(fail, [], old).kind == "unexpected_pass"
+  assert judge(ok, [removed], old).kind == "unexpected_failure"
+  # Inside the 6-month window a failure, or a row expecting one, breaks the policy.
+  assert judge(ok, [removed], recent).kind == "policy_violation"
+  assert judge(fail, [removed], recent).kind == "policy_violation"
+  # Unknown release dates (a pre-release consumer) cannot be judged against the window.
+  assert judge(ok, [removed], None).kind == "unexpected_failure"
+
+
+def _outcome(messages, kinds):
+  return {"case_id": "c1", "messages": list(messages), "kinds": sorted(kinds)}
+
+
+def _manifest(producer, source="jax.export"):
+  return {"case_id": "c1", "producer": {"jax": producer}, "custom_call_targets": [],
+          "imported_from": {"source": source, "details": {}}}
+
+
+def test_annotate_marks_expected_failures_and_keeps_window_facts():
+  table = parse_table(_table(expected_failures=[
+      {"producer": "0.5.3", "case": "c1", "reason": "operands changed in 0.6", "match": "Wrong number"}]))
+  drift = "[lowering_drift] current lowering: target changed signature"
+  out = expected_status.annotate(
+      _outcome([BREAK + "Wrong number of arguments", drift], {"compatibility_break", "lowering_drift"}),
+      _manifest("0.5.3"), today=TODAY, consumer="0.10.2", table=table)
+  assert out["expected_failure"] == "operands changed in 0.6"
+  assert out["release"]["verdict"] == "expected_failure"
+  assert out["release"]["window"]["inside_window"] is False
+  assert out["release"]["window"]["producer_date"] == "2025-03-19"
+  # Drift against today's lowering is the release difference itself for such entries.
+  assert "lowering_drift" not in out["kinds"] and "producer_drift" in out["kinds"]
+  assert any(m.startswith("[producer_drift]") for m in out["messages"])
+
+
+def test_annotate_turns_a_stale_row_into_unexpected_pass_and_a_wrong_failure_into_a_break():
+  table = parse_table(_table(expected_failures=[
+      {"producer": "0.5.3", "case": "c1", "reason": "operands changed in 0.6", "match": "Wrong number"}]))
+  passed = expected_status.annotate(_outcome([], set()), _manifest("0.5.3"), today=TODAY,
+                                    consumer="0.10.2", table=table)
+  assert "unexpected_pass" in passed["kinds"] and "expected_failure" not in passed
+  wrong = _outcome([BREAK + "segfault"], {"compatibility_break"})
+  wrong["expected_failure"] = "set by another rule reader"
+  wrong = expected_status.annotate(wrong, _manifest("0.5.3"), today=TODAY, consumer="0.10.2",
+                                   table=table)
+  assert "expected_failure" not in wrong and wrong["release"]["verdict"] == "wrong_failure"
+  assert "compatibility_break" in wrong["kinds"]
+
+
+def test_annotate_leaves_jaxport_entries_drift_alone():
+  out = expected_status.annotate(
+      _outcome(["[lowering_drift] x"], {"lowering_drift"}), _manifest("0.10.2", source="x"),
+      today=TODAY, consumer="0.10.2", table=parse_table(_table()))
+  assert out["kinds"] == ["lowering_drift"] and out["release"]["verdict"] == "pass"
+
+
+# --- the committed table and data -------------------------------------------------
+
+def _recorded():
+  """(producer, case id) of every entry recorded by an older release under compat_data/cpu."""
+  found = set()
+  for manifest in (ROOT / "compat_data" / "cpu").glob("*/release_*/*/manifest.json"):
+    m = json.loads(manifest.read_text())
+    if (m.get("imported_from") or {}).get("source") == expected_status.RELEASE_SOURCE:
+      found.add((m["producer"]["jax"], m["case_id"]))
+  return found
+
+
+def test_the_committed_table_is_valid_and_policy_consistent():
+  table = expected_status.load_table()
+  assert len(table.releases) >= 6
+  dates = sorted(_releases.release_date(v) for v in table.releases)
+  assert (dates[-1] - dates[0]).days >= 365, "releases should spread over more than a year"
+  ids = set(release_cases.SPECS)
+  pinned = "0.10.2"
+  for rule in table.rules:
+    assert rule.case in ids, f"rule for unknown case {rule.case}"
+    assert not _releases.window_position(rule.producer, pinned, TODAY).inside_window, (
+        f"{rule.producer} is inside the window of jax {pinned}; its entries must pass")
+  for (producer, case), reason in table.unrecordable.items():
+    assert case in ids and reason
+
+
+def test_every_release_recorded_every_case_it_can_express():
+  table = expected_status.load_table()
+  recorded = _recorded()
+  for producer in table.releases:
+    for case in release_cases.SPECS:
+      want = table.recordable(producer, case)
+      assert ((producer, case) in recorded) == want, (
+          f"jax {producer} / {case}: recorded={not want}, but the table says recordable={want}; "
+          f"run python harness/tools/record_with_jax.py --jax {producer}")
+  for rule in table.rules:
+    assert (rule.producer, rule.case) in recorded, f"a row for a missing entry: {rule}"
