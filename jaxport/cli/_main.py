@@ -13,6 +13,7 @@ import datetime
 import functools
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
   except JaxportError as e:
     sys.stderr.write(f"jaxport {args.command}: error: {e}\n")
     return EXIT_ERROR
+  except BrokenPipeError:
+    # The reader of our output went away (``| head``); stop quietly.
+    sys.stdout = open(os.devnull, "w")
+    return EXIT_OK
   finally:
     root_logger.removeHandler(handler)
     root_logger.setLevel(old_level)

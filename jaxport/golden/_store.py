@@ -398,7 +398,12 @@ class GoldenStore:
       _fsync_dir(tmp)
       if final.exists():
         raise _exists(entry_id, final)
-      os.rename(tmp, final)
+      try:
+        os.rename(tmp, final)
+      except OSError:
+        if final.exists():  # Another writer won the race; its entry stays.
+          raise _exists(entry_id, final) from None
+        raise
       _fsync_dir(case_dir)
     except BaseException:
       shutil.rmtree(tmp, ignore_errors=True)

@@ -335,3 +335,17 @@ def test_prune_dry_run_then_removes_only_expired(store):
   assert not (store.root / "cpu/qr/qr_f32").exists()
   with pytest.raises(GoldenDataError, match="non-negative integer"):
     store.prune(-1, today=DAY)
+
+
+def test_losing_a_write_race_reports_the_existing_entry(store, monkeypatch):
+  real_rename = os.rename
+
+  def racing_rename(src, dst):
+    # Another writer finishes the same entry just before us.
+    os.makedirs(os.path.join(dst, "from_other_writer"))
+    real_rename(src, dst)
+
+  monkeypatch.setattr(_store.os, "rename", racing_rename)
+  with pytest.raises(GoldenDataError, match="append-only"):
+    store.write_entry(make_manifest(), b"b", INPUTS, EXPECTED, "m")
+  assert os.listdir(store.root / "cpu/qr/qr_f32") == ["2026-06-01_jax-0.10.2"]
