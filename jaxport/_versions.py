@@ -5,18 +5,19 @@ Calling convention versions (the contract between a module and its caller):
      effects; platform index and dimension variables carry ``jax.global_constant``.
   10 (2025-10) same module text; consumers partition with Shardy.
 
-Serialization versions (the flatbuffer layout of an Exported):
+Serialization versions (the flatbuffer layout of an Exported), dated by the
+jax source that introduced them:
   1  (2023-11) first layout.
-  2  (2023-12) float0 dtype.
-  3  (2024-01) namedtuple and custom pytree nodes.
-  4  (2024-05) PRNG key dtypes.
-  5  (2024-10) AbstractValue.memory_space; nr_devices as uint32.
-  6  (2025-03) NamedSharding over AbstractMesh.
+  2  (2023-12-16) float0 dtype.
+  3  (2024-10-16) namedtuple and custom pytree nodes.
+  4  (2025-04-07) PRNG key dtypes.
+  5  (2025-11-23) AbstractValue.memory_space; nr_devices as uint32.
+  6  (2026-01-15) NamedSharding over AbstractMesh.
   7  withdrawn.
-  8  (2025-06) AbstractMesh.abstract_device.
-  9  (2025-09) HloSharding protos no longer written.
-  10 (2025-12) deduplicated unique_* tables with index vectors.
-  11 (2026-03) AbstractDevice.platform.  <- the layout jaxport writes
+  8  (2026-03-12) AbstractMesh.abstract_device.
+  9  (2026-03-17) HloSharding protos no longer written.
+  10 (2026-04-04) deduplicated unique_* tables with index vectors.
+  11 (2026-05-15) AbstractDevice.platform.  <- the layout jaxport writes
   12 (newer jax) real version number in the header and the producer's
      jax_version (field 26).
 """
