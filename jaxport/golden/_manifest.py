@@ -192,7 +192,7 @@ class Manifest:
     """Stable, human-diffable JSON (sorted keys) with the ``digest`` field added."""
     d = _to_dict(self)
     d["digest"] = _digest(d)
-    return json.dumps(d, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    return _pretty(d, "") + "\n"
 
   @classmethod
   def from_json(cls, text: str | bytes, where: str) -> "Manifest":
@@ -268,6 +268,19 @@ def _from_dict(d: dict[str, Any]) -> Manifest:
               for k, v in d["arrays"].items()},
       imported_from=None if imp is None else ImportSource(imp["source"], imp["details"]),
   )
+
+
+def _pretty(obj: Any, indent: str) -> str:
+  """JSON with sorted keys, one field per line, and lists of scalars kept on one line."""
+  inner = indent + "  "
+  if isinstance(obj, dict):
+    if not obj:
+      return "{}"
+    items = [f"{inner}{json.dumps(k)}: {_pretty(obj[k], inner)}" for k in sorted(obj)]
+    return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+  if isinstance(obj, (list, tuple)) and any(isinstance(x, (dict, list, tuple)) for x in obj):
+    return "[\n" + ",\n".join(inner + _pretty(x, inner) for x in obj) + "\n" + indent + "]"
+  return json.dumps(obj, allow_nan=False)
 
 
 def _digest(d: Mapping[str, Any]) -> str:
