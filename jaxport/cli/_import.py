@@ -11,6 +11,7 @@ own format numbers), so ``producer`` fields are null, the directory is
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -88,9 +89,22 @@ def build_exported(ds: _jax_testdata.Dataset, fun_name: str) -> Any:
   )
 
 
+_DYNAMIC_TENSOR_RE = re.compile(r"tensor<[^>]*\?")
+# Families whose results are unique only up to a choice (eigenvector phases,
+# Schur bases): jax's own tests compare them by hand.
+_NON_UNIQUE_RE = re.compile(r"eig|syev|heev|geev|schur|gees")
+
+
+def _is_shape_polymorphic(module_text: str) -> bool:
+  if "jax.uses_shape_polymorphism = true" in module_text:
+    return True
+  return any("@main(" in line and _DYNAMIC_TENSOR_RE.search(line)
+             for line in module_text.splitlines() if "func.func" in line)
+
+
 def _skip_reason(ds: _jax_testdata.Dataset) -> str | None:
   f = ds.fields
-  if "jax.uses_shape_polymorphism = true" in f["mlir_module_text"]:
+  if _is_shape_polymorphic(f["mlir_module_text"]):
     return ("the module is shape-polymorphic and the file does not state its polymorphic "
             "shapes, so no Exported can be rebuilt around it")
   if f["expected_outputs"] is None:
@@ -126,6 +140,12 @@ def import_dataset(store: GoldenStore, ds: _jax_testdata.Dataset, *, mode: str |
       "stated_custom_call_targets": ",".join(f["custom_call_targets"]),
       "producer_versions": "unknown: the source states only its serialized_date",
   }
+  if mode is None and _NON_UNIQUE_RE.search(family):
+    note = ("results are unique only up to a choice (phases, bases); an allclose comparison "
+            "may report a break where the results are equally valid; pass --mode with a "
+            "checker for this family")
+    details["comparison_note"] = note
+    logger.warning("%s: %s: %s", ds.source, ds.label, note)
   manifest = Manifest(
       case_id=case_id, family=family, platform=f["platform"],
       record_date=f["serialized_date"],
@@ -136,10 +156,31 @@ def import_dataset(store: GoldenStore, ds: _jax_testdata.Dataset, *, mode: str |
       comparison=Comparison(mode or DEFAULT_MODE, d_rtol if rtol is None else rtol,
                             d_atol if atol is None else atol),
       imported_from=ImportSource(source=f"jax:{ds.source}:{ds.label}", details=details))
+  inputs = list(f["inputs"])
   if (store.root / manifest.relative_dir).exists():
-    return "exists", f"{manifest.relative_dir}: already in the store; left unchanged"
-  entry = store.write_entry(manifest, blob, list(f["inputs"]), outputs, f["mlir_module_text"])
+    existing = store.entry(manifest.relative_dir)
+    differing = _differing_files(existing, blob, inputs, outputs, f["mlir_module_text"])
+    if differing:
+      raise GoldenDataError(
+          f"{ds.source}: {ds.label}: maps to the existing entry {existing.entry_id}, whose "
+          f"{', '.join(differing)} differ from this dataset's. Two datasets with the same case "
+          "and date cannot both be stored; import them into separate stores or rename the "
+          "dataset's variable.")
+    return "exists", f"{manifest.relative_dir}: already in the store with the same content"
+  entry = store.write_entry(manifest, blob, inputs, outputs, f["mlir_module_text"])
   return "imported", f"{entry.entry_id}: imported from {ds.source} {ds.label}"
+
+
+def _differing_files(entry, blob: bytes, inputs, outputs, module_text: str) -> list[str]:
+  """The files of ``entry`` whose content differs from what this dataset would write."""
+  from jaxport.golden._manifest import BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MODULE_FILE
+  from jaxport.golden._store import encode_arrays, sha256_hex
+
+  want = {BLOB_FILE: sha256_hex(blob), MODULE_FILE: sha256_hex(module_text.encode("utf-8")),
+          INPUTS_FILE: sha256_hex(encode_arrays(inputs, "inputs")[0]),
+          EXPECTED_FILE: sha256_hex(encode_arrays(outputs, "expected")[0])}
+  files = entry.manifest.files
+  return sorted(name for name, sha in want.items() if files.get(name) != sha)
 
 
 def run_import(paths: list[str], out: str, *, platform: str | None = None, mode: str | None = None,

@@ -77,10 +77,21 @@ def test_tpu_dataset_imports_as_a_tpu_entry(tmp_path, capsys):
   assert "Qr" in [s.target for s in entry.manifest.custom_call_targets]
 
 
-def test_files_without_datasets_are_reported(tmp_path, capsys):
+def test_files_without_datasets_and_shape_polymorphic_modules_are_skipped(tmp_path, capsys):
   rc, out, _ = run(capsys, "import-jax-testdata", str(JAX_DATA / "export_with_memory_space.py"),
-                   "--out", str(tmp_path / "cd"))
+                   str(JAX_DATA / "stablehlo_dynamic_top_k.py"), "--out", str(tmp_path / "cd"))
   assert rc == 0 and "skipped: export_with_memory_space.py: serializations holds no back-compat dataset" in out
+  assert out.count("skipped: the module is shape-polymorphic") == 2
+  assert "0 imported" in out and not (tmp_path / "cd").exists()
+
+
+def test_non_unique_results_carry_a_comparison_note(tmp_path, capsys):
+  rc, _, err = run(capsys, "import-jax-testdata", str(JAX_DATA / "cpu_eig_lapack_geev.py"),
+                   "--out", str(tmp_path / "cd"))
+  assert rc == 0 and "unique only up to a choice" in err
+  entries = GoldenStore(tmp_path / "cd").entries()
+  assert len(entries) == 4
+  assert all("--mode" in e.manifest.imported_from.details["comparison_note"] for e in entries)
 
 
 MALICIOUS = [
