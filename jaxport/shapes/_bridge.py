@@ -250,7 +250,11 @@ def args_specs(args: Any, shapes_specs: Any, scope: SymbolicScope) -> Any:
   if isinstance(args, tuple) and isinstance(shapes_specs, list):
     shapes_specs = tuple(shapes_specs)
   try:
-    flat_specs = tree_util.broadcast_prefix(shapes_specs, args, is_leaf=lambda x: x is None)
+    per_subtree = tree_util.tree_map(
+        lambda spec, sub: [spec] * tree_util.tree_structure(sub).num_leaves,
+        shapes_specs, args, is_leaf=lambda x: x is None)
+    flat_specs = [spec for specs in tree_util.tree_leaves(
+        per_subtree, is_leaf=lambda x: isinstance(x, list)) for spec in specs]
   except ValueError as e:
     raise ShapeError("symbolic_args_specs: shapes_specs must be None, one string, or a pytree "
                      f"prefix of args: {e}") from None
