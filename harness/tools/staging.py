@@ -131,14 +131,9 @@ def load_arrays(path: Path) -> list[np.ndarray]:
 
 
 def signatures(module_bytes: bytes) -> tuple[CustomCallSignature, ...]:
-  """The distinct custom-call signatures of a serialized module, in program order."""
-  from jaxport.export._checks import list_custom_calls
-  seen: dict[CustomCallSignature, None] = {}
-  for site in list_custom_calls(module_bytes):
-    attrs = {k: v for k, v in site.attributes if k != "call_target_name"}
-    sig = CustomCallSignature(site.target, site.operand_types, site.result_types, attrs)
-    seen.setdefault(sig, None)
-  return tuple(seen)
+  """The custom-call signatures of a serialized module, computed as for every other entry."""
+  from jaxport.golden._signatures import signatures as module_signatures
+  return module_signatures(module_bytes)
 
 
 def manifest_for(staging: Staging, case: StagedCase,

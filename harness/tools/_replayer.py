@@ -1,0 +1,192 @@
+"""Replay golden entries with the jax installed in THIS interpreter's venv.
+
+Run by ``replay_with_jax.py``, normally inside an older release's venv:
+
+    python harness/tools/_replayer.py --root compat_data --entries IDS.txt --out RESULTS.jsonl
+
+It reads entries without jaxport (which needs a newer jax): the manifest as
+JSON, every file checked against its sha256, npz files without pickle. Each
+entry is deserialized with the release's own ``jax.export.deserialize``,
+called on the stored inputs, and judged with ``harness/checkers.py`` (numpy
+only). One JSON line per entry is appended and flushed before the next entry
+starts, so a native crash loses only the entry that caused it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load_checkers():
+  path = os.path.join(os.path.dirname(HERE), "checkers.py")
+  spec = importlib.util.spec_from_file_location("_golden_checkers", path)
+  module = importlib.util.module_from_spec(spec)
+  sys.modules["_golden_checkers"] = module
+  spec.loader.exec_module(module)
+  return module
+
+
+def _export_module():
+  try:
+    from jax import export as jexport
+    if hasattr(jexport, "deserialize"):
+      return jexport
+  except ImportError:
+    pass
+  from jax.experimental import export as jexport
+  return jexport
+
+
+class EntryError(Exception):
+  """The entry's files do not match its manifest."""
+
+
+def read_entry(root: str, entry_id: str) -> tuple[dict, dict[str, bytes]]:
+  """The manifest and the verified file contents of one entry."""
+  path = os.path.join(root, *entry_id.split("/"))
+  with open(os.path.join(path, "manifest.json"), "rb") as f:
+    manifest = json.loads(f.read().decode("utf-8"))
+  files = {}
+  for name, sha in sorted(manifest["files"].items()):
+    with open(os.path.join(path, name), "rb") as f:
+      data = f.read()
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != sha:
+      raise EntryError(f"{entry_id}/{name}: sha256 {actual}, the manifest records {sha}")
+    files[name] = data
+  return manifest, files
+
+
+def decode_arrays(data: bytes, specs: list[dict]) -> list[np.ndarray]:
+  """Arrays ``arr_0``... of an npz, never unpickling; ml_dtypes types from their uint storage."""
+  import io
+  with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+    out = []
+    for i, spec in enumerate(specs):
+      raw = npz[f"arr_{i}"]
+      if raw.dtype.name != spec["dtype"]:
+        import ml_dtypes
+        raw = raw.view(np.dtype(getattr(ml_dtypes, spec["dtype"])))
+      out.append(raw.reshape(spec["shape"]))
+    return out
+
+
+def _initialise_lapack() -> None:
+  """Before jax 0.10 a LAPACK artifact replayed first in a process could crash
+  unless one native linear-algebra call had registered the kernels."""
+  import jax.numpy as jnp
+  jnp.linalg.cholesky(jnp.eye(2, dtype=jnp.float32)).block_until_ready()
+
+
+def _arguments(exp, leaves):
+  import jax
+  out = []
+  for leaf, aval in zip(leaves, exp.in_avals):
+    if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key):
+      leaf = jax.random.wrap_key_data(leaf, impl=aval.dtype._impl)
+    out.append(leaf)
+  return out
+
+
+def _storable(x):
+  import jax
+  if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+    return np.asarray(jax.random.key_data(x))
+  return np.asarray(x)
+
+
+def run(exp, leaves) -> list[np.ndarray]:
+  """Outputs of ``exp`` on the stored leaves; then, if it has a VJP, the VJP with all-ones cotangents."""
+  import jax
+  args = _arguments(exp, leaves)
+  call_args, call_kwargs = exp.in_tree.unflatten(args)
+  outs = jax.tree_util.tree_leaves(exp.call(*call_args, **call_kwargs))
+  results = [_storable(o) for o in outs]
+  if exp.has_vjp():
+    cts = [np.zeros(np.shape(o), jax.dtypes.float0)
+           if not jax.dtypes.issubdtype(o.dtype, np.inexact) else np.ones(np.shape(o), o.dtype)
+           for o in outs]
+    results += [_storable(o) for o in jax.tree_util.tree_leaves(exp.vjp().call(*args, *cts))]
+  return results
+
+
+def replay(root: str, entry_id: str, jexport, checkers) -> dict:
+  start = time.perf_counter()
+  result = {"entry_id": entry_id}
+
+  def done(outcome: str, stage: str, error: str | None = None, **more):
+    result.update(outcome=outcome, stage=stage, error=error,
+                  seconds=round(time.perf_counter() - start, 3), **more)
+    return result
+
+  try:
+    manifest, files = read_entry(root, entry_id)
+  except Exception as e:  # noqa: BLE001  (a broken entry is a finding, not a crash)
+    return done("error", "verify", f"{type(e).__name__}: {e}")
+  result["producer"] = manifest["producer"]
+  result["imported_from"] = manifest.get("imported_from")
+  try:
+    exp = jexport.deserialize(bytearray(files["exported.bin"]))
+  except Exception as e:  # noqa: BLE001
+    return done("fail", "deserialize", _first_line(e))
+  if manifest["lowering_only"]:
+    return done("pass", "deserialize")
+  try:
+    inputs = decode_arrays(files["inputs.npz"], manifest["arrays"]["inputs"])
+    expected = decode_arrays(files["expected.npz"], manifest["arrays"]["expected"])
+    actual = run(exp, inputs)
+  except Exception as e:  # noqa: BLE001
+    return done("fail", "run", _first_line(e))
+  cmp = manifest["comparison"]
+  verdict = checkers.check(cmp["mode"], inputs, expected, actual, rtol=cmp["rtol"], atol=cmp["atol"])
+  if not verdict.ok:
+    return done("fail", "compare", "; ".join(verdict.problems)[:500])
+  return done("pass", "compare", exact=verdict.exact)
+
+
+def _first_line(e: BaseException) -> str:
+  text = str(e).strip().splitlines()
+  return f"{type(e).__name__}: {text[0] if text else ''}"[:500]
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--root", required=True)
+  parser.add_argument("--entries", required=True, help="file with one entry id per line")
+  parser.add_argument("--out", required=True, help="JSON lines file to append results to")
+  args = parser.parse_args(argv)
+
+  import jax
+  jax.config.update("jax_enable_x64", True)
+  jexport = _export_module()
+  checkers = _load_checkers()
+  with open(args.entries) as f:
+    entry_ids = [line.strip() for line in f if line.strip()]
+  _initialise_lapack()
+  with open(args.out, "a") as out:
+    for entry_id in entry_ids:
+      out.write(json.dumps({"entry_id": entry_id, "started": True}) + "\n")
+      out.flush()
+      try:
+        result = replay(args.root, entry_id, jexport, checkers)
+      except Exception as e:  # noqa: BLE001
+        result = {"entry_id": entry_id, "outcome": "error", "stage": "harness",
+                  "error": _first_line(e) + "\n" + traceback.format_exc()[-1000:]}
+      out.write(json.dumps(result, sort_keys=True) + "\n")
+      out.flush()
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,113 @@
+"""The producer x consumer compatibility matrix: build it from replay results, write JSON and text.
+
+A producer is who recorded an entry (``jax 0.9.2`` for entries recorded by
+that release's own ``jax.export``, ``jaxport 0.1.0 / jax 0.10.2`` for entries
+the current build recorded); a consumer is the jax release that replayed it.
+Each cell counts outcomes and says whether jax's policy requires the pair to
+work: backward up to 6 months, forward up to 3 weeks (``_releases``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from harness.tools import _releases
+
+MATRIX_FORMAT = 1
+OUTCOMES = ("pass", "fail", "error", "crash")
+
+
+def producer_label(producer: dict[str, Any]) -> str:
+  """``jax 0.9.2`` or, for entries recorded by jaxport, ``jaxport 0.1.0 / jax 0.10.2``."""
+  if producer.get("jaxport"):
+    return f"jaxport {producer['jaxport']} / jax {producer.get('jax')}"
+  return f"jax {producer.get('jax')}"
+
+
+def _version_key(version: str | None) -> tuple:
+  try:
+    return (0, _releases.parse_version(version or ""))
+  except ValueError:
+    return (1, (version or "",))
+
+
+def build_matrix(results: dict[str, list[dict[str, Any]]], today: datetime.date) -> dict[str, Any]:
+  """The matrix of per-entry ``results`` keyed by consumer jax version."""
+  cells: dict[str, dict[str, dict[str, Any]]] = {}
+  producers: dict[str, str | None] = {}
+  for consumer, rows in results.items():
+    for r in rows:
+      producer = r.get("producer") or {}
+      label = producer_label(producer) if producer else "unknown"
+      producers[label] = producer.get("jax")
+      cell = cells.setdefault(label, {}).setdefault(consumer, {
+          **{k: 0 for k in OUTCOMES}, "total": 0, "failures": []})
+      outcome = r.get("outcome", "error")
+      cell[outcome if outcome in OUTCOMES else "error"] += 1
+      cell["total"] += 1
+      if outcome != "pass":
+        cell["failures"].append({"entry_id": r["entry_id"], "outcome": outcome,
+                                 "stage": r.get("stage"), "error": r.get("error")})
+  consumers = sorted(results, key=_version_key)
+  ordered = sorted(producers, key=lambda p: (_version_key(producers[p]), p))
+  for label in ordered:
+    for consumer, cell in cells[label].items():
+      cell["failures"].sort(key=lambda f: f["entry_id"])
+      window = None
+      try:
+        window = _releases.window_position(producers[label], consumer, today)
+      except ValueError:
+        pass
+      cell["window"] = None if window is None else window.to_dict()
+      cell["must_pass"] = bool(window and window.inside_window)
+      cell["policy_ok"] = not cell["must_pass"] or cell["pass"] == cell["total"]
+  return {"format": MATRIX_FORMAT, "today": today.isoformat(), "producers": ordered,
+          "consumers": consumers, "cells": cells}
+
+
+def _cell_text(cell: dict[str, Any] | None) -> str:
+  if cell is None:
+    return "-"
+  text = f"{cell['pass']}/{cell['total']}"
+  if cell["must_pass"]:
+    text += " *" if cell["policy_ok"] else " * POLICY"
+  return text
+
+
+def render_text(matrix: dict[str, Any]) -> str:
+  """A Markdown table (passing/total per cell) and the failures grouped by reason."""
+  consumers = matrix["consumers"]
+  lines = [f"Compatibility matrix ({matrix['today']}): rows are producers, columns consumer jax "
+           "releases; cells are passing/replayed entries; * marks pairs inside jax's window "
+           "(consumer at most 6 months newer or 3 weeks older), which must all pass.", "",
+           "| producer | " + " | ".join(f"jax {c}" for c in consumers) + " |",
+           "|---|" + "---|" * len(consumers)]
+  for p in matrix["producers"]:
+    row = matrix["cells"].get(p, {})
+    lines.append(f"| {p} | " + " | ".join(_cell_text(row.get(c)) for c in consumers) + " |")
+  reasons: dict[tuple[str, str, str], list[str]] = {}
+  for p in matrix["producers"]:
+    for c, cell in matrix["cells"].get(p, {}).items():
+      for f in cell["failures"]:
+        reason = (f.get("error") or f["outcome"]).splitlines()[0][:160]
+        reasons.setdefault((p, c, reason), []).append(f["entry_id"].split("/")[2])
+  if reasons:
+    lines += ["", "Failures by producer, consumer and reason:"]
+    for (p, c, reason), cases in sorted(reasons.items()):
+      lines.append(f"- {p} on jax {c}: {len(cases)} x {reason} ({', '.join(sorted(cases)[:6])}"
+                   f"{', ...' if len(cases) > 6 else ''})")
+  return "\n".join(lines) + "\n"
+
+
+def write(matrix: dict[str, Any], out_dir: str | os.PathLike) -> tuple[Path, Path]:
+  """Write ``matrix.json`` and ``matrix.md`` into ``out_dir``."""
+  out = Path(out_dir)
+  out.mkdir(parents=True, exist_ok=True)
+  json_path, text_path = out / "matrix.json", out / "matrix.md"
+  json_path.write_text(json.dumps(matrix, indent=1, sort_keys=True) + "\n")
+  text_path.write_text(render_text(matrix))
+  return json_path, text_path

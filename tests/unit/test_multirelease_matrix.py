@@ -1,0 +1,117 @@
+"""The producer x consumer matrix and the crash-tolerant replay driver, on small fixtures."""
+
+import datetime
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+from harness.tools import matrix, replay_with_jax  # noqa: E402
+
+TODAY = datetime.date(2026, 11, 29)
+OLD = {"jax": "0.5.3", "jaxlib": "0.5.3", "jaxport": None}
+CURRENT = {"jax": "0.10.2", "jaxlib": "0.10.2", "jaxport": "0.1.0"}
+
+
+def _row(entry, producer, outcome="pass", error=None):
+  return {"entry_id": f"cpu/fam/{entry}/2026-11-29_jax-{producer['jax']}", "producer": producer,
+          "outcome": outcome, "stage": "run", "error": error}
+
+
+@pytest.fixture
+def results():
+  return {
+      "0.10.2": [_row("a", OLD), _row("b", OLD, "fail", "Wrong number of arguments: expected 2"),
+                 _row("a", CURRENT), _row("b", CURRENT)],
+      "0.9.2": [_row("a", OLD), _row("b", OLD), _row("a", CURRENT),
+                _row("b", CURRENT, "crash", "the replaying process died on this entry")],
+  }
+
+
+def test_matrix_counts_orders_and_judges_the_window(results):
+  m = matrix.build_matrix(results, TODAY)
+  assert m["producers"] == ["jax 0.5.3", "jaxport 0.1.0 / jax 0.10.2"]
+  assert m["consumers"] == ["0.9.2", "0.10.2"]
+  old_on_pinned = m["cells"]["jax 0.5.3"]["0.10.2"]
+  assert (old_on_pinned["pass"], old_on_pinned["fail"], old_on_pinned["total"]) == (1, 1, 2)
+  # 0.5.3 -> 0.10.2 is more than six months: failures are allowed by the policy.
+  assert old_on_pinned["must_pass"] is False and old_on_pinned["policy_ok"] is True
+  assert old_on_pinned["window"]["gap_days"] == 455
+  # Same release: inside the window, all pass.
+  same = m["cells"]["jaxport 0.1.0 / jax 0.10.2"]["0.10.2"]
+  assert same["must_pass"] and same["policy_ok"]
+  # A consumer 91 days older is outside the 3-week forward window: the crash is reported, not a violation.
+  forward = m["cells"]["jaxport 0.1.0 / jax 0.10.2"]["0.9.2"]
+  assert forward["window"]["direction"] == "forward" and not forward["must_pass"]
+  assert forward["crash"] == 1 and forward["failures"][0]["outcome"] == "crash"
+
+
+def test_a_failure_inside_the_window_is_a_policy_violation():
+  m = matrix.build_matrix({"0.10.2": [_row("a", {"jax": "0.10.0"}, "fail", "boom")]}, TODAY)
+  cell = m["cells"]["jax 0.10.0"]["0.10.2"]
+  assert cell["must_pass"] and not cell["policy_ok"]
+  assert "1 POLICY" not in matrix.render_text(m) and "0/1 * POLICY" in matrix.render_text(m)
+
+
+def test_render_and_write(results, tmp_path):
+  m = matrix.build_matrix(results, TODAY)
+  text = matrix.render_text(m)
+  assert "| producer | jax 0.9.2 | jax 0.10.2 |" in text
+  assert "| jax 0.5.3 | 2/2 | 1/2 |" in text
+  assert "| jaxport 0.1.0 / jax 0.10.2 | 1/2 | 2/2 * |" in text
+  assert "- jax 0.5.3 on jax 0.10.2: 1 x Wrong number of arguments: expected 2 (b)" in text
+  json_path, text_path = matrix.write(m, tmp_path / "out")
+  assert json.loads(json_path.read_text())["cells"]["jax 0.5.3"]["0.9.2"]["pass"] == 2
+  assert text_path.read_text() == text
+
+
+def _store(root: Path):
+  for producer, case in ((OLD, "a"), (CURRENT, "a"), (CURRENT, "b")):
+    d = root / "cpu" / "fam" / case / f"2026-11-29_jax-{producer['jax']}"
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps({"producer": producer}))
+  return root
+
+
+def test_select_entries_keeps_the_current_build_for_the_forward_check(tmp_path):
+  root = _store(tmp_path / "store")
+  assert len(replay_with_jax.select_entries(root, "cpu", False)) == 3
+  assert replay_with_jax.select_entries(root, "cpu", True) == [
+      "cpu/fam/a/2026-11-29_jax-0.10.2", "cpu/fam/b/2026-11-29_jax-0.10.2"]
+
+
+FAKE_REPLAYER = '''
+import argparse, json, os, sys
+p = argparse.ArgumentParser()
+for a in ("--root", "--entries", "--out"):
+  p.add_argument(a)
+a = p.parse_args()
+ids = [l.strip() for l in open(a.entries) if l.strip()]
+with open(a.out, "a") as out:
+  for i in ids:
+    out.write(json.dumps({"entry_id": i, "started": True}) + "\\n"); out.flush()
+    if "/b/" in i:
+      os._exit(139)
+    out.write(json.dumps({"entry_id": i, "outcome": "pass", "stage": "compare"}) + "\\n")
+'''
+
+
+def test_replay_driver_survives_a_native_crash(tmp_path, monkeypatch):
+  root = _store(tmp_path / "store")
+  fake = tmp_path / "fake_replayer.py"
+  fake.write_text(FAKE_REPLAYER)
+  monkeypatch.setattr(replay_with_jax, "REPLAYER", fake)
+  ids = replay_with_jax.select_entries(root, "cpu", False)
+  work = tmp_path / "work"
+  work.mkdir()
+  rows = replay_with_jax.replay_with(sys.executable, root, ids, work)
+  assert [r["entry_id"] for r in rows] == ids
+  by_case = {r["entry_id"].split("/")[2] + r["entry_id"][-6:]: r["outcome"] for r in rows}
+  assert by_case == {"a0.10.2": "pass", "a-0.5.3": "pass", "b0.10.2": "crash"}
+  # Producers come from the manifests when the replayer could not say.
+  assert rows[-1]["producer"] == CURRENT
