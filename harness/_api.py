@@ -17,7 +17,7 @@ import jax.export as jax_export
 import jaxport
 
 # Who records golden entries and who is the primary reader.
-PRIMARY = "jax"
+PRIMARY = "jaxport"
 # The independent second reader every entry is also replayed with.
 REFERENCE = "jax"
 

@@ -13,6 +13,8 @@ Kinds, from worst to mildest:
                            A warning, a failure with ``--strict``.
   ``numerics_drift``       results within tolerance but not bitwise equal.
                            Reported only.
+An entry whose breaks ``harness.tools.expected_status`` explains (a known
+failure of an old producer) is an expected failure (``xfail``).
 Staleness (age beyond the compat window, targets no longer emitted) is judged
 by the session, which knows today's date and the window.
 """
@@ -29,9 +31,10 @@ NUMERICS_CHANGE = "numerics_change"
 NUMERICS_DRIFT = "numerics_drift"
 EXPIRED = "expired"
 STALE_TARGET = "stale_target"
+UNEXPECTED_PASS = "unexpected_pass"
 
 ALWAYS_FAIL = (BREAK, EXPORT_ERROR)
-STRICT_FAIL = (LOWERING_DRIFT, NUMERICS_CHANGE, EXPIRED, STALE_TARGET)
+STRICT_FAIL = (LOWERING_DRIFT, NUMERICS_CHANGE, EXPIRED, STALE_TARGET, UNEXPECTED_PASS)
 
 
 def _reader_findings(r: dict) -> tuple[list[str], list[str]]:
@@ -120,8 +123,10 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
 
 
 def status(outcome: dict[str, Any], strict: bool) -> str:
-  """``fail``, ``warn``, ``drift`` or ``pass`` for an outcome under the given strictness."""
+  """``fail``, ``xfail``, ``warn``, ``drift`` or ``pass`` for an outcome under the given strictness."""
   kinds = set(outcome["kinds"])
+  if outcome.get("expected_failure") and not kinds & {EXPORT_ERROR}:
+    return "xfail"
   if kinds & set(ALWAYS_FAIL):
     return "fail"
   if kinds & set(STRICT_FAIL):

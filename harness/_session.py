@@ -18,6 +18,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from harness import _api, _classify, coverage, reporter
 from harness._worker import WorkerClient
 from harness.cases import cases_for
@@ -119,6 +121,8 @@ class HarnessSession:
     text = "\n".join(outcome["messages"])
     if outcome["status"] == "fail":
       raise AssertionError(f"golden entry {entry_id}:\n{text}")
+    if outcome["status"] == "xfail":
+      pytest.xfail(f"expected failure: {outcome['expected_failure']}")
     if outcome["status"] == "warn":
       warnings.warn(HarnessWarning(f"golden entry {entry_id}:\n{text}"), stacklevel=2)
 
@@ -205,6 +209,8 @@ class HarnessSession:
     for out in outcomes:
       for why in out["skips"]:
         skips.append({"what": out["entry_id"], "why": why})
+      if out.get("expected_failure"):
+        skips.append({"what": out["entry_id"], "why": f"expected failure: {out['expected_failure']}"})
     targets = coverage.target_coverage(outcomes, coverage.required_targets(o.platform))
     if o.record:
       skips.append({"what": "replay, coverage and tripwire", "why": "record mode writes entries only"})
@@ -232,7 +238,7 @@ class HarnessSession:
         failures.append(
             f"{len(missing_cases)} registered cases have no golden entry: {missing_cases}; "
             f"record them: pytest harness/ --platform={o.platform} --record")
-    counts = {k: sum(1 for x in outcomes if x["status"] == k) for k in ("pass", "drift", "warn", "fail")}
+    counts = {k: sum(1 for x in outcomes if x["status"] == k) for k in ("pass", "drift", "warn", "xfail", "fail")}
     drift = [{"entry_id": x["entry_id"], "kind": m.split("]")[0].lstrip("["), "detail": m.split("] ", 1)[-1]}
              for x in outcomes for m in x["messages"]
              if not m.startswith(f"[{_classify.BREAK}]")]
@@ -255,7 +261,8 @@ class HarnessSession:
         "entries": [{**{k: x[k] for k in ("entry_id", "case_id", "family", "record_date", "status",
                                           "kinds", "messages", "days_to_expiry", "lowering_only",
                                           "targets", "current_targets")},
-                     "release": x.get("release")} for x in outcomes],
+                     "release": x.get("release"),
+                     "expected_failure": x.get("expected_failure")} for x in outcomes],
         "targets": targets,
         "skips": skips,
         "drift": drift,

@@ -1,0 +1,51 @@
+"""The replay worker isolates native crashes and hangs: one request fails, the next one works."""
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+from harness._worker import WorkerClient  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+ENTRY = next(p for p in sorted((ROOT / "compat_data/cpu/lapack_potrf/cholesky_f32").iterdir()))
+REQUEST = {"op": "replay", "root": str(ROOT / "compat_data"),
+           "entry_id": f"cpu/lapack_potrf/cholesky_f32/{ENTRY.name}"}
+
+
+def test_killed_or_stuck_worker_fails_one_request_and_is_replaced():
+  client = WorkerClient(timeout_s=120)
+  try:
+    first = client.request(REQUEST)
+    assert [r["ok"] for r in first["readers"]] == [True, True]
+    pid = client.pid
+    os.kill(pid, signal.SIGKILL)
+    crashed = client.request(REQUEST)
+    assert crashed["crashed"] is True
+    assert crashed["returncode"] == -signal.SIGKILL
+    again = client.request(REQUEST)
+    assert client.pid != pid
+    assert [r["ok"] for r in again["readers"]] == [True, True]
+
+    client.timeout_s = 0.001
+    stuck = client.request(REQUEST)
+    assert stuck["crashed"] is True and "no answer within" in stuck["why"]
+  finally:
+    client.close()
+
+
+def test_unknown_requests_and_missing_entries_are_answers_not_crashes():
+  client = WorkerClient(timeout_s=120)
+  try:
+    assert "unknown request op" in client.request({"op": "nope"})["error"]
+    missing = client.request({**REQUEST, "entry_id": "cpu/lapack_potrf/cholesky_f32/2000-01-01_jax-0.1"})
+    assert "no such entry" in missing["golden_error"]
+  finally:
+    client.close()

@@ -1,0 +1,202 @@
+"""The harness checkers accept every valid answer of non-unique factorizations and reject wrong ones."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+from harness import checkers  # noqa: E402
+
+RTOL, ATOL = 1e-10, 1e-12
+
+
+def _rng(seed):
+  return np.random.RandomState(seed)
+
+
+def _general(seed, n=4, complex_=False):
+  r = _rng(seed)
+  a = r.standard_normal((n, n))
+  if complex_:
+    a = a + 1j * r.standard_normal((n, n))
+  return a
+
+
+def _hermitian(seed, complex_=False):
+  a = _general(seed, complex_=complex_)
+  return (a + a.conj().T) / 2
+
+
+def _phases(n, seed, complex_):
+  r = _rng(seed)
+  if complex_:
+    return np.exp(1j * r.uniform(0, 2 * np.pi, n))
+  return np.where(r.standard_normal(n) > 0, 1.0, -1.0)
+
+
+def _check(mode, inputs, expected, actual):
+  return checkers.check(mode, inputs, expected, actual, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_eigh_accepts_eigenvectors_up_to_phase(complex_):
+  a = _hermitian(1, complex_)
+  w, v = np.linalg.eigh(a)
+  v2 = v * _phases(4, 2, complex_)
+  verdict = _check("eigh", [a], [w, v], [w, v2])
+  assert verdict.ok, verdict.problems
+  assert not verdict.exact
+
+
+def test_eigh_rejects_changed_eigenvalues_with_numbers():
+  a = _hermitian(3)
+  w, v = np.linalg.eigh(a)
+  w_bad = w.copy()
+  w_bad[2] += 1e-3
+  verdict = _check("eigh", [a], [w, v], [w_bad, v])
+  assert not verdict.ok
+  text = "\n".join(verdict.problems)
+  assert "eigh: eigenvalues: 1 of 4 elements differ" in text
+  assert "max abs err 0.001" in text and "mean abs err" in text and "max rel err" in text
+  assert "A V - V diag(w)" in text  # the reconstruction with the wrong eigenvalue fails too
+
+
+def test_eigh_rejects_unsorted_eigenvalues():
+  a = _hermitian(4)
+  w, v = np.linalg.eigh(a)
+  verdict = _check("eigh", [a], [w, v], [w[::-1], v[:, ::-1]])
+  assert not verdict.ok
+  assert any("not sorted" in p for p in verdict.problems)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_svd_accepts_sign_and_phase_flips(complex_):
+  a = _general(5, complex_=complex_)
+  u, s, vh = np.linalg.svd(a, full_matrices=False)
+  d = _phases(4, 6, complex_)
+  verdict = _check("svd", [a], [u, s, vh], [u * d, s, (vh.T * d.conj()).T])
+  assert verdict.ok, verdict.problems
+
+
+def test_svd_rejects_a_factor_that_does_not_reconstruct():
+  a = _general(7)
+  u, s, vh = np.linalg.svd(a, full_matrices=False)
+  u2 = u.copy()
+  u2[:, 0] *= -1  # flipped without flipping vh: U diag(s) V^H no longer equals A
+  verdict = _check("svd", [a], [u, s, vh], [u2, s, vh])
+  assert not verdict.ok
+  assert any("U diag(s) V^H - A" in p for p in verdict.problems)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_qr_accepts_signs(complex_):
+  a = _general(8, complex_=complex_)
+  q, r = np.linalg.qr(a)
+  d = _phases(4, 9, complex_)
+  verdict = _check("qr", [a], [q, r], [q * d, (r.T * d.conj()).T])
+  assert verdict.ok, verdict.problems
+
+
+def test_qr_rejects_non_orthogonal_q():
+  a = _general(10)
+  q, r = np.linalg.qr(a)
+  q2, r2 = q * 2.0, r / 2.0  # still reconstructs A, but Q is not orthogonal
+  verdict = _check("qr", [a], [q, r], [q2, r2])
+  assert not verdict.ok
+  assert any("Q^H Q - I" in p for p in verdict.problems)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_eig_accepts_reordered_eigenvalues_and_scaled_vectors(complex_):
+  a = _general(11, complex_=complex_)
+  w, v = np.linalg.eig(a)
+  perm = [2, 0, 3, 1]
+  phases = np.exp(1j * np.arange(4))
+  verdict = _check("eig", [a], [w, v], [w[perm], v[:, perm] * phases])
+  assert verdict.ok, verdict.problems
+
+
+def test_eig_rejects_a_changed_spectrum():
+  a = _general(12)
+  w, v = np.linalg.eig(a)
+  b = a + 1e-3 * np.eye(4)
+  w2, v2 = np.linalg.eig(b)
+  verdict = _check("eig", [a], [w, v], [w2, v2])
+  assert not verdict.ok
+
+
+@pytest.mark.parametrize("output", ["real", "complex"])
+def test_schur_accepts_another_ordering_of_the_form(output):
+  a = _general(13)
+  t, z = sl.schur(a, output=output)
+  t2, z2, _ = sl.schur(a, output=output, sort="lhp" if output == "real" else "iuc")
+  verdict = _check("schur", [a], [t, z], [t2, z2])
+  assert verdict.ok, verdict.problems
+
+
+def test_schur_rejects_a_non_triangular_t():
+  a = _general(14, complex_=True)
+  t, z = sl.schur(a, output="complex")
+  t2 = t.copy()
+  t2[3, 0] = 0.5
+  verdict = _check("schur", [a], [t, z], [t2, z])
+  assert not verdict.ok
+
+
+def _lu_outputs(a):
+  """LU of ``a`` as lax.linalg.lu returns it: packed factors, LAPACK pivots, permutation."""
+  p, l, u = sl.lu(a)
+  perm = np.argmax(p, axis=0)
+  lu = np.tril(l, -1) + u
+  pivots, cur = [], list(range(4))
+  for i in range(4):
+    j = cur.index(perm[i])
+    pivots.append(j)
+    cur[i], cur[j] = cur[j], cur[i]
+  return [lu, np.array(pivots, np.int32), perm.astype(np.int32)]
+
+
+def test_lu_accepts_a_consistent_factorization_and_rejects_a_wrong_permutation():
+  a = _general(15)
+  out = _lu_outputs(a)
+  assert _check("lu", [a], out, out).ok
+  bad = [out[0], out[1], out[2][[1, 0, 2, 3]]]
+  verdict = _check("lu", [a], out, bad)
+  assert not verdict.ok
+  assert any("pivots" in p for p in verdict.problems)
+
+
+def test_allclose_counts_differing_elements():
+  x = np.arange(10, dtype=np.float64)
+  y = x.copy()
+  y[[3, 7]] += 1.0
+  verdict = _check("allclose", [x], [x], [y])
+  assert not verdict.ok
+  assert "output 0: 2 of 10 elements differ" in verdict.problems[0]
+  assert verdict.max_abs_err == pytest.approx(1.0)
+
+
+def test_shape_and_dtype_changes_are_reported_before_values():
+  x = np.ones((2, 3), np.float32)
+  verdict = _check("allclose", [x], [x], [x.astype(np.float64)])
+  assert not verdict.ok and "float64[2, 3], recorded float32[2, 3]" in verdict.problems[0]
+  verdict = _check("allclose", [x], [x, x], [x])
+  assert not verdict.ok and "1 outputs, recorded 2" in verdict.problems[0]
+
+
+def test_unknown_checker_is_a_failure_not_a_crash():
+  verdict = _check("no_such_checker", [], [], [])
+  assert not verdict.ok and "unknown checker 'no_such_checker'" in verdict.problems[0]
+
+
+def test_bitwise_equal_results_are_exact():
+  a = _hermitian(16)
+  w, v = np.linalg.eigh(a)
+  verdict = _check("eigh", [a], [w, v], [w.copy(), v.copy()])
+  assert verdict.ok and verdict.exact and verdict.max_abs_err == 0.0

@@ -1,0 +1,131 @@
+"""Classification of replay findings: break, drift, staleness, expiry and strictness."""
+
+import datetime
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+from harness import _classify, coverage  # noqa: E402
+
+TODAY = datetime.date(2026, 6, 1)
+SIG = {"target": "lapack_spotrf_ffi", "operand_types": ["tensor<4x4xf32>"],
+       "result_types": ["tensor<4x4xf32>", "tensor<i32>"], "attributes": {}}
+
+
+def _manifest(**kw):
+  m = {"case_id": "cholesky_f32", "family": "lapack_potrf", "record_date": "2026-05-01",
+       "lowering_only": False, "custom_call_targets": [SIG]}
+  m.update(kw)
+  return m
+
+
+def _reader(name, **kw):
+  r = {"reader": name, "stage": "compare", "ok": True, "exact": True, "max_abs_err": 0.0, "problems": []}
+  r.update(kw)
+  return r
+
+
+def _answer(readers=None, **current):
+  cur = {"available": True, "targets": ["lapack_spotrf_ffi"], "signature_diff": [],
+         "same_module": True}
+  cur.update(current)
+  return {"readers": readers or [_reader("jaxport"), _reader("jax")], "current": cur}
+
+
+def _classify_answer(answer, manifest=None, window=180):
+  return _classify.classify(answer, entry_id="cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2",
+                            manifest=manifest or _manifest(), today=TODAY, window_days=window)
+
+
+def test_clean_replay_passes_with_days_to_expiry():
+  out = _classify_answer(_answer())
+  assert out["kinds"] == [] and _classify.status(out, strict=True) == "pass"
+  assert out["days_to_expiry"] == 180 - 31
+  assert out["current_targets"] == ["lapack_spotrf_ffi"]
+
+
+def test_one_reader_failing_is_a_break_naming_the_reader():
+  answer = _answer([_reader("jaxport"), _reader("jax", ok=False, problems=["output 0: 3 of 16 differ"])])
+  out = _classify_answer(answer)
+  assert out["kinds"] == [_classify.BREAK]
+  assert out["messages"] == ["[compatibility_break] jax reader: output 0: 3 of 16 differ"]
+  assert _classify.status(out, strict=False) == "fail"
+
+
+def test_deserialize_error_is_a_break():
+  answer = _answer([_reader("jaxport", stage="deserialize", ok=False, error="DeserializationError: bad"),
+                    _reader("jax")])
+  out = _classify_answer(answer)
+  assert "jaxport reader: deserialize failed: DeserializationError: bad" in out["messages"][0]
+
+
+def test_within_tolerance_difference_is_numerics_drift_only():
+  answer = _answer([_reader("jaxport", exact=False, max_abs_err=1e-7), _reader("jax")])
+  out = _classify_answer(answer)
+  assert out["kinds"] == [_classify.NUMERICS_DRIFT]
+  assert _classify.status(out, strict=True) == "drift"
+
+
+def test_signature_change_is_lowering_drift_and_fails_only_when_strict():
+  answer = _answer(signature_diff=["target lapack_spotrf_ffi changed signature: ..."])
+  out = _classify_answer(answer)
+  assert out["kinds"] == [_classify.LOWERING_DRIFT]
+  assert _classify.status(out, strict=False) == "warn"
+  assert _classify.status(out, strict=True) == "fail"
+
+
+def test_signature_change_breaks_a_lowering_only_entry():
+  answer = _answer(signature_diff=["target cusolver_potrf_ffi changed signature: ..."])
+  out = _classify_answer(answer, _manifest(lowering_only=True))
+  assert out["kinds"] == [_classify.BREAK]
+  assert any("lowering-only" in s for s in out["skips"])
+
+
+def test_target_no_longer_emitted_is_stale():
+  answer = _answer(targets=["lapack_spotrf_ffi_v2"],
+                   signature_diff=["target lapack_spotrf_ffi is no longer emitted by the current lowering"])
+  out = _classify_answer(answer)
+  assert set(out["kinds"]) == {_classify.STALE_TARGET, _classify.LOWERING_DRIFT}
+  assert _classify.status(out, strict=False) == "warn"
+
+
+def test_expired_entry_warns_and_fails_when_strict():
+  out = _classify_answer(_answer(), _manifest(record_date="2025-01-01"))
+  assert out["days_to_expiry"] < 0 and out["kinds"] == [_classify.EXPIRED]
+  assert "days past the 180-day compat window" in out["messages"][0]
+  assert _classify.status(out, strict=True) == "fail"
+
+
+def test_crash_and_golden_errors_are_breaks():
+  out = _classify_answer({"crashed": True, "why": "the worker exited", "returncode": -11,
+                          "stderr_tail": "Fatal Python error: Segmentation fault"})
+  assert out["kinds"] == [_classify.BREAK] and "exit code -11" in out["messages"][0]
+  assert "Segmentation fault" in out["messages"][0]
+  out = _classify_answer({"golden_error": "exported.bin: sha256 mismatch"})
+  assert out["kinds"] == [_classify.BREAK] and "sha256 mismatch" in out["messages"][0]
+
+
+def test_removed_case_is_in_the_skip_ledger():
+  out = _classify_answer({"readers": [_reader("jaxport"), _reader("jax")],
+                          "current": {"available": False, "reason": "case gone"}})
+  assert out["kinds"] == [] and out["skips"] == ["current lowering not checked: case gone"]
+
+
+def test_coverage_counts_only_replayed_entries():
+  replayed = {"entry_id": "a", "replayed": True, "targets": ["t1"], "current_targets": ["t1", "t3"]}
+  skipped = {"entry_id": "b", "replayed": False, "targets": ["t2"], "current_targets": None}
+  cov = coverage.target_coverage([replayed, skipped], ["t1", "t2"])
+  assert cov["covered"] == ["t1"]
+  assert cov["missing_required"] == ["t2"]
+  assert cov["missing_reachable"] == ["t3"]
+  assert coverage.tripwire(["a", "b"], [replayed, skipped]) == ["b"]
+  assert coverage.cases_without_entries(["x", "y"], ["cpu/f/x/2026-01-01_jax-1"]) == ["y"]
+
+
+def test_required_cpu_targets_are_the_48_lapack_ffi_targets():
+  required = coverage.required_targets("cpu")
+  assert len(required) == 48
+  assert all(t.startswith("lapack_") and t.endswith("_ffi") for t in required)
