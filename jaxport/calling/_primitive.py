@@ -351,7 +351,12 @@ def _inline_module(dst: ir.Module, dst_symtab: ir.SymbolTable, src: ir.Module,
 def _wrap_sharding(ctx, x: ir.Value, aval, sharding, use_shardy: bool) -> ir.Value:
   if sharding is None:
     return x
-  proto = sharding._to_sdy_sharding(aval.ndim) if use_shardy else sharding.to_proto()
+  if use_shardy:
+    proto = sharding._to_sdy_sharding(aval.ndim)
+  elif isinstance(sharding, sharding_impls.NamedSharding):
+    proto = sharding._to_xla_hlo_sharding(aval.ndim).to_proto()
+  else:
+    proto = sharding.to_proto()
   return mlir.wrap_with_sharding_op(ctx, x, aval, proto, allow_shardy_lowering=use_shardy)
 
 
@@ -369,7 +374,10 @@ def _apply_shardings(ctx, values, avals, exported: "Exported", mesh, which: str)
   """Constrain ``values`` with the callee's input or output shardings, as at export."""
   if exported._has_named_shardings:
     named = exported._in_named_shardings if which == "in" else exported._out_named_shardings
-    return [_wrap_sharding(ctx, x, a, s, use_shardy=True)
+    # jax always emits Shardy constraints here, which fail to verify when the
+    # caller lowers with GSPMD; follow the caller's partitioner instead.
+    use_shardy = config.use_shardy_partitioner.value
+    return [_wrap_sharding(ctx, x, a, s, use_shardy=use_shardy)
             for x, a, s in zip(values, avals, named)]
   hlo_shardings = exported.in_shardings_hlo if which == "in" else exported.out_shardings_hlo
   if mesh:
