@@ -207,3 +207,28 @@ else:
       got = jax.jit(jaxport.call(outer[0]))(x)
     np.testing.assert_allclose(got, np.sin(arr((8, 8))) * 4, rtol=1e-6)
     assert got.sharding.spec == P("b")
+
+  # ------------------------------------------------------------ GSPMD callers
+
+  @pytest.fixture
+  def gspmd():
+    before = jax.config.jax_use_shardy_partitioner
+    jax.config.update("jax_use_shardy_partitioner", False)
+    yield
+    jax.config.update("jax_use_shardy_partitioner", before)
+
+  def test_a_gspmd_caller_gets_hlo_sharding_constraints(gspmd):
+    # jax.export's own call emits Shardy constraints here, which do not verify.
+    fun = jax.jit(lambda x: jnp.sin(x) * 2, in_shardings=GRID, out_shardings=ns(MESH_2X4, "b"))
+    ours, theirs = _both(fun, arr((8, 8)))
+    assert ours._in_named_shardings == theirs._in_named_shardings
+    x = jax.device_put(arr((8, 8)), GRID)
+    caller = jax.jit(jaxport.call(ours)).lower(x).as_text().split("func.func private")[0]
+    assert "sdy." not in caller
+    assert caller.count("@Sharding(") == 2
+    assert 'mhlo.sharding = "{devices=[2,4]<=[8]}"' in caller
+    want = fun(x)
+    for rec in (ours, jaxport.deserialize(theirs.serialize())):
+      got = jax.jit(jaxport.call(rec))(x)
+      np.testing.assert_allclose(got, want, rtol=1e-6)
+      assert got.sharding.is_equivalent_to(want.sharding, 2)
