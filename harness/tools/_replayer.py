@@ -26,6 +26,8 @@ import traceback
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Effect types are found by the qualified name of their class: keep the harness's.
+_EFFECTS_MODULE = "harness.cases._effects"
 
 
 def _load_checkers():
@@ -35,6 +37,21 @@ def _load_checkers():
   sys.modules["_golden_checkers"] = module
   spec.loader.exec_module(module)
   return module
+
+
+def _register_harness_effects() -> str | None:
+  """Register the harness's ordered effect (jax looks effect types up by class name
+  when deserializing). It needs only jax; on a release whose internals differ the
+  entries using it fail to deserialize, and that is reported per entry."""
+  path = os.path.join(os.path.dirname(HERE), "cases", "_effects.py")
+  try:
+    spec = importlib.util.spec_from_file_location(_EFFECTS_MODULE, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+  except Exception as e:  # noqa: BLE001
+    return _first_line(e)
+  sys.modules[_EFFECTS_MODULE] = module
+  return None
 
 
 def _export_module():
@@ -171,6 +188,9 @@ def main(argv=None) -> int:
   jax.config.update("jax_enable_x64", True)
   jexport = _export_module()
   checkers = _load_checkers()
+  effects_error = _register_harness_effects()
+  if effects_error:
+    print(f"harness effects not registered: {effects_error}", file=sys.stderr)
   with open(args.entries) as f:
     entry_ids = [line.strip() for line in f if line.strip()]
   _initialise_lapack()

@@ -269,3 +269,50 @@ def _rekind(message: str, kinds, new: str) -> str:
     if message.startswith(f"[{k}]"):
       return f"[{new}]" + message[len(k) + 2:]
   return message
+
+
+def window_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+  """Per producer release: its date, age, window position and verdict counts, from a compat report."""
+  rows: dict[str, dict[str, Any]] = {}
+  for e in report.get("entries", []):
+    rel = e.get("release")
+    if not rel:
+      continue
+    producer = rel["producer"] or "unknown"
+    w = rel["window"] or {}
+    row = rows.setdefault(producer, {
+        "producer": producer, "producer_date": w.get("producer_date"), "age_days": w.get("age_days"),
+        "consumer": rel["consumer"], "gap_days": w.get("gap_days"),
+        "inside_window": w.get("inside_window"), "entries": 0, "verdicts": {}, "policy_ok": True})
+    row["entries"] += 1
+    row["verdicts"][rel["verdict"]] = row["verdicts"].get(rel["verdict"], 0) + 1
+    row["policy_ok"] = row["policy_ok"] and rel["policy_ok"]
+  return sorted(rows.values(), key=lambda r: (r["producer_date"] or "9999", r["producer"]))
+
+
+def render_window(report: dict[str, Any]) -> str:
+  """The compat-window table of a compat report, as Markdown."""
+  lines = ["| producer jax | released | age (days) | consumer jax | gap (days) | inside 6-month window "
+           "| entries | verdicts | agrees with policy |", "|---|---|---|---|---|---|---|---|---|"]
+  for r in window_rows(report):
+    inside = {True: "yes", False: "no", None: "unknown"}[r["inside_window"]]
+    verdicts = ", ".join(f"{k} {v}" for k, v in sorted(r["verdicts"].items()))
+    lines.append(f"| {r['producer']} | {r['producer_date'] or '?'} | {r['age_days'] if r['age_days'] is not None else '?'} "
+                 f"| {r['consumer']} | {r['gap_days'] if r['gap_days'] is not None else '?'} | {inside} "
+                 f"| {r['entries']} | {verdicts} | {'yes' if r['policy_ok'] else 'NO'} |")
+  return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+  """``python -m harness.tools.expected_status REPORT.json``: print the compat-window table."""
+  import argparse
+  parser = argparse.ArgumentParser(description="Print the compat-window table of a compat report.")
+  parser.add_argument("report", help="the JSON written by pytest harness/ --compat-report=...")
+  args = parser.parse_args(argv)
+  report = json.loads(Path(args.report).read_text(encoding="utf-8"))
+  print(render_window(report), end="")
+  return 0 if all(r["policy_ok"] for r in window_rows(report)) else 1
+
+
+if __name__ == "__main__":
+  raise SystemExit(main())

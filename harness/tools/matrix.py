@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from harness.tools import _releases
 
 MATRIX_FORMAT = 1
 OUTCOMES = ("pass", "fail", "error", "crash")
+# Error messages name the exported function; group failures without it.
+_FUNCTION_NAME = re.compile(r"Function '?[\w<>.]+'? ")
 
 
 def producer_label(producer: dict[str, Any]) -> str:
@@ -93,7 +96,7 @@ def render_text(matrix: dict[str, Any]) -> str:
   for p in matrix["producers"]:
     for c, cell in matrix["cells"].get(p, {}).items():
       for f in cell["failures"]:
-        reason = (f.get("error") or f["outcome"]).splitlines()[0][:160]
+        reason = _FUNCTION_NAME.sub("Function <f> ", (f.get("error") or f["outcome"]).splitlines()[0])[:160]
         reasons.setdefault((p, c, reason), []).append(f["entry_id"].split("/")[2])
   if reasons:
     lines += ["", "Failures by producer, consumer and reason:"]

@@ -58,6 +58,12 @@ def test_a_failure_inside_the_window_is_a_policy_violation():
   assert "1 POLICY" not in matrix.render_text(m) and "0/1 * POLICY" in matrix.render_text(m)
 
 
+def test_failures_are_grouped_without_function_names():
+  rows = [_row(c, OLD, "fail", f"ValueError: Function {c}_fn was exported for 0 devices") for c in "abc"]
+  text = matrix.render_text(matrix.build_matrix({"0.7.2": rows}, TODAY))
+  assert "- jax 0.5.3 on jax 0.7.2: 3 x ValueError: Function <f> was exported for 0 devices (a, b, c)" in text
+
+
 def test_render_and_write(results, tmp_path):
   m = matrix.build_matrix(results, TODAY)
   text = matrix.render_text(m)

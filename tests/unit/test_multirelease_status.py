@@ -142,6 +142,21 @@ def test_annotate_leaves_jaxport_entries_drift_alone():
   assert out["kinds"] == ["lowering_drift"] and out["release"]["verdict"] == "pass"
 
 
+def test_window_table_of_a_report():
+  def entry(producer, verdict, policy_ok=True):
+    window = _releases.window_position(producer, "0.10.2", TODAY).to_dict()
+    return {"release": {"producer": producer, "consumer": "0.10.2", "window": window,
+                        "verdict": verdict, "policy_ok": policy_ok}}
+  report = {"entries": [entry("0.5.3", "pass"), entry("0.5.3", "expected_failure"),
+                        entry("0.10.0", "policy_violation", False), {"release": None}]}
+  rows = expected_status.window_rows(report)
+  assert [r["producer"] for r in rows] == ["0.5.3", "0.10.0"]
+  assert rows[0]["verdicts"] == {"expected_failure": 1, "pass": 1} and rows[0]["inside_window"] is False
+  text = expected_status.render_window(report)
+  assert "| 0.5.3 | 2025-03-19 | 620 | 0.10.2 | 455 | no | 2 | expected_failure 1, pass 1 | yes |" in text
+  assert "| 0.10.0 | 2026-04-16 | 227 | 0.10.2 | 62 | yes | 1 | policy_violation 1 | NO |" in text
+
+
 # --- the committed table and data -------------------------------------------------
 
 def _recorded():
