@@ -1,20 +1,30 @@
-"""A bounds-checking verifier for serialized Exported buffers.
+"""Verifying and decoding a serialized Exported buffer in one bounds-checked pass.
 
 The flatbuffers Python runtime trusts its input: a bad offset turns into an
-IndexError, a struct.error, a huge allocation or an endless walk. Before any
-field is read, :func:`verify` walks the whole buffer along the schema
-(``_layout``) and checks what the C++ flatbuffers verifier checks: every
-offset, vtable, table, vector and string lies inside the buffer and is
-aligned, strings are NUL-terminated UTF-8, nesting stays under a depth limit
-and the number of tables visited is bounded by the buffer size (a well-formed
-buffer never shares tables, so a walk visiting more tables than fit in the
-buffer can only come from a crafted one). After ``verify`` returns, the
-generated accessors can read every field without leaving the buffer.
+IndexError, a struct.error, a huge allocation or an endless walk. :func:`decode`
+walks the whole buffer along the schema (``_layout``) once, checks what the C++
+flatbuffers verifier checks (every offset, vtable, table, vector and string
+lies inside the buffer and is aligned, strings are NUL-terminated UTF-8,
+nesting stays under a depth limit, the number of tables visited is bounded by
+the buffer size) and, as it goes, reads every field into plain Python values.
+The reader then works on those values and never touches the bytes again.
+
+A decoded table is a list indexed by field id (``_layout.field_ids``): a scalar
+is its int/bool (the schema default when absent), a string a ``str``, a vector
+of 1-byte scalars ``bytes``, another scalar vector a tuple of ints, a table a
+list like this one, a vector of strings or tables a list; absent non-scalars
+are None. Fields this schema does not know (a newer writer's) or no longer
+reads are only checked to lie inside their table.
+
+Speed: a vtable is validated once per (vtable, table type) and shared by every
+table using it, and each string position is decoded once, so a buffer with
+shared strings costs no more than one without.
 """
 
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from jaxport.errors import DeserializationError
 from jaxport.serde import _layout
@@ -22,20 +32,12 @@ from jaxport.serde import _layout
 MAX_DEPTH = 128
 _MAX_BUFFER = 2**31 - 1
 
-_u16 = struct.Struct("<H").unpack_from
+_u16x2 = struct.Struct("<HH").unpack_from
 _u32 = struct.Struct("<I").unpack_from
 _i32 = struct.Struct("<i").unpack_from
 
-
-class _Walk:
-  __slots__ = ("buf", "n", "tables", "max_tables", "fields")
-
-  def __init__(self, buf: bytes):
-    self.buf = buf
-    self.n = len(buf)
-    self.tables = 0
-    self.max_tables = self.n // 4 + 1
-    self.fields = _layout.schema().tables
+_SCALAR, _STRING, _TABLE = _layout.SCALAR, _layout.STRING, _layout.TABLE
+_VECTOR_SCALAR, _VECTOR_STRING = _layout.VECTOR_SCALAR, _layout.VECTOR_STRING
 
 
 class _Fail(Exception):
@@ -46,6 +48,12 @@ class _Fail(Exception):
     self.path: list[str] = []
 
 
+def _field_fail(what: str, field: str) -> _Fail:
+  e = _Fail(what)
+  e.path.append(f".{field}")
+  return e
+
+
 def _fail(what: str, where: str) -> DeserializationError:
   return DeserializationError(
       f"Not a valid serialized Exported: {what} at {where}. The bytes are "
@@ -53,9 +61,30 @@ def _fail(what: str, where: str) -> DeserializationError:
       "re-serialize the Exported or check how the bytes were stored.")
 
 
-def verify(buf: bytes | bytearray | memoryview) -> None:
-  """Raises DeserializationError unless ``buf`` is a well-formed Exported flatbuffer."""
-  buf = bytes(buf)
+class _TableType:
+  """What decoding needs to know about one table type, derived once from the schema."""
+
+  __slots__ = ("name", "fields", "template")
+
+  def __init__(self, name: str, fields: tuple[_layout.Field, ...]):
+    self.name = name
+    self.fields = fields
+    self.template = [f.default if f.kind == _SCALAR else None for f in fields]
+
+
+def _table_types() -> dict[str, _TableType]:
+  return {name: _TableType(name, fields) for name, fields in _layout.schema().tables.items()}
+
+
+_TYPES = _table_types()
+_ROOT = _TYPES[_layout.schema().root]
+_SCALAR_READERS = {code: struct.Struct("<" + code).unpack_from
+                   for code in set(_layout.SCALAR_CODES.values())}
+
+
+def decode(buf: bytes) -> list[Any]:
+  """The root Exported table of ``buf`` as a decoded list; raises DeserializationError
+  unless ``buf`` is a well-formed Exported flatbuffer."""
   n = len(buf)
   if n < 8:
     raise _fail(f"buffer of {n} bytes is too short for a root table", "the start")
@@ -63,109 +92,169 @@ def verify(buf: bytes | bytearray | memoryview) -> None:
     raise _fail(f"buffer of {n} bytes exceeds the 2 GiB flatbuffers limit", "the start")
   walk = _Walk(buf)
   try:
-    _table(walk, _u32(buf, 0)[0], _layout.schema().root, 0)
+    return walk.table(_u32(buf, 0)[0], _ROOT, 0)
   except _Fail as e:
     raise _fail(e.what, "Exported" + "".join(reversed(e.path))) from None
 
 
-def _offset_target(walk: _Walk, pos: int) -> int:
-  """The absolute position a uoffset stored at ``pos`` points to."""
-  if pos + 4 > walk.n:
-    raise _Fail(f"offset at byte {pos} runs past the end ({walk.n} bytes)")
-  target = pos + _u32(walk.buf, pos)[0]
-  if target >= walk.n or target == pos:
-    raise _Fail(f"offset at byte {pos} points to byte {target}, outside the "
-                f"{walk.n}-byte buffer")
-  return target
+def verify(buf: bytes | bytearray | memoryview) -> None:
+  """Raises DeserializationError unless ``buf`` is a well-formed Exported flatbuffer."""
+  decode(bytes(buf))
 
 
-_SCALAR, _STRING, _TABLE = _layout.SCALAR, _layout.STRING, _layout.TABLE
-_VECTOR_SCALAR, _VECTOR_STRING, _VECTOR_TABLE = (
-    _layout.VECTOR_SCALAR, _layout.VECTOR_STRING, _layout.VECTOR_TABLE)
+class _Walk:
+  """One decoding pass over one buffer."""
 
+  __slots__ = ("buf", "n", "tables", "max_tables", "vtables", "strings")
 
-def _table(walk: _Walk, pos: int, tname: str, depth: int) -> None:
-  if depth > MAX_DEPTH:
-    raise _Fail(f"tables nested more than {MAX_DEPTH} deep")
-  walk.tables += 1
-  if walk.tables > walk.max_tables:
-    raise _Fail(f"more than {walk.max_tables} tables reached in a {walk.n}-byte "
-                "buffer (tables are shared or overlap)")
-  buf, n = walk.buf, walk.n
-  if pos % 4 or pos + 4 > n:
-    raise _Fail(f"table {tname} at byte {pos} is misaligned or past the end")
-  vt = pos - _i32(buf, pos)[0]
-  if vt < 0 or vt % 2 or vt + 4 > n:
-    raise _Fail(f"vtable of {tname} at byte {vt} lies outside the buffer")
-  vt_size, tbl_size = _u16(buf, vt)[0], _u16(buf, vt + 2)[0]
-  if vt_size < 4 or vt_size % 2 or vt + vt_size > n:
-    raise _Fail(f"vtable of {tname} at byte {vt} has bad size {vt_size}")
-  if tbl_size < 4 or pos + tbl_size > n:
-    raise _Fail(f"table {tname} at byte {pos} has size {tbl_size} past the end")
-  fields = walk.fields[tname]
-  nfields = len(fields)
-  for fid in range((vt_size - 4) // 2):
-    off = _u16(buf, vt + 4 + 2 * fid)[0]
-    if off == 0:
-      continue
-    field = fields[fid] if fid < nfields else None
-    try:
+  def __init__(self, buf: bytes):
+    self.buf = buf
+    self.n = len(buf)
+    self.tables = 0
+    self.max_tables = self.n // 4 + 1
+    # (vtable position, table type) -> (table size, present fields)
+    self.vtables: dict[tuple[int, _TableType], tuple[int, tuple[tuple, ...]]] = {}
+    self.strings: dict[int, str] = {}
+
+  def table(self, pos: int, ttype: _TableType, depth: int) -> list[Any]:
+    if depth > MAX_DEPTH:
+      raise _Fail(f"tables nested more than {MAX_DEPTH} deep")
+    self.tables += 1
+    if self.tables > self.max_tables:
+      raise _Fail(f"more than {self.max_tables} tables reached in a {self.n}-byte "
+                  "buffer (tables are shared or overlap)")
+    buf, n = self.buf, self.n
+    if pos & 3 or pos + 4 > n:
+      raise _Fail(f"table {ttype.name} at byte {pos} is misaligned or past the end")
+    vt = pos - _i32(buf, pos)[0]
+    layout = self.vtables.get((vt, ttype))
+    if layout is None:
+      layout = self._vtable(vt, ttype)
+    size, present = layout
+    if pos + size > n:
+      raise _Fail(f"table {ttype.name} at byte {pos} has size {size} past the end")
+    values = ttype.template.copy()
+    for fid, slot, kind, arg, name in present:
+      at = pos + slot
+      if kind is _SCALAR:
+        values[fid] = arg(buf, at)[0]
+        continue
+      try:
+        target = at + _u32(buf, at)[0]
+        if target >= n or target == at:
+          raise _Fail(f"offset at byte {at} points to byte {target}, outside the "
+                      f"{n}-byte buffer")
+        if kind is _STRING:
+          values[fid] = self.string(target)
+        elif kind is _TABLE:
+          values[fid] = self.table(target, arg, depth + 1)
+        elif kind is _VECTOR_SCALAR:
+          values[fid] = self.scalars(target, arg)
+        else:
+          values[fid] = self.vector_of(target, kind, arg, depth + 1)
+      except _Fail as e:
+        e.path.append(f".{name}")
+        raise
+    return values
+
+  def _vtable(self, vt: int, ttype: _TableType) -> tuple[int, tuple[tuple, ...]]:
+    """Validates the vtable at ``vt`` for ``ttype``; its size and present fields."""
+    buf, n = self.buf, self.n
+    if vt < 0 or vt & 1 or vt + 4 > n:
+      raise _Fail(f"vtable of {ttype.name} at byte {vt} lies outside the buffer")
+    vt_size, size = _u16x2(buf, vt)
+    if vt_size < 4 or vt_size & 1 or vt + vt_size > n:
+      raise _Fail(f"vtable of {ttype.name} at byte {vt} has bad size {vt_size}")
+    if size < 4:
+      raise _Fail(f"vtable of {ttype.name} at byte {vt} gives table size {size}")
+    count = (vt_size - 4) >> 1
+    slots = struct.unpack_from(f"<{count}H", buf, vt + 4)
+    fields = ttype.fields
+    present = []
+    for fid, slot in enumerate(slots):
+      if slot == 0:
+        continue
+      field = fields[fid] if fid < len(fields) else None
+      name = field.name if field is not None else f"<field {fid}>"
       if field is None or field.deprecated:
-        # A field this schema does not know (a newer writer's) or no longer
-        # reads: only its slot must lie inside the table.
-        if off >= tbl_size:
-          raise _Fail(f"field slot {off} outside the {tbl_size}-byte table")
+        # A field this schema does not know or no longer reads: only its slot
+        # must lie inside the table.
+        if slot >= size:
+          raise _field_fail(f"field slot {slot} outside the {size}-byte table", name)
         continue
       kind = field.kind
       width = field.size if kind == _SCALAR else 4
-      if off < 4 or off + width > tbl_size:
-        raise _Fail(f"field slot {off} (+{width} bytes) outside the {tbl_size}-byte table")
+      if slot < 4 or slot + width > size:
+        raise _field_fail(f"field slot {slot} (+{width} bytes) outside the {size}-byte "
+                          "table", name)
       if kind == _SCALAR:
-        continue
-      target = _offset_target(walk, pos + off)
-      if kind == _STRING:
-        _string(walk, target)
-      elif kind == _TABLE:
-        _table(walk, target, field.table, depth + 1)
+        arg: Any = _SCALAR_READERS[field.code]
       elif kind == _VECTOR_SCALAR:
-        _vector(walk, target, field.size)
+        arg = (field.code, field.size)
+      elif kind in (_STRING, _VECTOR_STRING):
+        arg = None
       else:
-        length = _vector(walk, target, 4)
-        start = target + 4
-        i = 0
-        try:
-          if kind == _VECTOR_STRING:
-            for i in range(length):
-              _string(walk, _offset_target(walk, start + 4 * i))
-          else:
-            sub = field.table
-            for i in range(length):
-              _table(walk, _offset_target(walk, start + 4 * i), sub, depth + 1)
-        except _Fail as e:
-          e.path.append(f"[{i}]")
-          raise
+        arg = _TYPES[field.table]
+      present.append((fid, slot, kind, arg, name))
+    layout = (size, tuple(present))
+    self.vtables[(vt, ttype)] = layout
+    return layout
+
+  def length(self, pos: int, elem_size: int) -> int:
+    """The element count of the vector at ``pos``, checked to fit in the buffer."""
+    if pos & 3 or pos + 4 > self.n:
+      raise _Fail(f"vector at byte {pos} is misaligned or past the end")
+    length = _u32(self.buf, pos)[0]
+    end = pos + 4 + length * elem_size
+    if end > self.n:
+      raise _Fail(f"vector of {length} elements at byte {pos} ends at byte {end}, "
+                  f"past the end of the {self.n}-byte buffer")
+    return length
+
+  def string(self, pos: int) -> str:
+    known = self.strings.get(pos)
+    if known is not None:
+      return known
+    length = self.length(pos, 1)
+    end = pos + 4 + length
+    buf = self.buf
+    if end >= self.n or buf[end] != 0:
+      raise _Fail(f"string at byte {pos} is not NUL-terminated")
+    try:
+      text = buf[pos + 4:end].decode("utf-8")
+    except UnicodeDecodeError as e:
+      raise _Fail(f"string at byte {pos} is not UTF-8 ({e.reason})") from None
+    self.strings[pos] = text
+    return text
+
+  def scalars(self, pos: int, code_size: tuple[str, int]) -> bytes | tuple[Any, ...]:
+    code, size = code_size
+    length = self.length(pos, size)
+    if size == 1 and code in "bB":
+      return self.buf[pos + 4:pos + 4 + length]
+    return struct.unpack_from(f"<{length}{code}", self.buf, pos + 4)
+
+  def vector_of(self, pos: int, kind: str, ttype: _TableType | None,
+                depth: int) -> list[Any]:
+    """A vector of strings or of tables (``ttype``)."""
+    length = self.length(pos, 4)
+    start = pos + 4
+    offsets = struct.unpack_from(f"<{length}I", self.buf, start)
+    n = self.n
+    out = []
+    i = 0
+    try:
+      for i, off in enumerate(offsets):
+        at = start + 4 * i
+        target = at + off
+        if target >= n or off == 0:
+          raise _Fail(f"offset at byte {at} points to byte {target}, outside the "
+                      f"{n}-byte buffer")
+        if kind is _VECTOR_STRING:
+          out.append(self.string(target))
+        else:
+          out.append(self.table(target, ttype, depth))
     except _Fail as e:
-      e.path.append(f".{field.name if field else f'<field {fid}>'}")
+      e.path.append(f"[{i}]")
       raise
-
-
-def _vector(walk: _Walk, pos: int, elem_size: int) -> int:
-  if pos % 4 or pos + 4 > walk.n:
-    raise _Fail(f"vector at byte {pos} is misaligned or past the end")
-  length = _u32(walk.buf, pos)[0]
-  end = pos + 4 + length * elem_size
-  if end > walk.n:
-    raise _Fail(f"vector of {length} elements at byte {pos} ends at byte {end}, "
-                f"past the end of the {walk.n}-byte buffer")
-  return length
-
-
-def _string(walk: _Walk, pos: int) -> None:
-  length = _vector(walk, pos, 1)
-  end = pos + 4 + length
-  if end >= walk.n or walk.buf[end] != 0:
-    raise _Fail(f"string at byte {pos} is not NUL-terminated")
-  try:
-    walk.buf[pos + 4:end].decode("utf-8")
-  except UnicodeDecodeError as e:
-    raise _Fail(f"string at byte {pos} is not UTF-8 ({e.reason})") from None
+    return out
