@@ -74,6 +74,8 @@ class SymbolicScope:
       self._add_constraint_str(c_str)
       self._bounds_cache.clear()
     self._initialized = True
+    if self._explicit_constraints:
+      self._decision()  # refuse contradictory constraints now, not at the first comparison
 
   @property
   def constraints(self) -> tuple[str, ...]:
@@ -119,9 +121,10 @@ class SymbolicScope:
       if (c.cmp == _decision.EQ and c.diff != 0) or (c.cmp == _decision.GEQ and c.diff < 0):
         raise ShapeError(f"Unsatisfiable explicit constraint: {c.debug_str}")
       return
+    # The user's constraint goes first so that a failing check names it.
+    self._explicit_constraints.append(c)
     if c.cmp == _decision.EQ:
       self._add_rewrite_rule(c)
-    self._explicit_constraints.append(c)
 
   def _add_rewrite_rule(self, c: Constraint) -> None:
     if not isinstance(c.e1, DimExpr) or len(c.e1.terms) != 1:
