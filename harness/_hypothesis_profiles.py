@@ -9,13 +9,16 @@ prints the ``@reproduce_failure`` blob of a failure.
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 NIGHTLY_EXAMPLES = 10_000
 
 _COMMON = dict(
     deadline=None,
     print_blob=True,
+    # The explain phase re-runs failing examples many times; with XLA in the
+    # loop it costs minutes and adds little to a shrunk counterexample.
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                            HealthCheck.data_too_large],
 )

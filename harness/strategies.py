@@ -137,6 +137,9 @@ class Expr:
   def __repr__(self) -> str:
     return f"Expr({self.render()!r})"
 
+  def _repr_pretty_(self, p, cycle) -> None:  # how hypothesis prints a counterexample
+    p.text(repr(self))
+
   __str__ = render
 
 
@@ -311,7 +314,8 @@ def exprs(names: Sequence[str], *, max_depth: int = 2, max_terms: int = 3,
       leaves.insert(0, st.sampled_from(names).map(Var))
     choices = list(leaves)
     if depth > 0 and operations:
-      sub = at_depth(depth - 1)
+      sub = exprs(names, max_depth=depth - 1, max_terms=2, max_factors=1,
+                  max_exponent=max_exponent, operations=operations)
       op = st.sampled_from(tuple(operations))
       choices.append(
           op.flatmap(lambda o: st.tuples(
@@ -397,6 +401,9 @@ class Constraints:
   def __repr__(self) -> str:
     return f"Constraints({self.strings()!r})"
 
+  def _repr_pretty_(self, p, cycle) -> None:  # how hypothesis prints a counterexample
+    p.text(repr(self))
+
 
 NO_CONSTRAINTS = Constraints()
 
@@ -456,6 +463,9 @@ class DecisionCase:
   def __repr__(self) -> str:
     return (f"DecisionCase(lhs={self.lhs.render()!r}, rhs={self.rhs.render()!r}, "
             f"constraints={self.constraints.strings()!r})")
+
+  def _repr_pretty_(self, p, cycle) -> None:  # how hypothesis prints a counterexample
+    p.text(repr(self))
 
 
 @st.composite
@@ -582,6 +592,9 @@ class SpecCase:
     return (f"SpecCase(specs={self.spec_strings()!r}, "
             f"constraints={self.constraints.strings()!r})")
 
+  def _repr_pretty_(self, p, cycle) -> None:  # how hypothesis prints a counterexample
+    p.text(repr(self))
+
 
 MAX_ELEMENTS = 4096
 
@@ -639,7 +652,7 @@ def spec_cases(draw, *, solvable: bool = True, max_args: int = 3,
     i = draw(st.integers(0, n_args - 1))
     args[i].append(Rest(tuple(draw(st.lists(st.integers(1, 3), max_size=2)))))
   cons = NO_CONSTRAINTS
-  if with_constraints and draw(st.booleans()):
+  if with_constraints and solvable and draw(st.booleans()):
     solved = tuple(n for n in names if n not in unsolvable)
     cons = draw(constraint_sets(solved, max_equalities=0, max_inequalities=2,
                                 exprs_for=lambda ns: exprs(ns, max_depth=1, max_terms=2,
@@ -857,6 +870,17 @@ def explain_shape_assertion(message: str, shapes: Sequence[Sequence[int]],
       return "reports an == constraint as violated with difference 0"
     return None
   return f"message of an undocumented form: {message[:300]!r}"
+
+
+def assertion_kind(message: str) -> str:
+  """``inconsistency``, ``remainder``, ``variable``, ``constraint``, ``unsolvable`` or ``other``."""
+  for kind, pattern in (("inconsistency", _INCONSISTENT), ("remainder", _REMAINDER),
+                        ("variable", _VAR_GE_1), ("constraint", _CONSTRAINT)):
+    if pattern.search(message):
+      return kind
+  if "Cannot solve for values of dimension variables" in message:
+    return "unsolvable"
+  return "other"
 
 
 def spec_summary(case: SpecCase, env: Env | None = None,

@@ -1,0 +1,56 @@
+"""Fuzzing shape assertions: shapes that violate a spec are refused, twice.
+
+Concrete shapes that break an explicit constraint, make a variable < 1, or
+change one symbolic size by one are refused (a) when ``Exported.call`` traces
+the call, and (b) by the ``shape_assertion`` calls inside the serialized
+module, reached by running it through ``jax.export.deserialize`` with the
+caller's static check turned off. Both messages must be of the documented
+forms and name something really violated (see
+``strategies.explain_shape_assertion``).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import event, given, note, strategies as st
+
+from harness import strategies as S
+from harness._hypothesis_profiles import budget
+from harness.test_fuzz_parse import require
+from harness.test_fuzz_solve import export_or_reject
+
+
+def expect_refusal(where: str, thunk, shapes, env) -> str:
+  """Runs ``thunk``; it must raise with a documented message that fits ``shapes``."""
+  try:
+    thunk()
+  except Exception as e:  # the module path raises jax's compile-time errors
+    text = S.error_chain_text(e)
+  else:
+    raise AssertionError(f"{where}: accepted shapes {list(shapes)} that violate the spec")
+  problem = S.explain_shape_assertion(text, shapes, env)
+  assert problem is None, f"{where}: {problem}"
+  event(f"refused: {S.assertion_kind(text)}")
+  return text
+
+
+def check_refused(impl: S.ShapesImpl, case: S.SpecCase, violation: S.Violation) -> None:
+  shapes = [list(s) for s in violation.shapes]
+  env = dict(violation.env)
+  note(S.spec_summary(case, env, shapes) + f"\nviolation kind = {violation.kind}")
+  event(f"violation: {violation.kind}")
+  exported = export_or_reject(impl, case)
+  args = S.concrete_args(violation.shapes)
+  expect_refusal(f"{impl} Exported.call", lambda: exported.call(*args), shapes, env)
+  expect_refusal(f"{impl} shape_assertion in the module",
+                 lambda: S.call_through_module(exported, args), shapes, env)
+
+
+@pytest.mark.parametrize("impl", S.IMPLS, ids=str)
+@budget(12)
+@given(data=st.data())
+def test_violating_shapes_are_refused_at_trace_time_and_by_the_module(impl, data):
+  require(impl)
+  case = data.draw(S.spec_cases(), label="case")
+  violation = data.draw(S.violations(case), label="violation")
+  check_refused(impl, case, violation)

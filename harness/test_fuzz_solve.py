@@ -1,0 +1,89 @@
+"""Fuzzing dimension solving and the calls of shape-polymorphic exports.
+
+For random solvable argument-list specs (anchors ``k*v + c``, constants,
+``_``, ``...``, repeated and derived dimensions, explicit constraints) and
+values that satisfy them, the exported module solves every variable to the
+value used to build the concrete shapes, and its result matches ``jax.jit``
+of the same function, both through ``Exported.call`` and through the
+serialized module run by jax with only its own ``shape_assertion`` checks.
+Specs with a variable that appears only in non-linear dimensions are refused
+at export with the documented error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import event, given, note, reject, strategies as st
+
+from harness import strategies as S
+from harness._hypothesis_profiles import budget
+from harness.test_fuzz_parse import require
+
+UNSOLVABLE = "Cannot solve for values of dimension variables"
+
+
+def export_or_reject(impl: S.ShapesImpl, case: S.SpecCase):
+  """``impl``'s export of ``case``; the reference's internal crashes reject the example."""
+  try:
+    return S.export_case(impl, case)
+  except S.INTERNAL_CRASHES as e:
+    if impl is S.JAX:
+      event(f"jax.export crashed exporting: {type(e).__name__}")
+      reject()
+    raise
+
+
+def check_results(where: str, case: S.SpecCase, env, got, want) -> None:
+  values, total = got
+  want_values, want_total = want
+  names = S.solved_names(case)
+  assert [int(v) for v in np.asarray(values)] == [env[n] for n in names], (
+      f"{where}: solved {dict(zip(names, np.asarray(values).tolist()))}, "
+      f"expected {{{', '.join(f'{n!r}: {env[n]}' for n in names)}}}")
+  np.testing.assert_allclose(np.asarray(total), np.asarray(want_total), rtol=1e-5, atol=1e-5,
+                             err_msg=f"{where}: result differs from jax.jit")
+
+
+def check_solution(impl: S.ShapesImpl, case: S.SpecCase, env: dict[str, int]) -> None:
+  shapes = case.shapes(env)
+  note(S.spec_summary(case, env, shapes))
+  solved, why = case.solve(shapes)
+  assert solved == {n: env[n] for n in S.solved_names(case)}, f"oracle disagrees: {why}"
+  exported = export_or_reject(impl, case)
+  args = S.concrete_args(shapes)
+  want = S.reference_result(case, env, shapes)
+  check_results(f"{impl} Exported.call", case, env, exported.call(*args), want)
+  check_results(f"{impl} module run by jax", case, env, S.call_through_module(exported, args),
+                want)
+
+
+@pytest.mark.parametrize("impl", S.IMPLS, ids=str)
+@budget(12)
+@given(data=st.data())
+def test_solved_variables_are_the_values_that_built_the_shapes(impl, data):
+  require(impl)
+  case = data.draw(S.spec_cases(), label="case")
+  env = data.draw(S.spec_envs(case), label="values")
+  check_solution(impl, case, env)
+
+
+def check_unsolvable(impl: S.ShapesImpl, case: S.SpecCase) -> None:
+  note(S.spec_summary(case))
+  try:
+    export_or_reject(impl, case)
+  except ValueError as e:
+    message = str(e)
+  else:
+    raise AssertionError(f"{impl} exported {case} although {case.unsolvable} cannot be solved")
+  assert UNSOLVABLE in message, f"{impl}: undocumented error for an unsolvable spec: {message}"
+  for v in case.unsolvable:
+    assert f"'{v}'" in message, f"{impl}: the error does not name {v!r}: {message}"
+
+
+@pytest.mark.parametrize("impl", S.IMPLS, ids=str)
+@budget(30)
+@given(case=S.spec_cases(solvable=False))
+def test_unsolvable_specs_are_refused_at_export(impl, case):
+  require(impl)
+  check_unsolvable(impl, case)
