@@ -89,8 +89,10 @@ def replay_with(python: str, root: Path, entry_ids: list[str], work: Path,
   for entry_id in entry_ids:
     row = results[entry_id]
     if "producer" not in row:
-      manifest = json.loads((root / entry_id / "manifest.json").read_text())
-      row["producer"] = manifest["producer"]
+      try:
+        row["producer"] = json.loads((root / entry_id / "manifest.json").read_text())["producer"]
+      except (OSError, ValueError, KeyError):
+        row["producer"] = None  # The entry vanished or is unreadable: counted as "unknown".
     by_id[entry_id] = row
   return [by_id[e] for e in entry_ids]
 

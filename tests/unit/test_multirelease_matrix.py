@@ -121,3 +121,19 @@ def test_replay_driver_survives_a_native_crash(tmp_path, monkeypatch):
   assert by_case == {"a0.10.2": "pass", "a-0.5.3": "pass", "b0.10.2": "crash"}
   # Producers come from the manifests when the replayer could not say.
   assert rows[-1]["producer"] == CURRENT
+
+
+@pytest.mark.slow  # runs the recorder (and replayer) in a child interpreter
+def test_replay_with_jax_end_to_end_with_this_interpreter(tmp_path, monkeypatch):
+  from harness.tools import record_with_jax
+  store = tmp_path / "store"
+  monkeypatch.setattr(record_with_jax._venvs, "ensure_venv", lambda v, root=None: Path(sys.executable))
+  record_with_jax.record("0.10.2", store, cases=["release_cholesky_f32"], date="2026-02-03")
+  out = tmp_path / "matrix"
+  assert replay_with_jax.main(["--current", "--store", str(store), "--out", str(out),
+                               "--today", "2026-11-29"]) == 0
+  m = json.loads((out / "matrix.json").read_text())
+  (producer,) = m["producers"]
+  cell = m["cells"][producer][m["consumers"][0]]
+  assert (cell["pass"], cell["total"], cell["must_pass"], cell["policy_ok"]) == (1, 1, True, True)
+  assert "1/1 *" in (out / "matrix.md").read_text()

@@ -134,3 +134,18 @@ def test_venv_requirements_follow_the_release():
   assert _venvs.venv_dir("0.9.2", "/x").as_posix() == "/x/jax-0.9.2"
   with pytest.raises(ValueError, match="MAJOR.MINOR.PATCH"):
     _venvs.venv_dir("latest")
+
+
+@pytest.mark.slow  # runs the recorder in a child interpreter
+def test_record_with_jax_end_to_end_with_this_interpreter(tmp_path, monkeypatch):
+  from harness.tools import record_with_jax
+  monkeypatch.setattr(_venvs, "ensure_venv", lambda version, root=None: Path(sys.executable))
+  store = tmp_path / "store"
+  assert record_with_jax.main(["--jax", "0.10.2", "--case", "release_lu_f32", "--store", str(store),
+                               "--date", "2026-02-03"]) == 0
+  (entry,) = GoldenStore(store).entries()
+  assert entry.entry_id.startswith("cpu/lapack_getrf/release_lu_f32/2026-02-03_jax-")
+  entry.verify()
+  # The store is append-only: recording the same day again leaves the entry as it is.
+  again = record_with_jax.record("0.10.2", store, cases=["release_lu_f32"], date="2026-02-03")
+  assert again.written == () and again.existing == (entry.entry_id,)
