@@ -156,3 +156,15 @@ def test_jax_reference_gives_the_same_messages():
     with pytest.raises(jaxport.CallError) as got:
       jaxport.call(exp)(*args, **kwargs)
     assert str(got.value) == str(want.value)
+
+
+def test_callee_branch_for_each_caller_platform(exporter):
+  export, disabled = exporter
+  e = export(jax.jit(jnp.sin), platforms=["tpu", "cpu", "cuda"])(F32_4)
+  assert _primitive.callee_platform_indices(e, ["cuda", "cpu"]) == [2, 1]
+  assert _primitive.callee_platform_indices(e, ["cpu"]) == [1]
+  with pytest.raises(jaxport.CallError, match=re.escape("but it is used on '('cpu', 'rocm')'")):
+    _primitive.callee_platform_indices(e, ["cpu", "rocm"])
+  lenient = export(jax.jit(jnp.sin), platforms=["tpu", "cpu"],
+                   disabled_checks=[disabled.platform()])(F32_4)
+  assert _primitive.callee_platform_indices(lenient, ["cuda", "cpu"]) == [0, 1]
