@@ -72,6 +72,15 @@ def _dim_values_context(module: ir.Module, in_avals: Sequence[Any],
       tokens_in=jax_mlir.TokenSet(), tokens_out=None, const_lowering={})
 
 
+def _unused_symbol_name(symbols: ir.SymbolTable, name: str) -> str:
+  """``name``, or ``name_1``, ``name_2``... when an inlined callee already took it."""
+  candidate, n = name, 0
+  while candidate in symbols:
+    n += 1
+    candidate = f"{name}_{n}"
+  return candidate
+
+
 def wrap_main(module: ir.Module, in_avals: Sequence[Any], *, in_tree: tree_util.PyTreeDef,
               has_platform_index_argument: bool, module_kept_var_idx: Sequence[int],
               ignore_forward_compatibility: bool = False) -> ir.Module:
@@ -84,7 +93,8 @@ def wrap_main(module: ir.Module, in_avals: Sequence[Any], *, in_tree: tree_util.
     symbols = ir.SymbolTable(module.operation)
     inner = symbols["main"]
     inner.attributes["sym_visibility"] = ir.StringAttr.get("private")
-    symbols.set_symbol_name(inner, WRAPPED_MAIN)
+    wrapped_name = _unused_symbol_name(symbols, WRAPPED_MAIN)
+    symbols.set_symbol_name(inner, wrapped_name)
 
     in_types = list(inner.type.inputs)
     out_types = list(inner.type.results)
@@ -128,7 +138,7 @@ def wrap_main(module: ir.Module, in_avals: Sequence[Any], *, in_tree: tree_util.
           v if v.type == t else hlo.convert(t, v)
           for v, t in zip([*platform_args, *dim_values, *token_args, *array_args], in_types)
       ]
-      call = func_dialect.CallOp(out_types, ir.FlatSymbolRefAttr.get(WRAPPED_MAIN), call_args)
+      call = func_dialect.CallOp(out_types, ir.FlatSymbolRefAttr.get(wrapped_name), call_args)
       func_dialect.ReturnOp(list(call.results))
     symbols.insert(outer)
     symbols.set_symbol_name(outer, "main")
