@@ -63,9 +63,17 @@ def _options(config: pytest.Config) -> Options:
   partial = bool(get("keyword") or get("markexpr")
                  or any("::" in str(a) for a in config.args))
   return Options(platform=get("jaxport_platform"), record=get("jaxport_record"),
-                 strict=bool(get("jaxport_strict") or config.getini("strict")), compat_report=get("jaxport_compat_report"),
+                 strict=bool(get("jaxport_strict") or _pytest_strict(config)), compat_report=get("jaxport_compat_report"),
                  compat_window_days=get("jaxport_compat_window_days"), golden_root=root.resolve(),
                  today=today, worker_timeout_s=get("jaxport_worker_timeout"), partial=partial)
+
+
+def _pytest_strict(config: pytest.Config) -> bool:
+  """pytest's own ``--strict`` (the ``strict`` ini option of pytest >= 9)."""
+  try:
+    return bool(config.getini("strict"))
+  except ValueError:
+    return False
 
 
 def _check_backend(platform: str) -> None:
