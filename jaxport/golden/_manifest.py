@@ -33,7 +33,10 @@ BLOB_FILE = "exported.bin"
 INPUTS_FILE = "inputs.npz"
 EXPECTED_FILE = "expected.npz"
 MODULE_FILE = "module.mlir"
-DATA_FILES = (BLOB_FILE, INPUTS_FILE, EXPECTED_FILE, MODULE_FILE)
+# Optional: the output shardings of a multi-device entry (JSON), checked on replay.
+SHARDINGS_FILE = "shardings.json"
+OPTIONAL_FILES = (SHARDINGS_FILE,)
+DATA_FILES = (BLOB_FILE, INPUTS_FILE, EXPECTED_FILE, MODULE_FILE, *OPTIONAL_FILES)
 
 # Path components: case ids, families and versions become directory names.
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
@@ -412,10 +415,11 @@ def _validate(d: dict[str, Any], where: str) -> None:
       raise _bad(where, f"files[{name!r}]", "64 lowercase hex digits (sha256)", sha)
   if files:
     required = {BLOB_FILE, INPUTS_FILE, MODULE_FILE} | (set() if d["lowering_only"] else {EXPECTED_FILE})
-    if set(files) != required:
+    if set(files) - set(OPTIONAL_FILES) != required:
       raise GoldenDataError(
           f"{where}: files: expected exactly {sorted(required)} "
-          f"(lowering_only={d['lowering_only']}), got {sorted(files)}.")
+          f"(lowering_only={d['lowering_only']}), plus optionally {list(OPTIONAL_FILES)}, "
+          f"got {sorted(files)}.")
   arrays = d["arrays"]
   if not isinstance(arrays, dict):
     raise _bad(where, "arrays", "an object", arrays)

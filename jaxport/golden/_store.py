@@ -35,8 +35,8 @@ import numpy as np
 
 from jaxport.errors import GoldenDataError
 from jaxport.golden._manifest import (
-    BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE, MODULE_FILE, PLATFORMS,
-    ArraySpec, Manifest, is_safe_name)
+    BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE, MODULE_FILE, PLATFORMS, SHARDINGS_FILE,
+    ArraySpec, Manifest, _parse_json, _pretty, is_safe_name)
 
 logger = logging.getLogger(__name__)
 
@@ -261,6 +261,8 @@ class Entry:
         decode_arrays(data, m.arrays["expected"], self._where(name))
       elif name == MODULE_FILE:
         self._decode_text(data)
+      elif name == SHARDINGS_FILE:
+        self._decode_shardings(data)
 
   def blob(self) -> bytes:
     """The serialized Exported."""
@@ -282,6 +284,20 @@ class Entry:
   def module_text(self) -> str:
     """The StableHLO text recorded for review diffs."""
     return self._decode_text(self._read(MODULE_FILE))
+
+  def shardings(self) -> dict[str, Any] | None:
+    """The recorded output shardings (a JSON object), or None for an entry without them."""
+    m = self.manifest
+    if SHARDINGS_FILE not in m.files:
+      return None
+    return self._decode_shardings(self._read(SHARDINGS_FILE, m))
+
+  def _decode_shardings(self, data: bytes) -> dict[str, Any]:
+    where = self._where(SHARDINGS_FILE)
+    d = _parse_json(data, where)
+    if not isinstance(d, dict):
+      raise GoldenDataError(f"{where}: expected a JSON object, got {type(d).__name__}.")
+    return d
 
   def _decode_text(self, data: bytes) -> str:
     try:
@@ -356,11 +372,13 @@ class GoldenStore:
     return Entry(path, "/".join(parts))
 
   def write_entry(self, manifest: Manifest, blob: bytes, inputs: Sequence[Any],
-                  expected: Sequence[Any] | None, module_text: str) -> Entry:
+                  expected: Sequence[Any] | None, module_text: str,
+                  shardings: dict[str, Any] | None = None) -> Entry:
     """Write a new entry atomically and return it; never overwrites an existing one.
 
     ``manifest.files`` and ``manifest.arrays`` are computed here. ``expected``
-    must be None exactly when ``manifest.lowering_only``.
+    must be None exactly when ``manifest.lowering_only``. ``shardings``, a
+    JSON object, is stored as ``shardings.json`` when given.
     """
     entry_id = manifest.relative_dir
     if (expected is None) != manifest.lowering_only:
@@ -378,6 +396,8 @@ class GoldenStore:
       raise _exists(entry_id, final)
 
     payload = {BLOB_FILE: bytes(blob), MODULE_FILE: module_text.encode("utf-8")}
+    if shardings is not None:
+      payload[SHARDINGS_FILE] = (_pretty(shardings, "") + "\n").encode("utf-8")
     payload[INPUTS_FILE], in_specs = encode_arrays(list(inputs), f"golden entry {entry_id}: inputs")
     arrays = {"inputs": in_specs}
     if expected is not None:
