@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from harness import _api, _lowering, checkers
+from harness import _api, _lowering, _shardings, checkers
 from harness.cases import _case
 from harness.cases import case as lookup_case
 from jaxport import _versions
@@ -61,24 +61,33 @@ def _cotangent(out: Any) -> Any:
   return np.ones(np.shape(out), dtype=dtype)
 
 
-def run_exported(exp: Any, leaves: list[np.ndarray]) -> list[np.ndarray]:
-  """Call ``exp`` on the flat stored inputs; flat storable outputs.
+def run_exported_arrays(exp: Any, leaves: list[np.ndarray]) -> list[Any]:
+  """Call ``exp`` on the flat stored inputs; the flat output arrays, with their shardings.
 
   When the Exported carries a VJP (blobs serialized with ``vjp_order >= 1``),
   the VJP is also run, with all-ones cotangents, and its outputs appended: the
-  replay of such an entry is defined by the blob alone.
+  replay of such an entry is defined by the blob alone. Multi-device records
+  get their inputs placed as recorded (``harness._shardings``).
   """
   if len(leaves) != len(exp.in_avals):
     raise ValueError(f"{len(leaves)} stored inputs but the Exported takes {len(exp.in_avals)}")
   call_leaves = callable_leaves(leaves, exp.in_avals)
-  args, kwargs = exp.in_tree.unflatten(call_leaves)
-  outs = jax.tree.leaves(exp.call(*args, **kwargs))
-  results = [storable(o) for o in outs]
+  placed, context = _shardings.placed_call_args(exp, call_leaves)
+  args, kwargs = exp.in_tree.unflatten(placed)
+  with context:
+    outs = jax.tree.leaves(exp.call(*args, **kwargs))
   if exp.has_vjp():
     vjp = exp.vjp()
     cts = [_cotangent(o) for o in outs]
-    results += [storable(o) for o in jax.tree.leaves(vjp.call(*call_leaves, *cts))]
-  return results
+    vjp_args, vjp_context = _shardings.placed_call_args(vjp, [*call_leaves, *cts])
+    with vjp_context:
+      outs += jax.tree.leaves(vjp.call(*vjp_args))
+  return outs
+
+
+def run_exported(exp: Any, leaves: list[np.ndarray]) -> list[np.ndarray]:
+  """Call ``exp`` on the flat stored inputs; flat storable outputs."""
+  return [storable(o) for o in run_exported_arrays(exp, leaves)]
 
 
 def case_inputs(case: _case.Case) -> tuple[tuple, dict, list[np.ndarray]]:
@@ -96,8 +105,10 @@ def export_case(case: _case.Case, producer: str = _api.PRIMARY) -> Any:
   else:
     arg_specs = jax.tree.map(spec, args)
   kwarg_specs = jax.tree.map(spec, kwargs)
-  return _api.export(jax.jit(case.fun), platforms=case.export_platforms(),
-                     producer=producer)(*arg_specs, **kwarg_specs)
+  jit_kwargs = case.jit_kwargs() if case.jit_kwargs is not None else {}
+  with _shardings.partitioner(case.use_shardy):
+    return _api.export(jax.jit(case.fun, **jit_kwargs), platforms=case.export_platforms(),
+                       producer=producer)(*arg_specs, **kwarg_specs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +120,7 @@ class Recording:
   inputs: list[np.ndarray]
   expected: list[np.ndarray] | None
   module_text: str
+  shardings: dict[str, Any] | None = None
 
 
 def record_case(case: _case.Case, today: datetime.date) -> Recording:
@@ -122,9 +134,13 @@ def record_case(case: _case.Case, today: datetime.date) -> Recording:
         f"case {case.case_id}: its lowering does not emit {missing} (emits "
         f"{_lowering.targets(sigs)}); fix the case's function or its targets= in harness/cases/.")
   _, _, inputs = case_inputs(case)
-  expected = None
+  expected = shardings = None
   if not case.lowering_only:
-    expected = run_exported(_api.deserialize(blob), inputs)
+    outs = run_exported_arrays(_api.deserialize(blob), inputs)
+    expected = [storable(o) for o in outs]
+    if _shardings.num_devices(exp) > 1:
+      shardings = _shardings.record(exp, outs)
+      _check_shardings_against_jit(case, exp, inputs, shardings)
   rtol, atol = case.rtol, case.atol
   if rtol is None or atol is None:
     rtol, atol = _case.default_tolerance(inputs[0].dtype if inputs else np.float32)
@@ -134,7 +150,22 @@ def record_case(case: _case.Case, today: datetime.date) -> Recording:
       serialization_version=_versions.SERIALIZATION_LAYOUT_VERSION, custom_call_targets=sigs,
       polymorphic_shapes=case.polymorphic_shapes, constraints=case.constraints,
       lowering_only=case.lowering_only, comparison=Comparison(case.checker, rtol, atol))
-  return Recording(manifest, blob, inputs, expected, exp.mlir_module())
+  return Recording(manifest, blob, inputs, expected, exp.mlir_module(), shardings)
+
+
+def _check_shardings_against_jit(case: _case.Case, exp: Any, inputs: list[np.ndarray],
+                                 shardings: dict[str, Any]) -> None:
+  """Refuse to record output shardings that differ from those of ``jax.jit`` of the case."""
+  placed, context = _shardings.placed_call_args(exp, callable_leaves(inputs, exp.in_avals))
+  args, kwargs = exp.in_tree.unflatten(placed)
+  jit_kwargs = case.jit_kwargs() if case.jit_kwargs is not None else {}
+  with context, _shardings.partitioner(case.use_shardy):
+    direct = jax.tree.leaves(jax.jit(case.fun, **jit_kwargs)(*args, **kwargs))
+  primal = {"outputs": shardings["outputs"][:len(direct)]}
+  problems = _shardings.compare(primal, direct)
+  if problems:
+    raise ValueError(f"case {case.case_id}: the exported function's outputs are sharded "
+                     f"differently from jax.jit of the case: {problems}")
 
 
 def _error_line(e: BaseException) -> str:
@@ -143,7 +174,7 @@ def _error_line(e: BaseException) -> str:
 
 
 def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
-                 modules: dict[str, bytes]) -> dict:
+                 modules: dict[str, bytes], shardings: dict[str, Any] | None = None) -> dict:
   """Deserialize with ``reader`` and, unless lowering-only, run and judge the outputs."""
   out: dict[str, Any] = {"reader": reader}
   try:
@@ -162,13 +193,18 @@ def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
     out.update(ok=not problems, stage="module", problems=problems, platforms=list(exp.platforms))
     return out
   try:
-    actual = run_exported(exp, inputs)
+    arrays = run_exported_arrays(exp, inputs)
+    actual = [storable(o) for o in arrays]
   except Exception as e:  # noqa: BLE001
     out.update(ok=False, stage="run", error=_error_line(e))
     return out
   verdict = checkers.check(m.comparison.mode, inputs, expected, actual,
                            rtol=m.comparison.rtol, atol=m.comparison.atol)
   out.update(stage="compare", **verdict.to_json())
+  if shardings is not None:
+    problems = _shardings.compare(shardings, arrays)
+    if problems:
+      out.update(ok=False, problems=[*out["problems"], *problems])
   return out
 
 
@@ -240,7 +276,9 @@ def replay_entry(entry) -> dict:
   inputs = entry.inputs()
   expected = entry.expected_outputs()
   modules: dict[str, bytes] = {}
-  readers = [_replay_with(r, blob, inputs, expected, m, modules) for r in _api.readers()]
+  shardings = entry.shardings()
+  readers = [_replay_with(r, blob, inputs, expected, m, modules, shardings)
+             for r in _api.readers()]
   recorded_module = modules.get(_api.REFERENCE)
   result = {
       "readers": readers,

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from harness import _api, _classify, coverage, reporter
+from harness import _api, _classify, _shardings, coverage, reporter
 from harness._worker import WorkerClient
 from harness.cases import cases_for
 from harness.tools import expected_status
@@ -60,7 +60,7 @@ class HarnessSession:
     self._write_queue: list[str] = []
     self._session_failures: list[str] = []
     self._present: list[str] | None = None
-    self._client: WorkerClient | None = None
+    self._clients: dict[int, WorkerClient] = {}
     self._staging: Path | None = None
     self.report: dict[str, Any] | None = None
 
@@ -83,21 +83,25 @@ class HarnessSession:
   def recording(self) -> bool:
     return self.options.record
 
-  def _worker(self) -> WorkerClient:
-    if self._client is None:
-      self._client = WorkerClient(timeout_s=self.options.worker_timeout_s)
-    return self._client
+  def _worker(self, num_devices: int = 1) -> WorkerClient:
+    """The worker for entries needing ``num_devices`` host devices (one process per count)."""
+    if num_devices not in self._clients:
+      self._clients[num_devices] = WorkerClient(timeout_s=self.options.worker_timeout_s,
+                                                num_devices=num_devices)
+    return self._clients[num_devices]
 
   # --- replay ------------------------------------------------------------------
 
   def replay(self, entry_id: str) -> dict[str, Any]:
     """Replay one entry in the worker and classify the findings; the outcome is kept."""
     try:
-      manifest = json.loads(self.store.entry(entry_id).manifest.to_json())
+      entry = self.store.entry(entry_id)
+      manifest = json.loads(entry.manifest.to_json())
+      num_devices = _shardings.devices_needed(entry.shardings())
     except GoldenDataError as e:
       outcome = self._unreadable(entry_id, e)
     else:
-      answer = self._worker().request(
+      answer = self._worker(num_devices).request(
           {"op": "replay", "root": str(self.options.golden_root), "entry_id": entry_id})
       outcome = _classify.classify(answer, entry_id=entry_id, manifest=manifest,
                                    today=self.options.today,
@@ -135,9 +139,11 @@ class HarnessSession:
 
   def record(self, case_id: str) -> dict[str, Any]:
     """Record ``case_id`` into staging and queue it; an identical existing entry is left alone."""
-    answer = self._worker().request({"op": "record", "case_id": case_id,
-                                     "today": self.options.today.isoformat(),
-                                     "staging": str(self._staging_root())})
+    case = next((c for c in cases_for(self.options.platform) if c.case_id == case_id), None)
+    worker = self._worker(case.num_devices if case is not None else 1)
+    answer = worker.request({"op": "record", "case_id": case_id,
+                             "today": self.options.today.isoformat(),
+                             "staging": str(self._staging_root())})
     if "entry_id" not in answer:
       why = answer.get("error") or answer.get("why") or "unknown"
       result = {"case_id": case_id, "entry_id": None, "action": "error",
@@ -172,7 +178,7 @@ class HarnessSession:
       staged = staging.entry(entry_id)
       try:
         self.store.write_entry(staged.manifest, staged.blob(), staged.inputs(),
-                               staged.expected_outputs(), staged.module_text())
+                               staged.expected_outputs(), staged.module_text(), staged.shardings())
       except GoldenDataError as e:
         self._session_failures.append(f"writing {entry_id} failed: {e}")
         for r in self._recorded.values():
@@ -281,9 +287,9 @@ class HarnessSession:
     return bool(report["session_failures"])
 
   def close(self) -> None:
-    if self._client is not None:
-      self._client.close()
-      self._client = None
+    for client in self._clients.values():
+      client.close()
+    self._clients.clear()
     if self._staging is not None:
       shutil.rmtree(self._staging, ignore_errors=True)
       self._staging = None

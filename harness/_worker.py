@@ -47,7 +47,7 @@ def _handle(request: dict) -> dict:
       return {"error": f"no case {request['case_id']!r} in harness/cases/"}
     rec = _engine.record_case(case, datetime.date.fromisoformat(request["today"]))
     entry = GoldenStore(request["staging"]).write_entry(
-        rec.manifest, rec.blob, rec.inputs, rec.expected, rec.module_text)
+        rec.manifest, rec.blob, rec.inputs, rec.expected, rec.module_text, rec.shardings)
     return {"entry_id": entry.entry_id}
   return {"error": f"unknown request op {op!r}"}
 
@@ -70,10 +70,15 @@ def main() -> int:
 
 
 class WorkerClient:
-  """One worker process, started on first use and restarted after a crash."""
+  """One worker process, started on first use and restarted after a crash.
 
-  def __init__(self, timeout_s: float = 300.0):
+  ``num_devices > 1`` starts it with that many host CPU devices, for entries
+  exported for several devices (jax fixes the device count at start-up).
+  """
+
+  def __init__(self, timeout_s: float = 300.0, num_devices: int = 1):
     self.timeout_s = timeout_s
+    self.num_devices = num_devices
     self._proc: subprocess.Popen | None = None
     self._stderr = None
 
@@ -84,6 +89,9 @@ class WorkerClient:
   def _start(self) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    if self.num_devices > 1:
+      flag = f"--xla_force_host_platform_device_count={self.num_devices}"
+      env["XLA_FLAGS"] = " ".join(f for f in (env.get("XLA_FLAGS", ""), flag) if f)
     self._stderr = tempfile.TemporaryFile(mode="w+b")
     self._proc = subprocess.Popen(
         [sys.executable, "-m", "harness._worker"], cwd=REPO_ROOT, env=env,

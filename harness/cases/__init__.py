@@ -9,7 +9,8 @@ How to add a golden case for a new custom-call target ``foo_ffi``:
 
 1. Pick the module by kind: ``_lapack.py`` (CPU LAPACK, one case per dtype),
    ``_features.py`` (export features), ``_lowering_only.py`` (targets of a
-   platform this machine cannot run; jax lowers them anyway). Add a new module
+   platform this machine cannot run; jax lowers them anyway), ``_sharding.py``
+   (multi-device targets: set ``num_devices``, ``jit_kwargs``, ``use_shardy``). Add a new module
    for a new family and list it in ``_MODULES`` below.
 2. Write the function with ``jax.numpy``/``jax.lax`` so that its lowering emits
    ``foo_ffi``; keep shapes tiny (4x4) so the entry stays a few kilobytes.
@@ -33,11 +34,11 @@ from __future__ import annotations
 
 import functools
 
-from harness.cases import _features, _lapack, _lowering_only
+from harness.cases import _features, _lapack, _lowering_only, _sharding
 from harness.cases._case import Case
 from harness.tools import release_cases
 
-_MODULES = (_lapack, _features, _lowering_only, release_cases)
+_MODULES = (_lapack, _features, _lowering_only, _sharding, release_cases)
 
 
 @functools.cache

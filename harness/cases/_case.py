@@ -20,6 +20,12 @@ class Case:
   the platform whose machines record and replay the entry; ``platforms`` are
   the platforms the function is exported for (for lowering-only cases, ones the
   host cannot run). ``checker`` names a checker of ``harness.checkers``.
+
+  Multi-device cases set ``num_devices`` (the harness records and replays them
+  in a worker with that many host devices), ``jit_kwargs`` (called in that
+  worker, it returns ``jax.jit`` keyword arguments such as ``in_shardings``,
+  whose meshes need the worker's devices) and, to record GSPMD's custom calls,
+  ``use_shardy=False`` (None keeps jax's default partitioner).
   """
 
   case_id: str
@@ -36,6 +42,9 @@ class Case:
   constraints: tuple[str, ...] | None = None
   lowering_only: bool = False
   vjp_order: int = 0
+  num_devices: int = 1
+  jit_kwargs: Callable[[], dict[str, Any]] | None = None
+  use_shardy: bool | None = None
 
   def __post_init__(self):
     for p in (self.host_platform, *(self.platforms or ())):
