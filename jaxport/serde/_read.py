@@ -125,20 +125,44 @@ def _guard(where: str, what: str, fn: Callable[..., Any], *args, **kwargs) -> An
     raise _bad(f"{what} was refused ({type(e).__name__}: {e})", where) from e
 
 
-class _Scope:
-  """The symbolic scope of one record, built on first use."""
+def _is_int(dim: str) -> bool:
+  return dim.isascii() and dim.isdigit()
 
-  __slots__ = ("constraints", "_scope")
+
+class _Scope:
+  """The symbolic scope of one record, built on first use, and its parsed dimensions."""
+
+  __slots__ = ("constraints", "_scope", "dims")
 
   def __init__(self, constraints: tuple[str, ...]):
     self.constraints = constraints
     self._scope = None
+    self.dims: dict[str, Any] = {}
 
   def get(self):
     if self._scope is None:
       from jaxport.shapes import _api
       self._scope = _api.SymbolicScope(self.constraints)
     return self._scope
+
+  def parse_all(self, aval_vectors: Sequence[list[Any] | None]) -> None:
+    """Parses every distinct symbolic dimension of the avals in one call.
+
+    Parsing has a high cost per call, so the distinct non-integer dimension
+    strings are joined and parsed once. When that fails, nothing is recorded
+    and each aval parses its own shape, which names the faulty one.
+    """
+    todo = {d: None for avals in aval_vectors if avals for a in avals
+            for d in a[_AVAL.shape] or () if not _is_int(d)}
+    if not todo:
+      return
+    from jaxport.shapes import _api
+    try:
+      parsed = _api.symbolic_shape(",".join(todo), scope=self.get())
+    except Exception:
+      return
+    if len(parsed) == len(todo):
+      self.dims = dict(zip(todo, parsed))
 
 
 def _read_exported(t: list[Any], where: str) -> Exported:
@@ -149,6 +173,7 @@ def _read_exported(t: list[Any], where: str) -> Exported:
     _guard(f"{where}.symbolic_constraints", "the symbolic scope", scope.get)
 
   avals_seen: dict[tuple, Any] = {}
+  scope.parse_all((t[X.unique_avals], t[X.in_avals], t[X.out_avals]))
   unique_avals = [_read_aval(a, scope, avals_seen, f"{where}.unique_avals[{i}]")
                   for i, a in enumerate(t[X.unique_avals] or ())]
   unique_meshes = [_read_abstract_mesh(m, f"{where}.unique_abstract_meshes[{i}]")
@@ -291,10 +316,13 @@ def _read_aval(aval: list[Any], scope: _Scope, seen: dict[tuple, Any], where: st
   if memory_space is None:
     raise _bad(f"unknown memory space number {aval[_AVAL.memory_space]}",
                f"{where}.memory_space")
-  if all(d.isascii() and d.isdigit() for d in dims):
+  if all(_is_int(d) for d in dims):
     shape = tuple(map(int, dims))
   else:
-    shape = _read_symbolic_shape(dims, scope, f"{where}.shape")
+    known = scope.dims
+    shape = tuple(int(d) if _is_int(d) else known.get(d) for d in dims)
+    if None in shape:
+      shape = _read_symbolic_shape(dims, scope, f"{where}.shape")
   result = _guard(where, "the array type", _wire.ShapedArray, shape, dtype,
                   memory_space=memory_space)
   seen[key] = result

@@ -45,19 +45,46 @@ class _Uniques:
       self.shardings.setdefault(s, len(self.shardings))
 
 
+class _SharingBuilder(flatbuffers.Builder):
+  """A builder that writes each distinct string once; later uses point to the first copy.
+
+  Readers follow offsets, so shared strings read exactly like copies (jax's
+  reader included); a blob with avals of the same sizes stores "128" once.
+  """
+
+  __slots__ = ()
+
+  def __init__(self, initial_size: int):
+    super().__init__(initial_size)
+    self.sharedStrings = {}
+
+  def CreateString(self, s, encoding="utf-8", errors="strict"):  # noqa: N802 (flatbuffers API)
+    off = self.sharedStrings.get(s)
+    if off is None:
+      off = flatbuffers.Builder.CreateString(self, s, encoding, errors)
+      self.sharedStrings[s] = off
+    return off
+
+
 def serialize(exported: Any, *, vjp_order: int = 0, jax_version: bool = True,
-              symbolic_constraints: bool = True) -> bytearray:
+              symbolic_constraints: bool = True,
+              share_strings: bool | None = None) -> bytearray:
   """The bytes of ``exported`` with VJPs nested ``vjp_order`` deep.
 
   ``jax_version`` records the producing jax version (field 26);
   ``symbolic_constraints`` records the explicit symbolic-shape constraints
-  (field 40, only written when there are some). With both off the bytes are
-  exactly those jax 0.10.2 writes for the same record.
+  (field 40, only written when there are some). ``share_strings`` writes
+  each distinct string once, which more than pays for the version field;
+  by default it follows ``jax_version``. With ``jax_version`` and
+  ``symbolic_constraints`` off the bytes are exactly those jax 0.10.2 writes
+  for the same record.
   """
   if not isinstance(vjp_order, int) or vjp_order < 0:
     raise SerializationError(
         f"vjp_order must be a non-negative int, got {vjp_order!r}.")
-  builder = flatbuffers.Builder(65536)
+  if share_strings is None:
+    share_strings = jax_version
+  builder = (_SharingBuilder if share_strings else flatbuffers.Builder)(65536)
   root = _exported(builder, exported, vjp_order, jax_version, symbolic_constraints)
   builder.Finish(root)
   return builder.Output()
