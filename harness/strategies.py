@@ -763,14 +763,11 @@ class ShapesImpl:
     return self._guard(lambda: self.api.symbolic_shape(spec, scope=scope, like=like))
 
   def args_specs(self, case: SpecCase, scope: Any, dtype: Any = "float32") -> list[Any]:
-    """One ShapeDtypeStruct per argument of ``case``, all in ``scope``.
-
-    Built with ``symbolic_shape(spec, like=...)`` per argument, which is what
-    ``symbolic_args_specs`` does for a flat list of arrays.
-    """
+    """One ShapeDtypeStruct per argument of ``case``, all in ``scope``, by ``symbolic_args_specs``."""
     import jax
-    return [jax.ShapeDtypeStruct(self.parse(spec, scope=scope, like=like), dtype)
-            for spec, like in zip(case.spec_strings(), case.like_shapes())]
+    like = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape in case.like_shapes())
+    return list(self._guard(lambda: self.api.symbolic_args_specs(like, case.spec_strings(),
+                                                                 scope=scope)))
 
   def export(self, fun_jit: Callable[..., Any], specs: Sequence[Any]) -> Any:
     return self._guard(lambda: self.api.export(fun_jit)(*specs))
@@ -873,13 +870,16 @@ def explain_shape_assertion(message: str, shapes: Sequence[Sequence[int]],
 
 
 def assertion_kind(message: str) -> str:
-  """``inconsistency``, ``remainder``, ``variable``, ``constraint``, ``unsolvable`` or ``other``."""
+  """The kind of a shape error: ``inconsistency``, ``remainder``, ``variable``,
+  ``constraint``, ``unsolvable``, ``unsatisfiable`` or ``other``."""
   for kind, pattern in (("inconsistency", _INCONSISTENT), ("remainder", _REMAINDER),
                         ("variable", _VAR_GE_1), ("constraint", _CONSTRAINT)):
     if pattern.search(message):
       return kind
   if "Cannot solve for values of dimension variables" in message:
     return "unsolvable"
+  if "nsatisfiable" in message:
+    return "unsatisfiable"
   return "other"
 
 
