@@ -95,6 +95,12 @@ def case_inputs(case: _case.Case) -> tuple[tuple, dict, list[np.ndarray]]:
   return args, kwargs, [storable(x) for x in jax.tree.leaves((args, kwargs))]
 
 
+def _jit_kwargs(case: _case.Case) -> dict[str, Any]:
+  """``jax.jit`` keyword arguments of a multi-device case (shardings on this process's devices)."""
+  make = getattr(case, "jit_kwargs", None)
+  return make() if make is not None else {}
+
+
 def export_case(case: _case.Case, producer: str = _api.PRIMARY) -> Any:
   """Export ``case`` now, for its platforms, with ``producer``'s exporter."""
   args, kwargs, _ = case_inputs(case)
@@ -105,9 +111,8 @@ def export_case(case: _case.Case, producer: str = _api.PRIMARY) -> Any:
   else:
     arg_specs = jax.tree.map(spec, args)
   kwarg_specs = jax.tree.map(spec, kwargs)
-  jit_kwargs = case.jit_kwargs() if case.jit_kwargs is not None else {}
-  with _shardings.partitioner(case.use_shardy):
-    return _api.export(jax.jit(case.fun, **jit_kwargs), platforms=case.export_platforms(),
+  with _shardings.partitioner(getattr(case, "use_shardy", None)):
+    return _api.export(jax.jit(case.fun, **_jit_kwargs(case)), platforms=case.export_platforms(),
                        producer=producer)(*arg_specs, **kwarg_specs)
 
 
@@ -158,9 +163,8 @@ def _check_shardings_against_jit(case: _case.Case, exp: Any, inputs: list[np.nda
   """Refuse to record output shardings that differ from those of ``jax.jit`` of the case."""
   placed, context = _shardings.placed_call_args(exp, callable_leaves(inputs, exp.in_avals))
   args, kwargs = exp.in_tree.unflatten(placed)
-  jit_kwargs = case.jit_kwargs() if case.jit_kwargs is not None else {}
   with context, _shardings.partitioner(case.use_shardy):
-    direct = jax.tree.leaves(jax.jit(case.fun, **jit_kwargs)(*args, **kwargs))
+    direct = jax.tree.leaves(jax.jit(case.fun, **_jit_kwargs(case))(*args, **kwargs))
   primal = {"outputs": shardings["outputs"][:len(direct)]}
   problems = _shardings.compare(primal, direct)
   if problems:
