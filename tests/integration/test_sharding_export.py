@@ -186,3 +186,31 @@ else:
     their_vjp = theirs.vjp()
     assert vjp._in_named_shardings == their_vjp._in_named_shardings
     assert vjp._out_named_shardings == their_vjp._out_named_shardings
+
+  def test_legacy_hlo_sharding_records_on_eight_devices():
+    import dataclasses
+    fun = jax.jit(_two_outputs, in_shardings=(ns(MESH_2X4, "a", "b"), None),
+                  out_shardings=(ns(MESH_2X4, "b"), ns(MESH_2X4)))
+    ours, _ = _both(fun, arr((8, 8)), arr((4, 2)))
+
+    def hlo(records, avals):
+      return tuple(None if s is None else s._to_xla_hlo_sharding(a.ndim)
+                   for s, a in zip(records, avals))
+
+    legacy = dataclasses.replace(
+        ours, _has_named_shardings=False, _in_named_shardings=(None, None),
+        _out_named_shardings=(None, None),
+        in_shardings_hlo=hlo(ours._in_named_shardings, ours.in_avals),
+        out_shardings_hlo=hlo(ours._out_named_shardings, ours.out_avals))
+    as_jax = jax.export.Exported(**{f.name: getattr(legacy, f.name)
+                                    for f in dataclasses.fields(legacy)})
+    assert legacy.in_shardings_jax(MESH_2X4) == as_jax.in_shardings_jax(MESH_2X4)
+    assert legacy.out_shardings_jax(MESH_2X4) == as_jax.out_shardings_jax(MESH_2X4)
+    assert legacy.in_shardings_jax(MESH_2X4)[0].spec == P("a", "b")
+    x = jax.device_put(arr((8, 8)), ns(MESH_2X4, "a", "b"))
+    with jax.set_mesh(MESH_2X4):
+      got = jax.jit(jaxport.call(legacy))(x, arr((4, 2)))
+      want = jax.jit(lambda *a: as_jax.call(*a))(x, arr((4, 2)))
+    assert [g.sharding for g in got] == [w.sharding for w in want]
+    with pytest.raises(jaxport.ExportError, match="carries HloShardings only"):
+      legacy.serialize()
