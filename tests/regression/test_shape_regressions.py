@@ -10,6 +10,8 @@ jaxport answers correctly instead.
 from __future__ import annotations
 
 import itertools
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,10 +20,15 @@ import jax
 import jaxport
 from jax.errors import InconclusiveDimensionOperation
 
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+from harness.strategies import parse_dim_text  # noqa: E402  (the fuzz oracle's reader)
+
 
 def _values(dim, names, grid=(1, 2, 3, 5, 11)):
   """The values of a jaxport dimension over a grid, by evaluating its printed form."""
-  from harness.strategies import parse_dim_text
   tree = parse_dim_text(str(dim))
   return [tree.evaluate(dict(zip(names, vs))) for vs in itertools.product(grid, repeat=len(names))]
 
@@ -71,7 +78,6 @@ def test_max_with_a_dominating_operand_normalizes_like_jax():
     "max(a, a + mod(a, 1)*mod(a, - a))",
 ])
 def test_specs_that_crash_jax_export_parse_to_the_right_values(spec):
-  from harness.strategies import parse_dim_text
   dim, = jaxport.symbolic_shape(spec)
   assert _values(dim, ["a"]) == [parse_dim_text(spec).evaluate({"a": v})
                                  for v in (1, 2, 3, 5, 11)]
