@@ -328,7 +328,7 @@ def _abstract_device(b: flatbuffers.Builder, device: Any) -> int:
 
 
 def _partition_spec(b: flatbuffers.Builder, spec: Any) -> int:
-  partitions = _vector_of(b, _partition_one_axis, tuple(spec))
+  partitions = _vector_of(b, _partition_one_axis, spec.partitions)
   # Sorted, so that equal specs give equal bytes in every process (jax writes
   # the frozensets in iteration order, which varies with hash seeds).
   reduced = _vector_of(b, lambda b, n: b.CreateString(n), sorted(spec.reduced))
