@@ -232,3 +232,21 @@ else:
       got = jax.jit(jaxport.call(rec))(x)
       np.testing.assert_allclose(got, want, rtol=1e-6)
       assert got.sharding.is_equivalent_to(want.sharding, 2)
+
+  # ------------------------------------------------------------ symbolic shapes
+
+  def test_a_sharded_symbolic_export_runs_on_several_sizes():
+    fun = jax.jit(lambda x: jnp.sin(x) * x.shape[0], in_shardings=ns(MESH_X8, "x"),
+                  out_shardings=ns(MESH_X8, "x"))
+    ours, theirs = [m.export(fun)(jax.ShapeDtypeStruct(m.symbolic_shape("8*b, 4"), np.float32))
+                    for m in (jaxport, jax.export)]
+    assert ours._in_named_shardings == theirs._in_named_shardings
+    assert ours.nr_devices == 8 and ours.uses_global_constants
+    for rows in (8, 24):
+      x = jax.device_put(arr((rows, 4)), ns(MESH_X8, "x"))
+      for rec in (ours, jaxport.deserialize(theirs.serialize())):
+        got = jax.jit(jaxport.call(rec))(x)
+        np.testing.assert_allclose(got, np.sin(arr((rows, 4))) * rows, rtol=1e-5)
+        assert got.sharding == ns(MESH_X8, "x")
+      by_jax = jax.export.deserialize(ours.serialize())
+      assert jax.jit(_jax_call(by_jax))(x).sharding == ns(MESH_X8, "x")
