@@ -124,7 +124,7 @@ class HarnessSession:
     outcome = self.replay(entry_id)
     text = "\n".join(outcome["messages"])
     if outcome["status"] == "fail":
-      raise AssertionError(f"golden entry {entry_id}:\n{text}")
+      pytest.fail(f"golden entry {entry_id}:\n{text}", pytrace=False)
     if outcome["status"] == "xfail":
       pytest.xfail(f"expected failure: {outcome['expected_failure']}")
     if outcome["status"] == "warn":
@@ -169,7 +169,7 @@ class HarnessSession:
   def check_record(self, case_id: str) -> None:
     result = self.record(case_id)
     if result["action"] in ("error", "conflict"):
-      raise AssertionError(f"case {case_id}: {result['message']}")
+      pytest.fail(f"case {case_id}: {result['message']}", pytrace=False)
 
   def flush_writes(self) -> None:
     """Write every queued recording into the golden store (atomic, append-only)."""
