@@ -158,3 +158,9 @@ def test_record_is_append_only_and_byte_identical(pytester, tmp_path):
 
   replay = _run(pytester, first, "-k", "cholesky_f32", "--today=2026-01-02")
   replay.assert_outcomes(passed=1)
+  # 242 days later the entry is past the 180-day window: a warning, a failure when strict.
+  late = _run(pytester, first, "-k", "cholesky_f32", "--today=2026-09-01")
+  late.assert_outcomes(passed=1, warnings=1)
+  late.stdout.fnmatch_lines(["*[[]expired[]] recorded 2026-01-02, 62 days past the 180-day compat window*"])
+  strict = _run(pytester, first, "-k", "cholesky_f32", "--today=2026-09-01", "--compat-strict")
+  strict.assert_outcomes(failed=1)
