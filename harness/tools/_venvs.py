@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_ROOT = REPO_ROOT / ".jax-venvs"
 _MARKER = ".jaxport-release-ready"
-_BASE_PYTHON = os.environ.get("JAXPORT_RELEASE_PYTHON", "python3.11")
+_BASE_PYTHON_VAR = "JAXPORT_RELEASE_PYTHON"
 
 
 class VenvError(RuntimeError):
@@ -74,12 +74,14 @@ def ensure_venv(version: str, root: str | os.PathLike | None = None) -> Path:
 
 def _base_python() -> str:
   """The system Python 3.11 (not a venv's copy), unless JAXPORT_RELEASE_PYTHON names another."""
-  if "JAXPORT_RELEASE_PYTHON" not in os.environ and sys.version_info[:2] == (3, 11):
+  name = os.environ.get(_BASE_PYTHON_VAR)
+  if name is None and sys.version_info[:2] == (3, 11):
     return getattr(sys, "_base_executable", sys.executable)
-  found = shutil.which(_BASE_PYTHON)
+  name = name or "python3.11"
+  found = shutil.which(name)
   if found is None:
-    raise VenvError(f"{_BASE_PYTHON} is not on PATH; release venvs are built with it "
-                    "(set JAXPORT_RELEASE_PYTHON to another Python 3.11).")
+    raise VenvError(f"{name} is not on PATH; release venvs are built with it "
+                    f"(set {_BASE_PYTHON_VAR} to another Python 3.11).")
   return found
 
 

@@ -297,9 +297,9 @@ def render_window(report: dict[str, Any]) -> str:
   for r in window_rows(report):
     inside = {True: "yes", False: "no", None: "unknown"}[r["inside_window"]]
     verdicts = ", ".join(f"{k} {v}" for k, v in sorted(r["verdicts"].items()))
-    lines.append(f"| {r['producer']} | {r['producer_date'] or '?'} | {r['age_days'] if r['age_days'] is not None else '?'} "
-                 f"| {r['consumer']} | {r['gap_days'] if r['gap_days'] is not None else '?'} | {inside} "
-                 f"| {r['entries']} | {verdicts} | {'yes' if r['policy_ok'] else 'NO'} |")
+    cells = [r["producer"], r["producer_date"], r["age_days"], r["consumer"], r["gap_days"], inside,
+             r["entries"], verdicts, "yes" if r["policy_ok"] else "NO"]
+    lines.append("| " + " | ".join("?" if c is None else str(c) for c in cells) + " |")
   return "\n".join(lines) + "\n"
 
 

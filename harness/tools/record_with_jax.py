@@ -29,10 +29,13 @@ RECORDER = Path(__file__).resolve().parent / "_recorder.py"
 
 
 def release_env() -> dict[str, str]:
-  """This process's environment minus what would leak the jaxport venv into another."""
+  """This process's environment minus what would leak the jaxport venv into another.
+
+  Release venvs hold the CPU jaxlib only, so jax is told to use the CPU.
+  """
   env = {k: v for k, v in os.environ.items()
          if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-  env.setdefault("JAX_PLATFORMS", "cpu")
+  env["JAX_PLATFORMS"] = "cpu"
   return env
 
 
@@ -65,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description="Record golden entries with an older jax release.")
   parser.add_argument("--jax", required=True, help="the producer jax release, e.g. 0.9.2")
   parser.add_argument("--case", action="append", default=[], help="only this case id (repeatable)")
-  parser.add_argument("--platform", default="cpu")
+  parser.add_argument("--platform", default="cpu", choices=["cpu"],
+                      help="release venvs hold the CPU jaxlib only")
   parser.add_argument("--store", default=str(_venvs.REPO_ROOT / "compat_data"))
   parser.add_argument("--venvs", default=None, help="folder of release venvs (.jax-venvs)")
   parser.add_argument("--date", default=None, help="record date, default today")

@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
                       help="also replay with this interpreter's jax (the pinned one)")
   parser.add_argument("--current-build-only", action="store_true",
                       help="only entries recorded by the current jaxport build (forward check)")
-  parser.add_argument("--platform", default="cpu")
+  parser.add_argument("--platform", default="cpu", choices=["cpu"],
+                      help="release venvs hold the CPU jaxlib only")
   parser.add_argument("--store", default=str(_venvs.REPO_ROOT / "compat_data"))
   parser.add_argument("--venvs", default=None)
   parser.add_argument("--out", required=True, help="folder for matrix.json and matrix.md")

@@ -149,3 +149,11 @@ def test_record_with_jax_end_to_end_with_this_interpreter(tmp_path, monkeypatch)
   # The store is append-only: recording the same day again leaves the entry as it is.
   again = record_with_jax.record("0.10.2", store, cases=["release_lu_f32"], date="2026-02-03")
   assert again.written == () and again.existing == (entry.entry_id,)
+
+
+def test_a_failing_venv_build_names_the_command_and_the_fix(tmp_path, monkeypatch):
+  monkeypatch.setenv("JAXPORT_RELEASE_PYTHON", "false")
+  want = r"(?s)creating the venv for jax 0.9.2 failed \(exit 1\).*pip index versions jax"
+  with pytest.raises(_venvs.VenvError, match=want):
+    _venvs.ensure_venv("0.9.2", tmp_path)
+  assert not _venvs.is_ready("0.9.2", tmp_path)
