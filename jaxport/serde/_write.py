@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxport import _versions
 from jaxport.errors import SerializationError, SerializationTypeError
-from jaxport.serde import _pytrees, _wire
+from jaxport.serde import _builder, _pytrees, _wire
 from jaxport.serde import _schema_generated as fb
 
 
@@ -45,27 +45,6 @@ class _Uniques:
       self.shardings.setdefault(s, len(self.shardings))
 
 
-class _SharingBuilder(flatbuffers.Builder):
-  """A builder that writes each distinct string once; later uses point to the first copy.
-
-  Readers follow offsets, so shared strings read exactly like copies (jax's
-  reader included); a blob with avals of the same sizes stores "128" once.
-  """
-
-  __slots__ = ()
-
-  def __init__(self, initial_size: int):
-    super().__init__(initial_size)
-    self.sharedStrings = {}
-
-  def CreateString(self, s, encoding="utf-8", errors="strict"):  # noqa: N802 (flatbuffers API)
-    off = self.sharedStrings.get(s)
-    if off is None:
-      off = flatbuffers.Builder.CreateString(self, s, encoding, errors)
-      self.sharedStrings[s] = off
-    return off
-
-
 def serialize(exported: Any, *, vjp_order: int = 0, jax_version: bool = True,
               symbolic_constraints: bool = True,
               share_strings: bool | None = None) -> bytearray:
@@ -84,7 +63,7 @@ def serialize(exported: Any, *, vjp_order: int = 0, jax_version: bool = True,
         f"vjp_order must be a non-negative int, got {vjp_order!r}.")
   if share_strings is None:
     share_strings = jax_version
-  builder = (_SharingBuilder if share_strings else flatbuffers.Builder)(65536)
+  builder = _builder.Builder(65536, share_strings=share_strings)
   root = _exported(builder, exported, vjp_order, jax_version, symbolic_constraints)
   builder.Finish(root)
   return builder.Output()
