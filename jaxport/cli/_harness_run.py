@@ -35,14 +35,30 @@ def pytest_command(action: str, *, platform: str, report: str | None,
   return cmd + list(extra)
 
 
+def release_tool_command(action: str, *, with_jax: str, report: str | None,
+                         extra: list[str]) -> list[str]:
+  """``record``/``replay`` with another jax release: the multi-release tools of harness/tools/
+  (``docs/multi-release.md``); for ``replay``, ``report`` is the folder of the matrix."""
+  if extra and extra[0] == "--":
+    extra = extra[1:]
+  if action == "record":
+    return [sys.executable, "harness/tools/record_with_jax.py", "--jax", with_jax] + list(extra)
+  out = Path(report or f"reports/with-jax-{with_jax}").resolve()
+  return [sys.executable, "harness/tools/replay_with_jax.py", "--jax", with_jax, "--out",
+          str(out)] + list(extra)
+
+
 def run(action: str, *, platform: str, report: str | None, extra: list[str],
-        repo_root: Path | None = None) -> int:
-  """Run the harness from the repository root; returns pytest's exit status."""
+        repo_root: Path | None = None, with_jax: str | None = None) -> int:
+  """Run the harness (or, ``with_jax``, a multi-release tool) from the repository root."""
   root = repo_root or find_repo_root()
   if root is None:
     raise GoldenDataError(
         f"jaxport {action}: no harness/ found at or above {Path.cwd()}; run it from the "
         "jaxport repository (the directory holding harness/ and compat_data/).")
-  cmd = pytest_command(action, platform=platform, report=report, extra=extra)
+  if with_jax is not None:
+    cmd = release_tool_command(action, with_jax=with_jax, report=report, extra=extra)
+  else:
+    cmd = pytest_command(action, platform=platform, report=report, extra=extra)
   logger.info("running in %s: %s", root, " ".join(cmd))
   return subprocess.run(cmd, cwd=root, check=False).returncode

@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--platform", choices=PLATFORMS, default="cpu")
     p.add_argument("--compat-report", default=None, metavar="PATH",
                    help="write the harness's compatibility report here")
+    p.add_argument("--with-jax", default=None, metavar="VERSION",
+                   help=f"{name} with an older jax release in its own venv (harness/tools/"
+                        f"{name}_with_jax.py; see docs/multi-release.md)")
   return parser
 
 
@@ -252,7 +255,7 @@ def _harness(args, extra) -> int:
   from jaxport.cli import _harness_run
 
   return _harness_run.run(args.command, platform=args.platform, report=args.compat_report,
-                          extra=extra)
+                          extra=extra, with_jax=args.with_jax)
 
 
 _COMMANDS = {
