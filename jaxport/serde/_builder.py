@@ -172,3 +172,40 @@ class Builder(flatbuffers.Builder):
     if strings is not None:
       strings[s] = off
     return off
+
+  def CreateScalarVector(self, code: str, values) -> int:  # noqa: N802
+    """A vector of ``values`` packed with struct ``code``; the bytes CreateNumpyVector writes."""
+    width = struct.calcsize(code)
+    n = len(values)
+    self.StartVector(width, n, width)
+    data = struct.pack(f"<{n}{code}", *values)
+    head = self.head - len(data)
+    self.Bytes[head:head + len(data)] = data
+    self.head = head
+    return self.EndVector()
+
+  def WriteVtable(self) -> int:  # noqa: N802
+    """Ends the current object with its vtable, reusing an equal earlier vtable."""
+    self.PrependSOffsetTRelative(0)
+    object_offset = len(self.Bytes) - self.head
+    fields = self.current_vtable
+    n = len(fields)
+    while n and fields[n - 1] == 0:
+      n -= 1
+    slots = [object_offset - e if e else 0 for e in fields[:n]]
+    object_size = object_offset - self.objectEnd
+    key = (*reversed(slots), object_size)
+    existing = self.vtables.get(key)
+    if existing is None:
+      self.Prep(2, 2 * (n + 1))
+      head = self.head - 2 * (n + 2)
+      struct.pack_into(f"<{n + 2}H", self.Bytes, head, 2 * (n + 2), object_size, *slots)
+      self.head = head
+      here = len(self.Bytes) - head
+      _i32(self.Bytes, len(self.Bytes) - object_offset, here - object_offset)
+      self.vtables[key] = here
+    else:
+      self.head = len(self.Bytes) - object_offset
+      _i32(self.Bytes, self.head, existing - object_offset)
+    self.current_vtable = None
+    return object_offset

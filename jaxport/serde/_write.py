@@ -15,9 +15,7 @@ import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import flatbuffers
 import jax
-import numpy as np
 
 from jaxport import _versions
 from jaxport.errors import SerializationError, SerializationTypeError
@@ -69,7 +67,7 @@ def serialize(exported: Any, *, vjp_order: int = 0, jax_version: bool = True,
   return builder.Output()
 
 
-def _exported(b: flatbuffers.Builder, exp: Any, vjp_order: int, jax_version: bool,
+def _exported(b: _builder.Builder, exp: Any, vjp_order: int, jax_version: bool,
               constraints: bool) -> int:
   uniques = _Uniques(exp)
   if not exp._has_named_shardings:
@@ -91,7 +89,7 @@ def _exported(b: flatbuffers.Builder, exp: Any, vjp_order: int, jax_version: boo
   disabled_checks = _vector_of(b, _disabled_check, exp.disabled_safety_checks)
   platforms = _vector_of(b, lambda b, p: b.CreateString(p), exp.platforms)
   mlir_module = b.CreateByteVector(exp.mlir_module_serialized)
-  kept_var_idx = b.CreateNumpyVector(np.array(exp.module_kept_var_idx, dtype=np.uint16))
+  kept_var_idx = b.CreateScalarVector("H", exp.module_kept_var_idx)
 
   vjp = None
   if vjp_order > 0:
@@ -152,7 +150,7 @@ def _exported(b: flatbuffers.Builder, exp: Any, vjp_order: int, jax_version: boo
   return fb.ExportedEnd(b)
 
 
-def _vector_of(b: flatbuffers.Builder, write_one: Callable[[flatbuffers.Builder, Any], int],
+def _vector_of(b: _builder.Builder, write_one: Callable[[_builder.Builder, Any], int],
                elements: Iterable[Any]) -> int:
   offsets = [write_one(b, e) for e in elements]
   b.StartVector(4, len(offsets), 4)
@@ -161,8 +159,8 @@ def _vector_of(b: flatbuffers.Builder, write_one: Callable[[flatbuffers.Builder,
   return b.EndVector()
 
 
-def _u32_vector(b: flatbuffers.Builder, values: Sequence[int]) -> int:
-  return b.CreateNumpyVector(np.array(values, dtype=np.uint32))
+def _u32_vector(b: _builder.Builder, values: Sequence[int]) -> int:
+  return b.CreateScalarVector("I", values)
 
 
 def _constraints_of(exp: Any) -> tuple[str, ...]:
@@ -179,7 +177,7 @@ def _constraints_of(exp: Any) -> tuple[str, ...]:
   return ()
 
 
-def _pytreedef(b: flatbuffers.Builder, p: Any) -> int:
+def _pytreedef(b: _builder.Builder, p: Any) -> int:
   node_data = p.node_data()
   children = p.children()
   children_off = _vector_of(b, _pytreedef, children) if children else None
@@ -224,7 +222,7 @@ def _pytreedef(b: flatbuffers.Builder, p: Any) -> int:
   return fb.PyTreeDefEnd(b)
 
 
-def _dict_key(b: flatbuffers.Builder, k: Any) -> int:
+def _dict_key(b: _builder.Builder, k: Any) -> int:
   if not isinstance(k, str):
     raise SerializationTypeError(
         "Serialization is supported only for dictionaries with string keys. "
@@ -232,7 +230,7 @@ def _dict_key(b: flatbuffers.Builder, k: Any) -> int:
   return b.CreateString(k)
 
 
-def _aval(b: flatbuffers.Builder, aval: Any) -> int:
+def _aval(b: _builder.Builder, aval: Any) -> int:
   dims = [b.CreateString(str(d)) for d in aval.shape]
   b.StartVector(4, len(dims), 4)
   for d in reversed(dims):
@@ -251,7 +249,7 @@ def _aval(b: flatbuffers.Builder, aval: Any) -> int:
   return fb.AbstractValueEnd(b)
 
 
-def _legacy_sharding(b: flatbuffers.Builder, s: Any, uniques: _Uniques) -> int:
+def _legacy_sharding(b: _builder.Builder, s: Any, uniques: _Uniques) -> int:
   named = None if s is None else _named_sharding(b, s, uniques)
   fb.ShardingStart(b)
   if named is not None:
@@ -259,7 +257,7 @@ def _legacy_sharding(b: flatbuffers.Builder, s: Any, uniques: _Uniques) -> int:
   return fb.ShardingEnd(b)
 
 
-def _named_sharding(b: flatbuffers.Builder, s: Any, uniques: _Uniques) -> int:
+def _named_sharding(b: _builder.Builder, s: Any, uniques: _Uniques) -> int:
   amesh = s.mesh.abstract_mesh
   mesh_idx = uniques.meshes[amesh]
   mesh_off = _abstract_mesh(b, amesh)
@@ -274,7 +272,7 @@ def _named_sharding(b: flatbuffers.Builder, s: Any, uniques: _Uniques) -> int:
   return fb.NamedShardingEnd(b)
 
 
-def _abstract_mesh(b: flatbuffers.Builder, amesh: Any) -> int:
+def _abstract_mesh(b: _builder.Builder, amesh: Any) -> int:
   b.StartVector(4, len(amesh.axis_sizes), 4)
   for size in reversed(amesh.axis_sizes):
     b.PrependUint32(size)
@@ -295,7 +293,7 @@ def _abstract_mesh(b: flatbuffers.Builder, amesh: Any) -> int:
   return fb.AbstractMeshEnd(b)
 
 
-def _abstract_device(b: flatbuffers.Builder, device: Any) -> int:
+def _abstract_device(b: _builder.Builder, device: Any) -> int:
   kind = b.CreateString(device.device_kind)
   platform = b.CreateString(device.platform)
   fb.AbstractDeviceStart(b)
@@ -306,7 +304,7 @@ def _abstract_device(b: flatbuffers.Builder, device: Any) -> int:
   return fb.AbstractDeviceEnd(b)
 
 
-def _partition_spec(b: flatbuffers.Builder, spec: Any) -> int:
+def _partition_spec(b: _builder.Builder, spec: Any) -> int:
   partitions = _vector_of(b, _partition_one_axis, spec.partitions)
   # Sorted, so that equal specs give equal bytes in every process (jax writes
   # the frozensets in iteration order, which varies with hash seeds).
@@ -319,7 +317,7 @@ def _partition_spec(b: flatbuffers.Builder, spec: Any) -> int:
   return fb.PartitionSpecEnd(b)
 
 
-def _partition_one_axis(b: flatbuffers.Builder, axes: Any) -> int:
+def _partition_one_axis(b: _builder.Builder, axes: Any) -> int:
   if axes is None:
     axes = ()
   elif isinstance(axes, str):
@@ -330,7 +328,7 @@ def _partition_one_axis(b: flatbuffers.Builder, axes: Any) -> int:
   return fb.PartitionSpecOneAxisEnd(b)
 
 
-def _effect(b: flatbuffers.Builder, eff: Any) -> int:
+def _effect(b: _builder.Builder, eff: Any) -> int:
   cls = type(eff)
   try:
     replica = cls()
@@ -353,7 +351,7 @@ def _effect(b: flatbuffers.Builder, eff: Any) -> int:
   return fb.EffectEnd(b)
 
 
-def _disabled_check(b: flatbuffers.Builder, check: Any) -> int:
+def _disabled_check(b: _builder.Builder, check: Any) -> int:
   target = check.is_custom_call()
   target_off = None
   if target is not None:
