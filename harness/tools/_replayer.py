@@ -157,6 +157,11 @@ def replay(root: str, entry_id: str, jexport, checkers) -> dict:
     exp = jexport.deserialize(bytearray(files["exported.bin"]))
   except Exception as e:  # noqa: BLE001
     return done("fail", "deserialize", _first_line(e))
+  devices = int(getattr(exp, "nr_devices", 1))
+  if devices > 1:
+    # Placing sharded inputs needs each release's own mesh API; the harness replays these.
+    return done("skip", "devices", f"exported for {devices} devices; the release replayer "
+                "calls single-device entries only")
   if manifest["lowering_only"]:
     return done("pass", "deserialize")
   try:

@@ -19,7 +19,7 @@ from typing import Any
 from harness.tools import _releases
 
 MATRIX_FORMAT = 1
-OUTCOMES = ("pass", "fail", "error", "crash")
+OUTCOMES = ("pass", "fail", "error", "crash", "skip")
 # Error messages name the exported function; group failures without it.
 _FUNCTION_NAME = re.compile(r"Function '?[\w<>.]+'? ")
 
@@ -52,7 +52,9 @@ def build_matrix(results: dict[str, list[dict[str, Any]]], today: datetime.date)
       outcome = r.get("outcome", "error")
       cell[outcome if outcome in OUTCOMES else "error"] += 1
       cell["total"] += 1
-      if outcome != "pass":
+      if outcome == "skip":
+        cell.setdefault("skipped", []).append({"entry_id": r["entry_id"], "why": r.get("error")})
+      elif outcome != "pass":
         cell["failures"].append({"entry_id": r["entry_id"], "outcome": outcome,
                                  "stage": r.get("stage"), "error": r.get("error")})
   consumers = sorted(results, key=_version_key)
@@ -67,7 +69,7 @@ def build_matrix(results: dict[str, list[dict[str, Any]]], today: datetime.date)
         pass
       cell["window"] = None if window is None else window.to_dict()
       cell["must_pass"] = bool(window and window.inside_window)
-      cell["policy_ok"] = not cell["must_pass"] or cell["pass"] == cell["total"]
+      cell["policy_ok"] = not cell["must_pass"] or cell["pass"] == cell["total"] - cell["skip"]
   return {"format": MATRIX_FORMAT, "today": today.isoformat(), "producers": ordered,
           "consumers": consumers, "cells": cells}
 
@@ -75,7 +77,9 @@ def build_matrix(results: dict[str, list[dict[str, Any]]], today: datetime.date)
 def _cell_text(cell: dict[str, Any] | None) -> str:
   if cell is None:
     return "-"
-  text = f"{cell['pass']}/{cell['total']}"
+  text = f"{cell['pass']}/{cell['total'] - cell['skip']}"
+  if cell["skip"]:
+    text += f" (+{cell['skip']} skipped)"
   if cell["must_pass"]:
     text += " *" if cell["policy_ok"] else " * POLICY"
   return text
@@ -86,7 +90,8 @@ def render_text(matrix: dict[str, Any]) -> str:
   consumers = matrix["consumers"]
   lines = [f"Compatibility matrix ({matrix['today']}): rows are producers, columns consumer jax "
            "releases; cells are passing/replayed entries; * marks pairs inside jax's window "
-           "(consumer at most 6 months newer or 3 weeks older), which must all pass.", "",
+           "(consumer at most 6 months newer or 3 weeks older), which must all pass; skipped entries "
+           "(multi-device) are not replayed by release venvs.", "",
            "| producer | " + " | ".join(f"jax {c}" for c in consumers) + " |",
            "|---|" + "---|" * len(consumers)]
   for p in matrix["producers"]:

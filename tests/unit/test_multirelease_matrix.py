@@ -58,6 +58,15 @@ def test_a_failure_inside_the_window_is_a_policy_violation():
   assert "1 POLICY" not in matrix.render_text(m) and "0/1 * POLICY" in matrix.render_text(m)
 
 
+def test_skipped_entries_are_counted_apart():
+  rows = [_row("a", CURRENT), _row("s", CURRENT, "skip", "exported for 8 devices")]
+  m = matrix.build_matrix({"0.10.2": rows}, TODAY)
+  cell = m["cells"]["jaxport 0.1.0 / jax 0.10.2"]["0.10.2"]
+  assert (cell["pass"], cell["skip"], cell["total"], cell["policy_ok"]) == (1, 1, 2, True)
+  assert cell["failures"] == [] and cell["skipped"][0]["why"] == "exported for 8 devices"
+  assert "| 1/1 (+1 skipped) * |" in matrix.render_text(m)
+
+
 def test_failures_are_grouped_without_function_names():
   rows = [_row(c, OLD, "fail", f"ValueError: Function {c}_fn was exported for 0 devices") for c in "abc"]
   text = matrix.render_text(matrix.build_matrix({"0.7.2": rows}, TODAY))
