@@ -13,8 +13,8 @@ A decoded table is a list indexed by field id (``_layout.field_ids``): a scalar
 is its int/bool (the schema default when absent), a string a ``str``, a vector
 of 1-byte scalars ``bytes``, another scalar vector a tuple of ints, a table a
 list like this one, a vector of strings or tables a list; absent non-scalars
-are None. Fields this schema does not know (a newer writer's) or no longer
-reads are only checked to lie inside their table.
+are None. A field this schema no longer reads is only checked to lie inside
+its table; slots past the fields it knows (a newer writer's) are skipped.
 
 Speed: a vtable is validated once per (vtable, table type) and shared by every
 table using it, and each string position is decoded once, so a buffer with
@@ -167,18 +167,20 @@ class _Walk:
       raise _Fail(f"vtable of {ttype.name} at byte {vt} has bad size {vt_size}")
     if size < 4:
       raise _Fail(f"vtable of {ttype.name} at byte {vt} gives table size {size}")
-    count = (vt_size - 4) >> 1
-    slots = struct.unpack_from(f"<{count}H", buf, vt + 4)
     fields = ttype.fields
+    # Slots past the fields this schema knows belong to a newer writer and are
+    # never read, so (as in the C++ verifier) they are not looked at: the cost
+    # of a vtable is bounded by the schema, not by its size.
+    count = min((vt_size - 4) >> 1, len(fields))
+    slots = struct.unpack_from(f"<{count}H", buf, vt + 4)
     present = []
     for fid, slot in enumerate(slots):
       if slot == 0:
         continue
-      field = fields[fid] if fid < len(fields) else None
-      name = field.name if field is not None else f"<field {fid}>"
-      if field is None or field.deprecated:
-        # A field this schema does not know or no longer reads: only its slot
-        # must lie inside the table.
+      field = fields[fid]
+      name = field.name
+      if field.deprecated:
+        # A field no longer read: only its slot must lie inside the table.
         if slot >= size:
           raise _field_fail(f"field slot {slot} outside the {size}-byte table", name)
         continue

@@ -200,3 +200,16 @@ def test_a_bad_dim_is_named_and_an_unread_copy_does_not_matter():
   assert "2*n" in outcomes
   bad = [o for o in outcomes if o != "2*n"]
   assert len(bad) == 1 and "2*(" in bad[0] and "Exported.unique_avals[0].shape" in bad[0]
+
+
+def test_fields_of_a_newer_writer_are_skipped():
+  import flatbuffers
+  b = flatbuffers.Builder(1024)
+  name = b.CreateString("newer")
+  b.StartObject(20000)  # a vtable of 40 KB: slots far past the schema's 41 fields
+  b.PrependUOffsetTRelativeSlot(1, name, 0)
+  b.PrependUint32Slot(19999, 7, 0)
+  b.Finish(b.EndObject())
+  decoded = _verify.decode(bytes(b.Output()))
+  assert decoded[_read._X.function_name] == "newer"
+  assert len(decoded) == len(_layout.schema().tables["Exported"])
