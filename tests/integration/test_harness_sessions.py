@@ -156,6 +156,19 @@ def test_record_is_append_only_and_byte_identical(pytester, tmp_path):
   assert (other / "exported.bin").read_bytes() == before["exported.bin"]
   assert (other / "module.mlir").read_bytes() == before["module.mlir"]
 
+  # An existing entry with other bytes is never overwritten: the record item fails.
+  third = tmp_path / "third"
+  store = GoldenStore(third)
+  e = GoldenStore(first).entry(f"cpu/lapack_potrf/cholesky_f32/{entry.name}")
+  store.write_entry(e.manifest, e.blob(), e.inputs(), [x + 1 for x in e.expected_outputs()],
+                    e.module_text())
+  existing = (third / "cpu/lapack_potrf/cholesky_f32" / entry.name / "expected.npz").read_bytes()
+  conflict = _run(pytester, third, *args, node=node)
+  conflict.assert_outcomes(failed=1)
+  assert ("already exists and today's recording differs in ['expected.npz', 'manifest.json']"
+          in conflict.stdout.str())
+  assert (third / "cpu/lapack_potrf/cholesky_f32" / entry.name / "expected.npz").read_bytes() == existing
+
   replay = _run(pytester, first, "-k", "cholesky_f32", "--today=2026-01-02")
   replay.assert_outcomes(passed=1)
   # 242 days later the entry is past the 180-day window: a warning, a failure when strict.
