@@ -249,7 +249,7 @@ def check(mode: str, inputs: Sequence[np.ndarray], expected: Sequence[np.ndarray
           actual: Sequence[np.ndarray], *, rtol: float, atol: float) -> Verdict:
   """Judge ``actual`` against ``expected`` with the checker ``mode``."""
   if mode not in CHECKERS:
-    return Verdict(False, False, float("inf"),
+    return Verdict(False, False, 0.0,
                    (f"unknown checker {mode!r} in the manifest; known: {sorted(CHECKERS)}",))
   expected = [np.asarray(x) for x in expected]
   actual = [np.asarray(x) for x in actual]
