@@ -369,10 +369,12 @@ class Constraints:
   """
   equalities: tuple[tuple[str, Expr], ...] = ()
   inequalities: tuple[tuple[Expr, str, Expr], ...] = ()
+  divisibilities: tuple[tuple[Expr, int], ...] = ()
 
   def strings(self) -> list[str]:
     return ([f"{v} == {e.render()}" for v, e in self.equalities] +
-            [f"{l.render()} {c} {r.render()}" for l, c, r in self.inequalities])
+            [f"{l.render()} {c} {r.render()}" for l, c, r in self.inequalities] +
+            [f"mod({e.render()}, {k}) == 0" for e, k in self.divisibilities])
 
   def defined(self) -> frozenset[str]:
     return frozenset(v for v, _ in self.equalities)
@@ -393,6 +395,10 @@ class Constraints:
     for s, (v, e) in zip(self.strings(), self.equalities):
       if env[v] != e.evaluate(env):
         bad.append(s)
+    first = len(self.equalities) + len(self.inequalities)
+    for s, (e, k) in zip(self.strings()[first:], self.divisibilities):
+      if e.evaluate(env) % k:
+        bad.append(s)
     return bad
 
   def holds(self, env: Env) -> bool:
@@ -410,9 +416,10 @@ NO_CONSTRAINTS = Constraints()
 
 @st.composite
 def constraint_sets(draw, names: Sequence[str], *, max_equalities: int = 1,
-                    max_inequalities: int = 2, exprs_for: Callable[..., Any] | None = None
-                    ) -> Constraints:
-  """Constraints over ``names``: a few ``v == e`` (acyclic) and ``e1 >= e2``/``e1 <= e2``."""
+                    max_inequalities: int = 2, max_divisibilities: int = 1,
+                    exprs_for: Callable[..., Any] | None = None) -> Constraints:
+  """Constraints over ``names``: a few ``v == e`` (acyclic), ``e1 >= e2``/``e1 <= e2``
+  and ``mod(e, k) == 0``."""
   names = tuple(names)
   make = exprs_for or (lambda ns: exprs(ns, max_depth=1, max_terms=2, max_factors=2))
   eqs: list[tuple[str, Expr]] = []
@@ -424,7 +431,9 @@ def constraint_sets(draw, names: Sequence[str], *, max_equalities: int = 1,
       eqs.append((v, draw(nonneg_exprs(free, max_terms=2))))
   ineqs = draw(st.lists(st.tuples(make(names), st.sampled_from((">=", "<=")), make(names)),
                         max_size=max_inequalities))
-  return Constraints(tuple(eqs), tuple(ineqs))
+  divs = draw(st.lists(st.tuples(nonneg_exprs(names, max_terms=1), st.integers(2, 4)),
+                       max_size=max_divisibilities))
+  return Constraints(tuple(eqs), tuple(ineqs), tuple(divs))
 
 
 VALUE_GRID = (1, 2, 3, 5, 11)
