@@ -64,19 +64,22 @@ def _fail(what: str, where: str) -> DeserializationError:
 class _TableType:
   """What decoding needs to know about one table type, derived once from the schema."""
 
-  __slots__ = ("name", "fields", "template")
+  __slots__ = ("name", "fields", "template", "index")
 
-  def __init__(self, name: str, fields: tuple[_layout.Field, ...]):
+  def __init__(self, name: str, fields: tuple[_layout.Field, ...], index: int):
     self.name = name
     self.fields = fields
     self.template = [f.default if f.kind == _SCALAR else None for f in fields]
+    self.index = index  # distinguishes table types in the vtable cache key
 
 
 def _table_types() -> dict[str, _TableType]:
-  return {name: _TableType(name, fields) for name, fields in _layout.schema().tables.items()}
+  return {name: _TableType(name, fields, i)
+          for i, (name, fields) in enumerate(_layout.schema().tables.items())}
 
 
 _TYPES = _table_types()
+_TYPE_BITS = len(_TYPES).bit_length()
 _ROOT = _TYPES[_layout.schema().root]
 _SCALAR_READERS = {code: struct.Struct("<" + code).unpack_from
                    for code in set(_layout.SCALAR_CODES.values())}
@@ -112,8 +115,8 @@ class _Walk:
     self.n = len(buf)
     self.tables = 0
     self.max_tables = self.n // 4 + 1
-    # (vtable position, table type) -> (table size, present fields)
-    self.vtables: dict[tuple[int, _TableType], tuple[int, tuple[tuple, ...]]] = {}
+    # vtable position and table type index -> (table size, present fields)
+    self.vtables: dict[int, tuple[int, tuple[tuple, ...]]] = {}
     self.strings: dict[int, str] = {}
 
   def table(self, pos: int, ttype: _TableType, depth: int) -> list[Any]:
@@ -127,7 +130,7 @@ class _Walk:
     if pos & 3 or pos + 4 > n:
       raise _Fail(f"table {ttype.name} at byte {pos} is misaligned or past the end")
     vt = pos - _i32(buf, pos)[0]
-    layout = self.vtables.get((vt, ttype))
+    layout = self.vtables.get((vt << _TYPE_BITS) | ttype.index)
     if layout is None:
       layout = self._vtable(vt, ttype)
     size, present = layout
@@ -199,7 +202,7 @@ class _Walk:
         arg = _TYPES[field.table]
       present.append((fid, slot, kind, arg, name))
     layout = (size, tuple(present))
-    self.vtables[(vt, ttype)] = layout
+    self.vtables[(vt << _TYPE_BITS) | ttype.index] = layout
     return layout
 
   def length(self, pos: int, elem_size: int) -> int:
@@ -234,28 +237,30 @@ class _Walk:
     length = self.length(pos, size)
     if size == 1 and code in "bB":
       return self.buf[pos + 4:pos + 4 + length]
+    if not length:
+      return ()
     return struct.unpack_from(f"<{length}{code}", self.buf, pos + 4)
 
   def vector_of(self, pos: int, kind: str, ttype: _TableType | None,
                 depth: int) -> list[Any]:
     """A vector of strings or of tables (``ttype``)."""
     length = self.length(pos, 4)
+    if not length:
+      return []
     start = pos + 4
     offsets = struct.unpack_from(f"<{length}I", self.buf, start)
     n = self.n
+    read = self.string if kind is _VECTOR_STRING else None
+    table = self.table
     out = []
     i = 0
     try:
       for i, off in enumerate(offsets):
-        at = start + 4 * i
-        target = at + off
+        target = start + 4 * i + off
         if target >= n or off == 0:
-          raise _Fail(f"offset at byte {at} points to byte {target}, outside the "
-                      f"{n}-byte buffer")
-        if kind is _VECTOR_STRING:
-          out.append(self.string(target))
-        else:
-          out.append(self.table(target, ttype, depth))
+          raise _Fail(f"offset at byte {start + 4 * i} points to byte {target}, outside "
+                      f"the {n}-byte buffer")
+        out.append(read(target) if read else table(target, ttype, depth))
     except _Fail as e:
       e.path.append(f"[{i}]")
       raise
