@@ -174,6 +174,9 @@ def main(argv=None) -> int:
 
   import jax
   jax.config.update("jax_platforms", args.platform)
+  # Keep only file base names in module locations: golden data must not
+  # carry the recording machine's directory layout.
+  jax.config.update("jax_hlo_source_file_canonicalization_regex", r".*/")
   jexport = _export_module()
   cases = _load_cases_module().all_cases()
   if args.case:
