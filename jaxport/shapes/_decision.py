@@ -64,6 +64,16 @@ def _interval_mul(a: tuple[float, float], b: tuple[float, float]) -> tuple[float
   return min(cands), max(cands)
 
 
+def _interval_pow(b: tuple[float, float], exp: int) -> tuple[float, float]:
+  """Bounds of ``x**exp`` for ``x`` in ``b`` (even powers are never negative)."""
+  lo, hi = b[0] ** exp, b[1] ** exp
+  if exp % 2 == 1 or b[0] >= 0:
+    return lo, hi
+  if b[1] <= 0:
+    return hi, lo
+  return 0, max(lo, hi)
+
+
 def _floor_div_inf(a: float, b: float) -> float:
   """``floor(a / b)`` as a limit when ``a`` or ``b`` is infinite (``b != 0``)."""
   if not math.isinf(b):
@@ -78,7 +88,7 @@ def _floor_div_inf(a: float, b: float) -> float:
 class Decision:
   """The mutable state of one bounds query: the known constraints of a scope."""
 
-  __slots__ = ("scope", "processed", "term_bounds", "by_leading")
+  __slots__ = ("scope", "processed", "term_bounds", "by_leading", "_memo")
 
   def __init__(self, scope: Any):
     self.scope = scope
@@ -86,12 +96,15 @@ class Decision:
     self.term_bounds: dict[Term, tuple[float, float]] = {}
     # leading term -> {(cmp, coefficient of the leading term, constraint expr): None}
     self.by_leading: dict[Term, dict[tuple[str, int, DimExpr], None]] = {}
+    # Best bounds of sums of terms under the current state; cleared when it changes.
+    self._memo: dict[tuple, tuple[float, float]] = {}
 
   def copy(self) -> Decision:
     c = Decision(self.scope)
     c.processed = set(self.processed)
     c.term_bounds = dict(self.term_bounds)
     c.by_leading = {t: dict(cs) for t, cs in self.by_leading.items()}
+    c._memo = dict(self._memo)
     return c
 
   def add_explicit(self, constraints) -> Decision:
@@ -126,6 +139,7 @@ class Decision:
       self._record(cmp2, e2_, None)
 
   def _record(self, cmp: str, e: DimExpr, debug_str: str | None) -> None:
+    self._memo.clear()
     single = e.to_single_term()
     if single is not None:
       n, k, t = single  # n + k*t >= 0 (or == 0)
@@ -202,8 +216,7 @@ class Decision:
         f1_t = Term(((f1, 1),))
         self.add_implicit_for_term(f1_t)
         b = self.bounds(DimExpr.from_term(f1_t, 1, scope), BEST)
-        for _ in range(exp):
-          acc = _interval_mul(acc, b)
+        acc = _interval_mul(acc, _interval_pow(b, exp))
       self.add_constraint(GEQ, t_e, acc[0])
       self.add_constraint(GEQ, acc[1], t_e)
       return
@@ -275,6 +288,13 @@ class Decision:
     cache[e.key] = (lb, ub, prec)
     return lb, ub
 
+  def _best_bounds_of_terms(self, terms) -> tuple[float, float]:
+    key = tuple((t.key, k) for t, k in terms)
+    found = self._memo.get(key)
+    if found is None:
+      found = self._memo[key] = self._bounds_of_terms(terms, BEST)
+    return found
+
   def _bounds_of_terms(self, terms, prec: int) -> tuple[float, float]:
     if not terms:
       return 0, 0
@@ -285,7 +305,7 @@ class Decision:
     ub: float = INF
     for c_cmp, c, c_s, t_s in list(self._eliminators(t, k, only_leading=True)):
       rest = merge_sorted(terms, t_s, c.terms, c_s)
-      rest_lb, rest_ub = self._bounds_of_terms(rest, BEST)
+      rest_lb, rest_ub = self._best_bounds_of_terms(rest)
       # terms*t_s == rest - c*c_s, and c >= 0 (or == 0)
       if rest_ub < INF:
         if t_s > 0:
@@ -304,8 +324,8 @@ class Decision:
       # k*max(o1, o2) + rest is between the bounds of k*o1 + rest and k*o2 + rest
       rest1 = merge_sorted(terms[1:], 1, f.operands[0].terms, k)
       rest2 = merge_sorted(terms[1:], 1, f.operands[1].terms, k)
-      lb1, ub1 = self._bounds_of_terms(rest1, BEST)
-      lb2, ub2 = self._bounds_of_terms(rest2, BEST)
+      lb1, ub1 = self._best_bounds_of_terms(rest1)
+      lb2, ub2 = self._best_bounds_of_terms(rest2)
       if (k > 0) == (f.operation == MAX):
         lb, ub = max(lb, max(lb1, lb2)), min(ub, max(ub1, ub2))
       else:
