@@ -14,18 +14,20 @@ an implementation's expression back into a tree, so printed results can be
 evaluated without any implementation internals.
 
 Layout: syntax trees; text reader; strategies (variables, expressions,
-constraint sets, environments, decision cases, argument-list specs and their
-concrete shapes); the implementations under test (``jax.export`` as the
-reference and ``jaxport``) behind one small adapter.
+constraint sets, environments, decision cases, argument-list specs, their
+concrete shapes and violations); the implementations under test
+(``jax.export`` as the reference and ``jaxport``) behind one small adapter;
+exporting and calling a spec case, including running a serialized module with
+only its own ``shape_assertion`` checks.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import itertools
 import re
 import tokenize
-import io
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Union
 
