@@ -51,20 +51,17 @@ def test_symbolic_args_specs_accepts_a_list_of_specs_for_a_list_of_args():
   assert [str(s.shape) for s in specs] == ["(a,)", "(b,)"]
 
 
-@pytest.mark.xfail(strict=True, raises=InconclusiveDimensionOperation,
-                   reason="jaxport's bounds of an even power of a factor that may be negative "
-                          "are not >= 0, so max(a, a + x^2) is not simplified and x^2 >= 0 is "
-                          "inconclusive; jax.export decides both")
 def test_an_even_power_is_known_to_be_non_negative():
+  # Once inconclusive: the bounds of an even power of a factor that may be
+  # negative were not >= 0 (jax.export decides it).
   scope = jaxport.SymbolicScope()
   square, = jaxport.symbolic_shape("max(- a, - a^2 + 2)^2", scope=scope)
   assert square >= 0
 
 
-@pytest.mark.xfail(strict=True, reason="jaxport keeps max(a, a + x^2) where jax.export "
-                                       "normalizes it to x^2 + a, so the printed forms "
-                                       "(and serialized shapes) differ")
 def test_max_with_a_dominating_operand_normalizes_like_jax():
+  # Once jaxport kept max(a, a + x^2) where jax.export normalizes it to
+  # x^2 + a, so the printed forms (and serialized shapes) differed.
   spec = "max(a, a + max(- a, - a*a - -2)^2)"
   ours, = jaxport.symbolic_shape(spec)
   theirs, = jax.export.symbolic_shape(spec)
