@@ -204,15 +204,30 @@ class DimExpr:
   """A symbolic dimension size: an integer expression over dimension variables."""
 
   __array_priority__ = 1000
-  __slots__ = ("terms", "scope", "size", "key", "_hash")
+  __slots__ = ("terms", "scope", "_key", "_hash")
 
   def __init__(self, terms: Sequence[tuple[Term, int]], scope: Any):
     """``terms`` must be sorted largest first, with no zero coefficient (see ``normalize``)."""
     self.terms = tuple(terms) or ((ONE, 0),)
     self.scope = scope
-    self.size = sum(1 + abs(c) * t.size for t, c in self.terms)
-    self.key = (self.size, tuple((t.key, c) for t, c in self.terms))
+    self._key = None
     self._hash = None
+
+  @property
+  def key(self) -> tuple:
+    """The structural sort key ``(size, ((term key, coefficient), ...))``, computed once."""
+    if self._key is None:
+      size = 0
+      parts = []
+      for t, c in self.terms:
+        size += 1 + abs(c) * t.size
+        parts.append((t.key, c))
+      self._key = (size, tuple(parts))
+    return self._key
+
+  @property
+  def size(self) -> int:
+    return self.key[0]
 
   # ---- construction -------------------------------------------------------
 
