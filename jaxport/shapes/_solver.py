@@ -111,6 +111,10 @@ def solve(equations: Sequence[Equation], specs: Sequence[tuple[str, str]]) -> tu
   specs_msg = (" Using the following polymorphic shapes specifications: "
                + ",".join(f"{name}.shape = {shape}" for name, shape in specs) + ".")
   scope = equations[0].spec.scope if equations else None
+  for eq in equations:
+    scope._check_same_scope(eq.spec, when=f"in the shape of {eq.dim_name}",
+                            self_descr=f"for {equations[0].dim_name} ",
+                            other_descr=eq.dim_name)
 
   def use(eq: Equation) -> bool:
     size = DimExpr.from_var(eq.dim_name, scope)

@@ -111,3 +111,16 @@ def test_call_with_symbolic_actual_shapes_stays_symbolic():
   actual = [jax.core.ShapedArray((2 * c, 4), np.float32)]
   b_value, = _bridge.solve_dim_vars_for_call(avals, tree_of(1), actual)
   assert str(b_value) == "2*c"
+
+
+def test_shapes_from_different_scopes_are_refused():
+  first = jax.core.ShapedArray(jaxport.symbolic_shape("a"), np.float32)
+  second = jax.core.ShapedArray(jaxport.symbolic_shape("a"), np.float32)
+  actual = [jax.core.ShapedArray((3,), np.float32)] * 2
+  with pytest.raises(ShapeError, match=re.escape("Invalid mixing of symbolic scopes in the shape of args[1].shape[0]")):
+    _bridge.solve_dim_vars_for_call([first, second], tree_of(2), actual)
+
+
+def test_shape_assertion_takes_at_most_32_inputs():
+  with pytest.raises(ShapeError, match="at most 32"):
+    _bridge.shape_assertion(True, *range(33), error_message="x")
