@@ -24,7 +24,7 @@ _COMMON = dict(
 )
 
 settings.register_profile("dev", max_examples=15, derandomize=False, **_COMMON)
-settings.register_profile("ci", max_examples=100, derandomize=True, database=None, **_COMMON)
+settings.register_profile("ci", max_examples=200, derandomize=True, database=None, **_COMMON)
 settings.register_profile("nightly", max_examples=NIGHTLY_EXAMPLES, derandomize=False,
                           **_COMMON)
 settings.load_profile("ci")

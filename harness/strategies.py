@@ -484,6 +484,11 @@ def decision_cases(draw, *, with_constraints: bool = True) -> DecisionCase:
   """Two expressions to compare, under a drawn constraint set."""
   names = draw(var_sets(1, 3))
   cons = draw(constraint_sets(names)) if with_constraints and draw(st.booleans()) else NO_CONSTRAINTS
+  if cons.inequalities and draw(st.booleans()):
+    # Near a constraint's own sides, where the answer should come from the constraint.
+    lhs, _, rhs = draw(st.sampled_from(cons.inequalities))
+    k = draw(st.integers(-2, 2))
+    return DecisionCase(names, cons, lhs, add(rhs, const_expr(k)) if k else rhs)
   lhs = draw(exprs(names))
   rhs = draw(st.one_of(small_ints().map(const_expr), exprs(names, max_depth=1)))
   return DecisionCase(names, cons, lhs, rhs)

@@ -55,7 +55,7 @@ def check_refused(impl: S.ShapesImpl, case: S.SpecCase, violation: S.Violation) 
 
 
 @pytest.mark.parametrize("impl", S.IMPLS, ids=str)
-@budget(12)
+@budget(30)
 @given(data=st.data())
 def test_violating_shapes_are_refused_at_trace_time_and_by_the_module(impl, data):
   require(impl)

@@ -49,7 +49,7 @@ def differential_cases(draw):
   return case, [list(s) for s in violation.shapes], f"violation: {violation.kind}"
 
 
-@budget(10)
+@budget(25)
 @given(drawn=differential_cases())
 def test_jax_export_and_jaxport_reach_the_same_outcome(drawn):
   require(S.JAXPORT)

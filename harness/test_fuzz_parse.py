@@ -70,7 +70,7 @@ def shapes_of_exprs(draw):
 
 
 @pytest.mark.parametrize("impl", S.IMPLS, ids=str)
-@budget(60)
+@budget(100)
 @given(case=shapes_of_exprs())
 def test_print_then_parse_is_identity_and_keeps_values(impl, case):
   require(impl)
@@ -100,7 +100,7 @@ def check_cross_parse(names: tuple[str, ...], expr: S.Expr) -> None:
     event("printed forms differ between jax.export and jaxport")
 
 
-@budget(60)
+@budget(100)
 @given(case=shapes_of_exprs())
 def test_each_implementation_reads_the_others_printed_form(case):
   require(S.JAXPORT)

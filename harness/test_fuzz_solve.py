@@ -59,7 +59,7 @@ def check_solution(impl: S.ShapesImpl, case: S.SpecCase, env: dict[str, int]) ->
 
 
 @pytest.mark.parametrize("impl", S.IMPLS, ids=str)
-@budget(12)
+@budget(50)
 @given(data=st.data())
 def test_solved_variables_are_the_values_that_built_the_shapes(impl, data):
   require(impl)
@@ -82,7 +82,7 @@ def check_unsolvable(impl: S.ShapesImpl, case: S.SpecCase) -> None:
 
 
 @pytest.mark.parametrize("impl", S.IMPLS, ids=str)
-@budget(30)
+@budget(50)
 @given(case=S.spec_cases(solvable=False))
 def test_unsolvable_specs_are_refused_at_export(impl, case):
   require(impl)
