@@ -237,6 +237,10 @@ def solve_dim_vars_for_call(exported_in_avals: Sequence[Any], in_tree: tree_util
   return [ev(values[v]) for v in dim_vars]
 
 
+class _Repeated(tuple):
+  """The specs of one subtree's leaves; a pytree leaf, unlike a list or tuple."""
+
+
 def args_specs(args: Any, shapes_specs: Any, scope: SymbolicScope) -> Any:
   """The pytree of ShapeDtypeStructs for :func:`jaxport.symbolic_args_specs`."""
   flat_args, args_tree = tree_util.tree_flatten(args)
@@ -251,10 +255,9 @@ def args_specs(args: Any, shapes_specs: Any, scope: SymbolicScope) -> Any:
     shapes_specs = tuple(shapes_specs)
   try:
     per_subtree = tree_util.tree_map(
-        lambda spec, sub: [spec] * tree_util.tree_structure(sub).num_leaves,
+        lambda spec, sub: _Repeated([spec] * tree_util.tree_structure(sub).num_leaves),
         shapes_specs, args, is_leaf=lambda x: x is None)
-    flat_specs = [spec for specs in tree_util.tree_leaves(
-        per_subtree, is_leaf=lambda x: isinstance(x, list)) for spec in specs]
+    flat_specs = [spec for specs in tree_util.tree_leaves(per_subtree) for spec in specs]
   except ValueError as e:
     raise ShapeError("symbolic_args_specs: shapes_specs must be None, one string, or a pytree "
                      f"prefix of args: {e}") from None

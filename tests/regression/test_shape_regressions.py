@@ -41,10 +41,6 @@ def test_symbolic_args_specs_builds_shape_dtype_structs():
   assert all(s.dtype == np.float32 for s in specs)
 
 
-@pytest.mark.xfail(strict=True, raises=jaxport.ShapeError,
-                   reason="jaxport.symbolic_args_specs treats a list of specs for a list of "
-                          "arguments as one leaf ('spec should be None or a string. Found "
-                          "['a']'); jax.export broadcasts it element-wise")
 def test_symbolic_args_specs_accepts_a_list_of_specs_for_a_list_of_args():
   args = [jax.ShapeDtypeStruct((1,), np.float32), jax.ShapeDtypeStruct((1,), np.float32)]
   specs = jaxport.symbolic_args_specs(args, ["a", "b"])
