@@ -76,6 +76,13 @@ def test_specs_that_crash_jax_export_parse_to_the_right_values(spec):
                                  for v in (1, 2, 3, 5, 11)]
 
 
+def test_max_with_a_square_that_can_be_zero_keeps_both_operands():
+  # jax.export normalizes this to 'a', which is 1 where the max is 2 (a == 1, b == 2).
+  dim, = jaxport.symbolic_shape("max(a, - -2 - floordiv(b - 2, 1)^2)")
+  assert _values(dim, ["a", "b"]) == [max(a, 2 - (b - 2) ** 2)
+                                      for a, b in itertools.product((1, 2, 3, 5, 11), repeat=2)]
+
+
 def test_a_square_that_can_be_zero_is_not_decided_positive():
   # jax.export answers False for 'floordiv(a - 2, 1)^2 <= 0', yet it holds at a == 2.
   scope = jaxport.SymbolicScope()
