@@ -30,19 +30,9 @@ def _specs():
                       (args, kwargs))
 
 
-EXPORTERS = {"jax": (jax.export.export, jax.export.DisabledSafetyCheck),
-             "jaxport": (jaxport.export, jaxport.DisabledSafetyCheck)}
-
-
-@pytest.fixture(scope="module", params=sorted(EXPORTERS))
-def exporter(request):
-  """The export function and its DisabledSafetyCheck: jaxport's records and jax's are both callable."""
-  return EXPORTERS[request.param]
-
-
 @pytest.fixture(scope="module")
 def exp(exporter):
-  export, _ = exporter
+  export = exporter.export
   args, kwargs = _specs()
   return export(jax.jit(_f))(*args, **kwargs)
 
@@ -121,7 +111,7 @@ def test_jax_calls_a_blob_serialized_by_jaxport():
 
 
 def test_nesting_inside_another_export(exp, exporter):
-  export, _ = exporter
+  export = exporter.export
   args, kwargs = _args()
   specs_args, specs_kwargs = _specs()
   outer = export(jax.jit(lambda p, i, *, scale: jaxport.call(exp)(p, i, scale=scale)))(
@@ -133,7 +123,7 @@ def test_nesting_inside_another_export(exp, exporter):
 
 def test_callees_with_clashing_names_are_renamed_apart(exporter):
   """Two different modules whose functions share names get distinct private names."""
-  export, _ = exporter
+  export = exporter.export
   sin_exp = export(jax.jit(lambda x: jnp.sin(x)))(X)
   cos_exp = export(jax.jit(lambda x: jnp.cos(x)))(X)
   both = lambda x: (jaxport.call(sin_exp)(x), jaxport.call(cos_exp)(x))
@@ -150,7 +140,7 @@ def _by_platform(x):
 
 
 def test_multi_platform_record_runs_the_cpu_branch_on_cpu(exporter):
-  export, _ = exporter
+  export = exporter.export
   e = export(jax.jit(_by_platform), platforms=["tpu", "cpu", "cuda"])(X)
   caller_main = jax.jit(jaxport.call(e)).lower(X).as_text().split("func.func private")[0]
   assert "stablehlo.case" not in caller_main
@@ -159,7 +149,7 @@ def test_multi_platform_record_runs_the_cpu_branch_on_cpu(exporter):
 
 
 def test_multi_platform_caller_selects_the_callee_branch_with_a_case(exporter):
-  export, _ = exporter
+  export = exporter.export
   inner = export(jax.jit(_by_platform), platforms=["tpu", "cpu", "cuda"])(X)
   outer = export(jax.jit(jaxport.call(inner)), platforms=["cuda", "cpu"])(X)
   text = outer.mlir_module()
@@ -170,7 +160,7 @@ def test_multi_platform_caller_selects_the_callee_branch_with_a_case(exporter):
 
 
 def test_disabled_platform_check_runs_the_first_platform(exporter):
-  export, disabled = exporter
+  export, disabled = exporter.export, exporter.DisabledSafetyCheck
   e = export(jax.jit(_by_platform), platforms=["tpu", "cuda"],
              disabled_checks=[disabled.platform()])(X)
   np.testing.assert_allclose(jaxport.call(e)(X), X - 1.0)
