@@ -1,77 +1,34 @@
 """Effects of the callee become effects of the call; ordered ones thread tokens."""
 
 import jax
-import jax.export
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax._src import core, effects
-from jax._src.interpreters import mlir
-from jax._src.lib.mlir.dialects import hlo
+from _effect_helpers import OrderedTestEffect, UnorderedTestEffect, doubling_with
 
 import jaxport
-
-
-class OrderedForCallTest(effects.Effect):
-  __str__ = lambda self: "OrderedForCallTest"
-  __eq__ = lambda self, other: type(self) is type(other)
-  __hash__ = lambda self: hash(type(self))
-
-
-class UnorderedForCallTest(effects.Effect):
-  __str__ = lambda self: "UnorderedForCallTest"
-  __eq__ = lambda self, other: type(self) is type(other)
-  __hash__ = lambda self: hash(type(self))
-
-
-for _eff in (OrderedForCallTest, UnorderedForCallTest):
-  effects.lowerable_effects.add_type(_eff)
-  effects.control_flow_allowed_effects.add_type(_eff)
-  effects.custom_derivatives_allowed_effects.add_type(_eff)
-effects.ordered_effects.add_type(OrderedForCallTest)
-
-_doubling_p = core.Primitive("doubling_with_effect_for_call_test")
-_doubling_p.def_effectful_abstract_eval(lambda x, *, effect: (x, {effect}))
-_doubling_p.def_impl(lambda x, *, effect: x * 2)
-
-
-def _doubling_lowering(ctx, x, *, effect):
-  if effect in ctx.tokens_in.effects():
-    ctx.set_tokens_out(ctx.tokens_in)
-  return [hlo.add(x, x)]
-
-
-mlir.register_lowering(_doubling_p, _doubling_lowering)
 
 X = np.arange(4, dtype=np.float32)
 
 
 def _with(*effs):
+  doubled = doubling_with(*effs)
+
   def f(x):
-    for eff in effs:
-      x = _doubling_p.bind(x, effect=eff)
-    return jnp.sin(x)
+    return jnp.sin(doubled(x))
   return f
 
 
-EXPORTERS = {"jax": jax.export.export, "jaxport": jaxport.export}
-
-
-@pytest.fixture(scope="module", params=sorted(EXPORTERS))
-def export(request):
-  return EXPORTERS[request.param]
-
-
 @pytest.fixture(scope="module")
-def both_exp(export):
-  return export(jax.jit(_with(OrderedForCallTest(), UnorderedForCallTest())))(X)
+def both_exp(exporter):
+  return exporter.export(jax.jit(_with(OrderedTestEffect(), UnorderedTestEffect())))(X)
 
 
 def test_effects_of_the_callee_are_effects_of_the_call(both_exp):
-  assert both_exp.ordered_effects == (OrderedForCallTest(),)
-  assert both_exp.unordered_effects == (UnorderedForCallTest(),)
+  assert both_exp.ordered_effects == (OrderedTestEffect(),)
+  assert both_exp.unordered_effects == (UnorderedTestEffect(),)
   jaxpr = jax.make_jaxpr(jaxport.call(both_exp))(X)
-  assert jaxpr.effects == {OrderedForCallTest(), UnorderedForCallTest()}
+  assert jaxpr.effects == {OrderedTestEffect(), UnorderedTestEffect()}
 
 
 def test_ordered_effect_threads_a_token_through_the_callee(both_exp):
@@ -83,17 +40,17 @@ def test_ordered_effect_threads_a_token_through_the_callee(both_exp):
   np.testing.assert_allclose(jaxport.call(both_exp)(X), np.sin(4 * X), rtol=1e-6)
 
 
-def test_unordered_effect_alone_passes_no_token(export):
-  e = export(jax.jit(_with(UnorderedForCallTest())))(X)
+def test_unordered_effect_alone_passes_no_token(exporter):
+  e = exporter.export(jax.jit(_with(UnorderedTestEffect())))(X)
   assert e.ordered_effects == ()
   text = jax.jit(jaxport.call(e)).lower(X).as_text()
   assert "!stablehlo.token" not in text
-  assert jax.make_jaxpr(jaxport.call(e))(X).effects == {UnorderedForCallTest()}
+  assert jax.make_jaxpr(jaxport.call(e))(X).effects == {UnorderedTestEffect()}
   np.testing.assert_allclose(jaxport.call(e)(X), np.sin(2 * X), rtol=1e-6)
 
 
-def test_nested_export_keeps_the_callee_effects(both_exp, export):
-  outer = export(jax.jit(lambda x: jaxport.call(both_exp)(x) + 1.0))(X)
-  assert outer.ordered_effects == (OrderedForCallTest(),)
-  assert outer.unordered_effects == (UnorderedForCallTest(),)
+def test_nested_export_keeps_the_callee_effects(both_exp, exporter):
+  outer = exporter.export(jax.jit(lambda x: jaxport.call(both_exp)(x) + 1.0))(X)
+  assert outer.ordered_effects == (OrderedTestEffect(),)
+  assert outer.unordered_effects == (UnorderedTestEffect(),)
   np.testing.assert_allclose(outer.call(X), np.sin(4 * X) + 1.0, rtol=1e-6)

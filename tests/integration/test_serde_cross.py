@@ -13,43 +13,9 @@ import jax.export
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax._src import core, effects
-from jax._src.interpreters import mlir
-from jax._src.lib.mlir.dialects import hlo
+from _effect_helpers import OrderedTestEffect, UnorderedTestEffect, doubling_with
 
 import jaxport
-
-
-class OrderedForSerdeCross(effects.Effect):
-  __str__ = lambda self: "OrderedForSerdeCross"
-  __eq__ = lambda self, other: type(self) is type(other)
-  __hash__ = lambda self: hash(type(self))
-
-
-class UnorderedForSerdeCross(effects.Effect):
-  __str__ = lambda self: "UnorderedForSerdeCross"
-  __eq__ = lambda self, other: type(self) is type(other)
-  __hash__ = lambda self: hash(type(self))
-
-
-for _eff in (OrderedForSerdeCross, UnorderedForSerdeCross):
-  effects.lowerable_effects.add_type(_eff)
-  effects.control_flow_allowed_effects.add_type(_eff)
-  effects.custom_derivatives_allowed_effects.add_type(_eff)
-effects.ordered_effects.add_type(OrderedForSerdeCross)
-
-_double_p = core.Primitive("double_with_effect_for_serde_cross")
-_double_p.def_effectful_abstract_eval(lambda x, *, effect: (x, {effect}))
-_double_p.def_impl(lambda x, *, effect: x * 2)
-
-
-def _double_lowering(ctx, x, *, effect):
-  if effect in ctx.tokens_in.effects():
-    ctx.set_tokens_out(ctx.tokens_in)
-  return [hlo.add(x, x)]
-
-
-mlir.register_lowering(_double_p, _double_lowering)
 
 
 class Pair(NamedTuple):
@@ -113,9 +79,7 @@ def _specs(module, case):
   return args, specs[1]
 
 
-def _effectful(x):
-  return _double_p.bind(_double_p.bind(x, effect=OrderedForSerdeCross()),
-                        effect=UnorderedForSerdeCross())
+_effectful = doubling_with(OrderedTestEffect(), UnorderedTestEffect())
 
 
 KEY = jax.random.key(42)
