@@ -23,14 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxport
+from _timing import TARGET_RATIO, alternate, mlp, ratios
 
-TARGET_RATIO = 1.1
-
-
-def _mlp(params, x):
-  for w, b in params:
-    x = jnp.tanh(x @ w + b)
-  return x
 
 
 def _cases():
@@ -41,7 +35,7 @@ def _cases():
   sym = jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, 64"), np.float32)
   return {
       "elementwise": (jax.export.export(jax.jit(lambda v: jnp.sin(v) * 2 + jnp.cos(v)))(x), (x,)),
-      "mlp_4_layers": (jax.export.export(jax.jit(_mlp))(params, batch), (params, batch)),
+      "mlp_4_layers": (jax.export.export(jax.jit(mlp))(params, batch), (params, batch)),
       "symbolic_batch": (jax.export.export(jax.jit(lambda v: jnp.tanh(v).sum(0)))(sym), (batch,)),
   }
 
@@ -74,15 +68,10 @@ def main() -> None:
     impls = {"jax": lambda e=exp: (lambda *a: e.call(*a)),
              "jaxport": lambda e=exp: (lambda *a: jaxport.call(e)(*a))}
     for measure, timer in (("compile", _compile_time), ("steady", _steady_time)):
-      times: dict[str, list[float]] = {"jax": [], "jaxport": []}
-      for rep in range(reps):
-        order = ("jax", "jaxport") if rep % 2 == 0 else ("jaxport", "jax")
-        for lib in order:
-          times[lib].append(timer(impls[lib], args))
-      jax_ms = statistics.median(times["jax"]) * 1e3
-      ours_ms = statistics.median(times["jaxport"]) * 1e3
-      ratio = ours_ms / jax_ms
-      min_ratio = min(times["jaxport"]) / min(times["jax"])
+      theirs, ours = alternate(reps, lambda t=timer: t(impls["jax"], args),
+                               lambda t=timer: t(impls["jaxport"], args))
+      jax_ms, ours_ms = statistics.median(theirs) * 1e3, statistics.median(ours) * 1e3
+      ratio, min_ratio = ratios(ours, theirs)
       flag = "" if min(ratio, min_ratio) <= TARGET_RATIO else "  over target"
       print(f"{name:16} {measure:9} {jax_ms:9.3f} {ours_ms:11.3f} {ratio:7.2f} "
             f"{min_ratio:9.2f}{flag}")

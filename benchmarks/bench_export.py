@@ -21,15 +21,9 @@ import numpy as np
 from jax import lax
 
 import jaxport
+from _timing import TARGET_RATIO, alternate, mlp, ratios
 
 F32 = np.float32
-TARGET_RATIO = 1.1
-
-
-def _mlp(params, x):
-  for w, b in params:
-    x = jnp.tanh(x @ w + b)
-  return x
 
 
 def _cases():
@@ -39,7 +33,7 @@ def _cases():
   spd = jax.ShapeDtypeStruct((16, 16), F32)
   cases = {
       "elementwise": (lambda: (lambda x: jnp.sin(x) * 2 + jnp.cos(x)), (x,), {}),
-      "mlp_4_layers": (lambda: _mlp, (params, batch), {}),
+      "mlp_4_layers": (lambda: mlp, (params, batch), {}),
       "cholesky_qr_eigh": (lambda: (lambda a: (jnp.linalg.cholesky(a), jnp.linalg.qr(a),
                                               jnp.linalg.eigh(a))), (spd,), {}),
       "multi_platform": (lambda: (lambda x: lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)),
@@ -51,7 +45,7 @@ def _cases():
   except Exception as err:  # symbolic shapes may be unavailable in a partial checkout
     print(f"(skipping the symbolic case: {type(err).__name__}: {err})")
   else:
-    cases["symbolic_batch"] = (lambda: _mlp, None, {}, (params, jax.ShapeDtypeStruct(sym, F32)),
+    cases["symbolic_batch"] = (lambda: mlp, None, {}, (params, jax.ShapeDtypeStruct(sym, F32)),
                                (params, jax.ShapeDtypeStruct(sym_jax, F32)))
   return cases
 
@@ -80,14 +74,12 @@ def main() -> None:
     ours_args, jax_args = (args, args) if args is not None else case[3:]
     for module, a in ((jaxport, ours_args), (jax.export, jax_args)):  # warm up both
       _time_once(module, make, a, opts)
-    ours, theirs = [], []
-    for i in range(reps):
-      order = ((jaxport, ours_args, ours), (jax.export, jax_args, theirs))
-      for module, a, out in (order if i % 2 == 0 else order[::-1]):
-        out.append(_time_once(module, make, a, opts))
+    ours, theirs = alternate(reps, lambda: _time_once(jaxport, make, ours_args, opts),
+                             lambda: _time_once(jax.export, make, jax_args, opts))
     o, t = statistics.median(ours), statistics.median(theirs)
-    worst = max(worst, o / t)
-    print(f"{name:<20} {o * 1e3:>11.2f} {t * 1e3:>9.2f} {o / t:>7.3f} {min(ours) / min(theirs):>10.3f}")
+    ratio, min_ratio = ratios(ours, theirs)
+    worst = max(worst, ratio)
+    print(f"{name:<20} {o * 1e3:>11.2f} {t * 1e3:>9.2f} {ratio:>7.3f} {min_ratio:>10.3f}")
   verdict = "meets" if worst <= TARGET_RATIO else "misses"
   print(f"worst ratio {worst:.3f}: {verdict} the target of {TARGET_RATIO}")
 

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 
 import jaxport
 from jaxport.serde import _write
+from _timing import alternate
 
 
 def _records():
@@ -52,16 +53,10 @@ def _compare(theirs, ours, rounds: int) -> tuple[float, float, float]:
   """Median seconds per call of each, and the median of the per-round ratios."""
   _per_call(theirs, 5), _per_call(ours, 5)  # warm up
   number = max(1, int(0.02 / max(_per_call(theirs, 3), 1e-7)))
-  t_theirs, t_ours, ratios = [], [], []
-  for r in range(rounds):
-    if r % 2:
-      b, a = _per_call(ours, number), _per_call(theirs, number)
-    else:
-      a, b = _per_call(theirs, number), _per_call(ours, number)
-    t_theirs.append(a)
-    t_ours.append(b)
-    ratios.append(b / a)
-  return statistics.median(t_theirs), statistics.median(t_ours), statistics.median(ratios)
+  t_theirs, t_ours = alternate(rounds, lambda: _per_call(theirs, number),
+                               lambda: _per_call(ours, number))
+  return (statistics.median(t_theirs), statistics.median(t_ours),
+          statistics.median(b / a for a, b in zip(t_theirs, t_ours)))
 
 
 def main(argv: list[str] | None = None) -> int:
