@@ -102,7 +102,8 @@ def drift(recorded: Iterable[CustomCallSignature],
     same_types = [describe(s) for s in old] == [describe(s) for s in new]
     metadata_only = same_types and bool(changed) and set(changed) <= METADATA_ATTRIBUTES
     if same_types:
-      message = f"target {t} changed attributes {changed}; types unchanged: {[describe(s) for s in new]}"
+      message = (f"target {t} changed signature (changed attributes {changed}; types unchanged: "
+                 f"{[describe(s) for s in new]})")
     else:
       message = (f"target {t} changed signature: recorded {[describe(s) for s in old]}, now "
                  f"{[describe(s) for s in new]}" + (f"; attributes differing: {changed}" if changed else ""))
