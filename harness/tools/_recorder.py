@@ -61,7 +61,11 @@ def _version_tuple(text: str) -> tuple:
 
 
 def peek_serialization_version(blob: bytes) -> int:
-  """Field 0 (uint16) of the flatbuffer root table, or 0 when absent."""
+  """Field 0 (uint16) of the flatbuffer root table, or 0 when absent.
+
+  The same reading as ``jaxport.serde._read.read_serialization_version``, kept
+  here because this script runs in a release's venv where jaxport is not installed.
+  """
   table = struct.unpack_from("<I", blob, 0)[0]
   vtable = table - struct.unpack_from("<i", blob, table)[0]
   vtable_size = struct.unpack_from("<H", blob, vtable)[0]

@@ -12,6 +12,7 @@ from jaxport.errors import GoldenDataError
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import MANIFEST_FILE, PLATFORMS
 from jaxport.golden._store import Entry, GoldenStore
+from jaxport.serde import _read
 
 BLOB_SUFFIXES = (".bin",)
 
@@ -68,7 +69,7 @@ def describe_exported(exp: Any, blob: bytes) -> dict[str, Any]:
   out_sh = getattr(exp, "_out_named_shardings", ()) or exp.out_shardings_hlo
   return {
       "fun_name": exp.fun_name,
-      "serialization_version": _signatures.peek_serialization_version(blob),
+      "serialization_version": _read.read_serialization_version(blob),
       "calling_convention_version": exp.calling_convention_version,
       "platforms": list(exp.platforms),
       "nr_devices": exp.nr_devices,

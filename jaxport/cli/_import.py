@@ -22,6 +22,7 @@ from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import Comparison, ImportSource, Manifest, Producer
 from jaxport.golden._store import GoldenStore
+from jaxport.serde import _read
 from jaxport.cli import _jax_testdata
 
 logger = logging.getLogger(__name__)
@@ -151,7 +152,7 @@ def import_dataset(store: GoldenStore, ds: _jax_testdata.Dataset, *, mode: str |
       record_date=f["serialized_date"],
       producer=Producer(jax=None, jaxlib=None, jaxport=None, numpy=None, scipy=None, python=None),
       calling_convention_version=int(f["xla_call_module_version"]),
-      serialization_version=_signatures.peek_serialization_version(blob),
+      serialization_version=_read.read_serialization_version(blob),
       custom_call_targets=sigs, polymorphic_shapes=None, constraints=None, lowering_only=False,
       comparison=Comparison(mode or DEFAULT_MODE, d_rtol if rtol is None else rtol,
                             d_atol if atol is None else atol),

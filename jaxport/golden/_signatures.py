@@ -1,4 +1,4 @@
-"""Facts read from a serialized artifact without trusting it: header version and custom calls.
+"""Custom-call signatures read from a serialized module, and their drift.
 
 Signatures (target, operand and result types, attributes) are what a
 custom-call compatibility promise is about; the manifest records them so that
@@ -8,35 +8,12 @@ a later lowering can be compared with what was recorded.
 from __future__ import annotations
 
 import dataclasses
-import struct
 from collections.abc import Iterable
 
-from jaxport.errors import DeserializationError
 from jaxport.golden._manifest import CustomCallSignature
 
 # Recorded separately as the target name; not part of a signature's attributes.
 _SKIPPED_ATTRIBUTES = ("call_target_name",)
-
-
-def peek_serialization_version(blob: bytes) -> int:
-  """Field 0 (``serialization_version``, uint16) of the flatbuffer's root table; 0 if absent.
-
-  Reads only the header, with bounds checks, so it works on blobs that the
-  installed reader cannot (yet) deserialize.
-  """
-  blob = bytes(blob)
-  try:
-    table = struct.unpack_from("<I", blob, 0)[0]
-    vtable = table - struct.unpack_from("<i", blob, table)[0]
-    vtable_size = struct.unpack_from("<H", blob, vtable)[0]
-    if vtable_size <= 4:
-      return 0
-    offset = struct.unpack_from("<H", blob, vtable + 4)[0]
-    return struct.unpack_from("<H", blob, table + offset)[0] if offset else 0
-  except struct.error:
-    raise DeserializationError(
-        f"not a serialized Exported: the {len(blob)}-byte blob is too short for a flatbuffer "
-        "root table header.") from None
 
 
 def signatures(mlir_module_serialized: bytes) -> tuple[CustomCallSignature, ...]:

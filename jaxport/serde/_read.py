@@ -20,6 +20,7 @@ it (an unknown dtype, a bad module) raises ``DeserializationError`` there.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,6 +59,9 @@ _KIND_TUPLE, _KIND_LIST = _TREE_KIND["tuple"], _TREE_KIND["list"]
 _KIND_DICT, _KIND_CUSTOM = _TREE_KIND["dict"], _TREE_KIND["custom"]
 _SHAPED_ARRAY = _ENUMS["AbstractValueKind"]["shapedArray"]
 _CHECK_KIND = _ENUMS["DisabledSafetyCheckKind"]
+_U16 = struct.Struct("<H").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+_I32 = struct.Struct("<i").unpack_from
 
 
 def _bad(what: str, where: str, fix: str = "") -> DeserializationError:
@@ -84,6 +88,29 @@ def deserialize(blob: bytes | bytearray | memoryview) -> Exported:
 def read_jax_version(blob: bytes | bytearray | memoryview) -> str | None:
   """The jax version recorded by the producer (field 26), or None if absent."""
   return _verify.decode(_as_bytes(blob))[_X.jax_version]
+
+
+def read_serialization_version(blob: bytes | bytearray | memoryview) -> int:
+  """The header's ``serialization_version`` (field 0 of the root table, uint16); 0 if absent.
+
+  Reads only the header, with bounds checks, so it works on blobs whose layout
+  the installed reader cannot (yet) deserialize.
+  """
+  buf = _as_bytes(blob)
+  try:
+    table = _U32(buf, 0)[0]
+    vtable = table - _I32(buf, table)[0]
+    if vtable < 0:
+      raise struct.error("vtable before the buffer")
+    vtable_size = _U16(buf, vtable)[0]
+    if vtable_size <= 4:
+      return 0
+    offset = _U16(buf, vtable + 4)[0]
+    return _U16(buf, table + offset)[0] if offset else 0
+  except struct.error:
+    raise DeserializationError(
+        f"not a serialized Exported: the {len(buf)}-byte blob is too short for a flatbuffer "
+        "root table header.") from None
 
 
 def _read_root(table: list[Any], where: str) -> Exported:

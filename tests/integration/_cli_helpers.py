@@ -13,6 +13,7 @@ import jaxport
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.golden._store import GoldenStore
+from jaxport.serde import _read
 
 RECORD_DATE = datetime.date(2026, 6, 1)
 
@@ -42,7 +43,7 @@ def write_qr_entry(store: GoldenStore, *, case_id: str = "qr_f32",
   manifest = Manifest(
       case_id=case_id, family="qr", platform="cpu", record_date=record_date,
       producer=Producer.current(), calling_convention_version=exp.calling_convention_version,
-      serialization_version=_signatures.peek_serialization_version(blob),
+      serialization_version=_read.read_serialization_version(blob),
       custom_call_targets=sigs, polymorphic_shapes=None, constraints=None, lowering_only=False,
       comparison=Comparison("allclose", 1e-5, 1e-6))
   return store.write_entry(manifest, blob, [x], expected, exp.mlir_module())

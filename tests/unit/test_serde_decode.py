@@ -213,3 +213,23 @@ def test_fields_of_a_newer_writer_are_skipped():
   decoded = _verify.decode(bytes(b.Output()))
   assert decoded[_read._X.function_name] == "newer"
   assert len(decoded) == len(_layout.schema().tables["Exported"])
+
+
+def test_header_version_is_read_without_decoding_the_rest():
+  rec = jaxport.export(jax.jit(jnp.sin))(F32)
+  theirs = bytes(jax.export.Exported.serialize(rec))
+  version = _verify.decode(theirs)[_read._X.serialization_version]
+  assert version > 0
+  assert _read.read_serialization_version(theirs) == version
+  assert _read.read_serialization_version(_write.serialize(rec)) == version
+  # A body the reader does not understand (everything past the root table's
+  # inline fields overwritten) still yields the header.
+  table = struct.unpack_from("<I", theirs, 0)[0]
+  vtable = table - struct.unpack_from("<i", theirs, table)[0]
+  end = max(table + struct.unpack_from("<H", theirs, vtable + 2)[0], vtable + 4)
+  body_cut = theirs[:end] + b"\xff" * (len(theirs) - end)
+  with pytest.raises(DeserializationError):
+    jaxport.deserialize(body_cut)
+  assert _read.read_serialization_version(body_cut) == version
+  with pytest.raises(DeserializationError, match="too short for a flatbuffer root table header"):
+    _read.read_serialization_version(theirs[:6])
