@@ -15,13 +15,16 @@ import re
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
+from jax import tree_util
 
 import jaxport
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden import _signatures
-from jaxport.golden._manifest import Comparison, ImportSource, Manifest, Producer
-from jaxport.golden._store import GoldenStore
+from jaxport.golden._manifest import (BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MODULE_FILE, Comparison,
+                                      ImportSource, Manifest, Producer)
+from jaxport.golden._store import GoldenStore, encode_arrays, sha256_hex
 from jaxport.serde import _read
 from jaxport.cli import _jax_testdata
 
@@ -55,14 +58,11 @@ def tolerance(arrays) -> tuple[float, float]:
 
 
 def _avals(arrays) -> tuple[Any, ...]:
-  import jax
   return tuple(jax.core.ShapedArray(np.shape(a), np.asarray(a).dtype) for a in arrays)
 
 
 def build_exported(ds: _jax_testdata.Dataset, fun_name: str) -> Any:
   """An Exported around the dataset's module bytes, as jax's back-compat replay builds it."""
-  from jax import tree_util
-
   f = ds.fields
   inputs, outputs = tuple(f["inputs"]), tuple(f["expected_outputs"] or ())
   n_in, n_out = len(inputs), len(outputs)
@@ -174,9 +174,6 @@ def import_dataset(store: GoldenStore, ds: _jax_testdata.Dataset, *, mode: str |
 
 def _differing_files(entry, blob: bytes, inputs, outputs, module_text: str) -> list[str]:
   """The files of ``entry`` whose content differs from what this dataset would write."""
-  from jaxport.golden._manifest import BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MODULE_FILE
-  from jaxport.golden._store import encode_arrays, sha256_hex
-
   want = {BLOB_FILE: sha256_hex(blob), MODULE_FILE: sha256_hex(module_text.encode("utf-8")),
           INPUTS_FILE: sha256_hex(encode_arrays(inputs, "inputs")[0]),
           EXPECTED_FILE: sha256_hex(encode_arrays(outputs, "expected")[0])}

@@ -18,7 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from jaxport.cli import _artifacts, _harness_run, _relower
+from jaxport.cli import _audit as audit
+from jaxport.cli import _import as importer
 from jaxport.errors import JaxportError
+from jaxport.golden._manifest import MANIFEST_FILE
+from jaxport.golden._store import GoldenStore
 
 logger = logging.getLogger("jaxport.cli")
 
@@ -148,11 +153,8 @@ def _print_json(obj: Any) -> None:
 
 
 def _audit(args, extra) -> int:
-  from jaxport.cli import _artifacts, _audit as audit
-  from jaxport.cli._relower import Relowerer, find_repo_root
-
   today = args.today or datetime.date.today()
-  relowerer = None if args.no_drift else Relowerer(find_repo_root())
+  relowerer = None if args.no_drift else _relower.Relowerer(_relower.find_repo_root())
   artifacts = [a for p in args.paths for a in _artifacts.find_artifacts(p)]
   if not artifacts:
     raise JaxportError(f"no artifacts found under {', '.join(args.paths)} (looked for golden "
@@ -171,10 +173,6 @@ def _audit(args, extra) -> int:
 
 
 def _inspect(args, extra) -> int:
-  from jaxport.cli import _artifacts
-  from jaxport.golden._manifest import MANIFEST_FILE
-  from jaxport.golden._store import GoldenStore
-
   path = Path(args.artifact)
   entry = None
   if path.is_file():
@@ -217,8 +215,6 @@ def _inspect(args, extra) -> int:
 
 
 def _import(args, extra) -> int:
-  from jaxport.cli import _import as importer
-
   result = importer.run_import(args.sources, args.out, platform=args.platform, mode=args.mode,
                                rtol=args.rtol, atol=args.atol)
   if args.json:
@@ -232,8 +228,6 @@ def _import(args, extra) -> int:
 
 
 def _prune(args, extra) -> int:
-  from jaxport.golden._store import GoldenStore
-
   today = args.today or datetime.date.today()
   store = GoldenStore(args.root)
   expired = store.prune(args.older_than_days, today=today, dry_run=not args.yes)
@@ -252,8 +246,6 @@ def _prune(args, extra) -> int:
 
 
 def _harness(args, extra) -> int:
-  from jaxport.cli import _harness_run
-
   return _harness_run.run(args.command, platform=args.platform, report=args.compat_report,
                           extra=extra, with_jax=args.with_jax)
 

@@ -13,6 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jax
+import numpy as np
+
+import jaxport
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import CustomCallSignature
 
@@ -74,8 +78,6 @@ class Relowerer:
     types, short locations) when it has one, so the lowering matches how the
     entry was recorded; jax's settings are restored afterwards.
     """
-    import jax
-
     engine = self._engine()
     if engine is not None and hasattr(engine, "export_case"):
       names = [name for name, _ in getattr(engine, "_JAX_CONFIG", ())]
@@ -95,11 +97,6 @@ class Relowerer:
 
 def _export_case(case: Any) -> Any:
   """``case`` exported for its platforms with jaxport, as the harness records it."""
-  import jax
-  import numpy as np
-
-  import jaxport
-
   def spec(x):
     return jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype)
 

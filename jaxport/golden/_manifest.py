@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
+import importlib.metadata as md
 import json
 import re
 import sys
@@ -62,8 +63,6 @@ class Producer:
   @classmethod
   def current(cls) -> "Producer":
     """The versions installed in this process."""
-    import importlib.metadata as md
-
     def version(dist: str) -> str | None:
       try:
         return md.version(dist)

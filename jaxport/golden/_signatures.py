@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+from jaxport.custom_calls import _walk
+from jaxport.export import _mlir
 from jaxport.golden._manifest import CustomCallSignature
 
 # Recorded separately as the target name; not part of a signature's attributes.
@@ -18,9 +20,6 @@ _SKIPPED_ATTRIBUTES = ("call_target_name",)
 
 def signatures(mlir_module_serialized: bytes) -> tuple[CustomCallSignature, ...]:
   """The distinct custom-call signatures of a serialized module, sorted."""
-  from jaxport.custom_calls import _walk
-  from jaxport.export import _mlir
-
   with _mlir.make_context():
     module = _mlir.module_from_bytes(bytes(mlir_module_serialized))
     sites = _walk.custom_call_sites(module)

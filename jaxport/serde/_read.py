@@ -31,6 +31,7 @@ from jaxport.errors import DeserializationError
 from jaxport.export._disabled_checks import DisabledSafetyCheck
 from jaxport.export._exported import Exported
 from jaxport.serde import _layout, _pytrees, _verify, _wire
+from jaxport.shapes import _api
 
 STABLEHLO_MAGIC = b"ML\xefR"
 
@@ -168,7 +169,6 @@ class _Scope:
 
   def get(self):
     if self._scope is None:
-      from jaxport.shapes import _api
       self._scope = _api.SymbolicScope(self.constraints)
     return self._scope
 
@@ -183,7 +183,6 @@ class _Scope:
             for d in a[_AVAL.shape] or () if not _is_int(d)}
     if not todo:
       return
-    from jaxport.shapes import _api
     try:
       parsed = _api.symbolic_shape(",".join(todo), scope=self.get())
     except Exception:
@@ -357,7 +356,6 @@ def _read_aval(aval: list[Any], scope: _Scope, seen: dict[tuple, Any], where: st
 
 
 def _read_symbolic_shape(dims: Sequence[str], scope: _Scope, where: str) -> tuple[Any, ...]:
-  from jaxport.shapes import _api
   spec = ",".join(dims)
   shape = _guard(where, f"the symbolic shape {spec!r}", lambda: _api.symbolic_shape(
       spec, scope=scope.get()))

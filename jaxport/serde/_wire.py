@@ -16,6 +16,8 @@ import numpy as np
 from jax._src import core, dtypes, effects, mesh
 from jax._src.random import prng
 from jax._src.lib import xla_client
+from jax._src.numpy import linalg, setops
+from jax._src.scipy.stats import _core as stats_core
 from jax.sharding import AxisType
 
 from jaxport.serde import _schema_generated as fb
@@ -128,8 +130,6 @@ def lowerable_effect_types() -> dict[str, type]:
 
 def jax_result_namedtuples() -> dict[str, type]:
   """JAX's own result namedtuples, by the public name they are serialized under."""
-  from jax._src.numpy import linalg, setops
-  from jax._src.scipy.stats import _core as stats_core
   found = {
       "jax.numpy.linalg.EighResult": getattr(linalg, "EighResult", None),
       "jax.numpy.linalg.EigResult": getattr(linalg, "EigResult", None),
