@@ -1,0 +1,235 @@
+"""Imports inside ``jaxport/`` point one way, as ``docs/architecture.md`` says.
+
+Every module is parsed with ``ast``; module-level and function-level imports
+both count. Imports under ``if TYPE_CHECKING:`` count for the layer order but
+are not runtime imports, so they cannot form the cycles the record rule guards.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+
+import jaxport
+
+PACKAGE = pathlib.Path(jaxport.__file__).parent
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+GENERATED = {"jaxport.serde._schema_generated"}
+
+# Lowest first: a module may import its own layer and the ones before it.
+LAYERS = (
+    ("leaves", ("jaxport.errors", "jaxport._config", "jaxport._versions")),
+    ("shapes", ("jaxport.shapes",)),
+    ("custom_calls", ("jaxport.custom_calls",)),
+    ("export", ("jaxport.export",)),
+    ("calling", ("jaxport.calling",)),
+    ("serde", ("jaxport.serde",)),
+    ("golden", ("jaxport.golden",)),
+    ("public face", ("jaxport",)),
+    ("cli", ("jaxport.cli",)),
+)
+
+# The one documented exception: the record imports the modules that implement its
+# methods; those (and what they import) must never import the record back.
+RECORD = "jaxport.export._exported"
+RECORD_METHOD_MODULES = ("jaxport.serde._write", "jaxport.calling._call",
+                         "jaxport.export._shardings", "jaxport.export._mlir")
+
+# The pure symbolic-shape core: no jax at all.
+SHAPES_CORE = ("jaxport.shapes._expr", "jaxport.shapes._parser", "jaxport.shapes._decision",
+               "jaxport.shapes._scope", "jaxport.shapes._solver", "jaxport.shapes._api")
+
+# Subpackage __init__ files import nothing; the cli's re-exports its console-script entry point.
+INIT_IMPORTS_ALLOWED = {"jaxport.cli": {"jaxport.cli._main"}}
+
+
+def _module_name(path: pathlib.Path) -> str:
+  parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+  return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(name: str) -> str:
+  """``name`` if it is a jaxport module, else the longest jaxport module prefix of it."""
+  while name not in MODULES and "." in name:
+    name = name.rsplit(".", 1)[0]
+  return name
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+  return ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+          or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+class _Imports(ast.NodeVisitor):
+  """(line, imported module, where, runtime) for every import of one module."""
+
+  def __init__(self, module: str, is_package: bool):
+    self.module, self.is_package = module, is_package
+    self.found: list[tuple[int, str, str, bool]] = []
+    self._scope: list[str] = []
+    self._typing = 0
+
+  def _add(self, node: ast.AST, name: str) -> None:
+    where = "in " + ".".join(self._scope) + "()" if self._scope else "at module level"
+    self.found.append((node.lineno, name, where, not self._typing))
+
+  def visit_Import(self, node: ast.Import) -> None:
+    for alias in node.names:
+      self._add(node, alias.name)
+
+  def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+    base = node.module or ""
+    if node.level:
+      anchor = self.module.split(".")
+      anchor = anchor if self.is_package else anchor[:-1]
+      anchor = anchor[:len(anchor) - node.level + 1]
+      base = ".".join(anchor + ([base] if base else []))
+    for alias in node.names:
+      self._add(node, f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
+
+  def _visit_scope(self, node: ast.AST) -> None:
+    self._scope.append(node.name)
+    self.generic_visit(node)
+    self._scope.pop()
+
+  visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _visit_scope
+
+  def visit_If(self, node: ast.If) -> None:
+    if _is_type_checking(node.test):
+      self._typing += 1
+      for child in node.body:
+        self.visit(child)
+      self._typing -= 1
+      for child in node.orelse:
+        self.visit(child)
+    else:
+      self.generic_visit(node)
+
+
+def _imports(module: str) -> list[tuple[int, str, str, bool]]:
+  path = MODULES[module]
+  visitor = _Imports(module, path.name == "__init__.py")
+  visitor.visit(ast.parse(path.read_text(), filename=str(path)))
+  return visitor.found
+
+
+IMPORTS = {m: _imports(m) for m in MODULES if m not in GENERATED}
+
+
+def _where(module: str, line: int, where: str) -> str:
+  return f"{MODULES[module].relative_to(PACKAGE.parent)}:{line} ({where})"
+
+
+def _layer(module: str) -> int:
+  best, best_len = None, -1
+  for i, (_, prefixes) in enumerate(LAYERS):
+    for prefix in prefixes:
+      if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+        best, best_len = i, len(prefix)
+  assert best is not None, f"{module} is in no layer of LAYERS; add it there"
+  return best
+
+
+def _jaxport_imports(module: str):
+  for line, name, where, runtime in IMPORTS[module]:
+    if name == "jaxport" or name.startswith("jaxport."):
+      yield line, _resolve(name), where, runtime
+
+
+def test_every_module_is_in_a_layer():
+  for module in IMPORTS:
+    _layer(module)
+
+
+def test_imports_point_down_the_layers():
+  wrong = []
+  for module in IMPORTS:
+    for line, target, where, _ in _jaxport_imports(module):
+      if target == module or _layer(target) <= _layer(module):
+        continue
+      if module == RECORD and target in RECORD_METHOD_MODULES:
+        continue
+      wrong.append(f"{_where(module, line, where)}: {module} ({LAYERS[_layer(module)][0]}) imports "
+                   f"{target} ({LAYERS[_layer(target)][0]}), a higher layer")
+  assert not wrong, "imports pointing the wrong way:\n" + "\n".join(wrong)
+
+
+def test_record_imports_only_its_method_modules_upward():
+  upward = {t for _, t, _, _ in _jaxport_imports(RECORD) if _layer(t) > _layer(RECORD)}
+  assert upward <= set(RECORD_METHOD_MODULES), upward
+  assert set(RECORD_METHOD_MODULES) <= {t for _, t, _, runtime in _jaxport_imports(RECORD) if runtime}
+
+
+def test_what_the_record_imports_never_imports_the_record():
+  reached, todo = set(), list(RECORD_METHOD_MODULES)
+  while todo:
+    module = todo.pop()
+    if module in reached or module not in IMPORTS:
+      continue
+    reached.add(module)
+    todo += [t for _, t, where, runtime in _jaxport_imports(module)
+             if runtime and where == "at module level"]
+  wrong = [f"{_where(m, line, where)}: {m} imports {RECORD}"
+           for m in sorted(reached) for line, t, where, runtime in _jaxport_imports(m)
+           if runtime and t == RECORD]
+  assert not wrong, ("the record imports these modules, so they must not import it "
+                     "(a cycle):\n" + "\n".join(wrong))
+
+
+def test_subpackage_inits_import_nothing():
+  wrong = []
+  for module, path in MODULES.items():
+    if path.name != "__init__.py" or module == "jaxport":
+      continue
+    allowed = INIT_IMPORTS_ALLOWED.get(module, set())
+    wrong += [f"{_where(module, line, where)}: imports {name}"
+              for line, name, where, _ in IMPORTS[module]
+              if name != "__future__" and _resolve(name) not in allowed]
+  assert not wrong, "\n".join(wrong)
+
+
+def _documented_jax_internal_modules() -> set[str]:
+  """Modules whose row in docs/architecture.md says they touch jax internals ("yes ...")."""
+  found = set()
+  for row in ARCHITECTURE.read_text().splitlines():
+    cells = [c.strip() for c in row.strip().strip("|").split("|")]
+    if len(cells) == 3 and cells[2].startswith("yes"):
+      for path in re.findall(r"`(jaxport/[\w/]+\.py)`", cells[0]):
+        found.add(path[:-len(".py")].replace("/", "."))
+  return found
+
+
+def _jax_internal_imports(module: str):
+  for line, name, where, _ in IMPORTS[module]:
+    if name == "jax._src" or name.startswith("jax._src."):
+      yield line, name, where
+
+
+def test_only_documented_modules_import_jax_internals():
+  documented = _documented_jax_internal_modules()
+  assert documented, f"no module of {ARCHITECTURE.name} is marked as touching jax internals"
+  wrong = [f"{_where(m, line, where)}: imports {name}, but {m} is not marked 'yes' in "
+           f"{ARCHITECTURE.name}" for m in IMPORTS if m not in documented
+           for line, name, where in _jax_internal_imports(m)]
+  assert not wrong, "\n".join(wrong)
+  stale = sorted(m for m in documented if m in IMPORTS and not any(_jax_internal_imports(m)))
+  assert not stale, f"{ARCHITECTURE.name} says these touch jax internals, but they do not: {stale}"
+
+
+def test_nothing_imports_jax_export():
+  wrong = [f"{_where(m, line, where)}: imports {name}" for m in IMPORTS
+           for line, name, where, _ in IMPORTS[m]
+           if name.split(".")[:2] == ["jax", "export"]
+           or name.startswith(("jax._src.export", "jax.experimental.export"))
+           or name.endswith("shape_poly")]
+  assert not wrong, "jaxport reimplements jax.export and must not import it:\n" + "\n".join(wrong)
+
+
+def test_shapes_core_imports_no_jax():
+  wrong = [f"{_where(m, line, where)}: imports {name}" for m in SHAPES_CORE
+           for line, name, where, _ in IMPORTS[m] if name == "jax" or name.startswith("jax.")]
+  assert not wrong, "the symbolic-shape core must stay free of jax:\n" + "\n".join(wrong)
