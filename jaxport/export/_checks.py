@@ -59,7 +59,8 @@ def allowed_targets(disabled_checks: Sequence[DisabledSafetyCheck]) -> tuple[fro
   return _registry.stable_targets() | extra, ALL_TARGETS in extra
 
 
-def check_custom_calls(module, disabled_checks: Sequence[DisabledSafetyCheck], fun_name: str) -> None:
+def check_custom_calls(module: Any, disabled_checks: Sequence[DisabledSafetyCheck],
+                       fun_name: str) -> None:
   """Raise CustomCallError if ``module`` calls a target that is neither stable nor allowed."""
   allowed, allow_all = allowed_targets(disabled_checks)
   bad = _walk.disallowed_sites(module, allowed, allow_all=allow_all)
@@ -86,7 +87,7 @@ def _custom_call_error(sites: list[_walk.CustomCallSite], fun_name: str) -> Cust
       "(DisabledSafetyCheck.custom_call('ALL') allows every target).")
 
 
-def list_custom_calls(module_or_serialized) -> list[_walk.CustomCallSite]:
+def list_custom_calls(module_or_serialized: Any) -> list[_walk.CustomCallSite]:
   """Every custom call in a module, given as an MLIR module or portable-artifact bytes.
 
   Each site carries the target, location, operand and result types and
@@ -98,7 +99,7 @@ def list_custom_calls(module_or_serialized) -> list[_walk.CustomCallSite]:
   return _walk.custom_call_sites(module_or_serialized)
 
 
-def normalize_disabled_checks(disabled_checks) -> tuple[DisabledSafetyCheck, ...]:
+def normalize_disabled_checks(disabled_checks: Any) -> tuple[DisabledSafetyCheck, ...]:
   """Accept jaxport's or jax's DisabledSafetyCheck objects; refuse anything else."""
   out = []
   for i, dc in enumerate(disabled_checks):

@@ -76,14 +76,14 @@ class Exported:
     """The flatbuffer bytes of this record, with VJPs nested ``vjp_order`` deep."""
     return _write.serialize(self, vjp_order=vjp_order)
 
-  def call(self, *args, **kwargs):
+  def call(self, *args: Any, **kwargs: Any) -> Any:
     """Call the exported function; same as ``jaxport.call(self)(*args, **kwargs)``."""
     return _call.call(self)(*args, **kwargs)
 
-  def in_shardings_jax(self, mesh) -> tuple[Any, ...]:
+  def in_shardings_jax(self, mesh: Any) -> tuple[Any, ...]:
     """Concrete input shardings on ``mesh``, which must match the export mesh."""
     return _shardings.shardings_on_mesh(self, mesh, which="in")
 
-  def out_shardings_jax(self, mesh) -> tuple[Any, ...]:
+  def out_shardings_jax(self, mesh: Any) -> tuple[Any, ...]:
     """Concrete output shardings on ``mesh``, which must match the export mesh."""
     return _shardings.shardings_on_mesh(self, mesh, which="out")

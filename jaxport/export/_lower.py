@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from jax import tree_util
 from jax._src import source_info_util
@@ -43,7 +44,7 @@ def default_export_platform() -> str:
   return xla_bridge.canonicalize_platform(xla_bridge.default_backend())
 
 
-def export(fun_jit, *, platforms: Sequence[str] | None = None,
+def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
            disabled_checks: Sequence[DisabledSafetyCheck] = ()) -> Callable[..., Exported]:
   """Prepare to export ``fun_jit`` (a ``jax.jit`` result) for the given platforms.
 

@@ -30,7 +30,8 @@ def signatures(mlir_module_serialized: bytes) -> tuple[CustomCallSignature, ...]
   return tuple(sorted(found, key=sort_key))
 
 
-def sort_key(s: CustomCallSignature):
+def sort_key(s: CustomCallSignature) -> tuple:
+  """A total order on signatures: target, types, then attributes."""
   return (s.target, s.operand_types, s.result_types, tuple(s.attributes.items()))
 
 

@@ -519,7 +519,7 @@ class DimExpr:
     """The value under ``env`` (variable name -> int, expression or array)."""
     return evaluate(self, env)
 
-  def dimension_as_value(self):
+  def dimension_as_value(self) -> Any:
     """This dimension as a jax integer scalar value."""
     return self.__jax_array__()
 
