@@ -1,9 +1,12 @@
 """Fixtures shared across the suite: the reference (``jax.export``) and jaxport side by side."""
 
+import subprocess
+
 import jax.export
 import pytest
 
 import jaxport
+from jaxport.cli import _harness_run
 
 EXPORT_APIS = {"jax": jax.export, "jaxport": jaxport}
 
@@ -13,3 +16,19 @@ def exporter(request):
   """``jax.export`` or ``jaxport`` (``.export``, ``.DisabledSafetyCheck``, ``.symbolic_shape``):
   jaxport calls the records of both."""
   return EXPORT_APIS[request.param]
+
+
+@pytest.fixture
+def fake_harness_run(monkeypatch, tmp_path):
+  """Make ``tmp_path`` a repository root and record, instead of running, the commands
+  ``jaxport record``/``replay`` start. Call it with the exit status the fake run
+  reports; it returns the list of ``(command, cwd)`` the CLI ran."""
+  def install(returncode: int = 0) -> list:
+    calls = []
+    monkeypatch.setattr(_harness_run.subprocess, "run",
+                        lambda cmd, cwd, check: calls.append((cmd, cwd)) or
+                        subprocess.CompletedProcess(cmd, returncode))
+    (tmp_path / "harness").mkdir()
+    (tmp_path / "harness" / "conftest.py").write_text("")
+    return calls
+  return install

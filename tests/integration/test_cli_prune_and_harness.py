@@ -72,13 +72,8 @@ def test_prune_rejects_bad_arguments(store, capsys):
   assert "unrecognized arguments: --bogus" in capsys.readouterr().err
 
 
-def test_record_and_replay_build_the_harness_command(monkeypatch, tmp_path):
-  calls = []
-  monkeypatch.setattr(_harness_run.subprocess, "run",
-                      lambda cmd, cwd, check: calls.append((cmd, cwd)) or
-                      subprocess.CompletedProcess(cmd, 3))
-  (tmp_path / "harness").mkdir()
-  (tmp_path / "harness" / "conftest.py").write_text("")
+def test_record_and_replay_build_the_harness_command(monkeypatch, tmp_path, fake_harness_run):
+  calls = fake_harness_run(returncode=3)
   sub = tmp_path / "compat_data" / "cpu"
   sub.mkdir(parents=True)
   monkeypatch.chdir(sub)

@@ -1,25 +1,14 @@
 """``jaxport record/replay --with-jax``: thin calls into the multi-release tools."""
 
-import subprocess
 import sys
 from pathlib import Path
 
-from jaxport.cli import _harness_run, main
+from jaxport.cli import main
 
 
-def _capture(monkeypatch, tmp_path):
-  calls = []
-  monkeypatch.setattr(_harness_run.subprocess, "run",
-                      lambda cmd, cwd, check: calls.append((cmd, cwd)) or
-                      subprocess.CompletedProcess(cmd, 0))
-  (tmp_path / "harness").mkdir()
-  (tmp_path / "harness" / "conftest.py").write_text("")
+def test_record_with_jax_runs_the_recorder_tool(monkeypatch, tmp_path, fake_harness_run):
+  calls = fake_harness_run()
   monkeypatch.chdir(tmp_path)
-  return calls
-
-
-def test_record_with_jax_runs_the_recorder_tool(monkeypatch, tmp_path):
-  calls = _capture(monkeypatch, tmp_path)
   assert main(["record", "--with-jax", "0.9.2", "--", "--case", "release_lu_f32"]) == 0
   (cmd, cwd), = calls
   assert cmd == [sys.executable, "harness/tools/record_with_jax.py", "--jax", "0.9.2",
@@ -27,8 +16,9 @@ def test_record_with_jax_runs_the_recorder_tool(monkeypatch, tmp_path):
   assert Path(cwd) == tmp_path
 
 
-def test_replay_with_jax_writes_the_matrix_where_the_report_goes(monkeypatch, tmp_path):
-  calls = _capture(monkeypatch, tmp_path)
+def test_replay_with_jax_writes_the_matrix_where_the_report_goes(monkeypatch, tmp_path, fake_harness_run):
+  calls = fake_harness_run()
+  monkeypatch.chdir(tmp_path)
   assert main(["replay", "--with-jax", "0.8.3", "--compat-report", "out/fwd",
                "--current-build-only"]) == 0
   assert main(["replay", "--with-jax", "0.8.3"]) == 0
@@ -38,7 +28,8 @@ def test_replay_with_jax_writes_the_matrix_where_the_report_goes(monkeypatch, tm
   assert second[-1] == str((tmp_path / "reports" / "with-jax-0.8.3").resolve())
 
 
-def test_without_the_flag_the_harness_runs_as_before(monkeypatch, tmp_path):
-  calls = _capture(monkeypatch, tmp_path)
+def test_without_the_flag_the_harness_runs_as_before(monkeypatch, tmp_path, fake_harness_run):
+  calls = fake_harness_run()
+  monkeypatch.chdir(tmp_path)
   assert main(["replay", "--platform", "cpu"]) == 0
   assert calls[0][0][1:4] == ["-m", "pytest", "harness/"]
