@@ -123,10 +123,12 @@ def _export_lowered(lowered, jaxpr, fun_name: str, *,
   ordered_effects = tuple(compile_args["ordered_effects"])
   unordered_effects = tuple(compile_args["unordered_effects"])
 
-  module = _mlir.copy_module(lowering.stablehlo())
+  # The lowering's module is only annotated in place (an idempotent module
+  # attribute); wrapping rewrites functions, so it works on a private copy.
+  module = lowering.stablehlo()
   if _wrap.needs_wrapping(in_avals, bool(ordered_effects)):
     module = _wrap.wrap_main(
-        module, in_avals, in_tree=lowered.in_tree,
+        _mlir.copy_module(module), in_avals, in_tree=lowered.in_tree,
         has_platform_index_argument=shape_poly_state.has_platform_index_argument,
         module_kept_var_idx=module_kept_var_idx,
         ignore_forward_compatibility=_config.ignore_forward_compatibility())
