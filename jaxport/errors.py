@@ -42,3 +42,7 @@ class SerializationError(ExportError):
 
 class SerializationTypeError(SerializationError, TypeError):
   """A value of the wrong type stands where serialization needs another (non-string dict key)."""
+
+
+class ExportTypeError(ExportError, TypeError):
+  """An export argument has the wrong type (for example a non-string custom-call target)."""

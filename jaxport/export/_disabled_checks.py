@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from jaxport.errors import ExportTypeError
+
 _CUSTOM_CALL_PREFIX = "custom_call:"
 _PLATFORM = "platform"
 
@@ -26,6 +28,10 @@ class DisabledSafetyCheck:
   @classmethod
   def custom_call(cls, target_name: str) -> "DisabledSafetyCheck":
     """Allow exporting a custom call to ``target_name`` (``"ALL"``: any target)."""
+    if not isinstance(target_name, str) or not target_name:
+      raise ExportTypeError(
+          "DisabledSafetyCheck.custom_call takes the custom-call target name as a non-empty "
+          f"string, e.g. DisabledSafetyCheck.custom_call(\"lapack_sgeqrf_ffi\"); got {target_name!r}.")
     return cls(_CUSTOM_CALL_PREFIX + target_name)
 
   def is_custom_call(self) -> str | None:

@@ -84,3 +84,9 @@ def test_disabled_checks_must_be_descriptors():
 def test_host_callbacks_are_refused_with_jaxs_message(callback):
   with pytest.raises(NotImplementedError, match="^serialization of host_callbacks is not yet implemented$"):
     jaxport.export(jax.jit(callback))(X)
+
+
+@pytest.mark.parametrize("bad", [3, None, ""])
+def test_custom_call_descriptor_needs_a_target_name(bad):
+  with pytest.raises(TypeError, match="non-empty string"):
+    jaxport.DisabledSafetyCheck.custom_call(bad)
