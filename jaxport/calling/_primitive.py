@@ -30,12 +30,12 @@ from jax._src import sharding_impls
 from jax._src import source_info_util
 from jax._src.interpreters import mlir
 from jax._src.lax import linalg
-from jax._src.lib import _jax
 from jax._src.lib.mlir import ir, passmanager
 from jax._src.lib.mlir.dialects import func as func_dialect
 from jax._src.lib.mlir.dialects import hlo, sdy
 
-from jaxport.errors import CallError
+from jaxport.errors import CallError, DeserializationError
+from jaxport.export import _mlir as export_mlir
 from jaxport.shapes import _api as shapes_api
 from jaxport.shapes import _bridge
 
@@ -294,8 +294,14 @@ def _prepare_callee(exported: "Exported", ctx: mlir.LoweringRuleContext):
   if "cpu" in exported.platforms:
     linalg.initialize_lapack()
   with ctx.module_context.module.context:
-    module = _jax.mlir.deserialize_portable_artifact(exported.mlir_module_serialized)
+    module = export_mlir.module_from_bytes(exported.mlir_module_serialized, exported.fun_name)
   symtab = ir.SymbolTable(module.operation)
+  if "main" not in symtab:
+    raise DeserializationError(
+        f"The StableHLO module of the exported function '{exported.fun_name}' has no "
+        "function named 'main', the entry point every Exported is called through. Its "
+        "mlir_module_serialized bytes are corrupted or were not produced by export; export "
+        "the function again or reload the original serialized blob.")
   mesh = None
   if _has_sdy_mesh(symtab, module):
     if not config.use_shardy_partitioner.value:

@@ -54,7 +54,7 @@ class Exported:
 
   def mlir_module(self) -> str:
     """The module as StableHLO text, for reading and diffing."""
-    return _mlir.module_text(self.mlir_module_serialized)
+    return _mlir.module_text(self.mlir_module_serialized, self.fun_name)
 
   def __str__(self) -> str:
     return f"Exported(fun_name={self.fun_name}, ...)"

@@ -7,10 +7,13 @@ of jaxport.
 from __future__ import annotations
 
 from jax._src import xla_bridge
+from jax.errors import JaxRuntimeError
 from jax._src.interpreters import mlir as jax_mlir
 from jax._src.lib import _jax
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
+
+from jaxport.errors import DeserializationError
 
 
 def make_context() -> ir.Context:
@@ -18,15 +21,27 @@ def make_context() -> ir.Context:
   return jax_mlir.make_ir_context()
 
 
-def module_from_bytes(serialized: bytes) -> ir.Module:
-  """Parse a StableHLO portable artifact (or plain bytecode) in the current context."""
-  return _jax.mlir.deserialize_portable_artifact(serialized)
+def module_from_bytes(serialized: bytes, fun_name: str | None = None) -> ir.Module:
+  """Parse a StableHLO portable artifact (or plain bytecode) in the current context.
+
+  Bytes that do not parse (a corrupted blob) raise ``DeserializationError``
+  naming the function, not jaxlib's runtime error.
+  """
+  of = f" of the exported function '{fun_name}'" if fun_name is not None else ""
+  try:
+    module = _jax.mlir.deserialize_portable_artifact(serialized)
+  except JaxRuntimeError as e:
+    raise DeserializationError(
+        f"The StableHLO module{of} ({len(serialized)} bytes of mlir_module_serialized) "
+        f"cannot be parsed: {e}. The bytes are corrupted or are not a StableHLO portable "
+        "artifact; export the function again or reload the original serialized blob.") from None
+  return module
 
 
-def module_text(serialized: bytes) -> str:
+def module_text(serialized: bytes, fun_name: str | None = None) -> str:
   """The StableHLO text of a serialized module."""
   with make_context():
-    return jax_mlir.module_to_string(module_from_bytes(serialized))
+    return jax_mlir.module_to_string(module_from_bytes(serialized, fun_name))
 
 
 def copy_module(module: ir.Module) -> ir.Module:

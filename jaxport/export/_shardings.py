@@ -17,7 +17,7 @@ from jax._src import core
 from jax._src import mesh as mesh_lib
 from jax._src import sharding_impls
 
-from jaxport.errors import ExportError
+from jaxport.errors import ExportError, ExportTypeError
 from jaxport.shapes import _bridge
 
 NamedSharding = sharding_impls.NamedSharding
@@ -102,6 +102,11 @@ def shardings_on_mesh(exported, mesh, *, which: str) -> tuple[Any, ...]:
   """Concrete shardings of ``exported``'s inputs (``which="in"``) or outputs on ``mesh``."""
   if which not in ("in", "out"):
     raise ExportError(f"which must be 'in' or 'out', got {which!r}")
+  if mesh is not None and not isinstance(mesh, (mesh_lib.Mesh, mesh_lib.AbstractMesh)):
+    raise ExportTypeError(
+        f"{which}_shardings_jax of '{exported.fun_name}' takes a jax.sharding.Mesh or "
+        f"AbstractMesh with the export mesh's axis names and sizes, got {type(mesh).__name__} "
+        f"{mesh!r}. Build one with jax.sharding.Mesh(devices, axis_names).")
   if not exported._has_named_shardings:
     hlos = exported.in_shardings_hlo if which == "in" else exported.out_shardings_hlo
     avals = exported.in_avals if which == "in" else exported.out_avals

@@ -84,10 +84,26 @@ def register_pytree_node_serialization(
   (auxdata, children) -> node is given. Each type and each name may be
   registered once.
   """
+  if not isinstance(nodetype, type):
+    raise SerializationTypeError(
+        f"register_pytree_node_serialization takes the node's class as nodetype, got "
+        f"{type(nodetype).__name__} {nodetype!r}. Pass the class itself, e.g. "
+        "register_pytree_node_serialization(MyNode, serialized_name='my_module.MyNode', ...).")
   if not isinstance(serialized_name, str):
     raise SerializationTypeError(
         f"serialized_name must be a str, got {type(serialized_name).__name__} "
         f"{serialized_name!r} when registering `{nodetype}`.")
+  for arg, fn in (("serialize_auxdata", serialize_auxdata),
+                  ("deserialize_auxdata", deserialize_auxdata), ("from_children", from_children)):
+    if fn is not None and not callable(fn):
+      raise SerializationTypeError(
+          f"{arg} must be a function when registering `{nodetype}` as `{serialized_name}`, "
+          f"got {type(fn).__name__} {fn!r}. Pass a callable, e.g. "
+          f"{arg}=lambda aux: json.dumps(aux).encode().")
+  if serialize_auxdata is None or deserialize_auxdata is None:
+    raise SerializationTypeError(
+        f"registering `{nodetype}` as `{serialized_name}` needs both serialize_auxdata "
+        "(auxdata -> bytes) and deserialize_auxdata (bytes -> auxdata).")
   if from_children is None and not _is_registered_pytree_node(nodetype):
     raise SerializationError(
         "If `from_children` is not present, you must call first "

@@ -72,13 +72,18 @@ def _bad(what: str, where: str, fix: str = "") -> DeserializationError:
 
 
 def _as_bytes(blob: Any) -> bytes:
+  """The bytes of ``blob``: anything with the buffer protocol, as jax accepts
+  (bytes, bytearray, memoryview, a numpy uint8 array loaded from an npz, mmap)."""
   if type(blob) is bytes:
     return blob
-  if not isinstance(blob, (bytes, bytearray, memoryview)):
+  try:
+    view = memoryview(blob)
+  except TypeError:
     raise DeserializationError(
-        f"deserialize expects bytes or bytearray, got {type(blob).__name__}. "
-        "Pass the value returned by Exported.serialize().")
-  return bytes(blob)
+        f"deserialize expects bytes, bytearray or another bytes-like object, got "
+        f"{type(blob).__name__}. Pass the value returned by Exported.serialize().") from None
+  with view:
+    return view.tobytes()
 
 
 def deserialize(blob: bytes | bytearray | memoryview) -> Exported:

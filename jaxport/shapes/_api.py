@@ -44,6 +44,11 @@ def symbolic_shape(shape_spec: str | None, *, constraints: Sequence[str] = (),
   create a new scope; pass ``scope`` instead to share one between shapes. ``like``
   supplies the sizes for the placeholders ``_`` and ``...``.
   """
+  if like is not None and (isinstance(like, (str, bytes)) or not isinstance(like, Sequence)):
+    raise ShapeError(
+        f"like must be None or a sequence of ints and Nones (a shape such as x.shape), got "
+        f"{type(like).__name__} {like!r} for the symbolic shape {shape_spec!r}. Pass e.g. "
+        "like=(2, None, 3).")
   return parse_shape(shape_spec, like=like, scope=_scope_for(constraints, scope))
 
 
