@@ -21,7 +21,7 @@ from typing import Any
 from jaxport.cli import _artifacts, _harness_run, _relower
 from jaxport.cli import _audit as audit
 from jaxport.cli import _import as importer
-from jaxport.errors import JaxportError
+from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 
@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--json", action="store_true", help="print JSON")
 
   p = add("prune", help="remove expired golden entries (dry run unless --yes)")
-  p.add_argument("--older-than-days", type=_non_negative, required=True)
+  p.add_argument("--older-than-days", type=_non_negative, required=True, metavar="DAYS",
+                 help="entries recorded more than DAYS days before --today")
   p.add_argument("--yes", action="store_true", help="really remove them")
   p.add_argument("--root", default=DEFAULT_ROOT, help="golden store (default compat_data)")
   p.add_argument("--today", type=_date, default=None, help="prune as of this date (default today)")
@@ -229,6 +230,9 @@ def _import(args, extra) -> int:
 
 def _prune(args, extra) -> int:
   today = args.today or datetime.date.today()
+  if not Path(args.root).is_dir():
+    raise GoldenDataError(f"--root {args.root}: no golden store there (not a directory). Run from "
+                          "the repository root or pass --root PATH/TO/compat_data.")
   store = GoldenStore(args.root)
   expired = store.prune(args.older_than_days, today=today, dry_run=not args.yes)
   if args.json:

@@ -50,6 +50,11 @@ class Relowerer:
     if repo_root is None:
       self.unavailable = "no harness/ found at or above the working directory"
 
+  def load(self) -> None:
+    """Import the case registry now: it also registers the harness's effect types, which
+    golden entries with effects need before they can be deserialized."""
+    self._registry()
+
   def _registry(self):
     if self._cases is None and self.unavailable is None:
       try:

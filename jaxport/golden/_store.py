@@ -354,7 +354,8 @@ class GoldenStore:
         if allow_files and not child.is_symlink():
           continue
         raise GoldenDataError(f"{child}: unexpected file in the golden store (only "
-                              "directories belong at this level).")
+                              "directories belong at this level). Move it out of the store, or "
+                              "rename it to start with '.' so that listing ignores it.")
       if not is_safe_name(name):
         raise GoldenDataError(f"{child}: directory name is not a safe name.")
       out.append(child)

@@ -1,0 +1,61 @@
+"""Command-line findings of the harness review: prune's store check, its help, audit of real entries."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from jaxport.cli import _relower, main
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "compat_data"
+
+
+def run(capsys, *argv):
+  rc = main(list(argv))
+  out, err = capsys.readouterr()
+  return rc, out, err
+
+
+def _copy_entry(dest: Path, entry_id: str) -> Path:
+  target = dest / entry_id
+  shutil.copytree(GOLDEN / entry_id, target)
+  return target
+
+
+def test_prune_of_a_missing_store_is_an_error_naming_the_root_and_the_fix(tmp_path, capsys):
+  missing = tmp_path / "nowhere"
+  rc, out, err = run(capsys, "prune", "--older-than-days", "0", "--root", str(missing))
+  assert rc == 2
+  assert out == ""
+  assert str(missing) in err and "--root" in err and "not a directory" in err
+
+
+def test_prune_help_explains_older_than_days(capsys):
+  with pytest.raises(SystemExit):
+    main(["prune", "--help"])
+  out = capsys.readouterr().out
+  assert "--older-than-days DAYS" in out
+  assert "recorded more than DAYS days" in out
+
+
+def test_audit_reads_an_entry_with_a_harness_effect_when_the_harness_is_at_hand(
+    tmp_path, capsys, monkeypatch):
+  monkeypatch.setattr(_relower, "find_repo_root", lambda start=None: ROOT)
+  entry = _copy_entry(tmp_path, "cpu/feature_effects/ordered_effects/2026-11-29_jax-0.10.2")
+  rc, out, _ = run(capsys, "audit", str(entry), "--json", "--today", "2026-11-29")
+  record, = json.loads(out)["artifacts"]
+  assert record["problems"] == [], record["problems"]
+  assert rc == 0
+
+
+def test_audit_reports_drift_of_an_older_release_entry_as_a_warning(tmp_path, capsys, monkeypatch):
+  monkeypatch.setattr(_relower, "find_repo_root", lambda start=None: ROOT)
+  entry = _copy_entry(tmp_path, "cpu/feature_shape_poly/release_poly_gram_f32/2026-11-29_jax-0.9.2")
+  rc, out, _ = run(capsys, "audit", str(entry), "--json", "--today", "2026-11-29")
+  record, = json.loads(out)["artifacts"]
+  assert record["drift"]["checked"] and record["drift"]["differences"]
+  assert record["problems"] == []
+  assert any("recorded by jax 0.9.2" in w for w in record["warnings"])
+  assert rc == 0
