@@ -95,6 +95,11 @@ def callee_of(params: dict[str, Any]) -> "Exported":
 
 # ---------------------------------------------------------------- abstract eval
 
+def _dtype_name(dtype: Any) -> str:
+  """``float32``, ``key<fry>``; ``float0`` rather than numpy's ``[('float0', 'V')]``."""
+  return "float0" if dtype == dtypes.float0 else str(dtype)
+
+
 def _check_arg_avals(exported: "Exported", in_avals: Sequence[Any]) -> None:
   """Refuse actual arguments whose rank, dtype or constant dimensions differ."""
   if len(in_avals) != len(exported.in_avals):
@@ -112,9 +117,14 @@ def _check_arg_avals(exported: "Exported", in_avals: Sequence[Any]) -> None:
           f"Rank mismatch for {_bridge.arg_descriptor(exported.in_tree, arg_idx)}: "
           f"expected {exp_aval.shape} and called with {aval.shape}")
     if exp_aval.dtype != aval.dtype:
+      hint = ""
+      if exp_aval.dtype == dtypes.float0:
+        hint = (". This is the cotangent of an integer or boolean value: pass "
+                f"np.zeros({tuple(aval.shape)}, jax.dtypes.float0)")
       raise CallError(
           f"Dtype mismatch for {_bridge.arg_descriptor(exported.in_tree, arg_idx)}: "
-          f"expected {exp_aval.dtype} and called with {aval.dtype}")
+          f"expected {_dtype_name(exp_aval.dtype)} and called with "
+          f"{_dtype_name(aval.dtype)}{hint}")
     for dim_idx, exp_d in enumerate(exp_aval.shape):
       if not core.is_constant_dim(exp_d):
         continue

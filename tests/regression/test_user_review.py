@@ -109,3 +109,20 @@ def test_symbolic_shape_refuses_a_like_that_is_not_a_shape(like):
   with pytest.raises(jaxport.ShapeError, match="like must be None or a sequence"):
     jaxport.symbolic_shape("_, a", like=like)
   assert jaxport.symbolic_shape("_, a", like=np.zeros((2, 5)).shape)[0] == 2
+
+
+def test_a_wrong_cotangent_dtype_names_float0_and_how_to_build_it():
+  exp = jaxport.export(jax.jit(lambda x, i: (x * 2, i + 1)))(F32_3, jax.ShapeDtypeStruct((2,), np.int32))
+  vjp = exp.vjp()
+  x, i = np.ones(3, np.float32), np.arange(2, dtype=np.int32)
+  with pytest.raises(jaxport.CallError,
+                     match=r"args\[3\]: expected float0 and called with int32\. .*jax.dtypes.float0"):
+    vjp.call(x, i, np.ones(3, np.float32), np.zeros(2, np.int32))
+  cts = vjp.call(x, i, np.ones(3, np.float32), np.zeros(2, jax.dtypes.float0))
+  np.testing.assert_array_equal(cts[0], np.full(3, 2, np.float32))
+
+
+def test_a_wrong_key_dtype_is_reported_with_both_dtypes():
+  exp = jaxport.export(jax.jit(lambda k: jax.random.uniform(k, (2,))))(jax.random.key(0))
+  with pytest.raises(jaxport.CallError, match=r"expected key<fry> and called with key<rbg>"):
+    exp.call(jax.random.key(0, impl="rbg"))
