@@ -60,6 +60,7 @@ class HarnessSession:
     self._write_queue: list[str] = []
     self._session_failures: list[str] = []
     self._present: list[str] | None = None
+    self._listing_failed = False
     self._clients: dict[int, WorkerClient] = {}
     self._staging: Path | None = None
     self.report: dict[str, Any] | None = None
@@ -73,6 +74,7 @@ class HarnessSession:
         self._present = [e.entry_id for e in self.store.entries(platform=self.options.platform)]
       except GoldenDataError as e:
         self._session_failures.append(f"the golden store cannot be listed: {e}")
+        self._listing_failed = True
         self._present = []
     return self._present
 
@@ -115,7 +117,7 @@ class HarnessSession:
   def _unreadable(self, entry_id: str, error: GoldenDataError) -> dict[str, Any]:
     _, family, case_id, _ = entry_id.split("/")
     return {"entry_id": entry_id, "case_id": case_id, "family": family, "record_date": None,
-            "days_to_expiry": 0, "lowering_only": None, "targets": [], "current_targets": None,
+            "days_to_expiry": None, "lowering_only": None, "targets": [], "current_targets": None,
             "kinds": [_classify.BREAK], "skips": [], "replayed": True,
             "messages": [f"[{_classify.BREAK}] golden data error: {error}"]}
 
@@ -222,7 +224,10 @@ class HarnessSession:
       skips.append({"what": "replay, coverage and tripwire", "why": "record mode writes entries only"})
     elif o.partial:
       skips.append({"what": "coverage, tripwire and missing-case checks",
-                    "why": "the selection was narrowed (-k, -m or node ids)"})
+                    "why": "the selection was narrowed (-k, -m, --deselect, node ids or files)"})
+    elif self._listing_failed:
+      skips.append({"what": "coverage, tripwire and missing-case checks",
+                    "why": "the golden store could not be listed, so no entry was replayed"})
     else:
       if targets["missing_required"]:
         failures.append(
@@ -238,7 +243,7 @@ class HarnessSession:
       if unreplayed:
         failures.append(
             f"tripwire: {len(outcomes)} entries replayed but {len(present)} are present for "
-            f"{o.platform}; not replayed: {unreplayed}")
+            f"{o.platform}; not replayed: {_some(unreplayed)}")
       missing_cases = coverage.cases_without_entries(self.case_ids(), present)
       if missing_cases:
         failures.append(
@@ -315,6 +320,12 @@ def _manifest_payload(path: Path) -> dict:
   d = json.loads(path.read_text())
   d.pop("digest", None)
   return d
+
+
+def _some(ids: list[str], limit: int = 10) -> str:
+  """At most ``limit`` ids, then how many more, so a summary line stays readable."""
+  more = len(ids) - limit
+  return ", ".join(ids[:limit]) + (f" and {more} more" if more > 0 else "")
 
 
 def _version(dist: str) -> str | None:

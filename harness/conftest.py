@@ -60,12 +60,19 @@ def _options(config: pytest.Config) -> Options:
     raise pytest.UsageError(f"{OPT_WINDOW} must be >= 0, got {get('jaxport_compat_window_days')}")
   root = get("jaxport_golden_root")
   root = Path(root) if root else Path(__file__).resolve().parent.parent / "compat_data"
-  partial = bool(get("keyword") or get("markexpr")
-                 or any("::" in str(a) for a in config.args))
+  partial = bool(get("keyword") or get("markexpr") or get("deselect", None)
+                 or any("::" in str(a) for a in config.args)
+                 or not any(_selects_replay(a) for a in config.args))
   return Options(platform=get("jaxport_platform"), record=get("jaxport_record"),
                  strict=bool(get("jaxport_strict") or _pytest_strict(config)), compat_report=get("jaxport_compat_report"),
                  compat_window_days=get("jaxport_compat_window_days"), golden_root=root.resolve(),
                  today=today, worker_timeout_s=get("jaxport_worker_timeout"), partial=partial)
+
+
+def _selects_replay(arg: str) -> bool:
+  """Whether a positional argument selects the replay items (a directory or test_replay.py)."""
+  path = Path(str(arg))
+  return path.suffix != ".py" or path.name == "test_replay.py"
 
 
 def _pytest_strict(config: pytest.Config) -> bool:

@@ -44,7 +44,8 @@ def text_lines(report: dict[str, Any]) -> list[str]:
       if e["status"] in ("fail", "warn"):
         lines.append(f"  {e['status'].upper()} {e['entry_id']}")
         lines.extend(f"      {m.splitlines()[0]}" for m in e["messages"])
-    expiring = [e for e in report["entries"] if 0 <= e["days_to_expiry"] <= 30]
+    expiring = [e for e in report["entries"]
+                if e["days_to_expiry"] is not None and 0 <= e["days_to_expiry"] <= 30]
     for e in expiring:
       lines.append(f"  expires in {e['days_to_expiry']} days: {e['entry_id']}")
   for f in report["session_failures"]:

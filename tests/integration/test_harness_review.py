@@ -1,0 +1,75 @@
+"""Harness findings of the review: what a broken store, an unreadable entry and a narrowed run report."""
+
+import datetime
+import json
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+from harness import reporter  # noqa: E402
+from harness.conftest import _selects_replay  # noqa: E402
+from harness._session import HarnessSession, Options  # noqa: E402
+
+GOLDEN = ROOT / "compat_data"
+ENTRY = "cpu/lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
+
+
+def _session(root: Path) -> HarnessSession:
+  return HarnessSession(Options(
+      platform="cpu", record=False, strict=False, compat_report=None, compat_window_days=180,
+      golden_root=root, today=datetime.date(2026, 11, 29), worker_timeout_s=60.0, partial=False))
+
+
+def _copy(root: Path, entry_id: str) -> Path:
+  shutil.copytree(GOLDEN / entry_id, root / entry_id)
+  return root / entry_id
+
+
+def test_an_unlistable_store_fails_once_with_the_fix_and_claims_no_missing_cases(tmp_path):
+  _copy(tmp_path, ENTRY)
+  (tmp_path / "cpu" / "lapack_potrf" / "notes.txt").write_text("x")
+  hs = _session(tmp_path)
+  assert hs.entry_ids() == []
+  report = hs.build_report()
+  failures = report["session_failures"]
+  assert len(failures) == 1, failures
+  assert "notes.txt" in failures[0] and "Move it out of the store" in failures[0]
+  assert any(s["what"].startswith("coverage") and "could not be listed" in s["why"]
+             for s in report["skips"])
+
+
+def test_an_unreadable_entry_has_no_expiry_and_is_not_reported_as_expiring(tmp_path):
+  entry = _copy(tmp_path, ENTRY)
+  manifest = entry / "manifest.json"
+  data = json.loads(manifest.read_text())
+  data["comparison"]["rtol"] = 1.0
+  manifest.write_text(json.dumps(data, sort_keys=True))
+  hs = _session(tmp_path)
+  outcome = hs.replay(ENTRY)
+  assert outcome["status"] == "fail"
+  assert outcome["days_to_expiry"] is None
+  text = "\n".join(reporter.text_lines(hs.build_report()))
+  assert "digest mismatch" in text
+  assert "expires in" not in text
+
+
+def test_the_tripwire_names_a_few_unreplayed_entries_and_counts_the_rest(tmp_path):
+  ids = sorted(str(p.relative_to(GOLDEN)) for p in (GOLDEN / "cpu" / "lapack_potrf").glob("*/*"))
+  assert len(ids) > 12
+  for entry_id in ids:
+    _copy(tmp_path, entry_id)
+  failures = _session(tmp_path).build_report()["session_failures"]
+  tripwire, = [f for f in failures if f.startswith("tripwire")]
+  assert ids[0] in tripwire and ids[-1] not in tripwire
+  assert f"and {len(ids) - 10} more" in tripwire
+
+
+def test_only_directories_and_the_replay_file_select_every_entry():
+  assert _selects_replay("harness/")
+  assert _selects_replay(str(ROOT / "harness"))
+  assert _selects_replay("harness/test_replay.py")
+  assert not _selects_replay("harness/test_fuzz_parse.py")
