@@ -67,14 +67,58 @@ def serialize(exported: Any, *, vjp_order: int = 0, jax_version: bool = True,
   return builder.Output()
 
 
+def _check_record(exp: Any) -> None:
+  """Refuse a record that deserialize would refuse, before writing a blob nobody can read.
+
+  Fresh exports always pass; a record edited with ``dataclasses.replace`` may not.
+  """
+  name = exp.fun_name
+  problems = []
+  if not isinstance(name, str):
+    problems.append(f"fun_name must be a str, got {type(name).__name__} {name!r}")
+  for side, tree, avals, shardings in (
+      ("in", exp.in_tree, exp.in_avals, exp._in_named_shardings),
+      ("out", exp.out_tree, exp.out_avals, exp._out_named_shardings)):
+    if tree.num_leaves != len(avals):
+      problems.append(f"{side}_tree has {tree.num_leaves} leaves but {side}_avals has "
+                      f"{len(avals)} entries")
+    if len(shardings) != len(avals):
+      problems.append(f"_{side}_named_shardings has {len(shardings)} entries for "
+                      f"{len(avals)} {side}_avals")
+  platforms = exp.platforms
+  if (isinstance(platforms, str) or not platforms
+      or not all(isinstance(p, str) for p in platforms)):
+    problems.append(f"platforms must be a non-empty tuple of platform names such as "
+                    f"('cpu',), got {platforms!r}")
+  kept = tuple(exp.module_kept_var_idx)
+  if (not all(isinstance(i, int) for i in kept) or list(kept) != sorted(set(kept))
+      or (kept and not 0 <= kept[0] <= kept[-1] < len(exp.in_avals))):
+    problems.append(f"module_kept_var_idx {kept} is not a sorted set of indices below "
+                    f"{len(exp.in_avals)} (the number of in_avals)")
+  for field in ("calling_convention_version", "nr_devices"):
+    value = getattr(exp, field)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+      problems.append(f"{field} must be a positive int, got {value!r}")
+  bad_checks = [c for c in exp.disabled_safety_checks if not hasattr(c, "is_custom_call")]
+  if bad_checks:
+    problems.append(f"disabled_safety_checks must hold DisabledSafetyCheck objects, got "
+                    f"{bad_checks[0]!r} of type {type(bad_checks[0]).__name__}")
+  if problems:
+    raise SerializationError(
+        f"Cannot serialize the Exported '{name}': " + "; ".join(problems) + ". The blob "
+        "would not deserialize. Serialize the record that export() or deserialize() "
+        "returned, or fix these fields (dataclasses.replace) so they agree.")
+
+
 def _exported(b: _builder.Builder, exp: Any, vjp_order: int, jax_version: bool,
               constraints: bool) -> int:
-  uniques = _Uniques(exp)
   if not exp._has_named_shardings:
     raise SerializationError(
         f"Cannot serialize the Exported '{exp.fun_name}': it carries HloShardings "
         "only (_has_named_shardings is False), a form older readers produced. "
         "Re-export the function to get named shardings.")
+  _check_record(exp)
+  uniques = _Uniques(exp)
   fun_name = b.CreateString(exp.fun_name)
   in_tree = _pytreedef(b, exp.in_tree)
   in_avals = _vector_of(b, _aval, exp.in_avals)

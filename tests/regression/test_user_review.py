@@ -126,3 +126,18 @@ def test_a_wrong_key_dtype_is_reported_with_both_dtypes():
   exp = jaxport.export(jax.jit(lambda k: jax.random.uniform(k, (2,))))(jax.random.key(0))
   with pytest.raises(jaxport.CallError, match=r"expected key<fry> and called with key<rbg>"):
     exp.call(jax.random.key(0, impl="rbg"))
+
+
+@pytest.mark.parametrize("field, value, complaint", [
+    ("in_avals", (jax.core.ShapedArray((3,), np.float32),), "in_tree has 2 leaves but in_avals has 1"),
+    ("module_kept_var_idx", (0, 5), r"module_kept_var_idx \(0, 5\) is not a sorted set"),
+    ("platforms", "cpu", "platforms must be a non-empty tuple"),
+    ("calling_convention_version", "10", "calling_convention_version must be a positive int"),
+    ("disabled_safety_checks", ("platform",), "must hold DisabledSafetyCheck objects"),
+    ("fun_name", 3, "fun_name must be a str"),
+])
+def test_serialize_refuses_an_edited_record_that_deserialize_would_refuse(field, value, complaint):
+  exp = jaxport.export(jax.jit(lambda x, y: (x + y, x)))(F32_3, F32_3)
+  assert jaxport.deserialize(exp.serialize()).in_avals == exp.in_avals
+  with pytest.raises(jaxport.ExportError, match=complaint):
+    dataclasses.replace(exp, **{field: value}).serialize()
