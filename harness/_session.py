@@ -159,8 +159,10 @@ class HarnessSession:
         if differing:
           result.update(action="conflict", message=(
               f"{entry_id} already exists and today's recording differs in {differing}. The "
-              "store never overwrites an entry: either the build is not deterministic or the "
-              "lowering changed today; record again tomorrow or with the new jax version."))
+              "store never overwrites an entry. Usual causes: the case's source moved (module "
+              "locations carry file and line), the lowering changed today, or the build is not "
+              "deterministic. Compare the module.mlir files to see which; record again tomorrow "
+              "or with the new jax version."))
         else:
           result["action"] = "unchanged"
       else:
