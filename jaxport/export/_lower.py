@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jax import tree_util
+from jax._src import core
 from jax._src import source_info_util
 from jax._src import stages
 from jax._src import xla_bridge
@@ -27,6 +28,7 @@ from jaxport.errors import ExportError, ShapeError
 from jaxport.export import _checks, _mlir, _shardings, _vjp, _wrap
 from jaxport.export._disabled_checks import DisabledSafetyCheck
 from jaxport.export._exported import Exported
+from jaxport.shapes import _api as shapes_api
 from jaxport.shapes import _bridge
 
 logger = logging.getLogger(__name__)
@@ -89,10 +91,18 @@ def _check_one_symbolic_scope(fun_jit, args_specs, kwargs_specs) -> None:
   first = None  # (scope, where, dim)
   leaves = tree_util.tree_flatten_with_path((args_specs, kwargs_specs))[0]
   for path, spec in leaves:
-    for d in getattr(spec, "shape", ()):
-      scope = getattr(d, "scope", None)
-      if scope is None:
+    for i, d in enumerate(getattr(spec, "shape", ()) or ()):
+      if not shapes_api.is_symbolic_dim(d):
+        if not core.is_constant_dim(d):
+          where = f"{_bridge.args_kwargs_path_to_str(path)}.shape[{i}]"
+          raise ShapeError(
+              f"Dimension '{d}' in {where} is a {type(d).__module__}.{type(d).__name__}, "
+              "neither an int nor a jaxport symbolic dimension (symbolic dimensions of "
+              "jax.export.symbolic_shape are not interchangeable with jaxport's). Build "
+              f"the shape with jaxport.symbolic_shape({str(d)!r}) or "
+              "jaxport.symbolic_args_specs.")
         continue
+      scope = d.scope
       if first is None:
         first = (scope, _bridge.args_kwargs_path_to_str(path), d)
       elif scope is not first[0]:

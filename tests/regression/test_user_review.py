@@ -141,3 +141,15 @@ def test_serialize_refuses_an_edited_record_that_deserialize_would_refuse(field,
   assert jaxport.deserialize(exp.serialize()).in_avals == exp.in_avals
   with pytest.raises(jaxport.ExportError, match=complaint):
     dataclasses.replace(exp, **{field: value}).serialize()
+
+
+def test_exporting_with_jax_export_symbolic_dims_says_to_use_jaxport_symbolic_shape():
+  # Code migrating from jax.export keeps its jax.export.symbolic_shape calls; jaxport
+  # failed inside its dimension solver with a bare KeyError: 'b'.
+  spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, 3"), np.float32)
+  with pytest.raises(jaxport.ShapeError,
+                     match=r"Dimension 'b' in args\[0\]\.shape\[0\] .*jaxport\.symbolic_shape\('b'\)"):
+    jaxport.export(jax.jit(jnp.sin))(spec)
+  ok = jaxport.export(jax.jit(jnp.sin))(
+      jax.ShapeDtypeStruct(jaxport.symbolic_shape("b, 3"), np.float32))
+  assert ok.call(np.zeros((4, 3), np.float32)).shape == (4, 3)
