@@ -153,3 +153,11 @@ def test_exporting_with_jax_export_symbolic_dims_says_to_use_jaxport_symbolic_sh
   ok = jaxport.export(jax.jit(jnp.sin))(
       jax.ShapeDtypeStruct(jaxport.symbolic_shape("b, 3"), np.float32))
   assert ok.call(np.zeros((4, 3), np.float32)).shape == (4, 3)
+
+
+@pytest.mark.parametrize("version", [8, 11])
+def test_calling_a_record_with_an_unsupported_calling_convention_is_refused(version):
+  exp = jaxport.export(jax.jit(jnp.sin))(jax.ShapeDtypeStruct((3,), np.float32))
+  future = dataclasses.replace(exp, calling_convention_version=version)
+  with pytest.raises(jaxport.CallError, match=f"calling convention version {version}"):
+    jaxport.call(future)(np.zeros(3, np.float32))
