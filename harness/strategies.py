@@ -758,10 +758,6 @@ def violations(draw, case: SpecCase) -> Violation:
 # Implementations under test
 # ---------------------------------------------------------------------------
 
-class Unavailable(Exception):
-  """The implementation has not landed this piece yet (it raised NotImplementedError)."""
-
-
 @dataclasses.dataclass(frozen=True)
 class ShapesImpl:
   """One implementation of the public symbolic-shape API: ``jax.export`` or ``jaxport``."""
@@ -773,30 +769,22 @@ class ShapesImpl:
     return self.load()
 
   def scope(self, constraints: Sequence[str] = ()) -> Any:
-    return self._guard(lambda: self.api.SymbolicScope(list(constraints)))
+    return self.api.SymbolicScope(list(constraints))
 
   def parse(self, spec: str, scope: Any = None, like: Any = None) -> tuple[Any, ...]:
-    return self._guard(lambda: self.api.symbolic_shape(spec, scope=scope, like=like))
+    return self.api.symbolic_shape(spec, scope=scope, like=like)
 
   def args_specs(self, case: SpecCase, scope: Any, dtype: Any = "float32") -> list[Any]:
     """One ShapeDtypeStruct per argument of ``case``, all in ``scope``, by ``symbolic_args_specs``."""
     import jax
     like = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape in case.like_shapes())
-    return list(self._guard(lambda: self.api.symbolic_args_specs(like, case.spec_strings(),
-                                                                 scope=scope)))
+    return list(self.api.symbolic_args_specs(like, case.spec_strings(), scope=scope))
 
   def export(self, fun_jit: Callable[..., Any], specs: Sequence[Any]) -> Any:
-    return self._guard(lambda: self.api.export(fun_jit)(*specs))
+    return self.api.export(fun_jit)(*specs)
 
   def is_symbolic_dim(self, d: Any) -> bool:
     return self.api.is_symbolic_dim(d)
-
-  @staticmethod
-  def _guard(thunk: Callable[[], Any]) -> Any:
-    try:
-      return thunk()
-    except NotImplementedError as e:
-      raise Unavailable(str(e)) from e
 
   def __repr__(self) -> str:
     return self.name

@@ -16,7 +16,6 @@ from hypothesis import event, given, note, strategies as st
 
 from harness import strategies as S
 from harness._hypothesis_profiles import budget
-from harness.test_fuzz_parse import require
 from harness.test_fuzz_solve import export_or_reject
 
 
@@ -58,7 +57,6 @@ def check_refused(impl: S.ShapesImpl, case: S.SpecCase, violation: S.Violation) 
 @budget(30)
 @given(data=st.data())
 def test_violating_shapes_are_refused_at_trace_time_and_by_the_module(impl, data):
-  require(impl)
   case = data.draw(S.spec_cases(), label="case")
   violation = data.draw(S.violations(case), label="violation")
   check_refused(impl, case, violation)

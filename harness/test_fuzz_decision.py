@@ -20,7 +20,6 @@ from hypothesis import event, given, note, reject, strategies as st
 
 from harness import strategies as S
 from harness._hypothesis_profiles import budget
-from harness.test_fuzz_parse import require
 
 COMPARISONS = ((">=", operator.ge), ("<=", operator.le), (">", operator.gt),
                ("<", operator.lt), ("==", operator.eq))
@@ -117,7 +116,6 @@ def check_decision(impl: S.ShapesImpl, case: S.DecisionCase,
 @given(case=S.decision_cases(), data=st.data())
 def test_definite_comparisons_hold_in_every_satisfying_environment(case, data):
   impl = S.JAXPORT
-  require(impl)
   extra = data.draw(st.lists(S.environments(case.names, case.constraints, satisfying=None,
                                             max_value=60), max_size=2), label="extra envs")
   check_decision(impl, case, extra)

@@ -18,7 +18,6 @@ from hypothesis import event, given, note, reject, strategies as st
 
 from harness import strategies as S
 from harness._hypothesis_profiles import budget
-from harness.test_fuzz_parse import require
 
 
 def outcome(impl: S.ShapesImpl, case: S.SpecCase, shapes) -> tuple:
@@ -52,7 +51,6 @@ def differential_cases(draw):
 @budget(25)
 @given(drawn=differential_cases())
 def test_jax_export_and_jaxport_reach_the_same_outcome(drawn):
-  require(S.JAXPORT)
   case, shapes, kind = drawn
   note(S.spec_summary(case, shapes=shapes) + f"\nshapes are {kind}")
   event(kind)

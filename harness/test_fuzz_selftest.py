@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from harness import strategies as S
 from harness.test_fuzz_assertions import check_refused
 from harness.test_fuzz_decision import check_decision
-from harness.test_fuzz_parse import check_roundtrip, require, shapes_of_exprs
+from harness.test_fuzz_parse import check_roundtrip, shapes_of_exprs
 from harness.test_fuzz_solve import check_solution
 
 SHORT_RUN = settings(max_examples=40, derandomize=True, database=None, deadline=None,
@@ -28,16 +28,9 @@ def finds_counterexample(prop) -> BaseException | None:
   """Runs a hypothesis property; the exception it ends with, or None if all passed."""
   try:
     prop()
-  except S.Unavailable:
-    raise
   except Exception as e:
     return e
   return None
-
-
-@pytest.fixture(autouse=True)
-def _jaxport_ready():
-  require(S.JAXPORT)
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from hypothesis import event, given, note, reject, strategies as st
 
 from harness import strategies as S
 from harness._hypothesis_profiles import budget
-from harness.test_fuzz_parse import require
 
 UNSOLVABLE = "Cannot solve for values of dimension variables"
 
@@ -62,7 +61,6 @@ def check_solution(impl: S.ShapesImpl, case: S.SpecCase, env: dict[str, int]) ->
 @budget(50)
 @given(data=st.data())
 def test_solved_variables_are_the_values_that_built_the_shapes(impl, data):
-  require(impl)
   case = data.draw(S.spec_cases(), label="case")
   env = data.draw(S.spec_envs(case), label="values")
   check_solution(impl, case, env)
@@ -85,5 +83,4 @@ def check_unsolvable(impl: S.ShapesImpl, case: S.SpecCase) -> None:
 @budget(50)
 @given(case=S.spec_cases(solvable=False))
 def test_unsolvable_specs_are_refused_at_export(impl, case):
-  require(impl)
   check_unsolvable(impl, case)

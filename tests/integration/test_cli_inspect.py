@@ -6,9 +6,8 @@ import jax
 import jax.export
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
-from _cli_helpers import qr_exported, write_qr_entry
+from _cli_helpers import write_qr_entry
 from jaxport.cli import main
 from jaxport.golden._store import GoldenStore
 

@@ -33,6 +33,7 @@ def test_inputs_are_deterministic():
   for c in cases_for("cpu")[:12]:
     (a1, k1), (a2, k2) = c.make_inputs(), c.make_inputs()
     assert all((x == y).all() for x, y in zip(a1, a2) if hasattr(x, "shape") and x.dtype.kind in "fc")
+    assert sorted(k1) == sorted(k2)
 
 
 def test_a_case_must_be_lowering_only_exactly_when_the_host_cannot_run_it():

@@ -1,6 +1,5 @@
 """The schema file, its generated module and the frozen released copies stay consistent."""
 
-import pathlib
 import subprocess
 
 import pytest
