@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-REPORT_FORMAT = 1
+from jaxport.report import REPORT_FORMAT as REPORT_FORMAT
 
 
 def write_json(report: dict[str, Any], path: str | os.PathLike) -> None:
@@ -50,6 +50,10 @@ def text_lines(report: dict[str, Any]) -> list[str]:
       lines.append(f"  expires in {e['days_to_expiry']} days: {e['entry_id']}")
   for f in report["session_failures"]:
     lines.append(f"SESSION FAIL {f}")
+  if report["mode"] == "replay" and s["warn"]:
+    # Derived from the counts, not stored, so that merged shard reports stay exact.
+    lines.append(f"session warning: {s['warn']} entries have drift or staleness findings; "
+                 "they fail with --strict")
   for w in report["session_warnings"]:
     lines.append(f"session warning: {w}")
   if report["skips"]:

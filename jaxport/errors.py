@@ -46,3 +46,7 @@ class SerializationTypeError(SerializationError, TypeError):
 
 class ExportTypeError(ExportError, TypeError):
   """An export argument has the wrong type (for example a non-string custom-call target)."""
+
+
+class ReportError(JaxportError, ValueError):
+  """A compatibility report (the harness's JSON) is unreadable, malformed or does not fit with others."""

@@ -27,6 +27,7 @@ LAYERS = (
     ("serde", ("jaxport.serde",)),
     ("golden", ("jaxport.golden",)),
     ("public face", ("jaxport",)),
+    ("report", ("jaxport.report",)),
     ("cli", ("jaxport.cli",)),
 )
 
@@ -40,8 +41,13 @@ RECORD_METHOD_MODULES = ("jaxport.serde._write", "jaxport.calling._call",
 SHAPES_CORE = ("jaxport.shapes._expr", "jaxport.shapes._parser", "jaxport.shapes._decision",
                "jaxport.shapes._scope", "jaxport.shapes._solver", "jaxport.shapes._api")
 
-# Subpackage __init__ files import nothing; the cli's re-exports its console-script entry point.
-INIT_IMPORTS_ALLOWED = {"jaxport.cli": {"jaxport.cli._main"}}
+# Subpackage __init__ files import nothing; the cli's re-exports its console-script entry point,
+# and the report package (above the public face, imported by nothing below it) its public API.
+INIT_IMPORTS_ALLOWED = {
+    "jaxport.cli": {"jaxport.cli._main"},
+    "jaxport.report": {"jaxport.report._html", "jaxport.report._markdown", "jaxport.report._merge",
+                       "jaxport.report._model"},
+}
 
 
 def _module_name(path: pathlib.Path) -> str:

@@ -1,0 +1,47 @@
+"""Compatibility reports: the harness's JSON report read as typed records, merged, rendered.
+
+``load_report`` reads a report written by ``pytest harness/ --compat-report=RUN.json``;
+``merge_reports`` combines the reports of shards of one run; ``render_html`` and
+``render_markdown`` turn a run (and earlier runs, for history) into a page and a
+job summary. The command line is ``jaxport report merge`` and ``jaxport report render``.
+"""
+
+from jaxport.report._html import render_html as render_html
+from jaxport.report._markdown import render_markdown as render_markdown
+from jaxport.report._merge import merge_reports as merge_reports
+from jaxport.report._model import (
+    REPORT_FORMAT as REPORT_FORMAT,
+    DriftItem as DriftItem,
+    EntryResult as EntryResult,
+    Finding as Finding,
+    Recorded as Recorded,
+    Release as Release,
+    RunReport as RunReport,
+    Skip as Skip,
+    Status as Status,
+    Summary as Summary,
+    Targets as Targets,
+    Window as Window,
+    load_report as load_report,
+    write_report as write_report,
+)
+
+__all__ = [
+    "REPORT_FORMAT",
+    "DriftItem",
+    "EntryResult",
+    "Finding",
+    "Recorded",
+    "Release",
+    "RunReport",
+    "Skip",
+    "Status",
+    "Summary",
+    "Targets",
+    "Window",
+    "load_report",
+    "merge_reports",
+    "render_html",
+    "render_markdown",
+    "write_report",
+]

@@ -1,0 +1,248 @@
+"""The report as one self-contained HTML page: inline CSS, an inline SVG chart, no script.
+
+It opens offline from a CI artifact: nothing is fetched, every link is an
+anchor inside the page. Every text that comes from a report is escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from urllib.parse import quote
+
+from jaxport.report._model import EntryResult, RunReport
+from jaxport.report._svg import status_chart
+from jaxport.report._views import (
+    ENTRY_STATUSES, CellStatus, Matrix, build_history, build_matrix, entry_anchor, entry_status,
+    order_runs, run_label, source_name, window_rows)
+
+_CSS = """
+body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:24px;color:#212121;font-size:14px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
+h3{font-size:15px;margin:16px 0 4px} .sub{color:#555;margin:0 0 12px}
+table{border-collapse:collapse;margin:6px 0} th,td{border:1px solid #ddd;padding:3px 7px;text-align:left}
+th{background:#f5f5f5} code,pre{font-family:"DejaVu Sans Mono",monospace;font-size:12px}
+pre{white-space:pre-wrap;margin:2px 0;background:#fafafa;padding:4px}
+.cards{display:flex;gap:10px;flex-wrap:wrap}
+.card{border-radius:6px;padding:8px 14px;color:#fff;min-width:90px}
+.card b{font-size:22px;display:block}
+.matrix td.cell{text-align:center;width:46px;font-weight:bold}
+.matrix td.cell a{color:inherit;text-decoration:none;display:block}
+.matrix th.group{background:#e8eaf6;text-align:left}
+.badge{border-radius:4px;padding:1px 6px;color:#fff;font-size:12px;white-space:nowrap}
+.changed{outline:3px solid #1a237e;outline-offset:-3px}
+.fail-box{border-left:5px solid #c62828;background:#ffebee;padding:6px 10px;margin:6px 0}
+.warn-box{border-left:5px solid #ef8c00;background:#fff3e0;padding:6px 10px;margin:6px 0}
+.entry{border:1px solid #e0e0e0;border-radius:6px;padding:4px 12px 8px;margin:10px 0}
+.entry dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px;margin:4px 0}
+.entry dt{color:#555} .entry dd{margin:0}
+.kind{font-family:"DejaVu Sans Mono",monospace;font-size:12px;color:#555}
+.chart .axis{font-size:11px;fill:#333}
+"""
+
+
+def _status_css() -> str:
+  rules = []
+  for s in CellStatus:
+    text = "#fff" if s is not CellStatus.NOT_COVERED else "#616161"
+    bg = s.colour if s is not CellStatus.NOT_COVERED else "#f5f5f5"
+    rules.append(f".{s.css}{{background:{bg};color:{text}}}")
+  return "\n".join(rules)
+
+
+def _e(text: object) -> str:
+  return escape(str(text), quote=True)
+
+
+def _href(entry_id: str) -> str:
+  return "#" + quote(entry_anchor(entry_id), safe="/:._-")
+
+
+def _badge(s: CellStatus) -> str:
+  return f'<span class="badge {s.css}">{s.symbol} {_e(s.label)}</span>'
+
+
+def _expiry(days: int | None) -> str:
+  if days is None:
+    return "unknown"
+  return f"expires in {days} days" if days >= 0 else f"expired {-days} days ago"
+
+
+def _summary(r: RunReport) -> list[str]:
+  s = r.summary
+  out = ['<h2 id="summary">Summary</h2>', '<div class="cards">']
+  for st in ENTRY_STATUSES:
+    n = sum(entry_status(e) == st for e in r.entries)
+    out.append(f'<div class="card {st.css}"><b>{n}</b>{st.symbol} {_e(st.label)}</div>')
+  out.append("</div>")
+  t = r.targets
+  out.append(f"<p>{s.replayed} entries replayed of {s.present} present in the store; "
+             f"{len(t.covered)} custom-call targets covered, of which "
+             f"{len(t.required) - len(t.missing_required)} of the {len(t.required)} the "
+             f"stable-target table requires and {len(t.reachable) - len(t.missing_reachable)} of "
+             f"the {len(t.reachable)} today's lowering emits. Compat window {r.compat_window_days} days; "
+             f"{'strict' if r.strict else 'not strict'} (<code>--compat-strict</code>).</p>")
+  if r.mode == "record":
+    out.append("<p>Record run: " + ", ".join(f"{n} {a}" for a, n in s.actions.items()) + ".</p>")
+  for f in r.session_failures:
+    out.append(f'<div class="fail-box"><b>session failure:</b> {_e(f)}</div>')
+  for w in r.session_warnings:
+    out.append(f'<div class="warn-box"><b>session warning:</b> {_e(w)}</div>')
+  return out
+
+
+def _legend() -> str:
+  return "<p>" + " ".join(_badge(s) for s in CellStatus) + "</p>"
+
+
+def _matrix(m: Matrix) -> list[str]:
+  out = ['<h2 id="matrix">Targets by producer release</h2>',
+         "<p>Each cell: the worst status of the entries that use the target and were recorded by "
+         "that jax release (how many, when more than one); it links to the worst entry's "
+         "details.</p>", _legend(), '<table class="matrix"><thead><tr><th>custom-call target</th>']
+  out += [f"<th>jax {_e(p)}</th>" for p in m.producers]
+  out.append("</tr></thead><tbody>")
+  for g in m.groups:
+    out.append(f'<tr><th class="group" colspan="{len(m.producers) + 1}">{_e(g.platform)}</th></tr>')
+    for row in g.rows:
+      out.append(f"<tr><td><code>{_e(row.target)}</code></td>")
+      for cell in row.cells:
+        st = cell.status
+        if cell.lead is None:
+          out.append(f'<td class="cell {st.css}" title="no entry">{st.symbol}</td>')
+          continue
+        tip = "\n".join(f"{entry_status(e).label}: {e.entry_id}" for e in cell.entries)
+        count = f"<sup>{len(cell.entries)}</sup>" if len(cell.entries) > 1 else ""
+        out.append(f'<td class="cell {st.css}"><a href="{_href(cell.lead.entry_id)}" '
+                   f'title="{_e(tip)}">{st.symbol}{count}</a></td>')
+      out.append("</tr>")
+  out.append("</tbody></table>")
+  return out
+
+
+def _window(r: RunReport) -> list[str]:
+  out = ['<h2 id="window">Compat window per producer release</h2>',
+         "<p>jax promises that artifacts keep running on a jax up to six months newer than the "
+         "one that produced them.</p>",
+         "<table><tr><th>producer jax</th><th>released</th><th>age (days)</th><th>gap to "
+         f"jax {_e(r.versions.get('jax'))} (days)</th><th>inside window</th><th>entries</th>"
+         "<th>statuses</th><th>verdicts</th><th>agrees with policy</th></tr>"]
+  for w in window_rows(r):
+    inside = {True: "yes", False: "no", None: "unknown"}[w.inside_window]
+    statuses = " ".join(f'<span class="badge {s.css}">{s.symbol} {n}</span>'
+                        for s, n in sorted(w.statuses.items(), key=lambda x: x[0].severity))
+    verdicts = ", ".join(f"{_e(k)} {n}" for k, n in sorted(w.verdicts.items()))
+    out.append(f"<tr><td>{_e(w.producer)}</td><td>{_e(w.producer_date or '?')}</td>"
+               f"<td>{_e(w.age_days if w.age_days is not None else '?')}</td>"
+               f"<td>{_e(w.gap_days if w.gap_days is not None else '?')}</td><td>{inside}</td>"
+               f"<td>{w.entries}</td><td>{statuses}</td><td>{verdicts}</td>"
+               f"<td>{'yes' if w.policy_ok else '<b>NO</b>'}</td></tr>")
+  out.append("</table>")
+  return out
+
+
+def _coverage(r: RunReport) -> list[str]:
+  t = r.targets
+  out = ['<h2 id="coverage">Coverage</h2>', "<table>"]
+  for label, items in (("required, not covered", t.missing_required),
+                       ("emitted today, not covered", t.missing_reachable),
+                       ("covered", t.covered)):
+    text = ", ".join(f"<code>{_e(x)}</code>" for x in items) or "none"
+    out.append(f"<tr><th>{label} ({len(items)})</th><td>{text}</td></tr>")
+  out.append("</table>")
+  return out
+
+
+def _history(runs: Sequence[RunReport]) -> list[str]:
+  h = build_history(runs)
+  labels = [run_label(r) for r in h.runs]
+  out = ['<h2 id="history">History</h2>',
+         f"<p>{len(h.runs)} runs from {labels[0]} to {labels[-1]}; {len(h.changed)} targets changed "
+         "status. An outlined cell is a run where the target's status differs from the run "
+         "before.</p>", status_chart(labels, h.counts),
+         '<table class="matrix"><thead><tr><th>custom-call target</th><th>platform</th>']
+  out += [f"<th>{_e(x)}</th>" for x in labels]
+  out.append("<th>first change</th></tr></thead><tbody>")
+  for row in h.rows:
+    out.append(f"<tr><td><code>{_e(row.target)}</code></td><td>{_e(row.platform)}</td>")
+    for i, s in enumerate(row.statuses):
+      changed = " changed" if row.changed_at(i) else ""
+      out.append(f'<td class="cell {s.css}{changed}" title="{_e(labels[i])}: {_e(s.label)}">'
+                 f"{s.symbol}</td>")
+    first = "—" if row.first_change is None else _e(labels[row.first_change])
+    out.append(f"<td>{first}</td></tr>")
+  out.append("</tbody></table>")
+  return out
+
+
+def _entry(e: EntryResult) -> list[str]:
+  st = entry_status(e)
+  facts = [("case", f"<code>{_e(e.case_id)}</code> (family <code>{_e(e.family)}</code>)"),
+           ("producer jax", _e(e.producer)),
+           ("recorded", _e(e.record_date or "unknown")),
+           ("expiry", _e(_expiry(e.days_to_expiry))),
+           ("recorded targets", ", ".join(f"<code>{_e(t)}</code>" for t in e.targets) or "none"),
+           ("targets today", "not checked" if e.current_targets is None else
+            ", ".join(f"<code>{_e(t)}</code>" for t in e.current_targets) or "none")]
+  if e.lowering_only:
+    facts.append(("numerics", "not compared (lowering-only entry)"))
+  if e.release is not None:
+    rel = e.release
+    where = ("" if rel.window is None else
+             f", released {rel.window.producer_date}, {rel.window.gap_days} days before the "
+             f"consumer ({'inside' if rel.window.inside_window else 'outside'} the window)")
+    facts.append(("release verdict", _e(f"{rel.verdict}: expected {rel.expected}{where}")))
+  if e.expected_failure:
+    facts.append(("expected failure", _e(e.expected_failure)))
+  out = [f'<section class="entry" id="{_e(entry_anchor(e.entry_id))}">',
+         f"<h3>{_badge(st)} <code>{_e(e.entry_id)}</code></h3><dl>"]
+  out += [f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts]
+  out.append("</dl>")
+  findings = [f for f in e.findings if not f.about_current_lowering]
+  lowering = [f for f in e.findings if f.about_current_lowering]
+  for title, items in (("findings", findings), ("signature and lowering differences", lowering)):
+    if items:
+      out.append(f"<b>{title}</b><ul>")
+      out += [f'<li><span class="kind">[{_e(f.kind)}]</span> <pre>{_e(f.text)}</pre></li>'
+              for f in items]
+      out.append("</ul>")
+  out.append("</section>")
+  return out
+
+
+def _skips(r: RunReport) -> list[str]:
+  out = [f'<h2 id="skips">Skip ledger ({len(r.skips)})</h2>', "<table><tr><th>what</th><th>why</th></tr>"]
+  out += [f"<tr><td><code>{_e(s.what)}</code></td><td>{_e(s.why)}</td></tr>" for s in r.skips]
+  out.append("</table>")
+  return out
+
+
+def render_html(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
+  """The page of ``current``, with history over ``earlier`` runs when given."""
+  runs = order_runs(current, earlier)
+  r = current
+  v = r.versions
+  title = f"jaxport compatibility report: {r.platform}, {r.today}"
+  body = [f"<h1>{_e(title)}</h1>",
+          f'<p class="sub">jax {_e(v.get("jax"))}, jaxlib {_e(v.get("jaxlib"))}, jaxport '
+          f'{_e(v.get("jaxport"))}, numpy {_e(v.get("numpy"))}; readers '
+          f'{_e(", ".join(r.readers))}; {_e(r.mode)} run. Sections: <a href="#summary">summary</a>, '
+          '<a href="#matrix">matrix</a>, <a href="#window">compat window</a>, '
+          '<a href="#coverage">coverage</a>'
+          + (', <a href="#history">history</a>' if len(runs) > 1 else "")
+          + ', <a href="#entries">entries</a>, <a href="#skips">skip ledger</a>.</p>']
+  body += _summary(r)
+  body += _matrix(build_matrix(r))
+  body += _window(r)
+  body += _coverage(r)
+  if len(runs) > 1:
+    body += _history(runs)
+  body.append(f'<h2 id="entries">Entries ({len(r.entries)})</h2>')
+  for e in sorted(r.entries, key=lambda e: (-entry_status(e).severity, e.entry_id)):
+    body += _entry(e)
+  body += _skips(r)
+  body.append(f'<p class="sub">Rendered by <code>jaxport report render</code> from '
+              f'{_e(", ".join(source_name(x) for x in runs))}.</p>')
+  return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+          f"<title>{_e(title)}</title><style>{_CSS}{_status_css()}</style></head><body>\n"
+          + "\n".join(body) + "\n</body></html>\n")

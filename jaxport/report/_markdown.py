@@ -1,0 +1,141 @@
+"""The report as GitHub-flavoured Markdown, sized for a job summary.
+
+Counts first, then the matrix, what needs attention (failures and warnings,
+one line per finding, capped), the compat window, the targets whose status
+changed over the history, and the skip ledger folded away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from jaxport.report._model import RunReport
+from jaxport.report._views import (
+    ENTRY_STATUSES, CellStatus, build_history, build_matrix, entry_status, order_runs, run_label,
+    window_rows)
+
+# A job summary holds at most 1 MiB; long finding lists are cut here and the page has them all.
+MAX_ATTENTION_ENTRIES = 40
+MAX_FINDING_CHARS = 300
+MAX_LISTED_TARGETS = 12
+
+
+def _cell(text: object) -> str:
+  """Text safe inside a table cell: one line, pipes escaped."""
+  return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _short(text: str) -> str:
+  line = " ".join(text.split())
+  return line if len(line) <= MAX_FINDING_CHARS else line[:MAX_FINDING_CHARS - 1] + "…"
+
+
+def _counts_line(r: RunReport) -> str:
+  parts = [f"{s.badge} {sum(entry_status(e) == s for e in r.entries)} {s.label}"
+           for s in ENTRY_STATUSES]
+  return (f"**{r.summary.replayed} entries replayed** of {r.summary.present} present: "
+          + " · ".join(parts))
+
+
+def _targets_line(r: RunReport) -> str:
+  t = r.targets
+  missing = ", ".join(f"`{x}`" for x in t.missing_required[:MAX_LISTED_TARGETS]) or "none"
+  if len(t.missing_required) > MAX_LISTED_TARGETS:
+    missing += f" and {len(t.missing_required) - MAX_LISTED_TARGETS} more"
+  return (f"Targets: {len(t.covered)} covered; {len(t.required) - len(t.missing_required)} of the "
+          f"{len(t.required)} required by the stable-target table; required but not covered: "
+          f"{missing}.")
+
+
+def _matrix(r: RunReport) -> list[str]:
+  m = build_matrix(r)
+  out = ["### Targets by producer release", "",
+         "Legend: " + ", ".join(f"{s.mark} {s.label}" for s in CellStatus), ""]
+  for g in m.groups:
+    out += [f"**{_cell(g.platform)}**", "",
+            "| target | " + " | ".join(f"jax {_cell(p)}" for p in m.producers) + " |",
+            "|---|" + "---|" * len(m.producers)]
+    for row in g.rows:
+      cells = []
+      for c in row.cells:
+        n = len(c.entries)
+        cells.append(c.status.mark + (f" {n}" if n > 1 else ""))
+      out.append(f"| `{_cell(row.target)}` | " + " | ".join(cells) + " |")
+    out.append("")
+  return out
+
+
+def _attention(r: RunReport) -> list[str]:
+  bad = [e for e in r.entries if entry_status(e) in (CellStatus.FAIL, CellStatus.WARN)]
+  if not bad:
+    return []
+  bad.sort(key=lambda e: (-entry_status(e).severity, e.entry_id))
+  out = [f"### Needs attention ({len(bad)})", ""]
+  for e in bad[:MAX_ATTENTION_ENTRIES]:
+    s = entry_status(e)
+    out.append(f"- {s.badge} **{s.label}** `{e.entry_id}` (jax {e.producer})")
+    out += [f"  - `{f.kind or 'finding'}` {_short(f.text)}" for f in e.findings]
+  if len(bad) > MAX_ATTENTION_ENTRIES:
+    out.append(f"- … and {len(bad) - MAX_ATTENTION_ENTRIES} more; the HTML report lists them all.")
+  out.append("")
+  return out
+
+
+def _window(r: RunReport) -> list[str]:
+  out = ["### Compat window per producer release", "",
+         "| producer jax | released | age (days) | inside 6-month window | entries | statuses "
+         "| agrees with policy |", "|---|---|---|---|---|---|---|"]
+  for w in window_rows(r):
+    inside = {True: "yes", False: "no", None: "unknown"}[w.inside_window]
+    statuses = " ".join(f"{s.badge} {n}" for s, n in sorted(w.statuses.items(),
+                                                               key=lambda x: x[0].severity))
+    cells = [w.producer, w.producer_date or "?", "?" if w.age_days is None else w.age_days, inside,
+             w.entries, statuses, "yes" if w.policy_ok else "**NO**"]
+    out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+  out.append("")
+  return out
+
+
+def _history(runs: Sequence[RunReport]) -> list[str]:
+  h = build_history(runs)
+  labels = [run_label(r) for r in h.runs]
+  out = ["### History", "", "| run | " + " | ".join(s.label for s in ENTRY_STATUSES) + " |",
+         "|---|" + "---|" * len(ENTRY_STATUSES)]
+  for label, c in zip(labels, h.counts):
+    out.append(f"| {label} | " + " | ".join(str(c[s]) for s in ENTRY_STATUSES) + " |")
+  out.append("")
+  if not h.changed:
+    out += [f"No target changed status over these {len(labels)} runs.", ""]
+    return out
+  out += [f"Targets that changed status ({len(h.changed)}):", "",
+          "| target | first change | " + " | ".join(labels) + " |",
+          "|---|---|" + "---|" * len(labels)]
+  for row in h.changed:
+    out.append(f"| `{_cell(row.target)}` | {labels[row.first_change]} | "
+               + " | ".join(s.mark for s in row.statuses) + " |")
+  out.append("")
+  return out
+
+
+def render_markdown(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
+  """The job summary of ``current``, with history over ``earlier`` runs when given."""
+  runs = order_runs(current, earlier)
+  r = current
+  v = r.versions
+  out = [f"## jaxport compatibility: {r.platform}, {r.today}", "",
+         f"jax {v.get('jax')}, jaxlib {v.get('jaxlib')}, jaxport {v.get('jaxport')}; readers "
+         f"{', '.join(r.readers)}.", "", _counts_line(r), "",
+         _targets_line(r), ""]
+  out += [f"> **session failure:** {_short(f)}" for f in r.session_failures]
+  out += [f"> session warning: {_short(w)}" for w in r.session_warnings]
+  if r.session_failures or r.session_warnings:
+    out.append("")
+  out += _attention(r)
+  out += _matrix(r)
+  out += _window(r)
+  if len(runs) > 1:
+    out += _history(runs)
+  out += [f"<details><summary>Skip ledger ({len(r.skips)})</summary>", ""]
+  out += [f"- `{_cell(s.what)}`: {_short(s.why)}" for s in r.skips]
+  out += ["", "</details>", ""]
+  return "\n".join(out)

@@ -1,0 +1,122 @@
+"""Merging the reports of shards of one harness run into the report of the whole run.
+
+Shards replay disjoint parts of one store with one build on one date, so their
+reports agree on everything but the entries. The merge keeps what they share,
+unites the entries (sorted by id, as the harness sorts them), and recomputes
+what depends on all entries (summary counts, target coverage, the order of the
+skip ledger and drift list), so that merging the reports of disjoint parts
+gives the report an unsharded run of all of them writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from jaxport.errors import ReportError
+from jaxport.report._model import (
+    RECORD_ACTIONS, EntryResult, Recorded, RunReport, Skip, Status, Summary, Targets)
+
+# What the shards of one run must agree on, with how to read it off a report.
+_SHARED = {
+    "mode": lambda r: r.mode,
+    "platform": lambda r: r.platform,
+    "today (the run date)": lambda r: r.today,
+    "compat_window_days": lambda r: r.compat_window_days,
+    "strict": lambda r: r.strict,
+    "readers": lambda r: r.readers,
+    "producer": lambda r: r.producer,
+    "versions": lambda r: dict(r.versions),
+    "targets.required": lambda r: r.targets.required,
+    "summary.present (entries in the store)": lambda r: r.summary.present,
+    "extra top-level fields": lambda r: dict(r.extra),
+}
+
+
+def merge_reports(reports: Sequence[RunReport]) -> RunReport:
+  """The report of the whole run from the reports of its shards (disjoint parts of one run)."""
+  if not reports:
+    raise ReportError("nothing to merge: pass the report of every shard of the run.")
+  first = reports[0]
+  for other in reports[1:]:
+    for what, get in _SHARED.items():
+      if get(other) != get(first):
+        raise ReportError(
+            f"{first.source} and {other.source} are not shards of one run: their {what} differ "
+            f"({get(first)!r} vs {get(other)!r}). Merge only the shard reports of a single "
+            "harness run (same build, store, platform, date and options).")
+  entries = _disjoint(reports, lambda r: r.entries, lambda e: e.entry_id, "entry")
+  recorded = _disjoint(reports, lambda r: r.recorded, lambda x: x.case_id, "recorded case")
+  entries = sorted(entries, key=lambda e: e.entry_id)
+  order = {e.entry_id: i for i, e in enumerate(entries)}
+  return dataclasses.replace(
+      first,
+      entries=tuple(entries),
+      recorded=tuple(sorted(recorded, key=lambda x: x.case_id)),
+      targets=_coverage(entries, first.targets.required),
+      skips=_skips(reports, order),
+      drift=tuple(sorted((d for r in reports for d in r.drift), key=lambda d: order[d.entry_id])),
+      session_failures=_union(r.session_failures for r in reports),
+      session_warnings=_union(r.session_warnings for r in reports),
+      summary=_summary(entries, recorded, first.summary.present),
+      source=" + ".join(r.source for r in reports))
+
+
+def _disjoint(reports: Sequence[RunReport], items, key, what: str) -> list[Any]:
+  seen: dict[str, str] = {}
+  out = []
+  for r in reports:
+    for x in items(r):
+      k = key(x)
+      if k in seen:
+        raise ReportError(f"{what} {k} is in both {seen[k]} and {r.source}: shards must be "
+                          "disjoint parts of the run. Pass each shard's report once.")
+      seen[k] = r.source
+      out.append(x)
+  return out
+
+
+def _coverage(entries: Iterable[EntryResult], required: tuple[str, ...]) -> Targets:
+  """Coverage over all entries, as the harness computes it at the end of a run."""
+  entries = list(entries)
+  covered = sorted({t for e in entries for t in e.targets})
+  reachable = sorted({t for e in entries for t in (e.current_targets or ())})
+  return Targets(required=required, reachable=tuple(reachable), covered=tuple(covered),
+                 missing_required=tuple(sorted(set(required) - set(covered))),
+                 missing_reachable=tuple(sorted(set(reachable) - set(covered))))
+
+
+def _skips(reports: Sequence[RunReport], order: dict[str, int]) -> tuple[Skip, ...]:
+  """The skip ledger: run-wide lines that come before the entries' lines, the entries' lines in
+  entry order, then the run-wide lines that come after them (each run-wide line once)."""
+  leading: list[Skip] = []
+  trailing: list[Skip] = []
+  per_entry: list[Skip] = []
+  for r in reports:
+    seen_entry = False
+    for s in r.skips:
+      if s.what in order:
+        per_entry.append(s)
+        seen_entry = True
+      elif not seen_entry and s not in leading:
+        leading.append(s)
+      elif seen_entry and s not in trailing:
+        trailing.append(s)
+  # A line that is leading in a shard without entry lines may trail in another.
+  leading = [s for s in leading if s not in trailing]
+  per_entry.sort(key=lambda s: order[s.what])
+  return tuple(leading + per_entry + trailing)
+
+
+def _union(lists: Iterable[Iterable[str]]) -> tuple[str, ...]:
+  out: list[str] = []
+  for items in lists:
+    out.extend(x for x in items if x not in out)
+  return tuple(out)
+
+
+def _summary(entries: Sequence[EntryResult], recorded: Sequence[Recorded], present: int) -> Summary:
+  return Summary(counts={s: sum(e.status == s for e in entries) for s in Status},
+                 present=present, replayed=len(entries),
+                 actions={a: sum(r.action == a for r in recorded) for a in RECORD_ACTIONS})

@@ -1,0 +1,440 @@
+"""The harness's JSON compatibility report as typed records: one loader, one writer.
+
+The harness (``pytest harness/ --compat-report=RUN.json``) writes the report;
+everything in this package reads it through :func:`load_report` and works on
+the records below, never on the raw dictionaries. ``RunReport.to_json`` gives
+back exactly the dictionary that was read (for the keys this module knows,
+plus any unknown top-level and entry keys, kept as they were), so a merged
+report is written in the harness's own format.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from jaxport.errors import ReportError
+from jaxport.report._files import write_text_atomically
+
+# The report format this package reads and writes (the harness writes it too).
+REPORT_FORMAT = 1
+MODES = ("replay", "record")
+UNKNOWN_PRODUCER = "unknown"
+_PRODUCER_RE = re.compile(r"_jax-(.+)$")
+_FINDING_RE = re.compile(r"\[([a-z_]+)\] (.*)", re.DOTALL)
+
+
+class Status(enum.StrEnum):
+  """The verdict on one entry in one run, as the harness reports it."""
+  PASS = "pass"
+  DRIFT = "drift"    # results within tolerance but not bitwise equal
+  WARN = "warn"      # drift or staleness that fails only under --compat-strict
+  XFAIL = "xfail"    # an expected failure of an old producer release
+  FAIL = "fail"
+
+
+# --- reading helpers: each names the file and the key path of what is wrong ----------------------
+
+def _bad(where: str, what: str) -> ReportError:
+  return ReportError(f"{where}: {what}. Is this a report written by `pytest harness/ "
+                     f"--compat-report=FILE.json` (format {REPORT_FORMAT})?")
+
+
+def _obj(value: Any, where: str, keys: tuple[str, ...]) -> Mapping[str, Any]:
+  if not isinstance(value, Mapping):
+    raise _bad(where, f"expected an object, got {type(value).__name__}")
+  missing = [k for k in keys if k not in value]
+  if missing:
+    raise _bad(where, f"missing {', '.join(missing)}")
+  return value
+
+
+def _typed(value: Any, where: str, kind: type | tuple[type, ...], nullable: bool = False) -> Any:
+  if value is None and nullable:
+    return None
+  # bool is an int in Python; a count or day number must not be a boolean.
+  if isinstance(value, bool) and kind is int or not isinstance(value, kind):
+    names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+    raise _bad(where, f"expected {names}{' or null' if nullable else ''}, got {value!r}")
+  return value
+
+
+def _strs(value: Any, where: str, nullable: bool = False) -> tuple[str, ...] | None:
+  if value is None and nullable:
+    return None
+  _typed(value, where, list)
+  return tuple(_typed(v, f"{where}[{i}]", str) for i, v in enumerate(value))
+
+
+def _date(value: Any, where: str, nullable: bool = False) -> datetime.date | None:
+  if value is None and nullable:
+    return None
+  try:
+    return datetime.date.fromisoformat(_typed(value, where, str))
+  except ValueError:
+    raise _bad(where, f"expected a date YYYY-MM-DD, got {value!r}") from None
+
+
+def _iso(d: datetime.date | None) -> str | None:
+  return None if d is None else d.isoformat()
+
+
+# --- records -------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+  """Where the producer release of an entry stands in jax's compat window."""
+  producer: str
+  producer_date: datetime.date
+  consumer: str
+  consumer_date: datetime.date
+  age_days: int
+  gap_days: int
+  direction: str
+  inside_window: bool
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> Window:
+    _obj(d, where, tuple(f.name for f in dataclasses.fields(cls)))
+    return cls(producer=_typed(d["producer"], f"{where}.producer", str),
+               producer_date=_date(d["producer_date"], f"{where}.producer_date"),
+               consumer=_typed(d["consumer"], f"{where}.consumer", str),
+               consumer_date=_date(d["consumer_date"], f"{where}.consumer_date"),
+               age_days=_typed(d["age_days"], f"{where}.age_days", int),
+               gap_days=_typed(d["gap_days"], f"{where}.gap_days", int),
+               direction=_typed(d["direction"], f"{where}.direction", str),
+               inside_window=_typed(d["inside_window"], f"{where}.inside_window", bool))
+
+  def to_json(self) -> dict[str, Any]:
+    d = dataclasses.asdict(self)
+    d["producer_date"], d["consumer_date"] = _iso(self.producer_date), _iso(self.consumer_date)
+    return d
+
+
+@dataclasses.dataclass(frozen=True)
+class Release:
+  """The producer release of an entry, the expectation for it and the verdict."""
+  producer: str | None
+  consumer: str | None
+  window: Window | None
+  expected: str
+  reason: str | None
+  verdict: str
+  policy_ok: bool
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> Release:
+    _obj(d, where, tuple(f.name for f in dataclasses.fields(cls)))
+    return cls(producer=_typed(d["producer"], f"{where}.producer", str, nullable=True),
+               consumer=_typed(d["consumer"], f"{where}.consumer", str, nullable=True),
+               window=None if d["window"] is None else Window.from_json(d["window"], f"{where}.window"),
+               expected=_typed(d["expected"], f"{where}.expected", str),
+               reason=_typed(d["reason"], f"{where}.reason", str, nullable=True),
+               verdict=_typed(d["verdict"], f"{where}.verdict", str),
+               policy_ok=_typed(d["policy_ok"], f"{where}.policy_ok", bool))
+
+  def to_json(self) -> dict[str, Any]:
+    d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+    d["window"] = None if self.window is None else self.window.to_json()
+    return d
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+  """One finding of an entry: its kind (``compatibility_break``, ``lowering_drift``, ...) and text."""
+  kind: str
+  text: str
+
+  @property
+  def about_current_lowering(self) -> bool:
+    """Whether it compares the entry with today's lowering (signature or target differences)."""
+    return self.text.startswith("current lowering:")
+
+
+_ENTRY_KEYS = ("entry_id", "case_id", "family", "record_date", "status", "kinds", "messages",
+               "days_to_expiry", "lowering_only", "targets", "current_targets", "release",
+               "expected_failure")
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryResult:
+  """The outcome of replaying one golden entry in one run."""
+  entry_id: str
+  case_id: str
+  family: str
+  record_date: datetime.date | None
+  status: Status
+  kinds: tuple[str, ...]
+  messages: tuple[str, ...]
+  days_to_expiry: int | None
+  lowering_only: bool | None
+  targets: tuple[str, ...]
+  current_targets: tuple[str, ...] | None
+  release: Release | None
+  expected_failure: str | None
+  extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+  @property
+  def platform(self) -> str:
+    """The platform whose store holds the entry (the first part of its id)."""
+    return self.entry_id.split("/", 1)[0]
+
+  @property
+  def producer(self) -> str:
+    """The jax release that recorded the entry, or ``unknown``."""
+    if self.release is not None and self.release.producer:
+      return self.release.producer
+    m = _PRODUCER_RE.search(self.entry_id)
+    return m.group(1) if m else UNKNOWN_PRODUCER
+
+  @property
+  def findings(self) -> tuple[Finding, ...]:
+    """The messages split into kind and text (a message without a kind tag keeps kind ``""``)."""
+    out = []
+    for m in self.messages:
+      hit = _FINDING_RE.fullmatch(m)
+      out.append(Finding(hit.group(1), hit.group(2)) if hit else Finding("", m))
+    return tuple(out)
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> EntryResult:
+    _obj(d, where, _ENTRY_KEYS)
+    entry_id = _typed(d["entry_id"], f"{where}.entry_id", str)
+    if entry_id.count("/") != 3:
+      raise _bad(f"{where}.entry_id", f"expected platform/family/case/date_jax-version, got {entry_id!r}")
+    status = _typed(d["status"], f"{where}.status", str)
+    if status not in {str(s) for s in Status}:
+      raise _bad(f"{where}.status", f"expected one of {', '.join(Status)}, got {status!r}")
+    return cls(
+        entry_id=entry_id,
+        case_id=_typed(d["case_id"], f"{where}.case_id", str),
+        family=_typed(d["family"], f"{where}.family", str),
+        record_date=_date(d["record_date"], f"{where}.record_date", nullable=True),
+        status=Status(status),
+        kinds=_strs(d["kinds"], f"{where}.kinds"),
+        messages=_strs(d["messages"], f"{where}.messages"),
+        days_to_expiry=_typed(d["days_to_expiry"], f"{where}.days_to_expiry", int, nullable=True),
+        lowering_only=_typed(d["lowering_only"], f"{where}.lowering_only", bool, nullable=True),
+        targets=_strs(d["targets"], f"{where}.targets"),
+        current_targets=_strs(d["current_targets"], f"{where}.current_targets", nullable=True),
+        release=None if d["release"] is None else Release.from_json(d["release"], f"{where}.release"),
+        expected_failure=_typed(d["expected_failure"], f"{where}.expected_failure", str, nullable=True),
+        extra={k: v for k, v in d.items() if k not in _ENTRY_KEYS})
+
+  def to_json(self) -> dict[str, Any]:
+    return {**self.extra, "entry_id": self.entry_id, "case_id": self.case_id, "family": self.family,
+            "record_date": _iso(self.record_date), "status": str(self.status),
+            "kinds": list(self.kinds), "messages": list(self.messages),
+            "days_to_expiry": self.days_to_expiry, "lowering_only": self.lowering_only,
+            "targets": list(self.targets),
+            "current_targets": None if self.current_targets is None else list(self.current_targets),
+            "release": None if self.release is None else self.release.to_json(),
+            "expected_failure": self.expected_failure}
+
+
+@dataclasses.dataclass(frozen=True)
+class Targets:
+  """Target coverage of the run: required by the stable table, reached today, covered by entries."""
+  required: tuple[str, ...]
+  reachable: tuple[str, ...]
+  covered: tuple[str, ...]
+  missing_required: tuple[str, ...]
+  missing_reachable: tuple[str, ...]
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> Targets:
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    _obj(d, where, names)
+    return cls(**{n: _strs(d[n], f"{where}.{n}") for n in names})
+
+  def to_json(self) -> dict[str, Any]:
+    return {f.name: list(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Skip:
+  """One line of the skip ledger: what was not done, and why."""
+  what: str
+  why: str
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> Skip:
+    _obj(d, where, ("what", "why"))
+    return cls(_typed(d["what"], f"{where}.what", str), _typed(d["why"], f"{where}.why", str))
+
+  def to_json(self) -> dict[str, Any]:
+    return {"what": self.what, "why": self.why}
+
+
+@dataclasses.dataclass(frozen=True)
+class DriftItem:
+  """A finding that is not a compatibility break, listed run-wide."""
+  entry_id: str
+  kind: str
+  detail: str
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> DriftItem:
+    _obj(d, where, ("entry_id", "kind", "detail"))
+    return cls(*(_typed(d[k], f"{where}.{k}", str) for k in ("entry_id", "kind", "detail")))
+
+  def to_json(self) -> dict[str, Any]:
+    return {"entry_id": self.entry_id, "kind": self.kind, "detail": self.detail}
+
+
+@dataclasses.dataclass(frozen=True)
+class Recorded:
+  """What recording one case did (record mode): written, unchanged, conflict or error."""
+  case_id: str
+  entry_id: str | None
+  action: str
+  message: str
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> Recorded:
+    _obj(d, where, ("case_id", "entry_id", "action", "message"))
+    return cls(_typed(d["case_id"], f"{where}.case_id", str),
+               _typed(d["entry_id"], f"{where}.entry_id", str, nullable=True),
+               _typed(d["action"], f"{where}.action", str),
+               _typed(d["message"], f"{where}.message", str))
+
+  def to_json(self) -> dict[str, Any]:
+    return {"case_id": self.case_id, "entry_id": self.entry_id, "action": self.action,
+            "message": self.message}
+
+
+RECORD_ACTIONS = ("written", "unchanged", "conflict", "error")
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+  """The counts of the run: entries per status, present and replayed, recording actions."""
+  counts: Mapping[Status, int]
+  present: int
+  replayed: int
+  actions: Mapping[str, int]
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> Summary:
+    keys = (*Status, "present", "replayed", *RECORD_ACTIONS)
+    _obj(d, where, tuple(str(k) for k in keys))
+    num = lambda k: _typed(d[k], f"{where}.{k}", int)  # noqa: E731
+    return cls(counts={s: num(str(s)) for s in Status}, present=num("present"),
+               replayed=num("replayed"), actions={a: num(a) for a in RECORD_ACTIONS})
+
+  def to_json(self) -> dict[str, Any]:
+    return {**{str(s): n for s, n in self.counts.items()}, "present": self.present,
+            "replayed": self.replayed, **self.actions}
+
+
+_TOP_KEYS = ("format", "mode", "platform", "today", "compat_window_days", "strict", "readers",
+             "producer", "versions", "entries", "targets", "skips", "drift", "recorded",
+             "session_failures", "session_warnings", "summary")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunReport:
+  """One harness run's compatibility report (``source`` names the file it came from)."""
+  mode: str
+  platform: str
+  today: datetime.date
+  compat_window_days: int
+  strict: bool
+  readers: tuple[str, ...]
+  producer: str
+  versions: Mapping[str, str | None]
+  entries: tuple[EntryResult, ...]
+  targets: Targets
+  skips: tuple[Skip, ...]
+  drift: tuple[DriftItem, ...]
+  recorded: tuple[Recorded, ...]
+  session_failures: tuple[str, ...]
+  session_warnings: tuple[str, ...]
+  summary: Summary
+  extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  source: str = dataclasses.field(default="<report>", compare=False)
+
+  @property
+  def ok(self) -> bool:
+    """Whether the run passed: no failing entry and no session failure."""
+    return not self.session_failures and not any(e.status == Status.FAIL for e in self.entries)
+
+  @classmethod
+  def from_json(cls, d: Any, source: str = "<report>") -> RunReport:
+    """Validate and convert the decoded JSON of a report; errors name ``source`` and the key path."""
+    _obj(d, source, ("format",))
+    if d["format"] != REPORT_FORMAT:
+      raise ReportError(f"{source}: report format {d['format']!r}, but this jaxport reads format "
+                        f"{REPORT_FORMAT}. Render it with the jaxport release that wrote it, or "
+                        "re-run the harness with this one.")
+    _obj(d, source, _TOP_KEYS)
+    at = lambda k: f"{source}: {k}"  # noqa: E731
+    mode = _typed(d["mode"], at("mode"), str)
+    if mode not in MODES:
+      raise _bad(at("mode"), f"expected one of {', '.join(MODES)}, got {mode!r}")
+    versions = _typed(d["versions"], at("versions"), Mapping)
+    for k, v in versions.items():
+      _typed(v, at(f"versions.{k}"), str, nullable=True)
+    items = lambda k, kind: tuple(  # noqa: E731
+        kind.from_json(x, at(f"{k}[{i}]")) for i, x in enumerate(_typed(d[k], at(k), list)))
+    return cls(
+        mode=mode,
+        platform=_typed(d["platform"], at("platform"), str),
+        today=_date(d["today"], at("today")),
+        compat_window_days=_typed(d["compat_window_days"], at("compat_window_days"), int),
+        strict=_typed(d["strict"], at("strict"), bool),
+        readers=_strs(d["readers"], at("readers")),
+        producer=_typed(d["producer"], at("producer"), str),
+        versions=dict(versions),
+        entries=items("entries", EntryResult),
+        targets=Targets.from_json(d["targets"], at("targets")),
+        skips=items("skips", Skip),
+        drift=items("drift", DriftItem),
+        recorded=items("recorded", Recorded),
+        session_failures=_strs(d["session_failures"], at("session_failures")),
+        session_warnings=_strs(d["session_warnings"], at("session_warnings")),
+        summary=Summary.from_json(d["summary"], at("summary")),
+        extra={k: v for k, v in d.items() if k not in _TOP_KEYS and k != "format"},
+        source=source)
+
+  def to_json(self) -> dict[str, Any]:
+    """The report as the harness writes it (``json.dump`` with sorted keys gives its bytes)."""
+    return {**self.extra, "format": REPORT_FORMAT, "mode": self.mode, "platform": self.platform,
+            "today": self.today.isoformat(), "compat_window_days": self.compat_window_days,
+            "strict": self.strict, "readers": list(self.readers), "producer": self.producer,
+            "versions": dict(self.versions), "entries": [e.to_json() for e in self.entries],
+            "targets": self.targets.to_json(), "skips": [s.to_json() for s in self.skips],
+            "drift": [x.to_json() for x in self.drift],
+            "recorded": [r.to_json() for r in self.recorded],
+            "session_failures": list(self.session_failures),
+            "session_warnings": list(self.session_warnings), "summary": self.summary.to_json()}
+
+
+def load_report(path: str | os.PathLike) -> RunReport:
+  """Read and validate the report at ``path``; a :class:`ReportError` names the file and the problem."""
+  path = Path(path)
+  try:
+    text = path.read_text(encoding="utf-8")
+  except FileNotFoundError:
+    raise ReportError(f"{path}: no such report. Write one with `pytest harness/ "
+                      f"--compat-report={path}`.") from None
+  except (OSError, UnicodeDecodeError) as e:
+    raise ReportError(f"{path}: cannot read the report ({e}).") from None
+  try:
+    data = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise ReportError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg}); a report "
+                      "cut short by a killed job is the usual cause.") from None
+  return RunReport.from_json(data, source=str(path))
+
+
+def write_report(report: RunReport, path: str | os.PathLike) -> None:
+  """Write ``report`` as the harness does (indented, sorted keys), atomically."""
+  write_text_atomically(path, json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")

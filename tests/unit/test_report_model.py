@@ -1,0 +1,122 @@
+"""The typed loader of the harness's JSON report: exact round trips, and errors that name the key."""
+
+import copy
+import json
+
+import pytest
+
+import _report_helpers as helpers
+from jaxport.errors import ReportError
+from jaxport.report import RunReport, Status, load_report, merge_reports, write_report
+from jaxport.report import _views
+
+
+def _write(tmp_path, data, name="run.json"):
+  path = tmp_path / name
+  path.write_text(json.dumps(data))
+  return path
+
+
+def test_loading_and_writing_gives_back_the_same_json(tmp_path):
+  data = helpers.run_report()
+  data["entries"][0]["future_field"] = {"kept": True}
+  data["shard"] = "1/2"
+  report = load_report(_write(tmp_path, data))
+  assert report.to_json() == data
+  write_report(report, tmp_path / "again.json")
+  assert json.loads((tmp_path / "again.json").read_text()) == data
+
+
+def test_entries_are_typed():
+  report = RunReport.from_json(helpers.run_report())
+  by_case = {e.case_id: e for e in report.entries}
+  assert {e.status for e in report.entries} == set(Status)
+  lu = by_case["release_lu_f32"]
+  assert lu.status is Status.XFAIL and lu.producer == "0.4.30" and lu.platform == "cpu"
+  assert lu.release.window.inside_window is False
+  finding, = by_case["svd_f32"].findings
+  assert finding.kind == "lowering_drift" and finding.about_current_lowering
+  assert report.summary.counts[Status.FAIL] == 1 and not report.ok
+
+
+@pytest.mark.parametrize("change, where, what", [
+    (lambda d: d["entries"][2].update(status="broken"), "entries[2].status", "expected one of pass"),
+    (lambda d: d["entries"][0].pop("targets"), "entries[0]", "missing targets"),
+    (lambda d: d["summary"].update(fail=True), "summary.fail", "expected int"),
+    (lambda d: d.update(today="yesterday"), "today", "expected a date"),
+    (lambda d: d["entries"][1]["release"]["window"].update(age_days="old"),
+     "entries[1].release.window.age_days", "expected int"),
+    (lambda d: d.update(mode="nightly"), "mode", "expected one of replay, record"),
+])
+def test_malformed_reports_name_the_file_and_the_key(tmp_path, change, where, what):
+  data = helpers.run_report()
+  change(data)
+  path = _write(tmp_path, data)
+  with pytest.raises(ReportError) as e:
+    load_report(path)
+  assert f"{path}: {where}" in str(e.value) and what in str(e.value)
+
+
+def test_unreadable_reports_say_why(tmp_path):
+  with pytest.raises(ReportError, match="no such report.*--compat-report"):
+    load_report(tmp_path / "missing.json")
+  (tmp_path / "cut.json").write_text('{"format": 1, "entries": [')
+  with pytest.raises(ReportError, match="not JSON .*line 1"):
+    load_report(tmp_path / "cut.json")
+  with pytest.raises(ReportError, match="report format 7, but this jaxport reads format 1"):
+    load_report(_write(tmp_path, {**helpers.run_report(), "format": 7}))
+
+
+def _shards(data, first_cases):
+  a, b = copy.deepcopy(data), copy.deepcopy(data)
+  a["entries"] = [e for e in data["entries"] if e["case_id"] in first_cases]
+  b["entries"] = [e for e in data["entries"] if e["case_id"] not in first_cases]
+  for shard in (a, b):
+    ids = {e["entry_id"] for e in shard["entries"]}
+    shard["skips"] = [s for s in data["skips"] if s["what"] in ids]
+    shard["drift"] = [d for d in data["drift"] if d["entry_id"] in ids]
+  return RunReport.from_json(a, "a.json"), RunReport.from_json(b, "b.json")
+
+
+def test_merge_of_shards_recomputes_counts_and_coverage():
+  data = helpers.run_report()
+  a, b = _shards(data, {"qr_f32", "cholesky_f32"})
+  merged = merge_reports([b, a])
+  assert merged.to_json() == data
+  assert merged.source == "b.json + a.json"
+
+
+def test_merge_refuses_overlapping_or_foreign_shards():
+  data = helpers.run_report()
+  a, b = _shards(data, {"qr_f32"})
+  with pytest.raises(ReportError, match="is in both a.json and a.json"):
+    merge_reports([a, a])
+  other_day = RunReport.from_json({**copy.deepcopy(data), "today": "2026-11-23"}, "c.json")
+  with pytest.raises(ReportError, match=r"a.json and c.json are not shards of one run: their today"):
+    merge_reports([a, other_day])
+  with pytest.raises(ReportError, match="nothing to merge"):
+    merge_reports([])
+
+
+def test_matrix_has_every_entry_and_marks_uncovered_required_targets():
+  report = RunReport.from_json(helpers.run_report())
+  m = _views.build_matrix(report)
+  assert m.producers == ("0.4.30", "0.9.2", "0.10.2")
+  rows = {r.target: r for g in m.groups for r in g.rows}
+  assert {e.entry_id for r in rows.values() for c in r.cells for e in c.entries} == {
+      e.entry_id for e in report.entries}
+  assert [c.status for c in rows["lapack_strsm_ffi"].cells] == [_views.CellStatus.NOT_COVERED] * 3
+  assert rows["lapack_sgeqrf_ffi"].cells[2].status is _views.CellStatus.FAIL
+  assert rows[_views.NO_CUSTOM_CALL].cells[2].lead.case_id == "threefry_key"
+  assert [g.platform for g in m.groups] == ["cpu", _views.UNLISTED_GROUP]
+
+
+def test_history_finds_the_first_run_where_a_target_changed():
+  runs = [RunReport.from_json(d, f"run{i}.json") for i, d in enumerate(helpers.history())]
+  ordered = _views.order_runs(runs[-1], [runs[2], runs[0], runs[1]])
+  h = _views.build_history(ordered)
+  changed = {r.target: helpers.RUN_DATES[r.first_change] for r in h.changed}
+  assert changed == {"lapack_sgeqrf_ffi": "2026-11-15", "lapack_sorgqr_ffi": "2026-11-15",
+                     "lapack_sgesdd_ffi": "2026-11-22"}
+  with pytest.raises(ReportError, match="dated 2026-11-22, after the current run"):
+    _views.order_runs(runs[0], [runs[3]])
