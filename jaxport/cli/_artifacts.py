@@ -49,9 +49,14 @@ def find_artifacts(path: str | os.PathLike) -> list[Artifact]:
     return [Artifact(path, entry_at(path))]
   if is_store(path):
     return [Artifact(e.path, e) for e in GoldenStore(path).entries()]
-  blobs = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in BLOB_SUFFIXES
-                 and not any(part.startswith(".") for part in p.relative_to(path).parts))
-  return [Artifact(p) for p in blobs]
+  # A folder inside a store (a platform, family or case): its entries are store entries
+  # (expiry, drift, integrity); blobs elsewhere under the folder are bare blobs.
+  visible = [p for p in sorted(path.rglob("*"))
+             if not any(part.startswith(".") for part in p.relative_to(path).parts)]
+  entry_dirs = [p.parent for p in visible if p.name == MANIFEST_FILE and p.is_file()]
+  blobs = [p for p in visible if p.is_file() and p.suffix in BLOB_SUFFIXES
+           and not any(d in p.parents for d in entry_dirs)]
+  return [Artifact(d, entry_at(d)) for d in entry_dirs] + [Artifact(p) for p in blobs]
 
 
 def _aval(aval: Any) -> str:
@@ -69,6 +74,7 @@ def describe_exported(exp: Any, blob: bytes) -> dict[str, Any]:
   out_sh = getattr(exp, "_out_named_shardings", ()) or exp.out_shardings_hlo
   return {
       "fun_name": exp.fun_name,
+      "producer_jax_version": _read.read_jax_version(blob),
       "serialization_version": _read.read_serialization_version(blob),
       "calling_convention_version": exp.calling_convention_version,
       "platforms": list(exp.platforms),

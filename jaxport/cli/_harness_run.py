@@ -7,12 +7,13 @@ only assembles the command line and runs it from the repository root, so
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import subprocess
 import sys
 from pathlib import Path
 
-from jaxport.errors import GoldenDataError
+from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.cli._relower import find_repo_root
 
 logger = logging.getLogger(__name__)
@@ -20,12 +21,26 @@ logger = logging.getLogger(__name__)
 RECORD_FLAG = "--record"
 PLATFORM_FLAG = "--platform"
 REPORT_FLAG = "--compat-report"
+# The progress bar (or plain lines) in place of pytest's dots and percentages.
+PROGRESS_ARGS = ("-p", "jaxport.cli._pytest_progress", "-o", "console_output_style=classic")
+# Modules the harness needs that only the ``test`` extra installs: module -> package to install.
+HARNESS_MODULES = {"pytest": "pytest", "hypothesis": "hypothesis"}
+XDIST_MODULE = ("xdist", "pytest-xdist")
+
+
+def missing_packages(extra: list[str]) -> list[str]:
+  """Packages the harness run needs that this Python cannot import (xdist only for ``-n``)."""
+  needed = dict(HARNESS_MODULES)
+  if any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in extra):
+    needed[XDIST_MODULE[0]] = XDIST_MODULE[1]
+  return [pkg for module, pkg in needed.items() if importlib.util.find_spec(module) is None]
 
 
 def pytest_command(action: str, *, platform: str, report: str | None,
                    extra: list[str]) -> list[str]:
   """The pytest command line for ``record`` or ``replay``; ``extra`` goes last, unchanged."""
-  cmd = [sys.executable, "-m", "pytest", "harness/", f"{PLATFORM_FLAG}={platform}"]
+  cmd = [sys.executable, "-m", "pytest", "harness/", f"{PLATFORM_FLAG}={platform}",
+         *PROGRESS_ARGS]
   if action == "record":
     cmd.append(RECORD_FLAG)
   if report is not None:
@@ -54,11 +69,17 @@ def run(action: str, *, platform: str, report: str | None, extra: list[str],
   root = repo_root or find_repo_root()
   if root is None:
     raise GoldenDataError(
-        f"jaxport {action}: no harness/ found at or above {Path.cwd()}; run it from the "
+        f"no harness/ found at or above {Path.cwd()}; run it from the "
         "jaxport repository (the directory holding harness/ and compat_data/).")
   if with_jax is not None:
     cmd = release_tool_command(action, with_jax=with_jax, report=report, extra=extra)
   else:
+    missing = missing_packages(extra)
+    if missing:
+      raise JaxportError(
+          f"{action} runs the harness under pytest, but {sys.executable} cannot import "
+          f"{', '.join(missing)}. Install the test extra: pip install -e '.[test]' from the "
+          f"repository root (or: pip install {' '.join(missing)}).")
     cmd = pytest_command(action, platform=platform, report=report, extra=extra)
   logger.info("running in %s: %s", root, " ".join(cmd))
   return subprocess.run(cmd, cwd=root, check=False).returncode

@@ -27,6 +27,7 @@ from jaxport.golden._manifest import (BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MOD
 from jaxport.golden._store import GoldenStore, encode_arrays, sha256_hex
 from jaxport.serde import _read
 from jaxport.cli import _jax_testdata
+from jaxport.cli._progress import track
 
 logger = logging.getLogger(__name__)
 
@@ -186,8 +187,7 @@ def run_import(paths: list[str], out: str, *, platform: str | None = None, mode:
   """Import every dataset under ``paths`` into the store at ``out``; returns messages by status."""
   store = GoldenStore(out)
   result: dict[str, list[str]] = {"imported": [], "exists": [], "skipped": [], "failed": []}
-  for path in source_files(paths):
-    logger.info("reading %s", path)
+  for path in track(source_files(paths), "reading"):
     try:
       datasets, notes = _jax_testdata.read_file(path)
     except (GoldenDataError, UnicodeDecodeError) as e:

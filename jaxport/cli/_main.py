@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import functools
+import importlib.metadata as md
 import json
 import logging
 import os
@@ -18,9 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jaxport.cli import _artifacts, _harness_run, _relower
+from jaxport.cli import _artifacts, _harness_run, _relower, _report
 from jaxport.cli import _audit as audit
 from jaxport.cli import _import as importer
+from jaxport.cli._progress import track
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
@@ -55,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       prog="jaxport", description="Work with serialized JAX programs and jaxport's golden data.",
       epilog="Exit status: 0 ok, 1 problems found, 2 usage error or unreadable input.")
+  parser.add_argument("--version", action="version", version=f"jaxport {_version()}",
+                      help="print jaxport's version (and the jax it runs on) and exit")
   common = argparse.ArgumentParser(add_help=False)
   common.add_argument("-v", "--verbose", action="store_true", help="more progress detail on stderr")
   common.add_argument("-q", "--quiet", action="store_true", help="only warnings on stderr")
@@ -108,7 +112,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--with-jax", default=None, metavar="VERSION",
                    help=f"{name} with an older jax release in its own venv (harness/tools/"
                         f"{name}_with_jax.py; see docs/multi-release.md)")
+  _report.add_parser(sub, common)
   return parser
+
+
+def _version() -> str:
+  versions = {d: _dist_version(d) for d in ("jaxport", "jax", "jaxlib")}
+  return f"{versions['jaxport']} (jax {versions['jax']}, jaxlib {versions['jaxlib']})"
+
+
+def _dist_version(dist: str) -> str:
+  try:
+    return md.version(dist)
+  except md.PackageNotFoundError:
+    return "not installed"
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -138,7 +155,10 @@ def main(argv: list[str] | None = None) -> int:
   try:
     return _COMMANDS[args.command](args, extra)
   except JaxportError as e:
-    sys.stderr.write(f"jaxport {args.command}: error: {e}\n")
+    prefix = f"jaxport {args.command}: "
+    text = str(e)
+    # A message that already names the command keeps one prefix, not two.
+    sys.stderr.write(f"{prefix}error: {text.removeprefix(prefix)}\n")
     return EXIT_ERROR
   except BrokenPipeError:
     # The reader of our output went away (``| head``); stop quietly.
@@ -160,11 +180,9 @@ def _audit(args, extra) -> int:
   if not artifacts:
     raise JaxportError(f"no artifacts found under {', '.join(args.paths)} (looked for golden "
                        f"entries and *.bin blobs).")
-  records = []
-  for i, art in enumerate(artifacts, 1):
-    logger.info("auditing %d/%d %s", i, len(artifacts), art.label)
-    records.append(audit.audit_artifact(art, today=today, window_days=args.window_days,
-                                        relowerer=relowerer))
+  records = [audit.audit_artifact(art, today=today, window_days=args.window_days,
+                                  relowerer=relowerer)
+             for art in track(artifacts, "auditing", lambda a: a.label)]
   if args.json:
     _print_json({"today": today.isoformat(), "window_days": args.window_days,
                  "artifacts": records, "ok": all(r["ok"] for r in records)})
@@ -201,7 +219,7 @@ def _inspect(args, extra) -> int:
       lines.append(f"  {k}: " + ("(none)" if not v else ""))
       lines.extend(f"    {x}" for x in v)
     else:
-      lines.append(f"  {k}: {v}")
+      lines.append(f"  {k}: {'not recorded' if v is None else v}")
   if entry is not None:
     m = entry.manifest
     lines.append(f"  manifest: case {m.case_id}, family {m.family}, recorded {m.record_date} "
@@ -261,4 +279,5 @@ _COMMANDS = {
     "prune": _prune,
     "record": _harness,
     "replay": _harness,
+    _report.COMMAND: _report.run,
 }

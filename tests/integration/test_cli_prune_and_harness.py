@@ -81,8 +81,10 @@ def test_record_and_replay_build_the_harness_command(monkeypatch, tmp_path, fake
   assert main(["replay", "--compat-report", "r.json", "--", "-k", "eig"]) == 3
   (rec_cmd, rec_cwd), (rep_cmd, rep_cwd) = calls
   assert rec_cwd == rep_cwd == tmp_path
-  assert rec_cmd[1:] == ["-m", "pytest", "harness/", "--platform=cpu", "--record", "-k", "qr", "-x"]
-  assert rep_cmd[1:] == ["-m", "pytest", "harness/", "--platform=cpu",
+  progress = list(_harness_run.PROGRESS_ARGS)
+  assert rec_cmd[1:] == ["-m", "pytest", "harness/", "--platform=cpu", *progress, "--record",
+                         "-k", "qr", "-x"]
+  assert rep_cmd[1:] == ["-m", "pytest", "harness/", "--platform=cpu", *progress,
                          f"--compat-report={sub / 'r.json'}", "-k", "eig"]
   assert rec_cmd[0] == sys.executable
 

@@ -1,0 +1,64 @@
+"""`jaxport report merge` on real harness reports: two disjoint runs merge into the run of both."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+from jaxport.cli import main  # noqa: E402
+from jaxport.report import Status, load_report  # noqa: E402
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow
+
+HARNESS_TESTS = ROOT / "harness" / "test_replay.py"
+GOLDEN = ROOT / "compat_data" / "cpu"
+# A current-release entry, and an old release's entries: one an expected failure (skip ledger,
+# drift findings), one a pass.
+ENTRIES = ("lapack_potrf/cholesky_f64/2026-11-29_jax-0.10.2",
+           "lapack_getrf/release_lu_f32/2026-11-29_jax-0.4.30",
+           "lapack_getrf/release_lu_f32/2026-11-29_jax-0.9.2")
+SHARDS = ("cholesky_f64", "release_lu_f32")
+
+
+def _harness_report(pytester, root: Path, select: str, out: Path) -> Path:
+  result = pytester.runpytest_subprocess(
+      str(HARNESS_TESTS), f"--golden-root={root}", "-p", "no:cacheprovider", "-p", "no:randomly",
+      "-W", "ignore::DeprecationWarning", "--today=2026-11-30", "-k", select,
+      f"--compat-report={out}")
+  assert result.ret == 0, result.stdout.str()[-3000:]
+  return out
+
+
+def test_merging_two_disjoint_runs_equals_the_run_of_both(pytester, tmp_path, capsys):
+  root = tmp_path / "golden"
+  for e in ENTRIES:
+    shutil.copytree(GOLDEN / e, root / "cpu" / e)
+  a = _harness_report(pytester, root, SHARDS[0], tmp_path / "a.json")
+  b = _harness_report(pytester, root, SHARDS[1], tmp_path / "b.json")
+  both = _harness_report(pytester, root, " or ".join(SHARDS), tmp_path / "both.json")
+
+  assert main(["report", "merge", str(b), str(a), "-o", str(tmp_path / "merged.json")]) == 0
+  merged = load_report(tmp_path / "merged.json")
+  whole = load_report(both)
+  assert [(e.entry_id, e.status, e.messages) for e in merged.entries] == [
+      (e.entry_id, e.status, e.messages) for e in whole.entries]
+  assert merged.summary == whole.summary
+  assert merged.summary.counts[Status.XFAIL] == 1 and merged.summary.replayed == 3
+  # Everything else too: the merged file is the report the run of both wrote.
+  assert json.loads((tmp_path / "merged.json").read_text()) == json.loads(both.read_text())
+  assert "merged 2 shard reports" in capsys.readouterr().err
+
+
+def test_merge_never_overwrites_a_shard(tmp_path, capsys):
+  shard = tmp_path / "a.json"
+  shard.write_text("{}")
+  assert main(["report", "merge", str(shard), "-o", str(shard)]) == 2
+  assert "is one of the shard reports" in capsys.readouterr().err
+  assert shard.read_text() == "{}"
