@@ -27,7 +27,8 @@ STDOUT = "-"
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
   """Register ``report`` and its two actions on the ``jaxport`` parser."""
-  p = sub.add_parser(COMMAND, parents=[common], help="merge shard reports; render reports as HTML and Markdown",
+  # -v/-q belong to the actions (``jaxport report render -q``), so only they take ``common``.
+  p = sub.add_parser(COMMAND, help="merge shard reports; render reports as HTML and Markdown",
                      description="Work with the harness's JSON compatibility reports "
                                  "(pytest harness/ --compat-report=RUN.json).")
   actions = p.add_subparsers(dest="report_action", required=True, metavar="ACTION")

@@ -432,6 +432,8 @@ def load_report(path: str | os.PathLike) -> RunReport:
   except json.JSONDecodeError as e:
     raise ReportError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg}); a report "
                       "cut short by a killed job is the usual cause.") from None
+  except RecursionError:
+    raise ReportError(f"{path}: JSON nested too deeply to be a compatibility report.") from None
   return RunReport.from_json(data, source=str(path))
 
 

@@ -63,6 +63,9 @@ def test_unreadable_reports_say_why(tmp_path):
   (tmp_path / "cut.json").write_text('{"format": 1, "entries": [')
   with pytest.raises(ReportError, match="not JSON .*line 1"):
     load_report(tmp_path / "cut.json")
+  (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+  with pytest.raises(ReportError, match="nested too deeply"):
+    load_report(tmp_path / "deep.json")
   with pytest.raises(ReportError, match="report format 7, but this jaxport reads format 1"):
     load_report(_write(tmp_path, {**helpers.run_report(), "format": 7}))
 
