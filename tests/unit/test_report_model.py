@@ -2,6 +2,8 @@
 
 import copy
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +125,14 @@ def test_history_finds_the_first_run_where_a_target_changed():
                      "lapack_sgesdd_ffi": "2026-11-22"}
   with pytest.raises(ReportError, match="dated 2026-11-22, after the current run"):
     _views.order_runs(runs[0], [runs[3]])
+
+
+def test_harness_summary_derives_the_warning_from_the_counts_not_the_report():
+  root = str(Path(__file__).resolve().parents[2])
+  if root not in sys.path:
+    sys.path.insert(0, root)
+  from harness import reporter
+  data = helpers.run_report()
+  assert data["session_warnings"] == [] and data["summary"]["warn"] == 1
+  assert ("session warning: 1 entries have drift or staleness findings; they fail with --strict"
+          in reporter.text_lines(data))
