@@ -2,6 +2,7 @@
 
 import copy
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -27,6 +28,10 @@ def test_loading_and_writing_gives_back_the_same_json(tmp_path):
   assert report.to_json() == data
   write_report(report, tmp_path / "again.json")
   assert json.loads((tmp_path / "again.json").read_text()) == data
+  umask = os.umask(0)
+  os.umask(umask)
+  assert (tmp_path / "again.json").stat().st_mode & 0o777 == 0o666 & ~umask
+  assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
 def test_entries_are_typed():
