@@ -22,6 +22,7 @@ from typing import Any
 from jaxport.cli import _artifacts, _harness_run, _relower, _report
 from jaxport.cli import _audit as audit
 from jaxport.cli import _import as importer
+from jaxport.cli import _progress
 from jaxport.cli._progress import track
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
@@ -138,6 +139,12 @@ class _StderrHandler(logging.StreamHandler):
   @stream.setter
   def stream(self, value):
     pass
+
+  def emit(self, record):
+    # A message in the middle of a progress bar starts on a cleared line; the bar redraws after.
+    if _progress.is_terminal(self.stream):
+      self.stream.write(_progress.CLEAR_LINE)
+    super().emit(record)
 
 
 def main(argv: list[str] | None = None) -> int:

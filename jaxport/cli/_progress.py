@@ -18,9 +18,12 @@ logger = logging.getLogger("jaxport.cli")
 
 T = TypeVar("T")
 BAR_WIDTH = 24
+# Back to the line's start and erase it: where the bar is redrawn, or a message printed over it.
+CLEAR_LINE = "\r\x1b[K"
 
 
-def _is_terminal(stream: TextIO) -> bool:
+def is_terminal(stream: TextIO) -> bool:
+  """Whether ``stream`` is an interactive terminal that understands carriage return and erase."""
   isatty = getattr(stream, "isatty", None)
   return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
 
@@ -40,7 +43,7 @@ class Progress:
     self.verb, self.total, self.done = verb, total, 0
     self.stream = sys.stderr if stream is None else stream
     self.enabled = logger.isEnabledFor(logging.INFO)
-    self.bar = self.enabled and _is_terminal(self.stream)
+    self.bar = self.enabled and is_terminal(self.stream)
     self._drawn = False
 
   def step(self, label: str) -> None:
@@ -48,7 +51,7 @@ class Progress:
     if not self.enabled:
       return
     if self.bar:
-      self.stream.write("\r\x1b[K" + bar_line(self.verb, self.done, self.total, label))
+      self.stream.write(CLEAR_LINE + bar_line(self.verb, self.done, self.total, label))
       self.stream.flush()
       self._drawn = True
     else:

@@ -85,6 +85,18 @@ def test_progress_is_a_bar_redrawn_in_place_on_a_terminal(monkeypatch, caplog):
   assert "auditing [########################] 4/4 d" in text
 
 
+def test_audit_on_a_terminal_draws_the_bar_and_clears_it_for_messages(store, monkeypatch, capsys):
+  monkeypatch.setenv("TERM", "xterm")
+  write_qr_entry(store)
+  term = _Terminal()
+  monkeypatch.setattr("sys.stderr", term)
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY, "--no-drift")
+  assert rc == 0 and "1 artifact(s) audited" in out
+  err = term.getvalue()
+  assert err.startswith("\r\x1b[Kauditing [########################] 1/1 cpu/qr/qr_f32/")
+  assert "jaxport: auditing" not in err and err.endswith("\n")
+
+
 def test_harness_runs_show_progress_lines_instead_of_dots(pytester):
   pytester.makepyfile(test_three="def test_a(): pass\ndef test_b(): assert 0\ndef test_c(): pass\n")
   result = pytester.runpytest_subprocess("-p", "no:randomly", *_harness_run.PROGRESS_ARGS)
