@@ -60,7 +60,7 @@ def _typed(value: Any, where: str, kind: type | tuple[type, ...], nullable: bool
   if value is None and nullable:
     return None
   # bool is an int in Python; a count or day number must not be a boolean.
-  if isinstance(value, bool) and kind is int or not isinstance(value, kind):
+  if (isinstance(value, bool) and kind is int) or not isinstance(value, kind):
     names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
     raise _bad(where, f"expected {names}{' or null' if nullable else ''}, got {value!r}")
   return value
@@ -325,7 +325,8 @@ class Summary:
   def from_json(cls, d: Any, where: str) -> Summary:
     keys = (*Status, "present", "replayed", *RECORD_ACTIONS)
     _obj(d, where, tuple(str(k) for k in keys))
-    num = lambda k: _typed(d[k], f"{where}.{k}", int)  # noqa: E731
+    def num(k: str) -> int:
+      return _typed(d[k], f"{where}.{k}", int)
     return cls(counts={s: num(str(s)) for s in Status}, present=num("present"),
                replayed=num("replayed"), actions={a: num(a) for a in RECORD_ACTIONS})
 
@@ -375,15 +376,19 @@ class RunReport:
                         f"{REPORT_FORMAT}. Render it with the jaxport release that wrote it, or "
                         "re-run the harness with this one.")
     _obj(d, source, _TOP_KEYS)
-    at = lambda k: f"{source}: {k}"  # noqa: E731
+    def at(key: str) -> str:
+      return f"{source}: {key}"
+
+    def items(key: str, kind: Any) -> tuple[Any, ...]:
+      return tuple(kind.from_json(x, at(f"{key}[{i}]"))
+                   for i, x in enumerate(_typed(d[key], at(key), list)))
+
     mode = _typed(d["mode"], at("mode"), str)
     if mode not in MODES:
       raise _bad(at("mode"), f"expected one of {', '.join(MODES)}, got {mode!r}")
     versions = _typed(d["versions"], at("versions"), Mapping)
     for k, v in versions.items():
       _typed(v, at(f"versions.{k}"), str, nullable=True)
-    items = lambda k, kind: tuple(  # noqa: E731
-        kind.from_json(x, at(f"{k}[{i}]")) for i, x in enumerate(_typed(d[k], at(k), list)))
     return cls(
         mode=mode,
         platform=_typed(d["platform"], at("platform"), str),
