@@ -34,6 +34,7 @@ from jax._src.lib.mlir import ir, passmanager
 from jax._src.lib.mlir.dialects import func as func_dialect
 from jax._src.lib.mlir.dialects import hlo, sdy
 
+from jaxport.calling import _signature
 from jaxport.errors import CallError, DeserializationError
 from jaxport.export import _mlir as export_mlir
 from jaxport.shapes import _api as shapes_api
@@ -424,6 +425,7 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, exported: _Callee)
     args = _apply_shardings(ctx, args, caller_in_avals, exp, mesh, "in")
 
   main_type = ir.SymbolTable(module.operation)["main"].type
+  _signature.check_main(exp, main_type)
   callee_args: list[ir.Value] = []
   if len(exp.platforms) > 1:
     callee_args.append(_callee_platform_index(ctx, exp, main_type.inputs[0]))
