@@ -317,9 +317,10 @@ def _prepare_callee(exported: "Exported", ctx: mlir.LoweringRuleContext):
   if _has_sdy_mesh(symtab, module):
     if not config.use_shardy_partitioner.value:
       raise CallError(
-          f"Function '{exported.fun_name}' was exported with Shardy enabled but "
-          "is called with Shardy disabled. Enable it with "
-          "jax.config.update('jax_use_shardy_partitioner', True).")
+          "The function was exported with shardy enabled but you are calling it with "
+          "Shardy disabled. Please enable Shardy using `--jax_use_shardy_partitioner=True` "
+          f"(function '{exported.fun_name}'; in Python: "
+          "jax.config.update('jax_use_shardy_partitioner', True)).")
     if _has_frontend_meshes(module):
       _run_pass(module, "xla-sdy-round-trip-import-shardy-attrs")
     mesh = _abstract_mesh(symtab)
