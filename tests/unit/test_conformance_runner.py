@@ -1,7 +1,7 @@
 """The conformance runner's pieces: rebinding stand-ins, call counters, the verdict and the table.
 
 The JAX suites themselves are not run here (they take an hour); one child pytest
-session runs a two-test stand-in suite in each mode to show the rebinding and
+session runs a three-test stand-in suite in each mode to show the rebinding and
 counting end to end.
 """
 
@@ -131,6 +131,8 @@ def test_stand_ins_serve_jaxport_and_refuse_unlisted_names():
     internal.shape_poly
   poly = _shims.build("jax._src.export.shape_poly", jax_shape_poly)
   assert poly.symbolic_shape is jaxport.symbolic_shape and poly._DimExpr is jax_shape_poly._DimExpr
+  (a,) = jaxport.symbolic_shape("a")
+  assert poly._bounds_decision(2 * a + 1, jax_shape_poly.BoundsPrecision.BEST) == (3, np.inf)
 
 
 def test_counters_count_export_call_method_and_deserialize(monkeypatch):
@@ -149,7 +151,10 @@ _FAKE_SUITE = '''
 import jax, jax.numpy as jnp, numpy as np
 from jax import export
 from jax._src.export import _export
+from jax._src.export import shape_poly
 from jax._src.internal_test_util import export_back_compat_test_util as bctu
+
+A, = shape_poly.symbolic_shape("a")  # built while the module is imported
 
 def test_round_trip():
   exp = export.export(jax.jit(jnp.sin))(jax.ShapeDtypeStruct((2,), np.float32))
@@ -158,10 +163,16 @@ def test_round_trip():
 def test_every_route_is_jaxports():
   assert "jaxport" in (export.__doc__ or "")
   assert "jaxport" in (_export.__doc__ or "") and "jaxport" in (bctu._export.__doc__ or "")
-  assert "jaxport" in (bctu.shape_poly.__doc__ or "")
+  assert "jaxport" in (bctu.shape_poly.__doc__ or "") and "jaxport" in (shape_poly.__doc__ or "")
+  assert type(A).__module__.startswith("jaxport.")
+
+def test_jaxs_package_is_restored_after_import():
+  import jax._src.export as package
+  assert package._export.__name__ == "jax._src.export._export"
 '''
 
 
+@pytest.mark.slow
 def test_a_child_session_rebinds_every_route_only_in_jaxport_mode(tmp_path):
   work, out = tmp_path / "work", tmp_path / "out"
   (work / "util").mkdir(parents=True)
@@ -172,11 +183,14 @@ def test_a_child_session_rebinds_every_route_only_in_jaxport_mode(tmp_path):
   ours = run_jax_suites.run_one(work, out, "fake_test", "jaxport", [], timeout=300)
   theirs = run_jax_suites.run_one(work, out, "fake_test", "jax", [], timeout=300)
   assert {k: v.outcome for k, v in ours.results.items()} == {
-      "fake_test.py::test_round_trip": P, "fake_test.py::test_every_route_is_jaxports": P}
+      "fake_test.py::test_round_trip": P, "fake_test.py::test_every_route_is_jaxports": P,
+      "fake_test.py::test_jaxs_package_is_restored_after_import": P}
   assert ours.counts == {"export": 1, "call": 1, "deserialize": 1}
   assert theirs.results["fake_test.py::test_round_trip"].outcome is P
   assert theirs.results["fake_test.py::test_every_route_is_jaxports"].outcome is F
   assert theirs.counts == {}
+  for run in (ours, theirs):
+    assert run.results["fake_test.py::test_jaxs_package_is_restored_after_import"].outcome is P
 
 
 def test_the_runner_refuses_a_source_tree_of_another_jax(tmp_path):

@@ -6,7 +6,9 @@ It reads its settings from the environment (``ENV_*`` below), then:
   jax's export implementation before the suite is imported: ``jax.export``
   (module attribute and ``sys.modules``), the back-compat util's ``_export``
   and ``shape_poly`` (the util is a copy loaded from the temporary directory,
-  in both modes), and the same names in each test module once it is imported;
+  in both modes), and the same names in each test module, both while it is
+  imported (``jax._src.export``'s attributes point to the stand-ins only
+  then) and after collection;
 - in both modes, records each test's outcome and first failure line, and
   writes them with the counters to a JSON file when the session ends.
 """
@@ -118,6 +120,31 @@ def pytest_configure(config) -> None:
     recorder.rebind_globals()
   recorder.load_util(os.environ[ENV_UTIL])
   config.stash[_KEY] = recorder
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+  """While a test module is imported, ``from jax._src.export import _export`` yields the stand-in.
+
+  Module-level and class-level code (``a, b = shape_poly.symbolic_shape("a, b")``
+  in a class body) then already builds jaxport's objects. The package
+  attributes are restored afterwards, so jax's own code is unaffected.
+  """
+  recorder = collector.config.stash[_KEY]
+  if recorder.mode != "jaxport" or not isinstance(collector, pytest.Module):
+    return (yield)
+  package = sys.modules["jax._src.export"]
+  saved = {attr: getattr(package, attr) for attr in _PACKAGE_ATTRS}
+  for attr, name in _PACKAGE_ATTRS.items():
+    setattr(package, attr, recorder.shims[name])
+  try:
+    return (yield)
+  finally:
+    for attr, value in saved.items():
+      setattr(package, attr, value)
+
+
+_PACKAGE_ATTRS = {"_export": "jax._src.export._export", "shape_poly": "jax._src.export.shape_poly"}
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:

@@ -6,7 +6,9 @@ and ``shape_poly`` (``jax._src.export.shape_poly``). Each stand-in lists the
 names it serves from jaxport (``ROUTES``) and the few it passes through to
 jax (``PASS_THROUGH``: private helpers of jax's symbolic-shape algebra that a
 test calls directly; a test using them on jaxport's dimensions is a rebinding
-artefact and is listed in ``deviations.json``). Any other name raises
+artefact and is listed in ``deviations.json``). jax's private
+``_bounds_decision`` is answered by jaxport's decision procedure, so jax's
+tests of bounds test jaxport's. Any other name raises
 ``AttributeError``, so a test cannot silently reach jax's implementation.
 
 Counters prove that jaxport's code ran: every call of ``export``, ``call``
@@ -26,6 +28,7 @@ from jaxport.calling import _call
 from jaxport.custom_calls import _registry
 from jaxport.export import _lower
 from jaxport.serde import _read
+from jaxport.shapes import _decision
 
 # Shim name -> {attribute: jaxport attribute}. Values name attributes of the
 # ``jaxport`` package, except those starting with "@", which ``_special`` builds.
@@ -62,6 +65,7 @@ ROUTES: dict[str, dict[str, str]] = {
         "_CUSTOM_CALL_TARGETS_GUARANTEED_STABLE": "@stable_targets",
     },
     "jax._src.export.shape_poly": {
+        "_bounds_decision": "@bounds_decision",
         "SymbolicScope": "SymbolicScope",
         "is_symbolic_dim": "is_symbolic_dim",
         "symbolic_args_specs": "symbolic_args_specs",
@@ -75,8 +79,7 @@ PASS_THROUGH: dict[str, frozenset[str]] = {
     "jax.export": frozenset(),
     "jax._src.export._export": frozenset(),
     "jax._src.export.shape_poly": frozenset(
-        ["DimSize", "BoundsPrecision", "Comparator", "_DimExpr", "_DimTerm",
-         "_bounds_decision", "_ensure_poly"]),
+        ["DimSize", "BoundsPrecision", "Comparator", "_DimExpr", "_DimTerm", "_ensure_poly"]),
 }
 
 # The jaxport functions whose calls are counted, by counter name.
@@ -122,9 +125,20 @@ class _Shim(types.ModuleType):
     return getattr(self._original, attr)
 
 
+def _bounds_decision(e: Any, precision: Any) -> tuple[float, float]:
+  """jax's private ``_bounds_decision(e, BoundsPrecision.X)`` answered by jaxport's decision procedure.
+
+  jax's ``BoundsPrecision`` values (0, 1, 2) are the precisions jaxport's
+  ``bounds`` takes, in the same order.
+  """
+  return _decision.bounds(e, getattr(precision, "value", precision))
+
+
 def _special(name: str) -> Any:
   if name == "@stable_targets":
     return set(_registry.stable_targets())
+  if name == "@bounds_decision":
+    return _bounds_decision
   raise KeyError(name)
 
 
