@@ -63,6 +63,12 @@ def _physical(aval: Any) -> Any:
 def layout_of(exported: "Exported") -> MainLayout:
   """What ``exported``'s record says ``main`` takes and returns."""
   kept = tuple(sorted(exported.module_kept_var_idx))
+  n = len(exported.in_avals)
+  if any(not 0 <= i < n for i in kept):
+    raise CallError(
+        f"The record of the exported function '{exported.fun_name}' keeps arguments "
+        f"{list(kept)} (module_kept_var_idx), but it has {n} flat argument(s) (in_avals). "
+        "The record is corrupted; rebuild it from the original serialized blob.")
   return MainLayout(
       platform_index=len(exported.platforms) > 1,
       tokens=len(exported.ordered_effects),

@@ -110,3 +110,9 @@ def test_the_message_names_the_calling_convention_version(two):
   old = dataclasses.replace(_one_result(two), calling_convention_version=7)
   with pytest.raises(jaxport.CallError, match=r"\(calling convention version 7\)"):
     jaxport.call(old)(X)
+
+
+def test_kept_argument_indices_beyond_the_arguments_are_refused(two):
+  exp = dataclasses.replace(two, module_kept_var_idx=(0, 3))
+  with pytest.raises(jaxport.CallError, match=r"keeps arguments \[0, 3\] .* has 1 flat argument"):
+    jaxport.call(exp)(X)
