@@ -159,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
   for row in verdict.stale:
     sys.stdout.write(f"note: deviation row {row.suite}::{row.test} matched only passing tests; "
                      "remove it if the difference is gone\n")
-  for suite in sorted({r.suite for r in runs}):
+  both = {r.suite for r in runs if r.mode == "jax" and not r.error} & {
+      r.suite for r in runs if r.mode == "jaxport" and not r.error}
+  for suite in sorted(both):
     n = sum(1 for d in verdict.differing if d[0] == suite)
     sys.stdout.write(f"{suite}: {n} test(s) with another outcome under jaxport than under jax\n")
   for suite, tid, theirs, ours in verdict.differing:
