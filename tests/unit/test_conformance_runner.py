@@ -199,3 +199,18 @@ def test_the_runner_refuses_a_source_tree_of_another_jax(tmp_path):
   (tmp_path / "jax" / "version.py").write_text('_version = "0.0.1"\n')
   assert run_jax_suites.source_version(tmp_path) == "0.0.1"
   assert run_jax_suites.main(["--jax-src", str(tmp_path)]) == 2
+
+
+def test_a_run_cut_short_keeps_the_tests_it_finished_and_still_fails_the_verdict(tmp_path):
+  results = tmp_path / "export_test.jaxport.json"
+  lines = [{"nodeid": "export_test.py::T::test_a", "outcome": "passed", "message": "",
+            "counts": {"call": 1}},
+           {"nodeid": "export_test.py::T::test_b", "outcome": "failed", "message": "KeyError: x",
+            "counts": {"call": 2}}]
+  _report.partial_path(results).write_text("".join(json.dumps(l) + "\n" for l in lines))
+  run = SuiteRun.load("export_test", "jaxport", results, -1, why_incomplete="timed out after 9 s")
+  assert run.error == "incomplete (timed out after 9 s): 2 test(s) recorded"
+  assert run.counts == {"call": 2} and run.results["export_test.py::T::test_b"].outcome is F
+  kinds = {p.kind for p in _report.judge([run], []).problems}
+  assert kinds == {ProblemKind.NO_RESULTS, ProblemKind.UNLISTED_FAILURE}
+  assert "export_test (incomplete) | - | - | - | 1 | 1 | 0 | 0/2/0 |" in _report.table([run])

@@ -98,6 +98,10 @@ class _Recorder:
       message = str(report.longrepr[2])
     self.results[report.nodeid] = _report.merge(
         self.results.get(report.nodeid), _report.CaseResult(outcome, message))
+    if report.when == "teardown":  # the test is complete: keep it even if the run dies later
+      with _report.partial_path(self.out).open("a") as f:
+        f.write(json.dumps({"nodeid": report.nodeid, **self.results[report.nodeid].to_json(),
+                            "counts": self.counters.as_dict() if self.shims else {}}) + "\n")
 
   def write(self) -> None:
     self.out.write_text(json.dumps({

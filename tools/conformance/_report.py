@@ -37,6 +37,11 @@ class CaseResult:
     return cls(Outcome(d["outcome"]), str(d.get("message", "")))
 
 
+def partial_path(results: Path) -> Path:
+  """Where a run appends each finished test, so a run cut short still tells what it saw."""
+  return results.with_name(results.name + ".partial")
+
+
 def outcome_of(when: str, outcome: str) -> Outcome | None:
   """The test outcome one pytest report phase stands for, or None if it says nothing new."""
   if outcome == "failed":
@@ -73,7 +78,7 @@ class SuiteRun:
   results: Mapping[str, CaseResult]
   counts: Mapping[str, int]
   exit_status: int
-  error: str = ""  # why no results came back, if none did
+  error: str = ""  # why the run did not finish; results then hold what it recorded
 
   def tally(self) -> dict[Outcome, int]:
     out = {o: 0 for o in Outcome}
@@ -82,10 +87,21 @@ class SuiteRun:
     return out
 
   @classmethod
-  def load(cls, suite: str, mode: str, path: Path, exit_status: int) -> "SuiteRun":
+  def load(cls, suite: str, mode: str, path: Path, exit_status: int,
+           why_incomplete: str = "") -> "SuiteRun":
+    """The run's results; from the per-test lines of ``partial_path`` if it did not finish."""
     if not path.is_file():
-      return cls(suite, mode, {}, {}, exit_status,
-                 error=f"no results file (pytest exit status {exit_status})")
+      results, counts = {}, {}
+      partial = partial_path(path)
+      if partial.is_file():
+        for line in partial.read_text().splitlines():
+          if line.strip():
+            d = json.loads(line)
+            results[d["nodeid"]] = CaseResult.from_json(d)
+            counts = d.get("counts", {})
+      why = why_incomplete or f"pytest exit status {exit_status}"
+      return cls(suite, mode, results, counts, exit_status,
+                 error=f"incomplete ({why}): {len(results)} test(s) recorded")
     d = json.loads(path.read_text())
     return cls(suite, mode, {k: CaseResult.from_json(v) for k, v in d["results"].items()},
                dict(d.get("counts", {})), exit_status)
@@ -134,7 +150,7 @@ class ProblemKind(str, enum.Enum):
   WRONG_MESSAGE = "listed jaxport failure with another message than the table's"
   SKIPPED_ONLY_IN_JAXPORT = "jax passes, jaxport skips"
   JAXPORT_NOT_CALLED = "the suite never called jaxport"
-  NO_RESULTS = "the suite produced no results"
+  NO_RESULTS = "the suite's run did not finish"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,9 +188,9 @@ def judge(runs: Sequence[SuiteRun], deviations: Sequence[Deviation]) -> Verdict:
     for run in (ours, theirs):
       if run is not None and run.error:
         problems.append(Problem(ProblemKind.NO_RESULTS, suite, f"[{run.mode}]", run.error))
-    if ours is None or ours.error:
+    if ours is None:
       continue
-    if ours.results and not any(ours.counts.values()):
+    if ours.results and not any(ours.counts.values()) and not ours.error:
       problems.append(Problem(ProblemKind.JAXPORT_NOT_CALLED, suite, "*",
                               "no call into jaxport's export, call or deserialize was counted; "
                               "the suite may still be using jax's implementation"))
@@ -196,7 +212,7 @@ def judge(runs: Sequence[SuiteRun], deviations: Sequence[Deviation]) -> Verdict:
             and jax_res.outcome is Outcome.PASSED and row is None):
         problems.append(Problem(ProblemKind.SKIPPED_ONLY_IN_JAXPORT, suite, tid, res.message))
   listed_ids = {id(r) for _, _, r in listed}
-  ran_suites = {r.suite for r in runs if r.mode == "jaxport" and not r.error}
+  ran_suites = {r.suite for r in runs if r.mode == "jaxport" and r.results}
   stale = tuple(d for d in deviations
                 if d.suite in ran_suites and id(d) in used and id(d) not in listed_ids)
   return Verdict(tuple(problems), tuple(listed), stale, tuple(_differing(by_key)))
@@ -205,9 +221,11 @@ def judge(runs: Sequence[SuiteRun], deviations: Sequence[Deviation]) -> Verdict:
 def _differing(by_key: Mapping[tuple[str, str], SuiteRun]):
   for suite in sorted({s for s, _ in by_key}):
     ours, theirs = by_key.get((suite, "jaxport")), by_key.get((suite, "jax"))
-    if ours is None or theirs is None or ours.error or theirs.error:
+    if ours is None or theirs is None:
       continue
-    for nodeid in sorted(set(ours.results) | set(theirs.results)):
+    common = set(ours.results) & set(theirs.results)
+    everything = set(ours.results) | set(theirs.results)
+    for nodeid in sorted(common if ours.error or theirs.error else everything):
       a, b = theirs.results.get(nodeid), ours.results.get(nodeid)
       if a is None or b is None or a.outcome is not b.outcome:
         yield (suite, short_id(nodeid), a and a.outcome, b and b.outcome)
@@ -225,7 +243,7 @@ def table(runs: Iterable[SuiteRun]) -> str:
     cells = [suite]
     for mode in MODES:
       run = by_key.get((suite, mode))
-      if run is None or run.error:
+      if run is None or not run.results:
         cells += ["-"] * 3
       else:
         t = run.tally()
@@ -233,5 +251,7 @@ def table(runs: Iterable[SuiteRun]) -> str:
     ours = by_key.get((suite, "jaxport"))
     counts = ours.counts if ours is not None else {}
     cells.append("/".join(str(counts.get(k, 0)) for k in ("export", "call", "deserialize")))
+    if any(r.error for m in MODES if (r := by_key.get((suite, m))) is not None):
+      cells[0] += " (incomplete)"
     lines.append("| " + " | ".join(cells) + " |")
   return "\n".join(lines)

@@ -88,6 +88,7 @@ def run_one(work: Path, out: Path, suite: str, mode: str, pytest_args: list[str]
   results = out / f"{suite}.{mode}.json"
   log = out / f"{suite}.{mode}.log"
   results.unlink(missing_ok=True)
+  _report.partial_path(results).unlink(missing_ok=True)
   env = dict(os.environ)
   env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
   env.update({_plugin.ENV_MODE: mode, _plugin.ENV_OUT: str(results),
@@ -101,7 +102,8 @@ def run_one(work: Path, out: Path, suite: str, mode: str, pytest_args: list[str]
       status = subprocess.run(cmd, cwd=work, env=env, stdout=f, stderr=subprocess.STDOUT,
                               timeout=timeout).returncode
     except subprocess.TimeoutExpired:
-      return _report.SuiteRun(suite, mode, {}, {}, -1, error=f"timed out after {timeout} s")
+      return _report.SuiteRun.load(suite, mode, results, -1,
+                                   why_incomplete=f"timed out after {timeout} s")
   return _report.SuiteRun.load(suite, mode, results, status)
 
 
@@ -159,11 +161,12 @@ def main(argv: list[str] | None = None) -> int:
   for row in verdict.stale:
     sys.stdout.write(f"note: deviation row {row.suite}::{row.test} matched only passing tests; "
                      "remove it if the difference is gone\n")
-  both = {r.suite for r in runs if r.mode == "jax" and not r.error} & {
-      r.suite for r in runs if r.mode == "jaxport" and not r.error}
+  both = {r.suite for r in runs if r.mode == "jax" and r.results} & {
+      r.suite for r in runs if r.mode == "jaxport" and r.results}
   for suite in sorted(both):
     n = sum(1 for d in verdict.differing if d[0] == suite)
-    sys.stdout.write(f"{suite}: {n} test(s) with another outcome under jaxport than under jax\n")
+    sys.stdout.write(f"{suite}: {n} test(s) with another outcome under jaxport than under jax"
+                     " (among the tests both modes finished)\n")
   for suite, tid, theirs, ours in verdict.differing:
     sys.stdout.write(f"  {suite}::{tid}: jax {theirs and theirs.value}, "
                      f"jaxport {ours and ours.value}\n")
