@@ -1,6 +1,15 @@
 """Version numbers that appear on the wire or in modules, with their history.
 
-Calling convention versions (the contract between a module and its caller):
+Calling convention versions (the contract between a module and its caller).
+``call`` runs every version, as jax does; ``export`` writes only
+[MIN..MAX]. For versions 4 to 8 ``main`` takes what it takes today (see
+docs/calling.md):
+  4  (2023-03) StableHLO with compatibility guarantees; before 2023-03-28 main
+     could take dimension arguments (``dim_args_spec``), which nobody passes.
+  5  (2023-05) call_tf_graph support.
+  6  (2023-06) disabled_checks; platforms must be non-empty.
+  7  (2023-07) stablehlo.shape_assertion ops.
+  8  (2023-07) the jax.uses_shape_polymorphism module attribute.
   9  (2023-12) main takes and returns real ``stablehlo.token`` values for ordered
      effects; platform index and dimension variables carry ``jax.global_constant``.
   10 (2025-10) same module text; consumers partition with Shardy.

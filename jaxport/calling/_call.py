@@ -14,7 +14,6 @@ import jax
 import numpy as np
 from jax import tree_util
 
-from jaxport import _versions
 from jaxport.calling import _primitive
 from jaxport.errors import CallError
 from jaxport.shapes import _bridge
@@ -40,13 +39,6 @@ def call(exported: "Exported") -> Callable[..., Any]:
         f"jaxport.deserialize or jax.export) but got {type(exported).__name__}, "
         f"which lacks {', '.join(missing)}. Export the function first: "
         "jaxport.export(jax.jit(f))(*args).")
-  version = exported.calling_convention_version
-  lo, hi = _versions.MIN_CALLING_CONVENTION_VERSION, _versions.MAX_CALLING_CONVENTION_VERSION
-  if not lo <= version <= hi:
-    raise CallError(
-        f"Function '{exported.fun_name}' was exported with calling convention version "
-        f"{version}, but this jaxport calls versions [{lo}..{hi}] only. Re-export it with "
-        f"jax_export_calling_convention_version in that range, or upgrade jaxport.")
 
   @jax.custom_vjp
   def call_flat(*args_flat):

@@ -34,6 +34,7 @@ from jax._src.lib.mlir import ir, passmanager
 from jax._src.lib.mlir.dialects import func as func_dialect
 from jax._src.lib.mlir.dialects import hlo, sdy
 
+from jaxport.calling import _signature
 from jaxport.errors import CallError, DeserializationError
 from jaxport.export import _mlir as export_mlir
 from jaxport.shapes import _api as shapes_api
@@ -316,9 +317,10 @@ def _prepare_callee(exported: "Exported", ctx: mlir.LoweringRuleContext):
   if _has_sdy_mesh(symtab, module):
     if not config.use_shardy_partitioner.value:
       raise CallError(
-          f"Function '{exported.fun_name}' was exported with Shardy enabled but "
-          "is called with Shardy disabled. Enable it with "
-          "jax.config.update('jax_use_shardy_partitioner', True).")
+          "The function was exported with shardy enabled but you are calling it with "
+          "Shardy disabled. Please enable Shardy using `--jax_use_shardy_partitioner=True` "
+          f"(function '{exported.fun_name}'; in Python: "
+          "jax.config.update('jax_use_shardy_partitioner', True)).")
     if _has_frontend_meshes(module):
       _run_pass(module, "xla-sdy-round-trip-import-shardy-attrs")
     mesh = _abstract_mesh(symtab)
@@ -424,6 +426,7 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, exported: _Callee)
     args = _apply_shardings(ctx, args, caller_in_avals, exp, mesh, "in")
 
   main_type = ir.SymbolTable(module.operation)["main"].type
+  _signature.check_main(exp, main_type)
   callee_args: list[ir.Value] = []
   if len(exp.platforms) > 1:
     callee_args.append(_callee_platform_index(ctx, exp, main_type.inputs[0]))

@@ -47,14 +47,19 @@ def default_export_platform() -> str:
 
 
 def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
-           disabled_checks: Sequence[DisabledSafetyCheck] = ()) -> Callable[..., Exported]:
+           disabled_checks: Sequence[DisabledSafetyCheck] = (),
+           _override_lowering_rules: Sequence[tuple[Any, Any]] | None = None,
+           ) -> Callable[..., Exported]:
   """Prepare to export ``fun_jit`` (a ``jax.jit`` result) for the given platforms.
 
   Returns ``do_export(*args_specs, **kwargs_specs)``, which takes pytrees of
   ``jax.ShapeDtypeStruct`` (or anything with ``.shape`` and ``.dtype``) and
   returns the :class:`Exported`. More than one platform adds a platform-index
   argument to the module. ``disabled_checks`` may allow custom-call targets
-  without a stability guarantee.
+  without a stability guarantee. ``_override_lowering_rules`` (pairs of a
+  primitive and a lowering rule, as in jax's private parameter of that name)
+  replaces the lowering of those primitives; the stability of what they emit
+  is the caller's responsibility.
   """
   if not isinstance(fun_jit, stages.Wrapped):
     raise ExportError(
@@ -79,6 +84,8 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
         lowering_platforms=lowering_platforms,
         _private_parameters=jax_mlir.LoweringParameters(
             for_export=True, hoist_constants_as_args=False,
+            override_lowering_rules=(tuple(_override_lowering_rules)
+                                     if _override_lowering_rules is not None else None),
             export_ignore_forward_compatibility=_config.ignore_forward_compatibility()))
     return _export_lowered(lowered, traced.jaxpr, traced.fun_name,
                            disabled_checks=checks, version=version)
@@ -107,10 +114,12 @@ def _check_one_symbolic_scope(fun_jit, args_specs, kwargs_specs) -> None:
         first = (scope, _bridge.args_kwargs_path_to_str(path), d)
       elif scope is not first[0]:
         name = getattr(fun_jit, "__name__", str(fun_jit))
+        # jax's message first (its tests match it), then the fix.
         raise ShapeError(
-            f"Invalid mixing of symbolic scopes when exporting {name}: "
-            f"'{first[2]}' in {first[1]} has scope {first[0]} but '{d}' in "
-            f"{_bridge.args_kwargs_path_to_str(path)} has scope {scope}. Create all "
+            f"Invalid mixing of symbolic scopes when exporting {name}.\n"
+            f"Expected current (from {first[1]}) scope {first[0]}\n"
+            f"and found for '{d}' ({_bridge.args_kwargs_path_to_str(path)}) scope {scope}\n"
+            f"('{first[2]}' in {first[1]} and '{d}' come from different scopes). Create all "
             "symbolic shapes of one export in one scope: pass scope= to "
             "jaxport.symbolic_shape, or use jaxport.symbolic_args_specs.")
 

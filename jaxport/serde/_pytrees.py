@@ -46,6 +46,15 @@ _by_name: dict[str, _Registration] = {}
 
 
 def _is_registered_pytree_node(nodetype: type) -> bool:
+  if _is_namedtuple(nodetype):
+    # Every namedtuple flattens without registration; as in jax, only an explicit
+    # register_pytree_node counts. Unregistered, one flattens with its class as auxdata.
+    try:
+      probe = nodetype(*([None] * len(nodetype._fields)))
+      _, aux = tree_util.default_registry.flatten_one_level(probe)
+    except Exception:  # a custom flatten rule refused the probe: it is registered
+      return True
+    return aux is not nodetype
   try:
     tree_util.PyTreeDef.from_node_data_and_children(
         tree_util.default_registry, (nodetype, None), ())
