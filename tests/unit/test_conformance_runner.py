@@ -189,6 +189,8 @@ def test_a_child_session_rebinds_every_route_only_in_jaxport_mode(tmp_path):
   assert theirs.results["fake_test.py::test_round_trip"].outcome is P
   assert theirs.results["fake_test.py::test_every_route_is_jaxports"].outcome is F
   assert theirs.counts == {}
+  partial = (out / "fake_test.jaxport.json.partial").read_text().splitlines()
+  assert len(partial) == 3 and json.loads(partial[-1])["counts"] == ours.counts
   for run in (ours, theirs):
     assert run.results["fake_test.py::test_jaxs_package_is_restored_after_import"].outcome is P
 

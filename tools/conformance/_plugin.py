@@ -89,16 +89,16 @@ class _Recorder:
 
   def record(self, report) -> None:
     outcome = _report.outcome_of(report.when, report.outcome)
-    if outcome is None:
-      return
-    message = ""
-    if report.failed:
-      message = _report.first_line(report.longreprtext)
-    elif report.skipped and isinstance(report.longrepr, tuple):
-      message = str(report.longrepr[2])
-    self.results[report.nodeid] = _report.merge(
-        self.results.get(report.nodeid), _report.CaseResult(outcome, message))
-    if report.when == "teardown":  # the test is complete: keep it even if the run dies later
+    if outcome is not None:
+      message = ""
+      if report.failed:
+        message = _report.first_line(report.longreprtext)
+      elif report.skipped and isinstance(report.longrepr, tuple):
+        message = str(report.longrepr[2])
+      self.results[report.nodeid] = _report.merge(
+          self.results.get(report.nodeid), _report.CaseResult(outcome, message))
+    if report.when == "teardown" and report.nodeid in self.results:
+      # The test is complete: keep it even if the run dies later.
       with _report.partial_path(self.out).open("a") as f:
         f.write(json.dumps({"nodeid": report.nodeid, **self.results[report.nodeid].to_json(),
                             "counts": self.counters.as_dict() if self.shims else {}}) + "\n")
