@@ -22,7 +22,7 @@ import pytest
 
 from harness import _api, _classify, _jax_corpus, _shardings, coverage, reporter
 from harness._worker import WorkerClient
-from harness.cases import cases_for
+from harness.cases import _lowering_only, cases_for
 from harness.tools import expected_status
 from jaxport.errors import GoldenDataError
 from jaxport.golden._manifest import MANIFEST_FILE
@@ -226,6 +226,9 @@ class HarnessSession:
       if out.get("expected_failure"):
         skips.append({"what": out["entry_id"], "why": f"expected failure: {out['expected_failure']}"})
     targets = coverage.target_coverage(outcomes, coverage.required_targets(o.platform))
+    lowered_for = {p for c in cases_for(o.platform) if c.lowering_only for p in c.export_platforms()}
+    targets["other_platforms"] = coverage.other_platform_coverage(
+        outcomes, lowered_for, _lowering_only.UNREACHABLE)
     if o.record:
       skips.append({"what": "replay, coverage and tripwire", "why": "record mode writes entries only"})
     elif o.partial:
@@ -252,6 +255,15 @@ class HarnessSession:
             f"coverage: today's lowering of registered cases emits {targets['missing_reachable']}, "
             f"which no replayed entry covers; record new entries: "
             f"pytest harness/ --platform={o.platform} --record")
+      for platform, cov in targets["other_platforms"].items():
+        if cov["missing"]:
+          failures.append(
+              f"coverage: {len(cov['missing'])} stable {platform} targets have no replayed "
+              f"lowering-only entry: {cov['missing']}. Add a case to "
+              "harness/cases/_lowering_only.py (or list the target in its UNREACHABLE with the "
+              f"reason) and record it: pytest harness/ --platform={o.platform} --record")
+        skips.extend({"what": f"{platform} target {t}", "why": f"not reachable from a {o.platform} host: {why}"}
+                     for t, why in cov["unreachable"].items())
       unreplayed = coverage.tripwire(present, outcomes)
       if unreplayed:
         failures.append(
