@@ -25,18 +25,22 @@ CORPUS_PARTS = ("_src", "internal_test_util", "export_back_compat_test_data")
 
 @dataclasses.dataclass(frozen=True)
 class CorpusImport:
-  """Where the corpus came from, the temporary store it was imported into, and what was left out."""
+  """Where the corpus came from, the temporary store it was imported into, and what was left out.
+
+  ``duplicates``: datasets identical to one already imported (same case, date and content).
+  """
 
   source: str
   jax_version: str
   root: Path
   imported: int
+  duplicates: tuple[str, ...]
   skipped: tuple[str, ...]
   failed: tuple[str, ...]
 
   def to_json(self) -> dict:
     return {"source": self.source, "jax": self.jax_version, "imported": self.imported,
-            "skipped": list(self.skipped), "failed": list(self.failed)}
+            "duplicates": list(self.duplicates), "skipped": list(self.skipped), "failed": list(self.failed)}
 
 
 def corpus_dir() -> Path:
@@ -58,5 +62,5 @@ def import_corpus(host_platform: str) -> CorpusImport:
     shutil.rmtree(root, ignore_errors=True)
     raise
   return CorpusImport(source=str(source), jax_version=jax.__version__, root=root,
-                      imported=len(result["imported"]) + len(result["exists"]),
+                      imported=len(result["imported"]), duplicates=tuple(result["exists"]),
                       skipped=tuple(result["skipped"]), failed=tuple(result["failed"]))
