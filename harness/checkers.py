@@ -173,7 +173,8 @@ def _svd(j, inputs, want, got):
   a, (u, s, vh) = _wide(inputs[0]), [_wide(x) for x in got]
   j.require("svd: singular values are not sorted descending", bool(np.all(np.diff(s) <= 0)))
   j.close("svd: singular values", want[1], got[1], norm=_largest(want[1]))
-  j.small("svd: U diag(s) V^H - A", (u * s) @ vh - a)
+  k = s.shape[-1]  # full_matrices=True gives square U and V^H; only k columns/rows pair with s
+  j.small("svd: U diag(s) V^H - A", (u[:, :k] * s) @ vh[:k, :] - a)
   j.small("svd: U^H U - I", _h(u) @ u - _eye_like(u))
   j.small("svd: V^H V - I", vh @ _h(vh) - np.eye(vh.shape[-2]))
 
