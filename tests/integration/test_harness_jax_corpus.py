@@ -147,3 +147,11 @@ def test_compat_jax_corpus_replays_the_installed_jax_corpus(pytester, tmp_path):
   assert corpus["failed"] == [] and corpus["imported"] == len(entries)
   assert len(entries) + len(corpus["duplicates"]) == len(datasets)
   assert result.ret == (1 if below else 0)
+
+
+def test_compat_jax_corpus_refuses_a_store_or_record_mode(pytester, tmp_path):
+  result = pytester.runpytest_subprocess(
+      str(ROOT / "harness" / "test_replay.py"), "--platform=cpu", "--compat-jax-corpus", "--record",
+      "-p", "no:cacheprovider")
+  assert result.ret == pytest.ExitCode.USAGE_ERROR
+  result.stderr.fnmatch_lines(["*--compat-jax-corpus replays its own temporary store*--record*"])
