@@ -33,6 +33,10 @@ EXPIRED = "expired"
 STALE_TARGET = "stale_target"
 UNEXPECTED_PASS = "unexpected_pass"
 
+# Verdicts on a lowering-only module's targets against the stable table of its platforms.
+TARGET_STABLE = "stable"
+TARGET_NOT_STABLE = "not_stable"
+
 ALWAYS_FAIL = (BREAK, EXPORT_ERROR)
 STRICT_FAIL = (LOWERING_DRIFT, NUMERICS_CHANGE, EXPIRED, STALE_TARGET, UNEXPECTED_PASS)
 
@@ -102,7 +106,7 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
         out["platforms"] = read.get("platforms")
         out["target_verdicts"] = read["target_verdicts"]
         for target, verdict in sorted(read["target_verdicts"].items()):
-          if verdict != "stable":
+          if verdict != TARGET_STABLE:
             add(STALE_TARGET, f"target {target} is not in the stable table of "
                               f"{'/'.join(read.get('platforms') or [])} "
                               "(jaxport/custom_calls/stable_targets.json): nothing promises it still works")

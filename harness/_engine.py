@@ -11,17 +11,18 @@ import dataclasses
 import datetime
 import hashlib
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import jax
 import numpy as np
 
-from harness import _api, _corpus, _lowering, _shardings, checkers
+from harness import _api, _classify, _corpus, _lowering, _shardings, checkers
 from harness.cases import _case
 from harness.cases import case as lookup_case
 from jaxport import _versions
 from jaxport.custom_calls import _registry
-from jaxport.golden._manifest import Comparison, Manifest, Producer
+from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
 
 # Module locations name files without their directories, so golden modules do
 # not depend on where the checkout lives.
@@ -228,16 +229,14 @@ def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
   return out
 
 
-STABLE, NOT_STABLE = "stable", "not_stable"
-
-
-def target_verdicts(sigs, platforms) -> dict[str, str]:
+def target_verdicts(sigs: Sequence[CustomCallSignature], platforms: Sequence[str]) -> dict[str, str]:
   """Per target of a lowering-only module: stable or not on the platforms it was lowered for."""
   stable = set(_registry.stable_targets(_registry.ANY_PLATFORM))
   for p in platforms:
     if p in _case.PLATFORMS:
       stable |= _registry.stable_targets(p)
-  return {t: STABLE if t in stable else NOT_STABLE for t in _lowering.targets(sigs)}
+  return {t: _classify.TARGET_STABLE if t in stable else _classify.TARGET_NOT_STABLE
+          for t in _lowering.targets(sigs)}
 
 
 # Today's lowering of a case does not change within a process; entries of the
