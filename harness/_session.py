@@ -227,7 +227,7 @@ class HarnessSession:
         skips.append({"what": out["entry_id"], "why": f"expected failure: {out['expected_failure']}"})
     targets = coverage.target_coverage(outcomes, coverage.required_targets(o.platform))
     lowered_for = {p for c in cases_for(o.platform) if c.lowering_only for p in c.export_platforms()}
-    targets["other_platforms"] = coverage.other_platform_coverage(
+    other_targets = coverage.other_platform_coverage(
         outcomes, lowered_for, _lowering_only.UNREACHABLE)
     if o.record:
       skips.append({"what": "replay, coverage and tripwire", "why": "record mode writes entries only"})
@@ -255,7 +255,7 @@ class HarnessSession:
             f"coverage: today's lowering of registered cases emits {targets['missing_reachable']}, "
             f"which no replayed entry covers; record new entries: "
             f"pytest harness/ --platform={o.platform} --record")
-      for platform, cov in targets["other_platforms"].items():
+      for platform, cov in other_targets.items():
         if cov["missing"]:
           failures.append(
               f"coverage: {len(cov['missing'])} stable {platform} targets have no replayed "
@@ -302,6 +302,7 @@ class HarnessSession:
                      "release": x.get("release"),
                      "expected_failure": x.get("expected_failure")} for x in outcomes],
         "targets": targets,
+        "lowering_only_targets": other_targets,
         "skips": skips,
         "drift": drift,
         "recorded": recorded,
