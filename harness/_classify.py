@@ -33,6 +33,10 @@ EXPIRED = "expired"
 STALE_TARGET = "stale_target"
 UNEXPECTED_PASS = "unexpected_pass"
 
+# Verdicts on a lowering-only module's targets against the stable table of its platforms.
+TARGET_STABLE = "stable"
+TARGET_NOT_STABLE = "not_stable"
+
 ALWAYS_FAIL = (BREAK, EXPORT_ERROR)
 STRICT_FAIL = (LOWERING_DRIFT, NUMERICS_CHANGE, EXPIRED, STALE_TARGET, UNEXPECTED_PASS)
 
@@ -64,6 +68,9 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
       "lowering_only": manifest["lowering_only"],
       "targets": recorded_targets,
       "current_targets": None,
+      "platforms": None,
+      "target_verdicts": None,
+      "matched_case": None,
       "kinds": [],
       "messages": [],
       "skips": [],
@@ -91,8 +98,18 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
         add(BREAK, b)
       for d in drifts:
         add(NUMERICS_DRIFT, d)
+    imported = manifest.get("imported_from") is not None
     if manifest["lowering_only"]:
       out["skips"].append("numerics not compared: lowering-only entry (its platform cannot run here)")
+      read = next((r for r in answer.get("readers", []) if r.get("target_verdicts") is not None), None)
+      if read is not None:
+        out["platforms"] = read.get("platforms")
+        out["target_verdicts"] = read["target_verdicts"]
+        for target, verdict in sorted(read["target_verdicts"].items()):
+          if verdict != TARGET_STABLE:
+            add(STALE_TARGET, f"target {target} is not in the stable table of "
+                              f"{'/'.join(read.get('platforms') or [])} "
+                              "(jaxport/custom_calls/stable_targets.json): nothing promises it still works")
     cur = answer.get("current", {})
     if not cur.get("available", False):
       out["skips"].append(f"current lowering not checked: {cur.get('reason', 'unavailable')}")
@@ -100,8 +117,13 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
       add(EXPORT_ERROR, f"the case cannot be exported today: {cur['error']}")
     else:
       out["current_targets"] = cur.get("targets", [])
+      out["matched_case"] = cur.get("matched_case")
+      # A lowering-only entry promises its signatures; an imported dataset is another
+      # function than the case it is compared with, so a difference there is drift.
+      against = f" of case {cur['matched_case']}" if cur.get("matched_case") else ""
       for line in cur.get("signature_diff", []):
-        add(BREAK if manifest["lowering_only"] else LOWERING_DRIFT, f"current lowering: {line}")
+        add(BREAK if manifest["lowering_only"] and not imported else LOWERING_DRIFT,
+            f"current lowering{against}: {line}")
       gone = sorted(set(recorded_targets) - set(cur.get("targets", [])))
       if gone:
         add(STALE_TARGET, f"recorded targets {gone} are no longer emitted by today's lowering; "

@@ -6,20 +6,23 @@ session never calls it directly: it goes through ``harness._worker``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import hashlib
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import jax
 import numpy as np
 
-from harness import _api, _lowering, _shardings, checkers
+from harness import _api, _classify, _corpus, _lowering, _shardings, checkers
 from harness.cases import _case
 from harness.cases import case as lookup_case
 from jaxport import _versions
-from jaxport.golden._manifest import Comparison, Manifest, Producer
+from jaxport.custom_calls import _registry
+from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
 
 # Module locations name files without their directories, so golden modules do
 # not depend on where the checkout lives.
@@ -111,9 +114,22 @@ def export_case(case: _case.Case, producer: str = _api.PRIMARY) -> Any:
   else:
     arg_specs = jax.tree.map(spec, args)
   kwarg_specs = jax.tree.map(spec, kwargs)
-  with _shardings.partitioner(getattr(case, "use_shardy", None)):
+  with _shardings.partitioner(getattr(case, "use_shardy", None)), _flags(getattr(case, "jax_flags", ())):
     return _api.export(jax.jit(case.fun, **_jit_kwargs(case)), platforms=case.export_platforms(),
                        producer=producer)(*arg_specs, **kwarg_specs)
+
+
+@contextlib.contextmanager
+def _flags(flags: tuple[tuple[str, Any], ...]):
+  """Set jax config flags for the duration of an export, restoring the previous values."""
+  saved = [(name, getattr(jax.config, name)) for name, _ in flags]
+  try:
+    for name, value in flags:
+      jax.config.update(name, value)
+    yield
+  finally:
+    for name, value in saved:
+      jax.config.update(name, value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,7 +210,8 @@ def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
       out.update(ok=False, stage="module", error=_error_line(e))
       return out
     problems = [f"the module read back differs from the manifest: {d}" for d in drift]
-    out.update(ok=not problems, stage="module", problems=problems, platforms=list(exp.platforms))
+    out.update(ok=not problems, stage="module", problems=problems, platforms=list(exp.platforms),
+               target_verdicts=target_verdicts(m.custom_call_targets, exp.platforms))
     return out
   try:
     arrays = run_exported_arrays(exp, inputs)
@@ -210,6 +227,16 @@ def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
     if problems:
       out.update(ok=False, problems=[*out["problems"], *problems])
   return out
+
+
+def target_verdicts(sigs: Sequence[CustomCallSignature], platforms: Sequence[str]) -> dict[str, str]:
+  """Per target of a lowering-only module: stable or not on the platforms it was lowered for."""
+  stable = set(_registry.stable_targets(_registry.ANY_PLATFORM))
+  for p in platforms:
+    if p in _case.PLATFORMS:
+      stable |= _registry.stable_targets(p)
+  return {t: _classify.TARGET_STABLE if t in stable else _classify.TARGET_NOT_STABLE
+          for t in _lowering.targets(sigs)}
 
 
 # Today's lowering of a case does not change within a process; entries of the
@@ -245,6 +272,12 @@ def _current_run(case: _case.Case, exp: Any, inputs: list[np.ndarray]) -> list[n
 
 def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_module: bytes | None) -> dict:
   """Re-export the case now: targets, signature drift and (if runnable) numerics drift."""
+  if case is None and m.imported_from is not None:
+    d = m.imported_from.details
+    return {"available": False,
+            "reason": (f"imported from {m.imported_from.source}; no registered case computes "
+                       f"{d.get('dataset_op')} for {d.get('dataset_platform')} "
+                       f"(tried {_corpus.candidate_ids(d) or 'none: the operation is unknown'})")}
   if case is None:
     return {"available": False,
             "reason": f"case {m.case_id} is no longer in the registry (harness/cases/)"}
@@ -255,6 +288,12 @@ def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_mo
     return out
   exp, sigs = exported
   out["targets"] = _lowering.targets(sigs)
+  if m.imported_from is not None:
+    # Another function of the same operation: compare the custom calls, not sizes or numerics.
+    out["matched_case"] = case.case_id
+    out["signature_diff"] = _lowering.diff(_corpus.shape_blind(m.custom_call_targets),
+                                           _corpus.shape_blind(sigs))
+    return out
   out["signature_diff"] = _lowering.diff(m.custom_call_targets, sigs)
   if m.lowering_only:
     return out
@@ -272,6 +311,13 @@ def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_mo
   return out
 
 
+def _case_of(m: Manifest) -> _case.Case | None:
+  """The registered case of an entry: its own, or for one imported from jax's corpus, the match."""
+  if m.imported_from is not None:
+    return _corpus.matching_case(m.imported_from.details)
+  return lookup_case(m.case_id)
+
+
 def replay_entry(entry) -> dict:
   """Replay one verified entry with every reader and against the current lowering."""
   start = time.perf_counter()
@@ -286,7 +332,7 @@ def replay_entry(entry) -> dict:
   recorded_module = modules.get(_api.REFERENCE)
   result = {
       "readers": readers,
-      "current": _current(lookup_case(m.case_id), m, inputs, expected, recorded_module),
+      "current": _current(_case_of(m), m, inputs, expected, recorded_module),
   }
   result["seconds"] = time.perf_counter() - start
   return result

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from harness import _api, _classify, _shardings, coverage, reporter
+from harness import _api, _classify, _jax_corpus, _shardings, coverage, reporter
 from harness._worker import WorkerClient
-from harness.cases import cases_for
+from harness.cases import _lowering_only, cases_for
 from harness.tools import expected_status
 from jaxport.errors import GoldenDataError
 from jaxport.golden._manifest import MANIFEST_FILE
@@ -46,13 +46,16 @@ class Options:
   today: datetime.date
   worker_timeout_s: float
   partial: bool
+  jax_corpus: bool = False
 
 
 class HarnessSession:
   """State of one pytest process's harness run (controller, worker or serial)."""
 
-  def __init__(self, options: Options):
+  def __init__(self, options: Options, corpus: _jax_corpus.CorpusImport | None = None):
     self.options = options
+    # jax's corpus imported for this run (controller only; workers get its root in the options).
+    self.corpus = corpus
     self.store = GoldenStore(options.golden_root)
     self._outcomes: dict[str, dict[str, Any]] = {}
     self._recorded: dict[str, dict[str, Any]] = {}
@@ -118,6 +121,7 @@ class HarnessSession:
     _, family, case_id, _ = entry_id.split("/")
     return {"entry_id": entry_id, "case_id": case_id, "family": family, "record_date": None,
             "days_to_expiry": None, "lowering_only": None, "targets": [], "current_targets": None,
+            "platforms": None, "target_verdicts": None, "matched_case": None,
             "kinds": [_classify.BREAK], "skips": [], "replayed": True,
             "messages": [f"[{_classify.BREAK}] golden data error: {error}"]}
 
@@ -222,11 +226,21 @@ class HarnessSession:
       if out.get("expected_failure"):
         skips.append({"what": out["entry_id"], "why": f"expected failure: {out['expected_failure']}"})
     targets = coverage.target_coverage(outcomes, coverage.required_targets(o.platform))
+    lowered_for = {p for c in cases_for(o.platform) if c.lowering_only for p in c.export_platforms()}
+    other_targets = coverage.other_platform_coverage(
+        outcomes, lowered_for, _lowering_only.UNREACHABLE)
     if o.record:
       skips.append({"what": "replay, coverage and tripwire", "why": "record mode writes entries only"})
     elif o.partial:
       skips.append({"what": "coverage, tripwire and missing-case checks",
                     "why": "the selection was narrowed (-k, -m, --deselect, node ids or files)"})
+    elif o.jax_corpus:
+      skips.append({"what": "coverage and missing-case checks",
+                    "why": "the run replays jax's own corpus, not this repository's golden store"})
+      unreplayed = coverage.tripwire(present, outcomes)
+      if unreplayed:
+        failures.append(f"tripwire: {len(outcomes)} corpus entries replayed but {len(present)} "
+                        f"were imported; not replayed: {_some(unreplayed)}")
     elif self._listing_failed:
       skips.append({"what": "coverage, tripwire and missing-case checks",
                     "why": "the golden store could not be listed, so no entry was replayed"})
@@ -241,6 +255,15 @@ class HarnessSession:
             f"coverage: today's lowering of registered cases emits {targets['missing_reachable']}, "
             f"which no replayed entry covers; record new entries: "
             f"pytest harness/ --platform={o.platform} --record")
+      for platform, cov in other_targets.items():
+        if cov["missing"]:
+          failures.append(
+              f"coverage: {len(cov['missing'])} stable {platform} targets have no replayed "
+              f"lowering-only entry: {cov['missing']}. Add a case to "
+              "harness/cases/_lowering_only.py (or list the target in its UNREACHABLE with the "
+              f"reason) and record it: pytest harness/ --platform={o.platform} --record")
+        skips.extend({"what": f"{platform} target {t}", "why": f"not reachable from a {o.platform} host: {why}"}
+                     for t, why in cov["unreachable"].items())
       unreplayed = coverage.tripwire(present, outcomes)
       if unreplayed:
         failures.append(
@@ -251,6 +274,9 @@ class HarnessSession:
         failures.append(
             f"{len(missing_cases)} registered cases have no golden entry: {missing_cases}; "
             f"record them: pytest harness/ --platform={o.platform} --record")
+    if self.corpus is not None:
+      skips.extend({"what": "jax corpus import", "why": why} for why in self.corpus.skipped)
+      failures.extend(f"jax corpus import failed: {why}" for why in self.corpus.failed)
     counts = {k: sum(1 for x in outcomes if x["status"] == k) for k in ("pass", "drift", "warn", "xfail", "fail")}
     drift = [{"entry_id": x["entry_id"], "kind": m.split("]")[0].lstrip("["), "detail": m.split("] ", 1)[-1]}
              for x in outcomes for m in x["messages"]
@@ -271,13 +297,16 @@ class HarnessSession:
         "versions": {d: _version(d) for d in ("jax", "jaxlib", "jaxport", "numpy")},
         "entries": [{**{k: x[k] for k in ("entry_id", "case_id", "family", "record_date", "status",
                                           "kinds", "messages", "days_to_expiry", "lowering_only",
-                                          "targets", "current_targets")},
+                                          "targets", "current_targets", "platforms",
+                                          "target_verdicts", "matched_case")},
                      "release": x.get("release"),
                      "expected_failure": x.get("expected_failure")} for x in outcomes],
         "targets": targets,
+        "lowering_only_targets": other_targets,
         "skips": skips,
         "drift": drift,
         "recorded": recorded,
+        "jax_corpus": self.corpus.to_json() if self.corpus is not None else None,
         "session_failures": failures,
         "session_warnings": warns,
         "summary": summary,

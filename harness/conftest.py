@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime
+import shutil
 from pathlib import Path
 
 import pytest
 
 import harness._hypothesis_profiles  # noqa: F401  (registers the fuzz profiles; ci by default)
+from harness import _jax_corpus
 from harness._session import WORKER_OUTPUT_KEY, HarnessSession, Options
 
 OPT_PLATFORM = "--platform"
@@ -20,6 +22,9 @@ OPT_WINDOW = "--compat-window-days"
 OPT_ROOT = "--golden-root"
 OPT_TODAY = "--today"
 OPT_TIMEOUT = "--worker-timeout"
+OPT_JAX_CORPUS = "--compat-jax-corpus"
+# How the controller tells xdist workers where it imported the corpus.
+CORPUS_ROOT_KEY = "jaxport_jax_corpus_root"
 
 DEFAULT_WINDOW_DAYS = 180
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
@@ -47,9 +52,13 @@ def pytest_addoption(parser):
                   help="the date used for recording and expiry (default: today)")
   group.addoption(OPT_TIMEOUT, dest="jaxport_worker_timeout", type=float, default=300.0,
                   metavar="SECONDS", help="seconds one entry may take before its worker is killed")
+  group.addoption(OPT_JAX_CORPUS, dest="jaxport_jax_corpus", action="store_true", default=False,
+                  help="import the installed jax's own back-compat corpus into a temporary store "
+                       "and replay it instead of the golden store (other platforms' datasets "
+                       "as lowering-only entries)")
 
 
-def _options(config: pytest.Config) -> Options:
+def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
   get = config.getoption
   today = get("jaxport_today")
   try:
@@ -59,14 +68,20 @@ def _options(config: pytest.Config) -> Options:
   if get("jaxport_compat_window_days") < 0:
     raise pytest.UsageError(f"{OPT_WINDOW} must be >= 0, got {get('jaxport_compat_window_days')}")
   root = get("jaxport_golden_root")
+  if get("jaxport_jax_corpus") and (root or get("jaxport_record")):
+    raise pytest.UsageError(f"{OPT_JAX_CORPUS} replays its own temporary store; it cannot be "
+                            f"combined with {OPT_ROOT} or {OPT_RECORD}")
   root = Path(root) if root else Path(__file__).resolve().parent.parent / "compat_data"
+  if corpus_root is not None:
+    root = corpus_root
   partial = bool(get("keyword") or get("markexpr") or get("deselect", None)
                  or any("::" in str(a) for a in config.args)
                  or not any(_selects_replay(a) for a in config.args))
   return Options(platform=get("jaxport_platform"), record=get("jaxport_record"),
                  strict=bool(get("jaxport_strict") or _pytest_strict(config)), compat_report=get("jaxport_compat_report"),
                  compat_window_days=get("jaxport_compat_window_days"), golden_root=root.resolve(),
-                 today=today, worker_timeout_s=get("jaxport_worker_timeout"), partial=partial)
+                 today=today, worker_timeout_s=get("jaxport_worker_timeout"), partial=partial,
+                 jax_corpus=bool(get("jaxport_jax_corpus")))
 
 
 def _selects_replay(arg: str) -> bool:
@@ -93,10 +108,34 @@ def _check_backend(platform: str) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-  options = _options(config)
-  if not hasattr(config, "workerinput"):
+  corpus = None
+  corpus_root = None
+  if hasattr(config, "workerinput"):
+    root = config.workerinput.get(CORPUS_ROOT_KEY)
+    corpus_root = Path(root) if root else None
+  elif config.getoption("jaxport_jax_corpus"):
+    _options(config)  # refuse bad combinations before importing anything
+    _check_backend(config.getoption("jaxport_platform"))
+    corpus = _jax_corpus.import_corpus(config.getoption("jaxport_platform"))
+    corpus_root = corpus.root
+  options = _options(config, corpus_root)
+  if not hasattr(config, "workerinput") and corpus is None:
     _check_backend(options.platform)
-  config.stash[session_key] = HarnessSession(options)
+  config.stash[session_key] = HarnessSession(options, corpus)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+  """xdist: workers replay the store the controller imported the corpus into."""
+  corpus = harness_session(node.config).corpus
+  if corpus is not None:
+    node.workerinput[CORPUS_ROOT_KEY] = str(corpus.root)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+  hs = config.stash.get(session_key, None)
+  if hs is not None and hs.corpus is not None:
+    shutil.rmtree(hs.corpus.root, ignore_errors=True)
 
 
 def harness_session(config: pytest.Config) -> HarnessSession:

@@ -6,7 +6,7 @@ or deselected covers nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jaxport.custom_calls import _registry
@@ -47,3 +47,27 @@ def cases_without_entries(case_ids: Iterable[str], present: Iterable[str]) -> li
   """Registered cases with no golden entry at all: their targets are unguarded."""
   have = {entry_id.split("/")[2] for entry_id in present}
   return sorted(set(case_ids) - have)
+
+
+def other_platform_coverage(outcomes: Iterable[dict[str, Any]], platforms: Iterable[str],
+                            unreachable: Mapping[str, str]) -> dict[str, Any]:
+  """Per platform of ``platforms`` (those the host lowers for without running): its stable
+  targets against replayed lowering-only entries.
+
+  A target is covered when a replayed lowering-only entry exported for that
+  platform calls it; ``unreachable`` names the targets the host cannot lower,
+  with the reason, so they are listed rather than missing.
+  """
+  outcomes = [o for o in outcomes if o.get("replayed") and o.get("lowering_only")]
+  out = {}
+  for platform in sorted(set(platforms)):
+    required = sorted(_registry.stable_targets(platform))
+    covered = sorted({t for o in outcomes if platform in (o.get("platforms") or ())
+                      for t in o["targets"]} & set(required))
+    out[platform] = {
+        "required": required,
+        "covered": covered,
+        "unreachable": {t: why for t, why in sorted(unreachable.items()) if t in required},
+        "missing": sorted(set(required) - set(covered) - set(unreachable)),
+    }
+  return out

@@ -26,6 +26,9 @@ class Case:
   worker, it returns ``jax.jit`` keyword arguments such as ``in_shardings``,
   whose meshes need the worker's devices) and, to record GSPMD's custom calls,
   ``use_shardy=False`` (None keeps jax's default partitioner).
+
+  ``jax_flags``: ``(name, value)`` jax config flags set while the case is
+  exported (a lowering some flag selects, e.g. the GPU threefry kernel).
   """
 
   case_id: str
@@ -45,6 +48,7 @@ class Case:
   num_devices: int = 1
   jit_kwargs: Callable[[], dict[str, Any]] | None = None
   use_shardy: bool | None = None
+  jax_flags: tuple[tuple[str, Any], ...] = ()
 
   def __post_init__(self):
     for p in (self.host_platform, *(self.platforms or ())):

@@ -91,7 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("sources", nargs="+", metavar="SRC", help=".py files or directories of them")
   p.add_argument("--out", required=True, help="golden store to write (e.g. compat_data)")
   p.add_argument("--platform", choices=PLATFORMS, default=None, help="only datasets of this platform")
-  p.add_argument("--mode", default=None, help="checker name for the manifests (default allclose)")
+  p.add_argument("--mode", default=None,
+                 help="checker name for every manifest (default: chosen per dataset from its "
+                      "family and custom-call targets)")
+  p.add_argument("--host-platform", choices=PLATFORMS, default=None,
+                 help="the platform that will replay the store: other platforms' datasets become "
+                      "lowering-only entries under it (default: each dataset under its own platform)")
   p.add_argument("--rtol", type=float, default=None, help="override the dtype-based rtol")
   p.add_argument("--atol", type=float, default=None, help="override the dtype-based atol")
   p.add_argument("--json", action="store_true", help="print JSON")
@@ -242,7 +247,7 @@ def _inspect(args, extra) -> int:
 
 def _import(args, extra) -> int:
   result = importer.run_import(args.sources, args.out, platform=args.platform, mode=args.mode,
-                               rtol=args.rtol, atol=args.atol)
+                               rtol=args.rtol, atol=args.atol, host_platform=args.host_platform)
   if args.json:
     _print_json(result)
   else:

@@ -77,21 +77,31 @@ def test_tpu_dataset_imports_as_a_tpu_entry(tmp_path, capsys):
   assert "Qr" in [s.target for s in entry.manifest.custom_call_targets]
 
 
-def test_files_without_datasets_and_shape_polymorphic_modules_are_skipped(tmp_path, capsys):
+def test_shape_polymorphic_datasets_import_with_the_specs_jax_states(tmp_path, capsys):
   rc, out, _ = run(capsys, "import-jax-testdata", str(JAX_DATA / "export_with_memory_space.py"),
-                   str(JAX_DATA / "stablehlo_dynamic_top_k.py"), "--out", str(tmp_path / "cd"))
+                   str(JAX_DATA / "stablehlo_dynamic_top_k.py"),
+                   str(JAX_DATA / "stablehlo_dynamic_approx_top_k.py"), "--out", str(tmp_path / "cd"))
   assert rc == 0 and "skipped: export_with_memory_space.py: serializations holds no back-compat dataset" in out
-  assert out.count("skipped: the module is shape-polymorphic") == 2
-  assert "0 imported" in out and not (tmp_path / "cd").exists()
+  assert "3 imported" in out
+  store = GoldenStore(tmp_path / "cd")
+  approx = store.entry("cpu/stablehlo_dynamic_approx_top_k/jax/2024-05-30_jax-unknown").manifest
+  assert approx.polymorphic_shapes == ("b + 4,",) and approx.comparison.mode == "top_k"
+  assert "test_dynamic_approx_top_k" in approx.imported_from.details["polymorphic_shapes_source"]
+  top_k = store.entry("cpu/stablehlo_dynamic_top_k/jax/2023-08-11_jax-unknown")
+  assert top_k.manifest.polymorphic_shapes == ("_, b",)
+  exp = jaxport.deserialize(top_k.blob())
+  assert [str(d) for d in exp.in_avals[0].shape] == ["4", "b"]
 
 
-def test_non_unique_results_carry_a_comparison_note(tmp_path, capsys):
-  rc, _, err = run(capsys, "import-jax-testdata", str(JAX_DATA / "cpu_eig_lapack_geev.py"),
-                   "--out", str(tmp_path / "cd"))
-  assert rc == 0 and "unique only up to a choice" in err
-  entries = GoldenStore(tmp_path / "cd").entries()
-  assert len(entries) == 4
-  assert all("--mode" in e.manifest.imported_from.details["comparison_note"] for e in entries)
+def test_checkers_are_chosen_per_dataset_and_mode_overrides(tmp_path, capsys):
+  srcs = [str(JAX_DATA / f) for f in ("cpu_eig_lapack_geev.py", "cpu_triangular_solve_blas_trsm.py")]
+  assert run(capsys, "import-jax-testdata", *srcs, "--out", str(tmp_path / "cd"))[0] == 0
+  modes = {(e.manifest.family, e.manifest.comparison.mode) for e in GoldenStore(tmp_path / "cd").entries()}
+  assert modes == {("eig_lapack_geev", "jax_eig"), ("triangular_solve_blas_trsm", "allclose")}
+  eig = GoldenStore(tmp_path / "cd").entries()[0].manifest.imported_from.details
+  assert "phase" in eig["checker_reason"] and eig["dataset_op"] == "eig"
+  assert run(capsys, "import-jax-testdata", srcs[0], "--out", str(tmp_path / "o"), "--mode", "allclose")[0] == 0
+  assert {e.manifest.comparison.mode for e in GoldenStore(tmp_path / "o").entries()} == {"allclose"}
 
 
 MALICIOUS = [

@@ -200,3 +200,44 @@ def test_bitwise_equal_results_are_exact():
   w, v = np.linalg.eigh(a)
   verdict = _check("eigh", [a], [w, v], [w.copy(), v.copy()])
   assert verdict.ok and verdict.exact and verdict.max_abs_err == 0.0
+
+
+def test_svd_accepts_full_matrices_of_a_non_square_operand():
+  a = _rng(7).standard_normal((5, 3))
+  u, s, vh = np.linalg.svd(a, full_matrices=True)
+  assert checkers.check("svd", [a], [u, s, vh], [-u, s, -vh], rtol=RTOL, atol=ATOL).ok
+
+
+def test_near_zero_eigenvalues_of_a_singular_operand_are_judged_against_the_largest():
+  a = np.arange(16.0).reshape(4, 4)
+  a = (a + a.T) / 2
+  w, v = np.linalg.eigh(a)
+  rounding = np.array([1e-9, -1e-9, 0.0, 0.0])  # far beyond rtol * |w| for the zero eigenvalues
+  assert checkers.check("eigh", [a], [w, v], [w + rounding, v], rtol=1e-8, atol=1e-12).ok
+  assert not checkers.check("eigh", [a], [w, v], [w + 1e-3, v], rtol=1e-8, atol=1e-12).ok
+
+
+def test_top_k_accepts_ties_in_another_order_and_rejects_wrong_indices():
+  a = np.array([[3.0, 1.0, 3.0, 2.0]])
+  want = [np.array([[3.0, 3.0]]), np.array([[0, 2]], np.int32)]
+  assert checkers.check("top_k", [a], want, [want[0], np.array([[2, 0]], np.int32)],
+                        rtol=RTOL, atol=ATOL).ok
+  bad = checkers.check("top_k", [a], want, [want[0], np.array([[1, 2]], np.int32)], rtol=RTOL, atol=ATOL)
+  assert not bad.ok and "operand[indices]" in bad.problems[0]
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_jax_layout_checkers_recover_the_operand_from_the_recorded_results(complex_):
+  a = _general(11, complex_=complex_)
+  q, r = np.linalg.qr(a)
+  signs = _phases(4, 12, complex_)
+  assert checkers.check("jax_qr", [], [q, r], [q * signs, np.conj(signs)[:, None] * r],
+                        rtol=RTOL, atol=ATOL).ok
+  assert not checkers.check("jax_qr", [], [q, r], [q, 2 * r], rtol=RTOL, atol=ATOL).ok
+  h = _hermitian(13, complex_=complex_)
+  w, v = np.linalg.eigh(h)
+  batch_v, batch_w = np.stack([v, v]), np.stack([w, w])
+  flipped = np.stack([v, v * _phases(4, 14, complex_)])
+  assert checkers.check("jax_eigh", [], [batch_v, batch_w], [flipped, batch_w], rtol=RTOL, atol=ATOL).ok
+  assert not checkers.check("jax_eigh", [], [batch_v, batch_w], [flipped, batch_w[::-1] * 2],
+                            rtol=RTOL, atol=ATOL).ok

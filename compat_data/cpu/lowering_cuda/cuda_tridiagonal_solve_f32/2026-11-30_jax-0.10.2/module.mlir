@@ -1,0 +1,16 @@
+#loc1 = loc("dl")
+#loc2 = loc("d")
+#loc3 = loc("du")
+#loc4 = loc("b")
+module @jit__gtsv attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<4xf32> loc("dl"), %arg1: tensor<4xf32> loc("d"), %arg2: tensor<4xf32> loc("du"), %arg3: tensor<4x2xf32> loc("b")) -> (tensor<4x2xf32> {jax.result_info = "result"}) {
+    %0 = stablehlo.custom_call @cusparse_gtsv2_ffi(%arg0, %arg1, %arg2, %arg3) {mhlo.backend_config = {}, mhlo.frontend_attributes = {num_batch_dims = "0"}, operand_layouts = [dense<0> : tensor<1xindex>, dense<0> : tensor<1xindex>, dense<0> : tensor<1xindex>, dense<[0, 1]> : tensor<2xindex>], output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [], operand_index = 3, operand_tuple_indices = []>], result_layouts = [dense<[0, 1]> : tensor<2xindex>], sdy.sharding_rule = #sdy.op_sharding_rule<([i], [j], [k], [l, m])->([n, o]) {i=4, j=4, k=4, l=4, m=2, n=4, o=2}, custom>} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x2xf32>) -> tensor<4x2xf32> loc(#loc9)
+    return %0 : tensor<4x2xf32> loc(#loc8)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc5 = loc("_lapack.py":73:9)
+#loc6 = loc("_engine.py":116:11)
+#loc7 = loc("jit(_gtsv)"(#loc5))
+#loc8 = loc("jit(_gtsv)"(#loc6))
+#loc9 = loc("tridiagonal_solve"(#loc7))

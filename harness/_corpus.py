@@ -1,0 +1,66 @@
+"""Matching entries imported from jax's own corpus with the registered cases of the same operation.
+
+An imported dataset is jax's test function, not a case of this repository, so
+its entry has no case of its own. Where a registered case computes the same
+operation for the same platform and dtype (``<platform>_<op>[_<variant>]_<dtype>``,
+or ``<op>_<dtype>`` for the CPU LAPACK cases), today's lowering of that case is
+compared with the dataset's module, signature by signature, with dimension
+sizes left out: the two functions use other shapes, so only the custom calls'
+element types, ranks and attributes can be compared. The importer records the
+dataset's platform, operation, variant and dtype in the entry's
+``imported_from`` details.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from harness.cases import _case
+from harness.cases import case as lookup_case
+from jaxport.golden._manifest import CustomCallSignature
+from jaxport.golden._signatures import sort_key
+
+_DIMS_RE = re.compile(r"tensor<((?:[0-9?]+x)+)")
+_RULE_SIZES_RE = re.compile(r"(\b[a-z]+)=\d+")
+
+
+def candidate_ids(details: Mapping[str, Any]) -> list[str]:
+  """Case ids that would match the dataset described by ``details``, best first."""
+  platform, op = details.get("dataset_platform"), details.get("dataset_op")
+  if not platform or not op:
+    return []
+  variant, dtype = details.get("dataset_variant"), details.get("dataset_dtype")
+  prefixes = [f"{platform}_"] + ([""] if platform == "cpu" else [])
+  out = []
+  for prefix in prefixes:
+    for parts in ((op, variant, dtype), (op, dtype), (op, variant), (op,)):
+      if all(parts):
+        out.append(prefix + "_".join(parts))
+  return list(dict.fromkeys(out))
+
+
+def matching_case(details: Mapping[str, Any] | None) -> _case.Case | None:
+  """The registered case matching an imported dataset, exported for the dataset's platform."""
+  if not details:
+    return None
+  for case_id in candidate_ids(details):
+    case = lookup_case(case_id)
+    if case is not None and case.export_platforms() == (details.get("dataset_platform"),):
+      return case
+  return None
+
+
+def _blind(text: str) -> str:
+  text = _DIMS_RE.sub(lambda m: "tensor<" + "?x" * m.group(1).count("x"), text)
+  return _RULE_SIZES_RE.sub(r"\1=?", text)
+
+
+def shape_blind(sigs: Iterable[CustomCallSignature]) -> tuple[CustomCallSignature, ...]:
+  """``sigs`` with every dimension size replaced by ``?`` (ranks, element types and attributes kept)."""
+  out = {CustomCallSignature(
+      target=s.target, operand_types=tuple(_blind(t) for t in s.operand_types),
+      result_types=tuple(_blind(t) for t in s.result_types),
+      attributes={k: _blind(v) for k, v in s.attributes.items()}) for s in sigs}
+  return tuple(sorted(out, key=sort_key))
