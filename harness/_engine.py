@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from harness import _api, _lowering, _shardings, checkers
+from harness import _api, _lowering, _shardings, _stopwatch, checkers
 from harness.cases import _case
 from harness.cases import case as lookup_case
 from jaxport import _versions
@@ -31,10 +31,23 @@ _JAX_CONFIG = (
 )
 
 
-def configure_jax() -> None:
-  """Process-wide jax settings for recording and replaying (64-bit types, short locations)."""
+def configure_jax(compile_cache_dir: str | None = None) -> None:
+  """Process-wide jax settings for recording and replaying (64-bit types, short locations).
+
+  With ``compile_cache_dir``, every compiled executable is kept in jax's
+  persistent compilation cache there, so a module compiled again in this
+  process (the second reader's identical module, an entry of another producer
+  with the same bytes) is loaded instead of compiled. The cache key is the
+  module itself, so only the executable of an identical module is shared; an
+  unreadable cache entry is compiled again.
+  """
   for name, value in _JAX_CONFIG:
     jax.config.update(name, value)
+  if compile_cache_dir is not None:
+    for name, value in (("jax_compilation_cache_dir", compile_cache_dir),
+                        ("jax_persistent_cache_min_compile_time_secs", 0.0),
+                        ("jax_persistent_cache_min_entry_size_bytes", -1)):
+      jax.config.update(name, value)
 
 
 def _is_key(dtype) -> bool:
@@ -178,11 +191,14 @@ def _error_line(e: BaseException) -> str:
 
 
 def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
-                 modules: dict[str, bytes], shardings: dict[str, Any] | None = None) -> dict:
+                 modules: dict[str, bytes], shardings: dict[str, Any] | None = None,
+                 watch: _stopwatch.Stopwatch | None = None) -> dict:
   """Deserialize with ``reader`` and, unless lowering-only, run and judge the outputs."""
   out: dict[str, Any] = {"reader": reader}
+  watch = watch or _stopwatch.Stopwatch()
   try:
-    exp = _api.deserialize(blob, reader=reader)
+    with watch.stage(_stopwatch.DESERIALIZE):
+      exp = _api.deserialize(blob, reader=reader)
     modules[reader] = bytes(exp.mlir_module_serialized)
   except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
     out.update(ok=False, stage="deserialize", error=_error_line(e))
@@ -197,18 +213,20 @@ def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
     out.update(ok=not problems, stage="module", problems=problems, platforms=list(exp.platforms))
     return out
   try:
-    arrays = run_exported_arrays(exp, inputs)
-    actual = [storable(o) for o in arrays]
+    with watch.stage(_stopwatch.CALL):
+      arrays = run_exported_arrays(exp, inputs)
+      actual = [storable(o) for o in arrays]
   except Exception as e:  # noqa: BLE001
     out.update(ok=False, stage="run", error=_error_line(e))
     return out
-  verdict = checkers.check(m.comparison.mode, inputs, expected, actual,
-                           rtol=m.comparison.rtol, atol=m.comparison.atol)
-  out.update(stage="compare", **verdict.to_json())
-  if shardings is not None:
-    problems = _shardings.compare(shardings, arrays)
-    if problems:
-      out.update(ok=False, problems=[*out["problems"], *problems])
+  with watch.stage(_stopwatch.CHECK):
+    verdict = checkers.check(m.comparison.mode, inputs, expected, actual,
+                             rtol=m.comparison.rtol, atol=m.comparison.atol)
+    out.update(stage="compare", **verdict.to_json())
+    if shardings is not None:
+      problems = _shardings.compare(shardings, arrays)
+      if problems:
+        out.update(ok=False, problems=[*out["problems"], *problems])
   return out
 
 
@@ -272,21 +290,26 @@ def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_mo
   return out
 
 
-def replay_entry(entry) -> dict:
-  """Replay one verified entry with every reader and against the current lowering."""
+def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = True,
+                 watch: _stopwatch.Stopwatch | None = None) -> dict:
+  """Replay one verified entry with ``readers`` (default: every reader) and, if ``current``,
+  against today's lowering of its case. The answer carries ``timings`` per part."""
   start = time.perf_counter()
-  m = entry.manifest
-  blob = entry.blob()
-  inputs = entry.inputs()
-  expected = entry.expected_outputs()
-  modules: dict[str, bytes] = {}
-  shardings = entry.shardings()
-  readers = [_replay_with(r, blob, inputs, expected, m, modules, shardings)
-             for r in _api.readers()]
-  recorded_module = modules.get(_api.REFERENCE)
-  result = {
-      "readers": readers,
-      "current": _current(lookup_case(m.case_id), m, inputs, expected, recorded_module),
-  }
+  watch = watch or _stopwatch.Stopwatch()
+  with _stopwatch.watching(watch):
+    m = entry.manifest
+    blob = entry.blob()
+    inputs = entry.inputs()
+    expected = entry.expected_outputs()
+    modules: dict[str, bytes] = {}
+    shardings = entry.shardings()
+    result: dict[str, Any] = {
+        "readers": [_replay_with(r, blob, inputs, expected, m, modules, shardings, watch)
+                    for r in (readers if readers is not None else _api.readers())]}
+    if current:
+      with watch.stage(_stopwatch.CURRENT):
+        result["current"] = _current(lookup_case(m.case_id), m, inputs, expected,
+                                     modules.get(_api.REFERENCE))
   result["seconds"] = time.perf_counter() - start
+  result["timings"] = watch.seconds
   return result

@@ -9,6 +9,7 @@ import pytest
 
 import harness._hypothesis_profiles  # noqa: F401  (registers the fuzz profiles; ci by default)
 from harness._session import WORKER_OUTPUT_KEY, HarnessSession, Options
+from harness._shard import Shard, ShardError, read_costs
 
 OPT_PLATFORM = "--platform"
 OPT_RECORD = "--record"
@@ -20,6 +21,12 @@ OPT_WINDOW = "--compat-window-days"
 OPT_ROOT = "--golden-root"
 OPT_TODAY = "--today"
 OPT_TIMEOUT = "--worker-timeout"
+OPT_CACHE_DIR = "--compat-cache-dir"
+OPT_NO_CACHE = "--compat-no-cache"
+OPT_COLD = "--compat-cold"
+OPT_SHARD = "--compat-shard"
+OPT_COSTS = "--compat-costs"
+OPT_TIMINGS = "--compat-timings"
 
 DEFAULT_WINDOW_DAYS = 180
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
@@ -47,6 +54,21 @@ def pytest_addoption(parser):
                   help="the date used for recording and expiry (default: today)")
   group.addoption(OPT_TIMEOUT, dest="jaxport_worker_timeout", type=float, default=300.0,
                   metavar="SECONDS", help="seconds one entry may take before its worker is killed")
+  group.addoption(OPT_CACHE_DIR, dest="jaxport_cache_dir", default=None, metavar="DIR",
+                  help="keep compiled executables in jax's compilation cache in DIR across runs "
+                       "(default: a fresh directory per run, removed at the end)")
+  group.addoption(OPT_NO_CACHE, dest="jaxport_no_cache", action="store_true", default=False,
+                  help="compile every module, sharing no executable (same verdicts, slower)")
+  group.addoption(OPT_COLD, dest="jaxport_cold", action="store_true", default=False,
+                  help="replay each reader of each entry in a fresh process that has lowered and "
+                       "compiled nothing before, as a server loading an artifact on start")
+  group.addoption(OPT_SHARD, dest="jaxport_shard", default=None, metavar="I/N",
+                  help="replay only shard I of N of the store (deterministic, balanced by "
+                       f"{OPT_COSTS} where known); merge the shards' reports afterwards")
+  group.addoption(OPT_COSTS, dest="jaxport_costs", default=None, metavar="FILE.json",
+                  help=f"per-entry replay seconds written by {OPT_TIMINGS}, to balance {OPT_SHARD}")
+  group.addoption(OPT_TIMINGS, dest="jaxport_timings", default=None, metavar="FILE.json",
+                  help="write each replayed entry's seconds, in total and per part, here")
 
 
 def _options(config: pytest.Config) -> Options:
@@ -60,13 +82,28 @@ def _options(config: pytest.Config) -> Options:
     raise pytest.UsageError(f"{OPT_WINDOW} must be >= 0, got {get('jaxport_compat_window_days')}")
   root = get("jaxport_golden_root")
   root = Path(root) if root else Path(__file__).resolve().parent.parent / "compat_data"
+  try:
+    shard = Shard.parse(get("jaxport_shard")) if get("jaxport_shard") else None
+    costs = read_costs(get("jaxport_costs")) if get("jaxport_costs") else None
+  except ShardError as e:
+    raise pytest.UsageError(str(e)) from None
+  cache_dir = get("jaxport_cache_dir")
+  if cache_dir and get("jaxport_no_cache"):
+    raise pytest.UsageError(f"{OPT_CACHE_DIR} and {OPT_NO_CACHE} contradict each other; pass one.")
+  if cache_dir and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+    raise pytest.UsageError(f"{OPT_CACHE_DIR}={cache_dir} is a file; pass a directory (it is "
+                            "created when missing).")
   partial = bool(get("keyword") or get("markexpr") or get("deselect", None)
                  or any("::" in str(a) for a in config.args)
                  or not any(_selects_replay(a) for a in config.args))
   return Options(platform=get("jaxport_platform"), record=get("jaxport_record"),
                  strict=bool(get("jaxport_strict") or _pytest_strict(config)), compat_report=get("jaxport_compat_report"),
                  compat_window_days=get("jaxport_compat_window_days"), golden_root=root.resolve(),
-                 today=today, worker_timeout_s=get("jaxport_worker_timeout"), partial=partial)
+                 today=today, worker_timeout_s=get("jaxport_worker_timeout"), partial=partial,
+                 compile_cache=not get("jaxport_no_cache"),
+                 compile_cache_dir=Path(cache_dir).resolve() if cache_dir else None,
+                 cold=get("jaxport_cold"), shard=shard, shard_costs=costs,
+                 timings_file=get("jaxport_timings"))
 
 
 def _selects_replay(arg: str) -> bool:
@@ -110,7 +147,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
       ids, params = ["record-mode"], [pytest.param(None, marks=pytest.mark.skip(
           reason="record mode writes entries; run without --record to replay"))]
     else:
-      ids = params = session.entry_ids()
+      ids = params = session.selected_entry_ids()
     metafunc.parametrize("golden_entry", params, ids=ids)
   if "golden_case" in metafunc.fixturenames:
     if session.recording:

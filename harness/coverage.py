@@ -47,3 +47,44 @@ def cases_without_entries(case_ids: Iterable[str], present: Iterable[str]) -> li
   """Registered cases with no golden entry at all: their targets are unguarded."""
   have = {entry_id.split("/")[2] for entry_id in present}
   return sorted(set(case_ids) - have)
+
+
+# Turns shard reports into the report of the whole run and runs the checks above on it.
+MERGE_COMMAND = "python -m harness.tools.shards merge SHARD.json... -o RUN.json"
+
+
+def session_failures(platform: str, targets: dict[str, Any], present: list[str],
+                     outcomes: list[dict[str, Any]], case_ids: list[str]) -> list[str]:
+  """The session-level failures of a whole run: coverage, tripwire, missing cases.
+
+  ``targets`` is ``target_coverage`` of the run's outcomes; a sharded run
+  calls this once, on the report merged from its shards.
+  """
+  failures = []
+  record = f"pytest harness/ --platform={platform} --record"
+  if targets["missing_required"]:
+    failures.append(
+        f"coverage: {len(targets['missing_required'])} stable {platform} targets have no "
+        f"replayed entry: {targets['missing_required']}. Add a case (harness/cases/) and "
+        f"record it: {record}")
+  if targets["missing_reachable"]:
+    failures.append(
+        f"coverage: today's lowering of registered cases emits {targets['missing_reachable']}, "
+        f"which no replayed entry covers; record new entries: {record}")
+  unreplayed = tripwire(present, outcomes)
+  if unreplayed:
+    failures.append(
+        f"tripwire: {len(outcomes)} entries replayed but {len(present)} are present for "
+        f"{platform}; not replayed: {_some(unreplayed)}")
+  missing_cases = cases_without_entries(case_ids, present)
+  if missing_cases:
+    failures.append(
+        f"{len(missing_cases)} registered cases have no golden entry: {missing_cases}; "
+        f"record them: {record}")
+  return failures
+
+
+def _some(ids: list[str], limit: int = 10) -> str:
+  """At most ``limit`` ids, then how many more, so a summary line stays readable."""
+  more = len(ids) - limit
+  return ", ".join(ids[:limit]) + (f" and {more} more" if more > 0 else "")
