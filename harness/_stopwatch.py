@@ -19,9 +19,9 @@ DESERIALIZE = "deserialize"
 CALL = "call"              # tracing the call, lowering it, compiling (or loading) and executing
 CHECK = "check"
 CURRENT = "current"        # today's export of the case and, when its module differs, its run
-# Parts of the stages above as jax reports them.
+# Parts of the readers' calls as jax reports them (today's export keeps its own inside CURRENT).
 COMPILE = "compile"        # XLA compilation, or loading the executable from the compile cache
-LOWER = "lower"            # jaxpr -> StableHLO of the calling wrappers and today's export
+LOWER = "lower"            # jaxpr -> StableHLO of the calling wrapper
 PARTS = (VERIFY, DESERIALIZE, CALL, CHECK, CURRENT, COMPILE, LOWER)
 
 _JAX_EVENTS = {
@@ -35,14 +35,16 @@ class Stopwatch:
 
   def __init__(self) -> None:
     self.seconds = dict.fromkeys(PARTS, 0.0)
+    self.active: str | None = None
 
   @contextlib.contextmanager
   def stage(self, name: str) -> Iterator[None]:
-    start = time.perf_counter()
+    start, outer, self.active = time.perf_counter(), self.active, name
     try:
       yield
     finally:
       self.seconds[name] += time.perf_counter() - start
+      self.active = outer
 
 
 _current: Stopwatch | None = None
@@ -51,7 +53,7 @@ _listening = False
 
 def _on_duration(event: str, duration_secs: float, **_: object) -> None:
   part = _JAX_EVENTS.get(event)
-  if part is not None and _current is not None:
+  if part is not None and _current is not None and _current.active == CALL:
     _current.seconds[part] += duration_secs
 
 
