@@ -158,6 +158,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("golden_case", params, ids=ids)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+  """In shards other than the first, skip the tests that are not replays (the fuzz suite)."""
+  shard = harness_session(config).options.shard
+  if shard is None or shard.index == 1:
+    return
+  skip = pytest.mark.skip(reason=f"the fuzz suite runs in shard 1/{shard.count} only")
+  here = Path(__file__).resolve().parent
+  for item in items:
+    if (Path(item.path).resolve().is_relative_to(here)
+        and not {"golden_entry", "golden_case"} & set(getattr(item, "fixturenames", ()))):
+      item.add_marker(skip)
+
+
 @pytest.fixture
 def harness(request) -> HarnessSession:
   return harness_session(request.config)
