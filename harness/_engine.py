@@ -19,6 +19,7 @@ from harness import _api, _lowering, _shardings, _stopwatch, checkers
 from harness.cases import _case
 from harness.cases import case as lookup_case
 from jaxport import _versions
+from jaxport.export import _mlir
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 
 # Module locations name files without their directories, so golden modules do
@@ -261,6 +262,18 @@ def _current_run(case: _case.Case, exp: Any, inputs: list[np.ndarray]) -> list[n
   return _RUNS[key]
 
 
+def _same_computation(exp: Any, recorded_module: bytes) -> bool:
+  """Whether today's module and the recorded one differ at most in their source locations."""
+  today = bytes(exp.mlir_module_serialized)
+  if today == recorded_module:
+    return True
+  try:
+    return _mlir.module_text_without_locations(today) == _mlir.module_text_without_locations(
+        recorded_module)
+  except Exception:  # noqa: BLE001  (unparsable: not known to be the same; run it)
+    return False
+
+
 def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_module: bytes | None) -> dict:
   """Re-export the case now: targets, signature drift and (if runnable) numerics drift."""
   if case is None:
@@ -276,8 +289,8 @@ def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_mo
   out["signature_diff"] = _lowering.diff(m.custom_call_targets, sigs)
   if m.lowering_only:
     return out
-  if recorded_module is not None and bytes(exp.mlir_module_serialized) == recorded_module:
-    # Same module bytes as the entry: its numerics are the readers' numerics.
+  if recorded_module is not None and _same_computation(exp, recorded_module):
+    # The entry's module up to source locations: its numerics are the readers' numerics.
     out["same_module"] = True
     return out
   actual = _current_run(case, exp, inputs)
