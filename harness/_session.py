@@ -111,10 +111,10 @@ class HarnessSession:
     if num_devices not in self._clients:
       self._clients[num_devices] = WorkerClient(timeout_s=self.options.worker_timeout_s,
                                                 num_devices=num_devices,
-                                                compile_cache=self._compile_cache())
+                                                compile_cache=self.compile_cache_dir())
     return self._clients[num_devices]
 
-  def _compile_cache(self) -> Path | None:
+  def compile_cache_dir(self) -> Path | None:
     """The directory workers share compiled executables through (None: compile everything)."""
     o = self.options
     if o.cold or not o.compile_cache:

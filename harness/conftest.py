@@ -32,6 +32,8 @@ DEFAULT_WINDOW_DAYS = 180
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 
 session_key = pytest.StashKey[HarnessSession]()
+# The controller's per-run compile cache, handed to its xdist workers so they share executables.
+WORKER_CACHE_KEY = "jaxport_compile_cache"
 
 
 def pytest_addoption(parser):
@@ -87,7 +89,7 @@ def _options(config: pytest.Config) -> Options:
     costs = read_costs(get("jaxport_costs")) if get("jaxport_costs") else None
   except ShardError as e:
     raise pytest.UsageError(str(e)) from None
-  cache_dir = get("jaxport_cache_dir")
+  cache_dir = get("jaxport_cache_dir") or getattr(config, "workerinput", {}).get(WORKER_CACHE_KEY)
   if cache_dir and get("jaxport_no_cache"):
     raise pytest.UsageError(f"{OPT_CACHE_DIR} and {OPT_NO_CACHE} contradict each other; pass one.")
   if cache_dir and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
@@ -174,6 +176,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def harness(request) -> HarnessSession:
   return harness_session(request.config)
+
+
+def pytest_configure_node(node) -> None:
+  cache = harness_session(node.config).compile_cache_dir()
+  if cache is not None:
+    node.workerinput[WORKER_CACHE_KEY] = str(cache)
 
 
 def pytest_testnodedown(node, error) -> None:
