@@ -15,8 +15,8 @@ import json
 import shutil
 import tempfile
 import warnings
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
