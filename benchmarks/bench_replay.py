@@ -96,8 +96,8 @@ def breakdown(run: dict) -> list[tuple[str, float]]:
   return [
       ("verification (sha256 of every file)", get("verify", 0.0)),
       ("deserialization (both readers)", get("deserialize", 0.0)),
-      ("compilation or loading from the cache", get("compile", 0.0)),
-      ("lowering (call wrappers, today's export)", get("lower", 0.0)),
+      ("compilation or loading from the cache (readers)", get("compile", 0.0)),
+      ("lowering (the readers' call wrappers)", get("lower", 0.0)),
       ("calls less compile and lowering (tracing, execution)",
        get("call", 0.0) - get("compile", 0.0) - get("lower", 0.0)),
       ("checking (checkers, shardings)", get("check", 0.0)),
