@@ -1,14 +1,20 @@
-"""Per-entry cost of the compat harness above a bare deserialize + compile + run.
+"""The serial harness replay of a store against the floor, measured in the same run.
 
-Run by hand: ``python benchmarks/bench_replay.py [--limit N] [--root compat_data]``.
-It measures, for the same golden entries:
-  bare jax      ``jax.export.deserialize(blob).call(*inputs)`` (one compile + run)
-  bare jaxport  ``jaxport.deserialize(blob).call(*inputs)``
-  harness       one replay request to the isolated worker: sha256 verification,
-                both readers (two compiles + runs), today's lowering of the case,
-                signature comparison and checkers
-and prints per-entry means and the ratios to bare jax measured in this run.
-Each measurement runs in its own fresh process, so no compile is shared.
+Run by hand: ``python benchmarks/bench_replay.py [--root compat_data] [--reps N] [--no-cache-too]``.
+
+  floor    deserializing and calling every runnable entry of the platform once
+           with ``jax.export`` alone, in one fresh process (the time of the loop;
+           entries that fail to run, such as old producers' expected failures, count
+           the time until they fail)
+  harness  ``pytest harness/ --platform=cpu -n 0 -k "not fuzz"`` on the same store,
+           wall clock: verification, both readers, today's lowering, checkers,
+           worker and pytest; cold, its compile cache a fresh directory per run
+
+It prints the harness's ratio to the floor (the target is at most 2.0x), with
+``--no-cache-too`` the ratio with executable sharing off, and where the harness's
+time goes: the worker's per-part seconds (``--compat-timings``) summed over entries,
+and the rest (pytest, worker start-up, IPC) as wall clock minus the worker's time.
+With ``--reps N`` the measurements alternate N times and the minimum is reported.
 """
 
 from __future__ import annotations
@@ -18,86 +24,121 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-_BARE = r"""
+_FLOOR = r"""
 import json, sys, time
 import jax
+import jax.export
+import numpy as np
 jax.config.update("jax_enable_x64", True)
-from harness import _api, _engine
 from jaxport.golden._store import GoldenStore
 store = GoldenStore(sys.argv[1])
-reader = sys.argv[2]
-times = []
-for entry_id in json.loads(sys.argv[3]):
-  e = store.entry(entry_id)
-  blob, inputs = e.blob(), e.inputs()
-  t = time.perf_counter()
-  _engine.run_exported(_api.deserialize(blob, reader=reader), inputs)
-  times.append(time.perf_counter() - t)
-print(json.dumps(times))
+entries = [e for e in store.entries(sys.argv[2]) if not e.manifest.lowering_only]
+loaded = [(e.blob(), e.inputs()) for e in entries]
+failed = 0
+start = time.perf_counter()
+for blob, inputs in loaded:
+  try:
+    exp = jax.export.deserialize(bytearray(blob))
+    args = [jax.random.wrap_key_data(x, impl=a.dtype._impl)
+            if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else x
+            for x, a in zip(inputs, exp.in_avals)]
+    args, kwargs = exp.in_tree.unflatten(args)
+    jax.block_until_ready(exp.call(*args, **kwargs))
+  except Exception:
+    failed += 1
+print(json.dumps({"seconds": time.perf_counter() - start, "entries": len(loaded), "failed": failed}))
 """
 
 
-def _bare(root: Path, reader: str, ids: list[str]) -> list[float]:
-  env = dict(os.environ, PYTHONPATH=str(ROOT))
-  out = subprocess.run([sys.executable, "-c", _BARE, str(root), reader, json.dumps(ids)],
-                       capture_output=True, text=True, env=env, cwd=ROOT)
+def _env() -> dict[str, str]:
+  return dict(os.environ, PYTHONPATH=os.pathsep.join(
+      p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+
+
+def floor(root: Path, platform: str) -> dict:
+  out = subprocess.run([sys.executable, "-c", _FLOOR, str(root), platform],
+                       capture_output=True, text=True, env=_env(), cwd=ROOT)
   if out.returncode:
-    raise SystemExit(f"bare {reader} replay failed:\n{out.stderr[-3000:]}")
+    raise SystemExit(f"the floor's replay failed:\n{out.stderr[-3000:]}")
   return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _harness(root: Path, ids: list[str]) -> list[float]:
-  from harness._worker import WorkerClient
-  client = WorkerClient()
-  try:
-    client.request({"op": "nope"})  # start the worker outside the timed loop
-    times = []
-    for entry_id in ids:
-      t = time.perf_counter()
-      answer = client.request({"op": "replay", "root": str(root), "entry_id": entry_id})
-      times.append(time.perf_counter() - t)
-      if "readers" not in answer:
-        raise SystemExit(f"{entry_id}: {answer}")
-    return times
-  finally:
-    client.close()
+def harness(root: Path, platform: str, *extra: str) -> dict:
+  """Wall seconds of the serial harness replay, and its timings file."""
+  with tempfile.TemporaryDirectory() as tmp:
+    timings = Path(tmp) / "timings.json"
+    cmd = [sys.executable, "-m", "pytest", "harness/", f"--platform={platform}", "-n", "0",
+           "-k", "not fuzz", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+           f"--golden-root={root}", f"--compat-timings={timings}", *extra]
+    start = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT)
+    seconds = time.perf_counter() - start
+    if not timings.exists():
+      raise SystemExit(f"the harness run wrote no timings (exit {out.returncode}):\n"
+                       f"{out.stdout[-3000:]}{out.stderr[-2000:]}")
+    return {"seconds": seconds, "timings": json.loads(timings.read_text())}
+
+
+def breakdown(run: dict) -> list[tuple[str, float]]:
+  """(part, seconds) of one harness run, the parts of the call and the rest broken out."""
+  parts: dict[str, float] = {}
+  for entry in run["timings"]["parts"].values():
+    for name, seconds in entry.items():
+      parts[name] = parts.get(name, 0.0) + seconds
+  worker = sum(run["timings"]["seconds"].values())
+  get = parts.get
+  return [
+      ("verification (sha256 of every file)", get("verify", 0.0)),
+      ("deserialization (both readers)", get("deserialize", 0.0)),
+      ("compilation or loading from the cache (readers)", get("compile", 0.0)),
+      ("lowering (the readers' call wrappers)", get("lower", 0.0)),
+      ("calls less compile and lowering (tracing, execution)",
+       get("call", 0.0) - get("compile", 0.0) - get("lower", 0.0)),
+      ("checking (checkers, shardings)", get("check", 0.0)),
+      ("re-export and its run (today's lowering)", get("current", 0.0)),
+      ("pytest, worker start-up and IPC (wall less worker)", run["seconds"] - worker),
+  ]
 
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--root", default=str(ROOT / "compat_data"))
-  parser.add_argument("--limit", type=int, default=20)
+  parser.add_argument("--platform", default="cpu")
+  parser.add_argument("--reps", type=int, default=1)
+  parser.add_argument("--no-cache-too", action="store_true",
+                      help="also time the harness with --compat-no-cache")
   args = parser.parse_args()
-  from jaxport.golden._store import GoldenStore
   root = Path(args.root).resolve()
-  import jax
-  # Entries of today's jax that run here (older producers may be expected failures).
-  entries = [e for e in GoldenStore(root).entries("cpu")
-             if not e.manifest.lowering_only and e.manifest.producer.jax == jax.__version__]
-  step = max(1, len(entries) // args.limit)
-  ids = [e.entry_id for e in entries[::step]][:args.limit]
-  # Warm-up entry, excluded: the first compile of a process pays one-off costs.
-  ids = [ids[0]] + ids
-  bare_jax = _bare(root, "jax", ids)[1:]
-  bare_jaxport = _bare(root, "jaxport", ids)[1:]
-  harness = _harness(root, ids)[1:]
-  n = len(harness)
-  mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-  print(f"{n} entries (cpu, runnable), per-entry means:")
-  print(f"  bare jax.export deserialize+compile+run  {mean(bare_jax) * 1e3:8.1f} ms  1.00x")
-  print(f"  bare jaxport deserialize+compile+run     {mean(bare_jaxport) * 1e3:8.1f} ms  "
-        f"{mean(bare_jaxport) / mean(bare_jax):.2f}x")
-  print(f"  harness replay (2 readers + current)     {mean(harness) * 1e3:8.1f} ms  "
-        f"{mean(harness) / mean(bare_jax):.2f}x")
-  overhead = mean(harness) - mean(bare_jax) - mean(bare_jaxport)
-  print(f"  overhead above the two bare replays      {overhead * 1e3:8.1f} ms per entry "
-        "(verification, today's lowering, signatures, checkers, IPC)")
+  floors, runs, uncached = [], [], []
+  for rep in range(args.reps):
+    steps = [lambda: floors.append(floor(root, args.platform)),
+             lambda: runs.append(harness(root, args.platform))]
+    if args.no_cache_too:
+      steps.append(lambda: uncached.append(harness(root, args.platform, "--compat-no-cache")))
+    for step in (steps if rep % 2 == 0 else steps[::-1]):
+      step()
+  low = min(floors, key=lambda f: f["seconds"])
+  run = min(runs, key=lambda r: r["seconds"])
+  print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.reps} rep(s), "
+        "minimum of each")
+  print(f"floor: {low['entries']} runnable {args.platform} entries, jax.export deserialize + call "
+        f"once each ({low['failed']} fail to run)   {low['seconds']:7.1f} s  1.00x")
+  print(f"harness: pytest harness/ --platform={args.platform} -n 0 -k 'not fuzz'"
+        f"          {run['seconds']:7.1f} s  {run['seconds'] / low['seconds']:.2f}x")
+  if uncached:
+    slow = min(uncached, key=lambda r: r["seconds"])
+    print(f"harness with --compat-no-cache (every module compiled)"
+          f"          {slow['seconds']:7.1f} s  {slow['seconds'] / low['seconds']:.2f}x")
+  print(f"where the harness's {run['seconds']:.1f} s go "
+        f"({len(run['timings']['seconds'])} entries replayed):")
+  for name, seconds in breakdown(run):
+    print(f"  {name:55s} {seconds:7.1f} s  {seconds / run['seconds']:5.1%}")
 
 
 if __name__ == "__main__":

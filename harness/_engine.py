@@ -17,11 +17,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from harness import _api, _classify, _corpus, _lowering, _shardings, checkers
+from harness import _api, _classify, _corpus, _lowering, _shardings, _stopwatch, checkers
 from harness.cases import _case
 from harness.cases import case as lookup_case
 from jaxport import _versions
 from jaxport.custom_calls import _registry
+from jaxport.export import _mlir
 from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
 
 # Module locations name files without their directories, so golden modules do
@@ -34,10 +35,23 @@ _JAX_CONFIG = (
 )
 
 
-def configure_jax() -> None:
-  """Process-wide jax settings for recording and replaying (64-bit types, short locations)."""
+def configure_jax(compile_cache_dir: str | None = None) -> None:
+  """Process-wide jax settings for recording and replaying (64-bit types, short locations).
+
+  With ``compile_cache_dir``, every compiled executable is kept in jax's
+  persistent compilation cache there, so a module compiled again in this
+  process (the second reader's identical module, an entry of another producer
+  with the same bytes) is loaded instead of compiled. The cache key is the
+  module itself, so only the executable of an identical module is shared; an
+  unreadable cache entry is compiled again.
+  """
   for name, value in _JAX_CONFIG:
     jax.config.update(name, value)
+  if compile_cache_dir is not None:
+    for name, value in (("jax_compilation_cache_dir", compile_cache_dir),
+                        ("jax_persistent_cache_min_compile_time_secs", 0.0),
+                        ("jax_persistent_cache_min_entry_size_bytes", -1)):
+      jax.config.update(name, value)
 
 
 def _is_key(dtype) -> bool:
@@ -194,11 +208,14 @@ def _error_line(e: BaseException) -> str:
 
 
 def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
-                 modules: dict[str, bytes], shardings: dict[str, Any] | None = None) -> dict:
+                 modules: dict[str, bytes], shardings: dict[str, Any] | None = None,
+                 watch: _stopwatch.Stopwatch | None = None) -> dict:
   """Deserialize with ``reader`` and, unless lowering-only, run and judge the outputs."""
   out: dict[str, Any] = {"reader": reader}
+  watch = watch or _stopwatch.Stopwatch()
   try:
-    exp = _api.deserialize(blob, reader=reader)
+    with watch.stage(_stopwatch.DESERIALIZE):
+      exp = _api.deserialize(blob, reader=reader)
     modules[reader] = bytes(exp.mlir_module_serialized)
   except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
     out.update(ok=False, stage="deserialize", error=_error_line(e))
@@ -214,18 +231,20 @@ def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
                target_verdicts=target_verdicts(m.custom_call_targets, exp.platforms))
     return out
   try:
-    arrays = run_exported_arrays(exp, inputs)
-    actual = [storable(o) for o in arrays]
+    with watch.stage(_stopwatch.CALL):
+      arrays = run_exported_arrays(exp, inputs)
+      actual = [storable(o) for o in arrays]
   except Exception as e:  # noqa: BLE001
     out.update(ok=False, stage="run", error=_error_line(e))
     return out
-  verdict = checkers.check(m.comparison.mode, inputs, expected, actual,
-                           rtol=m.comparison.rtol, atol=m.comparison.atol)
-  out.update(stage="compare", **verdict.to_json())
-  if shardings is not None:
-    problems = _shardings.compare(shardings, arrays)
-    if problems:
-      out.update(ok=False, problems=[*out["problems"], *problems])
+  with watch.stage(_stopwatch.CHECK):
+    verdict = checkers.check(m.comparison.mode, inputs, expected, actual,
+                             rtol=m.comparison.rtol, atol=m.comparison.atol)
+    out.update(stage="compare", **verdict.to_json())
+    if shardings is not None:
+      problems = _shardings.compare(shardings, arrays)
+      if problems:
+        out.update(ok=False, problems=[*out["problems"], *problems])
   return out
 
 
@@ -270,6 +289,18 @@ def _current_run(case: _case.Case, exp: Any, inputs: list[np.ndarray]) -> list[n
   return _RUNS[key]
 
 
+def _same_computation(exp: Any, recorded_module: bytes) -> bool:
+  """Whether today's module and the recorded one differ at most in their source locations."""
+  today = bytes(exp.mlir_module_serialized)
+  if today == recorded_module:
+    return True
+  try:
+    return _mlir.module_text_without_locations(today) == _mlir.module_text_without_locations(
+        recorded_module)
+  except Exception:  # noqa: BLE001  (unparsable: not known to be the same; run it)
+    return False
+
+
 def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_module: bytes | None) -> dict:
   """Re-export the case now: targets, signature drift and (if runnable) numerics drift."""
   if case is None and m.imported_from is not None:
@@ -297,8 +328,8 @@ def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_mo
   out["signature_diff"] = _lowering.diff(m.custom_call_targets, sigs)
   if m.lowering_only:
     return out
-  if recorded_module is not None and bytes(exp.mlir_module_serialized) == recorded_module:
-    # Same module bytes as the entry: its numerics are the readers' numerics.
+  if recorded_module is not None and _same_computation(exp, recorded_module):
+    # The entry's module up to source locations: its numerics are the readers' numerics.
     out["same_module"] = True
     return out
   actual = _current_run(case, exp, inputs)
@@ -318,21 +349,26 @@ def _case_of(m: Manifest) -> _case.Case | None:
   return lookup_case(m.case_id)
 
 
-def replay_entry(entry) -> dict:
-  """Replay one verified entry with every reader and against the current lowering."""
+def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = True,
+                 watch: _stopwatch.Stopwatch | None = None) -> dict:
+  """Replay one verified entry with ``readers`` (default: every reader) and, if ``current``,
+  against today's lowering of its case. The answer carries ``timings`` per part."""
   start = time.perf_counter()
-  m = entry.manifest
-  blob = entry.blob()
-  inputs = entry.inputs()
-  expected = entry.expected_outputs()
-  modules: dict[str, bytes] = {}
-  shardings = entry.shardings()
-  readers = [_replay_with(r, blob, inputs, expected, m, modules, shardings)
-             for r in _api.readers()]
-  recorded_module = modules.get(_api.REFERENCE)
-  result = {
-      "readers": readers,
-      "current": _current(_case_of(m), m, inputs, expected, recorded_module),
-  }
+  watch = watch or _stopwatch.Stopwatch()
+  with _stopwatch.watching(watch):
+    m = entry.manifest
+    blob = entry.blob()
+    inputs = entry.inputs()
+    expected = entry.expected_outputs()
+    modules: dict[str, bytes] = {}
+    shardings = entry.shardings()
+    result: dict[str, Any] = {
+        "readers": [_replay_with(r, blob, inputs, expected, m, modules, shardings, watch)
+                    for r in (readers if readers is not None else _api.readers())]}
+    if current:
+      with watch.stage(_stopwatch.CURRENT):
+        result["current"] = _current(_case_of(m), m, inputs, expected,
+                                     modules.get(_api.REFERENCE))
   result["seconds"] = time.perf_counter() - start
+  result["timings"] = watch.seconds
   return result

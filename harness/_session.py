@@ -15,12 +15,14 @@ import json
 import shutil
 import tempfile
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness import _api, _classify, _jax_corpus, _shardings, coverage, reporter
+from harness._shard import Shard, costs_json
 from harness._worker import WorkerClient
 from harness.cases import _lowering_only, cases_for
 from harness.tools import expected_status
@@ -47,6 +49,15 @@ class Options:
   worker_timeout_s: float
   partial: bool
   jax_corpus: bool = False
+  # Executables shared within a run (jax's compilation cache in a per-run directory),
+  # in ``compile_cache_dir`` across runs when given, or not at all.
+  compile_cache: bool = True
+  compile_cache_dir: Path | None = None
+  # Each reader of each entry in a fresh process that has compiled nothing before.
+  cold: bool = False
+  shard: Shard | None = None
+  shard_costs: Mapping[str, float] | None = None
+  timings_file: str | None = None
 
 
 class HarnessSession:
@@ -66,6 +77,9 @@ class HarnessSession:
     self._listing_failed = False
     self._clients: dict[int, WorkerClient] = {}
     self._staging: Path | None = None
+    self._compile_cache_tmp: Path | None = None
+    self._seconds: dict[str, float] = {}
+    self._parts: dict[str, dict[str, float]] = {}
     self.report: dict[str, Any] | None = None
 
   # --- selection ---------------------------------------------------------------
@@ -81,6 +95,13 @@ class HarnessSession:
         self._present = []
     return self._present
 
+  def selected_entry_ids(self) -> list[str]:
+    """Ids of the entries this process replays: all of them, or this shard's part."""
+    present = self.entry_ids()
+    if self.options.shard is None:
+      return present
+    return self.options.shard.select(present, self.options.shard_costs)
+
   def case_ids(self) -> list[str]:
     return [c.case_id for c in cases_for(self.options.platform)]
 
@@ -92,8 +113,21 @@ class HarnessSession:
     """The worker for entries needing ``num_devices`` host devices (one process per count)."""
     if num_devices not in self._clients:
       self._clients[num_devices] = WorkerClient(timeout_s=self.options.worker_timeout_s,
-                                                num_devices=num_devices)
+                                                num_devices=num_devices,
+                                                compile_cache=self.compile_cache_dir())
     return self._clients[num_devices]
+
+  def compile_cache_dir(self) -> Path | None:
+    """The directory workers share compiled executables through (None: compile everything)."""
+    o = self.options
+    if o.cold or not o.compile_cache:
+      return None
+    if o.compile_cache_dir is not None:
+      o.compile_cache_dir.mkdir(parents=True, exist_ok=True)
+      return o.compile_cache_dir
+    if self._compile_cache_tmp is None:
+      self._compile_cache_tmp = Path(tempfile.mkdtemp(prefix="jaxport-compile-cache-"))
+    return self._compile_cache_tmp
 
   # --- replay ------------------------------------------------------------------
 
@@ -106,8 +140,14 @@ class HarnessSession:
     except GoldenDataError as e:
       outcome = self._unreadable(entry_id, e)
     else:
-      answer = self._worker(num_devices).request(
-          {"op": "replay", "root": str(self.options.golden_root), "entry_id": entry_id})
+      request = {"op": "replay", "root": str(self.options.golden_root), "entry_id": entry_id}
+      if self.options.cold:
+        answer = self._replay_cold(request, num_devices)
+      else:
+        answer = self._worker(num_devices).request(request)
+      if "seconds" in answer:
+        self._seconds[entry_id] = answer["seconds"]
+        self._parts[entry_id] = answer.get("timings", {})
       outcome = _classify.classify(answer, entry_id=entry_id, manifest=manifest,
                                    today=self.options.today,
                                    window_days=self.options.compat_window_days)
@@ -116,6 +156,31 @@ class HarnessSession:
     outcome["status"] = _classify.status(outcome, self.options.strict)
     self._outcomes[entry_id] = outcome
     return outcome
+
+  def _replay_cold(self, request: dict[str, Any], num_devices: int) -> dict[str, Any]:
+    """Each reader in its own fresh worker, deserializing and calling before anything else
+    (today's export runs after the last reader); a crash is that entry's answer."""
+    readers = _api.readers()
+    answer: dict[str, Any] = {"readers": [], "seconds": 0.0, "timings": {}}
+    for i, reader in enumerate(readers):
+      last = i == len(readers) - 1
+      client = WorkerClient(timeout_s=self.options.worker_timeout_s, num_devices=num_devices)
+      try:
+        part = client.request({**request, "readers": [reader], "current": last})
+      finally:
+        client.close()
+      if "readers" not in part:
+        if part.get("crashed"):
+          part = {**part, "why": f"cold replay with the {reader} reader in a fresh process: "
+                                 f"{part['why']}"}
+        return part
+      answer["readers"] += part["readers"]
+      answer["seconds"] += part["seconds"]
+      for name, seconds in part["timings"].items():
+        answer["timings"][name] = answer["timings"].get(name, 0.0) + seconds
+      if last:
+        answer["current"] = part["current"]
+    return answer
 
   def _unreadable(self, entry_id: str, error: GoldenDataError) -> dict[str, Any]:
     _, family, case_id, _ = entry_id.split("/")
@@ -198,12 +263,15 @@ class HarnessSession:
 
   def worker_output(self) -> str:
     return json.dumps({"outcomes": self._outcomes, "recorded": self._recorded,
-                       "session_failures": self._session_failures})
+                       "session_failures": self._session_failures,
+                       "seconds": self._seconds, "parts": self._parts})
 
   def merge(self, payload: str) -> None:
     data = json.loads(payload)
     self._outcomes.update(data["outcomes"])
     self._recorded.update(data["recorded"])
+    self._seconds.update(data["seconds"])
+    self._parts.update(data["parts"])
     self._session_failures.extend(f for f in data["session_failures"]
                                   if f not in self._session_failures)
 
@@ -240,40 +308,20 @@ class HarnessSession:
       unreplayed = coverage.tripwire(present, outcomes)
       if unreplayed:
         failures.append(f"tripwire: {len(outcomes)} corpus entries replayed but {len(present)} "
-                        f"were imported; not replayed: {_some(unreplayed)}")
+                        f"were imported; not replayed: {coverage.abbreviate(unreplayed)}")
     elif self._listing_failed:
       skips.append({"what": "coverage, tripwire and missing-case checks",
                     "why": "the golden store could not be listed, so no entry was replayed"})
+    elif o.shard is not None:
+      skips.append({"what": "coverage, tripwire and missing-case checks",
+                    "why": f"shard {o.shard} replays part of the store; they run on the report "
+                           f"merged from all shards ({coverage.MERGE_COMMAND})"})
     else:
-      if targets["missing_required"]:
-        failures.append(
-            f"coverage: {len(targets['missing_required'])} stable {o.platform} targets have no "
-            f"replayed entry: {targets['missing_required']}. Add a case (harness/cases/) and "
-            f"record it: pytest harness/ --platform={o.platform} --record")
-      if targets["missing_reachable"]:
-        failures.append(
-            f"coverage: today's lowering of registered cases emits {targets['missing_reachable']}, "
-            f"which no replayed entry covers; record new entries: "
-            f"pytest harness/ --platform={o.platform} --record")
+      failures += coverage.session_failures(o.platform, targets, present, outcomes, self.case_ids(),
+                                            other_targets)
       for platform, cov in other_targets.items():
-        if cov["missing"]:
-          failures.append(
-              f"coverage: {len(cov['missing'])} stable {platform} targets have no replayed "
-              f"lowering-only entry: {cov['missing']}. Add a case to "
-              "harness/cases/_lowering_only.py (or list the target in its UNREACHABLE with the "
-              f"reason) and record it: pytest harness/ --platform={o.platform} --record")
         skips.extend({"what": f"{platform} target {t}", "why": f"not reachable from a {o.platform} host: {why}"}
                      for t, why in cov["unreachable"].items())
-      unreplayed = coverage.tripwire(present, outcomes)
-      if unreplayed:
-        failures.append(
-            f"tripwire: {len(outcomes)} entries replayed but {len(present)} are present for "
-            f"{o.platform}; not replayed: {_some(unreplayed)}")
-      missing_cases = coverage.cases_without_entries(self.case_ids(), present)
-      if missing_cases:
-        failures.append(
-            f"{len(missing_cases)} registered cases have no golden entry: {missing_cases}; "
-            f"record them: pytest harness/ --platform={o.platform} --record")
     if self.corpus is not None:
       skips.extend({"what": "jax corpus import", "why": why} for why in self.corpus.skipped)
       failures.extend(f"jax corpus import failed: {why}" for why in self.corpus.failed)
@@ -318,6 +366,8 @@ class HarnessSession:
     report = self.build_report()
     if self.options.compat_report:
       reporter.write_json(report, self.options.compat_report)
+    if self.options.timings_file:
+      reporter.write_json(costs_json(self._seconds, self._parts), self.options.timings_file)
     return bool(report["session_failures"])
 
   def close(self) -> None:
@@ -327,6 +377,9 @@ class HarnessSession:
     if self._staging is not None:
       shutil.rmtree(self._staging, ignore_errors=True)
       self._staging = None
+    if self._compile_cache_tmp is not None:
+      shutil.rmtree(self._compile_cache_tmp, ignore_errors=True)
+      self._compile_cache_tmp = None
 
 
 def _differing_files(staged: Path, existing: Path) -> list[str]:
@@ -349,12 +402,6 @@ def _manifest_payload(path: Path) -> dict:
   d = json.loads(path.read_text())
   d.pop("digest", None)
   return d
-
-
-def _some(ids: list[str], limit: int = 10) -> str:
-  """At most ``limit`` ids, then how many more, so a summary line stays readable."""
-  more = len(ids) - limit
-  return ", ".join(ids[:limit]) + (f" and {more} more" if more > 0 else "")
 
 
 def _version(dist: str) -> str | None:

@@ -6,13 +6,20 @@ process and sends it one request at a time as a JSON line; if the worker dies or
 times out, that request fails with the worker's last stderr lines and the next
 request starts a fresh worker. Only JSON crosses the boundary.
 
-Requests: ``{"op": "replay", "root": ..., "entry_id": ...}`` and
+Requests: ``{"op": "replay", "root": ..., "entry_id": ...}`` (optionally
+``"readers": [...]`` and ``"current": false`` to run part of the replay, as the
+cold mode does, one reader per fresh process) and
 ``{"op": "record", "case_id": ..., "today": "YYYY-MM-DD", "staging": ...}``
 (the recording is written as an entry of the staging store).
+
+The worker is started as ``python -m harness._worker [--compile-cache DIR]``;
+with a directory, compiled executables are shared through jax's persistent
+compilation cache there (``harness._engine.configure_jax``).
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -28,19 +35,23 @@ STDERR_TAIL_CHARS = 4000
 
 
 def _handle(request: dict) -> dict:
-  from harness import _engine
+  from harness import _engine, _stopwatch
   from harness.cases import case as lookup_case
   from jaxport.errors import GoldenDataError
   from jaxport.golden._store import GoldenStore
 
   op = request.get("op")
   if op == "replay":
+    watch = _stopwatch.Stopwatch()
     try:
-      entry = GoldenStore(request["root"]).entry(request["entry_id"])
-      entry.verify()
+      with watch.stage(_stopwatch.VERIFY):
+        entry = GoldenStore(request["root"]).entry(request["entry_id"])
+        entry.verify()
     except GoldenDataError as e:
       return {"golden_error": str(e)}
-    return _engine.replay_entry(entry)
+    readers = request.get("readers")
+    return _engine.replay_entry(entry, readers=tuple(readers) if readers is not None else None,
+                                current=request.get("current", True), watch=watch)
   if op == "record":
     case = lookup_case(request["case_id"])
     if case is None:
@@ -52,12 +63,16 @@ def _handle(request: dict) -> dict:
   return {"error": f"unknown request op {op!r}"}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
   """Serve requests from stdin until it closes; answers go to the original stdout only."""
+  parser = argparse.ArgumentParser(prog="python -m harness._worker")
+  parser.add_argument("--compile-cache", default=None, metavar="DIR",
+                      help="share compiled executables through jax's persistent cache in DIR")
+  args = parser.parse_args(argv)
   answers = os.fdopen(os.dup(1), "w", buffering=1)
   os.dup2(2, 1)  # stray prints from native code must not corrupt the answers
   from harness import _engine
-  _engine.configure_jax()
+  _engine.configure_jax(args.compile_cache)
   for line in sys.stdin:
     if not line.strip():
       continue
@@ -74,11 +89,15 @@ class WorkerClient:
 
   ``num_devices > 1`` starts it with that many host CPU devices, for entries
   exported for several devices (jax fixes the device count at start-up).
+  ``compile_cache`` is the directory of jax's compilation cache the worker
+  shares executables through (None: every module is compiled).
   """
 
-  def __init__(self, timeout_s: float = 300.0, num_devices: int = 1):
+  def __init__(self, timeout_s: float = 300.0, num_devices: int = 1,
+               compile_cache: str | os.PathLike | None = None):
     self.timeout_s = timeout_s
     self.num_devices = num_devices
+    self.compile_cache = compile_cache
     self._proc: subprocess.Popen | None = None
     self._stderr = None
 
@@ -93,8 +112,9 @@ class WorkerClient:
       flag = f"--xla_force_host_platform_device_count={self.num_devices}"
       env["XLA_FLAGS"] = " ".join(f for f in (env.get("XLA_FLAGS", ""), flag) if f)
     self._stderr = tempfile.TemporaryFile(mode="w+b")
+    cache = ["--compile-cache", str(self.compile_cache)] if self.compile_cache is not None else []
     self._proc = subprocess.Popen(
-        [sys.executable, "-m", "harness._worker"], cwd=REPO_ROOT, env=env,
+        [sys.executable, "-m", "harness._worker", *cache], cwd=REPO_ROOT, env=env,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
 
   def _stderr_tail(self) -> str:

@@ -11,6 +11,7 @@ import pytest
 import harness._hypothesis_profiles  # noqa: F401  (registers the fuzz profiles; ci by default)
 from harness import _jax_corpus
 from harness._session import WORKER_OUTPUT_KEY, HarnessSession, Options
+from harness._shard import Shard, ShardError, read_costs
 
 OPT_PLATFORM = "--platform"
 OPT_RECORD = "--record"
@@ -25,11 +26,19 @@ OPT_TIMEOUT = "--worker-timeout"
 OPT_JAX_CORPUS = "--compat-jax-corpus"
 # How the controller tells xdist workers where it imported the corpus.
 CORPUS_ROOT_KEY = "jaxport_jax_corpus_root"
+OPT_CACHE_DIR = "--compat-cache-dir"
+OPT_NO_CACHE = "--compat-no-cache"
+OPT_COLD = "--compat-cold"
+OPT_SHARD = "--compat-shard"
+OPT_COSTS = "--compat-costs"
+OPT_TIMINGS = "--compat-timings"
 
 DEFAULT_WINDOW_DAYS = 180
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 
 session_key = pytest.StashKey[HarnessSession]()
+# The controller's per-run compile cache, handed to its xdist workers so they share executables.
+WORKER_CACHE_KEY = "jaxport_compile_cache"
 
 
 def pytest_addoption(parser):
@@ -56,6 +65,21 @@ def pytest_addoption(parser):
                   help="import the installed jax's own back-compat corpus into a temporary store "
                        "and replay it instead of the golden store (other platforms' datasets "
                        "as lowering-only entries)")
+  group.addoption(OPT_CACHE_DIR, dest="jaxport_cache_dir", default=None, metavar="DIR",
+                  help="keep compiled executables in jax's compilation cache in DIR across runs "
+                       "(default: a fresh directory per run, removed at the end)")
+  group.addoption(OPT_NO_CACHE, dest="jaxport_no_cache", action="store_true", default=False,
+                  help="compile every module, sharing no executable (same verdicts, slower)")
+  group.addoption(OPT_COLD, dest="jaxport_cold", action="store_true", default=False,
+                  help="replay each reader of each entry in a fresh process that has lowered and "
+                       "compiled nothing before, as a server loading an artifact on start")
+  group.addoption(OPT_SHARD, dest="jaxport_shard", default=None, metavar="I/N",
+                  help="replay only shard I of N of the store (deterministic, balanced by "
+                       f"{OPT_COSTS} where known); merge the shards' reports afterwards")
+  group.addoption(OPT_COSTS, dest="jaxport_costs", default=None, metavar="FILE.json",
+                  help=f"per-entry replay seconds written by {OPT_TIMINGS}, to balance {OPT_SHARD}")
+  group.addoption(OPT_TIMINGS, dest="jaxport_timings", default=None, metavar="FILE.json",
+                  help="write each replayed entry's seconds, in total and per part, here")
 
 
 def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
@@ -74,6 +98,17 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
   root = Path(root) if root else Path(__file__).resolve().parent.parent / "compat_data"
   if corpus_root is not None:
     root = corpus_root
+  try:
+    shard = Shard.parse(get("jaxport_shard")) if get("jaxport_shard") else None
+    costs = read_costs(get("jaxport_costs")) if get("jaxport_costs") else None
+  except ShardError as e:
+    raise pytest.UsageError(str(e)) from None
+  cache_dir = get("jaxport_cache_dir") or getattr(config, "workerinput", {}).get(WORKER_CACHE_KEY)
+  if cache_dir and get("jaxport_no_cache"):
+    raise pytest.UsageError(f"{OPT_CACHE_DIR} and {OPT_NO_CACHE} contradict each other; pass one.")
+  if cache_dir and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+    raise pytest.UsageError(f"{OPT_CACHE_DIR}={cache_dir} is a file; pass a directory (it is "
+                            "created when missing).")
   partial = bool(get("keyword") or get("markexpr") or get("deselect", None)
                  or any("::" in str(a) for a in config.args)
                  or not any(_selects_replay(a) for a in config.args))
@@ -81,7 +116,11 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
                  strict=bool(get("jaxport_strict") or _pytest_strict(config)), compat_report=get("jaxport_compat_report"),
                  compat_window_days=get("jaxport_compat_window_days"), golden_root=root.resolve(),
                  today=today, worker_timeout_s=get("jaxport_worker_timeout"), partial=partial,
-                 jax_corpus=bool(get("jaxport_jax_corpus")))
+                 jax_corpus=bool(get("jaxport_jax_corpus")),
+                 compile_cache=not get("jaxport_no_cache"),
+                 compile_cache_dir=Path(cache_dir).resolve() if cache_dir else None,
+                 cold=get("jaxport_cold"), shard=shard, shard_costs=costs,
+                 timings_file=get("jaxport_timings"))
 
 
 def _selects_replay(arg: str) -> bool:
@@ -149,7 +188,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
       ids, params = ["record-mode"], [pytest.param(None, marks=pytest.mark.skip(
           reason="record mode writes entries; run without --record to replay"))]
     else:
-      ids = params = session.entry_ids()
+      ids = params = session.selected_entry_ids()
     metafunc.parametrize("golden_entry", params, ids=ids)
   if "golden_case" in metafunc.fixturenames:
     if session.recording:
@@ -160,9 +199,28 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("golden_case", params, ids=ids)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+  """In shards other than the first, skip the tests that are not replays (the fuzz suite)."""
+  shard = harness_session(config).options.shard
+  if shard is None or shard.index == 1:
+    return
+  skip = pytest.mark.skip(reason=f"the fuzz suite runs in shard 1/{shard.count} only")
+  here = Path(__file__).resolve().parent
+  for item in items:
+    if (Path(item.path).resolve().is_relative_to(here)
+        and not {"golden_entry", "golden_case"} & set(getattr(item, "fixturenames", ()))):
+      item.add_marker(skip)
+
+
 @pytest.fixture
 def harness(request) -> HarnessSession:
   return harness_session(request.config)
+
+
+def pytest_configure_node(node) -> None:
+  cache = harness_session(node.config).compile_cache_dir()
+  if cache is not None:
+    node.workerinput[WORKER_CACHE_KEY] = str(cache)
 
 
 def pytest_testnodedown(node, error) -> None:

@@ -71,3 +71,53 @@ def other_platform_coverage(outcomes: Iterable[dict[str, Any]], platforms: Itera
         "missing": sorted(set(required) - set(covered) - set(unreachable)),
     }
   return out
+
+
+# Turns shard reports into the report of the whole run and runs the checks above on it.
+MERGE_COMMAND = "python -m harness.tools.shards merge SHARD.json... -o RUN.json"
+
+
+def session_failures(platform: str, targets: dict[str, Any], present: list[str],
+                     outcomes: list[dict[str, Any]], case_ids: list[str],
+                     other_targets: Mapping[str, Any] | None = None) -> list[str]:
+  """The session-level failures of a whole run: coverage, tripwire, missing cases.
+
+  ``targets`` is ``target_coverage`` of the run's outcomes and
+  ``other_targets`` its ``other_platform_coverage``; a sharded run calls this
+  once, on the report merged from its shards.
+  """
+  failures = []
+  record = f"pytest harness/ --platform={platform} --record"
+  if targets["missing_required"]:
+    failures.append(
+        f"coverage: {len(targets['missing_required'])} stable {platform} targets have no "
+        f"replayed entry: {targets['missing_required']}. Add a case (harness/cases/) and "
+        f"record it: {record}")
+  if targets["missing_reachable"]:
+    failures.append(
+        f"coverage: today's lowering of registered cases emits {targets['missing_reachable']}, "
+        f"which no replayed entry covers; record new entries: {record}")
+  for other, cov in (other_targets or {}).items():
+    if cov["missing"]:
+      failures.append(
+          f"coverage: {len(cov['missing'])} stable {other} targets have no replayed "
+          f"lowering-only entry: {cov['missing']}. Add a case to "
+          "harness/cases/_lowering_only.py (or list the target in its UNREACHABLE with the "
+          f"reason) and record it: {record}")
+  unreplayed = tripwire(present, outcomes)
+  if unreplayed:
+    failures.append(
+        f"tripwire: {len(outcomes)} entries replayed but {len(present)} are present for "
+        f"{platform}; not replayed: {abbreviate(unreplayed)}")
+  missing_cases = cases_without_entries(case_ids, present)
+  if missing_cases:
+    failures.append(
+        f"{len(missing_cases)} registered cases have no golden entry: {missing_cases}; "
+        f"record them: {record}")
+  return failures
+
+
+def abbreviate(ids: list[str], limit: int = 10) -> str:
+  """At most ``limit`` ids, then how many more, so a summary line stays readable."""
+  more = len(ids) - limit
+  return ", ".join(ids[:limit]) + (f" and {more} more" if more > 0 else "")

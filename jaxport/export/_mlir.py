@@ -44,6 +44,13 @@ def module_text(serialized: bytes, fun_name: str | None = None) -> str:
     return jax_mlir.module_to_string(module_from_bytes(serialized, fun_name))
 
 
+def module_text_without_locations(serialized: bytes) -> str:
+  """The text of a serialized module without its locations: equal for modules that differ only
+  in where their source lines were (the same computation)."""
+  with make_context():
+    return module_from_bytes(serialized).operation.get_asm(enable_debug_info=False)
+
+
 def copy_module(module: ir.Module) -> ir.Module:
   """A copy of ``module`` in a fresh context, safe to mutate (lowerings are cached)."""
   context = make_context()

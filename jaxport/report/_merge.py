@@ -11,7 +11,7 @@ gives the report an unsharded run of all of them writes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from jaxport.errors import ReportError
@@ -30,8 +30,12 @@ _SHARED = {
     "versions": lambda r: dict(r.versions),
     "targets.required": lambda r: r.targets.required,
     "summary.present (entries in the store)": lambda r: r.summary.present,
-    "extra top-level fields": lambda r: dict(r.extra),
+    "extra top-level fields": lambda r: {k: v for k, v in r.extra.items() if k != _OTHER_PLATFORMS},
 }
+# The harness's coverage of other platforms' targets by lowering-only entries: per platform,
+# ``required``, ``unreachable`` (target -> why), ``covered`` and ``missing``. Shards agree on the
+# first two; the others depend on all entries and are recomputed.
+_OTHER_PLATFORMS = "lowering_only_targets"
 
 
 def merge_reports(reports: Sequence[RunReport]) -> RunReport:
@@ -60,6 +64,7 @@ def merge_reports(reports: Sequence[RunReport]) -> RunReport:
       session_failures=_union(r.session_failures for r in reports),
       session_warnings=_union(r.session_warnings for r in reports),
       summary=_summary(entries, recorded, first.summary.present),
+      extra=_other_platform_coverage(first.extra, entries),
       source=" + ".join(r.source for r in reports))
 
 
@@ -85,6 +90,23 @@ def _coverage(entries: Iterable[EntryResult], required: tuple[str, ...]) -> Targ
   return Targets(required=required, reachable=tuple(reachable), covered=tuple(covered),
                  missing_required=tuple(sorted(set(required) - set(covered))),
                  missing_reachable=tuple(sorted(set(reachable) - set(covered))))
+
+
+def _other_platform_coverage(extra: Mapping[str, Any], entries: Sequence[EntryResult]
+                             ) -> Mapping[str, Any]:
+  """``extra`` with the other platforms' lowering-only coverage recomputed over all entries."""
+  platforms = extra.get(_OTHER_PLATFORMS)
+  if not isinstance(platforms, Mapping):
+    return extra
+  out = {}
+  for platform, cov in platforms.items():
+    required, unreachable = list(cov["required"]), dict(cov["unreachable"])
+    covered = sorted({t for e in entries if e.lowering_only
+                      and platform in (e.extra.get("platforms") or ()) for t in e.targets}
+                     & set(required))
+    out[platform] = {"required": required, "covered": covered, "unreachable": unreachable,
+                     "missing": sorted(set(required) - set(covered) - set(unreachable))}
+  return {**extra, _OTHER_PLATFORMS: out}
 
 
 def _skips(reports: Sequence[RunReport], order: dict[str, int]) -> tuple[Skip, ...]:

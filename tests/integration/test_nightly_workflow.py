@@ -1,0 +1,79 @@
+"""The nightly workflow's cpu job runs repository commands; this test runs the same ones locally:
+shards of a small store replayed by ``.ci/nightly-cpu shard``, merged by ``.ci/nightly-cpu merge``
+into a report equal to the unsharded run's."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+from harness.tools import shards  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+WORKFLOW = ROOT / ".github" / "workflows" / "nightly-compat.yml"
+SCRIPT = ROOT / ".ci" / "nightly-cpu"
+GOLDEN = ROOT / "compat_data" / "cpu"
+ENTRIES = ("lapack_geqrf/qr_f32/2026-11-29_jax-0.10.2",
+           "lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2",
+           "lapack_getrf/release_lu_f32/2026-11-29_jax-0.4.30",
+           "lapack_getrf/release_lu_f32/2026-11-29_jax-0.9.2")
+
+
+def test_the_workflow_replays_every_shard_and_merges_them_with_the_script():
+  text = WORKFLOW.read_text()
+  count = int(re.search(r"\.ci/nightly-cpu shard \$\{\{ matrix\.shard \}\} (\d+) ", text).group(1))
+  matrix = re.search(r"shard: \[([\d, ]+)\]", text).group(1)
+  assert [int(x) for x in matrix.split(",")] == list(range(1, count + 1))
+  assert ".ci/nightly-cpu merge ${{ matrix.jax }}" in text
+  assert ".ci/nightly-cpu corpus ${{ matrix.jax }}" in text
+
+
+def _env(tmp_path: Path, root: Path) -> dict[str, str]:
+  bindir = str(Path(sys.executable).parent)
+  return dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=str(ROOT),
+              REPORTS=str(tmp_path / "reports"), GOLDEN_ROOT=str(root),
+              HARNESS="harness/test_replay.py",
+              PYTEST_ADDOPTS="--today=2026-11-30 -p no:randomly -W ignore::DeprecationWarning")
+
+
+def test_shard_reports_merge_into_the_unsharded_report(tmp_path):
+  root = tmp_path / "golden"
+  for e in ENTRIES:
+    shutil.copytree(GOLDEN / e, root / "cpu" / e)
+  env = _env(tmp_path, root)
+  for i in ("1", "2"):
+    subprocess.run([str(SCRIPT), "shard", i, "2", "test"], env=env, cwd=tmp_path,
+                   capture_output=True, text=True)
+  merged = subprocess.run([str(SCRIPT), "merge", "test"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True)
+  # Four entries pass or fail as expected; the store covers few targets, so the run fails.
+  assert merged.returncode == 1, merged.stderr[-3000:]
+  assert "SESSION FAIL coverage:" in merged.stderr
+  whole = tmp_path / "whole.json"
+  subprocess.run([sys.executable, "-m", "pytest", "harness/test_replay.py", "--platform=cpu",
+                  f"--golden-root={root}", f"--compat-report={whole}"],
+                 env=env, cwd=ROOT, capture_output=True, text=True)
+  report = json.loads((tmp_path / "reports" / "compat-cpu-test.json").read_text())
+  assert report == json.loads(whole.read_text())
+  assert report["summary"]["replayed"] == 4 and report["session_failures"]
+  shard_ids = [{e["entry_id"] for e in json.loads(p.read_text())["entries"]}
+               for p in sorted((tmp_path / "reports").glob("shard-cpu-test-*-of-2.json"))]
+  assert len(shard_ids) == 2 and all(shard_ids) and not shard_ids[0] & shard_ids[1]
+  assert (tmp_path / "reports" / "window-cpu-test.md").read_text()
+
+
+def test_merge_never_overwrites_a_shard_report(tmp_path, caplog):
+  shard = tmp_path / "shard.json"
+  shard.write_text("{}")
+  assert shards.main(["merge", str(shard), "-o", str(shard)]) == 2
+  assert "is one of the shard reports" in caplog.text and shard.read_text() == "{}"

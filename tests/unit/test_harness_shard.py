@@ -1,0 +1,91 @@
+"""Splitting a store into shards: disjoint, complete, deterministic, balanced, cases kept whole."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+import _report_helpers as helpers  # noqa: E402
+from harness._shard import Shard, ShardError, costs_json, read_costs, split  # noqa: E402
+from harness.tools import shards  # noqa: E402
+from jaxport.report import RunReport  # noqa: E402
+
+# Two cases with eight releases each and singles, as a store holds them.
+IDS = ([f"cpu/lapack_potrf/release_cholesky_f32/2026-11-29_jax-0.{v}" for v in range(8)]
+       + [f"cpu/lapack_geqrf/release_qr_f32/2026-11-29_jax-0.{v}" for v in range(8)]
+       + [f"cpu/lapack_syevd/eigh_{t}/2026-11-29_jax-0.10.2" for t in ("f32", "f64", "c64", "c128")]
+       + [f"cpu/feature_vjp/vjp_{i}/2026-11-29_jax-0.10.2" for i in range(9)])
+
+
+def _case(entry_id: str) -> str:
+  return entry_id.rsplit("/", 1)[0]
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5, 40])
+def test_shards_are_disjoint_and_cover_every_entry_with_cases_whole(count):
+  shards = [Shard(i, count).select(reversed(IDS)) for i in range(1, count + 1)]
+  flat = [e for s in shards for e in s]
+  assert sorted(flat) == sorted(IDS)
+  assert len(flat) == len(set(flat))
+  owner = {_case(e): i for i, s in enumerate(shards) for e in s}
+  assert all(owner[_case(e)] == i for i, s in enumerate(shards) for e in s)
+
+
+def test_the_split_depends_only_on_the_ids_and_costs_not_their_order():
+  costs = {e: float(len(e) % 7) for e in IDS}
+  assert split(IDS, 3, costs) == split(list(reversed(IDS)), 3, dict(reversed(costs.items())))
+
+
+def test_recorded_costs_balance_the_shards():
+  # By count the two eight-release cases weigh most; by cost the eigh entries dominate.
+  costs = {e: (20.0 if "eigh" in e else 1.0) for e in IDS}
+  loads = [sum(costs[e] for e in s) for s in split(IDS, 2, costs)]
+  assert max(loads) - min(loads) <= 20.0
+  assert all(any("eigh" in e for e in s) for s in split(IDS, 2, costs))
+  # Unknown entries cost the median of the known ones.
+  partial = {e: c for e, c in costs.items() if "vjp_0" not in e}
+  assert split(IDS, 2, partial) == split(IDS, 2, {**partial, IDS[-9]: 1.0})
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0", "-1/2", ""])
+def test_a_bad_shard_says_what_is_expected(text):
+  with pytest.raises(ShardError, match=r"expected I/N with 1 <= I <= N"):
+    Shard.parse(text)
+
+
+def test_costs_round_trip_through_the_timings_file_and_bad_files_are_refused(tmp_path):
+  good = tmp_path / "t.json"
+  good.write_text(json.dumps(costs_json({IDS[0]: 1.23456}, {IDS[0]: {"call": 1.0}})))
+  assert read_costs(good) == {IDS[0]: 1.2346}
+  for name, text in {"bad.json": "{", "other.json": '{"format": 2, "seconds": {}}',
+                     "neg.json": '{"format": 1, "seconds": {"a": -1}}'}.items():
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ShardError, match=f"costs file .*{name}.*--compat-timings"):
+      read_costs(tmp_path / name)
+  with pytest.raises(ShardError, match="missing.json"):
+    read_costs(tmp_path / "missing.json")
+
+
+def _shard_report(shard: str | None, source: str):
+  report = helpers.run_report()
+  if shard is not None:
+    report["skips"] = [*report["skips"], {"what": shards.CHECKS,
+                                          "why": f"shard {shard} replays part of the store"}]
+  return RunReport.from_json(report, source=source)
+
+
+@pytest.mark.parametrize("given, problem", [
+    (("1/3", "3/3"), r"missing \['2/3'\]"),
+    (("1/2", "1/2", "2/2"), r"repeated \['1/2'\]"),
+    (("1/2", "2/3"), r"splits into \[2, 3\] shards"),
+    (("1/2", None), "did not run with --compat-shard"),
+])
+def test_merging_refuses_anything_but_every_shard_of_one_run_once(given, problem):
+  reports = [_shard_report(s, f"r{i}.json") for i, s in enumerate(given)]
+  with pytest.raises(ShardError, match=problem):
+    shards.merge_and_check(reports, ROOT / "compat_data")
