@@ -3,6 +3,8 @@
 The public names mirror ``jax.export``; implementation modules are private.
 """
 
+# First: refuse a jax older than the supported range before anything touches its internals.
+from jaxport._jaxcompat._version import JAXPORT_VERSION as __version__
 from jaxport._versions import (
     MAX_CALLING_CONVENTION_VERSION as maximum_supported_calling_convention_version,
     MIN_CALLING_CONVENTION_VERSION as minimum_supported_calling_convention_version,

@@ -25,10 +25,12 @@ import opt_einsum
 
 from jax import ShapeDtypeStruct, tree_util
 from jax._src import core, dtypes, effects
+
 from jax._src.interpreters import mlir
 from jax._src.lax import lax
 from jax._src.numpy import einsum as jnp_einsum
 
+from jaxport._jaxcompat import _dtypes as jax_dtypes
 from jaxport.errors import ShapeError
 from jaxport.shapes import _expr, _solver
 from jaxport.shapes._jaxerr import InconclusiveDimensionOperation
@@ -138,7 +140,7 @@ def _register_with_jax() -> None:
   dtypes.register_weak_scalar_type(DimExpr)
   dtypes.python_scalar_types.add(DimExpr)
   dtypes.python_scalar_types_to_dtypes[DimExpr] = dtypes.python_scalar_types_to_dtypes[int]
-  dtypes.register_canonicalize_value_handler(DimExpr, None)
+  jax_dtypes.register_identity_canonicalizer(DimExpr)
   jnp_einsum._poly_einsum_handlers[DimExpr] = _einsum_contract_path
 
   for effect_set in (effects.lowerable_effects, effects.control_flow_allowed_effects,
