@@ -14,7 +14,7 @@ import jax
 import numpy as np
 from jax import tree_util
 
-from jaxport.calling import _primitive
+from jaxport.calling import _batching, _primitive
 from jaxport.errors import CallError
 from jaxport.shapes import _bridge
 
@@ -25,13 +25,19 @@ _RECORD_ATTRS = ("in_tree", "in_avals", "out_tree", "out_avals", "mlir_module_se
                  "platforms", "module_kept_var_idx", "vjp")
 
 
-def call(exported: "Exported") -> Callable[..., Any]:
+def call(exported: "Exported", *,
+         vmap_method: "str | _batching.VmapMethod" = "sequential") -> Callable[..., Any]:
   """A function taking the arguments ``exported`` was exported with and returning its results.
 
   It checks the pytree structure, then binds the ``call_exported`` primitive,
   which checks shapes and dtypes. It works eagerly, under ``jax.jit``, inside
-  another export, and under ``jax.grad`` (through ``exported.vjp()``).
+  another export, under ``jax.grad`` (through ``exported.vjp()``) and under
+  ``jax.vmap``: by default as a loop over the batch; with
+  ``vmap_method="fold_leading_dim"`` by folding the batch into the leading
+  dimension, which the caller declares the function maps over independently
+  (see ``docs/calling.md``).
   """
+  method = _batching.parse_vmap_method(vmap_method)
   missing = [a for a in _RECORD_ATTRS if not hasattr(exported, a)]
   if missing:
     raise CallError(
@@ -39,10 +45,13 @@ def call(exported: "Exported") -> Callable[..., Any]:
         f"jaxport.deserialize or jax.export) but got {type(exported).__name__}, "
         f"which lacks {', '.join(missing)}. Export the function first: "
         "jaxport.export(jax.jit(f))(*args).")
+  if method is _batching.VmapMethod.FOLD_LEADING_DIM:
+    _batching.check_foldable(exported)
+  param = _batching.callee(exported, method)
 
   @jax.custom_vjp
   def call_flat(*args_flat):
-    return _primitive.bind(exported, args_flat)
+    return _primitive.call_exported_p.bind(*args_flat, exported=param)
 
   def call_flat_fwd(*args_flat):
     return call_flat(*args_flat), args_flat
