@@ -194,8 +194,9 @@ def _serialize_ordereddict_keys(keys: Sequence[Any]) -> bytes:
   if bad:
     raise SerializationTypeError(
         "Serialization of collections.OrderedDict is supported only when the keys "
-        f"are strings. Found key {bad[0]!r} of type {type(bad[0])}; convert the "
-        "keys to strings before exporting.")
+        f"are strings. Found keys: {keys}.\n"
+        f"The first key that is not a string is {bad[0]!r} of type {type(bad[0])}; convert "
+        "the keys to strings before exporting.")
   return json.dumps(list(keys)).encode("utf-8")
 
 
