@@ -27,7 +27,7 @@ _MARKER = ".jaxport-test-ready"
 _PTH_NAME = "jaxport_release_jax.pth"
 
 
-def test_extra(pyproject: Path = _venvs.REPO_ROOT / "pyproject.toml") -> list[str]:
+def extra_requirements(pyproject: Path = _venvs.REPO_ROOT / "pyproject.toml") -> list[str]:
   """The requirements of the ``test`` extra, read from ``pyproject.toml``."""
   data = tomllib.loads(pyproject.read_text())
   return list(data["project"]["optional-dependencies"]["test"])
@@ -49,7 +49,7 @@ def ensure_test_venv(version: str, root: str | os.PathLike | None = None) -> Pat
   release_python = _venvs.ensure_venv(version, root)
   d = test_venv_dir(version, root)
   python = d / "bin" / "python"
-  wanted = " ".join(test_extra()) + f" jaxport@{_venvs.REPO_ROOT}\n"
+  wanted = " ".join(extra_requirements()) + f" jaxport@{_venvs.REPO_ROOT}\n"
   marker = d / _MARKER
   if marker.is_file() and marker.read_text() == wanted and python.exists():
     return python
@@ -58,7 +58,7 @@ def ensure_test_venv(version: str, root: str | os.PathLike | None = None) -> Pat
     shutil.rmtree(d)
   _venvs._run([_venvs._base_python(), "-m", "venv", str(d)], f"creating the test venv for jax {version}")
   (Path(_site_packages(python)) / _PTH_NAME).write_text(_site_packages(release_python) + "\n")
-  _venvs._run([str(python), "-m", "pip", "install", "--quiet", *test_extra()],
+  _venvs._run([str(python), "-m", "pip", "install", "--quiet", *extra_requirements()],
               f"installing the test extra into {d}")
   _venvs._run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(_venvs.REPO_ROOT)],
               f"installing jaxport's console script into {d}")

@@ -18,7 +18,7 @@ from jaxport.errors import JaxVersionError, UntestedJaxWarning
 JAXPORT_VERSION = "0.1.0"
 
 # The oldest jax release jaxport runs on, and the newest one it is tested with.
-# The releases in between that CI tests, oldest first (harness/tools/test_with_jax.py).
+# The releases in between that CI tests, oldest first (harness/tools/suites_with_jax.py).
 MIN_JAX = "0.9.0"
 MAX_TESTED_JAX = "0.10.2"
 TESTED_RELEASES = ("0.9.0", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.2")

@@ -1,5 +1,7 @@
 """The supported jax range: refused below it at import, warned once above it, declared in pyproject."""
 
+import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -65,3 +67,12 @@ def test_pyproject_declares_the_range_not_a_pin():
   assert deps["jaxlib"] == f"jaxlib>={_version.MIN_JAX}"
   assert _version.TESTED_RELEASES[0] == _version.MIN_JAX
   assert _version.TESTED_RELEASES[-1] == _version.MAX_TESTED_JAX
+
+
+def test_the_nightly_matrix_and_the_runner_cover_every_tested_release():
+  from harness.tools import suites_with_jax
+  assert suites_with_jax.supported_releases() == _version.TESTED_RELEASES
+  workflow = (REPO / ".github" / "workflows" / "nightly-compat.yml").read_text()
+  job = workflow[workflow.index("supported-releases:"):]
+  matrix = re.search(r"jax: \[([^\]]*)\]", job).group(1)
+  assert tuple(json.loads(f"[{matrix}]")) == _version.TESTED_RELEASES

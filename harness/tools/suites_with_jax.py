@@ -1,8 +1,8 @@
 """Run jaxport's test suite and the CPU harness replay under each supported jax release.
 
-    python harness/tools/test_with_jax.py --supported --out reports/releases
-    python harness/tools/test_with_jax.py --jax 0.9.2 --jax 0.10.1 --out reports/releases
-    python harness/tools/test_with_jax.py --jax 0.10.0 --suite tests -- -k vmap
+    python harness/tools/suites_with_jax.py --supported --out reports/releases
+    python harness/tools/suites_with_jax.py --jax 0.9.2 --jax 0.10.1 --out reports/releases
+    python harness/tools/suites_with_jax.py --jax 0.10.0 --suite tests -- -k vmap
 
 Each release runs in its test venv ``.jax-venvs/test-jax-<version>`` (the
 release venv's jax plus the ``test`` extra, see ``_test_venvs.py``) with this
@@ -88,7 +88,7 @@ def read_junit(path: Path, suite: str, returncode: int) -> SuiteResult:
   return SuiteResult(suite, returncode=returncode, failures=tuple(failures), **counts)
 
 
-def test_env() -> dict[str, str]:
+def suite_env() -> dict[str, str]:
   """The environment for a release's pytest: this repository first on PYTHONPATH, CPU only."""
   env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")}
   env["PYTHONPATH"] = os.pathsep.join([str(_venvs.REPO_ROOT)] + (
@@ -105,7 +105,7 @@ def run_suite(python: str, suite: str, out: Path, label: str, workers: str,
          f"--junitxml={junit}", *extra]
   logger.info("jax %s, %s: %s", label, suite, " ".join(cmd))
   with log.open("w") as f:
-    proc = subprocess.run(cmd, cwd=_venvs.REPO_ROOT, env=test_env(), stdout=f,
+    proc = subprocess.run(cmd, cwd=_venvs.REPO_ROOT, env=suite_env(), stdout=f,
                           stderr=subprocess.STDOUT)
   result = read_junit(junit, suite, proc.returncode)
   logger.info("jax %s, %s: %d passed, %d failed, %d errors, %d skipped (log %s)", label, suite,
