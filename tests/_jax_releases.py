@@ -6,8 +6,12 @@ older releases with the reason. Keep this list short (at most ten skipped tests
 per release) and prefer tests that hold on every release.
 """
 
+import functools
+
 import jax
+import numpy as np
 import pytest
+from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport._jaxcompat import _version
@@ -35,3 +39,27 @@ jax_allow_list_of_0_10 = pytest.mark.skipif(
     JAX_RELEASE < (0, 10, 0),
     reason=f"jax {jax.__version__}'s custom-call allow-list predates the three ROCm targets "
            "jax 0.10.0 added; jaxport's table is 0.10's")
+
+
+@functools.cache
+def _cpu_mesh_places_in_host_memory() -> bool:
+  """Whether this jax runs a jit that places a sharded output in pinned host memory on CPU devices."""
+  mesh = jax.make_mesh((jax.device_count(),), ("x",))
+  host = NamedSharding(mesh, PartitionSpec("x"), memory_kind="pinned_host")
+  try:
+    jax.jit(lambda x: x * 2, out_shardings=host)(np.ones((jax.device_count(), 2), np.float32))
+  except jax.errors.JaxRuntimeError:
+    return False
+  return True
+
+
+def skip_without_memory_kinds_on_cpu_mesh() -> None:
+  """Skip a multi-device test of memory kinds where jax itself cannot run them on CPU devices.
+
+  jax before 0.10.2 refuses ``annotate_device_placement`` on a multi-device CPU
+  mesh ("Side-effect ops cannot be replicated"), for plain ``jax.jit`` too.
+  Detected by running one such jit (in the eight-device test child only).
+  """
+  if not _cpu_mesh_places_in_host_memory():
+    pytest.skip(f"jax {jax.__version__} cannot place sharded values in host memory on a "
+                "multi-device CPU mesh (Side-effect ops cannot be replicated), even in plain jax.jit")
