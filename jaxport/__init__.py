@@ -17,7 +17,9 @@ from jaxport.errors import (
     ExportError as ExportError,
     GoldenDataError as GoldenDataError,
     JaxportError as JaxportError,
+    JaxVersionError as JaxVersionError,
     ShapeError as ShapeError,
+    UntestedJaxWarning as UntestedJaxWarning,
 )
 from jaxport.export._disabled_checks import DisabledSafetyCheck as DisabledSafetyCheck
 from jaxport.export._exported import Exported as Exported
@@ -45,9 +47,11 @@ __all__ = [
     "ExportError",
     "Exported",
     "GoldenDataError",
+    "JaxVersionError",
     "JaxportError",
     "ShapeError",
     "SymbolicScope",
+    "UntestedJaxWarning",
     "call",
     "default_export_platform",
     "deserialize",
