@@ -17,6 +17,7 @@ import jax.export
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.sharding import NamedSharding, PartitionSpec
 from jax._src.export import _export as jax_export_impl  # jax.export.call is not public
 
 import jaxport
@@ -113,6 +114,18 @@ def _shape_solve(api):
   api.call(exp)(np.ones((2, 3), np.float32))
 
 
+def _shardy_off_at_call(api):
+  mesh = jax.make_mesh((1,), ("x",))
+  fun = jax.jit(lambda x: x * 2, in_shardings=NamedSharding(mesh, PartitionSpec("x")))
+  exp = api.mod.export(fun)(F32)
+  previous = jax.config.jax_use_shardy_partitioner
+  jax.config.update("jax_use_shardy_partitioner", False)
+  try:
+    jax.jit(api.call(exp))(np.ones(3, np.float32))
+  finally:
+    jax.config.update("jax_use_shardy_partitioner", previous)
+
+
 # (name, scenario, exception type both raise). Scenarios take the _Api to use.
 REFUSALS = [
     ("export a function that is not jitted", lambda api: api.mod.export(_not_jitted), ValueError),
@@ -144,6 +157,7 @@ REFUSALS = [
     ("call with shapes the symbolic spec cannot solve", _shape_solve, ValueError),
     ("call a record exported for another platform",
      lambda api: _sin_export(api, platforms=("tpu",)).call(np.ones(3, np.float32)), ValueError),
+    ("call a Shardy export with Shardy off", _shardy_off_at_call, ValueError),
     ("parse an invalid symbolic shape", lambda api: api.mod.symbolic_shape("a + "), ValueError),
 ]
 
