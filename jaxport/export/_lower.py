@@ -24,6 +24,7 @@ from jax._src.interpreters import pxla
 from jax._src.lib.mlir import ir
 
 from jaxport import _config
+from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import ExportError, ShapeError
 from jaxport.export import _checks, _mlir, _shardings, _vjp, _wrap
 from jaxport.export._disabled_checks import DisabledSafetyCheck
@@ -180,8 +181,8 @@ def _export_lowered(lowered, jaxpr, fun_name: str, *,
       _has_named_shardings=True,
       _in_named_shardings=in_named,
       _out_named_shardings=out_named,
-      in_shardings_hlo=(None,) * len(in_named),
-      out_shardings_hlo=(None,) * len(out_named),
+      in_shardings_hlo=jax_mesh.export_hlo_shardings(in_named, in_avals),
+      out_shardings_hlo=jax_mesh.export_hlo_shardings(out_named, out_avals),
       nr_devices=compile_args["num_devices"],
       platforms=tuple(lowering._platforms),
       ordered_effects=ordered_effects,
