@@ -19,9 +19,12 @@ JAXPORT_VERSION = "0.1.0"
 
 # The oldest jax release jaxport runs on, and the newest one it is tested with.
 # The releases in between that CI tests, oldest first (harness/tools/suites_with_jax.py).
-MIN_JAX = "0.9.0"
+MIN_JAX = "0.9.2"
 MAX_TESTED_JAX = "0.10.2"
-TESTED_RELEASES = ("0.9.0", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.2")
+TESTED_RELEASES = ("0.9.2", "0.10.0", "0.10.1", "0.10.2")
+# Below: jax 0.9.0 and 0.9.1, whose jax.export serializes no abstract device of
+# a mesh (layout 6), so sharded records read back from their blobs differ from
+# fresh ones (docs/multi-release.md).
 
 _RELEASE_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
