@@ -218,3 +218,12 @@ def test_a_newer_producer_inside_the_forward_window_must_pass():
   assert outcome["release"]["window"]["direction"] == "forward"
   assert outcome["release"]["verdict"] == "unexpected_failure"
   assert "expected_failure" not in outcome
+
+
+def test_the_forward_gap_never_excuses_damaged_golden_data():
+  outcome = expected_status.annotate(
+      _outcome(["[compatibility_break] golden data error: sha256 of exported.bin differs"],
+               {"compatibility_break"}),
+      _manifest("0.10.2", source="x"), today=TODAY, consumer="0.10.1", table=parse_table(_table()))
+  assert outcome["release"]["verdict"] == "unexpected_failure"
+  assert "expected_failure" not in outcome
