@@ -30,8 +30,8 @@ from jax._src.interpreters import mlir
 from jax._src.lax import lax
 from jax._src.numpy import einsum as jnp_einsum
 
-from jaxport._jaxcompat import _mlir as jax_mlir_compat
 from jaxport._jaxcompat import _dtypes as jax_dtypes
+from jaxport._jaxcompat import _mlir as jax_mlir_compat
 from jaxport.errors import ShapeError
 from jaxport.shapes import _expr, _solver
 from jaxport.shapes._jaxerr import InconclusiveDimensionOperation
