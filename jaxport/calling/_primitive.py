@@ -36,8 +36,6 @@ from jax._src.lib.mlir.dialects import hlo, sdy
 from jaxport._jaxcompat import _lapack as jax_lapack
 from jaxport._jaxcompat import _mlir as jax_mlir_compat
 from jaxport.calling import _signature
-from jaxport._jaxcompat import _lapack as jax_lapack
-from jaxport._jaxcompat import _mlir as jax_mlir_compat
 from jaxport.errors import CallError, DeserializationError
 from jaxport.export import _mlir as export_mlir
 from jaxport.shapes import _api as shapes_api
