@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.cases import _case
 from harness.cases import case as lookup_case
-from jaxport.golden._manifest import CustomCallSignature
+from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.golden._signatures import sort_key
 
 _DIMS_RE = re.compile(r"tensor<((?:[0-9?]+x)+)")
@@ -39,6 +39,12 @@ def candidate_ids(details: Mapping[str, Any]) -> list[str]:
       if all(parts):
         out.append(prefix + "_".join(parts))
   return list(dict.fromkeys(out))
+
+
+def is_corpus_dataset(m: Manifest) -> bool:
+  """Whether an entry was imported from jax's own corpus (entries that older releases recorded
+  through the staging import name their own registered case instead)."""
+  return m.imported_from is not None and "dataset_platform" in m.imported_from.details
 
 
 def matching_case(details: Mapping[str, Any] | None) -> _case.Case | None:

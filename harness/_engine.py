@@ -303,7 +303,7 @@ def _same_computation(exp: Any, recorded_module: bytes) -> bool:
 
 def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_module: bytes | None) -> dict:
   """Re-export the case now: targets, signature drift and (if runnable) numerics drift."""
-  if case is None and m.imported_from is not None:
+  if case is None and _corpus.is_corpus_dataset(m):
     d = m.imported_from.details
     return {"available": False,
             "reason": (f"imported from {m.imported_from.source}; no registered case computes "
@@ -344,7 +344,7 @@ def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_mo
 
 def _case_of(m: Manifest) -> _case.Case | None:
   """The registered case of an entry: its own, or for one imported from jax's corpus, the match."""
-  if m.imported_from is not None:
+  if _corpus.is_corpus_dataset(m):
     return _corpus.matching_case(m.imported_from.details)
   return lookup_case(m.case_id)
 

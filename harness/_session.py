@@ -319,9 +319,7 @@ class HarnessSession:
     else:
       failures += coverage.session_failures(o.platform, targets, present, outcomes, self.case_ids(),
                                             other_targets)
-      for platform, cov in other_targets.items():
-        skips.extend({"what": f"{platform} target {t}", "why": f"not reachable from a {o.platform} host: {why}"}
-                     for t, why in cov["unreachable"].items())
+      skips += coverage.unreachable_skips(o.platform, other_targets)
     if self.corpus is not None:
       skips.extend({"what": "jax corpus import", "why": why} for why in self.corpus.skipped)
       failures.extend(f"jax corpus import failed: {why}" for why in self.corpus.failed)

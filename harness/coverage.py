@@ -73,6 +73,12 @@ def other_platform_coverage(outcomes: Iterable[dict[str, Any]], platforms: Itera
   return out
 
 
+def unreachable_skips(platform: str, other_targets: Mapping[str, Any]) -> list[dict[str, str]]:
+  """Skip-ledger lines for the other platforms' targets a ``platform`` host cannot lower."""
+  return [{"what": f"{other} target {t}", "why": f"not reachable from a {platform} host: {why}"}
+          for other, cov in other_targets.items() for t, why in cov["unreachable"].items()]
+
+
 # Turns shard reports into the report of the whole run and runs the checks above on it.
 MERGE_COMMAND = "python -m harness.tools.shards merge SHARD.json... -o RUN.json"
 

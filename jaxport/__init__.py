@@ -3,6 +3,8 @@
 The public names mirror ``jax.export``; implementation modules are private.
 """
 
+# First: refuse a jax older than the supported range before anything touches its internals.
+from jaxport._jaxcompat._version import JAXPORT_VERSION as __version__
 from jaxport._versions import (
     MAX_CALLING_CONVENTION_VERSION as maximum_supported_calling_convention_version,
     MIN_CALLING_CONVENTION_VERSION as minimum_supported_calling_convention_version,
@@ -15,7 +17,9 @@ from jaxport.errors import (
     ExportError as ExportError,
     GoldenDataError as GoldenDataError,
     JaxportError as JaxportError,
+    JaxVersionError as JaxVersionError,
     ShapeError as ShapeError,
+    UntestedJaxWarning as UntestedJaxWarning,
 )
 from jaxport.export._disabled_checks import DisabledSafetyCheck as DisabledSafetyCheck
 from jaxport.export._exported import Exported as Exported
@@ -43,9 +47,11 @@ __all__ = [
     "ExportError",
     "Exported",
     "GoldenDataError",
+    "JaxVersionError",
     "JaxportError",
     "ShapeError",
     "SymbolicScope",
+    "UntestedJaxWarning",
     "call",
     "default_export_platform",
     "deserialize",

@@ -50,3 +50,11 @@ class ExportTypeError(ExportError, TypeError):
 
 class ReportError(JaxportError, ValueError):
   """A compatibility report (the harness's JSON) is unreadable, malformed or does not fit with others."""
+
+
+class JaxVersionError(JaxportError, ImportError):
+  """The installed jax is older than the releases jaxport supports."""
+
+
+class UntestedJaxWarning(UserWarning):
+  """The installed jax is newer than the newest release jaxport is tested with."""

@@ -76,10 +76,12 @@ def merge_and_check(reports: Sequence[RunReport], golden_root: Path) -> RunRepor
                      "replayed (--golden-root).")
   outcomes = [{**e.to_json(), "replayed": True} for e in merged.entries]
   targets = coverage.target_coverage(outcomes, merged.targets.required)
+  other_targets = merged.extra.get("lowering_only_targets") or {}
   failures = coverage.session_failures(platform, targets, present, outcomes,
                                        [c.case_id for c in cases_for(platform)],
-                                       merged.extra.get("lowering_only_targets"))
-  skips = tuple(s for s in merged.skips if not (s.what == CHECKS and s.why.startswith(_SHARD_WHY)))
+                                       other_targets)
+  skips = (*(s for s in merged.skips if not (s.what == CHECKS and s.why.startswith(_SHARD_WHY))),
+           *(Skip(**s) for s in coverage.unreachable_skips(platform, other_targets)))
   return dataclasses.replace(merged, skips=skips, targets=Targets.from_json(targets, "targets"),
                              session_failures=(*merged.session_failures, *failures))
 

@@ -14,7 +14,8 @@ import jax
 import numpy as np
 from jax import tree_util
 
-from jaxport.calling import _primitive
+from jaxport._jaxcompat import _trees as jax_trees
+from jaxport.calling import _batching, _primitive
 from jaxport.errors import CallError
 from jaxport.shapes import _bridge
 
@@ -25,24 +26,34 @@ _RECORD_ATTRS = ("in_tree", "in_avals", "out_tree", "out_avals", "mlir_module_se
                  "platforms", "module_kept_var_idx", "vjp")
 
 
-def call(exported: "Exported") -> Callable[..., Any]:
+def call(exported: "Exported", *,
+         vmap_method: "str | _batching.VmapMethod" = "sequential") -> Callable[..., Any]:
   """A function taking the arguments ``exported`` was exported with and returning its results.
 
   It checks the pytree structure, then binds the ``call_exported`` primitive,
   which checks shapes and dtypes. It works eagerly, under ``jax.jit``, inside
-  another export, and under ``jax.grad`` (through ``exported.vjp()``).
+  another export, under ``jax.grad`` (through ``exported.vjp()``) and under
+  ``jax.vmap``: by default as a loop over the batch; with
+  ``vmap_method="fold_leading_dim"`` by folding the batch into the leading
+  dimension, which the caller declares the function maps over independently
+  (see ``docs/calling.md``).
   """
+  method = _batching.parse_vmap_method(vmap_method)
   missing = [a for a in _RECORD_ATTRS if not hasattr(exported, a)]
   if missing:
     raise CallError(
-        f"jaxport.call expects an Exported (from jaxport.export, "
-        f"jaxport.deserialize or jax.export) but got {type(exported).__name__}, "
-        f"which lacks {', '.join(missing)}. Export the function first: "
+        "The exported argument must be an export.Exported. "
+        f"Found {exported}.\n"
+        f"jaxport.call takes an Exported from jaxport.export, jaxport.deserialize or jax.export; "
+        f"a {type(exported).__name__} lacks {', '.join(missing)}. Export the function first: "
         "jaxport.export(jax.jit(f))(*args).")
+  if method is _batching.VmapMethod.FOLD_LEADING_DIM:
+    _batching.check_foldable(exported)
+  param = _batching.callee(exported, method)
 
   @jax.custom_vjp
   def call_flat(*args_flat):
-    return _primitive.bind(exported, args_flat)
+    return _primitive.call_exported_p.bind(*args_flat, exported=param)
 
   def call_flat_fwd(*args_flat):
     return call_flat(*args_flat), args_flat
@@ -72,11 +83,20 @@ def _as_float0(ct: Any) -> Any:
   return np.zeros(np.shape(ct), dtype=jax.dtypes.float0)
 
 
-def _tree_mismatch(exported: "Exported", in_tree: tree_util.PyTreeDef) -> CallError:
-  details = "\n".join(
+def _bullets(differences) -> str:
+  return "\n".join(
       f"   - {_bridge.args_kwargs_path_to_str(path) if path else '(args, kwargs)'} "
       f"is a {got} in the invocation and a {want} when exported, so {why}.\n"
-      for path, got, want, why in _differences((), in_tree, exported.in_tree))
+      for path, got, want, why in differences)
+
+
+def _tree_mismatch(exported: "Exported", in_tree: tree_util.PyTreeDef) -> CallError:
+  """jax's message (with jax's own wording of the differences), then jaxport's where they differ."""
+  ours = _bullets(_differences((), in_tree, exported.in_tree))
+  theirs = jax_trees.equality_errors(in_tree, exported.in_tree)
+  details = ours if theirs is None else _bullets(theirs)
+  if theirs is not None and ours != details:
+    details += f"\nIn detail:\n{ours}"
   return CallError(
       "The invocation args and kwargs must have the same pytree structure as when "
       f"the function '{exported.fun_name}' was exported, but they have the "
@@ -119,7 +139,9 @@ def _differences(path: tree_util.KeyPath, got: tree_util.PyTreeDef,
     return
   got_children, want_children = got.children(), want.children()
   if len(got_children) != len(want_children):
-    yield path, _node_kind(got), _node_kind(want), "the numbers of children do not match"
+    why = ("the lengths do not match" if issubclass(got_data[0], (list, tuple))
+           else "the numbers of children do not match")
+    yield path, _node_kind(got), _node_kind(want), why
     return
   if got_data[1] != want_data[1]:
     yield (path, f"{_node_kind(got)} with pytree metadata {got_data[1]}",

@@ -29,11 +29,12 @@ from jax._src import mesh as mesh_lib
 from jax._src import sharding_impls
 from jax._src import source_info_util
 from jax._src.interpreters import mlir
-from jax._src.lax import linalg
 from jax._src.lib.mlir import ir, passmanager
 from jax._src.lib.mlir.dialects import func as func_dialect
 from jax._src.lib.mlir.dialects import hlo, sdy
 
+from jaxport._jaxcompat import _lapack as jax_lapack
+from jaxport._jaxcompat import _mlir as jax_mlir_compat
 from jaxport.calling import _signature
 from jaxport.errors import CallError, DeserializationError
 from jaxport.export import _mlir as export_mlir
@@ -303,7 +304,7 @@ def _abstract_mesh(symtab: ir.SymbolTable) -> mesh_lib.AbstractMesh:
 def _prepare_callee(exported: "Exported", ctx: mlir.LoweringRuleContext):
   """Parse the callee module in the caller's context; returns it and its Shardy mesh."""
   if "cpu" in exported.platforms:
-    linalg.initialize_lapack()
+    jax_lapack.initialize_lapack()
   with ctx.module_context.module.context:
     module = export_mlir.module_from_bytes(exported.mlir_module_serialized, exported.fun_name)
   symtab = ir.SymbolTable(module.operation)
@@ -317,10 +318,11 @@ def _prepare_callee(exported: "Exported", ctx: mlir.LoweringRuleContext):
   if _has_sdy_mesh(symtab, module):
     if not config.use_shardy_partitioner.value:
       raise CallError(
-          "The function was exported with shardy enabled but you are calling it with "
-          "Shardy disabled. Please enable Shardy using `--jax_use_shardy_partitioner=True` "
-          f"(function '{exported.fun_name}'; in Python: "
-          "jax.config.update('jax_use_shardy_partitioner', True)).")
+          "The function was exported with shardy enabled but you are calling "
+          "it with Shardy disabled. Please enable Shardy using "
+          "`--jax_use_shardy_partitioner=True`.\n"
+          f"The function is '{exported.fun_name}'; in Python, enable Shardy with "
+          "jax.config.update('jax_use_shardy_partitioner', True).")
     if _has_frontend_meshes(module):
       _run_pass(module, "xla-sdy-round-trip-import-shardy-attrs")
     mesh = _abstract_mesh(symtab)
@@ -407,7 +409,7 @@ def _apply_shardings(ctx, values, avals, exported: "Exported", mesh, which: str)
 
 def _convert_to(ctx, x: ir.Value, aval) -> ir.Value:
   """``x`` converted to ``aval``'s type when the shapes differ (static vs dynamic)."""
-  want = mlir.aval_to_ir_type(ctx.module_context, aval)
+  want = jax_mlir_compat.aval_to_ir_type(ctx, aval)
   return x if x.type == want else hlo.convert(want, x)
 
 

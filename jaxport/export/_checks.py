@@ -11,6 +11,7 @@ import collections
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from jaxport._jaxcompat import _version
 from jaxport.custom_calls import _registry, _walk
 from jaxport.errors import CustomCallError, ExportError
 from jaxport.export import _mlir
@@ -21,6 +22,7 @@ _DOCS_URL = "https://docs.jax.dev/en/latest/export/export.html#compatibility-gua
 
 # compile_args keys whose meaning export understands. A new key may change the
 # calling convention, so it is refused until someone checks what it means.
+# ``spmd_lowering`` and ``pmap_nreps`` exist up to jax 0.9.x.
 _KNOWN_COMPILE_ARGS = frozenset({
     "backend", "platforms", "mesh", "global_in_avals", "global_out_avals",
     "in_shardings", "out_shardings", "kept_var_idx", "mut", "auto_spmd_lowering",
@@ -28,25 +30,35 @@ _KNOWN_COMPILE_ARGS = frozenset({
     "host_callbacks", "committed", "device_assignment", "jaxpr_debug_info",
     "shape_poly_state", "all_default_mem_kind", "in_layouts", "out_layouts",
     "all_args_info", "pgle_profiler", "intermediate_shardings", "context_mesh",
-    "num_devices",
+    "num_devices", "spmd_lowering", "pmap_nreps",
 })
+
+# (compile_args key, whether its value is supported, the supported value as jax words it).
+_SUPPORTED_VALUES = (
+    ("spmd_lowering", lambda v: v, "True"),
+    ("auto_spmd_lowering", lambda v: not v, "False"),
+    ("pmap_nreps", lambda v: v == 1, "1"),
+)
 
 
 def check_compile_args(compile_args: Mapping[str, Any], fun_name: str) -> None:
-  """Refuse lowerings whose features the calling convention cannot carry."""
+  """Refuse lowerings whose features the calling convention cannot carry (jax's messages first)."""
   if compile_args.get("host_callbacks") or compile_args.get("keepalive"):
     # jax's exact message, so code catching it keeps working.
     raise NotImplementedError("serialization of host_callbacks is not yet implemented")
   unknown = sorted(set(compile_args) - _KNOWN_COMPILE_ARGS)
   if unknown:
     raise NotImplementedError(
-        f"Unrecognized lowered.compile_args{unknown} while exporting '{fun_name}': "
-        "this jax version lowers with options whose effect on the calling "
-        "convention jaxport has not checked. Use the jax version jaxport pins.")
-  if compile_args.get("auto_spmd_lowering"):
+        f"Unrecognized lowered.compile_args[{unknown[0]}]\n"
+        f"While exporting '{fun_name}', this jax lowers with options {unknown} whose effect on "
+        "the calling convention jaxport has not checked. Use a jax release jaxport supports "
+        f"({_version.MIN_JAX} to {_version.MAX_TESTED_JAX}).")
+  wrong = [f"{key} must be {want} and it is {compile_args[key]}"
+           for key, ok, want in _SUPPORTED_VALUES if key in compile_args and not ok(compile_args[key])]
+  if wrong:
     raise NotImplementedError(
-        f"Cannot export '{fun_name}': auto_spmd_lowering must be False and it is "
-        f"{compile_args['auto_spmd_lowering']}.")
+        "serialization error, unimplemented lowered.compile_args:\n" + "\n".join(wrong)
+        + f"\nThe calling convention cannot express this for '{fun_name}'.")
   if compile_args.get("mut"):
     raise NotImplementedError(
         f"Cannot export '{fun_name}': it mutates its inputs (jax refs); the "

@@ -72,9 +72,15 @@ class Exported:
           "the vjp_order given to serialize().")
     return self._get_vjp(self)
 
-  def serialize(self, vjp_order: int = 0) -> bytearray:
-    """The flatbuffer bytes of this record, with VJPs nested ``vjp_order`` deep."""
-    return _write.serialize(self, vjp_order=vjp_order)
+  def serialize(self, vjp_order: int = 0, *, jaxport_fields: bool = True) -> bytearray:
+    """The flatbuffer bytes of this record, with VJPs nested ``vjp_order`` deep.
+
+    ``jaxport_fields=False`` leaves out what jaxport adds to jax's layout (the
+    producer's jax version and explicit symbolic constraints), so the bytes are
+    identical to what ``jax.export`` 0.10.2 writes for the same record.
+    """
+    return _write.serialize(self, vjp_order=vjp_order, jax_version=jaxport_fields,
+                            symbolic_constraints=jaxport_fields)
 
   def call(self, *args: Any, **kwargs: Any) -> Any:
     """Call the exported function; same as ``jaxport.call(self)(*args, **kwargs)``."""

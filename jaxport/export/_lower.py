@@ -24,6 +24,7 @@ from jax._src.interpreters import pxla
 from jax._src.lib.mlir import ir
 
 from jaxport import _config
+from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import ExportError, ShapeError
 from jaxport.export import _checks, _mlir, _shardings, _vjp, _wrap
 from jaxport.export._disabled_checks import DisabledSafetyCheck
@@ -48,7 +49,7 @@ def default_export_platform() -> str:
 
 def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
            disabled_checks: Sequence[DisabledSafetyCheck] = (),
-           _override_lowering_rules: Sequence[tuple[Any, Any]] | None = None,
+           _override_lowering_rules: Sequence[tuple[Any, Any]] | None = None
            ) -> Callable[..., Exported]:
   """Prepare to export ``fun_jit`` (a ``jax.jit`` result) for the given platforms.
 
@@ -56,10 +57,12 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
   ``jax.ShapeDtypeStruct`` (or anything with ``.shape`` and ``.dtype``) and
   returns the :class:`Exported`. More than one platform adds a platform-index
   argument to the module. ``disabled_checks`` may allow custom-call targets
-  without a stability guarantee. ``_override_lowering_rules`` (pairs of a
-  primitive and a lowering rule, as in jax's private parameter of that name)
-  replaces the lowering of those primitives; the stability of what they emit
-  is the caller's responsibility.
+  without a stability guarantee.
+
+  ``_override_lowering_rules`` is ``jax.export.export``'s private parameter with
+  the same meaning: pairs ``(primitive, lowering_rule)`` used instead of the
+  registered lowerings while lowering this function (jax2tf-style callers use
+  it). The stability of what such rules emit is the caller's responsibility.
   """
   if not isinstance(fun_jit, stages.Wrapped):
     raise ExportError(
@@ -75,6 +78,8 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
     if not platforms:
       raise ExportError("platforms must name at least one platform, got ().")
 
+  override_rules = None if _override_lowering_rules is None else tuple(_override_lowering_rules)
+
   def do_export(*args_specs, **kwargs_specs) -> Exported:
     lowering_platforms = platforms or (default_export_platform(),)
     version = _config.calling_convention_version()
@@ -83,9 +88,8 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
     lowered = traced.lower(
         lowering_platforms=lowering_platforms,
         _private_parameters=jax_mlir.LoweringParameters(
+            override_lowering_rules=override_rules,
             for_export=True, hoist_constants_as_args=False,
-            override_lowering_rules=(tuple(_override_lowering_rules)
-                                     if _override_lowering_rules is not None else None),
             export_ignore_forward_compatibility=_config.ignore_forward_compatibility()))
     return _export_lowered(lowered, traced.jaxpr, traced.fun_name,
                            disabled_checks=checks, version=version)
@@ -95,7 +99,7 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
 
 def _check_one_symbolic_scope(fun_jit, args_specs, kwargs_specs) -> None:
   """Refuse symbolic dimensions from different scopes before tracing turns it into a cryptic error."""
-  first = None  # (scope, where, dim)
+  first = None  # (scope, where, dim, index)
   leaves = tree_util.tree_flatten_with_path((args_specs, kwargs_specs))[0]
   for path, spec in leaves:
     for i, d in enumerate(getattr(spec, "shape", ()) or ()):
@@ -111,17 +115,19 @@ def _check_one_symbolic_scope(fun_jit, args_specs, kwargs_specs) -> None:
         continue
       scope = d.scope
       if first is None:
-        first = (scope, _bridge.args_kwargs_path_to_str(path), d)
+        first = (scope, _bridge.args_kwargs_path_to_str(path), d, i)
       elif scope is not first[0]:
         name = getattr(fun_jit, "__name__", str(fun_jit))
-        # jax's message first (its tests match it), then the fix.
-        raise ShapeError(
-            f"Invalid mixing of symbolic scopes when exporting {name}.\n"
-            f"Expected current (from {first[1]}) scope {first[0]}\n"
-            f"and found for '{d}' ({_bridge.args_kwargs_path_to_str(path)}) scope {scope}\n"
-            f"('{first[2]}' in {first[1]} and '{d}' come from different scopes). Create all "
-            "symbolic shapes of one export in one scope: pass scope= to "
-            "jaxport.symbolic_shape, or use jaxport.symbolic_args_specs.")
+        where = _bridge.args_kwargs_path_to_str(path)
+        try:
+          first[0]._check_same_scope(d, when=f"when exporting {name}",
+                                     self_descr=f"current (from {first[1]}) ", other_descr=where)
+        except ShapeError as e:
+          raise ShapeError(
+              f"{e}\n'{first[2]}' in {first[1]}.shape[{first[3]}] and '{d}' in {where}.shape[{i}] "
+              "come from different jaxport.symbolic_shape calls. Create all symbolic shapes of "
+              "one export in one scope: pass scope= to jaxport.symbolic_shape, or use "
+              "jaxport.symbolic_args_specs.") from None
 
 
 def _export_lowered(lowered, jaxpr, fun_name: str, *,
@@ -175,8 +181,8 @@ def _export_lowered(lowered, jaxpr, fun_name: str, *,
       _has_named_shardings=True,
       _in_named_shardings=in_named,
       _out_named_shardings=out_named,
-      in_shardings_hlo=(None,) * len(in_named),
-      out_shardings_hlo=(None,) * len(out_named),
+      in_shardings_hlo=jax_mesh.export_hlo_shardings(in_named, in_avals),
+      out_shardings_hlo=jax_mesh.export_hlo_shardings(out_named, out_avals),
       nr_devices=compile_args["num_devices"],
       platforms=tuple(lowering._platforms),
       ordered_effects=ordered_effects,

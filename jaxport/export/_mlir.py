@@ -9,10 +9,10 @@ from __future__ import annotations
 from jax._src import xla_bridge
 from jax.errors import JaxRuntimeError
 from jax._src.interpreters import mlir as jax_mlir
-from jax._src.lib import _jax
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
 
+from jaxport._jaxcompat import _mlir as jax_mlir_compat
 from jaxport.errors import DeserializationError
 
 
@@ -29,7 +29,7 @@ def module_from_bytes(serialized: bytes, fun_name: str | None = None) -> ir.Modu
   """
   of = f" of the exported function '{fun_name}'" if fun_name is not None else ""
   try:
-    module = _jax.mlir.deserialize_portable_artifact(serialized)
+    module = jax_mlir_compat.deserialize_portable_artifact(serialized)
   except JaxRuntimeError as e:
     raise DeserializationError(
         f"The StableHLO module{of} ({len(serialized)} bytes of mlir_module_serialized) "
@@ -66,5 +66,5 @@ def module_to_portable_artifact(module: ir.Module) -> bytes:
   """
   target_version = hlo.get_version_from_compatibility_requirement(
       hlo.StablehloCompatibilityRequirement.WEEK_4)
-  return _jax.mlir.serialize_portable_artifact(
+  return jax_mlir_compat.serialize_portable_artifact(
       module, target_version, xla_bridge.get_backend().serialize_with_sdy)

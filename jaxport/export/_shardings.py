@@ -17,6 +17,7 @@ from jax._src import core
 from jax._src import mesh as mesh_lib
 from jax._src import sharding_impls
 
+from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import ExportError, ExportTypeError
 from jaxport.shapes import _bridge
 
@@ -33,7 +34,7 @@ def _to_abstract_named(s, aval, mesh) -> NamedSharding | None:
   if isinstance(s, sharding_impls.UnspecifiedValue):
     return None
   if isinstance(s, NamedSharding):
-    if isinstance(s.mesh, mesh_lib.Mesh) and s.mesh.is_scalar:
+    if isinstance(s.mesh, mesh_lib.Mesh) and jax_mesh.is_scalar_mesh(s.mesh):
       return _replicated(aval, s.mesh.abstract_mesh, s.memory_kind)
     return NamedSharding(s.mesh.abstract_mesh, s.spec, memory_kind=s.memory_kind)
   if isinstance(s, sharding_impls.SingleDeviceSharding):

@@ -46,6 +46,7 @@ _by_name: dict[str, _Registration] = {}
 
 
 def _is_registered_pytree_node(nodetype: type) -> bool:
+  """Whether ``nodetype`` has a pytree registration that can rebuild it from children."""
   if _is_namedtuple(nodetype):
     # Every namedtuple flattens without registration; as in jax, only an explicit
     # register_pytree_node counts. Unregistered, one flattens with its class as auxdata.
@@ -70,7 +71,7 @@ def _is_namedtuple(nodetype: Any) -> bool:
           and isinstance(getattr(nodetype, "_fields", None), tuple))
 
 
-def _register(reg: _Registration) -> None:
+def _check_new(reg: _Registration) -> None:
   if reg.nodetype in _by_type:
     raise SerializationError(
         f"Duplicate serialization registration for type `{reg.nodetype}`. "
@@ -79,6 +80,27 @@ def _register(reg: _Registration) -> None:
     raise SerializationError(
         f"Duplicate serialization registration for serialized_name `{reg.name}`. "
         f"Previous registration was for type `{_by_name[reg.name].nodetype}`.")
+
+
+def _jax_registrar(jax_export: Any, function: str) -> Callable[..., Any]:
+  """``jax_export``'s registration ``function``; a clear error unless it is the ``jax.export`` module."""
+  register = getattr(jax_export, function, None)
+  if not callable(register):
+    raise SerializationTypeError(
+        f"jax_export must be the jax.export module, got {jax_export!r}. Pass "
+        "jax_export=jax.export (after import jax.export).")
+  return register
+
+
+def _register(reg: _Registration, also: Callable[[], Any] | None = None) -> None:
+  """Add ``reg``; ``also`` registers it elsewhere (with ``jax.export``) first.
+
+  jaxport's checks run before ``also`` and jaxport's entry is added only after
+  ``also`` succeeded, so a refusal by either leaves both registries unchanged.
+  """
+  _check_new(reg)
+  if also is not None:
+    also()
   _by_type[reg.nodetype] = reg
   _by_name[reg.name] = reg
 
@@ -86,12 +108,15 @@ def _register(reg: _Registration) -> None:
 def register_pytree_node_serialization(
     nodetype: type[T], *, serialized_name: str, serialize_auxdata: _SerializeAuxData,
     deserialize_auxdata: _DeserializeAuxData, from_children: _FromChildren | None = None,
+    jax_export: Any = None,
 ) -> type[T]:
   """Makes nodes of ``nodetype`` serializable under ``serialized_name``; returns ``nodetype``.
 
   ``nodetype`` must already be a registered pytree node unless ``from_children``
   (auxdata, children) -> node is given. Each type and each name may be
-  registered once.
+  registered once. ``jax_export=jax.export`` registers the type with
+  ``jax.export`` as well, under the same name, so blobs carrying it read with
+  both libraries.
   """
   if not isinstance(nodetype, type):
     raise SerializationTypeError(
@@ -114,25 +139,46 @@ def register_pytree_node_serialization(
         f"registering `{nodetype}` as `{serialized_name}` needs both serialize_auxdata "
         "(auxdata -> bytes) and deserialize_auxdata (bytes -> auxdata).")
   if from_children is None and not _is_registered_pytree_node(nodetype):
+    fix = ("It is a namedtuple: use jaxport.register_namedtuple_serialization, or pass "
+           "from_children." if _is_namedtuple(nodetype) else
+           "Register it with jax.tree_util.register_pytree_node first, or pass from_children "
+           "(auxdata, children) -> node.")
     raise SerializationError(
-        "If `from_children` is not present, you must call first "
-        f"`jax.tree_util.register_pytree_node` for `{nodetype}`.")
+        # jax's message, unchanged (including its missing space), then jaxport's fix.
+        "If `from_children` is not present, you must call first"
+        f"`jax.tree_util.register_pytree_node` for `{nodetype}`\n{fix}")
+  also = None
+  if jax_export is not None:
+    register = _jax_registrar(jax_export, "register_pytree_node_serialization")
+    extra = {} if from_children is None else {"from_children": from_children}
+    also = lambda: register(nodetype, serialized_name=serialized_name,  # noqa: E731
+                            serialize_auxdata=serialize_auxdata,
+                            deserialize_auxdata=deserialize_auxdata, **extra)
   _register(_Registration(nodetype, serialized_name, serialize_auxdata,
-                          deserialize_auxdata, from_children))
+                          deserialize_auxdata, from_children), also)
   return nodetype
 
 
-def register_namedtuple_serialization(nodetype: type[T], *, serialized_name: str) -> type[T]:
-  """Makes the namedtuple class ``nodetype`` serializable; its field names are the auxdata."""
+def register_namedtuple_serialization(nodetype: type[T], *, serialized_name: str,
+                                      jax_export: Any = None) -> type[T]:
+  """Makes the namedtuple class ``nodetype`` serializable; its field names are the auxdata.
+
+  ``jax_export=jax.export`` registers it with ``jax.export`` too, under the same name.
+  """
   if not _is_namedtuple(nodetype):
     raise SerializationError(
-        "Use `register_pytree_node_serialization` for types other than "
-        f"`collections.namedtuple`; got `{nodetype}`.")
+        "Use `jax.export.register_pytree_node_serialization` for types other than "
+        f"`collections.namedtuple`.\nGot `{nodetype}`; with jaxport, use "
+        "jaxport.register_pytree_node_serialization.")
+  also = None
+  if jax_export is not None:
+    register = _jax_registrar(jax_export, "register_namedtuple_serialization")
+    also = lambda: register(nodetype, serialized_name=serialized_name)  # noqa: E731
   fields = tuple(nodetype._fields)
   encoded = json.dumps(list(fields)).encode("utf-8")
   _register(_Registration(
       nodetype, serialized_name, lambda _aux: encoded, _decode_json_names, None,
-      namedtuple_fields=fields))
+      namedtuple_fields=fields), also)
   return nodetype
 
 
@@ -148,8 +194,9 @@ def _serialize_ordereddict_keys(keys: Sequence[Any]) -> bytes:
   if bad:
     raise SerializationTypeError(
         "Serialization of collections.OrderedDict is supported only when the keys "
-        f"are strings. Found key {bad[0]!r} of type {type(bad[0])}; convert the "
-        "keys to strings before exporting.")
+        f"are strings. Found keys: {keys}.\n"
+        f"The first key that is not a string is {bad[0]!r} of type {type(bad[0])}; convert "
+        "the keys to strings before exporting.")
   return json.dumps(list(keys)).encode("utf-8")
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from jax import tree_util
 from jax.sharding import AbstractMesh, NamedSharding, PartitionSpec
 
+from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import DeserializationError
 from jaxport.export._disabled_checks import DisabledSafetyCheck
 from jaxport.export._exported import Exported
@@ -378,7 +379,7 @@ def _read_abstract_device(dev: list[Any] | None, where: str) -> Any:
     platform = _wire.platform_from_device_kind(kind)
     if platform is None:
       raise _bad(f"no platform and device kind {kind!r} does not name one", where)
-  return _wire.AbstractDevice(kind, dev[_DEVICE.num_cores], platform)
+  return jax_mesh.make_abstract_device(kind, dev[_DEVICE.num_cores], platform)
 
 
 def _read_abstract_mesh(m: list[Any], where: str) -> Any:
@@ -496,15 +497,30 @@ def _read_node(p: list[Any], where: str) -> Any:
   raise _bad(f"unknown pytree node kind {kind}", f"{where}.kind")
 
 
+def _unregistered(name: str, where: str) -> DeserializationError:
+  """jax's message for an unknown serialized node name, then where it is and the fix.
+
+  The blob itself is valid: the reading process lacks a registration, often
+  because the producer registered the type with ``jax.export`` only.
+  """
+  return DeserializationError(
+      "Cannot deserialize a PyTreeDef containing an "
+      f"unregistered type `{name}`. "
+      "Use `export.register_pytree_node_serialization` or "
+      "`export.register_namedtuple_serialization`.\n"
+      f"The blob is valid, but jaxport has no serialization registration named `{name}` (at "
+      f"{where}). A type registered with jax.export is not registered with jaxport: register it "
+      f"with jaxport.register_pytree_node_serialization(YourType, serialized_name={name!r}, ...) "
+      "(or jaxport.register_namedtuple_serialization) before deserializing; pass "
+      "jax_export=jax.export to register it with both libraries in one call. Registered with "
+      f"jaxport: {_pytrees.registered_names()}.")
+
+
 def _read_custom_node(p: list[Any], children: list[Any], where: str) -> Any:
   name = _text(p[_TREE.custom_name], f"{where}.custom_name")
   reg = _pytrees.registration_for_name(name)
   if reg is None:
-    raise _bad(
-        f"unregistered pytree node type `{name}`", where,
-        f"Register it with jaxport.register_pytree_node_serialization(..., "
-        f"serialized_name={name!r}) or register_namedtuple_serialization before "
-        f"deserializing. Registered: {_pytrees.registered_names()}.")
+    raise _unregistered(name, where)
   raw = p[_TREE.custom_auxdata] or b""
   aux = _guard(f"{where}.custom_auxdata", f"the auxdata of `{name}`",
                reg.deserialize_auxdata, raw)

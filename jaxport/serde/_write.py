@@ -18,6 +18,7 @@ from typing import Any
 import jax
 
 from jaxport import _versions
+from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import SerializationError, SerializationTypeError
 from jaxport.serde import _builder, _pytrees, _wire
 from jaxport.serde import _schema_generated as fb
@@ -339,17 +340,19 @@ def _abstract_mesh(b: _builder.Builder, amesh: Any) -> int:
 
 def _abstract_device(b: _builder.Builder, device: Any) -> int:
   kind = b.CreateString(device.device_kind)
-  platform = b.CreateString(device.platform)
+  name = jax_mesh.device_platform(device)
+  platform = None if name is None else b.CreateString(name)
   fb.AbstractDeviceStart(b)
   fb.AbstractDeviceAddDeviceKind(b, kind)
   if device.num_cores is not None:
     fb.AbstractDeviceAddNumCores(b, device.num_cores)
-  fb.AbstractDeviceAddPlatform(b, platform)
+  if platform is not None:
+    fb.AbstractDeviceAddPlatform(b, platform)
   return fb.AbstractDeviceEnd(b)
 
 
 def _partition_spec(b: _builder.Builder, spec: Any) -> int:
-  partitions = _vector_of(b, _partition_one_axis, spec.partitions)
+  partitions = _vector_of(b, _partition_one_axis, jax_mesh.partition_spec_entries(spec))
   # Sorted, so that equal specs give equal bytes in every process (jax writes
   # the frozensets in iteration order, which varies with hash seeds).
   reduced = _vector_of(b, lambda b, n: b.CreateString(n), sorted(spec.reduced))

@@ -25,10 +25,13 @@ import opt_einsum
 
 from jax import ShapeDtypeStruct, tree_util
 from jax._src import core, dtypes, effects
+
 from jax._src.interpreters import mlir
 from jax._src.lax import lax
 from jax._src.numpy import einsum as jnp_einsum
 
+from jaxport._jaxcompat import _dtypes as jax_dtypes
+from jaxport._jaxcompat import _mlir as jax_mlir_compat
 from jaxport.errors import ShapeError
 from jaxport.shapes import _expr, _solver
 from jaxport.shapes._jaxerr import InconclusiveDimensionOperation
@@ -86,7 +89,7 @@ dim_as_value_p.def_impl(_dim_as_value_impl)
 
 def _dim_as_value_lowering(ctx: mlir.LoweringRuleContext, *, dim):
   res, = mlir.eval_dynamic_shape(ctx, (dim,))
-  out_type = mlir.aval_to_ir_type(ctx.module_context, ctx.avals_out[0])
+  out_type = jax_mlir_compat.aval_to_ir_type(ctx, ctx.avals_out[0])
   if res.type != out_type:
     res = mlir.hlo.convert(out_type, res)
   return [res]
@@ -106,7 +109,7 @@ dimension_size_p.def_impl(lambda arg, *, dimension: core.dim_constant(arg.shape[
 
 def _dimension_size_lowering(ctx: mlir.LoweringRuleContext, arg, *, dimension: int):
   size = mlir.hlo.get_dimension_size(arg, dimension)
-  want = mlir.aval_to_ir_type(ctx.module_context, core.dim_value_aval())
+  want = jax_mlir_compat.aval_to_ir_type(ctx, core.dim_value_aval())
   if size.type != want:
     size = mlir.hlo.convert(want, size)
   return [size]
@@ -138,7 +141,7 @@ def _register_with_jax() -> None:
   dtypes.register_weak_scalar_type(DimExpr)
   dtypes.python_scalar_types.add(DimExpr)
   dtypes.python_scalar_types_to_dtypes[DimExpr] = dtypes.python_scalar_types_to_dtypes[int]
-  dtypes.register_canonicalize_value_handler(DimExpr, None)
+  jax_dtypes.register_identity_canonicalizer(DimExpr)
   jnp_einsum._poly_einsum_handlers[DimExpr] = _einsum_contract_path
 
   for effect_set in (effects.lowerable_effects, effects.control_flow_allowed_effects,

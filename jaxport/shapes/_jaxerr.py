@@ -7,7 +7,7 @@ core module stay free of jax.
 
 from __future__ import annotations
 
-from jax.errors import InconclusiveDimensionOperation as InconclusiveDimensionOperation
+from jaxport._jaxcompat._errors import InconclusiveDimensionOperation as InconclusiveDimensionOperation
 
 _HELP = """
 This error arises for comparison operations with shapes that

@@ -5,6 +5,7 @@ import datetime
 import json
 import types
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -31,7 +32,7 @@ def test_clean_store_passes_and_reports_targets_and_expiry(store, capsys):
   write_qr_entry(store)
   rc, out, err = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--no-drift")
   assert rc == 0
-  assert "ok      cpu/qr/qr_f32/2026-06-01_jax-0.10.2" in out
+  assert f"ok      cpu/qr/qr_f32/2026-06-01_jax-{jax.__version__}" in out
   assert "target lapack_sgeqrf_ffi: cpu: stable" in out
   assert "expires in 170 days (180-day window)" in out
   assert "1 artifact(s) audited, 0 with problems." in out

@@ -153,11 +153,11 @@ def test_literal_reader_handles_jax_array_reprs(tmp_path):
 
 def test_every_file_in_the_jax_wheel_parses_without_code(tmp_path):
   files = sorted(JAX_DATA.rglob("*.py"))
-  assert len(files) > 40
+  assert len(files) >= 40  # 41 in jax 0.9.0, 51 in 0.10.2
   count = 0
   for f in files:
     datasets, _ = _jax_testdata.read_file(f)
     for ds in datasets:
       _jax_testdata.check_fields(ds)
       count += 1
-  assert count >= 140
+  assert count >= 2 * len(files)  # 107 datasets in jax 0.9.0's wheel, 142 in 0.10.2's

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
 import pytest
 
 from jaxport.cli import _harness_run, main
@@ -16,6 +17,7 @@ from jaxport.golden._store import GoldenStore
 
 REPO = Path(__file__).resolve().parents[2]
 TODAY = datetime.date(2026, 6, 1)
+JAX = jax.__version__  # entries are named after the recording jax
 
 
 def run(capsys, *argv):
@@ -47,7 +49,7 @@ def test_prune_is_a_dry_run_by_default(store, capsys):
                    "--today", TODAY.isoformat())
   assert rc == 0
   assert out.splitlines() == [
-      "would remove cpu/f/old/2025-04-27_jax-0.10.2",
+      f"would remove cpu/f/old/2025-04-27_jax-{JAX}",
       "1 entry older than 180 days as of 2026-06-01; pass --yes to remove them."]
   assert len(store.entries()) == 3
 
@@ -57,7 +59,7 @@ def test_prune_yes_removes_and_reports_json(store, capsys):
                    "--today", TODAY.isoformat(), "--yes", "--json")
   report = json.loads(out)
   assert rc == 0 and report["dry_run"] is False
-  assert report["removed"] == ["cpu/f/edge/2025-12-03_jax-0.10.2", "cpu/f/old/2025-04-27_jax-0.10.2"]
+  assert report["removed"] == [f"cpu/f/edge/2025-12-03_jax-{JAX}", f"cpu/f/old/2025-04-27_jax-{JAX}"]
   assert [e.entry_id.split("/")[2] for e in store.entries()] == ["new"]
   assert not (store.root / "cpu" / "f" / "old").exists()
 
@@ -116,4 +118,4 @@ def test_console_script_runs(tmp_path):
                          "--today", TODAY.isoformat(), "--json"],
                         capture_output=True, text=True, timeout=120)
   assert proc.returncode == 0, proc.stderr
-  assert json.loads(proc.stdout)["would_remove"] == ["cpu/f/old/2025-04-27_jax-0.10.2"]
+  assert json.loads(proc.stdout)["would_remove"] == [f"cpu/f/old/2025-04-27_jax-{JAX}"]

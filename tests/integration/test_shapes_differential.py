@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 from jax import tree_util
 from jax._src.export import shape_poly as jax_shape_poly
-from jax.errors import InconclusiveDimensionOperation
+from jaxport._jaxcompat._errors import InconclusiveDimensionOperation  # jax.errors from jax 0.10.1
 
 import jaxport
 from jaxport.shapes import _bridge

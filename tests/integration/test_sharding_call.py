@@ -21,6 +21,7 @@ else:
   import jax.export
   import jax.numpy as jnp
   import numpy as np
+  from _jax_releases import skip_without_memory_kinds_on_cpu_mesh
   from _sharding_cases import MESH_2X4, MESH_X8, arr, ns
   from jax import shard_map
   from jax.sharding import PartitionSpec as P
@@ -145,6 +146,7 @@ else:
                                                 ("device", "pinned_host"),
                                                 ("pinned_host", "pinned_host")])
   def test_memory_kinds_survive_export_serialization_and_call(in_kind, out_kind):
+    skip_without_memory_kinds_on_cpu_mesh()
     fun = jax.jit(lambda x: x * 2 + 1, in_shardings=ns(MESH_X8, "x", memory_kind=in_kind),
                   out_shardings=ns(MESH_X8, "x", memory_kind=out_kind))
     ours, theirs = _both(fun, arr((8, 2)))

@@ -4,7 +4,7 @@ import math
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from jax.errors import InconclusiveDimensionOperation
+from jaxport._jaxcompat._errors import InconclusiveDimensionOperation  # jax.errors from jax 0.10.1
 
 import jaxport
 from jaxport.shapes._decision import bounds

@@ -18,7 +18,7 @@ import pytest
 
 import jax
 import jaxport
-from jax.errors import InconclusiveDimensionOperation
+from jaxport._jaxcompat._errors import InconclusiveDimensionOperation  # jax.errors from jax 0.10.1
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:

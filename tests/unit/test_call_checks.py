@@ -48,7 +48,8 @@ def test_method_call_on_jaxport_record_is_the_same_as_call():
 
 
 def test_refuses_something_that_is_not_an_exported():
-  with pytest.raises(jaxport.CallError, match="expects an Exported .* got function"):
+  with pytest.raises(jaxport.CallError, match="^The exported argument must be an export.Exported. "
+                     "Found <function _f.*\\n.*a function lacks"):
     jaxport.call(_f)
 
 

@@ -195,3 +195,35 @@ def test_every_release_recorded_every_case_it_can_express():
           f"run python harness/tools/record_with_jax.py --jax {producer}")
   for rule in table.rules:
     assert (rule.producer, rule.case) in recorded, f"a row for a missing entry: {rule}"
+
+
+def test_a_newer_producer_outside_the_forward_window_is_reported_not_failed():
+  from harness import _classify
+  outcome = expected_status.annotate(
+      _outcome([BREAK + "Side-effect ops cannot be replicated",
+                "[export_error] the case cannot be exported today: boom"],
+               {"compatibility_break", "export_error"}),
+      _manifest("0.10.2", source="x"), today=TODAY, consumer="0.10.1",
+      table=parse_table(_table()))
+  assert outcome["release"]["verdict"] == "outside_forward_window"
+  assert "0.10.2 is 28 days newer than jax 0.10.1" in outcome["expected_failure"]
+  assert "export_error" not in outcome["kinds"]
+  assert _classify.status(outcome, strict=True) == "xfail"
+
+
+def test_a_newer_producer_inside_the_forward_window_must_pass():
+  outcome = expected_status.annotate(
+      _outcome([BREAK + "boom"], {"compatibility_break"}), _manifest("0.8.3", source="x"),
+      today=TODAY, consumer="0.9.0", table=parse_table(_table()))
+  assert outcome["release"]["window"]["direction"] == "forward"
+  assert outcome["release"]["verdict"] == "unexpected_failure"
+  assert "expected_failure" not in outcome
+
+
+def test_the_forward_gap_never_excuses_damaged_golden_data():
+  outcome = expected_status.annotate(
+      _outcome(["[compatibility_break] golden data error: sha256 of exported.bin differs"],
+               {"compatibility_break"}),
+      _manifest("0.10.2", source="x"), today=TODAY, consumer="0.10.1", table=parse_table(_table()))
+  assert outcome["release"]["verdict"] == "unexpected_failure"
+  assert "expected_failure" not in outcome

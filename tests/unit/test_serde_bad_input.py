@@ -120,8 +120,17 @@ def test_unknown_custom_pytree_name(monkeypatch):
   jaxport.register_namedtuple_serialization(Later, serialized_name="tests.bad.Later")
   data = jaxport.export(jax.jit(lambda t: t.a))(Later(F32)).serialize()
   monkeypatch.delitem(_pytrees._by_name, "tests.bad.Later")
-  with pytest.raises(DeserializationError, match="unregistered pytree node type `tests.bad.Later`.*in_tree"):
+  with pytest.raises(DeserializationError) as info:
     jaxport.deserialize(data)
+  # jax's message first, unchanged; then that the blob is valid, where, and the fix.
+  assert str(info.value).startswith(
+      "Cannot deserialize a PyTreeDef containing an unregistered type `tests.bad.Later`. "
+      "Use `export.register_pytree_node_serialization` or "
+      "`export.register_namedtuple_serialization`.\nThe blob is valid")
+  assert "in_tree" in str(info.value)
+  assert "jaxport.register_pytree_node_serialization(YourType, serialized_name='tests.bad.Later'" \
+      in str(info.value)
+  assert "jax_export=jax.export" in str(info.value)
 
 
 class _Fragile(effects.Effect):

@@ -4,7 +4,7 @@ import itertools
 import re
 
 import pytest
-from jax.errors import InconclusiveDimensionOperation
+from jaxport._jaxcompat._errors import InconclusiveDimensionOperation  # jax.errors from jax 0.10.1
 
 import jaxport
 from jaxport.errors import ShapeError

@@ -1,7 +1,7 @@
 """The symbolic expression algebra: normal forms, printing, division, equality."""
 
 import pytest
-from jax.errors import InconclusiveDimensionOperation
+from jaxport._jaxcompat._errors import InconclusiveDimensionOperation  # jax.errors from jax 0.10.1
 
 from jaxport.shapes._expr import DimExpr, evaluate
 from jaxport.shapes._parser import parse_shape

