@@ -165,10 +165,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
-  """xdist: workers replay the store the controller imported the corpus into."""
-  corpus = harness_session(node.config).corpus
-  if corpus is not None:
-    node.workerinput[CORPUS_ROOT_KEY] = str(corpus.root)
+  """xdist: workers replay the store the controller imported the corpus into, and share its
+  compile cache."""
+  session = harness_session(node.config)
+  if session.corpus is not None:
+    node.workerinput[CORPUS_ROOT_KEY] = str(session.corpus.root)
+  cache = session.compile_cache_dir()
+  if cache is not None:
+    node.workerinput[WORKER_CACHE_KEY] = str(cache)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -215,12 +219,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def harness(request) -> HarnessSession:
   return harness_session(request.config)
-
-
-def pytest_configure_node(node) -> None:
-  cache = harness_session(node.config).compile_cache_dir()
-  if cache is not None:
-    node.workerinput[WORKER_CACHE_KEY] = str(cache)
 
 
 def pytest_testnodedown(node, error) -> None:
