@@ -27,6 +27,7 @@ from typing import Any
 from jax import tree_util
 from jax.sharding import AbstractMesh, NamedSharding, PartitionSpec
 
+from jaxport import _limits
 from jaxport.errors import DeserializationError
 from jaxport.export._disabled_checks import DisabledSafetyCheck
 from jaxport.export._exported import Exported
@@ -121,9 +122,11 @@ def read_serialization_version(blob: bytes | bytearray | memoryview) -> int:
 
 def _read_root(table: list[Any], where: str) -> Exported:
   try:
-    return _read_exported(table, where)
+    with _limits.recursion_room(_limits.MAX_TABLE_DEPTH):
+      return _read_exported(table, where)
   except RecursionError:
-    raise _bad("nesting too deep to read", where) from None
+    raise _bad(f"nesting too deep to read (the limit {_limits.name('MAX_TABLE_DEPTH')})",
+               where) from None
 
 
 class _LazyVjp:
@@ -158,8 +161,13 @@ def _guard(where: str, what: str, fn: Callable[..., Any], *args, **kwargs) -> An
     raise _bad(f"{what} was refused ({type(e).__name__}: {e})", where) from e
 
 
+# Longest dimension written as digits alone: int64 sizes have at most 19 digits;
+# longer ones go to the shape parser, which refuses them with a ShapeError.
+_MAX_INT_DIGITS = 19
+
+
 def _is_int(dim: str) -> bool:
-  return dim.isascii() and dim.isdigit()
+  return len(dim) <= _MAX_INT_DIGITS and dim.isascii() and dim.isdigit()
 
 
 class _Scope:
