@@ -42,18 +42,18 @@ def test_prune_help_explains_older_than_days(capsys):
 
 def test_audit_reads_an_entry_with_a_harness_effect_when_the_harness_is_at_hand(
     tmp_path, capsys, monkeypatch):
-  monkeypatch.setattr(_relower, "find_repo_root", lambda start=None: ROOT)
   entry = _copy_entry(tmp_path, "cpu/feature_effects/ordered_effects/2026-11-29_jax-0.10.2")
-  rc, out, _ = run(capsys, "audit", str(entry), "--json", "--today", "2026-11-29")
+  rc, out, _ = run(capsys, "audit", str(entry), "--json", "--today", "2026-11-29",
+                   "--harness", str(ROOT))
   record, = json.loads(out)["artifacts"]
   assert record["problems"] == [], record["problems"]
   assert rc == 0
 
 
 def test_audit_reports_drift_of_an_older_release_entry_as_a_warning(tmp_path, capsys, monkeypatch):
-  monkeypatch.setattr(_relower, "find_repo_root", lambda start=None: ROOT)
   entry = _copy_entry(tmp_path, "cpu/feature_shape_poly/release_poly_gram_f32/2026-11-29_jax-0.9.2")
-  rc, out, _ = run(capsys, "audit", str(entry), "--json", "--today", "2026-11-29")
+  rc, out, _ = run(capsys, "audit", str(entry), "--json", "--today", "2026-11-29",
+                   "--harness", str(ROOT))
   record, = json.loads(out)["artifacts"]
   assert record["drift"]["checked"] and record["drift"]["differences"]
   assert record["problems"] == []
