@@ -220,7 +220,10 @@ class Entry:
     m = _DIR_RE.fullmatch(self.path.name)
     if m is None:
       raise GoldenDataError(f"{self.path}: directory name is not '<YYYY-MM-DD>_jax-<version>'.")
-    return datetime.date.fromisoformat(m.group(1))
+    try:
+      return datetime.date.fromisoformat(m.group(1))
+    except ValueError as e:
+      raise GoldenDataError(f"{self.path}: directory name holds no valid date ({e}).") from None
 
   def _where(self, name: str) -> str:
     return f"golden entry {self.entry_id}: {name}"
