@@ -370,7 +370,8 @@ def _read_aval(aval: list[Any], scope: _Scope, seen: dict[tuple, Any], where: st
 
 def _read_symbolic_shape(dims: Sequence[str], scope: _Scope, where: str) -> tuple[Any, ...]:
   spec = ",".join(dims)
-  shape = _guard(where, f"the symbolic shape {spec!r}", lambda: _api.symbolic_shape(
+  shown = spec if len(spec) <= 200 else spec[:200] + "..."
+  shape = _guard(where, f"the symbolic shape {shown!r}", lambda: _api.symbolic_shape(
       spec, scope=scope.get()))
   if len(shape) != len(dims):
     raise _bad(f"shape {spec!r} parsed to {len(shape)} dimensions, expected {len(dims)}", where)

@@ -240,7 +240,7 @@ def _read_everything(store: GoldenStore, source: GoldenStore) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")
-@budget(30)
+@budget(25)
 @given(changes=mutations)
 def test_a_mutated_store_gives_only_clean_outcomes(pristine, tmp_path_factory, changes):
   work = tmp_path_factory.mktemp("mutated")
