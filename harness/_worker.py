@@ -33,7 +33,11 @@ import traceback
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The worker's command-line flag naming its end of the lifeline pipe, and the
+# environment variable naming the process that started it.
+LIFELINE_FLAG = "--lifeline-fd"
 _PARENT_PID_ENV = "JAXPORT_WORKER_PARENT_PID"
+_PR_SET_PDEATHSIG = 1  # prctl option, from linux/prctl.h
 STDERR_TAIL_CHARS = 4000
 
 
@@ -60,10 +64,6 @@ def _handle(request: dict) -> dict:
         rec.manifest, rec.blob, rec.inputs, rec.expected, rec.module_text, rec.shardings)
     return {"entry_id": entry.entry_id}
   return {"error": f"unknown request op {op!r}"}
-
-
-LIFELINE_FLAG = "--lifeline-fd"
-_PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent(lifeline_fd: int | None, parent_pid: int) -> None:

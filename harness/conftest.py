@@ -29,7 +29,7 @@ CORPUS_ROOT_KEY = "jaxport_jax_corpus_root"
 
 DEFAULT_WINDOW_DAYS = 180
 DEFAULT_WORKER_TIMEOUT_S = 300.0
-# A week: longer waits are mistakes, and the selector cannot wait past a C double's range.
+# A week: a longer wait is a mistake, and huge values overflow the worker's wait.
 MAX_WORKER_TIMEOUT_S = 7 * 24 * 3600.0
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 
