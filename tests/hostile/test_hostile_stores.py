@@ -158,3 +158,11 @@ def test_writing_into_an_unwritable_store_is_a_golden_data_error(tmp_path):
 
 def test_limits_are_named_with_their_values():
   assert _limits.name("MAX_ARRAY_BYTES") == f"jaxport._limits.MAX_ARRAY_BYTES = {256 * 2**20}"
+
+
+def test_the_release_replayer_refuses_an_npz_bomb_before_inflating():
+  # The multi-release replayer runs inside older jax venvs without jaxport and
+  # reads npz files on its own.
+  from harness.tools import _replayer
+  with pytest.raises(_replayer.EntryError, match="declares .* bytes once inflated"):
+    _replayer.decode_arrays(npz_bomb(GiB), [{"dtype": "float32", "shape": [4, 4]}])
