@@ -234,7 +234,7 @@ class Entry:
     where = self._where(MANIFEST_FILE)
     path = self.path / MANIFEST_FILE
     self._check_regular(MANIFEST_FILE)
-    m = Manifest.from_json(path.read_bytes(), where)
+    m = Manifest.from_json(_read_bytes(path, where), where)
     if not m.files:
       raise GoldenDataError(f"{where}: 'files' is empty; a stored entry lists its files' sha256.")
     expected_id = "/".join(self.entry_id.split("/")[-4:])
@@ -258,7 +258,7 @@ class Entry:
   def _check_listing(self, m: Manifest) -> None:
     if not self.path.is_dir():
       raise GoldenDataError(f"golden entry {self.entry_id}: directory {self.path} is missing.")
-    actual = set(os.listdir(self.path))
+    actual = set(_listdir(self.path))
     expected = set(m.files) | {MANIFEST_FILE}
     missing = sorted(expected - actual)
     extra = sorted(actual - expected)
@@ -275,7 +275,7 @@ class Entry:
     m = m or self.manifest
     self._check_listing(m)
     self._check_regular(name)
-    data = (self.path / name).read_bytes()
+    data = _read_bytes(self.path / name, self._where(name))
     actual = sha256_hex(data)
     if actual != m.files[name]:
       raise GoldenDataError(
@@ -385,7 +385,7 @@ class GoldenStore:
 
   def _children(self, path: Path, allow_files: bool = False) -> list[Path]:
     out = []
-    for name in sorted(os.listdir(path)):
+    for name in sorted(_listdir(path)):
       if name.startswith("."):
         continue
       child = path / name
@@ -538,6 +538,20 @@ class GoldenStore:
         parent.rmdir()
         parent = parent.parent
     return expired
+
+
+def _read_bytes(path: Path, where: str) -> bytes:
+  try:
+    return path.read_bytes()
+  except OSError as e:
+    raise GoldenDataError(f"{where}: cannot be read ({e.strerror or e}).") from None
+
+
+def _listdir(path: Path) -> list[str]:
+  try:
+    return os.listdir(path)
+  except OSError as e:
+    raise GoldenDataError(f"{path}: cannot be listed ({e.strerror or e}).") from None
 
 
 def _unwritable(path: Path, error: OSError) -> GoldenDataError:
