@@ -15,8 +15,9 @@ Kinds, from worst to mildest:
                            Reported only.
 An entry whose breaks ``harness.tools.expected_status`` explains (a known
 failure of an old producer) is an expected failure (``xfail``).
-Staleness (age beyond the compat window, targets no longer emitted) is judged
-by the session, which knows today's date and the window.
+Staleness (age beyond the compat window, targets no longer emitted) and a
+record date after today (``future_date``) are warnings that fail with
+``--strict``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ LOWERING_DRIFT = "lowering_drift"
 NUMERICS_CHANGE = "numerics_change"
 NUMERICS_DRIFT = "numerics_drift"
 EXPIRED = "expired"
+FUTURE_DATE = "future_date"
 STALE_TARGET = "stale_target"
 UNEXPECTED_PASS = "unexpected_pass"
 
@@ -38,7 +40,8 @@ TARGET_STABLE = "stable"
 TARGET_NOT_STABLE = "not_stable"
 
 ALWAYS_FAIL = (BREAK, EXPORT_ERROR)
-STRICT_FAIL = (LOWERING_DRIFT, NUMERICS_CHANGE, EXPIRED, STALE_TARGET, UNEXPECTED_PASS)
+STRICT_FAIL = (LOWERING_DRIFT, NUMERICS_CHANGE, EXPIRED, FUTURE_DATE, STALE_TARGET,
+               UNEXPECTED_PASS)
 
 
 def _reader_findings(r: dict) -> tuple[list[str], list[str]]:
@@ -139,6 +142,12 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
     add(EXPIRED, f"recorded {manifest['record_date']}, {-out['days_to_expiry']} days past the "
                  f"{window_days}-day compat window; prune it (jaxport prune) once a newer entry "
                  "of the case exists")
+  if record_date > today:
+    add(FUTURE_DATE, f"recorded {manifest['record_date']}, {(record_date - today).days} days "
+                     f"after today ({today}): no recording can come from the future, so the "
+                     "record date is wrong (a bad clock or an edited entry) and the entry would "
+                     "never expire; record the case again and remove this entry (jaxport prune "
+                     "--dated-in-future)")
   out["kinds"] = sorted(set(kinds))
   out["messages"] = messages
   return out

@@ -221,9 +221,12 @@ class HarnessSession:
                 "message": f"recording failed: {why}\n{answer.get('traceback') or answer.get('stderr_tail', '')}"}
     else:
       entry_id = answer["entry_id"]
-      existing = self.store.root / entry_id
       result = {"case_id": case_id, "entry_id": entry_id, "action": "written", "message": ""}
-      if existing.exists():
+      try:
+        existing = self.store.entry(entry_id).path
+      except GoldenDataError:
+        existing = None  # absent, or refused (a link): writing it reports why
+      if existing is not None:
         differing = _differing_files(self._staging_root() / entry_id, existing)
         if differing:
           result.update(action="conflict", message=(
@@ -245,19 +248,31 @@ class HarnessSession:
       pytest.fail(f"case {case_id}: {result['message']}", pytrace=False)
 
   def flush_writes(self) -> None:
-    """Write every queued recording into the golden store (atomic, append-only)."""
+    """Write every queued recording into the golden store (atomic, append-only).
+
+    A recording that cannot be written is not lost: the staging store that
+    holds it is kept, and the session failure names it.
+    """
     staging = GoldenStore(self._staging_root()) if self._write_queue else None
+    failed = []
     for entry_id in self._write_queue:
-      staged = staging.entry(entry_id)
       try:
+        staged = staging.entry(entry_id)
         self.store.write_entry(staged.manifest, staged.blob(), staged.inputs(),
                                staged.expected_outputs(), staged.module_text(), staged.shardings())
       except GoldenDataError as e:
+        failed.append(entry_id)
         self._session_failures.append(f"writing {entry_id} failed: {e}")
         for r in self._recorded.values():
           if r["entry_id"] == entry_id:
             r.update(action="error", message=str(e))
     self._write_queue.clear()
+    if failed:
+      self._session_failures.append(
+          f"{len(failed)} recording(s) could not be written and are kept in {self._staging}, "
+          f"a golden store of the same layout; once {self.store.root} is writable, copy its "
+          f"entry folders there (cp -r {self._staging}/* {self.store.root}/) or record again.")
+      self._staging = None  # kept: close() must not remove it
 
   # --- xdist -------------------------------------------------------------------
 

@@ -6,6 +6,13 @@ process and sends it one request at a time as a JSON line; if the worker dies or
 times out, that request fails with the worker's last stderr lines and the next
 request starts a fresh worker. Only JSON crosses the boundary.
 
+The worker never outlives the process that started it, even when that
+process is killed outright (SIGKILL, a CI cancellation): the parent holds the
+write end of a pipe whose read end only the worker has, and a watchdog thread
+in the worker exits the process when the pipe reports end of file. On Linux the
+kernel's parent-death signal (``PR_SET_PDEATHSIG``) kills it as well, even while
+native code holds the interpreter.
+
 Requests: ``{"op": "replay", "root": ..., "entry_id": ...}`` (optionally
 ``"readers": [...]`` and ``"current": false`` to run part of the replay, as the
 cold mode does, one reader per fresh process) and
@@ -23,14 +30,21 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The worker's command-line flag naming its end of the lifeline pipe, and the
+# environment variable naming the process that started it.
+LIFELINE_FLAG = "--lifeline-fd"
+_PARENT_PID_ENV = "JAXPORT_WORKER_PARENT_PID"
+_PR_SET_PDEATHSIG = 1  # prctl option, from linux/prctl.h
 STDERR_TAIL_CHARS = 4000
 
 
@@ -63,12 +77,40 @@ def _handle(request: dict) -> dict:
   return {"error": f"unknown request op {op!r}"}
 
 
+def _die_with_parent(lifeline_fd: int | None, parent_pid: int) -> None:
+  """Exit this process when the process that started it dies (see the module docstring)."""
+  if sys.platform.startswith("linux"):
+    try:
+      import ctypes
+      libc = ctypes.CDLL(None, use_errno=True)
+      libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+      pass  # the lifeline pipe below still works
+  if os.getppid() != parent_pid:
+    os._exit(1)  # the parent died before the signal was armed
+  if lifeline_fd is None:
+    return
+
+  def watch() -> None:
+    try:
+      while os.read(lifeline_fd, 1):
+        pass
+    except OSError:
+      pass
+    os._exit(1)
+
+  threading.Thread(target=watch, name="jaxport-worker-lifeline", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> int:
   """Serve requests from stdin until it closes; answers go to the original stdout only."""
   parser = argparse.ArgumentParser(prog="python -m harness._worker")
   parser.add_argument("--compile-cache", default=None, metavar="DIR",
                       help="share compiled executables through jax's persistent cache in DIR")
+  parser.add_argument(LIFELINE_FLAG, dest="lifeline", type=int, default=None, metavar="FD",
+                      help="the read end of the pipe whose end of file means the parent died")
   args = parser.parse_args(argv)
+  _die_with_parent(args.lifeline, int(os.environ.get(_PARENT_PID_ENV, os.getppid())))
   answers = os.fdopen(os.dup(1), "w", buffering=1)
   os.dup2(2, 1)  # stray prints from native code must not corrupt the answers
   from harness import _engine
@@ -100,6 +142,7 @@ class WorkerClient:
     self.compile_cache = compile_cache
     self._proc: subprocess.Popen | None = None
     self._stderr = None
+    self._lifeline: int | None = None
 
   @property
   def pid(self) -> int | None:
@@ -111,11 +154,23 @@ class WorkerClient:
     if self.num_devices > 1:
       flag = f"--xla_force_host_platform_device_count={self.num_devices}"
       env["XLA_FLAGS"] = " ".join(f for f in (env.get("XLA_FLAGS", ""), flag) if f)
+    self._cut_lifeline()  # of a previous worker that died on its own
+    env[_PARENT_PID_ENV] = str(os.getpid())
     self._stderr = tempfile.TemporaryFile(mode="w+b")
     cache = ["--compile-cache", str(self.compile_cache)] if self.compile_cache is not None else []
-    self._proc = subprocess.Popen(
-        [sys.executable, "-m", "harness._worker", *cache], cwd=REPO_ROOT, env=env,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+    read_end, self._lifeline = os.pipe()
+    try:
+      self._proc = subprocess.Popen(
+          [sys.executable, "-m", "harness._worker", *cache, LIFELINE_FLAG, str(read_end)], cwd=REPO_ROOT,
+          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
+          pass_fds=(read_end,))
+    finally:
+      os.close(read_end)
+
+  def _cut_lifeline(self) -> None:
+    if self._lifeline is not None:
+      os.close(self._lifeline)
+      self._lifeline = None
 
   def _stderr_tail(self) -> str:
     if self._stderr is None:
@@ -147,6 +202,7 @@ class WorkerClient:
     if proc.poll() is None:
       proc.kill()
     code = proc.wait()
+    self._cut_lifeline()
     answer = {"crashed": True, "why": why, "returncode": code, "stderr_tail": self._stderr_tail()}
     self._proc = None
     return answer
@@ -160,6 +216,7 @@ class WorkerClient:
         self._proc.kill()
         self._proc.wait()
       self._proc = None
+    self._cut_lifeline()
     if self._stderr is not None:
       self._stderr.close()
       self._stderr = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import math
 import shutil
 from pathlib import Path
 
@@ -34,6 +35,9 @@ OPT_COSTS = "--compat-costs"
 OPT_TIMINGS = "--compat-timings"
 
 DEFAULT_WINDOW_DAYS = 180
+DEFAULT_WORKER_TIMEOUT_S = 300.0
+# A week: a longer wait is a mistake, and huge values overflow the worker's wait.
+MAX_WORKER_TIMEOUT_S = 7 * 24 * 3600.0
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 
 session_key = pytest.StashKey[HarnessSession]()
@@ -59,8 +63,9 @@ def pytest_addoption(parser):
                   help="golden store root (default: compat_data/ at the repository root)")
   group.addoption(OPT_TODAY, dest="jaxport_today", default=None, metavar="YYYY-MM-DD",
                   help="the date used for recording and expiry (default: today)")
-  group.addoption(OPT_TIMEOUT, dest="jaxport_worker_timeout", type=float, default=300.0,
-                  metavar="SECONDS", help="seconds one entry may take before its worker is killed")
+  group.addoption(OPT_TIMEOUT, dest="jaxport_worker_timeout", default=DEFAULT_WORKER_TIMEOUT_S,
+                  metavar="SECONDS", help="seconds one entry may take before its worker is killed "
+                                          f"(default {DEFAULT_WORKER_TIMEOUT_S:g}, at most a week)")
   group.addoption(OPT_JAX_CORPUS, dest="jaxport_jax_corpus", action="store_true", default=False,
                   help="import the installed jax's own back-compat corpus into a temporary store "
                        "and replay it instead of the golden store (other platforms' datasets "
@@ -98,6 +103,10 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
   root = Path(root) if root else Path(__file__).resolve().parent.parent / "compat_data"
   if corpus_root is not None:
     root = corpus_root
+  if not get("jaxport_record") and not root.is_dir():
+    raise pytest.UsageError(
+        f"{OPT_ROOT}={root}: no such directory, so there is no golden store to replay. Pass "
+        f"the path of an existing store (such as compat_data/), or record one with {OPT_RECORD}.")
   try:
     shard = Shard.parse(get("jaxport_shard")) if get("jaxport_shard") else None
     costs = read_costs(get("jaxport_costs")) if get("jaxport_costs") else None
@@ -115,12 +124,26 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
   return Options(platform=get("jaxport_platform"), record=get("jaxport_record"),
                  strict=bool(get("jaxport_strict") or _pytest_strict(config)), compat_report=get("jaxport_compat_report"),
                  compat_window_days=get("jaxport_compat_window_days"), golden_root=root.resolve(),
-                 today=today, worker_timeout_s=get("jaxport_worker_timeout"), partial=partial,
-                 jax_corpus=bool(get("jaxport_jax_corpus")),
+                 today=today, worker_timeout_s=_worker_timeout(get("jaxport_worker_timeout")),
+                 partial=partial, jax_corpus=bool(get("jaxport_jax_corpus")),
                  compile_cache=not get("jaxport_no_cache"),
                  compile_cache_dir=Path(cache_dir).resolve() if cache_dir else None,
                  cold=get("jaxport_cold"), shard=shard, shard_costs=costs,
                  timings_file=get("jaxport_timings"))
+
+
+def _worker_timeout(value: object) -> float:
+  """The ``--worker-timeout`` in seconds: a finite number above 0 and at most a week."""
+  try:
+    seconds = float(value)  # type: ignore[arg-type]
+  except (TypeError, ValueError):
+    seconds = math.nan
+  if not 0 < seconds <= MAX_WORKER_TIMEOUT_S:  # also false for nan
+    raise pytest.UsageError(
+        f"{OPT_TIMEOUT}={value}: expected seconds above 0 and at most {MAX_WORKER_TIMEOUT_S:g} "
+        f"(a week), such as {OPT_TIMEOUT}={DEFAULT_WORKER_TIMEOUT_S:g}; a timeout of 0 or less "
+        "would report every entry as a compatibility break.")
+  return seconds
 
 
 def _selects_replay(arg: str) -> bool:

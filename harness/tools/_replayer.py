@@ -85,9 +85,28 @@ def read_entry(root: str, entry_id: str) -> tuple[dict, dict[str, bytes]]:
   return manifest, files
 
 
+# The most bytes an npz member may declare beyond its array's elements (the .npy
+# header), and the widest element: jaxport's golden store bounds members the same
+# way (jaxport/_limits.py), which this script, running without jaxport, cannot import.
+_NPY_HEADER_BYTES = 64 * 2**10
+_WIDEST_ITEM_BYTES = 16
+
+
 def decode_arrays(data: bytes, specs: list[dict]) -> list[np.ndarray]:
-  """Arrays ``arr_0``... of an npz, never unpickling; ml_dtypes types from their uint storage."""
+  """Arrays ``arr_0``... of an npz, never unpickling; ml_dtypes types from their uint storage.
+
+  A member whose declared size exceeds what its manifest shape can need is refused
+  before it is decompressed, so a small npz cannot inflate into gigabytes.
+  """
   import io
+  import zipfile
+  with zipfile.ZipFile(io.BytesIO(data)) as zf:
+    for i, spec in enumerate(specs):
+      info = zf.getinfo(f"arr_{i}.npy")
+      bound = int(np.prod(spec["shape"], dtype=object)) * _WIDEST_ITEM_BYTES + _NPY_HEADER_BYTES
+      if info.file_size > bound:
+        raise EntryError(f"member arr_{i}.npy declares {info.file_size} bytes once inflated, "
+                         f"more than the {bound} its shape {spec['shape']} can need")
   with np.load(io.BytesIO(data), allow_pickle=False) as npz:
     out = []
     for i, spec in enumerate(specs):

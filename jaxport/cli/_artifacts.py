@@ -10,7 +10,7 @@ from typing import Any
 import jaxport
 from jaxport.errors import GoldenDataError
 from jaxport.golden import _signatures
-from jaxport.golden._manifest import MANIFEST_FILE, PLATFORMS
+from jaxport.golden._manifest import MANIFEST_FILE, PLATFORMS, is_safe_name
 from jaxport.golden._store import Entry, GoldenStore
 from jaxport.serde import _read
 
@@ -32,6 +32,12 @@ class Artifact:
 def entry_at(path: Path) -> Entry:
   """The entry whose directory is ``path`` (its id from the last four path components)."""
   return Entry(path, "/".join(path.resolve().parts[-4:]))
+
+
+def looks_like_entry_id(text: str) -> bool:
+  """Whether ``text`` has the form of an entry id (four safe names), not a file path."""
+  parts = text.strip("/").split("/")
+  return len(parts) == 4 and all(is_safe_name(p) for p in parts)
 
 
 def is_store(path: Path) -> bool:

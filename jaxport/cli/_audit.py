@@ -72,7 +72,12 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       age = (today - manifest.record_date).days
       days_left = window_days - age
       rec["days_to_expiry"] = days_left
-      if days_left < 0:
+      if age < 0:
+        problems.append(f"dated in the future: recorded {manifest.record_date}, {-age} days "
+                        f"after {today}; the record date is wrong and the entry would never "
+                        "expire; record it again and remove this one (jaxport prune "
+                        "--dated-in-future)")
+      elif days_left < 0:
         problems.append(f"expired {-days_left} days ago: recorded {manifest.record_date} is "
                         f"{age} days before {today}, beyond the {window_days}-day window; "
                         "re-record it (jaxport record) and prune the old one (jaxport prune)")

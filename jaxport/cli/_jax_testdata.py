@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxport import _limits
 from jaxport.errors import GoldenDataError
 
 # Fields of one jax back-compat dataset (jax's ``CompatTestData``).
@@ -59,6 +60,7 @@ class _Reader:
     self.numpy_aliases: dict[str, str] = {}
     self.numpy_modules = {"np", "numpy"}
     self.datetime_modules = {"datetime"}
+    self.depth = 0
 
   def error(self, node: ast.AST, what: str) -> GoldenDataError:
     return GoldenDataError(
@@ -66,6 +68,17 @@ class _Reader:
         "array(..., dtype=...) and datetime.date(...) are read; nothing is executed.")
 
   def value(self, node: ast.AST) -> Any:
+    """The literal ``node`` stands for; nesting is bounded, the evaluation being recursive."""
+    self.depth += 1
+    try:
+      if self.depth > _limits.MAX_LITERAL_NESTING:
+        raise self.error(node, f"literals nest deeper than the limit "
+                               f"{_limits.name('MAX_LITERAL_NESTING')}")
+      return self._value(node)
+    finally:
+      self.depth -= 1
+
+  def _value(self, node: ast.AST) -> Any:
     if isinstance(node, ast.Constant):
       if node.value is Ellipsis:
         raise self.error(node, "an elided array ('...') has lost its data")
@@ -77,7 +90,8 @@ class _Reader:
     if isinstance(node, ast.Dict):
       if any(k is None for k in node.keys):
         raise self.error(node, "'**' in a dict literal is not supported")
-      return {self.value(k): self.value(v) for k, v in zip(node.keys, node.values)}
+      return self._dict([(k, self.value(k)) for k in node.keys],
+                        [self.value(v) for v in node.values])
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
       v = self._number(node.operand)
       return -v if isinstance(node.op, ast.USub) else v
@@ -92,6 +106,16 @@ class _Reader:
     if isinstance(node, ast.Call):
       return self._call(node)
     raise self.error(node, f"unsupported expression {type(node).__name__}")
+
+  def _dict(self, keys: list[tuple[ast.AST, Any]], values: list[Any]) -> dict:
+    out = {}
+    for (node, k), v in zip(keys, values):
+      try:
+        out[k] = v
+      except TypeError:
+        raise self.error(node, f"a dict key of type {type(k).__name__} (keys are strings, "
+                               "numbers or tuples of them)") from None
+    return out
 
   def _number(self, node: ast.AST) -> int | float | complex:
     v = self.value(node)
@@ -146,12 +170,20 @@ class _Reader:
         raise self.error(node, "array(...) takes one literal and an optional dtype here")
       data = self.value(node.args[0])
       dtype = self.dtype(kwargs["dtype"].value) if "dtype" in kwargs else None
-      arr = np.array(data, dtype=dtype)
+      try:
+        arr = np.array(data, dtype=dtype)
+      except (OverflowError, ValueError, TypeError) as e:
+        raise self.error(node, f"array(...) of these literals fails ({type(e).__name__}: "
+                               f"{e}): a value out of range for the dtype, or ragged rows") from None
       if arr.dtype.kind not in "biufc":
         raise self.error(node, f"array(...) evaluates to dtype {arr.dtype}, not a numeric array")
       return arr
     if np_name in _NUMERIC_DTYPES and len(node.args) == 1 and not node.keywords:
-      return np.dtype(np_name).type(self._number(node.args[0]))
+      number = self._number(node.args[0])
+      try:
+        return np.dtype(np_name).type(number)
+      except (OverflowError, ValueError, TypeError) as e:
+        raise self.error(node, f"{np_name}({number!r}) fails ({type(e).__name__}: {e})") from None
     if func is not None:
       head, _, attr = func.rpartition(".")
       if attr == "date" and head in self.datetime_modules and not node.keywords:
@@ -160,7 +192,7 @@ class _Reader:
           raise self.error(node, "datetime.date(...) takes three integers")
         try:
           return datetime.date(*parts)
-        except ValueError as e:
+        except (ValueError, OverflowError) as e:
           raise self.error(node, f"invalid date: {e}") from None
     raise self.error(node, f"call of {ast.unparse(node.func)!r} is not allowed")
 
@@ -193,12 +225,18 @@ def _datasets_in(value: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...
 def read_file(path: str | Path) -> tuple[list[Dataset], list[str]]:
   """The datasets in one jax test-data file, and notes on what was left out and why."""
   path = Path(path)
-  text = path.read_text(encoding="utf-8")
   name = path.name
+  try:
+    text = path.read_text(encoding="utf-8")
+  except (OSError, UnicodeDecodeError) as e:
+    raise GoldenDataError(f"{path}: cannot be read as UTF-8 text ({e}).") from None
   try:
     tree = ast.parse(text, filename=name)
   except SyntaxError as e:
     raise GoldenDataError(f"{name}:{e.lineno}: not valid Python syntax: {e.msg}.") from None
+  except (RecursionError, MemoryError):
+    raise GoldenDataError(f"{name}: nested too deeply for Python's parser; jax's test data "
+                          "files hold flat literals.") from None
   reader = _Reader(name)
   env: dict[str, Any] = {}
   notes: list[str] = []
@@ -263,10 +301,25 @@ def check_fields(ds: Dataset) -> None:
        and all(isinstance(t, str) for t in f["custom_call_targets"]), "a list of strings"),
       ("xla_call_module_version", isinstance(f["xla_call_module_version"], int), "an integer"),
   ]
+  if "nr_devices" in f:
+    checks.append(("nr_devices", isinstance(f["nr_devices"], int)
+                   and not isinstance(f["nr_devices"], bool) and f["nr_devices"] >= 1,
+                   "a positive integer"))
   for field, ok, expected in checks:
     if not ok:
       raise GoldenDataError(f"{ds.source}: {ds.label}: field {field}: expected {expected}, "
                             f"got {type(f[field]).__name__}.")
+  for field in ("inputs", "expected_outputs"):
+    for i, a in enumerate(f[field] or ()):
+      if not _is_numeric_array(a):
+        raise GoldenDataError(f"{ds.source}: {ds.label}: field {field}[{i}]: expected a "
+                              f"numeric array, got {type(a).__name__}.")
+
+
+def _is_numeric_array(a: Any) -> bool:
+  if isinstance(a, (np.ndarray, np.generic)):
+    return a.dtype.kind in "biufc"
+  return isinstance(a, (int, float, complex)) and not isinstance(a, bool)
 
 
 def case_names(ds: Dataset) -> tuple[str, str]:

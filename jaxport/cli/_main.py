@@ -73,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--window-days", type=_non_negative, default=180,
                  help="days an artifact stays supported after recording (default 180)")
   p.add_argument("--today", type=_date, default=None, help="audit as of this date (default today)")
+  p.add_argument("--harness", default=None, metavar="REPO",
+                 help="re-lower the cases of the harness/ package under REPO (a jaxport checkout) "
+                      "to check signature drift; this imports and runs that repository's code, "
+                      "which audit never does otherwise")
   p.add_argument("--no-drift", action="store_true",
                  help="do not re-lower harness cases to compare custom-call signatures")
   p.add_argument("--json", action="store_true", help="print JSON")
@@ -104,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
   p = add("prune", help="remove expired golden entries (dry run unless --yes)")
   p.add_argument("--older-than-days", type=_non_negative, required=True, metavar="DAYS",
                  help="entries recorded more than DAYS days before --today")
+  p.add_argument("--dated-in-future", action="store_true",
+                 help="also remove entries whose record date is after --today (a wrong date: "
+                      "they would never expire)")
   p.add_argument("--yes", action="store_true", help="really remove them")
   p.add_argument("--root", default=DEFAULT_ROOT, help="golden store (default compat_data)")
   p.add_argument("--today", type=_date, default=None, help="prune as of this date (default today)")
@@ -187,7 +194,8 @@ def _print_json(obj: Any) -> None:
 
 def _audit(args, extra) -> int:
   today = args.today or datetime.date.today()
-  relowerer = None if args.no_drift else _relower.Relowerer(_relower.find_repo_root())
+  relowerer = None if args.no_drift else _relower.Relowerer(
+      _relower.harness_root(args.harness) if args.harness is not None else None)
   artifacts = [a for p in args.paths for a in _artifacts.find_artifacts(p)]
   if not artifacts:
     raise JaxportError(f"no artifacts found under {', '.join(args.paths)} (looked for golden "
@@ -210,6 +218,12 @@ def _inspect(args, extra) -> int:
     blob = path.read_bytes()
   elif path.is_dir() and (path / MANIFEST_FILE).exists():
     entry = _artifacts.entry_at(path)
+  elif path.is_dir():
+    raise GoldenDataError(f"{path}: a directory but not a golden entry (no {MANIFEST_FILE}); "
+                          "pass a blob file, an entry directory or an entry id.")
+  elif not _artifacts.looks_like_entry_id(args.artifact):
+    raise GoldenDataError(f"{path}: no such file or directory (nor an entry id "
+                          "'<platform>/<family>/<case_id>/<YYYY-MM-DD>_jax-<version>').")
   else:
     entry = GoldenStore(args.root).entry(args.artifact)
   if entry is not None:
@@ -264,11 +278,14 @@ def _prune(args, extra) -> int:
     raise GoldenDataError(f"--root {args.root}: no golden store there (not a directory). Run from "
                           "the repository root or pass --root PATH/TO/compat_data.")
   store = GoldenStore(args.root)
-  expired = store.prune(args.older_than_days, today=today, dry_run=not args.yes)
+  expired = store.prune(args.older_than_days, today=today, dry_run=not args.yes,
+                        dated_in_future=args.dated_in_future)
+  future = [] if args.dated_in_future else store.dated_after(today)
   if args.json:
     _print_json({"removed" if args.yes else "would_remove": [e.entry_id for e in expired],
                  "dry_run": not args.yes, "today": today.isoformat(),
-                 "older_than_days": args.older_than_days})
+                 "older_than_days": args.older_than_days,
+                 "dated_in_future": [e.entry_id for e in future]})
   else:
     verb = "removed" if args.yes else "would remove"
     for e in expired:
@@ -276,6 +293,10 @@ def _prune(args, extra) -> int:
     sys.stdout.write(f"{len(expired)} entr{'y' if len(expired) == 1 else 'ies'} older than "
                      f"{args.older_than_days} days as of {today}"
                      + ("" if args.yes or not expired else "; pass --yes to remove them") + ".\n")
+    if future:
+      sys.stdout.write(f"{len(future)} entr{'y is' if len(future) == 1 else 'ies are'} dated after "
+                       f"{today} ({', '.join(e.entry_id for e in future)}); a record date in the "
+                       "future is wrong; pass --dated-in-future to remove them.\n")
   return EXIT_OK
 
 

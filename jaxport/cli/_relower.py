@@ -1,8 +1,11 @@
 """Today's lowering of a harness case, for comparing custom-call signatures with a golden entry.
 
-The case registry lives in the repository's ``harness/`` package, not in the
-installed jaxport, so it is found from a repository root (the working
-directory or one above it). Without one, drift is reported as not checked.
+The case registry lives in a repository's ``harness/`` package, not in the
+installed jaxport. Importing it runs that repository's code, so it is imported
+only from a repository the user names (``jaxport audit --harness REPO``), never
+found by looking around the working directory: an extracted bundle or a
+shared temporary folder must not run code. Without it, drift is reported as
+not checked.
 """
 
 from __future__ import annotations
@@ -17,10 +20,13 @@ import jax
 import numpy as np
 
 import jaxport
+from jaxport.errors import GoldenDataError
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import CustomCallSignature
 
 logger = logging.getLogger(__name__)
+
+NOT_REQUESTED = "no harness named"
 
 
 def find_repo_root(start: Path | None = None) -> Path | None:
@@ -30,6 +36,16 @@ def find_repo_root(start: Path | None = None) -> Path | None:
     if (d / "harness" / "conftest.py").is_file():
       return d
   return None
+
+
+def harness_root(path: str | Path) -> Path:
+  """The repository root ``path`` named with ``--harness``, checked to hold ``harness/conftest.py``."""
+  root = Path(path)
+  if not (root / "harness" / "conftest.py").is_file():
+    raise GoldenDataError(
+        f"--harness {path}: no harness/conftest.py there; pass the root of a jaxport "
+        "checkout (the directory holding harness/ and compat_data/).")
+  return root.resolve()
 
 
 def load_registry(repo_root: Path) -> Any:
@@ -48,7 +64,8 @@ class Relowerer:
     self._cases = None
     self.unavailable: str | None = None
     if repo_root is None:
-      self.unavailable = "no harness/ found at or above the working directory"
+      self.unavailable = (f"{NOT_REQUESTED}: pass --harness REPO to re-lower the cases of "
+                          "REPO's harness/ (this runs that repository's code)")
 
   def load(self) -> None:
     """Import the case registry now: it also registers the harness's effect types, which

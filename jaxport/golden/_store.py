@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxport import _limits
 from jaxport.errors import GoldenDataError
 from jaxport.golden._manifest import (
     BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE, MODULE_FILE, PLATFORMS, SHARDINGS_FILE,
@@ -125,9 +126,12 @@ def decode_arrays(data: bytes, specs: Sequence[ArraySpec], where: str) -> list[n
     out = []
     for i, spec in enumerate(specs):
       member = want[i]
+      bound = _member_bound(zf.getinfo(member), spec, f"{where}: member {member}")
       try:
         with zf.open(member) as f:
-          raw = np.lib.format.read_array(io.BytesIO(f.read()), allow_pickle=False)
+          data = f.read(bound)  # zipfile stops at the declared size and checks the CRC there
+        raw = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False,
+                                       max_header_size=_limits.MAX_NPY_HEADER_BYTES)
       except ValueError as e:
         raise GoldenDataError(
             f"{where}: member {member} cannot be read without unpickling or is malformed ({e}). "
@@ -147,6 +151,34 @@ def decode_arrays(data: bytes, specs: Sequence[ArraySpec], where: str) -> list[n
             f"records {spec.dtype} {tuple(spec.shape)}.")
       out.append(arr)
     return out
+
+
+def _member_bound(info: zipfile.ZipInfo, spec: ArraySpec, where: str) -> int:
+  """The most bytes the npz member may inflate to: its header plus the manifest's array.
+
+  Checked against the member's declared size before anything is decompressed;
+  reading stops at that size (a member that inflates further fails its CRC).
+  """
+  if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+    raise GoldenDataError(
+        f"{where}: compression method {info.compress_type} is refused; npz files are stored "
+        "or deflated (numpy.savez, numpy.savez_compressed).")
+  itemsize = dtype_from_name(spec.dtype, where).itemsize
+  count = 1
+  for d in spec.shape:
+    count *= d
+  nbytes = count * itemsize
+  if nbytes > _limits.MAX_ARRAY_BYTES:
+    raise GoldenDataError(
+        f"{where}: the manifest's {spec.dtype} {tuple(spec.shape)} needs {nbytes} bytes, more "
+        f"than the limit {_limits.name('MAX_ARRAY_BYTES')}.")
+  bound = nbytes + _limits.MAX_NPY_HEADER_BYTES
+  if info.file_size > bound:
+    raise GoldenDataError(
+        f"{where}: declares {info.file_size} bytes once inflated, but the manifest's "
+        f"{spec.dtype} {tuple(spec.shape)} needs at most {bound} (array plus the limit "
+        f"{_limits.name('MAX_NPY_HEADER_BYTES')}); refused before decompressing.")
+  return bound
 
 
 # --- entries ------------------------------------------------------------------
@@ -188,7 +220,10 @@ class Entry:
     m = _DIR_RE.fullmatch(self.path.name)
     if m is None:
       raise GoldenDataError(f"{self.path}: directory name is not '<YYYY-MM-DD>_jax-<version>'.")
-    return datetime.date.fromisoformat(m.group(1))
+    try:
+      return datetime.date.fromisoformat(m.group(1))
+    except ValueError as e:
+      raise GoldenDataError(f"{self.path}: directory name holds no valid date ({e}).") from None
 
   def _where(self, name: str) -> str:
     return f"golden entry {self.entry_id}: {name}"
@@ -199,7 +234,7 @@ class Entry:
     where = self._where(MANIFEST_FILE)
     path = self.path / MANIFEST_FILE
     self._check_regular(MANIFEST_FILE)
-    m = Manifest.from_json(path.read_bytes(), where)
+    m = Manifest.from_json(_read_bytes(path, where), where)
     if not m.files:
       raise GoldenDataError(f"{where}: 'files' is empty; a stored entry lists its files' sha256.")
     expected_id = "/".join(self.entry_id.split("/")[-4:])
@@ -223,7 +258,7 @@ class Entry:
   def _check_listing(self, m: Manifest) -> None:
     if not self.path.is_dir():
       raise GoldenDataError(f"golden entry {self.entry_id}: directory {self.path} is missing.")
-    actual = set(os.listdir(self.path))
+    actual = set(_listdir(self.path))
     expected = set(m.files) | {MANIFEST_FILE}
     missing = sorted(expected - actual)
     extra = sorted(actual - expected)
@@ -240,7 +275,7 @@ class Entry:
     m = m or self.manifest
     self._check_listing(m)
     self._check_regular(name)
-    data = (self.path / name).read_bytes()
+    data = _read_bytes(self.path / name, self._where(name))
     actual = sha256_hex(data)
     if actual != m.files[name]:
       raise GoldenDataError(
@@ -315,6 +350,10 @@ class GoldenStore:
   def __repr__(self) -> str:
     return f"GoldenStore({str(self.root)!r})"
 
+  def dated_after(self, today: datetime.date) -> list[Entry]:
+    """Entries whose record date is after ``today`` (a wrong date; see :meth:`prune`)."""
+    return [e for e in self.entries() if e.record_date > today]
+
   def entries(self, platform: str | None = None, family: str | None = None) -> list[Entry]:
     """All entries, sorted by entry id; optionally only one platform and/or family.
 
@@ -346,7 +385,7 @@ class GoldenStore:
 
   def _children(self, path: Path, allow_files: bool = False) -> list[Path]:
     out = []
-    for name in sorted(os.listdir(path)):
+    for name in sorted(_listdir(path)):
       if name.startswith("."):
         continue
       child = path / name
@@ -367,10 +406,44 @@ class GoldenStore:
     if len(parts) != 4 or not all(is_safe_name(x) for x in parts):
       raise GoldenDataError(
           f"bad entry id {entry_id!r}; expected '<platform>/<family>/<case_id>/<YYYY-MM-DD>_jax-<version>'.")
-    path = self.root.joinpath(*parts)
+    path = self._inside(parts)
     if not path.is_dir():
       raise GoldenDataError(f"golden entry {entry_id}: no such entry under {self.root}.")
     return Entry(path, "/".join(parts))
+
+  def _inside(self, parts: Sequence[str], create_parents: bool = False) -> Path:
+    """``root/parts...``, checked to be real directories down to the first missing one.
+
+    A symbolic link at any level would take reads or writes outside the store,
+    so it is refused, as listing refuses it. ``create_parents`` makes every
+    level but the last.
+    """
+    path = self.root
+    for i, part in enumerate(parts):
+      path = path / part
+      try:
+        st = os.lstat(path)
+      except OSError as e:
+        if not isinstance(e, (FileNotFoundError, NotADirectoryError)):
+          raise GoldenDataError(f"{path}: cannot be read ({e.strerror or e}).") from None
+        if not create_parents or i == len(parts) - 1:
+          return self.root.joinpath(*parts)
+        try:
+          os.mkdir(path)
+        except FileExistsError:
+          pass  # Another writer made it; it is checked below like any other.
+        except OSError as e:
+          raise _unwritable(path, e) from None
+        st = os.lstat(path)
+      if stat.S_ISLNK(st.st_mode):
+        raise GoldenDataError(
+            f"{path}: a symbolic link inside the golden store {self.root}. The store reads and "
+            "writes only real directories below its root, never through links, so that "
+            "nothing outside it is read or written; replace the link with a directory.")
+      if not stat.S_ISDIR(st.st_mode):
+        raise GoldenDataError(f"{path}: not a directory; the golden store holds directories "
+                              "down to each entry.")
+    return path
 
   def write_entry(self, manifest: Manifest, blob: bytes, inputs: Sequence[Any],
                   expected: Sequence[Any] | None, module_text: str,
@@ -392,8 +465,8 @@ class GoldenStore:
     if not isinstance(module_text, str):
       raise GoldenDataError(
           f"golden entry {entry_id}: module_text must be str, got {type(module_text).__name__}.")
-    final = self.root / entry_id
-    if final.exists():
+    final = self._inside(entry_id.split("/"))
+    if os.path.lexists(final):
       raise _exists(entry_id, final)
 
     payload = {BLOB_FILE: bytes(blob), MODULE_FILE: module_text.encode("utf-8")}
@@ -409,8 +482,13 @@ class GoldenStore:
         manifest, files={k: sha256_hex(v) for k, v in payload.items()}, arrays=arrays)
 
     case_dir = final.parent
-    case_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{final.name}-", dir=case_dir))
+    try:
+      if not self.root.is_dir():
+        self.root.mkdir(parents=True)
+      self._inside(entry_id.split("/"), create_parents=True)
+      tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{final.name}-", dir=case_dir))
+    except OSError as e:
+      raise _unwritable(case_dir, e) from None
     try:
       os.chmod(tmp, 0o755)  # mkdtemp makes it private; entries are shared data.
       for name in sorted(payload):
@@ -426,19 +504,27 @@ class GoldenStore:
           raise _exists(entry_id, final) from None
         raise
       _fsync_dir(case_dir)
-    except BaseException:
+    except BaseException as e:
       shutil.rmtree(tmp, ignore_errors=True)
+      if isinstance(e, OSError):
+        raise _unwritable(case_dir, e) from None
       raise
     logger.info("wrote golden entry %s", entry_id)
     return Entry(final, entry_id)
 
   def prune(self, older_than_days: int, today: datetime.date | None = None,
-            dry_run: bool = True) -> list[Entry]:
-    """Entries recorded more than ``older_than_days`` before ``today``; removed unless dry_run."""
+            dry_run: bool = True, dated_in_future: bool = False) -> list[Entry]:
+    """Entries recorded more than ``older_than_days`` before ``today``; removed unless dry_run.
+
+    ``dated_in_future`` adds the entries whose record date is after ``today``:
+    no recording comes from the future, so their date is wrong and they would
+    never expire.
+    """
     if isinstance(older_than_days, bool) or not isinstance(older_than_days, int) or older_than_days < 0:
       raise GoldenDataError(f"older_than_days must be a non-negative integer, got {older_than_days!r}.")
     today = today or datetime.date.today()
-    expired = [e for e in self.entries() if (today - e.record_date).days > older_than_days]
+    expired = [e for e in self.entries() if (today - e.record_date).days > older_than_days
+               or (dated_in_future and e.record_date > today)]
     if dry_run:
       return expired
     for e in expired:
@@ -452,6 +538,26 @@ class GoldenStore:
         parent.rmdir()
         parent = parent.parent
     return expired
+
+
+def _read_bytes(path: Path, where: str) -> bytes:
+  try:
+    return path.read_bytes()
+  except OSError as e:
+    raise GoldenDataError(f"{where}: cannot be read ({e.strerror or e}).") from None
+
+
+def _listdir(path: Path) -> list[str]:
+  try:
+    return os.listdir(path)
+  except OSError as e:
+    raise GoldenDataError(f"{path}: cannot be listed ({e.strerror or e}).") from None
+
+
+def _unwritable(path: Path, error: OSError) -> GoldenDataError:
+  return GoldenDataError(
+      f"{path}: cannot write into the golden store ({error.strerror or error}). Make the "
+      "store writable, or pass another store.")
 
 
 def _exists(entry_id: str, path: Path) -> GoldenDataError:

@@ -27,6 +27,7 @@ from typing import Any
 from jax import tree_util
 from jax.sharding import AbstractMesh, NamedSharding, PartitionSpec
 
+from jaxport import _limits
 from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import DeserializationError
 from jaxport.export._disabled_checks import DisabledSafetyCheck
@@ -122,9 +123,11 @@ def read_serialization_version(blob: bytes | bytearray | memoryview) -> int:
 
 def _read_root(table: list[Any], where: str) -> Exported:
   try:
-    return _read_exported(table, where)
+    with _limits.recursion_room(_limits.MAX_TABLE_DEPTH):
+      return _read_exported(table, where)
   except RecursionError:
-    raise _bad("nesting too deep to read", where) from None
+    raise _bad(f"nesting too deep to read (the limit {_limits.name('MAX_TABLE_DEPTH')})",
+               where) from None
 
 
 class _LazyVjp:
@@ -159,8 +162,13 @@ def _guard(where: str, what: str, fn: Callable[..., Any], *args, **kwargs) -> An
     raise _bad(f"{what} was refused ({type(e).__name__}: {e})", where) from e
 
 
+# Longest dimension written as digits alone: int64 sizes have at most 19 digits;
+# longer ones go to the shape parser, which refuses them with a ShapeError.
+_MAX_INT_DIGITS = 19
+
+
 def _is_int(dim: str) -> bool:
-  return dim.isascii() and dim.isdigit()
+  return len(dim) <= _MAX_INT_DIGITS and dim.isascii() and dim.isdigit()
 
 
 class _Scope:
@@ -363,7 +371,8 @@ def _read_aval(aval: list[Any], scope: _Scope, seen: dict[tuple, Any], where: st
 
 def _read_symbolic_shape(dims: Sequence[str], scope: _Scope, where: str) -> tuple[Any, ...]:
   spec = ",".join(dims)
-  shape = _guard(where, f"the symbolic shape {spec!r}", lambda: _api.symbolic_shape(
+  shown = spec if len(spec) <= 200 else spec[:200] + "..."
+  shape = _guard(where, f"the symbolic shape {shown!r}", lambda: _api.symbolic_shape(
       spec, scope=scope.get()))
   if len(shape) != len(dims):
     raise _bad(f"shape {spec!r} parsed to {len(shape)} dimensions, expected {len(dims)}", where)

@@ -26,11 +26,12 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from jaxport import _limits
 from jaxport.errors import DeserializationError
 from jaxport.serde import _layout
 
-MAX_DEPTH = 128
-_MAX_BUFFER = 2**31 - 1
+MAX_DEPTH = _limits.MAX_TABLE_DEPTH
+_MAX_BUFFER = _limits.MAX_BLOB_BYTES
 
 _u16x2 = struct.Struct("<HH").unpack_from
 _u32 = struct.Struct("<I").unpack_from
@@ -95,7 +96,8 @@ def decode(buf: bytes) -> list[Any]:
     raise _fail(f"buffer of {n} bytes exceeds the 2 GiB flatbuffers limit", "the start")
   walk = _Walk(buf)
   try:
-    return walk.table(_u32(buf, 0)[0], _ROOT, 0)
+    with _limits.recursion_room(MAX_DEPTH):
+      return walk.table(_u32(buf, 0)[0], _ROOT, 0)
   except _Fail as e:
     raise _fail(e.what, "Exported" + "".join(reversed(e.path))) from None
 
@@ -114,14 +116,16 @@ class _Walk:
     self.buf = buf
     self.n = len(buf)
     self.tables = 0
-    self.max_tables = self.n // 4 + 1
+    self.max_tables = int(self.n * _limits.TABLES_PER_BYTE) + 1
     # vtable position and table type index -> (table size, present fields)
     self.vtables: dict[int, tuple[int, tuple[tuple, ...]]] = {}
     self.strings: dict[int, str] = {}
 
   def table(self, pos: int, ttype: _TableType, depth: int) -> list[Any]:
     if depth > MAX_DEPTH:
-      raise _Fail(f"tables nested more than {MAX_DEPTH} deep")
+      raise _Fail(f"tables nested more than {MAX_DEPTH} deep (the limit "
+                  f"{_limits.name('MAX_TABLE_DEPTH')}; jax itself reads pytrees only about "
+                  "490 levels deep)")
     self.tables += 1
     if self.tables > self.max_tables:
       raise _Fail(f"more than {self.max_tables} tables reached in a {self.n}-byte "

@@ -17,7 +17,7 @@ from typing import Any
 
 import jax
 
-from jaxport import _versions
+from jaxport import _limits, _versions
 from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import SerializationError, SerializationTypeError
 from jaxport.serde import _builder, _pytrees, _wire
@@ -63,7 +63,8 @@ def serialize(exported: Any, *, vjp_order: int = 0, jax_version: bool = True,
   if share_strings is None:
     share_strings = jax_version
   builder = _builder.Builder(65536, share_strings=share_strings)
-  root = _exported(builder, exported, vjp_order, jax_version, symbolic_constraints)
+  with _limits.recursion_room(_limits.MAX_TABLE_DEPTH):
+    root = _exported(builder, exported, vjp_order, jax_version, symbolic_constraints, 0)
   builder.Finish(root)
   return builder.Output()
 
@@ -112,7 +113,8 @@ def _check_record(exp: Any) -> None:
 
 
 def _exported(b: _builder.Builder, exp: Any, vjp_order: int, jax_version: bool,
-              constraints: bool) -> int:
+              constraints: bool, depth: int) -> int:
+  """The Exported table for ``exp``, nested ``depth`` tables below the root."""
   if not exp._has_named_shardings:
     raise SerializationError(
         f"Cannot serialize the Exported '{exp.fun_name}': it carries HloShardings "
@@ -121,9 +123,9 @@ def _exported(b: _builder.Builder, exp: Any, vjp_order: int, jax_version: bool,
   _check_record(exp)
   uniques = _Uniques(exp)
   fun_name = b.CreateString(exp.fun_name)
-  in_tree = _pytreedef(b, exp.in_tree)
+  in_tree = _pytreedef(b, exp.in_tree, depth + 1)
   in_avals = _vector_of(b, _aval, exp.in_avals)
-  out_tree = _pytreedef(b, exp.out_tree)
+  out_tree = _pytreedef(b, exp.out_tree, depth + 1)
   out_avals = _vector_of(b, _aval, exp.out_avals)
   in_shardings = _vector_of(b, lambda b, s: _legacy_sharding(b, s, uniques),
                             exp._in_named_shardings)
@@ -144,7 +146,7 @@ def _exported(b: _builder.Builder, exp: Any, vjp_order: int, jax_version: bool,
           f"order: '{exp.fun_name}' has no VJP but {vjp_order} more order(s) were "
           "requested. Lower vjp_order, or serialize a fresh export (which can "
           "build VJPs of any order).")
-    vjp = _exported(b, exp.vjp(), vjp_order - 1, jax_version, constraints)
+    vjp = _exported(b, exp.vjp(), vjp_order - 1, jax_version, constraints, depth + 1)
 
   unique_avals = _vector_of(b, _aval, uniques.avals)
   unique_meshes = _vector_of(b, _abstract_mesh, uniques.meshes)
@@ -222,10 +224,19 @@ def _constraints_of(exp: Any) -> tuple[str, ...]:
   return ()
 
 
-def _pytreedef(b: _builder.Builder, p: Any) -> int:
+def _pytreedef(b: _builder.Builder, p: Any, depth: int) -> int:
+  """The PyTreeDef table of ``p``, ``depth`` tables below the root; readers (jaxport's
+  and jax's) bound that depth, so a deeper tree is refused here rather than written."""
+  if depth > _limits.MAX_TABLE_DEPTH:
+    raise SerializationError(
+        f"Cannot serialize a pytree nested deeper than the limit "
+        f"{_limits.name('MAX_TABLE_DEPTH')} tables (each pytree level is one table); "
+        "jax itself reads pytrees only about 490 levels deep. Flatten the arguments or "
+        "results into a shallower structure.")
   node_data = p.node_data()
   children = p.children()
-  children_off = _vector_of(b, _pytreedef, children) if children else None
+  children_off = (_vector_of(b, lambda b, c: _pytreedef(b, c, depth + 1), children)
+                  if children else None)
   names_off = custom_name = custom_auxdata = None
   node_type = node_data[0] if node_data is not None else None
   if node_data is None:

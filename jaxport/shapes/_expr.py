@@ -20,6 +20,7 @@ import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from jaxport import _limits
 from jaxport.errors import ShapeError
 from jaxport.shapes._jaxerr import InconclusiveDimensionOperation, inconclusive
 
@@ -392,6 +393,8 @@ class DimExpr:
     power = int(power)
     if power < 0:
       raise ValueError(f"Symbolic dimension cannot be raised to negative powers: '{self}' ** '{power}'")
+    if power > _limits.MAX_DIM_EXPONENT:
+      raise exponent_too_large(str(self), power)
     acc: DimSize = 1
     for _ in range(power):
       acc = acc * self
@@ -755,3 +758,11 @@ def all_vars(dims: Iterable[Any]) -> set[str]:
     if isinstance(d, DimExpr):
       acc.update(d._get_vars())
   return acc
+
+
+def exponent_too_large(base: str, power: int) -> ShapeError:
+  """The refusal of ``base ** power`` past the exponent limit (powers loop ``power`` times)."""
+  return ShapeError(
+      f"Symbolic dimension exponent {power} in '{base}' ** {power} exceeds the limit "
+      f"{_limits.name('MAX_DIM_EXPONENT')}: no dimension size fits in 64 bits past it. "
+      "Write the shape with a smaller exponent.")

@@ -20,8 +20,10 @@ import tokenize
 from collections.abc import Sequence
 from typing import Any
 
+from jaxport import _limits
 from jaxport.errors import ShapeError
-from jaxport.shapes._expr import MAX, MIN, OPERATIONS, DimExpr, DimSize, dim_max, dim_min
+from jaxport.shapes._expr import (MAX, MIN, OPERATIONS, DimExpr, DimSize, dim_max, dim_min,
+                                  exponent_too_large)
 
 _ENDMARKER = tokenize.ENDMARKER
 _RPAR = tokenize.RPAR
@@ -39,6 +41,16 @@ _END_OF_TERM = (_ENDMARKER, _RPAR, _COMMA, _PLUS, _MINUS)
 _SIMPLE_SPEC = re.compile(r"[A-Za-z0-9_ ,()+\-*^.]*\Z")
 _PSEUDO_TOKEN = re.compile(r"[ ]*(?:(?P<number>" + tokenize.Number + r")|(?P<op>"
                            + tokenize.Special + r")|(?P<name>" + tokenize.Name + r"))")
+
+
+_SHOWN_CHARS = 200
+
+
+def _clip(text: str, tail: bool = False) -> str:
+  """``text`` shortened for a message (hostile specs can be long); whole when short."""
+  if len(text) <= _SHOWN_CHARS:
+    return text
+  return "..." + text[-_SHOWN_CHARS:] if tail else text[:_SHOWN_CHARS] + "..."
 
 
 class _Token:
@@ -93,8 +105,13 @@ class ShapeParser:
     self.scope = scope
     self.dims: list[DimSize | None] = []
     self._tokens: Any = None
+    self._nesting = 0
 
   def parse(self) -> tuple[DimSize, ...]:
+    if len(self.spec) > _limits.MAX_SPEC_CHARS:
+      raise ShapeError(
+          f"symbolic shape spec of {len(self.spec)} characters exceeds the limit "
+          f"{_limits.name('MAX_SPEC_CHARS')}; it starts {self.spec[:40]!r}.")
     fast = _fast_tokens(self.spec) if _SIMPLE_SPEC.match(self.spec) else None
     if fast is not None:
       self._tokens = iter(fast)
@@ -109,11 +126,11 @@ class ShapeParser:
   # ---- errors -------------------------------------------------------------
 
   def error(self, tok: tokenize.TokenInfo | None, detail: str) -> ShapeError:
-    msg = (f"syntax error in symbolic shape {self.spec_repr} "
+    msg = (f"syntax error in symbolic shape {_clip(self.spec_repr)} "
            f"in dimension {len(self.dims)}: {detail}. ")
     if tok is not None:
       col = tok.start[1]
-      msg += f"Parsed '{tok.line[:col]}', remaining '{tok.line[col:]}'."
+      msg += f"Parsed '{_clip(tok.line[:col], tail=True)}', remaining '{_clip(tok.line[col:])}'."
     return ShapeError(msg)
 
   # ---- tokens -------------------------------------------------------------
@@ -169,9 +186,18 @@ class ShapeParser:
                             f"{len(self.dims)} already and 'like' shape has "
                             f"only {len(self.like)} dimensions")
 
+  def _nest(self, tok: tokenize.TokenInfo) -> None:
+    """Enters one level of parentheses or operation; the parser recurses per level."""
+    self._nesting += 1
+    if self._nesting > _limits.MAX_SPEC_NESTING:
+      raise self.error(tok, f"parentheses and operations nest deeper than the limit "
+                            f"{_limits.name('MAX_SPEC_NESTING')}")
+
   def _shape(self, tok: tokenize.TokenInfo) -> tokenize.TokenInfo:
     if tok.exact_type == tokenize.LPAR:
+      self._nest(tok)
       tok = self._shape(self._advance())
+      self._nesting -= 1
       return self._consume(tok, _RPAR)
     while tok.exact_type not in _END_OF_SHAPE:
       is_ellipsis = tok.exact_type == tokenize.ELLIPSIS
@@ -216,7 +242,10 @@ class ShapeParser:
       if tok.exact_type == tokenize.CIRCUMFLEX:
         tok = self._advance()
         self._expect(tok, (tokenize.NUMBER,))
+        power_tok = tok
         power, tok = self._integer(tok)
+        if power > _limits.MAX_DIM_EXPONENT:
+          raise self.error(power_tok, str(exponent_too_large(str(f), power)).rstrip("."))
         f = f ** power
       acc = f if acc is None else acc * f
       if tok.exact_type in _END_OF_TERM:
@@ -240,11 +269,13 @@ class ShapeParser:
     raise AssertionError("unreachable")
 
   def _operation(self, op: str, tok: tokenize.TokenInfo) -> tuple[DimSize, tokenize.TokenInfo]:
+    self._nest(tok)
     tok = self._consume(tok, tokenize.LPAR)
     e1, tok = self._expr(tok)
     tok = self._consume(tok, _COMMA)
     e2, tok = self._expr(tok)
     tok = self._consume(tok, _RPAR)
+    self._nesting -= 1
     if op == MAX:
       return dim_max(e1, e2), tok
     if op == MIN:

@@ -111,7 +111,7 @@ def test_missing_path_and_empty_directory_are_errors(tmp_path, capsys):
 
 def _fake_registry(monkeypatch, tmp_path, cases):
   registry = types.SimpleNamespace(case=cases.get)
-  monkeypatch.setattr(_relower, "find_repo_root", lambda start=None: tmp_path)
+  monkeypatch.setattr(_relower, "harness_root", lambda path: tmp_path)
   monkeypatch.setattr(_relower, "load_registry", lambda root: registry)
 
 
@@ -125,21 +125,22 @@ def _qr_case(fun=None):
 def test_drift_against_todays_lowering(store, capsys, monkeypatch):
   write_qr_entry(store)
   _fake_registry(monkeypatch, store.root, {"qr_f32": _qr_case()})
-  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--json")
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
+                   "--harness", "repo", "--json")
   (art,) = json.loads(out)["artifacts"]
   assert rc == 0 and art["drift"] == {"checked": True, "differences": []}
 
   # Today the case lowers to a 4x4 QR: same targets, other operand types.
   _fake_registry(monkeypatch, store.root, {"qr_f32": types.SimpleNamespace(
       **{**vars(_qr_case()), "make_inputs": lambda: ((np.eye(4, dtype=np.float32),), {})})})
-  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat())
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--harness", "repo")
   assert rc == 1
   assert "signature drift against today's lowering: target lapack_sgeqrf_ffi changed signature" in out
   assert "tensor<4x4xf32>" in out and "tensor<3x3xf32>" in out
 
   # Today's lowering no longer calls LAPACK at all.
   _fake_registry(monkeypatch, store.root, {"qr_f32": _qr_case(fun=lambda x: (x, x))})
-  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat())
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--harness", "repo")
   assert rc == 1 and "target lapack_sorgqr_ffi was recorded but the current lowering no longer emits it" in out
 
 
@@ -154,7 +155,8 @@ def test_partitioner_metadata_drift_is_a_warning(store, capsys, monkeypatch):
 
   write_qr_entry(store, signatures=[toggle(s) for s in qr_exported_signatures()])
   _fake_registry(monkeypatch, store.root, {"qr_f32": _qr_case()})
-  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--json")
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
+                   "--harness", "repo", "--json")
   (art,) = json.loads(out)["artifacts"]
   assert rc == 0 and art["problems"] == []
   assert len(art["drift"]["differences"]) == 2
@@ -186,23 +188,31 @@ def test_entry_lowered_for_another_platform_is_judged_on_that_platform(store, ca
 def test_drift_not_checked_without_a_case(store, capsys, monkeypatch):
   write_qr_entry(store, case_id="not_a_registered_case")
   _fake_registry(monkeypatch, store.root, {})
-  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat())
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--harness", "repo")
   assert rc == 0
   assert "drift: not checked (no case 'not_a_registered_case' in the harness registry)" in out
 
 
-def test_drift_not_checked_outside_a_repository(store, capsys, monkeypatch):
+def test_drift_not_checked_without_a_named_harness(store, capsys, monkeypatch):
   write_qr_entry(store)
-  monkeypatch.setattr(_relower, "find_repo_root", lambda start=None: None)
+  def imported(root):
+    raise AssertionError("audit imported a harness nobody named")
+  monkeypatch.setattr(_relower, "load_registry", imported)
   rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat())
-  assert rc == 0 and "drift: not checked (no harness/ found at or above the working directory)" in out
+  assert rc == 0 and "drift: not checked (no harness named: pass --harness REPO" in out
+
+
+def test_a_harness_option_without_a_harness_is_an_error(store, capsys, tmp_path):
+  write_qr_entry(store)
+  rc, _, err = run(capsys, "audit", str(store.root), "--harness", str(tmp_path / "elsewhere"))
+  assert rc == 2 and "no harness/conftest.py there" in err
 
 
 def test_broken_registry_is_reported_not_fatal(store, capsys, monkeypatch, tmp_path):
   write_qr_entry(store)
-  monkeypatch.setattr(_relower, "find_repo_root", lambda start=None: tmp_path)
+  monkeypatch.setattr(_relower, "harness_root", lambda path: tmp_path)
   def broken(root):
     raise ImportError("no module named harness.cases")
   monkeypatch.setattr(_relower, "load_registry", broken)
-  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat())
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--harness", "repo")
   assert rc == 0 and "the harness case registry failed to import: ImportError" in out

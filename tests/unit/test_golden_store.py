@@ -147,7 +147,7 @@ def test_failure_mid_write_leaves_nothing(store, monkeypatch):
     real(path, data)
 
   monkeypatch.setattr(_store, "_write_file", failing)
-  with pytest.raises(OSError, match="disk full"):
+  with pytest.raises(GoldenDataError, match="cannot write into the golden store .disk full"):
     store.write_entry(make_manifest(), b"b", INPUTS, EXPECTED, "m")
   case_dir = store.root / "cpu/qr/qr_f32"
   assert os.listdir(case_dir) == []
@@ -161,7 +161,7 @@ def test_failure_at_rename_leaves_nothing(store, monkeypatch):
     raise OSError("rename failed")
 
   monkeypatch.setattr(_store.os, "rename", boom)
-  with pytest.raises(OSError, match="rename failed"):
+  with pytest.raises(GoldenDataError, match="cannot write into the golden store .rename failed"):
     store.write_entry(make_manifest(), b"b", INPUTS, EXPECTED, "m")
   assert os.listdir(store.root / "cpu/qr/qr_f32") == []
 

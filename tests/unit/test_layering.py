@@ -19,7 +19,8 @@ GENERATED = {"jaxport.serde._schema_generated"}
 
 # Lowest first: a module may import its own layer and the ones before it.
 LAYERS = (
-    ("leaves", ("jaxport.errors", "jaxport._config", "jaxport._versions", "jaxport._jaxcompat")),
+    ("leaves", ("jaxport.errors", "jaxport._config", "jaxport._versions", "jaxport._jaxcompat",
+                "jaxport._limits")),
     ("shapes", ("jaxport.shapes",)),
     ("custom_calls", ("jaxport.custom_calls",)),
     ("export", ("jaxport.export",)),

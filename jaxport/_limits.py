@@ -1,0 +1,108 @@
+"""Resource limits on untrusted input: one place, each with the reason for its value.
+
+Blobs, golden stores, npz files and jax test-data files may come from anyone
+(see ``docs/security.md``). Each limit below bounds the time or memory one
+input can cost, and sits far above what legitimate data needs. A refusal names
+the limit by the constant's name (``jaxport._limits.MAX_DIM_EXPONENT``), so a
+reader of the message can find its value and reason here.
+
+Nesting depths are also bounded by Python's recursion limit: the recursive
+readers run inside :func:`recursion_room`, which raises that limit for the
+duration of one call so that every depth allowed here is reachable (Python
+calls between Python functions do not use the C stack, so this is safe).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+
+# --- symbolic shape specs (jaxport.shapes._parser, DimExpr.__pow__) ----------
+
+# Largest exponent in ``a^N`` or ``d ** N``. Any exponent past 63 overflows a
+# 64-bit dimension size for every base > 1; powers are computed by repeated
+# multiplication, so an unbounded exponent is an unbounded loop.
+MAX_DIM_EXPONENT = 64
+# Longest shape spec parsed, in characters. Real specs are tens of characters;
+# a blob stores one spec per dimension.
+MAX_SPEC_CHARS = 100_000
+# Deepest nesting of parentheses and operations (``max(min(mod(...)))``) in one
+# spec. The parser is recursive; real specs nest two or three levels.
+MAX_SPEC_NESTING = 64
+
+# --- serialized Exported (jaxport.serde) --------------------------------------
+
+# Deepest nesting of flatbuffer tables in a blob. A pytree of depth d nests
+# d + 1 tables under the root, and each nested VJP one more. jax 0.10.2 reads
+# pytrees up to about 490 levels deep (its recursive reader stops at Python's
+# default recursion limit of 1000); this limit is about twice that, so every
+# blob jax reads is read here, and only deeper ones are refused.
+MAX_TABLE_DEPTH = 1024
+# Largest blob: flatbuffers offsets are 32-bit signed.
+MAX_BLOB_BYTES = 2**31 - 1
+# At most one table per four bytes of blob (the smallest table is a 4-byte
+# vtable offset), so shared or overlapping tables cannot make the walk
+# visit more tables than the buffer could hold.
+TABLES_PER_BYTE = 1 / 4
+
+# --- golden stores (jaxport.golden) -------------------------------------------
+
+# Largest array one npz member may hold, checked against the manifest's shape
+# and against the member's declared size before anything is decompressed.
+# Golden inputs and outputs are kilobytes.
+MAX_ARRAY_BYTES = 256 * 2**20
+# Largest ``.npy`` header in an npz member (numpy's own reader allows 10,000).
+MAX_NPY_HEADER_BYTES = 64 * 2**10
+# Largest manifest.json or shardings.json; real ones are a few kilobytes.
+MAX_JSON_BYTES = 16 * 2**20
+# Deepest nesting of JSON objects and arrays in a manifest or shardings.json;
+# real ones nest four levels. Python's JSON parser is recursive.
+MAX_JSON_NESTING = 64
+
+# --- jax test-data files (jaxport.cli._jax_testdata) ---------------------------
+
+# Deepest nesting of literals (lists, tuples, dicts, unary signs) evaluated in
+# one jax test-data file; real files nest arrays by rank (under ten levels).
+MAX_LITERAL_NESTING = 100
+
+# --- recursion --------------------------------------------------------------------
+
+# Python frames each nesting level of a recursive reader may use (a function
+# its list comprehension and a helper in Python 3.11), plus room for the caller.
+_FRAMES_PER_LEVEL = 4
+_FRAME_MARGIN = 500
+
+
+def name(limit: str) -> str:
+  """How a refusal names a limit: ``jaxport._limits.NAME = value``."""
+  return f"jaxport._limits.{limit} = {globals()[limit]}"
+
+
+@contextlib.contextmanager
+def recursion_room(levels: int) -> Iterator[None]:
+  """Lets the current thread recurse ``levels`` nesting levels deeper than it is now.
+
+  Raises Python's recursion limit while the block runs, and lowers it back
+  after, unless something else changed it meanwhile.
+  """
+  old = sys.getrecursionlimit()
+  needed = _stack_depth() + levels * _FRAMES_PER_LEVEL + _FRAME_MARGIN
+  if needed <= old:
+    yield
+    return
+  sys.setrecursionlimit(needed)
+  try:
+    yield
+  finally:
+    if sys.getrecursionlimit() == needed:
+      sys.setrecursionlimit(old)
+
+
+def _stack_depth() -> int:
+  depth = 0
+  frame = sys._getframe()
+  while frame is not None:
+    depth += 1
+    frame = frame.f_back
+  return depth

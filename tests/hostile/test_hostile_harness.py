@@ -1,0 +1,178 @@
+"""The compat harness facing hostile stores and options: the worker never outlives pytest, a
+store that cannot be written loses no recording, bad options are usage errors, and an entry
+dated in the future is a finding."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _build import REAL_ENTRIES, copy_entry, loops_forever, npz_bomb, replace_files, write_entry
+from _sandbox import CHILD_TIME_LIMIT_S, ROOT
+from harness import _classify
+from harness import conftest as harness_conftest
+from harness._session import HarnessSession, Options
+from harness._worker import WorkerClient
+from jaxport.golden._manifest import INPUTS_FILE
+from jaxport.golden._store import GoldenStore
+
+pytest_plugins = ["pytester"]
+
+HARNESS_TESTS = ROOT / "harness" / "test_replay.py"
+
+
+def _alive(pid: int) -> bool:
+  """Whether ``pid`` runs (a zombie waiting to be reaped has stopped running)."""
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+  except FileNotFoundError:
+    return False
+
+
+def _cpu_seconds(pid: int) -> float:
+  with open(f"/proc/{pid}/stat") as f:
+    fields = f.read().rsplit(")", 1)[1].split()
+  return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wait(condition, limit_s: float) -> bool:
+  deadline = time.monotonic() + limit_s
+  while time.monotonic() < deadline:
+    if condition():
+      return True
+    time.sleep(0.2)
+  return condition()
+
+
+@pytest.fixture(scope="module")
+def looping_store(tmp_path_factory):
+  """A store with one entry whose module never returns."""
+  store = GoldenStore(tmp_path_factory.mktemp("looping"))
+  x = np.ones((2,), np.float32)
+  entry = write_entry(store, loops_forever, [x], case_id="loops_forever", expected=[x])
+  return store.root, entry.entry_id
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(),
+                    reason="watching processes needs /proc, which only Linux has")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_the_worker_dies_with_the_process_that_started_it(looping_store, sig):
+  root, entry_id = looping_store
+  # The parent stands in for pytest: it starts a worker, then blocks on a
+  # replay that never ends, and is killed as a CI cancellation kills pytest.
+  parent = subprocess.Popen(
+      [sys.executable, "-c", f"""
+import json, sys
+sys.path.insert(0, {str(ROOT)!r})
+from harness._worker import WorkerClient
+client = WorkerClient(timeout_s=3600)
+client.request({{"op": "hello"}})
+print(client.pid, flush=True)
+client.request({{"op": "replay", "root": {str(root)!r}, "entry_id": {entry_id!r}}})
+"""], stdout=subprocess.PIPE, text=True)
+  worker = None
+  try:
+    worker = int(parent.stdout.readline())
+    busy_from = _cpu_seconds(worker)
+    _wait(lambda: _cpu_seconds(worker) > busy_from + 2, CHILD_TIME_LIMIT_S)
+    parent.send_signal(sig)
+    parent.wait()
+    assert _wait(lambda: not _alive(worker), 60), "the worker outlived its parent"
+  finally:
+    if parent.poll() is None:
+      parent.kill()
+      parent.wait()
+    if worker is not None and _alive(worker):
+      os.kill(worker, signal.SIGKILL)
+
+
+def test_the_worker_refuses_an_npz_bomb_as_golden_data(tmp_path):
+  entry = replace_files(copy_entry(tmp_path), {INPUTS_FILE: npz_bomb(2**30)})
+  client = WorkerClient(timeout_s=CHILD_TIME_LIMIT_S)
+  try:
+    answer = client.request({"op": "replay", "root": str(tmp_path), "entry_id": entry.entry_id})
+  finally:
+    client.close()
+  assert "refused before decompressing" in answer.get("golden_error", ""), answer
+
+
+def _options(root: Path, **changes) -> Options:
+  return dataclasses.replace(
+      Options(platform="cpu", record=True, strict=False, compat_report=None,
+              compat_window_days=180, golden_root=root, today=datetime.date.today(),
+              worker_timeout_s=60.0, partial=True), **changes)
+
+
+def test_recordings_that_cannot_be_written_are_kept_and_named(tmp_path):
+  blocker = tmp_path / "a_file"
+  blocker.write_text("")  # a store below a file cannot be written, whoever runs the test
+  session = HarnessSession(_options(blocker / "store"))
+  staging = session._staging_root()
+  entry_id = REAL_ENTRIES[0]
+  copy_entry(staging, entry_id)
+  session._write_queue.append(entry_id)
+  session._recorded["cholesky_f32"] = {"case_id": "cholesky_f32", "entry_id": entry_id,
+                                       "action": "written", "message": ""}
+  try:
+    session.flush_writes()
+    session.close()
+    failures = "\n".join(session.build_report()["session_failures"])
+    assert "cannot write into the golden store" in failures
+    assert f"kept in {staging}" in failures
+    GoldenStore(staging).entry(entry_id).verify()
+    assert session.build_report()["recorded"][0]["action"] == "error"
+  finally:
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "-inf", "1e999", "soon", "1e300"])
+def test_a_worker_timeout_that_is_not_a_positive_finite_time_is_a_usage_error(value):
+  with pytest.raises(pytest.UsageError, match="--worker-timeout=.*expected seconds above 0"):
+    harness_conftest._worker_timeout(value)
+
+
+def test_a_sensible_worker_timeout_is_accepted():
+  assert harness_conftest._worker_timeout("0.5") == 0.5
+
+
+def test_a_missing_golden_root_and_a_zero_timeout_stop_the_session_with_their_reason(
+    pytester, tmp_path):
+  missing = tmp_path / "nowhere"
+  result = pytester.runpytest_subprocess(HARNESS_TESTS, f"--golden-root={missing}",
+                                         "-p", "no:cacheprovider")
+  assert result.ret == pytest.ExitCode.USAGE_ERROR
+  result.stderr.fnmatch_lines([f"*--golden-root={missing}: no such directory*"])
+  result = pytester.runpytest_subprocess(HARNESS_TESTS, "--worker-timeout=0",
+                                         "-p", "no:cacheprovider")
+  assert result.ret == pytest.ExitCode.USAGE_ERROR
+  result.stderr.fnmatch_lines(["*--worker-timeout=0: expected seconds above 0*"])
+
+
+def _replayed_manifest(record_date: datetime.date) -> dict:
+  m = json.loads(GoldenStore(ROOT / "compat_data").entry(REAL_ENTRIES[0]).manifest.to_json())
+  return {**m, "record_date": record_date.isoformat()}
+
+
+@pytest.mark.parametrize("strict,status", [(False, "warn"), (True, "fail")])
+def test_an_entry_dated_in_the_future_is_a_finding_that_fails_when_strict(strict, status):
+  today = datetime.date(2026, 12, 1)
+  answer = {"readers": [{"reader": "jaxport", "stage": "compare", "ok": True, "exact": True}],
+            "current": {"available": False, "reason": "not a registered case"}}
+  outcome = _classify.classify(answer, entry_id=REAL_ENTRIES[0],
+                               manifest=_replayed_manifest(datetime.date(2099, 1, 1)),
+                               today=today, window_days=180)
+  assert _classify.FUTURE_DATE in outcome["kinds"]
+  assert any("days after today (2026-12-01)" in m for m in outcome["messages"])
+  assert _classify.status(outcome, strict) == status
