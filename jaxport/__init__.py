@@ -16,6 +16,7 @@ from jaxport.errors import (
     GoldenDataError as GoldenDataError,
     JaxportError as JaxportError,
     ShapeError as ShapeError,
+    UpgradeError as UpgradeError,
 )
 from jaxport.export._disabled_checks import DisabledSafetyCheck as DisabledSafetyCheck
 from jaxport.export._exported import Exported as Exported
@@ -28,6 +29,7 @@ from jaxport.serde._pytrees import (
     register_pytree_node_serialization as register_pytree_node_serialization,
 )
 from jaxport.serde._read import deserialize as deserialize
+from jaxport.upgrades._upgrade import upgrade as upgrade
 from jaxport.shapes._api import (
     SymbolicScope as SymbolicScope,
     is_symbolic_dim as is_symbolic_dim,
@@ -57,4 +59,6 @@ __all__ = [
     "register_pytree_node_serialization",
     "symbolic_args_specs",
     "symbolic_shape",
+    "upgrade",
+    "UpgradeError",
 ]

@@ -50,3 +50,7 @@ class ExportTypeError(ExportError, TypeError):
 
 class ReportError(JaxportError, ValueError):
   """A compatibility report (the harness's JSON) is unreadable, malformed or does not fit with others."""
+
+
+class UpgradeError(JaxportError, ValueError):
+  """A removed custom call cannot be rewritten into today's target (a precondition fails)."""

@@ -8,7 +8,7 @@ import jaxport
 
 EXTRA_PUBLIC_NAMES = {
     "call", "CallError", "CustomCallError", "DeserializationError", "ExportError",
-    "GoldenDataError", "JaxportError", "ShapeError",
+    "GoldenDataError", "JaxportError", "ShapeError", "upgrade", "UpgradeError",
 }
 
 
