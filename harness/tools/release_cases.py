@@ -31,6 +31,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 
+# The oldest release whose export API the recorder drives (jax.experimental.export).
+MIN_JAX = (0, 4, 26)
+
+
 @dataclasses.dataclass(frozen=True)
 class ReleaseCase:
   """One function to export with an older release, and how to check it."""
@@ -44,11 +48,31 @@ class ReleaseCase:
   polymorphic_shapes: Sequence[str] | None = None
   platforms: Sequence[str] | None = None
   vjp_order: int = 0
-  min_jax: tuple = (0, 4, 30)
+  min_jax: tuple = MIN_JAX
+  max_jax: tuple | None = None
+  x64: bool = False          # 64-bit inputs: record with jax_enable_x64 on
 
 
 def _rng(seed: int) -> np.random.RandomState:
   return np.random.RandomState(seed)
+
+
+def _matrix(shape, seed: int, dtype) -> np.ndarray:
+  """Uniform entries in [-1, 1); complex dtypes get an imaginary part from the next seed."""
+  m = _rng(seed).uniform(-1.0, 1.0, size=shape)
+  if np.issubdtype(dtype, np.complexfloating):
+    m = m + 1j * _rng(seed + 1000).uniform(-1.0, 1.0, size=shape)
+  return m.astype(dtype)
+
+
+def _spd_variant(n: int, seed: int, dtype) -> np.ndarray:
+  m = _matrix((n, n), seed, dtype)
+  return (m @ np.conj(m.T) + n * np.eye(n)).astype(dtype)
+
+
+def _hermitian(n: int, seed: int, dtype) -> np.ndarray:
+  m = _matrix((n, n), seed, dtype)
+  return ((m + np.conj(m.T)) / 2).astype(dtype)
 
 
 def _spd(n: int, seed: int, dtype=np.float32) -> np.ndarray:
@@ -244,6 +268,141 @@ def _make_vjp():
                      lambda: [_general((6,), 21)], vjp_order=1)
 
 
+# Dtype variants of the LAPACK/BLAS cases, recorded only by the releases that
+# lower them to the legacy untyped targets (jax <= 0.4.30), so that every
+# rule of ``jaxport.upgrade`` is exercised on the s, d, c and z targets.
+LEGACY_MAX_JAX = (0, 4, 30)
+_VARIANT_DTYPES = {"f64": np.float64, "c64": np.complex64, "c128": np.complex128}
+_LETTER = {"f32": "s", "f64": "d", "c64": "c", "c128": "z"}
+
+
+def _variant_cholesky(tag, dtype):
+  import jax.numpy as jnp
+
+  def cholesky(a):
+    return (jnp.linalg.cholesky(a),)
+  return cholesky, lambda: [_spd_variant(4, 1, dtype)], 1e-5
+
+
+def _variant_qr(tag, dtype):
+  import jax.numpy as jnp
+
+  def qr(a):
+    q, r = jnp.linalg.qr(a)
+    d = jnp.diagonal(r)
+    phase = jnp.where(jnp.abs(d) == 0, 1, d / jnp.abs(d)).astype(a.dtype)
+    return (q * phase[None, :], r * jnp.conj(phase)[:, None])
+  return qr, lambda: [_matrix((4, 3), 2, dtype)], 1e-4
+
+
+def _variant_eigh(tag, dtype):
+  import jax.numpy as jnp
+
+  def eigh(a):
+    w, v = jnp.linalg.eigh(a)
+    return (w, (v * w[None, :]) @ jnp.conj(v).T)
+  return eigh, lambda: [_hermitian(4, 3, dtype)], 1e-4
+
+
+def _variant_eig(tag, dtype):
+  import jax.numpy as jnp
+
+  def eig(a):
+    w, v = jnp.linalg.eig(a)
+    residual = jnp.abs(a.astype(w.dtype) @ v - v * w[None, :]).max()
+    order = jnp.lexsort((jnp.round(w.imag, 4), jnp.round(w.real, 4)))
+    return (w[order], residual)
+  return eig, lambda: [_matrix((4, 4), 5, dtype)], 1e-4
+
+
+def _variant_svd(tag, dtype):
+  import jax.numpy as jnp
+
+  def svd(a):
+    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    return (s, (u * s[None, :]) @ vh)
+  return svd, lambda: [_matrix((4, 3), 6, dtype)], 1e-4
+
+
+def _variant_lu(tag, dtype):
+  from jax import lax
+
+  def lu(a):
+    lu_, pivots, perm = lax.linalg.lu(a)
+    return (lu_, pivots, perm)
+  return lu, lambda: [_matrix((4, 4), 7, dtype)], 1e-5
+
+
+def _variant_schur(tag, dtype):
+  import jax.numpy as jnp
+  from jax import lax
+
+  def schur(a):
+    t, z = lax.linalg.schur(a)
+    return ((z @ t) @ jnp.conj(z).T, jnp.trace(t))
+  return schur, lambda: [_matrix((4, 4), 9, dtype)], 1e-4
+
+
+def _variant_triangular_solve(tag, dtype):
+  import jax.scipy.linalg as jsl
+
+  def solve(a, b):
+    return (jsl.solve_triangular(a, b, lower=True),)
+
+  def inputs():
+    a = np.tril(_matrix((4, 4), 12, dtype)) + 4 * np.eye(4)
+    return [a.astype(dtype), _matrix((4, 2), 13, dtype)]
+  return solve, inputs, 1e-5
+
+
+def _variant_maker(name, family, tag, build):
+  dtype = _VARIANT_DTYPES[tag]
+
+  def make():
+    fun, inputs, tol = build(tag, dtype)
+    return ReleaseCase(f"release_{name}_{tag}", family, fun, inputs, rtol=tol, atol=tol,
+                       max_jax=LEGACY_MAX_JAX, x64=tag in ("f64", "c128"))
+  return make
+
+
+def _variant_targets(templates, tag):
+  letter = _LETTER[tag]
+  complex_ = tag.startswith("c")
+  out = []
+  for t in templates:
+    if complex_:
+      t = t.replace("?syevd", "?heevd").replace("?orgqr", "?ungqr")
+    out.append(t.replace("?", letter))
+  return tuple(out)
+
+
+# name -> (family, targets today (``?`` = dtype letter), builder, dtype tags).
+_VARIANTS = {
+    "cholesky": ("lapack_potrf", ("lapack_?potrf_ffi",), _variant_cholesky),
+    "qr": ("lapack_geqrf", ("lapack_?geqrf_ffi", "lapack_?orgqr_ffi"), _variant_qr),
+    "eigh": ("lapack_syevd", ("lapack_?syevd_ffi",), _variant_eigh),
+    "eig": ("lapack_geev", ("lapack_?geev_ffi",), _variant_eig),
+    "svd": ("lapack_gesdd", ("lapack_?gesdd_ffi",), _variant_svd),
+    "lu": ("lapack_getrf", ("lapack_?getrf_ffi",), _variant_lu),
+    "schur": ("lapack_gees", ("lapack_?gees_ffi",), _variant_schur),
+    "triangular_solve": ("lapack_trsm", ("lapack_?trsm_ffi",), _variant_triangular_solve),
+}
+
+
+def _variant_specs() -> dict:
+  out = {}
+  for name, (family, templates, build) in _VARIANTS.items():
+    for tag in _VARIANT_DTYPES:
+      case_id = f"release_{name}_{tag}"
+      if name == "eigh" and tag == "c64":
+        continue  # release_eigh_c64 is a base case, recorded by every release.
+      out[case_id] = (family, _variant_targets(templates, tag),
+                      _variant_maker(name, family, tag, build))
+  return out
+
+
+_VARIANT_SPECS = _variant_specs()
+
 # case id -> (family, custom-call targets the current lowering emits, maker).
 # Ids and families are readable without importing jax.
 SPECS = {
@@ -266,7 +425,14 @@ SPECS = {
     "release_poly_gram_f32": ("feature_shape_poly", ("shape_assertion",), _make_poly_matmul),
     "release_multi_platform_f32": ("feature_multi_platform", (), _make_multi_platform),
     "release_vjp_tanh_f32": ("feature_vjp", (), _make_vjp),
+    **_VARIANT_SPECS,
 }
+
+
+def expressible(case_id: str, version: tuple) -> bool:
+  """Whether release ``version`` (a tuple) records ``case_id`` at all (its min/max release)."""
+  last = LEGACY_MAX_JAX if case_id in _VARIANT_SPECS else None
+  return tuple(version) >= MIN_JAX and (last is None or tuple(version) <= last)
 
 
 def all_cases() -> list[ReleaseCase]:
