@@ -17,7 +17,9 @@ Adding a case, step by step:
      arrays, a deterministic input builder (``numpy.random.RandomState``),
      and tolerances fit for float32.
   2. Add it to ``SPECS`` with its family and the custom-call targets the
-     current lowering emits. Set ``min_jax`` if older releases lack an API.
+     current lowering emits. Set ``min_jax`` if older releases lack an API,
+     ``max_jax`` if only older releases should record it (the dtype variants
+     of the legacy LAPACK cases), ``x64`` for 64-bit inputs.
   3. Record it: ``python harness/tools/record_with_jax.py --jax 0.9.2``.
   4. Add a row to ``harness/expected_status.json`` if a producer is expected
      to fail under the current build, with the reason.
