@@ -218,12 +218,15 @@ def _rewrite(call: _Call) -> Rewrite:
                           "successor does not produce it and a 0 of that shape cannot be built")
       op.results[i].replace_all_uses_with(zero)
   dropped = tuple(o.name for o in rule.operands if o.name not in rule.new_operands)
-  dead = [_ir.defining_op(op.operands[call.operand_index[n]]) for n in dropped]
+  dead: list[ir.Operation] = []
+  for n in dropped:
+    producer = _ir.defining_op(op.operands[call.operand_index[n]])
+    if producer is not None and producer.name == _ir.CONSTANT_OP and producer not in dead:
+      dead.append(producer)  # one constant may feed several operands
   location = str(op.location)
   op.erase()
   for producer in dead:
-    if producer is not None and producer.name == _ir.CONSTANT_OP and not any(
-        True for _ in producer.results[0].uses):
+    if not any(True for _ in producer.results[0].uses):
       producer.erase()
   rewrite = Rewrite(rule=rule.name, legacy_target=call.target, target=successor,
                     location=location, dropped_operands=dropped,

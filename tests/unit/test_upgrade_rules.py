@@ -133,3 +133,14 @@ def test_a_complex_alpha_is_read_and_checked():
   [rewrite] = report.rewrites
   assert (rewrite.legacy_target, rewrite.target) == ("blas_ctrsm", "lapack_ctrsm_ffi")
   assert dict(rewrite.attributes) == {"side": "L", "uplo": "L", "trans_x": "N", "diag": "N"}
+
+
+def test_a_constant_shared_by_several_dropped_operands_is_removed_once():
+  exp = _entry_blob("release_cholesky_f32", "0.4.30")
+
+  def share_one(op):
+    op.operands[1] = op.operands[0]  # batch and lower are both the constant 1
+  report = upgrade_with_report(_mutated(exp, "lapack_spotrf", share_one))
+  assert report.rules_applied == ("potrf",)
+  x = np.eye(4, dtype=np.float32) * 4
+  np.testing.assert_allclose(report.exported.call(x)[0], np.eye(4) * 2, rtol=1e-6)
