@@ -2,6 +2,12 @@
 
     python harness/tools/bisect_release.py cpu/lapack_trsm/release_triangular_solve_f32/2026-11-29_jax-0.5.3 \\
         --releases 0.5.3..0.10.2 [--available-only] [--json]
+    python harness/tools/bisect_release.py --blob f.bin --inputs in.npz --expected out.npz \\
+        --releases 0.4.30..0.10.2
+
+A blob with its inputs and expected outputs (``np.savez`` positional arrays)
+becomes a temporary golden entry first, compared with ``allclose`` at the
+given tolerances.
 
 The candidate consumers are the releases of ``_releases.RELEASE_DATES`` in the
 range (both ends included), in version order. Each probe replays the entry
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import importlib.metadata as md
 import json
 import logging
@@ -159,9 +166,37 @@ def run_bisect(entry_id: str, releases: list[str], *, store: Path, available_onl
   return Bisection(entry_id, tuple(releases), last_good, first_bad, tuple(probes))
 
 
+def entry_from_blob(blob: Path, inputs: Path, expected: Path, store: Path, *, rtol: float,
+                    atol: float) -> str:
+  """Write ``blob`` with its inputs and outputs as a golden entry of ``store``; its id."""
+  import jaxport
+  from jaxport.golden._manifest import Comparison, Manifest, Producer
+  from jaxport.golden._signatures import signatures
+  from jaxport.golden._store import GoldenStore
+  from harness.tools.staging import load_arrays
+  data = blob.read_bytes()
+  exp = jaxport.deserialize(bytearray(data))
+  unknown = Producer(jax=None, jaxlib=None, jaxport=None, numpy=None, scipy=None, python=None)
+  manifest = Manifest(
+      case_id="blob", family="bisect", platform=exp.platforms[0], record_date=datetime.date.today(),
+      producer=unknown, calling_convention_version=exp.calling_convention_version,
+      serialization_version=0, custom_call_targets=signatures(exp.mlir_module_serialized),
+      polymorphic_shapes=None, constraints=None, lowering_only=False,
+      comparison=Comparison("allclose", rtol, atol))
+  entry = GoldenStore(store).write_entry(manifest, data, load_arrays(inputs), load_arrays(expected),
+                                         exp.mlir_module())
+  return entry.entry_id
+
+
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("entry", help="entry id (platform/family/case/date_producer) or its directory")
+  parser.add_argument("entry", nargs="?", default=None,
+                      help="entry id (platform/family/case/date_producer) or its directory")
+  parser.add_argument("--blob", default=None, help="a serialized Exported instead of an entry")
+  parser.add_argument("--inputs", default=None, help="with --blob: npz of the inputs (arr_0, ...)")
+  parser.add_argument("--expected", default=None, help="with --blob: npz of the expected outputs")
+  parser.add_argument("--rtol", type=float, default=1e-5, help="with --blob (default 1e-5)")
+  parser.add_argument("--atol", type=float, default=1e-5, help="with --blob (default 1e-5)")
   parser.add_argument("--releases", required=True, help="FIRST..LAST, e.g. 0.5.3..0.10.2")
   parser.add_argument("--store", default=str(_venvs.REPO_ROOT / "compat_data"))
   parser.add_argument("--venvs", default=None, help="folder of release venvs (.jax-venvs)")
@@ -170,20 +205,28 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--json", action="store_true", help="print JSON")
   args = parser.parse_args(argv)
   logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+  if (args.entry is None) == (args.blob is None):
+    parser.error("name either an ENTRY or --blob (with --inputs and --expected)")
+  if args.blob is not None and (args.inputs is None or args.expected is None):
+    parser.error("--blob needs --inputs and --expected")
   store = Path(args.store).resolve()
-  entry = Path(args.entry)
-  if entry.is_dir() and (entry / "manifest.json").is_file():
-    entry_id = "/".join(entry.resolve().parts[-4:])
-    store = entry.resolve().parents[3]
-  else:
-    entry_id = args.entry.strip("/")
-  try:
-    releases = releases_in(args.releases)
-    result = run_bisect(entry_id, releases, store=store, available_only=args.available_only,
-                        venvs=Path(args.venvs) if args.venvs else None)
-  except (ValueError, _venvs.VenvError) as e:
-    print(f"bisect: error: {e}", file=sys.stderr)
-    return 2
+  with tempfile.TemporaryDirectory(prefix="jaxport-bisect-store-") as tmp:
+    try:
+      if args.blob is not None:
+        store = Path(tmp)
+        entry_id = entry_from_blob(Path(args.blob), Path(args.inputs), Path(args.expected), store,
+                                   rtol=args.rtol, atol=args.atol)
+      elif Path(args.entry).is_dir() and (Path(args.entry) / "manifest.json").is_file():
+        entry = Path(args.entry).resolve()
+        entry_id, store = "/".join(entry.parts[-4:]), entry.parents[3]
+      else:
+        entry_id = args.entry.strip("/")
+      releases = releases_in(args.releases)
+      result = run_bisect(entry_id, releases, store=store, available_only=args.available_only,
+                          venvs=Path(args.venvs) if args.venvs else None)
+    except (ValueError, OSError, _venvs.VenvError) as e:
+      print(f"bisect: error: {e}", file=sys.stderr)
+      return 2
   print(json.dumps(result.to_json(), indent=2) if args.json else result.text(), end="\n" if args.json else "")
   return 0
 

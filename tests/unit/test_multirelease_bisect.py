@@ -65,3 +65,25 @@ def test_cli_passes_the_range_to_the_release_tool(tmp_path):
 def test_an_unknown_entry_is_refused_with_its_path(tmp_path):
   with pytest.raises(ValueError, match="no golden entry 'cpu/x/y/z'"):
     bisect_release.run_bisect("cpu/x/y/z", ["0.5.3", "0.6.2"], store=tmp_path)
+
+
+def test_a_blob_with_inputs_and_outputs_becomes_an_entry_to_bisect(tmp_path):
+  import numpy as np
+  from jaxport.golden._store import GoldenStore
+  src = next((ROOT / "compat_data/cpu/lapack_trsm/release_triangular_solve_f32").glob("*_jax-0.5.3"))
+  entry_id = bisect_release.entry_from_blob(src / "exported.bin", src / "inputs.npz",
+                                            src / "expected.npz", tmp_path, rtol=1e-4, atol=1e-4)
+  entry = GoldenStore(tmp_path).entry(entry_id)
+  entry.verify()
+  assert entry_id.startswith("cpu/bisect/blob/") and entry.blob() == (src / "exported.bin").read_bytes()
+  assert [t.target for t in entry.manifest.custom_call_targets] == ["lapack_strsm_ffi"]
+  np.testing.assert_array_equal(entry.inputs()[1], GoldenStore(ROOT / "compat_data").entry(
+      "/".join(src.parts[-4:])).inputs()[1])
+
+
+def test_cli_passes_a_blob_and_its_arrays_to_the_release_tool(tmp_path):
+  args = build_parser().parse_args(["bisect", "--blob", "f.bin", "--inputs", "i.npz", "--expected",
+                                    "o.npz", "--releases", "0.5.3..0.6.2"])
+  cmd = _bisect.command(args, tmp_path)
+  assert cmd[2] == "--blob" and cmd[3].endswith("f.bin") and cmd[-2:] == ["--releases", "0.5.3..0.6.2"]
+  assert "--inputs" in cmd and "--expected" in cmd
