@@ -92,6 +92,10 @@ def parse_rule(row: dict[str, Any]) -> Rule:
   if set(row["sizes"]) - sizes:
     raise _bad(name, f"sizes names {sorted(row['sizes'])} that are not size operands")
   zero = tuple(row.get("zero_results", ()))
+  for letter in row["letters"]:
+    if not row["legacy_results"][Rule.kind(letter)]:
+      raise _bad(name, f"letter {letter!r} is {Rule.kind(letter)}, but legacy_results has no "
+                       f"{Rule.kind(letter)} list")
   for kind in ("real", "complex"):
     legacy, new = row["legacy_results"][kind], row["results"][kind]
     if set(new) - set(legacy):

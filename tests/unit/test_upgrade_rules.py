@@ -67,6 +67,7 @@ def test_every_legacy_lapack_target_of_jax_0_4_has_exactly_one_rule():
     ({"sizes": {"a": "batch(a)"}}, "not size operands"),
     ({"aliases": {"a": "b"}}, "not a successor operand"),
     ({"letters": "sx"}, "subset of 'sdcz'"),
+    ({"letters": "sc"}, "letter 'c' is complex, but legacy_results has no complex list"),
 ])
 def test_malformed_rules_are_refused(change, message):
   row = {"name": "potrf", "legacy": "lapack_?potrf", "letters": "s", "successor": "lapack_?potrf_ffi",
