@@ -123,13 +123,16 @@ def _call(jexport, exp, *args):
   return jexport.call(exp)(*args)
 
 
-def _export(jexport, jitted, platforms):
+def _export(jexport, jitted, platforms, unguaranteed=()):
+  kwargs = {}
+  if unguaranteed:
+    kwargs["disabled_checks"] = [jexport.DisabledSafetyCheck.custom_call(t) for t in unguaranteed]
   if platforms is None:
-    return jexport.export(jitted)
+    return jexport.export(jitted, **kwargs)
   try:
-    return jexport.export(jitted, platforms=tuple(platforms))
+    return jexport.export(jitted, platforms=tuple(platforms), **kwargs)
   except TypeError:
-    return jexport.export(jitted, lowering_platforms=tuple(platforms))
+    return jexport.export(jitted, lowering_platforms=tuple(platforms), **kwargs)
 
 
 def _exported_facts(exp) -> dict:
@@ -146,7 +149,8 @@ def record_case(jexport, case, platform: str) -> dict:
   import jax
   inputs = [np.asarray(x) for x in case.make_inputs()]
   jitted = jax.jit(case.fun)
-  exp = _export(jexport, jitted, case.platforms)(*_specs(jexport, case, inputs))
+  exp = _export(jexport, jitted, case.platforms, case.unguaranteed_targets)(
+      *_specs(jexport, case, inputs))
   blob = _serialize(jexport, exp, case.vjp_order)
   expected = _as_arrays(jitted(*inputs))
   read_back = jexport.deserialize(bytearray(blob))

@@ -53,6 +53,9 @@ class ReleaseCase:
   min_jax: tuple = MIN_JAX
   max_jax: tuple | None = None
   x64: bool = False          # 64-bit inputs: record with jax_enable_x64 on
+  # Targets older releases lower to without a stability guarantee; exported with
+  # DisabledSafetyCheck.custom_call, as a user of those releases had to.
+  unguaranteed_targets: tuple = ()
 
 
 def _rng(seed: int) -> np.random.RandomState:
@@ -188,7 +191,8 @@ def _make_hessenberg():
     # Below the first subdiagonal LAPACK leaves its reflectors; keep H only.
     return (jnp.triu(h, -1), taus)
   return ReleaseCase("release_hessenberg_f32", "lapack_gehrd", hessenberg,
-                     lambda: [_general((4, 4), 8)], rtol=1e-4, atol=1e-5)
+                     lambda: [_general((4, 4), 8)], rtol=1e-4, atol=1e-5,
+                     unguaranteed_targets=("lapack_sgehrd",))
 
 
 def _make_schur():
@@ -221,7 +225,8 @@ def _make_tridiagonal():
     _, d, e, _ = lax.linalg.tridiagonal(a, lower=True)
     return (d, e)
   return ReleaseCase("release_tridiagonal_f32", "lapack_sytrd", tridiagonal,
-                     lambda: [_symmetric(4, 14)], rtol=1e-4, atol=1e-5)
+                     lambda: [_symmetric(4, 14)], rtol=1e-4, atol=1e-5,
+                     unguaranteed_targets=("lapack_ssytrd",))
 
 
 def _make_tridiagonal_solve():
@@ -357,13 +362,33 @@ def _variant_triangular_solve(tag, dtype):
   return solve, inputs, 1e-5
 
 
-def _variant_maker(name, family, tag, build):
+def _variant_hessenberg(tag, dtype):
+  import jax.numpy as jnp
+  from jax import lax
+
+  def hessenberg(a):
+    h, taus = lax.linalg.hessenberg(a)
+    return (jnp.triu(h, -1), taus)
+  return hessenberg, lambda: [_matrix((4, 4), 8, dtype)], 1e-4
+
+
+def _variant_tridiagonal(tag, dtype):
+  from jax import lax
+
+  def tridiagonal(a):
+    _, d, e, _ = lax.linalg.tridiagonal(a, lower=True)
+    return (d, e)
+  return tridiagonal, lambda: [_hermitian(4, 14, dtype)], 1e-4
+
+
+def _variant_maker(name, family, tag, build, unguaranteed):
   dtype = _VARIANT_DTYPES[tag]
 
   def make():
     fun, inputs, tol = build(tag, dtype)
     return ReleaseCase(f"release_{name}_{tag}", family, fun, inputs, rtol=tol, atol=tol,
-                       max_jax=LEGACY_MAX_JAX, x64=tag in ("f64", "c128"))
+                       max_jax=LEGACY_MAX_JAX, x64=tag in ("f64", "c128"),
+                       unguaranteed_targets=unguaranteed)
   return make
 
 
@@ -373,7 +398,7 @@ def _variant_targets(templates, tag):
   out = []
   for t in templates:
     if complex_:
-      t = t.replace("?syevd", "?heevd").replace("?orgqr", "?ungqr")
+      t = t.replace("?syevd", "?heevd").replace("?orgqr", "?ungqr").replace("?sytrd", "?hetrd")
     out.append(t.replace("?", letter))
   return tuple(out)
 
@@ -388,7 +413,11 @@ _VARIANTS = {
     "lu": ("lapack_getrf", ("lapack_?getrf_ffi",), _variant_lu),
     "schur": ("lapack_gees", ("lapack_?gees_ffi",), _variant_schur),
     "triangular_solve": ("lapack_trsm", ("lapack_?trsm_ffi",), _variant_triangular_solve),
+    "hessenberg": ("lapack_gehrd", ("lapack_?gehrd_ffi",), _variant_hessenberg),
+    "tridiagonal": ("lapack_sytrd", ("lapack_?sytrd_ffi",), _variant_tridiagonal),
 }
+# The legacy targets of jax <= 0.4.30 outside its stability guarantee, per variant.
+_UNGUARANTEED = {"hessenberg": ("lapack_?gehrd",), "tridiagonal": ("lapack_?sytrd",)}
 
 
 def _variant_specs() -> dict:
@@ -398,8 +427,9 @@ def _variant_specs() -> dict:
       case_id = f"release_{name}_{tag}"
       if name == "eigh" and tag == "c64":
         continue  # release_eigh_c64 is a base case, recorded by every release.
+      unguaranteed = _variant_targets(_UNGUARANTEED.get(name, ()), tag)
       out[case_id] = (family, _variant_targets(templates, tag),
-                      _variant_maker(name, family, tag, build))
+                      _variant_maker(name, family, tag, build, unguaranteed))
   return out
 
 

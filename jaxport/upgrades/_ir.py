@@ -97,14 +97,16 @@ def element_type(value: ir.Value) -> str:
   return str(ir.RankedTensorType(value.type).element_type)
 
 
-def u8_dict(entries: dict[str, int], base: ir.Attribute | None = None) -> ir.Attribute:
-  """A ``mhlo.backend_config`` dictionary: ``base``'s entries plus ``entries`` as ui8."""
-  u8 = ir.IntegerType.get_unsigned(8)
+def attribute_dict(entries: dict[str, int], base: ir.Attribute | None = None,
+                   int32: frozenset[str] = frozenset()) -> ir.Attribute:
+  """A ``backend_config`` dictionary: ``base``'s entries plus ``entries`` as ui8 (i32 if in ``int32``)."""
+  u8, i32 = ir.IntegerType.get_unsigned(8), ir.IntegerType.get_signless(32)
   merged: dict[str, ir.Attribute] = {}
   if base is not None:
     d = ir.DictAttr(base)
     merged.update({d[i].name: d[i].attr for i in range(len(d))})
-  merged.update({k: ir.IntegerAttr.get(u8, v) for k, v in entries.items()})
+  merged.update({k: ir.IntegerAttr.get(i32 if k in int32 else u8, int(v))
+                 for k, v in entries.items()})
   return ir.DictAttr.get(merged)
 
 

@@ -1,8 +1,9 @@
 """One small function per upgrade rule: the legacy flag operands -> the successor's attributes.
 
 Each function receives the call being rewritten (``CallView``) and returns the
-successor's ``mhlo.backend_config`` entries as one-byte characters, the way
-jaxlib's typed kernels read them (``uplo = 'L'``, ``mode = 'V'``). A flag
+successor's ``backend_config`` entries: one-byte characters as ints, the way
+jaxlib's typed kernels read them (``uplo = 'L'``, ``mode = 'V'``), or
+:class:`Int32` where the kernel reads a 32-bit integer (gehrd's ``low``). A flag
 operand that is not a constant, or holds a value the successor cannot express,
 refuses the upgrade through ``call.refuse``.
 """
@@ -23,6 +24,10 @@ class CallView(Protocol):
 
   def refuse(self, reason: str) -> UpgradeError:
     """The error that refuses this call, naming target, location and ``reason``."""
+
+
+class Int32(int):
+  """An attribute the successor reads as a signed 32-bit integer (others are one-byte characters)."""
 
 
 def _char(value: str) -> int:
@@ -78,6 +83,19 @@ def gees(call: CallView) -> dict[str, int]:
   return {"mode": _choice(call, "jobvs", {ord("N"): "N", ord("V"): "V"}), "sort": _char("N")}
 
 
+def sytrd(call: CallView) -> dict[str, int]:
+  """Tridiagonal reduction (sytrd/hetrd): ``lower`` becomes ``uplo``."""
+  return {"uplo": _uplo(call)}
+
+
+def gehrd(call: CallView) -> dict[str, int]:
+  """Hessenberg reduction: the 1-based row range ``ilo``/``ihi`` becomes ``low``/``high``."""
+  low, high = call.flag("ilo"), call.flag("ihi")
+  if not (isinstance(low, int) and isinstance(high, int) and 1 <= low <= high):
+    raise call.refuse(f"ilo = {low!r}, ihi = {high!r} is not a 1-based row range")
+  return {"low": Int32(low), "high": Int32(high)}
+
+
 def _alpha_is_one(call: CallView) -> None:
   alpha = call.flag("alpha")
   if alpha != 1:
@@ -101,5 +119,6 @@ def trsm_alpha(call: CallView) -> dict[str, int]:
 
 
 FUNCTIONS: dict[str, Callable[[CallView], dict[str, int]]] = {
-    f.__name__: f for f in (potrf, no_attributes, syevd, geev, gesdd, gees, blas_trsm, trsm_alpha)
+    f.__name__: f for f in (potrf, no_attributes, syevd, geev, gesdd, gees, sytrd, gehrd, blas_trsm,
+                            trsm_alpha)
 }

@@ -47,7 +47,7 @@ class Rewrite:
   target: str
   location: str
   dropped_operands: tuple[str, ...]
-  attributes: tuple[tuple[str, str], ...]   # successor attribute -> its character
+  attributes: tuple[tuple[str, str], ...]   # successor attribute -> its character (or integer)
 
   def to_json(self) -> dict[str, Any]:
     return {"rule": self.rule, "legacy_target": self.legacy_target, "target": self.target,
@@ -186,7 +186,8 @@ def _rewrite(call: _Call) -> Rewrite:
   previous = _attr(op, _READ_BACK_BACKEND_CONFIG) or _attr(op, _BACKEND_CONFIG)
   if previous is not None and not isinstance(previous, ir.DictAttr):
     previous = ir.DictAttr(previous) if previous.typeid == ir.DictAttr.static_typeid else None
-  attributes[_BACKEND_CONFIG] = _ir.u8_dict(attrs, previous)
+  int32 = frozenset(k for k, v in attrs.items() if isinstance(v, _rules.Int32))
+  attributes[_BACKEND_CONFIG] = _ir.attribute_dict(attrs, previous, int32)
   operand_layouts = _attr(op, "operand_layouts")
   if operand_layouts is not None:
     layouts = ir.ArrayAttr(operand_layouts)
@@ -230,7 +231,8 @@ def _rewrite(call: _Call) -> Rewrite:
       producer.erase()
   rewrite = Rewrite(rule=rule.name, legacy_target=call.target, target=successor,
                     location=location, dropped_operands=dropped,
-                    attributes=tuple(sorted((k, chr(v)) for k, v in attrs.items())))
+                    attributes=tuple(sorted((k, str(v) if isinstance(v, _rules.Int32) else chr(v))
+                                            for k, v in attrs.items())))
   logger.info("upgraded %s -> %s at %s (rule %s)", call.target, successor, location, rule.name)
   return rewrite
 

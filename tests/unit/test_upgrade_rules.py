@@ -53,10 +53,11 @@ def test_every_rule_maps_a_removed_target_onto_a_registered_one():
 
 def test_every_legacy_lapack_target_of_jax_0_4_has_exactly_one_rule():
   by_target = _table.rules_by_target()
-  families = ["potrf", "getrf", "geqrf", "geev", "gesdd", "gees"]
+  families = ["potrf", "getrf", "geqrf", "geev", "gesdd", "gees", "gehrd"]
   want = {f"lapack_{c}{f}" for c in "sdcz" for f in families}
   want |= {f"lapack_{c}orgqr" for c in "sd"} | {f"lapack_{c}ungqr" for c in "cz"}
   want |= {f"lapack_{c}syevd" for c in "sd"} | {f"lapack_{c}heevd" for c in "cz"}
+  want |= {f"lapack_{c}sytrd" for c in "sd"} | {f"lapack_{c}hetrd" for c in "cz"}
   want |= {f"blas_{c}trsm" for c in "sdcz"}
   assert want <= set(by_target)
   assert all(len(by_target[t]) == 1 for t in want)
@@ -145,3 +146,11 @@ def test_a_constant_shared_by_several_dropped_operands_is_removed_once():
   assert report.rules_applied == ("potrf",)
   x = np.eye(4, dtype=np.float32) * 4
   np.testing.assert_allclose(report.exported.call(x)[0], np.eye(4) * 2, rtol=1e-6)
+
+
+def test_hessenberg_row_range_becomes_32_bit_attributes():
+  report = upgrade_with_report(_entry_blob("release_hessenberg_f64", "0.4.30"))
+  [rewrite] = report.rewrites
+  assert (rewrite.legacy_target, rewrite.target) == ("lapack_dgehrd", "lapack_dgehrd_ffi")
+  assert dict(rewrite.attributes) == {"low": "1", "high": "4"}
+  assert "low = 1 : i32" in report.exported.mlir_module()
