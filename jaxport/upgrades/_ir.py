@@ -127,11 +127,9 @@ def api_version_typed_ffi() -> ir.Attribute:
   return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4)
 
 
-def zeros_like(value: ir.Value, before: ir.Operation) -> ir.Value | None:
-  """A constant 0 of ``value``'s (static) type, inserted before ``before``; None if dynamic."""
+def zeros_like(value: ir.Value, before: ir.Operation) -> ir.Value:
+  """A constant 0 of ``value``'s type (static: checked by the caller), inserted before ``before``."""
   t = ir.RankedTensorType(value.type)
-  if any(t.is_dynamic_dim(i) for i in range(t.rank)):
-    return None
   zero = ir.IntegerAttr.get(t.element_type, 0)
   with ir.InsertionPoint(before), before.location:
     return hlo.ConstantOp(ir.DenseElementsAttr.get_splat(t, zero)).result

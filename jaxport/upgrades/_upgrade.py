@@ -156,31 +156,26 @@ def _check(call: _Call) -> None:
                         f"is {expected}; the successor would read {expected}")
   kept = set(rule.results[rule.kind(call.letter)])
   for i, name in enumerate(legacy_results):
-    if name in kept or name in rule.zero_results:
+    if name in kept or not any(True for _ in op.results[i].uses):
       continue
-    if any(True for _ in op.results[i].uses):
+    if name not in rule.zero_results:
       raise call.refuse(f"result {i} ({name!r}) is used, but the successor does not produce it")
+    if None in _ir.static_shape(op.results[i]):
+      raise call.refuse(f"result {i} ({name!r}) is used and has a dynamic shape; the successor "
+                        "does not produce it and a 0 of that shape cannot be built")
   if "mhlo.sharding" in op.attributes and len(kept) != len(legacy_results):
     raise call.refuse("it carries an mhlo.sharding for its legacy result list, which the "
                       "successor changes")
 
 
-def _rewrite(call: _Call) -> Rewrite:
-  _check(call)
-  rule, op, kind = call.rule, call.op, call.rule.kind(call.letter)
-  attrs = _rules.FUNCTIONS[rule.function](call)
-  legacy_results = rule.legacy_results[kind]
-  results = rule.results[kind]
-  legacy_index = {name: legacy_results.index(name) for name in results}
-  shape_indices = _shape_operand_indices(op)
-  # Legacy shape operands describe every legacy result, in order; keep those of kept results.
-  shape_operands = [shape_indices[legacy_index[n]] for n in results] if shape_indices else []
-  operand_indices = [call.operand_index[n] for n in rule.new_operands] + shape_operands
-  new_operands = [op.operands[i] for i in operand_indices]
-
+def _successor_attributes(call: _Call, successor: str, attrs: dict[str, int],
+                          operand_indices: list[int], result_indices: list[int],
+                          n_shape_operands: int) -> dict[str, ir.Attribute]:
+  """The successor's attributes: the legacy call's own, minus those rebuilt for the new lists."""
+  op, rule = call.op, call.rule
+  results = rule.results[rule.kind(call.letter)]
   attributes = {a.name: a.attr for a in (op.attributes[i] for i in range(len(op.attributes)))
                 if a.name not in _REBUILT}
-  successor = rule.successor_target(call.letter)
   attributes[_TARGET] = ir.StringAttr.get(successor)
   attributes["api_version"] = _ir.api_version_typed_ffi()
   previous = _attr(op, _READ_BACK_BACKEND_CONFIG) or _attr(op, _BACKEND_CONFIG)
@@ -195,13 +190,31 @@ def _rewrite(call: _Call) -> Rewrite:
   result_layouts = _attr(op, "result_layouts")
   if result_layouts is not None:
     layouts = ir.ArrayAttr(result_layouts)
-    attributes["result_layouts"] = ir.ArrayAttr.get([layouts[legacy_index[n]] for n in results])
+    attributes["result_layouts"] = ir.ArrayAttr.get([layouts[i] for i in result_indices])
   pairs = [(results.index(r), rule.new_operands.index(o)) for r, o in rule.aliases.items()]
   if pairs:
     attributes["output_operand_aliases"] = _ir.aliases(pairs, len(results) > 1)
-  if shape_operands:
+  if n_shape_operands:
     first = len(rule.new_operands)
-    attributes[_SHAPE_OPERANDS] = _ir.i64_vector(range(first, first + len(shape_operands)))
+    attributes[_SHAPE_OPERANDS] = _ir.i64_vector(range(first, first + n_shape_operands))
+  return attributes
+
+
+def _rewrite(call: _Call) -> Rewrite:
+  _check(call)
+  rule, op, kind = call.rule, call.op, call.rule.kind(call.letter)
+  attrs = _rules.FUNCTIONS[rule.function](call)
+  legacy_results = rule.legacy_results[kind]
+  results = rule.results[kind]
+  legacy_index = {name: legacy_results.index(name) for name in results}
+  shape_indices = _shape_operand_indices(op)
+  # Legacy shape operands describe every legacy result, in order; keep those of kept results.
+  shape_operands = [shape_indices[legacy_index[n]] for n in results] if shape_indices else []
+  operand_indices = [call.operand_index[n] for n in rule.new_operands] + shape_operands
+  new_operands = [op.operands[i] for i in operand_indices]
+  successor = rule.successor_target(call.letter)
+  attributes = _successor_attributes(call, successor, attrs, operand_indices,
+                                     [legacy_index[n] for n in results], len(shape_operands))
 
   with ir.InsertionPoint(op), op.location:
     new = ir.Operation.create(CUSTOM_CALL_OP, results=[op.results[legacy_index[n]].type
@@ -212,12 +225,7 @@ def _rewrite(call: _Call) -> Rewrite:
   for name in rule.zero_results:
     i = legacy_results.index(name)
     if any(True for _ in op.results[i].uses):
-      zero = _ir.zeros_like(op.results[i], new)
-      if zero is None:
-        new.erase()
-        raise call.refuse(f"result {i} ({name!r}) is used and has a dynamic shape; the "
-                          "successor does not produce it and a 0 of that shape cannot be built")
-      op.results[i].replace_all_uses_with(zero)
+      op.results[i].replace_all_uses_with(_ir.zeros_like(op.results[i], new))
   dropped = tuple(o.name for o in rule.operands if o.name not in rule.new_operands)
   dead: list[ir.Operation] = []
   for n in dropped:
