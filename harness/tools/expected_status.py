@@ -259,8 +259,9 @@ def annotate(outcome: dict[str, Any], manifest: dict[str, Any], *,
       "reason": expectation.reason,
       "verdict": verdict.kind,
       "policy_ok": verdict.kind != POLICY_VIOLATION,
-      "upgrade_rules": list(rules),
   }
+  if rules:
+    outcome["release"]["upgrade_rules"] = list(rules)
   kinds = set(outcome["kinds"])
   messages = list(outcome["messages"])
   if verdict.kind == EXPECTED_FAILURE:
