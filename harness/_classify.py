@@ -13,6 +13,10 @@ Kinds, from worst to mildest:
                            A warning, a failure with ``--strict``.
   ``numerics_drift``       results within tolerance but not bitwise equal.
                            Reported only.
+  ``upgraded``             the entry failed to run because its custom calls are
+                           no longer registered, and ran and matched the
+                           recorded outputs after ``jaxport.upgrade`` (the rules
+                           applied are in the message). Reported only.
 An entry whose breaks ``harness.tools.expected_status`` explains (a known
 failure of an old producer) is an expected failure (``xfail``).
 Staleness (age beyond the compat window, targets no longer emitted) and a
@@ -34,6 +38,7 @@ EXPIRED = "expired"
 FUTURE_DATE = "future_date"
 STALE_TARGET = "stale_target"
 UNEXPECTED_PASS = "unexpected_pass"
+UPGRADED = "upgraded"
 
 # Verdicts on a lowering-only module's targets against the stable table of its platforms.
 TARGET_STABLE = "stable"
@@ -48,7 +53,8 @@ def _reader_findings(r: dict) -> tuple[list[str], list[str]]:
   """(breaks, drifts) of one reader's replay."""
   name = r.get("reader", "?")
   if r.get("error"):
-    return [f"{name} reader: {r.get('stage', '?')} failed: {r['error']}"], []
+    refused = f" (upgrade refused: {r['upgrade_refused']})" if r.get("upgrade_refused") else ""
+    return [f"{name} reader: {r.get('stage', '?')} failed: {r['error']}{refused}"], []
   if not r.get("ok", False):
     return [f"{name} reader: {p}" for p in r.get("problems") or ["results rejected"]], []
   if r.get("stage") == "compare" and not r.get("exact", True):
@@ -101,6 +107,11 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
         add(BREAK, b)
       for d in drifts:
         add(NUMERICS_DRIFT, d)
+      up = r.get("upgraded")
+      if up and not breaks:
+        out["upgrade_rules"] = up["rules"]
+        add(UPGRADED, f"{r.get('reader', '?')} reader: ran and matched the recorded outputs after "
+                      f"jaxport.upgrade (rules {', '.join(up['rules'])}); before: {up['error_before']}")
     imported = manifest.get("imported_from") is not None
     if manifest["lowering_only"]:
       out["skips"].append("numerics not compared: lowering-only entry (its platform cannot run here)")

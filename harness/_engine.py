@@ -22,8 +22,10 @@ from harness.cases import _case
 from harness.cases import case as lookup_case
 from jaxport import _versions
 from jaxport.custom_calls import _registry
+from jaxport.errors import UpgradeError
 from jaxport.export import _mlir
 from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
+from jaxport.upgrades import upgrade_with_report
 
 # Module locations name files without their directories, so golden modules do
 # not depend on where the checkout lives.
@@ -233,11 +235,18 @@ def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
   try:
     with watch.stage(_stopwatch.CALL):
       arrays = run_exported_arrays(exp, inputs)
-      actual = [storable(o) for o in arrays]
   except Exception as e:  # noqa: BLE001
-    out.update(ok=False, stage="run", error=_error_line(e))
-    return out
+    exp = _upgraded(exp, _error_line(e), out)
+    if exp is None:
+      return out
+    try:
+      with watch.stage(_stopwatch.CALL):
+        arrays = run_exported_arrays(exp, inputs)
+    except Exception as again:  # noqa: BLE001
+      out.update(ok=False, stage="run after upgrade", error=_error_line(again))
+      return out
   with watch.stage(_stopwatch.CHECK):
+    actual = [storable(o) for o in arrays]
     verdict = checkers.check(m.comparison.mode, inputs, expected, actual,
                              rtol=m.comparison.rtol, atol=m.comparison.atol)
     out.update(stage="compare", **verdict.to_json())
@@ -256,6 +265,26 @@ def target_verdicts(sigs: Sequence[CustomCallSignature], platforms: Sequence[str
       stable |= _registry.stable_targets(p)
   return {t: _classify.TARGET_STABLE if t in stable else _classify.TARGET_NOT_STABLE
           for t in _lowering.targets(sigs)}
+
+
+def _upgraded(exp: Any, error: str, out: dict[str, Any]) -> Any | None:
+  """After a failed run: the Exported upgraded by ``jaxport.upgrade``, or None (``out`` says why).
+
+  The upgraded record is then run and judged against the outputs the producer
+  recorded; ``out["upgraded"]`` keeps the rules applied and the first failure.
+  """
+  out.update(ok=False, stage="run", error=error)
+  try:
+    report = upgrade_with_report(exp)
+  except UpgradeError as e:
+    out["upgrade_refused"] = str(e)
+    return None
+  if not report.rewrites:
+    return None
+  del out["ok"], out["error"]
+  out["upgraded"] = {"rules": list(report.rules_applied), "error_before": error,
+                     "rewrites": [r.to_json() for r in report.rewrites]}
+  return report.exported
 
 
 # Today's lowering of a case does not change within a process; entries of the

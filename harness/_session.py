@@ -344,6 +344,9 @@ class HarnessSession:
              if not m.startswith(f"[{_classify.BREAK}]")]
     recorded = sorted(self._recorded.values(), key=lambda r: r["case_id"])
     summary = {**counts, "present": len(present), "replayed": len(outcomes)}
+    upgraded = sum(1 for x in outcomes if _classify.UPGRADED in x["kinds"])
+    if upgraded:
+      summary["upgraded"] = upgraded
     for action in ("written", "unchanged", "conflict", "error"):
       summary[action] = sum(1 for r in recorded if r["action"] == action)
     self.report = {

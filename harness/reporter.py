@@ -36,7 +36,7 @@ def text_lines(report: dict[str, Any]) -> list[str]:
     lines.append(
         f"{s['replayed']} entries replayed of {s['present']} present: {s['pass']} pass, "
         f"{s['drift']} drift within tolerance, {s['warn']} warn, {s['xfail']} expected failures, "
-        f"{s['fail']} fail")
+        f"{s['fail']} fail" + (f"; {s['upgraded']} ran after jaxport.upgrade" if s.get("upgraded") else ""))
     t = report["targets"]
     lines.append(f"targets: {len(t['covered'])} covered, {len(t['required'])} required, "
                  f"{len(t['reachable'])} reached by today's lowering")

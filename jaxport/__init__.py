@@ -20,6 +20,7 @@ from jaxport.errors import (
     JaxVersionError as JaxVersionError,
     ShapeError as ShapeError,
     UntestedJaxWarning as UntestedJaxWarning,
+    UpgradeError as UpgradeError,
 )
 from jaxport.export._disabled_checks import DisabledSafetyCheck as DisabledSafetyCheck
 from jaxport.export._exported import Exported as Exported
@@ -32,6 +33,7 @@ from jaxport.serde._pytrees import (
     register_pytree_node_serialization as register_pytree_node_serialization,
 )
 from jaxport.serde._read import deserialize as deserialize
+from jaxport.upgrades._upgrade import upgrade as upgrade
 from jaxport.shapes._api import (
     SymbolicScope as SymbolicScope,
     is_symbolic_dim as is_symbolic_dim,
@@ -63,4 +65,6 @@ __all__ = [
     "register_pytree_node_serialization",
     "symbolic_args_specs",
     "symbolic_shape",
+    "upgrade",
+    "UpgradeError",
 ]

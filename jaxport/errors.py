@@ -58,3 +58,7 @@ class JaxVersionError(JaxportError, ImportError):
 
 class UntestedJaxWarning(UserWarning):
   """The installed jax is newer than the newest release jaxport is tested with."""
+
+
+class UpgradeError(JaxportError, ValueError):
+  """A removed custom call cannot be rewritten into today's target (a precondition fails)."""

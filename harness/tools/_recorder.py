@@ -109,19 +109,52 @@ def _as_arrays(values) -> list:
   return [np.asarray(v) for v in jax.tree_util.tree_leaves(values)]
 
 
+# Releases before 0.4.30 (jax.experimental.export) spell parts of the API
+# differently; these helpers take either spelling.
+def _serialize(jexport, exp, vjp_order: int) -> bytes:
+  if hasattr(exp, "serialize"):
+    return bytes(exp.serialize(vjp_order=vjp_order))
+  return bytes(jexport.serialize(exp, vjp_order=vjp_order))
+
+
+def _call(jexport, exp, *args):
+  if hasattr(exp, "call"):
+    return exp.call(*args)
+  return jexport.call(exp)(*args)
+
+
+def _export(jexport, jitted, platforms, unguaranteed=()):
+  kwargs = {}
+  if unguaranteed:
+    kwargs["disabled_checks"] = [jexport.DisabledSafetyCheck.custom_call(t) for t in unguaranteed]
+  if platforms is None:
+    return jexport.export(jitted, **kwargs)
+  try:
+    return jexport.export(jitted, platforms=tuple(platforms), **kwargs)
+  except TypeError:
+    return jexport.export(jitted, lowering_platforms=tuple(platforms), **kwargs)
+
+
+def _exported_facts(exp) -> dict:
+  platforms = getattr(exp, "platforms", None) or exp.lowering_platforms
+  version = getattr(exp, "calling_convention_version", None)
+  if version is None:
+    version = exp.mlir_module_serialization_version
+  return {"platforms": list(platforms), "calling_convention_version": int(version),
+          "module_text": str(exp.mlir_module())}
+
+
 def record_case(jexport, case, platform: str) -> dict:
   """Export, serialize and run one case; returns the staged payload."""
   import jax
   inputs = [np.asarray(x) for x in case.make_inputs()]
   jitted = jax.jit(case.fun)
-  kwargs = {}
-  if case.platforms is not None:
-    kwargs["platforms"] = tuple(case.platforms)
-  exp = jexport.export(jitted, **kwargs)(*_specs(jexport, case, inputs))
-  blob = bytes(exp.serialize(vjp_order=case.vjp_order))
+  exp = _export(jexport, jitted, case.platforms, case.unguaranteed_targets)(
+      *_specs(jexport, case, inputs))
+  blob = _serialize(jexport, exp, case.vjp_order)
   expected = _as_arrays(jitted(*inputs))
   read_back = jexport.deserialize(bytearray(blob))
-  replayed = _as_arrays(read_back.call(*inputs))
+  replayed = _as_arrays(_call(jexport, read_back, *inputs))
   if case.vjp_order >= 1:
     # As the harness replays a blob carrying a VJP: all-ones cotangents, and
     # the input cotangents appended to the outputs.
@@ -129,18 +162,19 @@ def record_case(jexport, case, platform: str) -> dict:
     primal_out, pullback = jax.vjp(jitted, *inputs)
     expected += _as_arrays(pullback(jax.tree_util.tree_unflatten(
         jax.tree_util.tree_structure(primal_out), cotangents)))
-    replayed += _as_arrays(read_back.vjp().call(*inputs, *cotangents))
+    replayed += _as_arrays(_call(jexport, read_back.vjp(), *inputs, *cotangents))
   for i, (want, got) in enumerate(zip(expected, replayed)):
     np.testing.assert_allclose(got, want, rtol=case.rtol, atol=case.atol,
                                err_msg=f"{case.case_id}: output {i} of the round trip")
+  facts = _exported_facts(exp)
   meta = {
       "staging_format": STAGING_FORMAT,
       "case_id": case.case_id,
       "family": case.family,
       "platform": platform,
       "fun_name": getattr(exp, "fun_name", case.fun.__name__),
-      "platforms": list(exp.platforms),
-      "calling_convention_version": int(exp.calling_convention_version),
+      "platforms": facts["platforms"],
+      "calling_convention_version": facts["calling_convention_version"],
       "serialization_version": peek_serialization_version(blob),
       "polymorphic_shapes": list(case.polymorphic_shapes) if case.polymorphic_shapes else None,
       "constraints": None,
@@ -149,7 +183,7 @@ def record_case(jexport, case, platform: str) -> dict:
       "comparison": {"mode": case.mode, "rtol": case.rtol, "atol": case.atol},
   }
   return {"meta": meta, "blob": blob, "inputs": inputs, "expected": expected,
-          "module_text": exp.mlir_module(),
+          "module_text": facts["module_text"],
           "module_bytes": bytes(exp.mlir_module_serialized)}
 
 
@@ -196,8 +230,17 @@ def main(argv=None) -> int:
     if jax_version < tuple(case.min_jax):
       skipped[case.case_id] = f"needs jax >= {'.'.join(map(str, case.min_jax))}"
       continue
+    if case.max_jax is not None and jax_version > tuple(case.max_jax):
+      skipped[case.case_id] = (f"recorded only by jax <= {'.'.join(map(str, case.max_jax))}, "
+                               "whose lowering reaches the legacy targets")
+      continue
     try:
-      payload = record_case(jexport, case, args.platform)
+      if case.x64:
+        from jax.experimental import enable_x64
+        with enable_x64():
+          payload = record_case(jexport, case, args.platform)
+      else:
+        payload = record_case(jexport, case, args.platform)
     except ImportError:
       raise  # The venv is incomplete: no case would record.
     except Exception as e:  # A release that cannot express a case skips it, with why.

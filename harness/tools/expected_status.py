@@ -8,6 +8,9 @@ is still a failure). Everything not listed must pass. The harness calls
 jax's compat window and the verdict:
 
   ``pass``              expected to pass, passed.
+  ``upgraded``          expected to pass, passed after ``jaxport.upgrade``
+                        rewrote custom calls today's jaxlib no longer
+                        registers (outside the window only).
   ``expected_failure``  expected to fail, failed with the stated reason.
   ``unexpected_failure`` expected to pass, failed.
   ``wrong_failure``     expected to fail, but failed for another reason.
@@ -46,12 +49,14 @@ WRONG_FAILURE = "wrong_failure"
 UNEXPECTED_PASS = "unexpected_pass"
 POLICY_VIOLATION = "policy_violation"
 OUTSIDE_FORWARD_WINDOW = "outside_forward_window"
-OK_VERDICTS = (PASS, EXPECTED_FAILURE, OUTSIDE_FORWARD_WINDOW)
+UPGRADED = "upgraded"
+OK_VERDICTS = (PASS, EXPECTED_FAILURE, OUTSIDE_FORWARD_WINDOW, UPGRADED)
 
 # Outcome kinds of harness/_classify.py: a failure to replay, and the drift
 # kinds that compare an entry with today's lowering of its case.
 BREAK_KIND = "compatibility_break"
 UNEXPECTED_PASS_KIND = "unexpected_pass"
+UPGRADED_KIND = "upgraded"
 DRIFT_KINDS = ("lowering_drift", "stale_target")
 # Drift of an entry recorded by an older release is the release difference
 # itself: reported, never a failure (nobody can re-record with that release's
@@ -173,16 +178,27 @@ class Verdict:
 
 
 def judge(expectation: Expectation, failures: list[str],
-          window: _releases.WindowPosition | None) -> Verdict:
-  """Compare an outcome (its failure messages; empty when it passed) with the expectation."""
+          window: _releases.WindowPosition | None, upgrade_rules: tuple[str, ...] = ()) -> Verdict:
+  """Compare an outcome (its failure messages; empty when it passed) with the expectation.
+
+  ``upgrade_rules`` names the rules ``jaxport.upgrade`` applied before the
+  entry passed (empty when it ran as recorded).
+  """
   failed = bool(failures)
   inside = window is not None and window.direction == "backward" and window.inside_window
+  if upgrade_rules and not failed and inside:
+    return Verdict(POLICY_VIOLATION,
+                   f"ran only after jaxport.upgrade (rules {', '.join(upgrade_rules)}), but producer "
+                   f"jax {window.producer} is inside the 6-month window of jax {window.consumer}, "
+                   "where jax's policy says it must run as recorded")
   if expectation.status == "fail" and inside:
     return Verdict(POLICY_VIOLATION,
                    f"the table expects a failure ({expectation.reason}), but producer jax "
                    f"{window.producer} is {window.gap_days} days older than jax {window.consumer}, "
                    "inside the 6-month window, where jax's policy says it must pass")
   if expectation.status == PASS:
+    if not failed and upgrade_rules:
+      return Verdict(UPGRADED, f"passed after jaxport.upgrade (rules {', '.join(upgrade_rules)})")
     if not failed:
       return Verdict(PASS, "passed as expected")
     if inside:
@@ -254,13 +270,14 @@ def annotate(outcome: dict[str, Any], manifest: dict[str, Any], *,
   expectation = table.expectation(producer, manifest["case_id"])
   window = window_for(producer, consumer, today)
   breaks = [m for m in outcome["messages"] if m.startswith(f"[{BREAK_KIND}]")]
+  rules = tuple(outcome.get("upgrade_rules", ()))
   cannot_export = any(m.startswith(f"[{EXPORT_ERROR_KIND}]") for m in outcome["messages"])
   # Only running the artifact (a reader's failure) or exporting the case today can be
   # excused by the forward gap; golden data errors and crashes always count.
   reader_failures_only = all(_READER_BREAK.match(m) for m in breaks)
   verdict = (_outside_forward_window(window)
              if _forward_gap(window) and (breaks or cannot_export) and reader_failures_only
-             else judge(expectation, breaks, window))
+             else judge(expectation, breaks, window, rules))
   outcome["release"] = {
       "producer": producer,
       "consumer": consumer,
@@ -270,6 +287,8 @@ def annotate(outcome: dict[str, Any], manifest: dict[str, Any], *,
       "verdict": verdict.kind,
       "policy_ok": verdict.kind != POLICY_VIOLATION,
   }
+  if rules:
+    outcome["release"]["upgrade_rules"] = list(rules)
   kinds = set(outcome["kinds"])
   messages = list(outcome["messages"])
   if verdict.kind == EXPECTED_FAILURE:

@@ -17,7 +17,9 @@ Adding a case, step by step:
      arrays, a deterministic input builder (``numpy.random.RandomState``),
      and tolerances fit for float32.
   2. Add it to ``SPECS`` with its family and the custom-call targets the
-     current lowering emits. Set ``min_jax`` if older releases lack an API.
+     current lowering emits. Set ``min_jax`` if older releases lack an API,
+     ``max_jax`` if only older releases should record it (the dtype variants
+     of the legacy LAPACK cases), ``x64`` for 64-bit inputs.
   3. Record it: ``python harness/tools/record_with_jax.py --jax 0.9.2``.
   4. Add a row to ``harness/expected_status.json`` if a producer is expected
      to fail under the current build, with the reason.
@@ -29,6 +31,10 @@ import dataclasses
 from typing import Callable, Sequence
 
 import numpy as np
+
+
+# The oldest release whose export API the recorder drives (jax.experimental.export).
+MIN_JAX = (0, 4, 26)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,11 +50,34 @@ class ReleaseCase:
   polymorphic_shapes: Sequence[str] | None = None
   platforms: Sequence[str] | None = None
   vjp_order: int = 0
-  min_jax: tuple = (0, 4, 30)
+  min_jax: tuple = MIN_JAX
+  max_jax: tuple | None = None
+  x64: bool = False          # 64-bit inputs: record with jax_enable_x64 on
+  # Targets older releases lower to without a stability guarantee; exported with
+  # DisabledSafetyCheck.custom_call, as a user of those releases had to.
+  unguaranteed_targets: tuple = ()
 
 
 def _rng(seed: int) -> np.random.RandomState:
   return np.random.RandomState(seed)
+
+
+def _matrix(shape, seed: int, dtype) -> np.ndarray:
+  """Uniform entries in [-1, 1); complex dtypes get an imaginary part from the next seed."""
+  m = _rng(seed).uniform(-1.0, 1.0, size=shape)
+  if np.issubdtype(dtype, np.complexfloating):
+    m = m + 1j * _rng(seed + 1000).uniform(-1.0, 1.0, size=shape)
+  return m.astype(dtype)
+
+
+def _spd_variant(n: int, seed: int, dtype) -> np.ndarray:
+  m = _matrix((n, n), seed, dtype)
+  return (m @ np.conj(m.T) + n * np.eye(n)).astype(dtype)
+
+
+def _hermitian(n: int, seed: int, dtype) -> np.ndarray:
+  m = _matrix((n, n), seed, dtype)
+  return ((m + np.conj(m.T)) / 2).astype(dtype)
 
 
 def _spd(n: int, seed: int, dtype=np.float32) -> np.ndarray:
@@ -162,7 +191,8 @@ def _make_hessenberg():
     # Below the first subdiagonal LAPACK leaves its reflectors; keep H only.
     return (jnp.triu(h, -1), taus)
   return ReleaseCase("release_hessenberg_f32", "lapack_gehrd", hessenberg,
-                     lambda: [_general((4, 4), 8)], rtol=1e-4, atol=1e-5)
+                     lambda: [_general((4, 4), 8)], rtol=1e-4, atol=1e-5,
+                     unguaranteed_targets=("lapack_sgehrd",))
 
 
 def _make_schur():
@@ -195,7 +225,8 @@ def _make_tridiagonal():
     _, d, e, _ = lax.linalg.tridiagonal(a, lower=True)
     return (d, e)
   return ReleaseCase("release_tridiagonal_f32", "lapack_sytrd", tridiagonal,
-                     lambda: [_symmetric(4, 14)], rtol=1e-4, atol=1e-5)
+                     lambda: [_symmetric(4, 14)], rtol=1e-4, atol=1e-5,
+                     unguaranteed_targets=("lapack_ssytrd",))
 
 
 def _make_tridiagonal_solve():
@@ -244,6 +275,166 @@ def _make_vjp():
                      lambda: [_general((6,), 21)], vjp_order=1)
 
 
+# Dtype variants of the LAPACK/BLAS cases, recorded only by the releases that
+# lower them to the legacy untyped targets (jax <= 0.4.30), so that every
+# rule of ``jaxport.upgrade`` is exercised on the s, d, c and z targets.
+LEGACY_MAX_JAX = (0, 4, 30)
+_VARIANT_DTYPES = {"f64": np.float64, "c64": np.complex64, "c128": np.complex128}
+_LETTER = {"f32": "s", "f64": "d", "c64": "c", "c128": "z"}
+
+
+def _variant_cholesky(tag, dtype):
+  import jax.numpy as jnp
+
+  def cholesky(a):
+    return (jnp.linalg.cholesky(a),)
+  return cholesky, lambda: [_spd_variant(4, 1, dtype)], 1e-5
+
+
+def _variant_qr(tag, dtype):
+  import jax.numpy as jnp
+
+  def qr(a):
+    q, r = jnp.linalg.qr(a)
+    d = jnp.diagonal(r)
+    phase = jnp.where(jnp.abs(d) == 0, 1, d / jnp.abs(d)).astype(a.dtype)
+    return (q * phase[None, :], r * jnp.conj(phase)[:, None])
+  return qr, lambda: [_matrix((4, 3), 2, dtype)], 1e-4
+
+
+def _variant_eigh(tag, dtype):
+  import jax.numpy as jnp
+
+  def eigh(a):
+    w, v = jnp.linalg.eigh(a)
+    return (w, (v * w[None, :]) @ jnp.conj(v).T)
+  return eigh, lambda: [_hermitian(4, 3, dtype)], 1e-4
+
+
+def _variant_eig(tag, dtype):
+  import jax.numpy as jnp
+
+  def eig(a):
+    w, v = jnp.linalg.eig(a)
+    residual = jnp.abs(a.astype(w.dtype) @ v - v * w[None, :]).max()
+    order = jnp.lexsort((jnp.round(w.imag, 4), jnp.round(w.real, 4)))
+    return (w[order], residual)
+  return eig, lambda: [_matrix((4, 4), 5, dtype)], 1e-4
+
+
+def _variant_svd(tag, dtype):
+  import jax.numpy as jnp
+
+  def svd(a):
+    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    return (s, (u * s[None, :]) @ vh)
+  return svd, lambda: [_matrix((4, 3), 6, dtype)], 1e-4
+
+
+def _variant_lu(tag, dtype):
+  from jax import lax
+
+  def lu(a):
+    lu_, pivots, perm = lax.linalg.lu(a)
+    return (lu_, pivots, perm)
+  return lu, lambda: [_matrix((4, 4), 7, dtype)], 1e-5
+
+
+def _variant_schur(tag, dtype):
+  import jax.numpy as jnp
+  from jax import lax
+
+  def schur(a):
+    t, z = lax.linalg.schur(a)
+    return ((z @ t) @ jnp.conj(z).T, jnp.trace(t))
+  return schur, lambda: [_matrix((4, 4), 9, dtype)], 1e-4
+
+
+def _variant_triangular_solve(tag, dtype):
+  import jax.scipy.linalg as jsl
+
+  def solve(a, b):
+    return (jsl.solve_triangular(a, b, lower=True),)
+
+  def inputs():
+    a = np.tril(_matrix((4, 4), 12, dtype)) + 4 * np.eye(4)
+    return [a.astype(dtype), _matrix((4, 2), 13, dtype)]
+  return solve, inputs, 1e-5
+
+
+def _variant_hessenberg(tag, dtype):
+  import jax.numpy as jnp
+  from jax import lax
+
+  def hessenberg(a):
+    h, taus = lax.linalg.hessenberg(a)
+    return (jnp.triu(h, -1), taus)
+  return hessenberg, lambda: [_matrix((4, 4), 8, dtype)], 1e-4
+
+
+def _variant_tridiagonal(tag, dtype):
+  from jax import lax
+
+  def tridiagonal(a):
+    _, d, e, _ = lax.linalg.tridiagonal(a, lower=True)
+    return (d, e)
+  return tridiagonal, lambda: [_hermitian(4, 14, dtype)], 1e-4
+
+
+def _variant_maker(name, family, tag, build, unguaranteed):
+  dtype = _VARIANT_DTYPES[tag]
+
+  def make():
+    fun, inputs, tol = build(tag, dtype)
+    return ReleaseCase(f"release_{name}_{tag}", family, fun, inputs, rtol=tol, atol=tol,
+                       max_jax=LEGACY_MAX_JAX, x64=tag in ("f64", "c128"),
+                       unguaranteed_targets=unguaranteed)
+  return make
+
+
+def _variant_targets(templates, tag):
+  letter = _LETTER[tag]
+  complex_ = tag.startswith("c")
+  out = []
+  for t in templates:
+    if complex_:
+      t = t.replace("?syevd", "?heevd").replace("?orgqr", "?ungqr").replace("?sytrd", "?hetrd")
+    out.append(t.replace("?", letter))
+  return tuple(out)
+
+
+# name -> (family, targets today (``?`` = dtype letter), builder, dtype tags).
+_VARIANTS = {
+    "cholesky": ("lapack_potrf", ("lapack_?potrf_ffi",), _variant_cholesky),
+    "qr": ("lapack_geqrf", ("lapack_?geqrf_ffi", "lapack_?orgqr_ffi"), _variant_qr),
+    "eigh": ("lapack_syevd", ("lapack_?syevd_ffi",), _variant_eigh),
+    "eig": ("lapack_geev", ("lapack_?geev_ffi",), _variant_eig),
+    "svd": ("lapack_gesdd", ("lapack_?gesdd_ffi",), _variant_svd),
+    "lu": ("lapack_getrf", ("lapack_?getrf_ffi",), _variant_lu),
+    "schur": ("lapack_gees", ("lapack_?gees_ffi",), _variant_schur),
+    "triangular_solve": ("lapack_trsm", ("lapack_?trsm_ffi",), _variant_triangular_solve),
+    "hessenberg": ("lapack_gehrd", ("lapack_?gehrd_ffi",), _variant_hessenberg),
+    "tridiagonal": ("lapack_sytrd", ("lapack_?sytrd_ffi",), _variant_tridiagonal),
+}
+# The legacy targets of jax <= 0.4.30 outside its stability guarantee, per variant.
+_UNGUARANTEED = {"hessenberg": ("lapack_?gehrd",), "tridiagonal": ("lapack_?sytrd",)}
+
+
+def _variant_specs() -> dict:
+  out = {}
+  for name, (family, templates, build) in _VARIANTS.items():
+    for tag in _VARIANT_DTYPES:
+      case_id = f"release_{name}_{tag}"
+      if name == "eigh" and tag == "c64":
+        continue  # release_eigh_c64 is a base case, recorded by every release.
+      unguaranteed = _variant_targets(_UNGUARANTEED.get(name, ()), tag)
+      out[case_id] = (family, _variant_targets(templates, tag),
+                      _variant_maker(name, family, tag, build, unguaranteed))
+  return out
+
+
+_VARIANT_SPECS = _variant_specs()
+
 # case id -> (family, custom-call targets the current lowering emits, maker).
 # Ids and families are readable without importing jax.
 SPECS = {
@@ -266,7 +457,14 @@ SPECS = {
     "release_poly_gram_f32": ("feature_shape_poly", ("shape_assertion",), _make_poly_matmul),
     "release_multi_platform_f32": ("feature_multi_platform", (), _make_multi_platform),
     "release_vjp_tanh_f32": ("feature_vjp", (), _make_vjp),
+    **_VARIANT_SPECS,
 }
+
+
+def expressible(case_id: str, version: tuple) -> bool:
+  """Whether release ``version`` (a tuple) records ``case_id`` at all (its min/max release)."""
+  last = LEGACY_MAX_JAX if case_id in _VARIANT_SPECS else None
+  return tuple(version) >= MIN_JAX and (last is None or tuple(version) <= last)
 
 
 def all_cases() -> list[ReleaseCase]:

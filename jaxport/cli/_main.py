@@ -1,4 +1,4 @@
-"""The ``jaxport`` command line: audit, inspect, import, prune, record and replay golden data.
+"""The ``jaxport`` command line: audit, inspect, import, prune, record, replay, upgrade, bisect.
 
 Exit status: 0 when all is well, 1 when the command found problems (audit
 problems, datasets that failed to import), 2 for usage errors and unreadable
@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jaxport.cli import _artifacts, _harness_run, _relower, _report
+from jaxport.cli import _artifacts, _bisect, _harness_run, _relower, _report
+from jaxport.cli import _upgrade as upgrader
 from jaxport.cli import _audit as audit
 from jaxport.cli import _import as importer
 from jaxport.cli import _progress
@@ -126,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"{name} with an older jax release in its own venv (harness/tools/"
                         f"{name}_with_jax.py; see docs/multi-release.md)")
   _report.add_parser(sub, common)
+  upgrader.add_parser(add)
+  _bisect.add_parser(add)
   return parser
 
 
@@ -305,6 +308,20 @@ def _harness(args, extra) -> int:
                           extra=extra, with_jax=args.with_jax)
 
 
+def _upgrade(args, extra) -> int:
+  source, output = Path(args.source), Path(args.output)
+  report = upgrader.upgrade_file(source, output, force=args.force)
+  if args.json:
+    _print_json({"source": str(source), "output": str(output), **report.to_json()})
+  else:
+    sys.stdout.write(upgrader.text(report, source, output))
+  return EXIT_OK
+
+
+def _bisect_command(args, extra) -> int:
+  return _bisect.run(args)
+
+
 _COMMANDS = {
     "audit": _audit,
     "inspect": _inspect,
@@ -313,4 +330,6 @@ _COMMANDS = {
     "record": _harness,
     "replay": _harness,
     _report.COMMAND: _report.run,
+    "upgrade": _upgrade,
+    "bisect": _bisect_command,
 }

@@ -16,7 +16,8 @@ from typing import Any
 
 from jaxport.errors import ReportError
 from jaxport.report._model import (
-    RECORD_ACTIONS, EntryResult, Recorded, RunReport, Skip, Status, Summary, Targets)
+    RECORD_ACTIONS, UPGRADED_KIND, EntryResult, Recorded, RunReport, Skip, Status, Summary,
+    Targets)
 
 # What the shards of one run must agree on, with how to read it off a report.
 _SHARED = {
@@ -141,4 +142,5 @@ def _union(lists: Iterable[Iterable[str]]) -> tuple[str, ...]:
 def _summary(entries: Sequence[EntryResult], recorded: Sequence[Recorded], present: int) -> Summary:
   return Summary(counts={s: sum(e.status == s for e in entries) for s in Status},
                  present=present, replayed=len(entries),
-                 actions={a: sum(r.action == a for r in recorded) for a in RECORD_ACTIONS})
+                 actions={a: sum(r.action == a for r in recorded) for a in RECORD_ACTIONS},
+                 upgraded=sum(UPGRADED_KIND in e.kinds for e in entries))

@@ -128,21 +128,28 @@ class Release:
   reason: str | None
   verdict: str
   policy_ok: bool
+  # The rules jaxport.upgrade applied before the entry ran (verdict "upgraded");
+  # written only when there are some.
+  upgrade_rules: tuple[str, ...] = ()
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Release:
-    _obj(d, where, tuple(f.name for f in dataclasses.fields(cls)))
+    _obj(d, where, tuple(f.name for f in dataclasses.fields(cls) if f.name != "upgrade_rules"))
     return cls(producer=_typed(d["producer"], f"{where}.producer", str, nullable=True),
                consumer=_typed(d["consumer"], f"{where}.consumer", str, nullable=True),
                window=None if d["window"] is None else Window.from_json(d["window"], f"{where}.window"),
                expected=_typed(d["expected"], f"{where}.expected", str),
                reason=_typed(d["reason"], f"{where}.reason", str, nullable=True),
                verdict=_typed(d["verdict"], f"{where}.verdict", str),
-               policy_ok=_typed(d["policy_ok"], f"{where}.policy_ok", bool))
+               policy_ok=_typed(d["policy_ok"], f"{where}.policy_ok", bool),
+               upgrade_rules=_strs(d.get("upgrade_rules", []), f"{where}.upgrade_rules"))
 
   def to_json(self) -> dict[str, Any]:
     d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
     d["window"] = None if self.window is None else self.window.to_json()
+    d["upgrade_rules"] = list(self.upgrade_rules)
+    if not self.upgrade_rules:
+      del d["upgrade_rules"]
     return d
 
 
@@ -313,6 +320,10 @@ class Recorded:
 RECORD_ACTIONS = ("written", "unchanged", "conflict", "error")
 
 
+# The finding kind of an entry that ran only after jaxport.upgrade (harness/_classify.py).
+UPGRADED_KIND = "upgraded"
+
+
 @dataclasses.dataclass(frozen=True)
 class Summary:
   """The counts of the run: entries per status, present and replayed, recording actions."""
@@ -320,6 +331,7 @@ class Summary:
   present: int
   replayed: int
   actions: Mapping[str, int]
+  upgraded: int = 0   # entries that ran after jaxport.upgrade; written only when some did
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Summary:
@@ -328,11 +340,13 @@ class Summary:
     def num(k: str) -> int:
       return _typed(d[k], f"{where}.{k}", int)
     return cls(counts={s: num(str(s)) for s in Status}, present=num("present"),
-               replayed=num("replayed"), actions={a: num(a) for a in RECORD_ACTIONS})
+               replayed=num("replayed"), actions={a: num(a) for a in RECORD_ACTIONS},
+               upgraded=num("upgraded") if "upgraded" in d else 0)
 
   def to_json(self) -> dict[str, Any]:
+    upgraded = {"upgraded": self.upgraded} if self.upgraded else {}
     return {**{str(s): n for s, n in self.counts.items()}, "present": self.present,
-            "replayed": self.replayed, **self.actions}
+            "replayed": self.replayed, **self.actions, **upgraded}
 
 
 _TOP_KEYS = ("format", "mode", "platform", "today", "compat_window_days", "strict", "readers",

@@ -73,3 +73,20 @@ def test_only_directories_and_the_replay_file_select_every_entry():
   assert _selects_replay(str(ROOT / "harness"))
   assert _selects_replay("harness/test_replay.py")
   assert not _selects_replay("harness/test_fuzz_parse.py")
+
+
+def test_an_entry_of_a_removed_target_replays_as_upgraded_and_the_summary_counts_it(tmp_path):
+  entry_id = "cpu/lapack_potrf/release_cholesky_f32/2026-11-29_jax-0.4.30"
+  _copy(tmp_path, entry_id)
+  hs = _session(tmp_path)
+  try:
+    outcome = hs.replay(entry_id)
+    report = hs.build_report()
+  finally:
+    hs.close()
+  assert outcome["status"] == "pass" and "upgraded" in outcome["kinds"]
+  assert outcome["release"]["verdict"] == "upgraded"
+  assert outcome["release"]["upgrade_rules"] == ["potrf"]
+  assert sum(m.startswith("[upgraded] ") for m in outcome["messages"]) == 2  # both readers
+  assert report["summary"]["upgraded"] == 1
+  assert "1 ran after jaxport.upgrade" in "\n".join(reporter.text_lines(report))

@@ -12,15 +12,15 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from jaxport.cli import main  # noqa: E402
-from jaxport.report import Status, load_report  # noqa: E402
+from jaxport.report import load_report  # noqa: E402
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
 HARNESS_TESTS = ROOT / "harness" / "test_replay.py"
 GOLDEN = ROOT / "compat_data" / "cpu"
-# A current-release entry, and an old release's entries: one an expected failure (skip ledger,
-# drift findings), one a pass.
+# A current-release entry, and an old release's entries: one that runs only after
+# jaxport.upgrade (drift findings, upgrade rules), one a pass.
 ENTRIES = ("lapack_potrf/cholesky_f64/2026-11-29_jax-0.10.2",
            "lapack_getrf/release_lu_f32/2026-11-29_jax-0.4.30",
            "lapack_getrf/release_lu_f32/2026-11-29_jax-0.9.2")
@@ -50,7 +50,8 @@ def test_merging_two_disjoint_runs_equals_the_run_of_both(pytester, tmp_path, ca
   assert [(e.entry_id, e.status, e.messages) for e in merged.entries] == [
       (e.entry_id, e.status, e.messages) for e in whole.entries]
   assert merged.summary == whole.summary
-  assert merged.summary.counts[Status.XFAIL] == 1 and merged.summary.replayed == 3
+  assert merged.summary.upgraded == 1 and merged.summary.replayed == 3
+  assert [e.release.upgrade_rules for e in merged.entries if e.release.upgrade_rules] == [("getrf",)]
   # Everything else too: the merged file is the report the run of both wrote.
   assert json.loads((tmp_path / "merged.json").read_text()) == json.loads(both.read_text())
   assert "merged 2 shard reports" in capsys.readouterr().err

@@ -129,3 +129,20 @@ def test_required_cpu_targets_are_the_48_lapack_ffi_targets():
   required = coverage.required_targets("cpu")
   assert len(required) == 48
   assert all(t.startswith("lapack_") and t.endswith("_ffi") for t in required)
+
+
+def test_an_entry_that_ran_after_upgrade_passes_with_the_rules_in_the_message():
+  up = {"rules": ["potrf"], "error_before": "JaxRuntimeError: No registered implementation",
+        "rewrites": []}
+  out = _classify_answer(_answer([_reader("jaxport", upgraded=up), _reader("jax", upgraded=up)]))
+  assert out["kinds"] == [_classify.UPGRADED] and out["upgrade_rules"] == ["potrf"]
+  assert all("rules potrf" in m and "No registered implementation" in m for m in out["messages"])
+  assert _classify.status(out, strict=True) == "pass"
+
+
+def test_a_refused_upgrade_stays_a_break_and_says_why():
+  answer = _answer([_reader("jaxport", stage="run", ok=False, error="JaxRuntimeError: gone",
+                            upgrade_refused="operand 'lower' must be a constant"), _reader("jax")])
+  out = _classify_answer(answer)
+  assert out["kinds"] == [_classify.BREAK]
+  assert "upgrade refused: operand 'lower' must be a constant" in out["messages"][0]

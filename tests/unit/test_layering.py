@@ -27,6 +27,7 @@ LAYERS = (
     ("calling", ("jaxport.calling",)),
     ("serde", ("jaxport.serde",)),
     ("golden", ("jaxport.golden",)),
+    ("upgrades", ("jaxport.upgrades",)),
     ("public face", ("jaxport",)),
     ("report", ("jaxport.report",)),
     ("cli", ("jaxport.cli",)),
@@ -43,11 +44,13 @@ SHAPES_CORE = ("jaxport.shapes._expr", "jaxport.shapes._parser", "jaxport.shapes
                "jaxport.shapes._scope", "jaxport.shapes._solver", "jaxport.shapes._api")
 
 # Subpackage __init__ files import nothing; the cli's re-exports its console-script entry point,
-# and the report package (above the public face, imported by nothing below it) its public API.
+# the report package (above the public face, imported by nothing below it) and the upgrades
+# package (imported below only by the public face) their public APIs.
 INIT_IMPORTS_ALLOWED = {
     "jaxport.cli": {"jaxport.cli._main"},
     "jaxport.report": {"jaxport.report._html", "jaxport.report._markdown", "jaxport.report._merge",
                        "jaxport.report._model"},
+    "jaxport.upgrades": {"jaxport.upgrades._upgrade"},
 }
 
 

@@ -189,7 +189,8 @@ def test_every_release_recorded_every_case_it_can_express():
   recorded = _recorded()
   for producer in table.releases:
     for case in release_cases.SPECS:
-      want = table.recordable(producer, case)
+      want = (table.recordable(producer, case)
+              and release_cases.expressible(case, _releases.parse_version(producer)))
       assert ((producer, case) in recorded) == want, (
           f"jax {producer} / {case}: recorded={not want}, but the table says recordable={want}; "
           f"run python harness/tools/record_with_jax.py --jax {producer}")
@@ -227,3 +228,25 @@ def test_the_forward_gap_never_excuses_damaged_golden_data():
       _manifest("0.10.2", source="x"), today=TODAY, consumer="0.10.1", table=parse_table(_table()))
   assert outcome["release"]["verdict"] == "unexpected_failure"
   assert "expected_failure" not in outcome
+
+
+def test_judge_an_entry_that_ran_after_upgrade():
+  ok = Expectation("pass")
+  fail = Expectation("fail", "target removed long ago", "No registered implementation")
+  old, recent = _window("0.4.30"), _window("0.10.0")
+  upgraded = judge(ok, [], old, ("potrf",))
+  assert upgraded.kind == "upgraded" and upgraded.ok and "potrf" in upgraded.message
+  # Inside the window an artifact must run as recorded: needing an upgrade breaks the policy.
+  assert judge(ok, [], recent, ("potrf",)).kind == "policy_violation"
+  # A row that still expects the failure is stale once the upgrade makes the entry pass.
+  assert judge(fail, [], old, ("potrf",)).kind == "unexpected_pass"
+
+
+def test_annotate_reports_the_upgrade_rules():
+  table = parse_table(_table(releases=["0.4.30", "0.10.0"]))
+  outcome = {**_outcome(["[upgraded] jaxport reader: ran after jaxport.upgrade (rules potrf)"],
+                        {"upgraded"}), "upgrade_rules": ["potrf"]}
+  out = expected_status.annotate(outcome, _manifest("0.4.30"), today=TODAY, consumer="0.10.2",
+                                 table=table)
+  assert out["release"]["verdict"] == "upgraded" and out["release"]["upgrade_rules"] == ["potrf"]
+  assert "expected_failure" not in out and "compatibility_break" not in out["kinds"]

@@ -9,6 +9,7 @@ import jaxport
 EXTRA_PUBLIC_NAMES = {
     "call", "CallError", "CustomCallError", "DeserializationError", "ExportError",
     "GoldenDataError", "JaxportError", "JaxVersionError", "ShapeError", "UntestedJaxWarning",
+    "upgrade", "UpgradeError",
 }
 
 

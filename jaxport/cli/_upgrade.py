@@ -1,0 +1,83 @@
+"""``jaxport upgrade IN -o OUT``: rewrite removed custom calls of a serialized artifact.
+
+The input is a blob file or a golden entry directory; the output is a new
+blob (never the input, never an existing file unless ``--force``), written
+atomically. What was rewritten goes to stdout (JSON with ``--json``); a rule
+whose preconditions fail refuses with the target, location and reason.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from jaxport.cli import _artifacts
+from jaxport.errors import JaxportError
+from jaxport.golden._manifest import MANIFEST_FILE
+from jaxport.upgrades import UpgradeReport, upgrade_with_report
+
+
+def add_parser(add) -> None:
+  p = add("upgrade", help="rewrite custom calls today's jaxlib no longer registers",
+          description="Rewrite the legacy custom calls of a serialized Exported (a blob file or a "
+                      "golden entry directory) into today's targets; see docs/upgrade.md.")
+  p.add_argument("source", metavar="IN", help="blob file or golden entry directory")
+  p.add_argument("-o", "--output", required=True, metavar="OUT", help="where to write the new blob")
+  p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+  p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _read(source: Path) -> bytes:
+  if source.is_dir() and (source / MANIFEST_FILE).is_file():
+    entry = _artifacts.entry_at(source)
+    entry.verify()
+    return entry.blob()
+  if not source.is_file():
+    raise JaxportError(f"{source}: no such blob file or golden entry directory.")
+  return source.read_bytes()
+
+
+def _vjp_depth(exp: Any) -> int:
+  """How many nested VJPs the record carries (the ``vjp_order`` to serialize it with again)."""
+  depth = 0
+  while exp.has_vjp():
+    exp = exp.vjp()
+    depth += 1
+  return depth
+
+
+def _write_new(path: Path, data: bytes, force: bool) -> None:
+  if path.exists() and not force:
+    raise JaxportError(f"{path} exists; choose another -o or pass --force.")
+  path.parent.mkdir(parents=True, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+  with os.fdopen(fd, "wb") as f:
+    f.write(data)
+  os.replace(tmp, path)
+
+
+def upgrade_file(source: Path, output: Path, *, force: bool = False) -> UpgradeReport:
+  """Upgrade the artifact at ``source`` and write the result to ``output``."""
+  if output.resolve() == source.resolve() or output.resolve().is_relative_to(source.resolve()):
+    raise JaxportError(f"-o {output} would overwrite the input {source}; "
+                       "write the upgraded blob elsewhere.")
+  blob = _read(source)
+  exp = _artifacts.deserialize(blob)
+  report = upgrade_with_report(exp)
+  data = bytes(report.exported.serialize(vjp_order=_vjp_depth(report.exported)))
+  _write_new(output, data, force)
+  return report
+
+
+def text(report: UpgradeReport, source: Path, output: Path) -> str:
+  if not report.rewrites:
+    return f"{source}: nothing to upgrade; wrote an unchanged copy to {output}\n"
+  lines = [f"{source}: rewrote {len(report.rewrites)} custom call(s), wrote {output}"]
+  for r in report.rewrites:
+    attrs = ", ".join(f"{k}={v!r}" for k, v in r.attributes)
+    lines.append(f"  {r.legacy_target} -> {r.target} (rule {r.rule}) at {r.location}"
+                 + (f"; attributes {attrs}" if attrs else "")
+                 + (f"; dropped operands {', '.join(r.dropped_operands)}" if r.dropped_operands else ""))
+  return "\n".join(lines) + "\n"

@@ -1,0 +1,89 @@
+"""Bisecting a golden entry over jax releases: the range, the search and the answer."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+from harness.tools import bisect_release  # noqa: E402
+from harness.tools.bisect_release import Probe, bisect, releases_in  # noqa: E402
+from jaxport.cli import _bisect  # noqa: E402
+from jaxport.cli._main import build_parser  # noqa: E402
+
+
+def test_releases_in_a_range_are_the_known_ones_in_version_order():
+  got = releases_in("0.5.3..0.6.2")
+  assert got == ["0.5.3", "0.6.0", "0.6.1", "0.6.2"]
+  assert releases_in("0.9.2..0.10.1") == ["0.9.2", "0.10.0", "0.10.1"]
+  with pytest.raises(ValueError, match="FIRST..LAST"):
+    releases_in("0.5.3")
+  with pytest.raises(ValueError, match="No release date known"):
+    releases_in("0.5.3..0.99.0")
+
+
+def _prober(first_bad: int | None, releases: list[str], calls: list[str]):
+  def probe(v: str) -> Probe:
+    calls.append(v)
+    bad = first_bad is not None and releases.index(v) >= first_bad
+    return Probe(v, "fail" if bad else "pass", "run" if bad else "compare",
+                 f"broken in {v}" if bad else None)
+  return probe
+
+
+@pytest.mark.parametrize("first_bad", range(1, 17))
+def test_bisection_finds_the_first_failing_release_in_few_probes(first_bad):
+  releases = [f"0.{i}.0" for i in range(17)]
+  calls: list[str] = []
+  good, bad, probes = bisect(releases, _prober(first_bad, releases, calls))
+  assert bad.release == releases[first_bad] and good == releases[first_bad - 1]
+  assert bad.error == f"broken in {releases[first_bad]}"
+  assert len(calls) == len(set(calls)) <= 2 + 4  # the two ends, then log2(17) midpoints
+  assert [p.release for p in probes] == [v for v in releases if v in calls]
+
+
+def test_bisection_reports_no_break_and_a_break_at_the_start():
+  releases = ["0.5.3", "0.6.2", "0.7.2"]
+  good, bad, probes = bisect(releases, _prober(None, releases, []))
+  assert (good, bad) == ("0.7.2", None) and len(probes) == 2
+  good, bad, probes = bisect(releases, _prober(0, releases, []))
+  assert good is None and bad.release == "0.5.3" and len(probes) == 1
+
+
+def test_cli_passes_the_range_to_the_release_tool(tmp_path):
+  args = build_parser().parse_args(["bisect", "cpu/f/c/2026-01-01_jax-0.5.3", "--releases",
+                                    "0.5.3..0.10.2", "--available-only", "--json"])
+  cmd = _bisect.command(args, tmp_path)
+  assert cmd[1:] == [_bisect.TOOL, "cpu/f/c/2026-01-01_jax-0.5.3", "--releases", "0.5.3..0.10.2",
+                     "--available-only", "--json"]
+  assert Path(ROOT / _bisect.TOOL).is_file() and bisect_release.__name__.endswith("bisect_release")
+
+
+def test_an_unknown_entry_is_refused_with_its_path(tmp_path):
+  with pytest.raises(ValueError, match="no golden entry 'cpu/x/y/z'"):
+    bisect_release.run_bisect("cpu/x/y/z", ["0.5.3", "0.6.2"], store=tmp_path)
+
+
+def test_a_blob_with_inputs_and_outputs_becomes_an_entry_to_bisect(tmp_path):
+  import numpy as np
+  from jaxport.golden._store import GoldenStore
+  src = next((ROOT / "compat_data/cpu/lapack_trsm/release_triangular_solve_f32").glob("*_jax-0.5.3"))
+  entry_id = bisect_release.entry_from_blob(src / "exported.bin", src / "inputs.npz",
+                                            src / "expected.npz", tmp_path, rtol=1e-4, atol=1e-4)
+  entry = GoldenStore(tmp_path).entry(entry_id)
+  entry.verify()
+  assert entry_id.startswith("cpu/bisect/blob/") and entry.blob() == (src / "exported.bin").read_bytes()
+  assert [t.target for t in entry.manifest.custom_call_targets] == ["lapack_strsm_ffi"]
+  np.testing.assert_array_equal(entry.inputs()[1], GoldenStore(ROOT / "compat_data").entry(
+      "/".join(src.parts[-4:])).inputs()[1])
+
+
+def test_cli_passes_a_blob_and_its_arrays_to_the_release_tool(tmp_path):
+  args = build_parser().parse_args(["bisect", "--blob", "f.bin", "--inputs", "i.npz", "--expected",
+                                    "o.npz", "--releases", "0.5.3..0.6.2"])
+  cmd = _bisect.command(args, tmp_path)
+  assert cmd[2] == "--blob" and cmd[3].endswith("f.bin") and cmd[-2:] == ["--releases", "0.5.3..0.6.2"]
+  assert "--inputs" in cmd and "--expected" in cmd
