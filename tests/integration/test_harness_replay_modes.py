@@ -19,8 +19,8 @@ HARNESS_TESTS = ROOT / "harness" / "test_replay.py"
 GOLDEN = ROOT / "compat_data" / "cpu"
 QR = "lapack_geqrf/qr_f32/2026-11-29_jax-0.10.2"
 CHOLESKY = "lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
-# An older producer's entry (today's module differs, so today's lowering runs too) and an
-# expected failure.
+# An older producer's entry (today's module differs, so today's lowering runs too) and one
+# that runs only after jaxport.upgrade.
 OLD_CHOLESKY = ("lapack_potrf/release_cholesky_f32/2026-11-29_jax-0.9.2",
                 "lapack_potrf/release_cholesky_f32/2026-11-29_jax-0.4.30")
 
@@ -89,7 +89,7 @@ def test_sharing_executables_and_a_corrupt_cache_leave_the_report_unchanged(
   cache = tmp_path / "cache"
   shared = _run(pytester, monkeypatch, store, f"--compat-cache-dir={cache}",
                 f"--compat-report={tmp_path / 'shared.json'}")
-  shared.assert_outcomes(passed=3, xfailed=1, skipped=1)
+  shared.assert_outcomes(passed=4, skipped=1)
   written = [p for p in cache.rglob("*") if p.is_file()]
   assert written, "the run kept no executable in its cache directory"
   for i, p in enumerate(written):  # corrupt every entry: garbage, truncated, emptied
