@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _jax_releases import entries_of_a_newer_release
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -103,6 +104,7 @@ def test_sharing_executables_and_a_corrupt_cache_leave_the_report_unchanged(
   assert _report(tmp_path / "corrupt.json") == _report(tmp_path / "compiled.json")
 
 
+@entries_of_a_newer_release
 def test_a_fault_in_one_readers_path_is_reported_with_executables_shared(
     pytester, monkeypatch, store, tmp_path):
   result = _run(pytester, monkeypatch, store, "-k", "qr_f32 or cholesky_f32 and 0.10.2",
