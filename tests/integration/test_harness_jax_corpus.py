@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _jax_releases import corpus_of_jax_0_10_2
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -103,6 +104,7 @@ MATCHED = {
 
 
 @pytest.mark.slow
+@corpus_of_jax_0_10_2
 def test_every_non_cpu_family_with_a_lowering_only_case_is_matched(tmp_path):
   sources = [str(p) for p in _import.source_files([str(CORPUS)]) if not p.name.startswith("cpu_")]
   assert not _import.run_import(sources, str(tmp_path), host_platform="cpu")["failed"]

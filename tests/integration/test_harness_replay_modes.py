@@ -116,6 +116,7 @@ def test_a_fault_in_one_readers_path_is_reported_with_executables_shared(
     assert all(m.startswith("[compatibility_break] jaxport reader: ") for m in readers)
 
 
+@entries_of_a_newer_release
 def test_cold_replay_isolates_a_crash_that_a_warm_worker_hides(pytester, monkeypatch, store, tmp_path):
   select = ["-k", "qr_f32 or cholesky_f32 and 0.10.2"]
   warm = _run(pytester, monkeypatch, store, *select, fault="cold-ffi")
