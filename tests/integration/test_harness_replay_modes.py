@@ -2,22 +2,16 @@
 cold replay; faults are planted in the worker through a ``sitecustomize`` module on its path."""
 
 import json
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from _harness_paths import HARNESS_TESTS, ROOT, copy_cpu_entries
 from _jax_releases import entries_of_a_newer_release
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-  sys.path.insert(0, str(ROOT))
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
-HARNESS_TESTS = ROOT / "harness" / "test_replay.py"
-GOLDEN = ROOT / "compat_data" / "cpu"
 QR = "lapack_geqrf/qr_f32/2026-11-29_jax-0.10.2"
 CHOLESKY = "lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
 # An older producer's entry (today's module differs, so today's lowering runs too) and one
@@ -63,10 +57,7 @@ elif FAULT == "cold-ffi":
 
 @pytest.fixture
 def store(tmp_path):
-  root = tmp_path / "golden"
-  for e in (QR, CHOLESKY, *OLD_CHOLESKY):
-    shutil.copytree(GOLDEN / e, root / "cpu" / e)
-  return root
+  return copy_cpu_entries((QR, CHOLESKY, *OLD_CHOLESKY), tmp_path / "golden")
 
 
 def _run(pytester, monkeypatch, root: Path, *args, fault: str | None = None):

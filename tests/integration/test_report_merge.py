@@ -1,15 +1,11 @@
 """`jaxport report merge` on real harness reports: two disjoint runs merge into the run of both."""
 
 import json
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-  sys.path.insert(0, str(ROOT))
+from _harness_paths import HARNESS_TESTS, copy_cpu_entries  # first: puts the repository on sys.path
 
 from jaxport.cli import main  # noqa: E402
 from jaxport.report import load_report  # noqa: E402
@@ -17,8 +13,6 @@ from jaxport.report import load_report  # noqa: E402
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
-HARNESS_TESTS = ROOT / "harness" / "test_replay.py"
-GOLDEN = ROOT / "compat_data" / "cpu"
 # A current-release entry, and an old release's entries: one that runs only after
 # jaxport.upgrade (drift findings, upgrade rules), one a pass.
 ENTRIES = ("lapack_potrf/cholesky_f64/2026-11-29_jax-0.10.2",
@@ -37,9 +31,7 @@ def _harness_report(pytester, root: Path, select: str, out: Path) -> Path:
 
 
 def test_merging_two_disjoint_runs_equals_the_run_of_both(pytester, tmp_path, capsys):
-  root = tmp_path / "golden"
-  for e in ENTRIES:
-    shutil.copytree(GOLDEN / e, root / "cpu" / e)
+  root = copy_cpu_entries(ENTRIES, tmp_path / "golden")
   a = _harness_report(pytester, root, SHARDS[0], tmp_path / "a.json")
   b = _harness_report(pytester, root, SHARDS[1], tmp_path / "b.json")
   both = _harness_report(pytester, root, " or ".join(SHARDS), tmp_path / "both.json")
