@@ -75,7 +75,7 @@ def harness(root: Path, platform: str, *extra: str) -> dict:
     timings = Path(tmp) / "timings.json"
     cmd = [sys.executable, "-m", "pytest", "harness/", f"--platform={platform}", "-n", "0",
            "-k", "not fuzz", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-           f"--golden-root={root}", f"--compat-timings={timings}", *extra]
+           f"--compat-store={root}", f"--compat-timings={timings}", *extra]
     start = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT)
     seconds = time.perf_counter() - start

@@ -1,9 +1,3 @@
-"""One test item per golden entry (replay) or per registered case (with --record)."""
+"""The golden items of this repository: one per entry (replay), or per case (with --record)."""
 
-
-def test_replay(harness, golden_entry):
-  harness.check_replay(golden_entry)
-
-
-def test_record(harness, golden_case):
-  harness.check_record(golden_case)
+from jaxport.harness.testing import test_record, test_replay  # noqa: F401

@@ -60,7 +60,7 @@ MAX_JSON_BYTES = 16 * 2**20
 # real ones nest four levels. Python's JSON parser is recursive.
 MAX_JSON_NESTING = 64
 
-# --- jax test-data files (jaxport.cli._jax_testdata) ---------------------------
+# --- jax test-data files (jaxport.corpus._jax_testdata) ---------------------------
 
 # Deepest nesting of literals (lists, tuples, dicts, unary signs) evaluated in
 # one jax test-data file; real files nest arrays by rank (under ten levels).

@@ -1,6 +1,8 @@
-"""The case registry: every function the harness exports, records and replays.
+"""jaxport's own case module: every function this repository's harness exports, records and replays.
 
-A case is a plain :class:`~harness.cases._case.Case`: a function, deterministic
+The repository opts into the harness plugin with ``jaxport_cases = harness.cases``
+in ``pyproject.toml``; the plugin calls :func:`cases` and reads
+:data:`UNREACHABLE`. A case is a plain :class:`jaxport.harness.Case`: a function, deterministic
 inputs, the custom-call targets its lowering must reach, and the checker that
 judges its results. Golden entries under ``compat_data/`` are recorded from
 these cases and replayed against them.
@@ -22,7 +24,8 @@ How to add a golden case for a new custom-call target ``foo_ffi``:
    use or write an invariant checker (reconstruction, orthogonality, sorted
    spectra). Take tolerances from ``default_tolerance(dtype)``.
 5. Put ``targets=("foo_ffi",)`` on the case. If ``foo_ffi`` is new to jaxport,
-   add it to ``jaxport/custom_calls/stable_targets.json`` under its platform.
+   add it to ``jaxport/custom_calls/stable_targets.json`` under its platform
+   (this repository requires every target of that table to be covered).
 6. Record on a machine of the case's host platform:
    ``pytest harness/ --platform=cpu --record -k foo``. Review ``module.mlir``
    and ``manifest.json`` of the new entry, then commit the entry directory.
@@ -32,33 +35,37 @@ How to add a golden case for a new custom-call target ``foo_ffi``:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
+from jaxport.harness import Case, CaseRegistry
 from harness.cases import _features, _lapack, _lowering_only, _sharding
-from harness.cases._case import Case
+from harness.cases._lowering_only import UNREACHABLE as UNREACHABLE
 from harness.tools import release_cases
 
 _MODULES = (_lapack, _features, _lowering_only, _sharding, release_cases)
 
 
+def cases() -> list[Case]:
+  """Every case of the repository. All of them were recorded with 64-bit types on."""
+  return [dataclasses.replace(c, enable_x64=True) for module in _MODULES for c in module.cases()]
+
+
 @functools.cache
+def _registry() -> CaseRegistry:
+  return CaseRegistry((__name__,))
+
+
 def all_cases() -> dict[str, Case]:
   """Every registered case, keyed by its id (ids are unique)."""
-  out: dict[str, Case] = {}
-  for module in _MODULES:
-    for case in module.cases():
-      if case.case_id in out:
-        raise ValueError(f"Case id {case.case_id!r} is registered twice (second in {module.__name__}).")
-      out[case.case_id] = case
-  return out
+  return dict(_registry().by_id)
 
 
 def cases_for(host_platform: str) -> list[Case]:
   """The cases recorded and replayed on machines of ``host_platform``, sorted by id."""
-  return sorted((c for c in all_cases().values() if c.host_platform == host_platform),
-                key=lambda c: c.case_id)
+  return _registry().cases_for(host_platform)
 
 
 def case(case_id: str) -> Case | None:
   """The registered case ``case_id``, or None if the registry no longer has it."""
-  return all_cases().get(case_id)
+  return _registry().case(case_id)

@@ -3,7 +3,7 @@
 jax lowers these platforms without their hardware, so a CPU run can record and
 check the blob, the module and the custom-call signatures; nothing is executed.
 Case ids are ``<platform>_<op>[_<variant>][_<dtype>]`` with the operation names
-of jax's own corpus (``jaxport.cli._corpus_rules``), so an imported dataset of
+of jax's own corpus (``jaxport.corpus._corpus_rules``), so an imported dataset of
 that platform, operation and dtype is compared with today's lowering of the case.
 
 Stable targets of these platforms that a CPU host cannot lower are listed in
@@ -18,7 +18,7 @@ import numpy as np
 from jax import lax
 
 from harness.cases import _lapack
-from harness.cases._case import Case, random_matrix
+from jaxport.harness._case import Case, random_matrix
 
 
 def _spd():

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.tools._releases import parse_version
+from jaxport.harness._releases import parse_version
 
 logger = logging.getLogger(__name__)
 

@@ -36,7 +36,8 @@ from pathlib import Path
 if __package__ in (None, ""):
   sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.tools import _releases, _venvs  # noqa: E402
+from harness.tools import _venvs
+from jaxport.harness import _releases  # noqa: E402
 from harness.tools.replay_with_jax import replay_with  # noqa: E402
 
 logger = logging.getLogger(__name__)

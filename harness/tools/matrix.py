@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.tools import _releases
+from jaxport.harness import _releases
 
 MATRIX_FORMAT = 1
 OUTCOMES = ("pass", "fail", "error", "crash", "skip")

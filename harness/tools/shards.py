@@ -23,8 +23,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import coverage
-from harness._shard import Shard, ShardError
+from jaxport.harness import _coverage as coverage
+from jaxport.harness._shard import Shard, ShardError
 from harness.cases import cases_for
 from jaxport.errors import JaxportError
 from jaxport.golden._store import GoldenStore

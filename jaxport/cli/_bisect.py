@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jaxport.cli._relower import find_repo_root
 from jaxport.errors import GoldenDataError
 
 logger = logging.getLogger(__name__)
@@ -35,6 +34,9 @@ def add_parser(add) -> None:
                  help="only releases whose venv is already built (and this jax)")
   p.add_argument("--root", default=None, help="golden store (default: the repository's compat_data)")
   p.add_argument("--json", action="store_true", help="print JSON")
+  p.add_argument("--project", default=None, metavar="DIR",
+                 help="the jaxport checkout whose release tools run the bisection "
+                      "(default: the working directory)")
 
 
 def command(args, root: Path) -> list[str]:
@@ -59,10 +61,11 @@ def command(args, root: Path) -> list[str]:
 
 
 def run(args) -> int:
-  root = find_repo_root()
-  if root is None:
-    raise GoldenDataError(f"jaxport bisect: no harness/ found at or above {Path.cwd()}; run it "
-                          "from the jaxport repository (the directory holding harness/).")
+  root = Path(args.project).resolve() if args.project else Path.cwd()
+  if not (root / TOOL).is_file():
+    raise GoldenDataError(f"jaxport bisect runs {TOOL} of jaxport's own repository, which {root} "
+                          "does not hold; run it in a jaxport checkout or pass --project with "
+                          "its path.")
   cmd = command(args, root)
   logger.info("running in %s: %s", root, " ".join(cmd))
   return subprocess.run(cmd, cwd=root, check=False).returncode

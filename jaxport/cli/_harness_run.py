@@ -1,8 +1,9 @@
-"""``jaxport record`` and ``jaxport replay``: run the compat harness under pytest.
+"""``jaxport record`` and ``jaxport replay``: run a project's golden items under pytest.
 
-The flags are the harness plugin's own (``harness/conftest.py``); this module
-only assembles the command line and runs it from the repository root, so
-``jaxport replay`` behaves exactly like ``pytest harness/ --platform=cpu``.
+The project is the directory ``--project`` names (default: the working
+directory, never one above it); pytest reads that project's configuration, so
+``jaxport replay`` runs exactly the golden items ``pytest --compat-only`` runs
+there. The flags are the harness plugin's own (``jaxport_pytest``).
 """
 
 from __future__ import annotations
@@ -14,18 +15,20 @@ import sys
 from pathlib import Path
 
 from jaxport.errors import GoldenDataError, JaxportError
-from jaxport.cli._relower import find_repo_root
 
 logger = logging.getLogger(__name__)
 
-RECORD_FLAG = "--record"
-PLATFORM_FLAG = "--platform"
+RECORD_FLAG = "--compat-record"
+PLATFORM_FLAG = "--compat-platform"
 REPORT_FLAG = "--compat-report"
+ONLY_FLAG = "--compat-only"
 # The progress bar (or plain lines) in place of pytest's dots and percentages.
 PROGRESS_ARGS = ("-p", "jaxport.cli._pytest_progress", "-o", "console_output_style=classic")
 # Modules the harness needs that only the ``test`` extra installs: module -> package to install.
-HARNESS_MODULES = {"pytest": "pytest", "hypothesis": "hypothesis"}
+HARNESS_MODULES = {"pytest": "pytest"}
 XDIST_MODULE = ("xdist", "pytest-xdist")
+# The multi-release tools live in jaxport's own repository, not in the package.
+RELEASE_TOOLS = Path("harness") / "tools"
 
 
 def missing_packages(extra: list[str]) -> list[str]:
@@ -36,10 +39,10 @@ def missing_packages(extra: list[str]) -> list[str]:
   return [pkg for module, pkg in needed.items() if importlib.util.find_spec(module) is None]
 
 
-def pytest_command(action: str, *, platform: str, report: str | None,
+def pytest_command(action: str, *, platform: str, report: str | None, project: Path,
                    extra: list[str]) -> list[str]:
   """The pytest command line for ``record`` or ``replay``; ``extra`` goes last, unchanged."""
-  cmd = [sys.executable, "-m", "pytest", "harness/", f"{PLATFORM_FLAG}={platform}",
+  cmd = [sys.executable, "-m", "pytest", str(project), ONLY_FLAG, f"{PLATFORM_FLAG}={platform}",
          *PROGRESS_ARGS]
   if action == "record":
     cmd.append(RECORD_FLAG)
@@ -52,34 +55,45 @@ def pytest_command(action: str, *, platform: str, report: str | None,
 
 def release_tool_command(action: str, *, with_jax: str, report: str | None,
                          extra: list[str]) -> list[str]:
-  """``record``/``replay`` with another jax release: the multi-release tools of harness/tools/
-  (``docs/multi-release.md``); for ``replay``, ``report`` is the folder of the matrix."""
+  """``record``/``replay`` with another jax release: the multi-release tools of jaxport's
+  repository (``docs/multi-release.md``); for ``replay``, ``report`` is the matrix's folder."""
   if extra and extra[0] == "--":
     extra = extra[1:]
   if action == "record":
-    return [sys.executable, "harness/tools/record_with_jax.py", "--jax", with_jax] + list(extra)
+    return [sys.executable, str(RELEASE_TOOLS / "record_with_jax.py"), "--jax", with_jax,
+            *extra]
   out = Path(report or f"reports/with-jax-{with_jax}").resolve()
-  return [sys.executable, "harness/tools/replay_with_jax.py", "--jax", with_jax, "--out",
-          str(out)] + list(extra)
+  return [sys.executable, str(RELEASE_TOOLS / "replay_with_jax.py"), "--jax", with_jax, "--out",
+          str(out), *extra]
+
+
+def project_dir(project: str | None) -> Path:
+  """The project directory named on the command line, or the working directory."""
+  root = Path(project) if project is not None else Path.cwd()
+  if not root.is_dir():
+    raise GoldenDataError(f"--project {project}: no such directory; pass the directory holding "
+                          "the project's pytest configuration")
+  return root.resolve()
 
 
 def run(action: str, *, platform: str, report: str | None, extra: list[str],
-        repo_root: Path | None = None, with_jax: str | None = None) -> int:
-  """Run the harness (or, ``with_jax``, a multi-release tool) from the repository root."""
-  root = repo_root or find_repo_root()
-  if root is None:
-    raise GoldenDataError(
-        f"no harness/ found at or above {Path.cwd()}; run it from the "
-        "jaxport repository (the directory holding harness/ and compat_data/).")
+        project: str | None = None, with_jax: str | None = None) -> int:
+  """Run the project's golden items (or, ``with_jax``, a multi-release tool)."""
+  root = project_dir(project)
   if with_jax is not None:
+    if not (root / RELEASE_TOOLS / f"{action}_with_jax.py").is_file():
+      raise GoldenDataError(
+          f"--with-jax runs the multi-release tools of jaxport's own repository "
+          f"({RELEASE_TOOLS}/{action}_with_jax.py), which {root} does not hold; pass "
+          "--project with the path of a jaxport checkout")
     cmd = release_tool_command(action, with_jax=with_jax, report=report, extra=extra)
   else:
     missing = missing_packages(extra)
     if missing:
       raise JaxportError(
           f"{action} runs the harness under pytest, but {sys.executable} cannot import "
-          f"{', '.join(missing)}. Install the test extra: pip install -e '.[test]' from the "
-          f"repository root (or: pip install {' '.join(missing)}).")
-    cmd = pytest_command(action, platform=platform, report=report, extra=extra)
+          f"{', '.join(missing)}. Install it: pip install {' '.join(missing)} "
+          "(or jaxport's test extra).")
+    cmd = pytest_command(action, platform=platform, report=report, project=root, extra=extra)
   logger.info("running in %s: %s", root, " ".join(cmd))
   return subprocess.run(cmd, cwd=root, check=False).returncode

@@ -22,9 +22,9 @@ from typing import Any
 from jaxport.cli import _artifacts, _bisect, _harness_run, _relower, _report
 from jaxport.cli import _upgrade as upgrader
 from jaxport.cli import _audit as audit
-from jaxport.cli import _import as importer
-from jaxport.cli import _progress
-from jaxport.cli._progress import track
+from jaxport.corpus import _import as importer
+from jaxport import _progress
+from jaxport._progress import track
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
@@ -74,12 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--window-days", type=_non_negative, default=180,
                  help="days an artifact stays supported after recording (default 180)")
   p.add_argument("--today", type=_date, default=None, help="audit as of this date (default today)")
-  p.add_argument("--harness", default=None, metavar="REPO",
-                 help="re-lower the cases of the harness/ package under REPO (a jaxport checkout) "
-                      "to check signature drift; this imports and runs that repository's code, "
-                      "which audit never does otherwise")
+  p.add_argument("--cases", action="append", default=None, metavar="MODULE",
+                 help="re-lower the cases of this case module (repeatable) to check signature "
+                      "drift; this imports and runs the project's code, which audit never does "
+                      "otherwise; the module must be importable (installed or on PYTHONPATH)")
   p.add_argument("--no-drift", action="store_true",
-                 help="do not re-lower harness cases to compare custom-call signatures")
+                 help="do not re-lower cases to compare custom-call signatures")
   p.add_argument("--json", action="store_true", help="print JSON")
 
   p = add("inspect", help="versions, platforms, shapes, targets, effects, shardings",
@@ -117,10 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--today", type=_date, default=None, help="prune as of this date (default today)")
   p.add_argument("--json", action="store_true", help="print JSON")
 
-  for name, text in (("record", "record golden entries: pytest harness/ --record"),
-                     ("replay", "replay golden entries: pytest harness/")):
-    p = add(name, help=text, description=text + "; other arguments go to pytest.")
+  for name, text in (("record", "record golden entries: pytest --compat-only --compat-record"),
+                     ("replay", "replay golden entries: pytest --compat-only")):
+    p = add(name, help=text, description=text + ", in the project's directory; other "
+            "arguments go to pytest.")
     p.add_argument("--platform", choices=PLATFORMS, default="cpu")
+    p.add_argument("--project", default=None, metavar="DIR",
+                   help="the project whose pytest configuration opts into the harness "
+                        "(default: the working directory)")
     p.add_argument("--compat-report", default=None, metavar="PATH",
                    help="write the harness's compatibility report here")
     p.add_argument("--with-jax", default=None, metavar="VERSION",
@@ -198,7 +202,7 @@ def _print_json(obj: Any) -> None:
 def _audit(args, extra) -> int:
   today = args.today or datetime.date.today()
   relowerer = None if args.no_drift else _relower.Relowerer(
-      _relower.harness_root(args.harness) if args.harness is not None else None)
+      tuple(args.cases or ()))
   artifacts = [a for p in args.paths for a in _artifacts.find_artifacts(p)]
   if not artifacts:
     raise JaxportError(f"no artifacts found under {', '.join(args.paths)} (looked for golden "
@@ -305,7 +309,7 @@ def _prune(args, extra) -> int:
 
 def _harness(args, extra) -> int:
   return _harness_run.run(args.command, platform=args.platform, report=args.compat_report,
-                          extra=extra, with_jax=args.with_jax)
+                          extra=extra, project=args.project, with_jax=args.with_jax)
 
 
 def _upgrade(args, extra) -> int:

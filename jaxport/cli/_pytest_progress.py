@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxport.cli._progress import bar_line
+from jaxport._progress import bar_line
 
 PLUGIN_NAME = "jaxport-progress"
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from jaxport import report
-from jaxport.cli._progress import track
+from jaxport._progress import track
 from jaxport.errors import ReportError
 from jaxport.report._files import write_text_atomically
 

@@ -160,6 +160,9 @@ class Manifest:
   arrays: Mapping[str, tuple[ArraySpec, ...]] = dataclasses.field(default_factory=dict)
   imported_from: ImportSource | None = None
   format_version: int = FORMAT_VERSION
+  # The jax configuration the entry was recorded under and is replayed under
+  # (``{"jax_enable_x64": bool}``); None for entries recorded before it was kept.
+  jax_config: Mapping[str, bool] | None = None
 
   def __post_init__(self):
     if isinstance(self.record_date, str):
@@ -173,6 +176,8 @@ class Manifest:
       object.__setattr__(self, "polymorphic_shapes", tuple(self.polymorphic_shapes))
     if self.constraints is not None:
       object.__setattr__(self, "constraints", tuple(self.constraints))
+    if self.jax_config is not None:
+      object.__setattr__(self, "jax_config", MappingProxyType(dict(sorted(self.jax_config.items()))))
     object.__setattr__(self, "files", MappingProxyType(dict(sorted(self.files.items()))))
     object.__setattr__(self, "arrays", MappingProxyType(
         {k: tuple(v) for k, v in sorted(self.arrays.items())}))
@@ -221,7 +226,9 @@ class Manifest:
 
 
 def _to_dict(m: Manifest) -> dict[str, Any]:
+  optional = {} if m.jax_config is None else {"jax_config": dict(m.jax_config)}
   return {
+      **optional,
       "format_version": m.format_version,
       "case_id": m.case_id,
       "family": m.family,
@@ -270,6 +277,7 @@ def _from_dict(d: dict[str, Any]) -> Manifest:
       arrays={k: tuple(ArraySpec(a["dtype"], tuple(a["shape"])) for a in v)
               for k, v in d["arrays"].items()},
       imported_from=None if imp is None else ImportSource(imp["source"], imp["details"]),
+      jax_config=d.get("jax_config"),
   )
 
 
@@ -370,12 +378,22 @@ _TOP_KEYS = ("format_version", "case_id", "family", "platform", "record_date", "
              "calling_convention_version", "serialization_version", "custom_call_targets",
              "polymorphic_shapes", "constraints", "lowering_only", "comparison", "files",
              "arrays", "imported_from")
+_OPTIONAL_TOP_KEYS = ("jax_config",)
+# The jax options a manifest's jax_config may set.
+JAX_CONFIG_KEYS = ("jax_enable_x64",)
 _PRODUCER_KEYS = tuple(f.name for f in dataclasses.fields(Producer))
 
 
 def _validate(d: dict[str, Any], where: str) -> None:
   """Check every field of a manifest dict; raise GoldenDataError on the first problem."""
-  _check_keys(d, where, "manifest", _TOP_KEYS)
+  _check_keys({k: v for k, v in d.items() if k not in _OPTIONAL_TOP_KEYS}, where, "manifest",
+              _TOP_KEYS)
+  if "jax_config" in d:
+    cfg = d["jax_config"]
+    if not isinstance(cfg, dict) or set(cfg) - set(JAX_CONFIG_KEYS) or not all(
+        isinstance(v, bool) for v in cfg.values()):
+      raise _bad(where, "jax_config", f"an object of true/false values for {list(JAX_CONFIG_KEYS)}",
+                 cfg)
   fv = d["format_version"]
   if not _is_int(fv) or fv < 1:
     raise _bad(where, "format_version", "a positive integer", fv)

@@ -20,10 +20,10 @@ import pytest
 
 from _build import REAL_ENTRIES, copy_entry, loops_forever, npz_bomb, replace_files, write_entry
 from _sandbox import CHILD_TIME_LIMIT_S, ROOT
-from harness import _classify
+from jaxport.harness import _classify
 from harness import conftest as harness_conftest
-from harness._session import HarnessSession, Options
-from harness._worker import WorkerClient
+from jaxport.harness._session import HarnessSession, Options
+from jaxport.harness._worker import WorkerClient
 from jaxport.golden._manifest import INPUTS_FILE
 from jaxport.golden._store import GoldenStore
 
@@ -76,7 +76,7 @@ def test_the_worker_dies_with_the_process_that_started_it(looping_store, sig):
       [sys.executable, "-c", f"""
 import json, sys
 sys.path.insert(0, {str(ROOT)!r})
-from harness._worker import WorkerClient
+from jaxport.harness._worker import WorkerClient
 client = WorkerClient(timeout_s=3600)
 client.request({{"op": "hello"}})
 print(client.pid, flush=True)
@@ -139,7 +139,7 @@ def test_recordings_that_cannot_be_written_are_kept_and_named(tmp_path):
 
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "-inf", "1e999", "soon", "1e300"])
 def test_a_worker_timeout_that_is_not_a_positive_finite_time_is_a_usage_error(value):
-  with pytest.raises(pytest.UsageError, match="--worker-timeout=.*expected seconds above 0"):
+  with pytest.raises(pytest.UsageError, match="--compat-worker-timeout=.*expected seconds above 0"):
     harness_conftest._worker_timeout(value)
 
 
@@ -150,14 +150,14 @@ def test_a_sensible_worker_timeout_is_accepted():
 def test_a_missing_golden_root_and_a_zero_timeout_stop_the_session_with_their_reason(
     pytester, tmp_path):
   missing = tmp_path / "nowhere"
-  result = pytester.runpytest_subprocess(HARNESS_TESTS, f"--golden-root={missing}",
+  result = pytester.runpytest_subprocess(HARNESS_TESTS, f"--compat-store={missing}",
                                          "-p", "no:cacheprovider")
   assert result.ret == pytest.ExitCode.USAGE_ERROR
-  result.stderr.fnmatch_lines([f"*--golden-root={missing}: no such directory*"])
-  result = pytester.runpytest_subprocess(HARNESS_TESTS, "--worker-timeout=0",
+  result.stderr.fnmatch_lines([f"*--compat-store={missing}: no such directory*"])
+  result = pytester.runpytest_subprocess(HARNESS_TESTS, "--compat-worker-timeout=0",
                                          "-p", "no:cacheprovider")
   assert result.ret == pytest.ExitCode.USAGE_ERROR
-  result.stderr.fnmatch_lines(["*--worker-timeout=0: expected seconds above 0*"])
+  result.stderr.fnmatch_lines(["*--compat-worker-timeout=0: expected seconds above 0*"])
 
 
 def _replayed_manifest(record_date: datetime.date) -> dict:

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import jaxport
 from _build import REAL_ENTRIES, copy_entry
-from harness._hypothesis_profiles import budget
+from harness.fuzz._hypothesis_profiles import budget
 from jaxport.errors import DeserializationError, GoldenDataError
 from jaxport.golden._manifest import (BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE,
                                       MODULE_FILE, _digest)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.cli import _import, _jax_testdata
+from jaxport.corpus import _import, _jax_testdata
 
 DATA = Path(__file__).parents[1] / "data" / "calling_conventions"
 JAX_DATA = Path(jax.__file__).parent / "_src" / "internal_test_util" / "export_back_compat_test_data"

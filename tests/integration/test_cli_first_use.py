@@ -10,7 +10,8 @@ import jax
 import pytest
 
 from _cli_helpers import RECORD_DATE, qr_exported, write_qr_entry
-from jaxport.cli import _harness_run, _progress, main
+from jaxport import _progress
+from jaxport.cli import _harness_run, main
 from jaxport.golden._store import GoldenStore
 from jaxport.serde import _write
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.cli import _jax_testdata, main
+from jaxport.corpus import _jax_testdata, main
 from jaxport.errors import GoldenDataError
 from jaxport.golden._store import GoldenStore
 

@@ -13,9 +13,9 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 import jaxport  # noqa: E402
-from harness import _classify, _corpus, _engine, _jax_corpus, checkers  # noqa: E402
+from jaxport.harness import _classify, _corpus, _engine, _jax_corpus, checkers  # noqa: E402
 from jaxport import _versions  # noqa: E402
-from jaxport.cli import _import, _jax_testdata  # noqa: E402
+from jaxport.corpus import _import, _jax_testdata  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
 
 pytest_plugins = ["pytester"]

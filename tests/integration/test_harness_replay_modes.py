@@ -68,8 +68,8 @@ def _run(pytester, monkeypatch, root: Path, *args, fault: str | None = None):
     monkeypatch.setenv("PYTHONPATH", f"{hooks}:{ROOT}")
     monkeypatch.setenv("JAXPORT_TEST_FAULT", fault)
   return pytester.runpytest_subprocess(
-      str(HARNESS_TESTS), f"--golden-root={root}", "-p", "no:cacheprovider", "-p", "no:randomly",
-      "-W", "ignore::DeprecationWarning", "--today=2026-11-30", *args)
+      str(HARNESS_TESTS), f"--compat-store={root}", "-p", "no:cacheprovider", "-p", "no:randomly",
+      "-W", "ignore::DeprecationWarning", "--compat-today=2026-11-30", *args)
 
 
 def _report(path: Path) -> dict:

@@ -10,9 +10,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness import reporter  # noqa: E402
+from jaxport.harness import _reporter as reporter  # noqa: E402
 from harness.conftest import _selects_replay  # noqa: E402
-from harness._session import HarnessSession, Options  # noqa: E402
+from jaxport.harness._session import HarnessSession, Options  # noqa: E402
 
 GOLDEN = ROOT / "compat_data"
 ENTRY = "cpu/lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"

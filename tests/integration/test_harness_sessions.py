@@ -45,7 +45,7 @@ def _copy_entries(dest: Path) -> dict[str, str]:
 
 def _run(pytester, root: Path, *args, node: str = ""):
   return pytester.runpytest_subprocess(
-      f"{HARNESS_TESTS}{node}", f"--golden-root={root}", "-p", "no:cacheprovider", "-W",
+      f"{HARNESS_TESTS}{node}", f"--compat-store={root}", "-p", "no:cacheprovider", "-W",
       "ignore::DeprecationWarning", *args)
 
 
@@ -141,7 +141,7 @@ def test_injected_changes_and_tampering_are_detected(pytester, golden, tmp_path)
 
 def test_record_is_append_only_and_byte_identical(pytester, tmp_path):
   first, second = tmp_path / "first", tmp_path / "second"
-  args = ("--record", "--today=2026-01-02")
+  args = ("--record", "--compat-today=2026-01-02")
   node = "::test_record[cholesky_f32]"
   result = _run(pytester, first, *args, node=node)
   result.assert_outcomes(passed=1)
@@ -174,8 +174,8 @@ def test_record_is_append_only_and_byte_identical(pytester, tmp_path):
 
   # The recorded entry replays; 242 days later it is past the 180-day window:
   # a warning, and a failure when strict.
-  late = _run(pytester, first, "-k", "cholesky_f32", "--today=2026-09-01")
+  late = _run(pytester, first, "-k", "cholesky_f32", "--compat-today=2026-09-01")
   late.assert_outcomes(passed=1, warnings=1)
   late.stdout.fnmatch_lines(["*[[]expired[]] recorded 2026-01-02, 62 days past the 180-day compat window*"])
-  strict = _run(pytester, first, "-k", "cholesky_f32", "--today=2026-09-01", "--compat-strict")
+  strict = _run(pytester, first, "-k", "cholesky_f32", "--compat-today=2026-09-01", "--compat-strict")
   strict.assert_outcomes(failed=1)

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness._worker import WorkerClient  # noqa: E402
+from jaxport.harness._worker import WorkerClient  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

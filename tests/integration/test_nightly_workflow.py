@@ -43,7 +43,7 @@ def _env(tmp_path: Path, root: Path) -> dict[str, str]:
   return dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=str(ROOT),
               REPORTS=str(tmp_path / "reports"), GOLDEN_ROOT=str(root),
               HARNESS="harness/test_replay.py",
-              PYTEST_ADDOPTS="--today=2026-11-30 -p no:randomly -W ignore::DeprecationWarning")
+              PYTEST_ADDOPTS="--compat-today=2026-11-30 -p no:randomly -W ignore::DeprecationWarning")
 
 
 def test_shard_reports_merge_into_the_unsharded_report(tmp_path):
@@ -61,7 +61,7 @@ def test_shard_reports_merge_into_the_unsharded_report(tmp_path):
   assert "SESSION FAIL coverage:" in merged.stderr
   whole = tmp_path / "whole.json"
   subprocess.run([sys.executable, "-m", "pytest", "harness/test_replay.py", "--platform=cpu",
-                  f"--golden-root={root}", f"--compat-report={whole}"],
+                  f"--compat-store={root}", f"--compat-report={whole}"],
                  env=env, cwd=ROOT, capture_output=True, text=True)
   report = json.loads((tmp_path / "reports" / "compat-cpu-test.json").read_text())
   assert report == json.loads(whole.read_text())

@@ -20,7 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
   sys.path.insert(0, str(REPO_ROOT))
 
-from harness import _shardings  # noqa: E402
+from jaxport.harness import _shardings  # noqa: E402
 from jaxport.errors import GoldenDataError  # noqa: E402
 from jaxport.golden._manifest import Comparison, Manifest, Producer  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
@@ -97,7 +97,7 @@ if not _sharding_child.in_child():
 
 else:
   from _jax_releases import skip_without_memory_kinds_on_cpu_mesh
-  from harness import _engine
+  from jaxport.harness import _engine
   from harness.cases import case as lookup_case
 
   _engine.configure_jax()

@@ -9,8 +9,8 @@ if str(ROOT) not in sys.path:
 
 import pytest  # noqa: E402
 
-from harness import coverage  # noqa: E402
-from harness.cases import _case, all_cases, cases_for  # noqa: E402
+from jaxport.harness import _coverage as coverage  # noqa: E402
+from jaxport.harness import _case, all_cases, cases_for  # noqa: E402
 
 
 def test_declared_targets_cover_every_stable_cpu_target():

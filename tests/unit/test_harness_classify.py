@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness import _classify, coverage  # noqa: E402
+from jaxport.harness import _classify, _coverage as coverage  # noqa: E402
 
 TODAY = datetime.date(2026, 6, 1)
 SIG = {"target": "lapack_spotrf_ffi", "operand_types": ["tensor<4x4xf32>"],

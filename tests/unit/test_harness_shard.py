@@ -11,7 +11,7 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 import _report_helpers as helpers  # noqa: E402
-from harness._shard import Shard, ShardError, costs_json, read_costs, split  # noqa: E402
+from jaxport.harness._shard import Shard, ShardError, costs_json, read_costs, split  # noqa: E402
 from harness.tools import shards  # noqa: E402
 from jaxport.report import RunReport  # noqa: E402
 

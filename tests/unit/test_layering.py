@@ -20,6 +20,7 @@ GENERATED = {"jaxport.serde._schema_generated"}
 # Lowest first: a module may import its own layer and the ones before it.
 LAYERS = (
     ("leaves", ("jaxport.errors", "jaxport._config", "jaxport._versions", "jaxport._jaxcompat",
+                "jaxport._progress",
                 "jaxport._limits")),
     ("shapes", ("jaxport.shapes",)),
     ("custom_calls", ("jaxport.custom_calls",)),
@@ -30,8 +31,13 @@ LAYERS = (
     ("upgrades", ("jaxport.upgrades",)),
     ("public face", ("jaxport",)),
     ("report", ("jaxport.report",)),
+    ("corpus", ("jaxport.corpus",)),
+    ("harness", ("jaxport.harness",)),
     ("cli", ("jaxport.cli",)),
 )
+
+# The harness's independent second reader: the one module that may import jax.export.
+REFERENCE_READER = "jaxport.harness._reference"
 
 # The one documented exception: the record imports the modules that implement its
 # methods; those (and what they import) must never import the record back.
@@ -51,6 +57,8 @@ INIT_IMPORTS_ALLOWED = {
     "jaxport.report": {"jaxport.report._html", "jaxport.report._markdown", "jaxport.report._merge",
                        "jaxport.report._model"},
     "jaxport.upgrades": {"jaxport.upgrades._upgrade"},
+    "jaxport.harness": {"jaxport.harness._case", "jaxport.harness._project",
+                        "jaxport.harness._registry", "jaxport.harness.checkers"},
 }
 
 
@@ -231,7 +239,7 @@ def test_only_documented_modules_import_jax_internals():
 
 
 def test_nothing_imports_jax_export():
-  wrong = [f"{_where(m, line, where)}: imports {name}" for m in IMPORTS
+  wrong = [f"{_where(m, line, where)}: imports {name}" for m in IMPORTS if m != REFERENCE_READER
            for line, name, where, _ in IMPORTS[m]
            if name.split(".")[:2] == ["jax", "export"]
            or name.startswith(("jax._src.export", "jax.experimental.export"))
@@ -243,3 +251,21 @@ def test_shapes_core_imports_no_jax():
   wrong = [f"{_where(m, line, where)}: imports {name}" for m in SHAPES_CORE
            for line, name, where, _ in IMPORTS[m] if name == "jax" or name.startswith("jax.")]
   assert not wrong, "the symbolic-shape core must stay free of jax:\n" + "\n".join(wrong)
+
+
+def test_the_reference_reader_imports_jax_export_and_is_imported_only_by_the_harness():
+  assert any(name.split(".")[:2] == ["jax", "export"] for _, name, _, _ in IMPORTS[REFERENCE_READER])
+  wrong = [f"{_where(m, line, where)}: imports {REFERENCE_READER}" for m in IMPORTS
+           if not m.startswith("jaxport.harness.")
+           for line, target, where, _ in _jaxport_imports(m) if target == REFERENCE_READER]
+  assert not wrong, "only the harness replays with jax's reader:\n" + "\n".join(wrong)
+
+
+def test_nothing_in_the_package_imports_the_repository_harness_or_edits_the_path():
+  wrong = [f"{_where(m, line, where)}: imports {name}" for m in IMPORTS
+           for line, name, where, _ in IMPORTS[m]
+           if name == "harness" or name.startswith("harness.")]
+  wrong += [f"{MODULES[m].relative_to(PACKAGE.parent)}: mentions {pattern}" for m in IMPORTS
+            for pattern in ("import_module(\"harness", "sys.path.append", "sys.path.insert")
+            if pattern in MODULES[m].read_text()]
+  assert not wrong, "the installed package must stand alone:\n" + "\n".join(wrong)

@@ -11,8 +11,10 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness.tools import _releases, expected_status, release_cases  # noqa: E402
-from harness.tools.expected_status import Expectation, judge, parse_table  # noqa: E402
+from harness.tools import release_cases  # noqa: E402
+from harness.tools import expected_status  # noqa: E402
+from jaxport.harness import _releases  # noqa: E402
+from jaxport.harness._expectations import Expectation, judge, parse_table  # noqa: E402
 
 TODAY = datetime.date(2026, 11, 29)
 BREAK = "[compatibility_break] jaxport reader: run failed: JaxRuntimeError: "
@@ -199,7 +201,7 @@ def test_every_release_recorded_every_case_it_can_express():
 
 
 def test_a_newer_producer_outside_the_forward_window_is_reported_not_failed():
-  from harness import _classify
+  from jaxport.harness import _classify
   outcome = expected_status.annotate(
       _outcome([BREAK + "Side-effect ops cannot be replicated",
                 "[export_error] the case cannot be exported today: boom"],

@@ -136,7 +136,7 @@ def test_harness_summary_derives_the_warning_from_the_counts_not_the_report():
   root = str(Path(__file__).resolve().parents[2])
   if root not in sys.path:
     sys.path.insert(0, root)
-  from harness import reporter
+  from jaxport.harness import _reporter as reporter
   data = helpers.run_report()
   assert data["session_warnings"] == [] and data["summary"]["warn"] == 1
   assert ("session warning: 1 entries have drift or staleness findings; they fail with --strict"

@@ -1,7 +1,8 @@
 """Recording and replaying single golden entries; runs inside the isolated worker process.
 
 Everything here may execute native code (XLA compilation, LAPACK), so the
-session never calls it directly: it goes through ``harness._worker``.
+session never calls it directly: it goes through ``jaxport.harness._worker``.
+The worker names the project whose cases are re-exported (:func:`use_project`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import contextlib
 import dataclasses
 import datetime
 import hashlib
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -17,10 +19,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from harness import _api, _classify, _corpus, _lowering, _shardings, _stopwatch, checkers
-from harness.cases import _case
-from harness.cases import case as lookup_case
+from jaxport.harness import _reference as _api, _classify, _corpus, _lowering, _shardings, _stopwatch, checkers
+from jaxport.harness import _case
+from jaxport.harness._project import Project
+from jaxport.harness._registry import CaseRegistry
 from jaxport import _versions
+from jaxport._jaxcompat import _locations
 from jaxport.custom_calls import _registry
 from jaxport.errors import UpgradeError
 from jaxport.export import _mlir
@@ -30,15 +34,19 @@ from jaxport.upgrades import upgrade_with_report
 # Module locations name files without their directories, so golden modules do
 # not depend on where the checkout lives.
 _JAX_CONFIG = (
-    ("jax_enable_x64", True),
     ("jax_include_full_tracebacks_in_locations", False),
     ("jax_traceback_in_locations_limit", 0),
     ("jax_hlo_source_file_canonicalization_regex", r".*/"),
 )
 
 
+# The jax configuration an entry recorded before the manifest carried one ran with.
+LEGACY_JAX_CONFIG = {"jax_enable_x64": True}
+
+
 def configure_jax(compile_cache_dir: str | None = None) -> None:
-  """Process-wide jax settings for recording and replaying (64-bit types, short locations).
+  """Process-wide jax settings for recording and replaying (short locations, none of them
+  inside jaxport, so a recording does not change when jaxport does).
 
   With ``compile_cache_dir``, every compiled executable is kept in jax's
   persistent compilation cache there, so a module compiled again in this
@@ -49,11 +57,31 @@ def configure_jax(compile_cache_dir: str | None = None) -> None:
   """
   for name, value in _JAX_CONFIG:
     jax.config.update(name, value)
+  _locations.exclude_from_locations(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   if compile_cache_dir is not None:
     for name, value in (("jax_compilation_cache_dir", compile_cache_dir),
                         ("jax_persistent_cache_min_compile_time_secs", 0.0),
                         ("jax_persistent_cache_min_entry_size_bytes", -1)):
       jax.config.update(name, value)
+
+
+_REGISTRY = CaseRegistry(())
+
+
+def use_project(project: Project) -> None:
+  """Look cases up in ``project``'s case modules from now on."""
+  global _REGISTRY
+  _REGISTRY = CaseRegistry(project.case_modules)
+
+
+def load_cases() -> None:
+  """Import the project's case modules now (they may register checkers the replay needs)."""
+  _REGISTRY.by_id  # noqa: B018  (imports and checks every module)
+
+
+def lookup_case(case_id: str) -> _case.Case | None:
+  """The registered case ``case_id`` of the project in use, or None."""
+  return _REGISTRY.case(case_id)
 
 
 def _is_key(dtype) -> bool:
@@ -130,9 +158,25 @@ def export_case(case: _case.Case, producer: str = _api.PRIMARY) -> Any:
   else:
     arg_specs = jax.tree.map(spec, args)
   kwarg_specs = jax.tree.map(spec, kwargs)
-  with _shardings.partitioner(getattr(case, "use_shardy", None)), _flags(getattr(case, "jax_flags", ())):
+  with _shardings.partitioner(case.use_shardy), _flags(case.jax_flags):
     return _api.export(jax.jit(case.fun, **_jit_kwargs(case)), platforms=case.export_platforms(),
+                       disabled_checks=case.disabled_checks,
                        producer=producer)(*arg_specs, **kwarg_specs)
+
+
+def case_jax_config(case: _case.Case) -> dict[str, Any]:
+  """The jax configuration a case is recorded and replayed under, as the manifest keeps it."""
+  return {"jax_enable_x64": case.enable_x64}
+
+
+def entry_jax_config(m: Manifest) -> dict[str, Any]:
+  """The jax configuration to replay an entry under: its own, or the harness's old default."""
+  return dict(m.jax_config) if m.jax_config is not None else dict(LEGACY_JAX_CONFIG)
+
+
+def jax_config(config: dict[str, Any]):
+  """A context that applies a case's or an entry's jax configuration, then restores jax's."""
+  return _flags(tuple(config.items()))
 
 
 @contextlib.contextmanager
@@ -161,7 +205,14 @@ class Recording:
 
 
 def record_case(case: _case.Case, today: datetime.date) -> Recording:
-  """Export, serialize and (unless lowering-only) run ``case``; the entry to write."""
+  """Export, serialize and (unless lowering-only) run ``case`` under its jax configuration;
+  the entry to write."""
+  config = case_jax_config(case)
+  with jax_config(config):
+    return _record_case(case, today, config)
+
+
+def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any]) -> Recording:
   exp = export_case(case)
   blob = bytes(exp.serialize(vjp_order=case.vjp_order))
   sigs = _lowering.signatures(exp.mlir_module_serialized)
@@ -186,7 +237,8 @@ def record_case(case: _case.Case, today: datetime.date) -> Recording:
       producer=Producer.current(), calling_convention_version=exp.calling_convention_version,
       serialization_version=_versions.SERIALIZATION_LAYOUT_VERSION, custom_call_targets=sigs,
       polymorphic_shapes=case.polymorphic_shapes, constraints=case.constraints,
-      lowering_only=case.lowering_only, comparison=Comparison(case.checker, rtol, atol))
+      lowering_only=case.lowering_only, comparison=Comparison(case.checker, rtol, atol),
+      jax_config=config)
   return Recording(manifest, blob, inputs, expected, exp.mlir_module(), shardings)
 
 
@@ -340,7 +392,13 @@ def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_mo
                        f"(tried {_corpus.candidate_ids(d) or 'none: the operation is unknown'})")}
   if case is None:
     return {"available": False,
-            "reason": f"case {m.case_id} is no longer in the registry (harness/cases/)"}
+            "reason": f"case {m.case_id} is no longer registered by the project's case modules"}
+  with jax_config(case_jax_config(case)):
+    return _current_of_case(case, m, inputs, expected, recorded_module)
+
+
+def _current_of_case(case: _case.Case, m: Manifest, inputs, expected,
+                     recorded_module: bytes | None) -> dict:
   out: dict[str, Any] = {"available": True}
   exported = _current_export(case)
   if isinstance(exported, str):
@@ -374,7 +432,7 @@ def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_mo
 def _case_of(m: Manifest) -> _case.Case | None:
   """The registered case of an entry: its own, or for one imported from jax's corpus, the match."""
   if _corpus.is_corpus_dataset(m):
-    return _corpus.matching_case(m.imported_from.details)
+    return _corpus.matching_case(m.imported_from.details, lookup_case)
   return lookup_case(m.case_id)
 
 
@@ -384,7 +442,7 @@ def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = 
   against today's lowering of its case. The answer carries ``timings`` per part."""
   start = time.perf_counter()
   watch = watch or _stopwatch.Stopwatch()
-  with _stopwatch.watching(watch):
+  with _stopwatch.watching(watch), jax_config(entry_jax_config(entry.manifest)):
     m = entry.manifest
     blob = entry.blob()
     inputs = entry.inputs()

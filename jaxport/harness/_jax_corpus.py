@@ -18,7 +18,7 @@ from pathlib import Path
 
 import jax
 
-from jaxport.cli import _import
+from jaxport.corpus import _import
 
 CORPUS_PARTS = ("_src", "internal_test_util", "export_back_compat_test_data")
 

@@ -25,8 +25,8 @@ from jaxport.golden._manifest import (BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MOD
                                       ImportSource, Manifest, Producer)
 from jaxport.golden._store import GoldenStore, encode_arrays, sha256_hex
 from jaxport.serde import _read
-from jaxport.cli import _corpus_rules, _jax_testdata, _poly_specs
-from jaxport.cli._progress import track
+from jaxport.corpus import _corpus_rules, _jax_testdata, _poly_specs
+from jaxport._progress import track
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+from jaxport.harness._project import PLATFORMS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,7 +19,14 @@ class Case:
   deterministic, so recording twice gives the same entry. ``host_platform`` is
   the platform whose machines record and replay the entry; ``platforms`` are
   the platforms the function is exported for (for lowering-only cases, ones the
-  host cannot run). ``checker`` names a checker of ``harness.checkers``.
+  host cannot run). ``checker`` names a checker of :mod:`jaxport.harness.checkers`
+  (built in or added with ``register_checker``).
+
+  ``enable_x64``: the case is exported, run and replayed with jax's 64-bit types
+  on (``jax_enable_x64``); off by default, as in jax. The manifest records it and
+  the replay applies it. ``disabled_checks``: the ``jaxport.DisabledSafetyCheck``
+  values the case is exported with, such as ``custom_call("my_target")`` for a
+  project's own FFI target.
 
   Multi-device cases set ``num_devices`` (the harness records and replays them
   in a worker with that many host devices), ``jit_kwargs`` (called in that
@@ -49,6 +56,8 @@ class Case:
   jit_kwargs: Callable[[], dict[str, Any]] | None = None
   use_shardy: bool | None = None
   jax_flags: tuple[tuple[str, Any], ...] = ()
+  enable_x64: bool = False
+  disabled_checks: tuple[Any, ...] = ()
 
   def __post_init__(self):
     for p in (self.host_platform, *(self.platforms or ())):

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import event, given, note, reject, strategies as st
 
-from harness import strategies as S
-from harness._hypothesis_profiles import budget
+from harness.fuzz import strategies as S
+from harness.fuzz._hypothesis_profiles import budget
 
 
 def outcome(impl: S.ShapesImpl, case: S.SpecCase, shapes) -> tuple:

@@ -18,8 +18,8 @@ import operator
 
 from hypothesis import event, given, note, reject, strategies as st
 
-from harness import strategies as S
-from harness._hypothesis_profiles import budget
+from harness.fuzz import strategies as S
+from harness.fuzz._hypothesis_profiles import budget
 
 COMPARISONS = ((">=", operator.ge), ("<=", operator.le), (">", operator.gt),
                ("<", operator.lt), ("==", operator.eq))

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from hypothesis import event, given, note, reject, strategies as st
 
-from harness import strategies as S
-from harness._hypothesis_profiles import budget
+from harness.fuzz import strategies as S
+from harness.fuzz._hypothesis_profiles import budget
 
 UNSOLVABLE = "Cannot solve for values of dimension variables"
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import event, given, note, reject, strategies as st
 
-from harness import strategies as S
-from harness._hypothesis_profiles import budget
+from harness.fuzz import strategies as S
+from harness.fuzz._hypothesis_profiles import budget
 
 
 def parse_or_skip(impl: S.ShapesImpl, text: str, scope) -> tuple:

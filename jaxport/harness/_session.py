@@ -21,14 +21,18 @@ from typing import Any
 
 import pytest
 
-from harness import _api, _classify, _jax_corpus, _shardings, coverage, reporter
-from harness._shard import Shard, costs_json
-from harness._worker import WorkerClient
-from harness.cases import _lowering_only, cases_for
-from harness.tools import expected_status
 from jaxport.errors import GoldenDataError
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
+from jaxport.harness import _classify, _jax_corpus, _shardings
+from jaxport.harness import _coverage as coverage
+from jaxport.harness import _expectations as expected_status
+from jaxport.harness import _reference as _api
+from jaxport.harness import _reporter as reporter
+from jaxport.harness._project import OnChange, Project
+from jaxport.harness._registry import CaseRegistry
+from jaxport.harness._shard import Shard, costs_json
+from jaxport.harness._worker import WorkerClient
 
 WORKER_OUTPUT_KEY = "jaxport_harness"
 
@@ -58,13 +62,18 @@ class Options:
   shard: Shard | None = None
   shard_costs: Mapping[str, float] | None = None
   timings_file: str | None = None
+  # Replay, then record a new entry for each case whose function changed.
+  update: bool = False
 
 
 class HarnessSession:
   """State of one pytest process's harness run (controller, worker or serial)."""
 
-  def __init__(self, options: Options, corpus: _jax_corpus.CorpusImport | None = None):
+  def __init__(self, options: Options, project: Project,
+               corpus: _jax_corpus.CorpusImport | None = None):
     self.options = options
+    self.project = project
+    self.registry = CaseRegistry(project.case_modules)
     # jax's corpus imported for this run (controller only; workers get its root in the options).
     self.corpus = corpus
     self.store = GoldenStore(options.golden_root)
@@ -81,6 +90,9 @@ class HarnessSession:
     self._seconds: dict[str, float] = {}
     self._parts: dict[str, dict[str, float]] = {}
     self.report: dict[str, Any] | None = None
+    # Whether this process ran golden items (or received a worker's results): only then
+    # does the run get a compat report.
+    self.used = False
 
   # --- selection ---------------------------------------------------------------
 
@@ -103,7 +115,7 @@ class HarnessSession:
     return self.options.shard.select(present, self.options.shard_costs)
 
   def case_ids(self) -> list[str]:
-    return [c.case_id for c in cases_for(self.options.platform)]
+    return [c.case_id for c in self.registry.cases_for(self.options.platform)]
 
   @property
   def recording(self) -> bool:
@@ -112,7 +124,8 @@ class HarnessSession:
   def _worker(self, num_devices: int = 1) -> WorkerClient:
     """The worker for entries needing ``num_devices`` host devices (one process per count)."""
     if num_devices not in self._clients:
-      self._clients[num_devices] = WorkerClient(timeout_s=self.options.worker_timeout_s,
+      self._clients[num_devices] = WorkerClient(self.project,
+                                                timeout_s=self.options.worker_timeout_s,
                                                 num_devices=num_devices,
                                                 compile_cache=self.compile_cache_dir())
     return self._clients[num_devices]
@@ -151,9 +164,13 @@ class HarnessSession:
       outcome = _classify.classify(answer, entry_id=entry_id, manifest=manifest,
                                    today=self.options.today,
                                    window_days=self.options.compat_window_days)
-      # Producer-release expectations and the jax compat window (harness/expected_status.json).
-      outcome = expected_status.annotate(outcome, manifest, today=self.options.today)
-    outcome["status"] = _classify.status(outcome, self.options.strict)
+      if self.project.expectations is not None:
+        # Producer-release expectations and the jax compat window (the project's table).
+        outcome = expected_status.annotate(
+            outcome, manifest, today=self.options.today,
+            table=expected_status.load_table(self.project.expectations))
+    outcome["status"] = _classify.status(
+        outcome, self.options.strict, changes_fail=self.project.on_change is OnChange.FAIL)
     self._outcomes[entry_id] = outcome
     return outcome
 
@@ -164,7 +181,8 @@ class HarnessSession:
     answer: dict[str, Any] = {"readers": [], "seconds": 0.0, "timings": {}}
     for i, reader in enumerate(readers):
       last = i == len(readers) - 1
-      client = WorkerClient(timeout_s=self.options.worker_timeout_s, num_devices=num_devices)
+      client = WorkerClient(self.project, timeout_s=self.options.worker_timeout_s,
+                            num_devices=num_devices)
       try:
         part = client.request({**request, "readers": [reader], "current": last})
       finally:
@@ -210,7 +228,7 @@ class HarnessSession:
 
   def record(self, case_id: str) -> dict[str, Any]:
     """Record ``case_id`` into staging and queue it; an identical existing entry is left alone."""
-    case = next((c for c in cases_for(self.options.platform) if c.case_id == case_id), None)
+    case = self.registry.case(case_id)
     worker = self._worker(case.num_devices if case is not None else 1)
     answer = worker.request({"op": "record", "case_id": case_id,
                              "today": self.options.today.isoformat(),
@@ -283,6 +301,7 @@ class HarnessSession:
 
   def merge(self, payload: str) -> None:
     data = json.loads(payload)
+    self.used = True
     self._outcomes.update(data["outcomes"])
     self._recorded.update(data["recorded"])
     self._seconds.update(data["seconds"])
@@ -308,10 +327,11 @@ class HarnessSession:
         skips.append({"what": out["entry_id"], "why": why})
       if out.get("expected_failure"):
         skips.append({"what": out["entry_id"], "why": f"expected failure: {out['expected_failure']}"})
-    targets = coverage.target_coverage(outcomes, coverage.required_targets(o.platform))
-    lowered_for = {p for c in cases_for(o.platform) if c.lowering_only for p in c.export_platforms()}
+    targets = coverage.target_coverage(outcomes, coverage.required_targets(o.platform, self.project))
+    lowered_for = {p for c in self.registry.cases_for(o.platform) if c.lowering_only
+                   for p in c.export_platforms()}
     other_targets = coverage.other_platform_coverage(
-        outcomes, lowered_for, _lowering_only.UNREACHABLE)
+        outcomes, lowered_for, self.registry.unreachable(), self.project)
     if o.record:
       skips.append({"what": "replay, coverage and tripwire", "why": "record mode writes entries only"})
     elif o.partial:

@@ -9,6 +9,10 @@ that with the recorded result, and checks the rest through invariants on the
 replayed result alone (reconstruction of the input, orthogonality, triangular
 structure). Tolerances come from the entry's manifest (dtype-aware, chosen when
 recording); invariant residuals are scaled by the input's size and magnitude.
+
+A project adds its own checker with :func:`register_checker` in a case module
+(the worker imports case modules before it replays), and names it in its
+cases' ``checker=``.
 """
 
 from __future__ import annotations
@@ -336,6 +340,31 @@ CHECKERS: dict[str, Callable] = {
     "jax_tridiagonal": _jax_tridiagonal,
     "none": _none,
 }
+
+
+# A project's checker: (inputs, expected, actual, rtol, atol) -> problems (empty when acceptable).
+UserChecker = Callable[[Sequence[np.ndarray], Sequence[np.ndarray], Sequence[np.ndarray], float,
+                        float], Sequence[str]]
+
+
+def register_checker(name: str, checker: UserChecker) -> None:
+  """Make ``checker`` available as ``Case(checker=name)``.
+
+  ``checker(inputs, expected, actual, rtol, atol)`` returns one line per problem
+  found (with numbers), or nothing when ``actual`` is acceptable. A name taken by
+  a built-in checker, or by another function, is refused.
+  """
+  if not isinstance(name, str) or not name.isidentifier():
+    raise ValueError(f"checker name {name!r}: use an identifier such as 'my_sorted_close'")
+  existing = CHECKERS.get(name)
+  if existing is not None and getattr(existing, "user_checker", None) is not checker:
+    raise ValueError(f"checker {name!r} is already registered; pick another name")
+
+  def run(j: _Judge, inputs, want, got) -> None:
+    j.problems.extend(str(p) for p in checker(inputs, want, got, j.rtol, j.atol))
+
+  run.user_checker = checker  # type: ignore[attr-defined]
+  CHECKERS[name] = run
 
 
 def _bitwise_equal(want: np.ndarray, got: np.ndarray) -> bool:

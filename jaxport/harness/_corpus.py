@@ -14,11 +14,10 @@ dataset's platform, operation, variant and dtype in the entry's
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from harness.cases import _case
-from harness.cases import case as lookup_case
+from jaxport.harness import _case
 from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.golden._signatures import sort_key
 
@@ -47,7 +46,8 @@ def is_corpus_dataset(m: Manifest) -> bool:
   return m.imported_from is not None and "dataset_platform" in m.imported_from.details
 
 
-def matching_case(details: Mapping[str, Any] | None) -> _case.Case | None:
+def matching_case(details: Mapping[str, Any] | None,
+                  lookup_case: Callable[[str], _case.Case | None]) -> _case.Case | None:
   """The registered case matching an imported dataset, exported for the dataset's platform."""
   if not details:
     return None

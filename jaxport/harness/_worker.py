@@ -19,9 +19,11 @@ cold mode does, one reader per fresh process) and
 ``{"op": "record", "case_id": ..., "today": "YYYY-MM-DD", "staging": ...}``
 (the recording is written as an entry of the staging store).
 
-The worker is started as ``python -m harness._worker [--compile-cache DIR]``;
-with a directory, compiled executables are shared through jax's persistent
-compilation cache there (``harness._engine.configure_jax``).
+The worker is started as ``python -m jaxport.harness._worker --project JSON
+[--compile-cache DIR]``, in the project's directory with the project's paths on
+``PYTHONPATH``, so that it imports the case modules the session lists; with a
+directory, compiled executables are shared through jax's persistent compilation
+cache there (``jaxport.harness._engine.configure_jax``).
 """
 
 from __future__ import annotations
@@ -38,8 +40,11 @@ import threading
 import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+if TYPE_CHECKING:
+  from jaxport.harness._project import Project
+
 # The worker's command-line flag naming its end of the lifeline pipe, and the
 # environment variable naming the process that started it.
 LIFELINE_FLAG = "--lifeline-fd"
@@ -49,12 +54,15 @@ STDERR_TAIL_CHARS = 4000
 
 
 def _handle(request: dict) -> dict:
-  from harness import _engine, _stopwatch
-  from harness.cases import case as lookup_case
+  from jaxport.harness import _engine, _stopwatch
   from jaxport.errors import GoldenDataError
   from jaxport.golden._store import GoldenStore
 
   op = request.get("op")
+  try:
+    _engine.load_cases()
+  except GoldenDataError as e:
+    return {"error": f"the project's case modules cannot be loaded: {e}"}
   if op == "replay":
     watch = _stopwatch.Stopwatch()
     try:
@@ -67,9 +75,9 @@ def _handle(request: dict) -> dict:
     return _engine.replay_entry(entry, readers=tuple(readers) if readers is not None else None,
                                 current=request.get("current", True), watch=watch)
   if op == "record":
-    case = lookup_case(request["case_id"])
+    case = _engine.lookup_case(request["case_id"])
     if case is None:
-      return {"error": f"no case {request['case_id']!r} in harness/cases/"}
+      return {"error": f"no case {request['case_id']!r} in the project's case modules"}
     rec = _engine.record_case(case, datetime.date.fromisoformat(request["today"]))
     entry = GoldenStore(request["staging"]).write_entry(
         rec.manifest, rec.blob, rec.inputs, rec.expected, rec.module_text, rec.shardings)
@@ -104,7 +112,9 @@ def _die_with_parent(lifeline_fd: int | None, parent_pid: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
   """Serve requests from stdin until it closes; answers go to the original stdout only."""
-  parser = argparse.ArgumentParser(prog="python -m harness._worker")
+  parser = argparse.ArgumentParser(prog="python -m jaxport.harness._worker")
+  parser.add_argument("--project", required=True, metavar="JSON",
+                      help="the project (case modules, store, paths) as JSON")
   parser.add_argument("--compile-cache", default=None, metavar="DIR",
                       help="share compiled executables through jax's persistent cache in DIR")
   parser.add_argument(LIFELINE_FLAG, dest="lifeline", type=int, default=None, metavar="FD",
@@ -113,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
   _die_with_parent(args.lifeline, int(os.environ.get(_PARENT_PID_ENV, os.getppid())))
   answers = os.fdopen(os.dup(1), "w", buffering=1)
   os.dup2(2, 1)  # stray prints from native code must not corrupt the answers
-  from harness import _engine
+  from jaxport.harness import _engine
+  from jaxport.harness._project import Project
+  _engine.use_project(Project.from_json(json.loads(args.project)))
   _engine.configure_jax(args.compile_cache)
   for line in sys.stdin:
     if not line.strip():
@@ -135,8 +147,9 @@ class WorkerClient:
   shares executables through (None: every module is compiled).
   """
 
-  def __init__(self, timeout_s: float = 300.0, num_devices: int = 1,
+  def __init__(self, project: Project, timeout_s: float = 300.0, num_devices: int = 1,
                compile_cache: str | os.PathLike | None = None):
+    self.project = project
     self.timeout_s = timeout_s
     self.num_devices = num_devices
     self.compile_cache = compile_cache
@@ -150,7 +163,9 @@ class WorkerClient:
 
   def _start(self) -> None:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    # The project's case modules import from where the session's pytest found them.
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (*self.project.paths, env.get("PYTHONPATH")) if p)
     if self.num_devices > 1:
       flag = f"--xla_force_host_platform_device_count={self.num_devices}"
       env["XLA_FLAGS"] = " ".join(f for f in (env.get("XLA_FLAGS", ""), flag) if f)
@@ -161,7 +176,9 @@ class WorkerClient:
     read_end, self._lifeline = os.pipe()
     try:
       self._proc = subprocess.Popen(
-          [sys.executable, "-m", "harness._worker", *cache, LIFELINE_FLAG, str(read_end)], cwd=REPO_ROOT,
+          [sys.executable, "-m", "jaxport.harness._worker", "--project",
+           json.dumps(self.project.to_json()), *cache, LIFELINE_FLAG, str(read_end)],
+          cwd=self.project.root or Path.cwd(),
           env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
           pass_fds=(read_end,))
     finally:

@@ -10,11 +10,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jaxport.custom_calls import _registry
+from jaxport.harness._project import Project
 
 
-def required_targets(platform: str) -> list[str]:
-  """Targets jaxport guarantees stable on ``platform``; each needs a replayed entry."""
-  return sorted(_registry.stable_targets(platform))
+def required_targets(platform: str, project: Project) -> list[str]:
+  """Targets that need a replayed entry on ``platform``: those the project declares stable,
+  and jaxport's whole table for a project that requires it (jaxport's own repository)."""
+  required = set(project.targets.stable(platform))
+  if project.require_builtin_targets:
+    required |= _registry.stable_targets(platform)
+  return sorted(required)
 
 
 def target_coverage(outcomes: Iterable[dict[str, Any]], required: Iterable[str]) -> dict[str, Any]:
@@ -50,7 +55,7 @@ def cases_without_entries(case_ids: Iterable[str], present: Iterable[str]) -> li
 
 
 def other_platform_coverage(outcomes: Iterable[dict[str, Any]], platforms: Iterable[str],
-                            unreachable: Mapping[str, str]) -> dict[str, Any]:
+                            unreachable: Mapping[str, str], project: Project) -> dict[str, Any]:
   """Per platform of ``platforms`` (those the host lowers for without running): its stable
   targets against replayed lowering-only entries.
 
@@ -61,7 +66,7 @@ def other_platform_coverage(outcomes: Iterable[dict[str, Any]], platforms: Itera
   outcomes = [o for o in outcomes if o.get("replayed") and o.get("lowering_only")]
   out = {}
   for platform in sorted(set(platforms)):
-    required = sorted(_registry.stable_targets(platform))
+    required = required_targets(platform, project)
     covered = sorted({t for o in outcomes if platform in (o.get("platforms") or ())
                       for t in o["targets"]} & set(required))
     out[platform] = {
@@ -93,11 +98,11 @@ def session_failures(platform: str, targets: dict[str, Any], present: list[str],
   once, on the report merged from its shards.
   """
   failures = []
-  record = f"pytest harness/ --platform={platform} --record"
+  record = f"pytest --compat-platform={platform} --compat-record"
   if targets["missing_required"]:
     failures.append(
         f"coverage: {len(targets['missing_required'])} stable {platform} targets have no "
-        f"replayed entry: {targets['missing_required']}. Add a case (harness/cases/) and "
+        f"replayed entry: {targets['missing_required']}. Add a case to a case module and "
         f"record it: {record}")
   if targets["missing_reachable"]:
     failures.append(
@@ -107,9 +112,8 @@ def session_failures(platform: str, targets: dict[str, Any], present: list[str],
     if cov["missing"]:
       failures.append(
           f"coverage: {len(cov['missing'])} stable {other} targets have no replayed "
-          f"lowering-only entry: {cov['missing']}. Add a case to "
-          "harness/cases/_lowering_only.py (or list the target in its UNREACHABLE with the "
-          f"reason) and record it: {record}")
+          f"lowering-only entry: {cov['missing']}. Add a lowering-only case (or list the "
+          f"target in its case module's UNREACHABLE with the reason) and record it: {record}")
   unreplayed = tripwire(present, outcomes)
   if unreplayed:
     failures.append(

@@ -13,11 +13,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from harness import strategies as S
-from harness.test_fuzz_assertions import check_refused
-from harness.test_fuzz_decision import check_decision
-from harness.test_fuzz_parse import check_roundtrip, shapes_of_exprs
-from harness.test_fuzz_solve import check_solution
+from harness.fuzz import strategies as S
+from harness.fuzz.test_fuzz_assertions import check_refused
+from harness.fuzz.test_fuzz_decision import check_decision
+from harness.fuzz.test_fuzz_parse import check_roundtrip, shapes_of_exprs
+from harness.fuzz.test_fuzz_solve import check_solution
 
 SHORT_RUN = settings(max_examples=40, derandomize=True, database=None, deadline=None,
                      phases=[Phase.generate], suppress_health_check=list(HealthCheck),

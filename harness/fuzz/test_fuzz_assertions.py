@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import event, given, note, strategies as st
 
-from harness import strategies as S
-from harness._hypothesis_profiles import budget
-from harness.test_fuzz_solve import export_or_reject
+from harness.fuzz import strategies as S
+from harness.fuzz._hypothesis_profiles import budget
+from harness.fuzz.test_fuzz_solve import export_or_reject
 
 
 def expect_refusal(where: str, thunk, shapes, env) -> str:

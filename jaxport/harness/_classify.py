@@ -17,7 +17,10 @@ Kinds, from worst to mildest:
                            no longer registered, and ran and matched the
                            recorded outputs after ``jaxport.upgrade`` (the rules
                            applied are in the message). Reported only.
-An entry whose breaks ``harness.tools.expected_status`` explains (a known
+A project whose policy is that a changed function fails (``OnChange.FAIL``, the
+default outside jaxport's own repository) fails ``lowering_drift`` and
+``numerics_change`` without ``--strict``.
+An entry whose breaks the project's expectations table explains (a known
 failure of an old producer) is an expected failure (``xfail``).
 Staleness (age beyond the compat window, targets no longer emitted) and a
 record date after today (``future_date``) are warnings that fail with
@@ -47,6 +50,8 @@ TARGET_NOT_STABLE = "not_stable"
 ALWAYS_FAIL = (BREAK, EXPORT_ERROR)
 STRICT_FAIL = (LOWERING_DRIFT, NUMERICS_CHANGE, EXPIRED, FUTURE_DATE, STALE_TARGET,
                UNEXPECTED_PASS)
+# The kinds that say the case's function computes something else today.
+CHANGE_KINDS = (LOWERING_DRIFT, NUMERICS_CHANGE)
 
 
 def _reader_findings(r: dict) -> tuple[list[str], list[str]]:
@@ -164,12 +169,13 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
   return out
 
 
-def status(outcome: dict[str, Any], strict: bool) -> str:
-  """``fail``, ``xfail``, ``warn``, ``drift`` or ``pass`` for an outcome under the given strictness."""
+def status(outcome: dict[str, Any], strict: bool, changes_fail: bool = False) -> str:
+  """``fail``, ``xfail``, ``warn``, ``drift`` or ``pass`` for an outcome under the given
+  strictness; with ``changes_fail``, a changed function fails as well."""
   kinds = set(outcome["kinds"])
   if outcome.get("expected_failure") and not kinds & {EXPORT_ERROR}:
     return "xfail"
-  if kinds & set(ALWAYS_FAIL):
+  if kinds & set(ALWAYS_FAIL) or (changes_fail and kinds & set(CHANGE_KINDS)):
     return "fail"
   if kinds & set(STRICT_FAIL):
     return "fail" if strict else "warn"

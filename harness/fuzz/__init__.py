@@ -1,0 +1,1 @@
+"""Hypothesis fuzzing of jaxport's symbolic shapes: a suite of its own, beside the replay."""

@@ -1,0 +1,367 @@
+"""What each (producer release, case) must do when replayed by the current build.
+
+A project's table (``jaxport_expectations`` in its pytest configuration;
+jaxport's own is ``harness/expected_status.json``) lists the exceptions to "must
+pass": entries of a producer release that must fail, each with the reason and
+a regular expression the failure must match (a failure for any other reason
+is still a failure). Everything not listed must pass. The harness calls
+:func:`annotate` on every replay outcome, which adds the entry's position in
+jax's compat window and the verdict:
+
+  ``pass``              expected to pass, passed.
+  ``upgraded``          expected to pass, passed after ``jaxport.upgrade``
+                        rewrote custom calls today's jaxlib no longer
+                        registers (outside the window only).
+  ``expected_failure``  expected to fail, failed with the stated reason.
+  ``unexpected_failure`` expected to pass, failed.
+  ``wrong_failure``     expected to fail, but failed for another reason.
+  ``unexpected_pass``   expected to fail, passed: the table row is stale.
+  ``policy_violation``  inside the 6-month backward window yet declared or
+                        found failing: jax's policy says it must pass.
+  ``outside_forward_window`` recorded by a jax release more than three weeks
+                        newer than the consumer, and failing (to replay, or to
+                        export the case today): jax promises nothing there, so
+                        it is reported (xfail with the reason), not a failure.
+
+The table also says which cases a release cannot record at all
+(``unrecordable``), so a missing entry is a known gap, not a silent one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import importlib.metadata as md
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from jaxport.harness import _releases
+
+TABLE_FORMAT = 1
+
+PASS = "pass"
+EXPECTED_FAILURE = "expected_failure"
+UNEXPECTED_FAILURE = "unexpected_failure"
+WRONG_FAILURE = "wrong_failure"
+UNEXPECTED_PASS = "unexpected_pass"
+POLICY_VIOLATION = "policy_violation"
+OUTSIDE_FORWARD_WINDOW = "outside_forward_window"
+UPGRADED = "upgraded"
+OK_VERDICTS = (PASS, EXPECTED_FAILURE, OUTSIDE_FORWARD_WINDOW, UPGRADED)
+
+# Outcome kinds of harness/_classify.py: a failure to replay, and the drift
+# kinds that compare an entry with today's lowering of its case.
+BREAK_KIND = "compatibility_break"
+UNEXPECTED_PASS_KIND = "unexpected_pass"
+UPGRADED_KIND = "upgraded"
+DRIFT_KINDS = ("lowering_drift", "stale_target")
+# Drift of an entry recorded by an older release is the release difference
+# itself: reported, never a failure (nobody can re-record with that release's
+# lowering of today's case).
+PRODUCER_DRIFT_KIND = "producer_drift"
+# harness/_classify.py's kind for a case that today's jax cannot export.
+EXPORT_ERROR_KIND = "export_error"
+RELEASE_SOURCE = "jax.export"
+
+
+class ExpectedStatusError(ValueError):
+  """The expected-status table is malformed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+  """Entries of ``producer`` (of one case, or of every case) must fail as ``match`` says."""
+  producer: str
+  reason: str
+  match: str
+  case: str | None = None
+
+  def applies(self, producer: str | None, case_id: str) -> bool:
+    return producer == self.producer and self.case in (None, case_id)
+
+
+@dataclasses.dataclass(frozen=True)
+class Expectation:
+  status: str                  # "pass" or "fail"
+  reason: str | None = None
+  match: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+  releases: tuple[str, ...]
+  rules: tuple[Rule, ...]
+  unrecordable: dict[tuple[str, str], str]
+
+  def expectation(self, producer: str | None, case_id: str) -> Expectation:
+    hits = [r for r in self.rules if r.applies(producer, case_id)]
+    if not hits:
+      return Expectation(PASS)
+    return Expectation("fail", hits[0].reason, hits[0].match)
+
+  def recordable(self, producer: str, case_id: str) -> bool:
+    return (producer, case_id) not in self.unrecordable
+
+
+def _bad(where: str, what: str) -> ExpectedStatusError:
+  return ExpectedStatusError(f"{where}: {what}. Fix the table (format in "
+                             "harness/tools/expected_status.py).")
+
+
+def parse_table(data: Any, where: str = "the expected-status table") -> Table:
+  """Validate the decoded JSON of the table."""
+  keys = {"format_version", "releases", "expected_failures", "unrecordable"}
+  if not isinstance(data, dict) or set(data) != keys:
+    got = sorted(data) if isinstance(data, dict) else type(data).__name__
+    raise _bad(where, f"expected an object with keys {sorted(keys)}, got {got}")
+  if data["format_version"] != TABLE_FORMAT:
+    raise _bad(where, f"format_version expected {TABLE_FORMAT}, got {data['format_version']!r}")
+  releases = data["releases"]
+  if not isinstance(releases, list) or not releases:
+    raise _bad(where, "releases: expected a non-empty list of jax versions")
+  for v in releases:
+    try:
+      _releases.release_date(v)
+    except ValueError as e:
+      raise _bad(where, f"releases: {e}") from None
+  rules = []
+  for i, row in enumerate(data["expected_failures"]):
+    at = f"expected_failures[{i}]"
+    allowed = {"producer", "case", "reason", "match"}
+    if not isinstance(row, dict) or not {"producer", "reason", "match"} <= set(row) <= allowed:
+      raise _bad(where, f"{at}: expected keys producer, reason, match and optionally case; "
+                        f"got {sorted(row) if isinstance(row, dict) else row!r}")
+    if row["producer"] not in releases:
+      raise _bad(where, f"{at}: producer {row['producer']!r} is not in releases {releases}")
+    if not isinstance(row["reason"], str) or len(row["reason"]) < 10:
+      raise _bad(where, f"{at}: reason must say why the entry fails, got {row['reason']!r}")
+    try:
+      re.compile(row["match"])
+    except (re.error, TypeError) as e:
+      raise _bad(where, f"{at}: match is not a regular expression ({e})") from None
+    if row.get("case") is not None and not isinstance(row["case"], str):
+      raise _bad(where, f"{at}: case must be a case id or absent, got {row['case']!r}")
+    rules.append(Rule(row["producer"], row["reason"], row["match"], row.get("case")))
+  unrecordable = {}
+  for i, row in enumerate(data["unrecordable"]):
+    at = f"unrecordable[{i}]"
+    if not isinstance(row, dict) or set(row) != {"producer", "case", "reason"}:
+      raise _bad(where, f"{at}: expected keys case, producer, reason")
+    if row["producer"] not in releases:
+      raise _bad(where, f"{at}: producer {row['producer']!r} is not in releases {releases}")
+    unrecordable[(row["producer"], row["case"])] = row["reason"]
+  return Table(tuple(releases), tuple(rules), unrecordable)
+
+
+@functools.cache
+def load_table(path: str | Path) -> Table:
+  """The table at ``path``."""
+  p = Path(path)
+  try:
+    data = json.loads(p.read_text(encoding="utf-8"))
+  except (OSError, json.JSONDecodeError) as e:
+    raise ExpectedStatusError(f"{p}: cannot read the expected-status table ({e}).") from None
+  return parse_table(data, str(p))
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+  kind: str
+  message: str
+
+  @property
+  def ok(self) -> bool:
+    return self.kind in OK_VERDICTS
+
+
+def judge(expectation: Expectation, failures: list[str],
+          window: _releases.WindowPosition | None, upgrade_rules: tuple[str, ...] = ()) -> Verdict:
+  """Compare an outcome (its failure messages; empty when it passed) with the expectation.
+
+  ``upgrade_rules`` names the rules ``jaxport.upgrade`` applied before the
+  entry passed (empty when it ran as recorded).
+  """
+  failed = bool(failures)
+  inside = window is not None and window.direction == "backward" and window.inside_window
+  if upgrade_rules and not failed and inside:
+    return Verdict(POLICY_VIOLATION,
+                   f"ran only after jaxport.upgrade (rules {', '.join(upgrade_rules)}), but producer "
+                   f"jax {window.producer} is inside the 6-month window of jax {window.consumer}, "
+                   "where jax's policy says it must run as recorded")
+  if expectation.status == "fail" and inside:
+    return Verdict(POLICY_VIOLATION,
+                   f"the table expects a failure ({expectation.reason}), but producer jax "
+                   f"{window.producer} is {window.gap_days} days older than jax {window.consumer}, "
+                   "inside the 6-month window, where jax's policy says it must pass")
+  if expectation.status == PASS:
+    if not failed and upgrade_rules:
+      return Verdict(UPGRADED, f"passed after jaxport.upgrade (rules {', '.join(upgrade_rules)})")
+    if not failed:
+      return Verdict(PASS, "passed as expected")
+    if inside:
+      return Verdict(POLICY_VIOLATION,
+                     f"failed inside the 6-month window (producer jax {window.producer}, "
+                     f"{window.gap_days} days older than jax {window.consumer}), where jax's "
+                     "policy says it must pass")
+    return Verdict(UNEXPECTED_FAILURE,
+                   "failed but harness/expected_status.json expects a pass; if this is a "
+                   "deliberate break after the compat window, add a row stating the reason")
+  if not failed:
+    return Verdict(UNEXPECTED_PASS,
+                   f"passed but harness/expected_status.json expects a failure "
+                   f"({expectation.reason}); remove or narrow that row")
+  unexplained = [f for f in failures if re.search(expectation.match, f) is None]
+  if unexplained:
+    return Verdict(WRONG_FAILURE,
+                   f"failed, but not as expected: the table expects /{expectation.match}/ "
+                   f"({expectation.reason}); got: {' | '.join(unexplained)}")
+  return Verdict(EXPECTED_FAILURE, f"failed as expected: {expectation.reason}")
+
+
+_READER_BREAK = re.compile(rf"\[{BREAK_KIND}\] \w+ reader: ")
+
+
+def _forward_gap(window: _releases.WindowPosition | None) -> bool:
+  return window is not None and window.direction == "forward" and not window.inside_window
+
+
+def _outside_forward_window(window: _releases.WindowPosition) -> Verdict:
+  return Verdict(OUTSIDE_FORWARD_WINDOW,
+                 f"producer jax {window.producer} is {-window.gap_days} days newer than jax "
+                 f"{window.consumer}, outside jax's {_releases.FORWARD_WINDOW_DAYS}-day forward "
+                 "window: reported, not required to pass")
+
+
+def consumer_version() -> str | None:
+  try:
+    return md.version("jax")
+  except md.PackageNotFoundError:
+    return None
+
+
+def window_for(producer: str | None, consumer: str | None,
+               today: datetime.date) -> _releases.WindowPosition | None:
+  """The window position, or None when a release date is unknown (pre-releases, jaxport)."""
+  if producer is None or consumer is None:
+    return None
+  try:
+    return _releases.window_position(producer, consumer, today)
+  except ValueError:
+    return None
+
+
+def annotate(outcome: dict[str, Any], manifest: dict[str, Any], *,
+             today: datetime.date | None = None, consumer: str | None = None,
+             table: Table) -> dict[str, Any]:
+  """Add ``outcome["release"]`` (window position, expectation, verdict) and apply the verdict.
+
+  An expected failure sets ``outcome["expected_failure"]`` (the harness then
+  reports the entry as xfail). A wrong failure or a policy violation is a
+  ``compatibility_break`` (the run fails); an unexpected pass gets the
+  ``unexpected_pass`` kind (a warning, a failure with --compat-strict).
+  """
+  today = today or datetime.date.today()
+  consumer = consumer or consumer_version()
+  producer = manifest["producer"].get("jax")
+  expectation = table.expectation(producer, manifest["case_id"])
+  window = window_for(producer, consumer, today)
+  breaks = [m for m in outcome["messages"] if m.startswith(f"[{BREAK_KIND}]")]
+  rules = tuple(outcome.get("upgrade_rules", ()))
+  cannot_export = any(m.startswith(f"[{EXPORT_ERROR_KIND}]") for m in outcome["messages"])
+  # Only running the artifact (a reader's failure) or exporting the case today can be
+  # excused by the forward gap; golden data errors and crashes always count.
+  reader_failures_only = all(_READER_BREAK.match(m) for m in breaks)
+  verdict = (_outside_forward_window(window)
+             if _forward_gap(window) and (breaks or cannot_export) and reader_failures_only
+             else judge(expectation, breaks, window, rules))
+  outcome["release"] = {
+      "producer": producer,
+      "consumer": consumer,
+      "window": None if window is None else window.to_dict(),
+      "expected": expectation.status,
+      "reason": expectation.reason,
+      "verdict": verdict.kind,
+      "policy_ok": verdict.kind != POLICY_VIOLATION,
+  }
+  if rules:
+    outcome["release"]["upgrade_rules"] = list(rules)
+  kinds = set(outcome["kinds"])
+  messages = list(outcome["messages"])
+  if verdict.kind == EXPECTED_FAILURE:
+    outcome["expected_failure"] = expectation.reason
+  elif verdict.kind == OUTSIDE_FORWARD_WINDOW:
+    outcome["expected_failure"] = verdict.message
+    kinds = {PRODUCER_DRIFT_KIND if k == EXPORT_ERROR_KIND else k for k in kinds}
+    messages = [_rekind(m, (EXPORT_ERROR_KIND,), PRODUCER_DRIFT_KIND) for m in messages]
+  elif verdict.kind == UNEXPECTED_PASS:
+    if UNEXPECTED_PASS_KIND not in kinds:
+      kinds.add(UNEXPECTED_PASS_KIND)
+      messages.append(f"[{UNEXPECTED_PASS_KIND}] {verdict.message}")
+  elif not verdict.ok:
+    outcome.pop("expected_failure", None)
+    kinds.add(BREAK_KIND)
+    messages.append(f"[{BREAK_KIND}] {verdict.kind}: {verdict.message}")
+  imported = manifest.get("imported_from") or {}
+  if imported.get("source") == RELEASE_SOURCE and producer != consumer:
+    kinds = {PRODUCER_DRIFT_KIND if k in DRIFT_KINDS else k for k in kinds}
+    messages = [_rekind(m, DRIFT_KINDS, PRODUCER_DRIFT_KIND) for m in messages]
+  outcome["kinds"] = sorted(kinds)
+  outcome["messages"] = messages
+  return outcome
+
+
+def _rekind(message: str, kinds, new: str) -> str:
+  for k in kinds:
+    if message.startswith(f"[{k}]"):
+      return f"[{new}]" + message[len(k) + 2:]
+  return message
+
+
+def window_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+  """Per producer release: its date, age, window position and verdict counts, from a compat report."""
+  rows: dict[str, dict[str, Any]] = {}
+  for e in report.get("entries", []):
+    rel = e.get("release")
+    if not rel:
+      continue
+    producer = rel["producer"] or "unknown"
+    w = rel["window"] or {}
+    row = rows.setdefault(producer, {
+        "producer": producer, "producer_date": w.get("producer_date"), "age_days": w.get("age_days"),
+        "consumer": rel["consumer"], "gap_days": w.get("gap_days"),
+        "inside_window": w.get("inside_window"), "entries": 0, "verdicts": {}, "policy_ok": True})
+    row["entries"] += 1
+    row["verdicts"][rel["verdict"]] = row["verdicts"].get(rel["verdict"], 0) + 1
+    row["policy_ok"] = row["policy_ok"] and rel["policy_ok"]
+  return sorted(rows.values(), key=lambda r: (r["producer_date"] or "9999", r["producer"]))
+
+
+def render_window(report: dict[str, Any]) -> str:
+  """The compat-window table of a compat report, as Markdown."""
+  lines = ["| producer jax | released | age (days) | consumer jax | gap (days) | inside 6-month window "
+           "| entries | verdicts | agrees with policy |", "|---|---|---|---|---|---|---|---|---|"]
+  for r in window_rows(report):
+    inside = {True: "yes", False: "no", None: "unknown"}[r["inside_window"]]
+    verdicts = ", ".join(f"{k} {v}" for k, v in sorted(r["verdicts"].items()))
+    cells = [r["producer"], r["producer_date"], r["age_days"], r["consumer"], r["gap_days"], inside,
+             r["entries"], verdicts, "yes" if r["policy_ok"] else "NO"]
+    lines.append("| " + " | ".join("?" if c is None else str(c) for c in cells) + " |")
+  return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+  """``python -m harness.tools.expected_status REPORT.json``: print the compat-window table."""
+  import argparse
+  parser = argparse.ArgumentParser(description="Print the compat-window table of a compat report.")
+  parser.add_argument("report", help="the JSON written by pytest harness/ --compat-report=...")
+  args = parser.parse_args(argv)
+  report = json.loads(Path(args.report).read_text(encoding="utf-8"))
+  print(render_window(report), end="")
+  return 0 if all(r["policy_ok"] for r in window_rows(report)) else 1
+
+
+if __name__ == "__main__":
+  raise SystemExit(main())

@@ -1,0 +1,320 @@
+"""The compat harness as a pytest plugin: options resolved, then delegation to the session.
+
+Registered by the light entry point ``jaxport_pytest`` only in a project that
+opted in. The :class:`~jaxport.harness._session.HarnessSession` is made on first
+use (a golden test item, an xdist worker's results), so a run of the project's
+other tests does no harness work and prints nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+import jaxport_pytest as entry
+from jaxport.errors import GoldenDataError
+from jaxport.harness import _jax_corpus
+from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
+from jaxport.harness._session import WORKER_OUTPUT_KEY, HarnessSession, Options
+from jaxport.harness._shard import Shard, ShardError, read_costs
+
+DEFAULT_PLATFORM = "cpu"
+DEFAULT_WINDOW_DAYS = 180
+DEFAULT_WORKER_TIMEOUT_S = 300.0
+# A week: a longer wait is a mistake, and huge values overflow the worker's wait.
+MAX_WORKER_TIMEOUT_S = 7 * 24 * 3600.0
+# How the controller tells xdist workers where it imported the corpus and where executables are.
+CORPUS_ROOT_KEY = "jaxport_jax_corpus_root"
+WORKER_CACHE_KEY = "jaxport_compile_cache"
+# The fixtures whose tests are golden items.
+ENTRY_FIXTURE = "golden_entry"
+CASE_FIXTURE = "golden_case"
+COMPAT_FIXTURES = frozenset({ENTRY_FIXTURE, CASE_FIXTURE})
+
+session_key = pytest.StashKey[HarnessSession]()
+project_key = pytest.StashKey[Project]()
+
+
+def _opt(config: pytest.Config, flag: str, default=None):
+  value = getattr(config.option, entry.dest(flag), None)
+  return default if value is None else value
+
+
+def _base(config: pytest.Config) -> Path:
+  """The directory the configuration's relative paths start from."""
+  return config.inipath.parent if config.inipath else config.rootpath
+
+
+def project(config: pytest.Config) -> Project:
+  """The project as its pytest configuration declares it (read once per run)."""
+  if project_key not in config.stash:
+    config.stash[project_key] = _read_project(config)
+  return config.stash[project_key]
+
+
+def _read_project(config: pytest.Config) -> Project:
+  base = _base(config)
+
+  def path(key: str) -> Path | None:
+    value = config.getini(key)
+    return (base / value).resolve() if value else None
+
+  try:
+    modules = module_names(config.getini(entry.INI_CASES))
+    store = path(entry.INI_STORE)
+    if store is None:
+      raise GoldenDataError(f"{entry.INI_CASES} is set but {entry.INI_STORE} is not: name the "
+                            "golden store directory (relative to the configuration file)")
+    targets_file = path(entry.INI_TARGETS)
+    targets = ProjectTargets.read(targets_file) if targets_file else ProjectTargets()
+    try:
+      on_change = OnChange(config.getini(entry.INI_ON_CHANGE))
+    except ValueError:
+      raise GoldenDataError(f"{entry.INI_ON_CHANGE} = {config.getini(entry.INI_ON_CHANGE)!r}: "
+                            f"expected one of {[c.value for c in OnChange]}") from None
+  except GoldenDataError as e:
+    raise pytest.UsageError(f"jaxport compat harness configuration: {e}") from None
+  import sys
+  paths = tuple(dict.fromkeys([str(base), *(p for p in sys.path if p and _within(p, base))]))
+  return Project(case_modules=modules, store=store, targets=targets, on_change=on_change,
+                 require_builtin_targets=bool(config.getini(entry.INI_BUILTIN_TARGETS)),
+                 expectations=path(entry.INI_EXPECTATIONS), root=base, paths=paths)
+
+
+def _within(p: str, base: Path) -> bool:
+  try:
+    return Path(p).resolve().is_relative_to(base)
+  except OSError:
+    return False
+
+
+def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
+  today = _opt(config, "--compat-today")
+  try:
+    today = datetime.date.fromisoformat(today) if today else datetime.date.today()
+  except ValueError:
+    raise pytest.UsageError(f"--compat-today={today!r}: expected a date YYYY-MM-DD") from None
+  window = _opt(config, "--compat-window-days", DEFAULT_WINDOW_DAYS)
+  if window < 0:
+    raise pytest.UsageError(f"--compat-window-days must be >= 0, got {window}")
+  record = bool(_opt(config, "--compat-record"))
+  update = bool(_opt(config, "--compat-update"))
+  if record and update:
+    raise pytest.UsageError("--compat-record records every case and --compat-update only the "
+                            "changed ones; pass one of them.")
+  root = _opt(config, "--compat-store")
+  if _opt(config, "--compat-jax-corpus") and (root or record or update):
+    raise pytest.UsageError("--compat-jax-corpus replays its own temporary store; it cannot be "
+                            "combined with --compat-store, --compat-record or --compat-update")
+  root = Path(root) if root else project(config).store
+  if corpus_root is not None:
+    root = corpus_root
+  if not record and not root.is_dir():
+    raise pytest.UsageError(
+        f"--compat-store={root}: no such directory, so there is no golden store to replay. Pass "
+        "the path of an existing store, or record one with --compat-record.")
+  try:
+    shard = Shard.parse(_opt(config, "--compat-shard")) if _opt(config, "--compat-shard") else None
+    costs = read_costs(_opt(config, "--compat-costs")) if _opt(config, "--compat-costs") else None
+  except ShardError as e:
+    raise pytest.UsageError(str(e)) from None
+  cache_dir = (_opt(config, "--compat-cache-dir")
+               or getattr(config, "workerinput", {}).get(WORKER_CACHE_KEY))
+  if cache_dir and _opt(config, "--compat-no-cache"):
+    raise pytest.UsageError("--compat-cache-dir and --compat-no-cache contradict each other; "
+                            "pass one.")
+  if cache_dir and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+    raise pytest.UsageError(f"--compat-cache-dir={cache_dir} is a file; pass a directory (it is "
+                            "created when missing).")
+  get = config.getoption
+  partial = bool(get("keyword") or get("markexpr") or get("deselect", None)
+                 or any("::" in str(a) for a in config.args))
+  return Options(platform=_opt(config, "--compat-platform", DEFAULT_PLATFORM), record=record,
+                 update=update,
+                 strict=bool(_opt(config, "--compat-strict") or _pytest_strict(config)),
+                 compat_report=_opt(config, "--compat-report"), compat_window_days=window,
+                 golden_root=root.resolve(), today=today,
+                 worker_timeout_s=_worker_timeout(
+                     _opt(config, "--compat-worker-timeout", DEFAULT_WORKER_TIMEOUT_S)),
+                 partial=partial, jax_corpus=bool(_opt(config, "--compat-jax-corpus")),
+                 compile_cache=not _opt(config, "--compat-no-cache"),
+                 compile_cache_dir=Path(cache_dir).resolve() if cache_dir else None,
+                 cold=bool(_opt(config, "--compat-cold")), shard=shard, shard_costs=costs,
+                 timings_file=_opt(config, "--compat-timings"))
+
+
+def _worker_timeout(value: object) -> float:
+  """The ``--compat-worker-timeout`` in seconds: a finite number above 0 and at most a week."""
+  try:
+    seconds = float(value)  # type: ignore[arg-type]
+  except (TypeError, ValueError):
+    seconds = math.nan
+  if not 0 < seconds <= MAX_WORKER_TIMEOUT_S:  # also false for nan
+    raise pytest.UsageError(
+        f"--compat-worker-timeout={value}: expected seconds above 0 and at most "
+        f"{MAX_WORKER_TIMEOUT_S:g} (a week), such as --compat-worker-timeout="
+        f"{DEFAULT_WORKER_TIMEOUT_S:g}; a timeout of 0 or less would report every entry as a "
+        "compatibility break.")
+  return seconds
+
+
+def _pytest_strict(config: pytest.Config) -> bool:
+  """pytest's own ``--strict`` (the ``strict`` ini option of pytest >= 9)."""
+  try:
+    return bool(config.getini("strict"))
+  except ValueError:
+    return False
+
+
+def _check_backend(platform: str) -> None:
+  import jax
+  backend = jax.default_backend()
+  if backend != platform:
+    raise pytest.UsageError(
+        f"--compat-platform={platform} replays entries that run on {platform}, but this "
+        f"machine's jax backend is {backend}. Run on a {platform} machine or pass "
+        f"--compat-platform={backend}.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+  """Check the configuration now; with --compat-jax-corpus, import the corpus before workers
+  start (the session itself is made on first use)."""
+  project(config)
+  if hasattr(config, "workerinput"):
+    return
+  if _opt(config, "--compat-jax-corpus"):
+    _options(config)  # refuse bad combinations before importing anything
+    _check_backend(_opt(config, "--compat-platform", DEFAULT_PLATFORM))
+    corpus = _jax_corpus.import_corpus(_opt(config, "--compat-platform", DEFAULT_PLATFORM))
+    _start(config, corpus.root, corpus)
+  else:
+    _options(config)
+
+
+def _start(config: pytest.Config, corpus_root: Path | None = None,
+           corpus: _jax_corpus.CorpusImport | None = None) -> HarnessSession:
+  options = _options(config, corpus_root)
+  if not hasattr(config, "workerinput") and corpus is None:
+    _check_backend(options.platform)
+  session = HarnessSession(options, project(config), corpus)
+  config.stash[session_key] = session
+  return session
+
+
+def harness_session(config: pytest.Config) -> HarnessSession:
+  """The run's session, made on first use."""
+  session = config.stash.get(session_key, None)
+  if session is None:
+    root = getattr(config, "workerinput", {}).get(CORPUS_ROOT_KEY)
+    session = _start(config, Path(root) if root else None)
+  return session
+
+
+def _started(config: pytest.Config) -> HarnessSession | None:
+  return config.stash.get(session_key, None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+  """xdist: workers replay the store the controller imported the corpus into, and share its
+  compile cache."""
+  session = harness_session(node.config)
+  if session.corpus is not None:
+    node.workerinput[CORPUS_ROOT_KEY] = str(session.corpus.root)
+  cache = session.compile_cache_dir()
+  if cache is not None:
+    node.workerinput[WORKER_CACHE_KEY] = str(cache)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+  payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
+  if payload is not None:
+    harness_session(node.config).merge(payload)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+  hs = _started(config)
+  if hs is not None and hs.corpus is not None:
+    shutil.rmtree(hs.corpus.root, ignore_errors=True)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+  if not COMPAT_FIXTURES & set(metafunc.fixturenames):
+    return
+  session = harness_session(metafunc.config)
+  session.used = True
+  if ENTRY_FIXTURE in metafunc.fixturenames:
+    if session.recording:
+      ids, params = ["record-mode"], [pytest.param(None, marks=pytest.mark.skip(
+          reason="record mode writes entries; run without --compat-record to replay"))]
+    else:
+      ids = params = session.selected_entry_ids()
+    metafunc.parametrize(ENTRY_FIXTURE, params, ids=ids)
+  if CASE_FIXTURE in metafunc.fixturenames:
+    if session.recording:
+      ids = params = session.case_ids()
+    else:
+      ids, params = ["replay-mode"], [pytest.param(None, marks=pytest.mark.skip(
+          reason="recording happens only with --compat-record"))]
+    metafunc.parametrize(CASE_FIXTURE, params, ids=ids)
+
+
+def _is_golden(item: pytest.Item) -> bool:
+  return bool(COMPAT_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+  """``--compat-only`` keeps the golden items alone; in shards other than the first, the
+  project's other tests are skipped (they run once, in shard 1)."""
+  if _opt(config, "--compat-only"):
+    others = [i for i in items if not _is_golden(i)]
+    if others:
+      config.hook.pytest_deselected(items=others)
+      items[:] = [i for i in items if _is_golden(i)]
+  shard = _opt(config, "--compat-shard")
+  hs = _started(config)
+  if not shard or hs is None or hs.options.shard is None or hs.options.shard.index == 1:
+    return
+  skip = pytest.mark.skip(reason=f"tests other than golden replays run in shard "
+                                 f"1/{hs.options.shard.count} only")
+  for item in items:
+    if not _is_golden(item):
+      item.add_marker(skip)
+
+
+@pytest.fixture
+def compat_harness(request) -> HarnessSession:
+  """The run's harness session (golden test items call its ``check_replay``/``check_record``)."""
+  return harness_session(request.config)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
+  config = session.config
+  hs = _started(config)
+  if hs is None:
+    return
+  hs.flush_writes()
+  hs.close()
+  if hasattr(config, "workerinput"):
+    if hs.used:
+      config.workeroutput[WORKER_OUTPUT_KEY] = hs.worker_output()
+    return
+  if not hs.used:
+    return
+  if hs.finish() and session.exitstatus == pytest.ExitCode.OK:
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+  hs = _started(config)
+  if hs is None or hs.report is None:
+    return
+  from jaxport.harness import _reporter
+  terminalreporter.section("jaxport compat harness")
+  for line in _reporter.text_lines(hs.report):
+    terminalreporter.write_line(line)

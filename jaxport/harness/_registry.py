@@ -1,0 +1,64 @@
+"""The registry of a project's cases, gathered from its case modules."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Mapping
+
+from jaxport.errors import GoldenDataError
+from jaxport.harness._case import Case
+
+
+class CaseRegistry:
+  """Every case of the listed modules, keyed by id (ids must be unique across modules)."""
+
+  def __init__(self, modules: tuple[str, ...]):
+    self.modules = tuple(modules)
+
+  @functools.cached_property
+  def _loaded(self) -> list:
+    out = []
+    for name in self.modules:
+      try:
+        module = importlib.import_module(name)
+      except ImportError as e:
+        raise GoldenDataError(
+            f"case module {name!r} cannot be imported ({e}); check jaxport_cases in the "
+            "pytest configuration and that the module is on the path (pytest's pythonpath "
+            "option or an installed package)") from e
+      if not callable(getattr(module, "cases", None)):
+        raise GoldenDataError(f"case module {name!r} has no cases() function returning its "
+                              "jaxport.harness.Case objects")
+      out.append(module)
+    return out
+
+  @functools.cached_property
+  def by_id(self) -> Mapping[str, Case]:
+    out: dict[str, Case] = {}
+    for module in self._loaded:
+      for case in module.cases():
+        if not isinstance(case, Case):
+          raise GoldenDataError(f"{module.__name__}.cases() yielded {type(case).__name__}, "
+                                "not a jaxport.harness.Case")
+        if case.case_id in out:
+          raise GoldenDataError(f"case id {case.case_id!r} is registered twice (second in "
+                                f"{module.__name__}); case ids must be unique")
+        out[case.case_id] = case
+    return out
+
+  def case(self, case_id: str) -> Case | None:
+    """The case ``case_id``, or None if no module registers it any more."""
+    return self.by_id.get(case_id)
+
+  def cases_for(self, host_platform: str) -> list[Case]:
+    """The cases recorded and replayed on machines of ``host_platform``, sorted by id."""
+    return sorted((c for c in self.by_id.values() if c.host_platform == host_platform),
+                  key=lambda c: c.case_id)
+
+  def unreachable(self) -> dict[str, str]:
+    """Targets the modules declare they cannot reach (``UNREACHABLE``), with why."""
+    out: dict[str, str] = {}
+    for module in self._loaded:
+      out.update(getattr(module, "UNREACHABLE", {}))
+    return out
