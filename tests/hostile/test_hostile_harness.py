@@ -21,11 +21,14 @@ import pytest
 from _build import REAL_ENTRIES, copy_entry, loops_forever, npz_bomb, replace_files, write_entry
 from _sandbox import CHILD_TIME_LIMIT_S, ROOT
 from jaxport.harness import _classify
-from harness import conftest as harness_conftest
+from jaxport.harness import _plugin
 from jaxport.harness._session import HarnessSession, Options
 from jaxport.harness._worker import WorkerClient
 from jaxport.golden._manifest import INPUTS_FILE
 from jaxport.golden._store import GoldenStore
+
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+from _harness_paths import repo_project  # noqa: E402
 
 pytest_plugins = ["pytester"]
 
@@ -76,8 +79,10 @@ def test_the_worker_dies_with_the_process_that_started_it(looping_store, sig):
       [sys.executable, "-c", f"""
 import json, sys
 sys.path.insert(0, {str(ROOT)!r})
+from jaxport.harness._project import Project
 from jaxport.harness._worker import WorkerClient
-client = WorkerClient(timeout_s=3600)
+client = WorkerClient(Project(("harness.cases",), {str(root)!r}, root={str(ROOT)!r},
+                              paths=({str(ROOT)!r},)), timeout_s=3600)
 client.request({{"op": "hello"}})
 print(client.pid, flush=True)
 client.request({{"op": "replay", "root": {str(root)!r}, "entry_id": {entry_id!r}}})
@@ -100,7 +105,7 @@ client.request({{"op": "replay", "root": {str(root)!r}, "entry_id": {entry_id!r}
 
 def test_the_worker_refuses_an_npz_bomb_as_golden_data(tmp_path):
   entry = replace_files(copy_entry(tmp_path), {INPUTS_FILE: npz_bomb(2**30)})
-  client = WorkerClient(timeout_s=CHILD_TIME_LIMIT_S)
+  client = WorkerClient(repo_project(tmp_path), timeout_s=CHILD_TIME_LIMIT_S)
   try:
     answer = client.request({"op": "replay", "root": str(tmp_path), "entry_id": entry.entry_id})
   finally:
@@ -118,7 +123,7 @@ def _options(root: Path, **changes) -> Options:
 def test_recordings_that_cannot_be_written_are_kept_and_named(tmp_path):
   blocker = tmp_path / "a_file"
   blocker.write_text("")  # a store below a file cannot be written, whoever runs the test
-  session = HarnessSession(_options(blocker / "store"))
+  session = HarnessSession(_options(blocker / "store"), repo_project(blocker / "store"))
   staging = session._staging_root()
   entry_id = REAL_ENTRIES[0]
   copy_entry(staging, entry_id)
@@ -140,11 +145,11 @@ def test_recordings_that_cannot_be_written_are_kept_and_named(tmp_path):
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "-inf", "1e999", "soon", "1e300"])
 def test_a_worker_timeout_that_is_not_a_positive_finite_time_is_a_usage_error(value):
   with pytest.raises(pytest.UsageError, match="--compat-worker-timeout=.*expected seconds above 0"):
-    harness_conftest._worker_timeout(value)
+    _plugin._worker_timeout(value)
 
 
 def test_a_sensible_worker_timeout_is_accepted():
-  assert harness_conftest._worker_timeout("0.5") == 0.5
+  assert _plugin._worker_timeout("0.5") == 0.5
 
 
 def test_a_missing_golden_root_and_a_zero_timeout_stop_the_session_with_their_reason(

@@ -19,3 +19,12 @@ def copy_cpu_entries(entries: Iterable[str], root: Path) -> Path:
   for e in entries:
     shutil.copytree(GOLDEN_CPU / e, root / "cpu" / e)
   return root
+
+
+def repo_project(store: Path | None = None):
+  """This repository's harness project (as ``pyproject.toml`` declares it), on ``store``."""
+  from jaxport.harness import OnChange, Project
+  return Project(case_modules=("harness.cases",), store=store or ROOT / "compat_data",
+                 on_change=OnChange.WARN, require_builtin_targets=True,
+                 expectations=ROOT / "harness" / "expected_status.json", root=ROOT,
+                 paths=(str(ROOT),))

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import jaxport
-from jaxport.corpus import _jax_testdata, main
+from jaxport.cli import main
+from jaxport.corpus import _jax_testdata
 from jaxport.errors import GoldenDataError
 from jaxport.golden._store import GoldenStore
 

@@ -11,8 +11,8 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from jaxport.harness import _reporter as reporter  # noqa: E402
-from harness.conftest import _selects_replay  # noqa: E402
 from jaxport.harness._session import HarnessSession, Options  # noqa: E402
+from _harness_paths import repo_project  # noqa: E402
 
 GOLDEN = ROOT / "compat_data"
 ENTRY = "cpu/lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
@@ -21,7 +21,8 @@ ENTRY = "cpu/lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
 def _session(root: Path) -> HarnessSession:
   return HarnessSession(Options(
       platform="cpu", record=False, strict=False, compat_report=None, compat_window_days=180,
-      golden_root=root, today=datetime.date(2026, 11, 29), worker_timeout_s=60.0, partial=False))
+      golden_root=root, today=datetime.date(2026, 11, 29), worker_timeout_s=60.0, partial=False),
+      repo_project(root))
 
 
 def _copy(root: Path, entry_id: str) -> Path:
@@ -66,13 +67,6 @@ def test_the_tripwire_names_a_few_unreplayed_entries_and_counts_the_rest(tmp_pat
   tripwire, = [f for f in failures if f.startswith("tripwire")]
   assert ids[0] in tripwire and ids[-1] not in tripwire
   assert f"and {len(ids) - 10} more" in tripwire
-
-
-def test_only_directories_and_the_replay_file_select_every_entry():
-  assert _selects_replay("harness/")
-  assert _selects_replay(str(ROOT / "harness"))
-  assert _selects_replay("harness/test_replay.py")
-  assert not _selects_replay("harness/test_fuzz_parse.py")
 
 
 def test_an_entry_of_a_removed_target_replays_as_upgraded_and_the_summary_counts_it(tmp_path):

@@ -12,6 +12,7 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from jaxport.harness._worker import WorkerClient  # noqa: E402
+from _harness_paths import repo_project  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +22,7 @@ REQUEST = {"op": "replay", "root": str(ROOT / "compat_data"),
 
 
 def test_killed_or_stuck_worker_fails_one_request_and_is_replaced():
-  client = WorkerClient(timeout_s=120)
+  client = WorkerClient(repo_project(), timeout_s=120)
   try:
     first = client.request(REQUEST)
     assert [r["ok"] for r in first["readers"]] == [True, True]
@@ -42,7 +43,7 @@ def test_killed_or_stuck_worker_fails_one_request_and_is_replaced():
 
 
 def test_unknown_requests_and_missing_entries_are_answers_not_crashes():
-  client = WorkerClient(timeout_s=120)
+  client = WorkerClient(repo_project(), timeout_s=120)
   try:
     assert "unknown request op" in client.request({"op": "nope"})["error"]
     missing = client.request({**REQUEST, "entry_id": "cpu/lapack_potrf/cholesky_f32/2000-01-01_jax-0.1"})
