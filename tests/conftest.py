@@ -20,15 +20,16 @@ def exporter(request):
 
 @pytest.fixture
 def fake_harness_run(monkeypatch, tmp_path):
-  """Make ``tmp_path`` a repository root and record, instead of running, the commands
-  ``jaxport record``/``replay`` start. Call it with the exit status the fake run
+  """Make ``tmp_path`` a jaxport checkout (its release tools present) and record, instead of
+  running, the commands ``jaxport record``/``replay`` start. Call it with the exit status the fake run
   reports; it returns the list of ``(command, cwd)`` the CLI ran."""
   def install(returncode: int = 0) -> list:
     calls = []
     monkeypatch.setattr(_harness_run.subprocess, "run",
                         lambda cmd, cwd, check: calls.append((cmd, cwd)) or
                         subprocess.CompletedProcess(cmd, returncode))
-    (tmp_path / "harness").mkdir()
-    (tmp_path / "harness" / "conftest.py").write_text("")
+    (tmp_path / "harness" / "tools").mkdir(parents=True)
+    for tool in ("record_with_jax.py", "replay_with_jax.py"):
+      (tmp_path / "harness" / "tools" / tool).write_text("")
     return calls
   return install

@@ -7,7 +7,7 @@ Run by ``replay_with_jax.py``, normally inside an older release's venv:
 It reads entries without jaxport (which needs a newer jax): the manifest as
 JSON, every file checked against its sha256, npz files without pickle. Each
 entry is deserialized with the release's own ``jax.export.deserialize``,
-called on the stored inputs, and judged with ``harness/checkers.py`` (numpy
+called on the stored inputs, and judged with ``jaxport/harness/checkers.py`` (numpy
 only). One JSON line per entry is appended and flushed before the next entry
 starts, so a native crash loses only the entry that caused it.
 """
@@ -31,7 +31,7 @@ _EFFECTS_MODULE = "harness.cases._effects"
 
 
 def _load_checkers():
-  path = os.path.join(os.path.dirname(HERE), "checkers.py")
+  path = os.path.join(os.path.dirname(os.path.dirname(HERE)), "jaxport", "harness", "checkers.py")
   spec = importlib.util.spec_from_file_location("_golden_checkers", path)
   module = importlib.util.module_from_spec(spec)
   sys.modules["_golden_checkers"] = module

@@ -110,9 +110,10 @@ def test_harness_runs_show_progress_lines_instead_of_dots(pytester):
 
 def test_errors_name_the_command_once(monkeypatch, tmp_path, capsys):
   monkeypatch.chdir(tmp_path)
-  rc, _, err = run(capsys, "record")
+  rc, _, err = run(capsys, "record", "--project", "nowhere")
   assert rc == 2
-  assert err.count("jaxport record:") == 1 and err.startswith("jaxport record: error: no harness/")
+  assert err.count("jaxport record:") == 1
+  assert err.startswith("jaxport record: error: --project nowhere: no such directory")
 
 
 def test_replay_without_the_test_extra_names_the_package_to_install(
@@ -124,5 +125,4 @@ def test_replay_without_the_test_extra_names_the_package_to_install(
                       lambda name, *a: None if name == "pytest" else real(name, *a))
   rc, _, err = run(capsys, "replay")
   assert rc == 2 and calls == []
-  assert "cannot import pytest" in err and "pip install -e '.[test]'" in err
-  assert "pip install pytest)" in err
+  assert "cannot import pytest" in err and "pip install pytest" in err

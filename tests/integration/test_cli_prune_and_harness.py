@@ -74,27 +74,29 @@ def test_prune_rejects_bad_arguments(store, capsys):
   assert "unrecognized arguments: --bogus" in capsys.readouterr().err
 
 
-def test_record_and_replay_build_the_harness_command(monkeypatch, tmp_path, fake_harness_run):
+def test_record_and_replay_run_the_golden_items_of_the_named_project_never_one_above(
+    monkeypatch, tmp_path, fake_harness_run):
   calls = fake_harness_run(returncode=3)
   sub = tmp_path / "compat_data" / "cpu"
   sub.mkdir(parents=True)
   monkeypatch.chdir(sub)
   assert main(["record", "--platform", "cpu", "-k", "qr", "-x"]) == 3
-  assert main(["replay", "--compat-report", "r.json", "--", "-k", "eig"]) == 3
+  assert main(["replay", "--project", str(tmp_path), "--compat-report", "r.json", "--",
+               "-k", "eig"]) == 3
   (rec_cmd, rec_cwd), (rep_cmd, rep_cwd) = calls
-  assert rec_cwd == rep_cwd == tmp_path
+  assert rec_cwd == sub and rep_cwd == tmp_path
   progress = list(_harness_run.PROGRESS_ARGS)
-  assert rec_cmd[1:] == ["-m", "pytest", "harness/", "--platform=cpu", *progress, "--record",
-                         "-k", "qr", "-x"]
-  assert rep_cmd[1:] == ["-m", "pytest", "harness/", "--platform=cpu", *progress,
-                         f"--compat-report={sub / 'r.json'}", "-k", "eig"]
+  assert rec_cmd[1:] == ["-m", "pytest", str(sub), "--compat-only", "--compat-platform=cpu",
+                         *progress, "--compat-record", "-k", "qr", "-x"]
+  assert rep_cmd[1:] == ["-m", "pytest", str(tmp_path), "--compat-only", "--compat-platform=cpu",
+                         *progress, f"--compat-report={sub / 'r.json'}", "-k", "eig"]
   assert rec_cmd[0] == sys.executable
 
 
-def test_record_outside_a_repository_is_an_error(monkeypatch, tmp_path, capsys):
+def test_a_project_that_does_not_exist_is_an_error_naming_it(monkeypatch, tmp_path, capsys):
   monkeypatch.chdir(tmp_path)
-  assert main(["replay"]) == 2
-  assert "no harness/ found" in capsys.readouterr().err
+  assert main(["replay", "--project", str(tmp_path / "nowhere")]) == 2
+  assert f"--project {tmp_path / 'nowhere'}: no such directory" in capsys.readouterr().err
 
 
 @pytest.mark.slow

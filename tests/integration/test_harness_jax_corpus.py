@@ -17,6 +17,13 @@ from jaxport.harness import _classify, _corpus, _engine, _jax_corpus, checkers  
 from jaxport import _versions  # noqa: E402
 from jaxport.corpus import _import, _jax_testdata  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
+from _harness_paths import repo_project  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _repository_cases():
+  """The in-process engine looks cases up in this repository's case modules."""
+  _engine.use_project(repo_project())
 
 pytest_plugins = ["pytester"]
 CORPUS = _jax_corpus.corpus_dir()
@@ -112,7 +119,7 @@ def test_every_non_cpu_family_with_a_lowering_only_case_is_matched(tmp_path):
   for entry in GoldenStore(tmp_path).entries():
     m = entry.manifest
     assert m.lowering_only or m.imported_from.details["dataset_platform"] == "cpu"
-    case = _corpus.matching_case(m.imported_from.details)
+    case = _corpus.matching_case(m.imported_from.details, _engine.lookup_case)
     if case is not None:
       matched.setdefault(m.family, set()).add(case.case_id)
   assert matched == MATCHED
@@ -156,4 +163,4 @@ def test_compat_jax_corpus_refuses_a_store_or_record_mode(pytester, tmp_path):
       str(ROOT / "harness" / "test_replay.py"), "--platform=cpu", "--compat-jax-corpus", "--record",
       "-p", "no:cacheprovider")
   assert result.ret == pytest.ExitCode.USAGE_ERROR
-  result.stderr.fnmatch_lines(["*--compat-jax-corpus replays its own temporary store*--record*"])
+  result.stderr.fnmatch_lines(["*--compat-jax-corpus replays its own temporary store*--compat-record*"])

@@ -6,16 +6,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 import pytest  # noqa: E402
 
 from jaxport.harness import _coverage as coverage  # noqa: E402
-from jaxport.harness import _case, all_cases, cases_for  # noqa: E402
+from harness.cases import all_cases, cases_for  # noqa: E402
+from jaxport.harness import _case  # noqa: E402
+from _harness_paths import repo_project  # noqa: E402
 
 
 def test_declared_targets_cover_every_stable_cpu_target():
   declared = {t for c in cases_for("cpu") for t in c.targets}
-  assert set(coverage.required_targets("cpu")) <= declared
+  assert set(coverage.required_targets("cpu", repo_project())) <= declared
 
 
 def test_lowering_only_cases_name_the_gpu_and_tpu_targets():

@@ -9,6 +9,8 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from jaxport.harness import _classify, _coverage as coverage  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+from _harness_paths import repo_project  # noqa: E402
 
 TODAY = datetime.date(2026, 6, 1)
 SIG = {"target": "lapack_spotrf_ffi", "operand_types": ["tensor<4x4xf32>"],
@@ -126,7 +128,7 @@ def test_coverage_counts_only_replayed_entries():
 
 
 def test_required_cpu_targets_are_the_48_lapack_ffi_targets():
-  required = coverage.required_targets("cpu")
+  required = coverage.required_targets("cpu", repo_project())
   assert len(required) == 48
   assert all(t.startswith("lapack_") and t.endswith("_ffi") for t in required)
 
@@ -146,3 +148,13 @@ def test_a_refused_upgrade_stays_a_break_and_says_why():
   out = _classify_answer(answer)
   assert out["kinds"] == [_classify.BREAK]
   assert "upgrade refused: operand 'lower' must be a constant" in out["messages"][0]
+
+
+def test_a_project_requires_only_the_targets_it_declares_unless_it_asks_for_jaxports_table():
+  from jaxport.harness import Project, ProjectTargets
+  declared = ProjectTargets({"cpu": ("my_kernel",), "any": ("shared_kernel",)})
+  own = Project(("mycases",), ROOT / "store", targets=declared)
+  assert coverage.required_targets("cpu", own) == ["my_kernel", "shared_kernel"]
+  assert coverage.required_targets("cuda", own) == ["shared_kernel"]
+  both = Project(("mycases",), ROOT / "store", targets=declared, require_builtin_targets=True)
+  assert {"my_kernel", "lapack_spotrf_ffi"} <= set(coverage.required_targets("cpu", both))

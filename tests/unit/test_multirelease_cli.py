@@ -32,4 +32,4 @@ def test_without_the_flag_the_harness_runs_as_before(monkeypatch, tmp_path, fake
   calls = fake_harness_run()
   monkeypatch.chdir(tmp_path)
   assert main(["replay", "--platform", "cpu"]) == 0
-  assert calls[0][0][1:4] == ["-m", "pytest", "harness/"]
+  assert calls[0][0][1:5] == ["-m", "pytest", str(tmp_path), "--compat-only"]
