@@ -19,7 +19,7 @@ How to add a golden case for a new custom-call target ``foo_ffi``:
 3. Write ``make_inputs`` returning ``(args, kwargs)`` built from
    ``random_matrix(seed, shape, dtype)``: fixed seeds, no global RNG, so that a
    re-record is byte-identical.
-4. Choose the checker (``harness/checkers.py``). If results are unique,
+4. Choose the checker (``jaxport/harness/checkers.py``). If results are unique,
    ``allclose``; if they are unique only up to phase, sign, order or pivoting,
    use or write an invariant checker (reconstruction, orthogonality, sorted
    spectra). Take tolerances from ``default_tolerance(dtype)``.

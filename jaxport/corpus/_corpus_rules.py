@@ -5,7 +5,7 @@ names the operation in front; where it does not, the custom-call targets of its
 module do (``lapack_sgeev_ffi`` is an eig). Results of several operations are
 unique only up to a choice (eigenvector phases, singular-vector signs, Schur
 bases, pivots among ties, the order of equal top-k values), so each operation
-maps to one of the harness's invariant checkers (``harness/checkers.py``, by
+maps to one of the harness's invariant checkers (``jaxport/harness/checkers.py``, by
 name). jax's corpus functions build most operands inside the module and return
 ``lax.linalg``'s raw outputs, hence the ``jax_*`` adapters of those checkers.
 """
@@ -41,7 +41,7 @@ _TARGET_OPS = (
 
 DEFAULT_CHECKER = "allclose"
 
-# Operation -> (checker of harness/checkers.py, why).
+# Operation -> (checker of jaxport/harness/checkers.py, why).
 _CHECKERS = {
     "cholesky": ("cholesky", "L L^H reconstructs the operand"),
     "eig": ("jax_eig", "eigenvectors are unique only up to phase; eigenvalues compared as a multiset"),

@@ -320,7 +320,7 @@ class Recorded:
 RECORD_ACTIONS = ("written", "unchanged", "conflict", "error")
 
 
-# The finding kind of an entry that ran only after jaxport.upgrade (harness/_classify.py).
+# The finding kind of an entry that ran only after jaxport.upgrade (jaxport/harness/_classify.py).
 UPGRADED_KIND = "upgraded"
 
 
