@@ -179,3 +179,23 @@ def test_record_is_append_only_and_byte_identical(pytester, tmp_path):
   late.stdout.fnmatch_lines(["*[[]expired[]] recorded 2026-01-02, 62 days past the 180-day compat window*"])
   strict = _run(pytester, first, "-k", "cholesky_f32", "--compat-today=2026-09-01", "--compat-strict")
   strict.assert_outcomes(failed=1)
+
+
+def test_a_fuzz_only_run_has_no_compat_report_and_the_replay_cli_never_runs_the_fuzzers(pytester):
+  fuzz = pytester.runpytest_subprocess(
+      str(ROOT / "harness" / "fuzz" / "test_fuzz_parse.py"), "-p", "no:cacheprovider",
+      "-k", "identity", "-W", "ignore::DeprecationWarning")
+  assert fuzz.ret == pytest.ExitCode.OK
+  assert "jaxport compat harness" not in fuzz.stdout.str()
+  only = pytester.runpytest_subprocess(
+      str(ROOT), "--compat-only", "--collect-only", "-q", "-p", "no:cacheprovider")
+  collected = [line for line in only.stdout.lines if "::" in line]
+  assert collected and all(line.startswith("harness/test_replay.py::") for line in collected), (
+      collected[:5])
+
+
+def test_the_harness_runs_without_xdist(pytester, golden):
+  root, ids = golden
+  result = _run(pytester, root, "-p", "no:xdist", "-k", "cholesky_f32")
+  assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+  assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
