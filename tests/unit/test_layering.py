@@ -57,6 +57,8 @@ INIT_IMPORTS_ALLOWED = {
     "jaxport.report": {"jaxport.report._html", "jaxport.report._markdown", "jaxport.report._merge",
                        "jaxport.report._model"},
     "jaxport.upgrades": {"jaxport.upgrades._upgrade"},
+    "jaxport.golden": {"jaxport.golden._manifest", "jaxport.golden._signatures",
+                       "jaxport.golden._store"},
     "jaxport.harness": {"jaxport.harness._case", "jaxport.harness._project",
                         "jaxport.harness._registry", "jaxport.harness.checkers"},
 }

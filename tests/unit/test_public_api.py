@@ -29,3 +29,16 @@ def test_every_jax_export_name_is_mirrored():
 def test_calling_convention_range_matches_jax():
   assert jaxport.minimum_supported_calling_convention_version == jax.export.minimum_supported_calling_convention_version
   assert jaxport.maximum_supported_calling_convention_version == jax.export.maximum_supported_calling_convention_version
+
+
+def test_the_golden_store_and_the_harness_have_public_faces():
+  import jaxport.golden
+  import jaxport.harness
+  for package in (jaxport.golden, jaxport.harness):
+    public = {n for n in dir(package) if not n.startswith("_")
+              and not isinstance(getattr(package, n), types.ModuleType)}
+    assert set(package.__all__) == public, package.__name__
+    assert all(getattr(package, n).__doc__ for n in package.__all__), package.__name__
+  assert {"GoldenStore", "Entry", "Manifest"} <= set(jaxport.golden.__all__)
+  assert {"Case", "register_checker", "random_matrix", "default_tolerance"} <= set(
+      jaxport.harness.__all__)
