@@ -1,0 +1,73 @@
+"""tinyops' golden cases: what the compat harness exports, records and replays.
+
+The project's ``pyproject.toml`` names this module in ``jaxport_cases``. The
+harness imports it in the pytest process and in its worker process and calls
+:func:`cases`; importing it also imports ``tinyops``, which registers
+``RunningStats`` for serialization, and registers the checker below and, when
+it is built, the native kernel.
+
+Each case exports one function with fixed example inputs (deterministic, so a
+re-record on the same jax is byte-identical) and names the custom-call targets
+its lowering must reach.
+"""
+
+import numpy as np
+
+import jaxport
+from jaxport.harness import Case, random_matrix, register_checker
+from tinyops import RunningStats, layers, linalg, native, stats
+
+
+def _rows_normalized(inputs, expected, actual, rtol, atol):
+  """normalize_rows' results: close to the recorded ones, and every row of mean 0, variance 1."""
+  (want,), (got,) = expected, actual
+  problems = []
+  if not np.allclose(got, want, rtol=rtol, atol=atol):
+    problems.append(f"max abs err {np.max(np.abs(got - want)):.3g} to the recorded rows "
+                    f"(rtol={rtol}, atol={atol})")
+  off = max(float(np.max(np.abs(got.mean(axis=-1)))), float(np.max(np.abs(got.var(axis=-1) - 1))))
+  if off > 1e-3:
+    problems.append(f"rows are not normalized: mean or variance off by {off:.3g}")
+  return problems
+
+
+register_checker("rows_normalized", _rows_normalized)
+
+
+def _mlp_inputs():
+  w1 = random_matrix(1, (8, 16), np.float32) / 4
+  w2 = random_matrix(2, (16, 4), np.float32) / 4
+  return (w1, w2, random_matrix(3, (5, 8), np.float32)), {}
+
+
+def _stats_inputs():
+  state = RunningStats(count=np.float32(10), mean=random_matrix(4, (3,), np.float32),
+                       m2=np.abs(random_matrix(5, (3,), np.float32)) * 10)
+  return (state, random_matrix(6, (7, 3), np.float32)), {}
+
+
+def cases() -> list[Case]:
+  out = [
+      Case("mlp", "layers", layers.mlp, _mlp_inputs),
+      # Exported once for every batch size b; the entry is recorded and replayed with b = 6.
+      Case("normalize_rows", "layers", layers.normalize_rows,
+           lambda: ((random_matrix(7, (6, 8), np.float32),), {}),
+           polymorphic_shapes=("b, 8",), checker="rows_normalized"),
+      # On CPU, Cholesky is LAPACK's potrf: the targets stable_targets.json guarantees.
+      Case("whiten_f32", "linalg", linalg.whiten,
+           lambda: ((random_matrix(8, (16, 4), np.float32),), {}),
+           targets=("lapack_spotrf_ffi",)),
+      # float64 needs jax's 64-bit mode; the entry records it and the replay turns it on.
+      Case("whiten_f64", "linalg", linalg.whiten,
+           lambda: ((random_matrix(8, (16, 4), np.float64),), {}),
+           targets=("lapack_dpotrf_ffi",), enable_x64=True),
+      Case("update_stats", "stats", stats.update_stats, _stats_inputs),
+  ]
+  if native.available():
+    # jaxport refuses to export a custom call that no stable table lists, unless the case
+    # declares it as the project's own.
+    out.append(Case("softsign", "native", native.softsign,
+                    lambda: ((random_matrix(9, (4, 4), np.float32),), {}),
+                    targets=(native.TARGET,),
+                    disabled_checks=(jaxport.DisabledSafetyCheck.custom_call(native.TARGET),)))
+  return out

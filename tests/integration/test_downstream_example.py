@@ -1,0 +1,215 @@
+"""jaxport's harness as a downstream project uses it, and a project that does not use it.
+
+``examples/downstream`` is copied outside the repository and driven by its own
+``run.sh`` with the installed ``jaxport``: record, replay, then a changed
+function and a tampered entry must fail by name. A project that has not opted
+in must see pytest exactly as without jaxport: same output, no jax or jaxport
+imported, and ``--compat-*`` options refused with a clear usage error. This
+repository's own harness runs without pytest-xdist.
+"""
+
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import jaxport
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "downstream"
+BIN = Path(sys.executable).parent
+CLI = BIN / "jaxport"
+# The cases every copy records; the native one only where run.sh can compile it.
+CASES = {"layers/mlp", "layers/normalize_rows", "linalg/whiten_f32", "linalg/whiten_f64",
+         "stats/update_stats"}
+NATIVE_CASE = "native/softsign"
+CHILD_TIMEOUT_S = 300
+
+
+def _plugin_installed() -> bool:
+  return any(ep.name == "jaxport" and ep.value == "jaxport_pytest"
+             for ep in importlib.metadata.entry_points(group="pytest11"))
+
+
+installed = pytest.mark.skipif(
+    not (_plugin_installed() and CLI.is_file()),
+    reason=f"jaxport is not installed in {sys.prefix} with its pytest11 entry point and "
+           "command-line script (pip install -e .); a downstream project needs both")
+
+
+def _env() -> dict[str, str]:
+  """A child's environment: this interpreter's bin first on PATH, and on PYTHONPATH only what
+  this process needed to import jaxport itself (nothing when jaxport is installed)."""
+  home = Path(jaxport.__file__).resolve().parents[1]
+  env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+  keep = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+          if p and Path(p).resolve() == home]
+  env["PYTHONPATH"] = os.pathsep.join(keep)
+  env["PATH"] = os.pathsep.join([str(BIN), env.get("PATH", "")])
+  env["PYTHON"] = sys.executable
+  env["JAXPORT"] = str(CLI)
+  return env
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+  return subprocess.run(cmd, cwd=cwd, env=env or _env(), capture_output=True, text=True,
+                        timeout=CHILD_TIMEOUT_S, check=False)
+
+
+def _output(result: subprocess.CompletedProcess) -> str:
+  return result.stdout + result.stderr
+
+
+def _copy_example(dest: Path) -> Path:
+  """The example as its repository holds it (no built library, no recorded entry)."""
+  shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.so", "cpu"))
+  return dest
+
+
+def _native_buildable() -> bool:
+  import jax.ffi
+  header = Path(jax.ffi.include_dir()) / "xla" / "ffi" / "api" / "ffi.h"
+  return shutil.which(os.environ.get("CXX", "g++")) is not None and header.is_file()
+
+
+def _entries(store: Path) -> dict[str, Path]:
+  """Entry folders by ``family/case`` (one entry each)."""
+  return {f"{d.parent.parent.name}/{d.parent.name}": d for d in store.glob("cpu/*/*/*")}
+
+
+def _manifest(entry: Path) -> dict:
+  return json.loads((entry / "manifest.json").read_text())
+
+
+def _failed_ids(report: Path) -> list[str]:
+  entries = json.loads(report.read_text())["entries"]
+  return sorted(e["entry_id"] for e in entries if e["status"] == "fail")
+
+
+@installed
+@pytest.mark.slow
+def test_downstream_example_records_replays_and_fails_on_a_changed_function_and_tampering(tmp_path):
+  project = _copy_example(tmp_path / "downstream")
+  for f in project.rglob("*"):
+    if f.is_file() and f.suffix in (".py", ".sh", ".toml", ".json", ".cc"):
+      assert str(ROOT) not in f.read_text(), f"{f.name} names the repository"
+  run_sh = str(project / "run.sh")
+  store = project / "golden"
+
+  recorded = _run([run_sh, "record"], project)
+  assert recorded.returncode == 0, _output(recorded)
+  entries = _entries(store)
+  expected_cases = CASES | ({NATIVE_CASE} if _native_buildable() else set())
+  assert set(entries) == expected_cases, _output(recorded)
+  if NATIVE_CASE not in expected_cases:
+    assert "native kernel skipped" in recorded.stderr
+  targets = {case: {s["target"] for s in _manifest(e)["custom_call_targets"]}
+             for case, e in entries.items()}
+  assert targets["linalg/whiten_f32"] == {"lapack_spotrf_ffi"}
+  assert targets["linalg/whiten_f64"] == {"lapack_dpotrf_ffi"}
+  assert _manifest(entries["linalg/whiten_f64"])["jax_config"] == {"jax_enable_x64": True}
+  assert _manifest(entries["layers/normalize_rows"])["polymorphic_shapes"] == ["b, 8"]
+  assert _manifest(entries["layers/normalize_rows"])["comparison"]["mode"] == "rows_normalized"
+  if NATIVE_CASE in entries:
+    assert targets[NATIVE_CASE] == {"tinyops_softsign"}
+
+  replayed = _run([run_sh, "replay"], project)
+  assert replayed.returncode == 0, _output(replayed)
+  assert f"{len(entries)} passed" in replayed.stdout
+  assert f"{len(entries)} entries replayed of {len(entries)} present" in replayed.stdout
+
+  layers = project / "tinyops" / "layers.py"
+  source = layers.read_text()
+  assert "jax.nn.relu" in source
+  layers.write_text(source.replace("jax.nn.relu", "jax.nn.gelu"))
+  blob = entries["linalg/whiten_f32"] / "exported.bin"
+  data = bytearray(blob.read_bytes())
+  data[len(data) // 2] ^= 0x01
+  blob.write_bytes(bytes(data))
+
+  report = tmp_path / "report.json"
+  broken = _run([run_sh, "replay", f"--compat-report={report}"], project)
+  out = _output(broken)
+  assert broken.returncode == 1, out
+  mlp_id = f"cpu/layers/mlp/{entries['layers/mlp'].name}"
+  whiten_id = f"cpu/linalg/whiten_f32/{entries['linalg/whiten_f32'].name}"
+  assert _failed_ids(report) == sorted([mlp_id, whiten_id]), out
+  assert f"FAIL {mlp_id}" in out and f"FAIL {whiten_id}" in out
+  assert "[numerics_change] current lowering" in out
+  assert re.search(r"golden data error: .*exported\.bin: sha256 mismatch", out), out
+
+
+def test_run_sh_leaves_the_native_kernel_out_without_a_compiler(tmp_path):
+  project = _copy_example(tmp_path / "downstream")
+  result = _run([str(project / "run.sh"), "build"], project,
+                env={**_env(), "CXX": "no-such-compiler"})
+  assert result.returncode == 0, _output(result)
+  assert "native kernel skipped: no C++ compiler (no-such-compiler)" in result.stderr
+  assert not list(project.rglob("*.so"))
+
+
+_PLAIN_CONFTEST = '''
+import json
+import sys
+from pathlib import Path
+
+
+def pytest_sessionfinish(session):
+  loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("jax", "jaxport"))
+  (Path(__file__).parent / "modules.json").write_text(json.dumps(loaded))
+'''
+
+
+def _plain_project(root: Path) -> Path:
+  root.mkdir()
+  (root / "pyproject.toml").write_text('[project]\nname = "plain"\nversion = "0"\n\n'
+                                       "[tool.pytest.ini_options]\n")
+  (root / "conftest.py").write_text(_PLAIN_CONFTEST)
+  (root / "test_plain.py").write_text("def test_adds():\n  assert 1 + 1 == 2\n")
+  return root
+
+
+def _normalized(output: str) -> list[str]:
+  """pytest's output without durations and the header line listing installed plugins."""
+  return [re.sub(r" in \d+\.\d+s", " in <t>", line) for line in output.splitlines()
+          if not line.startswith("plugins:")]
+
+
+@installed
+def test_a_project_without_opt_in_runs_pytest_as_if_jaxport_were_absent(tmp_path):
+  project = _plain_project(tmp_path / "plain")
+  pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+
+  with_plugin = _run(pytest_cmd, project)
+  assert with_plugin.returncode == 0, _output(with_plugin)
+  assert json.loads((project / "modules.json").read_text()) == []
+  assert "jaxport" not in "\n".join(_normalized(_output(with_plugin)))
+  without_plugin = _run([*pytest_cmd, "-p", "no:jaxport"], project)
+  assert without_plugin.returncode == 0, _output(without_plugin)
+  assert _normalized(_output(with_plugin)) == _normalized(_output(without_plugin))
+
+  refused = _run([*pytest_cmd, "--compat-record"], project)
+  assert refused.returncode == pytest.ExitCode.USAGE_ERROR, _output(refused)
+  assert "--compat-record: this project has not opted into the jaxport compat harness" in (
+      refused.stderr)
+  assert "jaxport_cases" in refused.stderr
+
+
+@installed
+def test_repository_harness_runs_without_xdist(tmp_path):
+  env = _env()
+  env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env["PYTHONPATH"]) if p)
+  result = _run([sys.executable, "-m", "pytest", "harness/test_replay.py", "--platform=cpu",
+                 "-p", "no:xdist", "-p", "no:cacheprovider", "-k", "lapack_potrf and cholesky_f32",
+                 f"--compat-report={tmp_path / 'report.json'}"], ROOT, env)
+  out = _output(result)
+  assert result.returncode == 0, out
+  assert "INTERNALERROR" not in out
+  report = json.loads((tmp_path / "report.json").read_text())
+  assert report["entries"] and all(e["family"] == "lapack_potrf" for e in report["entries"])
