@@ -36,8 +36,9 @@ class HarnessProgress:
   @pytest.hookimpl(wrapper=True)
   def pytest_report_teststatus(self, report, config):
     category, letter, word = yield
-    # Our progress replaces the per-test letter; pytest still counts and summarizes every outcome.
-    return (category, "", "") if self.active else (category, letter, word)
+    # Our progress replaces the per-test letter; the word stays for the short summary's
+    # "FAILED <item>" lines, and pytest still counts and summarizes every outcome.
+    return (category, "", word) if self.active else (category, letter, word)
 
   def pytest_sessionstart(self, session: pytest.Session) -> None:
     self.session = session

@@ -105,6 +105,7 @@ def test_harness_runs_show_progress_lines_instead_of_dots(pytester):
   for i, name in enumerate(("test_a", "test_b", "test_c"), 1):
     assert "harness [" in out and f"] {i}/3 test_three.py::{name}" in out
   assert "test_three.py .F." not in out
+  result.stdout.fnmatch_lines(["FAILED test_three.py::test_b - assert 0"])
   result.assert_outcomes(passed=2, failed=1)
 
 
