@@ -145,12 +145,16 @@ def test_downstream_example_records_replays_and_fails_on_a_changed_function_and_
   assert re.search(r"golden data error: .*exported\.bin: sha256 mismatch", out), out
 
 
-def test_run_sh_leaves_the_native_kernel_out_without_a_compiler(tmp_path):
+def test_run_sh_leaves_the_native_kernel_out_without_a_compiler_or_ffi_headers(tmp_path):
   project = _copy_example(tmp_path / "downstream")
-  result = _run([str(project / "run.sh"), "build"], project,
-                env={**_env(), "CXX": "no-such-compiler"})
-  assert result.returncode == 0, _output(result)
-  assert "native kernel skipped: no C++ compiler (no-such-compiler)" in result.stderr
+  build = [str(project / "run.sh"), "build"]
+  no_compiler = _run(build, project, env={**_env(), "CXX": "no-such-compiler"})
+  assert no_compiler.returncode == 0, _output(no_compiler)
+  assert "native kernel skipped: no C++ compiler (no-such-compiler)" in no_compiler.stderr
+  # A Python that names no include directory stands for a jax without FFI headers.
+  no_headers = _run(build, project, env={**_env(), "CXX": "sh", "PYTHON": "true"})
+  assert no_headers.returncode == 0, _output(no_headers)
+  assert "native kernel skipped: this jax ships no FFI headers" in no_headers.stderr
   assert not list(project.rglob("*.so"))
 
 
