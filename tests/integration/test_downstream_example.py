@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax.ffi
 import pytest
 
 import jaxport
@@ -50,7 +51,9 @@ def _env() -> dict[str, str]:
   env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
   keep = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
           if p and Path(p).resolve() == home]
-  env["PYTHONPATH"] = os.pathsep.join(keep)
+  env.pop("PYTHONPATH", None)
+  if keep:
+    env["PYTHONPATH"] = os.pathsep.join(keep)
   env["PATH"] = os.pathsep.join([str(BIN), env.get("PATH", "")])
   env["PYTHON"] = sys.executable
   env["JAXPORT"] = str(CLI)
@@ -73,7 +76,6 @@ def _copy_example(dest: Path) -> Path:
 
 
 def _native_buildable() -> bool:
-  import jax.ffi
   header = Path(jax.ffi.include_dir()) / "xla" / "ffi" / "api" / "ffi.h"
   return shutil.which(os.environ.get("CXX", "g++")) is not None and header.is_file()
 
@@ -208,7 +210,7 @@ def test_a_project_without_opt_in_runs_pytest_as_if_jaxport_were_absent(tmp_path
 @installed
 def test_repository_harness_runs_without_xdist(tmp_path):
   env = _env()
-  env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env["PYTHONPATH"]) if p)
+  env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
   result = _run([sys.executable, "-m", "pytest", "harness/test_replay.py", "--platform=cpu",
                  "-p", "no:xdist", "-p", "no:cacheprovider", "-k", "lapack_potrf and cholesky_f32",
                  f"--compat-report={tmp_path / 'report.json'}"], ROOT, env)
