@@ -29,27 +29,23 @@ import traceback
 import numpy as np
 
 STAGING_FORMAT = 1
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _load_cases_module():
-  path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "release_cases.py")
-  spec = importlib.util.spec_from_file_location("release_cases", path)
+def _load_by_path(name: str, path: str):
+  spec = importlib.util.spec_from_file_location(name, path)
   module = importlib.util.module_from_spec(spec)
-  sys.modules["release_cases"] = module
+  sys.modules[name] = module
   spec.loader.exec_module(module)
   return module
 
 
-def _export_module():
-  """The release's public export module (``jax.export``; older: experimental)."""
-  try:
-    from jax import export as jexport
-    if hasattr(jexport, "export"):
-      return jexport
-  except ImportError:
-    pass
-  from jax.experimental import export as jexport
-  return jexport
+# What the release scripts share (the replay contract among it), loaded by its path.
+_release = _load_by_path("_release_jax", os.path.join(HERE, "_release_jax.py"))
+
+
+def _load_cases_module():
+  return _release.load_by_path("release_cases", os.path.join(HERE, "release_cases.py"))
 
 
 def _version_tuple(text: str) -> tuple:
@@ -92,47 +88,9 @@ def producer_versions() -> dict:
           "python": _platform.python_version()}
 
 
-def _specs(jexport, case, inputs):
-  import jax
-  if case.polymorphic_shapes is None:
-    return [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in inputs]
-  if hasattr(jexport, "symbolic_args_specs"):
-    return list(jexport.symbolic_args_specs(inputs, list(case.polymorphic_shapes)))
-  specs = []
-  for x, spec in zip(inputs, case.polymorphic_shapes):
-    specs.append(jax.ShapeDtypeStruct(jexport.symbolic_shape(spec), x.dtype))
-  return specs
-
-
 def _as_arrays(values) -> list:
   import jax
   return [np.asarray(v) for v in jax.tree_util.tree_leaves(values)]
-
-
-# Releases before 0.4.30 (jax.experimental.export) spell parts of the API
-# differently; these helpers take either spelling.
-def _serialize(jexport, exp, vjp_order: int) -> bytes:
-  if hasattr(exp, "serialize"):
-    return bytes(exp.serialize(vjp_order=vjp_order))
-  return bytes(jexport.serialize(exp, vjp_order=vjp_order))
-
-
-def _call(jexport, exp, *args):
-  if hasattr(exp, "call"):
-    return exp.call(*args)
-  return jexport.call(exp)(*args)
-
-
-def _export(jexport, jitted, platforms, unguaranteed=()):
-  kwargs = {}
-  if unguaranteed:
-    kwargs["disabled_checks"] = [jexport.DisabledSafetyCheck.custom_call(t) for t in unguaranteed]
-  if platforms is None:
-    return jexport.export(jitted, **kwargs)
-  try:
-    return jexport.export(jitted, platforms=tuple(platforms), **kwargs)
-  except TypeError:
-    return jexport.export(jitted, lowering_platforms=tuple(platforms), **kwargs)
 
 
 def _exported_facts(exp) -> dict:
@@ -144,26 +102,31 @@ def _exported_facts(exp) -> dict:
           "module_text": str(exp.mlir_module())}
 
 
-def record_case(jexport, case, platform: str) -> dict:
-  """Export, serialize and run one case; returns the staged payload."""
+def record_case(contract, release, case, platform: str) -> dict:
+  """Export, serialize and run one case as the replay contract says; the staged payload.
+
+  The expected outputs are those of the blob read back (as the harness records);
+  they must agree with ``jax.jit`` of the case (and ``jax.vjp`` for a VJP) run
+  directly, or the round trip is refused.
+  """
   import jax
   inputs = [np.asarray(x) for x in case.make_inputs()]
+  exp = contract.export_function(
+      release.exporter, case.fun, tuple(inputs), {}, polymorphic_shapes=case.polymorphic_shapes,
+      platforms=case.platforms, disabled_checks=release.custom_call_checks(case.unguaranteed_targets))
+  blob = release.serialize(exp, case.vjp_order)
+  expected = contract.run_exported(release.deserialize(blob), inputs, call=release.call)
   jitted = jax.jit(case.fun)
-  exp = _export(jexport, jitted, case.platforms, case.unguaranteed_targets)(
-      *_specs(jexport, case, inputs))
-  blob = _serialize(jexport, exp, case.vjp_order)
-  expected = _as_arrays(jitted(*inputs))
-  read_back = jexport.deserialize(bytearray(blob))
-  replayed = _as_arrays(_call(jexport, read_back, *inputs))
+  direct = _as_arrays(jitted(*inputs))
   if case.vjp_order >= 1:
-    # As the harness replays a blob carrying a VJP: all-ones cotangents, and
-    # the input cotangents appended to the outputs.
-    cotangents = [np.ones(np.shape(o), o.dtype) for o in expected]
     primal_out, pullback = jax.vjp(jitted, *inputs)
-    expected += _as_arrays(pullback(jax.tree_util.tree_unflatten(
+    cotangents = [contract.cotangent(o) for o in jax.tree_util.tree_leaves(primal_out)]
+    direct += _as_arrays(pullback(jax.tree_util.tree_unflatten(
         jax.tree_util.tree_structure(primal_out), cotangents)))
-    replayed += _as_arrays(_call(jexport, read_back.vjp(), *inputs, *cotangents))
-  for i, (want, got) in enumerate(zip(expected, replayed)):
+  if len(direct) != len(expected):
+    raise ValueError(f"{case.case_id}: the blob gives {len(expected)} outputs, jax.jit "
+                     f"{len(direct)}")
+  for i, (want, got) in enumerate(zip(direct, expected)):
     np.testing.assert_allclose(got, want, rtol=case.rtol, atol=case.atol,
                                err_msg=f"{case.case_id}: output {i} of the round trip")
   facts = _exported_facts(exp)
@@ -215,7 +178,11 @@ def main(argv=None) -> int:
   # Keep only file base names in module locations: golden data must not
   # carry the recording machine's directory layout.
   jax.config.update("jax_hlo_source_file_canonicalization_regex", r".*/")
-  jexport = _export_module()
+  contract = _release.contract()
+  # Locations name the case's own lines, never this script's or the contract's.
+  _release.exclude_from_locations(
+      [os.path.abspath(__file__), os.path.join(HERE, "_release_jax.py"), _release.CONTRACT])
+  release = contract.ReleaseExport(_release.export_module())
   cases = _load_cases_module().all_cases()
   if args.case:
     unknown = sorted(set(args.case) - {c.case_id for c in cases})
@@ -238,9 +205,9 @@ def main(argv=None) -> int:
       if case.x64:
         from jax.experimental import enable_x64
         with enable_x64():
-          payload = record_case(jexport, case, args.platform)
+          payload = record_case(contract, release, case, args.platform)
       else:
-        payload = record_case(jexport, case, args.platform)
+        payload = record_case(contract, release, case, args.platform)
     except ImportError:
       raise  # The venv is incomplete: no case would record.
     except Exception as e:  # A release that cannot express a case skips it, with why.

@@ -7,8 +7,8 @@ Run by ``replay_with_jax.py``, normally inside an older release's venv:
 It reads entries without jaxport (which needs a newer jax): the manifest as
 JSON, every file checked against its sha256, npz files without pickle. Each
 entry is deserialized with the release's own ``jax.export.deserialize``,
-called on the stored inputs, and judged with ``jaxport/harness/checkers.py`` (numpy
-only). One JSON line per entry is appended and flushed before the next entry
+called on the stored inputs as ``jaxport/harness/_contract.py`` says, and judged
+with ``jaxport/harness/checkers.py`` (numpy only). One JSON line per entry is appended and flushed before the next entry
 starts, so a native crash loses only the entry that caused it.
 """
 
@@ -30,13 +30,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 _EFFECTS_MODULE = "harness.cases._effects"
 
 
-def _load_checkers():
-  path = os.path.join(os.path.dirname(os.path.dirname(HERE)), "jaxport", "harness", "checkers.py")
-  spec = importlib.util.spec_from_file_location("_golden_checkers", path)
+def _load_by_path(name: str, path: str):
+  spec = importlib.util.spec_from_file_location(name, path)
   module = importlib.util.module_from_spec(spec)
-  sys.modules["_golden_checkers"] = module
+  sys.modules[name] = module
   spec.loader.exec_module(module)
   return module
+
+
+# What the release scripts share (the replay contract among it), loaded by its path.
+_release = _load_by_path("_release_jax", os.path.join(HERE, "_release_jax.py"))
 
 
 def _register_harness_effects() -> str | None:
@@ -52,17 +55,6 @@ def _register_harness_effects() -> str | None:
     return _first_line(e)
   sys.modules[_EFFECTS_MODULE] = module
   return None
-
-
-def _export_module():
-  try:
-    from jax import export as jexport
-    if hasattr(jexport, "deserialize"):
-      return jexport
-  except ImportError:
-    pass
-  from jax.experimental import export as jexport
-  return jexport
 
 
 class EntryError(Exception):
@@ -125,39 +117,7 @@ def _initialise_lapack() -> None:
   jnp.linalg.cholesky(jnp.eye(2, dtype=jnp.float32)).block_until_ready()
 
 
-def _arguments(exp, leaves):
-  import jax
-  out = []
-  for leaf, aval in zip(leaves, exp.in_avals):
-    if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key):
-      leaf = jax.random.wrap_key_data(leaf, impl=aval.dtype._impl)
-    out.append(leaf)
-  return out
-
-
-def _storable(x):
-  import jax
-  if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-    return np.asarray(jax.random.key_data(x))
-  return np.asarray(x)
-
-
-def run(exp, leaves) -> list[np.ndarray]:
-  """Outputs of ``exp`` on the stored leaves; then, if it has a VJP, the VJP with all-ones cotangents."""
-  import jax
-  args = _arguments(exp, leaves)
-  call_args, call_kwargs = exp.in_tree.unflatten(args)
-  outs = jax.tree_util.tree_leaves(exp.call(*call_args, **call_kwargs))
-  results = [_storable(o) for o in outs]
-  if exp.has_vjp():
-    cts = [np.zeros(np.shape(o), jax.dtypes.float0)
-           if not jax.dtypes.issubdtype(o.dtype, np.inexact) else np.ones(np.shape(o), o.dtype)
-           for o in outs]
-    results += [_storable(o) for o in jax.tree_util.tree_leaves(exp.vjp().call(*args, *cts))]
-  return results
-
-
-def replay(root: str, entry_id: str, jexport, checkers) -> dict:
+def replay(root: str, entry_id: str, release, contract, checkers) -> dict:
   start = time.perf_counter()
   result = {"entry_id": entry_id}
 
@@ -173,7 +133,7 @@ def replay(root: str, entry_id: str, jexport, checkers) -> dict:
   result["producer"] = manifest["producer"]
   result["imported_from"] = manifest.get("imported_from")
   try:
-    exp = jexport.deserialize(bytearray(files["exported.bin"]))
+    exp = release.deserialize(files["exported.bin"])
   except Exception as e:  # noqa: BLE001
     return done("fail", "deserialize", _first_line(e))
   devices = int(getattr(exp, "nr_devices", 1))
@@ -186,7 +146,7 @@ def replay(root: str, entry_id: str, jexport, checkers) -> dict:
   try:
     inputs = decode_arrays(files["inputs.npz"], manifest["arrays"]["inputs"])
     expected = decode_arrays(files["expected.npz"], manifest["arrays"]["expected"])
-    actual = run(exp, inputs)
+    actual = contract.run_exported(exp, inputs, call=release.call)
   except Exception as e:  # noqa: BLE001
     return done("fail", "run", _first_line(e))
   cmp = manifest["comparison"]
@@ -210,8 +170,9 @@ def main(argv=None) -> int:
 
   import jax
   jax.config.update("jax_enable_x64", True)
-  jexport = _export_module()
-  checkers = _load_checkers()
+  contract = _release.contract()
+  release = contract.ReleaseExport(_release.export_module())
+  checkers = _release.checkers()
   effects_error = _register_harness_effects()
   if effects_error:
     print(f"harness effects not registered: {effects_error}", file=sys.stderr)
@@ -223,7 +184,7 @@ def main(argv=None) -> int:
       out.write(json.dumps({"entry_id": entry_id, "started": True}) + "\n")
       out.flush()
       try:
-        result = replay(args.root, entry_id, jexport, checkers)
+        result = replay(args.root, entry_id, release, contract, checkers)
       except Exception as e:  # noqa: BLE001
         result = {"entry_id": entry_id, "outcome": "error", "stage": "harness",
                   "error": _first_line(e) + "\n" + traceback.format_exc()[-1000:]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import functools
 import hashlib
 import os
 import time
@@ -19,7 +20,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxport.harness import _reference as _api, _classify, _corpus, _lowering, _shardings, _stopwatch, checkers
+from jaxport.harness import _reference as _api, _classify, _contract, _corpus, _lowering, _shardings, _stopwatch, checkers
 from jaxport.harness import _case
 from jaxport.harness._project import Project
 from jaxport.harness._registry import CaseRegistry
@@ -84,52 +85,17 @@ def lookup_case(case_id: str) -> _case.Case | None:
   return _REGISTRY.case(case_id)
 
 
-def _is_key(dtype) -> bool:
-  return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
-
-
-def storable(x: Any) -> np.ndarray:
-  """``x`` as a numeric numpy array (PRNG keys as their raw key data)."""
-  if _is_key(getattr(x, "dtype", np.float32)):
-    return np.asarray(jax.random.key_data(x))
-  return np.asarray(x)
-
-
-def callable_leaves(leaves: list[np.ndarray], in_avals) -> list[Any]:
-  """Stored leaves turned back into arguments (raw key data wrapped into typed keys)."""
-  return [jax.random.wrap_key_data(leaf, impl=aval.dtype._impl) if _is_key(aval.dtype) else leaf
-          for leaf, aval in zip(leaves, in_avals)]
-
-
-def _cotangent(out: Any) -> Any:
-  dtype = out.dtype
-  if _is_key(dtype) or not jax.dtypes.issubdtype(dtype, np.inexact):
-    return np.zeros(np.shape(out), dtype=jax.dtypes.float0)
-  return np.ones(np.shape(out), dtype=dtype)
+# The replay contract (storable leaves, cotangents, float0), shared with the scripts that
+# record and replay inside older jax releases.
+storable = _contract.storable
+callable_leaves = _contract.callable_leaves
 
 
 def run_exported_arrays(exp: Any, leaves: list[np.ndarray]) -> list[Any]:
-  """Call ``exp`` on the flat stored inputs; the flat output arrays, with their shardings.
-
-  When the Exported carries a VJP (blobs serialized with ``vjp_order >= 1``),
-  the VJP is also run, with all-ones cotangents, and its outputs appended: the
-  replay of such an entry is defined by the blob alone. Multi-device records
-  get their inputs placed as recorded (``harness._shardings``).
-  """
-  if len(leaves) != len(exp.in_avals):
-    raise ValueError(f"{len(leaves)} stored inputs but the Exported takes {len(exp.in_avals)}")
-  call_leaves = callable_leaves(leaves, exp.in_avals)
-  placed, context = _shardings.placed_call_args(exp, call_leaves)
-  args, kwargs = exp.in_tree.unflatten(placed)
-  with context:
-    outs = jax.tree.leaves(exp.call(*args, **kwargs))
-  if exp.has_vjp():
-    vjp = exp.vjp()
-    cts = [_cotangent(o) for o in outs]
-    vjp_args, vjp_context = _shardings.placed_call_args(vjp, [*call_leaves, *cts])
-    with vjp_context:
-      outs += jax.tree.leaves(vjp.call(*vjp_args))
-  return outs
+  """Call ``exp`` on the flat stored inputs (and its VJP, if any) as the replay contract
+  says; the flat output arrays, with their shardings. Multi-device records get their
+  inputs placed as recorded (``harness._shardings``)."""
+  return _contract.run_exported_arrays(exp, leaves, place=_shardings.placed_call_args)
 
 
 def run_exported(exp: Any, leaves: list[np.ndarray]) -> list[np.ndarray]:
@@ -148,20 +114,21 @@ def _jit_kwargs(case: _case.Case) -> dict[str, Any]:
   return make() if make is not None else {}
 
 
+def _exporter(producer: str) -> _contract.Exporter:
+  return _contract.Exporter(
+      export=functools.partial(_api.export, producer=producer),
+      symbolic_args_specs=lambda args, shapes, constraints: _api.symbolic_args_specs(
+          args, shapes, constraints=constraints, producer=producer))
+
+
 def export_case(case: _case.Case, producer: str = _api.PRIMARY) -> Any:
   """Export ``case`` now, for its platforms, with ``producer``'s exporter."""
   args, kwargs, _ = case_inputs(case)
-  spec = lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype)  # noqa: E731
-  if case.polymorphic_shapes is not None:
-    arg_specs = _api.symbolic_args_specs(args, case.polymorphic_shapes,
-                                         constraints=case.constraints or (), producer=producer)
-  else:
-    arg_specs = jax.tree.map(spec, args)
-  kwarg_specs = jax.tree.map(spec, kwargs)
   with _shardings.partitioner(case.use_shardy), _flags(case.jax_flags):
-    return _api.export(jax.jit(case.fun, **_jit_kwargs(case)), platforms=case.export_platforms(),
-                       disabled_checks=case.disabled_checks,
-                       producer=producer)(*arg_specs, **kwarg_specs)
+    return _contract.export_function(
+        _exporter(producer), case.fun, args, kwargs, polymorphic_shapes=case.polymorphic_shapes,
+        constraints=case.constraints or (), platforms=case.export_platforms(),
+        disabled_checks=case.disabled_checks, jit_kwargs=_jit_kwargs(case))
 
 
 def case_jax_config(case: _case.Case) -> dict[str, Any]:

@@ -48,7 +48,11 @@ def test_recorder_writes_plain_files(staged):
   meta = json.loads((case / "case.json").read_text())
   blob = (case / "exported.bin").read_bytes()
   assert meta["serialization_version"] == _recorder.peek_serialization_version(blob) > 0
-  assert "lapack_spotrf_ffi" in (case / "module.mlir").read_text()
+  text = (case / "module.mlir").read_text()
+  assert "lapack_spotrf_ffi" in text
+  # Locations name the case's lines, never the recording script's or the contract's.
+  assert 'loc("release_cases.py"' in text
+  assert not [n for n in ("_recorder.py", "_release_jax.py", "_contract.py") if f'"{n}"' in text]
   # The VJP case stores the primal output followed by the input cotangent.
   with np.load(staged / "release_vjp_tanh_f32" / "expected.npz", allow_pickle=False) as npz:
     assert npz.files == ["arr_0", "arr_1"] and npz["arr_1"].shape == (6,)
