@@ -17,6 +17,9 @@ Kinds, from worst to mildest:
                            no longer registered, and ran and matched the
                            recorded outputs after ``jaxport.upgrade`` (the rules
                            applied are in the message). Reported only.
+  ``producer_drift``       lowering drift or a stale target of an entry recorded
+                           by an older jax release (``_expectations``): the
+                           release difference itself. Reported only.
 A project whose policy is that a changed function fails (``OnChange.FAIL``, the
 default outside jaxport's own repository) fails ``lowering_drift`` and
 ``numerics_change`` without ``--strict``.
@@ -32,153 +35,144 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-BREAK = "compatibility_break"
-EXPORT_ERROR = "export_error"
-LOWERING_DRIFT = "lowering_drift"
-NUMERICS_CHANGE = "numerics_change"
-NUMERICS_DRIFT = "numerics_drift"
-EXPIRED = "expired"
-FUTURE_DATE = "future_date"
-STALE_TARGET = "stale_target"
-UNEXPECTED_PASS = "unexpected_pass"
-UPGRADED = "upgraded"
+from jaxport.harness._verdicts import Finding, Outcome
+from jaxport.report import FindingKind, Status
+
+K = FindingKind
 
 # Verdicts on a lowering-only module's targets against the stable table of its platforms.
 TARGET_STABLE = "stable"
 TARGET_NOT_STABLE = "not_stable"
 
-ALWAYS_FAIL = (BREAK, EXPORT_ERROR)
-STRICT_FAIL = (LOWERING_DRIFT, NUMERICS_CHANGE, EXPIRED, FUTURE_DATE, STALE_TARGET,
-               UNEXPECTED_PASS)
+ALWAYS_FAIL = frozenset({K.COMPATIBILITY_BREAK, K.EXPORT_ERROR})
+STRICT_FAIL = frozenset({K.LOWERING_DRIFT, K.NUMERICS_CHANGE, K.EXPIRED, K.FUTURE_DATE,
+                         K.STALE_TARGET, K.UNEXPECTED_PASS})
 # The kinds that say the case's function computes something else today.
-CHANGE_KINDS = (LOWERING_DRIFT, NUMERICS_CHANGE)
+CHANGE_KINDS = frozenset({K.LOWERING_DRIFT, K.NUMERICS_CHANGE})
 
 
-def _reader_findings(r: dict) -> tuple[list[str], list[str]]:
-  """(breaks, drifts) of one reader's replay."""
+def _reader_findings(r: dict) -> list[Finding]:
+  """The breaks and drifts of one reader's replay."""
   name = r.get("reader", "?")
   if r.get("error"):
     refused = f" (upgrade refused: {r['upgrade_refused']})" if r.get("upgrade_refused") else ""
-    return [f"{name} reader: {r.get('stage', '?')} failed: {r['error']}{refused}"], []
+    return [Finding(K.COMPATIBILITY_BREAK,
+                    f"{name} reader: {r.get('stage', '?')} failed: {r['error']}{refused}", name)]
   if not r.get("ok", False):
-    return [f"{name} reader: {p}" for p in r.get("problems") or ["results rejected"]], []
+    return [Finding(K.COMPATIBILITY_BREAK, f"{name} reader: {p}", name)
+            for p in r.get("problems") or ["results rejected"]]
   if r.get("stage") == "compare" and not r.get("exact", True):
-    return [], [f"{name} reader: results within tolerance but not bitwise equal "
-                f"(max abs err {r.get('max_abs_err', 0.0):.3g})"]
-  return [], []
+    return [Finding(K.NUMERICS_DRIFT, f"{name} reader: results within tolerance but not bitwise "
+                                      f"equal (max abs err {r.get('max_abs_err', 0.0):.3g})", name)]
+  return []
 
 
 def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
-             today: datetime.date, window_days: int) -> dict[str, Any]:
-  """The outcome of one entry: status, kinds found, messages, skips and staleness."""
+             today: datetime.date, window_days: int) -> Outcome:
+  """The outcome of one entry (the worker's ``answer`` to its replay): kinds found,
+  messages, skips and staleness; no status yet."""
   record_date = datetime.date.fromisoformat(manifest["record_date"])
   recorded_targets = sorted({s["target"] for s in manifest["custom_call_targets"]})
-  out: dict[str, Any] = {
-      "entry_id": entry_id,
-      "case_id": manifest["case_id"],
-      "family": manifest["family"],
-      "record_date": manifest["record_date"],
-      "days_to_expiry": window_days - (today - record_date).days,
-      "lowering_only": manifest["lowering_only"],
-      "targets": recorded_targets,
-      "current_targets": None,
-      "platforms": None,
-      "target_verdicts": None,
-      "matched_case": None,
-      "kinds": [],
-      "messages": [],
-      "skips": [],
-      "replayed": True,
-  }
-  kinds: list[str] = []
-  messages: list[str] = []
+  days_to_expiry = window_days - (today - record_date).days
+  findings: list[Finding] = []
+  skips: list[str] = []
+  facts: dict[str, Any] = {}
 
-  def add(kind: str, message: str) -> None:
-    kinds.append(kind)
-    messages.append(f"[{kind}] {message}")
+  def add(kind: FindingKind, message: str, reader: str | None = None) -> None:
+    findings.append(Finding(kind, message, reader))
 
   if answer.get("crashed"):
-    add(BREAK, f"the worker process died while replaying ({answer.get('why')}, exit code "
-               f"{answer.get('returncode')}); its last stderr lines:\n{answer.get('stderr_tail', '')}")
+    add(K.COMPATIBILITY_BREAK,
+        f"the worker process died while replaying ({answer.get('why')}, exit code "
+        f"{answer.get('returncode')}); its last stderr lines:\n{answer.get('stderr_tail', '')}")
   elif answer.get("golden_error"):
-    add(BREAK, f"golden data error: {answer['golden_error']}")
+    add(K.COMPATIBILITY_BREAK, f"golden data error: {answer['golden_error']}")
   elif answer.get("error"):
-    add(BREAK, f"the harness could not replay the entry: {answer['error']}\n"
-               f"{answer.get('traceback', '')}")
+    add(K.COMPATIBILITY_BREAK, f"the harness could not replay the entry: {answer['error']}\n"
+                               f"{answer.get('traceback', '')}")
   else:
     for r in answer.get("readers", []):
-      breaks, drifts = _reader_findings(r)
-      for b in breaks:
-        add(BREAK, b)
-      for d in drifts:
-        add(NUMERICS_DRIFT, d)
+      found = _reader_findings(r)
+      findings += found
       up = r.get("upgraded")
-      if up and not breaks:
-        out["upgrade_rules"] = up["rules"]
-        add(UPGRADED, f"{r.get('reader', '?')} reader: ran and matched the recorded outputs after "
-                      f"jaxport.upgrade (rules {', '.join(up['rules'])}); before: {up['error_before']}")
+      if up and not any(f.kind == K.COMPATIBILITY_BREAK for f in found):
+        facts["upgrade_rules"] = tuple(up["rules"])
+        add(K.UPGRADED, f"{r.get('reader', '?')} reader: ran and matched the recorded outputs "
+                        f"after jaxport.upgrade (rules {', '.join(up['rules'])}); before: "
+                        f"{up['error_before']}", r.get("reader", "?"))
     imported = manifest.get("imported_from") is not None
     if manifest["lowering_only"]:
-      out["skips"].append("numerics not compared: lowering-only entry (its platform cannot run here)")
+      skips.append("numerics not compared: lowering-only entry (its platform cannot run here)")
       read = next((r for r in answer.get("readers", []) if r.get("target_verdicts") is not None), None)
       if read is not None:
-        out["platforms"] = read.get("platforms")
-        out["target_verdicts"] = read["target_verdicts"]
+        facts["platforms"] = tuple(read.get("platforms") or ())
+        facts["target_verdicts"] = dict(read["target_verdicts"])
         for target, verdict in sorted(read["target_verdicts"].items()):
           if verdict != TARGET_STABLE:
-            add(STALE_TARGET, f"target {target} is not in the stable table of "
-                              f"{'/'.join(read.get('platforms') or [])} "
-                              "(jaxport/custom_calls/stable_targets.json): nothing promises it still works")
+            add(K.STALE_TARGET, f"target {target} is not in the stable table of "
+                                f"{'/'.join(read.get('platforms') or [])} "
+                                "(jaxport/custom_calls/stable_targets.json): nothing promises it "
+                                "still works")
     cur = answer.get("current", {})
     if not cur.get("available", False):
-      out["skips"].append(f"current lowering not checked: {cur.get('reason', 'unavailable')}")
+      skips.append(f"current lowering not checked: {cur.get('reason', 'unavailable')}")
     elif cur.get("error"):
-      add(EXPORT_ERROR, f"the case cannot be exported today: {cur['error']}")
+      add(K.EXPORT_ERROR, f"the case cannot be exported today: {cur['error']}")
     else:
-      out["current_targets"] = cur.get("targets", [])
-      out["matched_case"] = cur.get("matched_case")
+      facts["current_targets"] = tuple(cur.get("targets", []))
+      facts["matched_case"] = cur.get("matched_case")
       # A lowering-only entry promises its signatures; an imported dataset is another
       # function than the case it is compared with, so a difference there is drift.
       against = f" of case {cur['matched_case']}" if cur.get("matched_case") else ""
       for line in cur.get("signature_diff", []):
-        add(BREAK if manifest["lowering_only"] and not imported else LOWERING_DRIFT,
+        add(K.COMPATIBILITY_BREAK if manifest["lowering_only"] and not imported else K.LOWERING_DRIFT,
             f"current lowering{against}: {line}")
       gone = sorted(set(recorded_targets) - set(cur.get("targets", [])))
       if gone:
-        add(STALE_TARGET, f"recorded targets {gone} are no longer emitted by today's lowering; "
-                          "record a new entry for the new lowering and keep this one until it expires")
+        add(K.STALE_TARGET, f"recorded targets {gone} are no longer emitted by today's lowering; "
+                            "record a new entry for the new lowering and keep this one until it "
+                            "expires")
       num = cur.get("numerics")
       if num is not None and not num.get("ok", True):
         for p in num.get("problems", []):
-          add(NUMERICS_CHANGE, f"current lowering: {p}")
+          add(K.NUMERICS_CHANGE, f"current lowering: {p}")
       elif num is not None and not num.get("exact", True):
-        add(NUMERICS_DRIFT, f"current lowering: results within tolerance but not bitwise equal "
-                            f"(max abs err {num.get('max_abs_err', 0.0):.3g})")
-  if out["days_to_expiry"] < 0:
-    add(EXPIRED, f"recorded {manifest['record_date']}, {-out['days_to_expiry']} days past the "
-                 f"{window_days}-day compat window; prune it (jaxport prune) once a newer entry "
-                 "of the case exists")
+        add(K.NUMERICS_DRIFT, f"current lowering: results within tolerance but not bitwise equal "
+                              f"(max abs err {num.get('max_abs_err', 0.0):.3g})")
+  if days_to_expiry < 0:
+    add(K.EXPIRED, f"recorded {manifest['record_date']}, {-days_to_expiry} days past the "
+                   f"{window_days}-day compat window; prune it (jaxport prune) once a newer entry "
+                   "of the case exists")
   if record_date > today:
-    add(FUTURE_DATE, f"recorded {manifest['record_date']}, {(record_date - today).days} days "
-                     f"after today ({today}): no recording can come from the future, so the "
-                     "record date is wrong (a bad clock or an edited entry) and the entry would "
-                     "never expire; record the case again and remove this entry (jaxport prune "
-                     "--dated-in-future)")
-  out["kinds"] = sorted(set(kinds))
-  out["messages"] = messages
-  return out
+    add(K.FUTURE_DATE, f"recorded {manifest['record_date']}, {(record_date - today).days} days "
+                       f"after today ({today}): no recording can come from the future, so the "
+                       "record date is wrong (a bad clock or an edited entry) and the entry would "
+                       "never expire; record the case again and remove this entry (jaxport prune "
+                       "--dated-in-future)")
+  return Outcome(entry_id=entry_id, case_id=manifest["case_id"], family=manifest["family"],
+                 record_date=manifest["record_date"], days_to_expiry=days_to_expiry,
+                 lowering_only=manifest["lowering_only"], targets=tuple(recorded_targets),
+                 findings=tuple(findings), skips=tuple(skips), **facts)
 
 
-def status(outcome: dict[str, Any], strict: bool, changes_fail: bool = False) -> str:
-  """``fail``, ``xfail``, ``warn``, ``drift`` or ``pass`` for an outcome under the given
-  strictness; with ``changes_fail``, a changed function fails as well."""
-  kinds = set(outcome["kinds"])
-  if outcome.get("expected_failure") and not kinds & {EXPORT_ERROR}:
-    return "xfail"
-  if kinds & set(ALWAYS_FAIL) or (changes_fail and kinds & set(CHANGE_KINDS)):
-    return "fail"
-  if kinds & set(STRICT_FAIL):
-    return "fail" if strict else "warn"
-  if NUMERICS_DRIFT in kinds:
-    return "drift"
-  return "pass"
+def unreadable(entry_id: str, error: Exception) -> Outcome:
+  """The outcome of an entry whose golden data cannot even be read."""
+  _, family, case_id, _ = entry_id.split("/")
+  return Outcome(entry_id=entry_id, case_id=case_id, family=family, record_date=None,
+                 days_to_expiry=None, lowering_only=None, targets=(),
+                 findings=(Finding(K.COMPATIBILITY_BREAK, f"golden data error: {error}"),))
+
+
+def status(outcome: Outcome, strict: bool, changes_fail: bool = False) -> Status:
+  """The status of an outcome under the given strictness; with ``changes_fail``, a changed
+  function fails as well."""
+  kinds = set(outcome.kinds)
+  if outcome.expected_failure and K.EXPORT_ERROR not in kinds:
+    return Status.XFAIL
+  if kinds & ALWAYS_FAIL or (changes_fail and kinds & CHANGE_KINDS):
+    return Status.FAIL
+  if kinds & STRICT_FAIL:
+    return Status.FAIL if strict else Status.WARN
+  if K.NUMERICS_DRIFT in kinds:
+    return Status.DRIFT
+  return Status.PASS

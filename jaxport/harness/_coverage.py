@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from jaxport.harness._verdicts import Outcome
 from jaxport.custom_calls import _registry
 from jaxport.harness._project import Project
 
@@ -22,16 +23,16 @@ def required_targets(platform: str, project: Project) -> list[str]:
   return sorted(required)
 
 
-def target_coverage(outcomes: Iterable[dict[str, Any]], required: Iterable[str]) -> dict[str, Any]:
+def target_coverage(outcomes: Iterable[Outcome], required: Iterable[str]) -> dict[str, Any]:
   """Required and reachable targets against those covered by replayed entries.
 
   Reachable targets are those today's lowering of a registered case emits; a
   reachable target without a replayed entry means a case changed its lowering
   and nobody recorded the new one yet.
   """
-  outcomes = [o for o in outcomes if o.get("replayed")]
-  covered = sorted({t for o in outcomes for t in o["targets"]})
-  reachable = sorted({t for o in outcomes for t in (o.get("current_targets") or [])})
+  outcomes = [o for o in outcomes if o.replayed]
+  covered = sorted({t for o in outcomes for t in o.targets})
+  reachable = sorted({t for o in outcomes for t in (o.current_targets or ())})
   required = sorted(set(required))
   return {
       "required": required,
@@ -42,9 +43,9 @@ def target_coverage(outcomes: Iterable[dict[str, Any]], required: Iterable[str])
   }
 
 
-def tripwire(present: Iterable[str], outcomes: Iterable[dict[str, Any]]) -> list[str]:
+def tripwire(present: Iterable[str], outcomes: Iterable[Outcome]) -> list[str]:
   """Entries present in the store for the platform that this run did not replay."""
-  replayed = {o["entry_id"] for o in outcomes if o.get("replayed")}
+  replayed = {o.entry_id for o in outcomes if o.replayed}
   return sorted(set(present) - replayed)
 
 
@@ -54,7 +55,7 @@ def cases_without_entries(case_ids: Iterable[str], present: Iterable[str]) -> li
   return sorted(set(case_ids) - have)
 
 
-def other_platform_coverage(outcomes: Iterable[dict[str, Any]], platforms: Iterable[str],
+def other_platform_coverage(outcomes: Iterable[Outcome], platforms: Iterable[str],
                             unreachable: Mapping[str, str], project: Project) -> dict[str, Any]:
   """Per platform of ``platforms`` (those the host lowers for without running): its stable
   targets against replayed lowering-only entries.
@@ -63,12 +64,12 @@ def other_platform_coverage(outcomes: Iterable[dict[str, Any]], platforms: Itera
   platform calls it; ``unreachable`` names the targets the host cannot lower,
   with the reason, so they are listed rather than missing.
   """
-  outcomes = [o for o in outcomes if o.get("replayed") and o.get("lowering_only")]
+  outcomes = [o for o in outcomes if o.replayed and o.lowering_only]
   out = {}
   for platform in sorted(set(platforms)):
     required = required_targets(platform, project)
-    covered = sorted({t for o in outcomes if platform in (o.get("platforms") or ())
-                      for t in o["targets"]} & set(required))
+    covered = sorted({t for o in outcomes if platform in (o.platforms or ())
+                      for t in o.targets} & set(required))
     out[platform] = {
         "required": required,
         "covered": covered,
@@ -89,7 +90,7 @@ MERGE_COMMAND = "python -m harness.tools.shards merge SHARD.json... -o RUN.json"
 
 
 def session_failures(platform: str, targets: dict[str, Any], present: list[str],
-                     outcomes: list[dict[str, Any]], case_ids: list[str],
+                     outcomes: list[Outcome], case_ids: list[str],
                      other_targets: Mapping[str, Any] | None = None) -> list[str]:
   """The session-level failures of a whole run: coverage, tripwire, missing cases.
 

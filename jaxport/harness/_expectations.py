@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxport.harness import _releases
+from jaxport.harness._verdicts import Finding, Outcome
+from jaxport.report import FindingKind, Release
 
 TABLE_FORMAT = 1
 
@@ -52,18 +54,10 @@ OUTSIDE_FORWARD_WINDOW = "outside_forward_window"
 UPGRADED = "upgraded"
 OK_VERDICTS = (PASS, EXPECTED_FAILURE, OUTSIDE_FORWARD_WINDOW, UPGRADED)
 
-# Outcome kinds of harness/_classify.py: a failure to replay, and the drift
-# kinds that compare an entry with today's lowering of its case.
-BREAK_KIND = "compatibility_break"
-UNEXPECTED_PASS_KIND = "unexpected_pass"
-UPGRADED_KIND = "upgraded"
-DRIFT_KINDS = ("lowering_drift", "stale_target")
-# Drift of an entry recorded by an older release is the release difference
-# itself: reported, never a failure (nobody can re-record with that release's
+# Kinds of an entry recorded by an older release that are the release difference itself:
+# reported as producer drift, never a failure (nobody can re-record with that release's
 # lowering of today's case).
-PRODUCER_DRIFT_KIND = "producer_drift"
-# harness/_classify.py's kind for a case that today's jax cannot export.
-EXPORT_ERROR_KIND = "export_error"
+DRIFT_KINDS = (FindingKind.LOWERING_DRIFT, FindingKind.STALE_TARGET)
 RELEASE_SOURCE = "jax.export"
 
 
@@ -221,9 +215,6 @@ def judge(expectation: Expectation, failures: list[str],
   return Verdict(EXPECTED_FAILURE, f"failed as expected: {expectation.reason}")
 
 
-_READER_BREAK = re.compile(rf"\[{BREAK_KIND}\] \w+ reader: ")
-
-
 def _forward_gap(window: _releases.WindowPosition | None) -> bool:
   return window is not None and window.direction == "forward" and not window.inside_window
 
@@ -253,13 +244,13 @@ def window_for(producer: str | None, consumer: str | None,
     return None
 
 
-def annotate(outcome: dict[str, Any], manifest: dict[str, Any], *,
-             today: datetime.date | None = None, consumer: str | None = None,
-             table: Table) -> dict[str, Any]:
-  """Add ``outcome["release"]`` (window position, expectation, verdict) and apply the verdict.
+def annotate(outcome: Outcome, manifest: dict[str, Any], *, today: datetime.date | None = None,
+             consumer: str | None = None, table: Table) -> Outcome:
+  """``outcome`` with its release annotation (window position, expectation, verdict) and
+  the verdict applied.
 
-  An expected failure sets ``outcome["expected_failure"]`` (the harness then
-  reports the entry as xfail). A wrong failure or a policy violation is a
+  An expected failure sets ``expected_failure`` (the harness then reports the
+  entry as xfail). A wrong failure or a policy violation is a
   ``compatibility_break`` (the run fails); an unexpected pass gets the
   ``unexpected_pass`` kind (a warning, a failure with --compat-strict).
   """
@@ -268,16 +259,15 @@ def annotate(outcome: dict[str, Any], manifest: dict[str, Any], *,
   producer = manifest["producer"].get("jax")
   expectation = table.expectation(producer, manifest["case_id"])
   window = window_for(producer, consumer, today)
-  breaks = [m for m in outcome["messages"] if m.startswith(f"[{BREAK_KIND}]")]
-  rules = tuple(outcome.get("upgrade_rules", ()))
-  cannot_export = any(m.startswith(f"[{EXPORT_ERROR_KIND}]") for m in outcome["messages"])
+  breaks = outcome.of_kind(FindingKind.COMPATIBILITY_BREAK)
+  cannot_export = outcome.has(FindingKind.EXPORT_ERROR)
   # Only running the artifact (a reader's failure) or exporting the case today can be
   # excused by the forward gap; golden data errors and crashes always count.
-  reader_failures_only = all(_READER_BREAK.match(m) for m in breaks)
+  reader_failures_only = all(f.reader is not None for f in breaks)
   verdict = (_outside_forward_window(window)
              if _forward_gap(window) and (breaks or cannot_export) and reader_failures_only
-             else judge(expectation, breaks, window, rules))
-  outcome["release"] = {
+             else judge(expectation, [f.text for f in breaks], window, outcome.upgrade_rules))
+  release = Release.from_json({
       "producer": producer,
       "consumer": consumer,
       "window": None if window is None else window.to_dict(),
@@ -285,39 +275,30 @@ def annotate(outcome: dict[str, Any], manifest: dict[str, Any], *,
       "reason": expectation.reason,
       "verdict": verdict.kind,
       "policy_ok": verdict.kind != POLICY_VIOLATION,
-  }
-  if rules:
-    outcome["release"]["upgrade_rules"] = list(rules)
-  kinds = set(outcome["kinds"])
-  messages = list(outcome["messages"])
+      "upgrade_rules": list(outcome.upgrade_rules),
+  }, f"{outcome.entry_id}: release")
+  findings = list(outcome.findings)
+  expected_failure = outcome.expected_failure
   if verdict.kind == EXPECTED_FAILURE:
-    outcome["expected_failure"] = expectation.reason
+    expected_failure = expectation.reason
   elif verdict.kind == OUTSIDE_FORWARD_WINDOW:
-    outcome["expected_failure"] = verdict.message
-    kinds = {PRODUCER_DRIFT_KIND if k == EXPORT_ERROR_KIND else k for k in kinds}
-    messages = [_rekind(m, (EXPORT_ERROR_KIND,), PRODUCER_DRIFT_KIND) for m in messages]
+    expected_failure = verdict.message
+    findings = [_producer_drift(f, (FindingKind.EXPORT_ERROR,)) for f in findings]
   elif verdict.kind == UNEXPECTED_PASS:
-    if UNEXPECTED_PASS_KIND not in kinds:
-      kinds.add(UNEXPECTED_PASS_KIND)
-      messages.append(f"[{UNEXPECTED_PASS_KIND}] {verdict.message}")
+    if not outcome.has(FindingKind.UNEXPECTED_PASS):
+      findings.append(Finding(FindingKind.UNEXPECTED_PASS, verdict.message))
   elif not verdict.ok:
-    outcome.pop("expected_failure", None)
-    kinds.add(BREAK_KIND)
-    messages.append(f"[{BREAK_KIND}] {verdict.kind}: {verdict.message}")
+    expected_failure = None
+    findings.append(Finding(FindingKind.COMPATIBILITY_BREAK, f"{verdict.kind}: {verdict.message}"))
   imported = manifest.get("imported_from") or {}
   if imported.get("source") == RELEASE_SOURCE and producer != consumer:
-    kinds = {PRODUCER_DRIFT_KIND if k in DRIFT_KINDS else k for k in kinds}
-    messages = [_rekind(m, DRIFT_KINDS, PRODUCER_DRIFT_KIND) for m in messages]
-  outcome["kinds"] = sorted(kinds)
-  outcome["messages"] = messages
-  return outcome
+    findings = [_producer_drift(f, DRIFT_KINDS) for f in findings]
+  return outcome.replace(release=release, findings=tuple(findings),
+                         expected_failure=expected_failure)
 
 
-def _rekind(message: str, kinds, new: str) -> str:
-  for k in kinds:
-    if message.startswith(f"[{k}]"):
-      return f"[{new}]" + message[len(k) + 2:]
-  return message
+def _producer_drift(finding: Finding, kinds) -> Finding:
+  return finding.rekinded(FindingKind.PRODUCER_DRIFT) if finding.kind in kinds else finding
 
 
 def window_rows(report: dict[str, Any]) -> list[dict[str, Any]]:

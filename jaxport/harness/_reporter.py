@@ -44,6 +44,9 @@ def text_lines(report: dict[str, Any]) -> list[str]:
       if e["status"] in ("fail", "warn"):
         lines.append(f"  {e['status'].upper()} {e['entry_id']}")
         lines.extend(f"      {m.splitlines()[0]}" for m in e["messages"])
+    for e in report["entries"]:
+      if e["status"] == "xfail":
+        lines.append(f"  XFAIL {e['entry_id']}: {e['expected_failure']}")
     expiring = [e for e in report["entries"]
                 if e["days_to_expiry"] is not None and 0 <= e["days_to_expiry"] <= 30]
     for e in expiring:

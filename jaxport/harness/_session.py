@@ -32,6 +32,8 @@ from jaxport.harness import _reporter as reporter
 from jaxport.harness._project import OnChange, Project
 from jaxport.harness._registry import CaseRegistry
 from jaxport.harness._shard import Shard, costs_json
+from jaxport.harness._verdicts import Outcome
+from jaxport.report import DRIFT_KINDS, FindingKind, Status
 from jaxport.harness._worker import WorkerClient
 
 WORKER_OUTPUT_KEY = "jaxport_harness"
@@ -77,7 +79,7 @@ class HarnessSession:
     # jax's corpus imported for this run (controller only; workers get its root in the options).
     self.corpus = corpus
     self.store = GoldenStore(options.golden_root)
-    self._outcomes: dict[str, dict[str, Any]] = {}
+    self._outcomes: dict[str, Outcome] = {}
     self._recorded: dict[str, dict[str, Any]] = {}
     self._skips: list[dict[str, str]] = []
     self._write_queue: list[str] = []
@@ -144,14 +146,14 @@ class HarnessSession:
 
   # --- replay ------------------------------------------------------------------
 
-  def replay(self, entry_id: str) -> dict[str, Any]:
+  def replay(self, entry_id: str) -> Outcome:
     """Replay one entry in the worker and classify the findings; the outcome is kept."""
     try:
       entry = self.store.entry(entry_id)
       manifest = json.loads(entry.manifest.to_json())
       num_devices = _shardings.devices_needed(entry.shardings())
     except GoldenDataError as e:
-      outcome = self._unreadable(entry_id, e)
+      outcome = _classify.unreadable(entry_id, e)
     else:
       request = {"op": "replay", "root": str(self.options.golden_root), "entry_id": entry_id}
       if self.options.cold:
@@ -169,8 +171,8 @@ class HarnessSession:
         outcome = expected_status.annotate(
             outcome, manifest, today=self.options.today,
             table=expected_status.load_table(self.project.expectations))
-    outcome["status"] = _classify.status(
-        outcome, self.options.strict, changes_fail=self.project.on_change is OnChange.FAIL)
+    outcome = outcome.replace(status=_classify.status(
+        outcome, self.options.strict, changes_fail=self.project.on_change is OnChange.FAIL))
     self._outcomes[entry_id] = outcome
     return outcome
 
@@ -200,23 +202,15 @@ class HarnessSession:
         answer["current"] = part["current"]
     return answer
 
-  def _unreadable(self, entry_id: str, error: GoldenDataError) -> dict[str, Any]:
-    _, family, case_id, _ = entry_id.split("/")
-    return {"entry_id": entry_id, "case_id": case_id, "family": family, "record_date": None,
-            "days_to_expiry": None, "lowering_only": None, "targets": [], "current_targets": None,
-            "platforms": None, "target_verdicts": None, "matched_case": None,
-            "kinds": [_classify.BREAK], "skips": [], "replayed": True,
-            "messages": [f"[{_classify.BREAK}] golden data error: {error}"]}
-
   def check_replay(self, entry_id: str) -> None:
     """The body of one replay test item: fail, warn or pass."""
     outcome = self.replay(entry_id)
-    text = "\n".join(outcome["messages"])
-    if outcome["status"] == "fail":
+    text = "\n".join(outcome.messages)
+    if outcome.status is Status.FAIL:
       pytest.fail(f"golden entry {entry_id}:\n{text}", pytrace=False)
-    if outcome["status"] == "xfail":
-      pytest.xfail(f"expected failure: {outcome['expected_failure']}")
-    if outcome["status"] == "warn":
+    if outcome.status is Status.XFAIL:
+      pytest.xfail(f"expected failure: {outcome.expected_failure}")
+    if outcome.status is Status.WARN:
       warnings.warn(HarnessWarning(f"golden entry {entry_id}:\n{text}"), stacklevel=2)
 
   # --- record ------------------------------------------------------------------
@@ -295,14 +289,15 @@ class HarnessSession:
   # --- xdist -------------------------------------------------------------------
 
   def worker_output(self) -> str:
-    return json.dumps({"outcomes": self._outcomes, "recorded": self._recorded,
+    return json.dumps({"outcomes": {k: o.to_json() for k, o in self._outcomes.items()},
+                       "recorded": self._recorded,
                        "session_failures": self._session_failures,
                        "seconds": self._seconds, "parts": self._parts})
 
   def merge(self, payload: str) -> None:
     data = json.loads(payload)
     self.used = True
-    self._outcomes.update(data["outcomes"])
+    self._outcomes.update((k, Outcome.from_json(o)) for k, o in data["outcomes"].items())
     self._recorded.update(data["recorded"])
     self._seconds.update(data["seconds"])
     self._parts.update(data["parts"])
@@ -323,10 +318,7 @@ class HarnessSession:
       skips.append({"what": "independent second reader",
                     "why": f"the primary reader is {_api.PRIMARY} itself"})
     for out in outcomes:
-      for why in out["skips"]:
-        skips.append({"what": out["entry_id"], "why": why})
-      if out.get("expected_failure"):
-        skips.append({"what": out["entry_id"], "why": f"expected failure: {out['expected_failure']}"})
+      skips.extend({"what": out.entry_id, "why": why} for why in out.skips)
     targets = coverage.target_coverage(outcomes, coverage.required_targets(o.platform, self.project))
     lowered_for = {p for c in self.registry.cases_for(o.platform) if c.lowering_only
                    for p in c.export_platforms()}
@@ -358,13 +350,12 @@ class HarnessSession:
     if self.corpus is not None:
       skips.extend({"what": "jax corpus import", "why": why} for why in self.corpus.skipped)
       failures.extend(f"jax corpus import failed: {why}" for why in self.corpus.failed)
-    counts = {k: sum(1 for x in outcomes if x["status"] == k) for k in ("pass", "drift", "warn", "xfail", "fail")}
-    drift = [{"entry_id": x["entry_id"], "kind": m.split("]")[0].lstrip("["), "detail": m.split("] ", 1)[-1]}
-             for x in outcomes for m in x["messages"]
-             if not m.startswith(f"[{_classify.BREAK}]")]
+    counts = {str(k): sum(1 for x in outcomes if x.status is k) for k in Status}
+    drift = [{"entry_id": x.entry_id, "kind": str(f.kind), "detail": f.message}
+             for x in outcomes for f in x.findings if f.kind in DRIFT_KINDS]
     recorded = sorted(self._recorded.values(), key=lambda r: r["case_id"])
     summary = {**counts, "present": len(present), "replayed": len(outcomes)}
-    upgraded = sum(1 for x in outcomes if _classify.UPGRADED in x["kinds"])
+    upgraded = sum(1 for x in outcomes if x.has(FindingKind.UPGRADED))
     if upgraded:
       summary["upgraded"] = upgraded
     for action in ("written", "unchanged", "conflict", "error"):
@@ -379,12 +370,7 @@ class HarnessSession:
         "readers": list(_api.readers()),
         "producer": _api.PRIMARY,
         "versions": {d: _version(d) for d in ("jax", "jaxlib", "jaxport", "numpy")},
-        "entries": [{**{k: x[k] for k in ("entry_id", "case_id", "family", "record_date", "status",
-                                          "kinds", "messages", "days_to_expiry", "lowering_only",
-                                          "targets", "current_targets", "platforms",
-                                          "target_verdicts", "matched_case")},
-                     "release": x.get("release"),
-                     "expected_failure": x.get("expected_failure")} for x in outcomes],
+        "entries": [x.report_entry() for x in outcomes],
         "targets": targets,
         "lowering_only_targets": other_targets,
         "skips": skips,

@@ -10,10 +10,12 @@ from jaxport.report._html import render_html as render_html
 from jaxport.report._markdown import render_markdown as render_markdown
 from jaxport.report._merge import merge_reports as merge_reports
 from jaxport.report._model import (
+    DRIFT_KINDS as DRIFT_KINDS,
     REPORT_FORMAT as REPORT_FORMAT,
     DriftItem as DriftItem,
     EntryResult as EntryResult,
     Finding as Finding,
+    FindingKind as FindingKind,
     Recorded as Recorded,
     Release as Release,
     RunReport as RunReport,
@@ -27,10 +29,12 @@ from jaxport.report._model import (
 )
 
 __all__ = [
+    "DRIFT_KINDS",
     "REPORT_FORMAT",
     "DriftItem",
     "EntryResult",
     "Finding",
+    "FindingKind",
     "Recorded",
     "Release",
     "RunReport",

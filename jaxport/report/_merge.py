@@ -16,7 +16,7 @@ from typing import Any
 
 from jaxport.errors import ReportError
 from jaxport.report._model import (
-    RECORD_ACTIONS, UPGRADED_KIND, EntryResult, Recorded, RunReport, Skip, Status, Summary,
+    RECORD_ACTIONS, EntryResult, FindingKind, Recorded, RunReport, Skip, Status, Summary,
     Targets)
 
 # What the shards of one run must agree on, with how to read it off a report.
@@ -143,4 +143,4 @@ def _summary(entries: Sequence[EntryResult], recorded: Sequence[Recorded], prese
   return Summary(counts={s: sum(e.status == s for e in entries) for s in Status},
                  present=present, replayed=len(entries),
                  actions={a: sum(r.action == a for r in recorded) for a in RECORD_ACTIONS},
-                 upgraded=sum(UPGRADED_KIND in e.kinds for e in entries))
+                 upgraded=sum(FindingKind.UPGRADED in e.kinds for e in entries))

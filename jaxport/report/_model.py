@@ -40,6 +40,30 @@ class Status(enum.StrEnum):
   FAIL = "fail"
 
 
+class FindingKind(enum.StrEnum):
+  """What one finding of an entry says; the harness's finding vocabulary, worst first.
+
+  The meaning and the status each leads to are in ``jaxport/harness/_classify.py``.
+  """
+  COMPATIBILITY_BREAK = "compatibility_break"
+  EXPORT_ERROR = "export_error"
+  LOWERING_DRIFT = "lowering_drift"
+  NUMERICS_CHANGE = "numerics_change"
+  NUMERICS_DRIFT = "numerics_drift"
+  PRODUCER_DRIFT = "producer_drift"   # drift of an older release's entry: the release difference
+  EXPIRED = "expired"
+  FUTURE_DATE = "future_date"
+  STALE_TARGET = "stale_target"
+  UNEXPECTED_PASS = "unexpected_pass"
+  UPGRADED = "upgraded"
+
+
+# The kinds the report's ``drift`` section lists: differences between an entry and today's
+# lowering or readers that are not breaks.
+DRIFT_KINDS = frozenset({FindingKind.LOWERING_DRIFT, FindingKind.NUMERICS_CHANGE,
+                         FindingKind.NUMERICS_DRIFT, FindingKind.PRODUCER_DRIFT})
+
+
 # --- reading helpers: each names the file and the key path of what is wrong ----------------------
 
 def _bad(where: str, what: str) -> ReportError:
@@ -282,7 +306,7 @@ class Skip:
 
 @dataclasses.dataclass(frozen=True)
 class DriftItem:
-  """A finding that is not a compatibility break, listed run-wide."""
+  """A drift finding (a kind of :data:`DRIFT_KINDS`) of one entry, listed run-wide."""
   entry_id: str
   kind: str
   detail: str
@@ -318,10 +342,6 @@ class Recorded:
 
 
 RECORD_ACTIONS = ("written", "unchanged", "conflict", "error")
-
-
-# The finding kind of an entry that ran only after jaxport.upgrade (jaxport/harness/_classify.py).
-UPGRADED_KIND = "upgraded"
 
 
 @dataclasses.dataclass(frozen=True)

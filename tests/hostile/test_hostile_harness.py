@@ -23,6 +23,7 @@ from _sandbox import CHILD_TIME_LIMIT_S, ROOT
 from jaxport.harness import _classify
 from jaxport.harness import _plugin
 from jaxport.harness._session import HarnessSession, Options
+from jaxport.report import FindingKind
 from jaxport.harness._worker import WorkerClient
 from jaxport.golden._manifest import INPUTS_FILE
 from jaxport.golden._store import GoldenStore
@@ -178,6 +179,6 @@ def test_an_entry_dated_in_the_future_is_a_finding_that_fails_when_strict(strict
   outcome = _classify.classify(answer, entry_id=REAL_ENTRIES[0],
                                manifest=_replayed_manifest(datetime.date(2099, 1, 1)),
                                today=today, window_days=180)
-  assert _classify.FUTURE_DATE in outcome["kinds"]
-  assert any("days after today (2026-12-01)" in m for m in outcome["messages"])
+  assert FindingKind.FUTURE_DATE in outcome.kinds
+  assert any("days after today (2026-12-01)" in m for m in outcome.messages)
   assert _classify.status(outcome, strict) == status

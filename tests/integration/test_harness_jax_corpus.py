@@ -14,6 +14,7 @@ if str(ROOT) not in sys.path:
 
 import jaxport  # noqa: E402
 from jaxport.harness import _classify, _corpus, _engine, _jax_corpus, checkers  # noqa: E402
+from jaxport.report import FindingKind  # noqa: E402
 from jaxport import _versions  # noqa: E402
 from jaxport.corpus import _import, _jax_testdata  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
@@ -75,12 +76,12 @@ def test_an_imported_cuda_dataset_is_compared_with_the_matching_case_lowering_on
   assert answer["current"]["matched_case"] == "cuda_cholesky_f32"
   outcome = _classify.classify(answer, entry_id=entry.entry_id, manifest=json.loads(m.to_json()),
                                today=m.record_date, window_days=180)
-  assert outcome["target_verdicts"] == {"cusolver_potrf_ffi": "stable"}
-  assert outcome["platforms"] == ["cuda"] and outcome["matched_case"] == "cuda_cholesky_f32"
+  assert outcome.target_verdicts == {"cusolver_potrf_ffi": "stable"}
+  assert outcome.platforms == ("cuda",) and outcome.matched_case == "cuda_cholesky_f32"
   # Another function than the case: its signature differences are drift, never a break.
-  assert _classify.BREAK not in outcome["kinds"]
-  assert all(k == _classify.LOWERING_DRIFT for k in outcome["kinds"])
-  assert all("of case cuda_cholesky_f32" in msg for msg in outcome["messages"])
+  assert FindingKind.COMPATIBILITY_BREAK not in outcome.kinds
+  assert all(k == FindingKind.LOWERING_DRIFT for k in outcome.kinds)
+  assert all("of case cuda_cholesky_f32" in msg for msg in outcome.messages)
 
 
 # Every non-CPU family of the corpus that has a lowering-only case here, and the cases it matches.
@@ -150,7 +151,7 @@ def test_compat_jax_corpus_replays_the_installed_jax_corpus(pytester, tmp_path):
   non_cpu = [e for e in entries if e["lowering_only"]]
   assert len(non_cpu) >= 90
   for e in non_cpu:
-    assert _classify.BREAK not in e["kinds"], e["messages"]
+    assert FindingKind.COMPATIBILITY_BREAK not in e["kinds"], e["messages"]
     assert set(e["target_verdicts"]) == set(e["targets"]), e["entry_id"]
   corpus = r["jax_corpus"]
   assert corpus["failed"] == [] and corpus["imported"] == len(entries)

@@ -51,8 +51,8 @@ def test_an_unreadable_entry_has_no_expiry_and_is_not_reported_as_expiring(tmp_p
   manifest.write_text(json.dumps(data, sort_keys=True))
   hs = _session(tmp_path)
   outcome = hs.replay(ENTRY)
-  assert outcome["status"] == "fail"
-  assert outcome["days_to_expiry"] is None
+  assert outcome.status == "fail"
+  assert outcome.days_to_expiry is None
   text = "\n".join(reporter.text_lines(hs.build_report()))
   assert "digest mismatch" in text
   assert "expires in" not in text
@@ -78,9 +78,41 @@ def test_an_entry_of_a_removed_target_replays_as_upgraded_and_the_summary_counts
     report = hs.build_report()
   finally:
     hs.close()
-  assert outcome["status"] == "pass" and "upgraded" in outcome["kinds"]
-  assert outcome["release"]["verdict"] == "upgraded"
-  assert outcome["release"]["upgrade_rules"] == ["potrf"]
-  assert sum(m.startswith("[upgraded] ") for m in outcome["messages"]) == 2  # both readers
+  assert outcome.status == "pass" and "upgraded" in outcome.kinds
+  assert outcome.release.verdict == "upgraded"
+  assert outcome.release.upgrade_rules == ("potrf",)
+  assert [f.reader for f in outcome.findings if f.kind == "upgraded"] == ["jaxport", "jax"]
   assert report["summary"]["upgraded"] == 1
   assert "1 ran after jaxport.upgrade" in "\n".join(reporter.text_lines(report))
+
+
+def test_each_report_section_means_one_thing(tmp_path):
+  from jaxport.harness import _classify
+  from jaxport.report import FindingKind
+  hs = _session(tmp_path)
+  drifting = _classify.classify(
+      {"readers": [{"reader": "jax", "stage": "compare", "ok": True, "exact": False,
+                    "max_abs_err": 1e-7}],
+       "current": {"available": False, "reason": "case gone"}},
+      entry_id="cpu/f/drifting/2026-11-01_jax-0.10.2", today=datetime.date(2026, 11, 29),
+      manifest={"case_id": "drifting", "family": "f", "record_date": "2026-01-01",
+                "lowering_only": False, "custom_call_targets": []}, window_days=180)
+  assert set(drifting.kinds) == {FindingKind.NUMERICS_DRIFT, FindingKind.EXPIRED}
+  xfailed = drifting.replace(entry_id="cpu/f/xfailed/2026-11-01_jax-0.4.30", findings=(),
+                             skips=(), expected_failure="removed target")
+  outcomes = {o.entry_id: o.replace(status=_classify.status(o, strict=False))
+              for o in (drifting, xfailed)}
+  # Outcomes arrive as an xdist worker sends them.
+  hs.merge(json.dumps({"outcomes": {k: o.to_json() for k, o in outcomes.items()}, "recorded": {},
+                       "session_failures": [], "seconds": {}, "parts": {}}))
+  report = hs.build_report()
+  # drift: only the drift kinds (expiry is staleness, in the entry's findings).
+  assert [(d["entry_id"], d["kind"]) for d in report["drift"]] == [(drifting.entry_id, "numerics_drift")]
+  # skips: what was not checked; an expected failure was replayed, its reason is on the entry.
+  assert [s["what"] for s in report["skips"] if s["what"].startswith("cpu/")] == [drifting.entry_id]
+  by_id = {e["entry_id"]: e for e in report["entries"]}
+  assert by_id[xfailed.entry_id]["status"] == "xfail"
+  assert by_id[xfailed.entry_id]["expected_failure"] == "removed target"
+  assert by_id[drifting.entry_id]["kinds"] == ["expired", "numerics_drift"]
+  text = "\n".join(reporter.text_lines(report))
+  assert f"XFAIL {xfailed.entry_id}: removed target" in text

@@ -1,6 +1,7 @@
 """Classification of replay findings: break, drift, staleness, expiry and strictness."""
 
 import datetime
+import json
 import sys
 from pathlib import Path
 
@@ -11,6 +12,8 @@ if str(ROOT) not in sys.path:
 from jaxport.harness import _classify, _coverage as coverage  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from _harness_paths import repo_project  # noqa: E402
+from jaxport.harness._verdicts import Finding, Outcome  # noqa: E402
+from jaxport.report import FindingKind as K, Status  # noqa: E402
 
 TODAY = datetime.date(2026, 6, 1)
 SIG = {"target": "lapack_spotrf_ffi", "operand_types": ["tensor<4x4xf32>"],
@@ -44,81 +47,84 @@ def _classify_answer(answer, manifest=None, window=180):
 
 def test_clean_replay_passes_with_days_to_expiry():
   out = _classify_answer(_answer())
-  assert out["kinds"] == [] and _classify.status(out, strict=True) == "pass"
-  assert out["days_to_expiry"] == 180 - 31
-  assert out["current_targets"] == ["lapack_spotrf_ffi"]
+  assert out.kinds == () and _classify.status(out, strict=True) is Status.PASS
+  assert out.days_to_expiry == 180 - 31
+  assert out.current_targets == ("lapack_spotrf_ffi",)
 
 
 def test_one_reader_failing_is_a_break_naming_the_reader():
   answer = _answer([_reader("jaxport"), _reader("jax", ok=False, problems=["output 0: 3 of 16 differ"])])
   out = _classify_answer(answer)
-  assert out["kinds"] == [_classify.BREAK]
-  assert out["messages"] == ["[compatibility_break] jax reader: output 0: 3 of 16 differ"]
-  assert _classify.status(out, strict=False) == "fail"
+  assert out.kinds == (K.COMPATIBILITY_BREAK,)
+  assert out.messages == ("[compatibility_break] jax reader: output 0: 3 of 16 differ",)
+  assert out.findings[0].reader == "jax"
+  assert _classify.status(out, strict=False) is Status.FAIL
 
 
 def test_deserialize_error_is_a_break():
   answer = _answer([_reader("jaxport", stage="deserialize", ok=False, error="DeserializationError: bad"),
                     _reader("jax")])
   out = _classify_answer(answer)
-  assert "jaxport reader: deserialize failed: DeserializationError: bad" in out["messages"][0]
+  assert "jaxport reader: deserialize failed: DeserializationError: bad" in out.messages[0]
 
 
 def test_within_tolerance_difference_is_numerics_drift_only():
   answer = _answer([_reader("jaxport", exact=False, max_abs_err=1e-7), _reader("jax")])
   out = _classify_answer(answer)
-  assert out["kinds"] == [_classify.NUMERICS_DRIFT]
-  assert _classify.status(out, strict=True) == "drift"
+  assert out.kinds == (K.NUMERICS_DRIFT,)
+  assert _classify.status(out, strict=True) is Status.DRIFT
 
 
 def test_signature_change_is_lowering_drift_and_fails_only_when_strict():
   answer = _answer(signature_diff=["target lapack_spotrf_ffi changed signature: ..."])
   out = _classify_answer(answer)
-  assert out["kinds"] == [_classify.LOWERING_DRIFT]
-  assert _classify.status(out, strict=False) == "warn"
-  assert _classify.status(out, strict=True) == "fail"
+  assert out.kinds == (K.LOWERING_DRIFT,)
+  assert _classify.status(out, strict=False) is Status.WARN
+  assert _classify.status(out, strict=True) is Status.FAIL
 
 
 def test_signature_change_breaks_a_lowering_only_entry():
   answer = _answer(signature_diff=["target cusolver_potrf_ffi changed signature: ..."])
   out = _classify_answer(answer, _manifest(lowering_only=True))
-  assert out["kinds"] == [_classify.BREAK]
-  assert any("lowering-only" in s for s in out["skips"])
+  assert out.kinds == (K.COMPATIBILITY_BREAK,)
+  assert any("lowering-only" in s for s in out.skips)
 
 
 def test_target_no_longer_emitted_is_stale():
   answer = _answer(targets=["lapack_spotrf_ffi_v2"],
                    signature_diff=["target lapack_spotrf_ffi is no longer emitted by the current lowering"])
   out = _classify_answer(answer)
-  assert set(out["kinds"]) == {_classify.STALE_TARGET, _classify.LOWERING_DRIFT}
-  assert _classify.status(out, strict=False) == "warn"
+  assert set(out.kinds) == {K.STALE_TARGET, K.LOWERING_DRIFT}
+  assert _classify.status(out, strict=False) is Status.WARN
 
 
 def test_expired_entry_warns_and_fails_when_strict():
   out = _classify_answer(_answer(), _manifest(record_date="2025-01-01"))
-  assert out["days_to_expiry"] < 0 and out["kinds"] == [_classify.EXPIRED]
-  assert "days past the 180-day compat window" in out["messages"][0]
-  assert _classify.status(out, strict=True) == "fail"
+  assert out.days_to_expiry < 0 and out.kinds == (K.EXPIRED,)
+  assert "days past the 180-day compat window" in out.messages[0]
+  assert _classify.status(out, strict=True) is Status.FAIL
 
 
 def test_crash_and_golden_errors_are_breaks():
   out = _classify_answer({"crashed": True, "why": "the worker exited", "returncode": -11,
                           "stderr_tail": "Fatal Python error: Segmentation fault"})
-  assert out["kinds"] == [_classify.BREAK] and "exit code -11" in out["messages"][0]
-  assert "Segmentation fault" in out["messages"][0]
+  assert out.kinds == (K.COMPATIBILITY_BREAK,) and "exit code -11" in out.messages[0]
+  assert "Segmentation fault" in out.messages[0]
   out = _classify_answer({"golden_error": "exported.bin: sha256 mismatch"})
-  assert out["kinds"] == [_classify.BREAK] and "sha256 mismatch" in out["messages"][0]
+  assert out.kinds == (K.COMPATIBILITY_BREAK,) and "sha256 mismatch" in out.messages[0]
 
 
 def test_removed_case_is_in_the_skip_ledger():
   out = _classify_answer({"readers": [_reader("jaxport"), _reader("jax")],
                           "current": {"available": False, "reason": "case gone"}})
-  assert out["kinds"] == [] and out["skips"] == ["current lowering not checked: case gone"]
+  assert out.kinds == () and out.skips == ("current lowering not checked: case gone",)
 
 
 def test_coverage_counts_only_replayed_entries():
-  replayed = {"entry_id": "a", "replayed": True, "targets": ["t1"], "current_targets": ["t1", "t3"]}
-  skipped = {"entry_id": "b", "replayed": False, "targets": ["t2"], "current_targets": None}
+  def outcome(entry_id, replayed, targets, current):
+    return Outcome(entry_id, "c", "f", None, None, False, targets, current, replayed=replayed)
+  replayed = outcome("a", True, ("t1",), ("t1", "t3"))
+  skipped = outcome("b", False, ("t2",), None)
   cov = coverage.target_coverage([replayed, skipped], ["t1", "t2"])
   assert cov["covered"] == ["t1"]
   assert cov["missing_required"] == ["t2"]
@@ -137,17 +143,36 @@ def test_an_entry_that_ran_after_upgrade_passes_with_the_rules_in_the_message():
   up = {"rules": ["potrf"], "error_before": "JaxRuntimeError: No registered implementation",
         "rewrites": []}
   out = _classify_answer(_answer([_reader("jaxport", upgraded=up), _reader("jax", upgraded=up)]))
-  assert out["kinds"] == [_classify.UPGRADED] and out["upgrade_rules"] == ["potrf"]
-  assert all("rules potrf" in m and "No registered implementation" in m for m in out["messages"])
-  assert _classify.status(out, strict=True) == "pass"
+  assert out.kinds == (K.UPGRADED,) and out.upgrade_rules == ("potrf",)
+  assert all("rules potrf" in m and "No registered implementation" in m for m in out.messages)
+  assert _classify.status(out, strict=True) is Status.PASS
 
 
 def test_a_refused_upgrade_stays_a_break_and_says_why():
   answer = _answer([_reader("jaxport", stage="run", ok=False, error="JaxRuntimeError: gone",
                             upgrade_refused="operand 'lower' must be a constant"), _reader("jax")])
   out = _classify_answer(answer)
-  assert out["kinds"] == [_classify.BREAK]
-  assert "upgrade refused: operand 'lower' must be a constant" in out["messages"][0]
+  assert out.kinds == (K.COMPATIBILITY_BREAK,)
+  assert "upgrade refused: operand 'lower' must be a constant" in out.messages[0]
+
+
+def test_an_outcome_crosses_the_process_boundary_unchanged():
+  up = {"rules": ["potrf"], "error_before": "gone", "rewrites": []}
+  out = _classify_answer(_answer([_reader("jaxport", upgraded=up),
+                                  _reader("jax", exact=False, max_abs_err=1e-7)],
+                                 signature_diff=["target t changed signature: ..."]))
+  out = out.replace(status=_classify.status(out, strict=False))
+  assert Outcome.from_json(json.loads(json.dumps(out.to_json()))) == out
+  assert out.findings[0] == Finding(K.UPGRADED, out.findings[0].message, "jaxport")
+
+
+def test_the_report_entry_is_what_the_report_reader_reads_back():
+  from jaxport.report import EntryResult
+  out = _classify_answer(_answer([_reader("jaxport"), _reader("jax", ok=False, problems=["bad"])]))
+  out = out.replace(status=_classify.status(out, strict=False))
+  entry = EntryResult.from_json(out.report_entry(), "entry")
+  assert entry.status is Status.FAIL and entry.kinds == ("compatibility_break",)
+  assert [(f.kind, f.text) for f in entry.findings] == [(f.kind, f.message) for f in out.findings]
 
 
 def test_a_project_requires_only_the_targets_it_declares_unless_it_asks_for_jaxports_table():

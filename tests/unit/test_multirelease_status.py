@@ -15,9 +15,16 @@ from harness.tools import release_cases  # noqa: E402
 from harness.tools import expected_status  # noqa: E402
 from jaxport.harness import _releases  # noqa: E402
 from jaxport.harness._expectations import Expectation, judge, parse_table  # noqa: E402
+from jaxport.harness._verdicts import Finding, Outcome  # noqa: E402
+from jaxport.report import FindingKind as K, Status  # noqa: E402
 
 TODAY = datetime.date(2026, 11, 29)
-BREAK = "[compatibility_break] jaxport reader: run failed: JaxRuntimeError: "
+READER_FAILED = "jaxport reader: run failed: JaxRuntimeError: "
+
+
+def _break(text: str, reader: str | None = "jaxport") -> Finding:
+  """A compatibility break; a reader's failure to run unless ``reader`` is None."""
+  return Finding(K.COMPATIBILITY_BREAK, (READER_FAILED if reader else "") + text, reader)
 
 
 def _table(**overrides):
@@ -84,11 +91,11 @@ def _window(producer):
 def test_judge_every_verdict():
   fail = Expectation("fail", "target removed long ago", "No registered implementation")
   ok = Expectation("pass")
-  removed = BREAK + "No registered implementation for custom call to lapack_spotrf for Host"
+  removed = _break("No registered implementation for custom call to lapack_spotrf for Host").text
   old, recent = _window("0.5.3"), _window("0.10.0")
   assert judge(ok, [], recent).kind == "pass"
   assert judge(fail, [removed, removed], old).kind == "expected_failure"
-  assert judge(fail, [removed, BREAK + "Wrong number of arguments"], old).kind == "wrong_failure"
+  assert judge(fail, [removed, _break("Wrong number of arguments").text], old).kind == "wrong_failure"
   assert judge(fail, [], old).kind == "unexpected_pass"
   assert judge(ok, [removed], old).kind == "unexpected_failure"
   # Inside the 6-month window a failure, or a row expecting one, breaks the policy.
@@ -98,8 +105,9 @@ def test_judge_every_verdict():
   assert judge(ok, [removed], None).kind == "unexpected_failure"
 
 
-def _outcome(messages, kinds):
-  return {"case_id": "c1", "messages": list(messages), "kinds": sorted(kinds)}
+def _outcome(*findings, **more):
+  return Outcome("cpu/f/c1/2026-01-01_jax-0.5.3", "c1", "f", "2026-01-01", 100, False, (),
+                 findings=tuple(findings), **more)
 
 
 def _manifest(producer, source="jax.export"):
@@ -110,38 +118,37 @@ def _manifest(producer, source="jax.export"):
 def test_annotate_marks_expected_failures_and_keeps_window_facts():
   table = parse_table(_table(expected_failures=[
       {"producer": "0.5.3", "case": "c1", "reason": "operands changed in 0.6", "match": "Wrong number"}]))
-  drift = "[lowering_drift] current lowering: target changed signature"
+  drift = Finding(K.LOWERING_DRIFT, "current lowering: target changed signature")
   out = expected_status.annotate(
-      _outcome([BREAK + "Wrong number of arguments", drift], {"compatibility_break", "lowering_drift"}),
+      _outcome(_break("Wrong number of arguments"), drift),
       _manifest("0.5.3"), today=TODAY, consumer="0.10.2", table=table)
-  assert out["expected_failure"] == "operands changed in 0.6"
-  assert out["release"]["verdict"] == "expected_failure"
-  assert out["release"]["window"]["inside_window"] is False
-  assert out["release"]["window"]["producer_date"] == "2025-03-19"
+  assert out.expected_failure == "operands changed in 0.6"
+  assert out.release.verdict == "expected_failure"
+  assert out.release.window.inside_window is False
+  assert out.release.window.producer_date == datetime.date(2025, 3, 19)
   # Drift against today's lowering is the release difference itself for such entries.
-  assert "lowering_drift" not in out["kinds"] and "producer_drift" in out["kinds"]
-  assert any(m.startswith("[producer_drift]") for m in out["messages"])
+  assert K.LOWERING_DRIFT not in out.kinds and K.PRODUCER_DRIFT in out.kinds
+  assert out.of_kind(K.PRODUCER_DRIFT)[0].message == drift.message
 
 
 def test_annotate_turns_a_stale_row_into_unexpected_pass_and_a_wrong_failure_into_a_break():
   table = parse_table(_table(expected_failures=[
       {"producer": "0.5.3", "case": "c1", "reason": "operands changed in 0.6", "match": "Wrong number"}]))
-  passed = expected_status.annotate(_outcome([], set()), _manifest("0.5.3"), today=TODAY,
+  passed = expected_status.annotate(_outcome(), _manifest("0.5.3"), today=TODAY,
                                     consumer="0.10.2", table=table)
-  assert "unexpected_pass" in passed["kinds"] and "expected_failure" not in passed
-  wrong = _outcome([BREAK + "segfault"], {"compatibility_break"})
-  wrong["expected_failure"] = "set by another rule reader"
+  assert K.UNEXPECTED_PASS in passed.kinds and passed.expected_failure is None
+  wrong = _outcome(_break("segfault"), expected_failure="set by another rule reader")
   wrong = expected_status.annotate(wrong, _manifest("0.5.3"), today=TODAY, consumer="0.10.2",
                                    table=table)
-  assert "expected_failure" not in wrong and wrong["release"]["verdict"] == "wrong_failure"
-  assert "compatibility_break" in wrong["kinds"]
+  assert wrong.expected_failure is None and wrong.release.verdict == "wrong_failure"
+  assert K.COMPATIBILITY_BREAK in wrong.kinds
 
 
 def test_annotate_leaves_jaxport_entries_drift_alone():
   out = expected_status.annotate(
-      _outcome(["[lowering_drift] x"], {"lowering_drift"}), _manifest("0.10.2", source="x"),
+      _outcome(Finding(K.LOWERING_DRIFT, "x")), _manifest("0.10.2", source="x"),
       today=TODAY, consumer="0.10.2", table=parse_table(_table()))
-  assert out["kinds"] == ["lowering_drift"] and out["release"]["verdict"] == "pass"
+  assert out.kinds == (K.LOWERING_DRIFT,) and out.release.verdict == "pass"
 
 
 def test_window_table_of_a_report():
@@ -203,33 +210,31 @@ def test_every_release_recorded_every_case_it_can_express():
 def test_a_newer_producer_outside_the_forward_window_is_reported_not_failed():
   from jaxport.harness import _classify
   outcome = expected_status.annotate(
-      _outcome([BREAK + "Side-effect ops cannot be replicated",
-                "[export_error] the case cannot be exported today: boom"],
-               {"compatibility_break", "export_error"}),
+      _outcome(_break("Side-effect ops cannot be replicated"),
+               Finding(K.EXPORT_ERROR, "the case cannot be exported today: boom")),
       _manifest("0.10.2", source="x"), today=TODAY, consumer="0.10.1",
       table=parse_table(_table()))
-  assert outcome["release"]["verdict"] == "outside_forward_window"
-  assert "0.10.2 is 28 days newer than jax 0.10.1" in outcome["expected_failure"]
-  assert "export_error" not in outcome["kinds"]
-  assert _classify.status(outcome, strict=True) == "xfail"
+  assert outcome.release.verdict == "outside_forward_window"
+  assert "0.10.2 is 28 days newer than jax 0.10.1" in outcome.expected_failure
+  assert K.EXPORT_ERROR not in outcome.kinds
+  assert _classify.status(outcome, strict=True) is Status.XFAIL
 
 
 def test_a_newer_producer_inside_the_forward_window_must_pass():
   outcome = expected_status.annotate(
-      _outcome([BREAK + "boom"], {"compatibility_break"}), _manifest("0.8.3", source="x"),
+      _outcome(_break("boom")), _manifest("0.8.3", source="x"),
       today=TODAY, consumer="0.9.0", table=parse_table(_table()))
-  assert outcome["release"]["window"]["direction"] == "forward"
-  assert outcome["release"]["verdict"] == "unexpected_failure"
-  assert "expected_failure" not in outcome
+  assert outcome.release.window.direction == "forward"
+  assert outcome.release.verdict == "unexpected_failure"
+  assert outcome.expected_failure is None
 
 
 def test_the_forward_gap_never_excuses_damaged_golden_data():
   outcome = expected_status.annotate(
-      _outcome(["[compatibility_break] golden data error: sha256 of exported.bin differs"],
-               {"compatibility_break"}),
+      _outcome(_break("golden data error: sha256 of exported.bin differs", reader=None)),
       _manifest("0.10.2", source="x"), today=TODAY, consumer="0.10.1", table=parse_table(_table()))
-  assert outcome["release"]["verdict"] == "unexpected_failure"
-  assert "expected_failure" not in outcome
+  assert outcome.release.verdict == "unexpected_failure"
+  assert outcome.expected_failure is None
 
 
 def test_judge_an_entry_that_ran_after_upgrade():
@@ -246,9 +251,9 @@ def test_judge_an_entry_that_ran_after_upgrade():
 
 def test_annotate_reports_the_upgrade_rules():
   table = parse_table(_table(releases=["0.4.30", "0.10.0"]))
-  outcome = {**_outcome(["[upgraded] jaxport reader: ran after jaxport.upgrade (rules potrf)"],
-                        {"upgraded"}), "upgrade_rules": ["potrf"]}
+  outcome = _outcome(Finding(K.UPGRADED, "jaxport reader: ran after jaxport.upgrade (rules potrf)",
+                             "jaxport"), upgrade_rules=("potrf",))
   out = expected_status.annotate(outcome, _manifest("0.4.30"), today=TODAY, consumer="0.10.2",
                                  table=table)
-  assert out["release"]["verdict"] == "upgraded" and out["release"]["upgrade_rules"] == ["potrf"]
-  assert "expected_failure" not in out and "compatibility_break" not in out["kinds"]
+  assert out.release.verdict == "upgraded" and out.release.upgrade_rules == ("potrf",)
+  assert out.expected_failure is None and K.COMPATIBILITY_BREAK not in out.kinds

@@ -1,0 +1,136 @@
+"""The harness's verdict on one entry as typed records: findings and the outcome.
+
+Classification (``_classify.classify``), the release annotation
+(``_expectations.annotate``) and the status (``_classify.status``) are pure
+steps from one :class:`Outcome` to the next. Outcomes cross process boundaries
+(xdist workers to the controller) as :meth:`Outcome.to_json`; the compat report
+keeps the shape ``jaxport.report`` reads (:meth:`Outcome.report_entry`), where a
+finding is the text ``"[kind] message"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from jaxport.report import FindingKind, Release, Status
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+  """One finding: its kind, what it says, and the reader whose replay found it (None when
+  the finding is not about one reader's replay: golden data, a crash, today's lowering,
+  the entry's age)."""
+
+  kind: FindingKind
+  message: str
+  reader: str | None = None
+
+  @property
+  def text(self) -> str:
+    """The finding as the report writes it."""
+    return f"[{self.kind}] {self.message}"
+
+  def rekinded(self, kind: FindingKind) -> Finding:
+    return dataclasses.replace(self, kind=kind)
+
+  def to_json(self) -> dict[str, Any]:
+    return {"kind": str(self.kind), "message": self.message, "reader": self.reader}
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> Finding:
+    return cls(FindingKind(d["kind"]), d["message"], d.get("reader"))
+
+
+def _tuple(value: Any) -> tuple | None:
+  return None if value is None else tuple(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+  """What replaying one entry found, and (once judged) its status.
+
+  ``skips`` say what was not checked for the entry and why; ``release`` is the
+  producer-release annotation of a project with an expectations table;
+  ``expected_failure`` the reason an expected failure is excused; ``status``
+  is None until :func:`jaxport.harness._classify.status` sets it.
+  """
+
+  entry_id: str
+  case_id: str
+  family: str
+  record_date: str | None
+  days_to_expiry: int | None
+  lowering_only: bool | None
+  targets: tuple[str, ...]
+  current_targets: tuple[str, ...] | None = None
+  platforms: tuple[str, ...] | None = None
+  target_verdicts: Mapping[str, str] | None = None
+  matched_case: str | None = None
+  findings: tuple[Finding, ...] = ()
+  skips: tuple[str, ...] = ()
+  replayed: bool = True
+  upgrade_rules: tuple[str, ...] = ()
+  release: Release | None = None
+  expected_failure: str | None = None
+  status: Status | None = None
+
+  @property
+  def kinds(self) -> tuple[FindingKind, ...]:
+    """The kinds found, sorted, each once."""
+    return tuple(sorted(set(f.kind for f in self.findings)))
+
+  @property
+  def messages(self) -> tuple[str, ...]:
+    """The findings as report text, in the order found."""
+    return tuple(f.text for f in self.findings)
+
+  def has(self, kind: FindingKind) -> bool:
+    return any(f.kind == kind for f in self.findings)
+
+  def of_kind(self, kind: FindingKind) -> tuple[Finding, ...]:
+    return tuple(f for f in self.findings if f.kind == kind)
+
+  def replace(self, **changes: Any) -> Outcome:
+    return dataclasses.replace(self, **changes)
+
+  def to_json(self) -> dict[str, Any]:
+    """Everything, for the boundary between processes (:meth:`from_json` reads it back)."""
+    d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+    d.update(targets=list(self.targets), findings=[f.to_json() for f in self.findings],
+             skips=list(self.skips), upgrade_rules=list(self.upgrade_rules),
+             current_targets=None if self.current_targets is None else list(self.current_targets),
+             platforms=None if self.platforms is None else list(self.platforms),
+             target_verdicts=None if self.target_verdicts is None else dict(self.target_verdicts),
+             release=None if self.release is None else self.release.to_json(),
+             status=None if self.status is None else str(self.status))
+    return d
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> Outcome:
+    return cls(**{**d,
+                  "targets": tuple(d["targets"]),
+                  "current_targets": _tuple(d["current_targets"]),
+                  "platforms": _tuple(d["platforms"]),
+                  "findings": tuple(Finding.from_json(f) for f in d["findings"]),
+                  "skips": tuple(d["skips"]),
+                  "upgrade_rules": tuple(d["upgrade_rules"]),
+                  "release": (None if d["release"] is None
+                              else Release.from_json(d["release"], f"{d['entry_id']}: release")),
+                  "status": None if d["status"] is None else Status(d["status"])})
+
+  def report_entry(self) -> dict[str, Any]:
+    """The entry as the compat report lists it (``jaxport.report.EntryResult`` reads it)."""
+    return {"entry_id": self.entry_id, "case_id": self.case_id, "family": self.family,
+            "record_date": self.record_date,
+            "status": None if self.status is None else str(self.status),
+            "kinds": [str(k) for k in self.kinds], "messages": list(self.messages),
+            "days_to_expiry": self.days_to_expiry, "lowering_only": self.lowering_only,
+            "targets": list(self.targets),
+            "current_targets": None if self.current_targets is None else list(self.current_targets),
+            "platforms": None if self.platforms is None else list(self.platforms),
+            "target_verdicts": None if self.target_verdicts is None else dict(self.target_verdicts),
+            "matched_case": self.matched_case,
+            "release": None if self.release is None else self.release.to_json(),
+            "expected_failure": self.expected_failure}
