@@ -20,7 +20,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxport.harness import _reference as _api, _classify, _contract, _corpus, _lowering, _shardings, _stopwatch, checkers
+from jaxport.harness import _reference as _api, _classify, _contract, _corpus, _lowering
+from jaxport.harness import _shardings, _stopwatch, checkers
 from jaxport.harness import _case
 from jaxport.harness._project import Project
 from jaxport.harness._registry import CaseRegistry
