@@ -25,6 +25,7 @@ from pathlib import Path
 
 from jaxport.harness import _coverage as coverage
 from jaxport.harness._shard import Shard, ShardError
+from jaxport.harness._verdicts import Outcome
 from harness.cases import cases_for
 from jaxport.errors import JaxportError
 from jaxport.golden._store import GoldenStore
@@ -74,7 +75,7 @@ def merge_and_check(reports: Sequence[RunReport], golden_root: Path) -> RunRepor
     raise ShardError(f"the shards saw {merged.summary.present} {platform} entries but "
                      f"{golden_root} holds {len(present)}; merge against the store the shards "
                      "replayed (--golden-root).")
-  outcomes = [{**e.to_json(), "replayed": True} for e in merged.entries]
+  outcomes = [Outcome.from_report_entry(e) for e in merged.entries]
   targets = coverage.target_coverage(outcomes, merged.targets.required)
   other_targets = merged.extra.get("lowering_only_targets") or {}
   failures = coverage.session_failures(platform, targets, present, outcomes,

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from jaxport.report import FindingKind, Release, Status
+from jaxport.report import EntryResult, FindingKind, Release, Status
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +119,21 @@ class Outcome:
                   "release": (None if d["release"] is None
                               else Release.from_json(d["release"], f"{d['entry_id']}: release")),
                   "status": None if d["status"] is None else Status(d["status"])})
+
+  @classmethod
+  def from_report_entry(cls, e: EntryResult) -> Outcome:
+    """The outcome a report lists as ``e`` (a replayed entry; which reader found a
+    finding is not in the report)."""
+    return cls(entry_id=e.entry_id, case_id=e.case_id, family=e.family,
+               record_date=None if e.record_date is None else e.record_date.isoformat(),
+               days_to_expiry=e.days_to_expiry, lowering_only=e.lowering_only,
+               targets=e.targets, current_targets=e.current_targets,
+               platforms=_tuple(e.extra.get("platforms")),
+               target_verdicts=e.extra.get("target_verdicts"),
+               matched_case=e.extra.get("matched_case"),
+               findings=tuple(Finding(FindingKind(f.kind), f.text) for f in e.findings),
+               upgrade_rules=() if e.release is None else e.release.upgrade_rules,
+               release=e.release, expected_failure=e.expected_failure, status=e.status)
 
   def report_entry(self) -> dict[str, Any]:
     """The entry as the compat report lists it (``jaxport.report.EntryResult`` reads it)."""

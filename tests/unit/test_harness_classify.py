@@ -183,3 +183,12 @@ def test_a_project_requires_only_the_targets_it_declares_unless_it_asks_for_jaxp
   assert coverage.required_targets("cuda", own) == ["shared_kernel"]
   both = Project(("mycases",), ROOT / "store", targets=declared, require_builtin_targets=True)
   assert {"my_kernel", "lapack_spotrf_ffi"} <= set(coverage.required_targets("cpu", both))
+
+
+def test_an_outcome_read_back_from_its_report_entry_keeps_all_but_the_readers():
+  from jaxport.report import EntryResult
+  out = _classify_answer(_answer([_reader("jaxport"), _reader("jax", ok=False, problems=["bad"])]),
+                         _manifest(lowering_only=False))
+  out = out.replace(status=_classify.status(out, strict=False))
+  back = Outcome.from_report_entry(EntryResult.from_json(out.report_entry(), "entry"))
+  assert back == out.replace(findings=tuple(Finding(f.kind, f.message) for f in out.findings))
