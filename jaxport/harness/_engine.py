@@ -12,7 +12,6 @@ import dataclasses
 import datetime
 import functools
 import hashlib
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -26,7 +25,6 @@ from jaxport.harness import _case
 from jaxport.harness._project import Project
 from jaxport.harness._registry import CaseRegistry
 from jaxport import _versions
-from jaxport._jaxcompat import _locations
 from jaxport.custom_calls import _registry
 from jaxport.errors import UpgradeError
 from jaxport.export import _mlir
@@ -47,8 +45,9 @@ LEGACY_JAX_CONFIG = {"jax_enable_x64": True}
 
 
 def configure_jax(compile_cache_dir: str | None = None) -> None:
-  """Process-wide jax settings for recording and replaying (short locations, none of them
-  inside jaxport, so a recording does not change when jaxport does).
+  """Process-wide jax settings for recording and replaying (short locations; jaxport's own
+  frames never name one, see ``jaxport/export/_lower.py``, so a recording does not change
+  when jaxport does).
 
   With ``compile_cache_dir``, every compiled executable is kept in jax's
   persistent compilation cache there, so a module compiled again in this
@@ -59,7 +58,6 @@ def configure_jax(compile_cache_dir: str | None = None) -> None:
   """
   for name, value in _JAX_CONFIG:
     jax.config.update(name, value)
-  _locations.exclude_from_locations(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   if compile_cache_dir is not None:
     for name, value in (("jax_compilation_cache_dir", compile_cache_dir),
                         ("jax_persistent_cache_min_compile_time_secs", 0.0),
