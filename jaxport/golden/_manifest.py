@@ -40,6 +40,10 @@ SHARDINGS_FILE = "shardings.json"
 OPTIONAL_FILES = (SHARDINGS_FILE,)
 DATA_FILES = (BLOB_FILE, INPUTS_FILE, EXPECTED_FILE, MODULE_FILE, *OPTIONAL_FILES)
 
+# The first entry of a case on a day has no revision; a later one of the same day is 2, 3, ...
+FIRST_REVISION = 2
+MAX_REVISION = 999
+
 # Path components: case ids, families and versions become directory names.
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
@@ -163,6 +167,9 @@ class Manifest:
   # The jax configuration the entry was recorded under and is replayed under
   # (``{"jax_enable_x64": bool}``); None for entries recorded before it was kept.
   jax_config: Mapping[str, bool] | None = None
+  # The entry's number among those of its case recorded the same day by the same jax
+  # (``--compat-update`` after a change): None for the first, 2, 3, ... after it.
+  revision: int | None = None
 
   def __post_init__(self):
     if isinstance(self.record_date, str):
@@ -188,8 +195,10 @@ class Manifest:
 
   @property
   def dir_name(self) -> str:
-    """The entry's directory name: ``<record_date>_jax-<producer jax version or 'unknown'>``."""
-    return f"{self.record_date.isoformat()}_jax-{self.producer.jax or 'unknown'}"
+    """The entry's directory name: ``<record_date>[.<revision>]_jax-<producer jax version or
+    'unknown'>``."""
+    revision = "" if self.revision is None else f".{self.revision}"
+    return f"{self.record_date.isoformat()}{revision}_jax-{self.producer.jax or 'unknown'}"
 
   @property
   def relative_dir(self) -> str:
@@ -226,7 +235,11 @@ class Manifest:
 
 
 def _to_dict(m: Manifest) -> dict[str, Any]:
-  optional = {} if m.jax_config is None else {"jax_config": dict(m.jax_config)}
+  optional: dict[str, Any] = {}
+  if m.jax_config is not None:
+    optional["jax_config"] = dict(m.jax_config)
+  if m.revision is not None:
+    optional["revision"] = m.revision
   return {
       **optional,
       "format_version": m.format_version,
@@ -278,6 +291,7 @@ def _from_dict(d: dict[str, Any]) -> Manifest:
               for k, v in d["arrays"].items()},
       imported_from=None if imp is None else ImportSource(imp["source"], imp["details"]),
       jax_config=d.get("jax_config"),
+      revision=d.get("revision"),
   )
 
 
@@ -378,7 +392,7 @@ _TOP_KEYS = ("format_version", "case_id", "family", "platform", "record_date", "
              "calling_convention_version", "serialization_version", "custom_call_targets",
              "polymorphic_shapes", "constraints", "lowering_only", "comparison", "files",
              "arrays", "imported_from")
-_OPTIONAL_TOP_KEYS = ("jax_config",)
+_OPTIONAL_TOP_KEYS = ("jax_config", "revision")
 # The jax options a manifest's jax_config may set.
 JAX_CONFIG_KEYS = ("jax_enable_x64",)
 _PRODUCER_KEYS = tuple(f.name for f in dataclasses.fields(Producer))
@@ -394,6 +408,10 @@ def _validate(d: dict[str, Any], where: str) -> None:
         isinstance(v, bool) for v in cfg.values()):
       raise _bad(where, "jax_config", f"an object of true/false values for {list(JAX_CONFIG_KEYS)}",
                  cfg)
+  if "revision" in d and not (_is_int(d["revision"])
+                              and FIRST_REVISION <= d["revision"] <= MAX_REVISION):
+    raise _bad(where, "revision", f"an integer from {FIRST_REVISION} to {MAX_REVISION} (absent "
+               "for the first entry of a case on a day)", d["revision"])
   fv = d["format_version"]
   if not _is_int(fv) or fv < 1:
     raise _bad(where, "format_version", "a positive integer", fv)

@@ -1,6 +1,6 @@
 """The golden store: append-only, verified entries under ``compat_data/``.
 
-Layout: ``<root>/<platform>/<family>/<case_id>/<YYYY-MM-DD>_jax-<version>/`` with
+Layout: ``<root>/<platform>/<family>/<case_id>/<YYYY-MM-DD>[.<revision>]_jax-<version>/`` with
 ``manifest.json``, ``exported.bin``, ``inputs.npz``, ``expected.npz`` (absent for
 lowering-only entries) and ``module.mlir``; see ``docs/golden-format.md``.
 
@@ -10,8 +10,9 @@ Guarantees:
 - Every reader checks the sha256 recorded in the manifest before using a file,
   and refuses missing, extra or non-regular files in the entry directory.
 - Writing is atomic (temporary directory beside the entry, fsync, rename) and
-  append-only (an existing entry is never overwritten); only :meth:`GoldenStore.prune`
-  removes entries.
+  append-only (an existing entry is never overwritten; a second entry of a case
+  on the same day with the same jax gets a revision, ``<date>.2_jax-<version>``);
+  only :meth:`GoldenStore.prune` removes entries.
 """
 
 from __future__ import annotations
@@ -37,17 +38,32 @@ from jaxport import _limits
 from jaxport.errors import GoldenDataError
 from jaxport.golden._manifest import (
     BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE, MODULE_FILE, PLATFORMS, SHARDINGS_FILE,
-    ArraySpec, Manifest, _parse_json, _pretty, is_safe_name)
+    FIRST_REVISION, MAX_REVISION, ArraySpec, Manifest, _parse_json, _pretty, is_safe_name)
 
 logger = logging.getLogger(__name__)
 
-_DIR_RE = re.compile(r"(\d{4}-\d{2}-\d{2})_jax-(.+)")
+# <YYYY-MM-DD>[.<revision>]_jax-<version>; a revision is 2 to MAX_REVISION (no leading zero).
+_DIR_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?:\.([2-9]|[1-9]\d{1,2}))?_jax-(.+)")
+_DIR_FORM = "<YYYY-MM-DD>[.<revision>]_jax-<version>"
 _TMP_PREFIX = ".tmp-"
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
 def sha256_hex(data: bytes) -> str:
   return hashlib.sha256(data).hexdigest()
+
+
+def entry_sort_key(entry_id: str) -> tuple:
+  """Platform, family, case, record date, revision, producer jax release (numerically, so
+  0.9.2 comes before 0.10.2): the store's order, a case's entries oldest first and a
+  same-day update after the entry it follows. Raises for a malformed directory name."""
+  platform, family, case_id, name = entry_id.split("/")[-4:]
+  m = _DIR_RE.fullmatch(name)
+  if m is None:
+    raise GoldenDataError(f"{entry_id}: entry directory name is not '{_DIR_FORM}'.")
+  revision = int(m.group(2)) if m.group(2) else 1
+  release = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in m.group(3).split("."))
+  return (platform, family, case_id, m.group(1), revision, release)
 
 
 # --- arrays <-> npz -----------------------------------------------------------
@@ -214,16 +230,25 @@ class Entry:
   def __hash__(self) -> int:
     return hash(self.path)
 
+  def _dir_match(self) -> re.Match:
+    m = _DIR_RE.fullmatch(self.path.name)
+    if m is None:
+      raise GoldenDataError(f"{self.path}: directory name is not '{_DIR_FORM}'.")
+    return m
+
   @property
   def record_date(self) -> datetime.date:
     """The record date stated by the directory name."""
-    m = _DIR_RE.fullmatch(self.path.name)
-    if m is None:
-      raise GoldenDataError(f"{self.path}: directory name is not '<YYYY-MM-DD>_jax-<version>'.")
     try:
-      return datetime.date.fromisoformat(m.group(1))
+      return datetime.date.fromisoformat(self._dir_match().group(1))
     except ValueError as e:
       raise GoldenDataError(f"{self.path}: directory name holds no valid date ({e}).") from None
+
+  @property
+  def revision(self) -> int:
+    """The entry's number among its case's entries of the same day and jax (1 for the first)."""
+    revision = self._dir_match().group(2)
+    return int(revision) if revision else 1
 
   def _where(self, name: str) -> str:
     return f"golden entry {self.entry_id}: {name}"
@@ -378,10 +403,40 @@ class GoldenStore:
         for case in self._children(fam):
           for d in self._children(case):
             if not _DIR_RE.fullmatch(d.name):
-              raise GoldenDataError(
-                  f"{d}: entry directory name is not '<YYYY-MM-DD>_jax-<version>'.")
+              raise GoldenDataError(f"{d}: entry directory name is not '{_DIR_FORM}'.")
             found.append(Entry(d, f"{p.name}/{fam.name}/{case.name}/{d.name}"))
-    return sorted(found, key=lambda e: e.entry_id)
+    return sorted(found, key=lambda e: entry_sort_key(e.entry_id))
+
+  def same_day(self, manifest: Manifest) -> list[Entry]:
+    """The entries of ``manifest``'s case recorded on its day by its jax (every revision),
+    in order; ``manifest``'s own revision is left out of the comparison."""
+    first = dataclasses.replace(manifest, revision=None).dir_name
+    case_dir = self._inside([manifest.platform, manifest.family, manifest.case_id])
+    if not case_dir.is_dir():
+      return []
+    found = []
+    for d in self._children(case_dir):
+      m = _DIR_RE.fullmatch(d.name)
+      if m is None:
+        raise GoldenDataError(f"{d}: entry directory name is not '{_DIR_FORM}'.")
+      if f"{m.group(1)}_jax-{m.group(3)}" == first:
+        found.append(Entry(d, f"{manifest.platform}/{manifest.family}/{manifest.case_id}/{d.name}"))
+    return sorted(found, key=lambda e: entry_sort_key(e.entry_id))
+
+  def next_revision(self, manifest: Manifest) -> Manifest:
+    """``manifest`` named after every entry of its case recorded the same day with the same
+    jax: without a revision when there is none, else with the next one (2, 3, ...)."""
+    taken = self.same_day(manifest)
+    if not taken:
+      return dataclasses.replace(manifest, revision=None)
+    revision = max(FIRST_REVISION, taken[-1].revision + 1)
+    if revision > MAX_REVISION:
+      raise GoldenDataError(
+          f"golden entry {manifest.relative_dir}: {len(taken)} entries of case "
+          f"{manifest.case_id} were recorded on {manifest.record_date} with jax "
+          f"{manifest.producer.jax}, the most a day holds ({MAX_REVISION}); prune some "
+          "('jaxport prune') or record on another day.")
+    return dataclasses.replace(manifest, revision=revision)
 
   def _children(self, path: Path, allow_files: bool = False) -> list[Path]:
     out = []
@@ -405,7 +460,7 @@ class GoldenStore:
     parts = entry_id.strip("/").split("/")
     if len(parts) != 4 or not all(is_safe_name(x) for x in parts):
       raise GoldenDataError(
-          f"bad entry id {entry_id!r}; expected '<platform>/<family>/<case_id>/<YYYY-MM-DD>_jax-<version>'.")
+          f"bad entry id {entry_id!r}; expected '<platform>/<family>/<case_id>/{_DIR_FORM}'.")
     path = self._inside(parts)
     if not path.is_dir():
       raise GoldenDataError(f"golden entry {entry_id}: no such entry under {self.root}.")

@@ -103,6 +103,7 @@ def test_entries_are_sorted_and_filtered(store):
     store.write_entry(make_manifest(case_id=case, family=fam, platform=plat), b"x", [], [], "")
   ids = [e.entry_id for e in store.entries()]
   assert ids == sorted(ids) and len(ids) == 4
+  assert ids == sorted(ids, key=_store.entry_sort_key)
   assert [e.entry_id.split("/")[:3] for e in store.entries(platform="cpu", family="qr")] == [
       ["cpu", "qr", "a"], ["cpu", "qr", "b"]]
   assert [e.entry_id for e in store.entries(platform="tpu")] == ["tpu/qr/a/2026-06-01_jax-0.10.2"]
@@ -116,6 +117,52 @@ def test_entries_ignore_hidden_and_root_files_but_refuse_strays(store, entry):
   (entry.path.parent / "notes.txt").write_text("x")
   with pytest.raises(GoldenDataError, match="notes.txt"):
     store.entries()
+
+
+def test_a_same_day_entry_gets_the_next_revision_and_never_overwrites(store, entry):
+  first = entry.manifest
+  assert store.next_revision(make_manifest()).revision == 2
+  second = store.write_entry(store.next_revision(make_manifest()), b"other", INPUTS, EXPECTED, "b")
+  assert second.entry_id == "cpu/qr/qr_f32/2026-06-01.2_jax-0.10.2"
+  assert second.manifest.revision == 2 and second.revision == 2 and entry.revision == 1
+  assert json.loads((second.path / "manifest.json").read_text())["revision"] == 2
+  assert "revision" not in json.loads((entry.path / "manifest.json").read_text())
+  assert entry.manifest == first and entry.blob() == b"\x00blob\xff"
+  assert [e.entry_id for e in store.same_day(make_manifest())] == [entry.entry_id, second.entry_id]
+  # Another jax or another day starts again without a revision.
+  other = make_manifest(producer=dataclasses.replace(first.producer, jax="0.10.3"))
+  assert store.next_revision(other).revision is None
+  assert store.next_revision(make_manifest(record_date=DAY + datetime.timedelta(1))).revision is None
+  with pytest.raises(GoldenDataError, match="append-only"):
+    store.write_entry(make_manifest(revision=2), b"third", INPUTS, EXPECTED, "c")
+
+
+def test_revisions_sort_after_the_entry_they_follow(store):
+  ids = []
+  for revision in (None, 2, 10, 3):
+    ids.append(store.write_entry(make_manifest(revision=revision), b"x", [], [], "").entry_id)
+  store.write_entry(make_manifest(record_date=DAY - datetime.timedelta(1)), b"x", [], [], "")
+  older_jax = dataclasses.replace(make_manifest().producer, jax="0.9.2")
+  store.write_entry(make_manifest(producer=older_jax), b"x", [], [], "")
+  assert [e.entry_id.rsplit("/", 1)[1] for e in store.entries()] == [
+      "2026-05-31_jax-0.10.2", "2026-06-01_jax-0.9.2", "2026-06-01_jax-0.10.2",
+      "2026-06-01.2_jax-0.10.2", "2026-06-01.3_jax-0.10.2", "2026-06-01.10_jax-0.10.2"]
+  assert store.next_revision(make_manifest()).revision == 11
+
+
+@pytest.mark.parametrize("name", ["2026-06-01.1_jax-0.10.2", "2026-06-01.02_jax-0.10.2",
+                                  "2026-06-01.1000_jax-0.10.2", "2026-06-01._jax-0.10.2"])
+def test_a_malformed_revision_in_a_directory_name_is_refused(store, entry, name):
+  os.rename(entry.path, entry.path.parent / name)
+  with pytest.raises(GoldenDataError, match=r"is not '<YYYY-MM-DD>\[.<revision>\]_jax-<version>'"):
+    store.entries()
+
+
+def test_an_entry_renamed_to_another_revision_is_refused(store, entry):
+  second = store.write_entry(make_manifest(revision=2), b"x", INPUTS, EXPECTED, "")
+  os.rename(second.path, second.path.parent / "2026-06-01.3_jax-0.10.2")
+  with pytest.raises(GoldenDataError, match="lies in"):
+    store.entry("cpu/qr/qr_f32/2026-06-01.3_jax-0.10.2").manifest
 
 
 def test_lowering_only_entry_has_no_expected_file(store):
@@ -261,6 +308,10 @@ def test_bad_json_is_reported_with_the_file(entry, text, match):
     ("files", {"exported.bin": "xyz"}, r"files\['exported.bin'\]: expected 64 lowercase hex"),
     ("comparison", {"mode": "allclose", "rtol": -1, "atol": 0}, "comparison.rtol: expected a finite number"),
     ("unexpected", 1, r"unknown \['unexpected'\]"),
+    ("revision", 1, "revision: expected an integer from 2 to 999"),
+    ("revision", "2", "revision: expected an integer from 2 to 999"),
+    ("revision", True, "revision: expected an integer from 2 to 999"),
+    ("jax_config", {"jax_enable_x64": 1}, "jax_config: expected an object of true/false"),
 ])
 def test_every_field_is_validated(field, value, match):
   d = json.loads(make_manifest().to_json())
