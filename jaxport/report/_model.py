@@ -25,7 +25,8 @@ from jaxport.report._files import write_text_atomically
 
 # The report format this package reads and writes (the harness writes it too).
 REPORT_FORMAT = 1
-MODES = ("replay", "record")
+# An update run replays, then records the cases that changed (``--compat-update``).
+MODES = ("replay", "record", "update")
 UNKNOWN_PRODUCER = "unknown"
 _PRODUCER_RE = re.compile(r"_jax-(.+)$")
 _FINDING_RE = re.compile(r"\[([a-z_]+)\] (.*)", re.DOTALL)
@@ -345,6 +346,34 @@ RECORD_ACTIONS = ("written", "unchanged", "conflict", "error")
 
 
 @dataclasses.dataclass(frozen=True)
+class Updated:
+  """What an update run did for one changed case: the entry it differed from (``since``, None
+  for a case without entries), the new entry, and what changed."""
+  case_id: str
+  since: str | None
+  entry_id: str | None
+  action: str
+  message: str
+  targets_added: tuple[str, ...]
+  targets_removed: tuple[str, ...]
+  signature_changes: tuple[str, ...]
+  numerics: tuple[str, ...]
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> Updated:
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    _obj(d, where, names)
+    lists = ("targets_added", "targets_removed", "signature_changes", "numerics")
+    return cls(**{n: _strs(d[n], f"{where}.{n}") if n in lists else
+                  _typed(d[n], f"{where}.{n}", str, nullable=n in ("since", "entry_id"))
+                  for n in names})
+
+  def to_json(self) -> dict[str, Any]:
+    return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+            for f in dataclasses.fields(self)}
+
+
+@dataclasses.dataclass(frozen=True)
 class Summary:
   """The counts of the run: entries per status, present and replayed, recording actions."""
   counts: Mapping[Status, int]
@@ -395,6 +424,8 @@ class RunReport:
   summary: Summary
   extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   source: str = dataclasses.field(default="<report>", compare=False)
+  # The changed cases an update run recorded (None: not an update run's report).
+  updated: tuple[Updated, ...] | None = None
 
   @property
   def ok(self) -> bool:
@@ -440,7 +471,9 @@ class RunReport:
         session_failures=_strs(d["session_failures"], at("session_failures")),
         session_warnings=_strs(d["session_warnings"], at("session_warnings")),
         summary=Summary.from_json(d["summary"], at("summary")),
-        extra={k: v for k, v in d.items() if k not in _TOP_KEYS and k != "format"},
+        updated=items("updated", Updated) if "updated" in d else None,
+        extra={k: v for k, v in d.items()
+               if k not in _TOP_KEYS and k not in ("format", "updated")},
         source=source)
 
   def to_json(self) -> dict[str, Any]:
@@ -453,7 +486,8 @@ class RunReport:
             "drift": [x.to_json() for x in self.drift],
             "recorded": [r.to_json() for r in self.recorded],
             "session_failures": list(self.session_failures),
-            "session_warnings": list(self.session_warnings), "summary": self.summary.to_json()}
+            "session_warnings": list(self.session_warnings), "summary": self.summary.to_json(),
+            **({} if self.updated is None else {"updated": [u.to_json() for u in self.updated]})}
 
 
 def load_report(path: str | os.PathLike) -> RunReport:

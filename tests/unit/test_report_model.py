@@ -53,7 +53,7 @@ def test_entries_are_typed():
     (lambda d: d.update(today="yesterday"), "today", "expected a date"),
     (lambda d: d["entries"][1]["release"]["window"].update(age_days="old"),
      "entries[1].release.window.age_days", "expected int"),
-    (lambda d: d.update(mode="nightly"), "mode", "expected one of replay, record"),
+    (lambda d: d.update(mode="nightly"), "mode", "expected one of replay, record, update"),
 ])
 def test_malformed_reports_name_the_file_and_the_key(tmp_path, change, where, what):
   data = helpers.run_report()
@@ -62,6 +62,38 @@ def test_malformed_reports_name_the_file_and_the_key(tmp_path, change, where, wh
   with pytest.raises(ReportError) as e:
     load_report(path)
   assert f"{path}: {where}" in str(e.value) and what in str(e.value)
+
+
+def _updated(**changes):
+  u = {"case_id": "svd_f32", "since": "cpu/svd/svd_f32/2026-10-01_jax-0.10.2",
+       "entry_id": "cpu/svd/svd_f32/2026-10-01.2_jax-0.10.2", "action": "written", "message": "",
+       "targets_added": ["lapack_sgesdd_ffi"], "targets_removed": [],
+       "signature_changes": ["target lapack_sgesdd_ffi is new"], "numerics": []}
+  u.update(changes)
+  return u
+
+
+def test_an_update_run_report_types_its_updated_cases_and_round_trips(tmp_path):
+  data = helpers.run_report()
+  data["mode"] = "update"
+  data["updated"] = [_updated(), _updated(case_id="new_f32", since=None, action="error",
+                                          entry_id=None, message="recording failed")]
+  data["entries"].append(helpers._entry("svd", "svd_f32", "0.10.2", "pass", ["lapack_sgesdd_ffi"],
+                                        entry_id="cpu/svd/svd_f32/2026-10-01.2_jax-0.10.2",
+                                        release=None))
+  report = load_report(_write(tmp_path, data))
+  assert report.mode == "update" and report.to_json() == data
+  first, second = report.updated
+  assert first.targets_added == ("lapack_sgesdd_ffi",) and first.since.endswith("_jax-0.10.2")
+  assert second.since is None and second.entry_id is None and second.action == "error"
+  revised = next(e for e in report.entries if e.entry_id.endswith("2026-10-01.2_jax-0.10.2"))
+  assert revised.producer == "0.10.2" and revised.platform == "cpu"
+  # A replay run's report has no such section, and gets none written back.
+  plain = load_report(_write(tmp_path, helpers.run_report(), "plain.json"))
+  assert plain.updated is None and "updated" not in plain.to_json()
+  data["updated"][0]["targets_added"] = "lapack_sgesdd_ffi"
+  with pytest.raises(ReportError, match=r"updated\[0\].targets_added"):
+    load_report(_write(tmp_path, data, "bad.json"))
 
 
 def test_unreadable_reports_say_why(tmp_path):
