@@ -1,4 +1,11 @@
-"""``jaxport audit``: custom-call stability, signature drift and expiry of serialized artifacts."""
+"""``jaxport audit``: custom-call stability, signature drift and expiry of serialized artifacts.
+
+A target is judged stable when jaxport's table lists it for a platform of the
+artifact, or the project's own declarations do (``--stable-targets FILE``, the
+format of :class:`jaxport.harness.ProjectTargets`). A target off both lists
+that the artifact's own ``disabled_safety_checks`` allow was exported on
+purpose: it is reported as allowed, with what that means, not as a violation.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,8 @@ from jaxport.errors import JaxportError
 from jaxport.golden import _signatures
 from jaxport.cli._artifacts import Artifact, deserialize
 from jaxport.cli._relower import Relowerer
+from jaxport.export._checks import ALL_TARGETS
+from jaxport.harness._project import ProjectTargets
 
 logger = logging.getLogger(__name__)
 
@@ -19,9 +28,21 @@ DEFAULT_WINDOW_DAYS = 180
 # Below this many days left, an entry is reported as expiring soon (a warning).
 SOON_DAYS = 30
 
+# A target's status on one platform of an artifact.
+STABLE = "stable"
+DECLARED = "declared stable by the project"
+ALLOWED = "allowed by the artifact's disabled_safety_checks"
+DELIBERATELY_UNSTABLE = "deliberately unstable"
+NO_GUARANTEE = "no compatibility guarantee"
+_OK = (STABLE, DECLARED, ALLOWED)
 
-def target_report(target: str, platforms: list[str]) -> dict[str, Any]:
-  """Stability of ``target`` on each of ``platforms``; ok when stable on one of them or anywhere."""
+
+def target_report(target: str, platforms: list[str], declared: ProjectTargets | None = None,
+                  allowed: frozenset[str] = frozenset()) -> dict[str, Any]:
+  """Stability of ``target`` on each of ``platforms``: ok when jaxport's table or the project's
+  ``declared`` targets list it there or anywhere, or the artifact's ``allowed`` targets (those
+  its ``disabled_safety_checks`` allow) include it."""
+  declared = declared or ProjectTargets()
   anywhere = target in _registry.stable_targets(_registry.ANY_PLATFORM)
   unstable = _registry.deliberately_unstable()
   by_platform = {}
@@ -30,24 +51,46 @@ def target_report(target: str, platforms: list[str]) -> dict[str, Any]:
       stable = anywhere or target in _registry.stable_targets(p)
     except JaxportError:
       stable = anywhere
-    by_platform[p] = "stable" if stable else (
-        "deliberately unstable" if target in unstable else "no compatibility guarantee")
-  ok = any(v == "stable" for v in by_platform.values())
+    if stable:
+      by_platform[p] = STABLE
+    elif target in declared.stable(p):
+      by_platform[p] = DECLARED
+    elif target in allowed or ALL_TARGETS in allowed:
+      by_platform[p] = ALLOWED
+    else:
+      by_platform[p] = DELIBERATELY_UNSTABLE if target in unstable else NO_GUARANTEE
+  ok = any(v in _OK for v in by_platform.values())
   report = {"target": target, "status_by_platform": by_platform, "ok": ok}
   if target in unstable:
     report["reason"] = unstable[target]
+  if ok and not any(v in (STABLE, DECLARED) for v in by_platform.values()):
+    check = ALL_TARGETS if target not in allowed else target
+    report["explanation"] = (
+        f"neither jax's stable table nor the project's declarations list {target}, so nothing "
+        "promises that a newer jaxlib still runs it; the artifact was exported with "
+        f"DisabledSafetyCheck.custom_call({check!r}), so its producer chose to ship it (a "
+        "project's own FFI target, say) and answers for it. To vouch for it, list it in a "
+        "stable-targets file and pass --stable-targets FILE.")
   return report
 
 
+def _allowed(exp: Any) -> frozenset[str]:
+  """The custom-call targets an Exported's own ``disabled_safety_checks`` allow."""
+  return frozenset(t for c in exp.disabled_safety_checks if (t := c.is_custom_call()))
+
+
 def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
-                   relowerer: Relowerer | None) -> dict[str, Any]:
-  """The audit record of one artifact: targets, drift, expiry, problems and warnings."""
+                   relowerer: Relowerer | None,
+                   declared: ProjectTargets | None = None) -> dict[str, Any]:
+  """The audit record of one artifact: targets, drift, expiry, problems and warnings;
+  ``declared``: the targets the project guarantees, stable besides jaxport's table."""
   problems: list[str] = []
   warnings: list[str] = []
   rec: dict[str, Any] = {"artifact": art.label, "kind": "entry" if art.entry else "blob",
                          "path": str(art.path)}
   sigs = None
   platforms: list[str] = []
+  allowed: frozenset[str] = frozenset()
   manifest = None
   if relowerer is not None:
     relowerer.load()
@@ -63,7 +106,9 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       try:
         # The platforms the module was lowered for; the entry's platform is the
         # host that records and replays it (lowering-only entries differ).
-        platforms = list(deserialize(art.entry.blob()).platforms)
+        exp = deserialize(art.entry.blob())
+        platforms = list(exp.platforms)
+        allowed = _allowed(exp)
       except (JaxportError, NotImplementedError) as e:
         problems.append(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
       rec["host_platform"] = manifest.platform
@@ -88,18 +133,23 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       blob = art.path.read_bytes()
       exp = deserialize(blob)
       platforms = list(exp.platforms)
+      allowed = _allowed(exp)
       sigs = _signatures.signatures(exp.mlir_module_serialized)
       rec["days_to_expiry"] = None
     except (JaxportError, NotImplementedError, OSError) as e:
       problems.append(f"cannot read the blob: {type(e).__name__}: {e}")
   rec["platforms"] = platforms
   targets = sorted({s.target for s in sigs}) if sigs is not None else []
-  rec["custom_call_targets"] = [target_report(t, platforms) for t in targets]
+  rec["custom_call_targets"] = [target_report(t, platforms, declared, allowed) for t in targets]
   for t in rec["custom_call_targets"]:
+    if t.get("explanation"):
+      warnings.append(f"custom-call target {t['target']}: {t['explanation']}")
     if not t["ok"]:
       where = ", ".join(f"{p}: {s}" for p, s in t["status_by_platform"].items())
       problems.append(f"custom-call target {t['target']} is not stable on any platform of the "
-                      f"artifact ({where}); a newer jaxlib may remove or change it")
+                      f"artifact ({where}); a newer jaxlib may remove or change it. If it is "
+                      "the project's own target, list it in a stable-targets file "
+                      "(--stable-targets FILE)")
   rec["drift"] = _drift(art, manifest, relowerer, warnings, problems)
   rec["problems"] = problems
   rec["warnings"] = warnings
@@ -119,7 +169,8 @@ def _drift(art, manifest, relowerer, warnings, problems) -> dict[str, Any]:
   if relowerer.unavailable:
     return {"checked": False, "reason": relowerer.unavailable}
   if case is None:
-    return {"checked": False, "reason": f"no case {manifest.case_id!r} in the harness registry"}
+    return {"checked": False,
+            "reason": f"no case {manifest.case_id!r} in the case modules named with --cases"}
   try:
     current = relowerer.signatures(case)
   except Exception as e:  # Report and go on: one case's lowering must not hide the others.

@@ -28,6 +28,7 @@ from jaxport._progress import track
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
+from jaxport.harness._project import ProjectTargets
 
 logger = logging.getLogger("jaxport.cli")
 
@@ -80,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
                       "otherwise; the module must be importable (installed or on PYTHONPATH)")
   p.add_argument("--no-drift", action="store_true",
                  help="do not re-lower cases to compare custom-call signatures")
+  p.add_argument("--stable-targets", default=None, metavar="FILE",
+                 help="JSON file of the custom-call targets the project guarantees "
+                      '({"cpu": ["my_target"], "any": [...]}); they count as stable besides '
+                      "jaxport's table"),
   p.add_argument("--json", action="store_true", help="print JSON")
 
   p = add("inspect", help="versions, platforms, shapes, targets, effects, shardings",
@@ -207,8 +212,9 @@ def _audit(args, extra) -> int:
   if not artifacts:
     raise JaxportError(f"no artifacts found under {', '.join(args.paths)} (looked for golden "
                        f"entries and *.bin blobs).")
+  declared = ProjectTargets.read(args.stable_targets) if args.stable_targets else None
   records = [audit.audit_artifact(art, today=today, window_days=args.window_days,
-                                  relowerer=relowerer)
+                                  relowerer=relowerer, declared=declared)
              for art in track(artifacts, "auditing", lambda a: a.label)]
   if args.json:
     _print_json({"today": today.isoformat(), "window_days": args.window_days,

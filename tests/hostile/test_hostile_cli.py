@@ -28,22 +28,25 @@ def run(capsys, *argv):
 
 # --- no project code runs unless an option names it ----------------------------------------
 
-def _planted_harness(folder: Path) -> Path:
-  """A folder that looks like a jaxport checkout whose harness.cases writes a marker when
-  imported; the marker's path."""
-  marker = folder / "harness-code-ran"
+def _planted_project(folder: Path) -> Path:
+  """A folder that looks like a project using the harness: a pyproject naming its case module
+  ``planted_cases``, and a jaxport-like ``harness/cases``; importing either writes a marker.
+  The marker's path."""
+  marker = folder / "project-code-ran"
+  plant = f"open({str(marker)!r}, 'w').write('ran')\ndef cases():\n  return []\n"
   (folder / "harness" / "cases").mkdir(parents=True)
   (folder / "harness" / "__init__.py").write_text("")
   (folder / "harness" / "conftest.py").write_text("")
-  (folder / "harness" / "cases" / "__init__.py").write_text(
-      f"open({str(marker)!r}, 'w').write('ran')\n"
-      "def case(case_id):\n  return None\n")
+  (folder / "harness" / "cases" / "__init__.py").write_text(plant)
+  (folder / "planted_cases.py").write_text(plant)
+  (folder / "pyproject.toml").write_text(
+      '[tool.pytest.ini_options]\njaxport_cases = ["planted_cases"]\njaxport_store = "golden"\n')
   return marker
 
 
 @pytest.mark.parametrize("what", ["blob", "entry"])
-def test_audit_and_inspect_below_a_harness_folder_run_none_of_its_code(tmp_path, what):
-  marker = _planted_harness(tmp_path)
+def test_audit_and_inspect_in_a_project_folder_run_none_of_its_code(tmp_path, what):
+  marker = _planted_project(tmp_path)
   entry = copy_entry(tmp_path / "bundle", REAL_ENTRIES[0])
   target = entry.path
   if what == "blob":
@@ -57,21 +60,21 @@ def test_audit_and_inspect_below_a_harness_folder_run_none_of_its_code(tmp_path,
       rcs = [main(["audit", {str(target)!r}, "--json"]), main(["inspect", {str(target)!r}])]
       sys.exit(max(rcs))
       """, cwd=tmp_path)
-  assert not marker.exists(), "audit or inspect imported the folder's harness.cases"
+  assert not marker.exists(), "audit or inspect imported the folder's case modules"
   assert child.returncode in (0, 1), child.stderr
-  assert "no harness named" in child.stdout or what == "blob"
+  assert "no case module named" in child.stdout or what == "blob"
 
 
-def test_audit_imports_a_harness_only_when_named(tmp_path):
-  marker = _planted_harness(tmp_path / "checkout")
+def test_audit_imports_a_case_module_only_when_named(tmp_path):
+  marker = _planted_project(tmp_path / "checkout")
   entry = copy_entry(tmp_path / "bundle", REAL_ENTRIES[0])
   child = limited(f"""
       import sys
       from jaxport.cli import main
-      sys.exit(main(["audit", {str(entry.path)!r}, "--harness", {str(tmp_path / "checkout")!r}]))
-      """, cwd=tmp_path)
+      sys.exit(main(["audit", {str(entry.path)!r}, "--cases", "planted_cases"]))
+      """, cwd=tmp_path / "checkout")
   assert marker.exists(), child.stderr
-  assert "no case 'cholesky_f32' in the harness registry" in child.stdout
+  assert "no case 'cholesky_f32' in the case modules named with --cases" in child.stdout
 
 
 # --- inspect of paths that are not there ---------------------------------------------------

@@ -3,7 +3,8 @@
 import dataclasses
 import datetime
 import json
-import types
+import sys
+import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -109,42 +110,47 @@ def test_missing_path_and_empty_directory_are_errors(tmp_path, capsys):
   assert rc == 2 and "no artifacts found" in err
 
 
-def _fake_registry(monkeypatch, tmp_path, cases):
-  registry = types.SimpleNamespace(case=cases.get)
-  monkeypatch.setattr(_relower, "harness_root", lambda path: tmp_path)
-  monkeypatch.setattr(_relower, "load_registry", lambda root: registry)
+def _case_module(tmp_path, monkeypatch, name: str, fun: str = "lambda x: jnp.linalg.qr(x)",
+                 inputs: str = "(qr_input(),)", case_id: str = "qr_f32") -> str:
+  """A case module ``name`` on the path, registering one case ``case_id`` (``fun`` on ``inputs``,
+  both Python source); its name, for ``--cases``."""
+  (tmp_path / f"{name}.py").write_text(textwrap.dedent(f"""
+      import jax.numpy as jnp
+      import numpy as np
+      from _cli_helpers import qr_input
+      from jaxport.harness import Case
+
+      def cases():
+        return [Case({case_id!r}, "qr", {fun}, lambda: ({inputs}, {{}}))]
+      """))
+  monkeypatch.syspath_prepend(str(tmp_path))
+  monkeypatch.delitem(sys.modules, name, raising=False)
+  return name
 
 
-def _qr_case(fun=None):
-  return types.SimpleNamespace(
-      case_id="qr_f32", fun=fun or (lambda x: jnp.linalg.qr(x)),
-      make_inputs=lambda: ((qr_input(),), {}), polymorphic_shapes=None, constraints=None,
-      export_platforms=lambda: ("cpu",))
-
-
-def test_drift_against_todays_lowering(store, capsys, monkeypatch):
+def test_drift_against_todays_lowering(store, capsys, monkeypatch, tmp_path):
   write_qr_entry(store)
-  _fake_registry(monkeypatch, store.root, {"qr_f32": _qr_case()})
+  same = _case_module(tmp_path, monkeypatch, "audit_cases_same")
   rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
-                   "--harness", "repo", "--json")
+                   "--cases", same, "--json")
   (art,) = json.loads(out)["artifacts"]
   assert rc == 0 and art["drift"] == {"checked": True, "differences": []}
 
   # Today the case lowers to a 4x4 QR: same targets, other operand types.
-  _fake_registry(monkeypatch, store.root, {"qr_f32": types.SimpleNamespace(
-      **{**vars(_qr_case()), "make_inputs": lambda: ((np.eye(4, dtype=np.float32),), {})})})
-  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--harness", "repo")
+  bigger = _case_module(tmp_path, monkeypatch, "audit_cases_bigger",
+                        inputs="(np.eye(4, dtype=np.float32),)")
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--cases", bigger)
   assert rc == 1
   assert "signature drift against today's lowering: target lapack_sgeqrf_ffi changed signature" in out
   assert "tensor<4x4xf32>" in out and "tensor<3x3xf32>" in out
 
   # Today's lowering no longer calls LAPACK at all.
-  _fake_registry(monkeypatch, store.root, {"qr_f32": _qr_case(fun=lambda x: (x, x))})
-  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--harness", "repo")
+  gone = _case_module(tmp_path, monkeypatch, "audit_cases_gone", fun="lambda x: (x, x)")
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--cases", gone)
   assert rc == 1 and "target lapack_sorgqr_ffi was recorded but the current lowering no longer emits it" in out
 
 
-def test_partitioner_metadata_drift_is_a_warning(store, capsys, monkeypatch):
+def test_partitioner_metadata_drift_is_a_warning(store, capsys, monkeypatch, tmp_path):
   def toggle(sig):
     attrs = dict(sig.attributes)
     if "sdy.sharding_rule" in attrs:
@@ -154,9 +160,9 @@ def test_partitioner_metadata_drift_is_a_warning(store, capsys, monkeypatch):
     return dataclasses.replace(sig, attributes=attrs)
 
   write_qr_entry(store, signatures=[toggle(s) for s in qr_exported_signatures()])
-  _fake_registry(monkeypatch, store.root, {"qr_f32": _qr_case()})
+  cases = _case_module(tmp_path, monkeypatch, "audit_cases_metadata")
   rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
-                   "--harness", "repo", "--json")
+                   "--cases", cases, "--json")
   (art,) = json.loads(out)["artifacts"]
   assert rc == 0 and art["problems"] == []
   assert len(art["drift"]["differences"]) == 2
@@ -185,34 +191,113 @@ def test_entry_lowered_for_another_platform_is_judged_on_that_platform(store, ca
   assert "target cusolver_potrf_ffi: cuda: stable" in out
 
 
-def test_drift_not_checked_without_a_case(store, capsys, monkeypatch):
+def test_drift_not_checked_without_a_case(store, capsys, monkeypatch, tmp_path):
   write_qr_entry(store, case_id="not_a_registered_case")
-  _fake_registry(monkeypatch, store.root, {})
-  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--harness", "repo")
+  cases = _case_module(tmp_path, monkeypatch, "audit_cases_other")
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--cases", cases)
   assert rc == 0
-  assert "drift: not checked (no case 'not_a_registered_case' in the harness registry)" in out
+  assert ("drift: not checked (no case 'not_a_registered_case' in the case modules named with "
+          "--cases)") in out
 
 
-def test_drift_not_checked_without_a_named_harness(store, capsys, monkeypatch):
+def test_drift_not_checked_without_a_named_case_module(store, capsys, monkeypatch):
   write_qr_entry(store)
-  def imported(root):
-    raise AssertionError("audit imported a harness nobody named")
-  monkeypatch.setattr(_relower, "load_registry", imported)
+  def imported(self):
+    raise AssertionError("audit imported case modules nobody named")
+  monkeypatch.setattr(_relower.CaseRegistry, "_loaded", property(imported))
   rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat())
-  assert rc == 0 and "drift: not checked (no harness named: pass --harness REPO" in out
+  assert rc == 0 and "drift: not checked (no case module named: pass --cases MODULE" in out
 
 
-def test_a_harness_option_without_a_harness_is_an_error(store, capsys, tmp_path):
+def test_a_case_module_that_cannot_be_imported_is_reported_not_fatal(store, capsys):
   write_qr_entry(store)
-  rc, _, err = run(capsys, "audit", str(store.root), "--harness", str(tmp_path / "elsewhere"))
-  assert rc == 2 and "no harness/conftest.py there" in err
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
+                   "--cases", "no_such_case_module_anywhere")
+  assert rc == 0
+  assert "the case modules failed to import: GoldenDataError: case module " in out
+  assert "'no_such_case_module_anywhere' cannot be imported" in out
 
 
-def test_broken_registry_is_reported_not_fatal(store, capsys, monkeypatch, tmp_path):
+def test_a_case_module_that_raises_is_reported_not_fatal(store, capsys, monkeypatch, tmp_path):
   write_qr_entry(store)
-  monkeypatch.setattr(_relower, "harness_root", lambda path: tmp_path)
-  def broken(root):
-    raise ImportError("no module named harness.cases")
-  monkeypatch.setattr(_relower, "load_registry", broken)
-  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--harness", "repo")
-  assert rc == 0 and "the harness case registry failed to import: ImportError" in out
+  (tmp_path / "audit_cases_broken.py").write_text("raise ImportError('no module named mylib')\n")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
+                   "--cases", "audit_cases_broken")
+  assert rc == 0 and "the case modules failed to import" in out and "no module named mylib" in out
+
+
+def test_several_case_modules_are_searched(store, capsys, monkeypatch, tmp_path):
+  write_qr_entry(store)
+  other = _case_module(tmp_path, monkeypatch, "audit_cases_first", case_id="another_case")
+  qr = _case_module(tmp_path, monkeypatch, "audit_cases_second")
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
+                   "--cases", other, "--cases", qr, "--json")
+  (art,) = json.loads(out)["artifacts"]
+  assert rc == 0 and art["drift"] == {"checked": True, "differences": []}
+
+
+# --- the project's own targets: declared stable, or allowed by the artifact itself ----------
+
+def _pivoted_qr_blob(target: str = "lapack_sgeqp3_ffi") -> bytes:
+  """A blob calling LAPACK's pivoted QR, a cpu target off jax's stable table, exported with
+  ``DisabledSafetyCheck.custom_call(target)``."""
+  import jaxport
+  fun = jax.jit(lambda x: jax.lax.linalg.qr(x, pivoting=True, full_matrices=False))
+  exp = jaxport.export(fun, disabled_checks=[jaxport.DisabledSafetyCheck.custom_call(target)])(
+      jax.ShapeDtypeStruct((4, 3), np.float32))
+  return bytes(exp.serialize())
+
+
+@pytest.mark.parametrize("check", ["lapack_sgeqp3_ffi", "ALL"])
+def test_a_target_the_blob_allows_is_explained_not_a_violation(tmp_path, capsys, check):
+  blob = tmp_path / "pivoted_qr.bin"
+  blob.write_bytes(_pivoted_qr_blob(check))
+  rc, out, _ = run(capsys, "audit", str(blob), "--json")
+  (art,) = json.loads(out)["artifacts"]
+  targets = {t["target"]: t for t in art["custom_call_targets"]}
+  assert rc == 0 and art["problems"] == []
+  assert targets["lapack_sgeqp3_ffi"]["status_by_platform"] == {
+      "cpu": "allowed by the artifact's disabled_safety_checks"}
+  assert targets["lapack_sorgqr_ffi"]["status_by_platform"] == {"cpu": "stable"}
+  (warning,) = art["warnings"]
+  assert warning.startswith("custom-call target lapack_sgeqp3_ffi: neither jax's stable table")
+  assert f"DisabledSafetyCheck.custom_call({check!r})" in warning and "--stable-targets" in warning
+  rc, out, _ = run(capsys, "audit", str(blob))
+  assert "target lapack_sgeqp3_ffi: cpu: allowed by the artifact's disabled_safety_checks" in out
+
+
+def test_declared_stable_targets_count_as_stable(store, capsys, tmp_path):
+  sigs = [dataclasses.replace(s, target="my_private_kernel") if s.target == "lapack_sorgqr_ffi" else s
+          for s in qr_exported_signatures()]
+  write_qr_entry(store, signatures=sigs)
+  for key in ("cpu", "any"):
+    declared = tmp_path / f"targets-{key}.json"
+    declared.write_text(json.dumps({key: ["my_private_kernel"]}))
+    rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--no-drift",
+                     "--stable-targets", str(declared))
+    assert rc == 0, out
+    assert "target my_private_kernel: cpu: declared stable by the project" in out
+  # Declared for another platform only: no guarantee on this one, and the problem says how to
+  # declare it.
+  declared = tmp_path / "targets-tpu.json"
+  declared.write_text(json.dumps({"tpu": ["my_private_kernel"]}))
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--no-drift",
+                   "--stable-targets", str(declared))
+  assert rc == 1 and "target my_private_kernel: cpu: no compatibility guarantee" in out
+  assert "list it in a stable-targets file (--stable-targets FILE)" in out
+
+
+@pytest.mark.parametrize("text,match", [
+    ("not json", "cannot be read as JSON"),
+    ('{"gpu": ["x"]}', "unknown key 'gpu'"),
+    ('{"cpu": "x"}', "'cpu' must be a list of target names"),
+])
+def test_a_bad_stable_targets_file_is_an_error_naming_it(store, capsys, tmp_path, text, match):
+  write_qr_entry(store)
+  bad = tmp_path / "targets.json"
+  bad.write_text(text)
+  rc, out, err = run(capsys, "audit", str(store.root), "--stable-targets", str(bad))
+  assert rc == 2 and out == ""
+  assert f"stable-targets file {bad}" in err or str(bad) in err
+  assert match in err

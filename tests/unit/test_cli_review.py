@@ -41,21 +41,24 @@ def test_prune_help_explains_older_than_days(capsys):
   assert "recorded more than DAYS days" in out
 
 
-def test_audit_reads_an_entry_with_a_harness_effect_when_the_harness_is_named(tmp_path, capsys):
+def test_audit_reads_an_entry_with_a_harness_effect_when_its_case_module_is_named(
+    tmp_path, capsys, monkeypatch):
+  monkeypatch.syspath_prepend(str(ROOT))
   entry = _copy_entry(tmp_path, "cpu/feature_effects/ordered_effects/2026-11-29_jax-0.10.2")
   rc, out, _ = run(capsys, "audit", str(entry), "--json", "--today", "2026-11-29",
-                   "--harness", str(ROOT))
+                   "--cases", "harness.cases")
   record, = json.loads(out)["artifacts"]
   assert record["problems"] == [], record["problems"]
   assert rc == 0
 
 
-def test_audit_reports_drift_of_an_older_release_entry_as_a_warning(tmp_path, capsys):
+def test_audit_reports_drift_of_an_older_release_entry_as_a_warning(tmp_path, capsys, monkeypatch):
+  monkeypatch.syspath_prepend(str(ROOT))
   # An entry of a release other than the running one (0.9.2's, or 0.8.3's under jax 0.9.2).
   producer = "0.8.3" if jax.__version__ == "0.9.2" else "0.9.2"
   entry = _copy_entry(tmp_path, f"cpu/feature_shape_poly/release_poly_gram_f32/2026-11-29_jax-{producer}")
   rc, out, _ = run(capsys, "audit", str(entry), "--json", "--today", "2026-11-29",
-                   "--harness", str(ROOT))
+                   "--cases", "harness.cases")
   record, = json.loads(out)["artifacts"]
   assert record["drift"]["checked"] and record["drift"]["differences"]
   assert record["problems"] == []
