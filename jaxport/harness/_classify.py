@@ -43,6 +43,8 @@ K = FindingKind
 # Verdicts on a lowering-only module's targets against the stable table of its platforms.
 TARGET_STABLE = "stable"
 TARGET_NOT_STABLE = "not_stable"
+# Not stable, but the module's own disabled_safety_checks allow it: its producer vouches for it.
+TARGET_ALLOWED = "allowed_by_disabled_checks"
 
 ALWAYS_FAIL = frozenset({K.COMPATIBILITY_BREAK, K.EXPORT_ERROR})
 STRICT_FAIL = frozenset({K.LOWERING_DRIFT, K.NUMERICS_CHANGE, K.EXPIRED, K.FUTURE_DATE,
@@ -108,7 +110,7 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
         facts["platforms"] = tuple(read.get("platforms") or ())
         facts["target_verdicts"] = dict(read["target_verdicts"])
         for target, verdict in sorted(read["target_verdicts"].items()):
-          if verdict != TARGET_STABLE:
+          if verdict == TARGET_NOT_STABLE:
             add(K.STALE_TARGET, f"target {target} is not in the stable table of "
                                 f"{'/'.join(read.get('platforms') or [])} "
                                 "(jaxport/custom_calls/stable_targets.json): nothing promises it "

@@ -91,19 +91,31 @@ MERGE_COMMAND = "python -m harness.tools.shards merge SHARD.json... -o RUN.json"
 
 def session_failures(platform: str, targets: dict[str, Any], present: list[str],
                      outcomes: list[Outcome], case_ids: list[str],
-                     other_targets: Mapping[str, Any] | None = None) -> list[str]:
+                     other_targets: Mapping[str, Any] | None = None,
+                     project: Project | None = None) -> list[str]:
   """The session-level failures of a whole run: coverage, tripwire, missing cases.
 
   ``targets`` is ``target_coverage`` of the run's outcomes and
   ``other_targets`` its ``other_platform_coverage``; a sharded run calls this
-  once, on the report merged from its shards.
+  once, on the report merged from its shards. ``project``'s own declared
+  targets, when missing, get a failure of their own naming its targets file.
   """
   failures = []
   record = f"pytest --compat-platform={platform} --compat-record"
-  if targets["missing_required"]:
+  declared = set(project.targets.stable(platform)) if project is not None else set()
+  missing_declared = [t for t in targets["missing_required"] if t in declared]
+  missing_builtin = [t for t in targets["missing_required"] if t not in declared]
+  if missing_declared:
+    where = project.targets_file or "the project's stable-target declarations"
     failures.append(
-        f"coverage: {len(targets['missing_required'])} stable {platform} targets have no "
-        f"replayed entry: {targets['missing_required']}. Add a case to a case module and "
+        f"coverage: {len(missing_declared)} {platform} targets that the project declares "
+        f"stable in {where} have no replayed entry: {missing_declared}. Add a case whose "
+        f"function calls each to a case module and record it ({record}), or remove the "
+        f"target from {where}")
+  if missing_builtin:
+    failures.append(
+        f"coverage: {len(missing_builtin)} stable {platform} targets have no "
+        f"replayed entry: {missing_builtin}. Add a case to a case module and "
         f"record it: {record}")
   if targets["missing_reachable"]:
     failures.append(

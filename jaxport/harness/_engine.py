@@ -22,12 +22,13 @@ import numpy as np
 from jaxport.harness import _reference as _api, _classify, _contract, _corpus, _lowering
 from jaxport.harness import _shardings, _stopwatch, checkers
 from jaxport.harness import _case
-from jaxport.harness._project import Project
+from jaxport.harness._project import Project, ProjectTargets
 from jaxport.harness._registry import CaseRegistry
 from jaxport import _versions
 from jaxport.custom_calls import _registry
 from jaxport.errors import UpgradeError
 from jaxport.export import _mlir
+from jaxport.export._checks import ALL_TARGETS
 from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
 from jaxport.upgrades import upgrade_with_report
 
@@ -66,12 +67,15 @@ def configure_jax(compile_cache_dir: str | None = None) -> None:
 
 
 _REGISTRY = CaseRegistry(())
+_TARGETS = ProjectTargets()
 
 
 def use_project(project: Project) -> None:
-  """Look cases up in ``project``'s case modules from now on."""
-  global _REGISTRY
+  """Look cases up in ``project``'s case modules, and judge targets also by its declarations,
+  from now on."""
+  global _REGISTRY, _TARGETS
   _REGISTRY = CaseRegistry(project.case_modules)
+  _TARGETS = project.targets
 
 
 def load_cases() -> None:
@@ -248,7 +252,8 @@ def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
       return out
     problems = [f"the module read back differs from the manifest: {d}" for d in drift]
     out.update(ok=not problems, stage="module", problems=problems, platforms=list(exp.platforms),
-               target_verdicts=target_verdicts(m.custom_call_targets, exp.platforms))
+               target_verdicts=target_verdicts(m.custom_call_targets, exp.platforms,
+                                               allowed_targets(exp.disabled_safety_checks)))
     return out
   try:
     with watch.stage(_stopwatch.CALL):
@@ -275,14 +280,29 @@ def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
   return out
 
 
-def target_verdicts(sigs: Sequence[CustomCallSignature], platforms: Sequence[str]) -> dict[str, str]:
-  """Per target of a lowering-only module: stable or not on the platforms it was lowered for."""
-  stable = set(_registry.stable_targets(_registry.ANY_PLATFORM))
+def target_verdicts(sigs: Sequence[CustomCallSignature], platforms: Sequence[str],
+                    allowed: frozenset[str] = frozenset()) -> dict[str, str]:
+  """Per target of a lowering-only module: stable on the platforms it was lowered for (by
+  jaxport's table or the project's declarations), allowed by the module's own
+  ``disabled_safety_checks`` (``allowed``; ``ALL`` allows every target), or not stable."""
+  stable = set(_registry.stable_targets(_registry.ANY_PLATFORM)) | _TARGETS.stable("any")
   for p in platforms:
     if p in _case.PLATFORMS:
-      stable |= _registry.stable_targets(p)
-  return {t: _classify.TARGET_STABLE if t in stable else _classify.TARGET_NOT_STABLE
-          for t in _lowering.targets(sigs)}
+      stable |= _registry.stable_targets(p) | _TARGETS.stable(p)
+
+  def verdict(t: str) -> str:
+    if t in stable:
+      return _classify.TARGET_STABLE
+    if t in allowed or ALL_TARGETS in allowed:
+      return _classify.TARGET_ALLOWED
+    return _classify.TARGET_NOT_STABLE
+
+  return {t: verdict(t) for t in _lowering.targets(sigs)}
+
+
+def allowed_targets(disabled_checks: Sequence[Any]) -> frozenset[str]:
+  """The custom-call targets an Exported's ``disabled_safety_checks`` allow (either reader's)."""
+  return frozenset(t for c in disabled_checks if (t := c.is_custom_call()))
 
 
 def _upgraded(exp: Any, error: str, out: dict[str, Any]) -> Any | None:

@@ -82,7 +82,8 @@ def _read_project(config: pytest.Config) -> Project:
   paths = tuple(dict.fromkeys([str(base), *(p for p in sys.path if p and _within(p, base))]))
   return Project(case_modules=modules, store=store, targets=targets, on_change=on_change,
                  require_builtin_targets=bool(config.getini(entry.INI_BUILTIN_TARGETS)),
-                 expectations=path(entry.INI_EXPECTATIONS), root=base, paths=paths)
+                 expectations=path(entry.INI_EXPECTATIONS), root=base, paths=paths,
+                 targets_file=targets_file)
 
 
 def _within(p: str, base: Path) -> bool:
@@ -117,6 +118,9 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
     raise pytest.UsageError(
         f"--compat-store={root}: no such directory, so there is no golden store to replay. Pass "
         "the path of an existing store, or record one with --compat-record.")
+  if update and _opt(config, "--compat-shard"):
+    raise pytest.UsageError("--compat-update records the changed cases of the whole store; it "
+                            "cannot be combined with --compat-shard")
   try:
     shard = Shard.parse(_opt(config, "--compat-shard")) if _opt(config, "--compat-shard") else None
     costs = read_costs(_opt(config, "--compat-costs")) if _opt(config, "--compat-costs") else None
@@ -298,6 +302,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
   hs = _started(config)
   if hs is None:
     return
+  if hs.options.update and hs.used and not hasattr(config, "workerinput"):
+    hs.apply_updates()
   hs.flush_writes()
   hs.close()
   if hasattr(config, "workerinput"):

@@ -99,6 +99,7 @@ class Project:
   target of jaxport's own table (jaxport's repository does; a downstream project
   does not). ``expectations``: a table of producer releases' expected failures.
   ``paths``: directories the worker puts on ``sys.path`` to import the case modules.
+  ``targets_file``: the file ``targets`` was read from (named in coverage failures).
   """
 
   case_modules: tuple[str, ...]
@@ -109,13 +110,15 @@ class Project:
   expectations: Path | None = None
   root: Path | None = None
   paths: tuple[str, ...] = ()
+  targets_file: Path | None = None
 
   def to_json(self) -> dict[str, Any]:
     return {"case_modules": list(self.case_modules), "store": str(self.store),
             "targets": self.targets.to_json(), "on_change": self.on_change.value,
             "require_builtin_targets": self.require_builtin_targets,
             "expectations": str(self.expectations) if self.expectations else None,
-            "root": str(self.root) if self.root else None, "paths": list(self.paths)}
+            "root": str(self.root) if self.root else None, "paths": list(self.paths),
+            "targets_file": str(self.targets_file) if self.targets_file else None}
 
   @classmethod
   def from_json(cls, data: Mapping[str, Any]) -> Project:
@@ -124,7 +127,8 @@ class Project:
                on_change=OnChange(data["on_change"]),
                require_builtin_targets=bool(data["require_builtin_targets"]),
                expectations=Path(data["expectations"]) if data["expectations"] else None,
-               root=Path(data["root"]) if data["root"] else None, paths=tuple(data["paths"]))
+               root=Path(data["root"]) if data["root"] else None, paths=tuple(data["paths"]),
+               targets_file=Path(data["targets_file"]) if data.get("targets_file") else None)
 
 
 def module_names(value: Sequence[str] | str) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from jaxport.harness import _update
 from jaxport.report import REPORT_FORMAT as REPORT_FORMAT
 
 
@@ -51,6 +52,8 @@ def text_lines(report: dict[str, Any]) -> list[str]:
                 if e["days_to_expiry"] is not None and 0 <= e["days_to_expiry"] <= 30]
     for e in expiring:
       lines.append(f"  expires in {e['days_to_expiry']} days: {e['entry_id']}")
+    if report["mode"] == "update":
+      lines.extend(_update.text_lines(report["updated"]))
   for f in report["session_failures"]:
     lines.append(f"SESSION FAIL {f}")
   if report["mode"] == "replay" and s["warn"]:

@@ -24,7 +24,7 @@ import pytest
 from jaxport.errors import GoldenDataError
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
-from jaxport.harness import _classify, _jax_corpus, _shardings
+from jaxport.harness import _classify, _jax_corpus, _shardings, _update
 from jaxport.harness import _coverage as coverage
 from jaxport.harness import _expectations as expected_status
 from jaxport.harness import _reference as _api
@@ -91,6 +91,8 @@ class HarnessSession:
     self._compile_cache_tmp: Path | None = None
     self._seconds: dict[str, float] = {}
     self._parts: dict[str, dict[str, float]] = {}
+    self._updates: list[_update.Update] = []
+    self._newest_ids: dict[str, str] | None = None
     self.report: dict[str, Any] | None = None
     # Whether this process ran golden items (or received a worker's results): only then
     # does the run get a compat report.
@@ -115,6 +117,12 @@ class HarnessSession:
     if self.options.shard is None:
       return present
     return self.options.shard.select(present, self.options.shard_costs)
+
+  def _newest(self) -> dict[str, str]:
+    """The newest entry id of each case with entries on the platform."""
+    if self._newest_ids is None:
+      self._newest_ids = _update.newest_entries(self.entry_ids())
+    return self._newest_ids
 
   def case_ids(self) -> list[str]:
     return [c.case_id for c in self.registry.cases_for(self.options.platform)]
@@ -171,8 +179,15 @@ class HarnessSession:
         outcome = expected_status.annotate(
             outcome, manifest, today=self.options.today,
             table=expected_status.load_table(self.project.expectations))
-    outcome = outcome.replace(status=_classify.status(
-        outcome, self.options.strict, changes_fail=self.project.on_change is OnChange.FAIL))
+    if self.options.update:
+      status = _update.status_when_updating(outcome, self.options.strict)
+    else:
+      # A changed function fails the case's newest entry only: older ones stay, differing
+      # from today's function, until pruned.
+      status = _classify.status(
+          outcome, self.options.strict, changes_fail=self.project.on_change is OnChange.FAIL
+          and self._newest().get(outcome.case_id) == entry_id)
+    outcome = outcome.replace(status=status)
     self._outcomes[entry_id] = outcome
     return outcome
 
@@ -206,6 +221,9 @@ class HarnessSession:
     """The body of one replay test item: fail, warn or pass."""
     outcome = self.replay(entry_id)
     text = "\n".join(outcome.messages)
+    if outcome.status in (Status.FAIL, Status.WARN):
+      text += _update.change_hint(outcome, self.options.update,
+                                  newest=self._newest().get(outcome.case_id) == entry_id)
     if outcome.status is Status.FAIL:
       pytest.fail(f"golden entry {entry_id}:\n{text}", pytrace=False)
     if outcome.status is Status.XFAIL:
@@ -286,6 +304,48 @@ class HarnessSession:
           f"entry folders there (cp -r {self._staging}/* {self.store.root}/) or record again.")
       self._staging = None  # kept: close() must not remove it
 
+  # --- update ------------------------------------------------------------------
+
+  def apply_updates(self) -> None:
+    """``--compat-update``, at the end of the run (serial run or xdist controller): record a
+    new entry of every changed or new case and write it into the store, append-only."""
+    o = self.options
+    changes = _update.changed_cases(
+        self._outcomes, self.entry_ids(), self.case_ids(),
+        include_new=not (o.partial or self._listing_failed))
+    self._updates = [self._update_case(change) for change in changes]
+
+  def _update_case(self, change: _update.CaseChange) -> _update.Update:
+    case = self.registry.case(change.case_id)
+    answer = self._worker(case.num_devices if case is not None else 1).request(
+        {"op": "record", "case_id": change.case_id, "today": self.options.today.isoformat(),
+         "staging": str(self._staging_root())})
+    if "entry_id" not in answer:
+      why = answer.get("error") or answer.get("why") or "unknown"
+      return self._update_failed(change, f"recording failed: {why}")
+    try:
+      staged = GoldenStore(self._staging_root()).entry(answer["entry_id"])
+      manifest = staged.manifest
+      for same in self.store.same_day(manifest):
+        if not _differing_files(staged.path, same.path):
+          return _update.Update(change, _update.UpdateAction.UNCHANGED, same.entry_id,
+                                "today's recording equals this entry of the same day",
+                                targets=_update.targets_of(manifest))
+      written = self.store.write_entry(
+          self.store.next_revision(manifest), staged.blob(), staged.inputs(),
+          staged.expected_outputs(), staged.module_text(), staged.shardings())
+    except GoldenDataError as e:
+      kept = self._staging
+      self._staging = None  # kept: close() must not remove it
+      return self._update_failed(change, f"writing {answer['entry_id']} failed: {e}; the "
+                                         f"recording is kept in the golden store {kept}")
+    return _update.Update(change, _update.UpdateAction.WRITTEN, written.entry_id,
+                          targets=_update.targets_of(manifest))
+
+  def _update_failed(self, change: _update.CaseChange, why: str) -> _update.Update:
+    self._session_failures.append(f"{_update.UPDATE_FLAG}: case {change.case_id}: {why}")
+    return _update.Update(change, _update.UpdateAction.ERROR, None, why)
+
   # --- xdist -------------------------------------------------------------------
 
   def worker_output(self) -> str:
@@ -344,8 +404,13 @@ class HarnessSession:
                     "why": f"shard {o.shard} replays part of the store; they run on the report "
                            f"merged from all shards ({coverage.MERGE_COMMAND})"})
     else:
-      failures += coverage.session_failures(o.platform, targets, present, outcomes, self.case_ids(),
-                                            other_targets)
+      checked = (targets, other_targets, self.case_ids())
+      if o.update:
+        # The cases updated in this run have their new entries; those are replayed next run.
+        *checked, recorded_now = _update.settled(*checked, self._updates)
+        skips += recorded_now
+      failures += coverage.session_failures(o.platform, checked[0], present, outcomes, checked[2],
+                                            checked[1], project=self.project)
       skips += coverage.unreachable_skips(o.platform, other_targets)
     if self.corpus is not None:
       skips.extend({"what": "jax corpus import", "why": why} for why in self.corpus.skipped)
@@ -362,7 +427,7 @@ class HarnessSession:
       summary[action] = sum(1 for r in recorded if r["action"] == action)
     self.report = {
         "format": reporter.REPORT_FORMAT,
-        "mode": "record" if o.record else "replay",
+        "mode": "record" if o.record else "update" if o.update else "replay",
         "platform": o.platform,
         "today": o.today.isoformat(),
         "compat_window_days": o.compat_window_days,
@@ -381,6 +446,9 @@ class HarnessSession:
         "session_warnings": warns,
         "summary": summary,
     }
+    if o.update:
+      self.report["updated"] = [u.to_json() for u in sorted(self._updates,
+                                                            key=lambda u: u.change.case_id)]
     return self.report
 
   def finish(self) -> bool:
@@ -423,6 +491,7 @@ def _differing_files(staged: Path, existing: Path) -> list[str]:
 def _manifest_payload(path: Path) -> dict:
   d = json.loads(path.read_text())
   d.pop("digest", None)
+  d.pop("revision", None)  # the entry's name among those of its day, not what it holds
   return d
 
 

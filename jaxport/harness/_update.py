@@ -1,0 +1,192 @@
+"""``--compat-update``: which cases changed, and what changed, for the snapshot workflow.
+
+The run replays as usual. A case *changed* when the replay of its newest entry
+(the store's order: record date, revision, producer release) finds that
+today's function lowers or computes something else (``lowering_drift``,
+``numerics_change``); a registered case without any entry is new. At the end
+of the run the session records one new entry of each changed or new case
+(the worker's record op, into staging, then the store's atomic append-only
+write; a second entry of the same day gets the next revision) and reports what
+changed: targets added and removed, signature differences, the numerics
+verdict. The old entry stays until ``jaxport prune`` removes it; being older
+than the case's newest entry, its differences from today's function no longer
+fail the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from jaxport.golden._manifest import Manifest
+from jaxport.golden._store import entry_sort_key
+from jaxport.harness import _classify
+from jaxport.harness._verdicts import Outcome
+from jaxport.report import FindingKind, Status
+
+# The flag that records a new entry for each changed case.
+UPDATE_FLAG = "--compat-update"
+
+
+class UpdateAction(enum.StrEnum):
+  """What updating one case did."""
+
+  WRITTEN = "written"      # a new entry is in the store
+  UNCHANGED = "unchanged"  # today's recording equals an entry of the same day: nothing written
+  ERROR = "error"          # recording or writing failed (a session failure says why)
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseChange:
+  """What the replay found changed in one case since ``since`` (None: the case had no entry)."""
+
+  case_id: str
+  since: str | None
+  targets_added: tuple[str, ...] = ()
+  targets_removed: tuple[str, ...] = ()
+  signature_changes: tuple[str, ...] = ()
+  numerics: tuple[str, ...] = ()
+
+  @classmethod
+  def from_outcome(cls, outcome: Outcome) -> CaseChange:
+    """The change an entry's replay outcome shows against today's lowering of its case."""
+    recorded = set(outcome.targets)
+    today = set(outcome.current_targets or ())
+    return cls(case_id=outcome.case_id, since=outcome.entry_id,
+               targets_added=tuple(sorted(today - recorded)),
+               targets_removed=tuple(sorted(recorded - today)),
+               signature_changes=_findings(outcome, FindingKind.LOWERING_DRIFT),
+               numerics=_findings(outcome, FindingKind.NUMERICS_CHANGE))
+
+  def summary(self) -> list[str]:
+    """Lines saying what changed, for the terminal and for messages."""
+    if self.since is None:
+      return ["a new case: it had no entry"]
+    out = []
+    if self.targets_added or self.targets_removed:
+      out.append(f"targets added {list(self.targets_added)}, removed {list(self.targets_removed)}")
+    out += [f"signature: {s}" for s in self.signature_changes]
+    out += [f"numerics: {s}" for s in self.numerics]
+    return out or ["today's function differs from the entry"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Update:
+  """The update of one case: its change, what was done, and the new entry."""
+
+  change: CaseChange
+  action: UpdateAction
+  entry_id: str | None = None
+  message: str = ""
+  # The custom-call targets of the case's entry now in the store (not reported: the
+  # change says what differs).
+  targets: tuple[str, ...] = ()
+
+  def to_json(self) -> dict[str, Any]:
+    c = self.change
+    return {"case_id": c.case_id, "since": c.since, "entry_id": self.entry_id,
+            "action": str(self.action), "message": self.message,
+            "targets_added": list(c.targets_added), "targets_removed": list(c.targets_removed),
+            "signature_changes": list(c.signature_changes), "numerics": list(c.numerics)}
+
+
+def targets_of(manifest: Manifest) -> tuple[str, ...]:
+  """The custom-call targets an entry's manifest records, sorted."""
+  return tuple(sorted({s.target for s in manifest.custom_call_targets}))
+
+
+def settled(targets: Mapping[str, Any], other_targets: Mapping[str, Any], case_ids: list[str],
+            updates: Iterable[Update]) -> tuple[dict[str, Any], dict[str, Any], list[str],
+                                                list[dict[str, str]]]:
+  """The run's coverage and registered cases as the session checks them after an update: the
+  targets and cases of entries recorded in this run are no longer missing (their entries are
+  replayed from the next run, which the returned skip-ledger lines say)."""
+  done = [u for u in updates if u.action is not UpdateAction.ERROR]
+  recorded = {t for u in done for t in u.targets}
+  targets = {**targets, **{k: [t for t in targets[k] if t not in recorded]
+                           for k in ("missing_required", "missing_reachable")}}
+  other = {p: {**cov, "missing": [t for t in cov["missing"] if t not in recorded]}
+           for p, cov in other_targets.items()}
+  updated = {u.change.case_id for u in done}
+  skips = [{"what": f"replay of {u.entry_id}",
+            "why": f"recorded by this run ({UPDATE_FLAG}); it is replayed from the next run"}
+           for u in done if u.action is UpdateAction.WRITTEN]
+  return targets, other, [c for c in case_ids if c not in updated], skips
+
+
+def _findings(outcome: Outcome, kind: FindingKind) -> tuple[str, ...]:
+  """The messages of an outcome's findings of ``kind``, without the 'current lowering' lead-in."""
+  return tuple(f.message.removeprefix("current lowering: ") for f in outcome.of_kind(kind))
+
+
+def newest_entries(entry_ids: Iterable[str]) -> dict[str, str]:
+  """The newest entry id of each case (by case id), in the store's order."""
+  out: dict[str, str] = {}
+  for entry_id in sorted(entry_ids, key=entry_sort_key):
+    out[entry_id.split("/")[2]] = entry_id
+  return out
+
+
+def changed_cases(outcomes: Mapping[str, Outcome], present: Iterable[str],
+                  case_ids: Iterable[str], include_new: bool) -> list[CaseChange]:
+  """The registered cases to record again: those whose newest entry's replay shows a change,
+  and, with ``include_new``, those without any entry; sorted by case id."""
+  newest = newest_entries(present)
+  out = []
+  for case_id in sorted(set(case_ids)):
+    entry_id = newest.get(case_id)
+    if entry_id is None:
+      if include_new:
+        out.append(CaseChange(case_id, None))
+      continue
+    outcome = outcomes.get(entry_id)
+    if outcome is not None and set(outcome.kinds) & _classify.CHANGE_KINDS:
+      out.append(CaseChange.from_outcome(outcome))
+  return out
+
+
+def status_when_updating(outcome: Outcome, strict: bool) -> Status:
+  """An entry's status in an update run: its changes are being recorded, so they do not fail
+  it (``warn`` says the entry differs from today's function); everything else counts as usual."""
+  others = outcome.replace(findings=tuple(f for f in outcome.findings
+                                          if f.kind not in _classify.CHANGE_KINDS))
+  status = _classify.status(others, strict)
+  if set(outcome.kinds) & _classify.CHANGE_KINDS and status in (Status.PASS, Status.DRIFT):
+    return Status.WARN
+  return status
+
+
+def change_hint(outcome: Outcome, updating: bool, newest: bool) -> str:
+  """A line for a replay message whose entry shows a changed case: what it means and what to
+  run if the change is intended (``newest``: the entry is its case's newest)."""
+  if not set(outcome.kinds) & _classify.CHANGE_KINDS:
+    return ""
+  case_id = outcome.case_id
+  if not newest:
+    return (f"\ncase {case_id} has a newer entry; this older one differs from today's function "
+            "and stays, judged by its readers, until 'jaxport prune' removes it")
+  if updating:
+    return f"\ncase {case_id} changed: a new entry of it is recorded at the end of the run"
+  return (f"\ncase {case_id} changed since this entry was recorded. If the change is intended, "
+          f"record a new entry of it with pytest {UPDATE_FLAG} (the old entry stays until "
+          "'jaxport prune' removes it); otherwise fix the function.")
+
+
+def text_lines(updated: Iterable[Mapping[str, Any]]) -> list[str]:
+  """The terminal summary of an update run's ``updated`` section."""
+  updated = list(updated)
+  if not updated:
+    return ["updated no case: no newest entry differs from today's function"]
+  lines = [f"updated {len(updated)} case(s):"]
+  for u in updated:
+    change = CaseChange(u["case_id"], u["since"], tuple(u["targets_added"]),
+                        tuple(u["targets_removed"]), tuple(u["signature_changes"]),
+                        tuple(u["numerics"]))
+    lines.append(f"  {u['action']:9s} {u['entry_id'] or u['case_id']}"
+                 + (f" (since {u['since']})" if u["since"] else " (new case)"))
+    lines += [f"      {line.splitlines()[0]}" for line in change.summary()]
+    if u["message"]:
+      lines.append(f"      {u['message'].splitlines()[0]}")
+  return lines
