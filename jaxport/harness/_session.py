@@ -263,8 +263,9 @@ class HarnessSession:
               f"{entry_id} already exists and today's recording differs in {differing}. The "
               "store never overwrites an entry. Usual causes: the case's source moved (module "
               "locations carry file and line), the lowering changed today, or the build is not "
-              "deterministic. Compare the module.mlir files to see which; record again tomorrow "
-              "or with the new jax version."))
+              "deterministic. Compare the module.mlir files to see which; where the function's "
+              "lowering or results changed on purpose, --compat-update records it as the "
+              "day's next revision."))
         else:
           result["action"] = "unchanged"
       else:
