@@ -1,6 +1,6 @@
 """The golden store: append-only entries of serialized modules with their inputs and outputs.
 
-An entry is a directory ``<platform>/<family>/<case_id>/<date>_jax-<version>``
+An entry is a directory ``<platform>/<family>/<case_id>/<date>[.<revision>]_jax-<version>``
 holding the blob, npz inputs and expected outputs (never pickled), the module
 text and a manifest whose digest and per-file sha256 are verified before use.
 See ``docs/golden-format.md``.
