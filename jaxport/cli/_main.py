@@ -236,7 +236,7 @@ def _inspect(args, extra) -> int:
                           "pass a blob file, an entry directory or an entry id.")
   elif not _artifacts.looks_like_entry_id(args.artifact):
     raise GoldenDataError(f"{path}: no such file or directory (nor an entry id "
-                          "'<platform>/<family>/<case_id>/<YYYY-MM-DD>_jax-<version>').")
+                          "'<platform>/<family>/<case_id>/<YYYY-MM-DD>[.<revision>]_jax-<version>').")
   else:
     entry = GoldenStore(args.root).entry(args.artifact)
   if entry is not None:
