@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--dated-in-future", action="store_true",
                  help="also remove entries whose record date is after --today (a wrong date: "
                       "they would never expire)")
+  p.add_argument("--superseded", action="store_true",
+                 help="also remove entries that have a newer entry of the same case by the same "
+                      "jax release (what --compat-update leaves behind)")
   p.add_argument("--yes", action="store_true", help="really remove them")
   p.add_argument("--root", default=DEFAULT_ROOT, help="golden store (default compat_data)")
   p.add_argument("--today", type=_date, default=None, help="prune as of this date (default today)")
@@ -292,7 +295,7 @@ def _prune(args, extra) -> int:
                           "the repository root or pass --root PATH/TO/compat_data.")
   store = GoldenStore(args.root)
   expired = store.prune(args.older_than_days, today=today, dry_run=not args.yes,
-                        dated_in_future=args.dated_in_future)
+                        dated_in_future=args.dated_in_future, superseded=args.superseded)
   future = [] if args.dated_in_future else store.dated_after(today)
   if args.json:
     _print_json({"removed" if args.yes else "would_remove": [e.entry_id for e in expired],
@@ -305,6 +308,7 @@ def _prune(args, extra) -> int:
       sys.stdout.write(f"{verb} {e.entry_id}\n")
     sys.stdout.write(f"{len(expired)} entr{'y' if len(expired) == 1 else 'ies'} older than "
                      f"{args.older_than_days} days as of {today}"
+                     + (" or superseded" if args.superseded else "")
                      + ("" if args.yes or not expired else "; pass --yes to remove them") + ".\n")
     if future:
       sys.stdout.write(f"{len(future)} entr{'y is' if len(future) == 1 else 'ies are'} dated after "

@@ -567,19 +567,33 @@ class GoldenStore:
     logger.info("wrote golden entry %s", entry_id)
     return Entry(final, entry_id)
 
+  def superseded(self) -> list[Entry]:
+    """Entries with a newer entry of the same case recorded by the same jax release (the old
+    entry an update of a changed case leaves in place), in the store's order."""
+    def lineage(e: Entry) -> tuple:  # platform, family, case and producer release
+      key = entry_sort_key(e.entry_id)
+      return (*key[:3], key[5])
+
+    entries = self.entries()
+    newest = {lineage(e): e for e in entries}  # in the store's order: the newest comes last
+    return [e for e in entries if newest[lineage(e)] != e]
+
   def prune(self, older_than_days: int, today: datetime.date | None = None,
-            dry_run: bool = True, dated_in_future: bool = False) -> list[Entry]:
+            dry_run: bool = True, dated_in_future: bool = False,
+            superseded: bool = False) -> list[Entry]:
     """Entries recorded more than ``older_than_days`` before ``today``; removed unless dry_run.
 
     ``dated_in_future`` adds the entries whose record date is after ``today``:
     no recording comes from the future, so their date is wrong and they would
-    never expire.
+    never expire. ``superseded`` adds the entries that have a newer entry of
+    the same case by the same jax release (:meth:`superseded`).
     """
     if isinstance(older_than_days, bool) or not isinstance(older_than_days, int) or older_than_days < 0:
       raise GoldenDataError(f"older_than_days must be a non-negative integer, got {older_than_days!r}.")
     today = today or datetime.date.today()
+    replaced = set(self.superseded()) if superseded else set()
     expired = [e for e in self.entries() if (today - e.record_date).days > older_than_days
-               or (dated_in_future and e.record_date > today)]
+               or (dated_in_future and e.record_date > today) or e in replaced]
     if dry_run:
       return expired
     for e in expired:

@@ -8,9 +8,9 @@ of the run the session records one new entry of each changed or new case
 (the worker's record op, into staging, then the store's atomic append-only
 write; a second entry of the same day gets the next revision) and reports what
 changed: targets added and removed, signature differences, the numerics
-verdict. The old entry stays until ``jaxport prune`` removes it; being older
-than the case's newest entry, its differences from today's function no longer
-fail the run.
+verdict. The old entry stays until ``jaxport prune --superseded`` removes it;
+being older than the case's newest entry, its differences from today's
+function no longer fail the run.
 """
 
 from __future__ import annotations
@@ -166,12 +166,12 @@ def change_hint(outcome: Outcome, updating: bool, newest: bool) -> str:
   case_id = outcome.case_id
   if not newest:
     return (f"\ncase {case_id} has a newer entry; this older one differs from today's function "
-            "and stays, judged by its readers, until 'jaxport prune' removes it")
+            "and stays, judged by its readers, until 'jaxport prune --superseded' removes it")
   if updating:
     return f"\ncase {case_id} changed: a new entry of it is recorded at the end of the run"
   return (f"\ncase {case_id} changed since this entry was recorded. If the change is intended, "
           f"record a new entry of it with pytest {UPDATE_FLAG} (the old entry stays until "
-          "'jaxport prune' removes it); otherwise fix the function.")
+          "'jaxport prune --superseded' removes it); otherwise fix the function.")
 
 
 def text_lines(updated: Iterable[Mapping[str, Any]]) -> list[str]:

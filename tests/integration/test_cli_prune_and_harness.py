@@ -64,6 +64,23 @@ def test_prune_yes_removes_and_reports_json(store, capsys):
   assert not (store.root / "cpu" / "f" / "old").exists()
 
 
+def test_prune_superseded_removes_what_an_update_left_behind(store, capsys):
+  new = store.entry(f"cpu/f/new/{(TODAY - datetime.timedelta(days=3)).isoformat()}_jax-{JAX}")
+  m = new.manifest
+  updated = store.write_entry(store.next_revision(m), new.blob(), new.inputs(),
+                              new.expected_outputs(), new.module_text())
+  rc, out, _ = run(capsys, "prune", "--older-than-days", "365", "--superseded", "--root",
+                   str(store.root), "--today", TODAY.isoformat())
+  assert rc == 0
+  assert out.splitlines() == [
+      f"would remove {new.entry_id}", f"would remove cpu/f/old/2025-04-27_jax-{JAX}",
+      "2 entries older than 365 days as of 2026-06-01 or superseded; pass --yes to remove them."]
+  rc, out, _ = run(capsys, "prune", "--older-than-days", "365", "--superseded", "--root",
+                   str(store.root), "--today", TODAY.isoformat(), "--yes")
+  assert [e.entry_id.split("/")[2:] for e in store.entries()] == [
+      ["edge", f"2025-12-03_jax-{JAX}"], ["new", updated.entry_id.split("/")[3]]]
+
+
 def test_prune_rejects_bad_arguments(store, capsys):
   with pytest.raises(SystemExit) as exc:
     main(["prune", "--older-than-days", "-3", "--root", str(store.root)])

@@ -150,6 +150,22 @@ def test_revisions_sort_after_the_entry_they_follow(store):
   assert store.next_revision(make_manifest()).revision == 11
 
 
+def test_superseded_entries_are_older_ones_of_a_case_by_the_same_release(store):
+  older_jax = dataclasses.replace(make_manifest().producer, jax="0.9.2")
+  write = lambda **m: store.write_entry(make_manifest(**m), b"x", [], [], "").entry_id  # noqa: E731
+  first = write(record_date=DAY - datetime.timedelta(3))
+  second = write()
+  third = write(revision=2)
+  other_release = write(producer=older_jax, record_date=DAY - datetime.timedelta(9))
+  other_case = write(case_id="lu_f32", record_date=DAY - datetime.timedelta(9))
+  assert [e.entry_id for e in store.superseded()] == [first, second]
+  assert store.prune(100, today=DAY, superseded=True) == store.superseded()
+  removed = store.prune(100, today=DAY, superseded=True, dry_run=False)
+  assert [e.entry_id for e in removed] == [first, second]
+  assert sorted(e.entry_id for e in store.entries()) == sorted([third, other_release, other_case])
+  assert store.superseded() == []
+
+
 @pytest.mark.parametrize("name", ["2026-06-01.1_jax-0.10.2", "2026-06-01.02_jax-0.10.2",
                                   "2026-06-01.1000_jax-0.10.2", "2026-06-01._jax-0.10.2"])
 def test_a_malformed_revision_in_a_directory_name_is_refused(store, entry, name):
