@@ -81,6 +81,27 @@ def _attention(r: RunReport) -> list[str]:
   return out
 
 
+def _updated(r: RunReport) -> list[str]:
+  """An update run's recorded cases and what changed in each."""
+  if r.updated is None:
+    return []
+  out = [f"### Updated cases ({len(r.updated)})", ""]
+  if not r.updated:
+    out += ["No case's newest entry differs from today's function.", ""]
+  for u in r.updated:
+    since = f"since `{u.since}`" if u.since else "a new case"
+    out.append(f"- **{u.action}** `{u.entry_id or u.case_id}` ({since})")
+    if u.targets_added or u.targets_removed:
+      out.append(f"  - targets added {_short(str(list(u.targets_added)))}, removed "
+                 f"{_short(str(list(u.targets_removed)))}")
+    out += [f"  - signature: {_short(s)}" for s in u.signature_changes]
+    out += [f"  - numerics: {_short(s)}" for s in u.numerics]
+    if u.message:
+      out.append(f"  - {_short(u.message)}")
+  out.append("")
+  return out
+
+
 def _window(r: RunReport) -> list[str]:
   out = ["### Compat window per producer release", "",
          "| producer jax | released | age (days) | inside 6-month window | entries | statuses "
@@ -131,6 +152,7 @@ def render_markdown(current: RunReport, earlier: Sequence[RunReport] = ()) -> st
   if r.session_failures or r.session_warnings:
     out.append("")
   out += _attention(r)
+  out += _updated(r)
   out += _matrix(r)
   out += _window(r)
   if len(runs) > 1:

@@ -108,6 +108,28 @@ def test_markdown_summary_has_counts_matrix_attention_and_history(rendered):
   assert len(md.encode()) < 1 << 20
 
 
+def test_markdown_summary_of_an_update_run_lists_what_changed():
+  from jaxport.report import RunReport, render_markdown
+  data = helpers.run_report()
+  data["mode"] = "update"
+  data["updated"] = [
+      {"case_id": "svd_f32", "since": "cpu/svd/svd_f32/2026-10-01_jax-0.10.2",
+       "entry_id": "cpu/svd/svd_f32/2026-10-01.2_jax-0.10.2", "action": "written", "message": "",
+       "targets_added": ["lapack_sgesdd_ffi"], "targets_removed": ["lapack_sgesvd_ffi"],
+       "signature_changes": ["target lapack_sgesdd_ffi is new"], "numerics": []},
+      {"case_id": "new_f32", "since": None, "entry_id": None, "action": "error",
+       "message": "recording failed: ValueError: bad", "targets_added": [],
+       "targets_removed": [], "signature_changes": [], "numerics": []}]
+  md = render_markdown(RunReport.from_json(data))
+  assert "### Updated cases (2)" in md
+  assert ("- **written** `cpu/svd/svd_f32/2026-10-01.2_jax-0.10.2` (since "
+          "`cpu/svd/svd_f32/2026-10-01_jax-0.10.2`)") in md
+  assert "  - targets added ['lapack_sgesdd_ffi'], removed ['lapack_sgesvd_ffi']" in md
+  assert "  - signature: target lapack_sgesdd_ffi is new" in md
+  assert "- **error** `new_f32` (a new case)\n  - recording failed: ValueError: bad" in md
+  assert "Updated cases" not in render_markdown(RunReport.from_json(helpers.run_report()))
+
+
 def _chromium() -> str:
   found = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
   if found is None:
