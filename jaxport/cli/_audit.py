@@ -19,7 +19,7 @@ from jaxport.errors import JaxportError
 from jaxport.golden import _signatures
 from jaxport.cli._artifacts import Artifact, deserialize
 from jaxport.cli._relower import Relowerer
-from jaxport.export._checks import ALL_TARGETS
+from jaxport.export._checks import ALL_TARGETS, disabled_targets
 from jaxport.harness._project import ProjectTargets
 
 logger = logging.getLogger(__name__)
@@ -74,11 +74,6 @@ def target_report(target: str, platforms: list[str], declared: ProjectTargets | 
   return report
 
 
-def _allowed(exp: Any) -> frozenset[str]:
-  """The custom-call targets an Exported's own ``disabled_safety_checks`` allow."""
-  return frozenset(t for c in exp.disabled_safety_checks if (t := c.is_custom_call()))
-
-
 def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
                    relowerer: Relowerer | None,
                    declared: ProjectTargets | None = None) -> dict[str, Any]:
@@ -108,7 +103,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
         # host that records and replays it (lowering-only entries differ).
         exp = deserialize(art.entry.blob())
         platforms = list(exp.platforms)
-        allowed = _allowed(exp)
+        allowed = disabled_targets(exp.disabled_safety_checks)
       except (JaxportError, NotImplementedError) as e:
         problems.append(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
       rec["host_platform"] = manifest.platform
@@ -133,7 +128,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       blob = art.path.read_bytes()
       exp = deserialize(blob)
       platforms = list(exp.platforms)
-      allowed = _allowed(exp)
+      allowed = disabled_targets(exp.disabled_safety_checks)
       sigs = _signatures.signatures(exp.mlir_module_serialized)
       rec["days_to_expiry"] = None
     except (JaxportError, NotImplementedError, OSError) as e:

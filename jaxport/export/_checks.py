@@ -65,9 +65,15 @@ def check_compile_args(compile_args: Mapping[str, Any], fun_name: str) -> None:
         "calling convention has no way to express that.")
 
 
+def disabled_targets(disabled_checks: Sequence[Any]) -> frozenset[str]:
+  """The targets that ``custom_call`` checks of ``disabled_checks`` name (``ALL_TARGETS``
+  among them allows every target); jaxport's or ``jax.export``'s descriptors alike."""
+  return frozenset(t for t in (dc.is_custom_call() for dc in disabled_checks) if t is not None)
+
+
 def allowed_targets(disabled_checks: Sequence[DisabledSafetyCheck]) -> tuple[frozenset[str], bool]:
   """The allowed custom-call targets, and whether every target is allowed."""
-  extra = {t for t in (dc.is_custom_call() for dc in disabled_checks) if t is not None}
+  extra = disabled_targets(disabled_checks)
   return _registry.stable_targets() | extra, ALL_TARGETS in extra
 
 

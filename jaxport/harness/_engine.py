@@ -28,7 +28,7 @@ from jaxport import _versions
 from jaxport.custom_calls import _registry
 from jaxport.errors import UpgradeError
 from jaxport.export import _mlir
-from jaxport.export._checks import ALL_TARGETS
+from jaxport.export._checks import ALL_TARGETS, disabled_targets
 from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
 from jaxport.upgrades import upgrade_with_report
 
@@ -253,7 +253,7 @@ def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
     problems = [f"the module read back differs from the manifest: {d}" for d in drift]
     out.update(ok=not problems, stage="module", problems=problems, platforms=list(exp.platforms),
                target_verdicts=target_verdicts(m.custom_call_targets, exp.platforms,
-                                               allowed_targets(exp.disabled_safety_checks)))
+                                               disabled_targets(exp.disabled_safety_checks)))
     return out
   try:
     with watch.stage(_stopwatch.CALL):
@@ -298,11 +298,6 @@ def target_verdicts(sigs: Sequence[CustomCallSignature], platforms: Sequence[str
     return _classify.TARGET_NOT_STABLE
 
   return {t: verdict(t) for t in _lowering.targets(sigs)}
-
-
-def allowed_targets(disabled_checks: Sequence[Any]) -> frozenset[str]:
-  """The custom-call targets an Exported's ``disabled_safety_checks`` allow (either reader's)."""
-  return frozenset(t for c in disabled_checks if (t := c.is_custom_call()))
 
 
 def _upgraded(exp: Any, error: str, out: dict[str, Any]) -> Any | None:
