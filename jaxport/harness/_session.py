@@ -405,13 +405,14 @@ class HarnessSession:
                     "why": f"shard {o.shard} replays part of the store; they run on the report "
                            f"merged from all shards ({coverage.MERGE_COMMAND})"})
     else:
-      checked = (targets, other_targets, self.case_ids())
+      checked_targets, checked_other, case_ids = targets, other_targets, self.case_ids()
       if o.update:
         # The cases updated in this run have their new entries; those are replayed next run.
-        *checked, recorded_now = _update.settled(*checked, self._updates)
+        checked_targets, checked_other, case_ids, recorded_now = _update.settled(
+            targets, other_targets, case_ids, self._updates)
         skips += recorded_now
-      failures += coverage.session_failures(o.platform, checked[0], present, outcomes, checked[2],
-                                            checked[1], project=self.project)
+      failures += coverage.session_failures(o.platform, checked_targets, present, outcomes,
+                                            case_ids, checked_other, project=self.project)
       skips += coverage.unreachable_skips(o.platform, other_targets)
     if self.corpus is not None:
       skips.extend({"what": "jax corpus import", "why": why} for why in self.corpus.skipped)
