@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from harness.cases import _effects
-from jaxport.harness._case import Case, default_tolerance, random_matrix
+from jaxport.harness import Case, default_tolerance, random_matrix
 
 _RTOL, _ATOL = default_tolerance(np.float32)
 

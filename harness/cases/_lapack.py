@@ -7,7 +7,7 @@ import jax.scipy.linalg as jsl
 import numpy as np
 from jax import lax
 
-from jaxport.harness._case import Case, default_tolerance, random_matrix
+from jaxport.harness import Case, default_tolerance, random_matrix
 
 DTYPES = {"f32": np.float32, "f64": np.float64, "c64": np.complex64, "c128": np.complex128}
 _PREFIX = {"f32": "s", "f64": "d", "c64": "c", "c128": "z"}

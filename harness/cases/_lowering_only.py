@@ -18,7 +18,7 @@ import numpy as np
 from jax import lax
 
 from harness.cases import _lapack
-from jaxport.harness._case import Case, random_matrix
+from jaxport.harness import Case, random_matrix
 
 
 def _spd():

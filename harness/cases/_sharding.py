@@ -22,7 +22,7 @@ import numpy as np
 from jax import shard_map
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 
-from jaxport.harness._case import Case, default_tolerance, random_matrix
+from jaxport.harness import Case, default_tolerance, random_matrix
 
 NUM_DEVICES = 8
 _RTOL, _ATOL = default_tolerance(np.float32)

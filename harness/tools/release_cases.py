@@ -484,7 +484,7 @@ def cases() -> list:
 
   Imported lazily: older releases run this module without the harness.
   """
-  from jaxport.harness._case import Case
+  from jaxport.harness import Case
   out = []
   for case in all_cases():
     out.append(Case(

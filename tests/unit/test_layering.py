@@ -271,3 +271,26 @@ def test_nothing_in_the_package_imports_the_repository_harness_or_edits_the_path
             for pattern in ("import_module(\"harness", "sys.path.append", "sys.path.insert")
             if pattern in MODULES[m].read_text()]
   assert not wrong, "the installed package must stand alone:\n" + "\n".join(wrong)
+
+
+# The repository's harness/ is a user of the installed harness: its case modules and golden
+# items import only what a downstream project can (its tools and fuzz suite may reach further,
+# as jaxport's own maintenance code).
+REPOSITORY_HARNESS = PACKAGE.parent / "harness"
+PUBLIC_FOR_PROJECTS = {"jaxport", "jaxport.harness", "jaxport.harness.testing", "jaxport.golden",
+                       "jaxport.errors", "jaxport_pytest"}
+
+
+def test_the_repository_harness_cases_use_only_what_a_downstream_project_can():
+  files = [*sorted((REPOSITORY_HARNESS / "cases").glob("*.py")),
+           REPOSITORY_HARNESS / "test_replay.py", REPOSITORY_HARNESS / "conftest.py",
+           REPOSITORY_HARNESS / "tools" / "release_cases.py"]
+  wrong = []
+  for path in files:
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+      names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+               else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+               else [])
+      wrong += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: imports {n}" for n in names
+                if n.split(".")[0] in ("jaxport", "jaxport_pytest") and n not in PUBLIC_FOR_PROJECTS]
+  assert not wrong, "use the public harness API (jaxport.harness):\n" + "\n".join(wrong)
