@@ -394,7 +394,7 @@ _TOP_KEYS = ("format_version", "case_id", "family", "platform", "record_date", "
              "arrays", "imported_from")
 _OPTIONAL_TOP_KEYS = ("jax_config", "revision")
 # The jax options a manifest's jax_config may set.
-JAX_CONFIG_KEYS = ("jax_enable_x64",)
+JAX_CONFIG_KEYS = ("jax_enable_x64", "jax_use_shardy_partitioner")
 _PRODUCER_KEYS = tuple(f.name for f in dataclasses.fields(Producer))
 
 

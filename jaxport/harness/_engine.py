@@ -135,8 +135,12 @@ def export_case(case: _case.Case, producer: str = _api.PRIMARY) -> Any:
 
 
 def case_jax_config(case: _case.Case) -> dict[str, Any]:
-  """The jax configuration a case is recorded and replayed under, as the manifest keeps it."""
-  return {"jax_enable_x64": case.enable_x64}
+  """The jax configuration a case is recorded and replayed under, as the manifest keeps it:
+  64-bit types on or off, and the partitioner where the case chooses one."""
+  config: dict[str, Any] = {"jax_enable_x64": case.enable_x64}
+  if case.use_shardy is not None:
+    config["jax_use_shardy_partitioner"] = case.use_shardy
+  return config
 
 
 def entry_jax_config(m: Manifest) -> dict[str, Any]:
