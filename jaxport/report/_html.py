@@ -210,6 +210,23 @@ def _entry(e: EntryResult) -> list[str]:
   return out
 
 
+def _updated(r: RunReport) -> list[str]:
+  """An update run's recorded cases and what changed in each (nothing for other runs)."""
+  if r.updated is None:
+    return []
+  out = [f'<h2 id="updated">Updated cases ({len(r.updated)})</h2>']
+  if not r.updated:
+    out.append("<p>No case's newest entry differs from today's function.</p>")
+  for u in r.updated:
+    since = f"since <code>{_e(u.since)}</code>" if u.since else "a new case"
+    out.append(f"<p><b>{_e(u.action)}</b> <code>{_e(u.entry_id or u.case_id)}</code> "
+               f"({since})</p>")
+    lines = u.change_lines()
+    if lines:
+      out.append("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in lines) + "</ul>")
+  return out
+
+
 def _skips(r: RunReport) -> list[str]:
   out = [f'<h2 id="skips">Skip ledger ({len(r.skips)})</h2>', "<table><tr><th>what</th><th>why</th></tr>"]
   out += [f"<tr><td><code>{_e(s.what)}</code></td><td>{_e(s.why)}</td></tr>" for s in r.skips]
@@ -230,6 +247,7 @@ def render_html(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
           '<a href="#matrix">matrix</a>, <a href="#window">compat window</a>, '
           '<a href="#coverage">coverage</a>'
           + (', <a href="#history">history</a>' if len(runs) > 1 else "")
+          + (', <a href="#updated">updated cases</a>' if r.updated is not None else "")
           + ', <a href="#entries">entries</a>, <a href="#skips">skip ledger</a>.</p>']
   body += _summary(r)
   body += _matrix(build_matrix(r))
@@ -237,6 +255,7 @@ def render_html(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
   body += _coverage(r)
   if len(runs) > 1:
     body += _history(runs)
+  body += _updated(r)
   body.append(f'<h2 id="entries">Entries ({len(r.entries)})</h2>')
   for e in sorted(r.entries, key=lambda e: (-entry_status(e).severity, e.entry_id)):
     body += _entry(e)

@@ -91,13 +91,7 @@ def _updated(r: RunReport) -> list[str]:
   for u in r.updated:
     since = f"since `{u.since}`" if u.since else "a new case"
     out.append(f"- **{u.action}** `{u.entry_id or u.case_id}` ({since})")
-    if u.targets_added or u.targets_removed:
-      out.append(f"  - targets added {_short(str(list(u.targets_added)))}, removed "
-                 f"{_short(str(list(u.targets_removed)))}")
-    out += [f"  - signature: {_short(s)}" for s in u.signature_changes]
-    out += [f"  - numerics: {_short(s)}" for s in u.numerics]
-    if u.message:
-      out.append(f"  - {_short(u.message)}")
+    out += [f"  - {_short(line)}" for line in u.change_lines()]
   out.append("")
   return out
 

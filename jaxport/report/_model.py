@@ -372,6 +372,18 @@ class Updated:
     return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
             for f in dataclasses.fields(self)}
 
+  def change_lines(self) -> tuple[str, ...]:
+    """What changed, one line each, as every rendering of the report shows it."""
+    lines = []
+    if self.targets_added or self.targets_removed:
+      lines.append(f"targets added {list(self.targets_added)}, removed "
+                   f"{list(self.targets_removed)}")
+    lines += [f"signature: {s}" for s in self.signature_changes]
+    lines += [f"numerics: {s}" for s in self.numerics]
+    if self.message:
+      lines.append(self.message)
+    return tuple(lines)
+
 
 @dataclasses.dataclass(frozen=True)
 class Summary:

@@ -108,8 +108,8 @@ def test_markdown_summary_has_counts_matrix_attention_and_history(rendered):
   assert len(md.encode()) < 1 << 20
 
 
-def test_markdown_summary_of_an_update_run_lists_what_changed():
-  from jaxport.report import RunReport, render_markdown
+def test_the_summary_and_the_page_of_an_update_run_list_what_changed():
+  from jaxport.report import RunReport, render_html, render_markdown
   data = helpers.run_report()
   data["mode"] = "update"
   data["updated"] = [
@@ -128,6 +128,11 @@ def test_markdown_summary_of_an_update_run_lists_what_changed():
   assert "  - signature: target lapack_sgesdd_ffi is new" in md
   assert "- **error** `new_f32` (a new case)\n  - recording failed: ValueError: bad" in md
   assert "Updated cases" not in render_markdown(RunReport.from_json(helpers.run_report()))
+  page = render_html(RunReport.from_json(data))
+  assert '<h2 id="updated">Updated cases (2)</h2>' in page and 'href="#updated"' in page
+  assert "<li>targets added [&#x27;lapack_sgesdd_ffi&#x27;], removed" in page
+  assert "<li>recording failed: ValueError: bad</li>" in page
+  assert "Updated cases" not in render_html(RunReport.from_json(helpers.run_report()))
 
 
 def _chromium() -> str:
