@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import math
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,6 @@ def _read_project(config: pytest.Config) -> Project:
                             f"expected one of {[c.value for c in OnChange]}") from None
   except GoldenDataError as e:
     raise pytest.UsageError(f"jaxport compat harness configuration: {e}") from None
-  import sys
   paths = tuple(dict.fromkeys([str(base), *(p for p in sys.path if p and _within(p, base))]))
   return Project(case_modules=modules, store=store, targets=targets, on_change=on_change,
                  require_builtin_targets=bool(config.getini(entry.INI_BUILTIN_TARGETS)),
