@@ -30,16 +30,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 _EFFECTS_MODULE = "harness.cases._effects"
 
 
-def _load_by_path(name: str, path: str):
-  spec = importlib.util.spec_from_file_location(name, path)
-  module = importlib.util.module_from_spec(spec)
-  sys.modules[name] = module
-  spec.loader.exec_module(module)
-  return module
-
-
-# What the release scripts share (the replay contract among it), loaded by its path.
-_release = _load_by_path("_release_jax", os.path.join(HERE, "_release_jax.py"))
+# What the release scripts share (the replay contract among it). Run as a script, this
+# folder is first on sys.path; imported by the tests, the repository's package is.
+try:
+  import _release_jax as _release
+except ImportError:
+  from harness.tools import _release_jax as _release
 
 
 def _register_harness_effects() -> str | None:
