@@ -58,8 +58,7 @@ class Relowerer:
     saved = {name: getattr(jax.config, name) for name in names}
     try:
       _engine.configure_jax()
-      with _engine.jax_config(_engine.case_jax_config(case)):
-        exp = _engine.export_case(case)
+      exp = _engine.export_case(case)
     finally:
       for name, value in saved.items():
         jax.config.update(name, value)

@@ -13,7 +13,7 @@ import datetime
 import functools
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -97,7 +97,7 @@ callable_leaves = _contract.callable_leaves
 def run_exported_arrays(exp: Any, leaves: list[np.ndarray]) -> list[Any]:
   """Call ``exp`` on the flat stored inputs (and its VJP, if any) as the replay contract
   says; the flat output arrays, with their shardings. Multi-device records get their
-  inputs placed as recorded (``harness._shardings``)."""
+  inputs placed as recorded (``jaxport.harness._shardings``)."""
   return _contract.run_exported_arrays(exp, leaves, place=_shardings.placed_call_args)
 
 
@@ -125,9 +125,10 @@ def _exporter(producer: str) -> _contract.Exporter:
 
 
 def export_case(case: _case.Case, producer: str = _api.PRIMARY) -> Any:
-  """Export ``case`` now, for its platforms, with ``producer``'s exporter."""
+  """Export ``case`` now, for its platforms, with ``producer``'s exporter, under the case's
+  jax configuration and its extra flags."""
   args, kwargs, _ = case_inputs(case)
-  with _shardings.partitioner(case.use_shardy), _flags(case.jax_flags):
+  with jax_config({**case_jax_config(case), **dict(case.jax_flags)}):
     return _contract.export_function(
         _exporter(producer), case.fun, args, kwargs, polymorphic_shapes=case.polymorphic_shapes,
         constraints=case.constraints or (), platforms=case.export_platforms(),
@@ -148,21 +149,16 @@ def entry_jax_config(m: Manifest) -> dict[str, Any]:
   return dict(m.jax_config) if m.jax_config is not None else dict(LEGACY_JAX_CONFIG)
 
 
-def jax_config(config: dict[str, Any]):
-  """A context that applies a case's or an entry's jax configuration, then restores jax's."""
-  return _flags(tuple(config.items()))
-
-
 @contextlib.contextmanager
-def _flags(flags: tuple[tuple[str, Any], ...]):
-  """Set jax config flags for the duration of an export, restoring the previous values."""
-  saved = [(name, getattr(jax.config, name)) for name, _ in flags]
+def jax_config(config: Mapping[str, Any]):
+  """Apply a case's or an entry's jax configuration, then restore jax's."""
+  saved = {name: getattr(jax.config, name) for name in config}
   try:
-    for name, value in flags:
+    for name, value in config.items():
       jax.config.update(name, value)
     yield
   finally:
-    for name, value in saved:
+    for name, value in saved.items():
       jax.config.update(name, value)
 
 
@@ -221,7 +217,7 @@ def _check_shardings_against_jit(case: _case.Case, exp: Any, inputs: list[np.nda
   """Refuse to record output shardings that differ from those of ``jax.jit`` of the case."""
   placed, context = _shardings.placed_call_args(exp, callable_leaves(inputs, exp.in_avals))
   args, kwargs = exp.in_tree.unflatten(placed)
-  with context, _shardings.partitioner(case.use_shardy):
+  with context:
     direct = jax.tree.leaves(jax.jit(case.fun, **_jit_kwargs(case))(*args, **kwargs))
   primal = {"outputs": shardings["outputs"][:len(direct)]}
   problems = _shardings.compare(primal, direct)

@@ -135,17 +135,3 @@ def compare(recorded: dict[str, Any], outputs: Sequence[Any]) -> list[str]:
       diffs = ", ".join(f"{k}: recorded {w.get(k)!r}, replayed {g.get(k)!r}" for k in keys)
       problems.append(f"output {i} sharding differs from the recording ({diffs})")
   return problems
-
-
-@contextlib.contextmanager
-def partitioner(use_shardy: bool | None):
-  """Lower with Shardy (True) or GSPMD (False) inside the block; None keeps the setting."""
-  if use_shardy is None:
-    yield
-    return
-  before = jax.config.jax_use_shardy_partitioner
-  jax.config.update("jax_use_shardy_partitioner", use_shardy)
-  try:
-    yield
-  finally:
-    jax.config.update("jax_use_shardy_partitioner", before)
