@@ -8,7 +8,7 @@ Run by hand: ``python benchmarks/bench_replay.py [--root compat_data] [--reps N]
            the time until they fail)
   harness  ``pytest harness/ --platform=cpu -n 0 -k "not fuzz"`` on the same store,
            wall clock: verification, both readers, today's lowering, checkers,
-           worker and pytest; cold, its compile cache a fresh directory per run
+           worker and pytest; cold, no compile cache kept from an earlier run
 
 It prints the harness's ratio to the floor (the target is at most 2.0x), with
 ``--no-cache-too`` the ratio with executable sharing off, and where the harness's

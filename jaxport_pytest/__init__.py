@@ -47,8 +47,8 @@ OPTIONS = (
                                         "before its worker is killed (default 300)")),
     (("--compat-jax-corpus",), dict(action="store_true", help="import the installed jax's own "
                                     "back-compat corpus into a temporary store and replay it")),
-    (("--compat-cache-dir",), dict(metavar="DIR", help="keep compiled executables in DIR across "
-                                   "runs (default: a fresh directory per run)")),
+    (("--compat-cache-dir",), dict(metavar="DIR", help="also keep compiled executables in DIR "
+                                   "for later runs (default: in memory, for this run)")),
     (("--compat-no-cache",), dict(action="store_true", help="compile every module, sharing no "
                                   "executable")),
     (("--compat-cold",), dict(action="store_true", help="replay each reader of each entry in a "

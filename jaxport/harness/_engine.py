@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from jaxport.harness import _reference as _api, _classify, _contract, _corpus, _lowering
-from jaxport.harness import _shardings, _stopwatch, checkers
+from jaxport.harness import _executables, _shardings, _stopwatch, checkers
 from jaxport.harness import _case
 from jaxport.harness._project import Project, ProjectTargets
 from jaxport.harness._registry import CaseRegistry
@@ -45,20 +45,25 @@ _JAX_CONFIG = (
 LEGACY_JAX_CONFIG = {"jax_enable_x64": True}
 
 
-def configure_jax(compile_cache_dir: str | None = None) -> None:
+def configure_jax(compile_cache_dir: str | None = None, share_executables: bool = False) -> None:
   """Process-wide jax settings for recording and replaying (short locations; jaxport's own
   frames never name one, see ``jaxport/export/_lower.py``, so a recording does not change
   when jaxport does).
 
-  With ``compile_cache_dir``, every compiled executable is kept in jax's
-  persistent compilation cache there, so a module compiled again in this
-  process (the second reader's identical module, an entry of another producer
-  with the same bytes) is loaded instead of compiled. The cache key is the
-  module itself, so only the executable of an identical module is shared; an
-  unreadable cache entry is compiled again.
+  With ``share_executables``, a module compiled once in this process (the second reader's
+  identical module, an entry of another producer with the same computation, today's
+  re-export) is not compiled again (``jaxport.harness._executables``). With
+  ``compile_cache_dir``, compiled executables are also kept in jax's persistent
+  compilation cache there, for other processes and later runs; an unreadable cache
+  entry is compiled again. Both are keyed by the module itself, so only the executable
+  of an identical module is shared. Errors keep jax's whole traceback: filtering it
+  costs more than the failed call when an old record's module does not compile.
   """
   for name, value in _JAX_CONFIG:
     jax.config.update(name, value)
+  jax.config.update("jax_traceback_filtering", "off")
+  if share_executables:
+    _executables.share_within_process()
   if compile_cache_dir is not None:
     for name, value in (("jax_compilation_cache_dir", compile_cache_dir),
                         ("jax_persistent_cache_min_compile_time_secs", 0.0),

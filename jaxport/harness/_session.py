@@ -55,8 +55,8 @@ class Options:
   worker_timeout_s: float
   partial: bool
   jax_corpus: bool = False
-  # Executables shared within a run (jax's compilation cache in a per-run directory),
-  # in ``compile_cache_dir`` across runs when given, or not at all.
+  # Each distinct module compiled once per worker; kept in jax's compilation cache in
+  # ``compile_cache_dir`` for later runs when given; or every module compiled.
   compile_cache: bool = True
   compile_cache_dir: Path | None = None
   # Each reader of each entry in a fresh process that has compiled nothing before.
@@ -88,7 +88,6 @@ class HarnessSession:
     self._listing_failed = False
     self._clients: dict[int, WorkerClient] = {}
     self._staging: Path | None = None
-    self._compile_cache_tmp: Path | None = None
     self._seconds: dict[str, float] = {}
     self._parts: dict[str, dict[str, float]] = {}
     self._updates: list[_update.Update] = []
@@ -137,20 +136,23 @@ class HarnessSession:
       self._clients[num_devices] = WorkerClient(self.project,
                                                 timeout_s=self.options.worker_timeout_s,
                                                 num_devices=num_devices,
-                                                compile_cache=self.compile_cache_dir())
+                                                compile_cache=self.compile_cache_dir(),
+                                                share_executables=self.shares_executables)
     return self._clients[num_devices]
 
+  @property
+  def shares_executables(self) -> bool:
+    """Whether a worker compiles each distinct module once (not in cold or uncached replay)."""
+    return self.options.compile_cache and not self.options.cold
+
   def compile_cache_dir(self) -> Path | None:
-    """The directory workers share compiled executables through (None: compile everything)."""
+    """The directory of ``--compat-cache-dir``, where workers also keep executables for later
+    runs (None without it, and in cold or uncached replay)."""
     o = self.options
-    if o.cold or not o.compile_cache:
+    if not self.shares_executables or o.compile_cache_dir is None:
       return None
-    if o.compile_cache_dir is not None:
-      o.compile_cache_dir.mkdir(parents=True, exist_ok=True)
-      return o.compile_cache_dir
-    if self._compile_cache_tmp is None:
-      self._compile_cache_tmp = Path(tempfile.mkdtemp(prefix="jaxport-compile-cache-"))
-    return self._compile_cache_tmp
+    o.compile_cache_dir.mkdir(parents=True, exist_ok=True)
+    return o.compile_cache_dir
 
   # --- replay ------------------------------------------------------------------
 
@@ -469,9 +471,6 @@ class HarnessSession:
     if self._staging is not None:
       shutil.rmtree(self._staging, ignore_errors=True)
       self._staging = None
-    if self._compile_cache_tmp is not None:
-      shutil.rmtree(self._compile_cache_tmp, ignore_errors=True)
-      self._compile_cache_tmp = None
 
 
 def _differing_files(staged: Path, existing: Path) -> list[str]:

@@ -20,10 +20,11 @@ cold mode does, one reader per fresh process) and
 (the recording is written as an entry of the staging store).
 
 The worker is started as ``python -m jaxport.harness._worker --project JSON
-[--compile-cache DIR]``, in the project's directory with the project's paths on
-``PYTHONPATH``, so that it imports the case modules the session lists; with a
-directory, compiled executables are shared through jax's persistent compilation
-cache there (``jaxport.harness._engine.configure_jax``).
+[--share-executables] [--compile-cache DIR]``, in the project's directory with the
+project's paths on ``PYTHONPATH``, so that it imports the case modules the session
+lists; with ``--share-executables`` each distinct module is compiled once in the
+process, and with a directory, compiled executables are also shared through jax's
+persistent compilation cache there (``jaxport.harness._engine.configure_jax``).
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                       help="the project (case modules, store, paths) as JSON")
   parser.add_argument("--compile-cache", default=None, metavar="DIR",
                       help="share compiled executables through jax's persistent cache in DIR")
+  parser.add_argument("--share-executables", action="store_true",
+                      help="compile each distinct module once in this process")
   parser.add_argument(LIFELINE_FLAG, dest="lifeline", type=int, default=None, metavar="FD",
                       help="the read end of the pipe whose end of file means the parent died")
   args = parser.parse_args(argv)
@@ -126,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
   from jaxport.harness import _engine
   from jaxport.harness._project import Project
   _engine.use_project(Project.from_json(json.loads(args.project)))
-  _engine.configure_jax(args.compile_cache)
+  _engine.configure_jax(args.compile_cache, share_executables=args.share_executables)
   for line in sys.stdin:
     if not line.strip():
       continue
@@ -143,16 +146,18 @@ class WorkerClient:
 
   ``num_devices > 1`` starts it with that many host CPU devices, for entries
   exported for several devices (jax fixes the device count at start-up).
-  ``compile_cache`` is the directory of jax's compilation cache the worker
-  shares executables through (None: every module is compiled).
+  ``share_executables`` has it compile each distinct module once;
+  ``compile_cache`` is the directory of jax's compilation cache it also shares
+  executables through (with neither, every module is compiled).
   """
 
   def __init__(self, project: Project, timeout_s: float = 300.0, num_devices: int = 1,
-               compile_cache: str | os.PathLike | None = None):
+               compile_cache: str | os.PathLike | None = None, share_executables: bool = False):
     self.project = project
     self.timeout_s = timeout_s
     self.num_devices = num_devices
     self.compile_cache = compile_cache
+    self.share_executables = share_executables
     self._proc: subprocess.Popen | None = None
     self._stderr = None
     self._lifeline: int | None = None
@@ -173,6 +178,8 @@ class WorkerClient:
     env[_PARENT_PID_ENV] = str(os.getpid())
     self._stderr = tempfile.TemporaryFile(mode="w+b")
     cache = ["--compile-cache", str(self.compile_cache)] if self.compile_cache is not None else []
+    if self.share_executables:
+      cache.append("--share-executables")
     read_end, self._lifeline = os.pipe()
     try:
       self._proc = subprocess.Popen(

@@ -91,7 +91,9 @@ def test_sharing_executables_and_a_corrupt_cache_leave_the_report_unchanged(
        f"--compat-report={tmp_path / 'corrupt.json'}")
   _run(pytester, monkeypatch, store, "--compat-no-cache",
        f"--compat-report={tmp_path / 'compiled.json'}")
+  _run(pytester, monkeypatch, store, f"--compat-report={tmp_path / 'in_memory.json'}")
   assert _report(tmp_path / "shared.json") == _report(tmp_path / "compiled.json")
+  assert _report(tmp_path / "in_memory.json") == _report(tmp_path / "compiled.json")
   assert _report(tmp_path / "corrupt.json") == _report(tmp_path / "compiled.json")
 
 

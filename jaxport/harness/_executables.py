@@ -1,0 +1,112 @@
+"""Compile each distinct module once per worker process.
+
+The two readers of an entry, entries of one case from several producers, and
+today's re-export often hand XLA the same module (up to source locations).
+:func:`share_within_process` puts a memo in front of jax's compile step, keyed
+by jax's own compilation-cache key (the module without debug information, the
+devices, the compile options and the backend), so such a module is compiled
+once: later requests get the same loaded executable, or, when compiling failed,
+the same error raised again. Everything above the compile step (deserializing,
+tracing and lowering each reader's call) still runs per reader.
+
+This is the one module of the harness that reaches into jax's compiler.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import logging
+import threading
+from typing import Any
+
+from jax._src import cache_key as _cache_key
+from jax._src import compiler as _compiler
+
+logger = logging.getLogger(__name__)
+
+# Executables kept, newest used last; an old one is compiled again when needed.
+MAX_KEPT = 1024
+
+
+class _Failure:
+  """A compile error, raised again for each later request of the same module."""
+
+  def __init__(self, error: BaseException) -> None:
+    self.error = error
+
+  def again(self) -> BaseException:
+    return copy.copy(self.error).with_traceback(None)
+
+
+_memo: collections.OrderedDict[str, Any] = collections.OrderedDict()
+_lock = threading.Lock()
+_compile = None
+
+
+def share_within_process() -> None:
+  """From now on, compile each distinct module once in this process (idempotent)."""
+  global _compile
+  if _compile is None:
+    _compile = _compiler.compile_or_get_cached
+    _compiler.compile_or_get_cached = _compile_once
+
+
+def stop_sharing() -> None:
+  """Compile as jax does again, forgetting the executables and errors kept so far."""
+  global _compile
+  if _compile is not None:
+    _compiler.compile_or_get_cached = _compile
+    _compile = None
+  with _lock:
+    _memo.clear()
+
+
+def _key(backend: Any, computation: Any, devices: Any, compile_options: Any) -> str | None:
+  try:
+    return _cache_key.get(computation, devices, compile_options, backend)
+  except Exception:  # noqa: BLE001  (no key: compile as jax would)
+    logger.debug("no compilation key for a module; compiling it unshared", exc_info=True)
+    return None
+
+
+def _repeatable(error: BaseException) -> bool:
+  """Whether ``error`` can be raised again as a copy (a native error type may refuse)."""
+  try:
+    again = copy.copy(error)
+  except Exception:  # noqa: BLE001
+    return False
+  return type(again) is type(error) and str(again) == str(error)
+
+
+def _compile_once(backend: Any, computation: Any, devices: Any, compile_options: Any,
+                  host_callbacks: Any, *rest: Any, **kwargs: Any) -> Any:
+  compile_ = _compile or _compiler.compile_or_get_cached
+  key = None if host_callbacks else _key(backend, computation, devices, compile_options)
+  if key is None:
+    return compile_(backend, computation, devices, compile_options, host_callbacks, *rest,
+                    **kwargs)
+  with _lock:
+    kept = _memo.get(key)
+    if kept is not None:
+      _memo.move_to_end(key)
+  if isinstance(kept, _Failure):
+    raise kept.again()
+  if kept is not None:
+    return kept
+  try:
+    executable = compile_(backend, computation, devices, compile_options, host_callbacks, *rest,
+                          **kwargs)
+  except Exception as e:
+    if _repeatable(e):
+      _keep(key, _Failure(e))
+    raise
+  _keep(key, executable)
+  return executable
+
+
+def _keep(key: str, value: Any) -> None:
+  with _lock:
+    _memo[key] = value
+    while len(_memo) > MAX_KEPT:
+      _memo.popitem(last=False)

@@ -1,0 +1,74 @@
+"""Each distinct module compiled once per process: identical modules share an executable or an
+error, distinct ones are compiled each, and sharing can be turned off again."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxport.harness import _executables
+
+
+@pytest.fixture
+def compiles():
+  """The modules jax was asked to compile while sharing is on (their names, in order)."""
+  _executables.share_within_process()
+  asked: list[str] = []
+  compile_ = _executables._compile
+
+  def counted(backend, computation, *rest, **kwargs):
+    asked.append(str(computation.operation.attributes["sym_name"]))
+    return compile_(backend, computation, *rest, **kwargs)
+
+  _executables._compile = counted
+  yield asked
+  _executables._compile = compile_
+  _executables.stop_sharing()
+
+
+def _twice(body):
+  """Two distinct jitted functions of the same name and body (distinct to jax's own caches)."""
+  def make():
+    def scaled_sine(x):
+      return body(x)
+    return jax.jit(scaled_sine)
+  return make(), make()
+
+
+def test_identical_modules_are_compiled_once_and_distinct_ones_each(compiles):
+  x = np.linspace(0, 1, 8, dtype=np.float32)
+  first, second = _twice(lambda x: jnp.sin(x) * 2)
+  np.testing.assert_allclose(first(x), np.sin(x) * 2, rtol=1e-6)
+  np.testing.assert_allclose(second(x), np.sin(x) * 2, rtol=1e-6)
+  assert len(compiles) == 1
+  other, _ = _twice(lambda x: jnp.cos(x) * 2)
+  np.testing.assert_allclose(other(x), np.cos(x) * 2, rtol=1e-6)
+  assert len(compiles) == 2
+
+
+def test_a_module_that_fails_to_compile_fails_again_with_the_same_error_uncompiled(compiles):
+  def unregistered(x):
+    return jax.ffi.ffi_call("jaxport_test_target_nobody_registers",
+                            jax.ShapeDtypeStruct(x.shape, x.dtype),
+                            custom_call_api_version=2)(x)  # an untyped call: found missing by XLA
+
+  first, second = _twice(unregistered)
+  x = np.ones(4, np.float32)
+  with pytest.raises(Exception) as before:
+    first(x)
+  with pytest.raises(type(before.value)) as again:
+    second(x)
+  assert "jaxport_test_target_nobody_registers" in str(before.value)
+  assert str(again.value) == str(before.value)
+  assert len(compiles) == 1
+
+
+def test_without_sharing_each_module_is_compiled():
+  _executables.share_within_process()
+  _executables.stop_sharing()
+  from jax._src import compiler
+  assert compiler.compile_or_get_cached is not _executables._compile_once
+  first, second = _twice(lambda x: jnp.tanh(x))
+  x = np.ones(3, np.float32)
+  assert id(first.lower(x).compile().runtime_executable()) != id(
+      second.lower(x).compile().runtime_executable())
