@@ -112,7 +112,7 @@ def list_custom_calls(module_or_serialized: Any) -> list[_walk.CustomCallSite]:
   attributes, for recording the signatures a module depends on.
   """
   if isinstance(module_or_serialized, (bytes, bytearray)):
-    with _mlir.make_context():
+    with _mlir.scratch_context():
       return _walk.custom_call_sites(_mlir.module_from_bytes(bytes(module_or_serialized)))
   return _walk.custom_call_sites(module_or_serialized)
 

@@ -6,6 +6,10 @@ of jaxport.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+
 from jax._src import xla_bridge
 from jax.errors import JaxRuntimeError
 from jax._src.interpreters import mlir as jax_mlir
@@ -19,6 +23,26 @@ from jaxport.errors import DeserializationError
 def make_context() -> ir.Context:
   """A fresh MLIR context with every dialect jax lowers to registered."""
   return jax_mlir.make_ir_context()
+
+
+# How many blocks one thread's scratch context serves before a fresh one replaces it: what
+# a context interns (types, attributes) lives as long as the context does.
+SCRATCH_CONTEXT_USES = 256
+_scratch = threading.local()
+
+
+@contextlib.contextmanager
+def scratch_context() -> Iterator[ir.Context]:
+  """An MLIR context for modules that do not outlive the block (parsed to read, or rewritten
+  and serialized): one per thread, reused, since making a context with every dialect costs
+  more than parsing a small module."""
+  context = getattr(_scratch, "context", None)
+  if context is None or _scratch.uses >= SCRATCH_CONTEXT_USES:
+    context = _scratch.context = make_context()
+    _scratch.uses = 0
+  _scratch.uses += 1
+  with context:
+    yield context
 
 
 def module_from_bytes(serialized: bytes, fun_name: str | None = None) -> ir.Module:
@@ -40,14 +64,14 @@ def module_from_bytes(serialized: bytes, fun_name: str | None = None) -> ir.Modu
 
 def module_text(serialized: bytes, fun_name: str | None = None) -> str:
   """The StableHLO text of a serialized module."""
-  with make_context():
+  with scratch_context():
     return jax_mlir.module_to_string(module_from_bytes(serialized, fun_name))
 
 
 def module_text_without_locations(serialized: bytes) -> str:
   """The text of a serialized module without its locations: equal for modules that differ only
   in where their source lines were (the same computation)."""
-  with make_context():
+  with scratch_context():
     return module_from_bytes(serialized).operation.get_asm(enable_debug_info=False)
 
 

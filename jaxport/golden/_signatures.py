@@ -20,7 +20,7 @@ _SKIPPED_ATTRIBUTES = ("call_target_name",)
 
 def signatures(mlir_module_serialized: bytes) -> tuple[CustomCallSignature, ...]:
   """The distinct custom-call signatures of a serialized module, sorted."""
-  with _mlir.make_context():
+  with _mlir.scratch_context():
     module = _mlir.module_from_bytes(bytes(mlir_module_serialized))
     sites = _walk.custom_call_sites(module)
   found = {CustomCallSignature(

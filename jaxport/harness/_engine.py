@@ -362,10 +362,15 @@ def _same_computation(exp: Any, recorded_module: bytes) -> bool:
   if today == recorded_module:
     return True
   try:
-    return _mlir.module_text_without_locations(today) == _mlir.module_text_without_locations(
-        recorded_module)
+    return _todays_text(today) == _mlir.module_text_without_locations(recorded_module)
   except Exception:  # noqa: BLE001  (unparsable: not known to be the same; run it)
     return False
+
+
+@functools.lru_cache(maxsize=16)
+def _todays_text(module: bytes) -> str:
+  """Today's module of a case without locations (its entries come one after another)."""
+  return _mlir.module_text_without_locations(module)
 
 
 def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_module: bytes | None) -> dict:

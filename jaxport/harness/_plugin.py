@@ -291,6 +291,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
       item.add_marker(skip)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+  """Start the worker the next golden entry needs while this item runs."""
+  hs = _started(item.config)
+  callspec = getattr(nextitem, "callspec", None)
+  entry_id = callspec.params.get(ENTRY_FIXTURE) if callspec is not None else None
+  if hs is not None and isinstance(entry_id, str):
+    hs.prepare(entry_id)
+
+
 @pytest.fixture
 def compat_harness(request) -> HarnessSession:
   """The run's harness session (golden test items call its ``check_replay``/``check_record``)."""

@@ -156,6 +156,17 @@ class HarnessSession:
 
   # --- replay ------------------------------------------------------------------
 
+  def prepare(self, entry_id: str) -> None:
+    """Start the worker ``entry_id`` will need, so that it loads jax and the project's cases
+    while the current entry replays (a no-op when that worker runs already)."""
+    if self.options.cold or self.recording:
+      return
+    try:
+      num_devices = _shardings.devices_needed(self.store.entry(entry_id).shardings())
+    except GoldenDataError:
+      return  # replay() reports it
+    self._worker(num_devices).start()
+
   def replay(self, entry_id: str) -> Outcome:
     """Replay one entry in the worker and classify the findings; the outcome is kept."""
     try:

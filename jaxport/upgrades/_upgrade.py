@@ -13,6 +13,7 @@ location and the reason: a half-upgraded module is never returned.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from typing import Any
 
@@ -246,8 +247,17 @@ def _rewrite(call: _Call) -> Rewrite:
 
 
 def upgrade_module(serialized: bytes, fun_name: str | None = None) -> tuple[bytes, tuple[Rewrite, ...]]:
-  """Rewrite the removed custom calls of a serialized module; the bytes are unchanged if none."""
-  with _mlir.make_context():
+  """Rewrite the removed custom calls of a serialized module; the bytes are unchanged if none.
+
+  The result depends on the bytes alone, so the last few are kept: a module read by
+  several readers (the compat harness's two) is rewritten once.
+  """
+  return _upgrade_module(bytes(serialized), fun_name)
+
+
+@functools.lru_cache(maxsize=32)
+def _upgrade_module(serialized: bytes, fun_name: str | None) -> tuple[bytes, tuple[Rewrite, ...]]:
+  with _mlir.scratch_context():
     module = _mlir.module_from_bytes(serialized, fun_name)
     calls = [op for op in walk_operations(module) if op.name == CUSTOM_CALL_OP]
     bound = [c for c in (_bind(op, fun_name) for op in calls) if c is not None]
