@@ -7,13 +7,14 @@ The worker names the project whose cases are re-exported (:func:`use_project`).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import datetime
 import functools
 import hashlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -30,7 +31,7 @@ from jaxport.errors import UpgradeError
 from jaxport.export import _mlir
 from jaxport.export._checks import ALL_TARGETS, disabled_targets
 from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
-from jaxport.upgrades import upgrade_with_report
+from jaxport.upgrades import UpgradeReport, rewritable_targets, upgrade_with_report
 
 # Module locations name files without their directories, so golden modules do
 # not depend on where the checkout lives.
@@ -238,8 +239,13 @@ def _error_line(e: BaseException) -> str:
 
 def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
                  modules: dict[str, bytes], shardings: dict[str, Any] | None = None,
-                 watch: _stopwatch.Stopwatch | None = None) -> dict:
-  """Deserialize with ``reader`` and, unless lowering-only, run and judge the outputs."""
+                 watch: _stopwatch.Stopwatch | None = None,
+                 ahead: _Ahead | None = None) -> dict:
+  """Deserialize with ``reader`` and, unless lowering-only, run and judge the outputs.
+
+  When the record does not run, its upgrade is run and judged instead; ``ahead`` is that
+  reader's upgraded run started early (:func:`_upgrade_ahead`), taken instead of running
+  it again here."""
   out: dict[str, Any] = {"reader": reader}
   watch = watch or _stopwatch.Stopwatch()
   try:
@@ -264,15 +270,12 @@ def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
     with watch.stage(_stopwatch.CALL):
       arrays = run_exported_arrays(exp, inputs)
   except Exception as e:  # noqa: BLE001
-    exp = _upgraded(exp, _error_line(e), out)
-    if exp is None:
+    upgraded = ahead.result() if ahead is not None else None
+    if upgraded is None:
+      upgraded = _upgrade_and_run(exp, inputs, watch)
+    if upgraded.take(_error_line(e), out) is None:
       return out
-    try:
-      with watch.stage(_stopwatch.CALL):
-        arrays = run_exported_arrays(exp, inputs)
-    except Exception as again:  # noqa: BLE001
-      out.update(ok=False, stage="run after upgrade", error=_error_line(again))
-      return out
+    arrays = upgraded.arrays
   with watch.stage(_stopwatch.CHECK):
     actual = [storable(o) for o in arrays]
     verdict = checkers.check(m.comparison.mode, inputs, expected, actual,
@@ -305,24 +308,64 @@ def target_verdicts(sigs: Sequence[CustomCallSignature], platforms: Sequence[str
   return {t: verdict(t) for t in _lowering.targets(sigs)}
 
 
-def _upgraded(exp: Any, error: str, out: dict[str, Any]) -> Any | None:
-  """After a failed run: the Exported upgraded by ``jaxport.upgrade``, or None (``out`` says why).
+@dataclasses.dataclass(frozen=True)
+class _UpgradedRun:
+  """A record upgraded by ``jaxport.upgrade`` and run: refused, nothing to rewrite, failed, or
+  its outputs (judged against the outputs the producer recorded)."""
 
-  The upgraded record is then run and judged against the outputs the producer
-  recorded; ``out["upgraded"]`` keeps the rules applied and the first failure.
-  """
-  out.update(ok=False, stage="run", error=error)
+  refused: str | None = None
+  report: UpgradeReport | None = None
+  arrays: list[Any] | None = None
+  error: str | None = None
+
+  def take(self, error_before: str, out: dict[str, Any]) -> list[Any] | None:
+    """Write what happened into a reader's answer ``out`` after the record failed to run with
+    ``error_before``; the outputs to judge, or None when the answer is complete."""
+    out.update(ok=False, stage="run", error=error_before)
+    if self.refused is not None:
+      out["upgrade_refused"] = self.refused
+      return None
+    if self.report is None:
+      return None
+    del out["ok"], out["error"]
+    out["upgraded"] = {"rules": list(self.report.rules_applied), "error_before": error_before,
+                       "rewrites": [r.to_json() for r in self.report.rewrites]}
+    if self.error is not None:
+      out.update(ok=False, stage="run after upgrade", error=self.error)
+      return None
+    return self.arrays
+
+
+def _upgrade_and_run(exp: Any, inputs: list[np.ndarray], watch: _stopwatch.Stopwatch) -> _UpgradedRun:
+  """Upgrade a reader's record and call the upgraded record on the stored inputs."""
   try:
     report = upgrade_with_report(exp)
   except UpgradeError as e:
-    out["upgrade_refused"] = str(e)
-    return None
+    return _UpgradedRun(refused=str(e))
   if not report.rewrites:
+    return _UpgradedRun()
+  try:
+    with watch.stage(_stopwatch.CALL):
+      return _UpgradedRun(report=report, arrays=run_exported_arrays(report.exported, inputs))
+  except Exception as e:  # noqa: BLE001
+    return _UpgradedRun(report=report, error=_error_line(e))
+
+
+def _upgrade_ahead(reader: str, blob: bytes, inputs: list[np.ndarray],
+                   watch: _stopwatch.Stopwatch) -> _UpgradedRun | None:
+  """The reader's upgraded run, started before its record has failed (None: the reader cannot
+  read the blob; its own replay reports that)."""
+  try:
+    exp = _api.deserialize(blob, reader=reader)
+  except Exception:  # noqa: BLE001
     return None
-  del out["ok"], out["error"]
-  out["upgraded"] = {"rules": list(report.rules_applied), "error_before": error,
-                     "rewrites": [r.to_json() for r in report.rewrites]}
-  return report.exported
+  return _upgrade_and_run(exp, inputs, watch)
+
+
+def _upgradable(m: Manifest) -> bool:
+  """Whether the entry's recorded targets include ones ``jaxport.upgrade`` rewrites."""
+  return not m.lowering_only and bool(
+      rewritable_targets() & set(_lowering.targets(m.custom_call_targets)))
 
 
 # Today's lowering of a case does not change within a process; entries of the
@@ -430,7 +473,13 @@ def _case_of(m: Manifest) -> _case.Case | None:
 def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = True,
                  watch: _stopwatch.Stopwatch | None = None) -> dict:
   """Replay one verified entry with ``readers`` (default: every reader) and, if ``current``,
-  against today's lowering of its case. The answer carries ``timings`` per part."""
+  against today's lowering of its case. The answer carries ``timings`` per part.
+
+  The readers are independent, so with :func:`use_threads` the reference reader (then
+  today's lowering) and the other readers run side by side: XLA compiles one while
+  Python lowers the other. Today's lowering waits for the readers when it needs a jax
+  configuration other than the entry's.
+  """
   start = time.perf_counter()
   watch = watch or _stopwatch.Stopwatch()
   with _stopwatch.watching(watch), jax_config(entry_jax_config(entry.manifest)):
@@ -440,13 +489,92 @@ def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = 
     expected = entry.expected_outputs()
     modules: dict[str, bytes] = {}
     shardings = entry.shardings()
-    result: dict[str, Any] = {
-        "readers": [_replay_with(r, blob, inputs, expected, m, modules, shardings, watch)
-                    for r in (readers if readers is not None else _api.readers())]}
-    if current:
+    names = readers if readers is not None else _api.readers()
+    lead = [r for r in names if r == _api.REFERENCE] or list(names[:1])
+    rest = [r for r in names if r not in lead]
+    answers: dict[str, dict] = {}
+    result: dict[str, Any] = {}
+
+    # An old record whose targets jaxlib dropped will fail to run: its upgraded run starts
+    # now, beside the doomed attempt, and is used only if the record indeed fails.
+    ahead = ({r: _Ahead(functools.partial(_upgrade_ahead, r, blob, inputs, watch))
+              for r in names} if _threads is not None and _upgradable(m) else {})
+
+    def read(some: list[str]) -> None:
+      for r in some:
+        answers[r] = _replay_with(r, blob, inputs, expected, m, modules, shardings, watch,
+                                  ahead.get(r))
+
+    def today() -> None:
       with watch.stage(_stopwatch.CURRENT):
         result["current"] = _current(_case_of(m), m, inputs, expected,
                                      modules.get(_api.REFERENCE))
+
+    alongside = current and _today_keeps_config(_case_of(m))
+    try:
+      _side_by_side(lambda: (read(lead), today() if alongside else None), lambda: read(rest))
+    finally:
+      for task in ahead.values():
+        task.settle()
+    if current and not alongside:
+      today()
+    result["readers"] = [answers[r] for r in names]
   result["seconds"] = time.perf_counter() - start
   result["timings"] = watch.seconds
   return result
+
+
+def _today_keeps_config(case: _case.Case | None) -> bool:
+  """Whether exporting ``case`` today leaves jax's configuration as it is now (the entry's),
+  so that it may run while a reader traces on another thread."""
+  if case is None:
+    return True
+  wanted = {**case_jax_config(case), **dict(case.jax_flags)}
+  return all(getattr(jax.config, name, object()) == value for name, value in wanted.items())
+
+
+_threads: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def use_threads(on: bool) -> None:
+  """Run an entry's independent parts on two threads (on), or one after another."""
+  global _threads
+  if on and _threads is None:
+    _threads = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jaxport-reader")
+  elif not on and _threads is not None:
+    _threads.shutdown()
+    _threads = None
+
+
+def _side_by_side(first: Callable[[], Any], second: Callable[[], Any]) -> None:
+  """Run ``first`` here and ``second`` on the reader thread, or both here, in order."""
+  if _threads is None:
+    first()
+    second()
+    return
+  other = _threads.submit(second)
+  try:
+    first()
+  finally:
+    other.result()
+
+
+class _Ahead:
+  """Work queued on the reader thread before it is needed. Whoever needs it and finds it not
+  started runs it in place, so no thread ever waits for work queued behind itself."""
+
+  def __init__(self, work: Callable[[], Any]) -> None:
+    self._work = work
+    self._future = _threads.submit(work) if _threads is not None else None
+
+  def result(self) -> Any:
+    if self._future is None or self._future.cancel():
+      self._future = None
+      return self._work()
+    return self._future.result()
+
+  def settle(self) -> None:
+    """Drop the work if it has not started; otherwise wait for it (it must not outlive the
+    entry, whose jax configuration it runs under)."""
+    if self._future is not None and not self._future.cancel():
+      concurrent.futures.wait([self._future])

@@ -6,7 +6,8 @@ today's re-export often hand XLA the same module (up to source locations).
 by jax's own compilation-cache key (the module without debug information, the
 devices, the compile options and the backend), so such a module is compiled
 once: later requests get the same loaded executable, or, when compiling failed,
-the same error raised again. Everything above the compile step (deserializing,
+the same error raised again; a thread asking for a module that another thread is
+compiling waits for that compilation. Everything above the compile step (deserializing,
 tracing and lowering each reader's call) still runs per reader.
 
 This is the one module of the harness that reaches into jax's compiler.
@@ -40,6 +41,8 @@ class _Failure:
 
 
 _memo: collections.OrderedDict[str, Any] = collections.OrderedDict()
+# Modules being compiled by some thread now; a thread asking for the same one waits.
+_pending: dict[str, threading.Event] = {}
 _lock = threading.Lock()
 _compile = None
 
@@ -82,27 +85,46 @@ def _repeatable(error: BaseException) -> bool:
 def _compile_once(backend: Any, computation: Any, devices: Any, compile_options: Any,
                   host_callbacks: Any, *rest: Any, **kwargs: Any) -> Any:
   compile_ = _compile or _compiler.compile_or_get_cached
-  key = None if host_callbacks else _key(backend, computation, devices, compile_options)
-  if key is None:
+
+  def compile_now() -> Any:
     return compile_(backend, computation, devices, compile_options, host_callbacks, *rest,
                     **kwargs)
-  with _lock:
-    kept = _memo.get(key)
+
+  key = None if host_callbacks else _key(backend, computation, devices, compile_options)
+  if key is None:
+    return compile_now()
+  while True:
+    with _lock:
+      kept = _memo.get(key)
+      if kept is not None:
+        _memo.move_to_end(key)
+      pending = _pending.get(key)
+      owner = kept is None and pending is None
+      if owner:
+        pending = _pending[key] = threading.Event()
+    if isinstance(kept, _Failure):
+      raise kept.again()
     if kept is not None:
-      _memo.move_to_end(key)
-  if isinstance(kept, _Failure):
-    raise kept.again()
-  if kept is not None:
-    return kept
+      return kept
+    if owner:
+      break
+    pending.wait()  # another thread compiles this module; take its result
+    with _lock:
+      if key not in _memo and key not in _pending:
+        break  # it kept nothing (an error that cannot be raised again): compile it here
   try:
-    executable = compile_(backend, computation, devices, compile_options, host_callbacks, *rest,
-                          **kwargs)
+    executable = compile_now()
   except Exception as e:
     if _repeatable(e):
       _keep(key, _Failure(e))
     raise
-  _keep(key, executable)
-  return executable
+  else:
+    _keep(key, executable)
+    return executable
+  finally:
+    if owner:
+      with _lock:
+        _pending.pop(key).set()
 
 
 def _keep(key: str, value: Any) -> None:

@@ -2,12 +2,15 @@
 
 The worker adds ``timings`` (seconds per part) to each replay answer; the
 session passes them to ``--compat-timings`` and ``benchmarks/bench_replay.py``
-sums them. Timings never enter the report or a verdict.
+sums them. Timings never enter the report or a verdict. An entry's parts may run
+on several threads at once (the readers side by side), so each thread keeps its own
+stage and the parts of an entry can add up to more than its wall-clock seconds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
 
@@ -35,16 +38,26 @@ class Stopwatch:
 
   def __init__(self) -> None:
     self.seconds = dict.fromkeys(PARTS, 0.0)
-    self.active: str | None = None
+    self._lock = threading.Lock()
+    self._stages = threading.local()
+
+  @property
+  def active(self) -> str | None:
+    """The innermost stage the calling thread is in."""
+    return getattr(self._stages, "name", None)
+
+  def add(self, part: str, seconds: float) -> None:
+    with self._lock:
+      self.seconds[part] += seconds
 
   @contextlib.contextmanager
   def stage(self, name: str) -> Iterator[None]:
-    start, outer, self.active = time.perf_counter(), self.active, name
+    start, outer, self._stages.name = time.perf_counter(), self.active, name
     try:
       yield
     finally:
-      self.seconds[name] += time.perf_counter() - start
-      self.active = outer
+      self.add(name, time.perf_counter() - start)
+      self._stages.name = outer
 
 
 _current: Stopwatch | None = None
@@ -54,7 +67,7 @@ _listening = False
 def _on_duration(event: str, duration_secs: float, **_: object) -> None:
   part = _JAX_EVENTS.get(event)
   if part is not None and _current is not None and _current.active == CALL:
-    _current.seconds[part] += duration_secs
+    _current.add(part, duration_secs)
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ The worker is started as ``python -m jaxport.harness._worker --project JSON
 [--share-executables] [--compile-cache DIR]``, in the project's directory with the
 project's paths on ``PYTHONPATH``, so that it imports the case modules the session
 lists; with ``--share-executables`` each distinct module is compiled once in the
-process, and with a directory, compiled executables are also shared through jax's
+process and, given two cores, an entry's readers run side by side, and with a directory, compiled executables are also shared through jax's
 persistent compilation cache there (``jaxport.harness._engine.configure_jax``).
 """
 
@@ -111,6 +111,13 @@ def _die_with_parent(lifeline_fd: int | None, parent_pid: int) -> None:
   threading.Thread(target=watch, name="jaxport-worker-lifeline", daemon=True).start()
 
 
+def _usable_cores() -> int:
+  try:
+    return len(os.sched_getaffinity(0))
+  except AttributeError:  # not on Linux
+    return os.cpu_count() or 1
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
   """Serve requests from stdin until it closes, then exit; answers go to the original stdout
   only."""
@@ -120,7 +127,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
   parser.add_argument("--compile-cache", default=None, metavar="DIR",
                       help="share compiled executables through jax's persistent cache in DIR")
   parser.add_argument("--share-executables", action="store_true",
-                      help="compile each distinct module once in this process")
+                      help="compile each distinct module once in this process, and run an "
+                           "entry's readers side by side where two cores are free")
   parser.add_argument(LIFELINE_FLAG, dest="lifeline", type=int, default=None, metavar="FD",
                       help="the read end of the pipe whose end of file means the parent died")
   args = parser.parse_args(argv)
@@ -131,6 +139,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
   from jaxport.harness._project import Project
   _engine.use_project(Project.from_json(json.loads(args.project)))
   _engine.configure_jax(args.compile_cache, share_executables=args.share_executables)
+  _engine.use_threads(args.share_executables and _usable_cores() > 1)
   for line in sys.stdin:
     if not line.strip():
       continue
@@ -151,7 +160,8 @@ class WorkerClient:
 
   ``num_devices > 1`` starts it with that many host CPU devices, for entries
   exported for several devices (jax fixes the device count at start-up).
-  ``share_executables`` has it compile each distinct module once;
+  ``share_executables`` has it compile each distinct module once (and run an entry's
+  readers side by side);
   ``compile_cache`` is the directory of jax's compilation cache it also shares
   executables through (with neither, every module is compiled).
   """

@@ -270,6 +270,12 @@ def _upgrade_module(serialized: bytes, fun_name: str | None) -> tuple[bytes, tup
     return _mlir.module_to_portable_artifact(module), rewrites
 
 
+@functools.cache
+def rewritable_targets() -> frozenset[str]:
+  """The legacy custom-call targets some upgrade rule rewrites."""
+  return frozenset(_table.rules_by_target())
+
+
 def upgrade_with_report(exported: Exported) -> UpgradeReport:
   """``exported`` with its removed custom calls rewritten, and what was rewritten.
 

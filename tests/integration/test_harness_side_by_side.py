@@ -1,0 +1,49 @@
+"""An entry's readers replayed side by side, with an old record's upgraded run started before
+its record fails, answer exactly as one reader after the other does."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from _harness_paths import ROOT
+
+pytestmark = pytest.mark.slow
+
+# A record that runs as recorded, and one whose targets jaxlib dropped (it runs upgraded).
+RUNS = "cpu/lapack_potrf/release_cholesky_f32/2026-11-29_jax-0.9.2"
+UPGRADED = "cpu/lapack_potrf/release_cholesky_f32/2026-11-29_jax-0.4.30"
+
+SCRIPT = '''
+import json, sys
+sys.path.insert(0, "tests/integration")
+from _harness_paths import repo_project
+from jaxport.golden import GoldenStore
+from jaxport.harness import _engine
+
+_engine.use_project(repo_project())
+_engine.configure_jax(share_executables=True)
+store = GoldenStore("compat_data")
+answers = {}
+for threads in (True, False):
+  _engine.use_threads(threads)
+  for entry_id in sys.argv[1:]:
+    answer = _engine.replay_entry(store.entry(entry_id))
+    answers[f"{entry_id} {threads}"] = {k: v for k, v in answer.items()
+                                        if k not in ("seconds", "timings")}
+  _engine.use_threads(False)
+print(json.dumps(answers))
+'''
+
+
+def test_readers_side_by_side_answer_as_one_after_another():
+  out = subprocess.run([sys.executable, "-c", SCRIPT, RUNS, UPGRADED], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+  assert out.returncode == 0, out.stderr[-3000:]
+  answers = json.loads(out.stdout.strip().splitlines()[-1])
+  for entry_id in (RUNS, UPGRADED):
+    assert answers[f"{entry_id} True"] == answers[f"{entry_id} False"], entry_id
+  upgraded = answers[f"{UPGRADED} True"]["readers"]
+  assert [r["reader"] for r in upgraded] == ["jaxport", "jax"]
+  assert all(r["upgraded"]["rules"] and r["ok"] for r in upgraded)
+  assert not any("upgraded" in r for r in answers[f"{RUNS} True"]["readers"])
