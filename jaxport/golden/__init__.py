@@ -14,7 +14,8 @@ from jaxport.golden._manifest import Manifest as Manifest
 from jaxport.golden._manifest import Producer as Producer
 from jaxport.golden._signatures import signatures as signatures
 from jaxport.golden._store import Entry as Entry
+from jaxport.golden._store import Snapshot as Snapshot
 from jaxport.golden._store import GoldenStore as GoldenStore
 
-__all__ = ["ArraySpec", "Comparison", "CustomCallSignature", "Entry", "GoldenStore",
+__all__ = ["ArraySpec", "Comparison", "CustomCallSignature", "Entry", "GoldenStore", "Snapshot",
            "ImportSource", "Manifest", "Producer", "signatures"]

@@ -17,6 +17,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime
 import hashlib
@@ -299,6 +300,10 @@ class Entry:
   def _read(self, name: str, m: Manifest | None = None) -> bytes:
     m = m or self.manifest
     self._check_listing(m)
+    return self._read_listed(name, m)
+
+  def _read_listed(self, name: str, m: Manifest) -> bytes:
+    """A file of an entry whose listing was checked against ``m``; its sha256 checked."""
     self._check_regular(name)
     data = _read_bytes(self.path / name, self._where(name))
     actual = sha256_hex(data)
@@ -311,18 +316,26 @@ class Entry:
 
   def verify(self) -> None:
     """Check the manifest, the file listing, every sha256, the npz members and the text."""
+    self.snapshot()
+
+  def snapshot(self) -> Snapshot:
+    """Verify the entry (as :meth:`verify`) and keep what was read: a replay then uses the
+    very bytes that were checked, each file read and the manifest parsed once."""
     m = self.manifest
     self._check_listing(m)
+    files: dict[str, bytes] = {}
+    decoded: dict[str, Any] = {}
     for name in sorted(m.files):
-      data = self._read(name, m)
+      data = files[name] = self._read_listed(name, m)
       if name == INPUTS_FILE:
-        decode_arrays(data, m.arrays["inputs"], self._where(name))
+        decoded[name] = decode_arrays(data, m.arrays["inputs"], self._where(name))
       elif name == EXPECTED_FILE:
-        decode_arrays(data, m.arrays["expected"], self._where(name))
+        decoded[name] = decode_arrays(data, m.arrays["expected"], self._where(name))
       elif name == MODULE_FILE:
-        self._decode_text(data)
+        decoded[name] = self._decode_text(data)
       elif name == SHARDINGS_FILE:
-        self._decode_shardings(data)
+        decoded[name] = self._decode_shardings(data)
+    return Snapshot(self.entry_id, m, files, decoded)
 
   def blob(self) -> bytes:
     """The serialized Exported."""
@@ -364,6 +377,46 @@ class Entry:
       return data.decode("utf-8")
     except UnicodeDecodeError as e:
       raise GoldenDataError(f"{self._where(MODULE_FILE)}: not UTF-8 text ({e}).") from None
+
+
+class Snapshot:
+  """An entry's files as :meth:`Entry.snapshot` read and verified them; the same reading
+  methods as :class:`Entry`, answered from memory (arrays decoded afresh for each call)."""
+
+  def __init__(self, entry_id: str, manifest: Manifest, files: dict[str, bytes],
+               decoded: dict[str, Any]) -> None:
+    self.entry_id = entry_id
+    self.manifest = manifest
+    self._files = files
+    self._decoded = decoded
+
+  def __repr__(self) -> str:
+    return f"Snapshot({self.entry_id!r})"
+
+  def blob(self) -> bytes:
+    return self._files[BLOB_FILE]
+
+  def _arrays(self, name: str) -> list[np.ndarray]:
+    arrays = self._decoded.get(name)
+    if arrays is None:
+      raise GoldenDataError(f"golden entry {self.entry_id}: {name}: file is missing (the "
+                            "manifest does not list it). Restore the entry from version control.")
+    return [a.copy() for a in arrays]
+
+  def inputs(self) -> list[np.ndarray]:
+    return self._arrays(INPUTS_FILE)
+
+  def expected_outputs(self) -> list[np.ndarray] | None:
+    if self.manifest.lowering_only:
+      return None
+    return self._arrays(EXPECTED_FILE)
+
+  def module_text(self) -> str:
+    return self._decoded[MODULE_FILE]
+
+  def shardings(self) -> dict[str, Any] | None:
+    recorded = self._decoded.get(SHARDINGS_FILE)
+    return copy.deepcopy(recorded) if recorded is not None else None
 
 
 class GoldenStore:

@@ -226,7 +226,9 @@ def _outside_forward_window(window: _releases.WindowPosition) -> Verdict:
                  "window: reported, not required to pass")
 
 
+@functools.cache
 def consumer_version() -> str | None:
+  """The installed jax's version (read once per process)."""
   try:
     return md.version("jax")
   except md.PackageNotFoundError:

@@ -87,6 +87,7 @@ class HarnessSession:
     self._present: list[str] | None = None
     self._listing_failed = False
     self._clients: dict[int, WorkerClient] = {}
+    self._devices: dict[str, int] = {}
     self._staging: Path | None = None
     self._seconds: dict[str, float] = {}
     self._parts: dict[str, dict[str, float]] = {}
@@ -162,17 +163,22 @@ class HarnessSession:
     if self.options.cold or self.recording:
       return
     try:
-      num_devices = _shardings.devices_needed(self.store.entry(entry_id).shardings())
+      num_devices = self._devices_needed(entry_id)
     except GoldenDataError:
       return  # replay() reports it
     self._worker(num_devices).start()
 
+  def _devices_needed(self, entry_id: str) -> int:
+    """The host devices an entry's replay needs (read once per entry)."""
+    if entry_id not in self._devices:
+      self._devices[entry_id] = _shardings.devices_needed(self.store.entry(entry_id).shardings())
+    return self._devices[entry_id]
+
   def replay(self, entry_id: str) -> Outcome:
     """Replay one entry in the worker and classify the findings; the outcome is kept."""
     try:
-      entry = self.store.entry(entry_id)
-      manifest = json.loads(entry.manifest.to_json())
-      num_devices = _shardings.devices_needed(entry.shardings())
+      manifest = json.loads(self.store.entry(entry_id).manifest.to_json())
+      num_devices = self._devices_needed(entry_id)
     except GoldenDataError as e:
       outcome = _classify.unreadable(entry_id, e)
     else:

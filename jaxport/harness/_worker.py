@@ -68,8 +68,7 @@ def _handle(request: dict) -> dict:
     watch = _stopwatch.Stopwatch()
     try:
       with watch.stage(_stopwatch.VERIFY):
-        entry = GoldenStore(request["root"]).entry(request["entry_id"])
-        entry.verify()
+        entry = GoldenStore(request["root"]).entry(request["entry_id"]).snapshot()
     except GoldenDataError as e:
       return {"golden_error": str(e)}
     readers = request.get("readers")

@@ -416,3 +416,21 @@ def test_losing_a_write_race_reports_the_existing_entry(store, monkeypatch):
   with pytest.raises(GoldenDataError, match="append-only"):
     store.write_entry(make_manifest(), b"b", INPUTS, EXPECTED, "m")
   assert os.listdir(store.root / "cpu/qr/qr_f32") == ["2026-06-01_jax-0.10.2"]
+
+
+def test_a_snapshot_answers_as_the_entry_from_the_bytes_it_verified(entry):
+  snap = entry.snapshot()
+  assert snap.manifest == entry.manifest and snap.entry_id == entry.entry_id
+  assert snap.blob() == entry.blob() and snap.module_text() == entry.module_text()
+  assert snap.shardings() is None
+  for got, want in ((snap.inputs(), entry.inputs()),
+                    (snap.expected_outputs(), entry.expected_outputs())):
+    assert [a.dtype for a in got] == [a.dtype for a in want]
+    for a, b in zip(got, want):
+      np.testing.assert_array_equal(a, b)
+  snap.inputs()[0][...] = -1  # each call hands out its own arrays
+  np.testing.assert_array_equal(snap.inputs()[0], INPUTS[0])
+  (entry.path / "exported.bin").write_bytes(b"changed after the snapshot")
+  assert snap.blob() == b"\x00blob\xff"
+  with pytest.raises(GoldenDataError, match="exported.bin: sha256 mismatch"):
+    entry.snapshot()
