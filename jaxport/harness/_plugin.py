@@ -258,6 +258,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
           reason="record mode writes entries; run without --compat-record to replay"))]
     else:
       ids = params = session.selected_entry_ids()
+      if params and not metafunc.config.option.collectonly:
+        session.prepare(params[0])  # the worker loads while pytest collects the rest
     metafunc.parametrize(ENTRY_FIXTURE, params, ids=ids)
   if CASE_FIXTURE in metafunc.fixturenames:
     if session.recording:
@@ -266,6 +268,35 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
       ids, params = ["replay-mode"], [pytest.param(None, marks=pytest.mark.skip(
           reason="recording happens only with --compat-record"))]
     metafunc.parametrize(CASE_FIXTURE, params, ids=ids)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+  """Start the worker of the first golden entry while pytest collects, when the paths asked
+  for include the project's golden test files (``jaxport_tests``)."""
+  config = session.config
+  if (config.pluginmanager.has_plugin("dsession") or config.option.collectonly
+      or _opt(config, "--compat-record") or _opt(config, "--compat-cold")
+      or not _asks_for_golden_tests(config)):
+    return
+  try:
+    hs = harness_session(config)
+    first = next(iter(hs.selected_entry_ids()), None)
+  except (GoldenDataError, pytest.UsageError):
+    return  # collection reports it
+  if first is not None:
+    hs.prepare(first)
+
+
+def _asks_for_golden_tests(config: pytest.Config) -> bool:
+  listed = config.getini(entry.INI_TESTS)
+  if not listed:
+    return False
+  base = config.inipath.parent if config.inipath else config.rootpath
+  golden = [(base / p).resolve() for p in listed]
+  asked = [(config.invocation_params.dir / str(a).split("::")[0]).resolve()
+           for a in config.args]
+  return any(g == a or a in g.parents for g in golden for a in asked)
 
 
 def _is_golden(item: pytest.Item) -> bool:
