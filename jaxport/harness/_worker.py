@@ -110,6 +110,17 @@ def _die_with_parent(lifeline_fd: int | None, parent_pid: int) -> None:
   threading.Thread(target=watch, name="jaxport-worker-lifeline", daemon=True).start()
 
 
+def _warm_up(engine) -> None:
+  """Import the project's cases and start jax's backend before the first request (the
+  session starts a worker ahead of need); a failure here is reported by each request."""
+  try:
+    engine.load_cases()
+    import jax
+    jax.devices()
+  except Exception:  # noqa: BLE001
+    pass
+
+
 def _usable_cores() -> int:
   try:
     return len(os.sched_getaffinity(0))
@@ -139,6 +150,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
   _engine.use_project(Project.from_json(json.loads(args.project)))
   _engine.configure_jax(args.compile_cache, share_executables=args.share_executables)
   _engine.use_threads(args.share_executables and _usable_cores() > 1)
+  _warm_up(_engine)
   for line in sys.stdin:
     if not line.strip():
       continue
