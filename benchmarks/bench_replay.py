@@ -13,7 +13,9 @@ Run by hand: ``python benchmarks/bench_replay.py [--root compat_data] [--reps N]
 It prints the harness's ratio to the floor (the target is at most 2.0x), with
 ``--no-cache-too`` the ratio with executable sharing off, and where the harness's
 time goes: the worker's per-part seconds (``--compat-timings``) summed over entries,
-and the rest (pytest, worker start-up, IPC) as wall clock minus the worker's time.
+and the rest (pytest, worker start-up, IPC) as wall clock minus the worker's time. The
+worker runs an entry's readers on two threads, so its parts overlap and can add up to
+more than the wall clock.
 With ``--reps N`` the measurements alternate N times and the minimum is reported.
 """
 

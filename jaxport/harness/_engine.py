@@ -522,12 +522,12 @@ def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = 
         answers[r] = _replay_with(r, blob, inputs, expected, m, modules, shardings, watch,
                                   ahead.get(r))
 
+    case = _case_of(m) if current else None
+
     def today() -> None:
       with watch.stage(_stopwatch.CURRENT):
-        result["current"] = _current(_case_of(m), m, inputs, expected,
-                                     modules.get(_api.REFERENCE))
+        result["current"] = _current(case, m, inputs, expected, modules.get(_api.REFERENCE))
 
-    case = _case_of(m) if current else None
     alongside = current and _today_keeps_config(case)
 
     def early() -> None:
@@ -571,12 +571,9 @@ def use_threads(on: bool) -> None:
 
 
 def _side_by_side(first: Callable[[], Any], second: Callable[[], Any]) -> None:
-  """Run ``first`` here and ``second`` on the reader thread, or both here, in order."""
-  if _threads is None:
-    first()
-    second()
-    return
-  other = _threads.submit(second)
+  """Run ``first`` here and ``second`` on the reader thread (here too, after ``first``, when
+  the reader thread has not started it or there is none)."""
+  other = _Ahead(second)
   try:
     first()
   finally:
