@@ -8,10 +8,10 @@ jax reports real findings instead of an import error.
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
+import sys
 import warnings
-
-import jax
 
 from jaxport.errors import JaxVersionError, UntestedJaxWarning
 
@@ -50,4 +50,20 @@ def check_jax_version(found: str) -> None:
                   UntestedJaxWarning, stacklevel=3)
 
 
-check_jax_version(jax.__version__)
+def installed_jax_version() -> str:
+  """The installed jax's version, read without importing jax when it is not imported yet.
+
+  Reading the installed distribution's metadata keeps ``import jaxport`` (and the
+  harness's pytest side, which never runs jax) from paying for jax's import.
+  """
+  jax = sys.modules.get("jax")
+  if jax is not None and isinstance(getattr(jax, "__version__", None), str):
+    return jax.__version__
+  try:
+    return importlib.metadata.version("jax")
+  except importlib.metadata.PackageNotFoundError:
+    import jax
+    return jax.__version__
+
+
+check_jax_version(installed_jax_version())

@@ -3,19 +3,18 @@
 An entry is a directory ``<platform>/<family>/<case_id>/<date>[.<revision>]_jax-<version>``
 holding the blob, npz inputs and expected outputs (never pickled), the module
 text and a manifest whose digest and per-file sha256 are verified before use.
+Names are imported on first use (reading a store needs no jax).
 See ``docs/golden-format.md``.
 """
 
-from jaxport.golden._manifest import ArraySpec as ArraySpec
-from jaxport.golden._manifest import Comparison as Comparison
-from jaxport.golden._manifest import CustomCallSignature as CustomCallSignature
-from jaxport.golden._manifest import ImportSource as ImportSource
-from jaxport.golden._manifest import Manifest as Manifest
-from jaxport.golden._manifest import Producer as Producer
-from jaxport.golden._signatures import signatures as signatures
-from jaxport.golden._store import Entry as Entry
-from jaxport.golden._store import Snapshot as Snapshot
-from jaxport.golden._store import GoldenStore as GoldenStore
+from jaxport import _lazy
 
-__all__ = ["ArraySpec", "Comparison", "CustomCallSignature", "Entry", "GoldenStore", "Snapshot",
-           "ImportSource", "Manifest", "Producer", "signatures"]
+_EXPORTS = {
+    **dict.fromkeys(["ArraySpec", "Comparison", "CustomCallSignature", "ImportSource", "Manifest",
+                     "Producer"], "jaxport.golden._manifest"),
+    "signatures": "jaxport.golden._signatures",
+    **dict.fromkeys(["Entry", "GoldenStore", "Snapshot"], "jaxport.golden._store"),
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS, globals())

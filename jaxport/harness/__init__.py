@@ -2,19 +2,24 @@
 
 A project declares its cases in modules exposing ``cases()``, opts in from its
 pytest configuration, and collects the golden items of
-:mod:`jaxport.harness.testing`; ``docs/downstream.md`` walks through it.
+:mod:`jaxport.harness.testing`; ``docs/downstream.md`` walks through it. The
+names are imported on first use, so the pytest side of a run stays free of jax.
 """
 
-from jaxport.harness._case import Case as Case
-from jaxport.harness._case import default_tolerance as default_tolerance
-from jaxport.harness._case import random_matrix as random_matrix
-from jaxport.harness._case import rng as rng
-from jaxport.harness._project import OnChange as OnChange
-from jaxport.harness._project import Project as Project
-from jaxport.harness._project import ProjectTargets as ProjectTargets
-from jaxport.harness._registry import CaseRegistry as CaseRegistry
-from jaxport.harness.checkers import Verdict as Verdict
-from jaxport.harness.checkers import register_checker as register_checker
+from jaxport import _lazy
 
-__all__ = ["Case", "CaseRegistry", "OnChange", "Project", "ProjectTargets", "Verdict",
-           "default_tolerance", "random_matrix", "register_checker", "rng"]
+_EXPORTS = {
+    "Case": "jaxport.harness._case",
+    "default_tolerance": "jaxport.harness._case",
+    "random_matrix": "jaxport.harness._case",
+    "rng": "jaxport.harness._case",
+    "OnChange": "jaxport.harness._project",
+    "Project": "jaxport.harness._project",
+    "ProjectTargets": "jaxport.harness._project",
+    "CaseRegistry": "jaxport.harness._registry",
+    "Verdict": "jaxport.harness.checkers",
+    "register_checker": "jaxport.harness.checkers",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS, globals())

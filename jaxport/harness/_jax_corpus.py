@@ -12,13 +12,12 @@ the nightly job installs is checked against the data that jax ships.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import shutil
 import tempfile
 from pathlib import Path
 
-import jax
-
-from jaxport.corpus import _import
+from jaxport._jaxcompat._version import installed_jax_version
 
 CORPUS_PARTS = ("_src", "internal_test_util", "export_back_compat_test_data")
 
@@ -45,15 +44,20 @@ class CorpusImport:
 
 def corpus_dir() -> Path:
   """The corpus directory of the installed jax (it may be missing from a stripped install)."""
-  return Path(jax.__file__).resolve().parent.joinpath(*CORPUS_PARTS)
+  spec = importlib.util.find_spec("jax")
+  if spec is None or spec.origin is None:
+    raise FileNotFoundError("jax is not installed, so there is no back-compat corpus to import")
+  return Path(spec.origin).resolve().parent.joinpath(*CORPUS_PARTS)
 
 
 def import_corpus(host_platform: str) -> CorpusImport:
   """Import the installed jax's corpus into a new temporary store; the caller removes ``root``."""
+  from jaxport.corpus import _import  # the import runs jax; the plugin's side does not
+
   source = corpus_dir()
   if not source.is_dir():
     raise FileNotFoundError(
-        f"jax {jax.__version__} ships no back-compat corpus at {source}; install a full jax wheel "
+        f"jax {installed_jax_version()} ships no back-compat corpus at {source}; install a full jax wheel "
         "or run without --compat-jax-corpus")
   root = Path(tempfile.mkdtemp(prefix="jaxport-jax-corpus-"))
   try:
@@ -61,6 +65,6 @@ def import_corpus(host_platform: str) -> CorpusImport:
   except BaseException:
     shutil.rmtree(root, ignore_errors=True)
     raise
-  return CorpusImport(source=str(source), jax_version=jax.__version__, root=root,
+  return CorpusImport(source=str(source), jax_version=installed_jax_version(), root=root,
                       imported=len(result["imported"]), duplicates=tuple(result["exists"]),
                       skipped=tuple(result["skipped"]), failed=tuple(result["failed"]))

@@ -9,7 +9,10 @@ other tests does no harness work and prints nothing.
 from __future__ import annotations
 
 import datetime
+import importlib.metadata
+import importlib.util
 import math
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -174,7 +177,25 @@ def _pytest_strict(config: pytest.Config) -> bool:
     return False
 
 
+def _only_cpu_possible() -> bool:
+  """Whether jax's default backend can only be the CPU, decided without importing jax.
+
+  jax picks an accelerator only through a PJRT plugin (a module under the
+  ``jax_plugins`` namespace package or a ``jax_plugins`` entry point) or libtpu,
+  unless ``JAX_PLATFORMS`` names the platforms itself. Without any of them the
+  pytest side of a CPU run never needs to import jax.
+  """
+  platforms = os.environ.get("JAX_PLATFORMS", "").strip()
+  if platforms:
+    return platforms.split(",")[0].strip() == "cpu"
+  if importlib.util.find_spec("jax_plugins") is not None or importlib.util.find_spec("libtpu"):
+    return False
+  return not importlib.metadata.entry_points(group="jax_plugins")
+
+
 def _check_backend(platform: str) -> None:
+  if platform == "cpu" and _only_cpu_possible():
+    return
   import jax
   backend = jax.default_backend()
   if backend != platform:
@@ -184,12 +205,29 @@ def _check_backend(platform: str) -> None:
         f"--compat-platform={backend}.")
 
 
+class _CasesDuringRun:
+  """Import the project's case modules once the first result arrives, on a background thread,
+  in a process that does not replay itself (an xdist controller) or waits on its worker, so
+  that the end-of-run checks find them loaded."""
+
+  def __init__(self, config: pytest.Config):
+    self.config = config
+    self.started = False
+
+  def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    hs = _started(self.config)
+    if not self.started and hs is not None:
+      self.started = True
+      hs.registry.prefetch()
+
+
 def pytest_configure(config: pytest.Config) -> None:
   """Check the configuration now; with --compat-jax-corpus, import the corpus before workers
   start (the session itself is made on first use)."""
   project(config)
   if hasattr(config, "workerinput"):
     return
+  config.pluginmanager.register(_CasesDuringRun(config), "jaxport-cases-during-run")
   if _opt(config, "--compat-jax-corpus"):
     _options(config)  # refuse bad combinations before importing anything
     _check_backend(_opt(config, "--compat-platform", DEFAULT_PLATFORM))

@@ -9,26 +9,26 @@ one-line edit here.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
-
-import jax.export as jax_export
-
-import jaxport
 
 # Who records golden entries and who is the primary reader.
 PRIMARY = "jaxport"
 # The independent second reader every entry is also replayed with.
 REFERENCE = "jax"
 
-_MODULES = {"jaxport": jaxport, "jax": jax_export}
+# Each reader's module, imported when first used: the pytest side of a run only
+# names the readers, and never imports jax.
+_MODULES = {"jaxport": "jaxport", "jax": "jax.export"}
 
 
 def _module(reader: str):
   try:
-    return _MODULES[reader]
+    name = _MODULES[reader]
   except KeyError:
     raise ValueError(f"Unknown reader {reader!r}; expected one of {sorted(_MODULES)}.") from None
+  return importlib.import_module(name)
 
 
 def readers() -> tuple[str, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import threading
 from collections.abc import Mapping
 
 from jaxport.errors import GoldenDataError
@@ -15,9 +16,30 @@ class CaseRegistry:
 
   def __init__(self, modules: tuple[str, ...]):
     self.modules = tuple(modules)
+    self._prefetch: threading.Thread | None = None
+
+  def prefetch(self) -> None:
+    """Start importing the case modules on a background thread; the first use waits for it.
+
+    A pytest process that only routes entries to workers needs the cases at the
+    end of the run; importing them (and jax) while the workers replay keeps that
+    wait off the end.
+    """
+    if self._prefetch is None:
+      self._prefetch = threading.Thread(target=self._prefetch_quietly, name="jaxport-case-modules",
+                                        daemon=True)
+      self._prefetch.start()
+
+  def _prefetch_quietly(self) -> None:
+    try:
+      self.by_id
+    except Exception:  # noqa: BLE001  (the first use imports again and raises it there)
+      pass
 
   @functools.cached_property
   def _loaded(self) -> list:
+    if self._prefetch is not None and self._prefetch is not threading.current_thread():
+      self._prefetch.join()
     out = []
     for name in self.modules:
       try:

@@ -24,7 +24,7 @@ import pytest
 from jaxport.errors import GoldenDataError
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
-from jaxport.harness import _classify, _jax_corpus, _shardings, _update
+from jaxport.harness import _classify, _devices, _jax_corpus, _update
 from jaxport.harness import _coverage as coverage
 from jaxport.harness import _expectations as expected_status
 from jaxport.harness import _reference as _api
@@ -171,7 +171,7 @@ class HarnessSession:
   def _devices_needed(self, entry_id: str) -> int:
     """The host devices an entry's replay needs (read once per entry)."""
     if entry_id not in self._devices:
-      self._devices[entry_id] = _shardings.devices_needed(self.store.entry(entry_id).shardings())
+      self._devices[entry_id] = _devices.devices_needed(self.store.entry(entry_id).shardings())
     return self._devices[entry_id]
 
   def replay(self, entry_id: str) -> Outcome:

@@ -20,8 +20,8 @@ import jax
 from jax.sharding import NamedSharding, SingleDeviceSharding
 
 from jaxport.errors import GoldenDataError
+from jaxport.harness._devices import FORCE_DEVICES_FLAG
 
-FORCE_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 
 
 def num_devices(exp: Any) -> int:
@@ -107,17 +107,6 @@ def describe(x: Any) -> dict[str, Any]:
 def record(exp: Any, outputs: Sequence[Any]) -> dict[str, Any]:
   """The ``shardings.json`` object of an entry: device count and the outputs' shardings."""
   return {"num_devices": num_devices(exp), "outputs": [describe(o) for o in outputs]}
-
-
-def devices_needed(recorded: dict[str, Any] | None) -> int:
-  """The device count a ``shardings.json`` object asks for (1 without one)."""
-  if recorded is None:
-    return 1
-  n = recorded.get("num_devices")
-  if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-    raise GoldenDataError(f"shardings.json: num_devices must be a positive integer, got {n!r}; "
-                          "restore the entry from version control or record a new one.")
-  return n
 
 
 def compare(recorded: dict[str, Any], outputs: Sequence[Any]) -> list[str]:

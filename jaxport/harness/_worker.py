@@ -43,6 +43,8 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from jaxport.harness._devices import FORCE_DEVICES_FLAG
+
 if TYPE_CHECKING:
   from jaxport.harness._project import Project
 
@@ -198,7 +200,7 @@ class WorkerClient:
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (*self.project.paths, env.get("PYTHONPATH")) if p)
     if self.num_devices > 1:
-      flag = f"--xla_force_host_platform_device_count={self.num_devices}"
+      flag = f"{FORCE_DEVICES_FLAG}={self.num_devices}"
       env["XLA_FLAGS"] = " ".join(f for f in (env.get("XLA_FLAGS", ""), flag) if f)
     self._cut_lifeline()  # of a previous worker that died on its own
     env[_PARENT_PID_ENV] = str(os.getpid())

@@ -20,7 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
   sys.path.insert(0, str(REPO_ROOT))
 
-from jaxport.harness import _shardings  # noqa: E402
+from jaxport.harness import _devices, _shardings  # noqa: E402
 from jaxport.errors import GoldenDataError  # noqa: E402
 from jaxport.golden._manifest import Comparison, Manifest, Producer  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
@@ -51,13 +51,13 @@ if not _sharding_child.in_child():
     entry.verify()
     assert "shardings.json" in entry.manifest.files
     assert entry.shardings() == SIDECAR
-    assert _shardings.devices_needed(entry.shardings()) == 8
+    assert _devices.devices_needed(entry.shardings()) == 8
 
   def test_an_entry_without_sidecar_needs_one_device(tmp_path):
     entry = _write(tmp_path, None)
     assert "shardings.json" not in entry.manifest.files
     assert entry.shardings() is None
-    assert _shardings.devices_needed(None) == 1
+    assert _devices.devices_needed(None) == 1
 
   def test_a_tampered_sidecar_is_refused(tmp_path):
     entry = _write(tmp_path, SIDECAR)
@@ -70,7 +70,7 @@ if not _sharding_child.in_child():
   @pytest.mark.parametrize("bad", [0, -2, "8", True, None])
   def test_a_bad_device_count_is_a_golden_data_error(bad):
     with pytest.raises(GoldenDataError, match="num_devices must be a positive integer"):
-      _shardings.devices_needed({"num_devices": bad, "outputs": []})
+      _devices.devices_needed({"num_devices": bad, "outputs": []})
 
   def test_describe_and_compare_name_the_difference():
     mesh = jax.make_mesh((1,), ("x",))

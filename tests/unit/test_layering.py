@@ -1,7 +1,8 @@
 """Imports inside ``jaxport/`` point one way, as ``docs/architecture.md`` says.
 
 Every module is parsed with ``ast``; module-level and function-level imports
-both count. Imports under ``if TYPE_CHECKING:`` count for the layer order but
+both count, and so do the module names a package lists for its lazily imported
+public names (``_EXPORTS``) or a module imports by name (``_MODULES``). Imports under ``if TYPE_CHECKING:`` count for the layer order but
 are not runtime imports, so they cannot form the cycles the record rule guards.
 """
 
@@ -20,7 +21,7 @@ GENERATED = {"jaxport.serde._schema_generated"}
 # Lowest first: a module may import its own layer and the ones before it.
 LAYERS = (
     ("leaves", ("jaxport.errors", "jaxport._config", "jaxport._versions", "jaxport._jaxcompat",
-                "jaxport._progress",
+                "jaxport._progress", "jaxport._lazy",
                 "jaxport._limits")),
     ("shapes", ("jaxport.shapes",)),
     ("custom_calls", ("jaxport.custom_calls",)),
@@ -57,11 +58,15 @@ INIT_IMPORTS_ALLOWED = {
     "jaxport.report": {"jaxport.report._html", "jaxport.report._markdown", "jaxport.report._merge",
                        "jaxport.report._model"},
     "jaxport.upgrades": {"jaxport.upgrades._upgrade"},
-    "jaxport.golden": {"jaxport.golden._manifest", "jaxport.golden._signatures",
+    "jaxport.golden": {"jaxport._lazy", "jaxport.golden._manifest", "jaxport.golden._signatures",
                        "jaxport.golden._store"},
-    "jaxport.harness": {"jaxport.harness._case", "jaxport.harness._project",
+    "jaxport.harness": {"jaxport._lazy", "jaxport.harness._case", "jaxport.harness._project",
                         "jaxport.harness._registry", "jaxport.harness.checkers"},
 }
+
+
+# Module-level names whose string values are modules imported by name.
+NAMED_IMPORTS = ("_EXPORTS", "_MODULES")
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -110,6 +115,15 @@ class _Imports(ast.NodeVisitor):
       base = ".".join(anchor + ([base] if base else []))
     for alias in node.names:
       self._add(node, f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
+
+  def visit_Assign(self, node: ast.Assign) -> None:
+    named = [t.id for t in node.targets if isinstance(t, ast.Name)]
+    if not self._scope and named and named[0] in NAMED_IMPORTS:
+      for c in ast.walk(node.value):
+        if isinstance(c, ast.Constant) and isinstance(c.value, str) and (
+            c.value in MODULES or c.value == "jax" or c.value.startswith("jax.")):
+          self._add(node, c.value)
+    self.generic_visit(node)
 
   def _visit_scope(self, node: ast.AST) -> None:
     self._scope.append(node.name)
