@@ -25,8 +25,9 @@ def make_context() -> ir.Context:
   return jax_mlir.make_ir_context()
 
 
-# How many blocks one thread's scratch context serves before a fresh one replaces it: what
-# a context interns (types, attributes) lives as long as the context does.
+# How many uses a reused context serves before a fresh one replaces it (this module's
+# scratch contexts, the harness's lowering contexts): what a context interns (types,
+# attributes) lives as long as the context does.
 SCRATCH_CONTEXT_USES = 256
 _scratch = threading.local()
 

@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from jaxport.harness import _reference as _api, _classify, _contract, _corpus, _lowering
-from jaxport.harness import _executables, _shardings, _stopwatch, checkers
+from jaxport.harness import _contexts, _executables, _shardings, _stopwatch, checkers
 from jaxport.harness import _case
 from jaxport.harness._project import Project, ProjectTargets
 from jaxport.harness._registry import CaseRegistry
@@ -66,6 +66,7 @@ def configure_jax(compile_cache_dir: str | None = None, share_executables: bool 
   jax.config.update("jax_traceback_filtering", "off")
   if share_executables:
     _executables.share_within_process()
+    _contexts.reuse_within_process()
   if compile_cache_dir is not None:
     for name, value in (("jax_compilation_cache_dir", compile_cache_dir),
                         ("jax_persistent_cache_min_compile_time_secs", 0.0),
@@ -356,11 +357,12 @@ def _upgrade_ahead(reader: str, blob: bytes, inputs: list[np.ndarray],
                    watch: _stopwatch.Stopwatch) -> _UpgradedRun | None:
   """The reader's upgraded run, started before its record has failed (None: the reader cannot
   read the blob; its own replay reports that)."""
-  try:
-    exp = _api.deserialize(blob, reader=reader)
-  except Exception:  # noqa: BLE001
-    return None
-  return _upgrade_and_run(exp, inputs, watch)
+  with _contexts.lowering_for(reader):
+    try:
+      exp = _api.deserialize(blob, reader=reader)
+    except Exception:  # noqa: BLE001
+      return None
+    return _upgrade_and_run(exp, inputs, watch)
 
 
 def _upgradable(m: Manifest) -> bool:
@@ -376,11 +378,13 @@ _RUNS: dict[tuple[str, str], list[np.ndarray] | str] = {}
 # Held while either is computed, so that the reader thread's early start and the entry's
 # own comparison never do the same export or run twice.
 _TODAY = threading.RLock()
+# Today's lowering builds its IR in contexts of its own, apart from the readers'.
+_TODAYS_CONTEXTS = "today"
 
 
 def _current_export(case: _case.Case) -> tuple[Any, tuple] | str:
   """(Exported, signatures) of the case lowered now, or the error text."""
-  with _TODAY:
+  with _TODAY, _contexts.lowering_for(_TODAYS_CONTEXTS):
     if case.case_id not in _EXPORTS:
       try:
         exp = export_case(case)
@@ -395,7 +399,7 @@ def _current_run(case: _case.Case, exp: Any, inputs: list[np.ndarray]) -> list[n
   digest = hashlib.sha256(b"".join(
       f"{a.dtype.str}{a.shape}".encode() + np.ascontiguousarray(a).tobytes() for a in inputs)).hexdigest()
   key = (case.case_id, digest)
-  with _TODAY:
+  with _TODAY, _contexts.lowering_for(_TODAYS_CONTEXTS):
     if key not in _RUNS:
       try:
         fresh = _api.deserialize(exp.serialize(vjp_order=case.vjp_order))
@@ -519,8 +523,9 @@ def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = 
 
     def read(some: list[str]) -> None:
       for r in some:
-        answers[r] = _replay_with(r, blob, inputs, expected, m, modules, shardings, watch,
-                                  ahead.get(r))
+        with _contexts.lowering_for(r):
+          answers[r] = _replay_with(r, blob, inputs, expected, m, modules, shardings, watch,
+                                    ahead.get(r))
 
     case = _case_of(m) if current else None
 

@@ -1,0 +1,68 @@
+"""Lower into reused MLIR contexts in a worker, one set per thread and per reader.
+
+jax makes a fresh MLIR context, with every dialect it lowers to loaded, for each
+lowering, and frees it with the module; for the small modules of golden entries
+that costs about as much as the lowering itself. :func:`reuse_within_process`
+puts a pool in front of jax's context factory: each thread keeps one context per
+reader (:func:`lowering_for`: jaxport's reader, jax's reader, today's re-export),
+so one reader's lowering never runs in IR another reader's lowering created, and
+replaces it after a fixed number of lowerings, since a context keeps every type
+and attribute it interned until it is freed. Modules, executables and verdicts
+are unaffected; only the arena the IR is built in is kept.
+
+This is the one module of the harness that reaches into jax's lowering.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from jax._src.interpreters import mlir as _jax_mlir
+
+from jaxport.export._mlir import SCRATCH_CONTEXT_USES
+
+_reader: contextvars.ContextVar[str] = contextvars.ContextVar("jaxport_lowering_reader",
+                                                              default="")
+_pools = threading.local()
+_make = None
+
+
+def reuse_within_process() -> None:
+  """From now on, jax's lowerings in this process take a reused context (idempotent)."""
+  global _make
+  if _make is None:
+    _make = _jax_mlir.make_ir_context
+    _jax_mlir.make_ir_context = _reused
+
+
+def stop_reusing() -> None:
+  """Give every lowering a fresh context again, as jax does."""
+  global _make
+  if _make is not None:
+    _jax_mlir.make_ir_context = _make
+    _make = None
+  _pools.__dict__.clear()
+
+
+@contextlib.contextmanager
+def lowering_for(reader: str) -> Iterator[None]:
+  """Within the block, this thread's lowerings use ``reader``'s own contexts."""
+  token = _reader.set(reader)
+  try:
+    yield
+  finally:
+    _reader.reset(token)
+
+
+def _reused() -> Any:
+  make = _make or _jax_mlir.make_ir_context
+  pool: dict[str, list] = _pools.__dict__.setdefault("by_reader", {})
+  kept = pool.get(_reader.get())
+  if kept is None or kept[1] >= SCRATCH_CONTEXT_USES:
+    kept = pool[_reader.get()] = [make(), 0]
+  kept[1] += 1
+  return kept[0]
