@@ -24,27 +24,21 @@ from typing import Any
 from jax._src.interpreters import mlir as _jax_mlir
 
 from jaxport.export._mlir import SCRATCH_CONTEXT_USES
+from jaxport.harness._replacement import Replacement
 
 _reader: contextvars.ContextVar[str] = contextvars.ContextVar("jaxport_lowering_reader",
                                                               default="")
 _pools = threading.local()
-_make = None
 
 
 def reuse_within_process() -> None:
   """From now on, jax's lowerings in this process take a reused context (idempotent)."""
-  global _make
-  if _make is None:
-    _make = _jax_mlir.make_ir_context
-    _jax_mlir.make_ir_context = _reused
+  MAKE_CONTEXT.on()
 
 
 def stop_reusing() -> None:
   """Give every lowering a fresh context again, as jax does."""
-  global _make
-  if _make is not None:
-    _jax_mlir.make_ir_context = _make
-    _make = None
+  MAKE_CONTEXT.off()
   _pools.__dict__.clear()
 
 
@@ -59,10 +53,13 @@ def lowering_for(reader: str) -> Iterator[None]:
 
 
 def _reused() -> Any:
-  make = _make or _jax_mlir.make_ir_context
   pool: dict[str, list] = _pools.__dict__.setdefault("by_reader", {})
   kept = pool.get(_reader.get())
   if kept is None or kept[1] >= SCRATCH_CONTEXT_USES:
-    kept = pool[_reader.get()] = [make(), 0]
+    kept = pool[_reader.get()] = [MAKE_CONTEXT.original(), 0]
   kept[1] += 1
   return kept[0]
+
+
+# jax's context factory, with the pool in front while reuse is on.
+MAKE_CONTEXT = Replacement(_jax_mlir, "make_ir_context", _reused)

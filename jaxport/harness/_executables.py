@@ -24,6 +24,8 @@ from typing import Any
 from jax._src import cache_key as _cache_key
 from jax._src import compiler as _compiler
 
+from jaxport.harness._replacement import Replacement
+
 logger = logging.getLogger(__name__)
 
 # Executables kept, newest used last; an old one is compiled again when needed.
@@ -44,23 +46,16 @@ _memo: collections.OrderedDict[str, Any] = collections.OrderedDict()
 # Modules being compiled by some thread now; a thread asking for the same one waits.
 _pending: dict[str, threading.Event] = {}
 _lock = threading.Lock()
-_compile = None
 
 
 def share_within_process() -> None:
   """From now on, compile each distinct module once in this process (idempotent)."""
-  global _compile
-  if _compile is None:
-    _compile = _compiler.compile_or_get_cached
-    _compiler.compile_or_get_cached = _compile_once
+  COMPILE.on()
 
 
 def stop_sharing() -> None:
   """Compile as jax does again, forgetting the executables and errors kept so far."""
-  global _compile
-  if _compile is not None:
-    _compiler.compile_or_get_cached = _compile
-    _compile = None
+  COMPILE.off()
   with _lock:
     _memo.clear()
 
@@ -84,7 +79,7 @@ def _repeatable(error: BaseException) -> bool:
 
 def _compile_once(backend: Any, computation: Any, devices: Any, compile_options: Any,
                   host_callbacks: Any, *rest: Any, **kwargs: Any) -> Any:
-  compile_ = _compile or _compiler.compile_or_get_cached
+  compile_ = COMPILE.original
 
   def compile_now() -> Any:
     return compile_(backend, computation, devices, compile_options, host_callbacks, *rest,
@@ -132,3 +127,7 @@ def _keep(key: str, value: Any) -> None:
     _memo[key] = value
     while len(_memo) > MAX_KEPT:
       _memo.popitem(last=False)
+
+
+# jax's compile step, with the memo in front while sharing is on.
+COMPILE = Replacement(_compiler, "compile_or_get_cached", _compile_once)

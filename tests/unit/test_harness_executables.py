@@ -14,15 +14,15 @@ def compiles():
   """The modules jax was asked to compile while sharing is on (their names, in order)."""
   _executables.share_within_process()
   asked: list[str] = []
-  compile_ = _executables._compile
+  compile_ = _executables.COMPILE.saved
 
   def counted(backend, computation, *rest, **kwargs):
     asked.append(str(computation.operation.attributes["sym_name"]))
     return compile_(backend, computation, *rest, **kwargs)
 
-  _executables._compile = counted
+  _executables.COMPILE.saved = counted
   yield asked
-  _executables._compile = compile_
+  _executables.COMPILE.saved = compile_
   _executables.stop_sharing()
 
 
