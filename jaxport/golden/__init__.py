@@ -7,6 +7,8 @@ Names are imported on first use (reading a store needs no jax).
 See ``docs/golden-format.md``.
 """
 
+import typing as _typing
+
 from jaxport import _lazy
 
 _EXPORTS = {
@@ -15,6 +17,18 @@ _EXPORTS = {
     "signatures": "jaxport.golden._signatures",
     **dict.fromkeys(["Entry", "GoldenStore", "Snapshot"], "jaxport.golden._store"),
 }
+
+if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
+  from jaxport.golden._manifest import (
+      ArraySpec as ArraySpec,
+      Comparison as Comparison,
+      CustomCallSignature as CustomCallSignature,
+      ImportSource as ImportSource,
+      Manifest as Manifest,
+      Producer as Producer,
+  )
+  from jaxport.golden._signatures import signatures as signatures
+  from jaxport.golden._store import Entry as Entry, GoldenStore as GoldenStore, Snapshot as Snapshot
 
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS, globals())

@@ -6,6 +6,8 @@ pytest configuration, and collects the golden items of
 names are imported on first use, so the pytest side of a run stays free of jax.
 """
 
+import typing as _typing
+
 from jaxport import _lazy
 
 _EXPORTS = {
@@ -20,6 +22,21 @@ _EXPORTS = {
     "Verdict": "jaxport.harness.checkers",
     "register_checker": "jaxport.harness.checkers",
 }
+
+if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
+  from jaxport.harness._case import (
+      Case as Case,
+      default_tolerance as default_tolerance,
+      random_matrix as random_matrix,
+      rng as rng,
+  )
+  from jaxport.harness._project import (
+      OnChange as OnChange,
+      Project as Project,
+      ProjectTargets as ProjectTargets,
+  )
+  from jaxport.harness._registry import CaseRegistry as CaseRegistry
+  from jaxport.harness.checkers import Verdict as Verdict, register_checker as register_checker
 
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS, globals())

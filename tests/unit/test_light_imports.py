@@ -3,6 +3,8 @@ golden run (plugin, store, report, registry) never imports jax."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import subprocess
 import sys
@@ -56,6 +58,18 @@ def test_public_names_resolve_on_first_use_to_the_functions_not_the_subpackages(
   """)
   assert seen == {"before": False, "export": "function", "imported": True, "after": True,
                   "missing": [], "listed": []}
+
+
+@pytest.mark.parametrize("package", ["jaxport", "jaxport.golden", "jaxport.harness"])
+def test_type_checkers_see_the_same_names_from_the_same_modules(package):
+  module = importlib.import_module(package)
+  tree = ast.parse(Path(module.__file__).read_text())
+  seen = {}
+  for node in tree.body:
+    if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+      for imp in node.body:
+        seen.update({alias.asname or alias.name: imp.module for alias in imp.names})
+  assert seen == module._EXPORTS
 
 
 def test_an_unknown_public_name_is_an_attribute_error():
