@@ -100,6 +100,7 @@ def lookup_case(case_id: str) -> _case.Case | None:
 # record and replay inside older jax releases.
 storable = _contract.storable
 callable_leaves = _contract.callable_leaves
+warm_native_kernels = _contract.warm_native_kernels
 
 
 def run_exported_arrays(exp: Any, leaves: list[np.ndarray]) -> list[Any]:

@@ -218,7 +218,7 @@ class HarnessSession:
     for i, reader in enumerate(readers):
       last = i == len(readers) - 1
       client = WorkerClient(self.project, timeout_s=self.options.worker_timeout_s,
-                            num_devices=num_devices)
+                            num_devices=num_devices, cold_start=True)
       try:
         part = client.request({**request, "readers": [reader], "current": last})
       finally:

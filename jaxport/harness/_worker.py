@@ -20,7 +20,7 @@ cold mode does, one reader per fresh process) and
 (the recording is written as an entry of the staging store).
 
 The worker is started as ``python -m jaxport.harness._worker --project JSON
-[--share-executables] [--compile-cache DIR]``, in the project's directory with the
+[--share-executables] [--compile-cache DIR] [--cold-start]``, in the project's directory with the
 project's paths on ``PYTHONPATH``, so that it imports the case modules the session
 lists; with ``--share-executables`` each distinct module is compiled once in the
 process and, given two cores, an entry's readers run side by side, and with a directory, compiled executables are also shared through jax's
@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 # The worker's command-line flag naming its end of the lifeline pipe, and the
 # environment variable naming the process that started it.
 LIFELINE_FLAG = "--lifeline-fd"
+# The flag of a worker serving a cold replay: nothing lowered or compiled before its request.
+COLD_START_FLAG = "--cold-start"
 _PARENT_PID_ENV = "JAXPORT_WORKER_PARENT_PID"
 _PR_SET_PDEATHSIG = 1  # prctl option, from linux/prctl.h
 STDERR_TAIL_CHARS = 4000
@@ -112,13 +114,17 @@ def _die_with_parent(lifeline_fd: int | None, parent_pid: int) -> None:
   threading.Thread(target=watch, name="jaxport-worker-lifeline", daemon=True).start()
 
 
-def _warm_up(engine) -> None:
+def _warm_up(engine, cold_start: bool) -> None:
   """Import the project's cases and start jax's backend before the first request (the
-  session starts a worker ahead of need); a failure here is reported by each request."""
+  session starts a worker ahead of need); a failure here is reported by each request.
+  Unless the worker serves a cold replay, it also makes one native call, as a process
+  that has lowered before would have (``_contract.warm_native_kernels``)."""
   try:
     engine.load_cases()
     import jax
     jax.devices()
+    if not cold_start:
+      engine.warm_native_kernels()
   except Exception:  # noqa: BLE001
     pass
 
@@ -141,6 +147,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
   parser.add_argument("--share-executables", action="store_true",
                       help="compile each distinct module once in this process, and run an "
                            "entry's readers side by side where two cores are free")
+  parser.add_argument(COLD_START_FLAG, action="store_true",
+                      help="lower and compile nothing before the first request (cold replay)")
   parser.add_argument(LIFELINE_FLAG, dest="lifeline", type=int, default=None, metavar="FD",
                       help="the read end of the pipe whose end of file means the parent died")
   args = parser.parse_args(argv)
@@ -152,7 +160,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
   _engine.use_project(Project.from_json(json.loads(args.project)))
   _engine.configure_jax(args.compile_cache, share_executables=args.share_executables)
   _engine.use_threads(args.share_executables and _usable_cores() > 1)
-  _warm_up(_engine)
+  _warm_up(_engine, args.cold_start)
   for line in sys.stdin:
     if not line.strip():
       continue
@@ -176,12 +184,15 @@ class WorkerClient:
   ``share_executables`` has it compile each distinct module once (and run an entry's
   readers side by side);
   ``compile_cache`` is the directory of jax's compilation cache it also shares
-  executables through (with neither, every module is compiled).
+  executables through (with neither, every module is compiled);
+  ``cold_start`` has it lower and compile nothing before its first request (cold replay).
   """
 
   def __init__(self, project: Project, timeout_s: float = 300.0, num_devices: int = 1,
-               compile_cache: str | os.PathLike | None = None, share_executables: bool = False):
+               compile_cache: str | os.PathLike | None = None, share_executables: bool = False,
+               cold_start: bool = False):
     self.project = project
+    self.cold_start = cold_start
     self.timeout_s = timeout_s
     self.num_devices = num_devices
     self.compile_cache = compile_cache
@@ -205,14 +216,16 @@ class WorkerClient:
     self._cut_lifeline()  # of a previous worker that died on its own
     env[_PARENT_PID_ENV] = str(os.getpid())
     self._stderr = tempfile.TemporaryFile(mode="w+b")
-    cache = ["--compile-cache", str(self.compile_cache)] if self.compile_cache is not None else []
+    flags = ["--compile-cache", str(self.compile_cache)] if self.compile_cache is not None else []
     if self.share_executables:
-      cache.append("--share-executables")
+      flags.append("--share-executables")
+    if self.cold_start:
+      flags.append(COLD_START_FLAG)
     read_end, self._lifeline = os.pipe()
     try:
       self._proc = subprocess.Popen(
           [sys.executable, "-m", "jaxport.harness._worker", "--project",
-           json.dumps(self.project.to_json()), *cache, LIFELINE_FLAG, str(read_end)],
+           json.dumps(self.project.to_json()), *flags, LIFELINE_FLAG, str(read_end)],
           cwd=self.project.root or Path.cwd(),
           env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
           pass_fds=(read_end,))
