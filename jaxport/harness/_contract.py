@@ -40,8 +40,7 @@ def warm_native_kernels() -> None:
   process starts with this call, so that its verdicts do not depend on which entry it
   happened to replay first; a cold replay skips it to catch that crash.
   """
-  import jax.numpy as jnp
-  jnp.linalg.cholesky(jnp.eye(2, dtype=jnp.float32)).block_until_ready()
+  jax.numpy.linalg.cholesky(jax.numpy.eye(2, dtype=np.float32)).block_until_ready()
 
 
 def is_key(dtype: Any) -> bool:
