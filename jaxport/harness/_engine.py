@@ -27,6 +27,7 @@ from jaxport.harness import _case
 from jaxport.harness._project import Project, ProjectTargets
 from jaxport.harness._registry import CaseRegistry
 from jaxport import _versions
+from jaxport._jaxcompat import _lapack as jax_lapack
 from jaxport.custom_calls import _registry
 from jaxport.errors import UpgradeError
 from jaxport.export import _mlir
@@ -100,7 +101,13 @@ def lookup_case(case_id: str) -> _case.Case | None:
 # record and replay inside older jax releases.
 storable = _contract.storable
 callable_leaves = _contract.callable_leaves
-warm_native_kernels = _contract.warm_native_kernels
+
+
+def warm_native_kernels() -> None:
+  """Register jax's native CPU kernels as lowering a LAPACK call does: the cheap form, for a
+  worker, of ``_contract.warm_native_kernels`` (which the release scripts reach through
+  public jax only, at the price of a first compile)."""
+  jax_lapack.initialize_lapack()
 
 
 def run_exported_arrays(exp: Any, leaves: list[np.ndarray]) -> list[Any]:

@@ -117,8 +117,8 @@ def _die_with_parent(lifeline_fd: int | None, parent_pid: int) -> None:
 def _warm_up(engine, cold_start: bool) -> None:
   """Import the project's cases and start jax's backend before the first request (the
   session starts a worker ahead of need); a failure here is reported by each request.
-  Unless the worker serves a cold replay, it also makes one native call, as a process
-  that has lowered before would have (``_contract.warm_native_kernels``)."""
+  Unless the worker serves a cold replay, it also registers jax's native kernels, as a
+  process that has lowered a LAPACK call has (``_engine.warm_native_kernels``)."""
   try:
     engine.load_cases()
     import jax

@@ -1,5 +1,6 @@
-"""A long-lived replay worker starts as a process that has lowered a native call before; a
-cold replay's worker does not, so that a crash of a fresh process stays visible."""
+"""A long-lived replay worker starts with jax's native kernels registered, as a process that
+has lowered a LAPACK call has; a cold replay's worker does not, so that a crash of a fresh
+process stays visible."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ class _Engine:
 
 
 @pytest.mark.parametrize("cold_start, calls", [(False, ["cases", "native"]), (True, ["cases"])])
-def test_only_a_long_lived_worker_makes_a_native_call_at_start(cold_start, calls):
+def test_only_a_long_lived_worker_registers_native_kernels_at_start(cold_start, calls):
   engine = _Engine()
   _worker._warm_up(engine, cold_start)
   assert engine.calls == calls
