@@ -23,6 +23,7 @@ from jaxport.harness import _engine
 
 _engine.use_project(repo_project())
 _engine.configure_jax(share_executables=True)
+_engine.warm_native_kernels()  # as a long-lived worker starts
 store = GoldenStore("compat_data")
 answers = {}
 for threads in (True, False):
