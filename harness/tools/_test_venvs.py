@@ -6,12 +6,15 @@ hypothesis, xdist, flatc) and a ``.pth`` line that appends the release venv's
 site-packages (``.jax-venvs/jax-<version>/``, built by :mod:`_venvs`). The
 release venv stays exactly as built, so recording and replaying with it are
 unaffected, and jax/jaxlib are downloaded once per release. jaxport is
-installed editable without dependencies, for its ``jaxport`` console script;
-the runner also puts the repository first on ``PYTHONPATH``.
+installed editable without dependencies, for its ``jaxport`` console script and
+its pytest entry point; the runner also puts the repository first on
+``PYTHONPATH``. A venv is rebuilt when the test extra or ``pyproject.toml`` (its
+packages and entry points) changed since it was built.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -33,6 +36,13 @@ def extra_requirements(pyproject: Path = _venvs.REPO_ROOT / "pyproject.toml") ->
   return list(data["project"]["optional-dependencies"]["test"])
 
 
+def _ready_marker(pyproject: Path = _venvs.REPO_ROOT / "pyproject.toml") -> str:
+  """What a test venv built from the current ``pyproject.toml`` records as built."""
+  digest = hashlib.sha256(pyproject.read_bytes()).hexdigest()
+  return (" ".join(extra_requirements(pyproject)) + f" jaxport@{_venvs.REPO_ROOT}"
+          + f" pyproject-sha256={digest}\n")
+
+
 def test_venv_dir(version: str, root: str | os.PathLike | None = None) -> Path:
   _venvs.parse_version(version)
   return Path(root or _venvs.DEFAULT_ROOT) / f"test-jax-{version}"
@@ -49,7 +59,7 @@ def ensure_test_venv(version: str, root: str | os.PathLike | None = None) -> Pat
   release_python = _venvs.ensure_venv(version, root)
   d = test_venv_dir(version, root)
   python = d / "bin" / "python"
-  wanted = " ".join(extra_requirements()) + f" jaxport@{_venvs.REPO_ROOT}\n"
+  wanted = _ready_marker()
   marker = d / _MARKER
   if marker.is_file() and marker.read_text() == wanted and python.exists():
     return python

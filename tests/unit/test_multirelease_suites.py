@@ -1,8 +1,13 @@
 """The per-release suite runner: JUnit counts and the release x passed/failed table."""
 
+import sys
 from pathlib import Path
 
-from harness.tools import suites_with_jax
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+from harness.tools import suites_with_jax  # noqa: E402
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
