@@ -71,5 +71,5 @@ if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
 
 __all__ = sorted([*_EXPORTS, "maximum_supported_calling_convention_version",
                   "minimum_supported_calling_convention_version"])
-__getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = _lazy.attach(globals(), _EXPORTS)
 _lazy.unshadow(globals(), "export")  # the function, not the subpackage of the same name

@@ -14,14 +14,15 @@ import importlib
 from collections.abc import Callable, Mapping
 
 
-def attach(package: str, exports: Mapping[str, str],
-           namespace: dict) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-  """``(__getattr__, __dir__)`` for ``package`` whose public ``name`` lives in ``exports[name]``.
+def attach(namespace: dict,
+           exports: Mapping[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+  """``(__getattr__, __dir__)`` for the package whose ``globals()`` is ``namespace``.
 
   ``exports`` maps each public name to the module defining it; the attribute has
-  the same name there. ``namespace`` is the package's ``globals()``, where a
-  resolved name is stored so later lookups never reach ``__getattr__`` again.
+  the same name there. A resolved name is stored in ``namespace``, so later
+  lookups never reach ``__getattr__`` again.
   """
+  package = namespace["__name__"]
 
   def __getattr__(name: str) -> object:
     module = exports.get(name)

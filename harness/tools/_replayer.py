@@ -106,6 +106,13 @@ def decode_arrays(data: bytes, specs: list[dict]) -> list[np.ndarray]:
     return out
 
 
+def _initialise_lapack() -> None:
+  """Before jax 0.10 a LAPACK artifact replayed first in a process could crash
+  unless one native linear-algebra call had registered the kernels."""
+  import jax.numpy as jnp
+  jnp.linalg.cholesky(jnp.eye(2, dtype=jnp.float32)).block_until_ready()
+
+
 def replay(root: str, entry_id: str, release, contract, checkers) -> dict:
   start = time.perf_counter()
   result = {"entry_id": entry_id}
@@ -167,7 +174,7 @@ def main(argv=None) -> int:
     print(f"harness effects not registered: {effects_error}", file=sys.stderr)
   with open(args.entries) as f:
     entry_ids = [line.strip() for line in f if line.strip()]
-  contract.warm_native_kernels()
+  _initialise_lapack()
   with open(args.out, "a") as out:
     for entry_id in entry_ids:
       out.write(json.dumps({"entry_id": entry_id, "started": True}) + "\n")

@@ -31,4 +31,4 @@ if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
   from jaxport.golden._store import Entry as Entry, GoldenStore as GoldenStore, Snapshot as Snapshot
 
 __all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = _lazy.attach(globals(), _EXPORTS)

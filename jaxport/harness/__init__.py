@@ -39,4 +39,4 @@ if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
   from jaxport.harness.checkers import Verdict as Verdict, register_checker as register_checker
 
 __all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = _lazy.attach(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = _lazy.attach(globals(), _EXPORTS)

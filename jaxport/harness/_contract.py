@@ -32,17 +32,6 @@ Placement = Callable[[Any, list], "tuple[list, contextlib.AbstractContextManager
 Caller = Callable[[Any], Callable[..., Any]]
 
 
-def warm_native_kernels() -> None:
-  """Make one native linear-algebra call, as any process that has lowered such a call has.
-
-  Before jax 0.10, a deserialized LAPACK call could crash a process that had not lowered
-  one itself (its kernels were registered only while lowering). A long-lived replay
-  process starts with this call, so that its verdicts do not depend on which entry it
-  happened to replay first; a cold replay skips it to catch that crash.
-  """
-  jax.numpy.linalg.cholesky(jax.numpy.eye(2, dtype=np.float32)).block_until_ready()
-
-
 def is_key(dtype: Any) -> bool:
   """Whether ``dtype`` is a typed PRNG key dtype."""
   return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)

@@ -104,9 +104,10 @@ callable_leaves = _contract.callable_leaves
 
 
 def warm_native_kernels() -> None:
-  """Register jax's native CPU kernels as lowering a LAPACK call does: the cheap form, for a
-  worker, of ``_contract.warm_native_kernels`` (which the release scripts reach through
-  public jax only, at the price of a first compile)."""
+  """Register jax's native CPU kernels as lowering a LAPACK call does. Before jax 0.10 a
+  deserialized LAPACK call could crash a process that had not lowered one itself; a
+  long-lived worker starts with this, so that its verdicts do not depend on which entry
+  it replayed first (the release replayer, without jaxport, makes a native call instead)."""
   jax_lapack.initialize_lapack()
 
 

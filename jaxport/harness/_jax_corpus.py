@@ -57,8 +57,8 @@ def import_corpus(host_platform: str) -> CorpusImport:
   source = corpus_dir()
   if not source.is_dir():
     raise FileNotFoundError(
-        f"jax {installed_jax_version()} ships no back-compat corpus at {source}; install a full jax wheel "
-        "or run without --compat-jax-corpus")
+        f"jax {installed_jax_version()} ships no back-compat corpus at {source}; install a "
+        "full jax wheel or run without --compat-jax-corpus")
   root = Path(tempfile.mkdtemp(prefix="jaxport-jax-corpus-"))
   try:
     result = _import.run_import([str(source)], str(root), host_platform=host_platform)

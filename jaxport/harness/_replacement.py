@@ -21,10 +21,6 @@ class Replacement:
     self.saved: Callable[..., Any] | None = None
 
   @property
-  def active(self) -> bool:
-    return self.saved is not None
-
-  @property
   def original(self) -> Callable[..., Any]:
     """jax's function: the one replaced, or the one in place while off."""
     return self.saved if self.saved is not None else getattr(self.module, self.name)

@@ -23,7 +23,6 @@ from jaxport.errors import GoldenDataError
 from jaxport.harness._devices import FORCE_DEVICES_FLAG
 
 
-
 def num_devices(exp: Any) -> int:
   """The devices a call of ``exp`` needs."""
   return int(exp.nr_devices)

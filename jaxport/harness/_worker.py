@@ -20,8 +20,8 @@ cold mode does, one reader per fresh process) and
 (the recording is written as an entry of the staging store).
 
 The worker is started as ``python -m jaxport.harness._worker --project JSON
-[--share-executables] [--compile-cache DIR] [--cold-start]``, in the project's directory with the
-project's paths on ``PYTHONPATH``, so that it imports the case modules the session
+[--share-executables] [--compile-cache DIR] [--cold-start]``, in the project's
+directory with the project's paths on ``PYTHONPATH``, so that it imports the case modules the session
 lists; with ``--share-executables`` each distinct module is compiled once in the
 process and, given two cores, an entry's readers run side by side, and with a directory, compiled executables are also shared through jax's
 persistent compilation cache there (``jaxport.harness._engine.configure_jax``).
