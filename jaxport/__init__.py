@@ -19,8 +19,9 @@ from jaxport._versions import (
 _EXPORTS = {
     "call": "jaxport.calling._call",
     **dict.fromkeys(
-        ["CallError", "CustomCallError", "DeserializationError", "ExportError", "GoldenDataError",
-         "JaxportError", "JaxVersionError", "ShapeError", "UntestedJaxWarning", "UpgradeError"],
+        ["CallError", "CustomCallError", "DeserializationError", "ExpiredEnvelopeError",
+         "ExportError", "GoldenDataError", "JaxportError", "JaxVersionError", "ShapeError",
+         "UntestedJaxWarning", "UpgradeError"],
         "jaxport.errors"),
     "DisabledSafetyCheck": "jaxport.export._disabled_checks",
     "Exported": "jaxport.export._exported",
@@ -30,9 +31,11 @@ _EXPORTS = {
     "register_pytree_node_serialization": "jaxport.serde._pytrees",
     "deserialize": "jaxport.serde._read",
     "upgrade": "jaxport.upgrades._upgrade",
+    "upgrade_envelope": "jaxport.upgrades._envelope",
     "SymbolicScope": "jaxport.shapes._api",
     "is_symbolic_dim": "jaxport.shapes._api",
     "symbolic_args_specs": "jaxport.shapes._api",
+    "symbolic_dim_bounds": "jaxport.shapes._api",
     "symbolic_shape": "jaxport.shapes._api",
 }
 
@@ -42,6 +45,7 @@ if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
       CallError as CallError,
       CustomCallError as CustomCallError,
       DeserializationError as DeserializationError,
+      ExpiredEnvelopeError as ExpiredEnvelopeError,
       ExportError as ExportError,
       GoldenDataError as GoldenDataError,
       JaxportError as JaxportError,
@@ -61,11 +65,13 @@ if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
       register_pytree_node_serialization as register_pytree_node_serialization,
   )
   from jaxport.serde._read import deserialize as deserialize
+  from jaxport.upgrades._envelope import upgrade_envelope as upgrade_envelope
   from jaxport.upgrades._upgrade import upgrade as upgrade
   from jaxport.shapes._api import (
       SymbolicScope as SymbolicScope,
       is_symbolic_dim as is_symbolic_dim,
       symbolic_args_specs as symbolic_args_specs,
+      symbolic_dim_bounds as symbolic_dim_bounds,
       symbolic_shape as symbolic_shape,
   )
 

@@ -26,9 +26,11 @@ jax source that introduced them:
   8  (2026-03-12) AbstractMesh.abstract_device.
   9  (2026-03-17) HloSharding protos no longer written.
   10 (2026-04-04) deduplicated unique_* tables with index vectors.
-  11 (2026-05-15) AbstractDevice.platform.  <- the layout jaxport writes
-  12 (newer jax) real version number in the header and the producer's
-     jax_version (field 26).
+  11 (2026-05-15) AbstractDevice.platform.  <- written under jax up to 0.11.0
+  12 (2026-07-29) real version number in the header and the producer's
+     jax_version (field 26), always.  <- written under jax 0.11.1 and newer
+Up to layout 11 the header says 3, so that older readers keep reading it.
+The layout jaxport writes follows the installed jax: ``serialization_layout_version``.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ MIN_CALLING_CONVENTION_VERSION = 9
 MAX_CALLING_CONVENTION_VERSION = 10
 DEFAULT_CALLING_CONVENTION_VERSION = 10
 
-# The layout jaxport writes; the header carries LEGACY_HEADER_VERSION so that
-# jax releases older than the layout keep reading the blob, exactly as
-# jax 0.10.2 does.
-SERIALIZATION_LAYOUT_VERSION = 11
-LEGACY_HEADER_VERSION = 3
+
+def serialization_layout_version() -> int:
+  """The layout jaxport writes under the installed jax: 12 where jax writes 12, else 11."""
+  from jaxport._jaxcompat import _envelope
+  return _envelope.REAL_HEADER_VERSION if _envelope.WRITES_VERSION_12 else 11

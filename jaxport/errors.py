@@ -28,8 +28,16 @@ class ShapeError(JaxportError, ValueError):
   """A symbolic shape specification or constraint is malformed or unsatisfiable."""
 
 
+class ShapeTypeError(ShapeError, TypeError):
+  """A value that is neither an int nor a symbolic dimension stands where a dimension is needed."""
+
+
 class DeserializationError(JaxportError, ValueError):
   """A blob is not a valid serialized Exported."""
+
+
+class ExpiredEnvelopeError(DeserializationError):
+  """The installed jax refuses this envelope as older than its 6-month window; ``jaxport upgrade`` revives it."""
 
 
 class GoldenDataError(JaxportError, ValueError):

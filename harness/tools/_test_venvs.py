@@ -5,11 +5,15 @@ site-packages holds the ``test`` extra of ``pyproject.toml`` (pytest,
 hypothesis, xdist, flatc) and a ``.pth`` line that appends the release venv's
 site-packages (``.jax-venvs/jax-<version>/``, built by :mod:`_venvs`). The
 release venv stays exactly as built, so recording and replaying with it are
-unaffected, and jax/jaxlib are downloaded once per release. jaxport is
+unaffected, and jax/jaxlib are downloaded once per release. The test venv is
+created by the release venv's own interpreter, so both have the same base
+Python (3.11 up to jax 0.10.2, 3.12 or newer from 0.11.0; see
+:func:`_venvs.python_need`) and the release's compiled wheels load. jaxport is
 installed editable without dependencies, for its ``jaxport`` console script and
 its pytest entry point; the runner also puts the repository first on
 ``PYTHONPATH``. A venv is rebuilt when the test extra or ``pyproject.toml`` (its
-packages and entry points) changed since it was built.
+packages and entry points) changed since it was built, or when its base Python
+is no longer the release venv's.
 """
 
 from __future__ import annotations
@@ -61,12 +65,14 @@ def ensure_test_venv(version: str, root: str | os.PathLike | None = None) -> Pat
   python = d / "bin" / "python"
   wanted = _ready_marker()
   marker = d / _MARKER
-  if marker.is_file() and marker.read_text() == wanted and python.exists():
+  same_base = _venvs.base_version(d) == _venvs.base_version(release_python.parent.parent)
+  if marker.is_file() and marker.read_text() == wanted and python.exists() and same_base:
     return python
   if d.exists():
     logger.info("rebuilding test venv %s", d)
     shutil.rmtree(d)
-  _venvs._run([_venvs._base_python(), "-m", "venv", str(d)], f"creating the test venv for jax {version}")
+  # `venv` run by a venv's python builds on that venv's base interpreter.
+  _venvs._run([str(release_python), "-m", "venv", str(d)], f"creating the test venv for jax {version}")
   (Path(_site_packages(python)) / _PTH_NAME).write_text(_site_packages(release_python) + "\n")
   _venvs._run([str(python), "-m", "pip", "install", "--quiet", *extra_requirements()],
               f"installing the test extra into {d}")

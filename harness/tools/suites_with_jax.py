@@ -3,6 +3,7 @@
     python harness/tools/suites_with_jax.py --supported --out reports/releases
     python harness/tools/suites_with_jax.py --jax 0.9.2 --jax 0.10.1 --out reports/releases
     python harness/tools/suites_with_jax.py --jax 0.10.0 --suite tests -- -k vmap
+    python harness/tools/suites_with_jax.py --supported --list   # each release's Python, no run
 
 Each release runs in its test venv ``.jax-venvs/test-jax-<version>`` (the
 release venv's jax plus the ``test`` extra, see ``_test_venvs.py``) with this
@@ -11,6 +12,13 @@ For each release it runs ``pytest tests/`` and ``pytest harness/
 --platform=cpu`` and writes ``releases.json`` and ``releases.md`` to ``--out``:
 a table of release x passed/failed/skipped per suite. The exit status is 1 if
 any suite failed under any release.
+
+Each release's venvs are built on the Python it installs on (``_venvs.python_need``):
+3.11 for jax 0.10.2 and older, 3.12 or newer for 0.11.0 and newer, so one run
+covers every release of ``TESTED_RELEASES`` when both are installed. A release
+whose venv cannot be built (its Python missing, say) is a failed row naming the
+cause, and the other releases still run. ``--list`` prints each release's
+Python and venv state without building anything.
 """
 
 from __future__ import annotations
@@ -97,6 +105,26 @@ def suite_env() -> dict[str, str]:
   return env
 
 
+def setup_failure(suite: str, error: Exception) -> SuiteResult:
+  """The result of a suite that could not run because its release's venv was not built."""
+  return SuiteResult(suite, 0, 0, 1, 0, 1, (f"no venv: {str(error).splitlines()[0]}",))
+
+
+def describe(version: str, root: str | os.PathLike | None = None) -> tuple[bool, str]:
+  """One ``--list`` line for jax ``version``: its Python and what is built; False if it cannot build."""
+  need = _venvs.python_need(version)
+  test_dir = _test_venvs.test_venv_dir(version, root)
+  if _venvs.is_ready(version, root):
+    built = f"venv ready (Python {_venvs.base_version(_venvs.venv_dir(version, root)) or '?'})"
+    built += ", test venv built" if (test_dir / "bin" / "python").exists() else ""
+    return True, f"{version:<10} {str(need):<22} {built}"
+  try:
+    python = _venvs.find_python(version)
+  except _venvs.VenvError as e:
+    return False, f"{version:<10} {str(need):<22} MISSING: {e}"
+  return True, f"{version:<10} {str(need):<22} venv to build with {python}"
+
+
 def run_suite(python: str, suite: str, out: Path, label: str, workers: str,
               extra: list[str]) -> SuiteResult:
   junit = out / f"junit-{suite}-jax-{label}.xml"
@@ -144,25 +172,42 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--suite", choices=[*SUITES, "all"], default="all")
   parser.add_argument("-n", "--workers", default="2", help="pytest-xdist workers per run")
   parser.add_argument("--venvs", default=None, help="folder of the release and test venvs")
-  parser.add_argument("--out", required=True, help="folder for releases.json, releases.md and logs")
+  parser.add_argument("--out", help="folder for releases.json, releases.md and logs")
+  parser.add_argument("--list", action="store_true",
+                      help="print each release's Python and venv state, run nothing "
+                           "(every tested release unless --jax names some)")
   parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
   args = parser.parse_args(argv)
   logging.basicConfig(level=logging.INFO, format="%(message)s")
   releases = list(args.jax)
   if args.supported:
     releases += [v for v in supported_releases() if v not in releases]
+  if args.list:
+    lines = [describe(v, args.venvs) for v in releases or supported_releases()]
+    print("\n".join(line for _, line in lines))
+    return 0 if all(ok for ok, _ in lines) else 1
   if not releases and not args.current:
     parser.error("name at least one release: --jax VERSION, --supported or --current")
+  if args.out is None:
+    parser.error("--out is required to run the suites")
   out = Path(args.out)
   out.mkdir(parents=True, exist_ok=True)
-  pythons = {v: str(_test_venvs.ensure_test_venv(v, args.venvs)) for v in releases}
+  suites = list(SUITES) if args.suite == "all" else [args.suite]
+  results: dict[str, list[SuiteResult]] = {}
+  pythons: dict[str, str] = {}
+  for v in releases:
+    try:
+      pythons[v] = str(_test_venvs.ensure_test_venv(v, args.venvs))
+    except _venvs.VenvError as e:
+      logger.error("jax %s: %s", v, e)
+      results[v] = [setup_failure(s, e) for s in suites]
   if args.current:
     import importlib.metadata as md
     pythons[md.version("jax")] = sys.executable
-  suites = list(SUITES) if args.suite == "all" else [args.suite]
-  results = {release: [run_suite(python, s, out, release, args.workers, args.pytest_args)
-                       for s in suites]
-             for release, python in pythons.items()}
+  for release, python in pythons.items():
+    results[release] = [run_suite(python, s, out, release, args.workers, args.pytest_args)
+                        for s in suites]
+  results = {r: results[r] for r in [*releases, *pythons] if r in results}
   (out / "releases.json").write_text(json.dumps(
       {release: [dataclasses.asdict(r) for r in rows] for release, rows in results.items()},
       indent=1) + "\n")

@@ -20,21 +20,28 @@ JAXPORT_VERSION = "0.1.0"
 # The oldest jax release jaxport runs on, and the newest one it is tested with.
 # The releases in between that CI tests, oldest first (harness/tools/suites_with_jax.py).
 MIN_JAX = "0.9.2"
-MAX_TESTED_JAX = "0.10.2"
-TESTED_RELEASES = ("0.9.2", "0.10.0", "0.10.1", "0.10.2")
+MAX_TESTED_JAX = "0.12.0.1"
+# 0.9.2 to 0.10.2 install on Python 3.11; 0.11.0 and newer only on Python 3.12+.
+TESTED_RELEASES = ("0.9.2", "0.10.0", "0.10.1", "0.10.2",
+                   "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.12.0.1")
 # Below: jax 0.9.0 and 0.9.1, whose jax.export serializes no abstract device of
 # a mesh (layout 6), so sharded records read back from their blobs differ from
 # fresh ones (docs/multi-release.md).
 
-_RELEASE_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+# MAJOR.MINOR.PATCH, an optional fourth number (jax's post-releases such as
+# 0.12.0.1), then anything (".dev20260601", "rc1").
+_RELEASE_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?")
 
 
-def release_tuple(version: str) -> tuple[int, int, int]:
-  """``"0.10.2"`` (or ``"0.10.2.dev20260601"``) -> ``(0, 10, 2)``."""
+def release_tuple(version: str) -> tuple[int, ...]:
+  """``"0.10.2"`` (or ``"0.10.2.dev20260601"``) -> ``(0, 10, 2)``; ``"0.12.0.1"`` -> ``(0, 12, 0, 1)``.
+
+  A four-part release sorts after its three-part base: ``(0, 12, 0) < (0, 12, 0, 1)``.
+  """
   m = _RELEASE_RE.match(version)
   if m is None:
     raise ValueError(f"jax version {version!r} does not start with MAJOR.MINOR.PATCH.")
-  return (int(m[1]), int(m[2]), int(m[3]))
+  return tuple(int(g) for g in m.groups() if g is not None)
 
 
 def check_jax_version(found: str) -> None:

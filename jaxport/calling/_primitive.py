@@ -40,6 +40,7 @@ from jaxport.errors import CallError, DeserializationError
 from jaxport.export import _mlir as export_mlir
 from jaxport.shapes import _api as shapes_api
 from jaxport.shapes import _bridge
+from jaxport._jaxcompat import _envelope as jax_envelope
 
 if TYPE_CHECKING:
   from jaxport.export._exported import Exported
@@ -145,7 +146,7 @@ def _out_aval(exported: "Exported", idx: int, dim_vars: Sequence[str],
   shape = core.evaluate_shape(out.shape, dim_vars, *dim_values)
   aval = core.ShapedArray(shape, dtype=out.dtype, weak_type=out.weak_type,
                           memory_space=out.memory_space)
-  sharding = exported._out_named_shardings[idx] if exported._has_named_shardings else None
+  sharding = jax_envelope.out_named_shardings(exported)[idx]
   return core.update_aval_with_sharding(aval, sharding)
 
 
@@ -392,8 +393,9 @@ def _on_mesh(hlo_sharding, aval, mesh):
 
 def _apply_shardings(ctx, values, avals, exported: "Exported", mesh, which: str):
   """Constrain ``values`` with the callee's input or output shardings, as at export."""
-  if exported._has_named_shardings:
-    named = exported._in_named_shardings if which == "in" else exported._out_named_shardings
+  if jax_envelope.has_named_shardings(exported):
+    named = (jax_envelope.in_named_shardings(exported) if which == "in"
+             else jax_envelope.out_named_shardings(exported))
     # jax always emits Shardy constraints here, which fail to verify when the
     # caller lowers with GSPMD; follow the caller's partitioner instead.
     use_shardy = config.use_shardy_partitioner.value
@@ -422,7 +424,7 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, exported: _Callee)
 
   caller_in_avals = [_physical(a) for a in ctx.avals_in]
   callee_in_avals = [_physical(a) for a in exp.in_avals]
-  if exp._has_named_shardings or mesh:
+  if jax_envelope.has_named_shardings(exp) or mesh:
     args = _apply_shardings(ctx, args, callee_in_avals, exp, mesh, "in")
   else:
     args = _apply_shardings(ctx, args, caller_in_avals, exp, mesh, "in")

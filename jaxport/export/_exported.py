@@ -36,7 +36,6 @@ class Exported:
   in_avals: tuple[Any, ...]
   out_tree: tree_util.PyTreeDef
   out_avals: tuple[Any, ...]
-  _has_named_shardings: bool
   _in_named_shardings: tuple[Any, ...]
   _out_named_shardings: tuple[Any, ...]
   in_shardings_hlo: tuple[Any, ...]
@@ -51,6 +50,16 @@ class Exported:
   module_kept_var_idx: tuple[int, ...]
   uses_global_constants: bool
   _get_vjp: Callable[["Exported"], "Exported"] | None
+
+  @property
+  def _has_named_shardings(self) -> bool:
+    """False for a record read from an envelope that stores HloShardings only.
+
+    jax 0.11.0 and older keep this as a field; later releases dropped it, as
+    jaxport's record does, so it is derived from ``*_shardings_hlo``.
+    """
+    return all(s is None for s in (*self.in_shardings_hlo, *self.out_shardings_hlo)) or any(
+        s is not None for s in (*self._in_named_shardings, *self._out_named_shardings))
 
   def mlir_module(self) -> str:
     """The module as StableHLO text, for reading and diffing."""
@@ -76,11 +85,11 @@ class Exported:
     """The flatbuffer bytes of this record, with VJPs nested ``vjp_order`` deep.
 
     ``jaxport_fields=False`` leaves out what jaxport adds to jax's layout (the
-    producer's jax version and explicit symbolic constraints), so the bytes are
-    identical to what ``jax.export`` 0.10.2 writes for the same record.
+    producer's jax version where the installed jax does not write it, and
+    explicit symbolic constraints), so the bytes are identical to what the
+    installed ``jax.export`` writes for the same record.
     """
-    return _write.serialize(self, vjp_order=vjp_order, jax_version=jaxport_fields,
-                            symbolic_constraints=jaxport_fields)
+    return _write.serialize(self, vjp_order=vjp_order, jaxport_fields=jaxport_fields)
 
   def call(self, *args: Any, **kwargs: Any) -> Any:
     """Call the exported function; same as ``jaxport.call(self)(*args, **kwargs)``."""

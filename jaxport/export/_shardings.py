@@ -20,6 +20,7 @@ from jax._src import sharding_impls
 from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import ExportError, ExportTypeError
 from jaxport.shapes import _bridge
+from jaxport._jaxcompat import _envelope as jax_envelope
 
 NamedSharding = sharding_impls.NamedSharding
 
@@ -108,15 +109,15 @@ def shardings_on_mesh(exported, mesh, *, which: str) -> tuple[Any, ...]:
         f"{which}_shardings_jax of '{exported.fun_name}' takes a jax.sharding.Mesh or "
         f"AbstractMesh with the export mesh's axis names and sizes, got {type(mesh).__name__} "
         f"{mesh!r}. Build one with jax.sharding.Mesh(devices, axis_names).")
-  if not exported._has_named_shardings:
+  if not jax_envelope.has_named_shardings(exported):
     hlos = exported.in_shardings_hlo if which == "in" else exported.out_shardings_hlo
     avals = exported.in_avals if which == "in" else exported.out_avals
     return tuple(_from_hlo_sharding(h, a, mesh) for h, a in zip(hlos, avals))
   if which == "in":
-    records = exported._in_named_shardings
+    records = jax_envelope.in_named_shardings(exported)
     where = lambda i: _bridge.arg_descriptor(exported.in_tree, i)
   else:
-    records = exported._out_named_shardings
+    records = jax_envelope.out_named_shardings(exported)
     where = lambda i: f"result[{i}] (flat)"
   return tuple(named_sharding_on_mesh(s, mesh, where=f"For {where(i)}: ")
                for i, s in enumerate(records))

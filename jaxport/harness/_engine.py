@@ -66,6 +66,8 @@ def configure_jax(compile_cache_dir: str | None = None, share_executables: bool 
     jax.config.update(name, value)
   jax.config.update("jax_traceback_filtering", "off")
   if share_executables:
+    # Each stays off where jax's function is not the one it was written for; the worker's
+    # answers then say so (replacement_notices).
     _executables.share_within_process()
     _contexts.reuse_within_process()
   if compile_cache_dir is not None:
@@ -73,6 +75,14 @@ def configure_jax(compile_cache_dir: str | None = None, share_executables: bool 
                         ("jax_persistent_cache_min_compile_time_secs", 0.0),
                         ("jax_persistent_cache_min_entry_size_bytes", -1)):
       jax.config.update(name, value)
+
+
+def replacement_notices() -> list[str]:
+  """Why the memos :func:`configure_jax` puts in front of jax stay off in this process
+  (jax's function has a signature they were not written for), one line each; [] when
+  they are on or were not asked for."""
+  statuses = (_executables.COMPILE.status, _contexts.MAKE_CONTEXT.status)
+  return [s.notice for s in statuses if s.notice is not None]
 
 
 _REGISTRY = CaseRegistry(())
@@ -222,7 +232,7 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any])
   manifest = Manifest(
       case_id=case.case_id, family=case.family, platform=case.host_platform, record_date=today,
       producer=Producer.current(), calling_convention_version=exp.calling_convention_version,
-      serialization_version=_versions.SERIALIZATION_LAYOUT_VERSION, custom_call_targets=sigs,
+      serialization_version=_versions.serialization_layout_version(), custom_call_targets=sigs,
       polymorphic_shapes=case.polymorphic_shapes, constraints=case.constraints,
       lowering_only=case.lowering_only, comparison=Comparison(case.checker, rtol, atol),
       jax_config=config)

@@ -13,7 +13,7 @@ import datetime
 import re
 
 # First upload date of each jax release to the package index; add new
-# releases at the end of each minor line.
+# releases at the end of each minor line. 0.12.0.1: the date its wheel's files carry.
 RELEASE_DATES: dict[str, str] = {
     "0.4.26": "2024-04-03", "0.4.27": "2024-05-07", "0.4.28": "2024-05-09", "0.4.29": "2024-06-10",
     "0.4.30": "2024-06-18", "0.4.31": "2024-07-30", "0.4.33": "2024-09-16",
@@ -26,7 +26,7 @@ RELEASE_DATES: dict[str, str] = {
     "0.9.0": "2026-01-20", "0.9.1": "2026-03-02", "0.9.2": "2026-03-18",
     "0.10.0": "2026-04-16", "0.10.1": "2026-05-20", "0.10.2": "2026-06-17",
     "0.11.0": "2026-07-16", "0.11.1": "2026-08-17", "0.11.2": "2026-09-17",
-    "0.12.0": "2026-10-19",
+    "0.12.0": "2026-10-19", "0.12.0.1": "2026-10-20",
 }
 
 # jax's stated windows: a consumer up to six months newer than the producer

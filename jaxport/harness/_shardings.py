@@ -21,6 +21,7 @@ from jax.sharding import NamedSharding, SingleDeviceSharding
 
 from jaxport.errors import GoldenDataError
 from jaxport.harness._devices import FORCE_DEVICES_FLAG
+from jaxport._jaxcompat import _envelope as jax_envelope
 
 
 def num_devices(exp: Any) -> int:
@@ -52,8 +53,7 @@ def placed_call_args(exp: Any, leaves: Sequence[Any]) -> tuple[list[Any], Any]:
         f"the harness replays it in a worker started with XLA_FLAGS={FORCE_DEVICES_FLAG}={need} "
         "(its shardings.json names the device count).")
   meshes: dict = {}
-  records = (exp._in_named_shardings if exp._has_named_shardings
-             else [None] * len(exp.in_avals))
+  records = jax_envelope.in_named_shardings(exp)
   placed, context_mesh = [], None
   for leaf, rec in zip(leaves, records):
     if rec is None or not rec.mesh.axis_names:
@@ -63,7 +63,7 @@ def placed_call_args(exp: Any, leaves: Sequence[Any]) -> tuple[list[Any], Any]:
     context_mesh = context_mesh or mesh
     placed.append(jax.device_put(leaf, NamedSharding(mesh, rec.spec, memory_kind=rec.memory_kind)))
   if context_mesh is None:
-    out_meshes = [r.mesh for r in (exp._out_named_shardings if exp._has_named_shardings else ())
+    out_meshes = [r.mesh for r in jax_envelope.out_named_shardings(exp)
                   if r is not None and r.mesh.axis_names]
     if out_meshes:
       context_mesh = _concrete_mesh(out_meshes[0], meshes)

@@ -21,15 +21,18 @@ it (an unknown dtype, a bad module) raises ``DeserializationError`` there.
 from __future__ import annotations
 
 import struct
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
 from jax import tree_util
 from jax.sharding import AbstractMesh, NamedSharding, PartitionSpec
 
 from jaxport import _limits
+from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport._jaxcompat import _mesh as jax_mesh
-from jaxport.errors import DeserializationError
+from jaxport.errors import DeserializationError, ExpiredEnvelopeError
 from jaxport.export._disabled_checks import DisabledSafetyCheck
 from jaxport.export._exported import Exported
 from jaxport.serde import _layout, _pytrees, _verify, _wire
@@ -89,8 +92,45 @@ def _as_bytes(blob: Any) -> bytes:
 
 
 def deserialize(blob: bytes | bytearray | memoryview) -> Exported:
-  """The Exported stored in ``blob`` (from ``serialize`` here or in ``jax.export``)."""
-  return _read_root(_verify.decode(_as_bytes(blob)), "Exported")
+  """The Exported stored in ``blob`` (from ``serialize`` here or in ``jax.export``).
+
+  An envelope the installed jax refuses as expired is refused the same way
+  (:class:`ExpiredEnvelopeError`), honouring ``jax_export_deserialize_expired_versions``.
+  """
+  return _read_root(_verify.decode(_as_bytes(blob)), "Exported", _JAX_POLICY)
+
+
+def deserialize_expired(blob: bytes | bytearray | memoryview) -> Exported:
+  """Like :func:`deserialize`, but reads expired envelopes too, silently: for rewriting them."""
+  return _read_root(_verify.decode(_as_bytes(blob)), "Exported", _READ_ALL)
+
+
+# How the reader treats an envelope the installed jax refuses as expired.
+_JAX_POLICY = "jax"
+_READ_ALL = "all"
+
+
+def _expired(t: list[Any], where: str, *, policy: str, hlo_shardings: bool) -> None:
+  """Refuse (or, where jax's flag allows it, warn about) an expired envelope at ``where``."""
+  if policy == _READ_ALL or not jax_envelope.REFUSES_EXPIRED:
+    return
+  producer = t[_X.jax_version]
+  version = t[_X.serialization_version] or 0
+  message = jax_envelope.expired_message(version, producer)
+  if not hlo_shardings and jax_envelope.expired_versions_allowed():
+    warnings.warn(message, DeprecationWarning, stacklevel=4)
+    return
+  what = ("stores shardings as HloSharding protos" if hlo_shardings
+          else "keeps its device count only in the legacy 16-bit nr_devices_short")
+  flag = ("" if hlo_shardings else
+          f", or set jax.config.update('{jax_envelope.EXPIRED_FLAG}', True) to read it with a "
+          "DeprecationWarning as jax does")
+  raise ExpiredEnvelopeError(
+      f"{message}\njaxport: {where} was written by "
+      + (f"jax {producer}" if producer else "an unknown producer (the blob names no jax version)")
+      + f" in envelope version {version}; it {what}, which jax {jax.__version__} no "
+      "longer reads. Run `jaxport upgrade BLOB -o NEW_BLOB` (or jaxport.upgrade_envelope(blob)) "
+      f"to rewrite the envelope into the layout this jax reads, keeping the module{flag}.")
 
 
 def read_jax_version(blob: bytes | bytearray | memoryview) -> str | None:
@@ -121,10 +161,10 @@ def read_serialization_version(blob: bytes | bytearray | memoryview) -> int:
         "root table header.") from None
 
 
-def _read_root(table: list[Any], where: str) -> Exported:
+def _read_root(table: list[Any], where: str, policy: str) -> Exported:
   try:
     with _limits.recursion_room(_limits.MAX_TABLE_DEPTH):
-      return _read_exported(table, where)
+      return _read_exported(table, where, policy)
   except RecursionError:
     raise _bad(f"nesting too deep to read (the limit {_limits.name('MAX_TABLE_DEPTH')})",
                where) from None
@@ -133,16 +173,17 @@ def _read_root(table: list[Any], where: str) -> Exported:
 class _LazyVjp:
   """Builds the nested VJP record from its decoded table on the first ``vjp()``."""
 
-  __slots__ = ("_table", "_where", "_record")
+  __slots__ = ("_table", "_where", "_policy", "_record")
 
-  def __init__(self, table: list[Any], where: str):
+  def __init__(self, table: list[Any], where: str, policy: str):
     self._table = table
     self._where = where
+    self._policy = policy
     self._record: Exported | None = None
 
   def __call__(self, _primal: Any) -> Exported:
     if self._record is None:
-      self._record = _read_root(self._table, self._where)
+      self._record = _read_root(self._table, self._where, self._policy)
     return self._record
 
 
@@ -205,7 +246,7 @@ class _Scope:
       self.dims = dict(zip(todo, parsed))
 
 
-def _read_exported(t: list[Any], where: str) -> Exported:
+def _read_exported(t: list[Any], where: str, policy: str) -> Exported:
   X = _X
   constraints = tuple(t[X.symbolic_constraints] or ())
   scope = _Scope(constraints)
@@ -223,7 +264,10 @@ def _read_exported(t: list[Any], where: str) -> Exported:
       for i, s in enumerate(t[X.unique_named_shardings] or ())]
 
   fun_name = _text(t[X.function_name], f"{where}.function_name")
-  nr_devices = t[X.nr_devices] or t[X.nr_devices_short]
+  nr_devices = t[X.nr_devices]
+  if not nr_devices and t[X.nr_devices_short]:
+    _expired(t, where, policy=policy, hlo_shardings=False)
+    nr_devices = t[X.nr_devices_short]
   if nr_devices < 1:
     raise _bad(f"nr_devices is {nr_devices}, expected at least 1", f"{where}.nr_devices")
 
@@ -233,6 +277,8 @@ def _read_exported(t: list[Any], where: str) -> Exported:
                                   unique_shardings, unique_meshes, f"{where}.out_shardings")
   is_hlo = _wire.is_hlo_sharding
   has_named = not any(s is not None and is_hlo(s) for s in (*in_shardings, *out_shardings))
+  if not has_named:
+    _expired(t, where, policy=policy, hlo_shardings=True)
 
   if has_named:
     in_avals = _read_avals(t[X.in_avals_idxs], t[X.in_avals], unique_avals, in_shardings,
@@ -277,7 +323,7 @@ def _read_exported(t: list[Any], where: str) -> Exported:
   vjp = t[X.vjp]
   return Exported(
       fun_name=fun_name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
-      out_avals=out_avals, _has_named_shardings=has_named,
+      out_avals=out_avals,
       _in_named_shardings=in_named, _out_named_shardings=out_named,
       in_shardings_hlo=in_hlo, out_shardings_hlo=out_hlo, nr_devices=nr_devices,
       platforms=platforms, ordered_effects=ordered_effects,
@@ -285,7 +331,7 @@ def _read_exported(t: list[Any], where: str) -> Exported:
       mlir_module_serialized=module,
       calling_convention_version=t[X.calling_convention_version],
       module_kept_var_idx=kept, uses_global_constants=t[X.uses_global_constants],
-      _get_vjp=None if vjp is None else _LazyVjp(vjp, f"{where}.vjp"))
+      _get_vjp=None if vjp is None else _LazyVjp(vjp, f"{where}.vjp", policy))
 
 
 def _same_count(got: int, expected: int, where: str) -> None:

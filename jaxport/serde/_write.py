@@ -1,11 +1,13 @@
-"""Writing an Exported as flatbuffer bytes, in the layout jax 0.10.2 writes.
+"""Writing an Exported as flatbuffer bytes, in the layout the installed jax writes.
 
 The record is duck-typed (this module must not import the record module), so a
 ``jax.export.Exported`` serializes the same way. Objects are built in the same
 order as jax builds them, which makes the bytes identical to jax's for the
-same record when the jaxport extras are off (see ``serialize``). On top of
-jax's layout jaxport may write ``jax_version`` (field 26, the producer's jax
-version, as newer jax does) and ``symbolic_constraints`` (field 40, the
+same record when the jaxport extras are off (see ``serialize``). The header's
+version number and whether ``jax_version`` (field 26) is always written follow
+the installed jax (``_jaxcompat._envelope``: 3 and only on request up to jax
+0.11.0; 12 and always from 0.11.1). On top of jax's layout jaxport may write
+``jax_version`` where jax does not, and ``symbolic_constraints`` (field 40, the
 explicit constraints of the symbolic scope, which jax drops).
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 import jax
 
 from jaxport import _limits, _versions
+from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import SerializationError, SerializationTypeError
 from jaxport.serde import _builder, _pytrees, _wire
@@ -44,24 +47,20 @@ class _Uniques:
       self.shardings.setdefault(s, len(self.shardings))
 
 
-def serialize(exported: Any, *, vjp_order: int = 0, jax_version: bool = True,
-              symbolic_constraints: bool = True,
-              share_strings: bool | None = None) -> bytearray:
+def serialize(exported: Any, *, vjp_order: int = 0, jaxport_fields: bool = True) -> bytearray:
   """The bytes of ``exported`` with VJPs nested ``vjp_order`` deep.
 
-  ``jax_version`` records the producing jax version (field 26);
-  ``symbolic_constraints`` records the explicit symbolic-shape constraints
-  (field 40, only written when there are some). ``share_strings`` writes
-  each distinct string once, which more than pays for the version field;
-  by default it follows ``jax_version``. With ``jax_version`` and
-  ``symbolic_constraints`` off the bytes are exactly those jax 0.10.2 writes
-  for the same record.
+  With ``jaxport_fields`` the producing jax version (field 26) is recorded
+  whatever the installed jax does, the explicit symbolic-shape constraints
+  (field 40, only when there are some) too, and each distinct string is
+  written once, which more than pays for the version field. Without, the bytes
+  are exactly those the installed ``jax.export`` writes for the same record.
   """
+  jax_version = jaxport_fields or jax_envelope.WRITES_VERSION_12
+  symbolic_constraints = share_strings = jaxport_fields
   if not isinstance(vjp_order, int) or vjp_order < 0:
     raise SerializationError(
         f"vjp_order must be a non-negative int, got {vjp_order!r}.")
-  if share_strings is None:
-    share_strings = jax_version
   builder = _builder.Builder(65536, share_strings=share_strings)
   with _limits.recursion_room(_limits.MAX_TABLE_DEPTH):
     root = _exported(builder, exported, vjp_order, jax_version, symbolic_constraints, 0)
@@ -115,10 +114,10 @@ def _check_record(exp: Any) -> None:
 def _exported(b: _builder.Builder, exp: Any, vjp_order: int, jax_version: bool,
               constraints: bool, depth: int) -> int:
   """The Exported table for ``exp``, nested ``depth`` tables below the root."""
-  if not exp._has_named_shardings:
+  if not jax_envelope.has_named_shardings(exp):
     raise SerializationError(
         f"Cannot serialize the Exported '{exp.fun_name}': it carries HloShardings "
-        "only (_has_named_shardings is False), a form older readers produced. "
+        "only, a form older readers produced. "
         "Re-export the function to get named shardings.")
   _check_record(exp)
   uniques = _Uniques(exp)
@@ -164,7 +163,7 @@ def _exported(b: _builder.Builder, exp: Any, vjp_order: int, jax_version: bool,
                      if constraint_strs else None)
 
   fb.ExportedStart(b)
-  fb.ExportedAddSerializationVersion(b, _versions.LEGACY_HEADER_VERSION)
+  fb.ExportedAddSerializationVersion(b, jax_envelope.header_version())
   fb.ExportedAddFunctionName(b, fun_name)
   fb.ExportedAddInTree(b, in_tree)
   fb.ExportedAddInAvals(b, in_avals)

@@ -7,21 +7,41 @@ so the shapes it returns can be traced by ``jax.jit``.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
-from jaxport.errors import ShapeError
-from jaxport.shapes import _bridge
+from jaxport.errors import ShapeError, ShapeTypeError
+from jaxport.shapes import _bridge, _decision
 from jaxport.shapes._expr import DimExpr, DimSize
 from jaxport.shapes._parser import parse_shape
 from jaxport.shapes._scope import SymbolicScope
 
-__all__ = ["SymbolicScope", "is_symbolic_dim", "symbolic_args_specs", "symbolic_shape"]
+__all__ = ["SymbolicScope", "is_symbolic_dim", "symbolic_args_specs", "symbolic_dim_bounds",
+           "symbolic_shape"]
 
 
 def is_symbolic_dim(p: Any) -> bool:
   """Whether ``p`` is a jaxport symbolic dimension (not an int)."""
   return isinstance(p, DimExpr)
+
+
+def symbolic_dim_bounds(dimension: Any) -> tuple[float, float]:
+  """Inclusive bounds ``(lb, ub)`` that can be proved for a dimension (an int or a symbolic one).
+
+  Bounds are conservative: ``-inf``/``inf`` mean no finite bound was found,
+  not that there is none. The implicit facts (every variable is at least 1)
+  and the scope's explicit constraints are used. As ``jax.export``'s (jax 0.12).
+  """
+  if isinstance(dimension, DimExpr):
+    return _decision.bounds(dimension, _decision.BEST)
+  if isinstance(dimension, bool) or not hasattr(dimension, "__index__"):
+    raise ShapeTypeError(
+        f"symbolic_dim_bounds takes an int or a symbolic dimension, got "
+        f"{type(dimension).__name__} {dimension!r}. Build symbolic dimensions with "
+        "jaxport.symbolic_shape.")
+  value = operator.index(dimension)
+  return value, value
 
 
 def _scope_for(constraints: Sequence[str], scope: SymbolicScope | None) -> SymbolicScope:

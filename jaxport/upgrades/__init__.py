@@ -1,5 +1,11 @@
 """Upgrading serialized modules whose custom calls jaxlib no longer registers (docs/upgrade.md)."""
 
+from jaxport.upgrades._envelope import (
+    EnvelopeRewrite as EnvelopeRewrite,
+    expired_reason as expired_reason,
+    read_any_envelope as read_any_envelope,
+    upgrade_envelope as upgrade_envelope,
+)
 from jaxport.upgrades._upgrade import (
     Rewrite as Rewrite,
     UpgradeReport as UpgradeReport,
@@ -9,4 +15,6 @@ from jaxport.upgrades._upgrade import (
     upgrade_with_report as upgrade_with_report,
 )
 
-__all__ = ["Rewrite", "UpgradeReport", "rewritable_targets", "upgrade", "upgrade_module", "upgrade_with_report"]
+__all__ = ["EnvelopeRewrite", "Rewrite", "UpgradeReport", "expired_reason", "read_any_envelope",
+           "rewritable_targets", "upgrade", "upgrade_envelope", "upgrade_module",
+           "upgrade_with_report"]

@@ -43,7 +43,7 @@ def test_inspect_shows_the_producing_jax_version_the_blob_records(store, tmp_pat
   rc, out, _ = run(capsys, "inspect", str(entry.path))
   assert rc == 0 and f"  producer_jax_version: {jax.__version__}\n" in out
   bare = tmp_path / "bare.bin"
-  bare.write_bytes(bytes(_write.serialize(qr_exported(), jax_version=False)))
+  bare.write_bytes(bytes(_write.serialize(qr_exported(), jaxport_fields=False)))
   rc, out, _ = run(capsys, "inspect", str(bare), "--json")
   assert rc == 0 and json.loads(out)["exported"]["producer_jax_version"] is None
   rc, out, _ = run(capsys, "inspect", str(bare))

@@ -44,7 +44,10 @@ def test_record_equals_jaxs_field_by_field_and_byte_for_byte():
       continue
     assert getattr(ours, field.name) == getattr(theirs, field.name), field.name
   assert ours.mlir_module_serialized.startswith(b"ML\xefR\rStableHLO_v")
-  assert [f.name for f in dataclasses.fields(ours)] == [f.name for f in dataclasses.fields(theirs)]
+  # jax 0.11.1 dropped the field _has_named_shardings, as jaxport's record does;
+  # on older jax the first loop compared it with jaxport's derived property.
+  assert [f.name for f in dataclasses.fields(ours)] == [
+      f.name for f in dataclasses.fields(theirs) if f.name != "_has_named_shardings"]
 
 
 def test_record_basics():

@@ -27,8 +27,10 @@ def test_an_older_jax_is_refused_with_the_range():
 
 
 def test_a_newer_jax_warns_and_a_supported_one_does_not():
-  with pytest.warns(UntestedJaxWarning, match=r"supports jax .* to .*; found 0\.12\.0"):
-    _version.check_jax_version("0.12.0")
+  with pytest.warns(UntestedJaxWarning, match=r"supports jax .* to .*; found 0\.13\.0"):
+    _version.check_jax_version("0.13.0")
+  with pytest.warns(UntestedJaxWarning, match=r"found 0\.12\.0\.2"):
+    _version.check_jax_version("0.12.0.2")
   with warnings.catch_warnings():
     warnings.simplefilter("error")
     for release in _version.TESTED_RELEASES:
@@ -54,7 +56,7 @@ def test_import_refuses_an_older_jax_at_once():
 
 
 def test_import_under_a_newer_jax_warns_once_and_goes_on():
-  proc = _import_with("0.12.0")
+  proc = _import_with("0.13.0")
   assert proc.returncode == 0, proc.stderr
   assert proc.stdout.strip() == "1"
 
@@ -76,3 +78,12 @@ def test_the_nightly_matrix_and_the_runner_cover_every_tested_release():
   job = workflow[workflow.index("supported-releases:"):]
   matrix = re.search(r"jax: \[([^\]]*)\]", job).group(1)
   assert tuple(json.loads(f"[{matrix}]")) == _version.TESTED_RELEASES
+
+
+def test_four_part_releases_sort_after_their_base():
+  assert _version.release_tuple("0.12.0.1") == (0, 12, 0, 1)
+  assert _version.release_tuple("0.12.0") < _version.release_tuple("0.12.0.1") < \
+      _version.release_tuple("0.12.1")
+  assert _version.release_tuple("0.12.0.1.dev20261101") == (0, 12, 0, 1)
+  ordered = sorted(_version.TESTED_RELEASES, key=_version.release_tuple)
+  assert list(_version.TESTED_RELEASES) == ordered and ordered[-1] == _version.MAX_TESTED_JAX

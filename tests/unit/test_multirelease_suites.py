@@ -41,3 +41,47 @@ def test_table_has_a_row_per_release_and_lists_failures():
   assert "| 0.9.2 | 9 | 1 | 2 | 5 | 0 | 0 | FAIL |" in text
   assert "| 0.10.2 | 10 | 0 | 2 | 5 | 0 | 0 | pass |" in text
   assert "- jax 0.9.2: tests.unit.test_a::test_bad" in text
+
+
+def test_list_prints_each_releases_python_and_fails_when_one_is_missing(monkeypatch, tmp_path, capsys):
+  def find(version):
+    if version == "0.12.0.1":
+      raise suites_with_jax._venvs.VenvError("No Python 3.12 or newer found for the venv of jax 0.12.0.1")
+    return "/usr/bin/python3.11"
+
+  monkeypatch.setattr(suites_with_jax._venvs, "find_python", find)
+  argv = ["--list", "--venvs", str(tmp_path), "--jax", "0.9.2", "--jax", "0.12.0.1"]
+  assert suites_with_jax.main(argv) == 1
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0].split() == ["0.9.2", "Python", "3.11", "venv", "to", "build", "with",
+                              "/usr/bin/python3.11"]
+  assert lines[1].startswith("0.12.0.1   Python 3.12 or newer   MISSING: No Python 3.12 or newer")
+  monkeypatch.setattr(suites_with_jax._venvs, "find_python", lambda version: "/p")
+  assert suites_with_jax.main(["--list", "--venvs", str(tmp_path)]) == 0
+  listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+  assert tuple(listed) == suites_with_jax.supported_releases()
+
+
+def test_a_release_whose_venv_cannot_be_built_fails_its_row_and_the_others_run(monkeypatch, tmp_path):
+  def ensure(version, root=None):
+    if version == "0.11.0":
+      raise suites_with_jax._venvs.VenvError("No Python 3.12 or newer found for the venv of jax 0.11.0")
+    return Path(f"/venvs/{version}/bin/python")
+
+  ran = []
+
+  def run(python, suite, out, label, workers, extra):
+    ran.append((label, suite))
+    return suites_with_jax.SuiteResult(suite, 1, 0, 0, 0, 0)
+
+  monkeypatch.setattr(suites_with_jax._test_venvs, "ensure_test_venv", ensure)
+  monkeypatch.setattr(suites_with_jax, "run_suite", run)
+  out = tmp_path / "out"
+  assert suites_with_jax.main(["--jax", "0.10.2", "--jax", "0.11.0", "--jax", "0.12.0.1",
+                               "--suite", "tests", "--out", str(out)]) == 1
+  assert ran == [("0.10.2", "tests"), ("0.12.0.1", "tests")]
+  text = (out / "releases.md").read_text()
+  rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| 0.")]
+  assert rows == ["| 0.10.2", "| 0.11.0", "| 0.12.0.1"]
+  assert "| 0.11.0 | 0 | 1 | 0 | FAIL |" in text
+  assert "- jax 0.11.0: no venv: No Python 3.12 or newer found for the venv of jax 0.11.0" in text

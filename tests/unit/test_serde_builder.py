@@ -34,7 +34,7 @@ RECORDS = _records()
 @same_bytes_as_jax
 def test_same_bytes_as_jax():
   for name, rec in sorted(RECORDS.items()):
-    assert _write.serialize(rec, jax_version=False) == jax.export.Exported.serialize(rec), name
+    assert _write.serialize(rec, jaxport_fields=False) == jax.export.Exported.serialize(rec), name
 
 
 def test_same_bytes_as_the_runtime_builder_for_every_call_the_writer_makes():

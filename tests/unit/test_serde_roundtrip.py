@@ -15,6 +15,7 @@ from jax.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec as
 
 import jaxport
 from _jax_releases import JAX_WRITES_JAXPORTS_LAYOUT, same_bytes_as_jax
+from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import SerializationError
 from jaxport.serde import _read, _write
@@ -71,7 +72,7 @@ def test_every_dtype_roundtrips_and_jax_reads_it(dtype):
   assert jaxport.deserialize(blob).in_avals[0].dtype == dtype
   assert jax.export.deserialize(blob).in_avals[0].dtype == dtype
   if JAX_WRITES_JAXPORTS_LAYOUT:
-    assert _write.serialize(rec, jax_version=False) == jax.export.Exported.serialize(rec)
+    assert _write.serialize(rec, jaxport_fields=False) == jax.export.Exported.serialize(rec)
 
 
 @pytest.mark.parametrize("space", [core.MemorySpace.Device, core.MemorySpace.Host, core.MemorySpace.Any])
@@ -98,7 +99,7 @@ def test_named_shardings_over_abstract_meshes():
   assert got._in_named_shardings[3].mesh.axis_types == (AxisType.Manual,)
   assert got.in_avals == rec.in_avals
   assert got.in_shardings_hlo == rec.in_shardings_hlo
-  blob = _write.serialize(rec, jax_version=False)
+  blob = _write.serialize(rec, jaxport_fields=False)
   if JAX_WRITES_JAXPORTS_LAYOUT:
     assert blob == jax.export.Exported.serialize(rec)
   theirs = jax.export.deserialize(blob)
@@ -234,14 +235,17 @@ def test_bytes_identical_to_jax_with_a_fixed_vjp():
   exp = jax.export.export(jax.jit(lambda x, y: {"s": x * y, "l": [x]}))(F32, F32)
   vjp = exp.vjp()
   fixed = dataclasses.replace(exp, _get_vjp=lambda _: vjp)
-  assert _write.serialize(fixed, vjp_order=1, jax_version=False) == fixed.serialize(vjp_order=1)
-  assert _write.serialize(exp, jax_version=False) == exp.serialize()
+  assert _write.serialize(fixed, vjp_order=1, jaxport_fields=False) == fixed.serialize(vjp_order=1)
+  assert _write.serialize(exp, jaxport_fields=False) == exp.serialize()
 
 
 def test_jax_version_is_recorded_and_jax_still_reads():
   blob = _write.serialize(_base())
   assert _read.read_jax_version(blob) == jax.__version__
-  assert _read.read_jax_version(_write.serialize(_base(), jax_version=False)) is None
+  plain = _write.serialize(_base(), jaxport_fields=False)
+  # jax 0.11.1 and newer (serialization version 12) always record the producer.
+  assert _read.read_jax_version(plain) == (jax.__version__ if jax_envelope.WRITES_VERSION_12 else None)
+  assert _read.read_serialization_version(plain) == (12 if jax_envelope.WRITES_VERSION_12 else 3)
   assert jax.export.deserialize(blob).fun_name == "<lambda>"
 
 
