@@ -31,9 +31,11 @@ _reader: contextvars.ContextVar[str] = contextvars.ContextVar("jaxport_lowering_
 _pools = threading.local()
 
 
-def reuse_within_process() -> None:
-  """From now on, jax's lowerings in this process take a reused context (idempotent)."""
-  MAKE_CONTEXT.on()
+def reuse_within_process() -> bool:
+  """From now on, jax's lowerings in this process take a reused context (idempotent); False,
+  with the reason in ``MAKE_CONTEXT.status``, where jax's context factory is not the one
+  the pool was written for (each lowering then gets a fresh context, as jax gives it)."""
+  return MAKE_CONTEXT.on()
 
 
 def stop_reusing() -> None:
@@ -61,5 +63,13 @@ def _reused() -> Any:
   return kept[0]
 
 
+# The signatures of jax's context factory the pool was written for: one, the same in each
+# release from jax 0.9.2 to 0.12.0.1 (0.9.2, 0.10.0-0.10.2, 0.11.0-0.11.2, 0.12.0, 0.12.0.1).
+# From 0.11.1 jax's factory may itself hand a thread's context out again when
+# ``mlir_thread_local_context`` is set; it is unset by default, and the pool keeps only
+# contexts jax's factory returned.
+MAKE_CONTEXT_SIGNATURES = ("()",)
+
 # jax's context factory, with the pool in front while reuse is on.
-MAKE_CONTEXT = Replacement(_jax_mlir, "make_ir_context", _reused)
+MAKE_CONTEXT = Replacement(_jax_mlir, "make_ir_context", _reused,
+                           written_for=MAKE_CONTEXT_SIGNATURES, what="reused MLIR contexts")

@@ -48,9 +48,11 @@ _pending: dict[str, threading.Event] = {}
 _lock = threading.Lock()
 
 
-def share_within_process() -> None:
-  """From now on, compile each distinct module once in this process (idempotent)."""
-  COMPILE.on()
+def share_within_process() -> bool:
+  """From now on, compile each distinct module once in this process (idempotent); False,
+  with the reason in ``COMPILE.status``, where jax's compile step is not the one the memo
+  was written for (every module is then compiled, as jax does)."""
+  return COMPILE.on()
 
 
 def stop_sharing() -> None:
@@ -129,5 +131,15 @@ def _keep(key: str, value: Any) -> None:
       _memo.popitem(last=False)
 
 
+# The signatures of jax's compile step the memo was written for: one, the same in each
+# release from jax 0.9.2 to 0.12.0.1 (0.9.2, 0.10.0-0.10.2, 0.11.0-0.11.2, 0.12.0, 0.12.0.1).
+# The memo reads the first five arguments (``host_callbacks`` decides whether a module may
+# be shared) and passes the rest on.
+COMPILE_SIGNATURES = (
+    "(backend, computation, devices, compile_options, host_callbacks, executable_devices, "
+    "pgle_profiler=None)",
+)
+
 # jax's compile step, with the memo in front while sharing is on.
-COMPILE = Replacement(_compiler, "compile_or_get_cached", _compile_once)
+COMPILE = Replacement(_compiler, "compile_or_get_cached", _compile_once,
+                      written_for=COMPILE_SIGNATURES, what="compile memo")

@@ -93,6 +93,8 @@ class HarnessSession:
     self._parts: dict[str, dict[str, float]] = {}
     self._updates: list[_update.Update] = []
     self._newest_ids: dict[str, str] | None = None
+    # What a worker said about itself (a memo in front of jax that stays off), each once.
+    self._notices: list[str] = []
     self.report: dict[str, Any] | None = None
     # Whether this process ran golden items (or received a worker's results): only then
     # does the run get a compat report.
@@ -187,6 +189,7 @@ class HarnessSession:
         answer = self._replay_cold(request, num_devices)
       else:
         answer = self._worker(num_devices).request(request)
+      self._take_notices(answer)
       if "seconds" in answer:
         self._seconds[entry_id] = answer["seconds"]
         self._parts[entry_id] = answer.get("timings", {})
@@ -223,6 +226,7 @@ class HarnessSession:
         part = client.request({**request, "readers": [reader], "current": last})
       finally:
         client.close()
+      self._take_notices(part)
       if "readers" not in part:
         if part.get("crashed"):
           part = {**part, "why": f"cold replay with the {reader} reader in a fresh process: "
@@ -264,6 +268,7 @@ class HarnessSession:
     answer = worker.request({"op": "record", "case_id": case_id,
                              "today": self.options.today.isoformat(),
                              "staging": str(self._staging_root())})
+    self._take_notices(answer)
     if "entry_id" not in answer:
       why = answer.get("error") or answer.get("why") or "unknown"
       result = {"case_id": case_id, "entry_id": None, "action": "error",
@@ -366,13 +371,18 @@ class HarnessSession:
     self._session_failures.append(f"{_update.UPDATE_FLAG}: case {change.case_id}: {why}")
     return _update.Update(change, _update.UpdateAction.ERROR, None, why)
 
+  def _take_notices(self, answer: Mapping[str, Any]) -> None:
+    """Keep the worker's notices (a crashed worker's answer has none)."""
+    self._notices.extend(n for n in answer.get("notices", ()) if n not in self._notices)
+
   # --- xdist -------------------------------------------------------------------
 
   def worker_output(self) -> str:
     return json.dumps({"outcomes": {k: o.to_json() for k, o in self._outcomes.items()},
                        "recorded": self._recorded,
                        "session_failures": self._session_failures,
-                       "seconds": self._seconds, "parts": self._parts})
+                       "seconds": self._seconds, "parts": self._parts,
+                       "notices": self._notices})
 
   def merge(self, payload: str) -> None:
     data = json.loads(payload)
@@ -383,6 +393,7 @@ class HarnessSession:
     self._parts.update(data["parts"])
     self._session_failures.extend(f for f in data["session_failures"]
                                   if f not in self._session_failures)
+    self._take_notices(data)
 
   # --- end of run --------------------------------------------------------------
 
@@ -390,7 +401,7 @@ class HarnessSession:
     """The report of the run, from collected outcomes only (deterministic, sorted)."""
     o = self.options
     failures = list(self._session_failures)
-    warns: list[str] = []
+    warns: list[str] = sorted(self._notices)
     skips = list(self._skips)
     outcomes = [self._outcomes[k] for k in sorted(self._outcomes)]
     present = self.entry_ids()

@@ -17,7 +17,9 @@ Requests: ``{"op": "replay", "root": ..., "entry_id": ...}`` (optionally
 ``"readers": [...]`` and ``"current": false`` to run part of the replay, as the
 cold mode does, one reader per fresh process) and
 ``{"op": "record", "case_id": ..., "today": "YYYY-MM-DD", "staging": ...}``
-(the recording is written as an entry of the staging store).
+(the recording is written as an entry of the staging store). Every answer carries
+``"notices"``: why a memo the worker puts in front of jax stays off in it (jax's
+function has another signature than the memo was written for), one line each.
 
 The worker is started as ``python -m jaxport.harness._worker --project JSON
 [--share-executables] [--compile-cache DIR] [--cold-start]``, in the project's
@@ -168,6 +170,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
       answer = _handle(json.loads(line))
     except Exception as e:  # noqa: BLE001  (reported to the session, which fails the item)
       answer = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+    # Why a memo in front of jax stays off here; the session's report carries each line.
+    answer["notices"] = _engine.replacement_notices()
     answers.write(json.dumps(answer) + "\n")
   answers.close()
   sys.stderr.flush()
