@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec
 
+from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport._jaxcompat import _version
 
@@ -28,6 +29,28 @@ same_bytes_as_jax = pytest.mark.skipif(
     not JAX_WRITES_JAXPORTS_LAYOUT,
     reason=f"jax {jax.__version__}'s jax.export writes an older serialization layout than "
            "jaxport (layout 11, from jax 0.10.1), so the bytes cannot be equal")
+
+# jax 0.11.1 dropped records that carry HloShardings only: its Exported has no
+# _has_named_shardings field, in_shardings_jax ignores in_shardings_hlo, and its
+# reader refuses HloSharding protos as expired (tests/integration/test_envelope_versions.py
+# covers jaxport's refusal). A test comparing such a record with jax's needs an older jax.
+jax_keeps_hlo_sharding_records = pytest.mark.skipif(
+    jax_envelope.REFUSES_EXPIRED,
+    reason=f"jax {jax.__version__} has no HloSharding-only records to compare with (jax 0.11.1 "
+           "dropped Exported._has_named_shardings and refuses HloSharding protos as expired)")
+
+
+def as_jax_record(record):
+  """jax's ``Exported`` with the fields of jaxport's ``record`` (for releases that keep
+  ``_has_named_shardings``, its value too)."""
+  import dataclasses
+  import jax.export
+  names = {f.name for f in dataclasses.fields(jax.export.Exported)}
+  fields = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+  if "_has_named_shardings" in names:
+    fields["_has_named_shardings"] = record._has_named_shardings
+  return jax.export.Exported(**fields)
+
 
 abstract_device_platform = pytest.mark.skipif(
     not jax_mesh.HAS_PLATFORM,

@@ -1,6 +1,9 @@
-"""``jaxport upgrade IN -o OUT``: rewrite removed custom calls of a serialized artifact.
+"""``jaxport upgrade IN -o OUT``: revive a serialized artifact for the installed jax.
 
-The input is a blob file or a golden entry directory; the output is a new
+Two rewrites, each only where needed: an envelope the installed jax refuses as
+expired is written again in the layout it reads, and custom calls today's
+jaxlib no longer registers are rewritten into their successors. The input is
+a blob file or a golden entry directory; the output is a new
 blob (never the input, never an existing file unless ``--force``), written
 atomically. What was rewritten goes to stdout (JSON with ``--json``); a rule
 whose preconditions fail refuses with the target, location and reason.
@@ -8,6 +11,7 @@ whose preconditions fail refuses with the target, location and reason.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -16,13 +20,17 @@ from typing import Any
 from jaxport.cli import _artifacts
 from jaxport.errors import JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
-from jaxport.upgrades import UpgradeReport, upgrade_with_report
+from jaxport.upgrades import EnvelopeRewrite, UpgradeReport, read_any_envelope, upgrade_with_report
+from jaxport.upgrades._envelope import vjp_depth
 
 
 def add_parser(add) -> None:
-  p = add("upgrade", help="rewrite custom calls today's jaxlib no longer registers",
-          description="Rewrite the legacy custom calls of a serialized Exported (a blob file or a "
-                      "golden entry directory) into today's targets; see docs/upgrade.md.")
+  p = add("upgrade", help="rewrite expired envelopes and custom calls today's jaxlib no longer "
+                          "registers",
+          description="Rewrite a serialized Exported (a blob file or a golden entry directory) "
+                      "so that the installed jax runs it: an envelope it refuses as expired in "
+                      "the layout it reads, legacy custom calls into today's targets; see "
+                      "docs/upgrade.md.")
   p.add_argument("source", metavar="IN", help="blob file or golden entry directory")
   p.add_argument("-o", "--output", required=True, metavar="OUT", help="where to write the new blob")
   p.add_argument("--force", action="store_true", help="replace OUT if it exists")
@@ -39,13 +47,16 @@ def _read(source: Path) -> bytes:
   return source.read_bytes()
 
 
-def _vjp_depth(exp: Any) -> int:
-  """How many nested VJPs the record carries (the ``vjp_order`` to serialize it with again)."""
-  depth = 0
-  while exp.has_vjp():
-    exp = exp.vjp()
-    depth += 1
-  return depth
+@dataclasses.dataclass(frozen=True)
+class FileUpgrade:
+  """What ``jaxport upgrade`` did to one artifact: the envelope rewrite (None: none) and the
+  custom calls rewritten."""
+  envelope: EnvelopeRewrite | None
+  module: UpgradeReport
+
+  def to_json(self) -> dict[str, Any]:
+    return {**self.module.to_json(),
+            "envelope": None if self.envelope is None else self.envelope.to_json()}
 
 
 def _write_new(path: Path, data: bytes, force: bool) -> None:
@@ -58,23 +69,31 @@ def _write_new(path: Path, data: bytes, force: bool) -> None:
   os.replace(tmp, path)
 
 
-def upgrade_file(source: Path, output: Path, *, force: bool = False) -> UpgradeReport:
+def upgrade_file(source: Path, output: Path, *, force: bool = False) -> FileUpgrade:
   """Upgrade the artifact at ``source`` and write the result to ``output``."""
   if output.resolve() == source.resolve() or output.resolve().is_relative_to(source.resolve()):
     raise JaxportError(f"-o {output} would overwrite the input {source}; "
                        "write the upgraded blob elsewhere.")
   blob = _read(source)
-  exp = _artifacts.deserialize(blob)
+  exp, envelope = read_any_envelope(blob)
   report = upgrade_with_report(exp)
-  data = bytes(report.exported.serialize(vjp_order=_vjp_depth(report.exported)))
+  data = bytes(report.exported.serialize(vjp_order=vjp_depth(report.exported)))
   _write_new(output, data, force)
-  return report
+  return FileUpgrade(envelope, report)
 
 
-def text(report: UpgradeReport, source: Path, output: Path) -> str:
-  if not report.rewrites:
+def text(done: FileUpgrade, source: Path, output: Path) -> str:
+  report, env = done.module, done.envelope
+  if not report.rewrites and env is None:
     return f"{source}: nothing to upgrade; wrote an unchanged copy to {output}\n"
-  lines = [f"{source}: rewrote {len(report.rewrites)} custom call(s), wrote {output}"]
+  lines = [f"{source}: rewrote "
+           + " and ".join((["the expired envelope"] if env else [])
+                          + ([f"{len(report.rewrites)} custom call(s)"] if report.rewrites else []))
+           + f", wrote {output}"]
+  if env is not None:
+    lines.append(f"  envelope: header version {env.from_version} -> {env.to_version} "
+                 f"(layout {env.layout}: {env.reason}); producer "
+                 f"{env.producer or 'unknown (the blob names no jax version)'}")
   for r in report.rewrites:
     attrs = ", ".join(f"{k}={v!r}" for k, v in r.attributes)
     lines.append(f"  {r.legacy_target} -> {r.target} (rule {r.rule}) at {r.location}"

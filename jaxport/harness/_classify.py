@@ -16,7 +16,10 @@ Kinds, from worst to mildest:
   ``upgraded``             the entry failed to run because its custom calls are
                            no longer registered, and ran and matched the
                            recorded outputs after ``jaxport.upgrade`` (the rules
-                           applied are in the message). Reported only.
+                           applied are in the message); or the installed jax
+                           refused its envelope as expired, and it read and
+                           matched after ``jaxport.upgrade_envelope`` (rule
+                           ``envelope``). Reported only.
   ``producer_drift``       lowering drift or a stale target of an entry recorded
                            by an older jax release (``_expectations``): the
                            release difference itself. Reported only.
@@ -33,8 +36,10 @@ record date after today (``future_date``) are warnings that fail with
 from __future__ import annotations
 
 import datetime
+import importlib.metadata as md
 from typing import Any
 
+from jaxport.harness import _reader_policy
 from jaxport.harness._verdicts import Finding, Outcome
 from jaxport.report import FindingKind, Status
 
@@ -45,6 +50,9 @@ TARGET_STABLE = "stable"
 TARGET_NOT_STABLE = "not_stable"
 # Not stable, but the module's own disabled_safety_checks allow it: its producer vouches for it.
 TARGET_ALLOWED = "allowed_by_disabled_checks"
+
+# The name an envelope rewrite goes by among an entry's upgrade rules.
+ENVELOPE_RULE = "envelope"
 
 ALWAYS_FAIL = frozenset({K.COMPATIBILITY_BREAK, K.EXPORT_ERROR})
 STRICT_FAIL = frozenset({K.LOWERING_DRIFT, K.NUMERICS_CHANGE, K.EXPIRED, K.FUTURE_DATE,
@@ -67,6 +75,29 @@ def _reader_findings(r: dict) -> list[Finding]:
     return [Finding(K.NUMERICS_DRIFT, f"{name} reader: results within tolerance but not bitwise "
                                       f"equal (max abs err {r.get('max_abs_err', 0.0):.3g})", name)]
   return []
+
+
+def _envelope_finding(reader: str, env: dict[str, Any]) -> tuple[FindingKind, str, str]:
+  """An expired envelope that read after its rewrite: upgraded, when the measured reader
+  policy of the installed jax predicts the refusal; a break when it says the layout reads."""
+  consumer = _consumer()
+  policy = _reader_policy.load()
+  reading = policy.reading(consumer, env["layout"])
+  what = (f"{reader} reader: the envelope (layout {env['layout']}, header version "
+          f"{env['from_version']}) was refused: {env['error_before']}")
+  if reading is not None and reading.status is _reader_policy.ReadStatus.READS:
+    return (K.COMPATIBILITY_BREAK, f"{what}; but {policy.describe(consumer, env['layout'])}: "
+                                   "the reader's policy changed since it was measured", reader)
+  return (K.UPGRADED, f"{what}; read and matched the recorded outputs after "
+                      f"jaxport.upgrade_envelope rewrote it (header version {env['to_version']}; "
+                      f"{env['reason']}; {policy.describe(consumer, env['layout'])})", reader)
+
+
+def _consumer() -> str | None:
+  try:
+    return md.version("jax")
+  except md.PackageNotFoundError:
+    return None
 
 
 def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
@@ -96,12 +127,19 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
     for r in answer.get("readers", []):
       found = _reader_findings(r)
       findings += found
+      if any(f.kind == K.COMPATIBILITY_BREAK for f in found):
+        continue
+      name = r.get("reader", "?")
+      env = r.get("envelope")
+      if env:
+        facts["upgrade_rules"] = tuple(sorted({*facts.get("upgrade_rules", ()), ENVELOPE_RULE}))
+        add(*_envelope_finding(name, env))
       up = r.get("upgraded")
-      if up and not any(f.kind == K.COMPATIBILITY_BREAK for f in found):
-        facts["upgrade_rules"] = tuple(up["rules"])
-        add(K.UPGRADED, f"{r.get('reader', '?')} reader: ran and matched the recorded outputs "
+      if up:
+        facts["upgrade_rules"] = tuple(sorted({*facts.get("upgrade_rules", ()), *up["rules"]}))
+        add(K.UPGRADED, f"{name} reader: ran and matched the recorded outputs "
                         f"after jaxport.upgrade (rules {', '.join(up['rules'])}); before: "
-                        f"{up['error_before']}", r.get("reader", "?"))
+                        f"{up['error_before']}", name)
     imported = manifest.get("imported_from") is not None
     if manifest["lowering_only"]:
       skips.append("numerics not compared: lowering-only entry (its platform cannot run here)")

@@ -33,7 +33,8 @@ from jaxport.errors import UpgradeError
 from jaxport.export import _mlir
 from jaxport.export._checks import ALL_TARGETS, disabled_targets
 from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
-from jaxport.upgrades import UpgradeReport, rewritable_targets, upgrade_with_report
+from jaxport.upgrades import (EnvelopeRewrite, UpgradeReport, expired_reason, rewritable_targets,
+                              rewrite_envelope, upgrade_with_report)
 
 # Module locations name files without their directories, so golden modules do
 # not depend on where the checkout lives.
@@ -258,23 +259,54 @@ def _error_line(e: BaseException) -> str:
   return f"{type(e).__name__}: {text[0] if text else ''}"[:2000]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Envelope:
+  """An entry's envelope that the installed jax refuses as expired, rewritten by
+  ``jaxport.upgrade_envelope`` into the layout it reads (the module kept)."""
+  blob: bytes
+  rewrite: EnvelopeRewrite
+
+  def to_json(self, error_before: str) -> dict[str, Any]:
+    return {**self.rewrite.to_json(), "error_before": error_before}
+
+
+def expired_envelope(blob: bytes) -> _Envelope | None:
+  """The rewritten envelope of ``blob`` when the installed jax refuses it as expired, else
+  None (also when the blob is unreadable: the readers' own replays report that)."""
+  try:
+    if expired_reason(blob) is None:
+      return None
+    rewritten, rewrite = rewrite_envelope(blob)
+  except Exception:  # noqa: BLE001
+    return None
+  return None if rewrite is None else _Envelope(bytes(rewritten), rewrite)
+
+
 def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
                  modules: dict[str, bytes], shardings: dict[str, Any] | None = None,
                  watch: _stopwatch.Stopwatch | None = None,
-                 ahead: _Ahead | None = None) -> dict:
+                 ahead: _Ahead | None = None, envelope: _Envelope | None = None) -> dict:
   """Deserialize with ``reader`` and, unless lowering-only, run and judge the outputs.
 
-  When the record does not run, its upgrade is run and judged instead; ``ahead`` is that
-  reader's upgraded run started early (:func:`_upgrade_ahead`), taken instead of running
-  it again here."""
+  When the reader refuses the blob and ``envelope`` is its rewrite (an expired envelope),
+  the rewrite is read instead and the answer says so. When the record does not run, its
+  upgrade is run and judged instead; ``ahead`` is that reader's upgraded run started early
+  (:func:`_upgrade_ahead`), taken instead of running it again here."""
   out: dict[str, Any] = {"reader": reader}
   watch = watch or _stopwatch.Stopwatch()
   try:
     with watch.stage(_stopwatch.DESERIALIZE):
-      exp = _api.deserialize(blob, reader=reader)
+      try:
+        exp = _api.deserialize(blob, reader=reader)
+      except Exception as e:  # noqa: BLE001
+        if envelope is None:
+          raise
+        out["envelope"] = envelope.to_json(_error_line(e))
+        exp = _api.deserialize(envelope.blob, reader=reader)
     modules[reader] = bytes(exp.mlir_module_serialized)
   except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
-    out.update(ok=False, stage="deserialize", error=_error_line(e))
+    stage = "deserialize after the envelope upgrade" if "envelope" in out else "deserialize"
+    out.update(ok=False, stage=stage, error=_error_line(e))
     return out
   if m.lowering_only:
     try:
@@ -535,16 +567,18 @@ def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = 
     answers: dict[str, dict] = {}
     result: dict[str, Any] = {}
 
+    envelope = expired_envelope(blob)
+    readable = blob if envelope is None else envelope.blob
     # An old record whose targets jaxlib dropped will fail to run: its upgraded run starts
     # now, beside the doomed attempt, and is used only if the record indeed fails.
-    ahead = ({r: _Ahead(functools.partial(_upgrade_ahead, r, blob, inputs, watch))
+    ahead = ({r: _Ahead(functools.partial(_upgrade_ahead, r, readable, inputs, watch))
               for r in names} if _threads is not None and _upgradable(m) else {})
 
     def read(some: list[str]) -> None:
       for r in some:
         with _contexts.lowering_for(r):
           answers[r] = _replay_with(r, blob, inputs, expected, m, modules, shardings, watch,
-                                    ahead.get(r))
+                                    ahead.get(r), envelope)
 
     case = _case_of(m) if current else None
 

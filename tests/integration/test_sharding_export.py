@@ -23,6 +23,7 @@ else:
   from _sharding_cases import (AUTO, EXPLICIT, MANUAL, MESH_2X4, MESH_4X2_EXPLICIT, MESH_X8, arr,
                                ns)
   from jax.sharding import AbstractMesh, Mesh, PartitionSpec as P, SingleDeviceSharding
+  from _jax_releases import as_jax_record, jax_keeps_hlo_sharding_records
 
   import jaxport
   from jaxport._jaxcompat import _mesh as jax_mesh
@@ -191,6 +192,7 @@ else:
     assert vjp._in_named_shardings == their_vjp._in_named_shardings
     assert vjp._out_named_shardings == their_vjp._out_named_shardings
 
+  @jax_keeps_hlo_sharding_records
   def test_legacy_hlo_sharding_records_on_eight_devices():
     import dataclasses
     fun = jax.jit(_two_outputs, in_shardings=(ns(MESH_2X4, "a", "b"), None),
@@ -202,12 +204,11 @@ else:
                    for s, a in zip(records, avals))
 
     legacy = dataclasses.replace(
-        ours, _has_named_shardings=False, _in_named_shardings=(None, None),
+        ours, _in_named_shardings=(None, None),
         _out_named_shardings=(None, None),
         in_shardings_hlo=hlo(ours._in_named_shardings, ours.in_avals),
         out_shardings_hlo=hlo(ours._out_named_shardings, ours.out_avals))
-    as_jax = jax.export.Exported(**{f.name: getattr(legacy, f.name)
-                                    for f in dataclasses.fields(legacy)})
+    as_jax = as_jax_record(legacy)
     assert legacy.in_shardings_jax(MESH_2X4) == as_jax.in_shardings_jax(MESH_2X4)
     assert legacy.out_shardings_jax(MESH_2X4) == as_jax.out_shardings_jax(MESH_2X4)
     assert legacy.in_shardings_jax(MESH_2X4)[0].spec == P("a", "b")

@@ -9,6 +9,7 @@ import pytest
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding
 
 import jaxport
+from _jax_releases import as_jax_record, jax_keeps_hlo_sharding_records
 
 MESH = Mesh(jax.devices()[:1], ("a",))
 X = np.ones(4, np.float32)
@@ -65,14 +66,17 @@ def test_a_mismatched_mesh_is_refused_with_jaxs_message_and_where():
   assert "got ('a',), (2,)" in msg
 
 
+@jax_keeps_hlo_sharding_records
 def test_legacy_hlo_shardings_are_rebuilt_like_jax():
   from jax._src.lib import xla_client
   ours = _export(jaxport, None)
+  n_in, n_out = len(ours.in_avals), len(ours.out_avals)
   legacy = dataclasses.replace(
-      ours, _has_named_shardings=False,
+      ours, _in_named_shardings=(None,) * n_in, _out_named_shardings=(None,) * n_out,
       in_shardings_hlo=(xla_client.HloSharding.replicate(), None),
       out_shardings_hlo=(None, xla_client.HloSharding.replicate()))
-  as_jax = jax.export.Exported(**{f.name: getattr(legacy, f.name) for f in dataclasses.fields(legacy)})
+  assert not legacy._has_named_shardings
+  as_jax = as_jax_record(legacy)
   assert legacy.in_shardings_jax(MESH) == as_jax.in_shardings_jax(MESH)
   assert legacy.out_shardings_jax(MESH) == as_jax.out_shardings_jax(MESH)
   assert legacy.in_shardings_jax(MESH)[1] is None

@@ -57,7 +57,7 @@ INIT_IMPORTS_ALLOWED = {
     "jaxport.cli": {"jaxport.cli._main"},
     "jaxport.report": {"jaxport.report._html", "jaxport.report._markdown", "jaxport.report._merge",
                        "jaxport.report._model"},
-    "jaxport.upgrades": {"jaxport.upgrades._upgrade"},
+    "jaxport.upgrades": {"jaxport.upgrades._envelope", "jaxport.upgrades._upgrade"},
     "jaxport.golden": {"jaxport._lazy", "jaxport.golden._manifest", "jaxport.golden._signatures",
                        "jaxport.golden._store"},
     "jaxport.harness": {"jaxport._lazy", "jaxport.harness._case", "jaxport.harness._project",

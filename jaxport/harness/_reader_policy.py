@@ -1,0 +1,86 @@
+"""The measured reader policy of each jax release: which envelope layouts its reader reads.
+
+jax 0.11.1 started refusing envelopes older than its 6-month window. Which
+release reads which layout is not guessed from release notes: it is measured
+(``harness/tools/reader_policy.py`` reads one blob of each layout with each
+release's own ``jax.export.deserialize``) and kept in ``reader_policy.json``
+beside this module. The harness cites it when a reader refuses an expired
+envelope, and flags a refusal the measurement does not predict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from jaxport.errors import GoldenDataError
+
+FORMAT_VERSION = 1
+POLICY_FILE = Path(__file__).with_name("reader_policy.json")
+
+
+class ReadStatus(enum.Enum):
+  READS = "reads"
+  REFUSES_EXPIRED = "refuses_expired"   # "older than the 6-month backward-compatibility window"
+  REFUSES = "refuses"                   # any other error (a layout newer than the reader)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reading:
+  """One measured read: a release's reader on one layout."""
+  status: ReadStatus
+  error: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ReaderPolicy:
+  measured_on: str
+  written_by: dict[str, str]                      # layout -> the release whose blob was read
+  readers: dict[str, dict[str, Reading]]          # consumer release -> layout -> reading
+
+  def reading(self, consumer: str | None, layout: str) -> Reading | None:
+    """What ``consumer``'s reader measured on ``layout`` (None: not measured)."""
+    return self.readers.get(consumer or "", {}).get(layout)
+
+  def describe(self, consumer: str | None, layout: str) -> str:
+    """One line for a report: what the measurement says of ``consumer`` and ``layout``."""
+    found = self.reading(consumer, layout)
+    if found is None:
+      return f"jax {consumer}'s reader was not measured on layout {layout}"
+    return (f"measured {self.measured_on}: jax {consumer}'s reader {found.status.value.replace('_', ' ')} "
+            f"layout {layout} (a blob of jax {self.written_by.get(layout, '?')})")
+
+
+def _bad(where: str, what: str) -> GoldenDataError:
+  return GoldenDataError(f"{where}: {what}. Measure again with harness/tools/reader_policy.py "
+                         "(or restore the file from the jaxport release).")
+
+
+def parse(doc: Any, where: str) -> ReaderPolicy:
+  """A :class:`ReaderPolicy` from its JSON document; every field is required."""
+  if not isinstance(doc, dict) or doc.get("format_version") != FORMAT_VERSION:
+    raise _bad(where, f"not a reader policy of format_version {FORMAT_VERSION}")
+  try:
+    written_by = {str(k): str(v["written_by"]) for k, v in doc["layouts"].items()}
+    readers = {
+        str(release): {str(layout): Reading(ReadStatus(r["status"]),
+                                            None if r["error"] is None else str(r["error"]))
+                       for layout, r in by_layout.items()}
+        for release, by_layout in doc["readers"].items()}
+    return ReaderPolicy(measured_on=str(doc["measured_on"]), written_by=written_by, readers=readers)
+  except (KeyError, TypeError, AttributeError, ValueError) as e:
+    raise _bad(where, f"malformed ({type(e).__name__}: {e})") from None
+
+
+@functools.cache
+def load(path: Path = POLICY_FILE) -> ReaderPolicy:
+  """The policy kept beside this module (read once per process)."""
+  try:
+    doc = json.loads(path.read_text())
+  except (OSError, ValueError) as e:
+    raise _bad(str(path), f"unreadable ({e})") from None
+  return parse(doc, str(path))
