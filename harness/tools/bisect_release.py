@@ -170,13 +170,13 @@ def run_bisect(entry_id: str, releases: list[str], *, store: Path, available_onl
 def entry_from_blob(blob: Path, inputs: Path, expected: Path, store: Path, *, rtol: float,
                     atol: float) -> str:
   """Write ``blob`` with its inputs and outputs as a golden entry of ``store``; its id."""
-  import jaxport
+  from jaxport.upgrades import read_any_envelope
   from jaxport.golden._manifest import Comparison, Manifest, Producer
   from jaxport.golden._signatures import signatures
   from jaxport.golden._store import GoldenStore
   from harness.tools.staging import load_arrays
   data = blob.read_bytes()
-  exp = jaxport.deserialize(bytearray(data))
+  exp, _ = read_any_envelope(data)  # any age: the releases it is bisected over may read it
   unknown = Producer(jax=None, jaxlib=None, jaxport=None, numpy=None, scipy=None, python=None)
   manifest = Manifest(
       case_id="blob", family="bisect", platform=exp.platforms[0], record_date=datetime.date.today(),

@@ -22,7 +22,7 @@ from typing import Any
 
 import jax
 
-from jaxport._jaxcompat import _version
+from jaxport._jaxcompat import _messages as jax_messages
 
 EXPIRED_FLAG = "jax_export_deserialize_expired_versions"
 
@@ -36,6 +36,9 @@ REAL_HEADER_VERSION = 12
 # and refuses expired envelopes.
 WRITES_VERSION_12 = EXPIRED_FLAG in jax.config.values
 REFUSES_EXPIRED = WRITES_VERSION_12
+# Up to jax 0.11.0 a record read from named shardings also carries them as
+# HloShardings (in/out_shardings_hlo); from 0.11.1 those are all None.
+READ_DERIVES_HLO_SHARDINGS = not WRITES_VERSION_12
 
 
 def header_version() -> int:
@@ -50,12 +53,6 @@ def expired_versions_allowed() -> bool:
   return bool(getattr(jax.config, EXPIRED_FLAG))
 
 
-def _docs_link() -> str:
-  # The page moved between releases: 0.11.x links export/export.html, 0.12 501/export.html.
-  page = "export/export.html" if _version.release_tuple(jax.__version__) < (0, 12) else "501/export.html"
-  return f"https://docs.jax.dev/en/latest/{page}#compatibility-guarantees"
-
-
 def expired_message(serialization_version: int, producer: str | None) -> str:
   """jax's own words for an expired envelope (its text, missing space included)."""
   msg = ("Exported being deserialized seems to be older than the 6-month "
@@ -63,7 +60,7 @@ def expired_message(serialization_version: int, producer: str | None) -> str:
          f"The Exported uses serialization version {serialization_version}.")
   if producer is not None:
     msg += f" It was created with JAX version {producer}."
-  return msg + f" See {_docs_link()}."
+  return msg + f" See {jax_messages.EXPORT_PAGE}#compatibility-guarantees."
 
 
 def has_named_shardings(exp: Any) -> bool:

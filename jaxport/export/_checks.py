@@ -11,6 +11,7 @@ import collections
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from jaxport._jaxcompat import _messages as jax_messages
 from jaxport._jaxcompat import _version
 from jaxport.custom_calls import _registry, _walk
 from jaxport.errors import CustomCallError, ExportError
@@ -18,7 +19,7 @@ from jaxport.export import _mlir
 from jaxport.export._disabled_checks import DisabledSafetyCheck
 
 ALL_TARGETS = "ALL"
-_DOCS_URL = "https://docs.jax.dev/en/latest/export/export.html#compatibility-guarantees-for-custom-calls"
+_DOCS_URL = f"{jax_messages.EXPORT_PAGE}#compatibility-guarantees-for-custom-calls"
 
 # compile_args keys whose meaning export understands. A new key may change the
 # calling convention, so it is refused until someone checks what it means.
@@ -83,10 +84,11 @@ def check_custom_calls(module: Any, disabled_checks: Sequence[DisabledSafetyChec
   allowed, allow_all = allowed_targets(disabled_checks)
   bad = _walk.disallowed_sites(module, allowed, allow_all=allow_all)
   if bad:
-    raise _custom_call_error(bad, fun_name)
+    raise _custom_call_error(bad, fun_name, allowed - _registry.stable_targets())
 
 
-def _custom_call_error(sites: list[_walk.CustomCallSite], fun_name: str) -> CustomCallError:
+def _custom_call_error(sites: list[_walk.CustomCallSite], fun_name: str,
+                       allowed_unstable: frozenset[str]) -> CustomCallError:
   by_target: dict[str, list[_walk.CustomCallSite]] = collections.defaultdict(list)
   for site in sites:
     by_target[site.target].append(site)
@@ -98,7 +100,8 @@ def _custom_call_error(sites: list[_walk.CustomCallSite], fun_name: str) -> Cust
   return CustomCallError(
       "Cannot serialize code with custom calls whose targets have no "
       f"compatibility guarantees. See {_DOCS_URL}. Examples are:\n{examples}.\n"
-      f"While exporting '{fun_name}', these targets are not in jaxport's table of "
+      + jax_messages.custom_call_disabled_note(allowed_unstable)
+      + f"While exporting '{fun_name}', these targets are not in jaxport's table of "
       f"stable targets (jaxport/custom_calls/stable_targets.json):\n{targets}\n"
       "A module calling them may stop working when jaxlib changes. To export "
       f"anyway, pass disabled_checks=[{allow}] to jaxport.export "

@@ -378,6 +378,9 @@ def _read_avals(idxs: Sequence[int] | None, legacy: list[Any] | None,
 
 def _hlo_shardings(shardings: tuple[Any, ...], avals: tuple[Any, ...],
                    where: str) -> tuple[Any, ...]:
+  """The ``*_shardings_hlo`` of a record read with named shardings, as the installed jax reads it."""
+  if not jax_envelope.READ_DERIVES_HLO_SHARDINGS:
+    return (None,) * len(avals)
   return tuple(None if s is None else
                _guard(f"{where}[{i}]", "the sharding", _wire.named_to_hlo_sharding, s, a.ndim)
                for i, (s, a) in enumerate(zip(shardings, avals)))

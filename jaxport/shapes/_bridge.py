@@ -30,6 +30,7 @@ from jax._src.interpreters import mlir
 from jax._src.lax import lax
 from jax._src.numpy import einsum as jnp_einsum
 
+from jaxport._jaxcompat import _arg_specs as jax_arg_specs
 from jaxport._jaxcompat import _dtypes as jax_dtypes
 from jaxport._jaxcompat import _mlir as jax_mlir_compat
 from jaxport.errors import ShapeError
@@ -247,13 +248,7 @@ class _Repeated(tuple):
 def args_specs(args: Any, shapes_specs: Any, scope: SymbolicScope) -> Any:
   """The pytree of ShapeDtypeStructs for :func:`jaxport.symbolic_args_specs`."""
   flat_args, args_tree = tree_util.tree_flatten(args)
-  shapes_dtypes = []
-  for a in flat_args:
-    if isinstance(a, ShapeDtypeStruct):
-      shapes_dtypes.append((a.shape, a.dtype))
-    else:
-      aval = core.typeof(a)
-      shapes_dtypes.append((aval.shape, aval.dtype))
+  shapes_dtypes = [jax_arg_specs.shape_and_dtype(a) for a in flat_args]
   if isinstance(args, tuple) and isinstance(shapes_specs, list):
     shapes_specs = tuple(shapes_specs)
   try:

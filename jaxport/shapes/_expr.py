@@ -20,6 +20,7 @@ import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from jaxport._jaxcompat import _messages as jax_messages
 from jaxport import _limits
 from jaxport.errors import ShapeError
 from jaxport.shapes._jaxerr import InconclusiveDimensionOperation, inconclusive
@@ -687,8 +688,8 @@ class UnknownVariable(ShapeError):
     super().__init__(
         f"Encountered dimension variable '{var}' that is not appearing in the shapes of the "
         "function arguments.\nThe following dimension variables are appearing in the shapes of "
-        f"the function arguments: {list(known)}.\nPlease see https://docs.jax.dev/en/latest/"
-        "export/shape_poly.html#dimension-variables-must-be-solvable-from-the-input-shapes "
+        f"the function arguments: {list(known)}.\nPlease see {jax_messages.SHAPE_POLY_PAGE}"
+        "#dimension-variables-must-be-solvable-from-the-input-shapes "
         "for more details.")
     self.var = var
 

@@ -7,14 +7,15 @@ core module stay free of jax.
 
 from __future__ import annotations
 
+from jaxport._jaxcompat import _messages as jax_messages
 from jaxport._jaxcompat._errors import InconclusiveDimensionOperation as InconclusiveDimensionOperation
 
-_HELP = """
+_HELP = f"""
 This error arises for comparison operations with shapes that
 are non-constant, and the result of the operation cannot be represented as
 a boolean value for all values of the symbolic dimensions involved.
 
-Please see https://docs.jax.dev/en/latest/export/shape_poly.html#comparison-of-symbolic-dimensions-is-partially-supported
+Please see {jax_messages.SHAPE_POLY_PAGE}#comparison-of-symbolic-dimensions-is-partially-supported
 for more details.
 """
 

@@ -79,10 +79,17 @@ def _fast_tokens(spec: str) -> list | None:
       break
     number, op, name = m.group("number", "op", "name")
     if number is not None:
+      # A number run into a digit, letter or "_" ("01", "0_", "3a") tokenizes differently
+      # from one Python to the next (3.12's tokenizer is another): leave it to tokenize.
+      follow = spec[m.end():m.end() + 1]
+      if follow and (follow.isalnum() or follow == "_"):
+        return None
       tokens.append(_Token(tokenize.NUMBER, number, m.start("number"), spec))
     elif op is not None:
       kind = tokenize.EXACT_TOKEN_TYPES[op]
       depth += 1 if kind == tokenize.LPAR else -1 if kind == tokenize.RPAR else 0
+      if depth < 0:  # a ")" before its "(": Pythons tokenize this differently
+        return None
       tokens.append(_Token(kind, op, m.start("op"), spec))
     else:
       tokens.append(_Token(tokenize.NAME, name, m.start("name"), spec))

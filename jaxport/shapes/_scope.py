@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from jaxport._jaxcompat import _messages as jax_messages
 from jaxport.errors import ShapeError
 from jaxport.shapes import _decision
 from jaxport.shapes._expr import FLOORDIV, MOD, DimExpr, DimSize, Factor, Term, ensure_expr
@@ -152,7 +153,7 @@ class SymbolicScope:
           f"Invalid mixing of symbolic scopes {when}.\n"
           f"Expected {self_descr}scope {self}\n"
           f"and found for '{other}' ({other_descr}) scope {other.scope}\n"
-          "See https://docs.jax.dev/en/latest/export/shape_poly.html#user-specified-symbolic-constraints.")
+          f"See {jax_messages.SHAPE_POLY_PAGE}#user-specified-symbolic-constraints.")
 
   # ---- decisions ----------------------------------------------------------
 

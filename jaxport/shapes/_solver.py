@@ -20,16 +20,15 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from jaxport._jaxcompat import _messages as jax_messages
 from jaxport.errors import ShapeError
 from jaxport.shapes import _decision
 from jaxport.shapes._expr import DimExpr, DimSize, UnknownVariable, evaluate, evaluate_term
 
 MAX_ERROR_MESSAGE_INPUTS = 32
 _SHAPES_MISMATCH = "Input shapes do not match the polymorphic shapes specification. "
-_TRAILER = (". Please see https://docs.jax.dev/en/latest/export/shape_poly.html"
-            "#shape-assertion-errors for more details.")
-_UNSOLVABLE_LINK = ("https://docs.jax.dev/en/latest/export/shape_poly.html"
-                    "#dimension-variables-must-be-solvable-from-the-input-shapes")
+_TRAILER = f". Please see {jax_messages.SHAPE_POLY_PAGE}#shape-assertion-errors for more details."
+_UNSOLVABLE_LINK = f"{jax_messages.SHAPE_POLY_PAGE}#dimension-variables-must-be-solvable-from-the-input-shapes"
 
 Evaluator = Callable[[DimSize], Any]
 

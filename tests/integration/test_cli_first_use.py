@@ -5,6 +5,7 @@ import importlib.metadata as md
 import io
 import json
 import logging
+from pathlib import Path
 
 import jax
 import pytest
@@ -13,9 +14,9 @@ from _cli_helpers import RECORD_DATE, qr_exported, write_qr_entry
 from jaxport import _progress
 from jaxport.cli import _harness_run, main
 from jaxport.golden._store import GoldenStore
-from jaxport.serde import _write
 
 pytest_plugins = ["pytester"]
+STORE = Path(__file__).resolve().parents[2] / "compat_data"
 TODAY = (RECORD_DATE + datetime.timedelta(days=10)).isoformat()
 
 
@@ -42,8 +43,8 @@ def test_inspect_shows_the_producing_jax_version_the_blob_records(store, tmp_pat
   entry = write_qr_entry(store)
   rc, out, _ = run(capsys, "inspect", str(entry.path))
   assert rc == 0 and f"  producer_jax_version: {jax.__version__}\n" in out
-  bare = tmp_path / "bare.bin"
-  bare.write_bytes(bytes(_write.serialize(qr_exported(), jaxport_fields=False)))
+  # A blob of jax 0.9.2, which recorded no producer (jax writes one from 0.11.1 on).
+  bare = next(STORE.glob("cpu/*/release_*/*_jax-0.9.2/exported.bin"))
   rc, out, _ = run(capsys, "inspect", str(bare), "--json")
   assert rc == 0 and json.loads(out)["exported"]["producer_jax_version"] is None
   rc, out, _ = run(capsys, "inspect", str(bare))

@@ -225,10 +225,14 @@ def _has_signed_even_power(e):
   return False
 
 
-def test_jax_even_power_rule_is_unsound_and_ours_is_not():
+def test_even_power_of_a_signed_expression_has_no_false_lower_bound():
   x, = jax.export.symbolic_shape("min(b - 7, a)^2")
-  assert x >= 36  # jax's claim; false for b = 7, a = 1
   assert jax_shape_poly.ShapeEvaluator({"a": 1, "b": 7}).evaluate(x) == 0
+  try:
+    claim = x >= 36  # up to jax 0.11.x: True, false for b = 7, a = 1 (fixed in jax 0.12)
+  except jax_shape_poly.InconclusiveDimensionOperation:
+    claim = None
+  assert claim in (True, None)
   ours, = jaxport.symbolic_shape("min(b - 7, a)^2")
   with pytest.raises(InconclusiveDimensionOperation):
     ours >= 36  # noqa: B015

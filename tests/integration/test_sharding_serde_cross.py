@@ -28,10 +28,10 @@ else:
   from jax.sharding import AbstractMesh, NamedSharding
 
   import jaxport
+  from jaxport._jaxcompat import _envelope as jax_envelope
   from jaxport._jaxcompat import _mesh as jax_mesh
 
-  FIELDS = ("fun_name", "in_tree", "in_avals", "out_tree", "out_avals", "_has_named_shardings",
-            "_in_named_shardings", "_out_named_shardings", "in_shardings_hlo", "out_shardings_hlo",
+  FIELDS = ("fun_name", "in_tree", "in_avals", "out_tree", "out_avals", "_in_named_shardings", "_out_named_shardings", "in_shardings_hlo", "out_shardings_hlo",
             "nr_devices", "platforms", "ordered_effects", "unordered_effects",
             "mlir_module_serialized", "calling_convention_version", "module_kept_var_idx",
             "uses_global_constants")
@@ -39,6 +39,7 @@ else:
   def _record(exp) -> dict:
     d = {f: getattr(exp, f) for f in FIELDS}
     d["disabled_safety_checks"] = [str(c) for c in exp.disabled_safety_checks]
+    d["has_named_shardings"] = jax_envelope.has_named_shardings(exp)
     d["out_aval_shardings"] = [a.sharding for a in exp.out_avals]
     return d
 

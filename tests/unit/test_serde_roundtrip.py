@@ -98,7 +98,10 @@ def test_named_shardings_over_abstract_meshes():
   assert got._in_named_shardings[0].mesh.abstract_device == device
   assert got._in_named_shardings[3].mesh.axis_types == (AxisType.Manual,)
   assert got.in_avals == rec.in_avals
-  assert got.in_shardings_hlo == rec.in_shardings_hlo
+  # Up to jax 0.11.0 a record read back also carries its named shardings as HloShardings;
+  # from 0.11.1 those are all None.
+  assert got.in_shardings_hlo == (rec.in_shardings_hlo if jax_envelope.READ_DERIVES_HLO_SHARDINGS
+                                  else (None,) * len(shardings))
   blob = _write.serialize(rec, jaxport_fields=False)
   if JAX_WRITES_JAXPORTS_LAYOUT:
     assert blob == jax.export.Exported.serialize(rec)

@@ -48,6 +48,7 @@ ROUTES: dict[str, dict[str, str]] = {
         "register_namedtuple_serialization": "register_namedtuple_serialization",
         "register_pytree_node_serialization": "register_pytree_node_serialization",
         "symbolic_args_specs": "symbolic_args_specs",
+        "symbolic_dim_bounds": "symbolic_dim_bounds",
         "symbolic_shape": "symbolic_shape",
     },
     "jax._src.export._export": {
