@@ -70,7 +70,8 @@ def _stores_hlo_protos(t: list[Any]) -> bool:
     if t[idxs]:
       continue
     for s in t[legacy] or ():
-      if s is not None and s[_SHARDING.named_sharding] is None and s[_SHARDING.hlo_sharding_proto]:
+      if (s is not None and s[_SHARDING.named_sharding] is None
+          and s[_SHARDING.hlo_sharding_proto] is not None):
         return True
   return False
 
