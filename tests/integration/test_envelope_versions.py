@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import jaxport
+from _jax_releases import JAX_WRITES_JAXPORTS_LAYOUT, same_bytes_as_jax
 from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport.errors import ExpiredEnvelopeError, GoldenDataError
 from jaxport.golden import Entry
@@ -53,7 +54,8 @@ def test_layouts_of_the_store_are_told_apart_by_their_fields():
 def test_header_version_and_producer_follow_the_installed_jax():
   rec = jaxport.export(jax.jit(jnp.cos))(F32)
   plain = rec.serialize(jaxport_fields=False)
-  assert plain == jax.export.deserialize(plain).serialize()
+  if JAX_WRITES_JAXPORTS_LAYOUT:
+    assert plain == jax.export.deserialize(plain).serialize()
   assert _read.read_serialization_version(plain) == jax_envelope.header_version()
   assert _read.read_serialization_version(rec.serialize()) == jax_envelope.header_version()
   assert _read.read_jax_version(rec.serialize()) == jax.__version__
@@ -162,6 +164,7 @@ def test_a_malformed_reader_policy_is_refused_with_the_fix():
     _reader_policy.parse({"format_version": 99}, "bad")
 
 
+@same_bytes_as_jax
 def test_serialize_without_jaxport_fields_writes_jaxs_bytes_for_records_read_from_jax():
   theirs = jax.export.export(jax.jit(lambda x: (jnp.sin(x), x * 2)))(F32).serialize()
   assert _write.serialize(jaxport.deserialize(theirs), jaxport_fields=False) == theirs
@@ -187,8 +190,8 @@ def test_a_blob_of_each_producer_release_crosses_both_readers(producer):
                 "module_kept_var_idx", "uses_global_constants"):
     assert getattr(from_ours, field) == getattr(theirs, field), field
     assert getattr(from_theirs, field) == getattr(ours, field), field
-  assert _write.serialize(jaxport.deserialize(theirs.serialize()), jaxport_fields=False) == \
-      theirs.serialize()
+  if JAX_WRITES_JAXPORTS_LAYOUT:
+    assert _write.serialize(from_theirs, jaxport_fields=False) == theirs.serialize()
 
 
 def _hlo_sharding_envelope() -> bytes:
