@@ -126,7 +126,8 @@ def _expired(t: list[Any], where: str, *, policy: str, hlo_shardings: bool) -> N
           f", or set jax.config.update('{jax_envelope.EXPIRED_FLAG}', True) to read it with a "
           "DeprecationWarning as jax does")
   raise ExpiredEnvelopeError(
-      f"{message}\njaxport: {where} was written by "
+      f"{message}\njaxport: the "
+      + ("blob" if where == "Exported" else f"nested record {where}") + " was written by "
       + (f"jax {producer}" if producer else "an unknown producer (the blob names no jax version)")
       + f" in envelope version {version}; it {what}, which jax {jax.__version__} no "
       "longer reads. Run `jaxport upgrade BLOB -o NEW_BLOB` (or jaxport.upgrade_envelope(blob)) "
