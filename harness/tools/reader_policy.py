@@ -6,7 +6,8 @@ in its venv (``_venvs.ensure_venv``), and writes the results to
 ``jaxport/harness/reader_policy.json``, the measured reader policy the harness
 cites when a reader refuses an expired envelope. The blobs come from
 ``compat_data/`` (the first release-case entry of each layout there) and, for layouts no
-entry has, from the newest release's own ``jax.export`` (version 12).
+entry has, from the newest release's own ``jax.export`` (version 12) or built as the
+releases that wrote them did (HloSharding protos: ``_legacy_envelopes``).
 
     python harness/tools/reader_policy.py            # every tested release
     python harness/tools/reader_policy.py --check    # measure again, compare with the file
@@ -25,7 +26,7 @@ from pathlib import Path
 if __package__ in (None, ""):
   sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.tools import _venvs
+from harness.tools import _legacy_envelopes, _venvs
 from harness.tools.suites_with_jax import supported_releases
 from jaxport.harness import _reader_policy
 from jaxport.upgrades import LAYOUTS, envelope_layout
@@ -80,6 +81,10 @@ def sample_blobs(scratch: Path, newest: str) -> dict[str, tuple[str, Path]]:
   written = scratch / f"jax-{newest}.bin"
   _run(_venvs.ensure_venv(newest), _WRITE_SCRIPT, str(written))
   found.setdefault(envelope_layout(written.read_bytes()), (newest, written))
+  # No release case of the store has HloSharding protos: built as jax 0.8.1 to 0.8.3 wrote them.
+  built = scratch / "hlo-shardings.bin"
+  built.write_bytes(_legacy_envelopes.hlo_sharding_envelope())
+  found.setdefault(envelope_layout(built.read_bytes()), ("0.8.3 (built)", built))
   return found
 
 

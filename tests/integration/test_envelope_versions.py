@@ -6,6 +6,7 @@ supported release it is.
 """
 
 import json
+import sys
 import warnings
 from pathlib import Path
 
@@ -25,7 +26,11 @@ from jaxport.serde import _read, _write
 from jaxport.upgrades import (EnvelopeRewrite, envelope_layout, expired_reason, read_any_envelope,
                               upgrade_envelope)
 
-STORE = Path(__file__).resolve().parents[2] / "compat_data"
+ROOT = Path(__file__).resolve().parents[2]
+STORE = ROOT / "compat_data"
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+from harness.tools import _legacy_envelopes  # noqa: E402
 F32 = jax.ShapeDtypeStruct((3,), jnp.float32)
 
 
@@ -141,17 +146,18 @@ def test_the_cli_revives_an_expired_envelope(tmp_path, capsys):
 
 def test_measured_reader_policy_agrees_with_the_installed_jax():
   policy = _reader_policy.load()
-  reading = policy.reading(jax.__version__, "short-device-count")
-  if reading is None:
+  if jax.__version__ not in policy.readers:
     pytest.skip(f"jax {jax.__version__} is not among the measured releases "
                 f"({sorted(policy.readers)})")
-  try:
-    jax.export.deserialize(bytearray(OLD.blob()))
-    now = _reader_policy.ReadStatus.READS
-  except ValueError:
-    now = _reader_policy.ReadStatus.REFUSES_EXPIRED
-  assert reading.status is now
-  assert policy.reading(jax.__version__, "legacy-vectors").status is _reader_policy.ReadStatus.READS
+  samples = {"short-device-count": OLD.blob(), "legacy-vectors": MIDDLE.blob(),
+             "hlo-shardings": _legacy_envelopes.hlo_sharding_envelope()}
+  for layout, blob in samples.items():
+    try:
+      jax.export.deserialize(bytearray(blob))
+      now = _reader_policy.ReadStatus.READS
+    except ValueError:
+      now = _reader_policy.ReadStatus.REFUSES_EXPIRED
+    assert policy.reading(jax.__version__, layout).status is now, layout
 
 
 def test_a_malformed_reader_policy_is_refused_with_the_fix():
@@ -194,51 +200,8 @@ def test_a_blob_of_each_producer_release_crosses_both_readers(producer):
     assert _write.serialize(from_theirs, jaxport_fields=False) == theirs.serialize()
 
 
-def _hlo_sharding_envelope() -> bytes:
-  """An envelope of the layout jax 0.8.1 to 0.8.3 wrote for sharded functions: per-value
-  vectors whose shardings are HloSharding protos (one device, replicated)."""
-  from jax._src.lib import xla_client
-  from jaxport.serde import _builder
-  from jaxport.serde import _schema_generated as fb
-  rec = jaxport.export(jax.jit(jnp.sin))(F32)
-  proto = xla_client.HloSharding.replicate().to_proto().SerializeToString()
-  b = _builder.Builder(1024)
-  name = b.CreateString(rec.fun_name)
-  in_tree, out_tree = _write._pytreedef(b, rec.in_tree, 1), _write._pytreedef(b, rec.out_tree, 1)
-  in_avals = _write._vector_of(b, _write._aval, rec.in_avals)
-  out_avals = _write._vector_of(b, _write._aval, rec.out_avals)
-
-  def hlo(b, _):
-    data = b.CreateByteVector(proto)
-    fb.ShardingStart(b)
-    fb.ShardingAddHloShardingProto(b, data)
-    return fb.ShardingEnd(b)
-
-  in_shardings = _write._vector_of(b, hlo, rec.in_avals)
-  out_shardings = _write._vector_of(b, hlo, rec.out_avals)
-  platforms = _write._vector_of(b, lambda b, p: b.CreateString(p), rec.platforms)
-  module = b.CreateByteVector(rec.mlir_module_serialized)
-  kept = b.CreateScalarVector("H", rec.module_kept_var_idx)
-  fb.ExportedStart(b)
-  fb.ExportedAddSerializationVersion(b, 3)
-  fb.ExportedAddFunctionName(b, name)
-  fb.ExportedAddInTree(b, in_tree)
-  fb.ExportedAddInAvals(b, in_avals)
-  fb.ExportedAddOutTree(b, out_tree)
-  fb.ExportedAddOutAvals(b, out_avals)
-  fb.ExportedAddNrDevices(b, 1)
-  fb.ExportedAddInShardings(b, in_shardings)
-  fb.ExportedAddOutShardings(b, out_shardings)
-  fb.ExportedAddPlatforms(b, platforms)
-  fb.ExportedAddMlirModuleSerialized(b, module)
-  fb.ExportedAddCallingConventionVersion(b, rec.calling_convention_version)
-  fb.ExportedAddModuleKeptVarIdx(b, kept)
-  b.Finish(fb.ExportedEnd(b))
-  return bytes(b.Output())
-
-
 def test_an_hlo_sharding_envelope_is_read_as_the_installed_jax_reads_it():
-  blob = _hlo_sharding_envelope()
+  blob = _legacy_envelopes.hlo_sharding_envelope()
   assert envelope_layout(blob) == "hlo-shardings"
   x = np.arange(3, dtype=np.float32)
   if not jax_envelope.REFUSES_EXPIRED:
