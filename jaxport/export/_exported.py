@@ -56,8 +56,12 @@ class Exported:
     """False for a record read from an envelope that stores HloShardings only.
 
     jax 0.11.0 and older keep this as a field; later releases dropped it, as
-    jaxport's record does, so it is derived from ``*_shardings_hlo``.
+    jaxport's record does, so it is derived from ``*_shardings_hlo`` unless the
+    record was built with it (:func:`_init`).
     """
+    declared = self.__dict__.get("_declared_named_shardings")
+    if declared is not None:
+      return declared
     return all(s is None for s in (*self.in_shardings_hlo, *self.out_shardings_hlo)) or any(
         s is not None for s in (*self._in_named_shardings, *self._out_named_shardings))
 
@@ -102,3 +106,19 @@ class Exported:
   def out_shardings_jax(self, mesh: Any) -> tuple[Any, ...]:
     """Concrete output shardings on ``mesh``, which must match the export mesh."""
     return _shardings.shardings_on_mesh(self, mesh, which="out")
+
+
+_fields_init = Exported.__init__
+
+
+def _init(self: Exported, *args: Any, _has_named_shardings: bool | None = None,
+          **kwargs: Any) -> None:
+  """The record's constructor, also taking the ``_has_named_shardings`` keyword that
+  ``jax.export.Exported`` of jax 0.11.0 and older has as a field (code written for those
+  releases passes it); the value is kept apart from the fields, which match today's jax."""
+  _fields_init(self, *args, **kwargs)
+  if _has_named_shardings is not None:
+    object.__setattr__(self, "_declared_named_shardings", bool(_has_named_shardings))
+
+
+Exported.__init__ = _init

@@ -50,6 +50,19 @@ def test_record_equals_jaxs_field_by_field_and_byte_for_byte():
       f.name for f in dataclasses.fields(theirs) if f.name != "_has_named_shardings"]
 
 
+def test_record_is_built_with_every_keyword_jax_exported_takes():
+  # jax 0.11.0's Exported takes _has_named_shardings (its back-compat util passes it); the
+  # record takes what the installed jax's takes, and that keyword on every release.
+  theirs = _export_with(jax.export, f)
+  fields = {f.name: getattr(theirs, f.name) for f in dataclasses.fields(jax.export.Exported)}
+  fields.pop("_has_named_shardings", None)
+  built = jaxport.Exported(**fields)
+  assert built._has_named_shardings
+  declared = jaxport.Exported(**fields, _has_named_shardings=False)
+  assert not declared._has_named_shardings and declared.fun_name == "f"
+  assert dataclasses.replace(declared, fun_name="g").fun_name == "g"
+
+
 def test_record_basics():
   exp = _export_with(jaxport, f)
   assert exp.fun_name == "f"
