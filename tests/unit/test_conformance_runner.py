@@ -47,6 +47,17 @@ def test_a_jaxport_failure_outside_the_table_fails_the_verdict():
   assert (p.kind, p.test, p.detail) == (ProblemKind.UNLISTED_FAILURE, "T::test_a", "ValueError: boom")
 
 
+def test_a_failure_jax_itself_has_with_the_same_message_is_no_deviation():
+  # A suite from a newer source than the installed jax: both modes fail it alike.
+  runs = [_run("jax", {"T::test_a": (F, "AssertionError: link"), "T::test_b": (F, "Error: x")}),
+          _run("jaxport", {"T::test_a": (F, "AssertionError: link"),
+                           "T::test_b": (F, "Error: y")})]
+  v = _report.judge(runs, [ROW])
+  assert v.failing_under_jax == (("export_test", "T::test_a", "AssertionError: link"),)
+  (p,) = v.problems
+  assert (p.kind, p.test) == (ProblemKind.UNLISTED_FAILURE, "T::test_b")
+
+
 def test_a_listed_failure_passes_only_with_the_tables_message():
   runs = [_run("jax", {"T::test_scope_1": P}),
           _run("jaxport", {"T::test_scope_1": (F, "TypeError: not a _DimExpr")})]

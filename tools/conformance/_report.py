@@ -171,6 +171,9 @@ class Verdict:
   stale: tuple[Deviation, ...]                     # rows whose tests all pass under jaxport
   # (suite, test, jax outcome, jaxport outcome) wherever the two modes differ
   differing: tuple[tuple[str, str, Outcome | None, Outcome | None], ...] = ()
+  # (suite, test, message) of failures jax itself has with the same message (a suite run
+  # from a newer source than the installed jax): not jaxport's deviations
+  failing_under_jax: tuple[tuple[str, str, str], ...] = ()
 
   @property
   def ok(self) -> bool:
@@ -182,6 +185,7 @@ def judge(runs: Sequence[SuiteRun], deviations: Sequence[Deviation]) -> Verdict:
   by_key = {(r.suite, r.mode): r for r in runs}
   problems: list[Problem] = []
   listed: list[tuple[str, str, Deviation]] = []
+  failing_under_jax: list[tuple[str, str, str]] = []
   used: set[int] = set()
   for suite in sorted({r.suite for r in runs}):
     ours, theirs = by_key.get((suite, "jaxport")), by_key.get((suite, "jax"))
@@ -201,7 +205,10 @@ def judge(runs: Sequence[SuiteRun], deviations: Sequence[Deviation]) -> Verdict:
         used.add(id(row))
       jax_res = theirs.results.get(nodeid) if theirs is not None else None
       if res.outcome is Outcome.FAILED:
-        if row is None:
+        if (row is None and jax_res is not None and jax_res.outcome is Outcome.FAILED
+            and jax_res.message == res.message):
+          failing_under_jax.append((suite, tid, res.message))
+        elif row is None:
           problems.append(Problem(ProblemKind.UNLISTED_FAILURE, suite, tid, res.message))
         elif not re.search(row.match, res.message):
           problems.append(Problem(ProblemKind.WRONG_MESSAGE, suite, tid,
@@ -215,7 +222,8 @@ def judge(runs: Sequence[SuiteRun], deviations: Sequence[Deviation]) -> Verdict:
   ran_suites = {r.suite for r in runs if r.mode == "jaxport" and r.results}
   stale = tuple(d for d in deviations
                 if d.suite in ran_suites and id(d) in used and id(d) not in listed_ids)
-  return Verdict(tuple(problems), tuple(listed), stale, tuple(_differing(by_key)))
+  return Verdict(tuple(problems), tuple(listed), stale, tuple(_differing(by_key)),
+                 tuple(failing_under_jax))
 
 
 def _differing(by_key: Mapping[tuple[str, str], SuiteRun]):

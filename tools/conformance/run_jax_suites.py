@@ -170,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
   for suite, tid, theirs, ours in verdict.differing:
     sys.stdout.write(f"  {suite}::{tid}: jax {theirs and theirs.value}, "
                      f"jaxport {ours and ours.value}\n")
+  for suite, tid, message in verdict.failing_under_jax:
+    sys.stdout.write(f"fails under jax too, with the same message (not a jaxport deviation): "
+                     f"{suite}::{tid}: {_report.first_line(message)}\n")
   for problem in verdict.problems:
     sys.stdout.write(f"PROBLEM {problem}\n")
   sys.stdout.write(f"logs and per-test results: {out}\n")
