@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from jaxport.errors import GoldenDataError
+from jaxport.golden._host import current_host
 from jaxport.golden._manifest import (
     Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
 from jaxport.golden._store import Entry, GoldenStore
@@ -150,7 +151,9 @@ def manifest_for(staging: Staging, case: StagedCase,
       custom_call_targets=custom_calls,
       polymorphic_shapes=m["polymorphic_shapes"], constraints=m["constraints"],
       lowering_only=m["lowering_only"], comparison=Comparison(**m["comparison"]),
-      imported_from=ImportSource(IMPORT_SOURCE, details))
+      imported_from=ImportSource(IMPORT_SOURCE, details),
+      # The recorder ran on this machine, in the release's venv, with this environment.
+      host=current_host(m["platform"], jaxlib=staging.producer.jaxlib))
 
 
 def import_staging(path: str | Path, store: GoldenStore) -> ImportResult:

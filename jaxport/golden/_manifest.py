@@ -22,11 +22,17 @@ from typing import Any
 
 from jaxport import _limits
 from jaxport.errors import GoldenDataError
+from jaxport.golden._host import Host
 
 # Bump when the layout of an entry or of this manifest changes incompatibly,
 # and keep reading every older version.
 #   1 (2026-11) first format.
-FORMAT_VERSION = 1
+#   2 (2026-12) optional ``host`` (the recording machine, ``_host.Host``) and
+#     ``min_consumer`` (the oldest jax release the entry must run on); later optional
+#     fields join this version, each absent from the entries that do not have it.
+FORMAT_VERSION = 2
+# The first format version that may hold each optional field.
+_OPTIONAL_SINCE = {"jax_config": 1, "revision": 1, "host": 2, "min_consumer": 2}
 
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 
@@ -170,6 +176,11 @@ class Manifest:
   # The entry's number among those of its case recorded the same day by the same jax
   # (``--compat-update`` after a change): None for the first, 2, 3, ... after it.
   revision: int | None = None
+  # The machine that recorded the entry (None: unknown, as for every entry recorded before
+  # format 2 and every imported one); replay compares it with its own host.
+  host: Host | None = None
+  # The oldest jax release the entry must run on (a case's ``min_consumer``), or None.
+  min_consumer: str | None = None
 
   def __post_init__(self):
     if isinstance(self.record_date, str):
@@ -240,6 +251,10 @@ def _to_dict(m: Manifest) -> dict[str, Any]:
     optional["jax_config"] = dict(m.jax_config)
   if m.revision is not None:
     optional["revision"] = m.revision
+  if m.host is not None:
+    optional["host"] = m.host.to_json() if isinstance(m.host, Host) else m.host
+  if m.min_consumer is not None:
+    optional["min_consumer"] = m.min_consumer
   return {
       **optional,
       "format_version": m.format_version,
@@ -292,6 +307,8 @@ def _from_dict(d: dict[str, Any]) -> Manifest:
       imported_from=None if imp is None else ImportSource(imp["source"], imp["details"]),
       jax_config=d.get("jax_config"),
       revision=d.get("revision"),
+      host=None if d.get("host") is None else Host.from_json(d["host"], "manifest"),
+      min_consumer=d.get("min_consumer"),
   )
 
 
@@ -392,7 +409,8 @@ _TOP_KEYS = ("format_version", "case_id", "family", "platform", "record_date", "
              "calling_convention_version", "serialization_version", "custom_call_targets",
              "polymorphic_shapes", "constraints", "lowering_only", "comparison", "files",
              "arrays", "imported_from")
-_OPTIONAL_TOP_KEYS = ("jax_config", "revision")
+_OPTIONAL_TOP_KEYS = tuple(_OPTIONAL_SINCE)
+_VERSION_RE = re.compile(r"[0-9]{1,4}(\.[0-9]{1,4}){1,3}")
 # The jax options a manifest's jax_config may set.
 JAX_CONFIG_KEYS = ("jax_enable_x64", "jax_use_shardy_partitioner")
 _PRODUCER_KEYS = tuple(f.name for f in dataclasses.fields(Producer))
@@ -419,6 +437,17 @@ def _validate(d: dict[str, Any], where: str) -> None:
     raise GoldenDataError(
         f"{where}: format_version {fv} is newer than this jaxport reads ({FORMAT_VERSION}). "
         "Upgrade jaxport to read this entry.")
+  for key, since in _OPTIONAL_SINCE.items():
+    if key in d and fv < since:
+      raise GoldenDataError(
+          f"{where}: field {key!r} needs format_version {since} or newer, but the manifest "
+          f"says {fv}; an entry of format {fv} never held it, so the file was edited. Restore "
+          "it from version control or record a new entry.")
+  if "host" in d and not isinstance(d["host"], Host):
+    Host.from_json(d["host"], where)
+  if "min_consumer" in d and not (isinstance(d["min_consumer"], str)
+                                  and _VERSION_RE.fullmatch(d["min_consumer"])):
+    raise _bad(where, "min_consumer", "a jax release such as '0.9.2'", d["min_consumer"])
   for field in ("case_id", "family"):
     if not is_safe_name(d[field]):
       raise _bad(where, field, "a name of letters, digits, '_', '.', '+', '-' (a directory name)",

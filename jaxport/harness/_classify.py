@@ -11,8 +11,14 @@ Kinds, from worst to mildest:
                            otherwise a warning, a failure with ``--strict``.
   ``numerics_change``      today's lowering computes results outside tolerance.
                            A warning, a failure with ``--strict``.
-  ``numerics_drift``       results within tolerance but not bitwise equal.
-                           Reported only.
+  ``numerics_drift``       results within tolerance but not bitwise equal, on
+                           a host of the recording host's class
+                           (``jaxport.golden._host``). Reported only.
+  ``numerics_other_host``  results within tolerance but not bitwise equal on
+                           a host of another class than the recording one, or
+                           with either host unknown: bitwise equality was not
+                           expected, so this is a pass with a note, counted
+                           apart from the bitwise passes.
   ``upgraded``             the entry failed to run because its custom calls are
                            no longer registered, and ran and matched the
                            recorded outputs after ``jaxport.upgrade`` (the rules
@@ -35,10 +41,12 @@ record date after today (``future_date``) are warnings that fail with
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import importlib.metadata as md
 from typing import Any
 
+from jaxport.golden._host import Host
 from jaxport.harness import _reader_policy
 from jaxport.harness._verdicts import Finding, Outcome
 from jaxport.report import FindingKind, Status
@@ -61,7 +69,43 @@ STRICT_FAIL = frozenset({K.LOWERING_DRIFT, K.NUMERICS_CHANGE, K.EXPIRED, K.FUTUR
 CHANGE_KINDS = frozenset({K.LOWERING_DRIFT, K.NUMERICS_CHANGE})
 
 
-def _reader_findings(r: dict) -> list[Finding]:
+def _inexact(where: str, max_abs_err: float, hosts: _Hosts) -> tuple[FindingKind, str]:
+  """The finding for results within tolerance but not bitwise equal: drift on the recording
+  host's class, a pass with its reason on any other host."""
+  head = f"{where}: results within tolerance but not bitwise equal (max abs err {max_abs_err:.3g})"
+  if hosts.same_class:
+    return K.NUMERICS_DRIFT, head + " on a host of the recording host's class"
+  return K.NUMERICS_OTHER_HOST, (f"{head}; bitwise equality was not expected: {hosts.why_not}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Hosts:
+  """The recording host of an entry and the host that replayed it."""
+  recorded: Host | None
+  replayed: Host | None
+
+  @property
+  def same_class(self) -> bool:
+    return self.recorded is not None and self.recorded.same_class(self.replayed)
+
+  @property
+  def why_not(self) -> str:
+    if self.recorded is None:
+      return "the entry's recording host is unknown (recorded before hosts were kept, or imported)"
+    if self.replayed is None:
+      return "the replay host is unknown"
+    return "recorded on another host class (" + "; ".join(
+        self.recorded.differences(self.replayed)) + ")"
+
+
+def _hosts(answer: dict[str, Any], manifest: dict[str, Any], where: str) -> _Hosts:
+  recorded = manifest.get("host")
+  replayed = answer.get("host")
+  return _Hosts(None if recorded is None else Host.from_json(recorded, f"{where}: manifest"),
+                None if replayed is None else Host.from_json(replayed, f"{where}: worker answer"))
+
+
+def _reader_findings(r: dict, hosts: _Hosts) -> list[Finding]:
   """The breaks and drifts of one reader's replay."""
   name = r.get("reader", "?")
   if r.get("error"):
@@ -72,8 +116,7 @@ def _reader_findings(r: dict) -> list[Finding]:
     return [Finding(K.COMPATIBILITY_BREAK, f"{name} reader: {p}", name)
             for p in r.get("problems") or ["results rejected"]]
   if r.get("stage") == "compare" and not r.get("exact", True):
-    return [Finding(K.NUMERICS_DRIFT, f"{name} reader: results within tolerance but not bitwise "
-                                      f"equal (max abs err {r.get('max_abs_err', 0.0):.3g})", name)]
+    return [Finding(*_inexact(f"{name} reader", r.get("max_abs_err", 0.0), hosts), name)]
   return []
 
 
@@ -124,8 +167,9 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
     add(K.COMPATIBILITY_BREAK, f"the harness could not replay the entry: {answer['error']}\n"
                                f"{answer.get('traceback', '')}")
   else:
+    hosts = _hosts(answer, manifest, entry_id)
     for r in answer.get("readers", []):
-      found = _reader_findings(r)
+      found = _reader_findings(r, hosts)
       findings += found
       if any(f.kind == K.COMPATIBILITY_BREAK for f in found):
         continue
@@ -177,8 +221,7 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
         for p in num.get("problems", []):
           add(K.NUMERICS_CHANGE, f"current lowering: {p}")
       elif num is not None and not num.get("exact", True):
-        add(K.NUMERICS_DRIFT, f"current lowering: results within tolerance but not bitwise equal "
-                              f"(max abs err {num.get('max_abs_err', 0.0):.3g})")
+        add(*_inexact("current lowering", num.get("max_abs_err", 0.0), hosts))
   if days_to_expiry < 0:
     add(K.EXPIRED, f"recorded {manifest['record_date']}, {-days_to_expiry} days past the "
                    f"{window_days}-day compat window; prune it (jaxport prune) once a newer entry "
@@ -192,6 +235,7 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
   return Outcome(entry_id=entry_id, case_id=manifest["case_id"], family=manifest["family"],
                  record_date=manifest["record_date"], days_to_expiry=days_to_expiry,
                  lowering_only=manifest["lowering_only"], targets=tuple(recorded_targets),
+                 recorded_host=manifest.get("host"), replay_host=answer.get("host"),
                  findings=tuple(findings), skips=tuple(skips), **facts)
 
 

@@ -32,6 +32,7 @@ from jaxport.custom_calls import _registry
 from jaxport.errors import UpgradeError
 from jaxport.export import _mlir
 from jaxport.export._checks import ALL_TARGETS, disabled_targets
+from jaxport.golden._host import Host, current_host
 from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
 from jaxport.upgrades import (EnvelopeRewrite, UpgradeReport, expired_reason, rewritable_targets,
                               rewrite_envelope, upgrade_with_report)
@@ -163,6 +164,12 @@ def export_case(case: _case.Case, producer: str = _api.PRIMARY) -> Any:
         disabled_checks=case.disabled_checks, jit_kwargs=_jit_kwargs(case))
 
 
+@functools.lru_cache(maxsize=None)
+def replay_host(platform: str) -> Host:
+  """This process's host for ``platform`` (read once: it does not change while it runs)."""
+  return current_host(platform)
+
+
 def case_jax_config(case: _case.Case) -> dict[str, Any]:
   """The jax configuration a case is recorded and replayed under, as the manifest keeps it:
   64-bit types on or off, and the partitioner where the case chooses one."""
@@ -232,7 +239,8 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any])
     rtol, atol = _case.default_tolerance(inputs[0].dtype if inputs else np.float32)
   manifest = Manifest(
       case_id=case.case_id, family=case.family, platform=case.host_platform, record_date=today,
-      producer=Producer.current(), calling_convention_version=exp.calling_convention_version,
+      producer=Producer.current(), host=replay_host(case.host_platform),
+      calling_convention_version=exp.calling_convention_version,
       serialization_version=_versions.serialization_layout_version(), custom_call_targets=sigs,
       polymorphic_shapes=case.polymorphic_shapes, constraints=case.constraints,
       lowering_only=case.lowering_only, comparison=Comparison(case.checker, rtol, atol),
@@ -601,6 +609,7 @@ def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = 
     if current and not alongside:
       today()
     result["readers"] = [answers[r] for r in names]
+  result["host"] = replay_host(entry.manifest.platform).to_json()
   result["seconds"] = time.perf_counter() - start
   result["timings"] = watch.seconds
   return result

@@ -10,6 +10,7 @@ from typing import Any
 
 from jaxport.harness import _update
 from jaxport.report import REPORT_FORMAT as REPORT_FORMAT
+from jaxport.report._model import OTHER_HOST_KEY
 
 
 def write_json(report: dict[str, Any], path: str | os.PathLike) -> None:
@@ -37,7 +38,9 @@ def text_lines(report: dict[str, Any]) -> list[str]:
     lines.append(
         f"{s['replayed']} entries replayed of {s['present']} present: {s['pass']} pass, "
         f"{s['drift']} drift within tolerance, {s['warn']} warn, {s['xfail']} expected failures, "
-        f"{s['fail']} fail" + (f"; {s['upgraded']} ran after jaxport.upgrade" if s.get("upgraded") else ""))
+        f"{s['fail']} fail" + (f"; {s['upgraded']} ran after jaxport.upgrade" if s.get("upgraded") else "")
+        + (f"; {s[OTHER_HOST_KEY]} of the passes matched within tolerance, not bitwise, on "
+           "another host class than the recording one" if s.get(OTHER_HOST_KEY) else ""))
     t = report["targets"]
     lines.append(f"targets: {len(t['covered'])} covered, {len(t['required'])} required, "
                  f"{len(t['reachable'])} reached by today's lowering")

@@ -34,6 +34,7 @@ from jaxport.harness._registry import CaseRegistry
 from jaxport.harness._shard import Shard, costs_json
 from jaxport.harness._verdicts import Outcome
 from jaxport.report import DRIFT_KINDS, FindingKind, Status
+from jaxport.report._model import OTHER_HOST_KEY, REPLAY_HOSTS_KEY, other_host_passes
 from jaxport.harness._worker import WorkerClient
 
 WORKER_OUTPUT_KEY = "jaxport_harness"
@@ -455,6 +456,9 @@ class HarnessSession:
     upgraded = sum(1 for x in outcomes if x.has(FindingKind.UPGRADED))
     if upgraded:
       summary["upgraded"] = upgraded
+    other_host = other_host_passes(outcomes)
+    if other_host:
+      summary[OTHER_HOST_KEY] = other_host
     for action in ("written", "unchanged", "conflict", "error"):
       summary[action] = sum(1 for r in recorded if r["action"] == action)
     self.report = {
@@ -467,6 +471,7 @@ class HarnessSession:
         "readers": list(_api.readers()),
         "producer": _api.PRIMARY,
         "versions": {d: _version(d) for d in ("jax", "jaxlib", "jaxport", "numpy")},
+        REPLAY_HOSTS_KEY: _distinct(x.replay_host for x in outcomes if x.replay_host is not None),
         "entries": [x.report_entry() for x in outcomes],
         "targets": targets,
         "lowering_only_targets": other_targets,
@@ -529,3 +534,12 @@ def _version(dist: str) -> str | None:
     return md.version(dist)
   except md.PackageNotFoundError:
     return None
+
+
+def _distinct(items: Any) -> list[Any]:
+  """``items`` in order, each once (for unhashable JSON records)."""
+  out: list[Any] = []
+  for x in items:
+    if x not in out:
+      out.append(dict(x))
+  return out

@@ -72,6 +72,11 @@ class Outcome:
   skips: tuple[str, ...] = ()
   replayed: bool = True
   upgrade_rules: tuple[str, ...] = ()
+  # The manifest's record of the machine that recorded the entry (None: unknown).
+  recorded_host: Mapping[str, Any] | None = None
+  # The host that replayed it (the worker's record; not in the report's entry, which lists
+  # the run's replay hosts once).
+  replay_host: Mapping[str, Any] | None = None
   release: Release | None = None
   expected_failure: str | None = None
   status: Status | None = None
@@ -103,6 +108,8 @@ class Outcome:
              current_targets=None if self.current_targets is None else list(self.current_targets),
              platforms=None if self.platforms is None else list(self.platforms),
              target_verdicts=None if self.target_verdicts is None else dict(self.target_verdicts),
+             recorded_host=None if self.recorded_host is None else dict(self.recorded_host),
+             replay_host=None if self.replay_host is None else dict(self.replay_host),
              release=None if self.release is None else self.release.to_json(),
              status=None if self.status is None else str(self.status))
     return d
@@ -131,6 +138,7 @@ class Outcome:
                platforms=_tuple(e.extra.get("platforms")),
                target_verdicts=e.extra.get("target_verdicts"),
                matched_case=e.extra.get("matched_case"),
+               recorded_host=e.extra.get("recorded_host"),
                findings=tuple(Finding(FindingKind(f.kind), f.text) for f in e.findings),
                upgrade_rules=() if e.release is None else e.release.upgrade_rules,
                release=e.release, expected_failure=e.expected_failure, status=e.status)
@@ -147,5 +155,6 @@ class Outcome:
             "platforms": None if self.platforms is None else list(self.platforms),
             "target_verdicts": None if self.target_verdicts is None else dict(self.target_verdicts),
             "matched_case": self.matched_case,
+            "recorded_host": None if self.recorded_host is None else dict(self.recorded_host),
             "release": None if self.release is None else self.release.to_json(),
             "expected_failure": self.expected_failure}

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from html import escape
 from urllib.parse import quote
 
-from jaxport.report._model import EntryResult, RunReport
+from jaxport.report._model import EntryResult, RunReport, host_line
 from jaxport.report._svg import status_chart
 from jaxport.report._views import (
     ENTRY_STATUSES, CellStatus, Matrix, build_history, build_matrix, entry_anchor, entry_status,
@@ -82,6 +82,13 @@ def _summary(r: RunReport) -> list[str]:
              f"stable-target table requires and {len(t.reachable) - len(t.missing_reachable)} of "
              f"the {len(t.reachable)} today's lowering emits. Compat window {r.compat_window_days} days; "
              f"{'strict' if r.strict else 'not strict'} (<code>--compat-strict</code>).</p>")
+  hosts = r.replay_hosts
+  if hosts:
+    out.append("<p>Replayed on: " + "; ".join(_e(host_line(h)) for h in hosts) + ".</p>")
+  if s.other_host:
+    out.append(f"<p>{s.other_host} of the passing entries matched within tolerance but not "
+               "bitwise, on a host of another class than the one that recorded them (or with "
+               "the recording host unknown), where bitwise equality is not expected.</p>")
   if r.mode == "record":
     out.append("<p>Record run: " + ", ".join(f"{n} {a}" for a, n in s.actions.items()) + ".</p>")
   for f in r.session_failures:
@@ -180,6 +187,7 @@ def _entry(e: EntryResult) -> list[str]:
   facts = [("case", f"<code>{_e(e.case_id)}</code> (family <code>{_e(e.family)}</code>)"),
            ("producer jax", _e(e.producer)),
            ("recorded", _e(e.record_date or "unknown")),
+           ("recording host", _e(host_line(e.recorded_host))),
            ("expiry", _e(_expiry(e.days_to_expiry))),
            ("recorded targets", ", ".join(f"<code>{_e(t)}</code>" for t in e.targets) or "none"),
            ("targets today", "not checked" if e.current_targets is None else

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jaxport.report._model import RunReport
+from jaxport.report._model import RunReport, host_line
 from jaxport.report._views import (
     ENTRY_STATUSES, CellStatus, build_history, build_matrix, entry_status, order_runs, run_label,
     window_rows)
@@ -33,8 +33,11 @@ def _short(text: str) -> str:
 def _counts_line(r: RunReport) -> str:
   parts = [f"{s.badge} {sum(entry_status(e) == s for e in r.entries)} {s.label}"
            for s in ENTRY_STATUSES]
+  other = (f" ({r.summary.other_host} of the passes within tolerance on another host class "
+           "than the recording one)" if r.summary.other_host else "")
+  hosts = "; ".join(_cell(host_line(h)) for h in r.replay_hosts)
   return (f"**{r.summary.replayed} entries replayed** of {r.summary.present} present: "
-          + " · ".join(parts))
+          + " · ".join(parts) + other + (f". Replayed on: {hosts}" if hosts else ""))
 
 
 def _targets_line(r: RunReport) -> str:

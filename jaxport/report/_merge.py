@@ -16,8 +16,8 @@ from typing import Any
 
 from jaxport.errors import ReportError
 from jaxport.report._model import (
-    RECORD_ACTIONS, EntryResult, FindingKind, Recorded, RunReport, Skip, Status, Summary,
-    Targets)
+    RECORD_ACTIONS, REPLAY_HOSTS_KEY, EntryResult, FindingKind, Recorded, RunReport, Skip,
+    Status, Summary, Targets, other_host_passes)
 
 # What the shards of one run must agree on, with how to read it off a report.
 _SHARED = {
@@ -31,7 +31,8 @@ _SHARED = {
     "versions": lambda r: dict(r.versions),
     "targets.required": lambda r: r.targets.required,
     "summary.present (entries in the store)": lambda r: r.summary.present,
-    "extra top-level fields": lambda r: {k: v for k, v in r.extra.items() if k != _OTHER_PLATFORMS},
+    "extra top-level fields": lambda r: {k: v for k, v in r.extra.items()
+                                         if k not in (_OTHER_PLATFORMS, REPLAY_HOSTS_KEY)},
 }
 # The harness's coverage of other platforms' targets by lowering-only entries: per platform,
 # ``required``, ``unreachable`` (target -> why), ``covered`` and ``missing``. Shards agree on the
@@ -65,7 +66,7 @@ def merge_reports(reports: Sequence[RunReport]) -> RunReport:
       session_failures=_union(r.session_failures for r in reports),
       session_warnings=_union(r.session_warnings for r in reports),
       summary=_summary(entries, recorded, first.summary.present),
-      extra=_other_platform_coverage(first.extra, entries),
+      extra=_replay_hosts(reports, _other_platform_coverage(first.extra, entries)),
       source=" + ".join(r.source for r in reports))
 
 
@@ -91,6 +92,15 @@ def _coverage(entries: Iterable[EntryResult], required: tuple[str, ...]) -> Targ
   return Targets(required=required, reachable=tuple(reachable), covered=tuple(covered),
                  missing_required=tuple(sorted(set(required) - set(covered))),
                  missing_reachable=tuple(sorted(set(reachable) - set(covered))))
+
+
+def _replay_hosts(reports: Sequence[RunReport], extra: Mapping[str, Any]) -> Mapping[str, Any]:
+  """``extra`` with the replay hosts of every shard, each once (shards may run on other
+  machines)."""
+  hosts: list[Any] = []
+  for r in reports:
+    hosts.extend(h for h in r.replay_hosts if h not in hosts)
+  return {**extra, REPLAY_HOSTS_KEY: hosts} if hosts else extra
 
 
 def _other_platform_coverage(extra: Mapping[str, Any], entries: Sequence[EntryResult]
@@ -143,4 +153,5 @@ def _summary(entries: Sequence[EntryResult], recorded: Sequence[Recorded], prese
   return Summary(counts={s: sum(e.status == s for e in entries) for s in Status},
                  present=present, replayed=len(entries),
                  actions={a: sum(r.action == a for r in recorded) for a in RECORD_ACTIONS},
-                 upgraded=sum(FindingKind.UPGRADED in e.kinds for e in entries))
+                 upgraded=sum(FindingKind.UPGRADED in e.kinds for e in entries),
+                 other_host=other_host_passes(entries))

@@ -16,7 +16,7 @@ import enum
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +51,22 @@ class FindingKind(enum.StrEnum):
   LOWERING_DRIFT = "lowering_drift"
   NUMERICS_CHANGE = "numerics_change"
   NUMERICS_DRIFT = "numerics_drift"
+  # Within tolerance, not bitwise, on a host of another class than the recording one: a pass.
+  NUMERICS_OTHER_HOST = "numerics_other_host"
   PRODUCER_DRIFT = "producer_drift"   # drift of an older release's entry: the release difference
   EXPIRED = "expired"
   FUTURE_DATE = "future_date"
   STALE_TARGET = "stale_target"
   UNEXPECTED_PASS = "unexpected_pass"
   UPGRADED = "upgraded"
+
+
+def other_host_passes(entries: Iterable[Any]) -> int:
+  """How many passing entries (outcomes or report entries) matched the recorded outputs within
+  tolerance but not bitwise on a host of another class than the recording one: counted
+  apart from the bitwise passes."""
+  return sum(1 for e in entries
+             if e.status == Status.PASS and FindingKind.NUMERICS_OTHER_HOST in e.kinds)
 
 
 # The kinds the report's ``drift`` section lists: differences between an entry and today's
@@ -227,6 +237,12 @@ class EntryResult:
     return m.group(1) if m else UNKNOWN_PRODUCER
 
   @property
+  def recorded_host(self) -> Mapping[str, Any] | None:
+    """The manifest's record of the machine that recorded the entry; None when unknown."""
+    host = self.extra.get("recorded_host")
+    return host if isinstance(host, Mapping) else None
+
+  @property
   def findings(self) -> tuple[Finding, ...]:
     """The messages split into kind and text (a message without a kind tag keeps kind ``""``)."""
     out = []
@@ -385,6 +401,24 @@ class Updated:
     return tuple(lines)
 
 
+def host_line(record: Mapping[str, Any] | None) -> str:
+  """One line naming a host record of a report (an entry's recording host, a replay host)."""
+  from jaxport.golden._host import Host   # jax-free
+  from jaxport.errors import GoldenDataError
+  if record is None:
+    return "unknown"
+  try:
+    return Host.from_json(record, "report").describe()
+  except GoldenDataError:
+    return "unreadable host record"
+
+
+# The top-level report key listing the hosts that replayed the run (one per shard machine).
+REPLAY_HOSTS_KEY = "replay_hosts"
+# The summary key counting passes within tolerance on another host class.
+OTHER_HOST_KEY = "pass_other_host"
+
+
 @dataclasses.dataclass(frozen=True)
 class Summary:
   """The counts of the run: entries per status, present and replayed, recording actions."""
@@ -393,6 +427,8 @@ class Summary:
   replayed: int
   actions: Mapping[str, int]
   upgraded: int = 0   # entries that ran after jaxport.upgrade; written only when some did
+  # Passes within tolerance on another host class (other_host_passes); written only when some did.
+  other_host: int = 0
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Summary:
@@ -402,12 +438,14 @@ class Summary:
       return _typed(d[k], f"{where}.{k}", int)
     return cls(counts={s: num(str(s)) for s in Status}, present=num("present"),
                replayed=num("replayed"), actions={a: num(a) for a in RECORD_ACTIONS},
-               upgraded=num("upgraded") if "upgraded" in d else 0)
+               upgraded=num("upgraded") if "upgraded" in d else 0,
+               other_host=num(OTHER_HOST_KEY) if OTHER_HOST_KEY in d else 0)
 
   def to_json(self) -> dict[str, Any]:
     upgraded = {"upgraded": self.upgraded} if self.upgraded else {}
+    other = {OTHER_HOST_KEY: self.other_host} if self.other_host else {}
     return {**{str(s): n for s, n in self.counts.items()}, "present": self.present,
-            "replayed": self.replayed, **self.actions, **upgraded}
+            "replayed": self.replayed, **self.actions, **upgraded, **other}
 
 
 _TOP_KEYS = ("format", "mode", "platform", "today", "compat_window_days", "strict", "readers",
@@ -438,6 +476,13 @@ class RunReport:
   source: str = dataclasses.field(default="<report>", compare=False)
   # The changed cases an update run recorded (None: not an update run's report).
   updated: tuple[Updated, ...] | None = None
+
+  @property
+  def replay_hosts(self) -> tuple[Mapping[str, Any], ...]:
+    """The host records (``jaxport.golden._host.Host.to_json``) of the machines that replayed
+    the run; empty in a report written before hosts were kept."""
+    hosts = self.extra.get(REPLAY_HOSTS_KEY) or ()
+    return tuple(h for h in hosts if isinstance(h, Mapping))
 
   @property
   def ok(self) -> bool:

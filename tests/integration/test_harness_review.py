@@ -94,13 +94,16 @@ def test_each_report_section_means_one_thing(tmp_path):
   from jaxport.harness import _classify
   from jaxport.report import FindingKind
   hs = _session(tmp_path)
+  host = {"cpu_vendor": "V", "cpu_model": "M", "cpu_flags": ["avx2"], "jaxlib": "0.10.2",
+          "xla_flags": ""}
+  # Recorded and replayed on one host class: within tolerance but not bitwise is drift.
   drifting = _classify.classify(
       {"readers": [{"reader": "jax", "stage": "compare", "ok": True, "exact": False,
                     "max_abs_err": 1e-7}],
-       "current": {"available": False, "reason": "case gone"}},
+       "current": {"available": False, "reason": "case gone"}, "host": host},
       entry_id="cpu/f/drifting/2026-11-01_jax-0.10.2", today=datetime.date(2026, 11, 29),
       manifest={"case_id": "drifting", "family": "f", "record_date": "2026-01-01",
-                "lowering_only": False, "custom_call_targets": []}, window_days=180)
+                "lowering_only": False, "custom_call_targets": [], "host": host}, window_days=180)
   assert set(drifting.kinds) == {FindingKind.NUMERICS_DRIFT, FindingKind.EXPIRED}
   xfailed = drifting.replace(entry_id="cpu/f/xfailed/2026-11-01_jax-0.4.30", findings=(),
                              skips=(), expected_failure="removed target")

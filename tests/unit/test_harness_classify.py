@@ -68,11 +68,46 @@ def test_deserialize_error_is_a_break():
   assert "jaxport reader: deserialize failed: DeserializationError: bad" in out.messages[0]
 
 
-def test_within_tolerance_difference_is_numerics_drift_only():
-  answer = _answer([_reader("jaxport", exact=False, max_abs_err=1e-7), _reader("jax")])
-  out = _classify_answer(answer)
+HOST = {"cpu_vendor": "GenuineIntel", "cpu_model": "Some Xeon", "cpu_flags": ["avx", "avx2", "fma"],
+        "jaxlib": "0.10.2", "xla_flags": ""}
+
+
+def test_within_tolerance_difference_on_the_recording_host_class_is_numerics_drift():
+  answer = {**_answer([_reader("jaxport", exact=False, max_abs_err=1e-7), _reader("jax")]),
+            "host": HOST}
+  out = _classify_answer(answer, _manifest(host=HOST))
   assert out.kinds == (K.NUMERICS_DRIFT,)
+  assert "recording host's class" in out.messages[0]
   assert _classify.status(out, strict=True) is Status.DRIFT
+
+
+def test_within_tolerance_difference_on_another_host_class_is_a_pass_with_the_reason():
+  other = {**HOST, "cpu_flags": ["avx", "avx2", "avx512f", "fma"]}
+  answer = {**_answer([_reader("jaxport", exact=False, max_abs_err=1e-7), _reader("jax")],
+                      numerics={"ok": True, "exact": False, "max_abs_err": 2e-7}), "host": other}
+  out = _classify_answer(answer, _manifest(host=HOST))
+  assert out.kinds == (K.NUMERICS_OTHER_HOST,) and len(out.findings) == 2
+  assert all("bitwise equality was not expected" in m and "cpu_flags" in m for m in out.messages)
+  assert out.messages[1].startswith("[numerics_other_host] current lowering: ")
+  assert _classify.status(out, strict=True) is Status.PASS
+
+
+def test_an_unknown_host_on_either_side_is_never_numerics_drift():
+  inexact = [_reader("jaxport", exact=False, max_abs_err=1e-7), _reader("jax")]
+  for manifest, host, why in ((_manifest(), HOST, "recording host is unknown"),
+                              (_manifest(host=HOST), None, "replay host is unknown"),
+                              (_manifest(host={**HOST, "jaxlib": None}), {**HOST, "jaxlib": None},
+                               "jaxlib unknown")):
+    answer = {**_answer(inexact), **({} if host is None else {"host": host})}
+    out = _classify_answer(answer, manifest)
+    assert out.kinds == (K.NUMERICS_OTHER_HOST,), (manifest, host)
+    assert why in out.messages[0]
+    assert _classify.status(out, strict=True) is Status.PASS
+
+
+def test_bitwise_equal_results_have_no_host_finding():
+  out = _classify_answer({**_answer(), "host": HOST})
+  assert out.kinds == () and out.recorded_host is None and out.replay_host == HOST
 
 
 def test_signature_change_is_lowering_drift_and_fails_only_when_strict():
