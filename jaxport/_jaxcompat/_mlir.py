@@ -41,3 +41,12 @@ def deserialize_portable_artifact(serialized: bytes) -> ir.Module:
   if isinstance(module, ir.Module):
     return module
   return ir.Module.parse(module)
+
+
+def current_stablehlo_version() -> str | None:
+  """The newest StableHLO version this jaxlib writes and reads, such as ``"1.17.0"``."""
+  try:
+    from jax._src.lib.mlir.dialects import hlo
+    return str(hlo.get_current_version())
+  except Exception:  # noqa: BLE001 - an older or newer jaxlib spells it otherwise
+    return None

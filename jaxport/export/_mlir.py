@@ -7,6 +7,7 @@ of jaxport.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Iterator
 
@@ -56,11 +57,32 @@ def module_from_bytes(serialized: bytes, fun_name: str | None = None) -> ir.Modu
   try:
     module = jax_mlir_compat.deserialize_portable_artifact(serialized)
   except JaxRuntimeError as e:
+    written, reads = artifact_version(serialized), jax_mlir_compat.current_stablehlo_version()
+    if written is not None and reads is not None and _version_key(written) > _version_key(reads):
+      why = (f"The module was written for StableHLO {written}, newer than the {reads} this "
+             "jaxlib reads, so it may use what this jaxlib cannot read: load it with a newer "
+             "jax, or export it again for this one.")
+    else:
+      why = ("The bytes are corrupted or are not a StableHLO portable artifact; export the "
+             "function again or reload the original serialized blob.")
     raise DeserializationError(
         f"The StableHLO module{of} ({len(serialized)} bytes of mlir_module_serialized) "
-        f"cannot be parsed: {e}. The bytes are corrupted or are not a StableHLO portable "
-        "artifact; export the function again or reload the original serialized blob.") from None
+        f"cannot be parsed: {e}. {why}") from None
   return module
+
+
+_ARTIFACT_VERSION = re.compile(rb"StableHLO_v([0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4})")
+
+
+def artifact_version(serialized: bytes) -> str | None:
+  """The StableHLO version a portable artifact declares it was written for (its producer
+  string, near the start of the bytecode), or None for plain bytecode."""
+  m = _ARTIFACT_VERSION.search(bytes(serialized[:64]))
+  return m.group(1).decode("ascii") if m else None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+  return tuple(int(x) for x in version.split("."))
 
 
 def module_text(serialized: bytes, fun_name: str | None = None) -> str:

@@ -29,7 +29,7 @@ from jaxport.harness._registry import CaseRegistry
 from jaxport import _versions
 from jaxport._jaxcompat import _lapack as jax_lapack
 from jaxport.custom_calls import _registry
-from jaxport.errors import UpgradeError
+from jaxport.errors import DeserializationError, UpgradeError
 from jaxport.export import _mlir
 from jaxport.export._checks import ALL_TARGETS, disabled_targets
 from jaxport.golden._host import Host, current_host
@@ -401,8 +401,9 @@ def _upgrade_and_run(exp: Any, inputs: list[np.ndarray], watch: _stopwatch.Stopw
   """Upgrade a reader's record and call the upgraded record on the stored inputs."""
   try:
     report = upgrade_with_report(exp)
-  except UpgradeError as e:
-    return _UpgradedRun(refused=str(e))
+  except (UpgradeError, DeserializationError) as e:
+    # A module this jaxlib cannot parse (newer StableHLO than it reads) has nothing to upgrade.
+    return _UpgradedRun(refused=_error_line(e))
   if not report.rewrites:
     return _UpgradedRun()
   try:
