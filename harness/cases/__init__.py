@@ -43,12 +43,14 @@ from harness.cases import _features, _lapack, _lowering_only, _sharding
 from harness.cases._lowering_only import UNREACHABLE as UNREACHABLE
 from harness.tools import release_cases
 
-_MODULES = (_lapack, _features, _lowering_only, _sharding, release_cases)
+_MODULES = (_lapack, _features, _lowering_only, _sharding)
 
 
 def cases() -> list[Case]:
-  """Every case of the repository. All of them were recorded with 64-bit types on."""
-  return [dataclasses.replace(c, enable_x64=True) for module in _MODULES for c in module.cases()]
+  """Every case of the repository. jaxport's own were all recorded with 64-bit types on; the
+  release cases run as the releases' recorder ran them (``ReleaseCase.x64``)."""
+  own = [dataclasses.replace(c, enable_x64=True) for module in _MODULES for c in module.cases()]
+  return own + release_cases.cases()
 
 
 @functools.cache

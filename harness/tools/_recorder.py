@@ -142,6 +142,8 @@ def record_case(contract, release, case, platform: str) -> dict:
       "lowering_only": False,
       "vjp_order": case.vjp_order,
       "comparison": {"mode": case.mode, "rtol": case.rtol, "atol": case.atol},
+      # The jax configuration it was exported and run under, to replay it under the same.
+      "x64": bool(case.x64),
   }
   return {"meta": meta, "blob": blob, "inputs": inputs, "expected": expected,
           "module_text": facts["module_text"],

@@ -111,6 +111,50 @@ def render_text(matrix: dict[str, Any]) -> str:
   return "\n".join(lines) + "\n"
 
 
+SUMMARY_FORMAT = 1
+# The measured matrix kept in the repository: what expected-status rows cite and the
+# multi-release page shows.
+SUMMARY = Path(__file__).resolve().parents[1] / "release_matrix.json"
+
+
+def summarize(matrix: dict[str, Any]) -> dict[str, Any]:
+  """The matrix without messages: per cell the counts, whether the policy requires it, and
+  the case ids of its failing entries (what an expected-status row of the cell lists)."""
+  cells = {}
+  for p in matrix["producers"]:
+    for c, cell in matrix["cells"].get(p, {}).items():
+      cells.setdefault(p, {})[c] = {
+          "passed": cell["pass"], "replayed": cell["total"] - cell["skip"], "skipped": cell["skip"],
+          "must_pass": cell["must_pass"],
+          "failing_cases": sorted({f["entry_id"].split("/")[2] for f in cell["failures"]})}
+  return {"format": SUMMARY_FORMAT, "measured": matrix["today"], "producers": matrix["producers"],
+          "consumers": matrix["consumers"], "cells": cells}
+
+
+def load_summary(path: str | os.PathLike = SUMMARY) -> dict[str, Any]:
+  """The committed summary (``summarize``) of the last measured matrix."""
+  data = json.loads(Path(path).read_text())
+  if data.get("format") != SUMMARY_FORMAT:
+    raise ValueError(f"{path}: not a matrix summary of format {SUMMARY_FORMAT}")
+  return data
+
+
+def summary_table(summary: dict[str, Any]) -> str:
+  """The summary as the Markdown table of the multi-release page."""
+  consumers = summary["consumers"]
+  lines = ["| producer | " + " | ".join(f"jax {c}" for c in consumers) + " |",
+           "|---|" + "---|" * len(consumers)]
+  for p in summary["producers"]:
+    row = summary["cells"].get(p, {})
+    texts = []
+    for c in consumers:
+      cell = row.get(c)
+      texts.append("-" if cell is None else f"{cell['passed']}/{cell['replayed']}"
+                   + (" *" if cell["must_pass"] else ""))
+    lines.append(f"| {p} | " + " | ".join(texts) + " |")
+  return "\n".join(lines) + "\n"
+
+
 def write(matrix: dict[str, Any], out_dir: str | os.PathLike) -> tuple[Path, Path]:
   """Write ``matrix.json`` and ``matrix.md`` into ``out_dir``."""
   out = Path(out_dir)
@@ -118,4 +162,25 @@ def write(matrix: dict[str, Any], out_dir: str | os.PathLike) -> tuple[Path, Pat
   json_path, text_path = out / "matrix.json", out / "matrix.md"
   json_path.write_text(json.dumps(matrix, indent=1, sort_keys=True) + "\n")
   text_path.write_text(render_text(matrix))
+  (out / "matrix-summary.json").write_text(json.dumps(summarize(matrix), indent=1, sort_keys=True)
+                                           + "\n")
   return json_path, text_path
+
+
+def main(argv: list[str] | None = None) -> int:
+  """``python -m harness.tools.matrix summarize MATRIX_JSON [OUT]``: keep a measured matrix's
+  summary (default: harness/release_matrix.json) and print its table."""
+  import argparse
+  p = argparse.ArgumentParser(description=main.__doc__)
+  p.add_argument("command", choices=["summarize"])
+  p.add_argument("matrix", type=Path)
+  p.add_argument("out", type=Path, nargs="?", default=SUMMARY)
+  args = p.parse_args(argv)
+  summary = summarize(json.loads(args.matrix.read_text()))
+  args.out.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+  print(summary_table(summary), end="")
+  return 0
+
+
+if __name__ == "__main__":
+  raise SystemExit(main())

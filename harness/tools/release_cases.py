@@ -494,5 +494,5 @@ def cases() -> list:
         rtol=case.rtol, atol=case.atol,
         platforms=tuple(case.platforms) if case.platforms else None,
         polymorphic_shapes=tuple(case.polymorphic_shapes) if case.polymorphic_shapes else None,
-        vjp_order=case.vjp_order))
+        vjp_order=case.vjp_order, enable_x64=case.x64))
   return out

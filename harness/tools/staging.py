@@ -32,6 +32,8 @@ _CASE_KEYS = frozenset({
     "staging_format", "case_id", "family", "platform", "fun_name", "platforms",
     "calling_convention_version", "serialization_version", "polymorphic_shapes",
     "constraints", "lowering_only", "vjp_order", "comparison"})
+# Written by recorders from 2026-12: whether the case ran with jax_enable_x64.
+_OPTIONAL_CASE_KEYS = frozenset({"x64"})
 _CASE_FILES = ("case.json", "exported.bin", "inputs.npz", "module.mlir", "module.mlirbc")
 
 
@@ -102,10 +104,14 @@ def read_staging(path: str | Path) -> Staging:
   cases = []
   for d in sorted(x for x in root.iterdir() if x.is_dir()):
     meta = _read_json(d / "case.json")
-    if not isinstance(meta, dict) or set(meta) != _CASE_KEYS:
+    if not isinstance(meta, dict) or not _CASE_KEYS <= set(meta) <= _CASE_KEYS | _OPTIONAL_CASE_KEYS:
       got = sorted(meta) if isinstance(meta, dict) else meta
       raise GoldenDataError(
-          f"staging file {d / 'case.json'}: expected keys {sorted(_CASE_KEYS)}, got {got}.")
+          f"staging file {d / 'case.json'}: expected keys {sorted(_CASE_KEYS)} (and optionally "
+          f"{sorted(_OPTIONAL_CASE_KEYS)}), got {got}.")
+    if "x64" in meta and not isinstance(meta["x64"], bool):
+      raise GoldenDataError(f"staging file {d / 'case.json'}: x64 expected true or false, got "
+                            f"{meta['x64']!r}.")
     if meta["case_id"] != d.name:
       raise GoldenDataError(f"staging file {d / 'case.json'}: case_id {meta['case_id']!r} "
                             f"but the folder is {d.name!r}.")
@@ -152,6 +158,7 @@ def manifest_for(staging: Staging, case: StagedCase,
       polymorphic_shapes=m["polymorphic_shapes"], constraints=m["constraints"],
       lowering_only=m["lowering_only"], comparison=Comparison(**m["comparison"]),
       imported_from=ImportSource(IMPORT_SOURCE, details),
+      jax_config=None if "x64" not in m else {"jax_enable_x64": m["x64"]},
       # The recorder ran on this machine, in the release's venv, with this environment.
       host=current_host(m["platform"], jaxlib=staging.producer.jaxlib))
 

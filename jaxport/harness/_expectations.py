@@ -66,15 +66,35 @@ class ExpectedStatusError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
+class MatrixCell:
+  """The measured producer x consumer cell a row cites as its evidence: how many of the
+  producer's entries the consumer release's own ``jax.export`` replayed, and passed."""
+  producer: str
+  consumer: str
+  passed: int
+  replayed: int
+  measured: str        # the ISO date of the matrix run
+
+
+@dataclasses.dataclass(frozen=True)
 class Rule:
-  """Entries of ``producer`` (of one case, or of every case) must fail as ``match`` says."""
+  """Entries of ``producer`` (of the listed cases, or of every case), replayed by one of
+  ``consumers`` (or by any consumer), must fail as ``match`` says."""
   producer: str
   reason: str
   match: str
-  case: str | None = None
+  cases: tuple[str, ...] | None = None
+  consumers: tuple[str, ...] | None = None
+  matrix_cell: MatrixCell | None = None
 
-  def applies(self, producer: str | None, case_id: str) -> bool:
-    return producer == self.producer and self.case in (None, case_id)
+  @property
+  def case(self) -> str | None:
+    """The one case of a row that names one (None for a row of several or of every case)."""
+    return self.cases[0] if self.cases is not None and len(self.cases) == 1 else None
+
+  def applies(self, producer: str | None, case_id: str, consumer: str | None = None) -> bool:
+    return (producer == self.producer and (self.cases is None or case_id in self.cases)
+            and (self.consumers is None or consumer in self.consumers))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,8 +110,9 @@ class Table:
   rules: tuple[Rule, ...]
   unrecordable: dict[tuple[str, str], str]
 
-  def expectation(self, producer: str | None, case_id: str) -> Expectation:
-    hits = [r for r in self.rules if r.applies(producer, case_id)]
+  def expectation(self, producer: str | None, case_id: str,
+                  consumer: str | None = None) -> Expectation:
+    hits = [r for r in self.rules if r.applies(producer, case_id, consumer)]
     if not hits:
       return Expectation(PASS)
     return Expectation("fail", hits[0].reason, hits[0].match)
@@ -124,9 +145,10 @@ def parse_table(data: Any, where: str = "the expected-status table") -> Table:
   rules = []
   for i, row in enumerate(data["expected_failures"]):
     at = f"expected_failures[{i}]"
-    allowed = {"producer", "case", "reason", "match"}
+    allowed = {"producer", "case", "cases", "consumers", "matrix_cell", "reason", "match"}
     if not isinstance(row, dict) or not {"producer", "reason", "match"} <= set(row) <= allowed:
-      raise _bad(where, f"{at}: expected keys producer, reason, match and optionally case; "
+      raise _bad(where, f"{at}: expected keys producer, reason, match and optionally case or "
+                        "cases, consumers and matrix_cell; "
                         f"got {sorted(row) if isinstance(row, dict) else row!r}")
     if row["producer"] not in releases:
       raise _bad(where, f"{at}: producer {row['producer']!r} is not in releases {releases}")
@@ -138,7 +160,19 @@ def parse_table(data: Any, where: str = "the expected-status table") -> Table:
       raise _bad(where, f"{at}: match is not a regular expression ({e})") from None
     if row.get("case") is not None and not isinstance(row["case"], str):
       raise _bad(where, f"{at}: case must be a case id or absent, got {row['case']!r}")
-    rules.append(Rule(row["producer"], row["reason"], row["match"], row.get("case")))
+    if "case" in row and "cases" in row:
+      raise _bad(where, f"{at}: give case or cases, not both")
+    cases = _names(row, "cases", at, where)
+    if row.get("case") is not None:
+      cases = (row["case"],)
+    consumers = _names(row, "consumers", at, where)
+    cell = None
+    if consumers is not None:
+      cell = _matrix_cell(row.get("matrix_cell"), row["producer"], consumers, f"{at}.matrix_cell",
+                          where)
+    elif "matrix_cell" in row:
+      raise _bad(where, f"{at}: matrix_cell cites the cell of a row's consumers; give consumers")
+    rules.append(Rule(row["producer"], row["reason"], row["match"], cases, consumers, cell))
   unrecordable = {}
   for i, row in enumerate(data["unrecordable"]):
     at = f"unrecordable[{i}]"
@@ -148,6 +182,39 @@ def parse_table(data: Any, where: str = "the expected-status table") -> Table:
       raise _bad(where, f"{at}: producer {row['producer']!r} is not in releases {releases}")
     unrecordable[(row["producer"], row["case"])] = row["reason"]
   return Table(tuple(releases), tuple(rules), unrecordable)
+
+
+def _names(row: dict, key: str, at: str, where: str) -> tuple[str, ...] | None:
+  value = row.get(key)
+  if value is None:
+    return None
+  if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+    raise _bad(where, f"{at}: {key} must be a non-empty list of names, got {value!r}")
+  return tuple(value)
+
+
+def _matrix_cell(cell: Any, producer: str, consumers: tuple[str, ...], at: str,
+                 where: str) -> MatrixCell:
+  """The cited cell of a row limited to some consumers: required, and of the row's pair."""
+  keys = {f.name for f in dataclasses.fields(MatrixCell)}
+  if not isinstance(cell, dict) or set(cell) != keys:
+    raise _bad(where, f"{at}: a row limited to consumers cites its measured matrix cell, an "
+                      f"object with keys {sorted(keys)}; got {cell!r}")
+  if cell["producer"] != producer or cell["consumer"] not in consumers:
+    raise _bad(where, f"{at}: the cell of jax {cell['producer']} on jax {cell['consumer']} is "
+                      f"not the row's pair (producer {producer}, consumers {list(consumers)})")
+  for k in ("passed", "replayed"):
+    if not isinstance(cell[k], int) or isinstance(cell[k], bool) or cell[k] < 0:
+      raise _bad(where, f"{at}.{k}: expected a count, got {cell[k]!r}")
+  if cell["passed"] >= cell["replayed"]:
+    raise _bad(where, f"{at}: the cell shows {cell['passed']} of {cell['replayed']} passing: "
+                      "no failure to cite")
+  try:
+    datetime.date.fromisoformat(cell["measured"])
+  except (TypeError, ValueError):
+    raise _bad(where, f"{at}.measured: expected the matrix run's date 'YYYY-MM-DD', got "
+                      f"{cell['measured']!r}") from None
+  return MatrixCell(**cell)
 
 
 @functools.cache
@@ -259,15 +326,17 @@ def annotate(outcome: Outcome, manifest: dict[str, Any], *, today: datetime.date
   today = today or datetime.date.today()
   consumer = consumer or consumer_version()
   producer = manifest["producer"].get("jax")
-  expectation = table.expectation(producer, manifest["case_id"])
+  expectation = table.expectation(producer, manifest["case_id"], consumer)
   window = window_for(producer, consumer, today)
   breaks = outcome.of_kind(FindingKind.COMPATIBILITY_BREAK)
   cannot_export = outcome.has(FindingKind.EXPORT_ERROR)
   # Only running the artifact (a reader's failure) or exporting the case today can be
   # excused by the forward gap; golden data errors and crashes always count.
   reader_failures_only = all(f.reader is not None for f in breaks)
+  # A row of the table is stricter than the forward gap: its message must match.
   verdict = (_outside_forward_window(window)
              if _forward_gap(window) and (breaks or cannot_export) and reader_failures_only
+             and expectation.status == PASS
              else judge(expectation, [f.text for f in breaks], window, outcome.upgrade_rules))
   release = Release.from_json({
       "producer": producer,

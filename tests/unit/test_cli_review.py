@@ -54,11 +54,17 @@ def test_audit_reads_an_entry_with_a_harness_effect_when_its_case_module_is_name
 
 def test_audit_reports_drift_of_an_older_release_entry_as_a_warning(tmp_path, capsys, monkeypatch):
   monkeypatch.syspath_prepend(str(ROOT))
-  # An entry of a release other than the running one (0.9.2's, or 0.8.3's under jax 0.9.2).
+  # An entry of a release other than the running one (0.9.2's, or 0.8.3's under jax 0.9.2),
+  # audited against a case module that lowers the case with 64-bit types, which the release
+  # did not use: its shape assertions take i64 today where the entry's take i32.
   producer = "0.8.3" if jax.__version__ == "0.9.2" else "0.9.2"
   entry = _copy_entry(tmp_path, f"cpu/feature_shape_poly/release_poly_gram_f32/2026-11-29_jax-{producer}")
+  (tmp_path / "x64_release_cases.py").write_text(
+      "import dataclasses\nfrom harness.tools import release_cases\n\n\ndef cases():\n"
+      "  return [dataclasses.replace(c, enable_x64=True) for c in release_cases.cases()]\n")
+  monkeypatch.syspath_prepend(str(tmp_path))
   rc, out, _ = run(capsys, "audit", str(entry), "--json", "--today", "2026-11-29",
-                   "--cases", "harness.cases")
+                   "--cases", "x64_release_cases")
   record, = json.loads(out)["artifacts"]
   assert record["drift"]["checked"] and record["drift"]["differences"]
   assert record["problems"] == []

@@ -146,3 +146,32 @@ def test_replay_with_jax_end_to_end_with_this_interpreter(tmp_path, monkeypatch)
   cell = m["cells"][producer][m["consumers"][0]]
   assert (cell["pass"], cell["total"], cell["must_pass"], cell["policy_ok"]) == (1, 1, True, True)
   assert "1/1 *" in (out / "matrix.md").read_text()
+
+
+def test_a_summary_keeps_counts_and_failing_cases_without_messages(results):
+  summary = matrix.summarize(matrix.build_matrix(results, TODAY))
+  assert summary["measured"] == TODAY.isoformat()
+  cell = summary["cells"]["jax 0.5.3"]["0.10.2"]
+  assert cell == {"passed": 1, "replayed": 2, "skipped": 0, "must_pass": False,
+                  "failing_cases": ["b"]}
+  table = matrix.summary_table(summary)
+  assert "| jax 0.5.3 | 2/2 | 1/2 |" in table
+
+
+def test_every_row_for_some_consumers_cites_its_cell_of_the_committed_matrix():
+  from harness.tools import expected_status
+  summary = matrix.load_summary()
+  table = expected_status.load_table()
+  cited = [r for r in table.rules if r.consumers is not None]
+  for rule in cited:
+    cell = rule.matrix_cell
+    measured = summary["cells"][f"jax {cell.producer}"][cell.consumer]
+    assert (cell.passed, cell.replayed, cell.measured) == (
+        measured["passed"], measured["replayed"], summary["measured"]), rule
+    # The row's cases are the entries that failed in the cell it cites.
+    assert set(rule.cases) <= set(measured["failing_cases"]), rule
+
+
+def test_the_multi_release_page_shows_the_committed_matrix():
+  page = (ROOT / "docs" / "multi-release.md").read_text()
+  assert matrix.summary_table(matrix.load_summary()) in page

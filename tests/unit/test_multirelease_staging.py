@@ -67,6 +67,9 @@ def test_import_writes_verified_entries_once(staged, tmp_path):
   m = entry.manifest
   assert m.family == "lapack_potrf" and m.producer.jaxport is None
   assert m.imported_from.source == staging.IMPORT_SOURCE
+  # Replayed under the configuration it ran under; recorded on this machine, by this jaxlib.
+  assert m.jax_config == {"jax_enable_x64": False}
+  assert m.host is not None and m.host.jaxlib == m.producer.jaxlib
   assert [s.target for s in m.custom_call_targets] == ["lapack_spotrf_ffi"]
   assert m.custom_call_targets[0].operand_types == ("tensor<4x4xf32>",)
   inputs = entry.inputs()

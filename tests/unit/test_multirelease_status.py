@@ -186,9 +186,10 @@ def test_the_committed_table_is_valid_and_policy_consistent():
   ids = set(release_cases.SPECS)
   pinned = expected_status.consumer_version()
   for rule in table.rules:
-    assert rule.case in ids, f"rule for unknown case {rule.case}"
-    assert not _releases.window_position(rule.producer, pinned, TODAY).inside_window, (
-        f"{rule.producer} is inside the window of jax {pinned}; its entries must pass")
+    assert rule.cases is not None and set(rule.cases) <= ids, f"rule for unknown cases {rule}"
+    if rule.consumers is None or pinned in rule.consumers:
+      assert not _releases.window_position(rule.producer, pinned, TODAY).inside_window, (
+          f"{rule.producer} is inside the window of jax {pinned}; its entries must pass")
   for (producer, case), reason in table.unrecordable.items():
     assert case in ids and reason
 
@@ -204,7 +205,8 @@ def test_every_release_recorded_every_case_it_can_express():
           f"jax {producer} / {case}: recorded={not want}, but the table says recordable={want}; "
           f"run python harness/tools/record_with_jax.py --jax {producer}")
   for rule in table.rules:
-    assert (rule.producer, rule.case) in recorded, f"a row for a missing entry: {rule}"
+    for case in rule.cases:
+      assert (rule.producer, case) in recorded, f"a row for a missing entry: {rule}"
 
 
 def test_a_newer_producer_outside_the_forward_window_is_reported_not_failed():
@@ -218,6 +220,47 @@ def test_a_newer_producer_outside_the_forward_window_is_reported_not_failed():
   assert "0.10.2 is 28 days newer than jax 0.10.1" in outcome.expected_failure
   assert K.EXPORT_ERROR not in outcome.kinds
   assert _classify.status(outcome, strict=True) is Status.XFAIL
+
+
+CELL = {"producer": "0.10.0", "consumer": "0.5.3", "passed": 2, "replayed": 16,
+        "measured": "2026-12-01"}
+FORWARD_ROW = {"producer": "0.10.0", "cases": ["c1"], "consumers": ["0.5.3"],
+               "reason": "0.5.3 cannot read newer StableHLO", "match": "Failed to deserialize",
+               "matrix_cell": CELL}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"matrix_cell": None}, "cites its measured matrix cell"),
+    ({"matrix_cell": {**CELL, "consumer": "0.6.2"}}, "not the row's pair"),
+    ({"matrix_cell": {**CELL, "passed": 16}}, "no failure to cite"),
+    ({"matrix_cell": {**CELL, "measured": "yesterday"}}, "matrix run's date"),
+    ({"consumers": []}, "non-empty list of names"),
+    ({"case": "c1"}, "case or cases, not both"),
+])
+def test_a_row_limited_to_consumers_cites_a_well_formed_cell_of_its_pair(change, message):
+  row = {**FORWARD_ROW, **change}
+  with pytest.raises(expected_status.ExpectedStatusError, match=message):
+    parse_table(_table(expected_failures=[row]), "t.json")
+
+
+def test_a_row_limited_to_consumers_judges_its_message_there_and_nothing_elsewhere():
+  from jaxport.harness import _classify
+  table = parse_table(_table(expected_failures=[FORWARD_ROW]))
+  assert table.rules[0].matrix_cell.replayed == 16
+  manifest = {**_manifest("0.10.0"), "case_id": "c1"}
+  # On the row's consumer, outside the forward window: an expected failure by the row's reason.
+  out = expected_status.annotate(_outcome(_break("Failed to deserialize StableHLO")), manifest,
+                                 today=TODAY, consumer="0.5.3", table=table)
+  assert out.release.verdict == "expected_failure"
+  assert out.expected_failure == "0.5.3 cannot read newer StableHLO"
+  assert _classify.status(out, strict=True) is Status.XFAIL
+  # The row's message is checked there, although the forward gap alone would excuse it.
+  out = expected_status.annotate(_outcome(_break("segfault in the kernel")), manifest,
+                                 today=TODAY, consumer="0.5.3", table=table)
+  assert out.release.verdict == "wrong_failure"
+  # Another consumer is not the row's: the entry must pass there.
+  out = expected_status.annotate(_outcome(), manifest, today=TODAY, consumer="0.10.0", table=table)
+  assert out.release.verdict == "pass"
 
 
 def test_a_newer_producer_inside_the_forward_window_must_pass():
