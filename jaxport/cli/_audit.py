@@ -2,7 +2,8 @@
 
 A target is judged stable when jaxport's table lists it for a platform of the
 artifact, or the project's own declarations do (``--stable-targets FILE``, the
-format of :class:`jaxport.harness.ProjectTargets`). A target off both lists
+format of :class:`jaxport.harness.ProjectTargets`, or the ``jaxport_stable_targets``
+of the project that ``--project DIR`` names). A target off both lists
 that the artifact's own ``disabled_safety_checks`` allow was exported on
 purpose: it is reported as allowed, with what that means, not as a violation.
 """
@@ -165,7 +166,7 @@ def _drift(art, manifest, relowerer, warnings, problems) -> dict[str, Any]:
     return {"checked": False, "reason": relowerer.unavailable}
   if case is None:
     return {"checked": False,
-            "reason": f"no case {manifest.case_id!r} in the case modules named with --cases"}
+            "reason": f"no case {manifest.case_id!r} in {relowerer.source}"}
   try:
     current = relowerer.signatures(case)
   except Exception as e:  # Report and go on: one case's lowering must not hide the others.

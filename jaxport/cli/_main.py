@@ -28,7 +28,7 @@ from jaxport._progress import track
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
-from jaxport.harness._project import ProjectTargets
+from jaxport.harness._project import Project, ProjectTargets
 
 logger = logging.getLogger("jaxport.cli")
 
@@ -70,21 +70,26 @@ def build_parser() -> argparse.ArgumentParser:
 
   p = add("audit", help="custom-call stability, signature drift and expiry of artifacts",
                      description="Audit serialized artifacts: a blob, a directory of *.bin blobs, "
-                                 "a golden entry, or a golden store (compat_data).")
-  p.add_argument("paths", nargs="+", metavar="PATH")
+                                 "a golden entry, or a golden store (compat_data); with --project "
+                                 "and no PATH, the project's store.")
+  p.add_argument("paths", nargs="*", metavar="PATH")
+  _add_project(p, "audit its store when no PATH is given, re-lower its case modules "
+                  "(jaxport_cases, imported from the project's root and pytest pythonpath, as "
+                  "the harness does) and count its jaxport_stable_targets as stable")
   p.add_argument("--window-days", type=_non_negative, default=180,
                  help="days an artifact stays supported after recording (default 180)")
   p.add_argument("--today", type=_date, default=None, help="audit as of this date (default today)")
   p.add_argument("--cases", action="append", default=None, metavar="MODULE",
                  help="re-lower the cases of this case module (repeatable) to check signature "
                       "drift; this imports and runs the project's code, which audit never does "
-                      "otherwise; the module must be importable (installed or on PYTHONPATH)")
+                      "otherwise; the module must be importable (installed or on PYTHONPATH; "
+                      "with --project, also from the project's paths); adds to the project's")
   p.add_argument("--no-drift", action="store_true",
                  help="do not re-lower cases to compare custom-call signatures")
   p.add_argument("--stable-targets", default=None, metavar="FILE",
                  help="JSON file of the custom-call targets the project guarantees "
                       '({"cpu": ["my_target"], "any": [...]}); they count as stable besides '
-                      "jaxport's table"),
+                      "jaxport's table (and the --project's jaxport_stable_targets)")
   p.add_argument("--json", action="store_true", help="print JSON")
 
   p = add("inspect", help="versions, platforms, shapes, targets, effects, shardings",
@@ -121,7 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
                  help="also remove entries that have a newer entry of the same case by the same "
                       "jax release (what --compat-update leaves behind)")
   p.add_argument("--yes", action="store_true", help="really remove them")
-  p.add_argument("--root", default=DEFAULT_ROOT, help="golden store (default compat_data)")
+  p.add_argument("--root", default=None,
+                 help="golden store (default: the --project's jaxport_store, else compat_data)")
+  _add_project(p, "prune its store (jaxport_store) unless --root is given")
   p.add_argument("--today", type=_date, default=None, help="prune as of this date (default today)")
   p.add_argument("--json", action="store_true", help="print JSON")
 
@@ -142,6 +149,27 @@ def build_parser() -> argparse.ArgumentParser:
   upgrader.add_parser(add)
   _bisect.add_parser(add)
   return parser
+
+
+def _add_project(p: argparse.ArgumentParser, what: str) -> None:
+  p.add_argument("--project", default=None, metavar="DIR",
+                 help="the project whose pytest configuration opts into the harness "
+                      f"(pyproject.toml, pytest.ini, setup.cfg or tox.ini, read as pytest reads "
+                      f"it): {what}")
+
+
+def _read_project(args) -> Project | None:
+  """The project ``--project`` names, or None without it."""
+  if args.project is None:
+    return None
+  missing = _harness_run.missing_packages([])
+  if missing:
+    raise JaxportError(
+        f"--project reads the project's pytest configuration, but {sys.executable} cannot "
+        f"import {', '.join(missing)}. Install it: pip install {' '.join(missing)} (or "
+        "jaxport's test extra), or name the store, --cases and --stable-targets by hand.")
+  from jaxport.cli import _project  # imports pytest, which only --project needs
+  return _project.read(args.project)
 
 
 def _version() -> str:
@@ -209,13 +237,24 @@ def _print_json(obj: Any) -> None:
 
 def _audit(args, extra) -> int:
   today = args.today or datetime.date.today()
-  relowerer = None if args.no_drift else _relower.Relowerer(
-      tuple(args.cases or ()))
-  artifacts = [a for p in args.paths for a in _artifacts.find_artifacts(p)]
+  project = _read_project(args)
+  paths = args.paths
+  if not paths and project is None:
+    raise JaxportError("name what to audit: one or more PATHs (a blob, a directory of blobs, a "
+                       "golden entry or store), or --project DIR for the project's store.")
+  if not paths:
+    paths = [str(_store_of(project, "PATH"))]
+  relowerer = None if args.no_drift else _relowerer(args, project)
+  if relowerer is not None:
+    relowerer.load()  # a case module that fails to import stops the audit, before any result
+  artifacts = [a for p in paths for a in _artifacts.find_artifacts(p)]
   if not artifacts:
-    raise JaxportError(f"no artifacts found under {', '.join(args.paths)} (looked for golden "
+    raise JaxportError(f"no artifacts found under {', '.join(paths)} (looked for golden "
                        f"entries and *.bin blobs).")
-  declared = ProjectTargets.read(args.stable_targets) if args.stable_targets else None
+  declared = project.targets if project is not None else None
+  if args.stable_targets:
+    given = ProjectTargets.read(args.stable_targets)
+    declared = given if declared is None else declared.union(given)
   records = [audit.audit_artifact(art, today=today, window_days=args.window_days,
                                   relowerer=relowerer, declared=declared)
              for art in track(artifacts, "auditing", lambda a: a.label)]
@@ -225,6 +264,25 @@ def _audit(args, extra) -> int:
   else:
     sys.stdout.write(audit.format_text(records, args.window_days))
   return EXIT_OK if all(r["ok"] for r in records) else EXIT_PROBLEMS
+
+
+def _relowerer(args, project: Project | None) -> _relower.Relowerer:
+  """The cases to re-lower: the project's case modules (from its paths) and those of --cases."""
+  if project is None:
+    return _relower.Relowerer(tuple(args.cases or ()))
+  modules = tuple(dict.fromkeys([*project.case_modules, *(args.cases or ())]))
+  source = _relower.FROM_PROJECT + (" and --cases" if args.cases else "")
+  return _relower.Relowerer(modules, project.paths, source)
+
+
+def _store_of(project: Project, option: str) -> Path:
+  """The project's golden store, for ``option`` left out; one not recorded yet says how."""
+  if not project.store.is_dir():
+    raise GoldenDataError(
+        f"no golden store yet: jaxport_store of the project in {project.root} names "
+        f"{project.store}, which is not a directory. Record the cases first (jaxport record "
+        f"--project {project.root}), or pass {option}.")
+  return project.store
 
 
 def _inspect(args, extra) -> int:
@@ -246,8 +304,9 @@ def _inspect(args, extra) -> int:
     entry.verify()
     blob = entry.blob()
   exp = _artifacts.deserialize(blob)
+  recorded = entry.manifest.serialization_version if entry is not None else None
   info: dict[str, Any] = {"artifact": entry.entry_id if entry else str(path),
-                          "exported": _artifacts.describe_exported(exp, blob)}
+                          "exported": _artifacts.describe_exported(exp, blob, recorded)}
   if entry is not None:
     info["manifest"] = json.loads(entry.manifest.to_json())
   if args.mlir:
@@ -257,7 +316,13 @@ def _inspect(args, extra) -> int:
     return EXIT_OK
   lines = [info["artifact"]]
   for k, v in info["exported"].items():
-    if isinstance(v, list):
+    if k == _artifacts.HEADER_NOTE_KEY:
+      continue
+    if k == "serialization_version":
+      lines.append(f"  {k}: {v} ({info['exported'][_artifacts.HEADER_NOTE_KEY]})")
+    elif k == "serialization_layout":
+      lines.append(f"  {k}: {'unknown' if v is None else v}")
+    elif isinstance(v, list):
       lines.append(f"  {k}: " + ("(none)" if not v else ""))
       lines.extend(f"    {x}" for x in v)
     else:
@@ -290,10 +355,16 @@ def _import(args, extra) -> int:
 
 def _prune(args, extra) -> int:
   today = args.today or datetime.date.today()
-  if not Path(args.root).is_dir():
-    raise GoldenDataError(f"--root {args.root}: no golden store there (not a directory). Run from "
-                          "the repository root or pass --root PATH/TO/compat_data.")
-  store = GoldenStore(args.root)
+  project = _read_project(args)
+  if args.root is None and project is not None:
+    root = str(_store_of(project, "--root"))
+  else:
+    root = args.root or DEFAULT_ROOT
+  if not Path(root).is_dir():
+    raise GoldenDataError(f"--root {root}: no golden store there (not a directory). Run from "
+                          "the repository root, pass --root PATH/TO/compat_data, or pass "
+                          "--project DIR for the project's jaxport_store.")
+  store = GoldenStore(root)
   expired = store.prune(args.older_than_days, today=today, dry_run=not args.yes,
                         dated_in_future=args.dated_in_future, superseded=args.superseded)
   future = [] if args.dated_in_future else store.dated_after(today)

@@ -1,19 +1,27 @@
 """Today's lowering of a project's cases, for comparing custom-call signatures with an entry.
 
 Case modules are the project's code. Importing one runs it, so audit imports
-only the modules the user names (``jaxport audit --cases MODULE``, importable
-as installed or from ``PYTHONPATH``), never ones found by looking around the
-working directory: an extracted bundle or a shared temporary folder must not
-run code. Without them, drift is reported as not checked.
+only the modules the user names: with ``jaxport audit --cases MODULE``
+(importable as installed or from ``PYTHONPATH``) or through the project the
+user names with ``--project DIR`` (its ``jaxport_cases``, imported from the
+project's root and pytest ``pythonpath``, as the harness's worker imports
+them), never ones found by looking around the working directory: an extracted
+bundle or a shared temporary folder must not run code. Without them, drift is
+reported as not checked; named modules that fail to import are an error, not a
+pass with nothing checked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sys
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import jax
 
+from jaxport.errors import GoldenDataError
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import CustomCallSignature
 from jaxport.harness import _engine
@@ -22,30 +30,72 @@ from jaxport.harness._registry import CaseRegistry
 logger = logging.getLogger(__name__)
 
 NOT_REQUESTED = "no case module named"
+# Where the case modules came from, as the messages name it.
+FROM_CASES = "the case modules named with --cases"
+FROM_PROJECT = "the project's case modules (jaxport_cases)"
+
+
+@contextlib.contextmanager
+def _on_path(paths: Sequence[str]) -> Iterator[None]:
+  """``paths`` first on ``sys.path`` for the block: the one place jaxport puts a directory
+  there, the project's own, which the user named with ``--project``."""
+  added = [p for p in dict.fromkeys(paths) if p not in sys.path]
+  sys.path[:0] = added
+  try:
+    yield
+  finally:
+    for p in added:
+      if p in sys.path:
+        sys.path.remove(p)
 
 
 class Relowerer:
-  """Looks cases up by id in the named modules and lowers them as the harness records them."""
+  """Looks cases up by id in the named modules and lowers them as the harness records them.
 
-  def __init__(self, modules: tuple[str, ...]):
+  ``paths``: the project's directories, first on ``sys.path`` while its case modules are
+  imported and lowered; ``source``: where the modules came from, for the messages.
+  """
+
+  def __init__(self, modules: tuple[str, ...], paths: Sequence[str] = (),
+               source: str = FROM_CASES):
     self.registry = CaseRegistry(modules) if modules else None
+    self.paths = tuple(paths)
+    self.source = source
     self.unavailable: str | None = None
+    self._loaded = False
     if not modules:
-      self.unavailable = (f"{NOT_REQUESTED}: pass --cases MODULE to re-lower the project's "
-                          "cases (this runs the project's code)")
+      self.unavailable = (f"{NOT_REQUESTED}: pass --cases MODULE, or --project DIR for the "
+                          "project's own, to re-lower the project's cases (this runs the "
+                          "project's code)")
 
   def load(self) -> None:
     """Import the case modules now: they also register the project's pytree and effect types,
-    which entries need before they can be deserialized."""
-    self._registry()
+    which entries need before they can be deserialized. Modules that fail to import raise a
+    ``GoldenDataError`` naming them and where they were looked for."""
+    if self.registry is None or self._loaded:
+      return
+    try:
+      with _on_path(self.paths):
+        self.registry.by_id  # noqa: B018  (imports every module)
+    except Exception as e:  # noqa: BLE001  (the project's code: any failure, one message)
+      detail = str(e) if isinstance(e, GoldenDataError) else f"{type(e).__name__}: {e}"
+      raise GoldenDataError(f"importing {self.source} {list(self.registry.modules)} failed: "
+                            f"{detail}. {self._where()}") from None
+    self._loaded = True
+
+  def _where(self) -> str:
+    if self.source == FROM_CASES and not self.paths:
+      return ("--cases imports them from the installed packages and PYTHONPATH; pass "
+              "--project DIR to import them from the project's root and pytest pythonpath, as "
+              "the harness does, or set PYTHONPATH")
+    return (f"Looked in the project's paths {list(self.paths)}, then on sys.path; check "
+            "jaxport_cases and pytest's pythonpath in the project's configuration")
 
   def _registry(self) -> CaseRegistry | None:
-    if self.registry is not None and self.unavailable is None:
-      try:
-        self.registry.by_id  # noqa: B018  (imports every module)
-      except Exception as e:  # A broken case module must not stop the rest of the audit.
-        self.unavailable = f"the case modules failed to import: {type(e).__name__}: {e}"
-    return None if self.unavailable else self.registry
+    if self.unavailable is not None:
+      return None
+    self.load()
+    return self.registry
 
   def case(self, case_id: str) -> Any | None:
     reg = self._registry()
@@ -58,7 +108,8 @@ class Relowerer:
     saved = {name: getattr(jax.config, name) for name in names}
     try:
       _engine.configure_jax()
-      exp = _engine.export_case(case)
+      with _on_path(self.paths):
+        exp = _engine.export_case(case)
     finally:
       for name, value in saved.items():
         jax.config.update(name, value)

@@ -50,6 +50,13 @@ class ProjectTargets:
   def all(self) -> frozenset[str]:
     return frozenset(t for targets in self.by_platform.values() for t in targets)
 
+  def union(self, other: ProjectTargets) -> ProjectTargets:
+    """The targets either declaration lists (a project's file and one named by hand)."""
+    keys = dict.fromkeys([*self.by_platform, *other.by_platform])
+    return ProjectTargets(
+        {k: tuple(sorted({*self.by_platform.get(k, ()), *other.by_platform.get(k, ())}))
+         for k in keys}, {**self.unreachable, **other.unreachable})
+
   @classmethod
   def read(cls, path: str | Path) -> ProjectTargets:
     """The declarations in the JSON file ``path``; a malformed file names the bad part."""

@@ -209,22 +209,25 @@ def test_drift_not_checked_without_a_named_case_module(store, capsys, monkeypatc
   assert rc == 0 and "drift: not checked (no case module named: pass --cases MODULE" in out
 
 
-def test_a_case_module_that_cannot_be_imported_is_reported_not_fatal(store, capsys):
+def test_a_case_module_that_cannot_be_imported_is_an_error_not_a_pass(store, capsys):
   write_qr_entry(store)
-  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
-                   "--cases", "no_such_case_module_anywhere")
-  assert rc == 0
-  assert "the case modules failed to import: GoldenDataError: case module " in out
-  assert "'no_such_case_module_anywhere' cannot be imported" in out
+  rc, out, err = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
+                     "--cases", "no_such_case_module_anywhere")
+  assert rc == 2 and out == ""
+  assert ("jaxport audit: error: importing the case modules named with --cases "
+          "['no_such_case_module_anywhere'] failed: case module 'no_such_case_module_anywhere' "
+          "cannot be imported") in err
+  assert "pass --project DIR to import them from the project's root and pytest pythonpath" in err
 
 
-def test_a_case_module_that_raises_is_reported_not_fatal(store, capsys, monkeypatch, tmp_path):
+def test_a_case_module_that_raises_is_an_error_not_a_pass(store, capsys, monkeypatch, tmp_path):
   write_qr_entry(store)
   (tmp_path / "audit_cases_broken.py").write_text("raise ImportError('no module named mylib')\n")
   monkeypatch.syspath_prepend(str(tmp_path))
-  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
-                   "--cases", "audit_cases_broken")
-  assert rc == 0 and "the case modules failed to import" in out and "no module named mylib" in out
+  rc, out, err = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
+                     "--cases", "audit_cases_broken")
+  assert rc == 2 and out == "" and "no module named mylib" in err
+  assert "importing the case modules named with --cases ['audit_cases_broken'] failed" in err
 
 
 def test_several_case_modules_are_searched(store, capsys, monkeypatch, tmp_path):
@@ -301,3 +304,95 @@ def test_a_bad_stable_targets_file_is_an_error_naming_it(store, capsys, tmp_path
   assert rc == 2 and out == ""
   assert f"stable-targets file {bad}" in err or str(bad) in err
   assert match in err
+
+
+# --- a project named with --project: its pytest configuration, as the harness reads it ------
+
+PROJECT_CASES = """
+import jax.numpy as jnp
+import numpy as np
+from jaxport.harness import Case
+
+
+def cases():
+  x = np.arange(9, dtype=np.float32).reshape(3, 3) + np.eye(3, dtype=np.float32)
+  return [Case("qr_f32", "qr", lambda x: jnp.linalg.qr(x), lambda: ((x,), {}))]
+"""
+PROJECT_CONFIG = """
+[tool.pytest.ini_options]
+jaxport_cases = ["mycases"]
+jaxport_store = "golden"
+"""
+
+
+@pytest.fixture
+def project(tmp_path):
+  """A downstream project in ``tmp_path/proj``: ``mycases`` (not importable from here) and its
+  store ``golden`` with one entry of that case."""
+  root = tmp_path / "proj"
+  root.mkdir()
+  (root / "pyproject.toml").write_text(PROJECT_CONFIG)
+  (root / "mycases.py").write_text(PROJECT_CASES)
+  write_qr_entry(GoldenStore(root / "golden"))
+  sys.modules.pop("mycases", None)
+  yield root
+  sys.modules.pop("mycases", None)
+
+
+def test_project_audit_reads_its_store_and_imports_its_cases_from_its_root(project, capsys):
+  # Named by hand, the project's case module is not importable from here: an error, not
+  # "0 with problems" with drift never checked.
+  rc, out, err = run(capsys, "audit", str(project / "golden"), "--cases", "mycases", "--today",
+                     TODAY.isoformat())
+  assert rc == 2 and out == ""
+  assert "case module 'mycases' cannot be imported" in err and "--project DIR" in err
+
+  rc, out, err = run(capsys, "audit", "--project", str(project), "--today", TODAY.isoformat(),
+                     "--json")
+  report = json.loads(out)
+  (art,) = report["artifacts"]
+  assert rc == 0 and report["ok"] is True, err
+  assert art["path"].startswith(str(project / "golden"))
+  assert art["drift"] == {"checked": True, "differences": []}
+  assert str(project) not in sys.path, "the project's root stays on sys.path after the audit"
+
+
+def test_project_audit_uses_pythonpath_and_declared_targets(project, capsys):
+  (project / "src").mkdir()
+  (project / "mycases.py").rename(project / "src" / "mycases.py")
+  (project / "targets.json").write_text(json.dumps({"cpu": ["my_private_kernel"]}))
+  (project / "pyproject.toml").write_text(
+      PROJECT_CONFIG + 'pythonpath = ["src"]\njaxport_stable_targets = "targets.json"\n')
+  rc, out, err = run(capsys, "audit", "--project", str(project), "--today", TODAY.isoformat(),
+                     "--json")
+  (art,) = json.loads(out)["artifacts"]
+  assert rc == 0 and art["drift"] == {"checked": True, "differences": []}, err
+  assert str(project / "src") not in sys.path
+
+  # The project's declared target counts as stable, besides a --stable-targets file.
+  sigs = [dataclasses.replace(s, target="my_private_kernel") if s.target == "lapack_sorgqr_ffi"
+          else s for s in qr_exported_signatures()]
+  other = GoldenStore(project / "other")
+  write_qr_entry(other, signatures=sigs)
+  rc, out, _ = run(capsys, "audit", str(other.root), "--project", str(project), "--no-drift",
+                   "--today", TODAY.isoformat())
+  assert rc == 0, out
+  assert "target my_private_kernel: cpu: declared stable by the project" in out
+
+
+def test_project_audit_errors_name_the_project_and_the_fix(tmp_path, project, capsys):
+  rc, _, err = run(capsys, "audit", "--project", str(tmp_path / "nowhere"))
+  assert rc == 2 and f"--project {tmp_path / 'nowhere'}: no such directory" in err
+  (project / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+  rc, _, err = run(capsys, "audit", "--project", str(project))
+  assert rc == 2 and "sets no jaxport_cases, so it has not opted into the jaxport" in err
+  (project / "pyproject.toml").write_text(PROJECT_CONFIG.replace('"golden"', '"unrecorded"'))
+  rc, _, err = run(capsys, "audit", "--project", str(project))
+  assert rc == 2 and "no golden store yet: jaxport_store of the project" in err
+  (project / "pyproject.toml").write_text(PROJECT_CONFIG.replace("mycases", "mycases_gone"))
+  rc, out, err = run(capsys, "audit", "--project", str(project), "--today", TODAY.isoformat())
+  assert rc == 2 and out == ""
+  assert ("importing the project's case modules (jaxport_cases) ['mycases_gone'] failed" in err
+          and f"Looked in the project's paths ['{project}'" in err)
+  rc, _, err = run(capsys, "audit")
+  assert rc == 2 and "name what to audit: one or more PATHs" in err

@@ -91,6 +91,32 @@ def test_prune_rejects_bad_arguments(store, capsys):
   assert "unrecognized arguments: --bogus" in capsys.readouterr().err
 
 
+def test_prune_with_project_prunes_the_store_its_configuration_names(tmp_path, monkeypatch,
+                                                                    capsys):
+  project = tmp_path / "proj"
+  project.mkdir()
+  (project / "pyproject.toml").write_text(
+      '[tool.pytest.ini_options]\njaxport_cases = ["mycases"]\njaxport_store = "golden"\n')
+  store = GoldenStore(project / "golden")
+  _entry(store, "old", 400)
+  _entry(store, "new", 3)
+  monkeypatch.chdir(tmp_path)  # no compat_data here: the store comes from the project
+  rc, out, _ = run(capsys, "prune", "--project", str(project), "--older-than-days", "180",
+                   "--today", TODAY.isoformat(), "--yes")
+  assert rc == 0
+  assert out.splitlines() == [f"removed cpu/f/old/2025-04-27_jax-{JAX}",
+                              "1 entry older than 180 days as of 2026-06-01."]
+  assert [e.entry_id.split("/")[2] for e in store.entries()] == ["new"]
+  # --root still names another store; a project without a recorded store says how to get one.
+  rc, out, _ = run(capsys, "prune", "--project", str(project), "--root", str(store.root),
+                   "--older-than-days", "1", "--today", TODAY.isoformat())
+  assert rc == 0 and "would remove cpu/f/new/" in out
+  shutil.rmtree(store.root)
+  rc, _, err = run(capsys, "prune", "--project", str(project), "--older-than-days", "1")
+  assert rc == 2 and f"jaxport_store of the project in {project} names {store.root}" in err
+  assert "jaxport record --project" in err
+
+
 def test_record_and_replay_run_the_golden_items_of_the_named_project_never_one_above(
     monkeypatch, tmp_path, fake_harness_run):
   calls = fake_harness_run(returncode=3)
