@@ -98,6 +98,18 @@ def module_text_without_locations(serialized: bytes) -> str:
     return module_from_bytes(serialized).operation.get_asm(enable_debug_info=False)
 
 
+def text_without_locations(text: str) -> str:
+  """:func:`module_text_without_locations` of a module's text (an entry's ``module.mlir``);
+  text that does not parse raises ``DeserializationError`` with the parser's message."""
+  with scratch_context():
+    try:
+      module = ir.Module.parse(text)
+    except ir.MLIRError as e:
+      raise DeserializationError(f"the module text ({len(text)} characters) cannot be parsed: "
+                                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    return module.operation.get_asm(enable_debug_info=False)
+
+
 def copy_module(module: ir.Module) -> ir.Module:
   """A copy of ``module`` in a fresh context, safe to mutate (lowerings are cached)."""
   context = make_context()

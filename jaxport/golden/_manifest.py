@@ -45,6 +45,8 @@ MODULE_FILE = "module.mlir"
 SHARDINGS_FILE = "shardings.json"
 OPTIONAL_FILES = (SHARDINGS_FILE,)
 DATA_FILES = (BLOB_FILE, INPUTS_FILE, EXPECTED_FILE, MODULE_FILE, *OPTIONAL_FILES)
+# The files whose bytes carry source locations (compared without them: ``_locations.py``).
+LOCATED_FILES = (BLOB_FILE, MODULE_FILE)
 
 # The first entry of a case on a day has no revision; a later one of the same day is 2, 3, ...
 FIRST_REVISION = 2

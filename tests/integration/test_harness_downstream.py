@@ -249,3 +249,45 @@ def test_a_case_calling_a_target_off_the_table_without_its_check_is_refused_nami
     _engine.record_case(case, datetime.date(2026, 11, 30))
   assert "lapack_sgeqp3_ffi" in str(e.value)
   assert "DisabledSafetyCheck.custom_call('lapack_sgeqp3_ffi')" in str(e.value)
+
+
+# --- re-recording the same day: source locations are not a change ----------------------------
+
+LOCATED = """
+def gram(a):
+  return jnp.linalg.cholesky(a @ a.T + 4 * jnp.eye(3, dtype=a.dtype)), jnp.sin(a).sum()
+
+
+def cases():
+  return [Case("gram_f32", "mine", gram, square, vjp_order=1)]
+"""
+
+
+def test_a_re_record_after_lines_moved_is_unchanged_and_a_changed_function_conflicts(
+    pytester, tmp_path):
+  store = _project(pytester, LOCATED)
+  result = _run(pytester, "--compat-record")
+  assert result.ret == 0, result.stdout.str()
+  (entry,) = store.entries()
+  before = _digests(store)
+  assert 'loc("mycases.py"' in entry.module_text()
+
+  # Two comment lines above the cases move every source location of the module and its VJP.
+  cases = pytester.path / "mycases.py"
+  cases.write_text("# Golden cases of this project.\n# Keep them small.\n" + cases.read_text())
+  report_file = tmp_path / "again.json"
+  result = _run(pytester, "--compat-record", f"--compat-report={report_file}")
+  assert result.ret == 0, result.stdout.str()
+  result.stdout.fnmatch_lines([f"*unchanged {entry.entry_id}*"])
+  (recorded,) = json.loads(report_file.read_text())["recorded"]
+  assert recorded["action"] == "unchanged"
+  assert _digests(store) == before, "the existing entry was rewritten"
+
+  # A genuine change of the function on the same day is still a conflict.
+  cases.write_text(cases.read_text().replace("4 * jnp.eye", "5 * jnp.eye"))
+  result = _run(pytester, "--compat-record")
+  assert result.ret == 1
+  out = result.stdout.str()
+  assert f"{entry.entry_id} already exists and today's recording differs in" in out
+  assert "'exported.bin'" in out and "'module.mlir'" in out
+  assert _digests(store) == before
