@@ -44,3 +44,22 @@ def serialization_layout_version() -> int:
   """The layout jaxport writes under the installed jax: 12 where jax writes 12, else 11."""
   from jaxport._jaxcompat import _envelope
   return _envelope.REAL_HEADER_VERSION if _envelope.WRITES_VERSION_12 else 11
+
+
+def layout_of_header(header: int, recorded: int | None = None) -> int | None:
+  """The layout of a blob whose header's ``serialization_version`` is ``header``.
+
+  From layout 12 (and for layouts 1 and 2) the header is the layout. Layouts 3
+  to 11 all write the literal 3, so there the layout is unknown (None) unless
+  ``recorded``, a golden manifest's ``serialization_version`` (the layout the
+  recorder wrote), names one of them.
+  """
+  from jaxport._jaxcompat import _envelope
+  legacy = _envelope.LEGACY_HEADER_VERSION
+  if header <= 0:
+    return None
+  if header != legacy:
+    return header
+  if recorded is not None and legacy < recorded < _envelope.REAL_HEADER_VERSION:
+    return recorded
+  return None

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import jaxport
+from jaxport import _versions
 from jaxport.errors import GoldenDataError
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import MANIFEST_FILE, PLATFORMS, is_safe_name
@@ -73,15 +74,44 @@ def _aval(aval: Any) -> str:
     return str(aval)
 
 
-def describe_exported(exp: Any, blob: bytes) -> dict[str, Any]:
-  """A JSON-ready description of a deserialized Exported (versions, avals, targets, ...)."""
+# The key of ``describe_exported`` that says what its ``serialization_version`` is.
+HEADER_NOTE_KEY = "serialization_version_meaning"
+
+
+def header_note(header: int, layout: int | None) -> str:
+  """What the header's ``serialization_version`` says, next to the layout (the number a
+  golden manifest's ``serialization_version`` gives)."""
+  what = "the envelope header version jax reads"
+  if header <= 0:
+    return f"{what}; absent, so the layout is unknown"
+  if layout is None:
+    return (f"{what}; layouts 3 to 11 all write 3 so older readers keep reading them, and this "
+            "blob's layout is not recorded beside it")
+  if layout == header:
+    return f"{what}; it is the layout itself (layout {layout})"
+  return (f"{what}; layout {layout}, the golden manifest's serialization_version: layouts 3 to "
+          "11 all write 3 so older readers keep reading them, layout 12 and later write their "
+          "own number")
+
+
+def describe_exported(exp: Any, blob: bytes, recorded_layout: int | None = None) -> dict[str, Any]:
+  """A JSON-ready description of a deserialized Exported (versions, avals, targets, ...).
+
+  ``serialization_version`` is the header's number (3 for layouts 3 to 11, the layout from
+  12); ``serialization_layout`` the layout, from the header or ``recorded_layout`` (a golden
+  manifest's ``serialization_version``), None when neither says.
+  """
   sigs = _signatures.signatures(exp.mlir_module_serialized)
   in_sh = getattr(exp, "_in_named_shardings", ()) or exp.in_shardings_hlo
   out_sh = getattr(exp, "_out_named_shardings", ()) or exp.out_shardings_hlo
+  header = _read.read_serialization_version(blob)
+  layout = _versions.layout_of_header(header, recorded_layout)
   return {
       "fun_name": exp.fun_name,
       "producer_jax_version": _read.read_jax_version(blob),
-      "serialization_version": _read.read_serialization_version(blob),
+      "serialization_version": header,
+      "serialization_layout": layout,
+      HEADER_NOTE_KEY: header_note(header, layout),
       "calling_convention_version": exp.calling_convention_version,
       "platforms": list(exp.platforms),
       "nr_devices": exp.nr_devices,

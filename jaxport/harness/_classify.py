@@ -1,6 +1,10 @@
 """Turning a worker's raw findings for one entry into a classified outcome.
 
 Kinds, from worst to mildest:
+  ``golden_data_error``    the entry's own files fail verification (a hash, the
+                           manifest, an array file): damage to the golden data,
+                           not a verdict on jax. Always fails, and no
+                           expected-status row ever excuses it.
   ``compatibility_break``  the old entry no longer reads, runs, or computes the
                            recorded results (any reader); golden data that fails
                            verification; a worker crash. Always fails.
@@ -44,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import importlib.metadata as md
+import signal
 from typing import Any
 
 from jaxport.golden._host import Host
@@ -62,7 +67,7 @@ TARGET_ALLOWED = "allowed_by_disabled_checks"
 # The name an envelope rewrite goes by among an entry's upgrade rules.
 ENVELOPE_RULE = "envelope"
 
-ALWAYS_FAIL = frozenset({K.COMPATIBILITY_BREAK, K.EXPORT_ERROR})
+ALWAYS_FAIL = frozenset({K.GOLDEN_DATA_ERROR, K.COMPATIBILITY_BREAK, K.EXPORT_ERROR})
 STRICT_FAIL = frozenset({K.LOWERING_DRIFT, K.NUMERICS_CHANGE, K.EXPIRED, K.FUTURE_DATE,
                          K.STALE_TARGET, K.UNEXPECTED_PASS})
 # The kinds that say the case's function computes something else today.
@@ -136,6 +141,17 @@ def _envelope_finding(reader: str, env: dict[str, Any]) -> tuple[FindingKind, st
                       f"{env['reason']}; {policy.describe(consumer, env['layout'])})", reader)
 
 
+def exit_text(returncode: Any) -> str:
+  """``exit code 3``, or ``killed by SIGSEGV (signal 11)`` for a process a signal ended."""
+  if isinstance(returncode, int) and returncode < 0:
+    try:
+      name = signal.Signals(-returncode).name
+    except ValueError:
+      name = "an unknown signal"
+    return f"killed by {name} (signal {-returncode})"
+  return f"exit code {returncode}"
+
+
 def _consumer() -> str | None:
   try:
     return md.version("jax")
@@ -158,11 +174,13 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
     findings.append(Finding(kind, message, reader))
 
   if answer.get("crashed"):
+    tail = (answer.get("stderr_tail") or "").strip()
     add(K.COMPATIBILITY_BREAK,
-        f"the worker process died while replaying ({answer.get('why')}, exit code "
-        f"{answer.get('returncode')}); its last stderr lines:\n{answer.get('stderr_tail', '')}")
+        f"the worker process died while replaying ({answer.get('why')}, "
+        f"{exit_text(answer.get('returncode'))}); "
+        + (f"its last stderr lines:\n{tail}" if tail else "it wrote nothing to stderr"))
   elif answer.get("golden_error"):
-    add(K.COMPATIBILITY_BREAK, f"golden data error: {answer['golden_error']}")
+    add(K.GOLDEN_DATA_ERROR, f"golden data error: {answer['golden_error']}")
   elif answer.get("error"):
     add(K.COMPATIBILITY_BREAK, f"the harness could not replay the entry: {answer['error']}\n"
                                f"{answer.get('traceback', '')}")
@@ -244,14 +262,14 @@ def unreadable(entry_id: str, error: Exception) -> Outcome:
   _, family, case_id, _ = entry_id.split("/")
   return Outcome(entry_id=entry_id, case_id=case_id, family=family, record_date=None,
                  days_to_expiry=None, lowering_only=None, targets=(),
-                 findings=(Finding(K.COMPATIBILITY_BREAK, f"golden data error: {error}"),))
+                 findings=(Finding(K.GOLDEN_DATA_ERROR, f"golden data error: {error}"),))
 
 
 def status(outcome: Outcome, strict: bool, changes_fail: bool = False) -> Status:
   """The status of an outcome under the given strictness; with ``changes_fail``, a changed
   function fails as well."""
   kinds = set(outcome.kinds)
-  if outcome.expected_failure and K.EXPORT_ERROR not in kinds:
+  if outcome.expected_failure and not kinds & {K.EXPORT_ERROR, K.GOLDEN_DATA_ERROR}:
     return Status.XFAIL
   if kinds & ALWAYS_FAIL or (changes_fail and kinds & CHANGE_KINDS):
     return Status.FAIL

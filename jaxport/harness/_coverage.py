@@ -55,6 +55,20 @@ def cases_without_entries(case_ids: Iterable[str], present: Iterable[str]) -> li
   return sorted(set(case_ids) - have)
 
 
+def orphaned_entries(case_ids: Iterable[str], present: Iterable[str]) -> list[str]:
+  """Entries in the store whose case no case module registers any more."""
+  registered = set(case_ids)
+  return sorted(e for e in present if e.split("/")[2] not in registered)
+
+
+def orphan_message(orphans: list[str]) -> str:
+  """The session warning (a failure with --compat-strict) for entries of removed cases."""
+  cases = sorted({e.split("/")[2] for e in orphans})
+  return (f"{len(orphans)} entries belong to cases no case module registers any more "
+          f"({abbreviate(cases)}): their replay compares no current lowering. Put the cases "
+          "back in cases(), or remove the entries (jaxport prune) once nothing needs them")
+
+
 def other_platform_coverage(outcomes: Iterable[Outcome], platforms: Iterable[str],
                             unreachable: Mapping[str, str], project: Project) -> dict[str, Any]:
   """Per platform of ``platforms`` (those the host lowers for without running): its stable

@@ -11,6 +11,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import datetime
+import difflib
 import functools
 import hashlib
 import threading
@@ -218,6 +219,14 @@ def record_case(case: _case.Case, today: datetime.date) -> Recording:
 
 
 def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any]) -> Recording:
+  if case.checker not in checkers.CHECKERS:
+    # An entry is immutable: a checker named wrong would fail only at every later replay.
+    near = difflib.get_close_matches(case.checker, list(checkers.CHECKERS), n=1)
+    raise ValueError(
+        f"case {case.case_id}: checker={case.checker!r} is not a registered checker"
+        + (f" (did you mean {near[0]!r}?)" if near else "") + f"; the built-in ones are "
+        f"{sorted(checkers.CHECKERS)}, and a project adds its own with "
+        "jaxport.harness.register_checker(name, fn) in a case module. Nothing was recorded.")
   exp = export_case(case)
   blob = bytes(exp.serialize(vjp_order=case.vjp_order))
   sigs = _lowering.signatures(exp.mlir_module_serialized)

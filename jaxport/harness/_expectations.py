@@ -35,6 +35,7 @@ import functools
 import importlib.metadata as md
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -313,6 +314,22 @@ def window_for(producer: str | None, consumer: str | None,
     return None
 
 
+def release_windows(producers: Iterable[str], today: datetime.date,
+                    consumer: str | None = None) -> dict[str, dict[str, Any]]:
+  """The report's ``release_windows``: each producer release's window position against
+  ``consumer`` (the installed jax by default), for every release with a known date.
+
+  Unlike :func:`annotate` it needs no expected-status table, so a project without one
+  still sees each release's date, age and gap."""
+  consumer = consumer or consumer_version()
+  out = {}
+  for producer in sorted(set(producers)):
+    window = window_for(producer, consumer, today)
+    if window is not None:
+      out[producer] = window.to_dict()
+  return out
+
+
 def annotate(outcome: Outcome, manifest: dict[str, Any], *, today: datetime.date | None = None,
              consumer: str | None = None, table: Table) -> Outcome:
   """``outcome`` with its release annotation (window position, expectation, verdict) and
@@ -329,7 +346,11 @@ def annotate(outcome: Outcome, manifest: dict[str, Any], *, today: datetime.date
   expectation = table.expectation(producer, manifest["case_id"], consumer)
   window = window_for(producer, consumer, today)
   breaks = outcome.of_kind(FindingKind.COMPATIBILITY_BREAK)
+  damaged = outcome.of_kind(FindingKind.GOLDEN_DATA_ERROR)
   cannot_export = outcome.has(FindingKind.EXPORT_ERROR)
+  if damaged:
+    # Damaged golden data is judged as an entry that must pass: no row excuses it.
+    expectation, breaks = Expectation(PASS), (*damaged, *breaks)
   # Only running the artifact (a reader's failure) or exporting the case today can be
   # excused by the forward gap; golden data errors and crashes always count.
   reader_failures_only = all(f.reader is not None for f in breaks)
@@ -360,7 +381,8 @@ def annotate(outcome: Outcome, manifest: dict[str, Any], *, today: datetime.date
       findings.append(Finding(FindingKind.UNEXPECTED_PASS, verdict.message))
   elif not verdict.ok:
     expected_failure = None
-    findings.append(Finding(FindingKind.COMPATIBILITY_BREAK, f"{verdict.kind}: {verdict.message}"))
+    if not damaged:  # damaged data says so itself, and fails on its own
+      findings.append(Finding(FindingKind.COMPATIBILITY_BREAK, f"{verdict.kind}: {verdict.message}"))
   imported = manifest.get("imported_from") or {}
   if imported.get("source") == RELEASE_SOURCE and producer != consumer:
     findings = [_producer_drift(f, DRIFT_KINDS) for f in findings]

@@ -23,6 +23,7 @@ import jaxport_pytest as entry
 from jaxport.errors import GoldenDataError
 from jaxport.harness import _jax_corpus
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
+from jaxport.harness._registry import missing_modules
 from jaxport.harness._session import WORKER_OUTPUT_KEY, HarnessSession, Options
 from jaxport.harness._shard import Shard, ShardError, read_costs
 
@@ -114,13 +115,19 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
   if _opt(config, "--compat-jax-corpus") and (root or record or update):
     raise pytest.UsageError("--compat-jax-corpus replays its own temporary store; it cannot be "
                             "combined with --compat-store, --compat-record or --compat-update")
+  explicit = bool(root)
   root = Path(root) if root else project(config).store
   if corpus_root is not None:
     root = corpus_root
   if not record and not root.is_dir():
+    if explicit:
+      raise pytest.UsageError(
+          f"--compat-store={root}: no such directory, so there is no golden store to replay. "
+          "Pass the path of an existing store, or record one with --compat-record.")
     raise pytest.UsageError(
-        f"--compat-store={root}: no such directory, so there is no golden store to replay. Pass "
-        "the path of an existing store, or record one with --compat-record.")
+        f"no golden store yet: {entry.INI_STORE} names {root}, which does not exist. Record "
+        "the project's cases first with `pytest --compat-record`, review the new entries and "
+        "commit them; later runs replay them.")
   if update and _opt(config, "--compat-shard"):
     raise pytest.UsageError("--compat-update records the changed cases of the whole store; it "
                             "cannot be combined with --compat-shard")
@@ -228,6 +235,13 @@ def pytest_configure(config: pytest.Config) -> None:
   if hasattr(config, "workerinput"):
     return
   config.pluginmanager.register(_CasesDuringRun(config), "jaxport-cases-during-run")
+  proj = project(config)
+  missing = missing_modules(proj.case_modules, proj.paths)
+  if missing:
+    raise pytest.UsageError(
+        f"jaxport compat harness configuration: case module(s) {missing} of {entry.INI_CASES} "
+        f"cannot be found (looked in {proj.root} and on sys.path); check the spelling in the "
+        "pytest configuration, or install the package that holds them")
   if _opt(config, "--compat-jax-corpus"):
     _options(config)  # refuse bad combinations before importing anything
     _check_backend(_opt(config, "--compat-platform", DEFAULT_PLATFORM))
@@ -235,6 +249,10 @@ def pytest_configure(config: pytest.Config) -> None:
     _start(config, corpus.root, corpus)
   else:
     _options(config)
+    if _opt(config, "--compat-platform") is not None:
+      # Asked for by name: refuse a platform this machine lacks now, as a usage error, not
+      # later inside the collection of the golden tests.
+      _check_backend(_opt(config, "--compat-platform"))
 
 
 def _start(config: pytest.Config, corpus_root: Path | None = None,
@@ -288,6 +306,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
   if not COMPAT_FIXTURES & set(metafunc.fixturenames):
     return
+  try:
+    _parametrize(metafunc)
+    return
+  except GoldenDataError as e:
+    problem = str(e)
+  # The case modules or the store cannot be read: one message, not a traceback.
+  pytest.fail(f"jaxport compat harness: {problem}", pytrace=False)
+
+
+def _parametrize(metafunc: pytest.Metafunc) -> None:
   session = harness_session(metafunc.config)
   session.used = True
   if ENTRY_FIXTURE in metafunc.fixturenames:
@@ -389,8 +417,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     if hs.used:
       config.workeroutput[WORKER_OUTPUT_KEY] = hs.worker_output()
     return
-  if not hs.used:
-    return
+  if not hs.used or config.option.collectonly:
+    return  # nothing replayed or recorded, so nothing to judge or report
   if hs.finish() and session.exitstatus == pytest.ExitCode.OK:
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

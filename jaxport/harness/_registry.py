@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.machinery
+import importlib.util
+import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from jaxport.errors import GoldenDataError
 from jaxport.harness._case import Case
@@ -49,6 +52,10 @@ class CaseRegistry:
             f"case module {name!r} cannot be imported ({e}); check jaxport_cases in the "
             "pytest configuration and that the module is on the path (pytest's pythonpath "
             "option or an installed package)") from e
+      except Exception as e:  # noqa: BLE001 - the module's own code failed while importing
+        raise GoldenDataError(
+            f"case module {name!r} failed while being imported: {type(e).__name__}: {e}. Fix "
+            "the module (or build what it needs, such as a native library) and run again") from e
       if not callable(getattr(module, "cases", None)):
         raise GoldenDataError(f"case module {name!r} has no cases() function returning its "
                               "jaxport.harness.Case objects")
@@ -84,3 +91,21 @@ class CaseRegistry:
     for module in self._loaded:
       out.update(getattr(module, "UNREACHABLE", {}))
     return out
+
+
+def missing_modules(modules: Sequence[str], paths: Sequence[str]) -> list[str]:
+  """The case modules whose top-level package is found neither on ``paths`` (the project's)
+  nor on ``sys.path``; found without importing anything."""
+  search = [*paths, *sys.path]
+  out = []
+  for name in modules:
+    top = name.split(".")[0]
+    if top in sys.modules:
+      continue
+    try:
+      found = importlib.machinery.PathFinder.find_spec(top, search) is not None
+    except (ImportError, ValueError):
+      found = False
+    if not found and importlib.util.find_spec(top) is None:
+      out.append(name)
+  return out

@@ -31,7 +31,7 @@ def text_lines(report: dict[str, Any]) -> list[str]:
            f"{', '.join(report['readers'])}, jax {report['versions'].get('jax')}"]
   if report["mode"] == "record":
     for r in report["recorded"]:
-      lines.append(f"  {r['action']:9s} {r['entry_id']}")
+      lines.append(f"  {r['action']:9s} {r['entry_id'] or 'case ' + r['case_id']}")
     lines.append(f"recorded {s.get('written', 0)} new, {s.get('unchanged', 0)} unchanged, "
                  f"{s.get('conflict', 0)} conflicting entries")
   else:

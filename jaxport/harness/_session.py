@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from jaxport.errors import GoldenDataError
-from jaxport.golden._manifest import MANIFEST_FILE
+from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _classify, _devices, _jax_corpus, _update
 from jaxport.harness import _coverage as coverage
@@ -34,7 +34,9 @@ from jaxport.harness._registry import CaseRegistry
 from jaxport.harness._shard import Shard, costs_json
 from jaxport.harness._verdicts import Outcome
 from jaxport.report import DRIFT_KINDS, FindingKind, Status
-from jaxport.report._model import OTHER_HOST_KEY, REPLAY_HOSTS_KEY, other_host_passes
+from jaxport.report._model import (
+    DECLARED_TARGETS_KEY, OTHER_HOST_KEY, RELEASE_WINDOWS_KEY, REPLAY_HOSTS_KEY, other_host_passes,
+    producer_of)
 from jaxport.harness._worker import WorkerClient
 
 WORKER_OUTPUT_KEY = "jaxport_harness"
@@ -272,8 +274,9 @@ class HarnessSession:
     self._take_notices(answer)
     if "entry_id" not in answer:
       why = answer.get("error") or answer.get("why") or "unknown"
+      detail = _without_repeat(answer.get("traceback") or answer.get("stderr_tail", ""), why)
       result = {"case_id": case_id, "entry_id": None, "action": "error",
-                "message": f"recording failed: {why}\n{answer.get('traceback') or answer.get('stderr_tail', '')}"}
+                "message": f"recording failed: {why}" + (f"\n{detail}" if detail else "")}
     else:
       entry_id = answer["entry_id"]
       result = {"case_id": case_id, "entry_id": entry_id, "action": "written", "message": ""}
@@ -286,11 +289,11 @@ class HarnessSession:
         if differing:
           result.update(action="conflict", message=(
               f"{entry_id} already exists and today's recording differs in {differing}. The "
-              "store never overwrites an entry. Usual causes: the case's source moved (module "
-              "locations carry file and line), the lowering changed today, or the build is not "
-              "deterministic. Compare the module.mlir files to see which; where the function's "
-              "lowering or results changed on purpose, --compat-update records it as the "
-              "day's next revision."))
+              "store never overwrites an entry (source locations are not compared, so a moved "
+              "case is not a cause). Usual causes: the lowering or the results changed today, "
+              "or the build is not deterministic. Compare the module.mlir files to see which; "
+              "where the function's lowering or results changed on purpose, --compat-update "
+              "records it as the day's next revision."))
         else:
           result["action"] = "unchanged"
       else:
@@ -411,12 +414,21 @@ class HarnessSession:
                     "why": f"the primary reader is {_api.PRIMARY} itself"})
     for out in outcomes:
       skips.extend({"what": out.entry_id, "why": why} for why in out.skips)
+    try:
+      cases = self.registry.cases_for(o.platform)
+      unreachable = self.registry.unreachable()
+    except GoldenDataError as e:
+      # Every item failed on it already; the report says it once and skips what needs cases.
+      cases, unreachable = None, {}
+      failures.append(f"the project's case modules cannot be loaded: {e}")
     targets = coverage.target_coverage(outcomes, coverage.required_targets(o.platform, self.project))
-    lowered_for = {p for c in self.registry.cases_for(o.platform) if c.lowering_only
-                   for p in c.export_platforms()}
-    other_targets = coverage.other_platform_coverage(
-        outcomes, lowered_for, self.registry.unreachable(), self.project)
-    if o.record:
+    lowered_for = {p for c in cases or () if c.lowering_only for p in c.export_platforms()}
+    other_targets = coverage.other_platform_coverage(outcomes, lowered_for, unreachable,
+                                                     self.project)
+    if cases is None:
+      skips.append({"what": "coverage, tripwire and missing-case checks",
+                    "why": "the project's case modules could not be loaded"})
+    elif o.record:
       skips.append({"what": "replay, coverage and tripwire", "why": "record mode writes entries only"})
     elif o.partial:
       skips.append({"what": "coverage, tripwire and missing-case checks",
@@ -444,6 +456,9 @@ class HarnessSession:
         skips += recorded_now
       failures += coverage.session_failures(o.platform, checked_targets, present, outcomes,
                                             case_ids, checked_other, project=self.project)
+      orphans = coverage.orphaned_entries(self.case_ids(), present)
+      if orphans:
+        (failures if o.strict else warns).append(coverage.orphan_message(orphans))
       skips += coverage.unreachable_skips(o.platform, other_targets)
     if self.corpus is not None:
       skips.extend({"what": "jax corpus import", "why": why} for why in self.corpus.skipped)
@@ -474,6 +489,9 @@ class HarnessSession:
         REPLAY_HOSTS_KEY: _distinct(x.replay_host for x in outcomes if x.replay_host is not None),
         "entries": [x.report_entry() for x in outcomes],
         "targets": targets,
+        DECLARED_TARGETS_KEY: {k: list(v) for k, v in self.project.targets.by_platform.items()},
+        RELEASE_WINDOWS_KEY: expected_status.release_windows(
+            (producer_of(x.entry_id) for x in outcomes), o.today),
         "lowering_only_targets": other_targets,
         "skips": skips,
         "drift": drift,
@@ -507,7 +525,9 @@ class HarnessSession:
 
 
 def _differing_files(staged: Path, existing: Path) -> list[str]:
-  """Files whose bytes differ between two entry directories (the manifest's digest aside)."""
+  """Files that differ between two entry directories: the blob and the module text compared
+  without their source locations (two comment lines above a case move them), the manifest
+  without its digest, revision and those two files' digests, every other file byte for byte."""
   names = sorted({p.name for p in staged.iterdir()} | {p.name for p in existing.iterdir()})
   out = []
   for name in names:
@@ -517,15 +537,30 @@ def _differing_files(staged: Path, existing: Path) -> list[str]:
     elif name == MANIFEST_FILE:
       if _manifest_payload(a) != _manifest_payload(b):
         out.append(name)
+    elif name in LOCATED_FILES:
+      if not _same_without_locations(name, a.read_bytes(), b.read_bytes()):
+        out.append(name)
     elif a.read_bytes() != b.read_bytes():
       out.append(name)
   return out
+
+
+def _same_without_locations(name: str, a: bytes, b: bytes) -> bool:
+  if a == b:
+    return True
+  # Parsing modules imports jax, which the pytest side does not otherwise (its light imports).
+  from jaxport.golden import _locations
+  return _locations.same_without_locations(name, a, b)
 
 
 def _manifest_payload(path: Path) -> dict:
   d = json.loads(path.read_text())
   d.pop("digest", None)
   d.pop("revision", None)  # the entry's name among those of its day, not what it holds
+  files = d.get("files")
+  if isinstance(files, dict):
+    # Digests of files that carry source locations: those files are compared without them.
+    d["files"] = {k: v for k, v in files.items() if k not in LOCATED_FILES}
   return d
 
 
@@ -543,3 +578,12 @@ def _distinct(items: Any) -> list[Any]:
     if x not in out:
       out.append(dict(x))
   return out
+
+
+def _without_repeat(traceback_text: str, message: str) -> str:
+  """A worker's traceback without its closing exception line when that line only repeats
+  ``message`` (already said once above it)."""
+  lines = traceback_text.rstrip().splitlines()
+  while lines and lines[-1].strip() and lines[-1].strip() in message:
+    lines.pop()
+  return "\n".join(lines)

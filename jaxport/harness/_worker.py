@@ -138,6 +138,17 @@ def _usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def _report_fatal_signals() -> None:
+  """On SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL, write the stack of every thread to stderr
+  (the session's crash finding quotes its tail), with native frames where this Python's
+  faulthandler can write them."""
+  import faulthandler
+  try:
+    faulthandler.enable(file=sys.stderr, all_threads=True, c_stack=True)  # Python 3.14 and newer
+  except TypeError:
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
   """Serve requests from stdin until it closes, then exit; answers go to the original stdout
   only."""
@@ -154,6 +165,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
   parser.add_argument(LIFELINE_FLAG, dest="lifeline", type=int, default=None, metavar="FD",
                       help="the read end of the pipe whose end of file means the parent died")
   args = parser.parse_args(argv)
+  _report_fatal_signals()
   _die_with_parent(args.lifeline, int(os.environ.get(_PARENT_PID_ENV, os.getppid())))
   answers = os.fdopen(os.dup(1), "w", buffering=1)
   os.dup2(2, 1)  # stray prints from native code must not corrupt the answers

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from html import escape
 from urllib.parse import quote
 
-from jaxport.report._model import EntryResult, RunReport, host_line
+from jaxport.report._model import EntryResult, FindingKind, RunReport, host_line
 from jaxport.report._svg import status_chart
 from jaxport.report._views import (
     ENTRY_STATUSES, CellStatus, Matrix, build_history, build_matrix, entry_anchor, entry_status,
-    order_runs, run_label, source_name, window_rows)
+    order_runs, run_labels, source_name, window_rows)
 
 _CSS = """
 body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:24px;color:#212121;font-size:14px}
@@ -162,13 +162,15 @@ def _coverage(r: RunReport) -> list[str]:
 
 def _history(runs: Sequence[RunReport]) -> list[str]:
   h = build_history(runs)
-  labels = [run_label(r) for r in h.runs]
+  labels = list(run_labels(h.runs))
   out = ['<h2 id="history">History</h2>',
          f"<p>{len(h.runs)} runs from {labels[0]} to {labels[-1]}; {len(h.changed)} targets changed "
          "status. An outlined cell is a run where the target's status differs from the run "
          "before.</p>", status_chart(labels, h.counts),
+         "<p>Runs: " + "; ".join(f"{_e(x)} <code>{_e(source_name(r))}</code>"
+                                 for x, r in zip(labels, h.runs)) + ".</p>",
          '<table class="matrix"><thead><tr><th>custom-call target</th><th>platform</th>']
-  out += [f"<th>{_e(x)}</th>" for x in labels]
+  out += [f'<th title="{_e(source_name(r))}">{_e(x)}</th>' for x, r in zip(labels, h.runs)]
   out.append("<th>first change</th></tr></thead><tbody>")
   for row in h.rows:
     out.append(f"<tr><td><code>{_e(row.target)}</code></td><td>{_e(row.platform)}</td>")
@@ -242,6 +244,22 @@ def _skips(r: RunReport) -> list[str]:
   return out
 
 
+def _golden_data_errors(r: RunReport) -> list[str]:
+  """Entries whose own files are damaged: not a verdict on jax, so a section apart."""
+  damaged = [e for e in r.entries if FindingKind.GOLDEN_DATA_ERROR in e.kinds]
+  if not damaged:
+    return []
+  out = [f'<h2 id="golden-data-errors">Golden data errors ({len(damaged)})</h2>',
+         "<p>These entries' files fail verification (edited, truncated or replaced after "
+         "recording); restore them from version control or record the cases again.</p><ul>"]
+  for e in damaged:
+    texts = [f.text for f in e.findings if f.kind == FindingKind.GOLDEN_DATA_ERROR]
+    out.append(f'<li><a href="{_href(e.entry_id)}"><code>{_e(e.entry_id)}</code></a>: '
+               f"{_e(texts[0] if texts else '')}</li>")
+  out.append("</ul>")
+  return out
+
+
 def render_html(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
   """The page of ``current``, with history over ``earlier`` runs when given."""
   runs = order_runs(current, earlier)
@@ -264,6 +282,7 @@ def render_html(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
   if len(runs) > 1:
     body += _history(runs)
   body += _updated(r)
+  body += _golden_data_errors(r)
   body.append(f'<h2 id="entries">Entries ({len(r.entries)})</h2>')
   for e in sorted(r.entries, key=lambda e: (-entry_status(e).severity, e.entry_id)):
     body += _entry(e)

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from jaxport.report._model import RunReport, host_line
 from jaxport.report._views import (
-    ENTRY_STATUSES, CellStatus, build_history, build_matrix, entry_status, order_runs, run_label,
-    window_rows)
+    ENTRY_STATUSES, CellStatus, build_history, build_matrix, entry_status, order_runs, run_labels,
+    source_name, window_rows)
 
 # A job summary holds at most 1 MiB; long finding lists are cut here and the page has them all.
 MAX_ATTENTION_ENTRIES = 40
@@ -116,11 +116,13 @@ def _window(r: RunReport) -> list[str]:
 
 def _history(runs: Sequence[RunReport]) -> list[str]:
   h = build_history(runs)
-  labels = [run_label(r) for r in h.runs]
-  out = ["### History", "", "| run | " + " | ".join(s.label for s in ENTRY_STATUSES) + " |",
-         "|---|" + "---|" * len(ENTRY_STATUSES)]
-  for label, c in zip(labels, h.counts):
-    out.append(f"| {label} | " + " | ".join(str(c[s]) for s in ENTRY_STATUSES) + " |")
+  labels = list(run_labels(h.runs))
+  out = ["### History", "",
+         "| run | report | " + " | ".join(s.label for s in ENTRY_STATUSES) + " |",
+         "|---|---|" + "---|" * len(ENTRY_STATUSES)]
+  for label, run, c in zip(labels, h.runs, h.counts):
+    out.append(f"| {label} | `{_cell(source_name(run))}` | "
+               + " | ".join(str(c[s]) for s in ENTRY_STATUSES) + " |")
   out.append("")
   if not h.changed:
     out += [f"No target changed status over these {len(labels)} runs.", ""]

@@ -17,7 +17,7 @@ from typing import Any
 from jaxport.errors import ReportError
 from jaxport.report._model import (
     RECORD_ACTIONS, REPLAY_HOSTS_KEY, EntryResult, FindingKind, Recorded, RunReport, Skip,
-    Status, Summary, Targets, other_host_passes)
+    Status, Summary, Targets, Window, other_host_passes)
 
 # What the shards of one run must agree on, with how to read it off a report.
 _SHARED = {
@@ -30,6 +30,7 @@ _SHARED = {
     "producer": lambda r: r.producer,
     "versions": lambda r: dict(r.versions),
     "targets.required": lambda r: r.targets.required,
+    "declared_targets": lambda r: r.declared_targets,
     "summary.present (entries in the store)": lambda r: r.summary.present,
     "extra top-level fields": lambda r: {k: v for k, v in r.extra.items()
                                          if k not in (_OTHER_PLATFORMS, REPLAY_HOSTS_KEY)},
@@ -66,6 +67,7 @@ def merge_reports(reports: Sequence[RunReport]) -> RunReport:
       session_failures=_union(r.session_failures for r in reports),
       session_warnings=_union(r.session_warnings for r in reports),
       summary=_summary(entries, recorded, first.summary.present),
+      release_windows=_release_windows(reports),
       extra=_replay_hosts(reports, _other_platform_coverage(first.extra, entries)),
       source=" + ".join(r.source for r in reports))
 
@@ -92,6 +94,20 @@ def _coverage(entries: Iterable[EntryResult], required: tuple[str, ...]) -> Targ
   return Targets(required=required, reachable=tuple(reachable), covered=tuple(covered),
                  missing_required=tuple(sorted(set(required) - set(covered))),
                  missing_reachable=tuple(sorted(set(reachable) - set(covered))))
+
+
+def _release_windows(reports: Sequence[RunReport]) -> Mapping[str, Window] | None:
+  """The window positions of every shard's producer releases (None when no shard kept any)."""
+  if all(r.release_windows is None for r in reports):
+    return None
+  out: dict[str, tuple[Window, str]] = {}
+  for r in reports:
+    for producer, w in (r.release_windows or {}).items():
+      kept, source = out.setdefault(producer, (w, r.source))
+      if kept != w:
+        raise ReportError(f"{source} and {r.source} place jax {producer} differently in the "
+                          "compat window; merge only the shard reports of a single run.")
+  return {p: w for p, (w, _) in sorted(out.items())}
 
 
 def _replay_hosts(reports: Sequence[RunReport], extra: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -46,6 +46,8 @@ class FindingKind(enum.StrEnum):
 
   The meaning and the status each leads to are in ``jaxport/harness/_classify.py``.
   """
+  # The entry's own files are damaged (a hash, the manifest, an array file): always fails.
+  GOLDEN_DATA_ERROR = "golden_data_error"
   COMPATIBILITY_BREAK = "compatibility_break"
   EXPORT_ERROR = "export_error"
   LOWERING_DRIFT = "lowering_drift"
@@ -119,6 +121,12 @@ def _date(value: Any, where: str, nullable: bool = False) -> datetime.date | Non
 
 def _iso(d: datetime.date | None) -> str | None:
   return None if d is None else d.isoformat()
+
+
+def producer_of(entry_id: str) -> str:
+  """The jax release an entry id names (``..._jax-0.10.2``), or ``unknown``."""
+  m = _PRODUCER_RE.search(entry_id)
+  return m.group(1) if m else UNKNOWN_PRODUCER
 
 
 # --- records -------------------------------------------------------------------------------------
@@ -233,8 +241,7 @@ class EntryResult:
     """The jax release that recorded the entry, or ``unknown``."""
     if self.release is not None and self.release.producer:
       return self.release.producer
-    m = _PRODUCER_RE.search(self.entry_id)
-    return m.group(1) if m else UNKNOWN_PRODUCER
+    return producer_of(self.entry_id)
 
   @property
   def recorded_host(self) -> Mapping[str, Any] | None:
@@ -415,6 +422,13 @@ def host_line(record: Mapping[str, Any] | None) -> str:
 
 # The top-level report key listing the hosts that replayed the run (one per shard machine).
 REPLAY_HOSTS_KEY = "replay_hosts"
+# The top-level key of the project's own declared stable targets (platform -> targets), as its
+# ``jaxport_stable_targets`` file lists them; absent from reports written before it was kept.
+DECLARED_TARGETS_KEY = "declared_targets"
+# The top-level key of each producer release's position in jax's compat window against the
+# replaying jax (producer -> Window), known from release dates alone, with or without an
+# expected-status table; absent from reports written before it was kept.
+RELEASE_WINDOWS_KEY = "release_windows"
 # The summary key counting passes within tolerance on another host class.
 OTHER_HOST_KEY = "pass_other_host"
 
@@ -476,6 +490,27 @@ class RunReport:
   source: str = dataclasses.field(default="<report>", compare=False)
   # The changed cases an update run recorded (None: not an update run's report).
   updated: tuple[Updated, ...] | None = None
+  # The project's declared stable targets per platform (``any`` included); None: not recorded.
+  declared_targets: Mapping[str, tuple[str, ...]] | None = None
+  # Per producer release of the entries, its compat-window position; None: not recorded.
+  release_windows: Mapping[str, Window] | None = None
+
+  def declares(self, target: str, platform: str) -> bool:
+    """Whether the project declared ``target`` stable for ``platform`` (or for any platform).
+
+    A report written before the declarations were kept counts its required targets as
+    declared for its own platform (the project's declarations are among them)."""
+    if self.declared_targets is None:
+      return platform == self.platform and target in self.targets.required
+    return target in self.declared_targets.get(platform, ())
+
+  def window_of(self, producer: str) -> Window | None:
+    """The compat-window position of ``producer``: from an entry's release annotation, else
+    from the run's release windows; None when no release date is known."""
+    for e in self.entries:
+      if e.producer == producer and e.release is not None and e.release.window is not None:
+        return e.release.window
+    return (self.release_windows or {}).get(producer)
 
   @property
   def replay_hosts(self) -> tuple[Mapping[str, Any], ...]:
@@ -529,8 +564,9 @@ class RunReport:
         session_warnings=_strs(d["session_warnings"], at("session_warnings")),
         summary=Summary.from_json(d["summary"], at("summary")),
         updated=items("updated", Updated) if "updated" in d else None,
-        extra={k: v for k, v in d.items()
-               if k not in _TOP_KEYS and k not in ("format", "updated")},
+        declared_targets=_declared(d.get(DECLARED_TARGETS_KEY), at(DECLARED_TARGETS_KEY)),
+        release_windows=_windows(d.get(RELEASE_WINDOWS_KEY), at(RELEASE_WINDOWS_KEY)),
+        extra={k: v for k, v in d.items() if k not in _TOP_KEYS and k not in _OPTIONAL_KEYS},
         source=source)
 
   def to_json(self) -> dict[str, Any]:
@@ -544,7 +580,29 @@ class RunReport:
             "recorded": [r.to_json() for r in self.recorded],
             "session_failures": list(self.session_failures),
             "session_warnings": list(self.session_warnings), "summary": self.summary.to_json(),
-            **({} if self.updated is None else {"updated": [u.to_json() for u in self.updated]})}
+            **({} if self.updated is None else {"updated": [u.to_json() for u in self.updated]}),
+            **({} if self.declared_targets is None else {DECLARED_TARGETS_KEY: {
+                p: list(ts) for p, ts in self.declared_targets.items()}}),
+            **({} if self.release_windows is None else {RELEASE_WINDOWS_KEY: {
+                p: w.to_json() for p, w in self.release_windows.items()}})}
+
+
+# Top-level keys read into typed fields when present (older reports lack them).
+_OPTIONAL_KEYS = ("format", "updated", DECLARED_TARGETS_KEY, RELEASE_WINDOWS_KEY)
+
+
+def _declared(value: Any, where: str) -> Mapping[str, tuple[str, ...]] | None:
+  if value is None:
+    return None
+  _typed(value, where, Mapping)
+  return {_typed(p, where, str): _strs(ts, f"{where}.{p}") for p, ts in value.items()}
+
+
+def _windows(value: Any, where: str) -> Mapping[str, Window] | None:
+  if value is None:
+    return None
+  _typed(value, where, Mapping)
+  return {p: Window.from_json(w, f"{where}.{p}") for p, w in value.items()}
 
 
 def load_report(path: str | os.PathLike) -> RunReport:

@@ -118,14 +118,19 @@ def version_key(version: str) -> tuple:
   return (0, *[(int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"[.+-]", version)])
 
 
-def target_platform(target: str, host: str) -> str:
-  """The platform under which the stable-target table lists ``target``."""
+def target_platform(target: str, host: str, report: RunReport | None = None) -> str:
+  """The platform under which jaxport's stable-target table, or the project's own declarations
+  in ``report`` (``jaxport_stable_targets``), list ``target``."""
   if target == NO_CUSTOM_CALL:
     return host
   by_platform = _registry.targets_by_platform()
   for p in _PLATFORM_ORDER:
     if target in by_platform.get(p, ()):
       return p
+  if report is not None:
+    for p in (host, *_PLATFORM_ORDER):
+      if report.declares(target, p):
+        return p
   return UNLISTED_GROUP
 
 
@@ -143,7 +148,7 @@ def build_matrix(report: RunReport) -> Matrix:
   by_group: dict[str, list[str]] = {}
   # Required targets without any entry get a row too: all of it "not covered".
   for t in sorted({t for t, _ in cells} | set(report.targets.required)):
-    by_group.setdefault(target_platform(t, report.platform), []).append(t)
+    by_group.setdefault(target_platform(t, report.platform, report), []).append(t)
   order = [report.platform, *_PLATFORM_ORDER, UNLISTED_GROUP]
   groups = []
   for g in sorted(by_group, key=lambda g: order.index(g) if g in order else len(order)):
@@ -168,9 +173,10 @@ class WindowRow:
 
 
 def window_rows(report: RunReport) -> tuple[WindowRow, ...]:
+  """Per producer release: its window position (:meth:`RunReport.window_of`) and verdicts."""
   rows: dict[str, dict] = {}
   for e in report.entries:
-    w = e.release.window if e.release else None
+    w = report.window_of(e.producer) if e.producer not in rows else None
     row = rows.setdefault(e.producer, {
         "producer": e.producer, "producer_date": w and w.producer_date.isoformat(),
         "age_days": w and w.age_days, "gap_days": w and w.gap_days,
@@ -237,12 +243,23 @@ def build_history(runs: Sequence[RunReport]) -> History:
   for t in sorted({t for d in per_run for t in d}, key=lambda t: (t == NO_CUSTOM_CALL, t)):
     statuses = tuple(worst(d.get(t, [])) for d in per_run)
     first = next((i for i in range(1, len(statuses)) if statuses[i] != statuses[i - 1]), None)
-    rows.append(TimelineRow(target_platform(t, host), t, statuses, first))
+    rows.append(TimelineRow(target_platform(t, host, runs[-1]), t, statuses, first))
   return History(tuple(runs), counts, tuple(rows))
 
 
-def run_label(r: RunReport) -> str:
-  return r.today.isoformat()
+def run_labels(runs: Sequence[RunReport]) -> tuple[str, ...]:
+  """One distinct label per run, in order: its date, and for runs sharing a date its place
+  among them (``2026-11-22 #2``); :func:`source_name` says which file each came from."""
+  per_day: dict[str, int] = {}
+  for r in runs:
+    per_day[r.today.isoformat()] = per_day.get(r.today.isoformat(), 0) + 1
+  seen: dict[str, int] = {}
+  labels = []
+  for r in runs:
+    day = r.today.isoformat()
+    seen[day] = seen.get(day, 0) + 1
+    labels.append(day if per_day[day] == 1 else f"{day} #{seen[day]}")
+  return tuple(labels)
 
 
 def source_name(r: RunReport) -> str:

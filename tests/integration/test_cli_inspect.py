@@ -1,5 +1,6 @@
 """`jaxport inspect`: describe blobs (jax's and jaxport's) and golden entries."""
 
+import datetime
 import json
 
 import jax
@@ -7,8 +8,12 @@ import jax.export
 import jax.numpy as jnp
 import numpy as np
 
-from _cli_helpers import write_qr_entry
+from _cli_helpers import qr_exported, qr_fun, qr_input, write_qr_entry
+from jaxport import _versions
+from jaxport._jaxcompat import _envelope
 from jaxport.cli import main
+from jaxport.golden import _signatures
+from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.golden._store import GoldenStore
 
 
@@ -73,3 +78,64 @@ def test_blob_that_is_not_an_exported_fails(tmp_path, capsys):
   path.write_bytes(b"\x08\x00\x00\x00junk")
   rc, _, err = run(capsys, "inspect", str(path))
   assert rc == 2 and err.startswith("jaxport inspect: error: ")
+
+
+def _layout_entry(store):
+  """An entry as the harness records it: the manifest's serialization_version is the layout."""
+  exp = qr_exported()
+  blob = bytes(exp.serialize())
+  x = qr_input()
+  manifest = Manifest(
+      case_id="qr_f32", family="qr", platform="cpu", record_date=datetime.date(2026, 6, 1),
+      producer=Producer.current(), calling_convention_version=exp.calling_convention_version,
+      serialization_version=_versions.serialization_layout_version(),
+      custom_call_targets=_signatures.signatures(exp.mlir_module_serialized),
+      polymorphic_shapes=None, constraints=None, lowering_only=False,
+      comparison=Comparison("allclose", 1e-5, 1e-6))
+  return store.write_entry(manifest, blob, [x], [np.asarray(o) for o in jax.jit(qr_fun)(x)],
+                           exp.mlir_module())
+
+
+def test_the_header_version_is_explained_beside_the_layout_the_manifest_records(tmp_path, capsys):
+  header = _envelope.header_version()                 # 3 up to jax 0.11.0, 12 from 0.11.1
+  layout = _versions.serialization_layout_version()   # 11 up to jax 0.11.0, 12 from 0.11.1
+  entry = _layout_entry(GoldenStore(tmp_path / "compat_data"))
+  rc, out, _ = run(capsys, "inspect", str(entry.path), "--json")
+  info = json.loads(out)
+  assert rc == 0 and info["manifest"]["serialization_version"] == layout
+  exported = info["exported"]
+  assert exported["serialization_version"] == header       # the key jax's header field keeps
+  assert exported["serialization_layout"] == layout
+  assert exported["serialization_version_meaning"].startswith(
+      "the envelope header version jax reads")
+  rc, out, _ = run(capsys, "inspect", str(entry.path))
+  line, = [x for x in out.splitlines() if x.startswith("  serialization_version: ")]
+  assert line.startswith(f"  serialization_version: {header} (the envelope header version jax "
+                         f"reads; ")
+  assert f"layout {layout}" in line
+  if header != layout:
+    assert "layouts 3 to 11 all write 3" in line and "manifest's serialization_version" in line
+  assert f"  serialization_layout: {layout}\n" in out
+
+
+def test_a_bare_blob_with_the_legacy_header_has_an_unknown_layout(tmp_path, capsys):
+  def f(x):
+    return jnp.sin(x)
+
+  exp = jax.export.export(jax.jit(f))(jax.ShapeDtypeStruct((2,), np.float32))
+  path = tmp_path / "f.bin"
+  path.write_bytes(exp.serialize())
+  header = _envelope.header_version()
+  rc, out, _ = run(capsys, "inspect", str(path), "--json")
+  exported = json.loads(out)["exported"]
+  assert rc == 0 and exported["serialization_version"] == header
+  assert exported["serialization_layout"] == (None if header == 3 else header)
+  rc, out, _ = run(capsys, "inspect", str(path))
+  if header == 3:
+    assert ("  serialization_version: 3 (the envelope header version jax reads; layouts 3 to 11 "
+            "all write 3 so older readers keep reading them, and this blob's layout is not "
+            "recorded beside it)\n") in out
+    assert "  serialization_layout: unknown\n" in out
+  else:
+    assert f"  serialization_version: {header} (the envelope header version jax reads; it is " \
+           f"the layout itself (layout {header}))\n" in out

@@ -122,4 +122,7 @@ def test_cold_replay_isolates_a_crash_that_a_warm_worker_hides(pytester, monkeyp
   crashed = by_id[f"cpu/{CHOLESKY}"]
   assert crashed["kinds"] == ["compatibility_break"]
   assert "cold replay with the jaxport reader in a fresh process" in crashed["messages"][0]
-  assert "exit code -11" in crashed["messages"][0]
+  # The signal by name, and the stack faulthandler wrote when it arrived.
+  assert "killed by SIGSEGV (signal 11)" in crashed["messages"][0]
+  assert "Fatal Python error: Segmentation fault" in crashed["messages"][0]
+  assert "its last stderr lines:" in crashed["messages"][0]

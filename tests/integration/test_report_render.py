@@ -6,8 +6,10 @@ must be a PNG of the window's size showing the status colours, and the DOM the
 browser built must hold every entry.
 """
 
+import datetime
 import html.parser
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -19,7 +21,10 @@ import pytest
 
 import _report_helpers as helpers
 from jaxport.cli import main
-from jaxport.report._views import CellStatus
+from jaxport.harness._releases import RELEASE_DATES
+from jaxport.report._views import UNLISTED_GROUP, CellStatus
+
+pytest_plugins = ["pytester"]
 
 WINDOW = (1000, 1200)
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
@@ -213,3 +218,75 @@ def test_chromium_renders_the_page_offline(rendered):
   assert "jaxport compatibility report: cpu, 2026-11-22" in dom
   for entry_id in ids:
     assert entry_id in dom
+
+
+# A downstream project without an expected-status table: a cpu case calling a LAPACK target that
+# is not on jaxport's stable table and a lowering-only cuda case calling its own kernel, both
+# declared stable in its jaxport_stable_targets file.
+OWN_TARGETS_PYPROJECT = """
+[tool.pytest.ini_options]
+jaxport_cases = ["mycases"]
+jaxport_store = "golden"
+jaxport_stable_targets = "stable_targets.json"
+"""
+OWN_TARGETS_CASES = """
+import jax
+import numpy as np
+from jaxport import DisabledSafetyCheck
+from jaxport.harness import Case, random_matrix
+
+
+def thin():
+  return (random_matrix(1, (4, 3), np.float32),), {}
+
+
+def my_kernel(x):
+  return jax.ffi.ffi_call("my_kernel", jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+
+def cases():
+  return [
+      Case("pivoted_qr_f32", "own_targets",
+           lambda a: jax.lax.linalg.qr(a, pivoting=True, full_matrices=False), thin,
+           targets=("lapack_sgeqp3_ffi",),
+           disabled_checks=(DisabledSafetyCheck.custom_call("lapack_sgeqp3_ffi"),)),
+      Case("my_kernel_cuda", "own_targets", my_kernel, thin, platforms=("cuda",),
+           lowering_only=True, targets=("my_kernel",),
+           disabled_checks=(DisabledSafetyCheck.custom_call("my_kernel"),)),
+  ]
+"""
+
+
+@pytest.mark.slow
+def test_a_downstream_run_files_its_declared_targets_and_dates_its_release(pytester, tmp_path,
+                                                                          monkeypatch):
+  import jax
+  monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+  pytester.makepyprojecttoml(OWN_TARGETS_PYPROJECT)
+  pytester.makepyfile(
+      test_golden="from jaxport.harness.testing import test_record, test_replay  # noqa: F401\n",
+      mycases=OWN_TARGETS_CASES)
+  (pytester.path / "stable_targets.json").write_text(
+      json.dumps({"cpu": ["lapack_sgeqp3_ffi"], "cuda": ["my_kernel"]}))
+  run = ("-p", "no:cacheprovider", "--compat-today=2026-11-30")
+  assert pytester.runpytest_subprocess(*run, "--compat-record").ret == 0
+  report_file = tmp_path / "replay.json"
+  result = pytester.runpytest_subprocess(*run, f"--compat-report={report_file}")
+  assert result.ret == 0, result.stdout.str()
+  data = json.loads(report_file.read_text())
+  assert data["declared_targets"] == {"cpu": ["lapack_sgeqp3_ffi"], "cuda": ["my_kernel"]}
+  assert main(["report", "render", str(report_file), "--html", str(tmp_path / "r.html")]) == 0
+  page = (tmp_path / "r.html").read_text()
+  # Each declared target is filed under the platform it was declared for, not as unlisted.
+  matrix = page[page.index('id="matrix"'):page.index('id="window"')]
+  groups = {re.search(r">([^<]*)</th>", chunk).group(1):
+            re.findall(r"<tr><td><code>([^<]*)</code></td>", chunk)
+            for chunk in matrix.split('<th class="group"')[1:]}
+  assert UNLISTED_GROUP not in groups, groups
+  assert "lapack_sgeqp3_ffi" in groups["cpu"] and "my_kernel" in groups["cuda"], groups
+  # The installed jax is a known release: the window table gives its date and age, not '?'.
+  version = jax.__version__
+  released = datetime.date.fromisoformat(RELEASE_DATES[version])
+  age = (datetime.date(2026, 11, 30) - released).days
+  assert (f"<tr><td>{version}</td><td>{released}</td><td>{age}</td><td>0</td><td>yes</td>"
+          in page), page[page.index('id="window"'):page.index('id="coverage"')]

@@ -140,13 +140,17 @@ def test_expired_entry_warns_and_fails_when_strict():
   assert _classify.status(out, strict=True) is Status.FAIL
 
 
-def test_crash_and_golden_errors_are_breaks():
+def test_a_crash_is_a_break_and_damaged_golden_data_a_golden_data_error():
   out = _classify_answer({"crashed": True, "why": "the worker exited", "returncode": -11,
                           "stderr_tail": "Fatal Python error: Segmentation fault"})
-  assert out.kinds == (K.COMPATIBILITY_BREAK,) and "exit code -11" in out.messages[0]
+  assert out.kinds == (K.COMPATIBILITY_BREAK,) and "killed by SIGSEGV (signal 11)" in out.messages[0]
   assert "Segmentation fault" in out.messages[0]
+  silent = _classify_answer({"crashed": True, "why": "the worker exited", "returncode": 3,
+                             "stderr_tail": "\n"})
+  assert "exit code 3" in silent.messages[0] and "it wrote nothing to stderr" in silent.messages[0]
   out = _classify_answer({"golden_error": "exported.bin: sha256 mismatch"})
-  assert out.kinds == (K.COMPATIBILITY_BREAK,) and "sha256 mismatch" in out.messages[0]
+  assert out.kinds == (K.GOLDEN_DATA_ERROR,) and "sha256 mismatch" in out.messages[0]
+  assert _classify.status(out, strict=False) is Status.FAIL
 
 
 def test_removed_case_is_in_the_skip_ledger():

@@ -280,6 +280,17 @@ def test_the_forward_gap_never_excuses_damaged_golden_data():
   assert outcome.expected_failure is None
 
 
+def test_no_row_ever_excuses_a_golden_data_error():
+  from jaxport.harness import _classify
+  damaged = Finding(K.GOLDEN_DATA_ERROR, "golden data error: sha256 of exported.bin differs")
+  table = parse_table(_table(expected_failures=[
+      {"producer": "0.5.3", "case": "c1", "reason": "a row that matches everything", "match": ""}]))
+  outcome = expected_status.annotate(_outcome(damaged), _manifest("0.5.3"), today=TODAY,
+                                     consumer="0.10.0", table=table)
+  assert outcome.expected_failure is None and outcome.kinds == (K.GOLDEN_DATA_ERROR,)
+  assert _classify.status(outcome, strict=False) is Status.FAIL
+
+
 def test_judge_an_entry_that_ran_after_upgrade():
   ok = Expectation("pass")
   fail = Expectation("fail", "target removed long ago", "No registered implementation")

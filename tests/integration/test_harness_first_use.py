@@ -1,0 +1,142 @@
+"""A downstream project's first runs of the harness: each mistake a new user makes ends in one
+clear message that names the fix, and the harness summary still prints."""
+
+import json
+import textwrap
+
+import pytest
+
+from jaxport.golden._store import GoldenStore
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow
+
+PYPROJECT = """
+[tool.pytest.ini_options]
+jaxport_cases = ["{module}"]
+jaxport_store = "golden"
+"""
+CASES = """
+import jax.numpy as jnp
+import numpy as np
+from jaxport.harness import Case, random_matrix
+
+
+def square():
+  return (random_matrix(0, (3, 3), np.float32),), {{}}
+
+
+def cases():
+  return [{cases}]
+"""
+SINES = 'Case("sines_f32", "mine", lambda a: jnp.sin(a) * 3, square{extra})'
+
+
+def _project(pytester, module="mycases", cases=SINES.format(extra=""), head=""):
+  pytester.makepyprojecttoml(PYPROJECT.format(module=module))
+  pytester.makepyfile(test_golden="from jaxport.harness.testing import test_record, "
+                                  "test_replay  # noqa: F401\n")
+  (pytester.path / "mycases.py").write_text(head + textwrap.dedent(CASES.format(cases=cases)))
+  return GoldenStore(pytester.path / "golden")
+
+
+def _run(pytester, *args):
+  return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--compat-today=2026-12-01", *args)
+
+
+def _text(result) -> str:
+  return result.stdout.str() + result.stderr.str()
+
+
+def test_a_misspelt_case_module_is_one_usage_error(pytester):
+  _project(pytester, module="mycasez")
+  result = _run(pytester, "--compat-record")
+  assert result.ret != 0
+  text = _text(result)
+  assert "case module(s) ['mycasez'] of jaxport_cases cannot be found" in text
+  assert "Traceback" not in text and "INTERNALERROR" not in text
+
+
+def test_a_case_module_failing_to_import_fails_once_and_the_summary_still_prints(pytester):
+  _project(pytester, head="import a_native_library_not_built_yet\n")
+  result = _run(pytester, "--compat-record")
+  assert result.ret != 0
+  text = _text(result)
+  assert "INTERNALERROR" not in text and "Traceback" not in text
+  assert text.count("case module 'mycases' cannot be imported (No module named "
+                    "'a_native_library_not_built_yet')") == 2   # the item, and the session line
+  assert "jaxport compat harness" in text
+  assert "SESSION FAIL the project's case modules cannot be loaded" in text
+
+
+def test_a_case_naming_an_unknown_checker_is_refused_at_record(pytester):
+  store = _project(pytester, cases=SINES.format(extra=', checker="spectral_okk"'))
+  result = _run(pytester, "--compat-record")
+  assert result.ret == 1
+  text = _text(result)
+  assert "checker='spectral_okk' is not a registered checker" in text
+  assert "Nothing was recorded" in text
+  # Said once in the item's failure, not again as the traceback's last line.
+  assert text.count("is not a registered checker") == 1
+  assert "  error     case sines_f32" in text
+  assert not store.root.exists() or not list(store.entries())
+
+
+def test_entries_of_a_removed_case_warn_and_fail_the_session_when_strict(pytester):
+  store = _project(pytester)
+  assert _run(pytester, "--compat-record").ret == 0
+  (pytester.path / "mycases.py").write_text(textwrap.dedent(CASES.format(cases="")))
+  warned = _run(pytester)
+  assert warned.ret == 0
+  assert ("session warning: 1 entries belong to cases no case module registers any more "
+          "(sines_f32)") in _text(warned)
+  strict = _run(pytester, "--compat-strict")
+  assert strict.ret == 1
+  assert "SESSION FAIL 1 entries belong to cases no case module registers" in _text(strict)
+  assert len(list(store.entries())) == 1
+
+
+def test_a_tampered_golden_file_is_a_golden_data_error(pytester, tmp_path):
+  store = _project(pytester)
+  assert _run(pytester, "--compat-record").ret == 0
+  (entry,) = store.entries()
+  blob = entry.path / "exported.bin"
+  data = blob.read_bytes()
+  blob.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]))
+  report = tmp_path / "r.json"
+  result = _run(pytester, f"--compat-report={report}")
+  assert result.ret == 1
+  (e,) = json.loads(report.read_text())["entries"]
+  assert e["status"] == "fail" and e["kinds"] == ["golden_data_error"]
+  assert "exported.bin" in e["messages"][0]
+
+
+def test_an_absent_platform_is_a_usage_error_without_a_traceback(pytester):
+  _project(pytester)
+  result = _run(pytester, "--compat-record", "--compat-platform=cuda")
+  assert result.ret == 4   # pytest's usage error
+  text = _text(result)
+  assert ("ERROR: --compat-platform=cuda replays entries that run on cuda, but this machine's "
+          "jax backend is cpu") in text
+  assert "Traceback" not in text and "pluggy" not in text
+
+
+def test_before_the_first_record_the_message_says_how_to_record(pytester):
+  _project(pytester)
+  result = _run(pytester)
+  assert result.ret == 4
+  text = _text(result)
+  assert "no golden store yet: jaxport_store names" in text
+  assert "pytest --compat-record" in text and "--compat-store=" not in text
+  explicit = _run(pytester, f"--compat-store={pytester.path / 'elsewhere'}")
+  assert "elsewhere: no such directory" in _text(explicit)
+
+
+def test_collect_only_judges_nothing(pytester):
+  _project(pytester)
+  assert _run(pytester, "--compat-record").ret == 0
+  result = _run(pytester, "--collect-only")
+  assert result.ret == 0
+  text = _text(result)
+  assert "SESSION FAIL" not in text and "tripwire" not in text
+  assert "test_replay[cpu/mine/sines_f32/2026-12-01_jax-" in text
