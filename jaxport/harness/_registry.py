@@ -97,15 +97,21 @@ def missing_modules(modules: Sequence[str], paths: Sequence[str]) -> list[str]:
   """The case modules whose top-level package is found neither on ``paths`` (the project's)
   nor on ``sys.path``; found without importing anything."""
   search = [*paths, *sys.path]
-  out = []
-  for name in modules:
-    top = name.split(".")[0]
-    if top in sys.modules:
-      continue
-    try:
-      found = importlib.machinery.PathFinder.find_spec(top, search) is not None
-    except (ImportError, ValueError):
-      found = False
-    if not found and importlib.util.find_spec(top) is None:
-      out.append(name)
-  return out
+  return [name for name in modules if name not in sys.modules and not _findable(name, search)]
+
+
+def _findable(name: str, search: list[str]) -> bool:
+  """Whether module ``name`` exists on ``search``: each package of its dotted name is looked
+  up in the folders of the one before it, executing none of them."""
+  parts = name.split(".")
+  try:
+    spec = (importlib.machinery.PathFinder.find_spec(parts[0], search)
+            or importlib.util.find_spec(parts[0]))
+    for i in range(1, len(parts)):
+      locations = spec.submodule_search_locations if spec is not None else None
+      if locations is None:
+        return False
+      spec = importlib.machinery.PathFinder.find_spec(".".join(parts[:i + 1]), list(locations))
+  except (ImportError, ValueError):
+    return False
+  return spec is not None

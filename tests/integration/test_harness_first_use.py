@@ -48,12 +48,17 @@ def _text(result) -> str:
   return result.stdout.str() + result.stderr.str()
 
 
-def test_a_misspelt_case_module_is_one_usage_error(pytester):
-  _project(pytester, module="mycasez")
+@pytest.mark.parametrize("module", ["mycasez", "mypkg.golden_casez"])
+def test_a_misspelt_case_module_is_one_usage_error(pytester, module):
+  _project(pytester, module=module)
+  pkg = pytester.path / "mypkg"
+  pkg.mkdir()
+  (pkg / "__init__.py").write_text("raise RuntimeError('the check must not import packages')\n")
+  (pkg / "golden_cases.py").write_text("")
   result = _run(pytester, "--compat-record")
   assert result.ret != 0
   text = _text(result)
-  assert "case module(s) ['mycasez'] of jaxport_cases cannot be found" in text
+  assert f"case module(s) ['{module}'] of jaxport_cases cannot be found" in text
   assert "Traceback" not in text and "INTERNALERROR" not in text
 
 
