@@ -6,16 +6,11 @@ import textwrap
 
 import pytest
 
-from jaxport.golden._store import GoldenStore
+from _downstream_project import write_project
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
-PYPROJECT = """
-[tool.pytest.ini_options]
-jaxport_cases = ["{module}"]
-jaxport_store = "golden"
-"""
 CASES = """
 import jax.numpy as jnp
 import numpy as np
@@ -33,11 +28,7 @@ SINES = 'Case("sines_f32", "mine", lambda a: jnp.sin(a) * 3, square{extra})'
 
 
 def _project(pytester, module="mycases", cases=SINES.format(extra=""), head=""):
-  pytester.makepyprojecttoml(PYPROJECT.format(module=module))
-  pytester.makepyfile(test_golden="from jaxport.harness.testing import test_record, "
-                                  "test_replay  # noqa: F401\n")
-  (pytester.path / "mycases.py").write_text(head + textwrap.dedent(CASES.format(cases=cases)))
-  return GoldenStore(pytester.path / "golden")
+  return write_project(pytester, head + textwrap.dedent(CASES.format(cases=cases)), module=module)
 
 
 def _run(pytester, *args):

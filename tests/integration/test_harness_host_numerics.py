@@ -13,14 +13,11 @@ from jaxport.golden._host import current_host
 from jaxport.golden._store import GoldenStore
 from jaxport.report import load_report, render_html, render_markdown
 
+from _downstream_project import write_project
+
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
-PYPROJECT = """
-[tool.pytest.ini_options]
-jaxport_cases = ["mycases"]
-jaxport_store = "golden"
-"""
 CASES = """
 import jax.numpy as jnp
 import numpy as np
@@ -61,11 +58,7 @@ def _entry(report_path):
 
 
 def test_one_ulp_is_drift_on_the_recording_host_class_and_a_pass_on_another(pytester, tmp_path):
-  pytester.makepyprojecttoml(PYPROJECT)
-  pytester.makepyfile(test_golden="from jaxport.harness.testing import test_record, "
-                                  "test_replay  # noqa: F401\n",
-                      mycases=textwrap.dedent(CASES))
-  store = GoldenStore(pytester.path / "golden")
+  store = write_project(pytester, textwrap.dedent(CASES))
   assert _run(pytester, "--compat-record").ret == 0
   (entry_id,) = [e.entry_id for e in store.entries()]
   recorded = store.entry(entry_id).manifest.host

@@ -223,12 +223,6 @@ def test_chromium_renders_the_page_offline(rendered):
 # A downstream project without an expected-status table: a cpu case calling a LAPACK target that
 # is not on jaxport's stable table and a lowering-only cuda case calling its own kernel, both
 # declared stable in its jaxport_stable_targets file.
-OWN_TARGETS_PYPROJECT = """
-[tool.pytest.ini_options]
-jaxport_cases = ["mycases"]
-jaxport_store = "golden"
-jaxport_stable_targets = "stable_targets.json"
-"""
 OWN_TARGETS_CASES = """
 import jax
 import numpy as np
@@ -262,10 +256,8 @@ def test_a_downstream_run_files_its_declared_targets_and_dates_its_release(pytes
                                                                           monkeypatch):
   import jax
   monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-  pytester.makepyprojecttoml(OWN_TARGETS_PYPROJECT)
-  pytester.makepyfile(
-      test_golden="from jaxport.harness.testing import test_record, test_replay  # noqa: F401\n",
-      mycases=OWN_TARGETS_CASES)
+  from _downstream_project import write_project
+  write_project(pytester, OWN_TARGETS_CASES, jaxport_stable_targets="stable_targets.json")
   (pytester.path / "stable_targets.json").write_text(
       json.dumps({"cpu": ["lapack_sgeqp3_ffi"], "cuda": ["my_kernel"]}))
   run = ("-p", "no:cacheprovider", "--compat-today=2026-11-30")

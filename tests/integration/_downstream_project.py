@@ -1,0 +1,25 @@
+"""A downstream project written into a pytester folder, as ``docs/downstream.md`` describes
+one: the pytest configuration that opts in, the golden test file and a case module."""
+
+from pathlib import Path
+
+from jaxport.golden._store import GoldenStore
+
+GOLDEN_TESTS = "from jaxport.harness.testing import test_record, test_replay  # noqa: F401\n"
+STORE = "golden"
+
+
+def pyproject(module: str = "mycases", **ini: str) -> str:
+  """``[tool.pytest.ini_options]`` naming the case module and the store, plus ``ini`` keys."""
+  lines = ["[tool.pytest.ini_options]", f'jaxport_cases = ["{module}"]',
+           f'jaxport_store = "{STORE}"', *(f'{k} = "{v}"' for k, v in ini.items())]
+  return "\n".join(lines) + "\n"
+
+
+def write_project(pytester, cases_source: str, *, module: str = "mycases",
+                  **ini: str) -> GoldenStore:
+  """Write the project into ``pytester.path`` (the case module as ``mycases.py``); its store."""
+  pytester.makepyprojecttoml(pyproject(module, **ini))
+  pytester.makepyfile(test_golden=GOLDEN_TESTS)
+  (Path(pytester.path) / "mycases.py").write_text(cases_source)
+  return GoldenStore(Path(pytester.path) / STORE)
