@@ -59,6 +59,9 @@ MAX_JSON_BYTES = 16 * 2**20
 # Deepest nesting of JSON objects and arrays in a manifest or shardings.json;
 # real ones nest four levels. Python's JSON parser is recursive.
 MAX_JSON_NESTING = 64
+# Largest compatibility report read back (render, merge): about 2 KB an entry, so a
+# 10,000-entry store's report is some 20 MB.
+MAX_REPORT_BYTES = 1 * 2**30
 
 # --- jax test-data files (jaxport.corpus._jax_testdata) ---------------------------
 

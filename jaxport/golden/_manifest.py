@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from jaxport import _limits
+from jaxport import _json
 from jaxport.errors import GoldenDataError
 from jaxport.golden._host import Host
 
@@ -334,52 +334,8 @@ def _digest(d: Mapping[str, Any]) -> str:
 
 
 def _parse_json(text: str | bytes, where: str) -> Any:
-  def no_duplicates(pairs):
-    keys = [k for k, _ in pairs]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
-      raise GoldenDataError(f"{where}: duplicate key(s) {dup} in a JSON object.")
-    return dict(pairs)
-
-  def no_constants(name):
-    raise GoldenDataError(f"{where}: non-standard JSON constant {name}; manifests hold finite numbers only.")
-
-  if len(text) > _limits.MAX_JSON_BYTES:
-    raise GoldenDataError(f"{where}: {len(text)} bytes of JSON, more than the limit "
-                          f"{_limits.name('MAX_JSON_BYTES')}.")
-  if isinstance(text, bytes):
-    try:
-      text = text.decode("utf-8")
-    except UnicodeDecodeError as e:
-      raise GoldenDataError(f"{where}: not UTF-8 text ({e}).") from None
-  depth = _json_nesting(text)
-  if depth > _limits.MAX_JSON_NESTING:
-    raise GoldenDataError(f"{where}: JSON nested {depth} levels deep, more than the limit "
-                          f"{_limits.name('MAX_JSON_NESTING')}.")
-  try:
-    return json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constants)
-  except json.JSONDecodeError as e:
-    raise GoldenDataError(
-        f"{where}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}. "
-        "Restore the file from version control.") from None
-
-
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-
-
-def _json_nesting(text: str) -> int:
-  """The deepest nesting of objects and arrays in ``text`` (brackets inside strings aside),
-  found without recursion, before the recursive parser sees the text."""
-  brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
-  depth = deepest = 0
-  for c in brackets:
-    if c in "[{":
-      depth += 1
-      deepest = max(deepest, depth)
-    else:
-      depth -= 1
-  return deepest
+  return _json.load(text, where, GoldenDataError,
+                    "Restore the file from version control or record the entry again.")
 
 
 def _bad(where: str, field: str, expected: str, got: Any) -> GoldenDataError:

@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from jaxport import _json
 from jaxport.harness import _releases
 from jaxport.harness._verdicts import Finding, Outcome
 from jaxport.report import FindingKind, Release
@@ -223,10 +224,11 @@ def load_table(path: str | Path) -> Table:
   """The table at ``path``."""
   p = Path(path)
   try:
-    data = json.loads(p.read_text(encoding="utf-8"))
-  except (OSError, json.JSONDecodeError) as e:
+    text = p.read_bytes()
+  except OSError as e:
     raise ExpectedStatusError(f"{p}: cannot read the expected-status table ({e}).") from None
-  return parse_table(data, str(p))
+  return parse_table(_json.load(text, f"{p} (the expected-status table)", ExpectedStatusError),
+                     str(p))
 
 
 @dataclasses.dataclass(frozen=True)

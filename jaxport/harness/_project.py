@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxport import _json
 from jaxport.errors import GoldenDataError
 
 # The platforms a case may be recorded on or exported for.
@@ -61,11 +61,12 @@ class ProjectTargets:
   def read(cls, path: str | Path) -> ProjectTargets:
     """The declarations in the JSON file ``path``; a malformed file names the bad part."""
     path = Path(path)
+    fix = 'It must look like {"cpu": ["my_target"], "unreachable": {}}.'
     try:
-      data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-      raise GoldenDataError(f"stable-targets file {path}: cannot be read as JSON ({e}); it "
-                            'must look like {"cpu": ["my_target"], "unreachable": {}}') from None
+      text = path.read_bytes()
+    except OSError as e:
+      raise GoldenDataError(f"stable-targets file {path}: cannot be read ({e}). {fix}") from None
+    data = _json.load(text, f"stable-targets file {path}", GoldenDataError, fix)
     return cls.from_json(data, where=str(path))
 
   @classmethod

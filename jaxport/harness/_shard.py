@@ -13,11 +13,11 @@ their union is the whole store.
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from jaxport import _json
 from jaxport.errors import JaxportError
 
 COSTS_FORMAT = 1
@@ -84,7 +84,7 @@ def read_costs(path: str | Path) -> dict[str, float]:
   """Per-entry replay seconds from a ``--compat-timings`` file."""
   path = Path(path)
   try:
-    data = json.loads(path.read_text())
+    data = _json.parse(path.read_bytes())
     seconds = data["seconds"] if data.get("format") == COSTS_FORMAT else None
   except (OSError, ValueError, AttributeError, KeyError) as e:
     raise ShardError(f"costs file {path}: cannot read it ({type(e).__name__}: {e}). Pass a file "

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from jaxport import _json
 from jaxport.errors import ReportError
 from jaxport.report._files import write_text_atomically
 
@@ -615,13 +616,10 @@ def load_report(path: str | os.PathLike) -> RunReport:
                       f"--compat-report={path}`.") from None
   except (OSError, UnicodeDecodeError) as e:
     raise ReportError(f"{path}: cannot read the report ({e}).") from None
-  try:
-    data = json.loads(text)
-  except json.JSONDecodeError as e:
-    raise ReportError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg}); a report "
-                      "cut short by a killed job is the usual cause.") from None
-  except RecursionError:
-    raise ReportError(f"{path}: JSON nested too deeply to be a compatibility report.") from None
+  data = _json.load(text, str(path), ReportError, "Pass a report the harness wrote "
+                    "(--compat-report); one cut short by a killed job is the usual cause of "
+                    "invalid JSON, and running the harness again writes it whole.",
+                    bytes_limit="MAX_REPORT_BYTES")
   return RunReport.from_json(data, source=str(path))
 
 

@@ -19,7 +19,7 @@ def _project(pytester, ini: str, **files: str) -> None:
     ("jaxport_cases = mycases\njaxport_store = golden\njaxport_on_change = sometimes", {},
      "jaxport_on_change = 'sometimes': expected one of ['fail', 'warn']"),
     ("jaxport_cases = mycases\njaxport_store = golden\njaxport_stable_targets = targets.json",
-     {"targets.json": "{not json"}, "targets.json: cannot be read as JSON"),
+     {"targets.json": "{not json"}, "targets.json: invalid JSON at line 1 column 2"),
     ("jaxport_cases = mycases\njaxport_store = golden\njaxport_stable_targets = targets.json",
      {"targets.json": '{"gpu": ["k"]}'}, "unknown key 'gpu'"),
     ("jaxport_cases = my-cases!\njaxport_store = golden", {},

@@ -22,7 +22,7 @@ GENERATED = {"jaxport.serde._schema_generated"}
 LAYERS = (
     ("leaves", ("jaxport.errors", "jaxport._config", "jaxport._versions", "jaxport._jaxcompat",
                 "jaxport._progress", "jaxport._lazy",
-                "jaxport._limits")),
+                "jaxport._limits", "jaxport._json")),
     ("shapes", ("jaxport.shapes",)),
     ("custom_calls", ("jaxport.custom_calls",)),
     ("export", ("jaxport.export",)),
