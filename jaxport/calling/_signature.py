@@ -97,8 +97,13 @@ def _tensor(t: ir.Type) -> ir.RankedTensorType | None:
     return None
 
 
-def _type_matches(t: ir.Type, aval: Any) -> bool:
-  """Element type equal; rank equal; each dimension equal where both sides are constant."""
+def _type_matches(t: ir.Type, aval: Any, *, symbolic_is_dynamic: bool) -> bool:
+  """Element type equal; rank equal; each dimension equal where both sides are constant.
+
+  With ``symbolic_is_dynamic`` (arguments) a symbolic dimension of the record
+  must be dynamic (``?``) in the module too: the caller passes a dynamic
+  tensor there, which a static parameter cannot take.
+  """
   tensor = _tensor(t)
   if tensor is None:
     return False
@@ -107,14 +112,20 @@ def _type_matches(t: ir.Type, aval: Any) -> bool:
   if tensor.rank != len(aval.shape):
     return False
   dynamic = ir.ShapedType.get_dynamic_size()
-  return all(m == dynamic or not core.is_constant_dim(d) or m == d
-             for m, d in zip(tensor.shape, aval.shape))
+  for m, d in zip(tensor.shape, aval.shape):
+    if not core.is_constant_dim(d):
+      if symbolic_is_dynamic and m != dynamic:
+        return False
+    elif m != dynamic and m != d:
+      return False
+  return True
 
 
 def _check_values(exported: "Exported", kind: str, types: Sequence[ir.Type],
                   avals: Sequence[Any], names: Sequence[str]) -> None:
+  arguments = kind.endswith("argument")
   for t, aval, name in zip(types, avals, names):
-    if not _type_matches(t, aval):
+    if not _type_matches(t, aval, symbolic_is_dynamic=arguments):
       raise _mismatch(exported, f"{kind} {name}", f"type {t}",
                       f"{_aval_str(aval)} (from the record's {kind.split()[0]} avals)")
 

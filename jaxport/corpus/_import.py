@@ -41,7 +41,7 @@ def source_files(paths: list[str]) -> list[Path]:
   for p in map(Path, paths):
     if p.is_dir():
       out.extend(sorted(f for f in p.rglob("*.py") if f.name != "__init__.py"))
-    elif p.is_file():
+    elif p.exists():  # a file, or a FIFO or device that run_import skips with the reason
       out.append(p)
     else:
       raise GoldenDataError(f"{p}: no such file or directory.")
@@ -228,6 +228,10 @@ def run_import(paths: list[str], out: str, *, platform: str | None = None, mode:
   store = GoldenStore(out)
   result: dict[str, list[str]] = {"imported": [], "exists": [], "skipped": [], "failed": []}
   for path in track(source_files(paths), "reading"):
+    unreadable = _jax_testdata.not_regular_reason(path)
+    if unreadable is not None:
+      result["skipped"].append(f"{path.name}: skipped: {path} is {unreadable}")
+      continue
     try:
       datasets, notes = _jax_testdata.read_file(path)
     except (GoldenDataError, UnicodeDecodeError) as e:

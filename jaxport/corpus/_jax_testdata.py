@@ -14,7 +14,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import datetime
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -222,14 +224,46 @@ def _datasets_in(value: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...
   return []
 
 
+def not_regular_reason(path: Path) -> str | None:
+  """Why ``path`` is not read (a FIFO, a device, a folder: opening one may block), or None."""
+  try:
+    mode = os.stat(path).st_mode
+  except OSError as e:
+    return f"cannot be examined ({e})"
+  if stat.S_ISREG(mode):
+    return None
+  return f"not a regular file (a {_file_kind(mode)}), so it is not opened"
+
+
+def _file_kind(mode: int) -> str:
+  kinds = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISDIR, "directory"), (stat.S_ISCHR, "character device"),
+           (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))
+  return next((kind for test, kind in kinds if test(mode)), "special file")
+
+
+def _read_regular_text(path: Path) -> str:
+  """The UTF-8 text of the regular file ``path``; opened without blocking and checked
+  after opening, so a FIFO swapped in after a check cannot hang the reader."""
+  try:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+  except OSError as e:
+    raise GoldenDataError(f"{path}: cannot be opened ({e}).") from None
+  with os.fdopen(fd, "rb") as fh:
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+      raise GoldenDataError(f"{path}: not a regular file (a {_file_kind(mode)}); jax's test "
+                            "data are regular .py files.")
+    try:
+      return fh.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+      raise GoldenDataError(f"{path}: cannot be read as UTF-8 text ({e}).") from None
+
+
 def read_file(path: str | Path) -> tuple[list[Dataset], list[str]]:
   """The datasets in one jax test-data file, and notes on what was left out and why."""
   path = Path(path)
   name = path.name
-  try:
-    text = path.read_text(encoding="utf-8")
-  except (OSError, UnicodeDecodeError) as e:
-    raise GoldenDataError(f"{path}: cannot be read as UTF-8 text ({e}).") from None
+  text = _read_regular_text(path)
   try:
     tree = ast.parse(text, filename=name)
   except SyntaxError as e:
@@ -309,11 +343,27 @@ def check_fields(ds: Dataset) -> None:
     if not ok:
       raise GoldenDataError(f"{ds.source}: {ds.label}: field {field}: expected {expected}, "
                             f"got {type(f[field]).__name__}.")
+  bounds = [("testdata_version", "MAX_FORMAT_VERSION"),
+            ("xla_call_module_version", "MAX_FORMAT_VERSION"), ("nr_devices", "MAX_NR_DEVICES")]
+  for field, limit in bounds:
+    value = f.get(field)
+    if isinstance(value, int) and not 0 <= value <= getattr(_limits, limit):
+      raise GoldenDataError(
+          f"{ds.source}: {ds.label}: field {field}: {_digits(value)} is out of range: at most "
+          f"{_limits.name(limit)}. jax's own files state small numbers here; the file is "
+          "corrupted or not jax test data.")
   for field in ("inputs", "expected_outputs"):
     for i, a in enumerate(f[field] or ()):
       if not _is_numeric_array(a):
         raise GoldenDataError(f"{ds.source}: {ds.label}: field {field}[{i}]: expected a "
                               f"numeric array, got {type(a).__name__}.")
+
+
+def _digits(value: int) -> str:
+  """``value`` for a message: in full when short, else its sign and number of digits."""
+  if -10**20 < value < 10**20:
+    return str(value)
+  return f"{'-' if value < 0 else ''}a {len(f'{abs(value):x}') * 4}-bit number"
 
 
 def _is_numeric_array(a: Any) -> bool:

@@ -36,14 +36,72 @@ STATED_SPECS: dict[tuple[str, str], tuple[tuple[str | None, ...], str]] = {
 }
 STATED_IN = "tests/export_back_compat_test.py of jax v0.10.2"
 
-_MAIN_RE = re.compile(r"func\.func public @main\((.*?)\)\s*->", re.S)
-_WRAPPED_RE = re.compile(r"func\.func private @_wrapped_jax_export_main\((.*?)\)\s*->", re.S)
-_ARG_TYPE_RE = re.compile(r"%arg(\d+): tensor<([^>]*)>")
-_DIM_SIZE_RE = re.compile(r"(%[\w#]+) = stablehlo\.get_dimension_size %arg(\d+), dim = (\d+)")
+# Every scan below runs in time linear in the module text: headers are found
+# with str.find, each followed by a search for its one terminator, and the
+# regular expressions left have no nested or overlapping repetitions (a module
+# text is untrusted; a lazy ``(.*?)\)`` retried at each of many headers
+# without a terminator is quadratic).
+_MAIN_HEAD = "func.func public @main("
+_WRAPPED_HEAD = "func.func private @_wrapped_jax_export_main("
+_SIGNATURE_END_RE = re.compile(r"\)\s*->")
+_ARG_TYPE_RE = re.compile(r"%arg(\d{1,9}): tensor<([^>]*)>")
+_DIM_SIZE_RE = re.compile(
+    r"(%[\w#]+) = stablehlo\.get_dimension_size %arg(\d{1,9}), dim = (\d{1,9})(?!\d)")
 _CONVERT_RE = re.compile(r"(%[\w#]+) = stablehlo\.convert (%[\w#]+) ")
-_CALL_RE = re.compile(r"call @_wrapped_jax_export_main\(([^)]*)\)")
-_NAME_RE = re.compile(r'jax\.global_constant = "([^"]+)"')
-_DYNAMIC_TENSOR_RE = re.compile(r"tensor<[^>]*\?")
+_CALL_HEAD = "call @_wrapped_jax_export_main("
+_NAME_HEAD = 'jax.global_constant = "'
+
+
+@dataclasses.dataclass(frozen=True)
+class _Signature:
+  """The argument list of a function header found in the module text."""
+
+  args: str   # the text between the parentheses
+  end: int    # where the arguments end in the module text
+
+
+def _signature(text: str, head: str) -> _Signature | None:
+  r"""The arguments after the first ``head``: up to the first ``)`` followed by ``->``.
+
+  The same result as searching ``head(.*?)\)\s*->`` with DOTALL, in linear time:
+  if no terminator follows the first header, none follows a later one.
+  """
+  start = text.find(head)
+  if start < 0:
+    return None
+  start += len(head)
+  end = _SIGNATURE_END_RE.search(text, start)
+  return None if end is None else _Signature(text[start:end.start()], end.start())
+
+
+def _delimited(text: str, head: str, close: str, *, nonempty: bool = False) -> str | None:
+  """The text between the first ``head`` and the next ``close`` (skipping empty ones when
+  ``nonempty``), in linear time; None when there is none."""
+  pos = 0
+  while (start := text.find(head, pos)) >= 0:
+    start += len(head)
+    end = text.find(close, start)
+    if end < 0:
+      return None
+    if end > start or not nonempty:
+      return text[start:end]
+    pos = end
+  return None
+
+
+def _has_dynamic_tensor(text: str) -> bool:
+  """Whether some ``tensor<...>`` in ``text`` has a ``?`` before its ``>``, in linear time."""
+  pos = 0
+  while (start := text.find("tensor<", pos)) >= 0:
+    end = text.find(">", start)
+    segment = text[start:] if end < 0 else text[start:end]
+    if "?" in segment:
+      return True
+    if end < 0:
+      return False
+    # Every "tensor<" inside the segment ends at the same ">", with no "?" either.
+    pos = end
+  return False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,8 +116,11 @@ def is_shape_polymorphic(module_text: str) -> bool:
   """Whether the module's ``main`` takes or returns arrays of unknown dimensions."""
   if "jax.uses_shape_polymorphism = true" in module_text:
     return True
-  m = _MAIN_RE.search(module_text)
-  return bool(m and _DYNAMIC_TENSOR_RE.search(module_text[m.start():module_text.find("{", m.end())]))
+  main = _signature(module_text, _MAIN_HEAD)
+  if main is None:
+    return False
+  start = module_text.find(_MAIN_HEAD)
+  return _has_dynamic_tensor(module_text[start:module_text.find("{", main.end)])
 
 
 def _split_args(signature: str) -> list[str]:
@@ -80,47 +141,50 @@ def _split_args(signature: str) -> list[str]:
   return [p.strip() for p in parts]
 
 
-def _main_body(module_text: str) -> str:
-  m = _MAIN_RE.search(module_text)
-  start = module_text.find("{", m.end())
+def _main_body(module_text: str, main: _Signature) -> str:
+  start = module_text.find("{", main.end)
   end = module_text.find("\n  }", start)
   return module_text[start:end if end > 0 else len(module_text)]
 
 
 def infer_from_module(module_text: str) -> tuple[tuple[str | None, ...] | None, str]:
   """Specs read from the module (None and the reason where it does not say them all)."""
-  main, wrapped = _MAIN_RE.search(module_text), _WRAPPED_RE.search(module_text)
+  main, wrapped = _signature(module_text, _MAIN_HEAD), _signature(module_text, _WRAPPED_HEAD)
   if main is None or wrapped is None:
     return None, "the module has no public main wrapping _wrapped_jax_export_main"
   arg_dims = {}
-  for arg in _split_args(main.group(1)):
+  for arg in _split_args(main.args):
     t = _ARG_TYPE_RE.match(arg)
     if t is None:
       return None, f"cannot read the type of main's argument {arg[:60]!r}"
     arg_dims[int(t.group(1))] = t.group(2).split("x")[:-1]
-  body = _main_body(module_text)
-  call = _CALL_RE.search(body)
+  body = _main_body(module_text, main)
+  call = _delimited(body, _CALL_HEAD, ")")
   if call is None:
     return None, "main does not call _wrapped_jax_export_main"
-  passed = [a.strip() for a in call.group(1).split(",")]
-  wrapped_args = _split_args(wrapped.group(1))
+  passed = [a.strip() for a in call.split(",")]
+  wrapped_args = _split_args(wrapped.args)
   n_vars = len(wrapped_args) - len(arg_dims)
+  if n_vars > len(passed):
+    return None, (f"_wrapped_jax_export_main takes {len(wrapped_args)} arguments but main "
+                  f"passes it {len(passed)}")
   converts = {dst: src for dst, src in _CONVERT_RE.findall(body)}
   reads = {}
   for value, arg, dim in _DIM_SIZE_RE.findall(body):
     reads[value] = (int(arg), int(dim))
   names: dict[tuple[int, int], str] = {}
   for k in range(n_vars):
-    value = passed[k]
-    while value not in reads and value in converts:
+    value, seen = passed[k], set()
+    while value not in reads and value in converts and value not in seen:
+      seen.add(value)  # converts may loop in a hostile module
       value = converts[value]
     if value not in reads:
       return None, (f"dimension variable {k} is computed from the argument sizes with arithmetic, "
                     "so the module does not say which dimension it is")
-    name = _NAME_RE.search(wrapped_args[k])
+    name = _delimited(wrapped_args[k], _NAME_HEAD, '"', nonempty=True)
     if name is None:
       return None, f"the module does not name dimension variable {k}"
-    names[reads[value]] = name.group(1)
+    names[reads[value]] = name
   specs = []
   for i in sorted(arg_dims):
     dims = arg_dims[i]

@@ -286,6 +286,9 @@ def _read_exported(t: list[Any], where: str, policy: str) -> Exported:
                            scope, avals_seen, f"{where}.in_avals")
     out_avals = _read_avals(t[X.out_avals_idxs], t[X.out_avals], unique_avals,
                             out_shardings, scope, avals_seen, f"{where}.out_avals")
+    # A blob without a shardings vector leaves every value unspecified, as jax reads it.
+    in_shardings = in_shardings or (None,) * len(in_avals)
+    out_shardings = out_shardings or (None,) * len(out_avals)
     in_named, out_named = in_shardings, out_shardings
     in_hlo = _hlo_shardings(in_shardings, in_avals, f"{where}.in_shardings")
     out_hlo = _hlo_shardings(out_shardings, out_avals, f"{where}.out_shardings")
@@ -296,7 +299,8 @@ def _read_exported(t: list[Any], where: str, policy: str) -> Exported:
                       for i, a in enumerate(t[X.out_avals] or ()))
     _same_count(len(in_shardings), len(in_avals), f"{where}.in_shardings")
     _same_count(len(out_shardings), len(out_avals), f"{where}.out_shardings")
-    in_hlo, out_hlo = in_shardings, out_shardings
+    in_hlo = in_shardings or (None,) * len(in_avals)
+    out_hlo = out_shardings or (None,) * len(out_avals)
     in_named, out_named = (None,) * len(in_avals), (None,) * len(out_avals)
 
   in_tree = _read_tree(t[X.in_tree], len(in_avals), f"{where}.in_tree")

@@ -96,10 +96,14 @@ def _check_record(exp: Any) -> None:
       or (kept and not 0 <= kept[0] <= kept[-1] < len(exp.in_avals))):
     problems.append(f"module_kept_var_idx {kept} is not a sorted set of indices below "
                     f"{len(exp.in_avals)} (the number of in_avals)")
-  for field in ("calling_convention_version", "nr_devices"):
+  for field, wire in (("calling_convention_version", "uint16"), ("nr_devices", "uint32")):
     value = getattr(exp, field)
+    top = 2**16 - 1 if wire == "uint16" else 2**32 - 1
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
       problems.append(f"{field} must be a positive int, got {value!r}")
+    elif value > top:
+      problems.append(f"{field} is {value if value < 10**20 else 'a huge number'}, past "
+                      f"{top}, the largest the blob's {wire} field holds")
   bad_checks = [c for c in exp.disabled_safety_checks if not hasattr(c, "is_custom_call")]
   if bad_checks:
     problems.append(f"disabled_safety_checks must hold DisabledSafetyCheck objects, got "

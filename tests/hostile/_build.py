@@ -18,7 +18,7 @@ import jaxport
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import MANIFEST_FILE, Comparison, Manifest, Producer
 from jaxport.golden._store import Entry, GoldenStore, sha256_hex
-from jaxport.serde import _read
+from jaxport.serde import _layout, _read
 
 from _sandbox import ROOT
 
@@ -114,3 +114,18 @@ def loops_forever(x):
   def body(c):
     return c[0] + 1.0, c[1]
   return jax.lax.while_loop(lambda c: c[1] >= 0, body, (x, jnp.int32(0)))[0]
+
+
+def without_fields(blob: bytes, *fields: str) -> bytes:
+  """``blob`` with the root Exported's ``fields`` absent, as a writer that omits them writes it:
+  their vtable slots are zeroed (flatbuffers reads a zero slot as an absent field)."""
+  ids = _layout.field_ids("Exported")
+  out = bytearray(blob)
+  table = struct.unpack_from("<I", out, 0)[0]
+  vtable = table - struct.unpack_from("<i", out, table)[0]
+  vtable_size = struct.unpack_from("<H", out, vtable)[0]
+  for field in fields:
+    slot = vtable + 4 + 2 * getattr(ids, field)
+    if slot + 2 <= vtable + vtable_size:
+      struct.pack_into("<H", out, slot, 0)
+  return bytes(out)
