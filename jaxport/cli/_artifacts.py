@@ -20,14 +20,19 @@ BLOB_SUFFIXES = (".bin",)
 
 @dataclasses.dataclass(frozen=True)
 class Artifact:
-  """A golden entry (``entry`` set) or a bare serialized blob on disk (``path`` only)."""
+  """A golden entry (``entry`` set), a bare serialized blob on disk (``path`` only), or a
+  folder or file of a store that is out of place (``problem`` says why; nothing is read)."""
 
   path: Path
   entry: Entry | None = None
+  problem: str | None = None
 
   @property
   def label(self) -> str:
-    return self.entry.entry_id if self.entry is not None else str(self.path)
+    if self.entry is not None:
+      return self.entry.entry_id
+    text = str(self.path)
+    return text if text.isascii() and text.isprintable() else ascii(text)
 
 
 def entry_at(path: Path) -> Entry:
@@ -55,7 +60,10 @@ def find_artifacts(path: str | os.PathLike) -> list[Artifact]:
   if (path / MANIFEST_FILE).is_file():
     return [Artifact(path, entry_at(path))]
   if is_store(path):
-    return [Artifact(e.path, e) for e in GoldenStore(path).entries()]
+    # A folder that is out of place is one problem of its own; the entries are audited.
+    entries, problems = GoldenStore(path).listing()
+    return ([Artifact(e.path, e) for e in entries]
+            + [Artifact(p.path, problem=p.message) for p in problems])
   # A folder inside a store (a platform, family or case): its entries are store entries
   # (expiry, drift, integrity); blobs elsewhere under the folder are bare blobs.
   visible = [p for p in sorted(path.rglob("*"))

@@ -18,6 +18,7 @@ from typing import Any
 from jaxport.custom_calls import _registry
 from jaxport.errors import JaxportError
 from jaxport.golden import _signatures
+from jaxport.golden._store import read_bounded
 from jaxport.cli._artifacts import Artifact, deserialize
 from jaxport.cli._relower import Relowerer
 from jaxport.export._checks import ALL_TARGETS, disabled_targets
@@ -88,6 +89,11 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   platforms: list[str] = []
   allowed: frozenset[str] = frozenset()
   manifest = None
+  if art.problem is not None:
+    rec.update(kind="store folder", platforms=[], custom_call_targets=[],
+               drift={"checked": False, "reason": "not a golden entry"},
+               problems=[art.problem], warnings=[], ok=False)
+    return rec
   if relowerer is not None:
     relowerer.load()
   if art.entry is not None:
@@ -126,7 +132,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
         warnings.append(f"expires in {days_left} days (window {window_days} days)")
   else:
     try:
-      blob = art.path.read_bytes()
+      blob = read_bounded(art.path, str(art.path), "MAX_BLOB_BYTES")
       exp = deserialize(blob)
       platforms = list(exp.platforms)
       allowed = disabled_targets(exp.disabled_safety_checks)

@@ -28,6 +28,8 @@ import re
 import shutil
 import stat
 import tempfile
+import time
+import warnings
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +50,12 @@ _DIR_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?:\.([2-9]|[1-9]\d{1,2}))?_jax-(.+)")
 _DIR_FORM = "<YYYY-MM-DD>[.<revision>]_jax-<version>"
 _TMP_PREFIX = ".tmp-"
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+# A temporary directory of a write or prune this old was left by a process that was killed
+# (an interrupted one removes its own); a later write into the same case removes it.
+_STALE_TMP_S = 10 * 60
+# Bytes a zip archive adds around one member: local and central headers with the name,
+# zip64 extras, data descriptor; and once, the end records.
+_ZIP_MEMBER_OVERHEAD = 512
 
 
 def sha256_hex(data: bytes) -> str:
@@ -70,33 +78,54 @@ def entry_sort_key(entry_id: str) -> tuple:
 # --- arrays <-> npz -----------------------------------------------------------
 
 def _extended_dtype(name: str) -> np.dtype | None:
-  """The ml_dtypes dtype called ``name`` (bfloat16, float8_*, int4...), or None."""
+  """The ml_dtypes dtype called ``name`` (bfloat16, float8_*, int4...), or None.
+
+  Only array types count: ml_dtypes also exports ``finfo``, ``iinfo`` and functions,
+  which numpy would take as the object dtype (whose arrays are pickles) or refuse.
+  """
   try:
     import ml_dtypes
   except ImportError:
     return None
   t = getattr(ml_dtypes, name, None)
-  if t is None:
+  if not isinstance(t, type) or not issubclass(t, np.generic):
     return None
   try:
-    return np.dtype(t)
+    dt = np.dtype(t)
   except TypeError:
     return None
+  if dt.hasobject or dt.type is not t or dt.name != name:
+    return None
+  return dt
 
 
 def dtype_from_name(name: str, where: str) -> np.dtype:
-  """The numpy dtype a manifest names, for standard and ml_dtypes types."""
-  try:
-    dt = np.dtype(name)
-    if dt.kind in "biufc":
+  """The numpy dtype a manifest names: a numeric or bool numpy dtype by its own name
+  (``float32``, not ``f4``) or an ml_dtypes array type; anything else is refused."""
+  if isinstance(name, str) and name.isidentifier():
+    try:
+      with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dt = np.dtype(name)
+    except (TypeError, ValueError):
+      dt = None
+    if dt is not None and dt.kind in "biufc" and dt.name == name:
       return dt
-  except TypeError:
-    pass
-  dt = _extended_dtype(name)
-  if dt is None:
-    raise GoldenDataError(f"{where}: unknown dtype name {name!r}; expected a numeric numpy "
-                          "dtype or an ml_dtypes type such as 'bfloat16'.")
-  return dt
+    dt = _extended_dtype(name)
+    if dt is not None:
+      return dt
+  raise GoldenDataError(f"{where}: unknown dtype name {name!r}; expected the name of a numeric "
+                        "or bool numpy dtype ('float32', 'int8', 'complex64', 'bool') or of an "
+                        "ml_dtypes array type such as 'bfloat16'. Golden data holds numeric "
+                        "arrays only; the manifest was not written by jaxport.")
+
+
+def check_array_dtypes(m: Manifest, where: str) -> None:
+  """Refuse a manifest whose ``arrays`` name a dtype golden data never holds (``finfo``,
+  ``object``...), naming the field, before any npz member is opened."""
+  for kind, specs in m.arrays.items():
+    for i, spec in enumerate(specs):
+      dtype_from_name(spec.dtype, f"{where}: arrays.{kind}[{i}].dtype")
 
 
 def _storage_array(a: Any, where: str) -> tuple[np.ndarray, ArraySpec]:
@@ -143,31 +172,61 @@ def decode_arrays(data: bytes, specs: Sequence[ArraySpec], where: str) -> list[n
     out = []
     for i, spec in enumerate(specs):
       member = want[i]
-      bound = _member_bound(zf.getinfo(member), spec, f"{where}: member {member}")
-      try:
-        with zf.open(member) as f:
-          data = f.read(bound)  # zipfile stops at the declared size and checks the CRC there
-        raw = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False,
-                                       max_header_size=_limits.MAX_NPY_HEADER_BYTES)
-      except ValueError as e:
-        raise GoldenDataError(
-            f"{where}: member {member} cannot be read without unpickling or is malformed ({e}). "
-            "Golden data never executes code; the file was not written by jaxport.") from None
-      except (zipfile.BadZipFile, EOFError, OSError) as e:
-        raise GoldenDataError(f"{where}: member {member} is corrupt: {e}.") from None
-      dt = dtype_from_name(spec.dtype, f"{where}: member {member}")
-      if dt.kind in "biufc":
-        ok = raw.dtype == dt
-        arr = raw
-      else:
-        ok = raw.dtype == np.dtype(f"<u{dt.itemsize}")
-        arr = raw.view(dt) if ok else raw
-      if not ok or tuple(arr.shape) != tuple(spec.shape):
-        raise GoldenDataError(
-            f"{where}: member {member} holds {raw.dtype} {tuple(raw.shape)}, but the manifest "
-            f"records {spec.dtype} {tuple(spec.shape)}.")
-      out.append(arr)
+      out.append(_read_member(zf, member, spec, f"{where}: member {member}"))
     return out
+
+
+def _read_member(zf: zipfile.ZipFile, member: str, spec: ArraySpec, where: str) -> np.ndarray:
+  """One npz member as the array ``spec`` records. The ``.npy`` header is read first and its
+  dtype and shape compared with ``spec`` (within ``MAX_ARRAY_BYTES``) before any memory is
+  set aside for the data, so a header that declares a huge shape costs nothing."""
+  dt = dtype_from_name(spec.dtype, where)
+  stored_dt = dt if dt.kind in "biufc" else np.dtype(f"<u{dt.itemsize}")
+  _member_bound(zf.getinfo(member), spec, where)
+  nbytes = _spec_nbytes(spec, dt)
+  fmt = np.lib.format
+  try:
+    with zf.open(member) as f:
+      version = fmt.read_magic(f)
+      if version == (1, 0):
+        shape, fortran, got_dt = fmt.read_array_header_1_0(
+            f, max_header_size=_limits.MAX_NPY_HEADER_BYTES)
+      elif version == (2, 0):
+        shape, fortran, got_dt = fmt.read_array_header_2_0(
+            f, max_header_size=_limits.MAX_NPY_HEADER_BYTES)
+      else:
+        raise ValueError(f".npy format version {version[0]}.{version[1]} is not read; "
+                         "jaxport writes 1.0 (numpy writes 2.0 for huge headers)")
+      if got_dt.hasobject:
+        raise ValueError(f"its header declares dtype {got_dt}, whose data is a pickle")
+      if got_dt != stored_dt or tuple(shape) != tuple(spec.shape):
+        raise GoldenDataError(
+            f"{where} holds {got_dt} {tuple(shape)}, but the manifest records {spec.dtype} "
+            f"{tuple(spec.shape)}; refused before reading its data.")
+      buf = bytearray(nbytes)
+      got = f.readinto(buf) if nbytes else 0
+      trailing = f.read(1)  # reaching the end makes zipfile check the CRC
+  except ValueError as e:
+    if isinstance(e, GoldenDataError):
+      raise
+    raise GoldenDataError(
+        f"{where} cannot be read without unpickling or is malformed ({e}). "
+        "Golden data never executes code; the file was not written by jaxport.") from None
+  except (zipfile.BadZipFile, EOFError, OSError) as e:
+    raise GoldenDataError(f"{where} is corrupt: {e}.") from None
+  if got != nbytes or trailing:
+    raise GoldenDataError(
+        f"{where} is corrupt: its header declares {spec.dtype} {tuple(spec.shape)} "
+        f"({nbytes} bytes), but {'more' if trailing else got} bytes of data follow.")
+  raw = np.frombuffer(buf, dtype=stored_dt).reshape(shape, order="F" if fortran else "C")
+  return raw if dt is stored_dt else raw.view(dt)
+
+
+def _spec_nbytes(spec: ArraySpec, dt: np.dtype) -> int:
+  count = 1
+  for d in spec.shape:
+    count *= d
+  return count * dt.itemsize
 
 
 def _member_bound(info: zipfile.ZipInfo, spec: ArraySpec, where: str) -> int:
@@ -180,11 +239,7 @@ def _member_bound(info: zipfile.ZipInfo, spec: ArraySpec, where: str) -> int:
     raise GoldenDataError(
         f"{where}: compression method {info.compress_type} is refused; npz files are stored "
         "or deflated (numpy.savez, numpy.savez_compressed).")
-  itemsize = dtype_from_name(spec.dtype, where).itemsize
-  count = 1
-  for d in spec.shape:
-    count *= d
-  nbytes = count * itemsize
+  nbytes = _spec_nbytes(spec, dtype_from_name(spec.dtype, where))
   if nbytes > _limits.MAX_ARRAY_BYTES:
     raise GoldenDataError(
         f"{where}: the manifest's {spec.dtype} {tuple(spec.shape)} needs {nbytes} bytes, more "
@@ -260,7 +315,8 @@ class Entry:
     where = self._where(MANIFEST_FILE)
     path = self.path / MANIFEST_FILE
     self._check_regular(MANIFEST_FILE)
-    m = Manifest.from_json(_read_bytes(path, where), where)
+    m = Manifest.from_json(read_bounded(path, where, "MAX_JSON_BYTES"), where)
+    check_array_dtypes(m, where)
     if not m.files:
       raise GoldenDataError(f"{where}: 'files' is empty; a stored entry lists its files' sha256.")
     expected_id = "/".join(self.entry_id.split("/")[-4:])
@@ -305,7 +361,10 @@ class Entry:
   def _read_listed(self, name: str, m: Manifest) -> bytes:
     """A file of an entry whose listing was checked against ``m``; its sha256 checked."""
     self._check_regular(name)
-    data = _read_bytes(self.path / name, self._where(name))
+    limit, most = _file_limit(name, m)
+    data = read_bounded(self.path / name, self._where(name), limit, most,
+                        "one array for each the manifest records, with its header and the "
+                        "zip's records, each array at most")
     actual = sha256_hex(data)
     if actual != m.files[name]:
       raise GoldenDataError(
@@ -419,6 +478,21 @@ class Snapshot:
     return copy.deepcopy(recorded) if recorded is not None else None
 
 
+@dataclasses.dataclass(frozen=True)
+class ListingProblem:
+  """A folder or file of a store that is not where an entry may be; listing skips it."""
+
+  path: Path
+  message: str
+
+
+def _shown(path: Path) -> str:
+  """``path`` for a message: as is when printable ASCII, else escaped (a name holding
+  U+202E would reorder the line it is printed on)."""
+  text = str(path)
+  return text if text.isascii() and text.isprintable() else ascii(text)
+
+
 class GoldenStore:
   """The golden entries under one root directory (normally ``compat_data``)."""
 
@@ -436,29 +510,46 @@ class GoldenStore:
     """All entries, sorted by entry id; optionally only one platform and/or family.
 
     Hidden names (temporary directories of interrupted writes, ``.gitkeep``) and
-    plain files at the root are ignored; anything else out of place is an error.
+    plain files at the root are ignored; anything else out of place is an error
+    (:meth:`listing` reports it beside the entries instead).
     """
+    found, problems = self.listing(platform, family)
+    if problems:
+      raise GoldenDataError(problems[0].message)
+    return found
+
+  def listing(self, platform: str | None = None,
+              family: str | None = None) -> tuple[list[Entry], list[ListingProblem]]:
+    """The entries (as :meth:`entries`) and, instead of an error for the whole store, one
+    :class:`ListingProblem` for each folder or file that is out of place: a folder name that
+    is not an entry's, not a safe name or not a platform, a link, a stray file. What lies
+    below such a folder is not listed; every other entry is."""
     if platform is not None and platform not in PLATFORMS:
       raise GoldenDataError(f"unknown platform {platform!r}; expected one of {list(PLATFORMS)}.")
     if not self.root.is_dir():
-      return []
-    found = []
-    for p in self._children(self.root, allow_files=True):
+      return [], []
+    found: list[Entry] = []
+    problems: list[ListingProblem] = []
+    for p in self._children(self.root, allow_files=True, problems=problems):
       if p.name not in PLATFORMS:
-        raise GoldenDataError(
-            f"{p}: unexpected directory in the golden store; platform directories are "
-            f"{list(PLATFORMS)}.")
+        problems.append(ListingProblem(p, (
+            f"{_shown(p)}: unexpected directory in the golden store; platform directories are "
+            f"{list(PLATFORMS)}.")))
+        continue
       if platform is not None and p.name != platform:
         continue
-      for fam in self._children(p):
+      for fam in self._children(p, problems=problems):
         if family is not None and fam.name != family:
           continue
-        for case in self._children(fam):
-          for d in self._children(case):
+        for case in self._children(fam, problems=problems):
+          for d in self._children(case, problems=problems):
             if not _DIR_RE.fullmatch(d.name):
-              raise GoldenDataError(f"{d}: entry directory name is not '{_DIR_FORM}'.")
+              problems.append(ListingProblem(d, (
+                  f"{_shown(d)}: entry directory name is not '{_DIR_FORM}'. Move it out of "
+                  "the store, or rename it to start with '.' so that listing ignores it.")))
+              continue
             found.append(Entry(d, f"{p.name}/{fam.name}/{case.name}/{d.name}"))
-    return sorted(found, key=lambda e: entry_sort_key(e.entry_id))
+    return sorted(found, key=lambda e: entry_sort_key(e.entry_id)), problems
 
   def same_day(self, manifest: Manifest) -> list[Entry]:
     """The entries of ``manifest``'s case recorded on its day by its jax (every revision),
@@ -491,20 +582,30 @@ class GoldenStore:
           "('jaxport prune') or record on another day.")
     return dataclasses.replace(manifest, revision=revision)
 
-  def _children(self, path: Path, allow_files: bool = False) -> list[Path]:
+  def _children(self, path: Path, allow_files: bool = False,
+                problems: list[ListingProblem] | None = None) -> list[Path]:
+    """The directories in ``path``, hidden names skipped; with ``problems``, what is out of
+    place is appended there and skipped, else it raises."""
     out = []
     for name in sorted(_listdir(path)):
       if name.startswith("."):
         continue
       child = path / name
+      why = None
       if child.is_symlink() or not child.is_dir():
         if allow_files and not child.is_symlink():
           continue
-        raise GoldenDataError(f"{child}: unexpected file in the golden store (only "
-                              "directories belong at this level). Move it out of the store, or "
-                              "rename it to start with '.' so that listing ignores it.")
-      if not is_safe_name(name):
-        raise GoldenDataError(f"{child}: directory name is not a safe name.")
+        why = (f"{_shown(child)}: unexpected file in the golden store (only directories belong "
+               "at this level). Move it out of the store, or rename it to start with '.' so "
+               "that listing ignores it.")
+      elif not is_safe_name(name):
+        why = (f"{_shown(child)}: directory name is not a safe name (letters, digits and "
+               "'_.+-' only). Move it out of the store or rename it.")
+      if why is not None:
+        if problems is None:
+          raise GoldenDataError(why)
+        problems.append(ListingProblem(child, why))
+        continue
       out.append(child)
     return out
 
@@ -590,33 +691,34 @@ class GoldenStore:
         manifest, files={k: sha256_hex(v) for k, v in payload.items()}, arrays=arrays)
 
     case_dir = final.parent
-    try:
-      if not self.root.is_dir():
-        self.root.mkdir(parents=True)
-      self._inside(entry_id.split("/"), create_parents=True)
-      tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{final.name}-", dir=case_dir))
-    except OSError as e:
-      raise _unwritable(case_dir, e) from None
-    try:
-      os.chmod(tmp, 0o755)  # mkdtemp makes it private; entries are shared data.
-      for name in sorted(payload):
-        _write_file(tmp / name, payload[name])
-      _write_file(tmp / MANIFEST_FILE, manifest.to_json().encode("utf-8"))
-      _fsync_dir(tmp)
-      if final.exists():
-        raise _exists(entry_id, final)
+    tmp: Path | None = None
+    try:  # On any exception, KeyboardInterrupt included, the temporary directory goes.
       try:
-        os.rename(tmp, final)
-      except OSError:
-        if final.exists():  # Another writer won the race; its entry stays.
-          raise _exists(entry_id, final) from None
-        raise
-      _fsync_dir(case_dir)
-    except BaseException as e:
-      shutil.rmtree(tmp, ignore_errors=True)
-      if isinstance(e, OSError):
+        if not self.root.is_dir():
+          self.root.mkdir(parents=True)
+        self._inside(entry_id.split("/"), create_parents=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{final.name}-", dir=case_dir))
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; entries are shared data.
+        for name in sorted(payload):
+          _write_file(tmp / name, payload[name])
+        _write_file(tmp / MANIFEST_FILE, manifest.to_json().encode("utf-8"))
+        _fsync_dir(tmp)
+        if final.exists():
+          raise _exists(entry_id, final)
+        try:
+          os.rename(tmp, final)
+        except OSError:
+          if final.exists():  # Another writer won the race; its entry stays.
+            raise _exists(entry_id, final) from None
+          raise
+        tmp = None
+        _fsync_dir(case_dir)
+      except OSError as e:
         raise _unwritable(case_dir, e) from None
-      raise
+    finally:
+      if tmp is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _remove_stale_temporaries(case_dir)
     logger.info("wrote golden entry %s", entry_id)
     return Entry(final, entry_id)
 
@@ -650,23 +752,111 @@ class GoldenStore:
     if dry_run:
       return expired
     for e in expired:
-      # Move out of the way first so that a crash never leaves a half-deleted entry visible.
-      doomed = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}prune-", dir=e.path.parent))
-      os.rename(e.path, doomed / e.path.name)
+      self.remove_entry(e)
+    return expired
+
+  def remove_entry(self, entry: Entry) -> None:
+    """Remove one entry: rename it out of the store's view (a hidden folder beside it, so a
+    crash never leaves a half-deleted entry visible), delete it, then the empty case and
+    family folders above it. An error before the rename leaves the entry whole."""
+    doomed = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}prune-", dir=entry.path.parent)
+    try:
+      os.rename(entry.path, os.path.join(doomed, entry.path.name))
+    except BaseException:
+      try:
+        os.rmdir(doomed)
+      except OSError:
+        pass
+      raise
+    try:
       shutil.rmtree(doomed)
-      logger.info("pruned golden entry %s", e.entry_id)
-      parent = e.path.parent
+    except OSError as e:
+      # The entry is out of the store already; a leftover hidden folder is only clutter.
+      logger.warning("%s: removed from the store, but its hidden folder %s could not be "
+                     "deleted (%s); delete it by hand.", entry.entry_id, doomed, e.strerror or e)
+    logger.info("pruned golden entry %s", entry.entry_id)
+    parent = entry.path.parent
+    try:
       while parent != self.root and parent.is_dir() and not os.listdir(parent):
         parent.rmdir()
         parent = parent.parent
-    return expired
+    except OSError:
+      pass  # an empty case or family folder left behind is harmless
 
 
-def _read_bytes(path: Path, where: str) -> bytes:
+def _remove_stale_temporaries(case_dir: Path, now: float | None = None) -> list[Path]:
+  """Remove the temporary directories (``.tmp-*``) that writes and prunes killed mid-way
+  left in ``case_dir`` more than ``_STALE_TMP_S`` ago; a younger one may be another
+  writer's, still at work. Returns what was removed; a failure to remove is only logged."""
+  now = time.time() if now is None else now
+  removed = []
+  for name in sorted(_listdir(case_dir)):
+    if not name.startswith(_TMP_PREFIX):
+      continue
+    path = case_dir / name
+    try:
+      st = os.lstat(path)
+      if not stat.S_ISDIR(st.st_mode) or now - st.st_mtime < _STALE_TMP_S:
+        continue
+      shutil.rmtree(path)
+    except OSError as e:
+      logger.warning("cannot remove the stale temporary directory %s: %s", path, e)
+      continue
+    logger.info("removed the stale temporary directory %s", path)
+    removed.append(path)
+  return removed
+
+
+def read_bounded(path: Path, where: str, limit: str, most: int | None = None,
+                 how: str = "") -> bytes:
+  """The bytes of the regular file ``path``, refused by its size before any byte is read
+  when past ``most`` (by default the value of ``jaxport._limits.<limit>``; else ``how`` says
+  how ``most`` follows from that limit); never more than
+  the size first seen plus one byte is read (a file that grows meanwhile is refused)."""
+  most = getattr(_limits, limit) if most is None else most
   try:
-    return path.read_bytes()
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
   except OSError as e:
     raise GoldenDataError(f"{where}: cannot be read ({e.strerror or e}).") from None
+  try:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+      raise GoldenDataError(f"{where}: not a regular file (links, devices and pipes are refused).")
+    size = st.st_size
+    if size <= most:
+      with os.fdopen(os.dup(fd), "rb") as f:
+        data = f.read(size + 1)  # the size stat gave, so no more is set aside than it holds
+      if len(data) > size:
+        raise GoldenDataError(f"{where}: grew while it was read; something writes into the "
+                              "golden store. Read it again once that is done.")
+  except OSError as e:
+    raise GoldenDataError(f"{where}: cannot be read ({e.strerror or e}).") from None
+  finally:
+    os.close(fd)
+  if size > most:
+    bound = _limits.name(limit) if most == getattr(_limits, limit) else (
+        f"{most} ({how or 'derived from'} {_limits.name(limit)})")
+    raise GoldenDataError(
+        f"{where}: {size} bytes, more than the limit {bound}; refused before reading it. "
+        "Real golden files are far smaller; restore the entry from version control.")
+  return data
+
+
+def _file_limit(name: str, m: Manifest) -> tuple[str, int | None]:
+  """The limit on the size of an entry's file ``name``: its limit's name, and the bound
+  itself where it is derived from the manifest (None for the limit's own value)."""
+  if name in (MANIFEST_FILE, SHARDINGS_FILE):
+    return "MAX_JSON_BYTES", None
+  if name in (INPUTS_FILE, EXPECTED_FILE):
+    # Each member's own size is checked against its array when it is read; the file as a
+    # whole can be no larger than its members at the limit, with their headers and the
+    # zip's records (deflate grows incompressible data by well under 1 %).
+    members = len(m.arrays.get("inputs" if name == INPUTS_FILE else "expected", ()))
+    per_member = (_limits.MAX_ARRAY_BYTES + _limits.MAX_ARRAY_BYTES // 100
+                  + _limits.MAX_NPY_HEADER_BYTES + _ZIP_MEMBER_OVERHEAD)
+    return "MAX_ARRAY_BYTES", members * per_member + _ZIP_MEMBER_OVERHEAD
+  # exported.bin, module.mlir (the module's text is of the blob's order of size).
+  return "MAX_BLOB_BYTES", None
 
 
 def _listdir(path: Path) -> list[str]:

@@ -299,6 +299,8 @@ def pytest_testnodedown(node, error) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
   hs = _started(config)
+  if hs is not None:
+    hs.close()  # a no-op after sessionfinish; after an interrupt before it, the cleanup
   if hs is not None and hs.corpus is not None:
     shutil.rmtree(hs.corpus.root, ignore_errors=True)
 
@@ -409,10 +411,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
   hs = _started(config)
   if hs is None:
     return
-  if hs.options.update and hs.used and not hasattr(config, "workerinput"):
-    hs.apply_updates()
-  hs.flush_writes()
-  hs.close()
+  try:
+    if hs.options.update and hs.used and not hasattr(config, "workerinput"):
+      hs.apply_updates()
+    hs.flush_writes()
+  finally:  # even when interrupted: the workers stop and the staging folder goes
+    hs.close()
   if hasattr(config, "workerinput"):
     if hs.used:
       config.workeroutput[WORKER_OUTPUT_KEY] = hs.worker_output()

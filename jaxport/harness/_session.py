@@ -109,7 +109,12 @@ class HarnessSession:
     """Ids of the golden entries recorded for the platform, sorted."""
     if self._present is None:
       try:
-        self._present = [e.entry_id for e in self.store.entries(platform=self.options.platform)]
+        entries, problems = self.store.listing(platform=self.options.platform)
+        self._present = [e.entry_id for e in entries]
+        # A folder out of place fails the run on its own; the entries beside it replay.
+        self._session_failures.extend(
+            f"the golden store holds something that is not an entry (not replayed): {p.message}"
+            for p in problems)
       except GoldenDataError as e:
         self._session_failures.append(f"the golden store cannot be listed: {e}")
         self._listing_failed = True
@@ -516,12 +521,16 @@ class HarnessSession:
     return bool(report["session_failures"])
 
   def close(self) -> None:
-    for client in self._clients.values():
-      client.close()
-    self._clients.clear()
-    if self._staging is not None:
-      shutil.rmtree(self._staging, ignore_errors=True)
-      self._staging = None
+    """Stop the workers and remove the staging folder (unless a failed write keeps it),
+    even when stopping a worker is interrupted; closing twice does nothing more."""
+    try:
+      for client in list(self._clients.values()):
+        client.close()
+    finally:
+      self._clients.clear()
+      if self._staging is not None:
+        shutil.rmtree(self._staging, ignore_errors=True)
+        self._staging = None
 
 
 def _differing_files(staged: Path, existing: Path) -> list[str]:

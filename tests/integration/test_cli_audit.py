@@ -292,7 +292,7 @@ def test_declared_stable_targets_count_as_stable(store, capsys, tmp_path):
 
 
 @pytest.mark.parametrize("text,match", [
-    ("not json", "cannot be read as JSON"),
+    ("not json", "invalid JSON at line 1 column 1"),
     ('{"gpu": ["x"]}', "unknown key 'gpu'"),
     ('{"cpu": "x"}', "'cpu' must be a list of target names"),
 ])
