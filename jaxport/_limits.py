@@ -63,11 +63,24 @@ MAX_JSON_NESTING = 64
 # 10,000-entry store's report is some 20 MB.
 MAX_REPORT_BYTES = 1 * 2**30
 
+# --- harness (jaxport.harness._shard) ----------------------------------------------
+
+# Most shards in ``--compat-shard=I/N``. A CI matrix has tens of jobs; a store
+# has at most thousands of cases, so past this every further shard is empty.
+MAX_SHARDS = 10_000
+
 # --- jax test-data files (jaxport.corpus._jax_testdata) ---------------------------
 
 # Deepest nesting of literals (lists, tuples, dicts, unary signs) evaluated in
 # one jax test-data file; real files nest arrays by rank (under ten levels).
 MAX_LITERAL_NESTING = 100
+# Largest ``nr_devices`` a dataset may state: the blob's field is a uint32.
+# Real datasets state 1 to 8.
+MAX_NR_DEVICES = 2**32 - 1
+# Largest ``testdata_version`` or ``xla_call_module_version`` a dataset may
+# state: the blob's calling_convention_version is a uint16. Real files state
+# 1 and 4 to 10.
+MAX_FORMAT_VERSION = 2**16 - 1
 
 # --- recursion --------------------------------------------------------------------
 

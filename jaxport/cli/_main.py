@@ -2,8 +2,9 @@
 
 Exit status: 0 when all is well, 1 when the command found problems (audit
 problems, datasets that failed to import), 2 for usage errors and unreadable
-input. Progress goes to stderr through logging (``-q`` quiets it, ``-v`` adds
-detail); results go to stdout, as JSON with ``--json``.
+input, 130 when interrupted (Ctrl-C; ``prune --yes`` then says which entries
+it removed). Progress goes to stderr through logging (``-q`` quiets it, ``-v``
+adds detail); results go to stdout, as JSON with ``--json``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jaxport.cli import _artifacts, _bisect, _harness_run, _relower, _report
+from jaxport.cli import _artifacts, _bisect, _harness_run, _prune as pruner, _relower, _report
 from jaxport.cli import _upgrade as upgrader
 from jaxport.cli import _audit as audit
 from jaxport.corpus import _import as importer
@@ -35,6 +36,7 @@ logger = logging.getLogger("jaxport.cli")
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 DEFAULT_ROOT = "compat_data"
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 
@@ -59,7 +61,8 @@ def _non_negative(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       prog="jaxport", description="Work with serialized JAX programs and jaxport's golden data.",
-      epilog="Exit status: 0 ok, 1 problems found, 2 usage error or unreadable input.")
+      epilog="Exit status: 0 ok, 1 problems found, 2 usage error or unreadable input, "
+             "130 interrupted.")
   parser.add_argument("--version", action="version", version=f"jaxport {_version()}",
                       help="print jaxport's version (and the jax it runs on) and exit")
   common = argparse.ArgumentParser(add_help=False)
@@ -222,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     # A message that already names the command keeps one prefix, not two.
     sys.stderr.write(f"{prefix}error: {text.removeprefix(prefix)}\n")
     return EXIT_ERROR
+  except KeyboardInterrupt:
+    sys.stderr.write(f"jaxport {args.command}: interrupted.\n")
+    return EXIT_INTERRUPTED
   except BrokenPipeError:
     # The reader of our output went away (``| head``); stop quietly.
     sys.stdout = open(os.devnull, "w")
@@ -365,8 +371,14 @@ def _prune(args, extra) -> int:
                           "the repository root, pass --root PATH/TO/compat_data, or pass "
                           "--project DIR for the project's jaxport_store.")
   store = GoldenStore(root)
-  expired = store.prune(args.older_than_days, today=today, dry_run=not args.yes,
+  expired = store.prune(args.older_than_days, today=today, dry_run=True,
                         dated_in_future=args.dated_in_future, superseded=args.superseded)
+  if args.yes:
+    try:
+      expired = pruner.remove_entries(store, expired)
+    except pruner.Interrupted as stop:
+      sys.stderr.write(f"jaxport prune: {stop.message()}\n")
+      return EXIT_INTERRUPTED
   future = [] if args.dated_in_future else store.dated_after(today)
   if args.json:
     _print_json({"removed" if args.yes else "would_remove": [e.entry_id for e in expired],

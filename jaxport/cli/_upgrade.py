@@ -3,23 +3,24 @@
 Two rewrites, each only where needed: an envelope the installed jax refuses as
 expired is written again in the layout it reads, and custom calls today's
 jaxlib no longer registers are rewritten into their successors. The input is
-a blob file or a golden entry directory; the output is a new
-blob (never the input, never an existing file unless ``--force``), written
-atomically. What was rewritten goes to stdout (JSON with ``--json``); a rule
-whose preconditions fail refuses with the target, location and reason.
+a blob file or a golden entry directory; the output is a new blob (never the
+input, never an existing file unless ``--force``, never a directory, FIFO or
+device), written atomically by :func:`jaxport.report._files.write_atomically`.
+What was rewritten goes to stdout (JSON with ``--json``); a rule whose
+preconditions fail refuses with the target, location and reason.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from jaxport.cli import _artifacts
 from jaxport.errors import JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
+from jaxport.report._files import check_output, write_atomically
 from jaxport.upgrades import EnvelopeRewrite, UpgradeReport, read_any_envelope, upgrade_with_report
 from jaxport.upgrades._envelope import vjp_depth
 
@@ -59,14 +60,11 @@ class FileUpgrade:
             "envelope": None if self.envelope is None else self.envelope.to_json()}
 
 
-def _write_new(path: Path, data: bytes, force: bool) -> None:
-  if path.exists() and not force:
+def _check_new(path: Path, force: bool) -> None:
+  """Refuse an OUT that exists without ``--force``, and one that is not a regular file at all."""
+  if os.path.lexists(path) and not force:
     raise JaxportError(f"{path} exists; choose another -o or pass --force.")
-  path.parent.mkdir(parents=True, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-  with os.fdopen(fd, "wb") as f:
-    f.write(data)
-  os.replace(tmp, path)
+  check_output(path, JaxportError)
 
 
 def upgrade_file(source: Path, output: Path, *, force: bool = False) -> FileUpgrade:
@@ -74,11 +72,13 @@ def upgrade_file(source: Path, output: Path, *, force: bool = False) -> FileUpgr
   if output.resolve() == source.resolve() or output.resolve().is_relative_to(source.resolve()):
     raise JaxportError(f"-o {output} would overwrite the input {source}; "
                        "write the upgraded blob elsewhere.")
+  _check_new(output, force)  # before the work, so a bad -o fails fast
   blob = _read(source)
   exp, envelope = read_any_envelope(blob)
   report = upgrade_with_report(exp)
   data = bytes(report.exported.serialize(vjp_order=vjp_depth(report.exported)))
-  _write_new(output, data, force)
+  _check_new(output, force)
+  write_atomically(output, data, JaxportError)
   return FileUpgrade(envelope, report)
 
 

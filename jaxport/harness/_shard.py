@@ -13,11 +13,12 @@ their union is the whole store.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import statistics
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from jaxport import _json
+from jaxport import _json, _limits
 from jaxport.errors import JaxportError
 
 COSTS_FORMAT = 1
@@ -36,15 +37,19 @@ class Shard:
 
   @classmethod
   def parse(cls, text: str) -> Shard:
-    """``"I/N"`` with 1 <= I <= N."""
+    """``"I/N"`` with 1 <= I <= N <= ``MAX_SHARDS``."""
     index, sep, count = text.partition("/")
     try:
-      shard = cls(int(index), int(count)) if sep else None
+      shard = cls(int(index), int(count)) if sep and len(text) <= 64 else None
     except ValueError:
       shard = None
     if shard is None or not 1 <= shard.index <= shard.count:
       raise ShardError(f"shard {text!r}: expected I/N with 1 <= I <= N, e.g. 2/4 for the second "
                        "of four shards.")
+    if shard.count > _limits.MAX_SHARDS:
+      raise ShardError(f"shard {text!r}: {shard.count} shards is more than "
+                       f"{_limits.name('MAX_SHARDS')}; split the run into at most "
+                       f"{_limits.MAX_SHARDS} shards (a CI matrix has tens).")
     return shard
 
   def __str__(self) -> str:
@@ -52,7 +57,7 @@ class Shard:
 
   def select(self, entry_ids: Iterable[str], costs: Mapping[str, float] | None = None) -> list[str]:
     """The entry ids of this shard, sorted."""
-    return sorted(split(entry_ids, self.count, costs)[self.index - 1])
+    return sorted(_deal(entry_ids, self.count, costs).get(self.index - 1, []))
 
 
 def _case_key(entry_id: str) -> str:
@@ -63,6 +68,20 @@ def _case_key(entry_id: str) -> str:
 def split(entry_ids: Iterable[str], count: int,
           costs: Mapping[str, float] | None = None) -> list[list[str]]:
   """All ``count`` shards' entry ids: cases dealt largest first to the least-loaded shard."""
+  if not 1 <= count <= _limits.MAX_SHARDS:
+    raise ShardError(f"{count} shards: expected 1 to {_limits.name('MAX_SHARDS')}.")
+  dealt = _deal(entry_ids, count, costs)
+  return [dealt.get(s, []) for s in range(count)]
+
+
+def _deal(entry_ids: Iterable[str], count: int,
+          costs: Mapping[str, float] | None) -> dict[int, list[str]]:
+  """The non-empty shards of :func:`split` by 0-based index, in time and memory independent of
+  ``count``.
+
+  Ties go to the lowest index, so the shards in use are always the first k for k
+  <= the number of cases: only ``min(count, cases)`` shards take part.
+  """
   costs = dict(costs or {})
   ids = sorted(set(entry_ids))
   known = [costs[i] for i in ids if i in costs]
@@ -71,12 +90,12 @@ def split(entry_ids: Iterable[str], count: int,
   for entry_id in ids:
     cases.setdefault(_case_key(entry_id), []).append(entry_id)
   cost = {k: sum(costs.get(i, default) for i in members) for k, members in cases.items()}
-  shards: list[list[str]] = [[] for _ in range(count)]
-  loads = [0.0] * count
+  shards: dict[int, list[str]] = {}
+  loads = [(0.0, s) for s in range(min(count, len(cases)))]  # a heap: least load, lowest index
   for key in sorted(cases, key=lambda k: (-cost[k], k)):
-    target = min(range(count), key=lambda s: (loads[s], s))
-    shards[target].extend(cases[key])
-    loads[target] += cost[key]
+    load, target = loads[0]
+    shards.setdefault(target, []).extend(cases[key])
+    heapq.heapreplace(loads, (load + cost[key], target))
   return shards
 
 

@@ -3,10 +3,18 @@
 Counts first, then the matrix, what needs attention (failures and warnings,
 one line per finding, capped), the compat window, the targets whose status
 changed over the history, and the skip ledger folded away.
+
+Every string that comes from the report (messages, ids, targets, host
+descriptions, versions) is untrusted, as on the HTML page: it goes through
+:func:`_text` (or :func:`_code`, which falls back to it), which makes it one
+line, turns ``<``, ``>`` and ``&`` into entities and backslash-escapes the
+Markdown syntax of links, images, code spans and table cells, so no report
+string can add markup, a link or a remote image to the job summary.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from jaxport.report._model import RunReport, host_line
@@ -20,14 +28,31 @@ MAX_FINDING_CHARS = 300
 MAX_LISTED_TARGETS = 12
 
 
-def _cell(text: object) -> str:
-  """Text safe inside a table cell: one line, pipes escaped."""
-  return " ".join(str(text).split()).replace("|", "\\|")
+# Characters of a report string that Markdown or HTML would read as syntax: entities for HTML's,
+# a backslash before Markdown's (links, images, code spans, table cells, and the backslash itself).
+_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_MARKDOWN_SYNTAX = re.compile(r"([\\\[\]()!`|])")
+# A string of only these shows verbatim in a code span; anything else is shown as escaped text.
+_PLAIN_CODE = re.compile(r"[\w.,:;/+=@ -]+")
+
+
+def _text(text: object) -> str:
+  """A report string safe anywhere in the summary, table cells included: one line, no markup."""
+  line = " ".join(str(text).split())
+  line = "".join(_HTML_ENTITIES.get(c, c) for c in line)
+  return _MARKDOWN_SYNTAX.sub(r"\\\1", line)
+
+
+def _code(text: object) -> str:
+  """A report string (an id, a target) in a code span, or as :func:`_text` if it is not plain."""
+  line = " ".join(str(text).split())
+  return f"`{line}`" if _PLAIN_CODE.fullmatch(line) else _text(line)
 
 
 def _short(text: str) -> str:
+  """A finding or reason as escaped text, cut at ``MAX_FINDING_CHARS`` characters."""
   line = " ".join(text.split())
-  return line if len(line) <= MAX_FINDING_CHARS else line[:MAX_FINDING_CHARS - 1] + "…"
+  return _text(line if len(line) <= MAX_FINDING_CHARS else line[:MAX_FINDING_CHARS - 1] + "…")
 
 
 def _counts_line(r: RunReport) -> str:
@@ -35,14 +60,14 @@ def _counts_line(r: RunReport) -> str:
            for s in ENTRY_STATUSES]
   other = (f" ({r.summary.other_host} of the passes within tolerance on another host class "
            "than the recording one)" if r.summary.other_host else "")
-  hosts = "; ".join(_cell(host_line(h)) for h in r.replay_hosts)
+  hosts = "; ".join(_text(host_line(h)) for h in r.replay_hosts)
   return (f"**{r.summary.replayed} entries replayed** of {r.summary.present} present: "
           + " · ".join(parts) + other + (f". Replayed on: {hosts}" if hosts else ""))
 
 
 def _targets_line(r: RunReport) -> str:
   t = r.targets
-  missing = ", ".join(f"`{x}`" for x in t.missing_required[:MAX_LISTED_TARGETS]) or "none"
+  missing = ", ".join(_code(x) for x in t.missing_required[:MAX_LISTED_TARGETS]) or "none"
   if len(t.missing_required) > MAX_LISTED_TARGETS:
     missing += f" and {len(t.missing_required) - MAX_LISTED_TARGETS} more"
   return (f"Targets: {len(t.covered)} covered; {len(t.required) - len(t.missing_required)} of the "
@@ -55,15 +80,15 @@ def _matrix(r: RunReport) -> list[str]:
   out = ["### Targets by producer release", "",
          "Legend: " + ", ".join(f"{s.mark} {s.label}" for s in CellStatus), ""]
   for g in m.groups:
-    out += [f"**{_cell(g.platform)}**", "",
-            "| target | " + " | ".join(f"jax {_cell(p)}" for p in m.producers) + " |",
+    out += [f"**{_text(g.platform)}**", "",
+            "| target | " + " | ".join(f"jax {_text(p)}" for p in m.producers) + " |",
             "|---|" + "---|" * len(m.producers)]
     for row in g.rows:
       cells = []
       for c in row.cells:
         n = len(c.entries)
         cells.append(c.status.mark + (f" {n}" if n > 1 else ""))
-      out.append(f"| `{_cell(row.target)}` | " + " | ".join(cells) + " |")
+      out.append(f"| {_code(row.target)} | " + " | ".join(cells) + " |")
     out.append("")
   return out
 
@@ -76,8 +101,8 @@ def _attention(r: RunReport) -> list[str]:
   out = [f"### Needs attention ({len(bad)})", ""]
   for e in bad[:MAX_ATTENTION_ENTRIES]:
     s = entry_status(e)
-    out.append(f"- {s.badge} **{s.label}** `{e.entry_id}` (jax {e.producer})")
-    out += [f"  - `{f.kind or 'finding'}` {_short(f.text)}" for f in e.findings]
+    out.append(f"- {s.badge} **{s.label}** {_code(e.entry_id)} (jax {_text(e.producer)})")
+    out += [f"  - {_code(f.kind or 'finding')} {_short(f.text)}" for f in e.findings]
   if len(bad) > MAX_ATTENTION_ENTRIES:
     out.append(f"- … and {len(bad) - MAX_ATTENTION_ENTRIES} more; the HTML report lists them all.")
   out.append("")
@@ -92,8 +117,8 @@ def _updated(r: RunReport) -> list[str]:
   if not r.updated:
     out += ["No case's newest entry differs from today's function.", ""]
   for u in r.updated:
-    since = f"since `{u.since}`" if u.since else "a new case"
-    out.append(f"- **{u.action}** `{u.entry_id or u.case_id}` ({since})")
+    since = f"since {_code(u.since)}" if u.since else "a new case"
+    out.append(f"- **{_text(u.action)}** {_code(u.entry_id or u.case_id)} ({since})")
     out += [f"  - {_short(line)}" for line in u.change_lines()]
   out.append("")
   return out
@@ -109,7 +134,7 @@ def _window(r: RunReport) -> list[str]:
                                                                key=lambda x: x[0].severity))
     cells = [w.producer, w.producer_date or "?", "?" if w.age_days is None else w.age_days, inside,
              w.entries, statuses, "yes" if w.policy_ok else "**NO**"]
-    out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    out.append("| " + " | ".join(_text(c) for c in cells) + " |")
   out.append("")
   return out
 
@@ -121,17 +146,17 @@ def _history(runs: Sequence[RunReport]) -> list[str]:
          "| run | report | " + " | ".join(s.label for s in ENTRY_STATUSES) + " |",
          "|---|---|" + "---|" * len(ENTRY_STATUSES)]
   for label, run, c in zip(labels, h.runs, h.counts):
-    out.append(f"| {label} | `{_cell(source_name(run))}` | "
+    out.append(f"| {_text(label)} | {_code(source_name(run))} | "
                + " | ".join(str(c[s]) for s in ENTRY_STATUSES) + " |")
   out.append("")
   if not h.changed:
     out += [f"No target changed status over these {len(labels)} runs.", ""]
     return out
   out += [f"Targets that changed status ({len(h.changed)}):", "",
-          "| target | first change | " + " | ".join(labels) + " |",
+          "| target | first change | " + " | ".join(_text(x) for x in labels) + " |",
           "|---|---|" + "---|" * len(labels)]
   for row in h.changed:
-    out.append(f"| `{_cell(row.target)}` | {labels[row.first_change]} | "
+    out.append(f"| {_code(row.target)} | {_text(labels[row.first_change])} | "
                + " | ".join(s.mark for s in row.statuses) + " |")
   out.append("")
   return out
@@ -142,9 +167,10 @@ def render_markdown(current: RunReport, earlier: Sequence[RunReport] = ()) -> st
   runs = order_runs(current, earlier)
   r = current
   v = r.versions
-  out = [f"## jaxport compatibility: {r.platform}, {r.today}", "",
-         f"jax {v.get('jax')}, jaxlib {v.get('jaxlib')}, jaxport {v.get('jaxport')}; readers "
-         f"{', '.join(r.readers)}.", "", _counts_line(r), "",
+  out = [f"## jaxport compatibility: {_text(r.platform)}, {_text(r.today)}", "",
+         f"jax {_text(v.get('jax'))}, jaxlib {_text(v.get('jaxlib'))}, jaxport "
+         f"{_text(v.get('jaxport'))}; readers {_text(', '.join(r.readers))}.", "",
+         _counts_line(r), "",
          _targets_line(r), ""]
   out += [f"> **session failure:** {_short(f)}" for f in r.session_failures]
   out += [f"> session warning: {_short(w)}" for w in r.session_warnings]
@@ -157,6 +183,6 @@ def render_markdown(current: RunReport, earlier: Sequence[RunReport] = ()) -> st
   if len(runs) > 1:
     out += _history(runs)
   out += [f"<details><summary>Skip ledger ({len(r.skips)})</summary>", ""]
-  out += [f"- `{_cell(s.what)}`: {_short(s.why)}" for s in r.skips]
+  out += [f"- {_code(s.what)}: {_short(s.why)}" for s in r.skips]
   out += ["", "</details>", ""]
   return "\n".join(out)
