@@ -37,6 +37,8 @@ ALLOWED = "allowed by the artifact's disabled_safety_checks"
 DELIBERATELY_UNSTABLE = "deliberately unstable"
 NO_GUARANTEE = "no compatibility guarantee"
 _OK = (STABLE, DECLARED, ALLOWED)
+# The kind of a problem that is damaged or forged golden data (the harness's finding kind).
+GOLDEN_DATA_ERROR = "golden_data_error"
 
 
 def target_report(target: str, platforms: list[str], declared: ProjectTargets | None = None,
@@ -89,10 +91,11 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   platforms: list[str] = []
   allowed: frozenset[str] = frozenset()
   manifest = None
+  data_errors: list[dict[str, Any]] = []
   if art.problem is not None:
     rec.update(kind="store folder", platforms=[], custom_call_targets=[],
                drift={"checked": False, "reason": "not a golden entry"},
-               problems=[art.problem], warnings=[], ok=False)
+               problems=[art.problem], warnings=[], golden_data_errors=[], ok=False)
     return rec
   if relowerer is not None:
     relowerer.load()
@@ -104,6 +107,8 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       problems.append(str(e))
     if manifest is not None:
       platforms = [manifest.platform]
+      # What the manifest says, until the module itself is read: stability is judged from
+      # the module's own custom calls, which the manifest must match.
       sigs = manifest.custom_call_targets
       try:
         # The platforms the module was lowered for; the entry's platform is the
@@ -111,8 +116,14 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
         exp = deserialize(art.entry.blob())
         platforms = list(exp.platforms)
         allowed = disabled_targets(exp.disabled_safety_checks)
+        sigs = _signatures.signatures(exp.mlir_module_serialized)
       except (JaxportError, NotImplementedError) as e:
         problems.append(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
+      else:
+        mismatch = _manifest_mismatch(manifest.custom_call_targets, sigs)
+        if mismatch is not None:
+          problems.append(mismatch["message"])
+          data_errors.append(mismatch)
       rec["host_platform"] = manifest.platform
       rec["record_date"] = manifest.record_date.isoformat()
       rec["producer_jax"] = manifest.producer.jax
@@ -155,8 +166,30 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   rec["drift"] = _drift(art, manifest, relowerer, warnings, problems)
   rec["problems"] = problems
   rec["warnings"] = warnings
+  # The problems that are damaged or forged golden data, typed (each also in ``problems``).
+  rec["golden_data_errors"] = data_errors
   rec["ok"] = not problems
   return rec
+
+
+def _manifest_mismatch(recorded: Any, module: tuple[Any, ...]) -> dict[str, Any] | None:
+  """A golden-data-error record when the manifest's ``custom_call_targets`` (``recorded``)
+  are not the signatures of the entry's module (``module``); None when they agree."""
+  recorded = tuple(sorted(set(recorded), key=_signatures.sort_key))
+  if set(recorded) == set(module):
+    return None
+  changes = _signatures.drift(recorded, module)
+  rec_targets = sorted({s.target for s in recorded})
+  mod_targets = sorted({s.target for s in module})
+  details = "; ".join(str(c).replace("the current lowering", "the module")
+                      for c in changes) or "the signatures differ"
+  message = (f"{GOLDEN_DATA_ERROR}: manifest.json's custom_call_targets disagree with the "
+             f"module in exported.bin: the manifest lists {rec_targets}, the module calls "
+             f"{mod_targets} ({details}); stability is judged from the module. The manifest "
+             "was edited or written for another module: re-record the entry (jaxport record) "
+             "and remove this one")
+  return {"kind": GOLDEN_DATA_ERROR, "message": message, "manifest_targets": rec_targets,
+          "module_targets": mod_targets}
 
 
 def _drift(art, manifest, relowerer, warnings, problems) -> dict[str, Any]:

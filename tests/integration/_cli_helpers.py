@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import jaxport
+from jaxport.export import _mlir
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.golden._store import GoldenStore
@@ -27,6 +30,20 @@ def qr_exported():
   """jaxport's export of a 3x3 float32 QR (LAPACK geqrf/orgqr custom calls on CPU)."""
   return jaxport.export(jax.jit(qr_fun), platforms=("cpu",))(
       jax.ShapeDtypeStruct((3, 3), np.float32))
+
+
+def qr_rewritten(rewrite: Callable[[str], str]) -> tuple[bytes, tuple]:
+  """The QR export with its module text rewritten by ``rewrite`` (a custom call renamed, an
+  attribute dropped), serialized, and its module's signatures: an entry whose manifest records
+  what its module really calls."""
+  exp = qr_exported()
+  with _mlir.scratch_context():
+    module = jax.interpreters.mlir.ir.Module.parse(
+        rewrite(_mlir.module_text(exp.mlir_module_serialized)))
+    serialized = _mlir.module_to_portable_artifact(module)
+  assert serialized != exp.mlir_module_serialized, "the rewrite changed nothing"
+  exp = dataclasses.replace(exp, mlir_module_serialized=serialized)
+  return bytes(exp.serialize()), _signatures.signatures(serialized)
 
 
 def qr_input() -> np.ndarray:
