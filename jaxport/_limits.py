@@ -63,11 +63,19 @@ MAX_JSON_NESTING = 64
 # 10,000-entry store's report is some 20 MB.
 MAX_REPORT_BYTES = 1 * 2**30
 
-# --- harness (jaxport.harness._shard) ----------------------------------------------
+# --- harness (jaxport.harness._shard, jaxport.harness._worker) ------------------
 
 # Most shards in ``--compat-shard=I/N``. A CI matrix has tens of jobs; a store
 # has at most thousands of cases, so past this every further shard is empty.
 MAX_SHARDS = 10_000
+# Largest resident memory (RSS) of one worker process while it answers a request
+# (``jaxport.harness._worker``), polled about five times a second on Linux; past it
+# the worker is killed and the entry fails with this limit named. A golden entry
+# needs well under a gigabyte; 8 GiB lets two workers (one per device count) fit
+# in a 24 GB machine. RSS is polled rather than bounded with RLIMIT_AS because
+# XLA reserves far more address space than it touches. ``--compat-worker-memory-mb``
+# sets another value for a run.
+MAX_WORKER_RSS_BYTES = 8 * 2**30
 
 # --- jax test-data files (jaxport.corpus._jax_testdata) ---------------------------
 

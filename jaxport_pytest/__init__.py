@@ -45,6 +45,9 @@ OPTIONS = (
                                "expiry (default: today)")),
     (("--compat-worker-timeout",), dict(metavar="SECONDS", help="seconds one entry may take "
                                         "before its worker is killed (default 300)")),
+    (("--compat-worker-memory-mb",), dict(metavar="MB", help="megabytes (MiB) of resident "
+                                          "memory a worker may use while it replays or records "
+                                          "an entry before it is killed (default 8192)")),
     (("--compat-jax-corpus",), dict(action="store_true", help="import the installed jax's own "
                                     "back-compat corpus into a temporary store and replay it")),
     (("--compat-cache-dir",), dict(metavar="DIR", help="also keep compiled executables in DIR "

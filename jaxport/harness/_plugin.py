@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import jaxport_pytest as entry
+from jaxport import _limits
 from jaxport.errors import GoldenDataError
 from jaxport.harness import _jax_corpus
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
@@ -32,6 +33,11 @@ DEFAULT_WINDOW_DAYS = 180
 DEFAULT_WORKER_TIMEOUT_S = 300.0
 # A week: a longer wait is a mistake, and huge values overflow the worker's wait.
 MAX_WORKER_TIMEOUT_S = 7 * 24 * 3600.0
+# Megabytes (MiB) of ``--compat-worker-memory-mb``: the default limit, and the range allowed
+# (under 64 MiB the interpreter and jax alone pass it; past a pebibyte is a mistake).
+DEFAULT_WORKER_MEMORY_MB = _limits.MAX_WORKER_RSS_BYTES // 2**20
+MIN_WORKER_MEMORY_MB = 64
+MAX_WORKER_MEMORY_MB = 2**30
 # How the controller tells xdist workers where it imported the corpus and where executables are.
 CORPUS_ROOT_KEY = "jaxport_jax_corpus_root"
 WORKER_CACHE_KEY = "jaxport_compile_cache"
@@ -154,6 +160,8 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
                  golden_root=root.resolve(), today=today,
                  worker_timeout_s=_worker_timeout(
                      _opt(config, "--compat-worker-timeout", DEFAULT_WORKER_TIMEOUT_S)),
+                 worker_max_rss_bytes=_worker_memory(
+                     _opt(config, "--compat-worker-memory-mb", DEFAULT_WORKER_MEMORY_MB)),
                  partial=partial, jax_corpus=bool(_opt(config, "--compat-jax-corpus")),
                  compile_cache=not _opt(config, "--compat-no-cache"),
                  compile_cache_dir=Path(cache_dir).resolve() if cache_dir else None,
@@ -174,6 +182,22 @@ def _worker_timeout(value: object) -> float:
         f"{DEFAULT_WORKER_TIMEOUT_S:g}; a timeout of 0 or less would report every entry as a "
         "compatibility break.")
   return seconds
+
+
+def _worker_memory(value: object) -> int:
+  """The ``--compat-worker-memory-mb`` in bytes: a whole number of MiB from 64 to 2**30."""
+  try:
+    mb = int(str(value).strip())
+  except ValueError:
+    mb = 0
+  if not MIN_WORKER_MEMORY_MB <= mb <= MAX_WORKER_MEMORY_MB:
+    raise pytest.UsageError(
+        f"--compat-worker-memory-mb={value}: expected a whole number of megabytes (MiB) from "
+        f"{MIN_WORKER_MEMORY_MB} to {MAX_WORKER_MEMORY_MB}, such as --compat-worker-memory-mb="
+        f"{DEFAULT_WORKER_MEMORY_MB} (the default, {_limits.name('MAX_WORKER_RSS_BYTES')}); "
+        f"under {MIN_WORKER_MEMORY_MB} MiB the worker's interpreter alone passes the limit and "
+        "every entry would be reported as a compatibility break.")
+  return mb * 2**20
 
 
 def _pytest_strict(config: pytest.Config) -> bool:

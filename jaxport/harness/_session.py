@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from jaxport import _limits
 from jaxport.errors import GoldenDataError
 from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
@@ -69,6 +70,8 @@ class Options:
   timings_file: str | None = None
   # Replay, then record a new entry for each case whose function changed.
   update: bool = False
+  # Resident memory past which a busy worker is killed (``--compat-worker-memory-mb``).
+  worker_max_rss_bytes: int = _limits.MAX_WORKER_RSS_BYTES
 
 
 class HarnessSession:
@@ -148,7 +151,8 @@ class HarnessSession:
                                                 timeout_s=self.options.worker_timeout_s,
                                                 num_devices=num_devices,
                                                 compile_cache=self.compile_cache_dir(),
-                                                share_executables=self.shares_executables)
+                                                share_executables=self.shares_executables,
+                                                max_rss_bytes=self.options.worker_max_rss_bytes)
     return self._clients[num_devices]
 
   @property
@@ -229,7 +233,8 @@ class HarnessSession:
     for i, reader in enumerate(readers):
       last = i == len(readers) - 1
       client = WorkerClient(self.project, timeout_s=self.options.worker_timeout_s,
-                            num_devices=num_devices, cold_start=True)
+                            num_devices=num_devices, cold_start=True,
+                            max_rss_bytes=self.options.worker_max_rss_bytes)
       try:
         part = client.request({**request, "readers": [reader], "current": last})
       finally:

@@ -2,9 +2,12 @@
 
 Replaying runs native code (XLA, LAPACK); a crash there must fail one entry,
 not the pytest session. The session keeps one long-lived worker per pytest
-process and sends it one request at a time as a JSON line; if the worker dies or
-times out, that request fails with the worker's last stderr lines and the next
-request starts a fresh worker. Only JSON crosses the boundary.
+process and sends it one request at a time as a JSON line; if the worker dies,
+times out or its resident memory (RSS, polled about five times a second on Linux)
+passes ``jaxport._limits.MAX_WORKER_RSS_BYTES`` or ``--compat-worker-memory-mb``,
+that request fails with the worker's last stderr lines and the next request starts
+a fresh worker. Only JSON crosses the boundary. Memory is polled rather than bounded
+with ``RLIMIT_AS``: XLA reserves far more address space than it touches.
 
 The worker never outlives the process that started it, even when that
 process is killed outright (SIGKILL, a CI cancellation): the parent holds the
@@ -43,8 +46,9 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
+from jaxport import _limits
 from jaxport.harness._devices import FORCE_DEVICES_FLAG
 
 if TYPE_CHECKING:
@@ -58,6 +62,10 @@ COLD_START_FLAG = "--cold-start"
 _PARENT_PID_ENV = "JAXPORT_WORKER_PARENT_PID"
 _PR_SET_PDEATHSIG = 1  # prctl option, from linux/prctl.h
 STDERR_TAIL_CHARS = 4000
+# Seconds between two reads of a busy worker's resident memory.
+RSS_POLL_S = 0.2
+# The option that sets another memory limit, named by the crash that limit causes.
+MEMORY_OPTION = "--compat-worker-memory-mb"
 
 
 def _handle(request: dict) -> dict:
@@ -201,15 +209,17 @@ class WorkerClient:
   readers side by side);
   ``compile_cache`` is the directory of jax's compilation cache it also shares
   executables through (with neither, every module is compiled);
-  ``cold_start`` has it lower and compile nothing before its first request (cold replay).
+  ``cold_start`` has it lower and compile nothing before its first request (cold replay);
+  ``max_rss_bytes`` is the resident memory past which a busy worker is killed.
   """
 
   def __init__(self, project: Project, timeout_s: float = 300.0, num_devices: int = 1,
                compile_cache: str | os.PathLike | None = None, share_executables: bool = False,
-               cold_start: bool = False):
+               cold_start: bool = False, max_rss_bytes: int = _limits.MAX_WORKER_RSS_BYTES):
     self.project = project
     self.cold_start = cold_start
     self.timeout_s = timeout_s
+    self.max_rss_bytes = max_rss_bytes
     self.num_devices = num_devices
     self.compile_cache = compile_cache
     self.share_executables = share_executables
@@ -267,7 +277,8 @@ class WorkerClient:
       self._start()
 
   def request(self, payload: dict) -> dict:
-    """Send one request and wait for its answer; a dead or stuck worker gives a ``crashed`` answer."""
+    """Send one request and wait for its answer; a dead or stuck worker, or one whose memory
+    passes ``max_rss_bytes``, gives a ``crashed`` answer."""
     self.start()
     proc = self._proc
     try:
@@ -275,12 +286,26 @@ class WorkerClient:
       proc.stdin.flush()
     except (BrokenPipeError, OSError):
       return self._crashed("the worker's input closed")
-    line = _readline(proc, self.timeout_s)
+    line = _readline(proc, self.timeout_s, self.max_rss_bytes)
+    if isinstance(line, OverMemory):
+      return self._crashed(self._memory_why(line.rss_bytes))
     if line is None:
       return self._crashed(f"no answer within {self.timeout_s:.0f} s")
     if not line:
       return self._crashed("the worker exited")
     return json.loads(line)
+
+  def _memory_why(self, rss_bytes: int) -> str:
+    """Why a worker was killed for its memory: the limit by name, and how to set another."""
+    default = _limits.name("MAX_WORKER_RSS_BYTES")
+    if self.max_rss_bytes == _limits.MAX_WORKER_RSS_BYTES:
+      limit = default
+    else:
+      limit = (f"{MEMORY_OPTION}={self.max_rss_bytes // 2**20} ({self.max_rss_bytes} bytes; "
+               f"without the option jaxport._limits.MAX_WORKER_RSS_BYTES = "
+               f"{_limits.MAX_WORKER_RSS_BYTES})")
+    return (f"its memory (RSS) passed the limit {limit}: {rss_bytes // 2**20} MiB resident when "
+            f"killed; a larger {MEMORY_OPTION}=MB allows more")
 
   def _crashed(self, why: str) -> dict:
     proc = self._proc
@@ -307,17 +332,41 @@ class WorkerClient:
       self._stderr = None
 
 
-def _readline(proc: subprocess.Popen, timeout_s: float) -> str | None:
-  """One line of the worker's stdout, '' at EOF, None on timeout."""
+class OverMemory(NamedTuple):
+  """What :func:`_readline` gives when the process's resident memory passed the limit."""
+  rss_bytes: int
+
+
+def rss_bytes(pid: int) -> int | None:
+  """The resident memory of process ``pid`` in bytes, from ``/proc/PID/statm``; None where
+  there is no such file (not Linux, or the process is gone)."""
+  try:
+    with open(f"/proc/{pid}/statm", "rb") as f:
+      fields = f.read().split()
+    return int(fields[1]) * os.sysconf("SC_PAGE_SIZE")
+  except (OSError, ValueError, IndexError):
+    return None
+
+
+def _readline(proc: subprocess.Popen, timeout_s: float,
+              max_rss_bytes: int | None = None) -> str | OverMemory | None:
+  """One line of the worker's stdout, '' at EOF, None on timeout; with ``max_rss_bytes``, the
+  process's resident memory is read every ``RSS_POLL_S`` seconds meanwhile, and the first
+  reading above it is returned as :class:`OverMemory` (on Linux; elsewhere it is not read)."""
   import selectors
+  poll = max_rss_bytes is not None and os.path.exists(f"/proc/{proc.pid}/statm")
   with selectors.DefaultSelector() as sel:
     sel.register(proc.stdout, selectors.EVENT_READ)
     deadline = time.monotonic() + timeout_s
     while True:
+      if poll:
+        rss = rss_bytes(proc.pid)
+        if rss is not None and rss > max_rss_bytes:
+          return OverMemory(rss)
       left = deadline - time.monotonic()
       if left <= 0:
         return None
-      if sel.select(timeout=left):
+      if sel.select(timeout=min(left, RSS_POLL_S) if poll else left):
         return proc.stdout.readline()
 
 
