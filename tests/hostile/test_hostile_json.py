@@ -1,15 +1,24 @@
 """JSON from files anyone may edit: refused in time linear in its size, with the file and
 the limit named, however it is built to hurt the parser."""
 
+import datetime
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
+from _build import REAL_ENTRIES, copy_entry
 from jaxport import _json
+from jaxport.cli import main
 from jaxport.errors import GoldenDataError, ReportError
-from jaxport.golden._manifest import Manifest
+from jaxport.golden._manifest import MANIFEST_FILE, Manifest
+from jaxport.harness._session import HarnessSession, Options
 from jaxport.harness._project import ProjectTargets
-from jaxport.report import load_report
+from jaxport.report import FindingKind, load_report
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from _harness_paths import repo_project  # noqa: E402
 
 
 def test_many_keys_are_checked_for_duplicates_in_linear_time():
@@ -57,3 +66,49 @@ def test_each_reader_names_its_file_and_raises_its_own_error(tmp_path):
     Manifest.from_json('{"format_version": ' + "1" * 5000 + "}", "m.json")
   with pytest.raises(GoldenDataError, match="m.json: the number 1e999 is not finite"):
     Manifest.from_json('{"imported_from": {"details": {"x": 1e999}}}', "m.json")
+
+
+# --- in a store: one entry's problem, never a stopped run --------------------------------------
+
+# Each puts a placeholder where the hostile number goes; the number is spliced into the text.
+_UNREADABLE_NUMBERS = {
+    "huge-integer": (lambda m: {**m, "format_version": "@"}, "1" * 5000),
+    "infinite-detail": (lambda m: {**m, "imported_from": {"details": {"x": "@"}}}, "1e999"),
+}
+
+
+def _spoil_manifest(entry, name: str) -> None:
+  path = entry.path / MANIFEST_FILE
+  spoil, number = _UNREADABLE_NUMBERS[name]
+  path.write_text(json.dumps(spoil(json.loads(path.read_text()))).replace('"@"', number))
+
+
+@pytest.mark.parametrize("name", sorted(_UNREADABLE_NUMBERS))
+def test_an_unreadable_number_in_a_manifest_is_one_entry_problem_in_audit(tmp_path, capsys, name):
+  root = tmp_path / "store"
+  bad = copy_entry(root, REAL_ENTRIES[0])
+  copy_entry(root, REAL_ENTRIES[1])
+  _spoil_manifest(bad, name)
+  rc = main(["audit", str(root), "--json", "--no-drift", "--today", "2026-12-01"])
+  records = {r["artifact"]: r for r in json.loads(capsys.readouterr().out)["artifacts"]}
+  assert rc == 1
+  assert not records[bad.entry_id]["ok"]
+  assert any("digits" in p or "not finite" in p for p in records[bad.entry_id]["problems"])
+  assert records[REAL_ENTRIES[1]]["ok"], records[REAL_ENTRIES[1]]
+
+
+@pytest.mark.parametrize("name", sorted(_UNREADABLE_NUMBERS))
+def test_an_unreadable_number_in_a_manifest_fails_only_that_entry_in_the_harness(tmp_path, name):
+  root = tmp_path / "store"
+  bad = copy_entry(root, REAL_ENTRIES[0])
+  good = copy_entry(root, REAL_ENTRIES[1])
+  _spoil_manifest(bad, name)
+  session = HarnessSession(Options(
+      platform="cpu", record=False, strict=False, compat_report=None, compat_window_days=180,
+      golden_root=root, today=datetime.date.today(), worker_timeout_s=60.0, partial=True),
+      repo_project(root))
+  try:
+    assert FindingKind.GOLDEN_DATA_ERROR in session.replay(bad.entry_id).kinds
+    assert FindingKind.GOLDEN_DATA_ERROR not in session.replay(good.entry_id).kinds
+  finally:
+    session.close()
