@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import re
 from pathlib import PurePath
 from collections.abc import Sequence
@@ -81,15 +82,15 @@ class Cell:
   """The entries of one target recorded by one producer release, and their worst status."""
   entries: tuple[EntryResult, ...]
 
-  @property
+  @functools.cached_property
   def status(self) -> CellStatus:
     return worst([entry_status(e) for e in self.entries])
 
-  @property
+  @functools.cached_property
   def lead(self) -> EntryResult | None:
     """The entry the cell links to: the first of the worst ones."""
-    bad = [e for e in self.entries if entry_status(e) == self.status]
-    return bad[0] if bad else None
+    status = self.status
+    return next((e for e in self.entries if entry_status(e) == status), None)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -133,3 +133,18 @@ def test_merge_unites_the_shards_release_windows_and_refuses_other_declarations(
   b["declared_targets"] = {}
   with pytest.raises(ReportError, match="declared_targets differ"):
     merge_reports([RunReport.from_json(a, "a.json"), RunReport.from_json(b, "b.json")])
+
+
+def test_a_cell_judges_each_of_its_entries_once(monkeypatch):
+  report = RunReport.from_json(helpers.run_report(entries=[
+      helpers._entry("big", f"case_{i}", "0.10.2", "fail" if i == 700 else "pass", ["lapack_sgetrf"])
+      for i in range(1_000)]))
+  cell = next(c for g in _views.build_matrix(report).groups for r in g.rows for c in r.cells
+              if c.entries)
+  judged = []
+  real = _views.entry_status
+  monkeypatch.setattr(_views, "entry_status", lambda e: judged.append(e) or real(e))
+  assert cell.lead.case_id == "case_700"
+  for _ in range(3):
+    assert cell.status is _views.CellStatus.FAIL and cell.lead.case_id == "case_700"
+  assert len(judged) <= 2 * len(cell.entries)
