@@ -14,7 +14,7 @@ from jaxport.report._model import EntryResult, FindingKind, RunReport, host_line
 from jaxport.report._svg import status_chart
 from jaxport.report._views import (
     ENTRY_STATUSES, CellStatus, Matrix, build_history, build_matrix, entry_anchor, entry_status,
-    order_runs, run_labels, source_name, window_rows)
+    order_runs, passing_groups, run_labels, source_name, target_anchor, window_rows)
 
 _CSS = """
 body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:24px;color:#212121;font-size:14px}
@@ -37,6 +37,9 @@ pre{white-space:pre-wrap;margin:2px 0;background:#fafafa;padding:4px}
 .entry dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px;margin:4px 0}
 .entry dt{color:#555} .entry dd{margin:0}
 .kind{font-family:"DejaVu Sans Mono",monospace;font-size:12px;color:#555}
+details.group{border:1px solid #e0e0e0;border-radius:6px;margin:4px 0;padding:2px 10px}
+details.group summary{cursor:pointer;padding:2px 0}
+table.passes td{font-size:12px} .attention li{margin:2px 0}
 .chart .axis{font-size:11px;fill:#333}
 """
 
@@ -75,6 +78,7 @@ def _summary(r: RunReport) -> list[str]:
     n = sum(entry_status(e) == st for e in r.entries)
     out.append(f'<div class="card {st.css}"><b>{n}</b>{st.symbol} {_e(st.label)}</div>')
   out.append("</div>")
+  out += _attention(r)
   t = r.targets
   out.append(f"<p>{s.replayed} entries replayed of {s.present} present in the store; "
              f"{len(t.covered)} custom-call targets covered, of which "
@@ -112,7 +116,7 @@ def _matrix(m: Matrix) -> list[str]:
   for g in m.groups:
     out.append(f'<tr><th class="group" colspan="{len(m.producers) + 1}">{_e(g.platform)}</th></tr>')
     for row in g.rows:
-      out.append(f"<tr><td><code>{_e(row.target)}</code></td>")
+      out.append(f'<tr id="{_e(target_anchor(row.target))}"><td><code>{_e(row.target)}</code></td>')
       for cell in row.cells:
         st = cell.status
         if cell.lead is None:
@@ -220,6 +224,62 @@ def _entry(e: EntryResult) -> list[str]:
   return out
 
 
+# How many entries the summary's attention list links to; the rest are counted.
+_ATTENTION_LINKS = 50
+
+
+def _needs_attention(r: RunReport) -> list[EntryResult]:
+  """The entries that are not passes, worst first: the page shows them in full, first."""
+  passing = (CellStatus.PASS, CellStatus.DRIFT)
+  return sorted((e for e in r.entries if entry_status(e) not in passing),
+                key=lambda e: (-entry_status(e).severity, e.entry_id))
+
+
+def _attention(r: RunReport) -> list[str]:
+  """Links from the top of the page to each entry that needs attention, worst first."""
+  bad = _needs_attention(r)
+  if not bad:
+    return ['<p class="attention">No entry needs attention.</p>']
+  out = [f'<p class="attention"><b>Needs attention ({len(bad)}):</b></p><ol class="attention">']
+  for i, e in enumerate(bad[:_ATTENTION_LINKS]):
+    first = ' class="first-failure"' if i == 0 else ""
+    out.append(f'<li>{_badge(entry_status(e))} <a{first} href="{_href(e.entry_id)}">'
+               f"<code>{_e(e.entry_id)}</code></a></li>")
+  out.append("</ol>")
+  if len(bad) > _ATTENTION_LINKS:
+    out.append(f"<p>... and {len(bad) - _ATTENTION_LINKS} more in the entries section.</p>")
+  return out
+
+
+def _pass_row(e: EntryResult) -> str:
+  """A passing entry in one table row: what identifies it and its notes, without a card."""
+  st = entry_status(e)
+  notes = "; ".join(f"[{f.kind}] {f.text}" for f in e.findings)
+  return (f'<tr id="{_e(entry_anchor(e.entry_id))}"><td class="{st.css}">{st.symbol}</td>'
+          f"<td><code>{_e(e.entry_id)}</code></td><td>{_e(e.record_date or 'unknown')}</td>"
+          f"<td>{_e(_expiry(e.days_to_expiry))}</td>"
+          f"<td>{'lowering only' if e.lowering_only else 'numerics'}</td><td>{_e(notes)}</td></tr>")
+
+
+def _passing(r: RunReport) -> list[str]:
+  """The passing entries, folded in one group per target and producer release, counted."""
+  groups = passing_groups(r)
+  total = sum(len(g.entries) for g in groups)
+  out = [f'<h3 id="passing">Passing entries ({total}), by target and producer release</h3>']
+  if not groups:
+    out.append("<p>None.</p>")
+  for g in groups:
+    drift = sum(entry_status(e) is CellStatus.DRIFT for e in g.entries)
+    within = f", {drift} within tolerance only" if drift else ""
+    out.append(f'<details class="group" id="{_e(g.anchor)}"><summary><code>{_e(g.target)}</code>, '
+               f"recorded by jax {_e(g.producer)}: {len(g.entries)} passing{within}</summary>"
+               '<table class="passes"><tr><th></th><th>entry</th><th>recorded</th><th>expiry</th>'
+               "<th>checked</th><th>notes</th></tr>")
+    out += [_pass_row(e) for e in g.entries]
+    out.append("</table></details>")
+  return out
+
+
 def _updated(r: RunReport) -> list[str]:
   """An update run's recorded cases and what changed in each (nothing for other runs)."""
   if r.updated is None:
@@ -283,9 +343,14 @@ def render_html(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
     body += _history(runs)
   body += _updated(r)
   body += _golden_data_errors(r)
+  bad = _needs_attention(r)
   body.append(f'<h2 id="entries">Entries ({len(r.entries)})</h2>')
-  for e in sorted(r.entries, key=lambda e: (-entry_status(e).severity, e.entry_id)):
+  body.append(f"<p>The {len(bad)} that need attention first, in full, worst first; then the "
+              "passing ones, folded by target and producer release (open a group, or follow a "
+              "link, to see them).</p>")
+  for e in bad:
     body += _entry(e)
+  body += _passing(r)
   body += _skips(r)
   body.append(f'<p class="sub">Rendered by <code>jaxport report render</code> from '
               f'{_e(", ".join(source_name(x) for x in runs))}.</p>')

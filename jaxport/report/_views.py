@@ -268,6 +268,35 @@ def source_name(r: RunReport) -> str:
   return " + ".join(PurePath(p).name for p in r.source.split(" + "))
 
 
+def target_anchor(target: str) -> str:
+  """The id of a target's row in the matrix (target names contain no spaces)."""
+  return "target:" + target
+
+
+@dataclasses.dataclass(frozen=True)
+class PassingGroup:
+  """Passing entries filed under one target (an entry's first) and one producer release."""
+  target: str
+  producer: str
+  entries: tuple[EntryResult, ...]
+
+  @property
+  def anchor(self) -> str:
+    return f"passing:{self.target}/{self.producer}"
+
+
+def passing_groups(report: RunReport) -> tuple[PassingGroup, ...]:
+  """The passes and drifts of ``report``, one group per first target and producer, in the
+  order of targets by name and producers by version; each entry is in exactly one group."""
+  grouped: dict[tuple[str, str], list[EntryResult]] = {}
+  for e in report.entries:
+    if entry_status(e) in (CellStatus.PASS, CellStatus.DRIFT):
+      grouped.setdefault((_rows_of(e)[0], e.producer), []).append(e)
+  keys = sorted(grouped, key=lambda k: (k[0], version_key(k[1])))
+  return tuple(PassingGroup(t, p, tuple(sorted(grouped[t, p], key=lambda e: e.entry_id)))
+               for t, p in keys)
+
+
 def entry_anchor(entry_id: str) -> str:
   """The id of an entry's details on the page (entry ids contain no spaces)."""
   return "entry:" + entry_id

@@ -221,6 +221,51 @@ def test_chromium_renders_the_page_offline(rendered):
     assert entry_id in dom
 
 
+def _big_report(n: int):
+  """A synthetic report of ``n`` entries over five targets and two producers, one in 1,000
+  failing."""
+  from jaxport.report import RunReport
+  targets = ("lapack_spotrf_ffi", "lapack_sgeqrf_ffi", "lapack_ssyevd_ffi", "lapack_sgesdd_ffi",
+             "lapack_sorgqr_ffi")
+  return RunReport.from_json(helpers.run_report(entries=[
+      helpers._entry(f"family_{i % 40}", f"case_{i:05d}", ("0.9.2", "0.10.2")[i % 2],
+                     "fail" if i % 1000 == 7 else "pass", [targets[i % 5]])
+      for i in range(n)]))
+
+
+def test_a_ten_thousand_entry_page_leads_from_the_top_to_a_failure_and_opens_any_entry(tmp_path):
+  from urllib.parse import quote, unquote
+  from jaxport.report import render_html
+  from jaxport.report._views import entry_anchor, passing_groups
+  report = _big_report(10_000)
+  page = render_html(report)
+  path = tmp_path / "big.html"
+  path.write_text(page)
+  p = _Page()
+  p.feed(page)
+  assert p.external == [] and "<script" not in page and set(p.links) <= p.ids
+  # The failures come before every passing entry, and the first link on the page to an
+  # entry goes to a failure.
+  first = re.search(r'<a class="first-failure" href="#([^"]+)"', page).group(1)
+  assert page.index('id="passing"') > page.rindex('class="badge s-fail"')
+  failing = {entry_anchor(e.entry_id) for e in report.entries if e.status.value == "fail"}
+  assert first in {quote(a, safe="/:._-") for a in failing}
+  assert re.search(r'href="#(entry:[^"]+)"', page).group(1) == first
+  # In the DOM the browser builds, the link's target is that failure's card.
+  dom = _browser(tmp_path, path.as_uri(), "--dump-dom").stdout
+  card = re.search(r'<section class="entry" id="%s">\s*<h3><span class="badge ([^"]+)"'
+                   % re.escape(unquote(first)), dom)
+  assert card is not None and card.group(1) == CellStatus.FAIL.css
+  # Passes are folded in groups; opening an entry by its anchor unfolds its group.
+  group = passing_groups(report)[3]
+  target = group.entries[len(group.entries) // 2]
+  assert f'<details class="group" id="{group.anchor}">' in page
+  dom = _browser(tmp_path, f"{path.as_uri()}#{quote(entry_anchor(target.entry_id), safe='/:._-')}",
+                 "--dump-dom").stdout
+  opened = re.findall(r'<details class="group" id="([^"]+)" open', dom)
+  assert opened == [group.anchor], opened
+
+
 # A downstream project without an expected-status table: a cpu case calling a LAPACK target that
 # is not on jaxport's stable table and a lowering-only cuda case calling its own kernel, both
 # declared stable in its jaxport_stable_targets file.
@@ -273,7 +318,7 @@ def test_a_downstream_run_files_its_declared_targets_and_dates_its_release(pytes
   # Each declared target is filed under the platform it was declared for, not as unlisted.
   matrix = page[page.index('id="matrix"'):page.index('id="window"')]
   groups = {re.search(r">([^<]*)</th>", chunk).group(1):
-            re.findall(r"<tr><td><code>([^<]*)</code></td>", chunk)
+            re.findall(r'<tr id="target:[^"]*"><td><code>([^<]*)</code></td>', chunk)
             for chunk in matrix.split('<th class="group"')[1:]}
   assert UNLISTED_GROUP not in groups, groups
   assert "lapack_sgeqp3_ffi" in groups["cpu"] and "my_kernel" in groups["cuda"], groups
