@@ -304,3 +304,40 @@ def test_the_staging_folder_is_removed_when_writing_the_recordings_is_interrupte
   finally:
     session.close()
     shutil.rmtree(staging, ignore_errors=True)
+
+
+# --- 6. a writer killed at any moment leaves only whole entries ---------------------------------
+
+_KILLED_WRITER = """
+import dataclasses, sys
+from pathlib import Path
+from jaxport.golden._store import GoldenStore
+source = GoldenStore(Path(sys.argv[1])).entry(sys.argv[3])
+store = GoldenStore(Path(sys.argv[2]))
+blob, ins, outs, text = source.blob(), source.inputs(), source.expected_outputs(), source.module_text()
+for i in range(100_000):
+  store.write_entry(dataclasses.replace(source.manifest, case_id=f"killed_{i}"), blob, ins, outs, text)
+  print(i, flush=True)
+"""
+
+
+@pytest.mark.parametrize("after", [1, 7, 23])
+def test_a_writer_killed_with_sigkill_leaves_only_whole_entries(tmp_path, after):
+  import signal
+  import subprocess
+  source = copy_entry(tmp_path / "real")
+  root = tmp_path / "store"
+  proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(tmp_path / "real"), str(root),
+                           source.entry_id], stdout=subprocess.PIPE, text=True)
+  try:
+    for _ in range(after):
+      assert proc.stdout.readline(), "the writer stopped before it was killed"
+  finally:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    proc.stdout.close()
+  entries, problems = GoldenStore(root).listing()
+  assert problems == [] and len(entries) >= after
+  for entry in entries:  # each whole: every file there with the digest its manifest records
+    assert entry.blob() == source.blob() and entry.module_text() == source.module_text()
+    entry.inputs(), entry.expected_outputs()

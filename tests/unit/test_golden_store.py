@@ -219,6 +219,28 @@ def test_failure_mid_write_leaves_nothing(store, monkeypatch):
   assert store.write_entry(make_manifest(), b"b", INPUTS, EXPECTED, "m").blob() == b"b"
 
 
+def test_an_entry_is_durable_before_its_rename_with_two_waits(store, monkeypatch):
+  events, batches = [], []
+  real_sync, real_batch, real_rename = _store._fsync_path, _store._sync_files, os.rename
+
+  def batch(paths):
+    batches.append([p.name for p in paths])
+    real_batch(paths)
+
+  monkeypatch.setattr(_store, "_fsync_path", lambda p: events.append(("sync", p)) or real_sync(p))
+  monkeypatch.setattr(_store, "_sync_files", batch)
+  monkeypatch.setattr(_store.os, "rename",
+                      lambda a, b: events.append(("rename", str(b))) or real_rename(a, b))
+  entry = store.write_entry(make_manifest(), b"b", INPUTS, EXPECTED, "m")
+  renamed = events.index(("rename", str(entry.path)))
+  before = [p for kind, p in events[:renamed] if kind == "sync"]
+  # Every file and the temporary folder reach the disk before the rename, in one batch
+  # of concurrent syncs; the case folder is synced once after it.
+  assert sorted(p.name for p in before) == sorted([*os.listdir(entry.path), before[-1].name])
+  assert len(batches) == 1 and len(batches[0]) == len(before) == len(os.listdir(entry.path)) + 1
+  assert [p for kind, p in events[renamed + 1:] if kind == "sync"] == [entry.path.parent]
+
+
 def test_failure_at_rename_leaves_nothing(store, monkeypatch):
   def boom(src, dst):
     raise OSError("rename failed")
