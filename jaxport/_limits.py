@@ -31,6 +31,35 @@ MAX_SPEC_CHARS = 100_000
 # spec. The parser is recursive; real specs nest two or three levels.
 MAX_SPEC_NESTING = 64
 
+# --- symbolic shape work (jaxport.shapes._decision, _expr, _parser) -----------
+# Work is counted, never timed, so the same input gets the same answer on every
+# machine. A unit is about a microsecond of Python (see docs/security.md).
+
+# Most units of work one decision may do: building a scope's facts from its
+# explicit constraints, or one comparison (or max/min simplification) from them.
+# Units are facts recorded and terms merged while combining facts or eliminating
+# a term. 60 chained equalities ``a0 == a1 + 1, a1 == a2 + 1, ...`` (which jax
+# accepts) take about 800,000; the work grows as the cube of such a chain (100
+# take 4.3 million). Comparing a sum of 1,000 variables (jax's own recursion
+# stops near there) takes 500,000, and the costliest comparison met fuzzing two
+# constraints against jax (jax: 3 s) 1.5 million.
+MAX_DECISION_STEPS = 3_000_000
+# Deepest chain of eliminations in one bounds computation: each step removes the
+# largest term, so a sum of n terms goes n deep. jax's recursive procedure stops
+# near 1,000 (Python's default recursion limit); the stack is raised to fit this.
+MAX_DECISION_DEPTH = 2_000
+# Most units of work all the shape specs parsed in one scope may do together
+# (the decisions that simplify max and min, the sums and products of terms
+# formed): a blob's dimensions are parsed in one scope, so this bounds a whole
+# blob. 30 dimensions each nested 60 max(...) deep over 5 variables take 400,000;
+# max nested 40 deep over 40 distinct variables 1.1 million, and 60 deep (jax
+# takes minutes to build one) past this.
+MAX_SPEC_WORK = 3_000_000
+# Most products of terms one multiplication of dimensions may form (terms of one
+# side times terms of the other). Real dimensions have a few terms; a product of
+# two sums of 1,000 terms would form a million, and each further factor multiplies.
+MAX_PRODUCT_TERMS = 100_000
+
 # --- serialized Exported (jaxport.serde) --------------------------------------
 
 # Deepest nesting of flatbuffer tables in a blob. A pytree of depth d nests
@@ -76,6 +105,25 @@ MAX_SHARDS = 10_000
 # XLA reserves far more address space than it touches. ``--compat-worker-memory-mb``
 # sets another value for a run.
 MAX_WORKER_RSS_BYTES = 8 * 2**30
+
+# --- the command line's module parser (jaxport.cli._parser) -----------------------
+
+# Seconds the module parser child of one ``jaxport`` command (inspect, audit, upgrade,
+# import-jax-testdata) may spend on one artifact's module: parsing it, listing its custom
+# calls, printing it, rewriting it. Real modules take milliseconds to a second (a module
+# of some megabytes); a module built to make jaxlib's bytecode reader loop never ends.
+# Past it the child is killed, the artifact gets a ``ModuleTimeoutError`` verdict, and
+# the next artifact starts a fresh child. ``--parse-timeout`` sets another value.
+MODULE_PARSE_TIMEOUT_S = 60.0
+# Largest resident memory (RSS) of that child while it works on one artifact, polled as
+# the harness polls its worker's (``MAX_WORKER_RSS_BYTES``). The child needs about 160 MiB
+# once jax is imported, and a module parses into a few times its size, so a 2 GiB blob
+# (``MAX_BLOB_BYTES``) still fits; bytes that make the reader allocate without end do not.
+# ``--parse-memory-mb`` sets another value.
+MAX_PARSER_RSS_BYTES = 8 * 2**30
+# Seconds the child may take to start (import jax and jaxport) before its first answer.
+# It starts in about two seconds; a loaded CI machine can take twenty times that.
+PARSER_START_TIMEOUT_S = 300.0
 
 # --- jax test-data files (jaxport.corpus._jax_testdata) ---------------------------
 

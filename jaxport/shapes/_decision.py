@@ -18,14 +18,26 @@ import itertools
 import math
 from typing import Any
 
+from jaxport import _limits
 from jaxport.errors import ShapeError
 from jaxport.shapes._expr import (
-    FLOORDIV, MAX, MIN, MOD, ONE, DimExpr, DimSize, Term, merge_sorted)
+    FLOORDIV, MAX, MIN, MOD, ONE, DimExpr, DimSize, Term, charge_parsing, linear_combination,
+    merge_sorted)
 from jaxport.shapes._jaxerr import inconclusive
 
 INF = math.inf
 EQ = "=="
 GEQ = ">="
+
+# Units of work (see jaxport._limits.MAX_DECISION_STEPS) of eliminating a term: one per
+# term merged, and ``_FIXED`` for looking up the rest. Combining two facts costs
+# ``_COMBINE`` times as much: its result is also normalized, recorded and indexed.
+_FIXED = 4
+_COMBINE = 3
+
+# Eliminations deep past which a bounds computation makes room on the Python stack
+# for the deepest one allowed (most never get there, and skip the cost of making room).
+_DEEP = 100
 
 # Precisions: how early a bounds computation may stop.
 UNTIL_GEQ0_OR_LEQ0 = 0  # enough to simplify max/min
@@ -53,8 +65,17 @@ def _ceil_div(a: float, b: int) -> float:
   return -((-a) // b) if not math.isinf(a) else (a if b > 0 else -a)
 
 
-def _raw(pairs: list[tuple[Term, int]], scope: Any) -> DimExpr:
-  return DimExpr(pairs, scope)
+def _term_minus(t: Term, k: int, const: int, scope: Any, normalized: bool) -> DimExpr:
+  """``k*t - const``. ``normalized``: built as jax combines facts, ``k*t`` as it stands and
+  then normalized by the subtraction (so the scope's rewrite rules apply) unless ``const``
+  is 0; else as it stands, which always still contains ``t``."""
+  raw = DimExpr(((t, k),), scope)
+  if not const:
+    return raw
+  if not normalized:
+    return DimExpr(((t, k), (ONE, -const)), scope)
+  e = linear_combination(raw, 1, const, -1, scope)
+  return e if isinstance(e, DimExpr) else DimExpr.constant(e, scope)
 
 
 def _interval_mul(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
@@ -88,7 +109,8 @@ def _floor_div_inf(a: float, b: float) -> float:
 class Decision:
   """The mutable state of one bounds query: the known constraints of a scope."""
 
-  __slots__ = ("scope", "processed", "term_bounds", "by_leading", "_memo")
+  __slots__ = ("scope", "processed", "term_bounds", "by_leading", "_lead_rank", "containing",
+               "_seq", "_memo", "steps", "_depth")
 
   def __init__(self, scope: Any):
     self.scope = scope
@@ -96,16 +118,38 @@ class Decision:
     self.term_bounds: dict[Term, tuple[float, float]] = {}
     # leading term -> {(cmp, coefficient of the leading term, constraint expr): None}
     self.by_leading: dict[Term, dict[tuple[str, int, DimExpr], None]] = {}
+    self._lead_rank: dict[Term, int] = {}  # the order of ``by_leading``'s keys
+    # term -> {constraint key: (rank of its leading term, rank of the constraint, coefficient of
+    # the term)} for every term of every constraint: the constraints that can eliminate a term,
+    # found without scanning them all, and visited in the order of ``by_leading``.
+    self.containing: dict[Term, dict[tuple[str, int, DimExpr], tuple[int, int, int]]] = {}
+    self._seq = 0
     # Best bounds of sums of terms under the current state; cleared when it changes.
     self._memo: dict[tuple, tuple[float, float]] = {}
+    # Work done in this state since it was made or copied (see ``_step``), and how many
+    # eliminations deep the bounds computation now is.
+    self.steps = 0
+    self._depth = 0
 
   def copy(self) -> Decision:
+    """A copy to change, with its own work count."""
     c = Decision(self.scope)
     c.processed = set(self.processed)
     c.term_bounds = dict(self.term_bounds)
     c.by_leading = {t: dict(cs) for t, cs in self.by_leading.items()}
+    c._lead_rank = dict(self._lead_rank)
+    c.containing = {t: dict(cs) for t, cs in self.containing.items()}
+    c._seq = self._seq
     c._memo = dict(self._memo)
     return c
+
+  def _step(self, n: int = 1) -> None:
+    """Counts ``n`` units of work against the budget (one per fact added; eliminations and
+    combinations by the terms they merge) and against the specs being parsed, if any."""
+    self.steps += n
+    if self.steps > _limits.MAX_DECISION_STEPS:
+      raise decision_budget_exceeded(self.scope, "MAX_DECISION_STEPS")
+    charge_parsing(n)
 
   def add_explicit(self, constraints) -> Decision:
     for c in constraints:
@@ -120,6 +164,7 @@ class Decision:
   def add_constraint(self, cmp: str, e1: DimSize | float, e2: DimSize | float,
                      debug_str: str | None = None) -> None:
     """Records ``e1 >= e2`` (or ``==``) and its combinations with what is known."""
+    self._step()
     if isinstance(e1, float):
       if e1 == INF and cmp == GEQ:
         return
@@ -158,27 +203,47 @@ class Decision:
       self.term_bounds[t] = (lb, ub)
       return
     lead, lead_k = e.leading_term
-    self.by_leading.setdefault(lead, {})[(cmp, lead_k, e)] = None
+    group = self.by_leading.get(lead)
+    if group is None:
+      group = self.by_leading[lead] = {}
+      self._lead_rank[lead] = len(self._lead_rank)
+    key = (cmp, lead_k, e)
+    if key in group:
+      return
+    group[key] = None
+    rank = self._lead_rank[lead]
+    self._seq += 1
+    for t, k in e.terms:
+      if not t.is_constant:
+        self.containing.setdefault(t, {})[key] = (rank, self._seq, k)
 
   def _eliminators(self, t: Term, k: int, only_leading: bool):
-    """``(cmp, c, c_s, t_s)`` such that ``c cmp 0`` holds, ``c_s > 0``, and
-    ``k*t*t_s + c*c_s`` no longer contains ``t``."""
+    """``(cmp, c, c_s, t_s)`` such that ``c cmp 0`` holds, ``c_s > 0``, and ``k*t*t_s + c*c_s``
+    no longer contains ``t`` (for ``only_leading``, for bounds) or is worth recording (else,
+    for combining a new fact with every known one that mentions ``t``, as jax does).
+
+    jax builds the facts of a term's bounds normalized by the scope's rewrite rules; when a
+    rule rewrites ``t`` such a fact cannot eliminate ``t`` and jax's bounds recurse without
+    end, so bounds use the fact as it stands, and the answer is jax's wherever jax has one.
+    """
     lb, ub = self.term_bounds.get(t, (-INF, INF))
     scope = self.scope
+    normalized = not only_leading
     if lb == ub:
-      yield EQ, _raw([(t, 1), (ONE, -int(lb))] if lb else [(t, 1)], scope), abs(k), -_sgn(k)
+      yield EQ, _term_minus(t, 1, int(lb), scope, normalized), abs(k), -_sgn(k)
     else:
       if lb > -INF:
-        yield GEQ, _raw([(t, 1), (ONE, -int(lb))] if lb else [(t, 1)], scope), abs(k), -_sgn(k)
+        yield GEQ, _term_minus(t, 1, int(lb), scope, normalized), abs(k), -_sgn(k)
       if ub < INF:
-        yield GEQ, _raw([(t, -1), (ONE, int(ub))] if ub else [(t, -1)], scope), abs(k), _sgn(k)
-    groups = ([self.by_leading.get(t, {})] if only_leading else list(self.by_leading.values()))
-    for group in groups:
-      for c_cmp, _, c in list(group):
-        for ct, ck in c.terms:
-          if ct == t:
-            yield c_cmp, c, abs(k), -ck * _sgn(k)
-            break
+        yield GEQ, _term_minus(t, -1, -int(ub), scope, normalized), abs(k), _sgn(k)
+    if only_leading:
+      for c_cmp, _, c in list(self.by_leading.get(t, ())):
+        yield c_cmp, c, abs(k), -c.terms[0][1] * _sgn(k)
+      return
+    found = self.containing.get(t)
+    if found:
+      for (_, _, ck), (c_cmp, _, c) in sorted(zip(found.values(), found)):
+        yield c_cmp, c, abs(k), -ck * _sgn(k)
 
   def _combinations(self, cmp: str, e: DimExpr, debug_str: str | None) -> dict:
     acc: dict[tuple[str, DimExpr], None] = {}
@@ -187,8 +252,9 @@ class Decision:
         continue
       for c_cmp, c, c_s, t_s in list(self._eliminators(t, k, only_leading=False)):
         if t_s > 0 or cmp == EQ:
+          self._step(_COMBINE * (_FIXED + len(e.terms) + len(c.terms)))
           new_cmp = EQ if cmp == c_cmp == EQ else GEQ
-          new_e = e * t_s + c * c_s
+          new_e = linear_combination(e, t_s, c, c_s, self.scope)
           if not isinstance(new_e, DimExpr):
             if (new_cmp == GEQ and new_e < 0) or (new_cmp == EQ and new_e != 0):
               raise ShapeError(f"Unsatisfiable constraints: {debug_str or str(e) + ' >= 0'}")
@@ -289,10 +355,21 @@ class Decision:
     return lb, ub
 
   def _best_bounds_of_terms(self, terms) -> tuple[float, float]:
-    key = tuple((t.key, k) for t, k in terms)
+    key = tuple(terms)
     found = self._memo.get(key)
     if found is None:
-      found = self._memo[key] = self._bounds_of_terms(terms, BEST)
+      self._depth += 1
+      try:
+        if self._depth > _limits.MAX_DECISION_DEPTH:
+          raise decision_budget_exceeded(self.scope, "MAX_DECISION_DEPTH")
+        if self._depth == _DEEP:
+          with _limits.recursion_room(_limits.MAX_DECISION_DEPTH - _DEEP):
+            found = self._bounds_of_terms(terms, BEST)
+        else:
+          found = self._bounds_of_terms(terms, BEST)
+      finally:
+        self._depth -= 1
+      self._memo[key] = found
     return found
 
   def _bounds_of_terms(self, terms, prec: int) -> tuple[float, float]:
@@ -304,6 +381,7 @@ class Decision:
     lb: float = -INF
     ub: float = INF
     for c_cmp, c, c_s, t_s in list(self._eliminators(t, k, only_leading=True)):
+      self._step(_FIXED + len(terms) + len(c.terms))
       rest = merge_sorted(terms, t_s, c.terms, c_s)
       rest_lb, rest_ub = self._best_bounds_of_terms(rest)
       # terms*t_s == rest - c*c_s, and c >= 0 (or == 0)
@@ -321,6 +399,8 @@ class Decision:
         return lb, ub
     f = t.to_factor()
     if f is not None and f.operation in (MAX, MIN):
+      self._step(2 * (_FIXED + len(terms)) + len(f.operands[0].terms)
+                 + len(f.operands[1].terms))
       # k*max(o1, o2) + rest is between the bounds of k*o1 + rest and k*o2 + rest
       rest1 = merge_sorted(terms[1:], 1, f.operands[0].terms, k)
       rest2 = merge_sorted(terms[1:], 1, f.operands[1].terms, k)
@@ -338,3 +418,16 @@ def bounds(e: DimSize, prec: int = UNTIL_GEQ0_OR_LT0) -> tuple[float, float]:
   if not isinstance(e, DimExpr):
     return int(e), int(e)
   return e.scope._decision().bounds(e, prec, add_implicit=True)
+
+
+def decision_budget_exceeded(scope: Any, limit: str) -> ShapeError:
+  """The refusal of a scope's constraints or of one comparison past a decision budget."""
+  n = len(scope._explicit_constraints)
+  what = ("units of work (facts recorded, terms merged combining and eliminating them)"
+          if limit == "MAX_DECISION_STEPS" else "eliminations deep")
+  return ShapeError(
+      f"Deciding bounds of symbolic dimensions went past {_limits.name(limit)} {what}, "
+      f"in a scope with {n} explicit constraints. The work grows with every pair of "
+      "constraints sharing a term (chains of equalities such as 'a0 == a1 + 1', "
+      "'a1 == a2 + 1', ... multiply it) and with the number of terms compared. Use fewer "
+      "constraints (substitute chained equalities into one another) or shorter dimensions.")

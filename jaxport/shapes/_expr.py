@@ -16,8 +16,10 @@ arrays) are delegated to the hooks installed with :func:`install_array_hooks`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from jaxport._jaxcompat import _messages as jax_messages
@@ -124,7 +126,41 @@ class Term:
       return self
     if not self.factors:
       return other
+    if len(other.factors) == 1:
+      return self._times(*other.factors[0])
+    if len(self.factors) == 1:
+      return other._times(*self.factors[0])
     return Term(tuple(merge_sorted(self.factors, 1, other.factors, 1)))
+
+  def _times(self, f: Factor, e: int) -> Term:
+    """``self * f^e``, from this term's factors and key without walking them in Python, so
+    that a product built one factor at a time (``math.prod`` of n dimensions) is not n^2
+    Python steps."""
+    factors = self.factors
+    key = f.key
+    lo, hi = 0, len(factors)
+    while lo < hi:  # the first factor not larger than f (factors are largest first)
+      mid = (lo + hi) // 2
+      if factors[mid][0].key > key:
+        lo = mid + 1
+      else:
+        hi = mid
+    parts = self.key[1]
+    if lo < len(factors) and factors[lo][0].key == key:
+      merged = factors[lo][1] + e
+      new_factors = factors[:lo] + ((factors[lo][0], merged),) + factors[lo + 1:]
+      new_parts = parts[:lo] + ((key, merged),) + parts[lo + 1:]
+      size = self.size + e * f.size
+    else:
+      new_factors = factors[:lo] + ((f, e),) + factors[lo:]
+      new_parts = parts[:lo] + ((key, e),) + parts[lo:]
+      size = self.size + 1 + e * f.size
+    t = Term.__new__(Term)
+    t.factors = new_factors
+    t.size = size
+    t.key = (size, new_parts)
+    t._hash = hash(t.key)
+    return t
 
   def divide(self, divisor: Term) -> Term:
     """The exact quotient; raises InconclusiveDimensionOperation if there is none."""
@@ -162,6 +198,59 @@ def merge_sorted(pairs1: Sequence[tuple[Any, int]], k1: int,
   acc.extend((x, c * k1) for x, c in pairs1[i1:] if c != 0)
   acc.extend((x, c * k2) for x, c in pairs2[i2:] if c != 0)
   return acc
+
+
+# Units of work (about a microsecond each, see jaxport._limits) of forming one product of
+# two terms, normalizing included.
+_PAIR_WORK = 3
+
+
+class WorkMeter:
+  """Units of work counted against one budget of ``jaxport._limits``, so that an input that
+  would take too long is refused after the same amount of work on every machine."""
+
+  __slots__ = ("spent", "limit", "refusal")
+
+  def __init__(self, limit: str, refusal: Callable[[str], ShapeError]):
+    self.spent = 0
+    self.limit = limit
+    self.refusal = refusal
+
+  def charge(self, n: int) -> None:
+    self.spent += n
+    if self.spent > getattr(_limits, self.limit):
+      raise self.refusal(_limits.name(self.limit))
+
+
+# The meter of the shape specs being parsed in this thread (the parsing scope's), or None.
+_parsing: contextvars.ContextVar[WorkMeter | None] = contextvars.ContextVar(
+    "jaxport_shapes_parsing", default=None)
+
+
+@contextlib.contextmanager
+def parsing(meter: WorkMeter) -> Iterator[None]:
+  """Charges the arithmetic and decisions done while the block runs to ``meter`` too."""
+  token = _parsing.set(meter)
+  try:
+    yield
+  finally:
+    _parsing.reset(token)
+
+
+def charge_parsing(n: int) -> None:
+  """Charges ``n`` units to the meter of the specs being parsed, if any."""
+  meter = _parsing.get()
+  if meter is not None:
+    meter.charge(n)
+
+
+def spec_work_exceeded(limit: str) -> ShapeError:
+  """The refusal of specs whose simplification (max/min, products) took too much work."""
+  return ShapeError(
+      f"The symbolic shape specs parsed in one scope did more than {limit} units of work "
+      "(deciding comparisons to simplify max and min, multiplying terms). Real specs need "
+      "a few hundred; max/min nested over many distinct variables and products of long "
+      "sums need far more. Write the shapes with fewer nested max/min or shorter sums.")
 
 
 class _ArrayHooks:
@@ -372,6 +461,10 @@ class DimExpr:
         return 0
       return linear_combination(self, k, 0, 0, self.scope)
     self.scope._check_same_scope(other, when="for operation mul")
+    pairs = len(self.terms) * len(other.terms)
+    if pairs > _limits.MAX_PRODUCT_TERMS:
+      raise product_too_large(self, other)
+    charge_parsing(_PAIR_WORK * pairs)
     coeffs: dict[Term, int] = {}
     for t1, c1 in self.terms:
       for t2, c2 in other.terms:
@@ -585,6 +678,80 @@ def normalize(terms: Sequence[tuple[Term, int]], scope: Any) -> DimSize:
   if t0.is_constant:
     return k0
   return DimExpr(terms, scope)
+
+
+def total(parts: Sequence[DimSize], scope: Any) -> DimSize:
+  """``parts[0] + parts[1] + ...``, as adding them left to right gives it.
+
+  Without rewrite rules the normal form of a sum does not depend on the order of the
+  additions, so the terms are added up in one pass (a sum of n variables costs n log n,
+  not n^2); with rules each step is normalized, as jax does, so the parts go left to right.
+  """
+  if len(parts) == 1:
+    return parts[0]
+  if scope._normalization_rules:
+    acc = parts[0]
+    for p in parts[1:]:
+      charge_parsing(len(_terms_of(acc)) + len(_terms_of(p)))
+      acc = acc + p
+    return acc
+  coeffs: dict[Term, int] = {}
+  for p in parts:
+    for t, c in _terms_of(p):
+      coeffs[t] = coeffs.get(t, 0) + c
+  charge_parsing(len(parts) + len(coeffs))
+  return normalize(sorted_pairs(coeffs), scope)
+
+
+def product(factors: Sequence[DimSize], scope: Any) -> DimSize:
+  """``factors[0] * factors[1] * ...``, as multiplying them left to right gives it.
+
+  Without rewrite rules the normal form of a product does not depend on the order of
+  the multiplications, so the single terms are merged in one pass (a product of n
+  variables costs n log n, not n^2) and the longer factors multiplied after them.
+  With rules each step is normalized, as jax does, so the factors go left to right.
+  """
+  if len(factors) == 1:
+    return factors[0]
+  if scope._normalization_rules:
+    acc = factors[0]
+    for f in factors[1:]:
+      acc = acc * f
+    return acc
+  k = 1
+  exponents: dict[Factor, int] = {}
+  longer: list[DimExpr] = []
+  for f in factors:
+    if not isinstance(f, DimExpr):
+      k *= operator.index(f)
+    elif len(f.terms) == 1:
+      t, c = f.terms[0]
+      k *= c
+      for factor, e in t.factors:
+        exponents[factor] = exponents.get(factor, 0) + e
+    else:
+      longer.append(f)
+  charge_parsing(len(factors) + len(exponents))
+  if k == 0:
+    return 0
+  acc: DimSize = DimExpr.from_term(Term(tuple(sorted_pairs(exponents))), k, scope)
+  for f in longer:
+    acc = acc * f
+  return acc
+
+
+def product_too_large(e1: DimExpr, e2: DimExpr) -> ShapeError:
+  """The refusal of a multiplication that would form too many products of terms."""
+  n1, n2 = len(e1.terms), len(e2.terms)
+  return ShapeError(
+      f"Multiplying symbolic dimensions of {n1} and {n2} terms would form {n1 * n2} "
+      f"products of terms, past the limit {_limits.name('MAX_PRODUCT_TERMS')}; the "
+      "dimensions start '" + _clip(str(e1)) + "' and '" + _clip(str(e2)) + "'. Real "
+      "dimensions have a few terms: multiply shorter sums.")
+
+
+def _clip(text: str) -> str:
+  return text if len(text) <= 80 else text[:80] + "..."
 
 
 def ensure_expr(p: Any, operation: str, scope: Any) -> DimExpr:

@@ -23,7 +23,7 @@ from typing import Any
 from jaxport import _limits
 from jaxport.errors import ShapeError
 from jaxport.shapes._expr import (MAX, MIN, OPERATIONS, DimExpr, DimSize, dim_max, dim_min,
-                                  exponent_too_large)
+                                  exponent_too_large, parsing, product, total)
 
 _ENDMARKER = tokenize.ENDMARKER
 _RPAR = tokenize.RPAR
@@ -124,9 +124,10 @@ class ShapeParser:
       self._tokens = iter(fast)
     else:
       self._tokens = tokenize.tokenize(io.BytesIO(self.spec.encode("utf-8")).readline)
-    tok = self._advance()
-    tok = self._consume(tok, tokenize.ENCODING)
-    tok = self._shape(tok)
+    with parsing(self.scope._parse_meter):
+      tok = self._advance()
+      tok = self._consume(tok, tokenize.ENCODING)
+      tok = self._shape(tok)
     self._expect(tok, (_ENDMARKER,))
     return tuple(self.dims)  # type: ignore[arg-type]
 
@@ -230,20 +231,18 @@ class ShapeParser:
     negate = tok.exact_type == _MINUS
     if tok.exact_type in (_PLUS, _MINUS):
       tok = self._advance()
-    acc: DimSize | None = None
+    parts: list[DimSize] = []
     while True:
       t, tok = self._term(tok)
-      if negate:
-        t = -t
-      acc = t if acc is None else acc + t
+      parts.append(-t if negate else t)
       if tok.exact_type in _END_OF_EXPR:
-        return acc, tok
+        return total(parts, self.scope), tok
       negate = tok.exact_type == _MINUS
       self._expect(tok, (_PLUS, _MINUS))
       tok = self._advance()
 
   def _term(self, tok: tokenize.TokenInfo) -> tuple[DimSize, tokenize.TokenInfo]:
-    acc: DimSize | None = None
+    factors: list[DimSize] = []
     while True:
       f, tok = self._factor(tok)
       if tok.exact_type == tokenize.CIRCUMFLEX:
@@ -254,9 +253,9 @@ class ShapeParser:
         if power > _limits.MAX_DIM_EXPONENT:
           raise self.error(power_tok, str(exponent_too_large(str(f), power)).rstrip("."))
         f = f ** power
-      acc = f if acc is None else acc * f
+      factors.append(f)
       if tok.exact_type in _END_OF_TERM:
-        return acc, tok
+        return product(factors, self.scope), tok
       tok = self._consume(tok, tokenize.STAR)
 
   def _factor(self, tok: tokenize.TokenInfo) -> tuple[DimSize, tokenize.TokenInfo]:

@@ -19,7 +19,8 @@ from typing import Any
 from jaxport._jaxcompat import _messages as jax_messages
 from jaxport.errors import ShapeError
 from jaxport.shapes import _decision
-from jaxport.shapes._expr import FLOORDIV, MOD, DimExpr, DimSize, Factor, Term, ensure_expr
+from jaxport.shapes._expr import (FLOORDIV, MOD, DimExpr, DimSize, Factor, Term, WorkMeter,
+                                  ensure_expr, spec_work_exceeded)
 from jaxport.shapes._parser import ShapeParser
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -71,6 +72,8 @@ class SymbolicScope:
     self._decision_initial_state: _decision.Decision | None = None
     self._normalization_rules: dict[Term, tuple[DimExpr, int]] = {}
     self._constraint_strings: tuple[str, ...] = tuple(constraints_str)
+    # The work of every spec parsed in this scope together (a blob's dimensions share one).
+    self._parse_meter = WorkMeter("MAX_SPEC_WORK", spec_work_exceeded)
     for c_str in self._constraint_strings:
       self._add_constraint_str(c_str)
       self._bounds_cache.clear()
