@@ -70,3 +70,24 @@ class UntestedJaxWarning(UserWarning):
 
 class UpgradeError(JaxportError, ValueError):
   """A removed custom call cannot be rewritten into today's target (a precondition fails)."""
+
+
+class ReleaseTableError(JaxportError, ValueError):
+  """A jax release is not in the release table, or the table file is malformed."""
+
+
+class ModuleParserError(JaxportError, RuntimeError):
+  """The child process that parses an artifact's StableHLO module for a ``jaxport`` command
+  did not answer: it crashed, hung, grew past its memory limit or could not start."""
+
+
+class ModuleCrashError(ModuleParserError):
+  """Parsing an artifact's module killed the parser child with a signal (SIGSEGV, SIGABRT)."""
+
+
+class ModuleTimeoutError(ModuleParserError):
+  """Parsing an artifact's module did not finish within the per-artifact time limit."""
+
+
+class ModuleMemoryError(ModuleParserError):
+  """Parsing an artifact's module grew the parser child past its memory limit."""

@@ -11,7 +11,9 @@ How to add a golden case for a new custom-call target ``foo_ffi``:
 
 1. Pick the module by kind: ``_lapack.py`` (CPU LAPACK, one case per dtype),
    ``_features.py`` (export features), ``_lowering_only.py`` (targets of a
-   platform this machine cannot run; jax lowers them anyway), ``_sharding.py``
+   platform this machine cannot run; jax lowers them anyway), ``_cuda.py`` (the
+   cuda rows of ``_lowering_only.py`` run on a cuda machine: give a new cuda row
+   its checker there), ``_sharding.py``
    (multi-device targets: set ``num_devices``, ``jit_kwargs``, ``use_shardy``). Add a new module
    for a new family and list it in ``_MODULES`` below.
 2. Write the function with ``jax.numpy``/``jax.lax`` so that its lowering emits
@@ -39,11 +41,11 @@ import dataclasses
 import functools
 
 from jaxport.harness import Case, CaseRegistry
-from harness.cases import _features, _lapack, _lowering_only, _sharding
+from harness.cases import _cuda, _features, _lapack, _lowering_only, _sharding
 from harness.cases._lowering_only import UNREACHABLE as UNREACHABLE
 from harness.tools import release_cases
 
-_MODULES = (_lapack, _features, _lowering_only, _sharding)
+_MODULES = (_lapack, _features, _lowering_only, _cuda, _sharding)
 
 
 def cases() -> list[Case]:

@@ -2,9 +2,11 @@
 
 For every tested release (``TESTED_RELEASES``) this reads one blob of each
 envelope layout (``jaxport.upgrades.LAYOUTS``) with that release's own reader,
-in its venv (``_venvs.ensure_venv``), and writes the results to
-``jaxport/harness/reader_policy.json``, the measured reader policy the harness
-cites when a reader refuses an expired envelope. The blobs come from
+in its venv (``_venvs.ensure_venv``). The readings live in the one release table
+(``jaxport/releases/release_table.json``, written by ``release_table.py``, which
+takes its sample blobs from here); the harness cites them when a reader refuses
+an expired envelope. Without ``--check`` this regenerates those releases' rows of
+the table. The blobs come from
 ``compat_data/`` (the first release-case entry of each layout there) and, for layouts no
 entry has, from the newest release's own ``jax.export`` (version 12) or built as the
 releases that wrote them did (HloSharding protos: ``_legacy_envelopes``).
@@ -89,7 +91,7 @@ def sample_blobs(scratch: Path, newest: str) -> dict[str, tuple[str, Path]]:
 
 
 def measure(releases: list[str]) -> dict:
-  """The reader policy of ``releases`` as the JSON document ``reader_policy.json`` holds."""
+  """The reader policy of ``releases`` as the JSON document ``_reader_policy.parse`` reads."""
   with tempfile.TemporaryDirectory() as tmp:
     blobs = sample_blobs(Path(tmp), releases[-1])
     paths = json.dumps({layout: str(path) for layout, (_, path) in blobs.items()})
@@ -122,9 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in changed:
       print(f"jax {r}: reads differently from {_reader_policy.POLICY_FILE.name}", file=sys.stderr)
     return 1 if changed else 0
-  _reader_policy.POLICY_FILE.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-  print(f"wrote {_reader_policy.POLICY_FILE} ({len(releases)} releases)")
-  return 0
+  from harness.tools import release_table
+  return release_table.main(["--releases", *releases, "--force"])
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jaxport.harness import _coverage as coverage
+from jaxport.harness import _devices
 from jaxport.harness._shard import Shard, ShardError
 from jaxport.harness._verdicts import Outcome
 from harness.cases import cases_for
@@ -70,7 +71,9 @@ def merge_and_check(reports: Sequence[RunReport], golden_root: Path) -> RunRepor
   _check_complete(reports)
   merged = merge_reports(reports)
   platform = merged.platform
-  present = [e.entry_id for e in GoldenStore(golden_root).entries(platform=platform)]
+  checked = _devices.checked_platforms(platform)
+  present = [e.entry_id for e in GoldenStore(golden_root).entries(
+      platform=checked[0] if len(checked) == 1 else None) if e.entry_id.split("/")[0] in checked]
   if len(present) != merged.summary.present:
     raise ShardError(f"the shards saw {merged.summary.present} {platform} entries but "
                      f"{golden_root} holds {len(present)}; merge against the store the shards "
@@ -82,7 +85,8 @@ def merge_and_check(reports: Sequence[RunReport], golden_root: Path) -> RunRepor
                                        [c.case_id for c in cases_for(platform)],
                                        other_targets)
   skips = (*(s for s in merged.skips if not (s.what == CHECKS and s.why.startswith(_SHARD_WHY))),
-           *(Skip(**s) for s in coverage.unreachable_skips(platform, other_targets)))
+           *(Skip(**s) for s in coverage.unreachable_skips(platform, other_targets)),
+           *(Skip(**s) for s in coverage.device_store_skips(platform, present)))
   return dataclasses.replace(merged, skips=skips, targets=Targets.from_json(targets, "targets"),
                              session_failures=(*merged.session_failures, *failures))
 

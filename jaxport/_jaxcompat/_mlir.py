@@ -50,3 +50,12 @@ def current_stablehlo_version() -> str | None:
     return str(hlo.get_current_version())
   except Exception:  # noqa: BLE001 - an older or newer jaxlib spells it otherwise
     return None
+
+
+def minimum_stablehlo_version() -> str | None:
+  """The oldest StableHLO version this jaxlib writes a portable artifact for, such as ``"0.9.0"``."""
+  try:
+    from jax._src.lib.mlir.dialects import hlo
+    return str(hlo.get_minimum_version())
+  except Exception:  # noqa: BLE001 - an older or newer jaxlib spells it otherwise
+    return None

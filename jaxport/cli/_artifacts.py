@@ -102,14 +102,20 @@ def header_note(header: int, layout: int | None) -> str:
           "own number")
 
 
-def describe_exported(exp: Any, blob: bytes, recorded_layout: int | None = None) -> dict[str, Any]:
+def describe_exported(exp: Any, blob: bytes, recorded_layout: int | None = None, *,
+                      reader: Any = None, label: str = "") -> dict[str, Any]:
   """A JSON-ready description of a deserialized Exported (versions, avals, targets, ...).
 
   ``serialization_version`` is the header's number (3 for layouts 3 to 11, the layout from
   12); ``serialization_layout`` the layout, from the header or ``recorded_layout`` (a golden
-  manifest's ``serialization_version``), None when neither says.
+  manifest's ``serialization_version``), None when neither says. ``reader`` reads the
+  module's custom calls (``jaxport.cli._parser``; default: in this process), ``label`` names
+  the artifact in its verdicts.
   """
-  sigs = _signatures.signatures(exp.mlir_module_serialized)
+  if reader is None:
+    sigs = _signatures.signatures(exp.mlir_module_serialized)
+  else:
+    sigs = reader.signatures(bytes(exp.mlir_module_serialized), label)
   in_sh = getattr(exp, "_in_named_shardings", ()) or exp.in_shardings_hlo
   out_sh = getattr(exp, "_out_named_shardings", ()) or exp.out_shardings_hlo
   header = _read.read_serialization_version(blob)

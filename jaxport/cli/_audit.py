@@ -16,13 +16,16 @@ import logging
 from typing import Any
 
 from jaxport.custom_calls import _registry
-from jaxport.errors import JaxportError
+from jaxport.errors import (JaxportError, ModuleCrashError, ModuleMemoryError, ModuleParserError,
+                            ModuleTimeoutError)
 from jaxport.golden import _signatures
 from jaxport.golden._store import read_bounded
 from jaxport.cli._artifacts import Artifact, deserialize
+from jaxport.cli._parser import InProcess
 from jaxport.cli._relower import Relowerer
 from jaxport.export._checks import ALL_TARGETS, disabled_targets
 from jaxport.harness._project import ProjectTargets
+from jaxport.releases import _features as artifact_runs_on
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +83,13 @@ def target_report(target: str, platforms: list[str], declared: ProjectTargets | 
 
 def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
                    relowerer: Relowerer | None,
-                   declared: ProjectTargets | None = None) -> dict[str, Any]:
+                   declared: ProjectTargets | None = None, reader: Any = None) -> dict[str, Any]:
   """The audit record of one artifact: targets, drift, expiry, problems and warnings;
-  ``declared``: the targets the project guarantees, stable besides jaxport's table."""
+  ``declared``: the targets the project guarantees, stable besides jaxport's table;
+  ``reader``: what reads the module (the command's module parser child, ``cli._parser``;
+  default: this process). A module that crashes or hangs the parser is a problem of this
+  artifact, typed in ``parser_failure``."""
+  reader = InProcess() if reader is None else reader
   problems: list[str] = []
   warnings: list[str] = []
   rec: dict[str, Any] = {"artifact": art.label, "kind": "entry" if art.entry else "blob",
@@ -116,8 +123,10 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
         exp = deserialize(art.entry.blob())
         platforms = list(exp.platforms)
         allowed = disabled_targets(exp.disabled_safety_checks)
-        sigs = _signatures.signatures(exp.mlir_module_serialized)
+        sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
+        rec.update(reader.runs_on_record(art.entry.blob(), manifest, art.label))
       except (JaxportError, NotImplementedError) as e:
+        _note_parser_failure(rec, e)
         problems.append(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
       else:
         mismatch = _manifest_mismatch(manifest.custom_call_targets, sigs)
@@ -147,9 +156,11 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       exp = deserialize(blob)
       platforms = list(exp.platforms)
       allowed = disabled_targets(exp.disabled_safety_checks)
-      sigs = _signatures.signatures(exp.mlir_module_serialized)
+      sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
       rec["days_to_expiry"] = None
+      rec.update(reader.runs_on_record(blob, None, art.label))
     except (JaxportError, NotImplementedError, OSError) as e:
+      _note_parser_failure(rec, e)
       problems.append(f"cannot read the blob: {type(e).__name__}: {e}")
   rec["platforms"] = platforms
   targets = sorted({s.target for s in sigs}) if sigs is not None else []
@@ -170,6 +181,18 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   rec["golden_data_errors"] = data_errors
   rec["ok"] = not problems
   return rec
+
+
+# The kind of ``parser_failure`` of each error of the module parser child.
+_PARSER_FAILURES = ((ModuleCrashError, "crash"), (ModuleTimeoutError, "timeout"),
+                    (ModuleMemoryError, "memory"), (ModuleParserError, "parser"))
+
+
+def _note_parser_failure(rec: dict[str, Any], e: BaseException) -> None:
+  """Record a crash, time-out or memory kill of the module parser as a typed field."""
+  kind = next((k for cls, k in _PARSER_FAILURES if isinstance(e, cls)), None)
+  if kind is not None:
+    rec["parser_failure"] = {"kind": kind, "error": type(e).__name__, "message": str(e)}
 
 
 def _manifest_mismatch(recorded: Any, module: tuple[Any, ...]) -> dict[str, Any] | None:
@@ -245,6 +268,8 @@ def format_text(records: list[dict[str, Any]], window_days: int) -> str:
       out.append(f"  target {t['target']}: {status}")
     if not r["custom_call_targets"] and r["platforms"]:
       out.append("  no custom-call targets")
+    if "runs_on" in r:
+      out.extend(artifact_runs_on.runs_on_lines(r))
     d = r["drift"]
     if d["checked"]:
       out.append("  drift: none" if not d["differences"] else "  drift: see problems and warnings")

@@ -3,8 +3,11 @@
 Exit status: 0 when all is well, 1 when the command found problems (audit
 problems, datasets that failed to import), 2 for usage errors and unreadable
 input, 130 when interrupted (Ctrl-C; ``prune --yes`` then says which entries
-it removed). Progress goes to stderr through logging (``-q`` quiets it, ``-v``
-adds detail); results go to stdout, as JSON with ``--json``.
+it removed). Module bytes are parsed in a child process (``cli._parser``): a
+module that crashes or hangs it is one audit problem or failed dataset (1),
+and unreadable input for ``inspect`` and ``upgrade`` (2). Progress goes to
+stderr through logging (``-q`` quiets it, ``-v`` adds detail); results go to
+stdout, as JSON with ``--json``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jaxport.cli import _artifacts, _bisect, _harness_run, _prune as pruner, _relower, _report
+from jaxport.cli import _artifacts, _bisect, _harness_run, _parser, _prune as pruner, _relower, _report
 from jaxport.cli import _upgrade as upgrader
 from jaxport.cli import _audit as audit
 from jaxport.corpus import _import as importer
@@ -30,6 +33,7 @@ from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 from jaxport.harness._project import Project, ProjectTargets
+from jaxport.releases import _features as artifact_runs_on
 
 logger = logging.getLogger("jaxport.cli")
 
@@ -94,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                       '({"cpu": ["my_target"], "any": [...]}); they count as stable besides '
                       "jaxport's table (and the --project's jaxport_stable_targets)")
   p.add_argument("--json", action="store_true", help="print JSON")
+  _parser.add_options(p)
 
   p = add("inspect", help="versions, platforms, shapes, targets, effects, shardings",
                      description="Describe a serialized Exported: a blob file, a golden entry "
@@ -102,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--root", default=DEFAULT_ROOT, help="golden store for entry ids (default compat_data)")
   p.add_argument("--mlir", action="store_true", help="also print the StableHLO text")
   p.add_argument("--json", action="store_true", help="print JSON")
+  _parser.add_options(p)
 
   p = add("import-jax-testdata", help="convert jax's golden Python files into entries",
                      description="Read jax's back-compat test data files without executing them "
@@ -118,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--rtol", type=float, default=None, help="override the dtype-based rtol")
   p.add_argument("--atol", type=float, default=None, help="override the dtype-based atol")
   p.add_argument("--json", action="store_true", help="print JSON")
+  _parser.add_options(p)
 
   p = add("prune", help="remove expired golden entries (dry run unless --yes)")
   p.add_argument("--older-than-days", type=_non_negative, required=True, metavar="DAYS",
@@ -261,9 +268,12 @@ def _audit(args, extra) -> int:
   if args.stable_targets:
     given = ProjectTargets.read(args.stable_targets)
     declared = given if declared is None else declared.union(given)
-  records = [audit.audit_artifact(art, today=today, window_days=args.window_days,
-                                  relowerer=relowerer, declared=declared)
-             for art in track(artifacts, "auditing", lambda a: a.label)]
+  with _parser.from_args(args) as parser:
+    if any(a.problem is None for a in artifacts):
+      parser.start()  # one child reads every artifact's module; it imports jax meanwhile
+    records = [audit.audit_artifact(art, today=today, window_days=args.window_days,
+                                    relowerer=relowerer, declared=declared, reader=parser)
+               for art in track(artifacts, "auditing", lambda a: a.label)]
   if args.json:
     _print_json({"today": today.isoformat(), "window_days": args.window_days,
                  "artifacts": records, "ok": all(r["ok"] for r in records)})
@@ -292,6 +302,12 @@ def _store_of(project: Project, option: str) -> Path:
 
 
 def _inspect(args, extra) -> int:
+  with _parser.from_args(args) as parser:
+    return _inspect_with(args, parser)
+
+
+def _inspect_with(args, parser: _parser.ModuleParser) -> int:
+  """``jaxport inspect``, its module read by ``parser`` (a crash there is the artifact's error)."""
   path = Path(args.artifact)
   entry = None
   if path.is_file():
@@ -311,12 +327,15 @@ def _inspect(args, extra) -> int:
     blob = entry.blob()
   exp = _artifacts.deserialize(blob)
   recorded = entry.manifest.serialization_version if entry is not None else None
-  info: dict[str, Any] = {"artifact": entry.entry_id if entry else str(path),
-                          "exported": _artifacts.describe_exported(exp, blob, recorded)}
+  label = entry.entry_id if entry else str(path)
+  info: dict[str, Any] = {"artifact": label,
+                          "exported": _artifacts.describe_exported(exp, blob, recorded,
+                                                                   reader=parser, label=label)}
   if entry is not None:
     info["manifest"] = json.loads(entry.manifest.to_json())
+  info.update(parser.runs_on_record(blob, entry.manifest if entry is not None else None, label))
   if args.mlir:
-    info["mlir"] = exp.mlir_module()
+    info["mlir"] = parser.module_text(bytes(exp.mlir_module_serialized), exp.fun_name, label)
   if args.json:
     _print_json(info)
     return EXIT_OK
@@ -340,6 +359,7 @@ def _inspect(args, extra) -> int:
                  f"(rtol {m.comparison.rtol:g}, atol {m.comparison.atol:g})"
                  + (", lowering only" if m.lowering_only else "")
                  + (f", imported from {m.imported_from.source}" if m.imported_from else ""))
+  lines.extend(artifact_runs_on.runs_on_lines(info))
   if args.mlir:
     lines.append(info["mlir"])
   sys.stdout.write("\n".join(lines) + "\n")
@@ -347,8 +367,10 @@ def _inspect(args, extra) -> int:
 
 
 def _import(args, extra) -> int:
-  result = importer.run_import(args.sources, args.out, platform=args.platform, mode=args.mode,
-                               rtol=args.rtol, atol=args.atol, host_platform=args.host_platform)
+  with _parser.from_args(args) as parser:
+    result = importer.run_import(args.sources, args.out, platform=args.platform, mode=args.mode,
+                                 rtol=args.rtol, atol=args.atol, host_platform=args.host_platform,
+                                 read_signatures=parser.signatures)
   if args.json:
     _print_json(result)
   else:
@@ -407,11 +429,13 @@ def _harness(args, extra) -> int:
 
 def _upgrade(args, extra) -> int:
   source, output = Path(args.source), Path(args.output)
-  report = upgrader.upgrade_file(source, output, force=args.force)
+  with _parser.from_args(args) as parser:
+    report = upgrader.upgrade_file(source, output, force=args.force, for_jax=args.for_jax,
+                                   parser=parser)
   if args.json:
     _print_json({"source": str(source), "output": str(output), **report.to_json()})
   else:
-    sys.stdout.write(upgrader.text(report, source, output))
+    sys.stdout.write(report.text)
   return EXIT_OK
 
 

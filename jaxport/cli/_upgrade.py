@@ -8,6 +8,11 @@ input, never an existing file unless ``--force``, never a directory, FIFO or
 device), written atomically by :func:`jaxport.report._files.write_atomically`.
 What was rewritten goes to stdout (JSON with ``--json``); a rule whose
 preconditions fail refuses with the target, location and reason.
+
+``--for-jax VERSION`` names the consumer instead of the installed jax (the
+default): the envelope is written in a layout that release reads, the module
+for the StableHLO its jaxlib reads, and what it cannot run is refused
+(``jaxport.export._for_jax``), as ``jaxport.export(..., for_jax=...)`` does.
 """
 
 from __future__ import annotations
@@ -17,12 +22,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from jaxport.cli import _artifacts
+from jaxport.cli import _artifacts, _parser
 from jaxport.errors import JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.report._files import check_output, write_atomically
+from jaxport.export import _for_jax
 from jaxport.upgrades import EnvelopeRewrite, UpgradeReport, read_any_envelope, upgrade_with_report
-from jaxport.upgrades._envelope import vjp_depth
+from jaxport.upgrades._envelope import consumer, vjp_depth
 
 
 def add_parser(add) -> None:
@@ -34,8 +40,11 @@ def add_parser(add) -> None:
                       "docs/upgrade.md.")
   p.add_argument("source", metavar="IN", help="blob file or golden entry directory")
   p.add_argument("-o", "--output", required=True, metavar="OUT", help="where to write the new blob")
+  p.add_argument("--for-jax", dest="for_jax", metavar="VERSION", default=None,
+                 help="write the artifact for this jax release (default: the installed jax)")
   p.add_argument("--force", action="store_true", help="replace OUT if it exists")
   p.add_argument("--json", action="store_true", help="print JSON")
+  _parser.add_options(p)
 
 
 def _read(source: Path) -> bytes:
@@ -54,10 +63,17 @@ class FileUpgrade:
   custom calls rewritten."""
   envelope: EnvelopeRewrite | None
   module: UpgradeReport
+  retargeting: _for_jax.Retargeting | None = None
+  target: _for_jax.ConsumerTarget | None = None
 
   def to_json(self) -> dict[str, Any]:
     return {**self.module.to_json(),
-            "envelope": None if self.envelope is None else self.envelope.to_json()}
+            "envelope": None if self.envelope is None else self.envelope.to_json(),
+            "for_jax": None if self.target is None else {
+                **self.target.to_json(),
+                **({} if self.retargeting is None else
+                   {"stablehlo_rewritten": self.retargeting.stablehlo,
+                    "calling_convention_changed": self.retargeting.calling_convention})}}
 
 
 def _check_new(path: Path, force: bool) -> None:
@@ -67,29 +83,70 @@ def _check_new(path: Path, force: bool) -> None:
   check_output(path, JaxportError)
 
 
-def upgrade_file(source: Path, output: Path, *, force: bool = False) -> FileUpgrade:
-  """Upgrade the artifact at ``source`` and write the result to ``output``."""
+def upgrade_blob(blob: bytes, for_jax: str | None = None) -> tuple[bytes, FileUpgrade]:
+  """The upgraded blob for ``for_jax`` (None: the installed jax) and what was done: every
+  native read of the module happens here, in the module parser child of the command."""
+  target = consumer(for_jax)
+  exp, envelope = read_any_envelope(blob, for_jax)
+  report = upgrade_with_report(exp)
+  new, retargeting = _for_jax.retarget(report.exported, target)
+  data = bytes(new.serialize(vjp_order=vjp_depth(new)))
+  return data, FileUpgrade(envelope, report, retargeting, None if for_jax is None else target)
+
+
+@dataclasses.dataclass(frozen=True)
+class Upgraded:
+  """What ``jaxport upgrade`` reports of one artifact: its JSON and its text."""
+  report: dict[str, Any]
+  text: str
+
+  def to_json(self) -> dict[str, Any]:
+    return self.report
+
+
+def upgrade_file(source: Path, output: Path, *, force: bool = False,
+                 for_jax: str | None = None, parser: Any = None) -> Upgraded:
+  """Upgrade the artifact at ``source`` for ``for_jax`` (None: the installed jax) and write
+  the result to ``output``; ``parser`` does the native reads (default: a module parser child,
+  ``jaxport.cli._parser``)."""
   if output.resolve() == source.resolve() or output.resolve().is_relative_to(source.resolve()):
     raise JaxportError(f"-o {output} would overwrite the input {source}; "
                        "write the upgraded blob elsewhere.")
   _check_new(output, force)  # before the work, so a bad -o fails fast
+  consumer(for_jax)  # an unknown release fails before anything is read
   blob = _read(source)
-  exp, envelope = read_any_envelope(blob)
-  report = upgrade_with_report(exp)
-  data = bytes(report.exported.serialize(vjp_order=vjp_depth(report.exported)))
+  own = parser is None
+  parser = _parser.ModuleParser() if own else parser
+  try:
+    data, report, said = parser.upgrade(blob, for_jax, source, output, str(source))
+  finally:
+    if own:
+      parser.close()
   _check_new(output, force)
   write_atomically(output, data, JaxportError)
-  return FileUpgrade(envelope, report)
+  return Upgraded(report, said)
 
 
 def text(done: FileUpgrade, source: Path, output: Path) -> str:
-  report, env = done.module, done.envelope
-  if not report.rewrites and env is None:
+  report, env, moved = done.module, done.envelope, done.retargeting
+  retargeted = moved is not None and moved.changed
+  if not report.rewrites and env is None and not retargeted:
     return f"{source}: nothing to upgrade; wrote an unchanged copy to {output}\n"
   lines = [f"{source}: rewrote "
-           + " and ".join((["the expired envelope"] if env else [])
-                          + ([f"{len(report.rewrites)} custom call(s)"] if report.rewrites else []))
+           + " and ".join((["the envelope" if done.target else "the expired envelope"] if env else [])
+                          + ([f"{len(report.rewrites)} custom call(s)"] if report.rewrites else [])
+                          + ([f"the module for jax {moved.release}"] if retargeted else []))
            + f", wrote {output}"]
+  if done.target is not None:
+    t = done.target
+    lines.append(f"  for jax {t.release}: StableHLO {t.stablehlo_version}, calling convention "
+                 f"{t.calling_convention_version}, envelope layout {t.layout} (header version "
+                 f"{t.header_version})")
+  if retargeted and moved.stablehlo is not None:
+    lines.append(f"  module: StableHLO {moved.stablehlo[0]} -> {moved.stablehlo[1]}")
+  if retargeted and moved.calling_convention is not None:
+    lines.append(f"  calling convention: {moved.calling_convention[0]} -> "
+                 f"{moved.calling_convention[1]}")
   if env is not None:
     lines.append(f"  envelope: header version {env.from_version} -> {env.to_version} "
                  f"(layout {env.layout}: {env.reason}); producer "

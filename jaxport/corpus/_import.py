@@ -11,6 +11,7 @@ own format numbers), so ``producer`` fields are null, the directory is
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,16 @@ import jaxport
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import (BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MODULE_FILE, Comparison,
-                                      ImportSource, Manifest, Producer)
+                                      CustomCallSignature, ImportSource, Manifest, Producer)
 from jaxport.golden._store import GoldenStore, encode_arrays, sha256_hex
 from jaxport.serde import _read
 from jaxport.corpus import _corpus_rules, _jax_testdata, _poly_specs
 from jaxport._progress import track
 
 logger = logging.getLogger(__name__)
+
+# Reads the custom-call signatures of a module's bytes; the second argument names the dataset.
+SignatureReader = Callable[[bytes, str], tuple[CustomCallSignature, ...]]
 
 _TOLERANCES = {"float64": (1e-7, 1e-9), "complex128": (1e-7, 1e-9),
                "float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5),
@@ -124,15 +128,23 @@ def _skip_reason(ds: _jax_testdata.Dataset, lowering_only: bool) -> str | None:
   return None
 
 
+def _signatures_here(module: bytes, label: str) -> tuple[CustomCallSignature, ...]:
+  """The custom-call signatures of a module, read in this process (``label`` is unused)."""
+  return _signatures.signatures(module)
+
+
 def import_dataset(store: GoldenStore, ds: _jax_testdata.Dataset, *, mode: str | None,
                    rtol: float | None, atol: float | None,
-                   host_platform: str | None = None) -> tuple[str, str]:
+                   host_platform: str | None = None,
+                   read_signatures: SignatureReader = _signatures_here) -> tuple[str, str]:
   """Write one dataset as an entry; returns (status, message) with status imported/exists/skipped.
 
   With ``host_platform`` (the platform of the machine that will replay the
   store), a dataset of another platform becomes a lowering-only entry under
   the host's directory, family ``<its platform>_<family>``: the blob is read
-  and its module's custom calls judged, nothing is run.
+  and its module's custom calls judged, nothing is run. ``read_signatures``
+  reads the module's custom calls (the command line passes its module parser
+  child, so that a module that crashes jaxlib fails this dataset only).
   """
   _jax_testdata.check_fields(ds)
   f = ds.fields
@@ -147,7 +159,7 @@ def import_dataset(store: GoldenStore, ds: _jax_testdata.Dataset, *, mode: str |
     if found_specs.specs is None:
       return "skipped", f"{ds.source}: {ds.label}: skipped: {found_specs.source}"
     specs, specs_source = found_specs.specs, found_specs.source
-  sigs = _signatures.signatures(f["mlir_module_serialized"])
+  sigs = read_signatures(bytes(f["mlir_module_serialized"]), f"{ds.source}: {ds.label}")
   stated = sorted(set(f["custom_call_targets"]))
   found = sorted({s.target for s in sigs})
   if stated != found:
@@ -220,10 +232,12 @@ def _differing_files(entry, blob: bytes, inputs, outputs, module_text: str) -> l
 
 def run_import(paths: list[str], out: str, *, platform: str | None = None, mode: str | None = None,
                rtol: float | None = None, atol: float | None = None,
-               host_platform: str | None = None) -> dict[str, list[str]]:
+               host_platform: str | None = None,
+               read_signatures: SignatureReader = _signatures_here) -> dict[str, list[str]]:
   """Import every dataset under ``paths`` into the store at ``out``; returns messages by status.
 
-  ``host_platform``: see :func:`import_dataset` (other platforms' datasets become lowering-only).
+  ``host_platform`` and ``read_signatures``: see :func:`import_dataset` (other platforms'
+  datasets become lowering-only; what reads each module's custom calls).
   """
   store = GoldenStore(out)
   result: dict[str, list[str]] = {"imported": [], "exists": [], "skipped": [], "failed": []}
@@ -243,7 +257,7 @@ def run_import(paths: list[str], out: str, *, platform: str | None = None, mode:
         continue
       try:
         status, msg = import_dataset(store, ds, mode=mode, rtol=rtol, atol=atol,
-                                     host_platform=host_platform)
+                                     host_platform=host_platform, read_signatures=read_signatures)
       except (JaxportError, NotImplementedError) as e:
         status, msg = "failed", f"{ds.source}: {ds.label}: {type(e).__name__}: {e}"
       logger.info("%s", msg)

@@ -92,8 +92,25 @@ class Exported:
     producer's jax version where the installed jax does not write it, and
     explicit symbolic constraints), so the bytes are identical to what the
     installed ``jax.export`` writes for the same record.
+
+    A record exported or retargeted for an older consumer
+    (``export(..., for_jax=...)``) is written in the envelope layout that
+    release reads (:attr:`for_jax`).
     """
-    return _write.serialize(self, vjp_order=vjp_order, jaxport_fields=jaxport_fields)
+    consumer = self.__dict__.get("_consumer")
+    return _write.serialize(self, vjp_order=vjp_order, jaxport_fields=jaxport_fields,
+                            header_version=None if consumer is None else consumer.header_version)
+
+  @property
+  def for_jax(self) -> Any:
+    """The consumer release this record was exported or retargeted for (a
+    ``jaxport.export._for_jax.ConsumerTarget`` with the StableHLO version, calling
+    convention and envelope layout chosen for it), or None: the installed jax.
+
+    Kept outside the dataclass fields, which mirror ``jax.export.Exported``:
+    ``dataclasses.replace`` returns a record without it.
+    """
+    return self.__dict__.get("_consumer")
 
   def call(self, *args: Any, **kwargs: Any) -> Any:
     """Call the exported function; same as ``jaxport.call(self)(*args, **kwargs)``."""

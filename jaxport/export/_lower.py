@@ -9,6 +9,7 @@ records), ``_vjp`` (the lazily exported VJP), ``_mlir`` (module bytes).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from jax._src.lib.mlir import ir
 from jaxport import _config
 from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import ExportError, ShapeError
-from jaxport.export import _checks, _mlir, _shardings, _vjp, _wrap
+from jaxport.export import _checks, _for_jax, _mlir, _shardings, _vjp, _wrap
 from jaxport.export._disabled_checks import DisabledSafetyCheck
 from jaxport.export._exported import Exported
 from jaxport.shapes import _api as shapes_api
@@ -49,8 +50,8 @@ def default_export_platform() -> str:
 
 def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
            disabled_checks: Sequence[DisabledSafetyCheck] = (),
-           _override_lowering_rules: Sequence[tuple[Any, Any]] | None = None
-           ) -> Callable[..., Exported]:
+           _override_lowering_rules: Sequence[tuple[Any, Any]] | None = None,
+           for_jax: str | None = None) -> Callable[..., Exported]:
   """Prepare to export ``fun_jit`` (a ``jax.jit`` result) for the given platforms.
 
   Returns ``do_export(*args_specs, **kwargs_specs)``, which takes pytrees of
@@ -63,6 +64,12 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
   the same meaning: pairs ``(primitive, lowering_rule)`` used instead of the
   registered lowerings while lowering this function (jax2tf-style callers use
   it). The stability of what such rules emit is the caller's responsibility.
+
+  ``for_jax`` names an older (or newer) consumer release, such as ``"0.9.2"``:
+  the artifact is written for what that release reads (its StableHLO version,
+  calling convention and envelope layout, from the release table), and what it
+  cannot run is refused with an ``ExportError`` naming the release and the
+  feature (see ``docs/export.md``). None (the default) writes for the installed jax.
   """
   if not isinstance(fun_jit, stages.Wrapped):
     raise ExportError(
@@ -79,10 +86,12 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
       raise ExportError("platforms must name at least one platform, got ().")
 
   override_rules = None if _override_lowering_rules is None else tuple(_override_lowering_rules)
+  consumer = None if for_jax is None else _for_jax.consumer_target(for_jax)
 
   def do_export(*args_specs, **kwargs_specs) -> Exported:
     lowering_platforms = platforms or (default_export_platform(),)
-    version = _config.calling_convention_version()
+    version = (_config.calling_convention_version() if consumer is None
+               else consumer.calling_convention_version)
     _check_one_symbolic_scope(fun_jit, args_specs, kwargs_specs)
     traced = fun_jit.trace(*args_specs, **kwargs_specs)
     lowered = traced.lower(
@@ -92,7 +101,7 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
             for_export=True, hoist_constants_as_args=False,
             export_ignore_forward_compatibility=_config.ignore_forward_compatibility()))
     return _export_lowered(lowered, traced.jaxpr, traced.fun_name,
-                           disabled_checks=checks, version=version)
+                           disabled_checks=checks, version=version, consumer=consumer)
 
   return do_export
 
@@ -131,7 +140,8 @@ def _check_one_symbolic_scope(fun_jit, args_specs, kwargs_specs) -> None:
 
 
 def _export_lowered(lowered, jaxpr, fun_name: str, *,
-                    disabled_checks: tuple[DisabledSafetyCheck, ...], version: int) -> Exported:
+                    disabled_checks: tuple[DisabledSafetyCheck, ...], version: int,
+                    consumer: _for_jax.ConsumerTarget | None = None) -> Exported:
   lowering = lowered._lowering
   if not isinstance(lowering, pxla.MeshComputation):
     raise ExportError(f"Export supports only jit-lowered functions, got {type(lowering).__name__} "
@@ -162,7 +172,12 @@ def _export_lowered(lowered, jaxpr, fun_name: str, *,
         shape_poly_state.uses_dim_vars)
 
   _checks.check_custom_calls(module, disabled_checks, fun_name)
-  serialized = _mlir.module_to_portable_artifact(module)
+  if consumer is None:
+    serialized = _mlir.module_to_portable_artifact(module)
+  else:
+    _for_jax.check_custom_calls(_checks.list_custom_calls(module), consumer,
+                                tuple(lowering._platforms), disabled_checks, fun_name)
+    serialized = _for_jax.serialize_module(module, consumer, fun_name)
   if logger.isEnabledFor(logging.DEBUG):
     logger.debug("Exported %s: version=%d platforms=%s disabled_checks=%s, %d bytes",
                  fun_name, version, lowering._platforms, disabled_checks, len(serialized))
@@ -172,7 +187,8 @@ def _export_lowered(lowered, jaxpr, fun_name: str, *,
       compile_args, module_kept_var_idx, in_avals, out_avals,
       use_shardy=_config.use_shardy_partitioner())
 
-  return Exported(
+  export_fn = export if consumer is None else functools.partial(export, for_jax=consumer.release)
+  record = Exported(
       fun_name=fun_name,
       in_tree=lowered.in_tree,
       in_avals=in_avals,
@@ -191,5 +207,9 @@ def _export_lowered(lowered, jaxpr, fun_name: str, *,
       calling_convention_version=version,
       module_kept_var_idx=module_kept_var_idx,
       uses_global_constants=shape_poly_state.uses_dim_vars,
-      _get_vjp=_vjp.vjp_getter(jaxpr, export_fn=export, mesh=mesh),
+      _get_vjp=_vjp.vjp_getter(jaxpr, export_fn=export_fn, mesh=mesh),
   )
+  if consumer is None:
+    return record
+  _for_jax.check_record(record, consumer)
+  return _for_jax.attach(record, consumer)

@@ -117,13 +117,32 @@ def copy_module(module: ir.Module) -> ir.Module:
     return ir.Module.parse(jax_mlir.module_to_bytecode(module))
 
 
-def module_to_portable_artifact(module: ir.Module) -> bytes:
+def module_to_portable_artifact(module: ir.Module, target_version: str | None = None) -> bytes:
   """Serialize ``module`` as a StableHLO portable artifact, the export wire form.
 
-  The target StableHLO version is the newest one at least four weeks old, so a
-  consumer updated monthly can read the artifact.
+  The target StableHLO version is ``target_version`` when given (what an older
+  consumer's jaxlib reads, see ``export._for_jax``), else the newest one at
+  least four weeks old, so a consumer updated monthly can read the artifact.
+  jaxlib's ``JaxRuntimeError`` for a module the target cannot express passes
+  through to the caller, which names the consumer.
   """
-  target_version = hlo.get_version_from_compatibility_requirement(
-      hlo.StablehloCompatibilityRequirement.WEEK_4)
+  if target_version is None:
+    target_version = default_target_version()
   return jax_mlir_compat.serialize_portable_artifact(
       module, target_version, xla_bridge.get_backend().serialize_with_sdy)
+
+
+def default_target_version() -> str:
+  """The StableHLO version exports target by default: the newest one at least four weeks old."""
+  return str(hlo.get_version_from_compatibility_requirement(
+      hlo.StablehloCompatibilityRequirement.WEEK_4))
+
+
+def stablehlo_version_range() -> tuple[str | None, str | None]:
+  """The oldest and newest StableHLO versions this jaxlib can write an artifact for."""
+  return jax_mlir_compat.minimum_stablehlo_version(), jax_mlir_compat.current_stablehlo_version()
+
+
+def version_key(version: str) -> tuple[int, ...]:
+  """``"1.14.0"`` -> ``(1, 14, 0)``, for comparing StableHLO versions."""
+  return _version_key(version)

@@ -9,7 +9,9 @@ versions. Two hosts are of one class when every field is known and equal; only
 then is a bitwise difference news (``numerics_drift``).
 
 This module reads ``/proc/cpuinfo``, the environment and package metadata; it
-imports jax only to name an accelerator's device kind.
+imports jax only to name an accelerator's device kind and runtime version (its
+client's ``platform_version``), and reads the NVIDIA driver's version from
+``/proc`` (or, without that file, from ``nvidia-smi``) only for a cuda host.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import dataclasses
 import importlib.metadata as md
 import os
 import re
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -195,28 +198,89 @@ def _version(dist: str) -> str | None:
     return None
 
 
-def _accelerator(platform: str) -> Accelerator:
-  """The device kind, driver, CUDA and plugin versions of ``platform``'s first device."""
-  kind = None
+# The PJRT plugin distributions of each accelerator platform (normalized names).
+_PLUGIN_RE = {"cuda": re.compile(r"jax-cuda\d+-(plugin|pjrt)"),
+              "rocm": re.compile(r"jax-rocm\d*-(plugin|pjrt)"),
+              "tpu": re.compile(r"libtpu(-nightly)?")}
+# CUDA runtime wheels, whose version names the runtime where the client does not.
+_CUDA_RUNTIME_RE = re.compile(r"nvidia-cuda-runtime(-cu\d+)?")
+# The client's platform_version: "cuda 13000" (CUDART_VERSION) or "rocm 60300" (TF_ROCM_VERSION).
+_PLATFORM_VERSION_RE = re.compile(r"(cuda|rocm)\s+(\d{4,6})")
+_NVIDIA_SMI_TIMEOUT_S = 10.0
+
+
+def _device_facts(platform: str) -> tuple[str | None, str | None]:
+  """The device kind of ``platform``'s first device and its client's ``platform_version``
+  (None where there is no such device here)."""
   try:
     import jax
-    kind = jax.devices(platform)[0].device_kind
+    device = jax.devices(platform)[0]
   except Exception:  # noqa: BLE001 - no such device here: unknown
-    pass
-  driver = None
-  try:
-    hit = _DRIVER_RE.search(NVIDIA_DRIVER_FILE.read_text(errors="replace")[:4096])
-    driver = hit.group(1) if hit else None
-  except OSError:
-    pass
-  plugin = cuda = None
+    return None, None
+  version = getattr(getattr(device, "client", None), "platform_version", None)
+  kind = getattr(device, "device_kind", None)
+  return (str(kind)[:_MAX_TEXT] if kind else None, str(version) if version else None)
+
+
+def runtime_version(platform_version: str | None) -> str | None:
+  """The CUDA or ROCm runtime version a GPU client's ``platform_version`` names: ``"cuda
+  13000"`` is ``13.0``, ``"rocm 60300"`` is ``6.3.0``; other text is kept as it is (None when
+  there is none)."""
+  if not platform_version or not platform_version.strip():
+    return None
+  hit = _PLATFORM_VERSION_RE.fullmatch(platform_version.strip().lower())
+  if hit is None:  # another spelling: kept when it names a version at all ("<unknown>" does not)
+    text = platform_version.strip()
+    return text[:_MAX_TEXT] if text.isprintable() and any(c.isdigit() for c in text) else None
+  v = int(hit.group(2))
+  if hit.group(1) == "cuda":
+    return f"{v // 1000}.{v % 1000 // 10}"
+  return f"{v // 10000}.{v % 10000 // 100}.{v % 100}"
+
+
+def _installed() -> dict[str, str]:
+  """Installed distributions: normalized name -> version."""
+  out: dict[str, str] = {}
   for dist in md.distributions():
     name = (dist.metadata.get("Name") or "").replace("_", "-").lower()
-    hit = re.fullmatch(r"jax-(cuda\d+|rocm\d*)-plugin", name)
+    if name:
+      out.setdefault(name, dist.version)
+  return out
+
+
+def _nvidia_driver() -> str | None:
+  """The NVIDIA kernel driver's version: from ``/proc``, else from ``nvidia-smi``."""
+  try:
+    hit = _DRIVER_RE.search(NVIDIA_DRIVER_FILE.read_text(errors="replace")[:4096])
     if hit:
-      plugin, cuda = f"{name} {dist.version}", hit.group(1)
-      break
-  return Accelerator(device_kind=kind, driver=driver, cuda=cuda, plugin=plugin)
+      return hit.group(1)
+  except OSError:
+    pass
+  try:
+    out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True, timeout=_NVIDIA_SMI_TIMEOUT_S, check=False)
+  except (OSError, subprocess.SubprocessError):
+    return None
+  lines = out.stdout.strip().splitlines() if out.returncode == 0 else []
+  version = lines[0].strip() if lines else ""
+  return version if re.fullmatch(r"[0-9][0-9.]*", version) else None
+
+
+def _accelerator(platform: str) -> Accelerator:
+  """The device kind, driver, CUDA (or ROCm) runtime and plugin versions of ``platform``'s
+  first device; None in each field this machine does not tell."""
+  kind, platform_version = _device_facts(platform)
+  installed = _installed()
+  pattern = _PLUGIN_RE.get(platform)
+  plugins = sorted(f"{name} {version}" for name, version in installed.items()
+                   if pattern is not None and pattern.fullmatch(name))
+  runtime = runtime_version(platform_version)
+  if platform == "cuda" and runtime is None:
+    wheels = sorted(v for name, v in installed.items() if _CUDA_RUNTIME_RE.fullmatch(name))
+    runtime = wheels[0] if wheels else None
+  return Accelerator(device_kind=kind, driver=_nvidia_driver() if platform == "cuda" else None,
+                     cuda=runtime if platform in ("cuda", "rocm") else None,
+                     plugin=", ".join(plugins)[:_MAX_TEXT] if plugins else None)
 
 
 def current_host(platform: str = "cpu", jaxlib: str | None = None) -> Host:

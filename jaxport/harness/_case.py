@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from jaxport.harness._project import PLATFORMS
+
+_RELEASE_RE = re.compile(r"\d+\.\d+\.\d+(?:\.\d+)?")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +39,12 @@ class Case:
 
   ``jax_flags``: ``(name, value)`` jax config flags set while the case is
   exported (a lowering some flag selects, e.g. the GPU threefry kernel).
+
+  ``min_consumer``: the oldest jax release the case's entries must run on, such
+  as ``"0.9.2"`` (a server that loads them runs that jax). The harness computes
+  each entry's range from the release table (``jaxport.releases.runs_on``) and
+  fails an entry whose range leaves out that release or a newer one up to the
+  producer, naming the release and the limiting factor.
   """
 
   case_id: str
@@ -58,8 +67,12 @@ class Case:
   jax_flags: tuple[tuple[str, Any], ...] = ()
   enable_x64: bool = False
   disabled_checks: tuple[Any, ...] = ()
+  min_consumer: str | None = None
 
   def __post_init__(self):
+    if self.min_consumer is not None and not _RELEASE_RE.fullmatch(str(self.min_consumer)):
+      raise ValueError(f"Case {self.case_id}: min_consumer={self.min_consumer!r} is not a jax "
+                       "release such as '0.9.2'.")
     for p in (self.host_platform, *(self.platforms or ())):
       if p not in PLATFORMS:
         raise ValueError(f"Case {self.case_id}: unknown platform {p!r}; expected one of {PLATFORMS}.")

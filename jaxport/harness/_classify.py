@@ -9,6 +9,12 @@ Kinds, from worst to mildest:
                            recorded results (any reader); golden data that fails
                            verification; a worker crash. Always fails.
   ``export_error``         the case can no longer be exported today. Always fails.
+  ``below_min_consumer``   the case declares the oldest jax release its entries
+                           must run on (``min_consumer``), and the entry's
+                           computed range (``jaxport.releases.runs_on``) leaves
+                           out that release or a newer one up to the producer;
+                           the message names the release and the limiting
+                           factor. Always fails.
   ``lowering_drift``       today's lowering uses other targets or other operand,
                            result or attribute signatures. Fails lowering-only
                            entries (their signatures are all they promise);
@@ -48,9 +54,9 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import importlib.metadata as md
-import signal
 from typing import Any
 
+from jaxport._isolation._process import exit_text
 from jaxport.golden._host import Host
 from jaxport.harness import _reader_policy
 from jaxport.harness._verdicts import Finding, Outcome
@@ -67,7 +73,8 @@ TARGET_ALLOWED = "allowed_by_disabled_checks"
 # The name an envelope rewrite goes by among an entry's upgrade rules.
 ENVELOPE_RULE = "envelope"
 
-ALWAYS_FAIL = frozenset({K.GOLDEN_DATA_ERROR, K.COMPATIBILITY_BREAK, K.EXPORT_ERROR})
+ALWAYS_FAIL = frozenset({K.GOLDEN_DATA_ERROR, K.COMPATIBILITY_BREAK, K.EXPORT_ERROR,
+                         K.BELOW_MIN_CONSUMER})
 STRICT_FAIL = frozenset({K.LOWERING_DRIFT, K.NUMERICS_CHANGE, K.EXPIRED, K.FUTURE_DATE,
                          K.STALE_TARGET, K.UNEXPECTED_PASS})
 # The kinds that say the case's function computes something else today.
@@ -141,17 +148,6 @@ def _envelope_finding(reader: str, env: dict[str, Any]) -> tuple[FindingKind, st
                       f"{env['reason']}; {policy.describe(consumer, env['layout'])})", reader)
 
 
-def exit_text(returncode: Any) -> str:
-  """``exit code 3``, or ``killed by SIGSEGV (signal 11)`` for a process a signal ended."""
-  if isinstance(returncode, int) and returncode < 0:
-    try:
-      name = signal.Signals(-returncode).name
-    except ValueError:
-      name = "an unknown signal"
-    return f"killed by {name} (signal {-returncode})"
-  return f"exit code {returncode}"
-
-
 def _consumer() -> str | None:
   try:
     return md.version("jax")
@@ -160,9 +156,12 @@ def _consumer() -> str | None:
 
 
 def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
-             today: datetime.date, window_days: int) -> Outcome:
+             today: datetime.date, window_days: int,
+             numerics_skipped: str | None = None) -> Outcome:
   """The outcome of one entry (the worker's ``answer`` to its replay): kinds found,
-  messages, skips and staleness; no status yet."""
+  messages, skips and staleness; no status yet. ``numerics_skipped``: why an entry with
+  recorded outputs was checked the way lowering-only entries are (an accelerator's entry in
+  a CPU run), for the skip ledger."""
   record_date = datetime.date.fromisoformat(manifest["record_date"])
   recorded_targets = sorted({s["target"] for s in manifest["custom_call_targets"]})
   days_to_expiry = window_days - (today - record_date).days
@@ -203,8 +202,9 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
                         f"after jaxport.upgrade (rules {', '.join(up['rules'])}); before: "
                         f"{up['error_before']}", name)
     imported = manifest.get("imported_from") is not None
-    if manifest["lowering_only"]:
-      skips.append("numerics not compared: lowering-only entry (its platform cannot run here)")
+    if manifest["lowering_only"] or numerics_skipped is not None:
+      skips.append(numerics_skipped or
+                   "numerics not compared: lowering-only entry (its platform cannot run here)")
       read = next((r for r in answer.get("readers", []) if r.get("target_verdicts") is not None), None)
       if read is not None:
         facts["platforms"] = tuple(read.get("platforms") or ())
@@ -257,6 +257,36 @@ def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
                  findings=tuple(findings), skips=tuple(skips), **facts)
 
 
+def min_consumer_findings(min_consumer: str, platform: str, range_: Any,
+                          measured: tuple[str, ...], producer: str | None) -> list[Finding]:
+  """A ``below_min_consumer`` finding when ``range_`` (a :class:`jaxport.releases.RunsOn`, None
+  when it could not be computed) leaves out ``min_consumer`` or a measured release between it
+  and ``producer`` on ``platform``; none when it covers them."""
+  def key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+  if range_ is None:
+    return [Finding(K.BELOW_MIN_CONSUMER,
+                    f"min_consumer {min_consumer}: the releases the entry runs on cannot be "
+                    "computed from its blob, so that it runs on jax "
+                    f"{min_consumer} is not shown; inspect it with `jaxport inspect ENTRY`")]
+  if min_consumer not in measured:
+    return [Finding(K.BELOW_MIN_CONSUMER,
+                    f"min_consumer {min_consumer} is not a measured release of the release table "
+                    f"(it measures {measured[0]} to {measured[-1]}); name a measured release, or "
+                    "measure it with harness/tools/release_table.py")]
+  lo = key(min_consumer)
+  hi = max(lo, key(producer)) if producer is not None and producer in measured else lo
+  for release in measured:
+    if lo <= key(release) <= hi and not range_.covers(platform, release):
+      why = range_.why_not(platform, release) or "not in the computed range"
+      return [Finding(K.BELOW_MIN_CONSUMER,
+                      f"min_consumer {min_consumer}: the entry does not run on jax {release} "
+                      f"({platform}): {why}; it runs on {range_.summary(platform)}. Export the "
+                      f"case for that consumer (jaxport.export(f, for_jax='{min_consumer}')) or "
+                      "raise the case's min_consumer")]
+  return []
+
+
 def unreadable(entry_id: str, error: Exception) -> Outcome:
   """The outcome of an entry whose golden data cannot even be read."""
   _, family, case_id, _ = entry_id.split("/")
@@ -269,7 +299,9 @@ def status(outcome: Outcome, strict: bool, changes_fail: bool = False) -> Status
   """The status of an outcome under the given strictness; with ``changes_fail``, a changed
   function fails as well."""
   kinds = set(outcome.kinds)
-  if outcome.expected_failure and not kinds & {K.EXPORT_ERROR, K.GOLDEN_DATA_ERROR}:
+  # A declared min_consumer is the case's own promise: no producer-release expectation excuses it.
+  if outcome.expected_failure and not kinds & {K.EXPORT_ERROR, K.GOLDEN_DATA_ERROR,
+                                               K.BELOW_MIN_CONSUMER}:
     return Status.XFAIL
   if kinds & ALWAYS_FAIL or (changes_fail and kinds & CHANGE_KINDS):
     return Status.FAIL

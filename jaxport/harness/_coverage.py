@@ -99,6 +99,21 @@ def unreachable_skips(platform: str, other_targets: Mapping[str, Any]) -> list[d
           for other, cov in other_targets.items() for t, why in cov["unreachable"].items()]
 
 
+def device_store_skips(platform: str, present: Iterable[str]) -> list[dict[str, str]]:
+  """Skip-ledger lines for the accelerators' entries a ``platform`` run checks without running
+  them (a CPU run): their coverage of the platform's stable targets is judged by a run on it."""
+  counts: dict[str, int] = {}
+  for entry_id in present:
+    other = entry_id.split("/", 1)[0]
+    if other != platform:
+      counts[other] = counts.get(other, 0) + 1
+  return [{"what": f"coverage of the {other} entries",
+           "why": f"judged by a run on a {other} machine (--compat-platform={other}) against "
+                  f"the stable {other} targets; this {platform} run checked its {n} entries "
+                  "without running them"}
+          for other, n in sorted(counts.items())]
+
+
 # Turns shard reports into the report of the whole run and runs the checks above on it.
 MERGE_COMMAND = "python -m harness.tools.shards merge SHARD.json... -o RUN.json"
 

@@ -253,7 +253,7 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any])
       serialization_version=_versions.serialization_layout_version(), custom_call_targets=sigs,
       polymorphic_shapes=case.polymorphic_shapes, constraints=case.constraints,
       lowering_only=case.lowering_only, comparison=Comparison(case.checker, rtol, atol),
-      jax_config=config)
+      jax_config=config, min_consumer=getattr(case, "min_consumer", None))
   return Recording(manifest, blob, inputs, expected, exp.mlir_module(), shardings)
 
 
@@ -302,8 +302,10 @@ def expired_envelope(blob: bytes) -> _Envelope | None:
 def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
                  modules: dict[str, bytes], shardings: dict[str, Any] | None = None,
                  watch: _stopwatch.Stopwatch | None = None,
-                 ahead: _Ahead | None = None, envelope: _Envelope | None = None) -> dict:
-  """Deserialize with ``reader`` and, unless lowering-only, run and judge the outputs.
+                 ahead: _Ahead | None = None, envelope: _Envelope | None = None,
+                 run: bool = True) -> dict:
+  """Deserialize with ``reader`` and, unless lowering-only or not to ``run``, run and judge
+  the outputs.
 
   When the reader refuses the blob and ``envelope`` is its rewrite (an expired envelope),
   the rewrite is read instead and the answer says so. When the record does not run, its
@@ -325,7 +327,7 @@ def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
     stage = "deserialize after the envelope upgrade" if "envelope" in out else "deserialize"
     out.update(ok=False, stage=stage, error=_error_line(e))
     return out
-  if m.lowering_only:
+  if m.lowering_only or not run:
     try:
       drift = _lowering.diff(m.custom_call_targets, _lowering.signatures(exp.mlir_module_serialized))
     except Exception as e:  # noqa: BLE001
@@ -478,13 +480,14 @@ def _current_run(case: _case.Case, exp: Any, inputs: list[np.ndarray]) -> list[n
     return _RUNS[key]
 
 
-def _today_ahead(case: _case.Case | None, m: Manifest, inputs: list[np.ndarray]) -> None:
-  """Export the case today, and run that export when the entry comes from another jax (its
-  module then differs, mostly), before the entry's comparison asks for them."""
+def _today_ahead(case: _case.Case | None, m: Manifest, inputs: list[np.ndarray],
+                 run: bool = True) -> None:
+  """Export the case today, and (to ``run`` it) run that export when the entry comes from
+  another jax (its module then differs, mostly), before the entry's comparison asks for them."""
   if case is None or m.imported_from is not None:
     return
   exported = _current_export(case)
-  if isinstance(exported, str) or m.lowering_only or m.producer.jax == jax.__version__:
+  if isinstance(exported, str) or m.lowering_only or not run or m.producer.jax == jax.__version__:
     return
   _current_run(case, exported[0], inputs)
 
@@ -506,8 +509,10 @@ def _todays_text(module: bytes) -> str:
   return _mlir.module_text_without_locations(module)
 
 
-def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_module: bytes | None) -> dict:
-  """Re-export the case now: targets, signature drift and (if runnable) numerics drift."""
+def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_module: bytes | None,
+             run: bool = True) -> dict:
+  """Re-export the case now: targets, signature drift and (if runnable and to ``run``)
+  numerics drift."""
   if case is None and _corpus.is_corpus_dataset(m):
     d = m.imported_from.details
     return {"available": False,
@@ -518,11 +523,11 @@ def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_mo
     return {"available": False,
             "reason": f"case {m.case_id} is no longer registered by the project's case modules"}
   with jax_config(case_jax_config(case)):
-    return _current_of_case(case, m, inputs, expected, recorded_module)
+    return _current_of_case(case, m, inputs, expected, recorded_module, run)
 
 
 def _current_of_case(case: _case.Case, m: Manifest, inputs, expected,
-                     recorded_module: bytes | None) -> dict:
+                     recorded_module: bytes | None, run: bool = True) -> dict:
   out: dict[str, Any] = {"available": True}
   exported = _current_export(case)
   if isinstance(exported, str):
@@ -537,7 +542,7 @@ def _current_of_case(case: _case.Case, m: Manifest, inputs, expected,
                                            _corpus.shape_blind(sigs))
     return out
   out["signature_diff"] = _lowering.diff(m.custom_call_targets, sigs)
-  if m.lowering_only:
+  if m.lowering_only or not run:
     return out
   if recorded_module is not None and _same_computation(exp, recorded_module):
     # The entry's module up to source locations: its numerics are the readers' numerics.
@@ -561,9 +566,13 @@ def _case_of(m: Manifest) -> _case.Case | None:
 
 
 def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = True,
-                 watch: _stopwatch.Stopwatch | None = None) -> dict:
+                 watch: _stopwatch.Stopwatch | None = None, run: bool = True) -> dict:
   """Replay one verified entry with ``readers`` (default: every reader) and, if ``current``,
   against today's lowering of its case. The answer carries ``timings`` per part.
+
+  Without ``run`` (an accelerator's entry in a CPU run) the entry is checked as a
+  lowering-only one: both readers deserialize it and its module's custom-call signatures
+  and targets are judged, today's lowering is compared, nothing is run.
 
   The readers are independent, so with :func:`use_threads` the reference reader (then
   today's lowering) and the other readers run side by side: XLA compiles one while
@@ -576,7 +585,7 @@ def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = 
     m = entry.manifest
     blob = entry.blob()
     inputs = entry.inputs()
-    expected = entry.expected_outputs()
+    expected = entry.expected_outputs() if run else None
     modules: dict[str, bytes] = {}
     shardings = entry.shardings()
     names = readers if readers is not None else _api.readers()
@@ -590,25 +599,25 @@ def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = 
     # An old record whose targets jaxlib dropped will fail to run: its upgraded run starts
     # now, beside the doomed attempt, and is used only if the record indeed fails.
     ahead = ({r: _Ahead(functools.partial(_upgrade_ahead, r, readable, inputs, watch))
-              for r in names} if _threads is not None and _upgradable(m) else {})
+              for r in names} if _threads is not None and run and _upgradable(m) else {})
 
     def read(some: list[str]) -> None:
       for r in some:
         with _contexts.lowering_for(r):
           answers[r] = _replay_with(r, blob, inputs, expected, m, modules, shardings, watch,
-                                    ahead.get(r), envelope)
+                                    ahead.get(r), envelope, run)
 
     case = _case_of(m) if current else None
 
     def today() -> None:
       with watch.stage(_stopwatch.CURRENT):
-        result["current"] = _current(case, m, inputs, expected, modules.get(_api.REFERENCE))
+        result["current"] = _current(case, m, inputs, expected, modules.get(_api.REFERENCE), run)
 
     alongside = current and _today_keeps_config(case)
 
     def early() -> None:
       with watch.stage(_stopwatch.CURRENT):
-        _today_ahead(case, m, inputs)
+        _today_ahead(case, m, inputs, run)
 
     try:
       _side_by_side(lambda: (read(lead), today() if alongside else None),
@@ -619,7 +628,7 @@ def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = 
     if current and not alongside:
       today()
     result["readers"] = [answers[r] for r in names]
-  result["host"] = replay_host(entry.manifest.platform).to_json()
+  result["host"] = replay_host(entry.manifest.platform if run else "cpu").to_json()
   result["seconds"] = time.perf_counter() - start
   result["timings"] = watch.seconds
   return result

@@ -22,7 +22,7 @@ import pytest
 import jaxport_pytest as entry
 from jaxport import _limits
 from jaxport.errors import GoldenDataError
-from jaxport.harness import _jax_corpus
+from jaxport.harness import _devices, _jax_corpus
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
 from jaxport.harness._registry import missing_modules
 from jaxport.harness._session import WORKER_OUTPUT_KEY, HarnessSession, Options
@@ -227,8 +227,7 @@ def _only_cpu_possible() -> bool:
 def _check_backend(platform: str) -> None:
   if platform == "cpu" and _only_cpu_possible():
     return
-  import jax
-  backend = jax.default_backend()
+  backend = _devices.backend_platform()  # jax's "gpu" named cuda or rocm
   if backend != platform:
     raise pytest.UsageError(
         f"--compat-platform={platform} replays entries that run on {platform}, but this "

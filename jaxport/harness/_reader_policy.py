@@ -2,10 +2,11 @@
 
 jax 0.11.1 started refusing envelopes older than its 6-month window. Which
 release reads which layout is not guessed from release notes: it is measured
-(``harness/tools/reader_policy.py`` reads one blob of each layout with each
-release's own ``jax.export.deserialize``) and kept in ``reader_policy.json``
-beside this module. The harness cites it when a reader refuses an expired
-envelope, and flags a refusal the measurement does not predict.
+(``harness/tools/release_table.py`` reads one blob of each layout with each
+release's own ``jax.export.deserialize``) and kept in the one release table,
+``jaxport/releases/release_table.json``; this module is the reader-policy view
+of it. The harness cites it when a reader refuses an expired envelope, and
+flags a refusal the measurement does not predict.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
-from jaxport.errors import GoldenDataError
+from jaxport.errors import GoldenDataError, ReleaseTableError
+from jaxport.releases import _table
 
 FORMAT_VERSION = 1
-POLICY_FILE = Path(__file__).with_name("reader_policy.json")
+# The one file the policy is read from: the release table.
+POLICY_FILE = _table.TABLE_FILE
 
 
 class ReadStatus(enum.Enum):
@@ -56,8 +58,9 @@ class ReaderPolicy:
 
 
 def _bad(where: str, what: str) -> GoldenDataError:
-  return GoldenDataError(f"{where}: {what}. Measure again with harness/tools/reader_policy.py "
-                         "(or restore the file from the jaxport release).")
+  return GoldenDataError(f"{where}: {what}. Measure again with harness/tools/release_table.py "
+                         "(harness/tools/reader_policy.py --check compares the layouts), or "
+                         "restore the file from the jaxport release.")
 
 
 def parse(doc: Any, where: str) -> ReaderPolicy:
@@ -76,11 +79,31 @@ def parse(doc: Any, where: str) -> ReaderPolicy:
     raise _bad(where, f"malformed ({type(e).__name__}: {e})") from None
 
 
+def from_table(table: _table.ReleaseTable) -> ReaderPolicy:
+  """The reader policy of every measured release of the release table."""
+  readers = {
+      f.version: {layout: Reading(ReadStatus(status), f.envelope_errors.get(layout))
+                  for layout, status in f.envelope_layouts.items()}
+      for f in table.facts if f.envelope_layouts}
+  return ReaderPolicy(measured_on=table.measured_on, written_by=dict(table.layouts_written_by),
+                      readers=readers)
+
+
+def document(policy: ReaderPolicy) -> dict[str, Any]:
+  """``policy`` as the JSON document :func:`parse` reads (what the tools compare)."""
+  return {
+      "format_version": FORMAT_VERSION, "measured_on": policy.measured_on,
+      "layouts": {layout: {"written_by": by} for layout, by in sorted(policy.written_by.items())},
+      "readers": {release: {layout: {"status": r.status.value, "error": r.error}
+                            for layout, r in sorted(by_layout.items())}
+                  for release, by_layout in sorted(policy.readers.items())},
+  }
+
+
 @functools.cache
 def load(path: Path = POLICY_FILE) -> ReaderPolicy:
-  """The policy kept beside this module (read once per process)."""
+  """The policy of the release table (read once per process)."""
   try:
-    doc = json.loads(path.read_text())
-  except (OSError, ValueError) as e:
+    return from_table(_table.load(path))
+  except ReleaseTableError as e:
     raise _bad(str(path), f"unreadable ({e})") from None
-  return parse(doc, str(path))

@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import importlib.metadata as md
 import json
+import logging
 import shutil
 import tempfile
 import warnings
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 
 from jaxport import _limits
-from jaxport.errors import GoldenDataError
+from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _classify, _devices, _jax_corpus, _update
@@ -34,11 +35,15 @@ from jaxport.harness._project import OnChange, Project
 from jaxport.harness._registry import CaseRegistry
 from jaxport.harness._shard import Shard, costs_json
 from jaxport.harness._verdicts import Outcome
+from jaxport.releases import ArtifactFeatures, runs_on
+from jaxport.releases import releases as table_releases
 from jaxport.report import DRIFT_KINDS, FindingKind, Status
 from jaxport.report._model import (
     DECLARED_TARGETS_KEY, OTHER_HOST_KEY, RELEASE_WINDOWS_KEY, REPLAY_HOSTS_KEY, other_host_passes,
     producer_of)
 from jaxport.harness._worker import WorkerClient
+
+logger = logging.getLogger(__name__)
 
 WORKER_OUTPUT_KEY = "jaxport_harness"
 
@@ -109,11 +114,14 @@ class HarnessSession:
   # --- selection ---------------------------------------------------------------
 
   def entry_ids(self) -> list[str]:
-    """Ids of the golden entries recorded for the platform, sorted."""
+    """Ids of the golden entries the run checks, sorted: those recorded for the platform and,
+    in a CPU run, the accelerators' entries, checked without running them."""
     if self._present is None:
+      platforms = _devices.checked_platforms(self.options.platform)
       try:
-        entries, problems = self.store.listing(platform=self.options.platform)
-        self._present = [e.entry_id for e in entries]
+        entries, problems = self.store.listing(
+            platform=platforms[0] if len(platforms) == 1 else None)
+        self._present = [e.entry_id for e in entries if _platform_of(e.entry_id) in platforms]
         # A folder out of place fails the run on its own; the entries beside it replay.
         self._session_failures.extend(
             f"the golden store holds something that is not an entry (not replayed): {p.message}"
@@ -139,6 +147,11 @@ class HarnessSession:
 
   def case_ids(self) -> list[str]:
     return [c.case_id for c in self.registry.cases_for(self.options.platform)]
+
+  def _checked_case_ids(self) -> list[str]:
+    """The registered cases of every platform whose entries the run checks."""
+    return [c.case_id for p in _devices.checked_platforms(self.options.platform)
+            for c in self.registry.cases_for(p)]
 
   @property
   def recording(self) -> bool:
@@ -197,6 +210,12 @@ class HarnessSession:
       outcome = _classify.unreadable(entry_id, e)
     else:
       request = {"op": "replay", "root": str(self.options.golden_root), "entry_id": entry_id}
+      # An accelerator's entry in a CPU run: read and compared, not run.
+      not_run = _devices.numerics_skip(self.options.platform, _platform_of(entry_id))
+      if not_run is not None:
+        request["run"] = False
+      if self._wants_runs_on(manifest):
+        request["features"] = True
       if self.options.cold:
         answer = self._replay_cold(request, num_devices)
       else:
@@ -207,12 +226,14 @@ class HarnessSession:
         self._parts[entry_id] = answer.get("timings", {})
       outcome = _classify.classify(answer, entry_id=entry_id, manifest=manifest,
                                    today=self.options.today,
-                                   window_days=self.options.compat_window_days)
+                                   window_days=self.options.compat_window_days,
+                                   numerics_skipped=not_run)
       if self.project.expectations is not None:
         # Producer-release expectations and the jax compat window (the project's table).
         outcome = expected_status.annotate(
             outcome, manifest, today=self.options.today,
             table=expected_status.load_table(self.project.expectations))
+      outcome = self._check_min_consumer(outcome, answer, manifest)
     if self.options.update:
       status = _update.status_when_updating(outcome, self.options.strict)
     else:
@@ -224,6 +245,37 @@ class HarnessSession:
     outcome = outcome.replace(status=status)
     self._outcomes[entry_id] = outcome
     return outcome
+
+  def _wants_runs_on(self, manifest: dict[str, Any]) -> bool:
+    """Whether the entry's releases are computed: for its report, or its declared min_consumer."""
+    return bool(self.options.compat_report) or self._min_consumer(manifest) is not None
+
+  def _min_consumer(self, manifest: dict[str, Any]) -> str | None:
+    case = self.registry.case(manifest["case_id"])
+    return manifest.get("min_consumer") or getattr(case, "min_consumer", None)
+
+  def _check_min_consumer(self, outcome: Outcome, answer: dict[str, Any],
+                          manifest: dict[str, Any]) -> Outcome:
+    """``outcome`` with the releases the entry runs on (computed from the release table and the
+    features the worker read from its blob, for the report) and a ``below_min_consumer``
+    finding when that range leaves out the oldest consumer its manifest or its case declares."""
+    if not self._wants_runs_on(manifest):
+      return outcome
+    want = self._min_consumer(manifest)
+    range_ = None
+    if "features" in answer:
+      try:
+        range_ = runs_on(ArtifactFeatures.from_dict(answer["features"]))
+      except (ValueError, JaxportError) as e:
+        logger.warning("%s: the releases it runs on are not computed: %s", outcome.entry_id, e)
+    if range_ is not None:
+      outcome = outcome.replace(runs_on=dict(range_.releases))
+    if want is None:
+      return outcome
+    measured = tuple(f.version for f in table_releases() if f.measured)
+    found = _classify.min_consumer_findings(want, manifest["platform"], range_, measured,
+                                            manifest.get("producer", {}).get("jax"))
+    return outcome.replace(findings=outcome.findings + tuple(found)) if found else outcome
 
   def _replay_cold(self, request: dict[str, Any], num_devices: int) -> dict[str, Any]:
     """Each reader in its own fresh worker, deserializing and calling before anything else
@@ -251,6 +303,9 @@ class HarnessSession:
         answer["timings"][name] = answer["timings"].get(name, 0.0) + seconds
       if last:
         answer["current"] = part["current"]
+        for key in ("features", "features_error"):
+          if key in part:
+            answer[key] = part[key]
     return answer
 
   def check_replay(self, entry_id: str) -> None:
@@ -466,10 +521,11 @@ class HarnessSession:
         skips += recorded_now
       failures += coverage.session_failures(o.platform, checked_targets, present, outcomes,
                                             case_ids, checked_other, project=self.project)
-      orphans = coverage.orphaned_entries(self.case_ids(), present)
+      orphans = coverage.orphaned_entries(self._checked_case_ids(), present)
       if orphans:
         (failures if o.strict else warns).append(coverage.orphan_message(orphans))
       skips += coverage.unreachable_skips(o.platform, other_targets)
+      skips += coverage.device_store_skips(o.platform, present)
     if self.corpus is not None:
       skips.extend({"what": "jax corpus import", "why": why} for why in self.corpus.skipped)
       failures.extend(f"jax corpus import failed: {why}" for why in self.corpus.failed)
@@ -576,6 +632,11 @@ def _manifest_payload(path: Path) -> dict:
     # Digests of files that carry source locations: those files are compared without them.
     d["files"] = {k: v for k, v in files.items() if k not in LOCATED_FILES}
   return d
+
+
+def _platform_of(entry_id: str) -> str:
+  """The platform folder of an entry id (``<platform>/<family>/<case_id>/<dir>``)."""
+  return entry_id.split("/", 1)[0]
 
 
 def _version(dist: str) -> str | None:

@@ -80,6 +80,9 @@ class Outcome:
   release: Release | None = None
   expected_failure: str | None = None
   status: Status | None = None
+  # platform -> the jax releases the entry runs on, computed from the release table (None: not
+  # computed in this run).
+  runs_on: Mapping[str, tuple[str, ...]] | None = None
 
   @property
   def kinds(self) -> tuple[FindingKind, ...]:
@@ -111,7 +114,8 @@ class Outcome:
              recorded_host=None if self.recorded_host is None else dict(self.recorded_host),
              replay_host=None if self.replay_host is None else dict(self.replay_host),
              release=None if self.release is None else self.release.to_json(),
-             status=None if self.status is None else str(self.status))
+             status=None if self.status is None else str(self.status),
+             runs_on=None if self.runs_on is None else {p: list(v) for p, v in self.runs_on.items()})
     return d
 
   @classmethod
@@ -125,7 +129,9 @@ class Outcome:
                   "upgrade_rules": tuple(d["upgrade_rules"]),
                   "release": (None if d["release"] is None
                               else Release.from_json(d["release"], f"{d['entry_id']}: release")),
-                  "status": None if d["status"] is None else Status(d["status"])})
+                  "status": None if d["status"] is None else Status(d["status"]),
+                  "runs_on": (None if d.get("runs_on") is None
+                              else {p: tuple(v) for p, v in d["runs_on"].items()})})
 
   @classmethod
   def from_report_entry(cls, e: EntryResult) -> Outcome:
@@ -141,7 +147,8 @@ class Outcome:
                recorded_host=e.extra.get("recorded_host"),
                findings=tuple(Finding(FindingKind(f.kind), f.text) for f in e.findings),
                upgrade_rules=() if e.release is None else e.release.upgrade_rules,
-               release=e.release, expected_failure=e.expected_failure, status=e.status)
+               release=e.release, expected_failure=e.expected_failure, status=e.status,
+               runs_on=e.runs_on)
 
   def report_entry(self) -> dict[str, Any]:
     """The entry as the compat report lists it (``jaxport.report.EntryResult`` reads it)."""
@@ -157,4 +164,6 @@ class Outcome:
             "matched_case": self.matched_case,
             "recorded_host": None if self.recorded_host is None else dict(self.recorded_host),
             "release": None if self.release is None else self.release.to_json(),
-            "expected_failure": self.expected_failure}
+            "expected_failure": self.expected_failure,
+            **({} if self.runs_on is None else
+               {"runs_on": {p: list(v) for p, v in self.runs_on.items()}})}

@@ -18,7 +18,8 @@ native code holds the interpreter.
 
 Requests: ``{"op": "replay", "root": ..., "entry_id": ...}`` (optionally
 ``"readers": [...]`` and ``"current": false`` to run part of the replay, as the
-cold mode does, one reader per fresh process) and
+cold mode does, one reader per fresh process, and ``"run": false`` to check an
+accelerator's entry without running it, as a CPU run does) and
 ``{"op": "record", "case_id": ..., "today": "YYYY-MM-DD", "staging": ...}``
 (the recording is written as an entry of the staging store). Every answer carries
 ``"notices"``: why a memo the worker puts in front of jax stays off in it (jax's
@@ -38,32 +39,26 @@ import argparse
 import datetime
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from jaxport import _limits
+from jaxport._isolation._process import LIFELINE_FLAG, OverMemory, rss_bytes  # noqa: F401 (rss_bytes: kept here)
+from jaxport._isolation._process import PARENT_PID_ENV as _PARENT_PID_ENV
+from jaxport._isolation._process import add_lifeline_option, serve_as_child, stop
+from jaxport._isolation._process import readline as _readline
 from jaxport.harness._devices import FORCE_DEVICES_FLAG
 
 if TYPE_CHECKING:
   from jaxport.harness._project import Project
 
-# The worker's command-line flag naming its end of the lifeline pipe, and the
-# environment variable naming the process that started it.
-LIFELINE_FLAG = "--lifeline-fd"
 # The flag of a worker serving a cold replay: nothing lowered or compiled before its request.
 COLD_START_FLAG = "--cold-start"
-_PARENT_PID_ENV = "JAXPORT_WORKER_PARENT_PID"
-_PR_SET_PDEATHSIG = 1  # prctl option, from linux/prctl.h
 STDERR_TAIL_CHARS = 4000
-# Seconds between two reads of a busy worker's resident memory.
-RSS_POLL_S = 0.2
 # The option that sets another memory limit, named by the crash that limit causes.
 MEMORY_OPTION = "--compat-worker-memory-mb"
 
@@ -86,8 +81,12 @@ def _handle(request: dict) -> dict:
     except GoldenDataError as e:
       return {"golden_error": str(e)}
     readers = request.get("readers")
-    return _engine.replay_entry(entry, readers=tuple(readers) if readers is not None else None,
-                                current=request.get("current", True), watch=watch)
+    answer = _engine.replay_entry(entry, readers=tuple(readers) if readers is not None else None,
+                                  current=request.get("current", True), watch=watch,
+                                  run=request.get("run", True))
+    if request.get("features"):
+      answer.update(_features(entry))
+    return answer
   if op == "record":
     case = _engine.lookup_case(request["case_id"])
     if case is None:
@@ -99,29 +98,15 @@ def _handle(request: dict) -> dict:
   return {"error": f"unknown request op {op!r}"}
 
 
-def _die_with_parent(lifeline_fd: int | None, parent_pid: int) -> None:
-  """Exit this process when the process that started it dies (see the module docstring)."""
-  if sys.platform.startswith("linux"):
-    try:
-      import ctypes
-      libc = ctypes.CDLL(None, use_errno=True)
-      libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-      pass  # the lifeline pipe below still works
-  if os.getppid() != parent_pid:
-    os._exit(1)  # the parent died before the signal was armed
-  if lifeline_fd is None:
-    return
-
-  def watch() -> None:
-    try:
-      while os.read(lifeline_fd, 1):
-        pass
-    except OSError:
-      pass
-    os._exit(1)
-
-  threading.Thread(target=watch, name="jaxport-worker-lifeline", daemon=True).start()
+def _features(entry) -> dict:
+  """What the entry's blob says it needs of a consumer (``jaxport.releases``), read here since
+  it parses the module: ``{"features": ...}``, or ``{"features_error": why}``."""
+  from jaxport.errors import JaxportError
+  from jaxport.releases._features import features_of_blob
+  try:
+    return {"features": features_of_blob(entry.blob(), entry.manifest).to_dict()}
+  except JaxportError as e:
+    return {"features_error": str(e)}
 
 
 def _warm_up(engine, cold_start: bool) -> None:
@@ -146,17 +131,6 @@ def _usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def _report_fatal_signals() -> None:
-  """On SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL, write the stack of every thread to stderr
-  (the session's crash finding quotes its tail), with native frames where this Python's
-  faulthandler can write them."""
-  import faulthandler
-  try:
-    faulthandler.enable(file=sys.stderr, all_threads=True, c_stack=True)  # Python 3.14 and newer
-  except TypeError:
-    faulthandler.enable(file=sys.stderr, all_threads=True)
-
-
 def main(argv: list[str] | None = None) -> NoReturn:
   """Serve requests from stdin until it closes, then exit; answers go to the original stdout
   only."""
@@ -170,13 +144,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
                            "entry's readers side by side where two cores are free")
   parser.add_argument(COLD_START_FLAG, action="store_true",
                       help="lower and compile nothing before the first request (cold replay)")
-  parser.add_argument(LIFELINE_FLAG, dest="lifeline", type=int, default=None, metavar="FD",
-                      help="the read end of the pipe whose end of file means the parent died")
+  add_lifeline_option(parser)
   args = parser.parse_args(argv)
-  _report_fatal_signals()
-  _die_with_parent(args.lifeline, int(os.environ.get(_PARENT_PID_ENV, os.getppid())))
-  answers = os.fdopen(os.dup(1), "w", buffering=1)
-  os.dup2(2, 1)  # stray prints from native code must not corrupt the answers
+  answers = serve_as_child(args.lifeline)
   from jaxport.harness import _engine
   from jaxport.harness._project import Project
   _engine.use_project(Project.from_json(json.loads(args.project)))
@@ -319,55 +289,12 @@ class WorkerClient:
 
   def close(self) -> None:
     if self._proc is not None:
-      self._proc.stdin.close()
-      try:
-        self._proc.wait(timeout=30)
-      except subprocess.TimeoutExpired:
-        self._proc.kill()
-        self._proc.wait()
+      stop(self._proc)
       self._proc = None
     self._cut_lifeline()
     if self._stderr is not None:
       self._stderr.close()
       self._stderr = None
-
-
-class OverMemory(NamedTuple):
-  """What :func:`_readline` gives when the process's resident memory passed the limit."""
-  rss_bytes: int
-
-
-def rss_bytes(pid: int) -> int | None:
-  """The resident memory of process ``pid`` in bytes, from ``/proc/PID/statm``; None where
-  there is no such file (not Linux, or the process is gone)."""
-  try:
-    with open(f"/proc/{pid}/statm", "rb") as f:
-      fields = f.read().split()
-    return int(fields[1]) * os.sysconf("SC_PAGE_SIZE")
-  except (OSError, ValueError, IndexError):
-    return None
-
-
-def _readline(proc: subprocess.Popen, timeout_s: float,
-              max_rss_bytes: int | None = None) -> str | OverMemory | None:
-  """One line of the worker's stdout, '' at EOF, None on timeout; with ``max_rss_bytes``, the
-  process's resident memory is read every ``RSS_POLL_S`` seconds meanwhile, and the first
-  reading above it is returned as :class:`OverMemory` (on Linux; elsewhere it is not read)."""
-  import selectors
-  poll = max_rss_bytes is not None and os.path.exists(f"/proc/{proc.pid}/statm")
-  with selectors.DefaultSelector() as sel:
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + timeout_s
-    while True:
-      if poll:
-        rss = rss_bytes(proc.pid)
-        if rss is not None and rss > max_rss_bytes:
-          return OverMemory(rss)
-      left = deadline - time.monotonic()
-      if left <= 0:
-        return None
-      if sel.select(timeout=min(left, RSS_POLL_S) if poll else left):
-        return proc.stdout.readline()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ anchor inside the page. Every text that comes from a report is escaped.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 from html import escape
 from urllib.parse import quote
 
@@ -112,9 +113,12 @@ def _matrix(m: Matrix) -> list[str]:
          "that jax release (how many, when more than one); it links to the worst entry's "
          "details.</p>", _legend(), '<table class="matrix"><thead><tr><th>custom-call target</th>']
   out += [f"<th>jax {_e(p)}</th>" for p in m.producers]
+  out.append('<th title="the jax releases the newest producer\'s entry runs on, computed from the '
+             'release table (jaxport.releases.runs_on); each producer\'s in the tooltip">'
+             "runs on (computed)</th>")
   out.append("</tr></thead><tbody>")
   for g in m.groups:
-    out.append(f'<tr><th class="group" colspan="{len(m.producers) + 1}">{_e(g.platform)}</th></tr>')
+    out.append(f'<tr><th class="group" colspan="{len(m.producers) + 2}">{_e(g.platform)}</th></tr>')
     for row in g.rows:
       out.append(f'<tr id="{_e(target_anchor(row.target))}"><td><code>{_e(row.target)}</code></td>')
       for cell in row.cells:
@@ -126,9 +130,33 @@ def _matrix(m: Matrix) -> list[str]:
         count = f"<sup>{len(cell.entries)}</sup>" if len(cell.entries) > 1 else ""
         out.append(f'<td class="cell {st.css}"><a href="{_href(cell.lead.entry_id)}" '
                    f'title="{_e(tip)}">{st.symbol}{count}</a></td>')
+      out.append(_computed_range(g.platform, m.producers, row.cells))
       out.append("</tr>")
   out.append("</tbody></table>")
   return out
+
+
+def _span(releases: Sequence[str]) -> str:
+  if not releases:
+    return "none"
+  return releases[0] if len(releases) == 1 else f"{releases[0]} to {releases[-1]} ({len(releases)})"
+
+
+def _computed_range(platform: str, producers: Sequence[str], cells: Sequence[Any]) -> str:
+  """The matrix row's "runs on (computed)" cell: the range of the newest producer's entry that
+  carries one, each producer's in the tooltip; "not computed" for reports without ranges."""
+  per = []
+  for producer, cell in zip(producers, cells):
+    got = next((e.runs_on for e in (cell.lead, *cell.entries)
+                if e is not None and e.runs_on is not None and platform in e.runs_on), None)
+    if got is not None:
+      per.append((producer, tuple(got[platform])))
+  if not per:
+    if not any(cell.entries for cell in cells):
+      return '<td class="computed" title="no entry">–</td>'
+    return '<td class="computed" title="this report carries no computed ranges">not computed</td>'
+  tip = "\n".join(f"jax {p}: {_span(r)}" for p, r in per)
+  return f'<td class="computed" title="{_e(tip)}">{_e(_span(per[-1][1]))}</td>'
 
 
 def _window(r: RunReport) -> list[str]:

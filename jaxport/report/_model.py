@@ -51,6 +51,9 @@ class FindingKind(enum.StrEnum):
   GOLDEN_DATA_ERROR = "golden_data_error"
   COMPATIBILITY_BREAK = "compatibility_break"
   EXPORT_ERROR = "export_error"
+  # The releases the entry runs on (computed from the release table) leave out its case's
+  # min_consumer, or a release between that and the producer: always fails.
+  BELOW_MIN_CONSUMER = "below_min_consumer"
   LOWERING_DRIFT = "lowering_drift"
   NUMERICS_CHANGE = "numerics_change"
   NUMERICS_DRIFT = "numerics_drift"
@@ -249,6 +252,16 @@ class EntryResult:
     """The manifest's record of the machine that recorded the entry; None when unknown."""
     host = self.extra.get("recorded_host")
     return host if isinstance(host, Mapping) else None
+
+  @property
+  def runs_on(self) -> Mapping[str, tuple[str, ...]] | None:
+    """Platform -> the jax releases the entry runs on, as the run computed them from the release
+    table (optional key ``runs_on``; None in reports without it)."""
+    got = self.extra.get("runs_on")
+    if not isinstance(got, Mapping):
+      return None
+    return {str(p): tuple(str(v) for v in vs) for p, vs in got.items()
+            if isinstance(vs, (list, tuple))}
 
   @property
   def findings(self) -> tuple[Finding, ...]:

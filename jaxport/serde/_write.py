@@ -47,7 +47,8 @@ class _Uniques:
       self.shardings.setdefault(s, len(self.shardings))
 
 
-def serialize(exported: Any, *, vjp_order: int = 0, jaxport_fields: bool = True) -> bytearray:
+def serialize(exported: Any, *, vjp_order: int = 0, jaxport_fields: bool = True,
+              header_version: int | None = None) -> bytearray:
   """The bytes of ``exported`` with VJPs nested ``vjp_order`` deep.
 
   With ``jaxport_fields`` the producing jax version (field 26) is recorded
@@ -55,15 +56,26 @@ def serialize(exported: Any, *, vjp_order: int = 0, jaxport_fields: bool = True)
   (field 40, only when there are some) too, and each distinct string is
   written once, which more than pays for the version field. Without, the bytes
   are exactly those the installed ``jax.export`` writes for the same record.
+
+  ``header_version`` writes the layout of another release instead of the
+  installed jax's: 3 (the unique tables and legacy vectors, header 3, as jax
+  0.10.0 to 0.11.0 write) or 12 (as jax 0.11.1 and newer write, ``jax_version``
+  always); None is the installed jax's. An older consumer needs it
+  (``export(..., for_jax=...)``).
   """
-  jax_version = jaxport_fields or jax_envelope.WRITES_VERSION_12
+  header = jax_envelope.header_version() if header_version is None else header_version
+  if header not in (jax_envelope.LEGACY_HEADER_VERSION, jax_envelope.REAL_HEADER_VERSION):
+    raise SerializationError(
+        f"header_version must be {jax_envelope.LEGACY_HEADER_VERSION} or "
+        f"{jax_envelope.REAL_HEADER_VERSION} (the two layouts jaxport writes), got {header_version!r}.")
+  jax_version = jaxport_fields or header == jax_envelope.REAL_HEADER_VERSION
   symbolic_constraints = share_strings = jaxport_fields
   if not isinstance(vjp_order, int) or vjp_order < 0:
     raise SerializationError(
         f"vjp_order must be a non-negative int, got {vjp_order!r}.")
   builder = _builder.Builder(65536, share_strings=share_strings)
   with _limits.recursion_room(_limits.MAX_TABLE_DEPTH):
-    root = _exported(builder, exported, vjp_order, jax_version, symbolic_constraints, 0)
+    root = _exported(builder, exported, vjp_order, jax_version, symbolic_constraints, 0, header)
   builder.Finish(root)
   return builder.Output()
 
@@ -116,7 +128,7 @@ def _check_record(exp: Any) -> None:
 
 
 def _exported(b: _builder.Builder, exp: Any, vjp_order: int, jax_version: bool,
-              constraints: bool, depth: int) -> int:
+              constraints: bool, depth: int, header: int) -> int:
   """The Exported table for ``exp``, nested ``depth`` tables below the root."""
   if not jax_envelope.has_named_shardings(exp):
     raise SerializationError(
@@ -149,7 +161,7 @@ def _exported(b: _builder.Builder, exp: Any, vjp_order: int, jax_version: bool,
           f"order: '{exp.fun_name}' has no VJP but {vjp_order} more order(s) were "
           "requested. Lower vjp_order, or serialize a fresh export (which can "
           "build VJPs of any order).")
-    vjp = _exported(b, exp.vjp(), vjp_order - 1, jax_version, constraints, depth + 1)
+    vjp = _exported(b, exp.vjp(), vjp_order - 1, jax_version, constraints, depth + 1, header)
 
   unique_avals = _vector_of(b, _aval, uniques.avals)
   unique_meshes = _vector_of(b, _abstract_mesh, uniques.meshes)
@@ -167,7 +179,7 @@ def _exported(b: _builder.Builder, exp: Any, vjp_order: int, jax_version: bool,
                      if constraint_strs else None)
 
   fb.ExportedStart(b)
-  fb.ExportedAddSerializationVersion(b, jax_envelope.header_version())
+  fb.ExportedAddSerializationVersion(b, header)
   fb.ExportedAddFunctionName(b, fun_name)
   fb.ExportedAddInTree(b, in_tree)
   fb.ExportedAddInAvals(b, in_avals)

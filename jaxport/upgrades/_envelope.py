@@ -7,6 +7,12 @@ protos. The record inside is still sound: read with every legacy layout
 accepted and written again by today's writer, it loads on today's jax. The
 module bytes are kept as they are; removed custom calls are the business of
 :func:`jaxport.upgrade`.
+
+The installed jax is one consumer among others: ``for_jax`` names an older (or
+newer) release, and the envelope is then written anew where that release does
+not read its layout, the module where it is written for a newer StableHLO than
+that release reads (``jaxport.export._for_jax``). The default, the installed
+jax, is the rewrite of expired envelopes above.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 
 from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport.errors import UpgradeError
+from jaxport.export import _for_jax
 from jaxport.export._exported import Exported
 from jaxport.serde import _read, _verify
 
@@ -48,7 +55,7 @@ def expired_reason(blob: bytes | bytearray | memoryview) -> str | None:
 
 
 # The envelope layouts jax has written, as told apart by their fields; the
-# measured reader policy of each jax release (jaxport/harness/reader_policy.json)
+# measured reader policy of each jax release (jaxport/releases/release_table.json)
 # is keyed by these names.
 SHORT_DEVICE_COUNT = "short-device-count"    # jax 0.8.0 and older: nr_devices_short only
 HLO_SHARDINGS = "hlo-shardings"              # shardings as HloSharding protos only
@@ -116,36 +123,70 @@ def _named_only(exp: Exported) -> Exported:
                              _in_named_shardings=(None,) * n_in, _out_named_shardings=(None,) * n_out)
 
 
-def read_any_envelope(blob: bytes | bytearray | memoryview) -> tuple[Exported, EnvelopeRewrite | None]:
-  """The record in ``blob`` whatever its envelope's age, and the rewrite it needs (None: none)."""
+def consumer(for_jax: str | None = None) -> _for_jax.ConsumerTarget:
+  """The release an artifact is rewritten for: ``for_jax`` from the release table, or the
+  installed jax (None), which reads every layout but the expired ones it refuses."""
+  if for_jax is not None:
+    return _for_jax.consumer_target(for_jax)
+  refused = EXPIRED_LAYOUTS if jax_envelope.REFUSES_EXPIRED else {}
+  return _for_jax.installed_target(
+      {layout: "refuses_expired" if layout in refused else "reads" for layout in LAYOUTS})
+
+
+def _unread_reason(layout: str, target: _for_jax.ConsumerTarget) -> str | None:
+  """Why ``target``'s release does not read an envelope of ``layout`` (None: it reads it)."""
+  if target.reads_layout(layout):
+    return None
+  status = target.layouts_read.get(layout, "not measured")
+  if status == "refuses_expired" and layout in EXPIRED_LAYOUTS:
+    return EXPIRED_LAYOUTS[layout]
+  return f"jax {target.release} {status.replace('_', ' ')} the {layout} layout"
+
+
+def read_any_envelope(blob: bytes | bytearray | memoryview, for_jax: str | None = None
+                      ) -> tuple[Exported, EnvelopeRewrite | None]:
+  """The record in ``blob`` whatever its envelope's age, and the rewrite it needs for the
+  consumer ``for_jax`` (None: the installed jax) to read it (None: none)."""
+  target = consumer(for_jax)
   layout = envelope_layout(blob)
-  reason = EXPIRED_LAYOUTS.get(layout) if jax_envelope.REFUSES_EXPIRED else None
+  if EXPIRED_LAYOUTS.get(layout) and jax_envelope.REFUSES_EXPIRED:
+    rec = _named_only(_read.deserialize_expired(blob))
+  else:
+    rec = _read.deserialize(blob)
+  reason = _unread_reason(layout, target)
   if reason is None:
-    return _read.deserialize(blob), None
-  rec = _named_only(_read.deserialize_expired(blob))
+    return rec, None
   header = _read.read_serialization_version(blob)
   return rec, EnvelopeRewrite(reason=reason, layout=layout, from_version=header,
-                              to_version=jax_envelope.header_version(),
+                              to_version=target.header_version,
                               producer=_read.read_jax_version(blob))
 
 
-def rewrite_envelope(blob: bytes | bytearray | memoryview) -> tuple[bytearray, EnvelopeRewrite | None]:
-  """``blob`` in the layout the installed jax reads, and the rewrite made (None: the bytes as given).
+def rewrite_envelope(blob: bytes | bytearray | memoryview, for_jax: str | None = None
+                     ) -> tuple[bytearray, EnvelopeRewrite | None]:
+  """``blob`` as the consumer ``for_jax`` (None: the installed jax) reads it, and the
+  envelope rewrite made (None: the envelope as given).
 
-  The record, its nested VJPs and the module bytes are kept; only the
-  envelope is written anew.
+  The record and its nested VJPs are kept; the envelope is written anew where the
+  consumer does not read its layout, and the module (with the envelope around it)
+  where it is written for a newer StableHLO than the consumer reads. A blob the
+  consumer reads as it is comes back byte for byte.
   """
-  rec, rewrite = read_any_envelope(blob)
-  if rewrite is None:
+  rec, rewrite = read_any_envelope(blob, for_jax)
+  new, retargeting = _for_jax.retarget(rec, consumer(for_jax))
+  if rewrite is None and not retargeting.changed:
     return bytearray(blob), None
-  return rec.serialize(vjp_order=vjp_depth(rec)), rewrite
+  return new.serialize(vjp_order=vjp_depth(rec)), rewrite
 
 
-def upgrade_envelope(blob: bytes | bytearray | memoryview) -> bytearray:
-  """``blob`` in the layout the installed jax reads; the same bytes when it reads them already.
+def upgrade_envelope(blob: bytes | bytearray | memoryview, for_jax: str | None = None) -> bytearray:
+  """``blob`` in the layout the consumer ``for_jax`` reads (None: the installed jax); the
+  same bytes when it reads them already.
 
   For an envelope the installed jax refuses as expired (jax 0.11.1 and newer
   refuse those of jax 0.8.0 and older): the record, its nested VJPs and the
-  module bytes are kept, the envelope is written anew.
+  module bytes are kept, the envelope is written anew. For an older consumer,
+  the module is also written again for its StableHLO where needed, and what it
+  cannot run is refused (``ExportError`` naming the release and the feature).
   """
-  return rewrite_envelope(blob)[0]
+  return rewrite_envelope(blob, for_jax)[0]

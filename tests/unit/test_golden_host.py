@@ -115,3 +115,60 @@ def test_min_consumer_is_a_release_version():
   assert Manifest.from_json(_with("min_consumer", "0.9.2"), "m.json").min_consumer == "0.9.2"
   with pytest.raises(GoldenDataError, match="min_consumer: expected a jax release"):
     Manifest.from_json(_with("min_consumer", "latest"), "m.json")
+
+
+class _FakeClient:
+  platform_version = "cuda 13000"
+
+
+class _FakeGpu:
+  platform = "gpu"
+  device_kind = "NVIDIA H200"
+  client = _FakeClient()
+
+
+class _Dist:
+  def __init__(self, name, version):
+    self.metadata, self.version = {"Name": name}, version
+
+
+def _fake_gpu_machine(monkeypatch, tmp_path, driver_text: str | None):
+  import jax
+  monkeypatch.setattr(jax, "devices", lambda backend=None: [_FakeGpu()])
+  monkeypatch.setattr(_host.md, "distributions", lambda: [
+      _Dist("jax_cuda13_plugin", "0.11.2"), _Dist("jax-cuda13-pjrt", "0.11.2"),
+      _Dist("jax-rocm7-plugin", "0.11.2"), _Dist("numpy", "2.3.0")])
+  driver = tmp_path / "nvidia-version"
+  if driver_text is not None:
+    driver.write_text(driver_text)
+  monkeypatch.setattr(_host, "NVIDIA_DRIVER_FILE", driver)
+
+
+def test_a_cuda_host_record_names_device_kind_driver_cuda_and_plugin_versions(monkeypatch, tmp_path):
+  _fake_gpu_machine(monkeypatch, tmp_path, "NVRM version: NVIDIA UNIX x86_64 Kernel Module  "
+                                           "580.65.06  Sun Jul 27 07:09:29 UTC 2025\n")
+  host = _host.current_host("cuda")
+  assert host.accelerator == Accelerator(
+      device_kind="NVIDIA H200", driver="580.65.06", cuda="13.0",
+      plugin="jax-cuda13-pjrt 0.11.2, jax-cuda13-plugin 0.11.2")
+  assert host.fully_known and host.same_class(_host.current_host("cuda"))
+  assert Host.from_json(host.to_json(), "here") == host
+
+
+def test_a_cuda_host_without_the_proc_driver_file_asks_nvidia_smi(monkeypatch, tmp_path):
+  _fake_gpu_machine(monkeypatch, tmp_path, None)
+  answers = {"rc": 0, "out": "580.65.06\n"}
+
+  def fake_run(cmd, **kwargs):
+    assert cmd[0] == "nvidia-smi"
+    return _host.subprocess.CompletedProcess(cmd, answers["rc"], answers["out"], "")
+  monkeypatch.setattr(_host.subprocess, "run", fake_run)
+  assert _host.current_host("cuda").accelerator.driver == "580.65.06"
+  answers.update(rc=9, out="")
+  assert _host.current_host("cuda").accelerator.driver is None
+
+
+def test_runtime_versions_are_read_from_the_client_platform_version():
+  assert _host.runtime_version("cuda 12080") == "12.8"
+  assert _host.runtime_version("rocm 60300") == "6.3.0"
+  assert _host.runtime_version("<unknown>") is None and _host.runtime_version(None) is None

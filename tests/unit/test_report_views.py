@@ -148,3 +148,27 @@ def test_a_cell_judges_each_of_its_entries_once(monkeypatch):
   for _ in range(3):
     assert cell.status is _views.CellStatus.FAIL and cell.lead.case_id == "case_700"
   assert len(judged) <= 2 * len(cell.entries)
+
+
+def test_the_matrix_shows_each_row_s_computed_range_beside_the_measured_cells():
+  entries = helpers._entries()
+  for e in entries:
+    if e["case_id"] == "cholesky_f32":
+      newest = e["entry_id"].endswith("0.10.2")
+      e["runs_on"] = {"cpu": ["0.8.3", "0.9.2", "0.10.2"] if newest else ["0.9.2", "0.10.2"]}
+  report = RunReport.from_json(helpers.run_report(entries=entries), "r.json")
+  got = {e.entry_id: e.runs_on for e in report.entries}
+  assert got["cpu/lapack_potrf/cholesky_f32/2026-10-01_jax-0.10.2"] == {
+      "cpu": ("0.8.3", "0.9.2", "0.10.2")}
+  page = render_html(report)
+  assert "runs on (computed)</th>" in page
+  row = page[page.index('<code>lapack_spotrf_ffi</code>'):]
+  row = row[:row.index("</tr>")]
+  assert ">0.8.3 to 0.10.2 (3)</td>" in row
+  assert "jax 0.9.2: 0.9.2 to 0.10.2 (2)" in row
+
+
+def test_a_report_without_computed_ranges_still_loads_and_says_so():
+  report = RunReport.from_json(helpers.run_report(), "r.json")
+  assert all(e.runs_on is None for e in report.entries)
+  assert ">not computed</td>" in render_html(report)

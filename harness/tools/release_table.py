@@ -1,0 +1,601 @@
+"""Generate ``jaxport/releases/release_table.json``: what each jax release reads, writes and registers.
+
+For every release of ``jaxport.releases.RELEASE_DATES`` (or ``--releases``), in
+its own venv (reused from ``.jax-venvs/`` where one exists, else built in a
+scratch folder and deleted after measuring unless ``--keep-venvs``), one release
+at a time, this measures:
+
+- the StableHLO versions its jaxlib writes and reads (``get_current_version``,
+  ``get_minimum_version``) and the VHLO operations its jaxlib defines (the op
+  names compiled into its shared libraries);
+- the calling conventions it exports and calls (``jax.export``'s or
+  ``jax.experimental.export``'s minimum/maximum supported versions);
+- which envelope layouts its ``jax.export.deserialize`` reads (one blob per
+  layout, as ``harness/tools/reader_policy.py`` always measured), and from that
+  the serialization versions it accepts and whether it has an expiry policy;
+  which device-count field it takes (a one-device blob with only ``nr_devices``,
+  one with only the older ``nr_devices_short``);
+- whether its jaxlib reads a StableHLO newer than its own (the newest
+  release's export of ``sin``) and a module using the ``sdy`` dialect (the
+  oldest release-case module whose bytecode lists it), and whether its reader
+  refuses a calling convention above its maximum (its own export of ``sin`` at
+  that version, serialized, read back and called);
+- the cpu custom-call targets it registers: a minimal module calling each
+  target of any release's stable table and of jaxport's upgrade rules is
+  compiled on cpu (and, for a typed FFI target, executed without operands, whose
+  refusal names the operand count the handler binds); a made-up target must
+  fail, or the release is not measured;
+- its own stable-target table, split per platform (cuda, rocm and tpu are taken
+  from it only, never measured).
+
+A release that shipped no jaxlib of its own number is measured with the jaxlib its
+``[cpu]`` extra installs (recorded as ``jaxlib``); a release the package index
+serves on none of Python 3.11 to 3.13 is listed with pip's reason. Results are written after each release; a rerun skips releases
+already measured (``--force`` measures them again).
+
+    python harness/tools/release_table.py                       # every release, resumably
+    python harness/tools/release_table.py --releases 0.9.1 --keep-venvs
+    python harness/tools/release_table.py --reader-only --out NEW.json   # reader facts again
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+  sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from harness.tools import _venvs, reader_policy
+from jaxport.custom_calls import _registry
+from jaxport.releases import _table
+from jaxport.releases._features import module_dialects as _mlir_dialects
+from jaxport.releases._runs_on import target_platform
+from jaxport.releases._dates import BACKWARD_WINDOW_DAYS, RELEASE_DATES, parse_version
+from jaxport.export import _mlir
+from jaxport.serde import _read, _verify
+from jaxport.serde._read import read_serialization_version
+from jaxport.upgrades import read_any_envelope
+from jaxport.upgrades import _table as upgrade_table
+
+logger = logging.getLogger("release_table")
+REPO = Path(__file__).resolve().parents[2]
+FIRST, LAST = "0.4.26", "0.12.0.1"
+STORE = REPO / "compat_data" / "cpu"
+DEFAULT_SCRATCH = Path(tempfile.gettempdir()) / "jaxport-release-table-venvs"
+UNKNOWN_TARGET = "jaxport_no_such_target_ffi"
+METHOD = ("harness/tools/release_table.py: in each release's own venv, its jaxlib's StableHLO "
+          "versions and VHLO op names, its export module's calling-convention bounds and stable "
+          "table, its jax.export.deserialize on one blob per envelope layout (default "
+          "configuration) and on one-device blobs with only one device-count field each, its "
+          "jaxlib's portable-artifact reader on a newer StableHLO and on a module using the sdy "
+          "dialect, a round trip and call of its own export at a calling convention above its "
+          "maximum, and a cpu compile (and, for typed FFI targets, a run without operands) of a "
+          "minimal custom call per probed target")
+
+# Run in a release's venv: argv[1] is the JSON of reader_samples().
+_MEASURE_SCRIPT = r'''
+import glob, json, os, re, sys
+import jax
+args = json.loads(sys.argv[1])
+import jaxlib
+out = {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", None) or jax.lib.__version__,
+       "python": "%d.%d.%d" % sys.version_info[:3]}
+try:
+  from jax._src.lib.mlir.dialects import hlo as shlo
+except ImportError:
+  from jax._src.lib.mlir.dialects import stablehlo as shlo
+out["stablehlo"] = {"writes": str(shlo.get_current_version()),
+                    "reads_min": str(shlo.get_minimum_version())}
+import importlib
+def first_module(*names):
+  for name in names:
+    try:
+      return importlib.import_module(name)
+    except ImportError:
+      pass
+  raise ImportError(f"none of {names}")
+ex = first_module("jax.export", "jax.experimental.export")
+ex_mod = first_module("jax._src.export._export", "jax.experimental.export._export",
+                      "jax.experimental.export.export")
+def num(name):
+  v = getattr(ex, name, None) or getattr(ex_mod, name, None)
+  return v() if callable(v) else v
+lo = num("minimum_supported_calling_convention_version") or num("minimum_supported_serialization_version")
+hi = num("maximum_supported_calling_convention_version") or num("maximum_supported_serialization_version")
+try:
+  from jax._src import config as jcfg
+  default = jcfg.jax_export_calling_convention_version.value
+except Exception:
+  default = getattr(jax.config, "jax_serialization_version", None) or getattr(
+      jax.config, "jax_export_calling_convention_version", None)
+out["calling_conventions"] = {"default": default, "call": [lo, hi], "export": [lo, hi]}
+out["stable_table"] = sorted(getattr(ex_mod, "_CUSTOM_CALL_TARGETS_GUARANTEED_STABLE", ()))
+ops = set()
+libdir = os.path.dirname(__import__("jaxlib").__file__)
+pat = re.compile(rb"vhlo\.([a-z][a-z0-9_]*_v[0-9]+)")
+for so in glob.glob(os.path.join(libdir, "**", "*.so"), recursive=True):
+  with open(so, "rb") as f:
+    ops.update(m.decode() for m in pat.findall(f.read()))
+out["vhlo_ops"] = sorted(ops)
+reads = {}
+for layout, path in args["blobs"].items():
+  try:
+    got = ex.deserialize(bytearray(open(path, "rb").read()))
+    reads[layout] = {"status": "reads", "error": None,
+                     "nr_devices": int(getattr(got, "nr_devices", 1))}
+  except Exception as e:
+    first = (str(e).strip().splitlines() or [""])[0]
+    expired = "backward-compatibility window" in first
+    reads[layout] = {"status": "refuses_expired" if expired else "refuses",
+                     "error": f"{type(e).__name__}: {first}"[:300]}
+out["envelope_layouts"] = reads
+
+# Which device-count field the reader takes: a blob with only nr_devices, one with only the
+# older nr_devices_short (each exported for one device); None where it refuses that blob.
+fields = {}
+for field, path in args["device_count_blobs"].items():
+  try:
+    fields[field] = int(getattr(ex.deserialize(bytearray(open(path, "rb").read())), "nr_devices", 1)) == 1
+  except Exception:
+    fields[field] = None
+out["device_count_fields"] = fields
+
+# Whether its jaxlib reads a minimal portable artifact (sin) of a newer StableHLO than its own,
+# and a module whose attributes use the sdy (Shardy) dialect.
+def portable_reader():
+  from jax._src.lib import xla_client as xc
+  for owner in (getattr(xc, "_xla", None), getattr(__import__("jax._src.lib", fromlist=["x"]), "_jax", None)):
+    mlir = getattr(owner, "mlir", None)
+    if mlir is not None and hasattr(mlir, "deserialize_portable_artifact"):
+      return mlir.deserialize_portable_artifact
+  raise ImportError("no deserialize_portable_artifact")
+def read_portable(path):
+  data = open(path, "rb").read()
+  try:
+    from jax._src.interpreters import mlir as jmlir
+    ctx = jmlir.make_ir_context()
+  except Exception:
+    return portable_reader()(data)
+  with ctx:
+    portable_reader()(data)
+def vkey(v):
+  return tuple(int(x) for x in v.split("."))
+def first_error(e):
+  return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"[:300]
+newer = args["newer_module"]
+if vkey(newer["version"]) <= vkey(out["stablehlo"]["writes"]):
+  out["newer_stablehlo"] = {"version": newer["version"], "reads": None,
+                            "error": "not newer than the StableHLO this release writes"}
+else:
+  try:
+    read_portable(newer["path"])
+    out["newer_stablehlo"] = {"version": newer["version"], "reads": True, "error": None}
+  except Exception as e:
+    out["newer_stablehlo"] = {"version": newer["version"], "reads": False, "error": first_error(e)}
+sdy = args["sdy_module"]
+if (vkey(sdy["version"]) > vkey(out["stablehlo"]["writes"])
+    and out["newer_stablehlo"]["reads"] is False):
+  out["sdy_dialect"] = {"reads": None, "error": "refuses the probe's newer StableHLO first"}
+else:
+  import tempfile
+  # MLIR reports an unknown dialect on the process's stderr, not in the exception.
+  with tempfile.TemporaryFile() as log:
+    saved = os.dup(2)
+    os.dup2(log.fileno(), 2)
+    try:
+      read_portable(sdy["path"])
+      got = {"reads": True, "error": None}
+    except Exception as e:
+      got = {"reads": None, "error": first_error(e)}
+    finally:
+      os.dup2(saved, 2)
+      os.close(saved)
+    log.seek(0)
+    diag = log.read().decode("utf-8", "replace")
+  if got["reads"] is None and "dialect 'sdy' is unknown" in diag:
+    got = {"reads": False, "error": "dialect 'sdy' is unknown"}
+  out["sdy_dialect"] = got
+
+# Whether deserialize or call refuses a calling convention above its maximum: its own export of
+# sin, with the version set one above, serialized, read back and called.
+import dataclasses
+import numpy as np
+import jax.numpy as jnp
+field = "calling_convention_version"
+stage = "export"
+try:
+  exp = ex.export(jax.jit(jnp.sin))(jax.ShapeDtypeStruct((3,), np.float32))
+  if not hasattr(exp, field):
+    field = "mlir_module_serialization_version"
+  exp = dataclasses.replace(exp, **{field: hi + 1})
+  blob = exp.serialize() if hasattr(exp, "serialize") else ex.serialize(exp)
+  stage = "deserialize"
+  back = ex.deserialize(bytearray(blob))
+  stage = "call"
+  caller = back.call if hasattr(back, "call") else ex.call_exported(back)
+  np.asarray(jax.jit(caller)(np.ones((3,), np.float32)))
+  got = {"refused": False, "error": None}
+except Exception as e:
+  first = (str(e).strip().splitlines() or [""])[0]
+  # A failure before the blob is read back measures nothing.
+  got = {"refused": None if stage == "export" else True,
+         "error": f"{stage}: {type(e).__name__}: {first}"[:300]}
+out["calling_convention_above_max"] = {"version": hi + 1, **got}
+print(json.dumps(out))
+'''
+
+
+# Run in a release's venv: argv[1] is the JSON list of targets; one JSON line per target.
+_PROBE_SCRIPT = r'''
+import json, re, sys
+import jax
+args = {"targets": json.loads(sys.argv[1])}
+from jax._src import xla_bridge as xb
+from jax._src.lib import xla_client as xc
+backend = xb.get_backend("cpu")
+def compile_text(text):
+  opts = xc.CompileOptions()
+  if hasattr(backend, "compile_and_load"):
+    devs = backend.devices()[:1]
+    try:
+      return backend.compile_and_load(text, xc.DeviceList(tuple(devs)), opts)
+    except TypeError:
+      return backend.compile_and_load(text, devs, opts)
+  return backend.compile(text, opts)
+def module(target, ffi):
+  attrs = "api_version = 4 : i32, backend_config = {}" if ffi else "api_version = 2 : i32"
+  return ("module @probe { func.func public @main() -> tensor<f32> {\n"
+          f"  %0 = stablehlo.custom_call @{target}() {{{attrs}}} : () -> tensor<f32>\n"
+          "  return %0 : tensor<f32> } }")
+arity = re.compile(r"Wrong number of arguments: expected (\d+)")
+# Some releases bind untyped (legacy) targets only when the executable runs, so a made-up
+# one compiles: there, an untyped target also counts only if jaxlib's cpu module lists it.
+try:
+  compile_text(module("jaxport_no_such_untyped_target", False))
+  lazy = True
+except Exception:
+  lazy = False
+listed = set()
+if lazy:
+  try:
+    from jaxlib.cpu import _lapack
+    regs = _lapack.registrations()
+    for v in (regs.values() if isinstance(regs, dict) else [regs]):
+      listed.update(x if isinstance(x, str) else x[0] for x in v) if isinstance(v, (list, tuple)) else None
+    listed.update(k for k in regs if isinstance(k, str))
+  except Exception:
+    pass
+for t in args["targets"]:
+  ffi = t.endswith("_ffi")
+  print(json.dumps({"target": t, "started": True}), flush=True)
+  try:
+    exe = compile_text(module(t, ffi))
+  except Exception as e:
+    print(json.dumps({"target": t, "registered": False,
+                      "error": (str(e).splitlines() or [""])[0][:240]}), flush=True)
+    continue
+  got = {"registered": True, "error": None}
+  if lazy and not ffi and t not in listed:
+    got = {"registered": False, "error": "compiles but is not among jaxlib.cpu._lapack's "
+           "registrations (this release binds untyped targets when the executable runs)"}
+  if ffi:
+    # Some releases bind typed targets only when the executable runs, so a made-up one compiles:
+    # running it without operands tells a missing handler from one that wants operands.
+    try:
+      exe.execute([])
+    except Exception as e:
+      m = arity.search(str(e))
+      if m:
+        got["operands"] = int(m.group(1))
+      elif "No registered implementation" in str(e):
+        got = {"registered": False, "error": (str(e).splitlines() or [""])[0][:240]}
+  print(json.dumps({"target": t, **got}), flush=True)
+'''
+
+
+def candidate_releases() -> list[str]:
+  """The releases of RELEASE_DATES from 0.4.26 to 0.12.0.1, oldest first."""
+  lo, hi = parse_version(FIRST), parse_version(LAST)
+  return sorted((v for v in RELEASE_DATES if lo <= parse_version(v) <= hi), key=parse_version)
+
+
+def probed_targets(doc: dict[str, Any]) -> list[str]:
+  """Every target of jaxport's stable table, of the stable tables measured so far and of the
+  upgrade rules (legacy and successor), then the made-up one that must not compile."""
+  names = set(_registry.stable_targets("cpu"))
+  for rule in upgrade_table.rules():
+    for letter in rule.letters:
+      names.update((rule.legacy_target(letter), rule.successor_target(letter)))
+  for facts in doc.get("releases", {}).values():
+    names.update((facts.get("stable_targets") or {}).get("cpu", ()))
+  return sorted(names) + [UNKNOWN_TARGET]
+
+
+def _platform_split(flat: list[str]) -> dict[str, list[str]]:
+  """A release's flat stable table per platform: by jaxport's platform table, the rest by
+  name (cpu: lapack/blas/ducc; cuda: cu*; rocm: hip*; tpu: tpu_*), platform-free ones on all."""
+  known = _registry.targets_by_platform()
+  out: dict[str, set[str]] = {p: set() for p in _table.PLATFORMS}
+  for t in flat:
+    placed = [p for p in _table.PLATFORMS if t in known.get(p, ())]
+    if not placed:
+      if t.startswith(("lapack_", "blas_", "ducc_", "dynamic_ducc_")):
+        placed = ["cpu"]
+      elif t.startswith(("cu", "gpu_")):
+        placed = ["cuda"]
+      elif t.startswith("hip"):
+        placed = ["rocm"]
+      elif t.startswith("tpu_"):
+        placed = ["tpu"]
+      else:
+        placed = list(_table.PLATFORMS)
+    for p in placed:
+      out[p].add(t)
+  return {p: sorted(ts) for p, ts in out.items()}
+
+
+def facts_from(got: dict[str, Any], today: str, header: dict[str, int]) -> dict[str, Any]:
+  """The table's record of one release from the measurement script's output."""
+  probes = got["probes"]
+  if probes.get(UNKNOWN_TARGET, {}).get("registered", True):
+    raise RuntimeError(f"jax {got['jax']}: the made-up target {UNKNOWN_TARGET} compiled, so "
+                       "compiling does not tell registered targets apart")
+  return {
+      "installable": True, "not_installable_reason": None, "measured_on": today,
+      "python": got["python"], "jaxlib": got["jaxlib"],
+      "stablehlo": got["stablehlo"], "vhlo_ops": got["vhlo_ops"],
+      "calling_conventions": got["calling_conventions"],
+      **_layout_facts(got, header),
+      "cpu_targets": sorted(t for t, p in probes.items() if p["registered"] and t != UNKNOWN_TARGET),
+      "cpu_xla_builtin_targets": sorted(t for t, p in probes.items() if p.get("xla_builtin")),
+      "cpu_target_operands": {t: p["operands"] for t, p in sorted(probes.items()) if "operands" in p},
+      "cpu_target_errors": {t: p["error"] for t, p in sorted(probes.items())
+                            if not p["registered"] and t != UNKNOWN_TARGET},
+      "stable_targets": _platform_split(got["stable_table"]),
+      "stable_targets_note": "cuda, rocm, tpu: stable table only, not measured",
+      **reader_facts(got),
+  }
+
+
+def _layout_facts(got: dict[str, Any], header: dict[str, int]) -> dict[str, Any]:
+  """The layouts its reader reads, the serialization versions that makes and its expiry."""
+  layouts = got["envelope_layouts"]
+  ser = sorted({header[layout] for layout, r in layouts.items() if r["status"] == "reads"})
+  expiring = any(r["status"] == "refuses_expired" for r in layouts.values())
+  return {"envelope_layouts": layouts, "serialization_versions_read": ser,
+          "expiry_days": BACKWARD_WINDOW_DAYS if expiring else None}
+
+
+def reader_facts(got: dict[str, Any]) -> dict[str, Any]:
+  """The reader facts beyond the layouts: which device-count fields it takes, whether it reads a
+  newer StableHLO, whether it refuses a calling convention above its maximum."""
+  return {"device_count_fields": got["device_count_fields"],
+          "newer_stablehlo": got["newer_stablehlo"], "sdy_dialect": got["sdy_dialect"],
+          "calling_convention_above_max": got["calling_convention_above_max"]}
+
+
+def _pythons_for(version: str) -> list[str | None]:
+  """Base Pythons to try, in order: the release's usual one, then 3.11 to 3.13 under pyenv."""
+  root = _venvs.pyenv_root()
+  extra = []
+  if root is not None:
+    for minor in ("3.11", "3.12", "3.13"):
+      extra += [str(p) for p in sorted((root / "versions").glob(minor + ".*/bin/python3"))[-1:]]
+  return [None, *extra]
+
+
+def build_venv(version: str, scratch: Path) -> tuple[Path | None, str | None]:
+  """(python, None) of a venv for ``version`` built under ``scratch``, or (None, pip's reason)."""
+  reasons = []
+  for base in _pythons_for(version):
+    if base is not None:
+      os.environ["JAXPORT_RELEASE_PYTHON"] = base
+    try:
+      return _venvs.ensure_venv(version, scratch), None
+    except Exception as e:  # pip's failure, kept as the reason
+      text = str(e)
+      line = next((ln.strip() for ln in text.splitlines() if "No matching distribution" in ln
+                   or "Could not find a version" in ln), text.strip().splitlines()[-1] if text.strip() else "")
+      reasons.append(f"{base or 'default Python'}: {line[:200]}")
+      shutil.rmtree(_venvs.venv_dir(version, scratch), ignore_errors=True)
+    finally:
+      os.environ.pop("JAXPORT_RELEASE_PYTHON", None)
+  if all(f"jaxlib=={version}" in r for r in reasons):
+    # Some releases shipped no jaxlib of their own number: measure them with the jaxlib their
+    # own [cpu] extra names (the one pip installs for `jax[cpu]==X`).
+    python = _build_with_own_extra(version, scratch)
+    if python is not None:
+      return python, None
+  return None, "pip: no matching distribution on Python 3.11 to 3.13 (" + "; ".join(reasons) + ")"
+
+
+def _build_with_own_extra(version: str, scratch: Path) -> Path | None:
+  """The python of a venv with ``jax[cpu]==version`` (and the rest of the release's pins but
+  jaxlib's), or None when pip refuses that too."""
+  d = _venvs.venv_dir(version, scratch)
+  shutil.rmtree(d, ignore_errors=True)
+  reqs = [f"jax[cpu]=={version}", *(r for r in _venvs.requirements(version)
+                                   if not r.startswith(("jax==", "jaxlib==")))]
+  try:
+    base = _venvs.find_python(version)
+    subprocess.run([base, "-m", "venv", str(d)], check=True, capture_output=True, text=True)
+    subprocess.run([str(d / "bin" / "python"), "-m", "pip", "install", "--quiet", *reqs],
+                   check=True, capture_output=True, text=True, timeout=1800)
+  except (subprocess.CalledProcessError, subprocess.TimeoutExpired, _venvs.VenvError) as e:
+    logger.info("jax %s: jax[cpu] install failed too: %s", version, str(e)[-300:])
+    shutil.rmtree(d, ignore_errors=True)
+    return None
+  logger.info("jax %s: measured with the jaxlib of its [cpu] extra", version)
+  return d / "bin" / "python"
+
+
+def probe_targets(python: Path, targets: list[str]) -> dict[str, dict[str, Any]]:
+  """Each target's probe; a target that aborts the process (XLA's own calls, such as
+  ``Sharding``, checked for their operands) is recorded as handled by XLA, and the probe
+  goes on in a new process with the next target."""
+  found: dict[str, dict[str, Any]] = {}
+  left = list(targets)
+  while left:
+    proc = subprocess.run([str(python), "-c", _PROBE_SCRIPT, json.dumps(left)],
+                          capture_output=True, text=True, timeout=1200)
+    started = None
+    for line in proc.stdout.splitlines():
+      if not line.startswith("{"):
+        continue
+      row = json.loads(line)
+      if row.pop("started", False):
+        started = row["target"]
+      else:
+        found[row.pop("target")] = row
+        started = None
+    if proc.returncode == 0:
+      break
+    if started is None:
+      raise RuntimeError(f"{python}: the probe failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+    why = next((ln for ln in proc.stderr.splitlines() if "Check failed" in ln), proc.stderr[-200:])
+    found[started] = {"registered": False, "xla_builtin": True,
+                      "error": f"the compile aborted the process: {why.strip()[-200:]}"}
+    left = [t for t in targets if t not in found]
+  return found
+
+
+def measure_reader(python: Path, samples: dict[str, Any]) -> dict[str, Any]:
+  """The release's StableHLO, calling-convention, stable-table and reader facts."""
+  proc = subprocess.run([str(python), "-c", _MEASURE_SCRIPT, json.dumps(samples)],
+                        capture_output=True, text=True, timeout=1200)
+  if proc.returncode != 0:
+    raise RuntimeError(f"{python} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def measure_one(python: Path, targets: list[str], samples: dict[str, Any]) -> dict[str, Any]:
+  got = measure_reader(python, samples)
+  # Targets tied to no platform (XLA's and jax's own: Sharding, shape_assertion, ...) are not
+  # probed: a bare call of them aborts XLA's operand checks or needs shape refinement.
+  wanted = sorted(t for t in set(targets) | set(got["stable_table"])
+                  if target_platform(t) is not None or t == UNKNOWN_TARGET)
+  got["probes"] = probe_targets(python, wanted)
+  return got
+
+
+def _write(doc: dict[str, Any], path: Path) -> None:
+  _table.parse(doc, str(path))   # never write what the loader would refuse
+  tmp = path.with_suffix(".json.tmp")
+  tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+  tmp.replace(path)
+
+
+def _release_modules(store: Path):
+  """(entry folder, module) of the release cases' entries, oldest producer first."""
+  blobs = sorted(store.rglob("release_*/*/exported.bin"),
+                 key=lambda b: (parse_version(b.parent.name.rsplit("_jax-", 1)[-1]), str(b)))
+  for blob in blobs:
+    exp, _ = read_any_envelope(blob.read_bytes())
+    yield str(blob.parent.relative_to(REPO)), bytes(exp.mlir_module_serialized)
+
+
+def reader_samples(tmp: Path, samples: dict[str, tuple[str, Path]]) -> dict[str, Any]:
+  """What the measurement script reads: one blob per layout, one one-device blob per device-count
+  field (only that field set) and the module of the newest release's own export of sin."""
+  by_field: dict[str, str] = {}
+  for blob in sorted(STORE.rglob("release_*/*/exported.bin")):
+    t = _verify.decode(blob.read_bytes())
+    long_, short = t[_read._X.nr_devices], t[_read._X.nr_devices_short]
+    field = ("nr_devices" if long_ == 1 and not short else
+             "nr_devices_short" if short == 1 and not long_ else None)
+    if field is not None:
+      by_field.setdefault(field, str(blob))
+  written = tmp / f"jax-{LAST}.bin"     # reader_policy.sample_blobs wrote it with jax LAST
+  module = bytes(read_any_envelope(written.read_bytes())[0].mlir_module_serialized)
+  module_path = tmp / f"jax-{LAST}.mlirbc"
+  module_path.write_bytes(module)
+  sdy = next(m for m in (_release_modules(STORE)) if _mlir_dialects(m[1]) >= {"sdy"})
+  sdy_path = tmp / "sdy.mlirbc"
+  sdy_path.write_bytes(sdy[1])
+  return {"blobs": {layout: str(path) for layout, (_, path) in samples.items()},
+          "device_count_blobs": by_field,
+          "sdy_module": {"version": _mlir.artifact_version(sdy[1]), "path": str(sdy_path),
+                         "from": sdy[0]},
+          "newer_module": {"version": _mlir.artifact_version(module), "path": str(module_path)}}
+
+
+def _python_for(version: str, scratch: Path) -> tuple[Path | None, str | None, bool]:
+  """(python, not-installable reason, whether it was built here) for ``version``'s venv."""
+  if _venvs.is_ready(version):
+    return _venvs.venv_python(version), None, False
+  python, reason = build_venv(version, scratch)
+  return python, reason, True
+
+
+def main(argv: list[str] | None = None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--releases", nargs="+", help="only these releases")
+  parser.add_argument("--keep-venvs", action="store_true", help="keep the venvs built here")
+  parser.add_argument("--force", action="store_true", help="measure releases already in the table")
+  parser.add_argument("--reader-only", action="store_true",
+                      help="for releases already measured, measure again only the reader facts "
+                           "(layouts, device-count fields, newer StableHLO, calling convention "
+                           "above the maximum), keeping the probed targets")
+  parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH,
+                      help="where venvs not under .jax-venvs are built (outside the repository)")
+  parser.add_argument("--out", type=Path, default=_table.TABLE_FILE,
+                      help="the table to update (default: the package's own)")
+  args = parser.parse_args(argv)
+  logging.basicConfig(level=logging.INFO, format="%(message)s")
+  wanted = args.releases or candidate_releases()
+  doc = json.loads(args.out.read_text()) if args.out.exists() else {}
+  doc.setdefault("format_version", _table.FORMAT_VERSION)
+  doc.setdefault("releases", {})
+  doc["method"] = METHOD
+  today = datetime.date.today().isoformat()
+  with tempfile.TemporaryDirectory() as tmp:
+    samples = reader_policy.sample_blobs(Path(tmp), LAST)
+    doc["layouts_written_by"] = {layout: producer for layout, (producer, _) in samples.items()}
+    header = {layout: read_serialization_version(path.read_bytes())
+              for layout, (_, path) in samples.items()}
+    doc["layouts_serialization_version"] = header
+    inputs = reader_samples(Path(tmp), samples)
+    for version in wanted:
+      targets = probed_targets(doc)
+      doc["probed_targets"] = sorted(set(doc.get("probed_targets", [])) | set(targets[:-1]))
+      known = doc["releases"].get(version)
+      again = args.reader_only and known is not None and known.get("installable")
+      if known is not None and not args.force and not again:
+        logger.info("jax %s: already in the table", version)
+        continue
+      python, reason, built = _python_for(version, args.scratch)
+      if python is None:
+        logger.info("jax %s: not installable: %s", version, reason)
+        doc["releases"][version] = {"installable": False, "not_installable_reason": reason,
+                                    "measured_on": today}
+      else:
+        try:
+          if again:
+            got = measure_reader(python, inputs)
+            known.update(_layout_facts(got, header), **reader_facts(got))
+            logger.info("jax %s: reader facts measured again", version)
+          else:
+            doc["releases"][version] = facts_from(measure_one(python, targets, inputs), today, header)
+            logger.info("jax %s: measured (%d cpu targets)", version,
+                        len(doc["releases"][version]["cpu_targets"]))
+        finally:
+          if built and not args.keep_venvs:
+            shutil.rmtree(_venvs.venv_dir(version, args.scratch), ignore_errors=True)
+      doc["measured_on"] = today
+      _write(doc, args.out)
+  print(f"wrote {args.out} ({len(doc['releases'])} releases)")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

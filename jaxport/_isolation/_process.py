@@ -1,0 +1,155 @@
+"""What every jaxport child process shares: dying with its parent, writing the stacks of a fatal
+signal, and a parent reading one answer line under a time limit while polling the child's
+resident memory.
+
+The harness's replay worker (``jaxport.harness._worker``) and the module parser of the command
+line (``jaxport._isolation._parser``) both use these. Only the standard library is imported
+here: the pytest side of a golden run imports this module and must not import jax.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import NamedTuple
+
+# The environment variable naming the process that started a child, and the child's flag
+# naming its end of the lifeline pipe.
+PARENT_PID_ENV = "JAXPORT_WORKER_PARENT_PID"
+LIFELINE_FLAG = "--lifeline-fd"
+_PR_SET_PDEATHSIG = 1  # prctl option, from linux/prctl.h
+# Seconds between two reads of a busy child's resident memory.
+RSS_POLL_S = 0.2
+
+
+def die_with_parent(lifeline_fd: int | None, parent_pid: int) -> None:
+  """Exit this process when the process that started it dies: the kernel's parent-death signal
+  on Linux (which works even while native code holds the interpreter), and a watchdog thread
+  that exits when the lifeline pipe, whose write end only the parent holds, reports end of
+  file."""
+  if sys.platform.startswith("linux"):
+    try:
+      import ctypes
+      libc = ctypes.CDLL(None, use_errno=True)
+      libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+      pass  # the lifeline pipe below still works
+  if os.getppid() != parent_pid:
+    os._exit(1)  # the parent died before the signal was armed
+  if lifeline_fd is None:
+    return
+
+  def watch() -> None:
+    try:
+      while os.read(lifeline_fd, 1):
+        pass
+    except OSError:
+      pass
+    os._exit(1)
+
+  threading.Thread(target=watch, name="jaxport-child-lifeline", daemon=True).start()
+
+
+def report_fatal_signals() -> None:
+  """On SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL, write the stack of every thread to stderr
+  (the parent quotes its tail), with native frames where this Python's faulthandler can write
+  them."""
+  import faulthandler
+  try:
+    faulthandler.enable(file=sys.stderr, all_threads=True, c_stack=True)  # Python 3.14 and newer
+  except TypeError:
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+
+
+def add_lifeline_option(parser) -> None:
+  """The child's ``--lifeline-fd`` option, which :func:`serve_as_child` reads."""
+  parser.add_argument(LIFELINE_FLAG, dest="lifeline", type=int, default=None, metavar="FD",
+                      help="the read end of the pipe whose end of file means the parent died")
+
+
+def serve_as_child(lifeline_fd: int | None):
+  """Set up a child process that answers on stdout: stacks on fatal signals, exit with the
+  parent, and stray prints (from native code too) sent to stderr. Returns the file the
+  answers go to (the original stdout)."""
+  report_fatal_signals()
+  die_with_parent(lifeline_fd, int(os.environ.get(PARENT_PID_ENV, os.getppid())))
+  answers = os.fdopen(os.dup(1), "w", buffering=1)
+  os.dup2(2, 1)
+  return answers
+
+
+def stop(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
+  """End a child: close its input so that it exits, and kill it if it has not within
+  ``grace_s``."""
+  try:
+    proc.stdin.close()
+  except OSError:
+    pass
+  try:
+    proc.wait(timeout=grace_s)
+  except subprocess.TimeoutExpired:
+    proc.kill()
+    proc.wait()
+
+
+def exit_text(returncode: int | None) -> str:
+  """``exit code 3``, or ``killed by SIGSEGV (signal 11)`` for a process a signal ended."""
+  if isinstance(returncode, int) and returncode < 0:
+    try:
+      name = signal.Signals(-returncode).name
+    except ValueError:
+      name = "an unknown signal"
+    return f"killed by {name} (signal {-returncode})"
+  return f"exit code {returncode}"
+
+
+def signal_name(returncode: int | None) -> str | None:
+  """The name of the signal that ended a process (``SIGSEGV``), None when it exited."""
+  if isinstance(returncode, int) and returncode < 0:
+    try:
+      return signal.Signals(-returncode).name
+    except ValueError:
+      return f"signal {-returncode}"
+  return None
+
+
+class OverMemory(NamedTuple):
+  """What :func:`readline` gives when the process's resident memory passed the limit."""
+  rss_bytes: int
+
+
+def rss_bytes(pid: int) -> int | None:
+  """The resident memory of process ``pid`` in bytes, from ``/proc/PID/statm``; None where
+  there is no such file (not Linux, or the process is gone)."""
+  try:
+    with open(f"/proc/{pid}/statm", "rb") as f:
+      fields = f.read().split()
+    return int(fields[1]) * os.sysconf("SC_PAGE_SIZE")
+  except (OSError, ValueError, IndexError):
+    return None
+
+
+def readline(proc: subprocess.Popen, timeout_s: float,
+             max_rss_bytes: int | None = None) -> str | OverMemory | None:
+  """One line of the child's stdout, '' at EOF, None on timeout; with ``max_rss_bytes``, the
+  process's resident memory is read every ``RSS_POLL_S`` seconds meanwhile, and the first
+  reading above it is returned as :class:`OverMemory` (on Linux; elsewhere it is not read)."""
+  poll = max_rss_bytes is not None and os.path.exists(f"/proc/{proc.pid}/statm")
+  with selectors.DefaultSelector() as sel:
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout_s
+    while True:
+      if poll:
+        rss = rss_bytes(proc.pid)
+        if rss is not None and rss > max_rss_bytes:
+          return OverMemory(rss)
+      left = deadline - time.monotonic()
+      if left <= 0:
+        return None
+      if sel.select(timeout=min(left, RSS_POLL_S) if poll else left):
+        return proc.stdout.readline()

@@ -1,0 +1,132 @@
+"""The module parser child of a ``jaxport`` command (``jaxport.cli._parser``): it reads requests
+as JSON lines on stdin and answers each with one JSON line, doing the native reads in this
+process so that a crash or a hang here ends this process, not the command.
+
+Requests (bytes as base64): ``{"op": "signatures", "module": ...}``, ``{"op": "module_text",
+"module": ..., "fun_name": ...}``, ``{"op": "runs_on", "blob": ..., "manifest": JSON or null,
+"where": ...}`` and ``{"op": "upgrade", "blob": ..., "for_jax": ..., "source": ..., "output":
+...}``. An answer holds the result, or ``"refused"`` (the class and message of a jaxport error,
+raised again by the command) or ``"error"`` (anything else, with its traceback). The first line
+written, ``{"ready": true}``, says the child has imported what it needs.
+
+For tests only: ``JAXPORT_TEST_PARSER_FAULT`` (``KIND:SHA256[,KIND:SHA256...]``) plants a fault
+for the request whose module or blob has that sha256 (hex): ``crash`` sends this process
+SIGSEGV, ``hang`` sleeps, ``grow`` allocates memory in 64 MiB steps. Nothing but this process
+reads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, NoReturn
+
+from jaxport._isolation._process import add_lifeline_option, serve_as_child
+from jaxport.cli import _upgrade
+from jaxport.cli._parser import InProcess, decode, encode
+from jaxport.errors import JaxportError
+from jaxport.golden._manifest import Manifest
+from jaxport.upgrades import read_any_envelope
+
+FAULT_ENV = "JAXPORT_TEST_PARSER_FAULT"
+_GROW_STEP = 64 << 20
+_GROW_MAX = 32 << 30
+
+
+def _faults() -> dict[str, str]:
+  """The planted faults: sha256 -> kind."""
+  out = {}
+  for item in os.environ.get(FAULT_ENV, "").split(","):
+    kind, _, digest = item.strip().partition(":")
+    if kind and digest:
+      out[digest.lower()] = kind
+  return out
+
+
+def _plant(faults: dict[str, str], data: bytes, blob: bool) -> None:
+  """Run the fault planted for ``data`` (or for the module of the blob ``data``), if any."""
+  digests = {hashlib.sha256(data).hexdigest()}
+  if blob:
+    try:
+      digests.add(hashlib.sha256(bytes(read_any_envelope(data)[0].mlir_module_serialized))
+                  .hexdigest())
+    except Exception:  # noqa: BLE001 - a blob that does not read plants nothing
+      pass
+  kind = next((faults[d] for d in digests if d in faults), None)
+  if kind == "crash":
+    os.kill(os.getpid(), signal.SIGSEGV)
+  elif kind == "hang":
+    time.sleep(3600)
+  elif kind == "grow":
+    chunks = []
+    while len(chunks) * _GROW_STEP < _GROW_MAX:
+      chunks.append(b"\x01" * _GROW_STEP)
+      time.sleep(0.02)
+    time.sleep(3600)
+
+
+def _handle(request: dict[str, Any], faults: dict[str, str]) -> dict[str, Any]:
+  reads = InProcess()
+  op = request.get("op")
+  if op in ("signatures", "module_text"):
+    module = decode(request["module"])
+    _plant(faults, module, blob=False)
+    if op == "signatures":
+      return {"signatures": [s.to_dict() for s in reads.signatures(module, "")]}
+    return {"text": reads.module_text(module, request.get("fun_name"), "")}
+  if op in ("runs_on", "upgrade"):
+    blob = decode(request["blob"])
+    _plant(faults, blob, blob=True)
+    if op == "runs_on":
+      text = request.get("manifest")
+      manifest = None if text is None else Manifest.from_json(text, request.get("where", ""))
+      return {"record": reads.runs_on_record(blob, manifest, "")}
+    data, done = _upgrade.upgrade_blob(blob, request.get("for_jax"))
+    return {"data": encode(data), "report": done.to_json(),
+            "text": _upgrade.text(done, Path(request["source"]), Path(request["output"]))}
+  return {"error": f"unknown request op {op!r}"}
+
+
+def _answer(request: dict[str, Any], faults: dict[str, str]) -> dict[str, Any]:
+  try:
+    return _handle(request, faults)
+  except (JaxportError, NotImplementedError) as e:
+    return {"refused": {"class": type(e).__name__, "message": str(e)}}
+  except Exception as e:  # noqa: BLE001 - reported to the command, which names the artifact
+    return {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+  """Serve requests from stdin until it closes, then exit; answers go to the original stdout
+  only."""
+  parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name if __spec__ else 'child'}")
+  add_lifeline_option(parser)
+  args = parser.parse_args(argv)
+  answers = serve_as_child(args.lifeline)
+  faults = _faults()
+  answers.write(json.dumps({"ready": True}) + "\n")
+  for line in sys.stdin:
+    if not line.strip():
+      continue
+    try:
+      request = json.loads(line)
+    except ValueError as e:
+      answer = {"error": f"the request is not JSON: {e}"}
+    else:
+      answer = _answer(request, faults)
+    answers.write(json.dumps(answer) + "\n")
+  answers.close()
+  sys.stderr.flush()
+  # Nothing is left to write: skip the interpreter's teardown (jax's clean-up takes time).
+  os._exit(0)
+
+
+if __name__ == "__main__":
+  main()

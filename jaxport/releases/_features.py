@@ -1,0 +1,155 @@
+"""An artifact's own features, read from its blob (and its golden manifest, where it has one).
+
+What :func:`jaxport.releases.runs_on` needs: the envelope layout, header
+version and device-count fields it fills, the calling convention, the StableHLO
+artifact version, VHLO operations and extra dialects (Shardy's ``sdy``) of its
+bytecode, its platforms and its custom calls with their operand counts (of the
+VJP's modules too, which a replay calls).
+The module is parsed with the installed jaxlib; where that jaxlib cannot parse it
+(a newer StableHLO), the custom calls come from the golden manifest, which
+recorded them when the entry was written.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from jaxport.errors import DeserializationError, JaxportError
+from jaxport.export import _mlir
+from jaxport.golden import _signatures
+from jaxport.releases._runs_on import ArtifactFeatures, CustomCall, runs_on
+from jaxport.releases._table import releases as table_releases
+from jaxport.serde import _read, _verify
+from jaxport.upgrades import envelope_layout, read_any_envelope
+
+logger = logging.getLogger(__name__)
+
+_NO_NR_DEVICES = "short-device-count"
+# VHLO operation names as the bytecode's string section holds them (without "vhlo.").
+_VHLO_OP = re.compile(rb"[a-z][a-z0-9_]*_v[0-9]+")
+_MAX_VJP_DEPTH = 8
+
+
+def _known_ops() -> frozenset[str]:
+  out: set[str] = set()
+  for f in table_releases():
+    out |= f.vhlo_ops
+  return frozenset(out)
+
+
+def _vhlo_ops(module: bytes, known: frozenset[str]) -> frozenset[str]:
+  """The VHLO operations a portable artifact uses: op names of its bytecode that some release's
+  jaxlib defines (other strings of the same shape, such as function names, are not ops)."""
+  return frozenset(m.decode("ascii") for m in set(_VHLO_OP.findall(bytes(module)))) & known
+
+
+# Dialects besides VHLO whose attributes a portable artifact may carry as themselves (jax 0.7
+# and newer keep Shardy's sdy attributes so); the bytecode lists each dialect name NUL-delimited.
+_EXTRA_DIALECTS = ("sdy",)
+
+
+def module_dialects(module: bytes) -> frozenset[str]:
+  """The dialects of :data:`_EXTRA_DIALECTS` the bytecode's dialect list names."""
+  data = bytes(module)
+  return frozenset(d for d in _EXTRA_DIALECTS if b"\x00" + d.encode() + b"\x00" in data)
+
+
+_SHAPE_OPERANDS = re.compile(r"dense<\[?([0-9, ]*)\]?>")
+
+
+def _buffer_operands(sig: Any) -> int:
+  """The operands a handler binds: a shape-polymorphic call's shape operands
+  (``indices_of_shape_operands``) are dropped by shape refinement before it runs."""
+  shape = (getattr(sig, "attributes", None) or {}).get("indices_of_shape_operands")
+  m = _SHAPE_OPERANDS.search(shape or "")
+  dropped = len([x for x in m.group(1).split(",") if x.strip()]) if m else 0
+  return len(sig.operand_types) - dropped
+
+
+def _calls(module: bytes) -> list[CustomCall]:
+  return [CustomCall(s.target, _buffer_operands(s)) for s in _signatures.signatures(module)]
+
+
+def _manifest_calls(manifest: Any) -> list[CustomCall]:
+  return [CustomCall(s.target, _buffer_operands(s))
+          for s in getattr(manifest, "custom_call_targets", ()) or ()]
+
+
+def _modules(exp: Any) -> list[bytes]:
+  """The module of ``exp`` and those of its nested VJPs."""
+  out, depth = [], 0
+  while exp is not None and depth < _MAX_VJP_DEPTH:
+    out.append(bytes(exp.mlir_module_serialized))
+    try:
+      exp = exp.vjp() if exp.has_vjp() else None
+    except JaxportError:
+      exp = None
+    depth += 1
+  return out
+
+
+def features_of_blob(blob: bytes | bytearray | memoryview, manifest: Any = None) -> ArtifactFeatures:
+  """The features of a serialized Exported (``manifest``: its golden entry's, if any)."""
+  blob = bytes(blob)
+  exp, _ = read_any_envelope(blob)
+  layout = envelope_layout(blob)
+  known = _known_ops()
+  modules = _modules(exp)
+  ops: set[str] = set()
+  calls: list[CustomCall] = []
+  unreadable = False
+  dialects: set[str] = set()
+  for module in modules:
+    ops |= _vhlo_ops(module, known)
+    dialects |= module_dialects(module)
+    try:
+      calls += _calls(module)
+    except DeserializationError as e:
+      logger.debug("custom calls from the manifest: %s", e)
+      unreadable = True
+  if unreadable:
+    if manifest is None:
+      raise DeserializationError(
+          "The module's custom calls cannot be read with the installed jaxlib (its StableHLO "
+          f"{_mlir.artifact_version(modules[0])} is newer than this jaxlib parses), so the "
+          "releases it runs on cannot be computed: inspect it with a newer jax, or inspect its "
+          "golden entry, whose manifest records the custom calls.") from None
+    calls = _manifest_calls(manifest) + [c for m in modules[1:] for c in _safe_calls(m)]
+  fields = _verify.decode(blob)
+  return ArtifactFeatures(
+      has_nr_devices_short=bool(fields[_read._X.nr_devices_short]), nr_devices=exp.nr_devices,
+      dialects=frozenset(dialects),
+      platforms=tuple(exp.platforms), calling_convention=exp.calling_convention_version,
+      envelope_layout=layout, serialization_version=_read.read_serialization_version(blob),
+      has_nr_devices=layout != _NO_NR_DEVICES,
+      stablehlo_version=_mlir.artifact_version(modules[0]), vhlo_ops=frozenset(ops),
+      custom_calls=tuple(dict.fromkeys(calls)),
+      producer=_read.read_jax_version(blob) or getattr(getattr(manifest, "producer", None), "jax", None))
+
+
+def _safe_calls(module: bytes) -> list[CustomCall]:
+  try:
+    return _calls(module)
+  except DeserializationError:
+    return []
+
+
+def runs_on_record(blob: bytes | bytearray | memoryview, manifest: Any = None) -> dict[str, Any]:
+  """What ``inspect --json`` and ``audit --json`` carry: ``runs_on`` (platform -> releases),
+  ``runs_on_limits`` (the limiting factor at each end and of every refusing release) and
+  ``runs_on_summary`` (one line per platform); ``runs_on_error`` instead when the blob's
+  features cannot be read."""
+  try:
+    got = runs_on(features_of_blob(blob, manifest))
+  except JaxportError as e:
+    return {"runs_on": None, "runs_on_error": f"{type(e).__name__}: {e}"}
+  return {**got.to_json(), "runs_on_summary": {p: got.summary(p) for p in got.releases}}
+
+
+def runs_on_lines(record: dict[str, Any]) -> list[str]:
+  """The text lines of :func:`runs_on_record` for ``inspect`` and ``audit``."""
+  if record.get("runs_on") is None:
+    return [f"  runs on: unknown ({record.get('runs_on_error')})"]
+  return [f"  runs on {platform}: {line}" for platform, line in record["runs_on_summary"].items()]

@@ -1,0 +1,88 @@
+"""A case's `min_consumer`: the harness fails an entry whose computed range leaves that release out."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+from jaxport.harness import Case  # noqa: E402
+from jaxport.harness._session import HarnessSession, Options  # noqa: E402
+from jaxport.releases import runs_on  # noqa: E402
+from jaxport.releases._features import features_of_blob  # noqa: E402
+from jaxport.report import FindingKind, Status  # noqa: E402
+from _harness_paths import repo_project  # noqa: E402
+
+GOLDEN = ROOT / "compat_data"
+ENTRY = "cpu/lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
+
+
+def _session(root: Path, min_consumer: str | None, monkeypatch) -> HarnessSession:
+  shutil.copytree(GOLDEN / ENTRY, root / ENTRY)
+  hs = HarnessSession(Options(
+      platform="cpu", record=False, strict=False, compat_report=None, compat_window_days=180,
+      golden_root=root, today=datetime.date(2026, 11, 29), worker_timeout_s=60.0, partial=False),
+      repo_project(root))
+  registered = hs.registry.case
+
+  def case(case_id: str):
+    got = registered(case_id)
+    return dataclasses.replace(got, min_consumer=min_consumer) if got is not None else None
+
+  monkeypatch.setattr(hs.registry, "case", case)
+  return hs
+
+
+def _range():
+  from jaxport.golden import GoldenStore
+  entry = GoldenStore(GOLDEN).entry(ENTRY)
+  return runs_on(features_of_blob(entry.blob(), entry.manifest)).releases["cpu"]
+
+
+def test_a_min_consumer_older_than_the_range_fails_naming_the_release_and_the_factor(
+    tmp_path, monkeypatch):
+  oldest = "0.4.26"
+  assert oldest not in _range()
+  outcome = _session(tmp_path, oldest, monkeypatch).replay(ENTRY)
+  assert outcome.status == Status.FAIL
+  found = [f for f in outcome.findings if f.kind == FindingKind.BELOW_MIN_CONSUMER]
+  assert len(found) == 1, outcome.messages
+  assert "does not run on jax 0.4.26 (cpu): envelope layout" in found[0].message
+  assert "refused" in found[0].message
+
+
+def test_a_min_consumer_within_the_range_adds_no_finding(tmp_path, monkeypatch):
+  got = _range()
+  inside = got[0]
+  assert {"0.10.2"} <= set(got)
+  outcome = _session(tmp_path, inside, monkeypatch).replay(ENTRY)
+  assert FindingKind.BELOW_MIN_CONSUMER not in outcome.kinds, outcome.messages
+  assert outcome.status == Status.PASS, outcome.messages
+
+
+def test_a_case_refuses_a_min_consumer_that_is_not_a_release():
+  with pytest.raises(ValueError, match="min_consumer='latest' is not a jax release"):
+    Case(case_id="c", family="f", fun=lambda x: x, make_inputs=lambda: ((), {}),
+         min_consumer="latest")
+
+
+def test_a_recording_keeps_its_case_min_consumer_in_the_manifest():
+  import numpy as np
+  from jaxport.harness import _engine
+  case = Case(case_id="double", family="f", fun=lambda x: 2 * x,
+              make_inputs=lambda: ((np.ones((2,), np.float32),), {}), min_consumer="0.9.2")
+  rec = _engine.record_case(case, datetime.date(2026, 11, 29))
+  assert rec.manifest.min_consumer == "0.9.2"
+  again = type(rec.manifest).from_json(rec.manifest.to_json(), "manifest.json")
+  assert again.min_consumer == "0.9.2"
+  plain = _engine.record_case(dataclasses.replace(case, min_consumer=None),
+                              datetime.date(2026, 11, 29))
+  assert plain.manifest.min_consumer is None

@@ -1,0 +1,108 @@
+"""Artifacts exported with ``for_jax="0.9.2"`` load and compute the same in jax 0.9.2 itself.
+
+Every release case that the consumer can express (``harness/tools/release_cases.py``)
+is exported here, under whatever jax runs the test, with
+``jaxport.export(..., for_jax=CONSUMER)``, serialized, and then read in the
+consumer's own venv by its ``jax.export.deserialize`` and called there with
+``Exported.call`` (jax 0.9.2, and 0.8.3, the oldest release jaxport writes for);
+the outputs must pass the case's checker and tolerances against the outputs of
+this process. Without ``for_jax``, a jax from 0.11.2 on writes modules 0.9.2
+cannot read (``harness/expected_status.json``). The release venv is used where it
+is built and the test skips, naming the command, where it is not; with
+``JAXPORT_BUILD_RELEASE_VENVS=1`` (the nightly workflow) it builds it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+  sys.path.insert(0, str(ROOT))
+
+import jaxport  # noqa: E402
+from harness.tools import _venvs, release_cases  # noqa: E402
+from harness.tools.record_with_jax import release_env  # noqa: E402
+from jaxport.export import _mlir  # noqa: E402
+from jaxport.harness import _contract  # noqa: E402
+from jaxport.releases import _dates as release_dates  # noqa: E402
+from jaxport.releases import _table as release_table  # noqa: E402
+
+CONSUMERS = ("0.9.2", "0.8.3")
+CONSUMER_SCRIPT = Path(__file__).with_name("_for_jax_consumer.py")
+BUILD = os.environ.get("JAXPORT_BUILD_RELEASE_VENVS") == "1"
+
+
+def _exporter(for_jax: str | None) -> _contract.Exporter:
+  return _contract.Exporter(
+      export=lambda fun, **kw: jaxport.export(fun, for_jax=for_jax, **kw),
+      symbolic_args_specs=lambda args, shapes, constraints: jaxport.symbolic_args_specs(
+          args, shapes, constraints=constraints))
+
+
+def _consumer_cases(consumer: str) -> list:
+  """The release cases ``consumer`` records itself (not the legacy-target variants)."""
+  version = release_dates.parse_version(consumer)
+  return [c for c in release_cases.all_cases()
+          if c.min_jax <= version and (c.max_jax is None or version <= c.max_jax) and not c.x64]
+
+
+def _write_case(folder: Path, case, for_jax: str | None) -> str:
+  """Export ``case`` for ``for_jax`` and store what the consumer script reads; the
+  StableHLO version the module was written for."""
+  inputs = [np.asarray(x) for x in case.make_inputs()]
+  exp = _contract.export_function(_exporter(for_jax), case.fun, tuple(inputs), {},
+                                  polymorphic_shapes=case.polymorphic_shapes,
+                                  platforms=case.platforms)
+  blob = bytes(exp.serialize(vjp_order=case.vjp_order))
+  expected = _contract.run_exported(jaxport.deserialize(blob), inputs)
+  folder.mkdir()
+  (folder / "exported.bin").write_bytes(blob)
+  np.savez(folder / "inputs.npz", *inputs)
+  np.savez(folder / "expected.npz", *expected)
+  (folder / "comparison.json").write_text(
+      json.dumps({"mode": case.mode, "rtol": case.rtol, "atol": case.atol}))
+  return _mlir.artifact_version(exp.mlir_module_serialized)
+
+
+def _needs_venv(consumer: str):
+  return pytest.param(consumer, id=consumer, marks=pytest.mark.skipif(
+      not BUILD and not _venvs.is_ready(consumer),
+      reason=f"the release venv of jax {consumer} is not built; build it with python "
+             f"harness/tools/record_with_jax.py --jax {consumer}, or set "
+             "JAXPORT_BUILD_RELEASE_VENVS=1"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("consumer", [_needs_venv(c) for c in CONSUMERS])
+def test_artifacts_exported_for_an_older_jax_load_and_match_in_its_own_jax_export(tmp_path, consumer):
+  facts = release_table.release_facts(consumer)
+  python = _venvs.ensure_venv(consumer)
+  cases = _consumer_cases(consumer)
+  assert len(cases) >= 16
+  written = {c.case_id: _write_case(tmp_path / c.case_id, c, consumer) for c in cases}
+  assert set(written.values()) == {facts.stablehlo_writes}, written
+  # For contrast (printed, not judged): the same case exported for the installed jax.
+  default = "default-" + cases[0].case_id
+  default_version = _write_case(tmp_path / default, cases[0], for_jax=None)
+  proc = subprocess.run([str(python), str(CONSUMER_SCRIPT), str(tmp_path)], env=release_env(),
+                        capture_output=True, text=True, timeout=900)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+  print(f"\nproducer jax {jax.__version__} -> consumer jax {consumer} "
+        f"(StableHLO {facts.stablehlo_writes}):")
+  for row in rows:
+    print(f"  {row['case']}: {'pass' if row['ok'] else 'FAIL ' + '; '.join(row['problems'])}"
+          + (f" (exported without for_jax, StableHLO {default_version})"
+             if row["case"] == default else ""))
+  rows = [r for r in rows if r["case"] != default]
+  assert {r["case"] for r in rows} == set(written)
+  assert all(r["jax"] == consumer for r in rows)
+  failed = {r["case"]: r["problems"] for r in rows if not r["ok"]}
+  assert not failed, failed
