@@ -226,3 +226,18 @@ def test_an_op_newer_than_the_release_stablehlo_is_refused_naming_release_versio
   # Today's StableHLO has the attribute: exported for 1.14.0 it passes.
   table(facts(stablehlo_writes="1.14.0"))
   assert jaxport.export(f, for_jax="0.9.2")(jax.ShapeDtypeStruct((3,), np.float32)).for_jax
+
+
+def test_with_the_shipped_table_a_target_a_release_lacks_is_refused_and_one_it_has_is_not():
+  # The shipped table's stable rocm targets of 0.8.3 lack hip_threefry2x32_ffi, which 0.9.2 lists.
+  key = jax.ShapeDtypeStruct((2,), np.uint32)
+  f = jax.jit(lambda k: jax.random.uniform(jax.random.wrap_key_data(k, impl="threefry2x32"), (8,)))
+  before = jax.config.jax_threefry_gpu_kernel_lowering
+  jax.config.update("jax_threefry_gpu_kernel_lowering", True)
+  try:
+    with pytest.raises(ExportError, match=r"'hip_threefry2x32_ffi' .*jax 0\.8\.3 on rocm: does "
+                                          r"not list it in its stable table"):
+      jaxport.export(f, platforms=("rocm",), for_jax="0.8.3")(key)
+    assert jaxport.export(f, platforms=("rocm",), for_jax="0.9.2")(key).for_jax.release == "0.9.2"
+  finally:
+    jax.config.update("jax_threefry_gpu_kernel_lowering", before)
