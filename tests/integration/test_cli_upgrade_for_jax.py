@@ -8,7 +8,6 @@ the command reads modules in its child process, so its tests use the table jaxpo
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -31,20 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from tests.unit.test_export_for_jax import CPU, facts  # noqa: E402
-
-OTHER_LAYOUT = (_for_jax.UNIQUE_TABLES if _for_jax.installed_layout() == _for_jax.VERSION_12
-                else _for_jax.VERSION_12)
-
-
-@pytest.fixture
-def table(monkeypatch):
-  def install(*records: _table.ReleaseFacts) -> None:
-    made = _table.ReleaseTable(measured_on="2026-12-01", method="made up for a test",
-                               layouts_written_by={}, probed_targets=(), facts=tuple(records))
-    monkeypatch.setattr(_table, "load", lambda *a: made)
-  install(facts())
-  return install
+# The made-up release facts and the fixture that installs them, shared with the unit tests.
+from tests.unit.test_export_for_jax import CPU, OTHER_LAYOUT, facts, table  # noqa: E402,F401
 
 
 def _blob() -> bytes:
