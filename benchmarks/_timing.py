@@ -1,4 +1,4 @@
-"""Timing helpers shared by the benchmarks: alternating measurements and their ratios.
+"""Timing helpers shared by the benchmarks: alternating measurements, quartiles and ratios.
 
 Each benchmark measures jaxport and jax.export in the same run, alternating
 which goes first so warm caches and a busy machine favour neither.
@@ -7,7 +7,7 @@ which goes first so warm caches and a busy machine favour neither.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import jax.numpy as jnp
 
@@ -31,6 +31,16 @@ def alternate(reps: int, first: Callable[[], float],
 def ratios(ours: list[float], theirs: list[float]) -> tuple[float, float]:
   """Ratio of medians and ratio of minimums, jaxport over jax (the minimum is steadier)."""
   return statistics.median(ours) / statistics.median(theirs), min(ours) / min(theirs)
+
+
+def quartiles(samples: Sequence[float]) -> tuple[float, float, float]:
+  """``(q1, median, q3)`` of ``samples`` (at least two), by the inclusive method.
+
+  The interquartile range ``q3 - q1`` says how much a busy machine spread the
+  rounds: a ratio of medians is only as good as the spread around them.
+  """
+  q1, q2, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+  return q1, q2, q3
 
 
 def mlp(params, x):

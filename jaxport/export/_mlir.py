@@ -111,10 +111,25 @@ def text_without_locations(text: str) -> str:
 
 
 def copy_module(module: ir.Module) -> ir.Module:
-  """A copy of ``module`` in a fresh context, safe to mutate (lowerings are cached)."""
-  context = make_context()
-  with context, ir.Location.unknown(context):
-    return ir.Module.parse(jax_mlir.module_to_bytecode(module))
+  """A copy of ``module``, safe to mutate (jax caches lowered modules), in the same context.
+
+  The copy clones the module's attributes and top-level operations, with their
+  locations, into a new module of ``module``'s context: the same IR that a trip
+  through bytecode into a fresh context gives, without making that context (on
+  jaxlib releases that do not reuse contexts, making one costs more than the
+  rest of wrapping ``main``) or serializing and parsing the module.
+  """
+  source = module.operation
+  with module.context:
+    copy = ir.Module.create(source.location)
+    attributes = source.attributes
+    for i in range(len(attributes)):
+      named = attributes[i]
+      copy.operation.attributes[named.name] = named.attr
+    body = ir.InsertionPoint(copy.body)
+    for op in module.body.operations:
+      op.clone(ip=body)
+  return copy
 
 
 def module_to_portable_artifact(module: ir.Module, target_version: str | None = None) -> bytes:
