@@ -6,6 +6,8 @@ stay as the spellings of ``--compat-platform`` and ``--compat-record`` so that
 ``pytest harness/ --platform=cpu`` keeps working.
 """
 
+import pytest
+
 import jaxport_pytest
 
 
@@ -15,3 +17,12 @@ def pytest_addoption(parser):
                   choices=jaxport_pytest.PLATFORMS, help="short for --compat-platform")
   group.addoption("--record", dest=jaxport_pytest.dest("--compat-record"), default=None,
                   action="store_true", help="short for --compat-record")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+  # Hypothesis loads --hypothesis-profile when it configures, before the fuzz suite's conftest
+  # (which registers the profiles) is collected; register them first, only when asked for, so
+  # that a replay alone does not import Hypothesis.
+  if config.getoption("hypothesis_profile", None):
+    import harness.fuzz._hypothesis_profiles  # noqa: F401

@@ -20,8 +20,8 @@ _EXPORTS = {
     "call": "jaxport.calling._call",
     **dict.fromkeys(
         ["CallError", "CustomCallError", "DeserializationError", "ExpiredEnvelopeError",
-         "ExportError", "GoldenDataError", "JaxportError", "JaxVersionError", "ShapeError",
-         "UntestedJaxWarning", "UpgradeError"],
+         "ExportError", "GoldenDataError", "JaxportError", "JaxportWarning", "JaxVersionError",
+         "ShapeError", "UntestedJaxWarning", "UpgradeError"],
         "jaxport.errors"),
     "DisabledSafetyCheck": "jaxport.export._disabled_checks",
     "Exported": "jaxport.export._exported",
@@ -49,6 +49,7 @@ if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
       ExportError as ExportError,
       GoldenDataError as GoldenDataError,
       JaxportError as JaxportError,
+      JaxportWarning as JaxportWarning,
       JaxVersionError as JaxVersionError,
       ShapeError as ShapeError,
       UntestedJaxWarning as UntestedJaxWarning,

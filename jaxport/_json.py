@@ -15,14 +15,11 @@ import math
 from typing import Any
 
 from jaxport import _limits
+from jaxport.errors import JsonError as JsonError  # raised here, defined with the others
 
 # The longest integer literal accepted: far beyond any count or size, far below the 4,300
 # digits at which Python's int() refuses to convert.
 MAX_INT_DIGITS = 100
-
-
-class JsonError(ValueError):
-  """What is wrong with a JSON text, without where it came from (the caller adds that)."""
 
 
 def nesting(text: str) -> int:

@@ -1,8 +1,10 @@
-"""The exception hierarchy of jaxport.
+"""The exception and warning hierarchies of jaxport.
 
 Every error jaxport raises on purpose derives from :class:`JaxportError`, and
 also from the builtin type a user would naturally catch (``ValueError``,
-``TypeError``, ...), so existing ``except ValueError`` code keeps working.
+``TypeError``, ...), so existing ``except ValueError`` code keeps working. Every
+warning it issues derives from :class:`JaxportWarning` (a ``UserWarning``), so one
+filter silences or escalates them all.
 """
 
 from __future__ import annotations
@@ -10,6 +12,10 @@ from __future__ import annotations
 
 class JaxportError(Exception):
   """Root of all errors raised deliberately by jaxport."""
+
+
+class JaxportWarning(UserWarning):
+  """Root of all warnings jaxport issues."""
 
 
 class ExportError(JaxportError, ValueError):
@@ -40,6 +46,11 @@ class ExpiredEnvelopeError(DeserializationError):
   """The installed jax refuses this envelope as older than its 6-month window; ``jaxport upgrade`` revives it."""
 
 
+class ExpiredEnvelopeWarning(JaxportWarning, DeprecationWarning):
+  """An expired envelope was read because jax's flag allows expired versions; jax warns the same
+  way, with a ``DeprecationWarning``."""
+
+
 class GoldenDataError(JaxportError, ValueError):
   """A golden entry under compat_data is missing, tampered with or malformed."""
 
@@ -64,7 +75,7 @@ class JaxVersionError(JaxportError, ImportError):
   """The installed jax is older than the releases jaxport supports."""
 
 
-class UntestedJaxWarning(UserWarning):
+class UntestedJaxWarning(JaxportWarning):
   """The installed jax is newer than the newest release jaxport is tested with."""
 
 
@@ -91,3 +102,40 @@ class ModuleTimeoutError(ModuleParserError):
 
 class ModuleMemoryError(ModuleParserError):
   """Parsing an artifact's module grew the parser child past its memory limit."""
+
+
+class WorkerAnswerError(JaxportError, ValueError):
+  """An answer of the harness's worker process is not a record the session knows: a key is
+  missing, unknown or of the wrong type. The entry gets an error verdict, never a pass."""
+
+
+class SettingsError(JaxportError, ValueError):
+  """A harness setting (a ``--compat-*`` option or a preset) has a value the harness cannot use,
+  or contradicts another; the message names the option and the fix."""
+
+
+class JsonError(JaxportError, ValueError):
+  """What is wrong with a JSON text, without where it came from (the caller adds that or
+  re-raises it as the error of the file it read)."""
+
+
+class ExpectedStatusError(JaxportError, ValueError):
+  """A project's expectations table (``jaxport_expectations``) is unreadable or malformed."""
+
+
+class RuleTableError(JaxportError, ValueError):
+  """The upgrade rules shipped with jaxport are malformed (a bug in the package, caught by
+  its tests)."""
+
+
+class ShardError(JaxportError, ValueError):
+  """A shard specification (``--compat-shard``) or a costs file the harness cannot use."""
+
+
+class CheckoutError(JaxportError, RuntimeError):
+  """A ``jaxport`` subcommand needs a jaxport source checkout (its release tools), and the
+  project it was given is not one."""
+
+
+class HarnessWarning(JaxportWarning):
+  """A harness finding that fails only with ``--compat-strict``: drift, staleness, expiry."""

@@ -1,80 +1,57 @@
 """The pytest entry point of jaxport's compat harness (``pytest11``), kept light on purpose.
 
 Every pytest run in an environment with jaxport installed loads this module, so
-it imports neither jax nor jaxport: it declares the namespaced ``--compat-*``
-options and the ``jaxport_*`` configuration keys, and only in a project that
-opted in (``jaxport_cases`` in its pytest configuration) registers the harness
-plugin proper, ``jaxport.harness._plugin``. See ``docs/downstream.md``.
+it imports no jax and of jaxport only the jax-free settings table
+``jaxport.harness._settings`` (every option's name, default, help and validator, the
+presets, the platforms): it declares the namespaced ``--compat-*`` options and the
+``jaxport_*`` configuration keys, and only in a project that opted in (``jaxport_cases``
+in its pytest configuration) registers the harness plugin proper,
+``jaxport.harness._plugin``. See ``docs/downstream.md``.
 """
 
 from __future__ import annotations
 
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
-# The configuration keys of a project ([tool.pytest.ini_options] or pytest.ini).
-INI_CASES = "jaxport_cases"
-INI_STORE = "jaxport_store"
-INI_TARGETS = "jaxport_stable_targets"
-INI_ON_CHANGE = "jaxport_on_change"
-INI_EXPECTATIONS = "jaxport_expectations"
-INI_BUILTIN_TARGETS = "jaxport_require_builtin_targets"
-INI_TESTS = "jaxport_tests"
 
-PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+def _load_settings():
+  """The settings table, and the warnings importing jaxport gave (a jax newer than tested):
+  they are shown only in a project that opted in. Where jaxport refuses the installed jax
+  the plugin stays inert (None), and a later ``import jaxport`` raises the refusal again."""
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    try:
+      from jaxport.harness import _settings
+    except ImportError:  # jaxport.JaxVersionError: a jax older than jaxport supports
+      for name in [m for m in sys.modules if m == "jaxport" or m.startswith("jaxport.")]:
+        del sys.modules[name]
+      return None, []
+  return _settings, list(caught)
+
+
+_settings, _IMPORT_WARNINGS = _load_settings()
+if _settings is not None:
+  from jaxport.harness._settings import (
+      INI_BUILTIN_TARGETS, INI_CASES, INI_EXPECTATIONS, INI_ON_CHANGE, INI_STORE, INI_TARGETS,
+      INI_TESTS, PLATFORMS, dest)
+
+__all__ = ["INI_BUILTIN_TARGETS", "INI_CASES", "INI_EXPECTATIONS", "INI_ON_CHANGE", "INI_STORE",
+           "INI_TARGETS", "INI_TESTS", "PLATFORMS", "PLUGIN_NAME", "dest", "hypothesis_profile",
+           "opted_in"]
+
 PLUGIN_NAME = "jaxport-harness"
-
-# (flags, keyword arguments) of every option; all default to None so that the
-# harness can tell an option given from one left out, and resolve defaults itself.
-OPTIONS = (
-    (("--compat-platform",), dict(choices=PLATFORMS, help="platform whose golden entries are "
-                                  "replayed or recorded (default: cpu)")),
-    (("--compat-record",), dict(action="store_true", help="record a new dated golden entry for "
-                                "every selected case instead of replaying")),
-    (("--compat-update",), dict(action="store_true", help="replay, then record a new dated entry "
-                                "for each case whose function changed, and show what changed")),
-    (("--compat-strict",), dict(action="store_true", help="also fail on drift, stale targets and "
-                                "expired entries (pytest's --strict implies it)")),
-    (("--compat-report",), dict(metavar="FILE.json", help="write the compatibility report here")),
-    (("--compat-window-days",), dict(type=int, metavar="DAYS", help="entries older than this are "
-                                     "reported as expired (default 180)")),
-    (("--compat-store",), dict(metavar="DIR", help="golden store to replay or record into "
-                               f"(default: the project's {INI_STORE})")),
-    (("--compat-today",), dict(metavar="YYYY-MM-DD", help="the date used for recording and "
-                               "expiry (default: today)")),
-    (("--compat-worker-timeout",), dict(metavar="SECONDS", help="seconds one entry may take "
-                                        "before its worker is killed (default 300)")),
-    (("--compat-worker-memory-mb",), dict(metavar="MB", help="megabytes (MiB) of resident "
-                                          "memory a worker may use while it replays or records "
-                                          "an entry before it is killed (default 8192)")),
-    (("--compat-jax-corpus",), dict(action="store_true", help="import the installed jax's own "
-                                    "back-compat corpus into a temporary store and replay it")),
-    (("--compat-cache-dir",), dict(metavar="DIR", help="also keep compiled executables in DIR "
-                                   "for later runs (default: in memory, for this run)")),
-    (("--compat-no-cache",), dict(action="store_true", help="compile every module, sharing no "
-                                  "executable")),
-    (("--compat-cold",), dict(action="store_true", help="replay each reader of each entry in a "
-                              "fresh process that has compiled nothing before")),
-    (("--compat-shard",), dict(metavar="I/N", help="replay only shard I of N of the store")),
-    (("--compat-costs",), dict(metavar="FILE.json", help="per-entry seconds written by "
-                               "--compat-timings, to balance --compat-shard")),
-    (("--compat-timings",), dict(metavar="FILE.json", help="write each replayed entry's seconds "
-                                 "here")),
-    (("--compat-only",), dict(action="store_true", help="run only the golden replay or record "
-                              f"items (those in {INI_TESTS} when the project lists them)")),
-)
-
-
-def dest(flag: str) -> str:
-  """The attribute of ``config.option`` an option is stored in (``--compat-x-y`` -> ``compat_x_y``)."""
-  return flag.lstrip("-").replace("-", "_")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+  if _settings is None:
+    return
   group = parser.getgroup("jaxport", "jaxport compat harness (docs/downstream.md)")
-  for flags, kwargs in OPTIONS:
-    group.addoption(*flags, dest=dest(flags[0]), default=None, **kwargs)
+  for field in (*_settings.FIELDS, _settings.PRESET_FIELD):
+    group.addoption(field.flag, **field.argparse_kwargs())
   parser.addini(INI_CASES, type="args", default=[],
                 help="jaxport: modules whose cases() the compat harness records and replays")
   parser.addini(INI_STORE, default=None,
@@ -93,15 +70,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def opted_in(config: pytest.Config) -> bool:
   """Whether the project's pytest configuration names case modules."""
-  return bool(config.getini(INI_CASES))
+  return _settings is not None and bool(config.getini(INI_CASES))
 
 
 def _given(config: pytest.Config) -> list[str]:
-  return [flags[0] for flags, _ in OPTIONS if getattr(config.option, dest(flags[0]), None)]
+  return [f.flag for f in (*_settings.FIELDS, _settings.PRESET_FIELD)
+          if getattr(config.option, f.dest, None)]
+
+
+def hypothesis_profile(config: pytest.Config) -> str | None:
+  """The Hypothesis profile the run's ``--compat-preset`` selects, or None without a preset
+  (or with an unknown one, which the harness refuses). A project's conftest loads it when
+  ``--hypothesis-profile`` is not given; the project registers the profiles itself."""
+  name = getattr(config.option, _settings.PRESET_FIELD.dest, None)
+  found = _settings.PRESETS.get(name) if name else None
+  return found.hypothesis_profile if found is not None else None
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+  if _settings is None:
+    return
   if not opted_in(config):
     given = _given(config)
     if given:
@@ -111,6 +100,8 @@ def pytest_configure(config: pytest.Config) -> None:
           f"[tool.pytest.ini_options] {INI_CASES} = [\"mypkg.golden_cases\"] and "
           f"{INI_STORE} = \"golden\" (see jaxport's docs/downstream.md).")
     return
+  for w in _IMPORT_WARNINGS:
+    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
   from jaxport.harness import _plugin
   if not config.pluginmanager.has_plugin(PLUGIN_NAME):
     config.pluginmanager.register(_plugin, PLUGIN_NAME)

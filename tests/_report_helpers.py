@@ -38,7 +38,8 @@ def _entry(family: str, case: str, producer: str, status: str, targets: list[str
                            expected="fail" if status == "xfail" else "pass",
                            reason="legacy target removed" if status == "xfail" else None,
                            inside=producer != "0.4.30"),
-       "expected_failure": "legacy target removed" if status == "xfail" else None}
+       "expected_failure": "legacy target removed" if status == "xfail" else None,
+       "findings": _findings(messages or []), "platforms": ["cpu"], "target_verdicts": None}
   e.update(extra)
   return e
 
@@ -64,6 +65,19 @@ def _entries() -> list[dict[str, Any]]:
   ]
 
 
+def _findings(messages: list[str]) -> list[dict[str, Any]]:
+  """The typed findings of ``[kind] message`` texts: a lowering drift is about today's
+  lowering, the rest about the reader the message names."""
+  out = []
+  for m in messages:
+    kind, message = m[1:m.index("]")], m.split("] ", 1)[1]
+    today = kind == "lowering_drift"
+    out.append({"kind": kind, "subject": "today" if today else "reader", "message": message,
+                "reader": None if today else message.split(" ", 1)[0],
+                "detail": message.split(": ", 1)[1] if today else None})
+  return out
+
+
 def run_report(today: str = RUN_DATES[-1], entries: list[dict[str, Any]] | None = None) -> dict[str, Any]:
   """One replay run of the entries above (or ``entries``), with its summary and coverage."""
   entries = sorted(copy.deepcopy(_entries() if entries is None else entries),
@@ -77,7 +91,7 @@ def run_report(today: str = RUN_DATES[-1], entries: list[dict[str, Any]] | None 
   for e in entries:
     e["days_to_expiry"] = 180 - days
   return {
-      "format": 1, "mode": "replay", "platform": "cpu", "today": today, "compat_window_days": 180,
+      "format": 2, "mode": "replay", "platform": "cpu", "today": today, "compat_window_days": 180,
       "strict": False, "readers": ["jaxport", "jax"], "producer": "jaxport",
       "versions": {"jax": "0.10.2", "jaxlib": "0.10.2", "jaxport": "0.1.0", "numpy": "2.0.0"},
       "entries": entries,
@@ -92,6 +106,7 @@ def run_report(today: str = RUN_DATES[-1], entries: list[dict[str, Any]] | None 
       "recorded": [], "session_failures": [], "session_warnings": [],
       "summary": {**counts, "present": len(entries), "replayed": len(entries), "written": 0,
                   "unchanged": 0, "conflict": 0, "error": 0},
+      "shard": None, "lowering_only_targets": {}, "jax_corpus": None, "replay_hosts": [],
   }
 
 
@@ -102,8 +117,8 @@ def history() -> list[dict[str, Any]]:
     entries = _entries()
     for e in entries:
       if e["case_id"] == "qr_f32" and i < 2:
-        e.update(status="pass", kinds=[], messages=[], release=_release("0.10.2", "2026-06-17", "pass"))
+        e.update(status="pass", kinds=[], messages=[], findings=[], release=_release("0.10.2", "2026-06-17", "pass"))
       if e["case_id"] == "svd_f32" and i < 3:
-        e.update(status="pass", kinds=[], messages=[])
+        e.update(status="pass", kinds=[], messages=[], findings=[])
     runs.append(run_report(today, entries))
   return runs

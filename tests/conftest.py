@@ -28,6 +28,7 @@ def fake_harness_run(monkeypatch, tmp_path):
     monkeypatch.setattr(_harness_run.subprocess, "run",
                         lambda cmd, cwd, check: calls.append((cmd, cwd)) or
                         subprocess.CompletedProcess(cmd, returncode))
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "jaxport"\n')
     (tmp_path / "harness" / "tools").mkdir(parents=True)
     for tool in ("record_with_jax.py", "replay_with_jax.py"):
       (tmp_path / "harness" / "tools" / tool).write_text("")

@@ -20,7 +20,10 @@ How to add a golden case for a new custom-call target ``foo_ffi``:
    ``foo_ffi``; keep shapes tiny (4x4) so the entry stays a few kilobytes.
 3. Write ``make_inputs`` returning ``(args, kwargs)`` built from
    ``random_matrix(seed, shape, dtype)``: fixed seeds, no global RNG, so that a
-   re-record is byte-identical.
+   re-record is byte-identical. Write the seed in the case (a table's row carries
+   its own seed): never derive it from the row's position, or inserting a row
+   would change the inputs of the cases after it and their golden entries would no
+   longer match.
 4. Choose the checker (``jaxport/harness/checkers.py``). If results are unique,
    ``allclose``; if they are unique only up to phase, sign, order or pivoting,
    use or write an invariant checker (reconstruction, orthogonality, sorted
@@ -50,7 +53,7 @@ _MODULES = (_lapack, _features, _lowering_only, _cuda, _sharding)
 
 def cases() -> list[Case]:
   """Every case of the repository. jaxport's own were all recorded with 64-bit types on; the
-  release cases run as the releases' recorder ran them (``ReleaseCase.x64``)."""
+  release cases run as the releases' recorder ran them (their own ``enable_x64``)."""
   own = [dataclasses.replace(c, enable_x64=True) for module in _MODULES for c in module.cases()]
   return own + release_cases.cases()
 

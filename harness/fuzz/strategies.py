@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any, Union
 
 from hypothesis import assume, strategies as st
 
+from jaxport.errors import JaxportError
+
 if TYPE_CHECKING:
   from jaxport.harness._replacement import Replacement
 
@@ -179,7 +181,7 @@ def linear(k: int, name: str, c: int) -> Expr:
 # Reading printed dimensions back into trees
 # ---------------------------------------------------------------------------
 
-class DimTextError(ValueError):
+class DimTextError(JaxportError, ValueError):
   """The text does not follow the grammar of a symbolic dimension."""
 
 
@@ -259,13 +261,6 @@ def parse_dim_text(text: str) -> Expr:
   if pos != len(toks):
     raise DimTextError(f"trailing text {toks[pos].string!r} in {text!r}")
   return e
-
-
-def evaluate_dim(d: Any, env: Env) -> int:
-  """The value of an implementation's dimension (an int or a symbolic expression) in ``env``."""
-  if isinstance(d, int):
-    return d
-  return parse_dim_text(str(d)).evaluate(env)
 
 
 # ---------------------------------------------------------------------------

@@ -46,14 +46,6 @@ def _load_cases_module():
   return _release.load_by_path("release_cases", os.path.join(HERE, "release_cases.py"))
 
 
-def _version_tuple(text: str) -> tuple:
-  parts = []
-  for piece in text.split(".")[:3]:
-    digits = "".join(ch for ch in piece if ch.isdigit())
-    parts.append(int(digits or 0))
-  return tuple(parts)
-
-
 def peek_serialization_version(blob: bytes) -> int:
   """Field 0 (uint16) of the flatbuffer root table, or 0 when absent.
 
@@ -108,10 +100,14 @@ def record_case(contract, release, case, platform: str) -> dict:
   directly, or the round trip is refused.
   """
   import jax
-  inputs = [np.asarray(x) for x in case.make_inputs()]
+  args, kwargs = case.make_inputs()
+  if kwargs:
+    raise ValueError(f"{case.case_id}: a release case takes positional arrays only; its inputs "
+                     f"have keyword arguments {sorted(kwargs)}")
+  inputs = [np.asarray(x) for x in args]
   exp = contract.export_function(
       release.exporter, case.fun, tuple(inputs), {}, polymorphic_shapes=case.polymorphic_shapes,
-      platforms=case.platforms, disabled_checks=release.custom_call_checks(case.unguaranteed_targets))
+      platforms=case.platforms, disabled_checks=case.disabled_checks)
   blob = release.serialize(exp, case.vjp_order)
   expected = contract.run_exported(release.deserialize(blob), inputs, call=release.call)
   jitted = jax.jit(case.fun)
@@ -141,9 +137,9 @@ def record_case(contract, release, case, platform: str) -> dict:
       "constraints": None,
       "lowering_only": False,
       "vjp_order": case.vjp_order,
-      "comparison": {"mode": case.mode, "rtol": case.rtol, "atol": case.atol},
+      "comparison": {"mode": case.checker, "rtol": case.rtol, "atol": case.atol},
       # The jax configuration it was exported and run under, to replay it under the same.
-      "x64": bool(case.x64),
+      "x64": bool(case.enable_x64),
   }
   return {"meta": meta, "blob": blob, "inputs": inputs, "expected": expected,
           "module_text": facts["module_text"],
@@ -191,18 +187,14 @@ def main(argv=None) -> int:
     cases = [c for c in cases if c.case_id in args.case]
 
   os.makedirs(args.out, exist_ok=False)
-  jax_version = _version_tuple(jax.__version__)
   skipped = {}
   for case in cases:
-    if jax_version < tuple(case.min_jax):
-      skipped[case.case_id] = f"needs jax >= {'.'.join(map(str, case.min_jax))}"
-      continue
-    if case.max_jax is not None and jax_version > tuple(case.max_jax):
-      skipped[case.case_id] = (f"recorded only by jax <= {'.'.join(map(str, case.max_jax))}, "
-                               "whose lowering reaches the legacy targets")
+    why_not = case.why_not_recordable_by(jax.__version__)
+    if why_not is not None:
+      skipped[case.case_id] = why_not
       continue
     try:
-      if case.x64:
+      if case.enable_x64:
         from jax.experimental import enable_x64
         with enable_x64():
           payload = record_case(contract, release, case, args.platform)

@@ -1,6 +1,6 @@
 """What the scripts run inside an older release's venv share: finding that release's export
-module, loading jaxport's replay contract and checkers by their paths, and keeping the
-scripts' own frames out of module locations.
+module, loading jaxport's replay contract, case type and checkers by their paths, and keeping
+the scripts' own frames out of module locations.
 
 jaxport is not installed in those venvs (it needs a newer jax), so nothing here imports
 it; the scripts load this file by its path as well.
@@ -17,6 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "jaxport", "harness")
 CONTRACT = os.path.join(PACKAGE, "_contract.py")
 CHECKERS = os.path.join(PACKAGE, "checkers.py")
+CASE = os.path.join(PACKAGE, "_case.py")
 
 
 def load_by_path(name: str, path: str):
@@ -36,6 +37,16 @@ def contract():
 def checkers():
   """jaxport's result checkers (``jaxport/harness/checkers.py``)."""
   return load_by_path("jaxport_golden_checkers", CHECKERS)
+
+
+def case_type() -> type:
+  """jaxport's ``Case``: the installed package's where jaxport imports (so that the harness's
+  case registry takes these cases as its own), else ``jaxport/harness/_case.py`` by its path."""
+  try:
+    from jaxport.harness import Case
+  except ImportError:  # an older release's venv: jaxport is not installed (or refuses that jax)
+    return load_by_path("jaxport_case", CASE).Case
+  return Case
 
 
 def export_module():

@@ -23,6 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from jaxport.errors import JaxportError
 from jaxport.harness._releases import parse_version
 
 logger = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ FIRST_PY312_RELEASE = (0, 11, 0)
 _PYENV_VERSION_RE = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
 
 
-class VenvError(RuntimeError):
+class VenvError(JaxportError, RuntimeError):
   """A release venv could not be created or used."""
 
 

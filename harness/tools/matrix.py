@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from jaxport.golden._entry_id import EntryId
 from jaxport.harness import _releases
 
 MATRIX_FORMAT = 1
@@ -102,7 +103,7 @@ def render_text(matrix: dict[str, Any]) -> str:
     for c, cell in matrix["cells"].get(p, {}).items():
       for f in cell["failures"]:
         reason = _FUNCTION_NAME.sub("Function <f> ", (f.get("error") or f["outcome"]).splitlines()[0])[:160]
-        reasons.setdefault((p, c, reason), []).append(f["entry_id"].split("/")[2])
+        reasons.setdefault((p, c, reason), []).append(EntryId.parse(f["entry_id"]).case_id)
   if reasons:
     lines += ["", "Failures by producer, consumer and reason:"]
     for (p, c, reason), cases in sorted(reasons.items()):
@@ -126,7 +127,7 @@ def summarize(matrix: dict[str, Any]) -> dict[str, Any]:
       cells.setdefault(p, {})[c] = {
           "passed": cell["pass"], "replayed": cell["total"] - cell["skip"], "skipped": cell["skip"],
           "must_pass": cell["must_pass"],
-          "failing_cases": sorted({f["entry_id"].split("/")[2] for f in cell["failures"]})}
+          "failing_cases": sorted({EntryId.parse(f["entry_id"]).case_id for f in cell["failures"]})}
   return {"format": SUMMARY_FORMAT, "measured": matrix["today"], "producers": matrix["producers"],
           "consumers": matrix["consumers"], "cells": cells}
 

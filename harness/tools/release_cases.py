@@ -1,10 +1,13 @@
 """Cases that older jax releases can record, using only jax's public API.
 
 This module is executed inside a virtual environment holding an older jax
-release (see ``record_with_jax.py``), so it imports nothing from jaxport or
-from the rest of the repository: only ``jax``, ``jax.numpy`` and ``numpy``.
-The harness's case registry lists these cases too (``cases()``), so entries
-of older producers are replayed against today's lowering of the same function.
+release (see ``record_with_jax.py``), so it imports nothing from jaxport's
+package or from the rest of the repository: only ``jax``, ``jax.numpy``,
+``numpy``, and the case type ``jaxport/harness/_case.py`` (numpy only), loaded
+by its path there (``_release_jax.case_type``). Its cases are plain
+``jaxport.harness.Case`` values, so the harness's case registry lists them too
+(``cases()``), and entries of older producers are replayed against today's
+lowering of the same function.
 
 Every case returns plain tuples of arrays (older releases cannot serialize
 NamedTuple results) and, where a decomposition is not unique (eig, eigh,
@@ -13,13 +16,15 @@ order, reconstructions, normalised signs. A plain ``allclose`` comparison is
 then enough for every producer and consumer.
 
 Adding a case, step by step:
-  1. Write ``_make_<name>()`` returning a ``ReleaseCase``: a function of
-     arrays, a deterministic input builder (``numpy.random.RandomState``),
-     and tolerances fit for float32.
+  1. Write ``_make_<name>()`` returning ``_case(...)``, a ``Case``: a function of
+     arrays, a deterministic input builder (``numpy.random.RandomState`` with a
+     seed written in the case, never derived from its place in a table), and
+     tolerances fit for float32.
   2. Add it to ``SPECS`` with its family and the custom-call targets the
-     current lowering emits. Set ``min_jax`` if older releases lack an API,
-     ``max_jax`` if only older releases should record it (the dtype variants
-     of the legacy LAPACK cases), ``x64`` for 64-bit inputs.
+     current lowering emits. Narrow ``record_range`` (default: every release from
+     ``MIN_JAX`` on) if older releases lack an API, or if only older releases
+     should record it (the dtype variants of the legacy LAPACK cases,
+     ``LEGACY_RANGE``); set ``enable_x64`` for 64-bit inputs.
   3. Record it: ``python harness/tools/record_with_jax.py --jax 0.9.2``.
   4. Add a row to ``harness/expected_status.json`` if a producer is expected
      to fail under the current build, with the reason.
@@ -28,34 +33,35 @@ Adding a case, step by step:
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
+# What the release scripts share. Run in a release's venv, this folder is on sys.path;
+# imported by the harness and the tests, the repository's package is.
+try:
+  import _release_jax as _release
+except ImportError:
+  from harness.tools import _release_jax as _release
+
+Case = _release.case_type()
 
 # The oldest release whose export API the recorder drives (jax.experimental.export).
-MIN_JAX = (0, 4, 26)
+MIN_JAX = "0.4.26"
+# Every release from MIN_JAX on records a case unless it says otherwise.
+ANY_RELEASE = (MIN_JAX, None)
 
 
-@dataclasses.dataclass(frozen=True)
-class ReleaseCase:
-  """One function to export with an older release, and how to check it."""
-  case_id: str
-  family: str
-  fun: Callable
-  make_inputs: Callable[[], list]
-  rtol: float = 1e-5
-  atol: float = 1e-5
-  mode: str = "allclose"
-  polymorphic_shapes: Sequence[str] | None = None
-  platforms: Sequence[str] | None = None
-  vjp_order: int = 0
-  min_jax: tuple = MIN_JAX
-  max_jax: tuple | None = None
-  x64: bool = False          # 64-bit inputs: record with jax_enable_x64 on
-  # Targets older releases lower to without a stability guarantee; exported with
-  # DisabledSafetyCheck.custom_call, as a user of those releases had to.
-  unguaranteed_targets: tuple = ()
+def _case(case_id: str, family: str, fun: Callable, make_args: Callable[[], list], *,
+          rtol: float = 1e-5, atol: float = 1e-5, unguaranteed_targets: tuple[str, ...] = (),
+          record_range: tuple[str, str | None] = ANY_RELEASE, **fields) -> Case:
+  """A release case: ``make_args`` gives the positional arrays; ``unguaranteed_targets`` are
+  targets older releases lower to without a stability guarantee, exported with
+  ``DisabledSafetyCheck.custom_call`` of the recording release, as a user of it had to."""
+  checks = tuple(_release.export_module().DisabledSafetyCheck.custom_call(t)
+                 for t in unguaranteed_targets)
+  return Case(case_id, family, fun, lambda: (tuple(make_args()), {}), rtol=rtol, atol=atol,
+              disabled_checks=checks, record_range=record_range, **fields)
 
 
 def _rng(seed: int) -> np.random.RandomState:
@@ -99,8 +105,8 @@ def _make_cholesky():
 
   def cholesky(a):
     return (jnp.linalg.cholesky(a),)
-  return ReleaseCase("release_cholesky_f32", "lapack_potrf", cholesky,
-                     lambda: [_spd(4, 1)], rtol=1e-5, atol=1e-5)
+  return _case("release_cholesky_f32", "lapack_potrf", cholesky,
+               lambda: [_spd(4, 1)], rtol=1e-5, atol=1e-5)
 
 
 def _make_cholesky_poly():
@@ -111,8 +117,8 @@ def _make_cholesky_poly():
 
   def inputs():
     return [np.stack([_spd(3, 10), _spd(3, 11)])]
-  return ReleaseCase("release_cholesky_poly_f32", "lapack_potrf", cholesky_batch,
-                     inputs, polymorphic_shapes=("b, 3, 3",))
+  return _case("release_cholesky_poly_f32", "lapack_potrf", cholesky_batch,
+               inputs, polymorphic_shapes=("b, 3, 3",))
 
 
 def _make_qr():
@@ -122,8 +128,8 @@ def _make_qr():
     q, r = jnp.linalg.qr(a)
     signs = jnp.where(jnp.diagonal(r) < 0, -1.0, 1.0).astype(a.dtype)
     return (q * signs[None, :], r * signs[:, None])
-  return ReleaseCase("release_qr_f32", "lapack_geqrf", qr, lambda: [_general((4, 3), 2)],
-                     rtol=1e-4, atol=1e-5)
+  return _case("release_qr_f32", "lapack_geqrf", qr, lambda: [_general((4, 3), 2)],
+               rtol=1e-4, atol=1e-5)
 
 
 def _make_eigh():
@@ -132,8 +138,8 @@ def _make_eigh():
   def eigh(a):
     w, v = jnp.linalg.eigh(a)
     return (w, (v * w[None, :]) @ jnp.conj(v).T)
-  return ReleaseCase("release_eigh_f32", "lapack_syevd", eigh, lambda: [_symmetric(4, 3)],
-                     rtol=1e-4, atol=1e-5)
+  return _case("release_eigh_f32", "lapack_syevd", eigh, lambda: [_symmetric(4, 3)],
+               rtol=1e-4, atol=1e-5)
 
 
 def _make_eigh_c64():
@@ -147,7 +153,7 @@ def _make_eigh_c64():
     rng = _rng(4)
     m = rng.uniform(-1, 1, (3, 3)) + 1j * rng.uniform(-1, 1, (3, 3))
     return [((m + np.conj(m.T)) / 2).astype(np.complex64)]
-  return ReleaseCase("release_eigh_c64", "lapack_syevd", eigh, inputs, rtol=1e-4, atol=1e-5)
+  return _case("release_eigh_c64", "lapack_syevd", eigh, inputs, rtol=1e-4, atol=1e-5)
 
 
 def _make_eig():
@@ -158,8 +164,8 @@ def _make_eig():
     residual = jnp.abs(a.astype(w.dtype) @ v - v * w[None, :]).max()
     order = jnp.lexsort((jnp.round(w.imag, 4), jnp.round(w.real, 4)))
     return (w[order], residual)
-  return ReleaseCase("release_eig_f32", "lapack_geev", eig, lambda: [_general((4, 4), 5)],
-                     rtol=1e-4, atol=1e-4)
+  return _case("release_eig_f32", "lapack_geev", eig, lambda: [_general((4, 4), 5)],
+               rtol=1e-4, atol=1e-4)
 
 
 def _make_svd():
@@ -168,8 +174,8 @@ def _make_svd():
   def svd(a):
     u, s, vh = jnp.linalg.svd(a, full_matrices=False)
     return (s, (u * s[None, :]) @ vh)
-  return ReleaseCase("release_svd_f32", "lapack_gesdd", svd, lambda: [_general((4, 3), 6)],
-                     rtol=1e-4, atol=1e-5)
+  return _case("release_svd_f32", "lapack_gesdd", svd, lambda: [_general((4, 3), 6)],
+               rtol=1e-4, atol=1e-5)
 
 
 def _make_lu():
@@ -178,8 +184,8 @@ def _make_lu():
   def lu(a):
     lu_, pivots, perm = lax.linalg.lu(a)
     return (lu_, pivots, perm)
-  return ReleaseCase("release_lu_f32", "lapack_getrf", lu, lambda: [_general((4, 4), 7)],
-                     rtol=1e-5, atol=1e-5)
+  return _case("release_lu_f32", "lapack_getrf", lu, lambda: [_general((4, 4), 7)],
+               rtol=1e-5, atol=1e-5)
 
 
 def _make_hessenberg():
@@ -190,9 +196,9 @@ def _make_hessenberg():
     h, taus = lax.linalg.hessenberg(a)
     # Below the first subdiagonal LAPACK leaves its reflectors; keep H only.
     return (jnp.triu(h, -1), taus)
-  return ReleaseCase("release_hessenberg_f32", "lapack_gehrd", hessenberg,
-                     lambda: [_general((4, 4), 8)], rtol=1e-4, atol=1e-5,
-                     unguaranteed_targets=("lapack_sgehrd",))
+  return _case("release_hessenberg_f32", "lapack_gehrd", hessenberg,
+               lambda: [_general((4, 4), 8)], rtol=1e-4, atol=1e-5,
+               unguaranteed_targets=("lapack_sgehrd",))
 
 
 def _make_schur():
@@ -202,8 +208,8 @@ def _make_schur():
   def schur(a):
     t, z = lax.linalg.schur(a)
     return ((z @ t) @ z.T, jnp.trace(t))
-  return ReleaseCase("release_schur_f32", "lapack_gees", schur, lambda: [_general((4, 4), 9)],
-                     rtol=1e-4, atol=1e-5)
+  return _case("release_schur_f32", "lapack_gees", schur, lambda: [_general((4, 4), 9)],
+               rtol=1e-4, atol=1e-5)
 
 
 def _make_triangular_solve():
@@ -215,7 +221,7 @@ def _make_triangular_solve():
   def inputs():
     a = np.tril(_general((4, 4), 12)) + 4 * np.eye(4, dtype=np.float32)
     return [a.astype(np.float32), _general((4, 2), 13)]
-  return ReleaseCase("release_triangular_solve_f32", "lapack_trsm", solve, inputs)
+  return _case("release_triangular_solve_f32", "lapack_trsm", solve, inputs)
 
 
 def _make_tridiagonal():
@@ -224,9 +230,9 @@ def _make_tridiagonal():
   def tridiagonal(a):
     _, d, e, _ = lax.linalg.tridiagonal(a, lower=True)
     return (d, e)
-  return ReleaseCase("release_tridiagonal_f32", "lapack_sytrd", tridiagonal,
-                     lambda: [_symmetric(4, 14)], rtol=1e-4, atol=1e-5,
-                     unguaranteed_targets=("lapack_ssytrd",))
+  return _case("release_tridiagonal_f32", "lapack_sytrd", tridiagonal,
+               lambda: [_symmetric(4, 14)], rtol=1e-4, atol=1e-5,
+               unguaranteed_targets=("lapack_ssytrd",))
 
 
 def _make_tridiagonal_solve():
@@ -243,8 +249,8 @@ def _make_tridiagonal_solve():
     du[-1] = 0.0
     d = (4.0 + _general((n,), 17)).astype(np.float32)
     return [dl, d, du, _general((n, 2), 18)]
-  return ReleaseCase("release_tridiagonal_solve_f32", "lapack_gtsv", solve,
-                     inputs)
+  return _case("release_tridiagonal_solve_f32", "lapack_gtsv", solve,
+               inputs)
 
 
 def _make_poly_matmul():
@@ -252,9 +258,9 @@ def _make_poly_matmul():
 
   def gram(x):
     return (jnp.sum(x @ x.T, axis=0), x.shape[0] * jnp.ones((), x.dtype))
-  return ReleaseCase("release_poly_gram_f32", "feature_shape_poly", gram,
-                     lambda: [_general((3, 4), 19)],
-                     polymorphic_shapes=("b, 4",))
+  return _case("release_poly_gram_f32", "feature_shape_poly", gram,
+               lambda: [_general((3, 4), 19)],
+               polymorphic_shapes=("b, 4",))
 
 
 def _make_multi_platform():
@@ -262,8 +268,8 @@ def _make_multi_platform():
 
   def sin_cos(x):
     return (jnp.sin(x) * jnp.cos(x),)
-  return ReleaseCase("release_multi_platform_f32", "feature_multi_platform", sin_cos,
-                     lambda: [_general((5,), 20)], platforms=("cpu", "cuda"))
+  return _case("release_multi_platform_f32", "feature_multi_platform", sin_cos,
+               lambda: [_general((5,), 20)], platforms=("cpu", "cuda"))
 
 
 def _make_vjp():
@@ -271,14 +277,15 @@ def _make_vjp():
 
   def tanh_sum(x):
     return (jnp.tanh(x).sum(),)
-  return ReleaseCase("release_vjp_tanh_f32", "feature_vjp", tanh_sum,
-                     lambda: [_general((6,), 21)], vjp_order=1)
+  return _case("release_vjp_tanh_f32", "feature_vjp", tanh_sum,
+               lambda: [_general((6,), 21)], vjp_order=1)
 
 
 # Dtype variants of the LAPACK/BLAS cases, recorded only by the releases that
 # lower them to the legacy untyped targets (jax <= 0.4.30), so that every
 # rule of ``jaxport.upgrade`` is exercised on the s, d, c and z targets.
-LEGACY_MAX_JAX = (0, 4, 30)
+LEGACY_MAX_JAX = "0.4.30"
+LEGACY_RANGE = (MIN_JAX, LEGACY_MAX_JAX)
 _VARIANT_DTYPES = {"f64": np.float64, "c64": np.complex64, "c128": np.complex128}
 _LETTER = {"f32": "s", "f64": "d", "c64": "c", "c128": "z"}
 
@@ -386,9 +393,9 @@ def _variant_maker(name, family, tag, build, unguaranteed):
 
   def make():
     fun, inputs, tol = build(tag, dtype)
-    return ReleaseCase(f"release_{name}_{tag}", family, fun, inputs, rtol=tol, atol=tol,
-                       max_jax=LEGACY_MAX_JAX, x64=tag in ("f64", "c128"),
-                       unguaranteed_targets=unguaranteed)
+    return _case(f"release_{name}_{tag}", family, fun, inputs, rtol=tol, atol=tol,
+                 record_range=LEGACY_RANGE, enable_x64=tag in ("f64", "c128"),
+                 unguaranteed_targets=unguaranteed)
   return make
 
 
@@ -461,38 +468,22 @@ SPECS = {
 }
 
 
-def expressible(case_id: str, version: tuple) -> bool:
-  """Whether release ``version`` (a tuple) records ``case_id`` at all (its min/max release)."""
-  last = LEGACY_MAX_JAX if case_id in _VARIANT_SPECS else None
-  return tuple(version) >= MIN_JAX and (last is None or tuple(version) <= last)
-
-
-def all_cases() -> list[ReleaseCase]:
-  """Every release case, in a fixed order (building them imports jax)."""
+def all_cases() -> list[Case]:
+  """Every release case, in a fixed order, with its targets from ``SPECS`` (building them
+  imports jax)."""
   out = []
-  for case_id, (family, _, make) in SPECS.items():
+  for case_id, (family, targets, make) in SPECS.items():
     case = make()
     if (case.case_id, case.family) != (case_id, family):
       raise ValueError(f"release case {case_id}: its maker builds {case.case_id!r} of family "
                        f"{case.family!r}; SPECS says {family!r}.")
-    out.append(case)
+    if case.record_range is None or case.rtol is None or case.atol is None:
+      raise ValueError(f"release case {case_id}: give it a record_range and its rtol and atol "
+                       "(the recorder compares the round trip with them).")
+    out.append(dataclasses.replace(case, targets=tuple(targets)))
   return out
 
 
-def cases() -> list:
-  """The release cases as ``harness.cases`` Cases, so the registry can replay them.
-
-  Imported lazily: older releases run this module without the harness.
-  """
-  from jaxport.harness import Case
-  out = []
-  for case in all_cases():
-    out.append(Case(
-        case_id=case.case_id, family=case.family, fun=case.fun,
-        make_inputs=lambda case=case: (tuple(case.make_inputs()), {}),
-        targets=tuple(t for t in SPECS[case.case_id][1]), checker=case.mode,
-        rtol=case.rtol, atol=case.atol,
-        platforms=tuple(case.platforms) if case.platforms else None,
-        polymorphic_shapes=tuple(case.polymorphic_shapes) if case.polymorphic_shapes else None,
-        vjp_order=case.vjp_order, enable_x64=case.x64))
-  return out
+def cases() -> list[Case]:
+  """The case-module hook: the release cases, for the harness's case registry."""
+  return all_cases()

@@ -29,7 +29,6 @@ from jaxport.releases import _features as artifact_runs_on
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_WINDOW_DAYS = 180
 # Below this many days left, an entry is reported as expiring soon (a warning).
 SOON_DAYS = 30
 

@@ -1,8 +1,8 @@
 """``jaxport bisect ENTRY --releases A..B``: the first jax release that breaks a golden entry.
 
-The work is done by ``harness/tools/bisect_release.py`` (it drives the release
-venvs of ``harness/tools/_venvs.py``), run from the repository root like
-``jaxport record --with-jax``.
+The work is done by ``harness/tools/bisect_release.py`` of a jaxport source checkout
+(it drives the release venvs of ``harness/tools/_venvs.py``), run from the checkout's
+root like ``jaxport record --with-jax``; outside a checkout the subcommand refuses.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jaxport.errors import GoldenDataError
+from jaxport.cli import _checkout
 
 logger = logging.getLogger(__name__)
-TOOL = "harness/tools/bisect_release.py"
+TOOL = _checkout.release_tool("bisect_release.py")
 
 
 def add_parser(add) -> None:
@@ -62,10 +62,7 @@ def command(args, root: Path) -> list[str]:
 
 def run(args) -> int:
   root = Path(args.project).resolve() if args.project else Path.cwd()
-  if not (root / TOOL).is_file():
-    raise GoldenDataError(f"jaxport bisect runs {TOOL} of jaxport's own repository, which {root} "
-                          "does not hold; run it in a jaxport checkout or pass --project with "
-                          "its path.")
+  _checkout.require_tool(root, Path(TOOL).name, "bisect")
   cmd = command(args, root)
   logger.info("running in %s: %s", root, " ".join(cmd))
   return subprocess.run(cmd, cwd=root, check=False).returncode

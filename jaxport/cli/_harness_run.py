@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from jaxport.cli import _checkout
 from jaxport.errors import GoldenDataError, JaxportError
 
 logger = logging.getLogger(__name__)
@@ -27,8 +28,6 @@ PROGRESS_ARGS = ("-p", "jaxport.cli._pytest_progress", "-o", "console_output_sty
 # Modules the harness needs that only the ``test`` extra installs: module -> package to install.
 HARNESS_MODULES = {"pytest": "pytest"}
 XDIST_MODULE = ("xdist", "pytest-xdist")
-# The multi-release tools live in jaxport's own repository, not in the package.
-RELEASE_TOOLS = Path("harness") / "tools"
 
 
 def missing_packages(extra: list[str]) -> list[str]:
@@ -60,11 +59,15 @@ def release_tool_command(action: str, *, with_jax: str, report: str | None,
   if extra and extra[0] == "--":
     extra = extra[1:]
   if action == "record":
-    return [sys.executable, str(RELEASE_TOOLS / "record_with_jax.py"), "--jax", with_jax,
+    return [sys.executable, _checkout.release_tool(_with_jax_tool(action)), "--jax", with_jax,
             *extra]
   out = Path(report or f"reports/with-jax-{with_jax}").resolve()
-  return [sys.executable, str(RELEASE_TOOLS / "replay_with_jax.py"), "--jax", with_jax, "--out",
-          str(out), *extra]
+  return [sys.executable, _checkout.release_tool(_with_jax_tool(action)), "--jax", with_jax,
+          "--out", str(out), *extra]
+
+
+def _with_jax_tool(action: str) -> str:
+  return f"{action}_with_jax.py"
 
 
 def project_dir(project: str | None) -> Path:
@@ -81,11 +84,7 @@ def run(action: str, *, platform: str, report: str | None, extra: list[str],
   """Run the project's golden items (or, ``with_jax``, a multi-release tool)."""
   root = project_dir(project)
   if with_jax is not None:
-    if not (root / RELEASE_TOOLS / f"{action}_with_jax.py").is_file():
-      raise GoldenDataError(
-          f"--with-jax runs the multi-release tools of jaxport's own repository "
-          f"({RELEASE_TOOLS}/{action}_with_jax.py), which {root} does not hold; pass "
-          "--project with the path of a jaxport checkout")
+    _checkout.require_tool(root, _with_jax_tool(action), "--with-jax")
     cmd = release_tool_command(action, with_jax=with_jax, report=report, extra=extra)
   else:
     missing = missing_packages(extra)

@@ -29,9 +29,11 @@ from jaxport.cli import _audit as audit
 from jaxport.corpus import _import as importer
 from jaxport import _progress
 from jaxport._progress import track
+from jaxport._vocabulary import ANY_PLATFORM, EXPIRY_WINDOW_DAYS, PLATFORMS
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
+from jaxport.harness import _settings
 from jaxport.harness._project import Project, ProjectTargets
 from jaxport.releases import _features as artifact_runs_on
 
@@ -42,7 +44,6 @@ EXIT_PROBLEMS = 1
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 DEFAULT_ROOT = "compat_data"
-PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 
 
 def _date(text: str) -> datetime.date:
@@ -83,8 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
   _add_project(p, "audit its store when no PATH is given, re-lower its case modules "
                   "(jaxport_cases, imported from the project's root and pytest pythonpath, as "
                   "the harness does) and count its jaxport_stable_targets as stable")
-  p.add_argument("--window-days", type=_non_negative, default=180,
-                 help="days an artifact stays supported after recording (default 180)")
+  p.add_argument("--window-days", type=_non_negative, default=EXPIRY_WINDOW_DAYS,
+                 help="days an artifact stays supported after recording (default "
+                      f"{EXPIRY_WINDOW_DAYS})")
   p.add_argument("--today", type=_date, default=None, help="audit as of this date (default today)")
   p.add_argument("--cases", action="append", default=None, metavar="MODULE",
                  help="re-lower the cases of this case module (repeatable) to check signature "
@@ -95,8 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
                  help="do not re-lower cases to compare custom-call signatures")
   p.add_argument("--stable-targets", default=None, metavar="FILE",
                  help="JSON file of the custom-call targets the project guarantees "
-                      '({"cpu": ["my_target"], "any": [...]}); they count as stable besides '
-                      "jaxport's table (and the --project's jaxport_stable_targets)")
+                      f'({{"cpu": ["my_target"], "{ANY_PLATFORM}": [...]}}); they count as '
+                      "stable besides jaxport's table (and the --project's jaxport_stable_targets)")
   p.add_argument("--json", action="store_true", help="print JSON")
   _parser.add_options(p)
 
@@ -146,15 +148,18 @@ def build_parser() -> argparse.ArgumentParser:
                      ("replay", "replay golden entries: pytest --compat-only")):
     p = add(name, help=text, description=text + ", in the project's directory; other "
             "arguments go to pytest.")
-    p.add_argument("--platform", choices=PLATFORMS, default="cpu")
+    platform = _settings.FIELDS_BY_NAME["platform"]
+    p.add_argument("--platform", choices=platform.choices, default=platform.default,
+                   help=f"{platform.flag}: {platform.help_text()}")
     p.add_argument("--project", default=None, metavar="DIR",
                    help="the project whose pytest configuration opts into the harness "
                         "(default: the working directory)")
-    p.add_argument("--compat-report", default=None, metavar="PATH",
-                   help="write the harness's compatibility report here")
+    report = _settings.FIELDS_BY_NAME["report"]
+    p.add_argument(report.flag, default=None, metavar="PATH", help=report.help_text())
     p.add_argument("--with-jax", default=None, metavar="VERSION",
-                   help=f"{name} with an older jax release in its own venv (harness/tools/"
-                        f"{name}_with_jax.py; see docs/multi-release.md)")
+                   help=f"{name} with an older jax release in its own venv (needs a jaxport "
+                        "source checkout, whose release-venv tools do it; see "
+                        "docs/multi-release.md)")
   _report.add_parser(sub, common)
   upgrader.add_parser(add)
   _bisect.add_parser(add)
@@ -257,9 +262,12 @@ def _audit(args, extra) -> int:
                        "golden entry or store), or --project DIR for the project's store.")
   if not paths:
     paths = [str(_store_of(project, "PATH"))]
-  relowerer = None if args.no_drift else _relowerer(args, project)
-  if relowerer is not None:
-    relowerer.load()  # a case module that fails to import stops the audit, before any result
+  # The case modules load even with --no-drift: they register the project's pytree and effect
+  # types, which its entries need to deserialize. A module that fails to import stops the
+  # audit, before any result.
+  cases = _relowerer(args, project)
+  cases.load()
+  relowerer = None if args.no_drift else cases
   artifacts = [a for p in paths for a in _artifacts.find_artifacts(p)]
   if not artifacts:
     raise JaxportError(f"no artifacts found under {', '.join(paths)} (looked for golden "

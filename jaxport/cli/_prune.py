@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from jaxport.errors import GoldenDataError
+from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._store import Entry, GoldenStore
 
 
-class Interrupted(Exception):
+class Interrupted(JaxportError):
   """An interrupt (SIGINT) stopped the removal: what was removed and what was not."""
 
   def __init__(self, removed: Sequence[Entry], remaining: Sequence[Entry]):

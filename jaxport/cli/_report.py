@@ -1,6 +1,9 @@
 """``jaxport report``: merge the reports of a run's shards; render a run (and its history) as pages.
 
-``merge SHARD.json... -o RUN.json`` writes the report of the whole run;
+``merge SHARD.json... -o RUN.json`` writes the report of the whole run; with
+``--project DIR`` it also runs the session-level checks the shards deferred
+(coverage, tripwire, missing and orphaned cases) against the project's store and
+cases, with the code an unsharded run uses, and fails as that run would;
 ``render RUN.json [EARLIER.json...] --html OUT.html --markdown OUT.md`` writes
 the page and the job summary (Markdown to stdout when no output is named).
 Registration is self-contained: ``_main`` calls :func:`add_parser` and
@@ -10,14 +13,19 @@ dispatches to :func:`run`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from jaxport import report
 from jaxport._progress import track
 from jaxport.errors import ReportError
 from jaxport.report._files import write_text_atomically
+from jaxport.report._merge import check_complete
+from jaxport.report._model import platform_of
 
 logger = logging.getLogger(__name__)
 
@@ -30,13 +38,21 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
   # -v/-q belong to the actions (``jaxport report render -q``), so only they take ``common``.
   p = sub.add_parser(COMMAND, help="merge shard reports; render reports as HTML and Markdown",
                      description="Work with the harness's JSON compatibility reports "
-                                 "(pytest harness/ --compat-report=RUN.json).")
+                                 "(pytest --compat-report=RUN.json).")
   actions = p.add_subparsers(dest="report_action", required=True, metavar="ACTION")
   m = actions.add_parser("merge", parents=[common], help="combine the reports of a run's shards",
                          description="Combine the reports of disjoint shards of one harness run "
                                      "into the report of the whole run.")
   m.add_argument("shards", nargs="+", metavar="SHARD.json")
   m.add_argument("-o", "--output", required=True, metavar="RUN.json", help="the merged report")
+  m.add_argument("--project", default=None, metavar="DIR",
+                 help="the project the shards ran (its pytest configuration, as jaxport audit "
+                      "--project reads it): run the coverage, tripwire and missing-case checks "
+                      "on the merged run against its store and case modules; the shards must "
+                      "be exactly 1/N..N/N of one run")
+  m.add_argument("--store", default=None, metavar="DIR",
+                 help="with --project: the golden store the shards replayed (default: the "
+                      "project's jaxport_store)")
   r = actions.add_parser("render", parents=[common], help="write the page and the job summary",
                          description="Render a run's report as one self-contained HTML page and as "
                                      "Markdown; earlier runs' reports add the history. Without "
@@ -56,12 +72,66 @@ def _merge(args: argparse.Namespace) -> int:
   if any(out.resolve() == Path(s).resolve() for s in args.shards):
     raise ReportError(f"-o {out} is one of the shard reports; write the merged report to a new "
                       "file so no shard is overwritten.")
-  merged = report.merge_reports(_load_all(args.shards, "reading shard"))
+  shards = _load_all(args.shards, "reading shard")
+  if args.project is None:
+    merged = report.merge_reports(shards)
+  else:
+    from jaxport.cli import _project  # imports pytest, which only --project needs
+    merged = merge_and_check(shards, _project.read(args.project),
+                             None if args.store is None else Path(args.store))
   report.write_report(merged, out)
   s = merged.summary
-  logger.info("merged %d shard reports into %s: %d entries replayed of %d present",
-              len(args.shards), out, s.replayed, s.present)
-  return 0
+  logger.info("merged %d shard reports into %s: %d entries replayed of %d present, %d failed, "
+              "%d session failures", len(args.shards), out, s.replayed, s.present,
+              s.counts[report.Status.FAIL], len(merged.session_failures))
+  if args.project is None:
+    return 0
+  for failure in merged.session_failures:
+    logger.info("SESSION FAIL %s", failure)
+  return 0 if merged.ok else 1
+
+
+def merge_and_check(shards: Sequence[report.RunReport], project: Any,
+                    store: Path | None = None) -> report.RunReport:
+  """The report of the whole run from its shards' reports, with the session-level checks
+  the shards deferred run on it against ``project`` (a ``jaxport.harness.Project``) and its
+  store (or ``store``), as the harness session runs them at the end of an unsharded run."""
+  from jaxport.cli._relower import FROM_PROJECT, Relowerer
+  from jaxport.golden._store import GoldenStore
+  from jaxport.harness import _coverage as coverage
+  from jaxport.harness import _devices
+
+  check_complete(shards)
+  merged = report.merge_reports(shards)
+  platform = merged.platform
+  checked = _devices.checked_platforms(platform)
+  store = project.store if store is None else store
+  entries, _ = GoldenStore(store).listing(
+      platform=checked[0] if len(checked) == 1 else None)
+  present = [e.entry_id for e in entries if platform_of(e.entry_id) in checked]
+  if len(present) != merged.summary.present:
+    raise ReportError(f"the shards saw {merged.summary.present} {platform} entries but the "
+                      f"store {store} holds {len(present)}; merge against the "
+                      "store the shards replayed (--store).")
+  cases = Relowerer(project.case_modules, project.paths, FROM_PROJECT)
+  cases.load()  # the project's code: a module that fails to import is one error naming it
+  registry = cases.registry
+  registered = registry.cases_for(platform)
+  lowered_for = {p for c in registered if c.lowering_only for p in c.export_platforms()}
+  targets = coverage.target_coverage(merged.entries, platform, project)
+  other = coverage.lowering_only_coverage(merged.entries, lowered_for, registry.unreachable(),
+                                          project)
+  checks = coverage.session_checks(
+      platform, project, targets=targets, other=other, entries=merged.entries, present=present,
+      case_ids=[c.case_id for c in registered],
+      checked_case_ids=[c.case_id for p in checked for c in registry.cases_for(p)],
+      strict=merged.strict)
+  deferred = {coverage.shard_skip(r.shard) for r in shards}
+  return dataclasses.replace(
+      merged, targets=targets, lowering_only_targets=other,
+      skips=(*(x for x in merged.skips if x not in deferred), *checks.skips),
+      session_failures=(*merged.session_failures, *checks.failures),
+      session_warnings=(*sorted(merged.session_warnings), *checks.warnings))
 
 
 def _render(args: argparse.Namespace) -> int:

@@ -1,0 +1,1 @@
+"""Importing jax's own back-compat test data into golden entries (``jaxport import-jax-testdata``)."""

@@ -14,11 +14,10 @@ import json
 from collections.abc import Mapping
 from importlib import resources
 
+from jaxport._vocabulary import ANY_PLATFORM
 from jaxport.errors import ExportError
 
 _DATA_FILE = "stable_targets.json"
-# The key under which targets not tied to one platform are listed.
-ANY_PLATFORM = "any"
 
 
 @functools.cache

@@ -102,7 +102,7 @@ def _custom_call_error(sites: list[_walk.CustomCallSite], fun_name: str,
       f"compatibility guarantees. See {_DOCS_URL}. Examples are:\n{examples}.\n"
       + jax_messages.custom_call_disabled_note(allowed_unstable)
       + f"While exporting '{fun_name}', these targets are not in jaxport's table of "
-      f"stable targets (jaxport/custom_calls/stable_targets.json):\n{targets}\n"
+      f"stable targets (the stable_targets.json shipped with jaxport):\n{targets}\n"
       "A module calling them may stop working when jaxlib changes. To export "
       f"anyway, pass disabled_checks=[{allow}] to jaxport.export "
       "(DisabledSafetyCheck.custom_call('ALL') allows every target).")

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from jaxport import _json
+from jaxport._vocabulary import PLATFORMS
 from jaxport.errors import GoldenDataError
 from jaxport.golden._host import Host
 
@@ -33,8 +34,6 @@ from jaxport.golden._host import Host
 FORMAT_VERSION = 2
 # The first format version that may hold each optional field.
 _OPTIONAL_SINCE = {"jax_config": 1, "revision": 1, "host": 2, "min_consumer": 2}
-
-PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 
 MANIFEST_FILE = "manifest.json"
 BLOB_FILE = "exported.bin"
@@ -235,7 +234,7 @@ class Manifest:
       raise GoldenDataError(
           f"{where}: field 'digest' is missing. Every manifest written by jaxport carries "
           "a digest of its other fields; this file was not written by jaxport or was edited. "
-          "Re-record the entry (pytest harness/ --record).")
+          "Re-record the entry (pytest --compat-record).")
     _validate(d, where)
     computed = _digest(d)
     if recorded != computed:
@@ -243,7 +242,7 @@ class Manifest:
           f"{where}: digest mismatch: the manifest records {recorded!r} but its fields hash "
           f"to {computed!r}, so a field was edited after recording. Golden entries are "
           "immutable: restore the file from version control or record a new entry "
-          "(pytest harness/ --record).")
+          "(pytest --compat-record).")
     return _from_dict(d)
 
 

@@ -40,6 +40,7 @@ import numpy as np
 
 from jaxport import _limits
 from jaxport.errors import GoldenDataError
+from jaxport.golden._entry_id import FOLDER_FORM, FOLDER_RE
 from jaxport.golden._manifest import (
     BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE, MODULE_FILE, PLATFORMS, SHARDINGS_FILE,
     FIRST_REVISION, MAX_REVISION, ArraySpec, Manifest, _parse_json, _pretty, is_safe_name)
@@ -47,8 +48,8 @@ from jaxport.golden._manifest import (
 logger = logging.getLogger(__name__)
 
 # <YYYY-MM-DD>[.<revision>]_jax-<version>; a revision is 2 to MAX_REVISION (no leading zero).
-_DIR_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?:\.([2-9]|[1-9]\d{1,2}))?_jax-(.+)")
-_DIR_FORM = "<YYYY-MM-DD>[.<revision>]_jax-<version>"
+_DIR_RE = FOLDER_RE
+_DIR_FORM = FOLDER_FORM
 _TMP_PREFIX = ".tmp-"
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 # A temporary directory of a write or prune this old was left by a process that was killed

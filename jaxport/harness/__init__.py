@@ -19,7 +19,11 @@ _EXPORTS = {
     "Project": "jaxport.harness._project",
     "ProjectTargets": "jaxport.harness._project",
     "CaseRegistry": "jaxport.harness._registry",
+    "Checker": "jaxport.harness.checkers",
+    "CheckerRegistry": "jaxport.harness.checkers",
+    "Judge": "jaxport.harness.checkers",
     "Verdict": "jaxport.harness.checkers",
+    "judged": "jaxport.harness.checkers",
     "register_checker": "jaxport.harness.checkers",
 }
 
@@ -36,7 +40,14 @@ if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
       ProjectTargets as ProjectTargets,
   )
   from jaxport.harness._registry import CaseRegistry as CaseRegistry
-  from jaxport.harness.checkers import Verdict as Verdict, register_checker as register_checker
+  from jaxport.harness.checkers import (
+      Checker as Checker,
+      CheckerRegistry as CheckerRegistry,
+      Judge as Judge,
+      Verdict as Verdict,
+      judged as judged,
+      register_checker as register_checker,
+  )
 
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = _lazy.attach(globals(), _EXPORTS)

@@ -59,16 +59,15 @@ from typing import Any
 from jaxport._isolation._process import exit_text
 from jaxport.golden._host import Host
 from jaxport.harness import _reader_policy
-from jaxport.harness._verdicts import Finding, Outcome
-from jaxport.report import FindingKind, Status
+from jaxport._vocabulary import Finding, FindingKind, Status, Subject, TargetVerdict
+from jaxport.golden._entry_id import EntryId
+from jaxport.golden._manifest import Manifest
+from jaxport.harness._protocol import (EnvelopeRead, FailureKind, ReaderResult, ReplayAnswer, Stage,
+                                       WorkerFailure)
+from jaxport.harness._verdicts import Outcome
 
 K = FindingKind
-
-# Verdicts on a lowering-only module's targets against the stable table of its platforms.
-TARGET_STABLE = "stable"
-TARGET_NOT_STABLE = "not_stable"
-# Not stable, but the module's own disabled_safety_checks allow it: its producer vouches for it.
-TARGET_ALLOWED = "allowed_by_disabled_checks"
+S = Subject
 
 # The name an envelope rewrite goes by among an entry's upgrade rules.
 ENVELOPE_RULE = "envelope"
@@ -110,42 +109,45 @@ class _Hosts:
         self.recorded.differences(self.replayed)) + ")"
 
 
-def _hosts(answer: dict[str, Any], manifest: dict[str, Any], where: str) -> _Hosts:
-  recorded = manifest.get("host")
-  replayed = answer.get("host")
-  return _Hosts(None if recorded is None else Host.from_json(recorded, f"{where}: manifest"),
+def _hosts(answer: ReplayAnswer, manifest: Manifest, where: str) -> _Hosts:
+  replayed = answer.host
+  return _Hosts(manifest.host,
                 None if replayed is None else Host.from_json(replayed, f"{where}: worker answer"))
 
 
-def _reader_findings(r: dict, hosts: _Hosts) -> list[Finding]:
+def _reader_findings(r: ReaderResult, hosts: _Hosts) -> list[Finding]:
   """The breaks and drifts of one reader's replay."""
-  name = r.get("reader", "?")
-  if r.get("error"):
-    refused = f" (upgrade refused: {r['upgrade_refused']})" if r.get("upgrade_refused") else ""
-    return [Finding(K.COMPATIBILITY_BREAK,
-                    f"{name} reader: {r.get('stage', '?')} failed: {r['error']}{refused}", name)]
-  if not r.get("ok", False):
-    return [Finding(K.COMPATIBILITY_BREAK, f"{name} reader: {p}", name)
-            for p in r.get("problems") or ["results rejected"]]
-  if r.get("stage") == "compare" and not r.get("exact", True):
-    return [Finding(*_inexact(f"{name} reader", r.get("max_abs_err", 0.0), hosts), name)]
+  name = r.reader
+  if r.error is not None:
+    refused = f" (upgrade refused: {r.upgrade_refused})" if r.upgrade_refused else ""
+    return [Finding(K.COMPATIBILITY_BREAK, S.READER,
+                    f"{name} reader: {r.stage} failed: {r.error}{refused}", name)]
+  if not r.ok:
+    problems = (*(r.numerics.problems if r.numerics is not None else ()), *r.problems)
+    return [Finding(K.COMPATIBILITY_BREAK, S.READER, f"{name} reader: {p}", name)
+            for p in problems or ["results rejected"]]
+  if r.stage is Stage.COMPARE and r.numerics is not None and not r.numerics.exact:
+    kind, message = _inexact(f"{name} reader", r.numerics.max_abs_err, hosts)
+    return [Finding(kind, S.READER, message, name)]
   return []
 
 
-def _envelope_finding(reader: str, env: dict[str, Any]) -> tuple[FindingKind, str, str]:
+def _envelope_finding(reader: str, env: EnvelopeRead) -> Finding:
   """An expired envelope that read after its rewrite: upgraded, when the measured reader
   policy of the installed jax predicts the refusal; a break when it says the layout reads."""
   consumer = _consumer()
   policy = _reader_policy.load()
-  reading = policy.reading(consumer, env["layout"])
-  what = (f"{reader} reader: the envelope (layout {env['layout']}, header version "
-          f"{env['from_version']}) was refused: {env['error_before']}")
+  reading = policy.reading(consumer, env.layout)
+  what = (f"{reader} reader: the envelope (layout {env.layout}, header version "
+          f"{env.from_version}) was refused: {env.error_before}")
   if reading is not None and reading.status is _reader_policy.ReadStatus.READS:
-    return (K.COMPATIBILITY_BREAK, f"{what}; but {policy.describe(consumer, env['layout'])}: "
-                                   "the reader's policy changed since it was measured", reader)
-  return (K.UPGRADED, f"{what}; read and matched the recorded outputs after "
-                      f"jaxport.upgrade_envelope rewrote it (header version {env['to_version']}; "
-                      f"{env['reason']}; {policy.describe(consumer, env['layout'])})", reader)
+    return Finding(K.COMPATIBILITY_BREAK, S.READER,
+                   f"{what}; but {policy.describe(consumer, env.layout)}: "
+                   "the reader's policy changed since it was measured", reader)
+  return Finding(K.UPGRADED, S.READER,
+                 f"{what}; read and matched the recorded outputs after "
+                 f"jaxport.upgrade_envelope rewrote it (header version {env.to_version}; "
+                 f"{env.reason}; {policy.describe(consumer, env.layout)})", reader)
 
 
 def _consumer() -> str | None:
@@ -155,105 +157,144 @@ def _consumer() -> str | None:
     return None
 
 
-def classify(answer: dict[str, Any], *, entry_id: str, manifest: dict[str, Any],
+def _failure_finding(failure: WorkerFailure) -> Finding:
+  """The finding of a request that got no replay answer."""
+  if failure.kind is FailureKind.CRASHED:
+    tail = failure.stderr_tail.strip()
+    return Finding(K.COMPATIBILITY_BREAK, S.WORKER,
+                   f"the worker process died while replaying ({failure.why}, "
+                   f"{exit_text(failure.returncode)}); "
+                   + (f"its last stderr lines:\n{tail}" if tail else "it wrote nothing to stderr"))
+  if failure.kind is FailureKind.GOLDEN_DATA:
+    return Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA, f"golden data error: {failure.why}")
+  return Finding(K.COMPATIBILITY_BREAK, S.WORKER,
+                 f"the harness could not replay the entry: {failure.why}\n{failure.traceback}")
+
+
+def _inconsistencies(answer: ReplayAnswer, runs: bool, imported: bool) -> list[str]:
+  """What a well-formed replay answer leaves out that its entry needs judged, one line each:
+  no reader at all, a reader that neither failed nor got to its last stage (``compare``
+  with numerics for an entry that is run, ``module`` for one that is not), today's lowering
+  of a run entry that was neither run nor found the entry's own module. An answer that
+  leaves out a judgement fails; it never passes by omission."""
+  out = []
+  if not answer.readers:
+    out.append("it lists no reader's replay")
+  last = Stage.COMPARE if runs else Stage.MODULE
+  for r in answer.readers:
+    if r.error is not None:
+      continue
+    if r.stage is not last:
+      out.append(f"the {r.reader} reader stopped at stage {r.stage!s} without an error "
+                 f"(expected {last!s})")
+    elif runs and r.numerics is None:
+      out.append(f"the {r.reader} reader's comparison has no numerics")
+  today = answer.today
+  if (runs and not imported and today is not None and today.available and today.error is None
+      and not today.same_module and today.numerics is None):
+    out.append("today's lowering was neither run nor found to be the entry's own module")
+  return out
+
+
+def classify(answer: ReplayAnswer | WorkerFailure, *, entry_id: str, manifest: Manifest,
              today: datetime.date, window_days: int,
              numerics_skipped: str | None = None) -> Outcome:
   """The outcome of one entry (the worker's ``answer`` to its replay): kinds found,
   messages, skips and staleness; no status yet. ``numerics_skipped``: why an entry with
   recorded outputs was checked the way lowering-only entries are (an accelerator's entry in
-  a CPU run), for the skip ledger."""
-  record_date = datetime.date.fromisoformat(manifest["record_date"])
-  recorded_targets = sorted({s["target"] for s in manifest["custom_call_targets"]})
+  a CPU run), for the skip ledger. A :class:`WorkerFailure` (a crash, an error, an answer
+  that did not read) is an error verdict."""
+  record_date = manifest.record_date
+  recorded_targets = sorted({s.target for s in manifest.custom_call_targets})
   days_to_expiry = window_days - (today - record_date).days
   findings: list[Finding] = []
   skips: list[str] = []
   facts: dict[str, Any] = {}
 
-  def add(kind: FindingKind, message: str, reader: str | None = None) -> None:
-    findings.append(Finding(kind, message, reader))
+  def add(kind: FindingKind, subject: Subject, message: str, reader: str | None = None,
+          detail: str | None = None) -> None:
+    findings.append(Finding(kind, subject, message, reader, detail))
 
-  if answer.get("crashed"):
-    tail = (answer.get("stderr_tail") or "").strip()
-    add(K.COMPATIBILITY_BREAK,
-        f"the worker process died while replaying ({answer.get('why')}, "
-        f"{exit_text(answer.get('returncode'))}); "
-        + (f"its last stderr lines:\n{tail}" if tail else "it wrote nothing to stderr"))
-  elif answer.get("golden_error"):
-    add(K.GOLDEN_DATA_ERROR, f"golden data error: {answer['golden_error']}")
-  elif answer.get("error"):
-    add(K.COMPATIBILITY_BREAK, f"the harness could not replay the entry: {answer['error']}\n"
-                               f"{answer.get('traceback', '')}")
+  if isinstance(answer, WorkerFailure):
+    findings.append(_failure_finding(answer))
   else:
     hosts = _hosts(answer, manifest, entry_id)
-    for r in answer.get("readers", []):
+    runs = not manifest.lowering_only and numerics_skipped is None
+    for line in _inconsistencies(answer, runs, manifest.imported_from is not None):
+      add(K.COMPATIBILITY_BREAK, S.WORKER, f"the worker's answer is incomplete: {line}")
+    for r in answer.readers:
       found = _reader_findings(r, hosts)
       findings += found
       if any(f.kind == K.COMPATIBILITY_BREAK for f in found):
         continue
-      name = r.get("reader", "?")
-      env = r.get("envelope")
-      if env:
+      if r.envelope is not None:
         facts["upgrade_rules"] = tuple(sorted({*facts.get("upgrade_rules", ()), ENVELOPE_RULE}))
-        add(*_envelope_finding(name, env))
-      up = r.get("upgraded")
-      if up:
-        facts["upgrade_rules"] = tuple(sorted({*facts.get("upgrade_rules", ()), *up["rules"]}))
-        add(K.UPGRADED, f"{name} reader: ran and matched the recorded outputs "
-                        f"after jaxport.upgrade (rules {', '.join(up['rules'])}); before: "
-                        f"{up['error_before']}", name)
-    imported = manifest.get("imported_from") is not None
-    if manifest["lowering_only"] or numerics_skipped is not None:
+        findings.append(_envelope_finding(r.reader, r.envelope))
+      if r.upgraded is not None:
+        up = r.upgraded
+        facts["upgrade_rules"] = tuple(sorted({*facts.get("upgrade_rules", ()), *up.rules}))
+        add(K.UPGRADED, S.READER, f"{r.reader} reader: ran and matched the recorded outputs "
+                                  f"after jaxport.upgrade (rules {', '.join(up.rules)}); before: "
+                                  f"{up.error_before}", r.reader)
+    imported = manifest.imported_from is not None
+    if manifest.lowering_only or numerics_skipped is not None:
       skips.append(numerics_skipped or
                    "numerics not compared: lowering-only entry (its platform cannot run here)")
-      read = next((r for r in answer.get("readers", []) if r.get("target_verdicts") is not None), None)
+      read = next((r for r in answer.readers if r.target_verdicts is not None), None)
       if read is not None:
-        facts["platforms"] = tuple(read.get("platforms") or ())
-        facts["target_verdicts"] = dict(read["target_verdicts"])
-        for target, verdict in sorted(read["target_verdicts"].items()):
-          if verdict == TARGET_NOT_STABLE:
-            add(K.STALE_TARGET, f"target {target} is not in the stable table of "
-                                f"{'/'.join(read.get('platforms') or [])} "
-                                "(jaxport/custom_calls/stable_targets.json): nothing promises it "
-                                "still works")
-    cur = answer.get("current", {})
-    if not cur.get("available", False):
-      skips.append(f"current lowering not checked: {cur.get('reason', 'unavailable')}")
-    elif cur.get("error"):
-      add(K.EXPORT_ERROR, f"the case cannot be exported today: {cur['error']}")
+        facts["platforms"] = tuple(read.platforms or ())
+        facts["target_verdicts"] = dict(read.target_verdicts)
+        for target, verdict in sorted(read.target_verdicts.items()):
+          if verdict == TargetVerdict.NOT_STABLE:
+            add(K.STALE_TARGET, S.READER,
+                f"target {target} is not in the stable table of "
+                f"{'/'.join(read.platforms or [])} "
+                "(jaxport's stable-target table or the project's jaxport_stable_targets): "
+                "nothing promises it still works")
+    cur = answer.today
+    if cur is None or not cur.available:
+      why = "not asked for" if cur is None else (cur.reason or "unavailable")
+      skips.append(f"current lowering not checked: {why}")
+    elif cur.error is not None:
+      add(K.EXPORT_ERROR, S.TODAY, f"the case cannot be exported today: {cur.error}")
     else:
-      facts["current_targets"] = tuple(cur.get("targets", []))
-      facts["matched_case"] = cur.get("matched_case")
+      facts["current_targets"] = cur.targets
+      facts["matched_case"] = cur.matched_case
       # A lowering-only entry promises its signatures; an imported dataset is another
       # function than the case it is compared with, so a difference there is drift.
-      against = f" of case {cur['matched_case']}" if cur.get("matched_case") else ""
-      for line in cur.get("signature_diff", []):
-        add(K.COMPATIBILITY_BREAK if manifest["lowering_only"] and not imported else K.LOWERING_DRIFT,
-            f"current lowering{against}: {line}")
-      gone = sorted(set(recorded_targets) - set(cur.get("targets", [])))
+      against = f" of case {cur.matched_case}" if cur.matched_case else ""
+      for line in cur.signature_diff:
+        add(K.COMPATIBILITY_BREAK if manifest.lowering_only and not imported else K.LOWERING_DRIFT,
+            S.TODAY, f"current lowering{against}: {line}", detail=line)
+      gone = sorted(set(recorded_targets) - set(cur.targets))
       if gone:
-        add(K.STALE_TARGET, f"recorded targets {gone} are no longer emitted by today's lowering; "
-                            "record a new entry for the new lowering and keep this one until it "
-                            "expires")
-      num = cur.get("numerics")
-      if num is not None and not num.get("ok", True):
-        for p in num.get("problems", []):
-          add(K.NUMERICS_CHANGE, f"current lowering: {p}")
-      elif num is not None and not num.get("exact", True):
-        add(*_inexact("current lowering", num.get("max_abs_err", 0.0), hosts))
+        add(K.STALE_TARGET, S.TODAY,
+            f"recorded targets {gone} are no longer emitted by today's lowering; "
+            "record a new entry for the new lowering and keep this one until it expires")
+      num = cur.numerics
+      if num is not None and not num.ok:
+        for p in num.problems:
+          add(K.NUMERICS_CHANGE, S.TODAY, f"current lowering: {p}", detail=p)
+      elif num is not None and not num.exact:
+        kind, message = _inexact("current lowering", num.max_abs_err, hosts)
+        add(kind, S.TODAY, message)
+  iso = record_date.isoformat()
   if days_to_expiry < 0:
-    add(K.EXPIRED, f"recorded {manifest['record_date']}, {-days_to_expiry} days past the "
-                   f"{window_days}-day compat window; prune it (jaxport prune) once a newer entry "
-                   "of the case exists")
+    add(K.EXPIRED, S.AGE, f"recorded {iso}, {-days_to_expiry} days past the "
+                          f"{window_days}-day compat window; prune it (jaxport prune) once a "
+                          "newer entry of the case exists")
   if record_date > today:
-    add(K.FUTURE_DATE, f"recorded {manifest['record_date']}, {(record_date - today).days} days "
-                       f"after today ({today}): no recording can come from the future, so the "
-                       "record date is wrong (a bad clock or an edited entry) and the entry would "
-                       "never expire; record the case again and remove this entry (jaxport prune "
-                       "--dated-in-future)")
-  return Outcome(entry_id=entry_id, case_id=manifest["case_id"], family=manifest["family"],
-                 record_date=manifest["record_date"], days_to_expiry=days_to_expiry,
-                 lowering_only=manifest["lowering_only"], targets=tuple(recorded_targets),
-                 recorded_host=manifest.get("host"), replay_host=answer.get("host"),
+    add(K.FUTURE_DATE, S.AGE,
+        f"recorded {iso}, {(record_date - today).days} days "
+        f"after today ({today}): no recording can come from the future, so the "
+        "record date is wrong (a bad clock or an edited entry) and the entry would "
+        "never expire; record the case again and remove this entry (jaxport prune "
+        "--dated-in-future)")
+  return Outcome(entry_id=entry_id, case_id=manifest.case_id, family=manifest.family,
+                 record_date=iso, days_to_expiry=days_to_expiry,
+                 lowering_only=manifest.lowering_only, targets=tuple(recorded_targets),
+                 recorded_host=None if manifest.host is None else manifest.host.to_json(),
+                 replay_host=None if isinstance(answer, WorkerFailure) else answer.host,
                  findings=tuple(findings), skips=tuple(skips), **facts)
 
 
@@ -265,21 +306,21 @@ def min_consumer_findings(min_consumer: str, platform: str, range_: Any,
   def key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split("."))
   if range_ is None:
-    return [Finding(K.BELOW_MIN_CONSUMER,
+    return [Finding(K.BELOW_MIN_CONSUMER, S.CONSUMERS,
                     f"min_consumer {min_consumer}: the releases the entry runs on cannot be "
                     "computed from its blob, so that it runs on jax "
                     f"{min_consumer} is not shown; inspect it with `jaxport inspect ENTRY`")]
   if min_consumer not in measured:
-    return [Finding(K.BELOW_MIN_CONSUMER,
+    return [Finding(K.BELOW_MIN_CONSUMER, S.CONSUMERS,
                     f"min_consumer {min_consumer} is not a measured release of the release table "
                     f"(it measures {measured[0]} to {measured[-1]}); name a measured release, or "
-                    "measure it with harness/tools/release_table.py")]
+                    "upgrade to a jaxport whose release table measures it")]
   lo = key(min_consumer)
   hi = max(lo, key(producer)) if producer is not None and producer in measured else lo
   for release in measured:
     if lo <= key(release) <= hi and not range_.covers(platform, release):
       why = range_.why_not(platform, release) or "not in the computed range"
-      return [Finding(K.BELOW_MIN_CONSUMER,
+      return [Finding(K.BELOW_MIN_CONSUMER, S.CONSUMERS,
                       f"min_consumer {min_consumer}: the entry does not run on jax {release} "
                       f"({platform}): {why}; it runs on {range_.summary(platform)}. Export the "
                       f"case for that consumer (jaxport.export(f, for_jax='{min_consumer}')) or "
@@ -289,10 +330,11 @@ def min_consumer_findings(min_consumer: str, platform: str, range_: Any,
 
 def unreadable(entry_id: str, error: Exception) -> Outcome:
   """The outcome of an entry whose golden data cannot even be read."""
-  _, family, case_id, _ = entry_id.split("/")
-  return Outcome(entry_id=entry_id, case_id=case_id, family=family, record_date=None,
+  parts = EntryId.parse(entry_id)
+  return Outcome(entry_id=entry_id, case_id=parts.case_id, family=parts.family, record_date=None,
                  days_to_expiry=None, lowering_only=None, targets=(),
-                 findings=(Finding(K.GOLDEN_DATA_ERROR, f"golden data error: {error}"),))
+                 findings=(Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA,
+                                   f"golden data error: {error}"),))
 
 
 def status(outcome: Outcome, strict: bool, changes_fail: bool = False) -> Status:

@@ -140,10 +140,6 @@ class ReleaseExport:
   def exporter(self) -> Exporter:
     return Exporter(self._export, self._symbolic_args_specs)
 
-  def custom_call_checks(self, targets: Sequence[str]) -> tuple[Any, ...]:
-    """``DisabledSafetyCheck.custom_call`` for each of ``targets``."""
-    return tuple(self.module.DisabledSafetyCheck.custom_call(t) for t in targets)
-
   def _export(self, jitted: Callable, *, platforms: Sequence[str] | None,
               disabled_checks: Sequence[Any]) -> Callable[..., Any]:
     kwargs: dict[str, Any] = {"disabled_checks": list(disabled_checks)} if disabled_checks else {}

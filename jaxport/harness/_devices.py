@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from jaxport._vocabulary import PLATFORMS
 from jaxport.errors import GoldenDataError
 
 FORCE_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 
 # Platforms whose entries need their own device to run; a CPU run checks their entries
 # without running them (:func:`numerics_skip`).
-ACCELERATORS = ("cuda", "rocm", "tpu")
+ACCELERATORS = tuple(p for p in PLATFORMS if p != "cpu")
 # jax's backend name for CUDA and ROCm devices alike.
 JAX_GPU_BACKEND = "gpu"
 

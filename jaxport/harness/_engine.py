@@ -2,11 +2,13 @@
 
 Everything here may execute native code (XLA compilation, LAPACK), so the
 session never calls it directly: it goes through ``jaxport.harness._worker``.
-The worker names the project whose cases are re-exported (:func:`use_project`).
+The worker's :class:`ReplayEngine` owns the project's cases, today's exports
+and the reader thread; its answers are the typed records of ``_protocol``.
 """
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -22,13 +24,16 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxport.harness import _reference as _api, _classify, _contract, _corpus, _lowering
+from jaxport.harness import _reference as _api, _contract, _corpus, _lowering
 from jaxport.harness import _contexts, _executables, _shardings, _stopwatch, checkers
 from jaxport.harness import _case
 from jaxport.harness._project import Project, ProjectTargets
+from jaxport.harness._protocol import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer, Stage,
+                                       TodayResult, UpgradedRun)
 from jaxport.harness._registry import CaseRegistry
 from jaxport import _versions
 from jaxport._jaxcompat import _lapack as jax_lapack
+from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS, TargetVerdict
 from jaxport.custom_calls import _registry
 from jaxport.errors import DeserializationError, UpgradeError
 from jaxport.export import _mlir
@@ -86,28 +91,6 @@ def replacement_notices() -> list[str]:
   they are on or were not asked for."""
   statuses = (_executables.COMPILE.status, _contexts.MAKE_CONTEXT.status)
   return [s.notice for s in statuses if s.notice is not None]
-
-
-_REGISTRY = CaseRegistry(())
-_TARGETS = ProjectTargets()
-
-
-def use_project(project: Project) -> None:
-  """Look cases up in ``project``'s case modules, and judge targets also by its declarations,
-  from now on."""
-  global _REGISTRY, _TARGETS
-  _REGISTRY = CaseRegistry(project.case_modules)
-  _TARGETS = project.targets
-
-
-def load_cases() -> None:
-  """Import the project's case modules now (they may register checkers the replay needs)."""
-  _REGISTRY.by_id  # noqa: B018  (imports and checks every module)
-
-
-def lookup_case(case_id: str) -> _case.Case | None:
-  """The registered case ``case_id`` of the project in use, or None."""
-  return _REGISTRY.case(case_id)
 
 
 # The replay contract (storable leaves, cotangents, float0), shared with the scripts that
@@ -210,23 +193,28 @@ class Recording:
   shardings: dict[str, Any] | None = None
 
 
-def record_case(case: _case.Case, today: datetime.date) -> Recording:
+def record_case(case: _case.Case, today: datetime.date,
+                checker_registry: Mapping[str, Any] | None = None) -> Recording:
   """Export, serialize and (unless lowering-only) run ``case`` under its jax configuration;
-  the entry to write."""
+  the entry to write. ``checker_registry``: the project's checkers (default: the built-in
+  ones and those added with ``register_checker``)."""
   config = case_jax_config(case)
   with jax_config(config):
-    return _record_case(case, today, config)
+    return _record_case(case, today, config,
+                        checker_registry if checker_registry is not None
+                        else checkers.project_registry())
 
 
-def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any]) -> Recording:
-  if case.checker not in checkers.CHECKERS:
+def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
+                 known: Mapping[str, Any]) -> Recording:
+  if case.checker not in known:
     # An entry is immutable: a checker named wrong would fail only at every later replay.
-    near = difflib.get_close_matches(case.checker, list(checkers.CHECKERS), n=1)
+    near = difflib.get_close_matches(case.checker, list(known), n=1)
     raise ValueError(
         f"case {case.case_id}: checker={case.checker!r} is not a registered checker"
-        + (f" (did you mean {near[0]!r}?)" if near else "") + f"; the built-in ones are "
-        f"{sorted(checkers.CHECKERS)}, and a project adds its own with "
-        "jaxport.harness.register_checker(name, fn) in a case module. Nothing was recorded.")
+        + (f" (did you mean {near[0]!r}?)" if near else "") + f"; the known ones are "
+        f"{sorted(known)}, and a project adds its own in a case module's "
+        "CHECKERS (or with jaxport.harness.register_checker). Nothing was recorded.")
   exp = export_case(case)
   blob = bytes(exp.serialize(vjp_order=case.vjp_order))
   sigs = _lowering.signatures(exp.mlir_module_serialized)
@@ -234,7 +222,8 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any])
   if missing:
     raise ValueError(
         f"case {case.case_id}: its lowering does not emit {missing} (emits "
-        f"{_lowering.targets(sigs)}); fix the case's function or its targets= in harness/cases/.")
+        f"{_lowering.targets(sigs)}); fix the case's function or its targets= in the project's "
+        "case module.")
   _, _, inputs = case_inputs(case)
   expected = shardings = None
   if not case.lowering_only:
@@ -283,8 +272,10 @@ class _Envelope:
   blob: bytes
   rewrite: EnvelopeRewrite
 
-  def to_json(self, error_before: str) -> dict[str, Any]:
-    return {**self.rewrite.to_json(), "error_before": error_before}
+  def read(self, error_before: str) -> EnvelopeRead:
+    """The record of this rewrite, read after the original envelope was refused."""
+    r = self.rewrite
+    return EnvelopeRead(r.layout, r.from_version, r.to_version, r.reason, r.producer, error_before)
 
 
 def expired_envelope(blob: bytes) -> _Envelope | None:
@@ -299,87 +290,6 @@ def expired_envelope(blob: bytes) -> _Envelope | None:
   return None if rewrite is None else _Envelope(bytes(rewritten), rewrite)
 
 
-def _replay_with(reader: str, blob: bytes, inputs, expected, m: Manifest,
-                 modules: dict[str, bytes], shardings: dict[str, Any] | None = None,
-                 watch: _stopwatch.Stopwatch | None = None,
-                 ahead: _Ahead | None = None, envelope: _Envelope | None = None,
-                 run: bool = True) -> dict:
-  """Deserialize with ``reader`` and, unless lowering-only or not to ``run``, run and judge
-  the outputs.
-
-  When the reader refuses the blob and ``envelope`` is its rewrite (an expired envelope),
-  the rewrite is read instead and the answer says so. When the record does not run, its
-  upgrade is run and judged instead; ``ahead`` is that reader's upgraded run started early
-  (:func:`_upgrade_ahead`), taken instead of running it again here."""
-  out: dict[str, Any] = {"reader": reader}
-  watch = watch or _stopwatch.Stopwatch()
-  try:
-    with watch.stage(_stopwatch.DESERIALIZE):
-      try:
-        exp = _api.deserialize(blob, reader=reader)
-      except Exception as e:  # noqa: BLE001
-        if envelope is None:
-          raise
-        out["envelope"] = envelope.to_json(_error_line(e))
-        exp = _api.deserialize(envelope.blob, reader=reader)
-    modules[reader] = bytes(exp.mlir_module_serialized)
-  except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
-    stage = "deserialize after the envelope upgrade" if "envelope" in out else "deserialize"
-    out.update(ok=False, stage=stage, error=_error_line(e))
-    return out
-  if m.lowering_only or not run:
-    try:
-      drift = _lowering.diff(m.custom_call_targets, _lowering.signatures(exp.mlir_module_serialized))
-    except Exception as e:  # noqa: BLE001
-      out.update(ok=False, stage="module", error=_error_line(e))
-      return out
-    problems = [f"the module read back differs from the manifest: {d}" for d in drift]
-    out.update(ok=not problems, stage="module", problems=problems, platforms=list(exp.platforms),
-               target_verdicts=target_verdicts(m.custom_call_targets, exp.platforms,
-                                               disabled_targets(exp.disabled_safety_checks)))
-    return out
-  try:
-    with watch.stage(_stopwatch.CALL):
-      arrays = run_exported_arrays(exp, inputs)
-  except Exception as e:  # noqa: BLE001
-    upgraded = ahead.result() if ahead is not None else None
-    if upgraded is None:
-      upgraded = _upgrade_and_run(exp, inputs, watch)
-    if upgraded.take(_error_line(e), out) is None:
-      return out
-    arrays = upgraded.arrays
-  with watch.stage(_stopwatch.CHECK):
-    actual = [storable(o) for o in arrays]
-    verdict = checkers.check(m.comparison.mode, inputs, expected, actual,
-                             rtol=m.comparison.rtol, atol=m.comparison.atol)
-    out.update(stage="compare", **verdict.to_json())
-    if shardings is not None:
-      problems = _shardings.compare(shardings, arrays)
-      if problems:
-        out.update(ok=False, problems=[*out["problems"], *problems])
-  return out
-
-
-def target_verdicts(sigs: Sequence[CustomCallSignature], platforms: Sequence[str],
-                    allowed: frozenset[str] = frozenset()) -> dict[str, str]:
-  """Per target of a lowering-only module: stable on the platforms it was lowered for (by
-  jaxport's table or the project's declarations), allowed by the module's own
-  ``disabled_safety_checks`` (``allowed``; ``ALL`` allows every target), or not stable."""
-  stable = set(_registry.stable_targets(_registry.ANY_PLATFORM)) | _TARGETS.stable("any")
-  for p in platforms:
-    if p in _case.PLATFORMS:
-      stable |= _registry.stable_targets(p) | _TARGETS.stable(p)
-
-  def verdict(t: str) -> str:
-    if t in stable:
-      return _classify.TARGET_STABLE
-    if t in allowed or ALL_TARGETS in allowed:
-      return _classify.TARGET_ALLOWED
-    return _classify.TARGET_NOT_STABLE
-
-  return {t: verdict(t) for t in _lowering.targets(sigs)}
-
-
 @dataclasses.dataclass(frozen=True)
 class _UpgradedRun:
   """A record upgraded by ``jaxport.upgrade`` and run: refused, nothing to rewrite, failed, or
@@ -390,22 +300,19 @@ class _UpgradedRun:
   arrays: list[Any] | None = None
   error: str | None = None
 
-  def take(self, error_before: str, out: dict[str, Any]) -> list[Any] | None:
-    """Write what happened into a reader's answer ``out`` after the record failed to run with
-    ``error_before``; the outputs to judge, or None when the answer is complete."""
-    out.update(ok=False, stage="run", error=error_before)
+  def taken(self, failed: ReaderResult) -> tuple[ReaderResult, list[Any] | None]:
+    """A reader's result ``failed`` (its record did not run) with what this upgrade did, and
+    the outputs to judge (None when the result is complete)."""
     if self.refused is not None:
-      out["upgrade_refused"] = self.refused
-      return None
+      return dataclasses.replace(failed, upgrade_refused=self.refused), None
     if self.report is None:
-      return None
-    del out["ok"], out["error"]
-    out["upgraded"] = {"rules": list(self.report.rules_applied), "error_before": error_before,
-                       "rewrites": [r.to_json() for r in self.report.rewrites]}
+      return failed, None
+    upgraded = UpgradedRun(tuple(self.report.rules_applied), failed.error,
+                           tuple(r.to_json() for r in self.report.rewrites))
     if self.error is not None:
-      out.update(ok=False, stage="run after upgrade", error=self.error)
-      return None
-    return self.arrays
+      return dataclasses.replace(failed, stage=Stage.RUN_UPGRADED, error=self.error,
+                                 upgraded=upgraded), None
+    return dataclasses.replace(failed, error=None, upgraded=upgraded), self.arrays
 
 
 def _upgrade_and_run(exp: Any, inputs: list[np.ndarray], watch: _stopwatch.Stopwatch) -> _UpgradedRun:
@@ -442,56 +349,6 @@ def _upgradable(m: Manifest) -> bool:
       rewritable_targets() & set(_lowering.targets(m.custom_call_targets)))
 
 
-# Today's lowering of a case does not change within a process; entries of the
-# same case from several producers share one export and, for equal inputs, one run.
-_EXPORTS: dict[str, tuple[Any, tuple] | str] = {}
-_RUNS: dict[tuple[str, str], list[np.ndarray] | str] = {}
-# Held while either is computed, so that the reader thread's early start and the entry's
-# own comparison never do the same export or run twice.
-_TODAY = threading.RLock()
-# Today's lowering builds its IR in contexts of its own, apart from the readers'.
-_TODAYS_CONTEXTS = "today"
-
-
-def _current_export(case: _case.Case) -> tuple[Any, tuple] | str:
-  """(Exported, signatures) of the case lowered now, or the error text."""
-  with _TODAY, _contexts.lowering_for(_TODAYS_CONTEXTS):
-    if case.case_id not in _EXPORTS:
-      try:
-        exp = export_case(case)
-        _EXPORTS[case.case_id] = (exp, _lowering.signatures(exp.mlir_module_serialized))
-      except Exception as e:  # noqa: BLE001
-        _EXPORTS[case.case_id] = _error_line(e)
-    return _EXPORTS[case.case_id]
-
-
-def _current_run(case: _case.Case, exp: Any, inputs: list[np.ndarray]) -> list[np.ndarray] | str:
-  """Outputs of today's lowering (serialized and read back) on ``inputs``, or the error text."""
-  digest = hashlib.sha256(b"".join(
-      f"{a.dtype.str}{a.shape}".encode() + np.ascontiguousarray(a).tobytes() for a in inputs)).hexdigest()
-  key = (case.case_id, digest)
-  with _TODAY, _contexts.lowering_for(_TODAYS_CONTEXTS):
-    if key not in _RUNS:
-      try:
-        fresh = _api.deserialize(exp.serialize(vjp_order=case.vjp_order))
-        _RUNS[key] = run_exported(fresh, inputs)
-      except Exception as e:  # noqa: BLE001
-        _RUNS[key] = _error_line(e)
-    return _RUNS[key]
-
-
-def _today_ahead(case: _case.Case | None, m: Manifest, inputs: list[np.ndarray],
-                 run: bool = True) -> None:
-  """Export the case today, and (to ``run`` it) run that export when the entry comes from
-  another jax (its module then differs, mostly), before the entry's comparison asks for them."""
-  if case is None or m.imported_from is not None:
-    return
-  exported = _current_export(case)
-  if isinstance(exported, str) or m.lowering_only or not run or m.producer.jax == jax.__version__:
-    return
-  _current_run(case, exported[0], inputs)
-
-
 def _same_computation(exp: Any, recorded_module: bytes) -> bool:
   """Whether today's module and the recorded one differ at most in their source locations."""
   today = bytes(exp.mlir_module_serialized)
@@ -509,132 +366,328 @@ def _todays_text(module: bytes) -> str:
   return _mlir.module_text_without_locations(module)
 
 
-def _current(case: _case.Case | None, m: Manifest, inputs, expected, recorded_module: bytes | None,
-             run: bool = True) -> dict:
-  """Re-export the case now: targets, signature drift and (if runnable and to ``run``)
-  numerics drift."""
-  if case is None and _corpus.is_corpus_dataset(m):
-    d = m.imported_from.details
-    return {"available": False,
-            "reason": (f"imported from {m.imported_from.source}; no registered case computes "
-                       f"{d.get('dataset_op')} for {d.get('dataset_platform')} "
-                       f"(tried {_corpus.candidate_ids(d) or 'none: the operation is unknown'})")}
-  if case is None:
-    return {"available": False,
-            "reason": f"case {m.case_id} is no longer registered by the project's case modules"}
-  with jax_config(case_jax_config(case)):
-    return _current_of_case(case, m, inputs, expected, recorded_module, run)
+def _inputs_digest(inputs: list[np.ndarray]) -> str:
+  return hashlib.sha256(b"".join(
+      f"{a.dtype.str}{a.shape}".encode() + np.ascontiguousarray(a).tobytes() for a in inputs)).hexdigest()
 
 
-def _current_of_case(case: _case.Case, m: Manifest, inputs, expected,
-                     recorded_module: bytes | None, run: bool = True) -> dict:
-  out: dict[str, Any] = {"available": True}
-  exported = _current_export(case)
-  if isinstance(exported, str):
-    out.update(error=f"re-export failed: {exported}")
-    return out
-  exp, sigs = exported
-  out["targets"] = _lowering.targets(sigs)
-  if m.imported_from is not None:
-    # Another function of the same operation: compare the custom calls, not sizes or numerics.
-    out["matched_case"] = case.case_id
-    out["signature_diff"] = _lowering.diff(_corpus.shape_blind(m.custom_call_targets),
-                                           _corpus.shape_blind(sigs))
-    return out
-  out["signature_diff"] = _lowering.diff(m.custom_call_targets, sigs)
-  if m.lowering_only or not run:
-    return out
-  if recorded_module is not None and _same_computation(exp, recorded_module):
-    # The entry's module up to source locations: its numerics are the readers' numerics.
-    out["same_module"] = True
-    return out
-  actual = _current_run(case, exp, inputs)
-  if isinstance(actual, str):
-    out.update(error=f"running the current lowering failed: {actual}")
-    return out
-  verdict = checkers.check(m.comparison.mode, inputs, expected, actual,
-                           rtol=m.comparison.rtol, atol=m.comparison.atol)
-  out["numerics"] = verdict.to_json()
-  return out
+# Today's lowering builds its IR in contexts of its own, apart from the readers'.
+_TODAYS_CONTEXTS = "today"
 
 
-def _case_of(m: Manifest) -> _case.Case | None:
-  """The registered case of an entry: its own, or for one imported from jax's corpus, the match."""
-  if _corpus.is_corpus_dataset(m):
-    return _corpus.matching_case(m.imported_from.details, lookup_case)
-  return lookup_case(m.case_id)
+class ReplayEngine:
+  """The replay of one project's golden entries in this process.
 
+  It owns what outlives one entry: the project's case registry and declared targets,
+  today's export and runs of each case (today's lowering does not change while the process
+  runs, so entries of one case from several producers share one export and, for equal
+  inputs, one run), and the reader thread (``threads``), on which the second reader and
+  today's early export run beside the first reader.
 
-def replay_entry(entry, readers: tuple[str, ...] | None = None, current: bool = True,
-                 watch: _stopwatch.Stopwatch | None = None, run: bool = True) -> dict:
-  """Replay one verified entry with ``readers`` (default: every reader) and, if ``current``,
-  against today's lowering of its case. The answer carries ``timings`` per part.
-
-  Without ``run`` (an accelerator's entry in a CPU run) the entry is checked as a
-  lowering-only one: both readers deserialize it and its module's custom-call signatures
-  and targets are judged, today's lowering is compared, nothing is run.
-
-  The readers are independent, so with :func:`use_threads` the reference reader (then
-  today's lowering) and the other readers run side by side: XLA compiles one while
-  Python lowers the other. Today's lowering waits for the readers when it needs a jax
-  configuration other than the entry's.
+  One entry goes down the stages in order: verify (the caller hands over a verified
+  snapshot), read (each reader deserializes, runs and compares: :meth:`_read`), today
+  (today's lowering compared with the entry: :meth:`_today`); classification happens in
+  the session, on the answer.
   """
-  start = time.perf_counter()
-  watch = watch or _stopwatch.Stopwatch()
-  with _stopwatch.watching(watch), jax_config(entry_jax_config(entry.manifest)):
+
+  def __init__(self, project: Project | None = None, *, threads: bool = False):
+    self.registry = CaseRegistry(project.case_modules if project is not None else ())
+    self.targets = project.targets if project is not None else ProjectTargets()
+    # The cases replayed last, newest last: entries come in store order, a case's together,
+    # so a few are enough, and the worker's memory stays flat however large the store.
+    self._exports: collections.OrderedDict[str, tuple[Any, tuple] | str] = collections.OrderedDict()
+    self._runs: collections.OrderedDict[tuple[str, str], list[np.ndarray] | str] = (
+        collections.OrderedDict())
+    # Held while either is computed, so that the reader thread's early start and the entry's
+    # own comparison never do the same export or run twice.
+    self._today_lock = threading.RLock()
+    self._executor = (concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jaxport-reader")
+                      if threads else None)
+
+  def close(self) -> None:
+    """Stop the reader thread."""
+    if self._executor is not None:
+      self._executor.shutdown()
+      self._executor = None
+
+  # --- cases -----------------------------------------------------------------------------
+
+  def load_cases(self) -> None:
+    """Import the project's case modules now (they may register checkers the replay needs)."""
+    self.registry.by_id  # noqa: B018  (imports and checks every module)
+
+  def warm_native_kernels(self) -> None:
+    """Register jax's native CPU kernels in this process (:func:`warm_native_kernels`)."""
+    warm_native_kernels()
+
+  def lookup_case(self, case_id: str) -> _case.Case | None:
+    """The registered case ``case_id``, or None."""
+    return self.registry.case(case_id)
+
+  def case_of(self, m: Manifest) -> _case.Case | None:
+    """The registered case of an entry: its own, or for one imported from jax's corpus, the match."""
+    if _corpus.is_corpus_dataset(m):
+      return _corpus.matching_case(m.imported_from.details, self.lookup_case)
+    return self.lookup_case(m.case_id)
+
+  def target_verdicts(self, sigs: Sequence[CustomCallSignature], platforms: Sequence[str],
+                      allowed: frozenset[str] = frozenset()) -> dict[str, TargetVerdict]:
+    """Per target of a lowering-only module: stable on the platforms it was lowered for (by
+    jaxport's table or the project's declarations), allowed by the module's own
+    ``disabled_safety_checks`` (``allowed``; ``ALL`` allows every target), or not stable."""
+    stable = set(_registry.stable_targets(ANY_PLATFORM)) | self.targets.stable(ANY_PLATFORM)
+    for p in platforms:
+      if p in PLATFORMS:
+        stable |= _registry.stable_targets(p) | self.targets.stable(p)
+
+    def verdict(t: str) -> TargetVerdict:
+      if t in stable:
+        return TargetVerdict.STABLE
+      if t in allowed or ALL_TARGETS in allowed:
+        return TargetVerdict.ALLOWED_BY_DISABLED_CHECKS
+      return TargetVerdict.NOT_STABLE
+
+    return {t: verdict(t) for t in _lowering.targets(sigs)}
+
+  # --- one entry -------------------------------------------------------------------------
+
+  def replay(self, entry, readers: tuple[str, ...] | None = None, today: bool = True,
+             watch: _stopwatch.Stopwatch | None = None, run: bool = True) -> ReplayAnswer:
+    """Replay one verified entry with ``readers`` (default: every reader) and, if ``today``,
+    against today's lowering of its case.
+
+    Without ``run`` (an accelerator's entry in a CPU run) the entry is checked as a
+    lowering-only one: the readers deserialize it and its module's custom-call signatures
+    and targets are judged, today's lowering is compared, nothing is run.
+
+    With the reader thread, the reference reader (then today's lowering) and the other
+    readers run side by side: XLA compiles one while Python lowers the other. Today's
+    lowering waits for the readers when it needs a jax configuration other than the entry's.
+    """
+    start = time.perf_counter()
+    watch = watch or _stopwatch.Stopwatch()
     m = entry.manifest
-    blob = entry.blob()
-    inputs = entry.inputs()
-    expected = entry.expected_outputs() if run else None
-    modules: dict[str, bytes] = {}
-    shardings = entry.shardings()
-    names = readers if readers is not None else _api.readers()
-    lead = [r for r in names if r == _api.REFERENCE] or list(names[:1])
-    rest = [r for r in names if r not in lead]
-    answers: dict[str, dict] = {}
-    result: dict[str, Any] = {}
+    with _stopwatch.watching(watch), jax_config(entry_jax_config(m)):
+      blob = entry.blob()
+      inputs = entry.inputs()
+      expected = entry.expected_outputs() if run else None
+      shardings = entry.shardings()
+      names = readers if readers is not None else _api.readers()
+      lead = [r for r in names if r == _api.REFERENCE] or list(names[:1])
+      rest = [r for r in names if r not in lead]
+      modules: dict[str, bytes] = {}
+      results: dict[str, ReaderResult] = {}
+      todays: list[TodayResult] = []
 
-    envelope = expired_envelope(blob)
-    readable = blob if envelope is None else envelope.blob
-    # An old record whose targets jaxlib dropped will fail to run: its upgraded run starts
-    # now, beside the doomed attempt, and is used only if the record indeed fails.
-    ahead = ({r: _Ahead(functools.partial(_upgrade_ahead, r, readable, inputs, watch))
-              for r in names} if _threads is not None and run and _upgradable(m) else {})
+      envelope = expired_envelope(blob)
+      readable = blob if envelope is None else envelope.blob
+      # An old record whose targets jaxlib dropped will fail to run: its upgraded run starts
+      # now, beside the doomed attempt, and is used only if the record indeed fails.
+      ahead = ({r: self._ahead(functools.partial(_upgrade_ahead, r, readable, inputs, watch))
+                for r in names}
+               if self._executor is not None and run and _upgradable(m) else {})
 
-    def read(some: list[str]) -> None:
-      for r in some:
-        with _contexts.lowering_for(r):
-          answers[r] = _replay_with(r, blob, inputs, expected, m, modules, shardings, watch,
+      def read(some: list[str]) -> None:
+        for r in some:
+          with _contexts.lowering_for(r):
+            results[r] = self._read(r, blob, inputs, expected, m, modules, shardings, watch,
                                     ahead.get(r), envelope, run)
 
-    case = _case_of(m) if current else None
+      case = self.case_of(m) if today else None
 
-    def today() -> None:
-      with watch.stage(_stopwatch.CURRENT):
-        result["current"] = _current(case, m, inputs, expected, modules.get(_api.REFERENCE), run)
+      def compare_today() -> None:
+        with watch.stage(_stopwatch.CURRENT):
+          todays.append(self._today(case, m, inputs, expected, modules.get(_api.REFERENCE), run))
 
-    alongside = current and _today_keeps_config(case)
+      alongside = today and _keeps_config(case)
 
-    def early() -> None:
-      with watch.stage(_stopwatch.CURRENT):
-        _today_ahead(case, m, inputs, run)
+      def early() -> None:
+        with watch.stage(_stopwatch.CURRENT):
+          self._today_ahead(case, m, inputs, run)
 
+      try:
+        self._side_by_side(
+            lambda: (read(lead), compare_today() if alongside else None),
+            lambda: (early() if alongside and self._executor is not None else None, read(rest)))
+      finally:
+        for task in ahead.values():
+          task.settle()
+      if today and not alongside:
+        compare_today()
+    host = replay_host(m.platform if run else "cpu").to_json()
+    return ReplayAnswer(readers=tuple(results[r] for r in names),
+                        today=todays[0] if todays else None, host=host,
+                        seconds=time.perf_counter() - start, timings=dict(watch.seconds))
+
+  def _read(self, reader: str, blob: bytes, inputs, expected, m: Manifest,
+            modules: dict[str, bytes], shardings: dict[str, Any] | None = None,
+            watch: _stopwatch.Stopwatch | None = None, ahead: _Ahead | None = None,
+            envelope: _Envelope | None = None, run: bool = True) -> ReaderResult:
+    """Deserialize with ``reader`` and, unless lowering-only or not to ``run``, run and judge
+    the outputs.
+
+    When the reader refuses the blob and ``envelope`` is its rewrite (an expired envelope),
+    the rewrite is read instead and the result says so. When the record does not run, its
+    upgrade is run and judged instead; ``ahead`` is that reader's upgraded run started early
+    (:func:`_upgrade_ahead`), taken instead of running it again here."""
+    watch = watch or _stopwatch.Stopwatch()
+    env_read: EnvelopeRead | None = None
     try:
-      _side_by_side(lambda: (read(lead), today() if alongside else None),
-                    lambda: (early() if alongside and _threads is not None else None, read(rest)))
+      with watch.stage(_stopwatch.DESERIALIZE):
+        try:
+          exp = _api.deserialize(blob, reader=reader)
+        except Exception as e:  # noqa: BLE001
+          if envelope is None:
+            raise
+          env_read = envelope.read(_error_line(e))
+          exp = _api.deserialize(envelope.blob, reader=reader)
+      modules[reader] = bytes(exp.mlir_module_serialized)
+    except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
+      stage = Stage.DESERIALIZE if env_read is None else Stage.DESERIALIZE_REWRITTEN
+      return ReaderResult(reader, stage, error=_error_line(e), envelope=env_read)
+    if m.lowering_only or not run:
+      try:
+        drift = _lowering.diff(m.custom_call_targets,
+                               _lowering.signatures(exp.mlir_module_serialized))
+      except Exception as e:  # noqa: BLE001
+        return ReaderResult(reader, Stage.MODULE, error=_error_line(e), envelope=env_read)
+      return ReaderResult(
+          reader, Stage.MODULE, envelope=env_read,
+          problems=tuple(f"the module read back differs from the manifest: {d}" for d in drift),
+          platforms=tuple(exp.platforms),
+          target_verdicts=self.target_verdicts(m.custom_call_targets, exp.platforms,
+                                               disabled_targets(exp.disabled_safety_checks)))
+    result = ReaderResult(reader, Stage.COMPARE, envelope=env_read)
+    try:
+      with watch.stage(_stopwatch.CALL):
+        arrays = run_exported_arrays(exp, inputs)
+    except Exception as e:  # noqa: BLE001
+      upgraded = ahead.result() if ahead is not None else None
+      if upgraded is None:
+        upgraded = _upgrade_and_run(exp, inputs, watch)
+      result, arrays = upgraded.taken(
+          ReaderResult(reader, Stage.RUN, error=_error_line(e), envelope=env_read))
+      if arrays is None:
+        return result
+      result = dataclasses.replace(result, stage=Stage.COMPARE)
+    with watch.stage(_stopwatch.CHECK):
+      actual = [storable(o) for o in arrays]
+      verdict = self.registry.checkers.check(m.comparison.mode, inputs, expected, actual,
+                                             rtol=m.comparison.rtol, atol=m.comparison.atol)
+      problems = _shardings.compare(shardings, arrays) if shardings is not None else []
+    return dataclasses.replace(result, numerics=Numerics.of(verdict), problems=tuple(problems))
+
+  # --- today's lowering ------------------------------------------------------------------
+
+  def _export_today(self, case: _case.Case) -> tuple[Any, tuple] | str:
+    """(Exported, signatures) of the case lowered now, or the error text."""
+    with self._today_lock, _contexts.lowering_for(_TODAYS_CONTEXTS):
+      if case.case_id not in self._exports:
+        try:
+          exp = export_case(case)
+          found: tuple[Any, tuple] | str = (exp, _lowering.signatures(exp.mlir_module_serialized))
+        except Exception as e:  # noqa: BLE001
+          found = _error_line(e)
+        _keep(self._exports, case.case_id, found)
+      self._exports.move_to_end(case.case_id)
+      return self._exports[case.case_id]
+
+  def _run_today(self, case: _case.Case, exp: Any,
+                 inputs: list[np.ndarray]) -> list[np.ndarray] | str:
+    """Outputs of today's lowering (serialized and read back) on ``inputs``, or the error text."""
+    key = (case.case_id, _inputs_digest(inputs))
+    with self._today_lock, _contexts.lowering_for(_TODAYS_CONTEXTS):
+      if key not in self._runs:
+        try:
+          fresh = _api.deserialize(exp.serialize(vjp_order=case.vjp_order))
+          found: list[np.ndarray] | str = run_exported(fresh, inputs)
+        except Exception as e:  # noqa: BLE001
+          found = _error_line(e)
+        _keep(self._runs, key, found)
+      self._runs.move_to_end(key)
+      return self._runs[key]
+
+  def _today_ahead(self, case: _case.Case | None, m: Manifest, inputs: list[np.ndarray],
+                   run: bool = True) -> None:
+    """Export the case today, and (to ``run`` it) run that export when the entry comes from
+    another jax (its module then differs, mostly), before the entry's comparison asks."""
+    if case is None or m.imported_from is not None:
+      return
+    exported = self._export_today(case)
+    if isinstance(exported, str) or m.lowering_only or not run or m.producer.jax == jax.__version__:
+      return
+    self._run_today(case, exported[0], inputs)
+
+  def _today(self, case: _case.Case | None, m: Manifest, inputs, expected,
+             recorded_module: bytes | None, run: bool = True) -> TodayResult:
+    """Re-export the case now: targets, signature drift and (if runnable and to ``run``)
+    numerics drift."""
+    if case is None and _corpus.is_corpus_dataset(m):
+      d = m.imported_from.details
+      return TodayResult(available=False, reason=(
+          f"imported from {m.imported_from.source}; no registered case computes "
+          f"{d.get('dataset_op')} for {d.get('dataset_platform')} "
+          f"(tried {_corpus.candidate_ids(d) or 'none: the operation is unknown'})"))
+    if case is None:
+      return TodayResult(available=False,
+                         reason=f"case {m.case_id} is no longer registered by the project's "
+                                "case modules")
+    with jax_config(case_jax_config(case)):
+      return self._today_of_case(case, m, inputs, expected, recorded_module, run)
+
+  def _today_of_case(self, case: _case.Case, m: Manifest, inputs, expected,
+                     recorded_module: bytes | None, run: bool = True) -> TodayResult:
+    exported = self._export_today(case)
+    if isinstance(exported, str):
+      return TodayResult(available=True, error=f"re-export failed: {exported}")
+    exp, sigs = exported
+    targets = tuple(_lowering.targets(sigs))
+    if m.imported_from is not None:
+      # Another function of the same operation: compare the custom calls, not sizes or numerics.
+      return TodayResult(available=True, targets=targets, matched_case=case.case_id,
+                         signature_diff=tuple(_lowering.diff(_corpus.shape_blind(m.custom_call_targets),
+                                                             _corpus.shape_blind(sigs))))
+    diff = tuple(_lowering.diff(m.custom_call_targets, sigs))
+    if m.lowering_only or not run:
+      return TodayResult(available=True, targets=targets, signature_diff=diff)
+    if recorded_module is not None and _same_computation(exp, recorded_module):
+      # The entry's module up to source locations: its numerics are the readers' numerics.
+      return TodayResult(available=True, targets=targets, signature_diff=diff, same_module=True)
+    actual = self._run_today(case, exp, inputs)
+    if isinstance(actual, str):
+      return TodayResult(available=True, targets=targets, signature_diff=diff,
+                         error=f"running the current lowering failed: {actual}")
+    verdict = self.registry.checkers.check(m.comparison.mode, inputs, expected, actual,
+                                           rtol=m.comparison.rtol, atol=m.comparison.atol)
+    return TodayResult(available=True, targets=targets, signature_diff=diff,
+                       numerics=Numerics.of(verdict))
+
+  # --- the reader thread -----------------------------------------------------------------
+
+  def _ahead(self, work: Callable[[], Any]) -> _Ahead:
+    return _Ahead(work, self._executor)
+
+  def _side_by_side(self, first: Callable[[], Any], second: Callable[[], Any]) -> None:
+    """Run ``first`` here and ``second`` on the reader thread (here too, after ``first``, when
+    the reader thread has not started it or there is none)."""
+    other = self._ahead(second)
+    try:
+      first()
     finally:
-      for task in ahead.values():
-        task.settle()
-    if current and not alongside:
-      today()
-    result["readers"] = [answers[r] for r in names]
-  result["host"] = replay_host(entry.manifest.platform if run else "cpu").to_json()
-  result["seconds"] = time.perf_counter() - start
-  result["timings"] = watch.seconds
-  return result
+      other.result()
 
 
-def _today_keeps_config(case: _case.Case | None) -> bool:
+# Today's exports and runs kept, of the cases replayed last.
+TODAY_KEPT = 32
+
+
+def _keep(memo: collections.OrderedDict, key: Any, value: Any) -> None:
+  memo[key] = value
+  while len(memo) > TODAY_KEPT:
+    memo.popitem(last=False)
+
+
+def _keeps_config(case: _case.Case | None) -> bool:
   """Whether exporting ``case`` today leaves jax's configuration as it is now (the entry's),
   so that it may run while a reader traces on another thread."""
   if case is None:
@@ -643,36 +696,14 @@ def _today_keeps_config(case: _case.Case | None) -> bool:
   return all(getattr(jax.config, name, object()) == value for name, value in wanted.items())
 
 
-_threads: concurrent.futures.ThreadPoolExecutor | None = None
-
-
-def use_threads(on: bool) -> None:
-  """Run an entry's independent parts on two threads (on), or one after another."""
-  global _threads
-  if on and _threads is None:
-    _threads = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jaxport-reader")
-  elif not on and _threads is not None:
-    _threads.shutdown()
-    _threads = None
-
-
-def _side_by_side(first: Callable[[], Any], second: Callable[[], Any]) -> None:
-  """Run ``first`` here and ``second`` on the reader thread (here too, after ``first``, when
-  the reader thread has not started it or there is none)."""
-  other = _Ahead(second)
-  try:
-    first()
-  finally:
-    other.result()
-
-
 class _Ahead:
   """Work queued on the reader thread before it is needed. Whoever needs it and finds it not
   started runs it in place, so no thread ever waits for work queued behind itself."""
 
-  def __init__(self, work: Callable[[], Any]) -> None:
+  def __init__(self, work: Callable[[], Any],
+               executor: concurrent.futures.Executor | None) -> None:
     self._work = work
-    self._future = _threads.submit(work) if _threads is not None else None
+    self._future = executor.submit(work) if executor is not None else None
 
   def result(self) -> Any:
     if self._future is None or self._future.cancel():

@@ -40,31 +40,26 @@ from pathlib import Path
 from typing import Any
 
 from jaxport import _json
+from jaxport._vocabulary import ExpectationVerdict
+from jaxport.errors import ExpectedStatusError
 from jaxport.harness import _releases
-from jaxport.harness._verdicts import Finding, Outcome
+from jaxport._vocabulary import Finding, Subject
+from jaxport.golden._manifest import Manifest
+from jaxport.harness._verdicts import Outcome
 from jaxport.report import FindingKind, Release
 
 TABLE_FORMAT = 1
+V = ExpectationVerdict
 
-PASS = "pass"
-EXPECTED_FAILURE = "expected_failure"
-UNEXPECTED_FAILURE = "unexpected_failure"
-WRONG_FAILURE = "wrong_failure"
-UNEXPECTED_PASS = "unexpected_pass"
-POLICY_VIOLATION = "policy_violation"
-OUTSIDE_FORWARD_WINDOW = "outside_forward_window"
-UPGRADED = "upgraded"
-OK_VERDICTS = (PASS, EXPECTED_FAILURE, OUTSIDE_FORWARD_WINDOW, UPGRADED)
+# What a row of the table expects of an entry (``Expectation.status``).
+EXPECT_PASS = "pass"
+EXPECT_FAIL = "fail"
 
-# Kinds of an entry recorded by an older release that are the release difference itself:
-# reported as producer drift, never a failure (nobody can re-record with that release's
-# lowering of today's case).
-DRIFT_KINDS = (FindingKind.LOWERING_DRIFT, FindingKind.STALE_TARGET)
+# Kinds of findings on an entry that jax.export of an older release recorded which are the
+# release difference itself: reported as producer drift, never a failure (nobody can
+# re-record with that release's lowering of today's case).
+RELEASE_DIFFERENCE_KINDS = (FindingKind.LOWERING_DRIFT, FindingKind.STALE_TARGET)
 RELEASE_SOURCE = "jax.export"
-
-
-class ExpectedStatusError(ValueError):
-  """The expected-status table is malformed."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +96,7 @@ class Rule:
 
 @dataclasses.dataclass(frozen=True)
 class Expectation:
-  status: str                  # "pass" or "fail"
+  status: str                  # EXPECT_PASS or EXPECT_FAIL
   reason: str | None = None
   match: str | None = None
 
@@ -116,16 +111,16 @@ class Table:
                   consumer: str | None = None) -> Expectation:
     hits = [r for r in self.rules if r.applies(producer, case_id, consumer)]
     if not hits:
-      return Expectation(PASS)
-    return Expectation("fail", hits[0].reason, hits[0].match)
+      return Expectation(EXPECT_PASS)
+    return Expectation(EXPECT_FAIL, hits[0].reason, hits[0].match)
 
   def recordable(self, producer: str, case_id: str) -> bool:
     return (producer, case_id) not in self.unrecordable
 
 
 def _bad(where: str, what: str) -> ExpectedStatusError:
-  return ExpectedStatusError(f"{where}: {what}. Fix the table (format in "
-                             "harness/tools/expected_status.py).")
+  return ExpectedStatusError(f"{where}: {what}. Fix the project's expectations table (the "
+                             "file its jaxport_expectations setting names).")
 
 
 def parse_table(data: Any, where: str = "the expected-status table") -> Table:
@@ -232,17 +227,19 @@ def load_table(path: str | Path) -> Table:
 
 
 @dataclasses.dataclass(frozen=True)
-class Verdict:
-  kind: str
+class Judgement:
+  """An outcome judged against its expectation: the verdict and why."""
+  verdict: ExpectationVerdict
   message: str
 
   @property
   def ok(self) -> bool:
-    return self.kind in OK_VERDICTS
+    """Whether the verdict lets the run pass."""
+    return self.verdict.ok
 
 
 def judge(expectation: Expectation, failures: list[str],
-          window: _releases.WindowPosition | None, upgrade_rules: tuple[str, ...] = ()) -> Verdict:
+          window: _releases.WindowPosition | None, upgrade_rules: tuple[str, ...] = ()) -> Judgement:
   """Compare an outcome (its failure messages; empty when it passed) with the expectation.
 
   ``upgrade_rules`` names the rules ``jaxport.upgrade`` applied before the
@@ -251,49 +248,52 @@ def judge(expectation: Expectation, failures: list[str],
   failed = bool(failures)
   inside = window is not None and window.direction == "backward" and window.inside_window
   if upgrade_rules and not failed and inside:
-    return Verdict(POLICY_VIOLATION,
-                   f"ran only after jaxport.upgrade (rules {', '.join(upgrade_rules)}), but producer "
-                   f"jax {window.producer} is inside the 6-month window of jax {window.consumer}, "
-                   "where jax's policy says it must run as recorded")
-  if expectation.status == "fail" and inside:
-    return Verdict(POLICY_VIOLATION,
-                   f"the table expects a failure ({expectation.reason}), but producer jax "
-                   f"{window.producer} is {window.gap_days} days older than jax {window.consumer}, "
-                   "inside the 6-month window, where jax's policy says it must pass")
-  if expectation.status == PASS:
+    return Judgement(V.POLICY_VIOLATION,
+                     f"ran only after jaxport.upgrade (rules {', '.join(upgrade_rules)}), but "
+                     f"producer jax {window.producer} is inside the 6-month window of jax {window.consumer}, "
+                     "where jax's policy says it must run as recorded")
+  if expectation.status == EXPECT_FAIL and inside:
+    return Judgement(V.POLICY_VIOLATION,
+                     f"the table expects a failure ({expectation.reason}), but producer jax "
+                     f"{window.producer} is {window.gap_days} days older than jax {window.consumer}, "
+                     "inside the 6-month window, where jax's policy says it must pass")
+  if expectation.status == EXPECT_PASS:
     if not failed and upgrade_rules:
-      return Verdict(UPGRADED, f"passed after jaxport.upgrade (rules {', '.join(upgrade_rules)})")
+      return Judgement(V.UPGRADED,
+                       f"passed after jaxport.upgrade (rules {', '.join(upgrade_rules)})")
     if not failed:
-      return Verdict(PASS, "passed as expected")
+      return Judgement(V.PASS, "passed as expected")
     if inside:
-      return Verdict(POLICY_VIOLATION,
-                     f"failed inside the 6-month window (producer jax {window.producer}, "
-                     f"{window.gap_days} days older than jax {window.consumer}), where jax's "
-                     "policy says it must pass")
-    return Verdict(UNEXPECTED_FAILURE,
-                   "failed but harness/expected_status.json expects a pass; if this is a "
-                   "deliberate break after the compat window, add a row stating the reason")
+      return Judgement(V.POLICY_VIOLATION,
+                       f"failed inside the 6-month window (producer jax {window.producer}, "
+                       f"{window.gap_days} days older than jax {window.consumer}), where jax's "
+                       "policy says it must pass")
+    return Judgement(V.UNEXPECTED_FAILURE,
+                     "failed but the project's expectations table (jaxport_expectations) "
+                     "expects a pass; if this is a "
+                     "deliberate break after the compat window, add a row stating the reason")
   if not failed:
-    return Verdict(UNEXPECTED_PASS,
-                   f"passed but harness/expected_status.json expects a failure "
-                   f"({expectation.reason}); remove or narrow that row")
+    return Judgement(V.UNEXPECTED_PASS,
+                     f"passed but the project's expectations table (jaxport_expectations) "
+                     f"expects a failure "
+                     f"({expectation.reason}); remove or narrow that row")
   unexplained = [f for f in failures if re.search(expectation.match, f) is None]
   if unexplained:
-    return Verdict(WRONG_FAILURE,
-                   f"failed, but not as expected: the table expects /{expectation.match}/ "
-                   f"({expectation.reason}); got: {' | '.join(unexplained)}")
-  return Verdict(EXPECTED_FAILURE, f"failed as expected: {expectation.reason}")
+    return Judgement(V.WRONG_FAILURE,
+                     f"failed, but not as expected: the table expects /{expectation.match}/ "
+                     f"({expectation.reason}); got: {' | '.join(unexplained)}")
+  return Judgement(V.EXPECTED_FAILURE, f"failed as expected: {expectation.reason}")
 
 
 def _forward_gap(window: _releases.WindowPosition | None) -> bool:
   return window is not None and window.direction == "forward" and not window.inside_window
 
 
-def _outside_forward_window(window: _releases.WindowPosition) -> Verdict:
-  return Verdict(OUTSIDE_FORWARD_WINDOW,
-                 f"producer jax {window.producer} is {-window.gap_days} days newer than jax "
-                 f"{window.consumer}, outside jax's {_releases.FORWARD_WINDOW_DAYS}-day forward "
-                 "window: reported, not required to pass")
+def _outside_forward_window(window: _releases.WindowPosition) -> Judgement:
+  return Judgement(V.OUTSIDE_FORWARD_WINDOW,
+                   f"producer jax {window.producer} is {-window.gap_days} days newer than jax "
+                   f"{window.consumer}, outside jax's {_releases.FORWARD_WINDOW_DAYS}-day forward "
+                   "window: reported, not required to pass")
 
 
 @functools.cache
@@ -332,7 +332,7 @@ def release_windows(producers: Iterable[str], today: datetime.date,
   return out
 
 
-def annotate(outcome: Outcome, manifest: dict[str, Any], *, today: datetime.date | None = None,
+def annotate(outcome: Outcome, manifest: Manifest, *, today: datetime.date | None = None,
              consumer: str | None = None, table: Table) -> Outcome:
   """``outcome`` with its release annotation (window position, expectation, verdict) and
   the verdict applied.
@@ -344,50 +344,51 @@ def annotate(outcome: Outcome, manifest: dict[str, Any], *, today: datetime.date
   """
   today = today or datetime.date.today()
   consumer = consumer or consumer_version()
-  producer = manifest["producer"].get("jax")
-  expectation = table.expectation(producer, manifest["case_id"], consumer)
+  producer = manifest.producer.jax
+  expectation = table.expectation(producer, manifest.case_id, consumer)
   window = window_for(producer, consumer, today)
   breaks = outcome.of_kind(FindingKind.COMPATIBILITY_BREAK)
   damaged = outcome.of_kind(FindingKind.GOLDEN_DATA_ERROR)
   cannot_export = outcome.has(FindingKind.EXPORT_ERROR)
   if damaged:
     # Damaged golden data is judged as an entry that must pass: no row excuses it.
-    expectation, breaks = Expectation(PASS), (*damaged, *breaks)
+    expectation, breaks = Expectation(EXPECT_PASS), (*damaged, *breaks)
   # Only running the artifact (a reader's failure) or exporting the case today can be
   # excused by the forward gap; golden data errors and crashes always count.
   reader_failures_only = all(f.reader is not None for f in breaks)
   # A row of the table is stricter than the forward gap: its message must match.
-  verdict = (_outside_forward_window(window)
-             if _forward_gap(window) and (breaks or cannot_export) and reader_failures_only
-             and expectation.status == PASS
-             else judge(expectation, [f.text for f in breaks], window, outcome.upgrade_rules))
+  judgement = (_outside_forward_window(window)
+               if _forward_gap(window) and (breaks or cannot_export) and reader_failures_only
+               and expectation.status == EXPECT_PASS
+               else judge(expectation, [f.text for f in breaks], window, outcome.upgrade_rules))
   release = Release.from_json({
       "producer": producer,
       "consumer": consumer,
       "window": None if window is None else window.to_dict(),
       "expected": expectation.status,
       "reason": expectation.reason,
-      "verdict": verdict.kind,
-      "policy_ok": verdict.kind != POLICY_VIOLATION,
+      "verdict": str(judgement.verdict),
+      "policy_ok": judgement.verdict is not V.POLICY_VIOLATION,
       "upgrade_rules": list(outcome.upgrade_rules),
   }, f"{outcome.entry_id}: release")
   findings = list(outcome.findings)
   expected_failure = outcome.expected_failure
-  if verdict.kind == EXPECTED_FAILURE:
+  if judgement.verdict is V.EXPECTED_FAILURE:
     expected_failure = expectation.reason
-  elif verdict.kind == OUTSIDE_FORWARD_WINDOW:
-    expected_failure = verdict.message
+  elif judgement.verdict is V.OUTSIDE_FORWARD_WINDOW:
+    expected_failure = judgement.message
     findings = [_producer_drift(f, (FindingKind.EXPORT_ERROR,)) for f in findings]
-  elif verdict.kind == UNEXPECTED_PASS:
+  elif judgement.verdict is V.UNEXPECTED_PASS:
     if not outcome.has(FindingKind.UNEXPECTED_PASS):
-      findings.append(Finding(FindingKind.UNEXPECTED_PASS, verdict.message))
-  elif not verdict.ok:
+      findings.append(Finding(FindingKind.UNEXPECTED_PASS, Subject.EXPECTATION, judgement.message))
+  elif not judgement.ok:
     expected_failure = None
     if not damaged:  # damaged data says so itself, and fails on its own
-      findings.append(Finding(FindingKind.COMPATIBILITY_BREAK, f"{verdict.kind}: {verdict.message}"))
-  imported = manifest.get("imported_from") or {}
-  if imported.get("source") == RELEASE_SOURCE and producer != consumer:
-    findings = [_producer_drift(f, DRIFT_KINDS) for f in findings]
+      findings.append(Finding(FindingKind.COMPATIBILITY_BREAK, Subject.EXPECTATION,
+                              f"{judgement.verdict}: {judgement.message}"))
+  imported = manifest.imported_from
+  if imported is not None and imported.source == RELEASE_SOURCE and producer != consumer:
+    findings = [_producer_drift(f, RELEASE_DIFFERENCE_KINDS) for f in findings]
   return outcome.replace(release=release, findings=tuple(findings),
                          expected_failure=expected_failure)
 
@@ -432,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
   """``python -m harness.tools.expected_status REPORT.json``: print the compat-window table."""
   import argparse
   parser = argparse.ArgumentParser(description="Print the compat-window table of a compat report.")
-  parser.add_argument("report", help="the JSON written by pytest harness/ --compat-report=...")
+  parser.add_argument("report", help="the JSON report a run wrote with --compat-report=FILE")
   args = parser.parse_args(argv)
   report = json.loads(Path(args.report).read_text(encoding="utf-8"))
   print(render_window(report), end="")

@@ -8,10 +8,8 @@ other tests does no harness work and prints nothing.
 
 from __future__ import annotations
 
-import datetime
 import importlib.metadata
 import importlib.util
-import math
 import os
 import shutil
 import sys
@@ -20,24 +18,12 @@ from pathlib import Path
 import pytest
 
 import jaxport_pytest as entry
-from jaxport import _limits
-from jaxport.errors import GoldenDataError
-from jaxport.harness import _devices, _jax_corpus
+from jaxport.errors import GoldenDataError, SettingsError
+from jaxport.harness import _devices, _jax_corpus, _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
 from jaxport.harness._registry import missing_modules
 from jaxport.harness._session import WORKER_OUTPUT_KEY, HarnessSession, Options
-from jaxport.harness._shard import Shard, ShardError, read_costs
-
-DEFAULT_PLATFORM = "cpu"
-DEFAULT_WINDOW_DAYS = 180
-DEFAULT_WORKER_TIMEOUT_S = 300.0
-# A week: a longer wait is a mistake, and huge values overflow the worker's wait.
-MAX_WORKER_TIMEOUT_S = 7 * 24 * 3600.0
-# Megabytes (MiB) of ``--compat-worker-memory-mb``: the default limit, and the range allowed
-# (under 64 MiB the interpreter and jax alone pass it; past a pebibyte is a mistake).
-DEFAULT_WORKER_MEMORY_MB = _limits.MAX_WORKER_RSS_BYTES // 2**20
-MIN_WORKER_MEMORY_MB = 64
-MAX_WORKER_MEMORY_MB = 2**30
+from jaxport.harness._settings import Settings
 # How the controller tells xdist workers where it imported the corpus and where executables are.
 CORPUS_ROOT_KEY = "jaxport_jax_corpus_root"
 WORKER_CACHE_KEY = "jaxport_compile_cache"
@@ -48,11 +34,23 @@ COMPAT_FIXTURES = frozenset({ENTRY_FIXTURE, CASE_FIXTURE})
 
 session_key = pytest.StashKey[HarnessSession]()
 project_key = pytest.StashKey[Project]()
+settings_key = pytest.StashKey[Settings]()
 
 
-def _opt(config: pytest.Config, flag: str, default=None):
-  value = getattr(config.option, entry.dest(flag), None)
-  return default if value is None else value
+def settings(config: pytest.Config) -> Settings:
+  """The run's settings: defaults, the ``--compat-preset``'s values, the options given (read and
+  validated once per run; a bad value is a usage error naming the option)."""
+  if settings_key not in config.stash:
+    given = {f.name: getattr(config.option, f.dest, None) for f in _settings.FIELDS}
+    # An xdist worker shares the compile cache its controller chose.
+    given["cache_dir"] = (given["cache_dir"]
+                          or getattr(config, "workerinput", {}).get(WORKER_CACHE_KEY))
+    try:
+      config.stash[settings_key] = _settings.resolve(
+          given, getattr(config.option, _settings.PRESET_FIELD.dest, None))
+    except SettingsError as e:
+      raise pytest.UsageError(str(e)) from None
+  return config.stash[settings_key]
 
 
 def _base(config: pytest.Config) -> Path:
@@ -104,28 +102,13 @@ def _within(p: str, base: Path) -> bool:
 
 
 def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
-  today = _opt(config, "--compat-today")
-  try:
-    today = datetime.date.fromisoformat(today) if today else datetime.date.today()
-  except ValueError:
-    raise pytest.UsageError(f"--compat-today={today!r}: expected a date YYYY-MM-DD") from None
-  window = _opt(config, "--compat-window-days", DEFAULT_WINDOW_DAYS)
-  if window < 0:
-    raise pytest.UsageError(f"--compat-window-days must be >= 0, got {window}")
-  record = bool(_opt(config, "--compat-record"))
-  update = bool(_opt(config, "--compat-update"))
-  if record and update:
-    raise pytest.UsageError("--compat-record records every case and --compat-update only the "
-                            "changed ones; pass one of them.")
-  root = _opt(config, "--compat-store")
-  if _opt(config, "--compat-jax-corpus") and (root or record or update):
-    raise pytest.UsageError("--compat-jax-corpus replays its own temporary store; it cannot be "
-                            "combined with --compat-store, --compat-record or --compat-update")
-  explicit = bool(root)
-  root = Path(root) if root else project(config).store
+  """The session's options: the run's settings, with the store and paths resolved."""
+  s = settings(config)
+  explicit = bool(s.store)
+  root = Path(s.store) if s.store else project(config).store
   if corpus_root is not None:
     root = corpus_root
-  if not record and not root.is_dir():
+  if not s.record and not root.is_dir():
     if explicit:
       raise pytest.UsageError(
           f"--compat-store={root}: no such directory, so there is no golden store to replay. "
@@ -134,70 +117,19 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
         f"no golden store yet: {entry.INI_STORE} names {root}, which does not exist. Record "
         "the project's cases first with `pytest --compat-record`, review the new entries and "
         "commit them; later runs replay them.")
-  if update and _opt(config, "--compat-shard"):
-    raise pytest.UsageError("--compat-update records the changed cases of the whole store; it "
-                            "cannot be combined with --compat-shard")
-  try:
-    shard = Shard.parse(_opt(config, "--compat-shard")) if _opt(config, "--compat-shard") else None
-    costs = read_costs(_opt(config, "--compat-costs")) if _opt(config, "--compat-costs") else None
-  except ShardError as e:
-    raise pytest.UsageError(str(e)) from None
-  cache_dir = (_opt(config, "--compat-cache-dir")
-               or getattr(config, "workerinput", {}).get(WORKER_CACHE_KEY))
-  if cache_dir and _opt(config, "--compat-no-cache"):
-    raise pytest.UsageError("--compat-cache-dir and --compat-no-cache contradict each other; "
-                            "pass one.")
-  if cache_dir and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
-    raise pytest.UsageError(f"--compat-cache-dir={cache_dir} is a file; pass a directory (it is "
-                            "created when missing).")
   get = config.getoption
   partial = bool(get("keyword") or get("markexpr") or get("deselect", None)
                  or any("::" in str(a) for a in config.args))
-  return Options(platform=_opt(config, "--compat-platform", DEFAULT_PLATFORM), record=record,
-                 update=update,
-                 strict=bool(_opt(config, "--compat-strict") or _pytest_strict(config)),
-                 compat_report=_opt(config, "--compat-report"), compat_window_days=window,
-                 golden_root=root.resolve(), today=today,
-                 worker_timeout_s=_worker_timeout(
-                     _opt(config, "--compat-worker-timeout", DEFAULT_WORKER_TIMEOUT_S)),
-                 worker_max_rss_bytes=_worker_memory(
-                     _opt(config, "--compat-worker-memory-mb", DEFAULT_WORKER_MEMORY_MB)),
-                 partial=partial, jax_corpus=bool(_opt(config, "--compat-jax-corpus")),
-                 compile_cache=not _opt(config, "--compat-no-cache"),
-                 compile_cache_dir=Path(cache_dir).resolve() if cache_dir else None,
-                 cold=bool(_opt(config, "--compat-cold")), shard=shard, shard_costs=costs,
-                 timings_file=_opt(config, "--compat-timings"))
-
-
-def _worker_timeout(value: object) -> float:
-  """The ``--compat-worker-timeout`` in seconds: a finite number above 0 and at most a week."""
-  try:
-    seconds = float(value)  # type: ignore[arg-type]
-  except (TypeError, ValueError):
-    seconds = math.nan
-  if not 0 < seconds <= MAX_WORKER_TIMEOUT_S:  # also false for nan
-    raise pytest.UsageError(
-        f"--compat-worker-timeout={value}: expected seconds above 0 and at most "
-        f"{MAX_WORKER_TIMEOUT_S:g} (a week), such as --compat-worker-timeout="
-        f"{DEFAULT_WORKER_TIMEOUT_S:g}; a timeout of 0 or less would report every entry as a "
-        "compatibility break.")
-  return seconds
-
-
-def _worker_memory(value: object) -> int:
-  """The ``--compat-worker-memory-mb`` in bytes: a whole number of MiB from 64 to 2**30."""
-  try:
-    mb = int(str(value).strip())
-  except ValueError:
-    mb = 0
-  if not MIN_WORKER_MEMORY_MB <= mb <= MAX_WORKER_MEMORY_MB:
-    raise pytest.UsageError(
-        f"--compat-worker-memory-mb={value}: expected a whole number of megabytes (MiB) from "
-        f"{MIN_WORKER_MEMORY_MB} to {MAX_WORKER_MEMORY_MB}, such as --compat-worker-memory-mb="
-        f"{DEFAULT_WORKER_MEMORY_MB} (the default, {_limits.name('MAX_WORKER_RSS_BYTES')}); "
-        f"under {MIN_WORKER_MEMORY_MB} MiB the worker's interpreter alone passes the limit and "
-        "every entry would be reported as a compatibility break.")
-  return mb * 2**20
+  artifacts = config.invocation_params.dir / s.artifacts if s.artifacts else None
+  return Options(platform=s.platform, record=s.record, update=s.update,
+                 strict=s.strict or _pytest_strict(config), compat_report=s.report,
+                 compat_window_days=s.window_days, golden_root=root.resolve(), today=s.day(),
+                 worker_timeout_s=s.worker_timeout_s,
+                 worker_max_rss_bytes=s.worker_max_rss_bytes, partial=partial,
+                 jax_corpus=s.jax_corpus, compile_cache=not s.no_cache,
+                 compile_cache_dir=Path(s.cache_dir).resolve() if s.cache_dir else None,
+                 cold=s.cold, shard=s.shard, shard_costs=s.costs, timings_file=s.timings,
+                 artifacts_dir=artifacts.resolve() if artifacts is not None else None)
 
 
 def _pytest_strict(config: pytest.Config) -> bool:
@@ -265,17 +197,18 @@ def pytest_configure(config: pytest.Config) -> None:
         f"jaxport compat harness configuration: case module(s) {missing} of {entry.INI_CASES} "
         f"cannot be found (looked in {proj.root} and on sys.path); check the spelling in the "
         "pytest configuration, or install the package that holds them")
-  if _opt(config, "--compat-jax-corpus"):
+  s = settings(config)
+  if s.jax_corpus:
     _options(config)  # refuse bad combinations before importing anything
-    _check_backend(_opt(config, "--compat-platform", DEFAULT_PLATFORM))
-    corpus = _jax_corpus.import_corpus(_opt(config, "--compat-platform", DEFAULT_PLATFORM))
+    _check_backend(s.platform)
+    corpus = _jax_corpus.import_corpus(s.platform)
     _start(config, corpus.root, corpus)
   else:
     _options(config)
-    if _opt(config, "--compat-platform") is not None:
+    if "platform" in s.given:
       # Asked for by name: refuse a platform this machine lacks now, as a usage error, not
       # later inside the collection of the golden tests.
-      _check_backend(_opt(config, "--compat-platform"))
+      _check_backend(s.platform)
 
 
 def _start(config: pytest.Config, corpus_root: Path | None = None,
@@ -367,7 +300,7 @@ def pytest_collection(session: pytest.Session) -> None:
   for include the project's golden test files (``jaxport_tests``)."""
   config = session.config
   if (config.pluginmanager.has_plugin("dsession") or config.option.collectonly
-      or _opt(config, "--compat-record") or _opt(config, "--compat-cold")
+      or settings(config).record or settings(config).cold
       or not _asks_for_golden_tests(config)):
     return
   try:
@@ -397,12 +330,12 @@ def _is_golden(item: pytest.Item) -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
   """``--compat-only`` keeps the golden items alone; in shards other than the first, the
   project's other tests are skipped (they run once, in shard 1)."""
-  if _opt(config, "--compat-only"):
+  if settings(config).only:
     others = [i for i in items if not _is_golden(i)]
     if others:
       config.hook.pytest_deselected(items=others)
       items[:] = [i for i in items if _is_golden(i)]
-  shard = _opt(config, "--compat-shard")
+  shard = settings(config).shard
   hs = _started(config)
   if not shard or hs is None or hs.options.shard is None or hs.options.shard.index == 1:
     return

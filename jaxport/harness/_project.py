@@ -15,12 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from jaxport import _json
+from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
 from jaxport.errors import GoldenDataError
 
-# The platforms a case may be recorded on or exported for.
-PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
-# The key of a stable-targets file for targets not tied to one platform.
-ANY_PLATFORM = "any"
 
 
 class OnChange(enum.Enum):

@@ -58,9 +58,9 @@ class ReaderPolicy:
 
 
 def _bad(where: str, what: str) -> GoldenDataError:
-  return GoldenDataError(f"{where}: {what}. Measure again with harness/tools/release_table.py "
-                         "(harness/tools/reader_policy.py --check compares the layouts), or "
-                         "restore the file from the jaxport release.")
+  return GoldenDataError(f"{where}: {what}. The file ships with jaxport: reinstall jaxport to "
+                         "restore it (in a jaxport source checkout, measure it again with the "
+                         "release-table tool).")
 
 
 def parse(doc: Any, where: str) -> ReaderPolicy:

@@ -1,4 +1,4 @@
-"""The registry of a project's cases, gathered from its case modules."""
+"""The registry of a project's cases and checkers, gathered from its case modules."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 
+from jaxport._vocabulary import PLATFORMS
 from jaxport.errors import GoldenDataError
+from jaxport.harness import checkers as _checkers
 from jaxport.harness._case import Case
 
 
@@ -73,8 +75,30 @@ class CaseRegistry:
         if case.case_id in out:
           raise GoldenDataError(f"case id {case.case_id!r} is registered twice (second in "
                                 f"{module.__name__}); case ids must be unique")
+        _check_platforms(case, module.__name__)
         out[case.case_id] = case
     return out
+
+  @functools.cached_property
+  def checkers(self) -> _checkers.CheckerRegistry:
+    """The project's checkers: the built-in ones, those added with ``register_checker``, and
+    each case module's ``CHECKERS`` (a mapping of names to checkers)."""
+    registry = _checkers.project_registry()
+    for module in self._loaded:
+      declared = getattr(module, "CHECKERS", None)
+      if declared is None:
+        continue
+      if not isinstance(declared, Mapping):
+        raise GoldenDataError(f"case module {module.__name__!r}: CHECKERS is a "
+                              f"{type(declared).__name__}; make it a dict of checker names to "
+                              "checkers (functions (inputs, expected, actual, *, rtol, atol) -> "
+                              "Verdict, or jaxport.harness.judged(fn))")
+      for name, checker in declared.items():
+        try:
+          registry.register(name, checker)
+        except ValueError as e:
+          raise GoldenDataError(f"case module {module.__name__!r}, CHECKERS[{name!r}]: {e}") from e
+    return registry
 
   def case(self, case_id: str) -> Case | None:
     """The case ``case_id``, or None if no module registers it any more."""
@@ -91,6 +115,14 @@ class CaseRegistry:
     for module in self._loaded:
       out.update(getattr(module, "UNREACHABLE", {}))
     return out
+
+
+def _check_platforms(case: Case, module: str) -> None:
+  """Refuse a case whose host or export platforms are not the harness's platform names."""
+  for p in (case.host_platform, *(case.platforms or ())):
+    if p not in PLATFORMS:
+      raise GoldenDataError(f"case {case.case_id} of {module}: unknown platform {p!r}; expected "
+                            f"one of {PLATFORMS}")
 
 
 def missing_modules(modules: Sequence[str], paths: Sequence[str]) -> list[str]:

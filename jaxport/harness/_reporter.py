@@ -1,4 +1,5 @@
-"""The end-of-run report: built from collected outcomes, written as JSON and summarized as text."""
+"""The end-of-run report's other writings: the timings file as JSON, and the run summarized as
+text for the terminal."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxport.harness import _update
-from jaxport.report import REPORT_FORMAT as REPORT_FORMAT
+from jaxport.report import RunReport
 from jaxport.report._model import OTHER_HOST_KEY
 
 
@@ -24,8 +25,10 @@ def write_json(report: dict[str, Any], path: str | os.PathLike) -> None:
   os.replace(tmp, path)
 
 
-def text_lines(report: dict[str, Any]) -> list[str]:
-  """A short human summary: counts, then every failure, warning, drift and skip."""
+def text_lines(run: RunReport) -> list[str]:
+  """A short human summary: counts, then every failure, warning, drift and skip (read off the
+  report's JSON form, the one the run writes)."""
+  report = run.to_json()
   s = report["summary"]
   lines = [f"jaxport compat harness, platform {report['platform']}, readers "
            f"{', '.join(report['readers'])}, jax {report['versions'].get('jax')}"]
@@ -62,7 +65,7 @@ def text_lines(report: dict[str, Any]) -> list[str]:
   if report["mode"] == "replay" and s["warn"]:
     # Derived from the counts, not stored, so that merged shard reports stay exact.
     lines.append(f"session warning: {s['warn']} entries have drift or staleness findings; "
-                 "they fail with --strict")
+                 "they fail with --compat-strict")
   for w in report["session_warnings"]:
     lines.append(f"session warning: {w}")
   if report["skips"]:

@@ -16,15 +16,17 @@ import logging
 import shutil
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from jaxport import _limits
-from jaxport.errors import GoldenDataError, JaxportError
-from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE
+from jaxport._vocabulary import RecordAction
+from jaxport.errors import GoldenDataError, HarnessWarning, JaxportError, WorkerAnswerError
+from jaxport.golden._entry_id import EntryId
+from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE, Manifest
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _classify, _devices, _jax_corpus, _update
 from jaxport.harness import _coverage as coverage
@@ -37,19 +39,18 @@ from jaxport.harness._shard import Shard, costs_json
 from jaxport.harness._verdicts import Outcome
 from jaxport.releases import ArtifactFeatures, runs_on
 from jaxport.releases import releases as table_releases
-from jaxport.report import DRIFT_KINDS, FindingKind, Status
-from jaxport.report._model import (
-    DECLARED_TARGETS_KEY, OTHER_HOST_KEY, RELEASE_WINDOWS_KEY, REPLAY_HOSTS_KEY, other_host_passes,
-    producer_of)
+from jaxport.report import (
+    DRIFT_KINDS, CorpusImport, DriftItem, EntryResult, FindingKind, PlatformTargets, Recorded,
+    RunReport, ShardRef, Skip, Status, Summary, Targets, Updated, Window, write_report)
+from jaxport.report import _coverage as run_coverage
+from jaxport.report._model import RECORD_ACTIONS, other_host_passes, producer_of
+from jaxport.harness._protocol import (Answer, ArtifactsAnswer, FailureKind, RecordAnswer,
+                                       ReplayAnswer, WorkerFailure, malformed)
 from jaxport.harness._worker import WorkerClient
 
 logger = logging.getLogger(__name__)
 
 WORKER_OUTPUT_KEY = "jaxport_harness"
-
-
-class HarnessWarning(UserWarning):
-  """A finding that fails only with ``--strict``: drift, staleness, expiry."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +78,8 @@ class Options:
   update: bool = False
   # Resident memory past which a busy worker is killed (``--compat-worker-memory-mb``).
   worker_max_rss_bytes: int = _limits.MAX_WORKER_RSS_BYTES
+  # Where each failing entry's artifacts go (``--compat-artifacts``), or None.
+  artifacts_dir: Path | None = None
 
 
 class HarnessSession:
@@ -92,7 +95,6 @@ class HarnessSession:
     self.store = GoldenStore(options.golden_root)
     self._outcomes: dict[str, Outcome] = {}
     self._recorded: dict[str, dict[str, Any]] = {}
-    self._skips: list[dict[str, str]] = []
     self._write_queue: list[str] = []
     self._session_failures: list[str] = []
     self._present: list[str] | None = None
@@ -106,7 +108,7 @@ class HarnessSession:
     self._newest_ids: dict[str, str] | None = None
     # What a worker said about itself (a memo in front of jax that stays off), each once.
     self._notices: list[str] = []
-    self.report: dict[str, Any] | None = None
+    self.report: RunReport | None = None
     # Whether this process ran golden items (or received a worker's results): only then
     # does the run get a compat report.
     self.used = False
@@ -204,7 +206,7 @@ class HarnessSession:
   def replay(self, entry_id: str) -> Outcome:
     """Replay one entry in the worker and classify the findings; the outcome is kept."""
     try:
-      manifest = json.loads(self.store.entry(entry_id).manifest.to_json())
+      manifest = self.store.entry(entry_id).manifest
       num_devices = self._devices_needed(entry_id)
     except GoldenDataError as e:
       outcome = _classify.unreadable(entry_id, e)
@@ -219,11 +221,10 @@ class HarnessSession:
       if self.options.cold:
         answer = self._replay_cold(request, num_devices)
       else:
-        answer = self._worker(num_devices).request(request)
-      self._take_notices(answer)
-      if "seconds" in answer:
-        self._seconds[entry_id] = answer["seconds"]
-        self._parts[entry_id] = answer.get("timings", {})
+        answer = self._replay_answer(self._worker(num_devices).request(request))
+      if isinstance(answer, ReplayAnswer):
+        self._seconds[entry_id] = answer.seconds
+        self._parts[entry_id] = dict(answer.timings)
       outcome = _classify.classify(answer, entry_id=entry_id, manifest=manifest,
                                    today=self.options.today,
                                    window_days=self.options.compat_window_days,
@@ -246,16 +247,25 @@ class HarnessSession:
     self._outcomes[entry_id] = outcome
     return outcome
 
-  def _wants_runs_on(self, manifest: dict[str, Any]) -> bool:
+  def _replay_answer(self, reply: tuple[Answer, tuple[str, ...]]) -> ReplayAnswer | WorkerFailure:
+    """A worker's reply to a replay request, its notices kept; any answer but a replay or a
+    failure is a malformed one."""
+    answer, notices = reply
+    self._take_notices(notices)
+    if not isinstance(answer, (ReplayAnswer, WorkerFailure)):
+      return malformed(WorkerAnswerError(f"expected a replay answer, got {type(answer).__name__}"))
+    return answer
+
+  def _wants_runs_on(self, manifest: Manifest) -> bool:
     """Whether the entry's releases are computed: for its report, or its declared min_consumer."""
     return bool(self.options.compat_report) or self._min_consumer(manifest) is not None
 
-  def _min_consumer(self, manifest: dict[str, Any]) -> str | None:
-    case = self.registry.case(manifest["case_id"])
-    return manifest.get("min_consumer") or getattr(case, "min_consumer", None)
+  def _min_consumer(self, manifest: Manifest) -> str | None:
+    case = self.registry.case(manifest.case_id)
+    return manifest.min_consumer or getattr(case, "min_consumer", None)
 
-  def _check_min_consumer(self, outcome: Outcome, answer: dict[str, Any],
-                          manifest: dict[str, Any]) -> Outcome:
+  def _check_min_consumer(self, outcome: Outcome, answer: ReplayAnswer | WorkerFailure,
+                          manifest: Manifest) -> Outcome:
     """``outcome`` with the releases the entry runs on (computed from the release table and the
     features the worker read from its blob, for the report) and a ``below_min_consumer``
     finding when that range leaves out the oldest consumer its manifest or its case declares."""
@@ -263,9 +273,9 @@ class HarnessSession:
       return outcome
     want = self._min_consumer(manifest)
     range_ = None
-    if "features" in answer:
+    if isinstance(answer, ReplayAnswer) and answer.features is not None:
       try:
-        range_ = runs_on(ArtifactFeatures.from_dict(answer["features"]))
+        range_ = runs_on(ArtifactFeatures.from_dict(answer.features))
       except (ValueError, JaxportError) as e:
         logger.warning("%s: the releases it runs on are not computed: %s", outcome.entry_id, e)
     if range_ is not None:
@@ -273,40 +283,39 @@ class HarnessSession:
     if want is None:
       return outcome
     measured = tuple(f.version for f in table_releases() if f.measured)
-    found = _classify.min_consumer_findings(want, manifest["platform"], range_, measured,
-                                            manifest.get("producer", {}).get("jax"))
+    found = _classify.min_consumer_findings(want, manifest.platform, range_, measured,
+                                            manifest.producer.jax)
     return outcome.replace(findings=outcome.findings + tuple(found)) if found else outcome
 
-  def _replay_cold(self, request: dict[str, Any], num_devices: int) -> dict[str, Any]:
+  def _replay_cold(self, request: dict[str, Any],
+                   num_devices: int) -> ReplayAnswer | WorkerFailure:
     """Each reader in its own fresh worker, deserializing and calling before anything else
-    (today's export runs after the last reader); a crash is that entry's answer."""
+    (today's export runs after the last reader); a failure is that entry's answer."""
     readers = _api.readers()
-    answer: dict[str, Any] = {"readers": [], "seconds": 0.0, "timings": {}}
+    parts: list[ReplayAnswer] = []
     for i, reader in enumerate(readers):
       last = i == len(readers) - 1
       client = WorkerClient(self.project, timeout_s=self.options.worker_timeout_s,
                             num_devices=num_devices, cold_start=True,
                             max_rss_bytes=self.options.worker_max_rss_bytes)
       try:
-        part = client.request({**request, "readers": [reader], "current": last})
+        part = self._replay_answer(client.request({**request, "readers": [reader],
+                                                   "current": last}))
       finally:
         client.close()
-      self._take_notices(part)
-      if "readers" not in part:
-        if part.get("crashed"):
-          part = {**part, "why": f"cold replay with the {reader} reader in a fresh process: "
-                                 f"{part['why']}"}
+      if isinstance(part, WorkerFailure):
+        if part.kind is FailureKind.CRASHED:
+          part = dataclasses.replace(part, why=f"cold replay with the {reader} reader in a "
+                                               f"fresh process: {part.why}")
         return part
-      answer["readers"] += part["readers"]
-      answer["seconds"] += part["seconds"]
-      for name, seconds in part["timings"].items():
-        answer["timings"][name] = answer["timings"].get(name, 0.0) + seconds
-      if last:
-        answer["current"] = part["current"]
-        for key in ("features", "features_error"):
-          if key in part:
-            answer[key] = part[key]
-    return answer
+      parts.append(part)
+    timings: dict[str, float] = {}
+    for part in parts:
+      for name, seconds in part.timings.items():
+        timings[name] = timings.get(name, 0.0) + seconds
+    last = parts[-1]
+    return dataclasses.replace(last, readers=tuple(r for p in parts for r in p.readers),
+                               seconds=sum(p.seconds for p in parts), timings=timings)
 
   def check_replay(self, entry_id: str) -> None:
     """The body of one replay test item: fail, warn or pass."""
@@ -316,11 +325,31 @@ class HarnessSession:
       text += _update.change_hint(outcome, self.options.update,
                                   newest=self._newest().get(outcome.case_id) == entry_id)
     if outcome.status is Status.FAIL:
+      text += self._write_artifacts(entry_id)
       pytest.fail(f"golden entry {entry_id}:\n{text}", pytrace=False)
     if outcome.status is Status.XFAIL:
       pytest.xfail(f"expected failure: {outcome.expected_failure}")
     if outcome.status is Status.WARN:
       warnings.warn(HarnessWarning(f"golden entry {entry_id}:\n{text}"), stacklevel=2)
+
+  def _write_artifacts(self, entry_id: str) -> str:
+    """Have a worker write a failed entry's artifacts (``--compat-artifacts``); the line that
+    says where they are, or why there are none ("" without the option)."""
+    if self.options.artifacts_dir is None:
+      return ""
+    try:
+      num_devices = self._devices_needed(entry_id)
+    except GoldenDataError:
+      num_devices = 1
+    request = {"op": "artifacts", "root": str(self.options.golden_root), "entry_id": entry_id,
+               "dir": str(self.options.artifacts_dir),
+               "run": _devices.numerics_skip(self.options.platform, _platform_of(entry_id)) is None}
+    answer, notices = self._worker(num_devices).request(request)
+    self._take_notices(notices)
+    if isinstance(answer, ArtifactsAnswer):
+      return f"\nartifacts: {answer.folder}"
+    why = answer.why if isinstance(answer, WorkerFailure) else type(answer).__name__
+    return f"\nartifacts: none written ({why})"
 
   # --- record ------------------------------------------------------------------
 
@@ -333,18 +362,18 @@ class HarnessSession:
     """Record ``case_id`` into staging and queue it; an identical existing entry is left alone."""
     case = self.registry.case(case_id)
     worker = self._worker(case.num_devices if case is not None else 1)
-    answer = worker.request({"op": "record", "case_id": case_id,
-                             "today": self.options.today.isoformat(),
-                             "staging": str(self._staging_root())})
-    self._take_notices(answer)
-    if "entry_id" not in answer:
-      why = answer.get("error") or answer.get("why") or "unknown"
-      detail = _without_repeat(answer.get("traceback") or answer.get("stderr_tail", ""), why)
-      result = {"case_id": case_id, "entry_id": None, "action": "error",
+    answer = self._record_answer(worker.request({"op": "record", "case_id": case_id,
+                                                 "today": self.options.today.isoformat(),
+                                                 "staging": str(self._staging_root())}))
+    if isinstance(answer, WorkerFailure):
+      why = answer.why
+      detail = _without_repeat(answer.traceback or answer.stderr_tail, why)
+      result = {"case_id": case_id, "entry_id": None, "action": RecordAction.ERROR,
                 "message": f"recording failed: {why}" + (f"\n{detail}" if detail else "")}
     else:
-      entry_id = answer["entry_id"]
-      result = {"case_id": case_id, "entry_id": entry_id, "action": "written", "message": ""}
+      entry_id = answer.entry_id
+      result = {"case_id": case_id, "entry_id": entry_id, "action": RecordAction.WRITTEN,
+                "message": ""}
       try:
         existing = self.store.entry(entry_id).path
       except GoldenDataError:
@@ -352,7 +381,7 @@ class HarnessSession:
       if existing is not None:
         differing = _differing_files(self._staging_root() / entry_id, existing)
         if differing:
-          result.update(action="conflict", message=(
+          result.update(action=RecordAction.CONFLICT, message=(
               f"{entry_id} already exists and today's recording differs in {differing}. The "
               "store never overwrites an entry (source locations are not compared, so a moved "
               "case is not a cause). Usual causes: the lowering or the results changed today, "
@@ -360,7 +389,7 @@ class HarnessSession:
               "where the function's lowering or results changed on purpose, --compat-update "
               "records it as the day's next revision."))
         else:
-          result["action"] = "unchanged"
+          result["action"] = RecordAction.UNCHANGED
       else:
         self._write_queue.append(entry_id)
     self._recorded[case_id] = result
@@ -368,7 +397,7 @@ class HarnessSession:
 
   def check_record(self, case_id: str) -> None:
     result = self.record(case_id)
-    if result["action"] in ("error", "conflict"):
+    if result["action"] in (RecordAction.ERROR, RecordAction.CONFLICT):
       pytest.fail(f"case {case_id}: {result['message']}", pytrace=False)
 
   def flush_writes(self) -> None:
@@ -389,7 +418,7 @@ class HarnessSession:
         self._session_failures.append(f"writing {entry_id} failed: {e}")
         for r in self._recorded.values():
           if r["entry_id"] == entry_id:
-            r.update(action="error", message=str(e))
+            r.update(action=RecordAction.ERROR, message=str(e))
     self._write_queue.clear()
     if failed:
       self._session_failures.append(
@@ -411,18 +440,17 @@ class HarnessSession:
 
   def _update_case(self, change: _update.CaseChange) -> _update.Update:
     case = self.registry.case(change.case_id)
-    answer = self._worker(case.num_devices if case is not None else 1).request(
+    answer = self._record_answer(self._worker(case.num_devices if case is not None else 1).request(
         {"op": "record", "case_id": change.case_id, "today": self.options.today.isoformat(),
-         "staging": str(self._staging_root())})
-    if "entry_id" not in answer:
-      why = answer.get("error") or answer.get("why") or "unknown"
-      return self._update_failed(change, f"recording failed: {why}")
+         "staging": str(self._staging_root())}))
+    if isinstance(answer, WorkerFailure):
+      return self._update_failed(change, f"recording failed: {answer.why}")
     try:
-      staged = GoldenStore(self._staging_root()).entry(answer["entry_id"])
+      staged = GoldenStore(self._staging_root()).entry(answer.entry_id)
       manifest = staged.manifest
       for same in self.store.same_day(manifest):
         if not _differing_files(staged.path, same.path):
-          return _update.Update(change, _update.UpdateAction.UNCHANGED, same.entry_id,
+          return _update.Update(change, RecordAction.UNCHANGED, same.entry_id,
                                 "today's recording equals this entry of the same day",
                                 targets=_update.targets_of(manifest))
       written = self.store.write_entry(
@@ -431,18 +459,26 @@ class HarnessSession:
     except GoldenDataError as e:
       kept = self._staging
       self._staging = None  # kept: close() must not remove it
-      return self._update_failed(change, f"writing {answer['entry_id']} failed: {e}; the "
+      return self._update_failed(change, f"writing {answer.entry_id} failed: {e}; the "
                                          f"recording is kept in the golden store {kept}")
-    return _update.Update(change, _update.UpdateAction.WRITTEN, written.entry_id,
+    return _update.Update(change, RecordAction.WRITTEN, written.entry_id,
                           targets=_update.targets_of(manifest))
 
   def _update_failed(self, change: _update.CaseChange, why: str) -> _update.Update:
     self._session_failures.append(f"{_update.UPDATE_FLAG}: case {change.case_id}: {why}")
-    return _update.Update(change, _update.UpdateAction.ERROR, None, why)
+    return _update.Update(change, RecordAction.ERROR, None, why)
 
-  def _take_notices(self, answer: Mapping[str, Any]) -> None:
-    """Keep the worker's notices (a crashed worker's answer has none)."""
-    self._notices.extend(n for n in answer.get("notices", ()) if n not in self._notices)
+  def _record_answer(self, reply: tuple[Answer, tuple[str, ...]]) -> RecordAnswer | WorkerFailure:
+    """A worker's reply to a record request, its notices kept; a replay answer is malformed."""
+    answer, notices = reply
+    self._take_notices(notices)
+    if not isinstance(answer, (RecordAnswer, WorkerFailure)):
+      return malformed(WorkerAnswerError(f"expected a record answer, got {type(answer).__name__}"))
+    return answer
+
+  def _take_notices(self, notices: Iterable[str]) -> None:
+    """Keep the worker's notices, each once (a crashed worker's answer has none)."""
+    self._notices.extend(n for n in notices if n not in self._notices)
 
   # --- xdist -------------------------------------------------------------------
 
@@ -462,23 +498,18 @@ class HarnessSession:
     self._parts.update(data["parts"])
     self._session_failures.extend(f for f in data["session_failures"]
                                   if f not in self._session_failures)
-    self._take_notices(data)
+    self._take_notices(data["notices"])
 
   # --- end of run --------------------------------------------------------------
 
-  def build_report(self) -> dict[str, Any]:
+  def build_report(self) -> RunReport:
     """The report of the run, from collected outcomes only (deterministic, sorted)."""
     o = self.options
     failures = list(self._session_failures)
     warns: list[str] = sorted(self._notices)
-    skips = list(self._skips)
     outcomes = [self._outcomes[k] for k in sorted(self._outcomes)]
     present = self.entry_ids()
-    if _api.PRIMARY == _api.REFERENCE:
-      skips.append({"what": "independent second reader",
-                    "why": f"the primary reader is {_api.PRIMARY} itself"})
-    for out in outcomes:
-      skips.extend({"what": out.entry_id, "why": why} for why in out.skips)
+    skips = [Skip(out.entry_id, why) for out in outcomes for why in out.skips]
     try:
       cases = self.registry.cases_for(o.platform)
       unreachable = self.registry.unreachable()
@@ -486,100 +517,97 @@ class HarnessSession:
       # Every item failed on it already; the report says it once and skips what needs cases.
       cases, unreachable = None, {}
       failures.append(f"the project's case modules cannot be loaded: {e}")
-    targets = coverage.target_coverage(outcomes, coverage.required_targets(o.platform, self.project))
+    targets = coverage.target_coverage(outcomes, o.platform, self.project)
     lowered_for = {p for c in cases or () if c.lowering_only for p in c.export_platforms()}
-    other_targets = coverage.other_platform_coverage(outcomes, lowered_for, unreachable,
-                                                     self.project)
+    other = coverage.lowering_only_coverage(outcomes, lowered_for, unreachable, self.project)
     if cases is None:
-      skips.append({"what": "coverage, tripwire and missing-case checks",
-                    "why": "the project's case modules could not be loaded"})
+      skips.append(Skip(coverage.CHECKS, "the project's case modules could not be loaded"))
     elif o.record:
-      skips.append({"what": "replay, coverage and tripwire", "why": "record mode writes entries only"})
+      skips.append(Skip("replay, coverage and tripwire", "record mode writes entries only"))
     elif o.partial:
-      skips.append({"what": "coverage, tripwire and missing-case checks",
-                    "why": "the selection was narrowed (-k, -m, --deselect, node ids or files)"})
+      skips.append(Skip(coverage.CHECKS,
+                        "the selection was narrowed (-k, -m, --deselect, node ids or files)"))
     elif o.jax_corpus:
-      skips.append({"what": "coverage and missing-case checks",
-                    "why": "the run replays jax's own corpus, not this repository's golden store"})
-      unreplayed = coverage.tripwire(present, outcomes)
+      skips.append(Skip("coverage and missing-case checks",
+                        "the run replays jax's own corpus, not this repository's golden store"))
+      unreplayed = run_coverage.tripwire(present, outcomes)
       if unreplayed:
         failures.append(f"tripwire: {len(outcomes)} corpus entries replayed but {len(present)} "
-                        f"were imported; not replayed: {coverage.abbreviate(unreplayed)}")
+                        f"were imported; not replayed: {run_coverage.abbreviate(unreplayed)}")
     elif self._listing_failed:
-      skips.append({"what": "coverage, tripwire and missing-case checks",
-                    "why": "the golden store could not be listed, so no entry was replayed"})
+      skips.append(Skip(coverage.CHECKS,
+                        "the golden store could not be listed, so no entry was replayed"))
     elif o.shard is not None:
-      skips.append({"what": "coverage, tripwire and missing-case checks",
-                    "why": f"shard {o.shard} replays part of the store; they run on the report "
-                           f"merged from all shards ({coverage.MERGE_COMMAND})"})
+      skips.append(coverage.shard_skip(o.shard))
     else:
-      checked_targets, checked_other, case_ids = targets, other_targets, self.case_ids()
+      checked_targets, checked_other, case_ids = targets, other, self.case_ids()
       if o.update:
         # The cases updated in this run have their new entries; those are replayed next run.
-        checked_targets, checked_other, case_ids, recorded_now = _update.settled(
-            targets, other_targets, case_ids, self._updates)
-        skips += recorded_now
-      failures += coverage.session_failures(o.platform, checked_targets, present, outcomes,
-                                            case_ids, checked_other, project=self.project)
-      orphans = coverage.orphaned_entries(self._checked_case_ids(), present)
-      if orphans:
-        (failures if o.strict else warns).append(coverage.orphan_message(orphans))
-      skips += coverage.unreachable_skips(o.platform, other_targets)
-      skips += coverage.device_store_skips(o.platform, present)
+        settled_targets, settled_other, case_ids, recorded_now = _update.settled(
+            targets.to_json(), {p: c.to_json() for p, c in other.items()}, case_ids,
+            self._updates)
+        checked_targets = Targets.from_json(settled_targets, "targets")
+        checked_other = {p: PlatformTargets.from_json(c, p) for p, c in settled_other.items()}
+        skips += [Skip(s["what"], s["why"]) for s in recorded_now]
+      checks = coverage.session_checks(
+          o.platform, self.project, targets=checked_targets, other=checked_other,
+          entries=outcomes, present=present, case_ids=case_ids,
+          checked_case_ids=self._checked_case_ids(), strict=o.strict)
+      failures += checks.failures
+      warns += checks.warnings
+      skips += checks.skips
     if self.corpus is not None:
-      skips.extend({"what": "jax corpus import", "why": why} for why in self.corpus.skipped)
+      skips.extend(Skip("jax corpus import", why) for why in self.corpus.skipped)
       failures.extend(f"jax corpus import failed: {why}" for why in self.corpus.failed)
-    counts = {str(k): sum(1 for x in outcomes if x.status is k) for k in Status}
-    drift = [{"entry_id": x.entry_id, "kind": str(f.kind), "detail": f.message}
-             for x in outcomes for f in x.findings if f.kind in DRIFT_KINDS]
-    recorded = sorted(self._recorded.values(), key=lambda r: r["case_id"])
-    summary = {**counts, "present": len(present), "replayed": len(outcomes)}
-    upgraded = sum(1 for x in outcomes if x.has(FindingKind.UPGRADED))
-    if upgraded:
-      summary["upgraded"] = upgraded
-    other_host = other_host_passes(outcomes)
-    if other_host:
-      summary[OTHER_HOST_KEY] = other_host
-    for action in ("written", "unchanged", "conflict", "error"):
-      summary[action] = sum(1 for r in recorded if r["action"] == action)
-    self.report = {
-        "format": reporter.REPORT_FORMAT,
-        "mode": "record" if o.record else "update" if o.update else "replay",
-        "platform": o.platform,
-        "today": o.today.isoformat(),
-        "compat_window_days": o.compat_window_days,
-        "strict": o.strict,
-        "readers": list(_api.readers()),
-        "producer": _api.PRIMARY,
-        "versions": {d: _version(d) for d in ("jax", "jaxlib", "jaxport", "numpy")},
-        REPLAY_HOSTS_KEY: _distinct(x.replay_host for x in outcomes if x.replay_host is not None),
-        "entries": [x.report_entry() for x in outcomes],
-        "targets": targets,
-        DECLARED_TARGETS_KEY: {k: list(v) for k, v in self.project.targets.by_platform.items()},
-        RELEASE_WINDOWS_KEY: expected_status.release_windows(
-            (producer_of(x.entry_id) for x in outcomes), o.today),
-        "lowering_only_targets": other_targets,
-        "skips": skips,
-        "drift": drift,
-        "recorded": recorded,
-        "jax_corpus": self.corpus.to_json() if self.corpus is not None else None,
-        "session_failures": failures,
-        "session_warnings": warns,
-        "summary": summary,
-    }
-    if o.update:
-      self.report["updated"] = [u.to_json() for u in sorted(self._updates,
-                                                            key=lambda u: u.change.case_id)]
+    recorded = tuple(Recorded.from_json(r, f"recorded {r['case_id']}")
+                     for r in sorted(self._recorded.values(), key=lambda r: r["case_id"]))
+    entries = tuple(EntryResult.from_json(x.report_entry(), x.entry_id) for x in outcomes)
+    summary = Summary(
+        counts={s: sum(1 for x in outcomes if x.status is s) for s in Status},
+        present=len(present), replayed=len(outcomes),
+        actions={a: sum(1 for r in recorded if r.action == a) for a in RECORD_ACTIONS},
+        upgraded=sum(1 for x in outcomes if x.has(FindingKind.UPGRADED)),
+        other_host=other_host_passes(outcomes))
+    self.report = RunReport(
+        mode="record" if o.record else "update" if o.update else "replay",
+        platform=o.platform,
+        today=o.today,
+        compat_window_days=o.compat_window_days,
+        strict=o.strict,
+        readers=tuple(_api.readers()),
+        producer=_api.PRIMARY,
+        versions={d: _version(d) for d in ("jax", "jaxlib", "jaxport", "numpy")},
+        entries=entries,
+        targets=targets,
+        skips=tuple(skips),
+        drift=tuple(DriftItem(x.entry_id, str(f.kind), f.message)
+                    for x in outcomes for f in x.findings if f.kind in DRIFT_KINDS),
+        recorded=recorded,
+        session_failures=tuple(failures),
+        session_warnings=tuple(warns),
+        summary=summary,
+        shard=None if o.shard is None else ShardRef(o.shard.index, o.shard.count),
+        lowering_only_targets=other,
+        jax_corpus=(None if self.corpus is None
+                    else CorpusImport.from_json(self.corpus.to_json(), "jax_corpus")),
+        replay_hosts=tuple(_distinct(x.replay_host for x in outcomes
+                                     if x.replay_host is not None)),
+        updated=(None if not o.update else tuple(
+            Updated.from_json(u.to_json(), u.change.case_id)
+            for u in sorted(self._updates, key=lambda u: u.change.case_id))),
+        declared_targets={k: tuple(v) for k, v in self.project.targets.by_platform.items()},
+        release_windows={p: Window.from_json(w, p) for p, w in expected_status.release_windows(
+            (producer_of(x.entry_id) for x in outcomes), o.today).items()})
     return self.report
 
   def finish(self) -> bool:
     """Build the report, write it if asked; True when the session must fail."""
     report = self.build_report()
     if self.options.compat_report:
-      reporter.write_json(report, self.options.compat_report)
+      write_report(report, self.options.compat_report)
     if self.options.timings_file:
       reporter.write_json(costs_json(self._seconds, self._parts), self.options.timings_file)
-    return bool(report["session_failures"])
+    return bool(report.session_failures)
 
   def close(self) -> None:
     """Stop the workers and remove the staging folder (unless a failed write keeps it),
@@ -636,7 +664,7 @@ def _manifest_payload(path: Path) -> dict:
 
 def _platform_of(entry_id: str) -> str:
   """The platform folder of an entry id (``<platform>/<family>/<case_id>/<dir>``)."""
-  return entry_id.split("/", 1)[0]
+  return EntryId.parse(entry_id).platform
 
 
 def _version(dist: str) -> str | None:

@@ -18,14 +18,11 @@ import statistics
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from jaxport.golden._entry_id import EntryId
 from jaxport import _json, _limits
-from jaxport.errors import JaxportError
+from jaxport.errors import ShardError as ShardError  # raised here, defined with the others
 
 COSTS_FORMAT = 1
-
-
-class ShardError(JaxportError, ValueError):
-  """A shard specification or a costs file the harness cannot use."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +59,7 @@ class Shard:
 
 def _case_key(entry_id: str) -> str:
   """``platform/family/case_id`` of an entry id (its date and release folder dropped)."""
-  return entry_id.rsplit("/", 1)[0]
+  return EntryId.parse(entry_id).case_key
 
 
 def split(entry_ids: Iterable[str], count: int,

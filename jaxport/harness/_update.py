@@ -16,10 +16,11 @@ function no longer fail the run.
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from jaxport.golden._entry_id import EntryId
+from jaxport._vocabulary import RecordAction
 from jaxport.golden._manifest import Manifest
 from jaxport.golden._store import entry_sort_key
 from jaxport.harness import _classify
@@ -28,14 +29,6 @@ from jaxport.report import FindingKind, Status
 
 # The flag that records a new entry for each changed case.
 UPDATE_FLAG = "--compat-update"
-
-
-class UpdateAction(enum.StrEnum):
-  """What updating one case did."""
-
-  WRITTEN = "written"      # a new entry is in the store
-  UNCHANGED = "unchanged"  # today's recording equals an entry of the same day: nothing written
-  ERROR = "error"          # recording or writing failed (a session failure says why)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +70,7 @@ class Update:
   """The update of one case: its change, what was done, and the new entry."""
 
   change: CaseChange
-  action: UpdateAction
+  action: RecordAction  # written, unchanged or error (a session failure says why)
   entry_id: str | None = None
   message: str = ""
   # The custom-call targets of the case's entry now in the store (not reported: the
@@ -103,7 +96,7 @@ def settled(targets: Mapping[str, Any], other_targets: Mapping[str, Any], case_i
   """The run's coverage and registered cases as the session checks them after an update: the
   targets and cases of entries recorded in this run are no longer missing (their entries are
   replayed from the next run, which the returned skip-ledger lines say)."""
-  done = [u for u in updates if u.action is not UpdateAction.ERROR]
+  done = [u for u in updates if u.action is not RecordAction.ERROR]
   recorded = {t for u in done for t in u.targets}
   targets = {**targets, **{k: [t for t in targets[k] if t not in recorded]
                            for k in ("missing_required", "missing_reachable")}}
@@ -112,20 +105,21 @@ def settled(targets: Mapping[str, Any], other_targets: Mapping[str, Any], case_i
   updated = {u.change.case_id for u in done}
   skips = [{"what": f"replay of {u.entry_id}",
             "why": f"recorded by this run ({UPDATE_FLAG}); it is replayed from the next run"}
-           for u in done if u.action is UpdateAction.WRITTEN]
+           for u in done if u.action is RecordAction.WRITTEN]
   return targets, other, [c for c in case_ids if c not in updated], skips
 
 
 def _findings(outcome: Outcome, kind: FindingKind) -> tuple[str, ...]:
-  """The messages of an outcome's findings of ``kind``, without the 'current lowering' lead-in."""
-  return tuple(f.message.removeprefix("current lowering: ") for f in outcome.of_kind(kind))
+  """The differences an outcome's findings of ``kind`` name (their details; a message without
+  one, whole)."""
+  return tuple(f.detail if f.detail is not None else f.message for f in outcome.of_kind(kind))
 
 
 def newest_entries(entry_ids: Iterable[str]) -> dict[str, str]:
   """The newest entry id of each case (by case id), in the store's order."""
   out: dict[str, str] = {}
   for entry_id in sorted(entry_ids, key=entry_sort_key):
-    out[entry_id.split("/")[2]] = entry_id
+    out[EntryId.parse(entry_id).case_id] = entry_id
   return out
 
 

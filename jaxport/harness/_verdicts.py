@@ -4,8 +4,8 @@ Classification (``_classify.classify``), the release annotation
 (``_expectations.annotate``) and the status (``_classify.status``) are pure
 steps from one :class:`Outcome` to the next. Outcomes cross process boundaries
 (xdist workers to the controller) as :meth:`Outcome.to_json`; the compat report
-keeps the shape ``jaxport.report`` reads (:meth:`Outcome.report_entry`), where a
-finding is the text ``"[kind] message"``.
+keeps the shape ``jaxport.report`` reads (:meth:`Outcome.report_entry`): each finding as a
+record (``findings``) and as the text ``"[kind] message"`` (``messages``).
 """
 
 from __future__ import annotations
@@ -14,33 +14,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from jaxport.report import EntryResult, FindingKind, Release, Status
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-  """One finding: its kind, what it says, and the reader whose replay found it (None when
-  the finding is not about one reader's replay: golden data, a crash, today's lowering,
-  the entry's age)."""
-
-  kind: FindingKind
-  message: str
-  reader: str | None = None
-
-  @property
-  def text(self) -> str:
-    """The finding as the report writes it."""
-    return f"[{self.kind}] {self.message}"
-
-  def rekinded(self, kind: FindingKind) -> Finding:
-    return dataclasses.replace(self, kind=kind)
-
-  def to_json(self) -> dict[str, Any]:
-    return {"kind": str(self.kind), "message": self.message, "reader": self.reader}
-
-  @classmethod
-  def from_json(cls, d: Mapping[str, Any]) -> Finding:
-    return cls(FindingKind(d["kind"]), d["message"], d.get("reader"))
+from jaxport._vocabulary import Finding, FindingKind, Status
+from jaxport.report import EntryResult, Release
 
 
 def _tuple(value: Any) -> tuple | None:
@@ -70,7 +45,6 @@ class Outcome:
   matched_case: str | None = None
   findings: tuple[Finding, ...] = ()
   skips: tuple[str, ...] = ()
-  replayed: bool = True
   upgrade_rules: tuple[str, ...] = ()
   # The manifest's record of the machine that recorded the entry (None: unknown).
   recorded_host: Mapping[str, Any] | None = None
@@ -141,11 +115,10 @@ class Outcome:
                record_date=None if e.record_date is None else e.record_date.isoformat(),
                days_to_expiry=e.days_to_expiry, lowering_only=e.lowering_only,
                targets=e.targets, current_targets=e.current_targets,
-               platforms=_tuple(e.extra.get("platforms")),
-               target_verdicts=e.extra.get("target_verdicts"),
+               platforms=e.platforms, target_verdicts=e.target_verdicts,
                matched_case=e.extra.get("matched_case"),
                recorded_host=e.extra.get("recorded_host"),
-               findings=tuple(Finding(FindingKind(f.kind), f.text) for f in e.findings),
+               findings=tuple(e.findings),
                upgrade_rules=() if e.release is None else e.release.upgrade_rules,
                release=e.release, expected_failure=e.expected_failure, status=e.status,
                runs_on=e.runs_on)
@@ -156,6 +129,7 @@ class Outcome:
             "record_date": self.record_date,
             "status": None if self.status is None else str(self.status),
             "kinds": [str(k) for k in self.kinds], "messages": list(self.messages),
+            "findings": [f.to_json() for f in self.findings],
             "days_to_expiry": self.days_to_expiry, "lowering_only": self.lowering_only,
             "targets": list(self.targets),
             "current_targets": None if self.current_targets is None else list(self.current_targets),

@@ -19,10 +19,13 @@ native code holds the interpreter.
 Requests: ``{"op": "replay", "root": ..., "entry_id": ...}`` (optionally
 ``"readers": [...]`` and ``"current": false`` to run part of the replay, as the
 cold mode does, one reader per fresh process, and ``"run": false`` to check an
-accelerator's entry without running it, as a CPU run does) and
+accelerator's entry without running it, as a CPU run does),
 ``{"op": "record", "case_id": ..., "today": "YYYY-MM-DD", "staging": ...}``
-(the recording is written as an entry of the staging store). Every answer carries
-``"notices"``: why a memo the worker puts in front of jax stays off in it (jax's
+(the recording is written as an entry of the staging store) and
+``{"op": "artifacts", "root": ..., "entry_id": ..., "dir": ...}`` (a failed entry's
+artifacts, ``jaxport.harness._artifacts``). The answer is one of the
+typed records of ``jaxport.harness._protocol``, written as one JSON line with the
+worker's ``notices``: why a memo the worker puts in front of jax stays off in it (jax's
 function has another signature than the memo was written for), one line each.
 
 The worker is started as ``python -m jaxport.harness._worker --project JSON
@@ -36,6 +39,7 @@ persistent compilation cache there (``jaxport.harness._engine.configure_jax``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -47,13 +51,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from jaxport import _limits
+from jaxport._vocabulary import WORKER_TIMEOUT_S
 from jaxport._isolation._process import LIFELINE_FLAG, OverMemory, rss_bytes  # noqa: F401 (rss_bytes: kept here)
 from jaxport._isolation._process import PARENT_PID_ENV as _PARENT_PID_ENV
 from jaxport._isolation._process import add_lifeline_option, serve_as_child, stop
 from jaxport._isolation._process import readline as _readline
+from jaxport.errors import WorkerAnswerError
 from jaxport.harness._devices import FORCE_DEVICES_FLAG
+from jaxport.harness._protocol import (Answer, FailureKind, RecordAnswer, WorkerFailure, dump_answer,
+                                       load_answer, malformed)
 
 if TYPE_CHECKING:
+  from jaxport.harness._engine import ReplayEngine
   from jaxport.harness._project import Project
 
 # The flag of a worker serving a cold replay: nothing lowered or compiled before its request.
@@ -63,39 +72,44 @@ STDERR_TAIL_CHARS = 4000
 MEMORY_OPTION = "--compat-worker-memory-mb"
 
 
-def _handle(request: dict) -> dict:
-  from jaxport.harness import _engine, _stopwatch
+def _handle(engine: ReplayEngine, request: dict) -> Answer:
+  """The typed answer to one request."""
+  from jaxport.harness import _artifacts, _engine, _stopwatch
   from jaxport.errors import GoldenDataError
   from jaxport.golden._store import GoldenStore
 
   op = request.get("op")
   try:
-    _engine.load_cases()
+    engine.load_cases()
   except GoldenDataError as e:
-    return {"error": f"the project's case modules cannot be loaded: {e}"}
+    return WorkerFailure(FailureKind.HARNESS, f"the project's case modules cannot be loaded: {e}")
   if op == "replay":
     watch = _stopwatch.Stopwatch()
     try:
       with watch.stage(_stopwatch.VERIFY):
         entry = GoldenStore(request["root"]).entry(request["entry_id"]).snapshot()
     except GoldenDataError as e:
-      return {"golden_error": str(e)}
+      return WorkerFailure(FailureKind.GOLDEN_DATA, str(e))
     readers = request.get("readers")
-    answer = _engine.replay_entry(entry, readers=tuple(readers) if readers is not None else None,
-                                  current=request.get("current", True), watch=watch,
-                                  run=request.get("run", True))
+    answer = engine.replay(entry, readers=tuple(readers) if readers is not None else None,
+                           today=request.get("current", True), watch=watch,
+                           run=request.get("run", True))
     if request.get("features"):
-      answer.update(_features(entry))
+      answer = dataclasses.replace(answer, **_features(entry))
     return answer
   if op == "record":
-    case = _engine.lookup_case(request["case_id"])
+    case = engine.lookup_case(request["case_id"])
     if case is None:
-      return {"error": f"no case {request['case_id']!r} in the project's case modules"}
-    rec = _engine.record_case(case, datetime.date.fromisoformat(request["today"]))
+      return WorkerFailure(FailureKind.HARNESS,
+                           f"no case {request['case_id']!r} in the project's case modules")
+    rec = _engine.record_case(case, datetime.date.fromisoformat(request["today"]),
+                              engine.registry.checkers)
     entry = GoldenStore(request["staging"]).write_entry(
         rec.manifest, rec.blob, rec.inputs, rec.expected, rec.module_text, rec.shardings)
-    return {"entry_id": entry.entry_id}
-  return {"error": f"unknown request op {op!r}"}
+    return RecordAnswer(entry.entry_id)
+  if op == "artifacts":
+    return _artifacts.write(engine, request)
+  return WorkerFailure(FailureKind.HARNESS, f"unknown request op {op!r}")
 
 
 def _features(entry) -> dict:
@@ -109,7 +123,7 @@ def _features(entry) -> dict:
     return {"features_error": str(e)}
 
 
-def _warm_up(engine, cold_start: bool) -> None:
+def _warm_up(engine: ReplayEngine, cold_start: bool) -> None:
   """Import the project's cases and start jax's backend before the first request (the
   session starts a worker ahead of need); a failure here is reported by each request.
   Unless the worker serves a cold replay, it also registers jax's native kernels, as a
@@ -149,25 +163,36 @@ def main(argv: list[str] | None = None) -> NoReturn:
   answers = serve_as_child(args.lifeline)
   from jaxport.harness import _engine
   from jaxport.harness._project import Project
-  _engine.use_project(Project.from_json(json.loads(args.project)))
   _engine.configure_jax(args.compile_cache, share_executables=args.share_executables)
-  _engine.use_threads(args.share_executables and _usable_cores() > 1)
-  _warm_up(_engine, args.cold_start)
+  engine = _engine.ReplayEngine(Project.from_json(json.loads(args.project)),
+                                threads=args.share_executables and _usable_cores() > 1)
+  _warm_up(engine, args.cold_start)
   for line in sys.stdin:
     if not line.strip():
       continue
     try:
-      answer = _handle(json.loads(line))
+      answer = _handle(engine, json.loads(line))
     except Exception as e:  # noqa: BLE001  (reported to the session, which fails the item)
-      answer = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+      answer = WorkerFailure(FailureKind.HARNESS, f"{type(e).__name__}: {e}",
+                             traceback=traceback.format_exc())
     # Why a memo in front of jax stays off here; the session's report carries each line.
-    answer["notices"] = _engine.replacement_notices()
-    answers.write(json.dumps(answer) + "\n")
+    answers.write(json.dumps(dump_answer(answer, _engine.replacement_notices())) + "\n")
   answers.close()
   sys.stderr.flush()
   # Nothing is left to write: skip the interpreter's teardown (jax's and XLA's clean-up take
   # most of a second per worker, which every run would wait for).
   os._exit(0)
+
+
+def read_answer(line: str) -> tuple[Answer, tuple[str, ...]]:
+  """The typed answer and notices of one line a worker wrote; a line that is not an answer
+  (not JSON, a key missing, unknown or mistyped) reads as a ``malformed_answer`` failure."""
+  try:
+    return load_answer(json.loads(line))
+  except WorkerAnswerError as e:
+    return malformed(e), ()
+  except ValueError as e:  # not JSON
+    return malformed(WorkerAnswerError(f"not JSON ({e}): {line[:200]!r}")), ()
 
 
 class WorkerClient:
@@ -183,7 +208,7 @@ class WorkerClient:
   ``max_rss_bytes`` is the resident memory past which a busy worker is killed.
   """
 
-  def __init__(self, project: Project, timeout_s: float = 300.0, num_devices: int = 1,
+  def __init__(self, project: Project, timeout_s: float = WORKER_TIMEOUT_S, num_devices: int = 1,
                compile_cache: str | os.PathLike | None = None, share_executables: bool = False,
                cold_start: bool = False, max_rss_bytes: int = _limits.MAX_WORKER_RSS_BYTES):
     self.project = project
@@ -246,9 +271,10 @@ class WorkerClient:
     if self._proc is None or self._proc.poll() is not None:
       self._start()
 
-  def request(self, payload: dict) -> dict:
-    """Send one request and wait for its answer; a dead or stuck worker, or one whose memory
-    passes ``max_rss_bytes``, gives a ``crashed`` answer."""
+  def request(self, payload: dict) -> tuple[Answer, tuple[str, ...]]:
+    """Send one request and wait for its typed answer and the worker's notices; a dead or
+    stuck worker, or one whose memory passes ``max_rss_bytes``, gives a ``crashed``
+    :class:`WorkerFailure`, and an answer that does not read a ``malformed_answer`` one."""
     self.start()
     proc = self._proc
     try:
@@ -263,7 +289,7 @@ class WorkerClient:
       return self._crashed(f"no answer within {self.timeout_s:.0f} s")
     if not line:
       return self._crashed("the worker exited")
-    return json.loads(line)
+    return read_answer(line)
 
   def _memory_why(self, rss_bytes: int) -> str:
     """Why a worker was killed for its memory: the limit by name, and how to set another."""
@@ -277,15 +303,15 @@ class WorkerClient:
     return (f"its memory (RSS) passed the limit {limit}: {rss_bytes // 2**20} MiB resident when "
             f"killed; a larger {MEMORY_OPTION}=MB allows more")
 
-  def _crashed(self, why: str) -> dict:
+  def _crashed(self, why: str) -> tuple[WorkerFailure, tuple[str, ...]]:
     proc = self._proc
     if proc.poll() is None:
       proc.kill()
     code = proc.wait()
     self._cut_lifeline()
-    answer = {"crashed": True, "why": why, "returncode": code, "stderr_tail": self._stderr_tail()}
+    answer = WorkerFailure(FailureKind.CRASHED, why, returncode=code, stderr_tail=self._stderr_tail())
     self._proc = None
-    return answer
+    return answer, ()
 
   def close(self) -> None:
     if self._proc is not None:

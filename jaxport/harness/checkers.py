@@ -10,15 +10,23 @@ replayed result alone (reconstruction of the input, orthogonality, triangular
 structure). Tolerances come from the entry's manifest (dtype-aware, chosen when
 recording); invariant residuals are scaled by the input's size and magnitude.
 
-A project adds its own checker with :func:`register_checker` in a case module
-(the worker imports case modules before it replays), and names it in its
-cases' ``checker=``.
+Built-in and project checkers are the same thing: a :class:`Checker`, called as
+``checker(inputs, expected, actual, rtol=, atol=)`` and returning a
+:class:`Verdict`. Most are written as a judging function over a :class:`Judge`
+(its error figures, residuals and requirements are the public helpers) and wrapped
+with :func:`judged`. A project's registry (:class:`CheckerRegistry`) holds the
+built-in checkers (:data:`BUILTIN`), those added with :func:`register_checker`, and
+those its case modules declare in a ``CHECKERS`` mapping; the case registry builds it.
+
+This module imports only numpy: the scripts that replay entries inside an older jax
+release's virtual environment, where jaxport is not installed, load it by its path.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -43,8 +51,82 @@ class Verdict:
             "problems": list(self.problems)}
 
 
-class _Judge:
-  """Collects problems and the largest direct difference while a checker runs."""
+class Checker(Protocol):
+  """What judges one replay: the flat input, recorded and replayed arrays in, a Verdict out.
+
+  ``inputs``, ``expected`` (recorded) and ``actual`` (replayed) are the leaves of the
+  case's ``(args, kwargs)`` and of its results, in pytree order (a VJP's outputs after
+  the results). The registry that calls it sets the verdict's ``exact`` from bitwise
+  equality, whatever the checker says.
+  """
+
+  def __call__(self, inputs: Sequence[np.ndarray], expected: Sequence[np.ndarray],
+               actual: Sequence[np.ndarray], *, rtol: float, atol: float) -> Verdict: ...
+
+
+def wide(x: np.ndarray) -> np.ndarray:
+  """``x`` in float64 (complex128 if complex), to measure errors without rounding them."""
+  if np.iscomplexobj(x):
+    return x.astype(np.complex128)
+  if x.dtype.kind in "fiub":
+    return x.astype(np.float64)
+  return x
+
+
+def _abs_errors(want: np.ndarray, got: np.ndarray) -> np.ndarray:
+  """Elementwise ``|got - want|`` in wide precision; a NaN where both are NaN counts as 0."""
+  w, g = wide(want), wide(got)
+  err = np.abs(g - w)
+  if not np.all(np.isfinite(err)):
+    err = np.where(np.isnan(w) & np.isnan(g), 0.0, err)
+  return err
+
+
+@dataclasses.dataclass(frozen=True)
+class ErrorFigures:
+  """How far one replayed array is from the recorded one: the largest and mean absolute
+  error, and the largest error relative to the recorded element."""
+
+  max_abs: float
+  mean_abs: float
+  max_rel: float
+
+
+def error_figures(expected, actual) -> ErrorFigures:
+  """The error figures of ``actual`` against ``expected`` (arrays of one shape; NaN where
+  both are NaN is no error)."""
+  want, got = np.asarray(expected), np.asarray(actual)
+  if want.shape != got.shape:
+    raise ValueError(f"error_figures: shapes {want.shape} and {got.shape} differ; compare "
+                     "arrays of one shape")
+  if want.size == 0:
+    return ErrorFigures(0.0, 0.0, 0.0)
+  err = _abs_errors(want, got)
+  rel = err / np.maximum(np.abs(wide(want)), np.finfo(np.float64).tiny)
+  return ErrorFigures(float(np.nanmax(err)), float(np.nanmean(err)), float(np.nanmax(rel)))
+
+
+def bitwise_equal(expected: np.ndarray, actual: np.ndarray) -> bool:
+  """Whether two arrays have the same shape, dtype and bytes."""
+  want, got = np.asarray(expected), np.asarray(actual)
+  return (want.shape == got.shape and want.dtype == got.dtype
+          and want.tobytes() == got.tobytes())
+
+
+def _all_bitwise_equal(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray]) -> bool:
+  return len(actual) == len(expected) and all(
+      bitwise_equal(w, g) for w, g in zip(expected, actual))
+
+
+class Judge:
+  """Collects problems and the largest direct difference while a checker runs.
+
+  ``close`` compares a replayed array with the recorded one elementwise; ``residual``
+  checks that an invariant's residual (``Q R - A``, ``Q^H Q - I``) is within the
+  tolerance scaled by the operand's magnitude ``scale`` and size ``size``;
+  ``same_spectrum`` compares eigenvalues as a multiset; ``require`` notes a failed
+  condition. ``problems`` holds one line per failure, with numbers.
+  """
 
   def __init__(self, rtol: float, atol: float, scale: float = 1.0, size: int = 1):
     self.rtol, self.atol = rtol, atol
@@ -65,22 +147,19 @@ class _Judge:
       return
     if want.size == 0:
       return
-    w, g = _wide(want), _wide(got)
-    err = np.abs(g - w)
-    if not np.all(np.isfinite(err)):
-      err = np.where(np.isnan(w) & np.isnan(g), 0.0, err)
+    err = _abs_errors(want, got)
     self.max_abs_err = max(self.max_abs_err, float(np.nanmax(err)) if err.size else 0.0)
-    bad = ~(err <= self.atol + self.rtol * np.maximum(np.abs(w), norm))
+    bad = ~(err <= self.atol + self.rtol * np.maximum(np.abs(wide(want)), norm))
     if np.any(bad):
-      rel = err / np.maximum(np.abs(w), np.finfo(np.float64).tiny)
+      figures = error_figures(want, got)
       self.problems.append(
           f"{what}: {int(bad.sum())} of {bad.size} elements differ beyond rtol={self.rtol:g}, "
-          f"atol={self.atol:g}; max abs err {np.nanmax(err):.3g}, mean abs err {np.nanmean(err):.3g}, "
-          f"max rel err {np.nanmax(rel):.3g}")
+          f"atol={self.atol:g}; max abs err {figures.max_abs:.3g}, mean abs err "
+          f"{figures.mean_abs:.3g}, max rel err {figures.max_rel:.3g}")
 
-  def small(self, what: str, residual) -> None:
-    """An invariant's residual is within the scaled tolerance."""
-    residual = np.abs(_wide(np.asarray(residual)))
+  def residual(self, what: str, residual) -> None:
+    """An invariant's residual is within the scaled tolerance ``residual_tol``."""
+    residual = np.abs(wide(np.asarray(residual)))
     worst = float(np.max(residual)) if residual.size else 0.0
     if not worst <= self.residual_tol:
       n_bad = int(np.sum(~(residual <= self.residual_tol)))
@@ -88,17 +167,73 @@ class _Judge:
           f"{what}: residual max {worst:.3g}, mean {float(np.mean(residual)):.3g} "
           f"({n_bad} of {residual.size} elements above the tolerance {self.residual_tol:.3g})")
 
+  def same_spectrum(self, what: str, want, got) -> None:
+    """Eigenvalues ``got`` match the recorded ``want`` as a multiset (any order)."""
+    want, got = np.asarray(want).ravel(), np.asarray(got).ravel()
+    if want.shape != got.shape:
+      self.problems.append(f"{what}: {got.size} eigenvalues, recorded {want.size}")
+      return
+    dist = _matched_distance(want, got)
+    tol = self.atol + self.rtol * max(1.0, float(np.max(np.abs(wide(want)), initial=0.0)))
+    self.max_abs_err = max(self.max_abs_err, dist)
+    if not dist <= tol * max(1, want.size):
+      self.problems.append(f"{what}: eigenvalues differ as a multiset by up to {dist:.3g} "
+                           f"(tolerance {tol * max(1, want.size):.3g})")
+
   def require(self, what: str, condition: bool) -> None:
+    """Note the problem ``what`` unless ``condition`` holds."""
     if not condition:
       self.problems.append(what)
 
+  def verdict(self, exact: bool) -> Verdict:
+    """The verdict of what was judged: acceptable when no problem was noted."""
+    return Verdict(not self.problems, exact, self.max_abs_err, tuple(self.problems))
 
-def _wide(x: np.ndarray) -> np.ndarray:
-  if np.iscomplexobj(x):
-    return x.astype(np.complex128)
-  if x.dtype.kind in "fiub":
-    return x.astype(np.float64)
-  return x
+
+# A judging function: notes on the Judge what is wrong with ``actual``.
+JudgingFunction = Callable[[Judge, Sequence[np.ndarray], Sequence[np.ndarray],
+                            Sequence[np.ndarray]], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+  """A :class:`Checker` made of a judging function ``judge(j, inputs, expected, actual)``.
+
+  Before the function runs it checks that there are as many outputs as recorded, of the
+  recorded shapes and dtypes (the function runs only if so), and sizes the residual
+  tolerance from the inputs (or, without float inputs, the recorded outputs).
+  """
+
+  judge: JudgingFunction
+
+  def __call__(self, inputs: Sequence[np.ndarray], expected: Sequence[np.ndarray],
+               actual: Sequence[np.ndarray], *, rtol: float, atol: float) -> Verdict:
+    expected = [np.asarray(x) for x in expected]
+    actual = [np.asarray(x) for x in actual]
+    # Residuals scale with the operand; a module that builds its operand itself
+    # (jax's corpus) leaves only the recorded outputs to measure it by.
+    sized = [x for x in inputs if np.asarray(x).dtype.kind in "fc" and np.asarray(x).size] or [
+        x for x in expected if x.dtype.kind in "fc" and x.size]
+    scale = max((float(np.max(np.abs(wide(np.asarray(x))))) for x in sized), default=1.0)
+    size = max((max(np.shape(x)) for x in (inputs or expected) if np.ndim(x)), default=1)
+    j = Judge(rtol, atol, scale, size)
+    if len(actual) != len(expected):
+      j.problems.append(f"{len(actual)} outputs, recorded {len(expected)}")
+    else:
+      for i, (w, g) in enumerate(zip(expected, actual)):
+        if w.shape != g.shape or w.dtype != g.dtype:
+          j.problems.append(f"output {i}: {g.dtype}{list(g.shape)}, recorded {w.dtype}{list(w.shape)}")
+    if not j.problems:
+      self.judge(j, inputs, expected, actual)
+    return j.verdict(_all_bitwise_equal(expected, actual))
+
+
+def judged(judge: JudgingFunction) -> Judged:
+  """The :class:`Checker` of the judging function ``judge`` (usable as a decorator)."""
+  if not callable(judge):
+    raise TypeError(f"judged() takes a function judge(j, inputs, expected, actual); got "
+                    f"{type(judge).__name__}")
+  return Judged(judge)
 
 
 def _h(x: np.ndarray) -> np.ndarray:
@@ -107,9 +242,9 @@ def _h(x: np.ndarray) -> np.ndarray:
 
 def _matched_distance(want: np.ndarray, got: np.ndarray) -> float:
   """Largest distance when each recorded eigenvalue is matched to its nearest unused replayed one."""
-  remaining = list(_wide(got).ravel())
+  remaining = list(wide(got).ravel())
   worst = 0.0
-  for w in sorted(_wide(want).ravel(), key=lambda z: (abs(z), np.real(z), np.imag(z))):
+  for w in sorted(wide(want).ravel(), key=lambda z: (abs(z), np.real(z), np.imag(z))):
     dists = [abs(w - g) for g in remaining]
     i = int(np.argmin(dists))
     worst = max(worst, float(dists[i]))
@@ -117,22 +252,9 @@ def _matched_distance(want: np.ndarray, got: np.ndarray) -> float:
   return worst
 
 
-def _spectra_match(j: _Judge, what: str, want, got) -> None:
-  want, got = np.asarray(want).ravel(), np.asarray(got).ravel()
-  if want.shape != got.shape:
-    j.problems.append(f"{what}: {got.size} eigenvalues, recorded {want.size}")
-    return
-  dist = _matched_distance(want, got)
-  tol = j.atol + j.rtol * max(1.0, float(np.max(np.abs(_wide(want)), initial=0.0)))
-  j.max_abs_err = max(j.max_abs_err, dist)
-  if not dist <= tol * max(1, want.size):
-    j.problems.append(f"{what}: eigenvalues differ as a multiset by up to {dist:.3g} "
-                      f"(tolerance {tol * max(1, want.size):.3g})")
-
-
 def _largest(x) -> float:
   """The largest magnitude in ``x`` (0 for an empty array)."""
-  return float(np.max(np.abs(_wide(np.asarray(x))), initial=0.0))
+  return float(np.max(np.abs(wide(np.asarray(x))), initial=0.0))
 
 
 def _eye_like(m: np.ndarray) -> np.ndarray:
@@ -146,47 +268,47 @@ def _allclose(j, inputs, want, got):
 
 def _cholesky(j, inputs, want, got):
   _allclose(j, inputs, want, got)
-  a, (l,) = _wide(inputs[0]), got
-  j.small("cholesky: L L^H - A", _wide(l) @ _h(_wide(l)) - a)
+  a, (l,) = wide(inputs[0]), got
+  j.residual("cholesky: L L^H - A", wide(l) @ _h(wide(l)) - a)
 
 
 def _qr(j, inputs, want, got):
-  a, (q, r) = _wide(inputs[0]), [_wide(x) for x in got]
-  j.small("qr: Q R - A", q @ r - a)
-  j.small("qr: Q^H Q - I", _h(q) @ q - _eye_like(q))
-  j.small("qr: R below the diagonal", np.tril(r, -1))
-  j.close("qr: |diag R|", np.abs(np.diagonal(_wide(want[1]))), np.abs(np.diagonal(r)))
+  a, (q, r) = wide(inputs[0]), [wide(x) for x in got]
+  j.residual("qr: Q R - A", q @ r - a)
+  j.residual("qr: Q^H Q - I", _h(q) @ q - _eye_like(q))
+  j.residual("qr: R below the diagonal", np.tril(r, -1))
+  j.close("qr: |diag R|", np.abs(np.diagonal(wide(want[1]))), np.abs(np.diagonal(r)))
 
 
 def _eigh(j, inputs, want, got):
-  a, (w, v) = _wide(inputs[0]), [_wide(x) for x in got]
+  a, (w, v) = wide(inputs[0]), [wide(x) for x in got]
   j.require("eigh: eigenvalues are not sorted ascending", bool(np.all(np.diff(np.real(w)) >= 0)))
   j.close("eigh: eigenvalues", want[0], got[0], norm=_largest(want[0]))
-  j.small("eigh: A V - V diag(w)", a @ v - v * w)
-  j.small("eigh: V^H V - I", _h(v) @ v - _eye_like(v))
+  j.residual("eigh: A V - V diag(w)", a @ v - v * w)
+  j.residual("eigh: V^H V - I", _h(v) @ v - _eye_like(v))
 
 
 def _eig(j, inputs, want, got):
-  a, (w, v) = _wide(inputs[0]), [_wide(x) for x in got]
-  j.small("eig: A V - V diag(w)", a @ v - v * w)
-  j.small("eig: column norms of V - 1", np.linalg.norm(v, axis=0) - 1)
-  _spectra_match(j, "eig", want[0], got[0])
+  a, (w, v) = wide(inputs[0]), [wide(x) for x in got]
+  j.residual("eig: A V - V diag(w)", a @ v - v * w)
+  j.residual("eig: column norms of V - 1", np.linalg.norm(v, axis=0) - 1)
+  j.same_spectrum("eig", want[0], got[0])
 
 
 def _svd(j, inputs, want, got):
-  a, (u, s, vh) = _wide(inputs[0]), [_wide(x) for x in got]
+  a, (u, s, vh) = wide(inputs[0]), [wide(x) for x in got]
   j.require("svd: singular values are not sorted descending", bool(np.all(np.diff(s) <= 0)))
   j.close("svd: singular values", want[1], got[1], norm=_largest(want[1]))
   k = s.shape[-1]  # full_matrices=True gives square U and V^H; only k columns/rows pair with s
-  j.small("svd: U diag(s) V^H - A", (u[:, :k] * s) @ vh[:k, :] - a)
-  j.small("svd: U^H U - I", _h(u) @ u - _eye_like(u))
-  j.small("svd: V^H V - I", vh @ _h(vh) - np.eye(vh.shape[-2]))
+  j.residual("svd: U diag(s) V^H - A", (u[:, :k] * s) @ vh[:k, :] - a)
+  j.residual("svd: U^H U - I", _h(u) @ u - _eye_like(u))
+  j.residual("svd: V^H V - I", vh @ _h(vh) - np.eye(vh.shape[-2]))
 
 
 def _lu(j, inputs, want, got):
-  a = _wide(inputs[0])
+  a = wide(inputs[0])
   lu, pivots, perm = got
-  lu = _wide(lu)
+  lu = wide(lu)
   n = min(lu.shape)
   perm = np.asarray(perm)
   j.require(f"lu: permutation {perm.tolist()} is not a permutation of 0..{a.shape[0] - 1}",
@@ -200,45 +322,45 @@ def _lu(j, inputs, want, got):
             swapped == perm.tolist())
   l = np.tril(lu[:, :n], -1) + np.eye(lu.shape[0], n)
   u = np.triu(lu[:n, :])
-  j.small("lu: L U - A[perm]", l @ u - a[perm])
+  j.residual("lu: L U - A[perm]", l @ u - a[perm])
 
 
 def _tridiagonal(j, inputs, want, got):
-  a = _wide(inputs[0])
+  a = wide(inputs[0])
   _, d, e, _ = got
-  d, e = _wide(d), _wide(e)
+  d, e = wide(d), wide(e)
   t = np.diag(d).astype(np.complex128) + np.diag(e, -1) + np.diag(np.conj(e), 1)
-  j.small("tridiagonal: eigenvalues of T - eigenvalues of A",
+  j.residual("tridiagonal: eigenvalues of T - eigenvalues of A",
           np.linalg.eigvalsh(t) - np.linalg.eigvalsh(a))
   j.close("tridiagonal: diagonal", want[1], got[1])
-  j.close("tridiagonal: |off-diagonal|", np.abs(_wide(want[2])), np.abs(e))
+  j.close("tridiagonal: |off-diagonal|", np.abs(wide(want[2])), np.abs(e))
 
 
 def _hessenberg(j, inputs, want, got):
-  a, (h, q) = _wide(inputs[0]), [_wide(x) for x in got]
-  j.small("hessenberg: Q H Q^H - A", q @ h @ _h(q) - a)
-  j.small("hessenberg: Q^H Q - I", _h(q) @ q - _eye_like(q))
-  j.small("hessenberg: H below the first subdiagonal", np.tril(h, -2))
+  a, (h, q) = wide(inputs[0]), [wide(x) for x in got]
+  j.residual("hessenberg: Q H Q^H - A", q @ h @ _h(q) - a)
+  j.residual("hessenberg: Q^H Q - I", _h(q) @ q - _eye_like(q))
+  j.residual("hessenberg: H below the first subdiagonal", np.tril(h, -2))
 
 
 def _schur(j, inputs, want, got):
-  a, (t, z) = _wide(inputs[0]), [_wide(x) for x in got]
-  j.small("schur: Z T Z^H - A", z @ t @ _h(z) - a)
-  j.small("schur: Z^H Z - I", _h(z) @ z - _eye_like(z))
-  j.small("schur: T below the first subdiagonal", np.tril(t, -2))
+  a, (t, z) = wide(inputs[0]), [wide(x) for x in got]
+  j.residual("schur: Z T Z^H - A", z @ t @ _h(z) - a)
+  j.residual("schur: Z^H Z - I", _h(z) @ z - _eye_like(z))
+  j.residual("schur: T below the first subdiagonal", np.tril(t, -2))
   sub = np.abs(np.diagonal(t, -1))
   if np.iscomplexobj(got[0]):
-    j.small("schur: complex T below the diagonal", sub)
+    j.residual("schur: complex T below the diagonal", sub)
   else:
     blocks = sub > j.residual_tol
     j.require("schur: real T has adjacent 2x2 blocks (two consecutive nonzero subdiagonal entries)",
               not bool(np.any(blocks[1:] & blocks[:-1])))
-  _spectra_match(j, "schur", np.linalg.eigvals(_wide(want[0])), np.linalg.eigvals(t))
+  j.same_spectrum("schur", np.linalg.eigvals(wide(want[0])), np.linalg.eigvals(t))
 
 
 def _top_k(j, inputs, want, got):
   """Top-k along the last axis: ties may come back in another order, so compare sorted values."""
-  a = _wide(inputs[0])
+  a = wide(inputs[0])
   values, indices = got
   idx = np.asarray(indices).astype(np.int64)
   j.require(f"top_k: indices outside 0..{a.shape[-1] - 1}",
@@ -246,7 +368,7 @@ def _top_k(j, inputs, want, got):
   if j.problems:
     return
   j.close("top_k: values - operand[indices]", np.take_along_axis(a, idx, axis=-1), values)
-  j.close("top_k: sorted values", np.sort(_wide(want[0]), axis=-1), np.sort(_wide(values), axis=-1))
+  j.close("top_k: sorted values", np.sort(wide(want[0]), axis=-1), np.sort(wide(values), axis=-1))
 
 
 def _none(j, inputs, want, got):
@@ -271,16 +393,16 @@ def _per_matrix(core_rank: int, arrays: Sequence[np.ndarray]):
 def _jax_eig(j, inputs, want, got):
   """``lax.linalg.eig`` with both eigenvector sets: outputs (w, vl, vr)."""
   for i in _per_matrix(1, want):
-    (w0, _, vr0), (w, vl, vr) = [[_wide(np.asarray(x)[i]) for x in xs] for xs in (want, got)]
+    (w0, _, vr0), (w, vl, vr) = [[wide(np.asarray(x)[i]) for x in xs] for xs in (want, got)]
     a = vr0 @ np.diag(w0) @ np.linalg.inv(vr0)
     _eig(j, [a], [w0, vr0], [w, vr])
-    j.small("eig: A^H VL - VL diag(conj w)", _h(a) @ vl - vl * np.conj(w))
+    j.residual("eig: A^H VL - VL diag(conj w)", _h(a) @ vl - vl * np.conj(w))
 
 
 def _jax_eigh(j, inputs, want, got):
   """``lax.linalg.eigh``: outputs (v, w)."""
   for i in _per_matrix(1, [want[1]]):
-    (v0, w0), (v, w) = [[_wide(np.asarray(x)[i]) for x in xs] for xs in (want, got)]
+    (v0, w0), (v, w) = [[wide(np.asarray(x)[i]) for x in xs] for xs in (want, got)]
     a = (v0 * w0) @ _h(v0)
     _eigh(j, [a], [np.asarray(want[1])[i], v0], [np.asarray(got[1])[i], v])
 
@@ -289,14 +411,14 @@ def _jax_qr(j, inputs, want, got):
   """``lax.linalg.qr`` of an operand built in the module: outputs (q, r)."""
   for i in _per_matrix(2, want):
     w, g = [np.asarray(x)[i] for x in want], [np.asarray(x)[i] for x in got]
-    _qr(j, [_wide(w[0]) @ _wide(w[1])], w, g)
+    _qr(j, [wide(w[0]) @ wide(w[1])], w, g)
 
 
 def _jax_lu(j, inputs, want, got):
   """``lax.linalg.lu`` of an operand built in the module: outputs (lu, pivots, permutation)."""
   for i in _per_matrix(2, want):
     w, g = [np.asarray(x)[i] for x in want], [np.asarray(x)[i] for x in got]
-    lu0, perm0 = _wide(w[0]), np.asarray(w[2])
+    lu0, perm0 = wide(w[0]), np.asarray(w[2])
     n = min(lu0.shape)
     l0 = np.tril(lu0[:, :n], -1) + np.eye(lu0.shape[0], n)
     a = np.zeros_like(lu0)
@@ -315,12 +437,12 @@ def _jax_tridiagonal(j, inputs, want, got):
   """``lax.linalg.tridiagonal``: outputs (a, d, e, taus); the operand's spectrum is the recorded T's."""
   for i in _per_matrix(1, [want[1]]):
     w, g = [np.asarray(x)[i] for x in want], [np.asarray(x)[i] for x in got]
-    d0, e0 = _wide(w[1]), _wide(w[2])
+    d0, e0 = wide(w[1]), wide(w[2])
     t0 = np.diag(d0).astype(np.complex128) + np.diag(e0, -1) + np.diag(np.conj(e0), 1)
     _tridiagonal(j, [t0], w, g)
 
 
-CHECKERS: dict[str, Callable] = {
+_BUILTIN_JUDGES: dict[str, JudgingFunction] = {
     "allclose": _allclose,
     "cholesky": _cholesky,
     "qr": _qr,
@@ -342,9 +464,96 @@ CHECKERS: dict[str, Callable] = {
 }
 
 
-# A project's checker: (inputs, expected, actual, rtol, atol) -> problems (empty when acceptable).
+class CheckerRegistry(Mapping[str, Checker]):
+  """Checkers by name: this registry's own, then its parent's (a chain ending in
+  :data:`BUILTIN`). A name is registered once along the chain; registering the same
+  checker again under its name is a no-op, so a module imported twice is harmless."""
+
+  def __init__(self, parent: CheckerRegistry | None = None,
+               checkers: Mapping[str, Checker] | None = None, *, sealed: bool = False):
+    self._own: dict[str, Checker] = {}
+    self._parent = parent
+    self._sealed = False
+    for name, checker in (checkers or {}).items():
+      self.register(name, checker)
+    self._sealed = sealed
+
+  def register(self, name: str, checker: Checker) -> None:
+    """Make ``checker`` available as ``Case(checker=name)`` to the cases of this registry."""
+    if self._sealed:
+      raise ValueError(f"cannot add checker {name!r}: this registry holds the built-in "
+                       "checkers only; declare it in a case module's CHECKERS, or add it "
+                       "with register_checker")
+    if not isinstance(name, str) or not name.isidentifier():
+      raise ValueError(f"checker name {name!r}: use an identifier such as 'my_sorted_close'")
+    if not callable(checker):
+      raise ValueError(f"checker {name!r} is a {type(checker).__name__}, not a Checker: give a "
+                       "function (inputs, expected, actual, *, rtol, atol) -> Verdict, or "
+                       "judged(fn) of a judging function")
+    existing = self.get(name)
+    if existing is not None and existing != checker:
+      raise ValueError(f"checker {name!r} is already registered; pick another name")
+    if existing is None:
+      self._own[name] = checker
+
+  def __getitem__(self, name: str) -> Checker:
+    if name in self._own:
+      return self._own[name]
+    if self._parent is not None:
+      return self._parent[name]
+    raise KeyError(name)
+
+  def __iter__(self) -> Iterator[str]:
+    seen = dict.fromkeys(self._own)
+    if self._parent is not None:
+      seen.update(dict.fromkeys(self._parent))
+    return iter(seen)
+
+  def __len__(self) -> int:
+    return sum(1 for _ in self)
+
+  def check(self, name: str, inputs: Sequence[np.ndarray], expected: Sequence[np.ndarray],
+            actual: Sequence[np.ndarray], *, rtol: float, atol: float) -> Verdict:
+    """Judge ``actual`` against ``expected`` with the checker ``name``; a name this registry
+    does not know, or a checker that returns no Verdict, is a failed verdict."""
+    checker = self.get(name)
+    if checker is None:
+      return Verdict(False, False, 0.0,
+                     (f"unknown checker {name!r} in the manifest; known: {sorted(self)}",))
+    expected = [np.asarray(x) for x in expected]
+    actual = [np.asarray(x) for x in actual]
+    verdict = checker(inputs, expected, actual, rtol=rtol, atol=atol)
+    if not isinstance(verdict, Verdict):
+      return Verdict(False, False, 0.0, (
+          f"checker {name!r} returned {type(verdict).__name__}, not a "
+          "jaxport.harness.Verdict; a checker returns Verdict(ok, exact, max_abs_err, problems)",))
+    exact = _all_bitwise_equal(expected, actual)
+    return verdict if verdict.exact == exact else dataclasses.replace(verdict, exact=exact)
+
+
+# The built-in checkers; no checker can be added to it.
+BUILTIN = CheckerRegistry(checkers={name: Judged(judge) for name, judge in _BUILTIN_JUDGES.items()},
+                          sealed=True)
+
+
+# A project's checker as register_checker takes it: (inputs, expected, actual, rtol, atol) ->
+# problems (empty when acceptable).
 UserChecker = Callable[[Sequence[np.ndarray], Sequence[np.ndarray], Sequence[np.ndarray], float,
                         float], Sequence[str]]
+
+
+@dataclasses.dataclass(frozen=True)
+class _ProblemLines:
+  """The judging function of a ``register_checker`` function: its lines become problems."""
+
+  checker: UserChecker
+
+  def __call__(self, j: Judge, inputs, want, got) -> None:
+    j.problems.extend(str(p) for p in self.checker(inputs, want, got, j.rtol, j.atol))
+
+
+# What register_checker adds, for the processes that import the case modules calling it.
+_REGISTERED = CheckerRegistry(BUILTIN)
 
 
 def register_checker(name: str, checker: UserChecker) -> None:
@@ -352,49 +561,24 @@ def register_checker(name: str, checker: UserChecker) -> None:
 
   ``checker(inputs, expected, actual, rtol, atol)`` returns one line per problem
   found (with numbers), or nothing when ``actual`` is acceptable. A name taken by
-  a built-in checker, or by another function, is refused.
+  a built-in checker, or by another function, is refused. Call it in a case
+  module; a case module can instead declare ``CHECKERS = {name: checker}`` with
+  :class:`Checker` values, which only its own project's registry holds.
   """
-  if not isinstance(name, str) or not name.isidentifier():
-    raise ValueError(f"checker name {name!r}: use an identifier such as 'my_sorted_close'")
-  existing = CHECKERS.get(name)
-  if existing is not None and getattr(existing, "user_checker", None) is not checker:
-    raise ValueError(f"checker {name!r} is already registered; pick another name")
-
-  def run(j: _Judge, inputs, want, got) -> None:
-    j.problems.extend(str(p) for p in checker(inputs, want, got, j.rtol, j.atol))
-
-  run.user_checker = checker  # type: ignore[attr-defined]
-  CHECKERS[name] = run
+  if not callable(checker):
+    raise ValueError(f"checker {name!r} is a {type(checker).__name__}, not a function "
+                     "(inputs, expected, actual, rtol, atol) -> problems")
+  _REGISTERED.register(name, Judged(_ProblemLines(checker)))
 
 
-def _bitwise_equal(want: np.ndarray, got: np.ndarray) -> bool:
-  return (want.shape == got.shape and want.dtype == got.dtype
-          and want.tobytes() == got.tobytes())
+def project_registry() -> CheckerRegistry:
+  """A new registry for one project: the built-in checkers and those added with
+  :func:`register_checker`, to which the project's case modules add their ``CHECKERS``."""
+  return CheckerRegistry(_REGISTERED)
 
 
 def check(mode: str, inputs: Sequence[np.ndarray], expected: Sequence[np.ndarray],
           actual: Sequence[np.ndarray], *, rtol: float, atol: float) -> Verdict:
-  """Judge ``actual`` against ``expected`` with the checker ``mode``."""
-  if mode not in CHECKERS:
-    return Verdict(False, False, 0.0,
-                   (f"unknown checker {mode!r} in the manifest; known: {sorted(CHECKERS)}",))
-  expected = [np.asarray(x) for x in expected]
-  actual = [np.asarray(x) for x in actual]
-  # Residuals scale with the operand; a module that builds its operand itself
-  # (jax's corpus) leaves only the recorded outputs to measure it by.
-  sized = [x for x in inputs if np.asarray(x).dtype.kind in "fc" and np.asarray(x).size] or [
-      x for x in expected if x.dtype.kind in "fc" and x.size]
-  scale = max((float(np.max(np.abs(_wide(np.asarray(x))))) for x in sized), default=1.0)
-  size = max((max(np.shape(x)) for x in (inputs or expected) if np.ndim(x)), default=1)
-  j = _Judge(rtol, atol, scale, size)
-  if len(actual) != len(expected):
-    j.problems.append(f"{len(actual)} outputs, recorded {len(expected)}")
-  else:
-    for i, (w, g) in enumerate(zip(expected, actual)):
-      if w.shape != g.shape or w.dtype != g.dtype:
-        j.problems.append(f"output {i}: {g.dtype}{list(g.shape)}, recorded {w.dtype}{list(w.shape)}")
-  if not j.problems:
-    CHECKERS[mode](j, inputs, expected, actual)
-  exact = (len(actual) == len(expected)
-           and all(_bitwise_equal(w, g) for w, g in zip(expected, actual)))
-  return Verdict(not j.problems, exact, j.max_abs_err, tuple(j.problems))
+  """Judge ``actual`` against ``expected`` with the checker ``mode``: a built-in one or one
+  added with :func:`register_checker` (a project's ``CHECKERS`` are its registry's)."""
+  return _REGISTERED.check(mode, inputs, expected, actual, rtol=rtol, atol=atol)

@@ -52,8 +52,9 @@ def release_date(version: str) -> datetime.date:
     return datetime.date.fromisoformat(RELEASE_DATES[version])
   except KeyError:
     raise ValueError(
-        f"No release date known for jax {version}. Add it to RELEASE_DATES in "
-        "jaxport/releases/_dates.py (the date its wheels were first published).") from None
+        f"No release date known for jax {version}. Add it to RELEASE_DATES "
+        "(jaxport.releases.RELEASE_DATES: the date its wheels were first published), or "
+        "upgrade to a jaxport that knows the release.") from None
 
 
 @dataclasses.dataclass(frozen=True)

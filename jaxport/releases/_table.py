@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from jaxport import _json
+from jaxport._vocabulary import PLATFORMS
 from jaxport.errors import ReleaseTableError
 from jaxport.releases._dates import RELEASE_DATES, parse_version
 
 FORMAT_VERSION = 1
 TABLE_FILE = Path(__file__).with_name("release_table.json")
 LAYOUT_STATUSES = ("reads", "refuses_expired", "refuses")
-PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
-_FIX = ("Generate the table again with harness/tools/release_table.py (or restore the file from "
-        "the jaxport release).")
+_FIX = ("The table ships with jaxport: reinstall jaxport to restore it (in a jaxport source "
+        "checkout, generate it again with the release-table tool).")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,8 +94,9 @@ class ReleaseTable:
     known = f"{self.facts[0].version} to {self.facts[-1].version}" if self.facts else "none"
     raise ReleaseTableError(
         f"jax {version!r} is not in the release table (it lists jax {known}). Name a listed "
-        "release, or add the new one's date to jaxport/releases/_dates.py and measure it with "
-        "harness/tools/release_table.py --releases " + str(version) + ".")
+        "release, or upgrade to a jaxport whose table measures it (in a jaxport source "
+        f"checkout: add its date to RELEASE_DATES and measure it with the release-table tool, "
+        f"--releases {version}).")
 
 
 def _bad(where: str, what: str) -> ReleaseTableError:

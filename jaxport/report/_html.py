@@ -11,7 +11,8 @@ from typing import Any
 from html import escape
 from urllib.parse import quote
 
-from jaxport.report._model import EntryResult, FindingKind, RunReport, host_line
+from jaxport.report._model import (
+    EntryResult, FindingKind, RunReport, about_current_lowering, host_line)
 from jaxport.report._svg import status_chart
 from jaxport.report._views import (
     ENTRY_STATUSES, CellStatus, Matrix, build_history, build_matrix, entry_anchor, entry_status,
@@ -240,12 +241,12 @@ def _entry(e: EntryResult) -> list[str]:
          f"<h3>{_badge(st)} <code>{_e(e.entry_id)}</code></h3><dl>"]
   out += [f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts]
   out.append("</dl>")
-  findings = [f for f in e.findings if not f.about_current_lowering]
-  lowering = [f for f in e.findings if f.about_current_lowering]
+  findings = [f for f in e.findings if not about_current_lowering(f)]
+  lowering = [f for f in e.findings if about_current_lowering(f)]
   for title, items in (("findings", findings), ("signature and lowering differences", lowering)):
     if items:
       out.append(f"<b>{title}</b><ul>")
-      out += [f'<li><span class="kind">[{_e(f.kind)}]</span> <pre>{_e(f.text)}</pre></li>'
+      out += [f'<li><span class="kind">[{_e(f.kind)}]</span> <pre>{_e(f.message)}</pre></li>'
               for f in items]
       out.append("</ul>")
   out.append("</section>")
@@ -282,7 +283,7 @@ def _attention(r: RunReport) -> list[str]:
 def _pass_row(e: EntryResult) -> str:
   """A passing entry in one table row: what identifies it and its notes, without a card."""
   st = entry_status(e)
-  notes = "; ".join(f"[{f.kind}] {f.text}" for f in e.findings)
+  notes = "; ".join(f.text for f in e.findings)
   return (f'<tr id="{_e(entry_anchor(e.entry_id))}"><td class="{st.css}">{st.symbol}</td>'
           f"<td><code>{_e(e.entry_id)}</code></td><td>{_e(e.record_date or 'unknown')}</td>"
           f"<td>{_e(_expiry(e.days_to_expiry))}</td>"
@@ -341,7 +342,7 @@ def _golden_data_errors(r: RunReport) -> list[str]:
          "<p>These entries' files fail verification (edited, truncated or replaced after "
          "recording); restore them from version control or record the cases again.</p><ul>"]
   for e in damaged:
-    texts = [f.text for f in e.findings if f.kind == FindingKind.GOLDEN_DATA_ERROR]
+    texts = [f.message for f in e.findings if f.kind == FindingKind.GOLDEN_DATA_ERROR]
     out.append(f'<li><a href="{_href(e.entry_id)}"><code>{_e(e.entry_id)}</code></a>: '
                f"{_e(texts[0] if texts else '')}</li>")
   out.append("</ul>")

@@ -102,7 +102,7 @@ def _attention(r: RunReport) -> list[str]:
   for e in bad[:MAX_ATTENTION_ENTRIES]:
     s = entry_status(e)
     out.append(f"- {s.badge} **{s.label}** {_code(e.entry_id)} (jax {_text(e.producer)})")
-    out += [f"  - {_code(f.kind or 'finding')} {_short(f.text)}" for f in e.findings]
+    out += [f"  - {_code(f.kind)} {_short(f.message)}" for f in e.findings]
   if len(bad) > MAX_ATTENTION_ENTRIES:
     out.append(f"- … and {len(bad) - MAX_ATTENTION_ENTRIES} more; the HTML report lists them all.")
   out.append("")

@@ -5,7 +5,8 @@ reports agree on everything but the entries. The merge keeps what they share,
 unites the entries (sorted by id, as the harness sorts them), and recomputes
 what depends on all entries (summary counts, target coverage, the order of the
 skip ledger and drift list), so that merging the reports of disjoint parts
-gives the report an unsharded run of all of them writes.
+gives the report an unsharded run of all of them writes. Coverage is recomputed by
+``jaxport.report._coverage``, the code the harness session judges a run with.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from jaxport.errors import ReportError
+from jaxport.report import _coverage as coverage
 from jaxport.report._model import (
-    RECORD_ACTIONS, REPLAY_HOSTS_KEY, EntryResult, FindingKind, Recorded, RunReport, Skip,
-    Status, Summary, Targets, Window, other_host_passes)
+    RECORD_ACTIONS, EntryResult, FindingKind, PlatformTargets, Recorded, RunReport, ShardRef,
+    Skip, Status, Summary, Window, other_host_passes)
 
 # What the shards of one run must agree on, with how to read it off a report.
 _SHARED = {
@@ -32,13 +34,13 @@ _SHARED = {
     "targets.required": lambda r: r.targets.required,
     "declared_targets": lambda r: r.declared_targets,
     "summary.present (entries in the store)": lambda r: r.summary.present,
-    "extra top-level fields": lambda r: {k: v for k, v in r.extra.items()
-                                         if k not in (_OTHER_PLATFORMS, REPLAY_HOSTS_KEY)},
+    # Of the other platforms' lowering-only coverage, shards agree on the required and the
+    # unreachable targets; what is covered and missing depends on all entries, recomputed.
+    "lowering_only_targets (required, unreachable)": lambda r: {
+        p: (c.required, dict(c.unreachable)) for p, c in r.lowering_only_targets.items()},
+    "jax_corpus": lambda r: r.jax_corpus,
+    "extra top-level fields": lambda r: r.extra,
 }
-# The harness's coverage of other platforms' targets by lowering-only entries: per platform,
-# ``required``, ``unreachable`` (target -> why), ``covered`` and ``missing``. Shards agree on the
-# first two; the others depend on all entries and are recomputed.
-_OTHER_PLATFORMS = "lowering_only_targets"
 
 
 def merge_reports(reports: Sequence[RunReport]) -> RunReport:
@@ -61,15 +63,42 @@ def merge_reports(reports: Sequence[RunReport]) -> RunReport:
       first,
       entries=tuple(entries),
       recorded=tuple(sorted(recorded, key=lambda x: x.case_id)),
-      targets=_coverage(entries, first.targets.required),
+      targets=coverage.target_coverage(entries, first.targets.required),
       skips=_skips(reports, order),
       drift=tuple(sorted((d for r in reports for d in r.drift), key=lambda d: order[d.entry_id])),
       session_failures=_union(r.session_failures for r in reports),
       session_warnings=_union(r.session_warnings for r in reports),
       summary=_summary(entries, recorded, first.summary.present),
       release_windows=_release_windows(reports),
-      extra=_replay_hosts(reports, _other_platform_coverage(first.extra, entries)),
+      shard=None,
+      lowering_only_targets=_lowering_only(first.lowering_only_targets, entries),
+      replay_hosts=_replay_hosts(reports),
       source=" + ".join(r.source for r in reports))
+
+
+def check_complete(reports: Sequence[RunReport]) -> int:
+  """The shard count N of ``reports`` when they are exactly shards 1/N..N/N of one run, each
+  once; else a :class:`ReportError` naming what is missing, repeated or not a shard."""
+  if not reports:
+    raise ReportError("nothing to merge: pass the report of every shard of the run.")
+  unsharded = [r.source for r in reports if r.shard is None]
+  if unsharded:
+    raise ReportError(f"{', '.join(unsharded)} did not run with --compat-shard=I/N, so it is not "
+                      "a shard; merge the reports of one sharded run.")
+  shards: list[ShardRef] = [r.shard for r in reports if r.shard is not None]
+  counts = sorted({s.count for s in shards})
+  if len(counts) != 1:
+    raise ReportError(f"the reports come from splits into {counts} shards; merge the shards of "
+                      "one run (one N).")
+  count = counts[0]
+  given = sorted(s.index for s in shards)
+  missing = sorted(set(range(1, count + 1)) - set(given))
+  repeated = sorted({i for i in given if given.count(i) > 1})
+  if missing or repeated:
+    raise ReportError(f"shards of {count}: missing {[f'{i}/{count}' for i in missing]}, "
+                      f"repeated {[f'{i}/{count}' for i in repeated]}; pass each shard's report "
+                      "once.")
+  return count
 
 
 def _disjoint(reports: Sequence[RunReport], items, key, what: str) -> list[Any]:
@@ -86,16 +115,6 @@ def _disjoint(reports: Sequence[RunReport], items, key, what: str) -> list[Any]:
   return out
 
 
-def _coverage(entries: Iterable[EntryResult], required: tuple[str, ...]) -> Targets:
-  """Coverage over all entries, as the harness computes it at the end of a run."""
-  entries = list(entries)
-  covered = sorted({t for e in entries for t in e.targets})
-  reachable = sorted({t for e in entries for t in (e.current_targets or ())})
-  return Targets(required=required, reachable=tuple(reachable), covered=tuple(covered),
-                 missing_required=tuple(sorted(set(required) - set(covered))),
-                 missing_reachable=tuple(sorted(set(reachable) - set(covered))))
-
-
 def _release_windows(reports: Sequence[RunReport]) -> Mapping[str, Window] | None:
   """The window positions of every shard's producer releases (None when no shard kept any)."""
   if all(r.release_windows is None for r in reports):
@@ -110,30 +129,20 @@ def _release_windows(reports: Sequence[RunReport]) -> Mapping[str, Window] | Non
   return {p: w for p, (w, _) in sorted(out.items())}
 
 
-def _replay_hosts(reports: Sequence[RunReport], extra: Mapping[str, Any]) -> Mapping[str, Any]:
-  """``extra`` with the replay hosts of every shard, each once (shards may run on other
-  machines)."""
-  hosts: list[Any] = []
+def _replay_hosts(reports: Sequence[RunReport]) -> tuple[Mapping[str, Any], ...]:
+  """The replay hosts of every shard, each once (shards may run on other machines)."""
+  hosts: list[Mapping[str, Any]] = []
   for r in reports:
     hosts.extend(h for h in r.replay_hosts if h not in hosts)
-  return {**extra, REPLAY_HOSTS_KEY: hosts} if hosts else extra
+  return tuple(hosts)
 
 
-def _other_platform_coverage(extra: Mapping[str, Any], entries: Sequence[EntryResult]
-                             ) -> Mapping[str, Any]:
-  """``extra`` with the other platforms' lowering-only coverage recomputed over all entries."""
-  platforms = extra.get(_OTHER_PLATFORMS)
-  if not isinstance(platforms, Mapping):
-    return extra
-  out = {}
-  for platform, cov in platforms.items():
-    required, unreachable = list(cov["required"]), dict(cov["unreachable"])
-    covered = sorted({t for e in entries if e.lowering_only
-                      and platform in (e.extra.get("platforms") or ()) for t in e.targets}
-                     & set(required))
-    out[platform] = {"required": required, "covered": covered, "unreachable": unreachable,
-                     "missing": sorted(set(required) - set(covered) - set(unreachable))}
-  return {**extra, _OTHER_PLATFORMS: out}
+def _lowering_only(shared: Mapping[str, PlatformTargets], entries: Sequence[EntryResult]
+                   ) -> dict[str, PlatformTargets]:
+  """The other platforms' lowering-only coverage recomputed over all entries."""
+  unreachable = {t: why for c in shared.values() for t, why in c.unreachable.items()}
+  return coverage.lowering_only_coverage(
+      entries, {p: c.required for p, c in shared.items()}, unreachable)
 
 
 def _skips(reports: Sequence[RunReport], order: dict[str, int]) -> tuple[Skip, ...]:

@@ -2,7 +2,8 @@
 
 The harness (``pytest harness/ --compat-report=RUN.json``) writes the report;
 everything in this package reads it through :func:`load_report` and works on
-the records below, never on the raw dictionaries. ``RunReport.to_json`` gives
+the records below, never on the raw dictionaries; the harness session builds a
+:class:`RunReport` and writes it with ``to_json``. ``RunReport.to_json`` gives
 back exactly the dictionary that was read (for the keys this module knows,
 plus any unknown top-level and entry keys, kept as they were), so a merged
 report is written in the harness's own format.
@@ -12,59 +13,23 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import enum
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from jaxport import _json
+from jaxport.golden._entry_id import UNKNOWN_PRODUCER, case_of, platform_of, producer_of  # noqa: F401
+from jaxport._vocabulary import Finding, FindingKind, RecordAction, Status, Subject  # noqa: F401 (re-exported)
 from jaxport.errors import ReportError
 from jaxport.report._files import write_text_atomically
 
-# The report format this package reads and writes (the harness writes it too).
-REPORT_FORMAT = 1
+# The report format this package reads and writes (the harness writes it too). Format 2 adds
+# typed findings (kind, subject, message, reader) to each entry, and the run's shard.
+REPORT_FORMAT = 2
 # An update run replays, then records the cases that changed (``--compat-update``).
 MODES = ("replay", "record", "update")
-UNKNOWN_PRODUCER = "unknown"
-_PRODUCER_RE = re.compile(r"_jax-(.+)$")
-_FINDING_RE = re.compile(r"\[([a-z_]+)\] (.*)", re.DOTALL)
-
-
-class Status(enum.StrEnum):
-  """The verdict on one entry in one run, as the harness reports it."""
-  PASS = "pass"
-  DRIFT = "drift"    # results within tolerance but not bitwise equal
-  WARN = "warn"      # drift or staleness that fails only under --compat-strict
-  XFAIL = "xfail"    # an expected failure of an old producer release
-  FAIL = "fail"
-
-
-class FindingKind(enum.StrEnum):
-  """What one finding of an entry says; the harness's finding vocabulary, worst first.
-
-  The meaning and the status each leads to are in ``jaxport/harness/_classify.py``.
-  """
-  # The entry's own files are damaged (a hash, the manifest, an array file): always fails.
-  GOLDEN_DATA_ERROR = "golden_data_error"
-  COMPATIBILITY_BREAK = "compatibility_break"
-  EXPORT_ERROR = "export_error"
-  # The releases the entry runs on (computed from the release table) leave out its case's
-  # min_consumer, or a release between that and the producer: always fails.
-  BELOW_MIN_CONSUMER = "below_min_consumer"
-  LOWERING_DRIFT = "lowering_drift"
-  NUMERICS_CHANGE = "numerics_change"
-  NUMERICS_DRIFT = "numerics_drift"
-  # Within tolerance, not bitwise, on a host of another class than the recording one: a pass.
-  NUMERICS_OTHER_HOST = "numerics_other_host"
-  PRODUCER_DRIFT = "producer_drift"   # drift of an older release's entry: the release difference
-  EXPIRED = "expired"
-  FUTURE_DATE = "future_date"
-  STALE_TARGET = "stale_target"
-  UNEXPECTED_PASS = "unexpected_pass"
-  UPGRADED = "upgraded"
 
 
 def other_host_passes(entries: Iterable[Any]) -> int:
@@ -84,7 +49,7 @@ DRIFT_KINDS = frozenset({FindingKind.LOWERING_DRIFT, FindingKind.NUMERICS_CHANGE
 # --- reading helpers: each names the file and the key path of what is wrong ----------------------
 
 def _bad(where: str, what: str) -> ReportError:
-  return ReportError(f"{where}: {what}. Is this a report written by `pytest harness/ "
+  return ReportError(f"{where}: {what}. Is this a report written by `pytest "
                      f"--compat-report=FILE.json` (format {REPORT_FORMAT})?")
 
 
@@ -125,12 +90,6 @@ def _date(value: Any, where: str, nullable: bool = False) -> datetime.date | Non
 
 def _iso(d: datetime.date | None) -> str | None:
   return None if d is None else d.isoformat()
-
-
-def producer_of(entry_id: str) -> str:
-  """The jax release an entry id names (``..._jax-0.10.2``), or ``unknown``."""
-  m = _PRODUCER_RE.search(entry_id)
-  return m.group(1) if m else UNKNOWN_PRODUCER
 
 
 # --- records -------------------------------------------------------------------------------------
@@ -200,21 +159,37 @@ class Release:
     return d
 
 
-@dataclasses.dataclass(frozen=True)
-class Finding:
-  """One finding of an entry: its kind (``compatibility_break``, ``lowering_drift``, ...) and text."""
-  kind: str
-  text: str
+def about_current_lowering(finding: Finding) -> bool:
+  """Whether a finding compares the entry with today's lowering (signature or target
+  differences, a corpus match), by its subject."""
+  return finding.subject is Subject.TODAY
 
-  @property
-  def about_current_lowering(self) -> bool:
-    """Whether it compares the entry with today's lowering (signature or target differences)."""
-    return self.text.startswith("current lowering:")
+
+_FINDING_KEYS = tuple(f.name for f in dataclasses.fields(Finding))
+
+
+def _findings(value: Any, where: str) -> tuple[Finding, ...]:
+  out = []
+  for i, f in enumerate(_typed(value, where, list)):
+    at = f"{where}[{i}]"
+    _obj(f, at, _FINDING_KEYS)
+    try:
+      out.append(Finding.from_json(f))
+    except ValueError as e:
+      raise _bad(at, str(e)) from None
+  return tuple(out)
+
+
+def _str_map(value: Any, where: str) -> Mapping[str, str] | None:
+  if value is None:
+    return None
+  _typed(value, where, Mapping)
+  return {k: _typed(v, f"{where}.{k}", str) for k, v in value.items()}
 
 
 _ENTRY_KEYS = ("entry_id", "case_id", "family", "record_date", "status", "kinds", "messages",
-               "days_to_expiry", "lowering_only", "targets", "current_targets", "release",
-               "expected_failure")
+               "findings", "days_to_expiry", "lowering_only", "targets", "current_targets",
+               "platforms", "target_verdicts", "release", "expected_failure")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,12 +208,18 @@ class EntryResult:
   current_targets: tuple[str, ...] | None
   release: Release | None
   expected_failure: str | None
+  # What the replay found, each with its subject (which reader, today's lowering, ...).
+  findings: tuple[Finding, ...] = ()
+  # The platforms the entry's module was exported for (None: not known to the run).
+  platforms: tuple[str, ...] | None = None
+  # Target -> its verdict today (stable, declared, ...), as the run judged it; None: not judged.
+  target_verdicts: Mapping[str, str] | None = None
   extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
   @property
   def platform(self) -> str:
     """The platform whose store holds the entry (the first part of its id)."""
-    return self.entry_id.split("/", 1)[0]
+    return platform_of(self.entry_id)
 
   @property
   def producer(self) -> str:
@@ -263,15 +244,6 @@ class EntryResult:
     return {str(p): tuple(str(v) for v in vs) for p, vs in got.items()
             if isinstance(vs, (list, tuple))}
 
-  @property
-  def findings(self) -> tuple[Finding, ...]:
-    """The messages split into kind and text (a message without a kind tag keeps kind ``""``)."""
-    out = []
-    for m in self.messages:
-      hit = _FINDING_RE.fullmatch(m)
-      out.append(Finding(hit.group(1), hit.group(2)) if hit else Finding("", m))
-    return tuple(out)
-
   @classmethod
   def from_json(cls, d: Any, where: str) -> EntryResult:
     _obj(d, where, _ENTRY_KEYS)
@@ -289,6 +261,9 @@ class EntryResult:
         status=Status(status),
         kinds=_strs(d["kinds"], f"{where}.kinds"),
         messages=_strs(d["messages"], f"{where}.messages"),
+        findings=_findings(d["findings"], f"{where}.findings"),
+        platforms=_strs(d["platforms"], f"{where}.platforms", nullable=True),
+        target_verdicts=_str_map(d["target_verdicts"], f"{where}.target_verdicts"),
         days_to_expiry=_typed(d["days_to_expiry"], f"{where}.days_to_expiry", int, nullable=True),
         lowering_only=_typed(d["lowering_only"], f"{where}.lowering_only", bool, nullable=True),
         targets=_strs(d["targets"], f"{where}.targets"),
@@ -301,9 +276,13 @@ class EntryResult:
     return {**self.extra, "entry_id": self.entry_id, "case_id": self.case_id, "family": self.family,
             "record_date": _iso(self.record_date), "status": str(self.status),
             "kinds": list(self.kinds), "messages": list(self.messages),
+            "findings": [f.to_json() for f in self.findings],
             "days_to_expiry": self.days_to_expiry, "lowering_only": self.lowering_only,
             "targets": list(self.targets),
             "current_targets": None if self.current_targets is None else list(self.current_targets),
+            "platforms": None if self.platforms is None else list(self.platforms),
+            "target_verdicts": (None if self.target_verdicts is None
+                                else dict(self.target_verdicts)),
             "release": None if self.release is None else self.release.to_json(),
             "expected_failure": self.expected_failure}
 
@@ -325,6 +304,74 @@ class Targets:
 
   def to_json(self) -> dict[str, Any]:
     return {f.name: list(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+@dataclasses.dataclass(frozen=True)
+class PlatformTargets:
+  """Coverage of one other platform's stable targets by the run's lowering-only entries:
+  required, covered, unreachable from this host (target -> why) and missing."""
+  required: tuple[str, ...]
+  covered: tuple[str, ...]
+  unreachable: Mapping[str, str]
+  missing: tuple[str, ...]
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> PlatformTargets:
+    _obj(d, where, ("required", "covered", "unreachable", "missing"))
+    return cls(required=_strs(d["required"], f"{where}.required"),
+               covered=_strs(d["covered"], f"{where}.covered"),
+               unreachable=_str_map(d["unreachable"], f"{where}.unreachable") or {},
+               missing=_strs(d["missing"], f"{where}.missing"))
+
+  def to_json(self) -> dict[str, Any]:
+    return {"required": list(self.required), "covered": list(self.covered),
+            "unreachable": dict(self.unreachable), "missing": list(self.missing)}
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class ShardRef:
+  """Which part of a sharded run a report is: shard ``index`` (1-based) of ``count``."""
+  index: int
+  count: int
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> ShardRef:
+    _obj(d, where, ("index", "count"))
+    index = _typed(d["index"], f"{where}.index", int)
+    count = _typed(d["count"], f"{where}.count", int)
+    if not 1 <= index <= count:
+      raise _bad(where, f"expected 1 <= index <= count, got {index}/{count}")
+    return cls(index, count)
+
+  def to_json(self) -> dict[str, Any]:
+    return {"index": self.index, "count": self.count}
+
+  def __str__(self) -> str:
+    return f"{self.index}/{self.count}"
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusImport:
+  """What importing jax's own back-compat corpus into the run's store did (a corpus run)."""
+  source: str
+  jax: str | None
+  imported: int
+  duplicates: tuple[str, ...]
+  skipped: tuple[str, ...]
+  failed: tuple[str, ...]
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> CorpusImport:
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    _obj(d, where, names)
+    return cls(source=_typed(d["source"], f"{where}.source", str),
+               jax=_typed(d["jax"], f"{where}.jax", str, nullable=True),
+               imported=_typed(d["imported"], f"{where}.imported", int),
+               **{n: _strs(d[n], f"{where}.{n}") for n in ("duplicates", "skipped", "failed")})
+
+  def to_json(self) -> dict[str, Any]:
+    return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+            for f in dataclasses.fields(self)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -363,23 +410,27 @@ class Recorded:
   """What recording one case did (record mode): written, unchanged, conflict or error."""
   case_id: str
   entry_id: str | None
-  action: str
+  action: RecordAction
   message: str
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Recorded:
     _obj(d, where, ("case_id", "entry_id", "action", "message"))
+    action = _typed(d["action"], f"{where}.action", str)
+    if action not in {str(a) for a in RecordAction}:
+      raise _bad(f"{where}.action", f"expected one of {', '.join(RecordAction)}, got {action!r}")
     return cls(_typed(d["case_id"], f"{where}.case_id", str),
                _typed(d["entry_id"], f"{where}.entry_id", str, nullable=True),
-               _typed(d["action"], f"{where}.action", str),
+               RecordAction(action),
                _typed(d["message"], f"{where}.message", str))
 
   def to_json(self) -> dict[str, Any]:
-    return {"case_id": self.case_id, "entry_id": self.entry_id, "action": self.action,
+    return {"case_id": self.case_id, "entry_id": self.entry_id, "action": str(self.action),
             "message": self.message}
 
 
-RECORD_ACTIONS = ("written", "unchanged", "conflict", "error")
+# The record actions the report's summary counts, in the order it writes them.
+RECORD_ACTIONS = tuple(str(a) for a in RecordAction)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -443,6 +494,8 @@ DECLARED_TARGETS_KEY = "declared_targets"
 # replaying jax (producer -> Window), known from release dates alone, with or without an
 # expected-status table; absent from reports written before it was kept.
 RELEASE_WINDOWS_KEY = "release_windows"
+# The top-level key of the other platforms' coverage by lowering-only entries.
+LOWERING_ONLY_TARGETS_KEY = "lowering_only_targets"
 # The summary key counting passes within tolerance on another host class.
 OTHER_HOST_KEY = "pass_other_host"
 
@@ -478,7 +531,8 @@ class Summary:
 
 _TOP_KEYS = ("format", "mode", "platform", "today", "compat_window_days", "strict", "readers",
              "producer", "versions", "entries", "targets", "skips", "drift", "recorded",
-             "session_failures", "session_warnings", "summary")
+             "session_failures", "session_warnings", "summary", "shard",
+             LOWERING_ONLY_TARGETS_KEY, "jax_corpus", REPLAY_HOSTS_KEY)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -500,6 +554,14 @@ class RunReport:
   session_failures: tuple[str, ...]
   session_warnings: tuple[str, ...]
   summary: Summary
+  # The part of a sharded run this report is (None: the whole run, or a merged one).
+  shard: ShardRef | None = None
+  # Per other platform the host lowers for, its targets' coverage by lowering-only entries.
+  lowering_only_targets: Mapping[str, PlatformTargets] = dataclasses.field(default_factory=dict)
+  # What importing jax's corpus did (None: the run replayed the project's store).
+  jax_corpus: CorpusImport | None = None
+  # The host records (``jaxport.golden._host.Host.to_json``) of the machines that replayed it.
+  replay_hosts: tuple[Mapping[str, Any], ...] = ()
   extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   source: str = dataclasses.field(default="<report>", compare=False)
   # The changed cases an update run recorded (None: not an update run's report).
@@ -527,13 +589,6 @@ class RunReport:
     return (self.release_windows or {}).get(producer)
 
   @property
-  def replay_hosts(self) -> tuple[Mapping[str, Any], ...]:
-    """The host records (``jaxport.golden._host.Host.to_json``) of the machines that replayed
-    the run; empty in a report written before hosts were kept."""
-    hosts = self.extra.get(REPLAY_HOSTS_KEY) or ()
-    return tuple(h for h in hosts if isinstance(h, Mapping))
-
-  @property
   def ok(self) -> bool:
     """Whether the run passed: no failing entry and no session failure."""
     return not self.session_failures and not any(e.status == Status.FAIL for e in self.entries)
@@ -542,6 +597,12 @@ class RunReport:
   def from_json(cls, d: Any, source: str = "<report>") -> RunReport:
     """Validate and convert the decoded JSON of a report; errors name ``source`` and the key path."""
     _obj(d, source, ("format",))
+    if isinstance(d["format"], int) and not isinstance(d["format"], bool) and (
+        d["format"] < REPORT_FORMAT):
+      raise ReportError(f"{source}: report format {d['format']}, written by an older jaxport; "
+                        f"this one reads format {REPORT_FORMAT}, whose findings say what each "
+                        "is about. Replay again with this jaxport to write the report anew "
+                        "(or render it with the jaxport release that wrote it).")
     if d["format"] != REPORT_FORMAT:
       raise ReportError(f"{source}: report format {d['format']!r}, but this jaxport reads format "
                         f"{REPORT_FORMAT}. Render it with the jaxport release that wrote it, or "
@@ -577,6 +638,15 @@ class RunReport:
         session_failures=_strs(d["session_failures"], at("session_failures")),
         session_warnings=_strs(d["session_warnings"], at("session_warnings")),
         summary=Summary.from_json(d["summary"], at("summary")),
+        shard=None if d["shard"] is None else ShardRef.from_json(d["shard"], at("shard")),
+        lowering_only_targets={
+            p: PlatformTargets.from_json(c, at(f"{LOWERING_ONLY_TARGETS_KEY}.{p}"))
+            for p, c in _typed(d[LOWERING_ONLY_TARGETS_KEY], at(LOWERING_ONLY_TARGETS_KEY),
+                               Mapping).items()},
+        jax_corpus=(None if d["jax_corpus"] is None
+                    else CorpusImport.from_json(d["jax_corpus"], at("jax_corpus"))),
+        replay_hosts=tuple(_typed(h, at(f"{REPLAY_HOSTS_KEY}[{i}]"), Mapping) for i, h in
+                           enumerate(_typed(d[REPLAY_HOSTS_KEY], at(REPLAY_HOSTS_KEY), list))),
         updated=items("updated", Updated) if "updated" in d else None,
         declared_targets=_declared(d.get(DECLARED_TARGETS_KEY), at(DECLARED_TARGETS_KEY)),
         release_windows=_windows(d.get(RELEASE_WINDOWS_KEY), at(RELEASE_WINDOWS_KEY)),
@@ -594,6 +664,11 @@ class RunReport:
             "recorded": [r.to_json() for r in self.recorded],
             "session_failures": list(self.session_failures),
             "session_warnings": list(self.session_warnings), "summary": self.summary.to_json(),
+            "shard": None if self.shard is None else self.shard.to_json(),
+            LOWERING_ONLY_TARGETS_KEY: {p: c.to_json()
+                                        for p, c in self.lowering_only_targets.items()},
+            "jax_corpus": None if self.jax_corpus is None else self.jax_corpus.to_json(),
+            REPLAY_HOSTS_KEY: [dict(h) for h in self.replay_hosts],
             **({} if self.updated is None else {"updated": [u.to_json() for u in self.updated]}),
             **({} if self.declared_targets is None else {DECLARED_TARGETS_KEY: {
                 p: list(ts) for p, ts in self.declared_targets.items()}}),
@@ -625,7 +700,7 @@ def load_report(path: str | os.PathLike) -> RunReport:
   try:
     text = path.read_text(encoding="utf-8")
   except FileNotFoundError:
-    raise ReportError(f"{path}: no such report. Write one with `pytest harness/ "
+    raise ReportError(f"{path}: no such report. Write one with `pytest "
                       f"--compat-report={path}`.") from None
   except (OSError, UnicodeDecodeError) as e:
     raise ReportError(f"{path}: cannot read the report ({e}).") from None

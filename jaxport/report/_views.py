@@ -14,13 +14,14 @@ import re
 from pathlib import PurePath
 from collections.abc import Sequence
 
+from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
 from jaxport.custom_calls import _registry
 from jaxport.errors import ReportError
 from jaxport.report._model import UNKNOWN_PRODUCER, EntryResult, RunReport, Status
 
 NO_CUSTOM_CALL = "(no custom call)"
 UNLISTED_GROUP = "not in the stable-target table"
-_PLATFORM_ORDER = ("cpu", "cuda", "rocm", "tpu", _registry.ANY_PLATFORM)
+_PLATFORM_ORDER = (*PLATFORMS, ANY_PLATFORM)
 
 
 class CellStatus(enum.Enum):

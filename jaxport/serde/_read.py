@@ -32,7 +32,7 @@ from jax.sharding import AbstractMesh, NamedSharding, PartitionSpec
 from jaxport import _limits
 from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport._jaxcompat import _mesh as jax_mesh
-from jaxport.errors import DeserializationError, ExpiredEnvelopeError
+from jaxport.errors import DeserializationError, ExpiredEnvelopeError, ExpiredEnvelopeWarning
 from jaxport.export._disabled_checks import DisabledSafetyCheck
 from jaxport.export._exported import Exported
 from jaxport.serde import _layout, _pytrees, _verify, _wire
@@ -118,7 +118,7 @@ def _expired(t: list[Any], where: str, *, policy: str, hlo_shardings: bool) -> N
   version = t[_X.serialization_version] or 0
   message = jax_envelope.expired_message(version, producer)
   if not hlo_shardings and jax_envelope.expired_versions_allowed():
-    warnings.warn(message, DeprecationWarning, stacklevel=4)
+    warnings.warn(message, ExpiredEnvelopeWarning, stacklevel=4)
     return
   what = ("stores shardings as HloSharding protos" if hlo_shardings
           else "keeps its device count only in the legacy 16-bit nr_devices_short")

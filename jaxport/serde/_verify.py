@@ -27,7 +27,7 @@ import struct
 from typing import Any
 
 from jaxport import _limits
-from jaxport.errors import DeserializationError
+from jaxport.errors import DeserializationError, JaxportError
 from jaxport.serde import _layout
 
 MAX_DEPTH = _limits.MAX_TABLE_DEPTH
@@ -41,8 +41,9 @@ _SCALAR, _STRING, _TABLE = _layout.SCALAR, _layout.STRING, _layout.TABLE
 _VECTOR_SCALAR, _VECTOR_STRING = _layout.VECTOR_SCALAR, _layout.VECTOR_STRING
 
 
-class _Fail(Exception):
-  """A structural fault; frames on the way up add their path segment."""
+class _Fail(JaxportError):
+  """A structural fault; frames on the way up add their path segment (``decode`` turns it into
+  a ``DeserializationError``)."""
 
   def __init__(self, what: str):
     self.what = what

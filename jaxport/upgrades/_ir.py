@@ -13,6 +13,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
+from jaxport.errors import JaxportError
+
 CONSTANT_OP = "stablehlo.constant"
 _PASS_THROUGH = ("stablehlo.convert", "stablehlo.reshape", "stablehlo.broadcast_in_dim")
 _ARITH = {"stablehlo.multiply": lambda a, b: a * b, "stablehlo.add": lambda a, b: a + b,
@@ -20,8 +22,9 @@ _ARITH = {"stablehlo.multiply": lambda a, b: a * b, "stablehlo.add": lambda a, b
 ELEMENT_TYPES = {"s": "f32", "d": "f64", "c": "complex<f32>", "z": "complex<f64>"}
 
 
-class NotConstant(Exception):
-  """The value is not computed from constants alone; carries what computes it."""
+class NotConstant(JaxportError):
+  """The value is not computed from constants alone; carries what computes it (caught by the
+  rules, which refuse the upgrade with an ``UpgradeError`` or read the value from types)."""
 
   def __init__(self, producer: str):
     super().__init__(producer)

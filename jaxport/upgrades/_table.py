@@ -16,16 +16,14 @@ import json
 from importlib import resources
 from typing import Any
 
+from jaxport.errors import RuleTableError as RuleTableError  # raised here, defined with the others
+
 _DATA_FILE = "rules.json"
 TABLE_FORMAT = 1
 LETTERS = "sdcz"
 COMPLEX_LETTERS = "cz"
 SIZE_PREFIX = "size:"
 FLAG_PREFIX = "flag:"
-
-
-class RuleTableError(ValueError):
-  """``rules.json`` is malformed (a bug in the package, caught by its tests)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 import os
 import shutil
 import signal
@@ -21,11 +20,14 @@ import pytest
 from _build import REAL_ENTRIES, copy_entry, loops_forever, npz_bomb, replace_files, write_entry
 from _sandbox import CHILD_TIME_LIMIT_S, ROOT
 from jaxport.harness import _classify
-from jaxport.harness import _plugin
+from jaxport.errors import SettingsError
+from jaxport.harness import _settings
 from jaxport.harness._session import HarnessSession, Options
 from jaxport.report import FindingKind
 from jaxport.harness._worker import WorkerClient
-from jaxport.golden._manifest import INPUTS_FILE
+from jaxport.golden._manifest import INPUTS_FILE, Manifest
+from jaxport.harness._protocol import (FailureKind, Numerics, ReaderResult, ReplayAnswer, Stage,
+                                       TodayResult, WorkerFailure)
 from jaxport.golden._store import GoldenStore
 
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
@@ -108,10 +110,11 @@ def test_the_worker_refuses_an_npz_bomb_as_golden_data(tmp_path):
   entry = replace_files(copy_entry(tmp_path), {INPUTS_FILE: npz_bomb(2**30)})
   client = WorkerClient(repo_project(tmp_path), timeout_s=CHILD_TIME_LIMIT_S)
   try:
-    answer = client.request({"op": "replay", "root": str(tmp_path), "entry_id": entry.entry_id})
+    answer, _ = client.request({"op": "replay", "root": str(tmp_path), "entry_id": entry.entry_id})
   finally:
     client.close()
-  assert "refused before decompressing" in answer.get("golden_error", ""), answer
+  assert isinstance(answer, WorkerFailure) and answer.kind is FailureKind.GOLDEN_DATA, answer
+  assert "refused before decompressing" in answer.why, answer
 
 
 def _options(root: Path, **changes) -> Options:
@@ -134,23 +137,23 @@ def test_recordings_that_cannot_be_written_are_kept_and_named(tmp_path):
   try:
     session.flush_writes()
     session.close()
-    failures = "\n".join(session.build_report()["session_failures"])
+    failures = "\n".join(session.build_report().session_failures)
     assert "cannot write into the golden store" in failures
     assert f"kept in {staging}" in failures
     GoldenStore(staging).entry(entry_id).verify()
-    assert session.build_report()["recorded"][0]["action"] == "error"
+    assert session.build_report().recorded[0].action == "error"
   finally:
     shutil.rmtree(staging, ignore_errors=True)
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "-inf", "1e999", "soon", "1e300"])
 def test_a_worker_timeout_that_is_not_a_positive_finite_time_is_a_usage_error(value):
-  with pytest.raises(pytest.UsageError, match="--compat-worker-timeout=.*expected seconds above 0"):
-    _plugin._worker_timeout(value)
+  with pytest.raises(SettingsError, match="--compat-worker-timeout=.*expected seconds above 0"):
+    _settings.resolve({"worker_timeout_s": value})
 
 
 def test_a_sensible_worker_timeout_is_accepted():
-  assert _plugin._worker_timeout("0.5") == 0.5
+  assert _settings.resolve({"worker_timeout_s": "0.5"}).worker_timeout_s == 0.5
 
 
 def test_a_missing_golden_root_and_a_zero_timeout_stop_the_session_with_their_reason(
@@ -166,16 +169,18 @@ def test_a_missing_golden_root_and_a_zero_timeout_stop_the_session_with_their_re
   result.stderr.fnmatch_lines(["*--compat-worker-timeout=0: expected seconds above 0*"])
 
 
-def _replayed_manifest(record_date: datetime.date) -> dict:
-  m = json.loads(GoldenStore(ROOT / "compat_data").entry(REAL_ENTRIES[0]).manifest.to_json())
-  return {**m, "record_date": record_date.isoformat()}
+def _replayed_manifest(record_date: datetime.date) -> Manifest:
+  m = GoldenStore(ROOT / "compat_data").entry(REAL_ENTRIES[0]).manifest
+  return dataclasses.replace(m, record_date=record_date)
 
 
 @pytest.mark.parametrize("strict,status", [(False, "warn"), (True, "fail")])
 def test_an_entry_dated_in_the_future_is_a_finding_that_fails_when_strict(strict, status):
   today = datetime.date(2026, 12, 1)
-  answer = {"readers": [{"reader": "jaxport", "stage": "compare", "ok": True, "exact": True}],
-            "current": {"available": False, "reason": "not a registered case"}}
+  answer = ReplayAnswer(
+      readers=(ReaderResult("jaxport", Stage.COMPARE, numerics=Numerics(True, True, 0.0)),),
+      today=TodayResult(available=False, reason="not a registered case"), host=None,
+      seconds=0.0, timings={})
   outcome = _classify.classify(answer, entry_id=REAL_ENTRIES[0],
                                manifest=_replayed_manifest(datetime.date(2099, 1, 1)),
                                today=today, window_days=180)

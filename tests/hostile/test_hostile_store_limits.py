@@ -234,7 +234,7 @@ def test_the_harness_fails_on_a_bad_folder_and_replays_the_other_entries(
     assert session.entry_ids() == sorted(e.entry_id for e in good)
     outcome = session.replay(good[0].entry_id)
     assert FindingKind.GOLDEN_DATA_ERROR not in outcome.kinds, outcome
-    failures = session.build_report()["session_failures"]
+    failures = list(session.build_report().session_failures)
   finally:
     session.close()
   assert any(ascii(str(bad)) in f and "not an entry" in f for f in failures), failures

@@ -16,8 +16,10 @@ import pytest
 
 from _sandbox import CHILD_TIME_LIMIT_S, ROOT
 from jaxport import _limits
-from jaxport.harness import _plugin, _worker
+from jaxport.errors import SettingsError
+from jaxport.harness import _settings, _worker
 from jaxport.harness._project import Project
+from jaxport.harness._protocol import FailureKind, RecordAnswer, dump_answer
 from jaxport.harness._worker import WorkerClient
 
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
@@ -40,7 +42,10 @@ GROWING_CHILD = textwrap.dedent("""
   time.sleep(600)
   print("{}", flush=True)
 """)
-ANSWERING_CHILD = 'import sys; sys.stdin.readline(); print(\'{"ok": true}\', flush=True)\n'
+# A child that answers one request at once, as a worker writes a record answer.
+ANSWERED = RecordAnswer("cpu/mine/sines_f32/2026-12-01_jax-0.10.2")
+ANSWERING_CHILD = ("import json, sys; sys.stdin.readline(); "
+                   f"print(json.dumps({dump_answer(ANSWERED, [])!r}), flush=True)\n")
 
 
 class _ChildClient(WorkerClient):
@@ -60,14 +65,14 @@ def test_a_worker_growing_past_its_memory_limit_is_killed_with_the_limit_named()
   client = _ChildClient(GROWING_CHILD, timeout_s=CHILD_TIME_LIMIT_S, max_rss_bytes=512 * MiB)
   try:
     started = time.monotonic()
-    answer = client.request({"op": "replay"})
+    answer, _ = client.request({"op": "replay"})
     waited = time.monotonic() - started
-    assert answer.get("crashed"), answer
-    assert answer["why"].startswith(
+    assert answer.kind is FailureKind.CRASHED, answer
+    assert answer.why.startswith(
         "its memory (RSS) passed the limit --compat-worker-memory-mb=512 (536870912 bytes; "
         f"without the option jaxport._limits.MAX_WORKER_RSS_BYTES = "
-        f"{_limits.MAX_WORKER_RSS_BYTES})"), answer["why"]
-    assert answer["returncode"] < 0  # killed by a signal, not exited
+        f"{_limits.MAX_WORKER_RSS_BYTES})"), answer.why
+    assert answer.returncode < 0  # killed by a signal, not exited
     assert waited < CHILD_TIME_LIMIT_S  # not the time-out
     assert client.pid is None  # the next request starts a fresh process
   finally:
@@ -77,7 +82,7 @@ def test_a_worker_growing_past_its_memory_limit_is_killed_with_the_limit_named()
 def test_a_worker_within_its_memory_limit_answers():
   client = _ChildClient(ANSWERING_CHILD, timeout_s=CHILD_TIME_LIMIT_S, max_rss_bytes=512 * MiB)
   try:
-    assert client.request({"op": "hello"}) == {"ok": True}
+    assert client.request({"op": "hello"}) == (ANSWERED, ())
   finally:
     client.close()
 
@@ -101,13 +106,13 @@ def test_resident_memory_is_read_and_a_gone_process_has_none():
 
 @pytest.mark.parametrize("value", ["0", "63", "-5", "nan", "1.5", "lots", "1e9", str(2**30 + 1)])
 def test_a_worker_memory_limit_out_of_range_is_a_usage_error(value):
-  with pytest.raises(pytest.UsageError, match="--compat-worker-memory-mb=.*expected a whole number"):
-    _plugin._worker_memory(value)
+  with pytest.raises(SettingsError, match="--compat-worker-memory-mb=.*expected a whole number"):
+    _settings.resolve({"worker_memory_mb": value})
 
 
 def test_a_sensible_worker_memory_limit_is_accepted():
-  assert _plugin._worker_memory("512") == 512 * MiB
-  assert _plugin._worker_memory(_plugin.DEFAULT_WORKER_MEMORY_MB) == _limits.MAX_WORKER_RSS_BYTES
+  assert _settings.resolve({"worker_memory_mb": "512"}).worker_max_rss_bytes == 512 * MiB
+  assert _settings.resolve({}).worker_max_rss_bytes == _limits.MAX_WORKER_RSS_BYTES
 
 
 # A case whose module keeps a 1 GiB operand (16384 x 16384 float32) alive for some seconds:

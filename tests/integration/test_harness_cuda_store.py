@@ -22,6 +22,7 @@ from jaxport.golden._host import Accelerator, Host  # noqa: E402
 from jaxport.golden._manifest import Comparison, Manifest, Producer  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
 from jaxport.harness import _coverage, _engine, _lowering, default_tolerance  # noqa: E402
+from jaxport.harness._protocol import Stage  # noqa: E402
 from jaxport.custom_calls import _registry  # noqa: E402
 
 TODAY = datetime.date(2026, 12, 1)
@@ -69,16 +70,20 @@ def test_the_cuda_store_coverage_is_the_stable_cuda_table():
 
 
 def test_a_cuda_entry_in_a_cpu_worker_is_read_not_run(tmp_path):
-  _engine.use_project(repo_project())
+  engine = _engine.ReplayEngine(repo_project())
   store = GoldenStore(tmp_path)
   # Outputs no device could compute: a run would reject them, a check without running cannot.
   written = write_cuda_entry(store, "cuda_run_cholesky_f32", [np.full((4, 4), 7.0, np.float32)])
-  answer = _engine.replay_entry(store.entry(written.entry_id).snapshot(), run=False)
-  assert [r["ok"] for r in answer["readers"]] == [True, True], answer["readers"]
-  assert all(r["stage"] == "module" and r["platforms"] == ["cuda"] for r in answer["readers"])
-  assert all(r["target_verdicts"] == {"cusolver_potrf_ffi": "stable"} for r in answer["readers"])
-  assert answer["current"]["signature_diff"] == [] and "numerics" not in answer["current"]
-  assert answer["host"].get("accelerator") is None, "the replaying host is this CPU host"
+  try:
+    answer = engine.replay(store.entry(written.entry_id).snapshot(), run=False)
+  finally:
+    engine.close()
+  assert [r.ok for r in answer.readers] == [True, True], answer.readers
+  assert all(r.stage is Stage.MODULE and r.platforms == ("cuda",) for r in answer.readers)
+  assert all(r.numerics is None for r in answer.readers)
+  assert all(r.target_verdicts == {"cusolver_potrf_ffi": "stable"} for r in answer.readers)
+  assert answer.today.signature_diff == () and answer.today.numerics is None
+  assert answer.host.get("accelerator") is None, "the replaying host is this CPU host"
 
 
 def _cpu_run(store: Path, report: Path, *extra: str) -> subprocess.CompletedProcess:

@@ -21,10 +21,12 @@ from jaxport.golden._store import GoldenStore  # noqa: E402
 from _harness_paths import repo_project  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _repository_cases():
-  """The in-process engine looks cases up in this repository's case modules."""
-  _engine.use_project(repo_project())
+@pytest.fixture
+def engine():
+  """An in-process replay engine that looks cases up in this repository's case modules."""
+  replay = _engine.ReplayEngine(repo_project())
+  yield replay
+  replay.close()
 
 pytest_plugins = ["pytester"]
 CORPUS = _jax_corpus.corpus_dir()
@@ -63,18 +65,19 @@ def test_non_unique_results_are_judged_by_their_invariants_and_a_wrong_result_fa
     assert not bad.ok, entry.entry_id
 
 
-def test_an_imported_cuda_dataset_is_compared_with_the_matching_case_lowering_only(tmp_path):
+def test_an_imported_cuda_dataset_is_compared_with_the_matching_case_lowering_only(
+    tmp_path, engine):
   result = _import.run_import([str(CORPUS / "cuda_cholesky_solver_potrf.py")], str(tmp_path),
                               host_platform="cpu")
   assert not result["failed"]
   entry = next(e for e in GoldenStore(tmp_path).entries() if e.manifest.case_id == "jax_f32")
   m = entry.manifest
   assert m.lowering_only and m.platform == "cpu" and m.family == "cuda_cholesky_solver_potrf"
-  answer = _engine.replay_entry(entry)
-  assert [r["ok"] for r in answer["readers"]] == [True, True]
-  assert all(r["target_verdicts"] == {"cusolver_potrf_ffi": "stable"} for r in answer["readers"])
-  assert answer["current"]["matched_case"] == "cuda_cholesky_f32"
-  outcome = _classify.classify(answer, entry_id=entry.entry_id, manifest=json.loads(m.to_json()),
+  answer = engine.replay(entry)
+  assert [r.ok for r in answer.readers] == [True, True]
+  assert all(r.target_verdicts == {"cusolver_potrf_ffi": "stable"} for r in answer.readers)
+  assert answer.today.matched_case == "cuda_cholesky_f32"
+  outcome = _classify.classify(answer, entry_id=entry.entry_id, manifest=m,
                                today=m.record_date, window_days=180)
   assert outcome.target_verdicts == {"cusolver_potrf_ffi": "stable"}
   assert outcome.platforms == ("cuda",) and outcome.matched_case == "cuda_cholesky_f32"
@@ -113,14 +116,14 @@ MATCHED = {
 
 @pytest.mark.slow
 @corpus_of_jax_0_10_2
-def test_every_non_cpu_family_with_a_lowering_only_case_is_matched(tmp_path):
+def test_every_non_cpu_family_with_a_lowering_only_case_is_matched(tmp_path, engine):
   sources = [str(p) for p in _import.source_files([str(CORPUS)]) if not p.name.startswith("cpu_")]
   assert not _import.run_import(sources, str(tmp_path), host_platform="cpu")["failed"]
   matched: dict[str, set[str]] = {}
   for entry in GoldenStore(tmp_path).entries():
     m = entry.manifest
     assert m.lowering_only or m.imported_from.details["dataset_platform"] == "cpu"
-    case = _corpus.matching_case(m.imported_from.details, _engine.lookup_case)
+    case = _corpus.matching_case(m.imported_from.details, engine.lookup_case)
     if case is not None:
       matched.setdefault(m.family, set()).add(case.case_id)
   assert matched == MATCHED

@@ -36,7 +36,7 @@ def test_a_stray_file_in_the_store_fails_once_with_the_fix_and_the_entries_besid
   (tmp_path / "cpu" / "lapack_potrf" / "notes.txt").write_text("x")
   hs = _session(tmp_path)
   assert hs.entry_ids() == [ENTRY]
-  report = hs.build_report()
+  report = hs.build_report().to_json()
   strays = [f for f in report["session_failures"] if "notes.txt" in f]
   assert len(strays) == 1, report["session_failures"]
   assert "not an entry" in strays[0] and "Move it out of the store" in strays[0]
@@ -62,7 +62,7 @@ def test_the_tripwire_names_a_few_unreplayed_entries_and_counts_the_rest(tmp_pat
   assert len(ids) > 12
   for entry_id in ids:
     _copy(tmp_path, entry_id)
-  failures = _session(tmp_path).build_report()["session_failures"]
+  failures = _session(tmp_path).build_report().session_failures
   tripwire, = [f for f in failures if f.startswith("tripwire")]
   assert ids[0] in tripwire and ids[-1] not in tripwire
   assert f"and {len(ids) - 10} more" in tripwire
@@ -84,24 +84,36 @@ def test_an_entry_of_a_removed_target_replays_as_upgraded_and_the_summary_counts
   assert outcome.release.upgrade_rules == (*envelope, "potrf")
   upgraded_by = [f.reader for f in outcome.findings if f.kind == "upgraded"]
   assert upgraded_by == [r for r in ("jaxport", "jax") for _ in range(1 + len(envelope))]
-  assert report["summary"]["upgraded"] == 1
+  assert report.summary.upgraded == 1
   assert "1 ran after jaxport.upgrade" in "\n".join(reporter.text_lines(report))
 
 
 def test_each_report_section_means_one_thing(tmp_path):
+  from jaxport.golden._host import Host
+  from jaxport.golden._manifest import Comparison, Manifest, Producer
   from jaxport.harness import _classify
+  from jaxport.harness._protocol import Numerics, ReaderResult, ReplayAnswer, Stage, TodayResult
   from jaxport.report import FindingKind
   hs = _session(tmp_path)
   host = {"cpu_vendor": "V", "cpu_model": "M", "cpu_flags": ["avx2"], "jaxlib": "0.10.2",
           "xla_flags": ""}
   # Recorded and replayed on one host class: within tolerance but not bitwise is drift.
   drifting = _classify.classify(
-      {"readers": [{"reader": "jax", "stage": "compare", "ok": True, "exact": False,
-                    "max_abs_err": 1e-7}],
-       "current": {"available": False, "reason": "case gone"}, "host": host},
+      ReplayAnswer(readers=(ReaderResult("jax", Stage.COMPARE,
+                                         numerics=Numerics(ok=True, exact=False,
+                                                           max_abs_err=1e-7)),),
+                   today=TodayResult(available=False, reason="case gone"), host=host,
+                   seconds=0.0, timings={}),
       entry_id="cpu/f/drifting/2026-11-01_jax-0.10.2", today=datetime.date(2026, 11, 29),
-      manifest={"case_id": "drifting", "family": "f", "record_date": "2026-01-01",
-                "lowering_only": False, "custom_call_targets": [], "host": host}, window_days=180)
+      manifest=Manifest(case_id="drifting", family="f", platform="cpu",
+                        record_date=datetime.date(2026, 1, 1),
+                        producer=Producer(jax="0.10.2", jaxlib="0.10.2", jaxport=None, numpy=None,
+                                          scipy=None, python=None),
+                        calling_convention_version=10, serialization_version=6,
+                        custom_call_targets=(), polymorphic_shapes=None, constraints=None,
+                        lowering_only=False, comparison=Comparison("allclose", 1e-5, 1e-5),
+                        host=Host.from_json(host, "test manifest")),
+      window_days=180)
   assert set(drifting.kinds) == {FindingKind.NUMERICS_DRIFT, FindingKind.EXPIRED}
   xfailed = drifting.replace(entry_id="cpu/f/xfailed/2026-11-01_jax-0.4.30", findings=(),
                              skips=(), expected_failure="removed target")
@@ -109,8 +121,9 @@ def test_each_report_section_means_one_thing(tmp_path):
               for o in (drifting, xfailed)}
   # Outcomes arrive as an xdist worker sends them.
   hs.merge(json.dumps({"outcomes": {k: o.to_json() for k, o in outcomes.items()}, "recorded": {},
-                       "session_failures": [], "seconds": {}, "parts": {}}))
-  report = hs.build_report()
+                       "session_failures": [], "seconds": {}, "parts": {}, "notices": []}))
+  run = hs.build_report()
+  report = run.to_json()
   # drift: only the drift kinds (expiry is staleness, in the entry's findings).
   assert [(d["entry_id"], d["kind"]) for d in report["drift"]] == [(drifting.entry_id, "numerics_drift")]
   # skips: what was not checked; an expected failure was replayed, its reason is on the entry.
@@ -119,5 +132,5 @@ def test_each_report_section_means_one_thing(tmp_path):
   assert by_id[xfailed.entry_id]["status"] == "xfail"
   assert by_id[xfailed.entry_id]["expected_failure"] == "removed target"
   assert by_id[drifting.entry_id]["kinds"] == ["expired", "numerics_drift"]
-  text = "\n".join(reporter.text_lines(report))
+  text = "\n".join(reporter.text_lines(run))
   assert f"XFAIL {xfailed.entry_id}: removed target" in text

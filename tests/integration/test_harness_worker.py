@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
+from jaxport.harness._protocol import FailureKind  # noqa: E402
 from jaxport.harness._worker import WorkerClient  # noqa: E402
 from _harness_paths import repo_project  # noqa: E402
 
@@ -24,20 +25,20 @@ REQUEST = {"op": "replay", "root": str(ROOT / "compat_data"),
 def test_killed_or_stuck_worker_fails_one_request_and_is_replaced():
   client = WorkerClient(repo_project(), timeout_s=120)
   try:
-    first = client.request(REQUEST)
-    assert [r["ok"] for r in first["readers"]] == [True, True]
+    first, _ = client.request(REQUEST)
+    assert [r.ok for r in first.readers] == [True, True]
     pid = client.pid
     os.kill(pid, signal.SIGKILL)
-    crashed = client.request(REQUEST)
-    assert crashed["crashed"] is True
-    assert crashed["returncode"] == -signal.SIGKILL
-    again = client.request(REQUEST)
+    crashed, _ = client.request(REQUEST)
+    assert crashed.kind is FailureKind.CRASHED
+    assert crashed.returncode == -signal.SIGKILL
+    again, _ = client.request(REQUEST)
     assert client.pid != pid
-    assert [r["ok"] for r in again["readers"]] == [True, True]
+    assert [r.ok for r in again.readers] == [True, True]
 
     client.timeout_s = 0.001
-    stuck = client.request(REQUEST)
-    assert stuck["crashed"] is True and "no answer within" in stuck["why"]
+    stuck, _ = client.request(REQUEST)
+    assert stuck.kind is FailureKind.CRASHED and "no answer within" in stuck.why
   finally:
     client.close()
 
@@ -45,8 +46,10 @@ def test_killed_or_stuck_worker_fails_one_request_and_is_replaced():
 def test_unknown_requests_and_missing_entries_are_answers_not_crashes():
   client = WorkerClient(repo_project(), timeout_s=120)
   try:
-    assert "unknown request op" in client.request({"op": "nope"})["error"]
-    missing = client.request({**REQUEST, "entry_id": "cpu/lapack_potrf/cholesky_f32/2000-01-01_jax-0.1"})
-    assert "no such entry" in missing["golden_error"]
+    unknown, _ = client.request({"op": "nope"})
+    assert unknown.kind is FailureKind.HARNESS and "unknown request op" in unknown.why
+    missing, _ = client.request({**REQUEST,
+                                 "entry_id": "cpu/lapack_potrf/cholesky_f32/2000-01-01_jax-0.1"})
+    assert missing.kind is FailureKind.GOLDEN_DATA and "no such entry" in missing.why
   finally:
     client.close()

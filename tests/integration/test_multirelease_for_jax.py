@@ -31,7 +31,6 @@ from harness.tools import _venvs, release_cases  # noqa: E402
 from harness.tools.record_with_jax import release_env  # noqa: E402
 from jaxport.export import _mlir  # noqa: E402
 from jaxport.harness import _contract  # noqa: E402
-from jaxport.releases import _dates as release_dates  # noqa: E402
 from jaxport.releases import _table as release_table  # noqa: E402
 
 CONSUMERS = ("0.9.2", "0.8.3")
@@ -48,15 +47,15 @@ def _exporter(for_jax: str | None) -> _contract.Exporter:
 
 def _consumer_cases(consumer: str) -> list:
   """The release cases ``consumer`` records itself (not the legacy-target variants)."""
-  version = release_dates.parse_version(consumer)
   return [c for c in release_cases.all_cases()
-          if c.min_jax <= version and (c.max_jax is None or version <= c.max_jax) and not c.x64]
+          if c.recordable_by(consumer) and not c.enable_x64]
 
 
 def _write_case(folder: Path, case, for_jax: str | None) -> str:
   """Export ``case`` for ``for_jax`` and store what the consumer script reads; the
   StableHLO version the module was written for."""
-  inputs = [np.asarray(x) for x in case.make_inputs()]
+  args, _ = case.make_inputs()
+  inputs = [np.asarray(x) for x in args]
   exp = _contract.export_function(_exporter(for_jax), case.fun, tuple(inputs), {},
                                   polymorphic_shapes=case.polymorphic_shapes,
                                   platforms=case.platforms)
@@ -67,7 +66,7 @@ def _write_case(folder: Path, case, for_jax: str | None) -> str:
   np.savez(folder / "inputs.npz", *inputs)
   np.savez(folder / "expected.npz", *expected)
   (folder / "comparison.json").write_text(
-      json.dumps({"mode": case.mode, "rtol": case.rtol, "atol": case.atol}))
+      json.dumps({"mode": case.checker, "rtol": case.rtol, "atol": case.atol}))
   return _mlir.artifact_version(exp.mlir_module_serialized)
 
 

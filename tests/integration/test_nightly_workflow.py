@@ -13,10 +13,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-  sys.path.insert(0, str(ROOT))
-
-from harness.tools import shards  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -72,8 +68,7 @@ def test_shard_reports_merge_into_the_unsharded_report(tmp_path):
   assert (tmp_path / "reports" / "window-cpu-test.md").read_text()
 
 
-def test_merge_never_overwrites_a_shard_report(tmp_path, caplog):
-  shard = tmp_path / "shard.json"
-  shard.write_text("{}")
-  assert shards.main(["merge", str(shard), "-o", str(shard)]) == 2
-  assert "is one of the shard reports" in caplog.text and shard.read_text() == "{}"
+def test_the_script_merges_with_the_checked_merge_of_the_project():
+  text = SCRIPT.read_text()
+  assert 'jaxport report merge --project . --store="$root"' in text
+  assert "harness.tools.shards" not in text

@@ -101,6 +101,7 @@ else:
   from harness.cases import case as lookup_case
 
   _engine.configure_jax()
+  ENGINE = _engine.ReplayEngine()
   STORE = GoldenStore(REPO_ROOT / "compat_data")
   SHARDED = sorted(e.entry_id for e in STORE.entries(platform="cpu")
                    if e.shardings() is not None)
@@ -118,9 +119,9 @@ else:
     recorded = entry.shardings()
     assert recorded["num_devices"] == 8
     for reader in ("jaxport", "jax"):
-      out = _engine._replay_with(reader, entry.blob(), entry.inputs(), entry.expected_outputs(),
-                                 entry.manifest, {}, recorded)
-      assert out["ok"], (reader, out)
+      out = ENGINE._read(reader, entry.blob(), entry.inputs(), entry.expected_outputs(),
+                         entry.manifest, {}, recorded)
+      assert out.ok, (reader, out)
 
   def test_a_changed_sharding_record_fails_the_replay():
     skip_without_memory_kinds_on_cpu_mesh()
@@ -130,12 +131,12 @@ else:
     changed["outputs"][0]["memory_kind"] = "device"
     changed["outputs"][1]["spec"] = [["x"]]
     for reader in ("jaxport", "jax"):
-      out = _engine._replay_with(reader, entry.blob(), entry.inputs(), entry.expected_outputs(),
-                                 entry.manifest, {}, changed)
-      assert not out["ok"]
+      out = ENGINE._read(reader, entry.blob(), entry.inputs(), entry.expected_outputs(),
+                         entry.manifest, {}, changed)
+      assert not out.ok and out.error is None and out.numerics.ok, out
       assert any("output 0 sharding differs" in p and "memory_kind: recorded 'device', "
-                 "replayed 'pinned_host'" in p for p in out["problems"]), out
-      assert any(p.startswith("output 1 sharding differs") for p in out["problems"]), out
+                 "replayed 'pinned_host'" in p for p in out.problems), out
+      assert any(p.startswith("output 1 sharding differs") for p in out.problems), out
 
   def test_recording_a_sharded_case_gives_the_stored_shardings():
     entry = STORE.entry(next(e for e in SHARDED if "sharding_constraint" in e))

@@ -10,16 +10,18 @@ from jaxport.harness import _engine
 
 @pytest.fixture
 def reader_thread():
-  _engine.use_threads(True)
-  yield
-  _engine.use_threads(False)
+  """The reader thread of a threaded replay engine."""
+  engine = _engine.ReplayEngine(threads=True)
+  yield engine._executor
+  engine.close()
 
 
 def test_queued_work_behind_a_busy_thread_runs_in_place(reader_thread):
   release = threading.Event()
-  busy = _engine._Ahead(release.wait)
+  busy = _engine._Ahead(release.wait, reader_thread)
   where = []
-  queued = _engine._Ahead(lambda: where.append(threading.current_thread().name) or "done")
+  queued = _engine._Ahead(lambda: where.append(threading.current_thread().name) or "done",
+                          reader_thread)
   assert queued.result() == "done"
   assert where == [threading.current_thread().name]
   release.set()
@@ -34,7 +36,7 @@ def test_started_work_is_waited_for_and_taken(reader_thread):
     release.wait()
     return threading.current_thread().name
 
-  task = _engine._Ahead(work)
+  task = _engine._Ahead(work, reader_thread)
   started.wait(10)
   threading.Timer(0.05, release.set).start()
   assert task.result().startswith("jaxport-reader")
@@ -42,8 +44,8 @@ def test_started_work_is_waited_for_and_taken(reader_thread):
 
 def test_settling_drops_unstarted_work_and_waits_for_started_work(reader_thread):
   release, ran = threading.Event(), []
-  running = _engine._Ahead(lambda: (release.wait(), ran.append("running")))
-  dropped = _engine._Ahead(lambda: ran.append("dropped"))
+  running = _engine._Ahead(lambda: (release.wait(), ran.append("running")), reader_thread)
+  dropped = _engine._Ahead(lambda: ran.append("dropped"), reader_thread)
   dropped.settle()
   threading.Timer(0.05, release.set).start()
   running.settle()
@@ -52,6 +54,6 @@ def test_settling_drops_unstarted_work_and_waits_for_started_work(reader_thread)
 
 def test_without_the_reader_thread_work_runs_when_needed():
   ran = []
-  task = _engine._Ahead(lambda: ran.append(threading.current_thread().name) or 1)
+  task = _engine._Ahead(lambda: ran.append(threading.current_thread().name) or 1, None)
   assert ran == []
   assert task.result() == 1 and ran == [threading.current_thread().name]

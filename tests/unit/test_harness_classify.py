@@ -10,34 +10,50 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from jaxport.harness import _classify, _coverage as coverage  # noqa: E402
+from jaxport.report import _coverage as run_coverage  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from _harness_paths import repo_project  # noqa: E402
-from jaxport.harness._verdicts import Finding, Outcome  # noqa: E402
-from jaxport.report import FindingKind as K, Status  # noqa: E402
+from jaxport._vocabulary import Subject  # noqa: E402
+from jaxport.golden._host import Host  # noqa: E402
+from jaxport.golden._manifest import (Comparison, CustomCallSignature, Manifest,  # noqa: E402
+                                      Producer)
+from jaxport.harness._protocol import (FailureKind, Numerics, ReaderResult,  # noqa: E402
+                                       ReplayAnswer, Stage, TodayResult, UpgradedRun,
+                                       WorkerFailure)
+from jaxport.harness._verdicts import Outcome  # noqa: E402
+from jaxport.report import Finding, FindingKind as K, Status  # noqa: E402
 
 TODAY = datetime.date(2026, 6, 1)
-SIG = {"target": "lapack_spotrf_ffi", "operand_types": ["tensor<4x4xf32>"],
-       "result_types": ["tensor<4x4xf32>", "tensor<i32>"], "attributes": {}}
+SIG = CustomCallSignature("lapack_spotrf_ffi", ("tensor<4x4xf32>",),
+                          ("tensor<4x4xf32>", "tensor<i32>"), {})
 
 
-def _manifest(**kw):
-  m = {"case_id": "cholesky_f32", "family": "lapack_potrf", "record_date": "2026-05-01",
-       "lowering_only": False, "custom_call_targets": [SIG]}
-  m.update(kw)
-  return m
+def _manifest(record_date="2026-05-01", host=None, lowering_only=False):
+  return Manifest(case_id="cholesky_f32", family="lapack_potrf", platform="cpu",
+                  record_date=datetime.date.fromisoformat(record_date),
+                  producer=Producer(jax="0.10.2", jaxlib="0.10.2", jaxport="0", numpy="2",
+                                    scipy=None, python=None),
+                  calling_convention_version=10, serialization_version=6,
+                  custom_call_targets=(SIG,), polymorphic_shapes=None, constraints=None,
+                  lowering_only=lowering_only,
+                  comparison=Comparison("allclose", 1e-5, 1e-5),
+                  host=None if host is None else Host.from_json(host, "test manifest"))
 
 
-def _reader(name, **kw):
-  r = {"reader": name, "stage": "compare", "ok": True, "exact": True, "max_abs_err": 0.0, "problems": []}
-  r.update(kw)
-  return r
+def _reader(name, stage=Stage.COMPARE, ok=True, exact=True, max_abs_err=0.0, problems=(),
+            error=None, **kw):
+  """One reader's result: failed at ``stage`` with ``error``, or compared (``ok``/``exact``)."""
+  if error is not None:
+    return ReaderResult(name, stage, error=error, **kw)
+  return ReaderResult(name, stage, numerics=Numerics(ok, exact, max_abs_err, tuple(problems)), **kw)
 
 
-def _answer(readers=None, **current):
-  cur = {"available": True, "targets": ["lapack_spotrf_ffi"], "signature_diff": [],
+def _answer(readers=None, host=None, **today):
+  cur = {"available": True, "targets": ("lapack_spotrf_ffi",), "signature_diff": (),
          "same_module": True}
-  cur.update(current)
-  return {"readers": readers or [_reader("jaxport"), _reader("jax")], "current": cur}
+  cur.update(today)
+  return ReplayAnswer(readers=tuple(readers or (_reader("jaxport"), _reader("jax"))),
+                      today=TodayResult(**cur), host=host, seconds=0.0, timings={})
 
 
 def _classify_answer(answer, manifest=None, window=180):
@@ -53,7 +69,9 @@ def test_clean_replay_passes_with_days_to_expiry():
 
 
 def test_one_reader_failing_is_a_break_naming_the_reader():
-  answer = _answer([_reader("jaxport"), _reader("jax", ok=False, problems=["output 0: 3 of 16 differ"])])
+  answer = _answer([_reader("jaxport"),
+                    _reader("jax", ok=False, exact=False, max_abs_err=1.0,
+                            problems=["output 0: 3 of 16 differ"])])
   out = _classify_answer(answer)
   assert out.kinds == (K.COMPATIBILITY_BREAK,)
   assert out.messages == ("[compatibility_break] jax reader: output 0: 3 of 16 differ",)
@@ -62,7 +80,7 @@ def test_one_reader_failing_is_a_break_naming_the_reader():
 
 
 def test_deserialize_error_is_a_break():
-  answer = _answer([_reader("jaxport", stage="deserialize", ok=False, error="DeserializationError: bad"),
+  answer = _answer([_reader("jaxport", stage=Stage.DESERIALIZE, error="DeserializationError: bad"),
                     _reader("jax")])
   out = _classify_answer(answer)
   assert "jaxport reader: deserialize failed: DeserializationError: bad" in out.messages[0]
@@ -73,8 +91,7 @@ HOST = {"cpu_vendor": "GenuineIntel", "cpu_model": "Some Xeon", "cpu_flags": ["a
 
 
 def test_within_tolerance_difference_on_the_recording_host_class_is_numerics_drift():
-  answer = {**_answer([_reader("jaxport", exact=False, max_abs_err=1e-7), _reader("jax")]),
-            "host": HOST}
+  answer = _answer([_reader("jaxport", exact=False, max_abs_err=1e-7), _reader("jax")], host=HOST)
   out = _classify_answer(answer, _manifest(host=HOST))
   assert out.kinds == (K.NUMERICS_DRIFT,)
   assert "recording host's class" in out.messages[0]
@@ -83,8 +100,8 @@ def test_within_tolerance_difference_on_the_recording_host_class_is_numerics_dri
 
 def test_within_tolerance_difference_on_another_host_class_is_a_pass_with_the_reason():
   other = {**HOST, "cpu_flags": ["avx", "avx2", "avx512f", "fma"]}
-  answer = {**_answer([_reader("jaxport", exact=False, max_abs_err=1e-7), _reader("jax")],
-                      numerics={"ok": True, "exact": False, "max_abs_err": 2e-7}), "host": other}
+  answer = _answer([_reader("jaxport", exact=False, max_abs_err=1e-7), _reader("jax")],
+                   host=other, numerics=Numerics(ok=True, exact=False, max_abs_err=2e-7))
   out = _classify_answer(answer, _manifest(host=HOST))
   assert out.kinds == (K.NUMERICS_OTHER_HOST,) and len(out.findings) == 2
   assert all("bitwise equality was not expected" in m and "cpu_flags" in m for m in out.messages)
@@ -98,7 +115,7 @@ def test_an_unknown_host_on_either_side_is_never_numerics_drift():
                               (_manifest(host=HOST), None, "replay host is unknown"),
                               (_manifest(host={**HOST, "jaxlib": None}), {**HOST, "jaxlib": None},
                                "jaxlib unknown")):
-    answer = {**_answer(inexact), **({} if host is None else {"host": host})}
+    answer = _answer(inexact, host=host)
     out = _classify_answer(answer, manifest)
     assert out.kinds == (K.NUMERICS_OTHER_HOST,), (manifest, host)
     assert why in out.messages[0]
@@ -106,12 +123,12 @@ def test_an_unknown_host_on_either_side_is_never_numerics_drift():
 
 
 def test_bitwise_equal_results_have_no_host_finding():
-  out = _classify_answer({**_answer(), "host": HOST})
+  out = _classify_answer(_answer(host=HOST))
   assert out.kinds == () and out.recorded_host is None and out.replay_host == HOST
 
 
 def test_signature_change_is_lowering_drift_and_fails_only_when_strict():
-  answer = _answer(signature_diff=["target lapack_spotrf_ffi changed signature: ..."])
+  answer = _answer(signature_diff=("target lapack_spotrf_ffi changed signature: ...",))
   out = _classify_answer(answer)
   assert out.kinds == (K.LOWERING_DRIFT,)
   assert _classify.status(out, strict=False) is Status.WARN
@@ -119,15 +136,16 @@ def test_signature_change_is_lowering_drift_and_fails_only_when_strict():
 
 
 def test_signature_change_breaks_a_lowering_only_entry():
-  answer = _answer(signature_diff=["target cusolver_potrf_ffi changed signature: ..."])
+  answer = _answer(signature_diff=("target cusolver_potrf_ffi changed signature: ...",))
   out = _classify_answer(answer, _manifest(lowering_only=True))
   assert out.kinds == (K.COMPATIBILITY_BREAK,)
   assert any("lowering-only" in s for s in out.skips)
 
 
 def test_target_no_longer_emitted_is_stale():
-  answer = _answer(targets=["lapack_spotrf_ffi_v2"],
-                   signature_diff=["target lapack_spotrf_ffi is no longer emitted by the current lowering"])
+  answer = _answer(targets=("lapack_spotrf_ffi_v2",),
+                   signature_diff=("target lapack_spotrf_ffi is no longer emitted by the current "
+                                   "lowering",))
   out = _classify_answer(answer)
   assert set(out.kinds) == {K.STALE_TARGET, K.LOWERING_DRIFT}
   assert _classify.status(out, strict=False) is Status.WARN
@@ -141,35 +159,33 @@ def test_expired_entry_warns_and_fails_when_strict():
 
 
 def test_a_crash_is_a_break_and_damaged_golden_data_a_golden_data_error():
-  out = _classify_answer({"crashed": True, "why": "the worker exited", "returncode": -11,
-                          "stderr_tail": "Fatal Python error: Segmentation fault"})
+  out = _classify_answer(WorkerFailure(FailureKind.CRASHED, "the worker exited", returncode=-11,
+                                       stderr_tail="Fatal Python error: Segmentation fault"))
   assert out.kinds == (K.COMPATIBILITY_BREAK,) and "killed by SIGSEGV (signal 11)" in out.messages[0]
   assert "Segmentation fault" in out.messages[0]
-  silent = _classify_answer({"crashed": True, "why": "the worker exited", "returncode": 3,
-                             "stderr_tail": "\n"})
+  silent = _classify_answer(WorkerFailure(FailureKind.CRASHED, "the worker exited", returncode=3,
+                                          stderr_tail="\n"))
   assert "exit code 3" in silent.messages[0] and "it wrote nothing to stderr" in silent.messages[0]
-  out = _classify_answer({"golden_error": "exported.bin: sha256 mismatch"})
+  out = _classify_answer(WorkerFailure(FailureKind.GOLDEN_DATA, "exported.bin: sha256 mismatch"))
   assert out.kinds == (K.GOLDEN_DATA_ERROR,) and "sha256 mismatch" in out.messages[0]
   assert _classify.status(out, strict=False) is Status.FAIL
 
 
 def test_removed_case_is_in_the_skip_ledger():
-  out = _classify_answer({"readers": [_reader("jaxport"), _reader("jax")],
-                          "current": {"available": False, "reason": "case gone"}})
+  out = _classify_answer(ReplayAnswer(readers=(_reader("jaxport"), _reader("jax")),
+                                      today=TodayResult(available=False, reason="case gone"),
+                                      host=None, seconds=0.0, timings={}))
   assert out.kinds == () and out.skips == ("current lowering not checked: case gone",)
 
 
-def test_coverage_counts_only_replayed_entries():
-  def outcome(entry_id, replayed, targets, current):
-    return Outcome(entry_id, "c", "f", None, None, False, targets, current, replayed=replayed)
-  replayed = outcome("a", True, ("t1",), ("t1", "t3"))
-  skipped = outcome("b", False, ("t2",), None)
-  cov = coverage.target_coverage([replayed, skipped], ["t1", "t2"])
-  assert cov["covered"] == ["t1"]
-  assert cov["missing_required"] == ["t2"]
-  assert cov["missing_reachable"] == ["t3"]
-  assert coverage.tripwire(["a", "b"], [replayed, skipped]) == ["b"]
-  assert coverage.cases_without_entries(["x", "y"], ["cpu/f/x/2026-01-01_jax-1"]) == ["y"]
+def test_coverage_counts_the_replayed_entries():
+  replayed = Outcome("a", "c", "f", None, None, False, ("t1",), ("t1", "t3"))
+  cov = run_coverage.target_coverage([replayed], ["t1", "t2"])
+  assert cov.covered == ("t1",)
+  assert cov.missing_required == ("t2",)
+  assert cov.missing_reachable == ("t3",)
+  assert run_coverage.tripwire(["a", "b"], [replayed]) == ["b"]
+  assert run_coverage.cases_without_entries(["x", "y"], ["cpu/f/x/2026-01-01_jax-1"]) == ["y"]
 
 
 def test_required_cpu_targets_are_the_48_lapack_ffi_targets():
@@ -179,8 +195,7 @@ def test_required_cpu_targets_are_the_48_lapack_ffi_targets():
 
 
 def test_an_entry_that_ran_after_upgrade_passes_with_the_rules_in_the_message():
-  up = {"rules": ["potrf"], "error_before": "JaxRuntimeError: No registered implementation",
-        "rewrites": []}
+  up = UpgradedRun(("potrf",), "JaxRuntimeError: No registered implementation", ())
   out = _classify_answer(_answer([_reader("jaxport", upgraded=up), _reader("jax", upgraded=up)]))
   assert out.kinds == (K.UPGRADED,) and out.upgrade_rules == ("potrf",)
   assert all("rules potrf" in m and "No registered implementation" in m for m in out.messages)
@@ -188,7 +203,7 @@ def test_an_entry_that_ran_after_upgrade_passes_with_the_rules_in_the_message():
 
 
 def test_a_refused_upgrade_stays_a_break_and_says_why():
-  answer = _answer([_reader("jaxport", stage="run", ok=False, error="JaxRuntimeError: gone",
+  answer = _answer([_reader("jaxport", stage=Stage.RUN, error="JaxRuntimeError: gone",
                             upgrade_refused="operand 'lower' must be a constant"), _reader("jax")])
   out = _classify_answer(answer)
   assert out.kinds == (K.COMPATIBILITY_BREAK,)
@@ -196,13 +211,13 @@ def test_a_refused_upgrade_stays_a_break_and_says_why():
 
 
 def test_an_outcome_crosses_the_process_boundary_unchanged():
-  up = {"rules": ["potrf"], "error_before": "gone", "rewrites": []}
+  up = UpgradedRun(("potrf",), "gone", ())
   out = _classify_answer(_answer([_reader("jaxport", upgraded=up),
                                   _reader("jax", exact=False, max_abs_err=1e-7)],
-                                 signature_diff=["target t changed signature: ..."]))
+                                 signature_diff=("target t changed signature: ...",)))
   out = out.replace(status=_classify.status(out, strict=False))
   assert Outcome.from_json(json.loads(json.dumps(out.to_json()))) == out
-  assert out.findings[0] == Finding(K.UPGRADED, out.findings[0].message, "jaxport")
+  assert out.findings[0] == Finding(K.UPGRADED, Subject.READER, out.findings[0].message, "jaxport")
 
 
 def test_the_report_entry_is_what_the_report_reader_reads_back():
@@ -211,7 +226,7 @@ def test_the_report_entry_is_what_the_report_reader_reads_back():
   out = out.replace(status=_classify.status(out, strict=False))
   entry = EntryResult.from_json(out.report_entry(), "entry")
   assert entry.status is Status.FAIL and entry.kinds == ("compatibility_break",)
-  assert [(f.kind, f.text) for f in entry.findings] == [(f.kind, f.message) for f in out.findings]
+  assert entry.findings == out.findings
 
 
 def test_a_project_requires_only_the_targets_it_declares_unless_it_asks_for_jaxports_table():
@@ -224,10 +239,10 @@ def test_a_project_requires_only_the_targets_it_declares_unless_it_asks_for_jaxp
   assert {"my_kernel", "lapack_spotrf_ffi"} <= set(coverage.required_targets("cpu", both))
 
 
-def test_an_outcome_read_back_from_its_report_entry_keeps_all_but_the_readers():
+def test_an_outcome_read_back_from_its_report_entry_is_unchanged():
   from jaxport.report import EntryResult
   out = _classify_answer(_answer([_reader("jaxport"), _reader("jax", ok=False, problems=["bad"])]),
                          _manifest(lowering_only=False))
   out = out.replace(status=_classify.status(out, strict=False))
   back = Outcome.from_report_entry(EntryResult.from_json(out.report_entry(), "entry"))
-  assert back == out.replace(findings=tuple(Finding(f.kind, f.message) for f in out.findings))
+  assert back == out and back.findings[0].reader == "jax"

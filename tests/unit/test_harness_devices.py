@@ -51,10 +51,10 @@ def test_a_cpu_run_checks_the_accelerators_entries_and_an_accelerator_run_only_i
 
 
 def test_the_skip_ledger_leaves_the_accelerators_coverage_to_their_own_runs():
-  from jaxport.harness import _coverage
+  from jaxport.report import _coverage
   present = ["cpu/f/a/2026-01-01_jax-0.10.2", "cuda/run_cuda/b/2026-01-01_jax-0.11.2",
              "cuda/run_cuda/c/2026-01-01_jax-0.11.2"]
   (line,) = _coverage.device_store_skips("cpu", present)
-  assert line["what"] == "coverage of the cuda entries"
-  assert "--compat-platform=cuda" in line["why"] and "checked its 2 entries" in line["why"]
+  assert line.what == "coverage of the cuda entries"
+  assert "--compat-platform=cuda" in line.why and "checked its 2 entries" in line.why
   assert _coverage.device_store_skips("cpu", present[:1]) == []

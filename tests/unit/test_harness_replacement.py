@@ -19,6 +19,7 @@ if str(ROOT) not in sys.path:
 from harness.fuzz import strategies as fuzz  # noqa: E402
 from jaxport.harness import _contexts, _engine, _executables  # noqa: E402
 from jaxport.harness import _reporter as reporter  # noqa: E402
+from jaxport.harness._protocol import FailureKind, WorkerFailure  # noqa: E402
 from jaxport.harness._replacement import Replacement, spelling  # noqa: E402
 from jaxport.harness._session import HarnessSession, Options  # noqa: E402
 from jaxport.harness._project import OnChange, Project  # noqa: E402
@@ -243,15 +244,15 @@ NOTICE = ("compile memo off: jax's compile_or_get_cached has signature (backend,
 
 def test_the_report_carries_a_workers_notice_once(tmp_path):
   worker = _session(tmp_path)
-  worker._take_notices({"error": "x", "notices": [NOTICE]})
-  worker._take_notices({"crashed": True, "why": "the worker exited"})  # no notices
+  worker._replay_answer((WorkerFailure(FailureKind.HARNESS, "x"), (NOTICE,)))
+  worker._replay_answer((WorkerFailure(FailureKind.CRASHED, "the worker exited"), ()))  # no notices
   controller = _session(tmp_path)
   controller.merge(worker.worker_output())  # as an xdist worker sends its results
   controller.merge(worker.worker_output())
   report = controller.build_report()
-  assert report["session_warnings"] == [NOTICE]
+  assert report.session_warnings == (NOTICE,)
   assert f"session warning: {NOTICE}" in reporter.text_lines(report)
-  assert json.loads(json.dumps(report))["session_warnings"] == [NOTICE]
+  assert json.loads(json.dumps(report.to_json()))["session_warnings"] == [NOTICE]
 
 
 def test_a_replay_answer_with_a_notice_reaches_the_report(tmp_path, monkeypatch):
@@ -262,19 +263,19 @@ def test_a_replay_answer_with_a_notice_reaches_the_report(tmp_path, monkeypatch)
 
   class Worker:
     def request(self, payload):
-      return {"error": "not replayed in this test", "notices": [NOTICE]}
+      return WorkerFailure(FailureKind.HARNESS, "not replayed in this test"), (NOTICE,)
 
   monkeypatch.setattr(hs, "_worker", lambda num_devices=1: Worker())
   hs.replay(entry_id)
-  assert hs.build_report()["session_warnings"] == [NOTICE]
+  assert hs.build_report().session_warnings == (NOTICE,)
 
 
 def test_a_worker_sharing_executables_answers_with_its_notices_and_has_none_on_this_jax(tmp_path):
   from jaxport.harness._worker import WorkerClient
   client = WorkerClient(_session(tmp_path).project, timeout_s=120, share_executables=True)
   try:
-    answer = client.request({"op": "nope"})
+    answer, notices = client.request({"op": "nope"})
   finally:
     client.close()
-  assert "unknown request op" in answer["error"]
-  assert answer["notices"] == []
+  assert answer.kind is FailureKind.HARNESS and "unknown request op" in answer.why
+  assert notices == ()

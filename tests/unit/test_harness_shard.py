@@ -10,10 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-import _report_helpers as helpers  # noqa: E402
 from jaxport.harness._shard import Shard, ShardError, costs_json, read_costs, split  # noqa: E402
-from harness.tools import shards  # noqa: E402
-from jaxport.report import RunReport  # noqa: E402
 
 # Two cases with eight releases each and singles, as a store holds them.
 IDS = ([f"cpu/lapack_potrf/release_cholesky_f32/2026-11-29_jax-0.{v}" for v in range(8)]
@@ -71,21 +68,3 @@ def test_costs_round_trip_through_the_timings_file_and_bad_files_are_refused(tmp
     read_costs(tmp_path / "missing.json")
 
 
-def _shard_report(shard: str | None, source: str):
-  report = helpers.run_report()
-  if shard is not None:
-    report["skips"] = [*report["skips"], {"what": shards.CHECKS,
-                                          "why": f"shard {shard} replays part of the store"}]
-  return RunReport.from_json(report, source=source)
-
-
-@pytest.mark.parametrize("given, problem", [
-    (("1/3", "3/3"), r"missing \['2/3'\]"),
-    (("1/2", "1/2", "2/2"), r"repeated \['1/2'\]"),
-    (("1/2", "2/3"), r"splits into \[2, 3\] shards"),
-    (("1/2", None), "did not run with --compat-shard"),
-])
-def test_merging_refuses_anything_but_every_shard_of_one_run_once(given, problem):
-  reports = [_shard_report(s, f"r{i}.json") for i, s in enumerate(given)]
-  with pytest.raises(ShardError, match=problem):
-    shards.merge_and_check(reports, ROOT / "compat_data")

@@ -3,9 +3,10 @@
 import pytest
 
 from jaxport.harness import _update
-from jaxport.harness._update import CaseChange, Update, UpdateAction
-from jaxport.harness._verdicts import Finding, Outcome
-from jaxport.report import FindingKind as K
+from jaxport._vocabulary import RecordAction
+from jaxport.harness._update import CaseChange, Update
+from jaxport.harness._verdicts import Outcome
+from jaxport.report import Finding, FindingKind as K, Subject
 from jaxport.report import Status
 
 OLD = "cpu/mine/gram/2026-11-29_jax-0.10.2"
@@ -18,7 +19,8 @@ def outcome(entry_id, *kinds, targets=("a",), current=("a",)):
   return Outcome(entry_id=entry_id, case_id=case_id, family=family, record_date=None,
                  days_to_expiry=None, lowering_only=False, targets=tuple(targets),
                  current_targets=tuple(current),
-                 findings=tuple(Finding(k, f"current lowering: {k} of {entry_id}") for k in kinds))
+                 findings=tuple(Finding(k, Subject.TODAY, f"current lowering: {k} of {entry_id}",
+                                        detail=f"{k} of {entry_id}") for k in kinds))
 
 
 def test_the_newest_entry_of_a_case_goes_by_date_revision_then_release():
@@ -82,8 +84,8 @@ def test_entries_recorded_by_the_update_settle_coverage_and_missing_cases():
   targets = {"required": ["a", "t"], "reachable": ["b"], "covered": ["a"],
              "missing_required": ["t"], "missing_reachable": ["b"]}
   other = {"cuda": {"required": ["k"], "covered": [], "unreachable": {}, "missing": ["k"]}}
-  updates = [Update(CaseChange("gram", NEW), UpdateAction.WRITTEN, REVISED, targets=("b", "k")),
-             Update(CaseChange("fresh", None), UpdateAction.ERROR, None, "recording failed",
+  updates = [Update(CaseChange("gram", NEW), RecordAction.WRITTEN, REVISED, targets=("b", "k")),
+             Update(CaseChange("fresh", None), RecordAction.ERROR, None, "recording failed",
                     targets=("t",))]
   got_targets, got_other, cases, skips = _update.settled(targets, other, ["gram", "fresh", "x"],
                                                          updates)
@@ -105,7 +107,7 @@ def test_the_hint_says_what_a_changed_entry_means_and_what_to_run():
 
 def test_the_report_section_round_trips_through_the_text_summary():
   u = Update(CaseChange("gram", NEW, ("c",), (), ("target c is new",), ("3 of 9 differ",)),
-             UpdateAction.WRITTEN, REVISED)
+             RecordAction.WRITTEN, REVISED)
   lines = _update.text_lines([u.to_json()])
   assert lines == ["updated 1 case(s):", f"  written   {REVISED} (since {NEW})",
                    "      targets added ['c'], removed []", "      signature: target c is new",

@@ -4,6 +4,7 @@ The recorder normally runs inside an older release's venv; here it runs with
 the installed jax, which exercises the same code and files offline.
 """
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -116,11 +117,24 @@ def test_recorder_skips_with_a_reason_what_a_release_cannot_express(tmp_path, mo
   def failing(*a):
     raise NotImplementedError("no lu in this release")
   monkeypatch.setattr(release_cases, "all_cases", lambda: [
-      release_cases.ReleaseCase(**{**broken.__dict__, "fun": failing})])
+      dataclasses.replace(broken, fun=failing)])
   monkeypatch.setattr(_recorder, "_load_cases_module", lambda: release_cases)
   assert _recorder.main(["--out", str(tmp_path / "s")]) == 0
   skipped = json.loads((tmp_path / "s" / "skipped.json").read_text())
   assert skipped == {"release_lu_f32": "NotImplementedError: no lu in this release"}
+
+
+def test_recorder_skips_the_cases_whose_record_range_leaves_out_its_jax(tmp_path, monkeypatch):
+  cases = {c.case_id: c for c in release_cases.all_cases()}
+  legacy = cases["release_lu_f64"]
+  assert legacy.record_range == release_cases.LEGACY_RANGE
+  future = dataclasses.replace(cases["release_lu_f32"], record_range=("99.0.0", None))
+  monkeypatch.setattr(release_cases, "all_cases", lambda: [legacy, future])
+  monkeypatch.setattr(_recorder, "_load_cases_module", lambda: release_cases)
+  assert _recorder.main(["--out", str(tmp_path / "s")]) == 0
+  skipped = json.loads((tmp_path / "s" / "skipped.json").read_text())
+  assert skipped == {"release_lu_f64": "recorded only by jax <= 0.4.30",
+                     "release_lu_f32": "needs jax >= 99.0.0"}
 
 
 def test_release_cases_match_their_specs_and_the_registry():

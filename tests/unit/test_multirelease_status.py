@@ -15,8 +15,10 @@ from harness.tools import release_cases  # noqa: E402
 from harness.tools import expected_status  # noqa: E402
 from jaxport.harness import _releases  # noqa: E402
 from jaxport.harness._expectations import Expectation, judge, parse_table  # noqa: E402
-from jaxport.harness._verdicts import Finding, Outcome  # noqa: E402
-from jaxport.report import FindingKind as K, Status  # noqa: E402
+from jaxport._vocabulary import Subject as S  # noqa: E402
+from jaxport.golden._manifest import Comparison, ImportSource, Manifest, Producer  # noqa: E402
+from jaxport.harness._verdicts import Outcome  # noqa: E402
+from jaxport.report import Finding, FindingKind as K, Status  # noqa: E402
 
 TODAY = datetime.date(2026, 11, 29)
 READER_FAILED = "jaxport reader: run failed: JaxRuntimeError: "
@@ -24,7 +26,8 @@ READER_FAILED = "jaxport reader: run failed: JaxRuntimeError: "
 
 def _break(text: str, reader: str | None = "jaxport") -> Finding:
   """A compatibility break; a reader's failure to run unless ``reader`` is None."""
-  return Finding(K.COMPATIBILITY_BREAK, (READER_FAILED if reader else "") + text, reader)
+  return Finding(K.COMPATIBILITY_BREAK, S.READER if reader else S.GOLDEN_DATA,
+                 (READER_FAILED if reader else "") + text, reader)
 
 
 def _table(**overrides):
@@ -93,16 +96,16 @@ def test_judge_every_verdict():
   ok = Expectation("pass")
   removed = _break("No registered implementation for custom call to lapack_spotrf for Host").text
   old, recent = _window("0.5.3"), _window("0.10.0")
-  assert judge(ok, [], recent).kind == "pass"
-  assert judge(fail, [removed, removed], old).kind == "expected_failure"
-  assert judge(fail, [removed, _break("Wrong number of arguments").text], old).kind == "wrong_failure"
-  assert judge(fail, [], old).kind == "unexpected_pass"
-  assert judge(ok, [removed], old).kind == "unexpected_failure"
+  assert judge(ok, [], recent).verdict == "pass"
+  assert judge(fail, [removed, removed], old).verdict == "expected_failure"
+  assert judge(fail, [removed, _break("Wrong number of arguments").text], old).verdict == "wrong_failure"
+  assert judge(fail, [], old).verdict == "unexpected_pass"
+  assert judge(ok, [removed], old).verdict == "unexpected_failure"
   # Inside the 6-month window a failure, or a row expecting one, breaks the policy.
-  assert judge(ok, [removed], recent).kind == "policy_violation"
-  assert judge(fail, [removed], recent).kind == "policy_violation"
+  assert judge(ok, [removed], recent).verdict == "policy_violation"
+  assert judge(fail, [removed], recent).verdict == "policy_violation"
   # Unknown release dates (a pre-release consumer) cannot be judged against the window.
-  assert judge(ok, [removed], None).kind == "unexpected_failure"
+  assert judge(ok, [removed], None).verdict == "unexpected_failure"
 
 
 def _outcome(*findings, **more):
@@ -111,14 +114,19 @@ def _outcome(*findings, **more):
 
 
 def _manifest(producer, source="jax.export"):
-  return {"case_id": "c1", "producer": {"jax": producer}, "custom_call_targets": [],
-          "imported_from": {"source": source, "details": {}}}
+  return Manifest(case_id="c1", family="f", platform="cpu", record_date=datetime.date(2026, 1, 1),
+                  producer=Producer(jax=producer, jaxlib=producer, jaxport=None, numpy=None,
+                                    scipy=None, python=None),
+                  calling_convention_version=9, serialization_version=6, custom_call_targets=(),
+                  polymorphic_shapes=None, constraints=None, lowering_only=False,
+                  comparison=Comparison("allclose", 1e-5, 1e-5),
+                  imported_from=ImportSource(source, {}))
 
 
 def test_annotate_marks_expected_failures_and_keeps_window_facts():
   table = parse_table(_table(expected_failures=[
       {"producer": "0.5.3", "case": "c1", "reason": "operands changed in 0.6", "match": "Wrong number"}]))
-  drift = Finding(K.LOWERING_DRIFT, "current lowering: target changed signature")
+  drift = Finding(K.LOWERING_DRIFT, S.TODAY, "current lowering: target changed signature")
   out = expected_status.annotate(
       _outcome(_break("Wrong number of arguments"), drift),
       _manifest("0.5.3"), today=TODAY, consumer="0.10.2", table=table)
@@ -146,7 +154,7 @@ def test_annotate_turns_a_stale_row_into_unexpected_pass_and_a_wrong_failure_int
 
 def test_annotate_leaves_jaxport_entries_drift_alone():
   out = expected_status.annotate(
-      _outcome(Finding(K.LOWERING_DRIFT, "x")), _manifest("0.10.2", source="x"),
+      _outcome(Finding(K.LOWERING_DRIFT, S.TODAY, "x")), _manifest("0.10.2", source="x"),
       today=TODAY, consumer="0.10.2", table=parse_table(_table()))
   assert out.kinds == (K.LOWERING_DRIFT,) and out.release.verdict == "pass"
 
@@ -197,10 +205,10 @@ def test_the_committed_table_is_valid_and_policy_consistent():
 def test_every_release_recorded_every_case_it_can_express():
   table = expected_status.load_table()
   recorded = _recorded()
+  cases = {c.case_id: c for c in release_cases.all_cases()}
   for producer in table.releases:
     for case in release_cases.SPECS:
-      want = (table.recordable(producer, case)
-              and release_cases.expressible(case, _releases.parse_version(producer)))
+      want = table.recordable(producer, case) and cases[case].recordable_by(producer)
       assert ((producer, case) in recorded) == want, (
           f"jax {producer} / {case}: recorded={not want}, but the table says recordable={want}; "
           f"run python harness/tools/record_with_jax.py --jax {producer}")
@@ -213,7 +221,7 @@ def test_a_newer_producer_outside_the_forward_window_is_reported_not_failed():
   from jaxport.harness import _classify
   outcome = expected_status.annotate(
       _outcome(_break("Side-effect ops cannot be replicated"),
-               Finding(K.EXPORT_ERROR, "the case cannot be exported today: boom")),
+               Finding(K.EXPORT_ERROR, S.TODAY, "the case cannot be exported today: boom")),
       _manifest("0.10.2", source="x"), today=TODAY, consumer="0.10.1",
       table=parse_table(_table()))
   assert outcome.release.verdict == "outside_forward_window"
@@ -247,7 +255,7 @@ def test_a_row_limited_to_consumers_judges_its_message_there_and_nothing_elsewhe
   from jaxport.harness import _classify
   table = parse_table(_table(expected_failures=[FORWARD_ROW]))
   assert table.rules[0].matrix_cell.replayed == 16
-  manifest = {**_manifest("0.10.0"), "case_id": "c1"}
+  manifest = _manifest("0.10.0")
   # On the row's consumer, outside the forward window: an expected failure by the row's reason.
   out = expected_status.annotate(_outcome(_break("Failed to deserialize StableHLO")), manifest,
                                  today=TODAY, consumer="0.5.3", table=table)
@@ -282,7 +290,8 @@ def test_the_forward_gap_never_excuses_damaged_golden_data():
 
 def test_no_row_ever_excuses_a_golden_data_error():
   from jaxport.harness import _classify
-  damaged = Finding(K.GOLDEN_DATA_ERROR, "golden data error: sha256 of exported.bin differs")
+  damaged = Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA,
+                    "golden data error: sha256 of exported.bin differs")
   table = parse_table(_table(expected_failures=[
       {"producer": "0.5.3", "case": "c1", "reason": "a row that matches everything", "match": ""}]))
   outcome = expected_status.annotate(_outcome(damaged), _manifest("0.5.3"), today=TODAY,
@@ -296,17 +305,18 @@ def test_judge_an_entry_that_ran_after_upgrade():
   fail = Expectation("fail", "target removed long ago", "No registered implementation")
   old, recent = _window("0.4.30"), _window("0.10.0")
   upgraded = judge(ok, [], old, ("potrf",))
-  assert upgraded.kind == "upgraded" and upgraded.ok and "potrf" in upgraded.message
+  assert upgraded.verdict == "upgraded" and upgraded.ok and "potrf" in upgraded.message
   # Inside the window an artifact must run as recorded: needing an upgrade breaks the policy.
-  assert judge(ok, [], recent, ("potrf",)).kind == "policy_violation"
+  assert judge(ok, [], recent, ("potrf",)).verdict == "policy_violation"
   # A row that still expects the failure is stale once the upgrade makes the entry pass.
-  assert judge(fail, [], old, ("potrf",)).kind == "unexpected_pass"
+  assert judge(fail, [], old, ("potrf",)).verdict == "unexpected_pass"
 
 
 def test_annotate_reports_the_upgrade_rules():
   table = parse_table(_table(releases=["0.4.30", "0.10.0"]))
-  outcome = _outcome(Finding(K.UPGRADED, "jaxport reader: ran after jaxport.upgrade (rules potrf)",
-                             "jaxport"), upgrade_rules=("potrf",))
+  outcome = _outcome(Finding(K.UPGRADED, S.READER,
+                             "jaxport reader: ran after jaxport.upgrade (rules potrf)", "jaxport"),
+                     upgrade_rules=("potrf",))
   out = expected_status.annotate(outcome, _manifest("0.4.30"), today=TODAY, consumer="0.10.2",
                                  table=table)
   assert out.release.verdict == "upgraded" and out.release.upgrade_rules == ("potrf",)

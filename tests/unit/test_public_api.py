@@ -8,8 +8,8 @@ import jaxport
 
 EXTRA_PUBLIC_NAMES = {
     "call", "CallError", "CustomCallError", "DeserializationError", "ExportError",
-    "GoldenDataError", "JaxportError", "JaxVersionError", "ShapeError", "UntestedJaxWarning",
-    "upgrade", "UpgradeError", "ExpiredEnvelopeError", "upgrade_envelope",
+    "GoldenDataError", "JaxportError", "JaxportWarning", "JaxVersionError", "ShapeError",
+    "UntestedJaxWarning", "upgrade", "UpgradeError", "ExpiredEnvelopeError", "upgrade_envelope",
     # jax.export has it from jax 0.12 on; jaxport under every supported jax.
     "symbolic_dim_bounds",
 }

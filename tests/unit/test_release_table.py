@@ -51,7 +51,7 @@ def test_releases_are_oldest_first_with_their_hand_kept_dates():
 
 
 def test_an_unknown_release_is_refused_naming_the_listed_range():
-  with pytest.raises(ReleaseTableError, match=r"'0\.1\.0' is not in the release table .*release_table\.py"):
+  with pytest.raises(ReleaseTableError, match=r"'0\.1\.0' is not in the release table .*release-table tool"):
     rel.release_facts("0.1.0")
   assert issubclass(ReleaseTableError, JaxportError)
 

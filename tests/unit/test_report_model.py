@@ -10,7 +10,8 @@ import pytest
 
 import _report_helpers as helpers
 from jaxport.errors import ReportError
-from jaxport.report import RunReport, Status, load_report, merge_reports, write_report
+from jaxport.report import RunReport, Status, Subject, load_report, merge_reports, write_report
+from jaxport.report._model import about_current_lowering
 from jaxport.report import _views
 
 
@@ -23,9 +24,10 @@ def _write(tmp_path, data, name="run.json"):
 def test_loading_and_writing_gives_back_the_same_json(tmp_path):
   data = helpers.run_report()
   data["entries"][0]["future_field"] = {"kept": True}
-  data["shard"] = "1/2"
+  data["future_top_level"] = "kept"
+  data["shard"] = {"index": 1, "count": 2}
   report = load_report(_write(tmp_path, data))
-  assert report.to_json() == data
+  assert report.to_json() == data and str(report.shard) == "1/2"
   write_report(report, tmp_path / "again.json")
   assert json.loads((tmp_path / "again.json").read_text()) == data
   umask = os.umask(0)
@@ -42,7 +44,10 @@ def test_entries_are_typed():
   assert lu.status is Status.XFAIL and lu.producer == "0.4.30" and lu.platform == "cpu"
   assert lu.release.window.inside_window is False
   finding, = by_case["svd_f32"].findings
-  assert finding.kind == "lowering_drift" and finding.about_current_lowering
+  assert finding.kind == "lowering_drift" and finding.subject is Subject.TODAY
+  assert about_current_lowering(finding) and finding.reader is None
+  qr, = by_case["qr_f32"].findings
+  assert qr.subject is Subject.READER and qr.reader == "jax" and not about_current_lowering(qr)
   assert report.summary.counts[Status.FAIL] == 1 and not report.ok
 
 
@@ -106,8 +111,20 @@ def test_unreadable_reports_say_why(tmp_path):
   with pytest.raises(ReportError, match="JSON nested 100000 levels deep, more than the limit "
                                         "jaxport._limits.MAX_JSON_NESTING"):
     load_report(tmp_path / "deep.json")
-  with pytest.raises(ReportError, match="report format 7, but this jaxport reads format 1"):
+  with pytest.raises(ReportError, match="report format 7, but this jaxport reads format 2"):
     load_report(_write(tmp_path, {**helpers.run_report(), "format": 7}))
+
+
+def test_a_format_1_report_is_refused_as_written_by_an_older_jaxport(tmp_path):
+  with pytest.raises(ReportError, match="format 1, written by an older jaxport.*Replay again"):
+    load_report(_write(tmp_path, {**helpers.run_report(), "format": 1}))
+
+
+def test_a_finding_with_an_unknown_subject_names_where_it_is(tmp_path):
+  data = helpers.run_report()
+  data["entries"][3]["findings"][0]["subject"] = "the moon"
+  with pytest.raises(ReportError, match=r"entries\[3\]\.findings\[0\]: .*'the moon'"):
+    load_report(_write(tmp_path, data))
 
 
 def _shards(data, first_cases):
@@ -172,5 +189,5 @@ def test_harness_summary_derives_the_warning_from_the_counts_not_the_report():
   from jaxport.harness import _reporter as reporter
   data = helpers.run_report()
   assert data["session_warnings"] == [] and data["summary"]["warn"] == 1
-  assert ("session warning: 1 entries have drift or staleness findings; they fail with --strict"
-          in reporter.text_lines(data))
+  assert ("session warning: 1 entries have drift or staleness findings; they fail with --compat-strict"
+          in reporter.text_lines(RunReport.from_json(data)))

@@ -2,9 +2,9 @@
 
 The project's ``pyproject.toml`` names this module in ``jaxport_cases``. The
 harness imports it in the pytest process and in its worker process and calls
-:func:`cases`; importing it also imports ``tinyops``, which registers
-``RunningStats`` for serialization, and registers the checker below and, when
-it is built, the native kernel.
+:func:`cases` and reads :data:`CHECKERS`, the project's own checkers; importing
+it also imports ``tinyops``, which registers ``RunningStats`` for serialization
+and, when it is built, the native kernel.
 
 Each case exports one function with fixed example inputs (deterministic, so a
 re-record on the same jax is byte-identical) and names the custom-call targets
@@ -14,24 +14,21 @@ its lowering must reach.
 import numpy as np
 
 import jaxport
-from jaxport.harness import Case, random_matrix, register_checker
+from jaxport.harness import Case, Judge, judged, random_matrix
 from tinyops import RunningStats, layers, linalg, native, stats
 
 
-def _rows_normalized(inputs, expected, actual, rtol, atol):
+@judged
+def _rows_normalized(judge: Judge, inputs, expected, actual) -> None:
   """normalize_rows' results: close to the recorded ones, and every row of mean 0, variance 1."""
   (want,), (got,) = expected, actual
-  problems = []
-  if not np.allclose(got, want, rtol=rtol, atol=atol):
-    problems.append(f"max abs err {np.max(np.abs(got - want)):.3g} to the recorded rows "
-                    f"(rtol={rtol}, atol={atol})")
+  judge.close("rows", want, got)
   off = max(float(np.max(np.abs(got.mean(axis=-1)))), float(np.max(np.abs(got.var(axis=-1) - 1))))
-  if off > 1e-3:
-    problems.append(f"rows are not normalized: mean or variance off by {off:.3g}")
-  return problems
+  judge.require(f"rows are not normalized: mean or variance off by {off:.3g}", off <= 1e-3)
 
 
-register_checker("rows_normalized", _rows_normalized)
+# The project's own checkers, by the name its cases give in checker=.
+CHECKERS = {"rows_normalized": _rows_normalized}
 
 
 def _mlp_inputs():

@@ -1,0 +1,154 @@
+"""The harness's shared vocabulary: platforms, statuses, finding kinds and subjects, and the
+finding itself.
+
+A leaf module (it imports nothing of jaxport and no jax), so that the pytest plugin's entry
+point, the report package and the harness all name these once, from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+# The platforms a golden entry is recorded for, in the order reports list them.
+PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+# The key of targets declared stable on every platform (stable-target tables, project files).
+ANY_PLATFORM = "any"
+
+# Days a golden entry stays inside jaxport's compat window after its record date; older
+# entries are reported as expired (``--compat-window-days``, ``jaxport audit --window-days``).
+# jaxport's own window for its golden entries, kept apart from jax's policy window
+# (``jaxport.releases.BACKWARD_WINDOW_DAYS``, 183 days between two jax releases).
+EXPIRY_WINDOW_DAYS = 180
+
+# Seconds one worker request (replaying or recording one entry) may take before the worker
+# is killed and the entry fails (``--compat-worker-timeout``).
+WORKER_TIMEOUT_S = 300.0
+# The longest ``--compat-worker-timeout`` accepted: a week, far past any real entry.
+MAX_WORKER_TIMEOUT_S = 7 * 24 * 3600.0
+
+
+class Status(enum.StrEnum):
+  """The verdict on one entry in one run, as the harness reports it."""
+  PASS = "pass"
+  DRIFT = "drift"    # results within tolerance but not bitwise equal
+  WARN = "warn"      # drift or staleness that fails only under --compat-strict
+  XFAIL = "xfail"    # an expected failure of an old producer release
+  FAIL = "fail"
+
+
+class FindingKind(enum.StrEnum):
+  """What one finding of an entry says; the harness's finding vocabulary, worst first.
+
+  The meaning and the status each leads to are in ``jaxport/harness/_classify.py``.
+  """
+  # The entry's own files are damaged (a hash, the manifest, an array file): always fails.
+  GOLDEN_DATA_ERROR = "golden_data_error"
+  COMPATIBILITY_BREAK = "compatibility_break"
+  EXPORT_ERROR = "export_error"
+  # The releases the entry runs on (computed from the release table) leave out its case's
+  # min_consumer, or a release between that and the producer: always fails.
+  BELOW_MIN_CONSUMER = "below_min_consumer"
+  LOWERING_DRIFT = "lowering_drift"
+  NUMERICS_CHANGE = "numerics_change"
+  NUMERICS_DRIFT = "numerics_drift"
+  # Within tolerance, not bitwise, on a host of another class than the recording one: a pass.
+  NUMERICS_OTHER_HOST = "numerics_other_host"
+  PRODUCER_DRIFT = "producer_drift"   # drift of an older release's entry: the release difference
+  EXPIRED = "expired"
+  FUTURE_DATE = "future_date"
+  STALE_TARGET = "stale_target"
+  UNEXPECTED_PASS = "unexpected_pass"
+  UPGRADED = "upgraded"
+
+
+class Subject(enum.StrEnum):
+  """What a finding is about: where in the replay of an entry it came from."""
+  GOLDEN_DATA = "golden_data"    # the entry's own files
+  WORKER = "worker"              # the process replaying it (a crash, an error of the harness)
+  READER = "reader"              # one reader's replay of the recorded blob
+  TODAY = "today"                # today's lowering of the entry's case
+  AGE = "age"                    # the entry's record date against today and the compat window
+  CONSUMERS = "consumers"        # the jax releases the entry runs on, against its min_consumer
+  EXPECTATION = "expectation"    # the project's expectations table for the producer release
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+  """One finding about one entry: its kind, its subject, what it says, the reader whose
+  replay found it (None unless the subject is one reader's replay), and ``detail``: the
+  difference itself without the message's lead-in naming the subject (a signature line,
+  a numerics problem), for tools that list differences; None when the message is all."""
+
+  kind: FindingKind
+  subject: Subject
+  message: str
+  reader: str | None = None
+  detail: str | None = None
+
+  @property
+  def text(self) -> str:
+    """The finding as the report's ``messages`` list writes it."""
+    return f"[{self.kind}] {self.message}"
+
+  def rekinded(self, kind: FindingKind) -> Finding:
+    return dataclasses.replace(self, kind=kind)
+
+  def to_json(self) -> dict[str, Any]:
+    return {"kind": str(self.kind), "subject": str(self.subject), "message": self.message,
+            "reader": self.reader, "detail": self.detail}
+
+  @classmethod
+  def from_json(cls, d: Mapping[str, Any]) -> Finding:
+    """The finding ``to_json`` wrote; a missing or unknown field raises KeyError or ValueError
+    (callers name where it came from)."""
+    for key in ("reader", "detail"):
+      if d[key] is not None and not isinstance(d[key], str):
+        raise ValueError(f"{key}: expected a string or null, got {d[key]!r}")
+    if not isinstance(d["message"], str):
+      raise ValueError(f"message: expected a string, got {d['message']!r}")
+    return cls(FindingKind(d["kind"]), Subject(d["subject"]), d["message"], d["reader"],
+               d["detail"])
+
+
+class RecordAction(enum.StrEnum):
+  """What recording (``--compat-record``, ``--compat-update``) did for one case; the report's
+  ``recorded[].action`` and its ``summary`` counts use these strings."""
+  WRITTEN = "written"      # a new entry is in the store
+  UNCHANGED = "unchanged"  # today's recording equals an entry of the same day: nothing written
+  CONFLICT = "conflict"    # an entry of the same day differs: nothing written
+  ERROR = "error"          # the case could not be recorded
+
+
+class TargetVerdict(enum.StrEnum):
+  """A custom-call target of a lowering-only entry, judged against the stable tables of the
+  platforms its module was lowered for (the report's ``target_verdicts``)."""
+  STABLE = "stable"
+  NOT_STABLE = "not_stable"
+  # Not stable, but the module's own disabled_safety_checks allow it: its producer vouches for it.
+  ALLOWED_BY_DISABLED_CHECKS = "allowed_by_disabled_checks"
+
+
+class ExpectationVerdict(enum.StrEnum):
+  """An entry's outcome judged against the project's expectations table for its producer
+  release (the report's ``release.verdict``)."""
+  PASS = "pass"                                # expected to pass, passed
+  UPGRADED = "upgraded"                        # passed after jaxport.upgrade, outside the window
+  EXPECTED_FAILURE = "expected_failure"        # expected to fail, failed as stated
+  UNEXPECTED_FAILURE = "unexpected_failure"    # expected to pass, failed
+  WRONG_FAILURE = "wrong_failure"              # expected to fail, failed for another reason
+  UNEXPECTED_PASS = "unexpected_pass"          # expected to fail, passed: the row is stale
+  POLICY_VIOLATION = "policy_violation"        # failing inside jax's backward window
+  OUTSIDE_FORWARD_WINDOW = "outside_forward_window"  # a newer producer, failing: reported only
+
+  @property
+  def ok(self) -> bool:
+    """Whether the verdict lets the run pass."""
+    return self in _OK_EXPECTATION_VERDICTS
+
+
+_OK_EXPECTATION_VERDICTS = frozenset({ExpectationVerdict.PASS, ExpectationVerdict.UPGRADED,
+                                      ExpectationVerdict.EXPECTED_FAILURE,
+                                      ExpectationVerdict.OUTSIDE_FORWARD_WINDOW})

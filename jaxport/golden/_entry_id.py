@@ -1,0 +1,70 @@
+"""The id of a golden entry as a value: ``<platform>/<family>/<case_id>/<folder>``.
+
+A leaf module (standard library only), so that the store, the harness and the report read an
+id's parts the same way and none of them splits the text itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+# The folder name of an entry: record date, optional same-day revision, producing jax release.
+FOLDER_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?:\.([2-9]|[1-9]\d{1,2}))?_jax-(.+)")
+FOLDER_FORM = "<YYYY-MM-DD>[.<revision>]_jax-<version>"
+# What the report says of an entry whose folder names no producer.
+UNKNOWN_PRODUCER = "unknown"
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class EntryId:
+  """The four parts of an entry id. ``str(entry_id)`` is the id's text."""
+
+  platform: str
+  family: str
+  case_id: str
+  folder: str
+
+  @classmethod
+  def parse(cls, text: str) -> EntryId:
+    """The id ``text`` names; ValueError, naming the expected form, for any other text."""
+    parts = text.split("/") if isinstance(text, str) else []
+    if len(parts) != 4 or not all(parts):
+      raise ValueError(f"bad entry id {text!r}; expected '<platform>/<family>/<case_id>/"
+                       f"{FOLDER_FORM}'")
+    return cls(*parts)
+
+  def __str__(self) -> str:
+    return f"{self.platform}/{self.family}/{self.case_id}/{self.folder}"
+
+  @property
+  def case_key(self) -> str:
+    """The id without its folder: the case's entries on the platform share it."""
+    return f"{self.platform}/{self.family}/{self.case_id}"
+
+  @property
+  def producer(self) -> str:
+    """The jax release the folder names (``..._jax-0.10.2``), or ``unknown``."""
+    m = FOLDER_RE.fullmatch(self.folder)
+    return m.group(3) if m else UNKNOWN_PRODUCER
+
+
+def platform_of(entry_id: str) -> str:
+  """The platform of an entry id's text (its first part), without checking the rest."""
+  return entry_id.partition("/")[0]
+
+
+def case_of(entry_id: str) -> str:
+  """The case id of an entry id's text ("" for text that is not an entry id)."""
+  try:
+    return EntryId.parse(entry_id).case_id
+  except ValueError:
+    return ""
+
+
+def producer_of(entry_id: str) -> str:
+  """The jax release an entry id's folder names, or ``unknown``."""
+  try:
+    return EntryId.parse(entry_id).producer
+  except ValueError:
+    return UNKNOWN_PRODUCER

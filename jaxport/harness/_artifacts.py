@@ -1,0 +1,159 @@
+"""Failure artifacts (``--compat-artifacts DIR``): what a failing entry's replay obtained and what
+today's lowering of its case is, written into one folder per entry for a CI job to upload.
+
+Runs in the worker (it deserializes, runs and exports, all native code): the session asks
+for an entry's artifacts after the entry failed (``{"op": "artifacts", ...}``). A folder holds
+
+- ``obtained.npz``: the outputs of the primary reader's run of the recorded blob on the
+  stored inputs (npz without pickle, ``arr_0``, ``arr_1``... as the store writes them);
+- ``today.mlir``: the module text of the case exported today;
+- ``module.diff``: a unified diff of the recorded module text and today's;
+- ``artifacts.json``: the entry id, the reader, the files written and why any is missing.
+
+An entry whose files are damaged still gets what its intact files allow (a tampered expected
+output leaves the blob and inputs to run). Folder names come from entry ids, sanitised to
+one plain name directly under DIR; files are written to a temporary name and renamed, so a
+link planted in DIR is replaced, never followed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jaxport.errors import GoldenDataError
+from jaxport.golden._manifest import MODULE_FILE
+from jaxport.golden._store import GoldenStore, encode_arrays
+from jaxport.harness import _engine
+from jaxport.harness import _reference as _api
+from jaxport.harness._protocol import ArtifactsAnswer, FailureKind, WorkerFailure
+
+OBTAINED_FILE = "obtained.npz"
+TODAY_MODULE_FILE = "today.mlir"
+DIFF_FILE = "module.diff"
+SUMMARY_FILE = "artifacts.json"
+# Longest folder name kept as it is; longer ones are cut and given a digest of the id.
+MAX_NAME_CHARS = 120
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def folder_name(entry_id: str) -> str:
+  """One plain folder name for ``entry_id``: its parts joined by ``__``, characters outside
+  ``A-Za-z0-9._-`` replaced, no leading dot, never ``.`` or ``..``; an id that needed any
+  of that (or is long) gets a digest of itself appended, so distinct ids stay distinct."""
+  parts = entry_id.replace("\\", "/").split("/")
+  kept = [p for p in parts if p not in ("", ".", "..")]
+  cleaned = [_UNSAFE.sub("_", p).lstrip(".") or "_" for p in kept]
+  name = "__".join(cleaned) or "entry"
+  plain = kept == parts and cleaned == kept and "__" not in entry_id
+  if not plain or len(name) > MAX_NAME_CHARS:
+    digest = hashlib.sha256(entry_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    name = f"{name[:MAX_NAME_CHARS]}-{digest}"
+  return name
+
+
+def entry_folder(root: Path, entry_id: str) -> Path:
+  """The artifacts folder of ``entry_id`` directly under ``root``, made if missing; a link or
+  a file in its place is refused (GoldenDataError naming it)."""
+  root.mkdir(parents=True, exist_ok=True)
+  folder = root / folder_name(entry_id)
+  if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+    raise GoldenDataError(f"{folder}: the artifacts folder of {entry_id!r} is taken by a link or "
+                          "a file; remove it or pass another --compat-artifacts directory.")
+  folder.mkdir(exist_ok=True)
+  if folder.resolve().parent != root.resolve():
+    raise GoldenDataError(f"{folder}: resolves outside {root}; artifacts are written only "
+                          "inside the --compat-artifacts directory.")
+  return folder
+
+
+def _write(folder: Path, name: str, data: bytes) -> None:
+  """``folder/name`` holding ``data``, written under a temporary name and renamed into place."""
+  fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+  try:
+    with os.fdopen(fd, "wb") as f:
+      f.write(data)
+    os.replace(tmp, folder / name)
+  except BaseException:
+    Path(tmp).unlink(missing_ok=True)
+    raise
+
+
+def _error_line(e: BaseException) -> str:
+  text = str(e).strip().splitlines()
+  return f"{type(e).__name__}: {text[0] if text else ''}"[:2000]
+
+
+def write(engine: _engine.ReplayEngine, request: dict[str, Any]) -> ArtifactsAnswer | WorkerFailure:
+  """Write the artifacts of ``request["entry_id"]`` of the store ``request["root"]`` into a
+  folder of ``request["dir"]``; ``"run": false`` leaves out the obtained outputs (an
+  accelerator's entry in a CPU run)."""
+  entry_id = request["entry_id"]
+  try:
+    folder = entry_folder(Path(request["dir"]), entry_id)
+  except (OSError, GoldenDataError) as e:
+    return WorkerFailure(FailureKind.HARNESS, f"--compat-artifacts: {_error_line(e)}")
+  files: list[str] = []
+  problems: list[str] = []
+
+  def attempt(name: str, make: Callable[[], bytes]) -> None:
+    try:
+      _write(folder, name, make())
+    except Exception as e:  # noqa: BLE001  (each missing artifact is named, the others written)
+      problems.append(f"{name}: {_error_line(e)}")
+      return
+    files.append(name)
+
+  try:
+    entry = GoldenStore(request["root"]).entry(entry_id)
+    manifest = entry.manifest
+  except GoldenDataError as e:
+    problems.append(f"the entry cannot be read: {_error_line(e)}")
+    entry = manifest = None
+  if manifest is not None:
+    if manifest.lowering_only or not request.get("run", True):
+      problems.append(f"{OBTAINED_FILE}: not written, the entry is not run here")
+    else:
+      attempt(OBTAINED_FILE, lambda: _obtained(entry, manifest))
+    today: dict[str, str] = {}
+    attempt(TODAY_MODULE_FILE, lambda: _today_text(engine, manifest, today))
+    if "text" in today:
+      attempt(DIFF_FILE, lambda: _diff(entry.module_text(), today["text"]))
+  summary = {"entry_id": entry_id, "reader": _api.PRIMARY, "files": sorted(files),
+             "problems": problems}
+  _write(folder, SUMMARY_FILE, (json.dumps(summary, indent=1, sort_keys=True) + "\n").encode())
+  files.append(SUMMARY_FILE)
+  return ArtifactsAnswer(str(folder), tuple(sorted(files)), tuple(problems))
+
+
+def _obtained(entry, manifest) -> bytes:
+  """The primary reader's outputs of the recorded blob on the stored inputs, as npz bytes."""
+  blob, inputs = entry.blob(), entry.inputs()
+  with _engine.jax_config(_engine.entry_jax_config(manifest)):
+    exp = _api.deserialize(blob, reader=_api.PRIMARY)
+    outputs = _engine.run_exported(exp, inputs)
+  data, _ = encode_arrays(outputs, OBTAINED_FILE)
+  return data
+
+
+def _today_text(engine: _engine.ReplayEngine, manifest, out: dict[str, str]) -> bytes:
+  """Today's module text of the entry's case (kept in ``out["text"]`` for the diff)."""
+  case = engine.case_of(manifest)
+  if case is None:
+    raise GoldenDataError(f"case {manifest.case_id} is not registered by the project's case "
+                          "modules, so there is no lowering of today")
+  out["text"] = _engine.export_case(case).mlir_module()
+  return out["text"].encode()
+
+
+def _diff(recorded: str, today: str) -> bytes:
+  lines = difflib.unified_diff(recorded.splitlines(keepends=True), today.splitlines(keepends=True),
+                               fromfile=f"recorded/{MODULE_FILE}", tofile=f"today/{MODULE_FILE}")
+  return "".join(lines).encode()

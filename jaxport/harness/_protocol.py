@@ -1,0 +1,364 @@
+"""The worker's answers as typed records, serialized once, at the process boundary.
+
+The replay engine builds these records in the worker; the worker writes one as a JSON line
+(:func:`dump_answer`); the session reads it back with :func:`load_answer`. Reading fails
+closed: a missing, unknown or mistyped key raises :class:`jaxport.errors.WorkerAnswerError`,
+which the session turns into a :class:`WorkerFailure` of kind ``malformed_answer``, an error
+verdict. Nothing here imports jax.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+from jaxport.errors import WorkerAnswerError
+
+
+class Stage(enum.StrEnum):
+  """How far one reader's replay of an entry got."""
+  DESERIALIZE = "deserialize"
+  DESERIALIZE_REWRITTEN = "deserialize after the envelope upgrade"
+  MODULE = "module"                # a lowering-only entry: its module read and judged
+  RUN = "run"
+  RUN_UPGRADED = "run after upgrade"
+  COMPARE = "compare"              # outputs computed and compared with the recorded ones
+
+
+class FailureKind(enum.StrEnum):
+  """Why a request got no replay answer."""
+  CRASHED = "crashed"                     # the worker died, timed out or passed its memory limit
+  GOLDEN_DATA = "golden_data"             # the entry's files failed verification in the worker
+  HARNESS = "harness"                     # the worker raised, or could not load the cases
+  MALFORMED_ANSWER = "malformed_answer"   # the answer did not read as a record of this module
+
+
+# --- strict reading -------------------------------------------------------------------------
+
+def _object(cls: type, value: Any, where: str) -> Mapping[str, Any]:
+  """``value`` as the JSON object of ``cls``: every field present, nothing else."""
+  if not isinstance(value, Mapping):
+    raise WorkerAnswerError(f"{where}: expected an object, got {type(value).__name__}")
+  names = {f.name for f in dataclasses.fields(cls)}
+  missing, unknown = sorted(names - value.keys()), sorted(value.keys() - names)
+  if missing or unknown:
+    parts = ([f"missing {', '.join(missing)}"] if missing else []) + (
+        [f"unknown {', '.join(map(repr, unknown))}"] if unknown else [])
+    raise WorkerAnswerError(f"{where}: {'; '.join(parts)}")
+  return value
+
+
+def _of(value: Any, kind: type | tuple[type, ...], where: str, nullable: bool = False) -> Any:
+  if value is None and nullable:
+    return None
+  if isinstance(value, bool) and kind in (int, float, (int, float)):
+    raise WorkerAnswerError(f"{where}: expected a number, got {value!r}")
+  if not isinstance(value, kind):
+    name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+    raise WorkerAnswerError(f"{where}: expected {name}{' or null' if nullable else ''}, "
+                            f"got {value!r}"[:300])
+  return value
+
+
+def _strs(value: Any, where: str, nullable: bool = False) -> tuple[str, ...] | None:
+  if value is None and nullable:
+    return None
+  return tuple(_of(x, str, f"{where}[{i}]") for i, x in enumerate(_of(value, list, where)))
+
+
+def _str_map(value: Any, where: str, nullable: bool = False) -> Mapping[str, str] | None:
+  if value is None and nullable:
+    return None
+  return {_of(k, str, where): _of(v, str, f"{where}.{k}") for k, v in _of(value, dict, where).items()}
+
+
+def _enum(cls: type[enum.StrEnum], value: Any, where: str) -> Any:
+  try:
+    return cls(_of(value, str, where))
+  except ValueError:
+    raise WorkerAnswerError(f"{where}: expected one of {', '.join(cls)}, got {value!r}") from None
+
+
+# --- records --------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Numerics:
+  """One comparison of computed outputs with the recorded ones (a checker's verdict)."""
+  ok: bool
+  exact: bool
+  max_abs_err: float
+  problems: tuple[str, ...] = ()
+
+  @classmethod
+  def of(cls, verdict: Any) -> Numerics:
+    """The record of a checker's verdict."""
+    return cls(bool(verdict.ok), bool(verdict.exact), float(verdict.max_abs_err),
+               tuple(verdict.problems))
+
+  def to_json(self) -> dict[str, Any]:
+    return {"ok": self.ok, "exact": self.exact, "max_abs_err": self.max_abs_err,
+            "problems": list(self.problems)}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> Numerics:
+    d = _object(cls, d, where)
+    return cls(_of(d["ok"], bool, f"{where}.ok"), _of(d["exact"], bool, f"{where}.exact"),
+               float(_of(d["max_abs_err"], (int, float), f"{where}.max_abs_err")),
+               _strs(d["problems"], f"{where}.problems"))
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvelopeRead:
+  """An envelope the installed jax refused as expired, read after its rewrite."""
+  layout: str
+  from_version: int
+  to_version: int
+  reason: str
+  producer: str | None
+  error_before: str
+
+  def to_json(self) -> dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> EnvelopeRead:
+    d = _object(cls, d, where)
+    return cls(_of(d["layout"], str, f"{where}.layout"),
+               _of(d["from_version"], int, f"{where}.from_version"),
+               _of(d["to_version"], int, f"{where}.to_version"),
+               _of(d["reason"], str, f"{where}.reason"),
+               _of(d["producer"], str, f"{where}.producer", nullable=True),
+               _of(d["error_before"], str, f"{where}.error_before"))
+
+
+@dataclasses.dataclass(frozen=True)
+class UpgradedRun:
+  """A record that failed to run and was rewritten by ``jaxport.upgrade``."""
+  rules: tuple[str, ...]
+  error_before: str
+  rewrites: tuple[Mapping[str, Any], ...]
+
+  def to_json(self) -> dict[str, Any]:
+    return {"rules": list(self.rules), "error_before": self.error_before,
+            "rewrites": [dict(r) for r in self.rewrites]}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> UpgradedRun:
+    d = _object(cls, d, where)
+    rewrites = _of(d["rewrites"], list, f"{where}.rewrites")
+    return cls(_strs(d["rules"], f"{where}.rules"), _of(d["error_before"], str, f"{where}.error_before"),
+               tuple(_of(r, dict, f"{where}.rewrites[{i}]") for i, r in enumerate(rewrites)))
+
+
+@dataclasses.dataclass(frozen=True)
+class ReaderResult:
+  """One reader's replay of an entry.
+
+  ``error``: the stage that failed, as one line (None when it did not fail); ``numerics``:
+  the comparison of the outputs (stage ``compare``); ``problems``: what the module read back
+  or a sharding check found wrong; ``platforms`` and ``target_verdicts``: a lowering-only
+  replay's module (target -> a ``jaxport._vocabulary.TargetVerdict`` value)."""
+  reader: str
+  stage: Stage
+  error: str | None = None
+  problems: tuple[str, ...] = ()
+  numerics: Numerics | None = None
+  upgrade_refused: str | None = None
+  envelope: EnvelopeRead | None = None
+  upgraded: UpgradedRun | None = None
+  platforms: tuple[str, ...] | None = None
+  target_verdicts: Mapping[str, str] | None = None
+
+  @property
+  def ok(self) -> bool:
+    """Whether the replay read, ran and matched (or, lowering-only, read as recorded)."""
+    return (self.error is None and not self.problems
+            and (self.numerics is None or self.numerics.ok))
+
+  def to_json(self) -> dict[str, Any]:
+    return {"reader": self.reader, "stage": str(self.stage), "error": self.error,
+            "problems": list(self.problems),
+            "numerics": None if self.numerics is None else self.numerics.to_json(),
+            "upgrade_refused": self.upgrade_refused,
+            "envelope": None if self.envelope is None else self.envelope.to_json(),
+            "upgraded": None if self.upgraded is None else self.upgraded.to_json(),
+            "platforms": None if self.platforms is None else list(self.platforms),
+            "target_verdicts": None if self.target_verdicts is None else dict(self.target_verdicts)}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> ReaderResult:
+    d = _object(cls, d, where)
+    return cls(
+        reader=_of(d["reader"], str, f"{where}.reader"),
+        stage=_enum(Stage, d["stage"], f"{where}.stage"),
+        error=_of(d["error"], str, f"{where}.error", nullable=True),
+        problems=_strs(d["problems"], f"{where}.problems"),
+        numerics=None if d["numerics"] is None else Numerics.from_json(d["numerics"], f"{where}.numerics"),
+        upgrade_refused=_of(d["upgrade_refused"], str, f"{where}.upgrade_refused", nullable=True),
+        envelope=None if d["envelope"] is None else EnvelopeRead.from_json(d["envelope"], f"{where}.envelope"),
+        upgraded=None if d["upgraded"] is None else UpgradedRun.from_json(d["upgraded"], f"{where}.upgraded"),
+        platforms=_strs(d["platforms"], f"{where}.platforms", nullable=True),
+        target_verdicts=_str_map(d["target_verdicts"], f"{where}.target_verdicts", nullable=True))
+
+
+@dataclasses.dataclass(frozen=True)
+class TodayResult:
+  """Today's lowering of the entry's case, compared with the entry.
+
+  Not ``available``: ``reason`` says why nothing was compared. ``error``: the case cannot
+  be exported or run today. Otherwise the targets it emits, the signature differences (one
+  line each), and ``numerics`` when it was run (None when its module is the entry's own up
+  to source locations, ``same_module``, or it was not run). ``matched_case``: the case an
+  imported dataset was compared with."""
+  available: bool
+  reason: str | None = None
+  error: str | None = None
+  targets: tuple[str, ...] = ()
+  matched_case: str | None = None
+  signature_diff: tuple[str, ...] = ()
+  same_module: bool = False
+  numerics: Numerics | None = None
+
+  def to_json(self) -> dict[str, Any]:
+    return {"available": self.available, "reason": self.reason, "error": self.error,
+            "targets": list(self.targets), "matched_case": self.matched_case,
+            "signature_diff": list(self.signature_diff), "same_module": self.same_module,
+            "numerics": None if self.numerics is None else self.numerics.to_json()}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> TodayResult:
+    d = _object(cls, d, where)
+    return cls(
+        available=_of(d["available"], bool, f"{where}.available"),
+        reason=_of(d["reason"], str, f"{where}.reason", nullable=True),
+        error=_of(d["error"], str, f"{where}.error", nullable=True),
+        targets=_strs(d["targets"], f"{where}.targets"),
+        matched_case=_of(d["matched_case"], str, f"{where}.matched_case", nullable=True),
+        signature_diff=_strs(d["signature_diff"], f"{where}.signature_diff"),
+        same_module=_of(d["same_module"], bool, f"{where}.same_module"),
+        numerics=None if d["numerics"] is None else Numerics.from_json(d["numerics"], f"{where}.numerics"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayAnswer:
+  """The worker's replay of one entry: each reader's result, today's lowering (None when the
+  request left it out), the replaying host, seconds in all and per stage, and (when asked)
+  the features the blob needs of a consumer or why they could not be read."""
+  readers: tuple[ReaderResult, ...]
+  today: TodayResult | None
+  host: Mapping[str, Any] | None
+  seconds: float
+  timings: Mapping[str, float]
+  features: Mapping[str, Any] | None = None
+  features_error: str | None = None
+
+  def to_json(self) -> dict[str, Any]:
+    return {"readers": [r.to_json() for r in self.readers],
+            "today": None if self.today is None else self.today.to_json(),
+            "host": None if self.host is None else dict(self.host), "seconds": self.seconds,
+            "timings": dict(self.timings),
+            "features": None if self.features is None else dict(self.features),
+            "features_error": self.features_error}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> ReplayAnswer:
+    d = _object(cls, d, where)
+    readers = _of(d["readers"], list, f"{where}.readers")
+    timings = _of(d["timings"], dict, f"{where}.timings")
+    return cls(
+        readers=tuple(ReaderResult.from_json(r, f"{where}.readers[{i}]")
+                      for i, r in enumerate(readers)),
+        today=None if d["today"] is None else TodayResult.from_json(d["today"], f"{where}.today"),
+        host=_of(d["host"], dict, f"{where}.host", nullable=True),
+        seconds=float(_of(d["seconds"], (int, float), f"{where}.seconds")),
+        timings={_of(k, str, f"{where}.timings"): float(_of(v, (int, float), f"{where}.timings.{k}"))
+                 for k, v in timings.items()},
+        features=_of(d["features"], dict, f"{where}.features", nullable=True),
+        features_error=_of(d["features_error"], str, f"{where}.features_error", nullable=True))
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordAnswer:
+  """The worker's recording of one case: the id of the entry it wrote into the staging store."""
+  entry_id: str
+
+  def to_json(self) -> dict[str, Any]:
+    return {"entry_id": self.entry_id}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> RecordAnswer:
+    d = _object(cls, d, where)
+    return cls(_of(d["entry_id"], str, f"{where}.entry_id"))
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerFailure:
+  """A request that got no answer of its kind: why, the worker's exit code and last stderr
+  lines (a crash), or the worker's traceback (an error of the harness)."""
+  kind: FailureKind
+  why: str
+  returncode: int | None = None
+  stderr_tail: str = ""
+  traceback: str = ""
+
+  def to_json(self) -> dict[str, Any]:
+    return {"kind": str(self.kind), "why": self.why, "returncode": self.returncode,
+            "stderr_tail": self.stderr_tail, "traceback": self.traceback}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> WorkerFailure:
+    d = _object(cls, d, where)
+    return cls(_enum(FailureKind, d["kind"], f"{where}.kind"), _of(d["why"], str, f"{where}.why"),
+               _of(d["returncode"], int, f"{where}.returncode", nullable=True),
+               _of(d["stderr_tail"], str, f"{where}.stderr_tail"),
+               _of(d["traceback"], str, f"{where}.traceback"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ArtifactsAnswer:
+  """The failure artifacts the worker wrote for one entry (``--compat-artifacts``): the folder,
+  the files in it, and what could not be written, with why."""
+  folder: str
+  files: tuple[str, ...]
+  problems: tuple[str, ...] = ()
+
+  def to_json(self) -> dict[str, Any]:
+    return {"folder": self.folder, "files": list(self.files), "problems": list(self.problems)}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> ArtifactsAnswer:
+    d = _object(cls, d, where)
+    return cls(_of(d["folder"], str, f"{where}.folder"), _strs(d["files"], f"{where}.files"),
+               _strs(d["problems"], f"{where}.problems"))
+
+
+Answer = ReplayAnswer | RecordAnswer | ArtifactsAnswer | WorkerFailure
+_TYPES: dict[str, type] = {"replay": ReplayAnswer, "record": RecordAnswer,
+                           "artifacts": ArtifactsAnswer, "failure": WorkerFailure}
+_TYPE_OF = {v: k for k, v in _TYPES.items()}
+
+
+def dump_answer(answer: Answer, notices: list[str]) -> dict[str, Any]:
+  """The JSON object one answer crosses the boundary as, with the worker's notices."""
+  return {"type": _TYPE_OF[type(answer)], "body": answer.to_json(), "notices": list(notices)}
+
+
+def load_answer(d: Any) -> tuple[Answer, tuple[str, ...]]:
+  """The answer and the notices :func:`dump_answer` wrote; WorkerAnswerError, naming the key,
+  for anything else."""
+  if not isinstance(d, Mapping) or set(d) != {"type", "body", "notices"}:
+    keys = sorted(d) if isinstance(d, Mapping) else type(d).__name__
+    raise WorkerAnswerError(f"worker answer: expected the keys body, notices, type; got {keys}")
+  cls = _TYPES.get(d["type"]) if isinstance(d["type"], str) else None
+  if cls is None:
+    raise WorkerAnswerError(f"worker answer: unknown type {d['type']!r} (expected one of "
+                            f"{', '.join(_TYPES)})")
+  return cls.from_json(d["body"], f"worker answer ({d['type']})"), _strs(d["notices"], "notices")
+
+
+def malformed(error: WorkerAnswerError) -> WorkerFailure:
+  """The failure that stands for an answer that did not read."""
+  return WorkerFailure(FailureKind.MALFORMED_ANSWER,
+                       f"the worker's answer does not read as an answer of its kind: {error}")

@@ -1,0 +1,371 @@
+"""The harness's settings, defined once: every ``--compat-*`` option, its default, help text and
+validator, the ``jaxport_*`` configuration keys, and the named presets.
+
+The pytest entry point (``jaxport_pytest``) declares its options from :data:`FIELDS`, the
+plugin resolves them into one :class:`Settings` (defaults, then the preset, then the options
+given), and help text, documentation and the CLI quote the defaults from here. Jax-free, and
+of jaxport it imports only leaves (``_vocabulary``, ``_limits``, ``errors``) and the
+shard parser, so that every pytest run can load it.
+
+A preset (``--compat-preset NAME``) is a named set of option values plus the Hypothesis
+profile it selects for a project's property tests; options given on the command line
+override the preset's values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from jaxport import _limits
+from jaxport._vocabulary import EXPIRY_WINDOW_DAYS, MAX_WORKER_TIMEOUT_S, PLATFORMS, WORKER_TIMEOUT_S
+from jaxport.errors import SettingsError
+from jaxport.harness._shard import Shard, ShardError, read_costs
+
+# The configuration keys of a project ([tool.pytest.ini_options] or pytest.ini).
+INI_CASES = "jaxport_cases"
+INI_STORE = "jaxport_store"
+INI_TARGETS = "jaxport_stable_targets"
+INI_ON_CHANGE = "jaxport_on_change"
+INI_EXPECTATIONS = "jaxport_expectations"
+INI_BUILTIN_TARGETS = "jaxport_require_builtin_targets"
+INI_TESTS = "jaxport_tests"
+
+DEFAULT_PLATFORM = "cpu"
+# Megabytes (MiB) of ``--compat-worker-memory-mb``: the default limit, and the range allowed
+# (under 64 MiB the interpreter and jax alone pass it; past a pebibyte is a mistake).
+DEFAULT_WORKER_MEMORY_MB = _limits.MAX_WORKER_RSS_BYTES // 2**20
+MIN_WORKER_MEMORY_MB = 64
+MAX_WORKER_MEMORY_MB = 2**30
+PRESET_FLAG = "--compat-preset"
+
+
+def dest(flag: str) -> str:
+  """The attribute of ``config.option`` an option is stored in (``--compat-x-y`` -> ``compat_x_y``)."""
+  return flag.lstrip("-").replace("-", "_")
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+  """One setting: its ``Settings`` attribute, its option, default, help and validator.
+
+  ``help`` may quote ``{default}``; ``shown_default`` is how help and docs write a default
+  that is computed when the run starts (today's date). ``validate`` turns a value from the
+  command line (a string, or what ``argtype`` made of it) or from a preset into the typed
+  value, or raises :class:`~jaxport.errors.SettingsError` naming the option and the fix.
+  """
+
+  name: str
+  flag: str
+  help: str
+  default: Any = None
+  switch: bool = False
+  metavar: str | None = None
+  argtype: Callable[[str], Any] | None = None
+  choices: tuple[str, ...] | None = None
+  validate: Callable[[Any], Any] | None = None
+  shown_default: str | None = None
+
+  @property
+  def dest(self) -> str:
+    return dest(self.flag)
+
+  def help_text(self) -> str:
+    shown = self.shown_default if self.shown_default is not None else self.default
+    if isinstance(shown, float):
+      shown = f"{shown:g}"
+    return self.help.format(default=shown)
+
+  def argparse_kwargs(self) -> dict[str, Any]:
+    """Keyword arguments of ``parser.addoption``: every default is None, so that the harness
+    tells an option given from one left out (and a preset fills the latter)."""
+    kwargs: dict[str, Any] = {"dest": self.dest, "default": None, "help": self.help_text()}
+    if self.switch:
+      kwargs["action"] = "store_true"
+    if self.metavar is not None:
+      kwargs["metavar"] = self.metavar
+    if self.argtype is not None:
+      kwargs["type"] = self.argtype
+    if self.choices is not None:
+      kwargs["choices"] = self.choices
+    return kwargs
+
+
+def _today(value: Any) -> datetime.date | None:
+  if value is None or isinstance(value, datetime.date):
+    return value
+  try:
+    return datetime.date.fromisoformat(str(value))
+  except ValueError:
+    raise SettingsError(f"--compat-today={value!r}: expected a date YYYY-MM-DD") from None
+
+
+def _window_days(value: Any) -> int:
+  if isinstance(value, bool) or not isinstance(value, int):
+    try:
+      value = int(str(value).strip())
+    except ValueError:
+      raise SettingsError(f"--compat-window-days={value!r}: expected a whole number of days "
+                          f"(>= 0), such as --compat-window-days={EXPIRY_WINDOW_DAYS}") from None
+  if value < 0:
+    raise SettingsError(f"--compat-window-days must be >= 0, got {value}")
+  return value
+
+
+def worker_timeout(value: object) -> float:
+  """The ``--compat-worker-timeout`` in seconds: a finite number above 0 and at most a week."""
+  try:
+    seconds = float(value)  # type: ignore[arg-type]
+  except (TypeError, ValueError):
+    seconds = math.nan
+  if not 0 < seconds <= MAX_WORKER_TIMEOUT_S:  # also false for nan
+    raise SettingsError(
+        f"--compat-worker-timeout={value}: expected seconds above 0 and at most "
+        f"{MAX_WORKER_TIMEOUT_S:g} (a week), such as --compat-worker-timeout="
+        f"{WORKER_TIMEOUT_S:g}; a timeout of 0 or less would report every entry as a "
+        "compatibility break.")
+  return seconds
+
+
+def worker_memory_mb(value: object) -> int:
+  """The ``--compat-worker-memory-mb``: a whole number of MiB from 64 to 2**30."""
+  try:
+    mb = int(str(value).strip())
+  except ValueError:
+    mb = 0
+  if not MIN_WORKER_MEMORY_MB <= mb <= MAX_WORKER_MEMORY_MB:
+    raise SettingsError(
+        f"--compat-worker-memory-mb={value}: expected a whole number of megabytes (MiB) from "
+        f"{MIN_WORKER_MEMORY_MB} to {MAX_WORKER_MEMORY_MB}, such as --compat-worker-memory-mb="
+        f"{DEFAULT_WORKER_MEMORY_MB} (the default, {_limits.name('MAX_WORKER_RSS_BYTES')}); "
+        f"under {MIN_WORKER_MEMORY_MB} MiB the worker's interpreter alone passes the limit and "
+        "every entry would be reported as a compatibility break.")
+  return mb
+
+
+def _platform(value: Any) -> str:
+  if value not in PLATFORMS:
+    raise SettingsError(f"--compat-platform={value!r}: expected one of {', '.join(PLATFORMS)}")
+  return value
+
+
+def _shard(value: Any) -> Shard | None:
+  if value is None or isinstance(value, Shard):
+    return value
+  try:
+    return Shard.parse(str(value))
+  except ShardError as e:
+    raise SettingsError(str(e)) from None
+
+
+def _costs(value: Any) -> dict[str, float] | None:
+  if value is None:
+    return None
+  try:
+    return read_costs(value)
+  except ShardError as e:
+    raise SettingsError(str(e)) from None
+
+
+def _cache_dir(value: Any) -> str | None:
+  if value and Path(value).exists() and not Path(value).is_dir():
+    raise SettingsError(f"--compat-cache-dir={value} is a file; pass a directory (it is "
+                        "created when missing).")
+  return value or None
+
+
+def _artifacts(value: Any) -> str | None:
+  if value and Path(value).exists() and not Path(value).is_dir():
+    raise SettingsError(f"--compat-artifacts={value} is a file; pass a directory (it is "
+                        "created when an entry fails).")
+  return value or None
+
+
+def _text(value: Any) -> str | None:
+  return None if value is None else str(value)
+
+
+def _switch(value: Any) -> bool:
+  return bool(value)
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("platform", "--compat-platform", "platform whose golden entries are replayed or "
+          "recorded (default: {default})", default=DEFAULT_PLATFORM, choices=PLATFORMS,
+          validate=_platform),
+    Field("record", "--compat-record", "record a new dated golden entry for every selected case "
+          "instead of replaying", default=False, switch=True, validate=_switch),
+    Field("update", "--compat-update", "replay, then record a new dated entry for each case "
+          "whose function changed, and show what changed", default=False, switch=True,
+          validate=_switch),
+    Field("strict", "--compat-strict", "also fail on drift, stale targets and expired entries "
+          "(pytest's own strict mode implies it)", default=False, switch=True, validate=_switch),
+    Field("report", "--compat-report", "write the compatibility report here", metavar="FILE.json",
+          validate=_text),
+    Field("window_days", "--compat-window-days", "entries older than this are reported as "
+          "expired (default {default})", default=EXPIRY_WINDOW_DAYS, metavar="DAYS", argtype=int,
+          validate=_window_days),
+    Field("store", "--compat-store", "golden store to replay or record into (default: the "
+          f"project's {INI_STORE})", metavar="DIR", validate=_text),
+    Field("today", "--compat-today", "the date used for recording and expiry (default: "
+          "{default})", metavar="YYYY-MM-DD", validate=_today, shown_default="today"),
+    Field("worker_timeout_s", "--compat-worker-timeout", "seconds one entry may take before its "
+          "worker is killed (default {default})", default=WORKER_TIMEOUT_S, metavar="SECONDS",
+          validate=worker_timeout),
+    Field("worker_memory_mb", "--compat-worker-memory-mb", "megabytes (MiB) of resident memory a "
+          "worker may use while it replays or records an entry before it is killed (default "
+          "{default})", default=DEFAULT_WORKER_MEMORY_MB, metavar="MB", validate=worker_memory_mb),
+    Field("jax_corpus", "--compat-jax-corpus", "import the installed jax's own back-compat "
+          "corpus into a temporary store and replay it", default=False, switch=True,
+          validate=_switch),
+    Field("cache_dir", "--compat-cache-dir", "also keep compiled executables in DIR for later "
+          "runs (default: in memory, for this run)", metavar="DIR", validate=_cache_dir),
+    Field("no_cache", "--compat-no-cache", "compile every module, sharing no executable",
+          default=False, switch=True, validate=_switch),
+    Field("cold", "--compat-cold", "replay each reader of each entry in a fresh process that has "
+          "compiled nothing before", default=False, switch=True, validate=_switch),
+    Field("shard", "--compat-shard", "replay only shard I of N of the store", metavar="I/N",
+          validate=_shard),
+    Field("costs", "--compat-costs", "per-entry seconds written by --compat-timings, to balance "
+          "--compat-shard", metavar="FILE.json", validate=_costs),
+    Field("timings", "--compat-timings", "write each replayed entry's seconds here",
+          metavar="FILE.json", validate=_text),
+    Field("only", "--compat-only", "run only the golden replay or record items (those in "
+          f"{INI_TESTS} when the project lists them)", default=False, switch=True,
+          validate=_switch),
+    Field("artifacts", "--compat-artifacts", "for each failing entry, write its obtained "
+          "outputs, today's module text and a diff of the recorded module and today's into a "
+          "folder of DIR (for a CI job to upload)", metavar="DIR", validate=_artifacts),
+)
+FIELDS_BY_NAME: Mapping[str, Field] = {f.name: f for f in FIELDS}
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+  """A named set of option values, and the Hypothesis profile it selects (the profile a
+  project's property tests load; the project registers the profiles themselves)."""
+
+  name: str
+  summary: str
+  values: Mapping[str, Any]
+  hypothesis_profile: str
+
+  def flags(self) -> str:
+    """The preset's options as they would be written on the command line."""
+    out = []
+    for name, value in self.values.items():
+      field = FIELDS_BY_NAME[name]
+      out.append(field.flag if field.switch else f"{field.flag}={value}")
+    return " ".join(out)
+
+
+PRESETS: Mapping[str, Preset] = {p.name: p for p in (
+    Preset("ci", "what a CI job of each change runs: the CPU replay, failing entries' "
+           "artifacts kept for upload, derandomized property tests",
+           {"platform": "cpu", "artifacts": "compat-artifacts"}, hypothesis_profile="ci"),
+    Preset("nightly", "the nightly replay: as ci, with the long property-test budget",
+           {"platform": "cpu", "artifacts": "compat-artifacts"}, hypothesis_profile="nightly"),
+    Preset("strict-cold", "the most independent check: each reader of each entry in a fresh "
+           "process, and drift, staleness and expiry fail",
+           {"strict": True, "cold": True}, hypothesis_profile="ci"),
+)}
+
+PRESET_FIELD = Field("preset", PRESET_FLAG, "a named set of --compat-* options (" +
+                     ", ".join(PRESETS) + "); options given as well override it",
+                     metavar="NAME")
+
+
+def preset(name: str | None) -> Preset | None:
+  """The preset ``name`` (None for none); an unknown name is an error naming the known ones."""
+  if name is None:
+    return None
+  found = PRESETS.get(name)
+  if found is None:
+    known = "; ".join(f"{p.name} ({p.flags()})" for p in PRESETS.values())
+    raise SettingsError(f"{PRESET_FLAG}={name}: no such preset; the known ones are {known}. "
+                        f"Pass one of them, or the options themselves.")
+  return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """Every setting of one run, validated; ``given`` names those set by an option or the preset
+  (the rest are defaults)."""
+
+  platform: str = DEFAULT_PLATFORM
+  record: bool = False
+  update: bool = False
+  strict: bool = False
+  report: str | None = None
+  window_days: int = EXPIRY_WINDOW_DAYS
+  store: str | None = None
+  today: datetime.date | None = None
+  worker_timeout_s: float = WORKER_TIMEOUT_S
+  worker_memory_mb: int = DEFAULT_WORKER_MEMORY_MB
+  jax_corpus: bool = False
+  cache_dir: str | None = None
+  no_cache: bool = False
+  cold: bool = False
+  shard: Shard | None = None
+  costs: Mapping[str, float] | None = None
+  timings: str | None = None
+  only: bool = False
+  artifacts: str | None = None
+  preset: str | None = None
+  hypothesis_profile: str | None = None
+  given: frozenset[str] = frozenset()
+
+  @property
+  def worker_max_rss_bytes(self) -> int:
+    return self.worker_memory_mb * 2**20
+
+  def day(self) -> datetime.date:
+    """The run's date: ``--compat-today``, else today."""
+    return self.today if self.today is not None else datetime.date.today()
+
+
+def resolve(given: Mapping[str, Any], preset_name: str | None = None) -> Settings:
+  """The run's settings from the options ``given`` (field name -> value, None when left out):
+  each field's default, overridden by the preset's value, overridden by the option given;
+  each validated, then checked against the others."""
+  chosen = preset(preset_name)
+  unknown = sorted(set(given) - set(FIELDS_BY_NAME))
+  if unknown:
+    raise SettingsError(f"unknown harness settings {unknown}; the known ones are "
+                        f"{sorted(FIELDS_BY_NAME)}")
+  raw: dict[str, Any] = {f.name: f.default for f in FIELDS}
+  named: set[str] = set()
+  if chosen is not None:
+    raw.update(chosen.values)
+    named |= set(chosen.values)
+  for name, value in given.items():
+    if value is not None:
+      raw[name] = value
+      named.add(name)
+  values = {name: (FIELDS_BY_NAME[name].validate(value) if FIELDS_BY_NAME[name].validate
+                   else value) for name, value in raw.items()}
+  settings = Settings(**values, preset=chosen.name if chosen else None,
+                      hypothesis_profile=chosen.hypothesis_profile if chosen else None,
+                      given=frozenset(named))
+  _check_together(settings)
+  return settings
+
+
+def _check_together(s: Settings) -> None:
+  """Refuse settings that contradict each other."""
+  if s.record and s.update:
+    raise SettingsError("--compat-record records every case and --compat-update only the "
+                        "changed ones; pass one of them.")
+  if s.jax_corpus and (s.store or s.record or s.update):
+    raise SettingsError("--compat-jax-corpus replays its own temporary store; it cannot be "
+                        "combined with --compat-store, --compat-record or --compat-update")
+  if s.update and s.shard is not None:
+    raise SettingsError("--compat-update records the changed cases of the whole store; it "
+                        "cannot be combined with --compat-shard")
+  if s.cache_dir and s.no_cache:
+    raise SettingsError("--compat-cache-dir and --compat-no-cache contradict each other; "
+                        "pass one.")

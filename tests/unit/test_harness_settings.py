@@ -1,0 +1,150 @@
+"""The harness's one settings layer: defaults defined once and quoted by the help text, a
+validator per option keeping its message, presets under explicit options, and the entry
+point that declares every option from the table."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import subprocess
+import sys
+
+import pytest
+
+import jaxport_pytest
+from jaxport._vocabulary import EXPIRY_WINDOW_DAYS, WORKER_TIMEOUT_S
+from jaxport.errors import JaxportError, SettingsError
+from jaxport.harness import _settings
+from jaxport.harness._settings import FIELDS, FIELDS_BY_NAME, PRESETS, Settings, resolve
+
+pytest_plugins = ["pytester"]
+
+
+def test_defaults_are_those_of_the_table_and_the_help_text_quotes_them():
+  s = resolve({})
+  for field in FIELDS:
+    assert getattr(s, field.name) == field.default, field.name
+  assert s.window_days == EXPIRY_WINDOW_DAYS and s.worker_timeout_s == WORKER_TIMEOUT_S
+  assert s.given == frozenset() and s.preset is None and s.hypothesis_profile is None
+  assert f"(default {EXPIRY_WINDOW_DAYS})" in FIELDS_BY_NAME["window_days"].help_text()
+  assert f"(default {WORKER_TIMEOUT_S:g})" in FIELDS_BY_NAME["worker_timeout_s"].help_text()
+  assert "(default: cpu)" in FIELDS_BY_NAME["platform"].help_text()
+  assert "{default}" not in " ".join(f.help_text() for f in FIELDS)
+
+
+def test_the_settings_object_has_exactly_one_attribute_per_field():
+  names = {f.name for f in FIELDS}
+  attributes = set(Settings.__dataclass_fields__) - {"preset", "hypothesis_profile", "given"}
+  assert names == attributes
+  assert len({f.flag for f in FIELDS}) == len(FIELDS)
+
+
+def test_every_option_is_declared_with_none_as_its_default(pytester):
+  pytester.makeini("[pytest]\n")
+  config = pytester.parseconfig()
+  for field in (*FIELDS, _settings.PRESET_FIELD):
+    assert getattr(config.option, field.dest) is None, field.flag
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"today": "2026-13-01"}, "--compat-today='2026-13-01': expected a date YYYY-MM-DD"),
+    ({"window_days": -1}, "--compat-window-days must be >= 0, got -1"),
+    ({"worker_timeout_s": "0"}, "--compat-worker-timeout=0: expected seconds above 0"),
+    ({"worker_memory_mb": "63"}, "--compat-worker-memory-mb=63: expected a whole number"),
+    ({"shard": "3/2"}, "shard '3/2': expected I/N"),
+    ({"record": True, "update": True}, "--compat-record records every case and --compat-update"),
+    ({"jax_corpus": True, "store": "x"}, "--compat-jax-corpus replays its own temporary store"),
+    ({"update": True, "shard": "1/2"}, "--compat-update records the changed cases"),
+    ({"cache_dir": "c", "no_cache": True}, "--compat-cache-dir and --compat-no-cache contradict"),
+    ({"platform": "gpu"}, "--compat-platform='gpu': expected one of cpu, cuda, rocm, tpu"),
+])
+def test_each_bad_value_is_refused_with_the_options_message(given, message):
+  with pytest.raises(SettingsError) as e:
+    resolve(given)
+  assert message in str(e.value)
+  assert isinstance(e.value, JaxportError) and isinstance(e.value, ValueError)
+
+
+def test_a_file_where_a_directory_is_wanted_is_refused(tmp_path):
+  file = tmp_path / "f"
+  file.write_text("")
+  for name, flag in (("cache_dir", "--compat-cache-dir"), ("artifacts", "--compat-artifacts")):
+    with pytest.raises(SettingsError, match=f"{flag}={file} is a file"):
+      resolve({name: str(file)})
+
+
+def test_a_costs_file_that_does_not_read_is_refused_naming_it(tmp_path):
+  bad = tmp_path / "costs.json"
+  bad.write_text(json.dumps({"format": 1, "seconds": {"a": -1}}))
+  with pytest.raises(SettingsError, match="costs file .*costs.json"):
+    resolve({"costs": str(bad)})
+
+
+def test_values_from_the_command_line_are_typed():
+  s = resolve({"today": "2026-11-30", "worker_timeout_s": "0.5", "worker_memory_mb": "512",
+               "shard": "2/4", "window_days": 7})
+  assert s.today == datetime.date(2026, 11, 30) and s.day() == s.today
+  assert s.worker_timeout_s == 0.5 and s.worker_max_rss_bytes == 512 * 2**20
+  assert (s.shard.index, s.shard.count) == (2, 4) and s.window_days == 7
+  assert s.given == {"today", "worker_timeout_s", "worker_memory_mb", "shard", "window_days"}
+
+
+def test_a_preset_sets_its_options_and_explicit_options_override_it():
+  s = resolve({}, "strict-cold")
+  assert s.strict and s.cold and s.preset == "strict-cold" and s.hypothesis_profile == "ci"
+  assert s.given == {"strict", "cold"}
+  ci = resolve({"artifacts": "elsewhere", "platform": "cuda"}, "ci")
+  assert ci.artifacts == "elsewhere" and ci.platform == "cuda"
+  assert resolve({}, "ci").artifacts == PRESETS["ci"].values["artifacts"]
+
+
+def test_a_presets_values_are_validated_like_options():
+  bad = _settings.Preset("bad", "a preset with an impossible timeout", {"worker_timeout_s": 0},
+                         hypothesis_profile="ci")
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setitem(_settings.PRESETS, "bad", bad)
+    with pytest.raises(SettingsError, match="--compat-worker-timeout=0"):
+      resolve({}, "bad")
+
+
+def test_an_unknown_preset_is_refused_naming_the_known_ones_and_what_they_set():
+  with pytest.raises(SettingsError) as e:
+    resolve({}, "weekly")
+  message = str(e.value)
+  assert message.startswith("--compat-preset=weekly: no such preset")
+  for name in ("ci", "nightly", "strict-cold"):
+    assert name in message
+  assert "--compat-strict --compat-cold" in message
+
+
+def test_presets_name_known_options_and_a_hypothesis_profile():
+  assert {"ci", "nightly", "strict-cold"} <= set(PRESETS)
+  for preset in PRESETS.values():
+    assert preset.values and set(preset.values) <= set(FIELDS_BY_NAME), preset.name
+    assert preset.hypothesis_profile in ("dev", "ci", "nightly"), preset.name
+    resolve({}, preset.name)  # each resolves on its own
+  assert PRESETS["nightly"].hypothesis_profile == "nightly"
+
+
+def test_the_entry_point_reports_the_presets_hypothesis_profile(pytester):
+  pytester.makeini("[pytest]\n")
+  assert jaxport_pytest.hypothesis_profile(pytester.parseconfig()) is None
+  config = pytester.parseconfig("--compat-preset=nightly")
+  assert jaxport_pytest.hypothesis_profile(config) == "nightly"
+  assert jaxport_pytest.hypothesis_profile(pytester.parseconfig("--compat-preset=nope")) is None
+
+
+def test_a_preset_in_a_project_that_has_not_opted_in_is_a_usage_error(pytester):
+  pytester.makeini("[pytest]\n")
+  pytester.makepyfile(test_x="def test_x():\n  pass\n")
+  result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--compat-preset=ci")
+  assert result.ret == pytest.ExitCode.USAGE_ERROR
+  assert "--compat-preset: this project has not opted into" in result.stderr.str()
+
+
+def test_importing_the_entry_point_and_the_settings_loads_no_jax():
+  code = ("import json, sys, jaxport_pytest, jaxport.harness._settings; "
+          "print(json.dumps(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.'))))")
+  proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
