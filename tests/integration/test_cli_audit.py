@@ -352,6 +352,16 @@ def test_project_audit_reads_its_store_and_imports_its_cases_from_its_root(proje
   assert str(project) not in sys.path, "the project's root stays on sys.path after the audit"
 
 
+def test_project_audit_without_drift_still_imports_the_projects_cases(project, capsys):
+  # The case modules register the project's pytree and effect types, which reading its
+  # artifacts may need, whether or not drift is checked.
+  rc, out, err = run(capsys, "audit", "--project", str(project), "--no-drift", "--today",
+                     TODAY.isoformat(), "--json")
+  (art,) = json.loads(out)["artifacts"]
+  assert rc == 0 and art["drift"]["checked"] is False, err
+  assert "mycases" in sys.modules
+
+
 def test_project_audit_uses_pythonpath_and_declared_targets(project, capsys):
   (project / "src").mkdir()
   (project / "mycases.py").rename(project / "src" / "mycases.py")
