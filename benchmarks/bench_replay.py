@@ -5,12 +5,14 @@ Run by hand: ``python benchmarks/bench_replay.py [--root compat_data] [--reps N]
   floor    deserializing and calling every runnable entry of the platform once
            with ``jax.export`` alone, in one fresh process (the time of the loop;
            entries that fail to run, such as old producers' expected failures, count
-           the time until they fail)
+           the time until they fail; entries the installed jax refuses to deserialize,
+           those older than its compatibility window, are not entries it runs and
+           count nothing)
   harness  ``pytest harness/ --platform=cpu -n 0 -k "not fuzz"`` on the same store,
            wall clock: verification, both readers, today's lowering, checkers,
            worker and pytest; cold, no compile cache kept from an earlier run
 
-It prints the harness's ratio to the floor (the target is at most 2.0x), with
+It prints the harness's ratio to the floor (the target is at most 1.3x), with
 ``--no-cache-too`` the ratio with executable sharing off, and where the harness's
 time goes: the worker's per-part seconds (``--compat-timings``) summed over entries,
 and the rest (pytest, worker start-up, IPC) as wall clock minus the worker's time. The
@@ -42,11 +44,15 @@ from jaxport.golden._store import GoldenStore
 store = GoldenStore(sys.argv[1])
 entries = [e for e in store.entries(sys.argv[2]) if not e.manifest.lowering_only]
 loaded = [(e.blob(), e.inputs()) for e in entries]
-failed = 0
-start = time.perf_counter()
+seconds, read, failed = 0.0, 0, 0
 for blob, inputs in loaded:
+  start = time.perf_counter()
   try:
     exp = jax.export.deserialize(bytearray(blob))
+  except Exception:
+    continue  # refused (older than this jax's window): not an entry jax.export runs
+  read += 1
+  try:
     args = [jax.random.wrap_key_data(x, impl=a.dtype._impl)
             if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else x
             for x, a in zip(inputs, exp.in_avals)]
@@ -54,7 +60,9 @@ for blob, inputs in loaded:
     jax.block_until_ready(exp.call(*args, **kwargs))
   except Exception:
     failed += 1
-print(json.dumps({"seconds": time.perf_counter() - start, "entries": len(loaded), "failed": failed}))
+  finally:
+    seconds += time.perf_counter() - start
+print(json.dumps({"seconds": seconds, "entries": len(loaded), "read": read, "failed": failed}))
 """
 
 
@@ -129,8 +137,9 @@ def main() -> None:
   run = min(runs, key=lambda r: r["seconds"])
   print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.reps} rep(s), "
         "minimum of each")
-  print(f"floor: {low['entries']} runnable {args.platform} entries, jax.export deserialize + call "
-        f"once each ({low['failed']} fail to run)   {low['seconds']:7.1f} s  1.00x")
+  print(f"floor: {low['read']} of {low['entries']} runnable {args.platform} entries read by "
+        f"jax.export, deserialize + call once each ({low['failed']} fail to run)"
+        f"   {low['seconds']:7.1f} s  1.00x")
   print(f"harness: pytest harness/ --platform={args.platform} -n 0 -k 'not fuzz'"
         f"          {run['seconds']:7.1f} s  {run['seconds'] / low['seconds']:.2f}x")
   if uncached:

@@ -19,8 +19,6 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import jax
-
 from jaxport.errors import GoldenDataError
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import CustomCallSignature
@@ -104,14 +102,7 @@ class Relowerer:
   def signatures(self, case: Any) -> tuple[CustomCallSignature, ...]:
     """The custom-call signatures of the case lowered today, under the harness's settings
     (short locations, the case's own jax configuration); jax's settings are restored."""
-    names = [name for name, _ in _engine._JAX_CONFIG]
-    saved = {name: getattr(jax.config, name) for name in names}
-    try:
-      _engine.configure_jax()
-      with _on_path(self.paths):
-        exp = _engine.export_case(case)
-    finally:
-      for name, value in saved.items():
-        jax.config.update(name, value)
+    with _engine.jax_config(_engine.recording_config()), _on_path(self.paths):
+      exp = _engine.export_case(case)
     logger.debug("re-lowered case %s", case.case_id)
     return _signatures.signatures(exp.mlir_module_serialized)

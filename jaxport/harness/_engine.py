@@ -56,7 +56,14 @@ _JAX_CONFIG = (
 LEGACY_JAX_CONFIG = {"jax_enable_x64": True}
 
 
-def configure_jax(compile_cache_dir: str | None = None, share_executables: bool = False) -> None:
+def recording_config() -> dict[str, Any]:
+  """The jax settings every recording and replay runs under: short source locations, and
+  whole tracebacks (:func:`configure_jax` applies them to the process)."""
+  return {**dict(_JAX_CONFIG), "jax_traceback_filtering": "off"}
+
+
+def configure_jax(compile_cache_dir: str | None = None, share_executables: bool = False,
+                  own_process: bool = False) -> None:
   """Process-wide jax settings for recording and replaying (short locations; jaxport's own
   frames never name one, see ``jaxport/export/_lower.py``, so a recording does not change
   when jaxport does).
@@ -69,15 +76,21 @@ def configure_jax(compile_cache_dir: str | None = None, share_executables: bool 
   entry is compiled again. Both are keyed by the module itself, so only the executable
   of an identical module is shared. Errors keep jax's whole traceback: filtering it
   costs more than the failed call when an old record's module does not compile.
+
+  With ``own_process`` (a worker: nothing else runs in the process) and no cache directory
+  (neither ``compile_cache_dir`` nor jax's own setting), jax's compilation cache is turned
+  off: jax would otherwise compute its cache key of each module it compiles for a cache it
+  has nowhere to keep.
   """
-  for name, value in _JAX_CONFIG:
+  for name, value in recording_config().items():
     jax.config.update(name, value)
-  jax.config.update("jax_traceback_filtering", "off")
   if share_executables:
     # Each stays off where jax's function is not the one it was written for; the worker's
     # answers then say so (replacement_notices).
     _executables.share_within_process()
     _contexts.reuse_within_process()
+  if own_process and compile_cache_dir is None and not jax.config.jax_compilation_cache_dir:
+    jax.config.update("jax_enable_compilation_cache", False)
   if compile_cache_dir is not None:
     for name, value in (("jax_compilation_cache_dir", compile_cache_dir),
                         ("jax_persistent_cache_min_compile_time_secs", 0.0),
@@ -349,15 +362,47 @@ def _upgradable(m: Manifest) -> bool:
       rewritable_targets() & set(_lowering.targets(m.custom_call_targets)))
 
 
-def _same_computation(exp: Any, recorded_module: bytes) -> bool:
-  """Whether today's module and the recorded one differ at most in their source locations."""
+def _same_computation(exp: Any, recorded_module: bytes, reads: _ModuleReads | None = None) -> bool:
+  """Whether today's module and the recorded one differ at most in their source locations
+  (the recorded one's text read through the entry's ``reads``)."""
   today = bytes(exp.mlir_module_serialized)
   if today == recorded_module:
     return True
+  reads = reads if reads is not None else _ModuleReads()
   try:
-    return _todays_text(today) == _mlir.module_text_without_locations(recorded_module)
+    return _todays_text(today) == reads.text_without_locations(recorded_module)
   except Exception:  # noqa: BLE001  (unparsable: not known to be the same; run it)
     return False
+
+
+class _ModuleReads:
+  """The modules one entry's readers handed back, and what the replay reads from module
+  bytes, each read at most once per entry: both readers normally hand back the same module,
+  whose signatures (lowering-only entries) and text without locations (the comparison with
+  today's lowering) are then parsed once. Each reader still deserializes and calls with its
+  own code; only these read-only views are shared."""
+
+  def __init__(self) -> None:
+    self.by_reader: dict[str, bytes] = {}
+    self._lock = threading.Lock()
+    self._views: dict[tuple[str, bytes], Any] = {}
+
+  def _once(self, what: str, module: bytes, read: Callable[[bytes], Any]) -> Any:
+    key = (what, module)
+    with self._lock:
+      if key in self._views:
+        return self._views[key]
+    value = read(module)  # an error is raised to each caller, nothing kept
+    with self._lock:
+      return self._views.setdefault(key, value)
+
+  def signatures(self, module: bytes) -> tuple[CustomCallSignature, ...]:
+    """The module's custom-call signatures (``_lowering.signatures``)."""
+    return self._once("signatures", bytes(module), _lowering.signatures)
+
+  def text_without_locations(self, module: bytes) -> str:
+    """The module's text without locations (``_mlir.module_text_without_locations``)."""
+    return self._once("text", bytes(module), _mlir.module_text_without_locations)
 
 
 @functools.lru_cache(maxsize=16)
@@ -398,6 +443,9 @@ class ReplayEngine:
     self._exports: collections.OrderedDict[str, tuple[Any, tuple] | str] = collections.OrderedDict()
     self._runs: collections.OrderedDict[tuple[str, str], list[np.ndarray] | str] = (
         collections.OrderedDict())
+    self._read_backs: collections.OrderedDict[str, Any | str] = collections.OrderedDict()
+    # Entries replayed since jax's caches were last cleared (JAX_CACHES_CLEARED_EVERY).
+    self._since_cleared = 0
     # Held while either is computed, so that the reader thread's early start and the entry's
     # own comparison never do the same export or run twice.
     self._today_lock = threading.RLock()
@@ -475,7 +523,7 @@ class ReplayEngine:
       names = readers if readers is not None else _api.readers()
       lead = [r for r in names if r == _api.REFERENCE] or list(names[:1])
       rest = [r for r in names if r not in lead]
-      modules: dict[str, bytes] = {}
+      reads = _ModuleReads()
       results: dict[str, ReaderResult] = {}
       todays: list[TodayResult] = []
 
@@ -490,20 +538,21 @@ class ReplayEngine:
       def read(some: list[str]) -> None:
         for r in some:
           with _contexts.lowering_for(r):
-            results[r] = self._read(r, blob, inputs, expected, m, modules, shardings, watch,
+            results[r] = self._read(r, blob, inputs, expected, m, reads, shardings, watch,
                                     ahead.get(r), envelope, run)
 
       case = self.case_of(m) if today else None
 
       def compare_today() -> None:
         with watch.stage(_stopwatch.CURRENT):
-          todays.append(self._today(case, m, inputs, expected, modules.get(_api.REFERENCE), run))
+          todays.append(self._today(case, m, inputs, expected,
+                                    reads.by_reader.get(_api.REFERENCE), run, reads))
 
       alongside = today and _keeps_config(case)
 
       def early() -> None:
         with watch.stage(_stopwatch.CURRENT):
-          self._today_ahead(case, m, inputs, run)
+          self._today_ahead(case, m, inputs, run, reads)
 
       try:
         self._side_by_side(
@@ -514,13 +563,25 @@ class ReplayEngine:
           task.settle()
       if today and not alongside:
         compare_today()
+    self._bound_jax_caches()
     host = replay_host(m.platform if run else "cpu").to_json()
     return ReplayAnswer(readers=tuple(results[r] for r in names),
                         today=todays[0] if todays else None, host=host,
                         seconds=time.perf_counter() - start, timings=dict(watch.seconds))
 
+  def _bound_jax_caches(self) -> None:
+    """Clear jax's own caches every ``JAX_CACHES_CLEARED_EVERY`` entries, between entries
+    (nothing runs on the reader thread then). jax keeps what it traced, lowered and compiled
+    for each entry's calls, though no later entry calls the same functions, so a worker
+    would otherwise grow with the store; the executables memo is the harness's own and
+    stays, so no module is compiled again for it."""
+    self._since_cleared += 1
+    if self._since_cleared >= JAX_CACHES_CLEARED_EVERY:
+      self._since_cleared = 0
+      jax.clear_caches()
+
   def _read(self, reader: str, blob: bytes, inputs, expected, m: Manifest,
-            modules: dict[str, bytes], shardings: dict[str, Any] | None = None,
+            reads: _ModuleReads, shardings: dict[str, Any] | None = None,
             watch: _stopwatch.Stopwatch | None = None, ahead: _Ahead | None = None,
             envelope: _Envelope | None = None, run: bool = True) -> ReaderResult:
     """Deserialize with ``reader`` and, unless lowering-only or not to ``run``, run and judge
@@ -541,14 +602,13 @@ class ReplayEngine:
             raise
           env_read = envelope.read(_error_line(e))
           exp = _api.deserialize(envelope.blob, reader=reader)
-      modules[reader] = bytes(exp.mlir_module_serialized)
+      reads.by_reader[reader] = bytes(exp.mlir_module_serialized)
     except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
       stage = Stage.DESERIALIZE if env_read is None else Stage.DESERIALIZE_REWRITTEN
       return ReaderResult(reader, stage, error=_error_line(e), envelope=env_read)
     if m.lowering_only or not run:
       try:
-        drift = _lowering.diff(m.custom_call_targets,
-                               _lowering.signatures(exp.mlir_module_serialized))
+        drift = _lowering.diff(m.custom_call_targets, reads.signatures(reads.by_reader[reader]))
       except Exception as e:  # noqa: BLE001
         return ReaderResult(reader, Stage.MODULE, error=_error_line(e), envelope=env_read)
       return ReaderResult(
@@ -598,28 +658,50 @@ class ReplayEngine:
     key = (case.case_id, _inputs_digest(inputs))
     with self._today_lock, _contexts.lowering_for(_TODAYS_CONTEXTS):
       if key not in self._runs:
+        fresh = self._read_back_today(case, exp)
         try:
-          fresh = _api.deserialize(exp.serialize(vjp_order=case.vjp_order))
-          found: list[np.ndarray] | str = run_exported(fresh, inputs)
+          found: list[np.ndarray] | str = (fresh if isinstance(fresh, str)
+                                           else run_exported(fresh, inputs))
         except Exception as e:  # noqa: BLE001
           found = _error_line(e)
         _keep(self._runs, key, found)
       self._runs.move_to_end(key)
       return self._runs[key]
 
+  def _read_back_today(self, case: _case.Case, exp: Any) -> Any | str:
+    """Today's export of ``case`` serialized and read back, as a consumer of today's lowering
+    would call it, or the error text; once per case kept (its entries' runs with other
+    inputs call the same one)."""
+    with self._today_lock:
+      if case.case_id not in self._read_backs:
+        try:
+          found: Any | str = _api.deserialize(exp.serialize(vjp_order=case.vjp_order))
+        except Exception as e:  # noqa: BLE001
+          found = _error_line(e)
+        _keep(self._read_backs, case.case_id, found)
+      self._read_backs.move_to_end(case.case_id)
+      return self._read_backs[case.case_id]
+
   def _today_ahead(self, case: _case.Case | None, m: Manifest, inputs: list[np.ndarray],
-                   run: bool = True) -> None:
+                   run: bool = True, reads: _ModuleReads | None = None) -> None:
     """Export the case today, and (to ``run`` it) run that export when the entry comes from
-    another jax (its module then differs, mostly), before the entry's comparison asks."""
+    another jax, before the entry's comparison asks; not when the first reader has read the
+    entry's module by then and it is today's up to locations (the comparison then takes the
+    readers' numerics and runs nothing; its text without locations is read once, in
+    ``reads``, for both)."""
     if case is None or m.imported_from is not None:
       return
     exported = self._export_today(case)
     if isinstance(exported, str) or m.lowering_only or not run or m.producer.jax == jax.__version__:
       return
+    recorded = reads.by_reader.get(_api.REFERENCE) if reads is not None else None
+    if recorded is not None and _same_computation(exported[0], recorded, reads):
+      return
     self._run_today(case, exported[0], inputs)
 
   def _today(self, case: _case.Case | None, m: Manifest, inputs, expected,
-             recorded_module: bytes | None, run: bool = True) -> TodayResult:
+             recorded_module: bytes | None, run: bool = True,
+             reads: _ModuleReads | None = None) -> TodayResult:
     """Re-export the case now: targets, signature drift and (if runnable and to ``run``)
     numerics drift."""
     if case is None and _corpus.is_corpus_dataset(m):
@@ -633,10 +715,11 @@ class ReplayEngine:
                          reason=f"case {m.case_id} is no longer registered by the project's "
                                 "case modules")
     with jax_config(case_jax_config(case)):
-      return self._today_of_case(case, m, inputs, expected, recorded_module, run)
+      return self._today_of_case(case, m, inputs, expected, recorded_module, run, reads)
 
   def _today_of_case(self, case: _case.Case, m: Manifest, inputs, expected,
-                     recorded_module: bytes | None, run: bool = True) -> TodayResult:
+                     recorded_module: bytes | None, run: bool = True,
+                     reads: _ModuleReads | None = None) -> TodayResult:
     exported = self._export_today(case)
     if isinstance(exported, str):
       return TodayResult(available=True, error=f"re-export failed: {exported}")
@@ -650,7 +733,7 @@ class ReplayEngine:
     diff = tuple(_lowering.diff(m.custom_call_targets, sigs))
     if m.lowering_only or not run:
       return TodayResult(available=True, targets=targets, signature_diff=diff)
-    if recorded_module is not None and _same_computation(exp, recorded_module):
+    if recorded_module is not None and _same_computation(exp, recorded_module, reads):
       # The entry's module up to source locations: its numerics are the readers' numerics.
       return TodayResult(available=True, targets=targets, signature_diff=diff, same_module=True)
     actual = self._run_today(case, exp, inputs)
@@ -679,6 +762,11 @@ class ReplayEngine:
 
 # Today's exports and runs kept, of the cases replayed last.
 TODAY_KEPT = 32
+
+# Entries replayed between two clearings of jax's own caches (ReplayEngine._bound_jax_caches):
+# clearing costs re-tracing only what the next entries share with the last ones (a case's
+# entries come together), and keeps the worker's memory flat however large the store.
+JAX_CACHES_CLEARED_EVERY = 64
 
 
 def _keep(memo: collections.OrderedDict, key: Any, value: Any) -> None:

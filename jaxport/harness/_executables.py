@@ -10,6 +10,14 @@ the same error raised again; a thread asking for a module that another thread is
 compiling waits for that compilation. Everything above the compile step (deserializing,
 tracing and lowering each reader's call) still runs per reader.
 
+jax's key clones the module and strips its debug information, which for the small
+modules of golden entries costs about as much as compiling them. A request is first
+looked up by a digest of what it hands the compiler as it stands (the module's bytecode,
+locations included, the serialized compile options, the devices and the backend); only
+a digest seen for the first time costs jax's key, which the digest then stands for.
+Identical requests get identical keys, so the digest never shares more than jax's key
+would.
+
 This is the one module of the harness that reaches into jax's compiler.
 """
 
@@ -17,6 +25,8 @@ from __future__ import annotations
 
 import collections
 import copy
+import hashlib
+import io
 import logging
 import threading
 from typing import Any
@@ -28,8 +38,12 @@ from jaxport.harness._replacement import Replacement
 
 logger = logging.getLogger(__name__)
 
-# Executables kept, newest used last; an old one is compiled again when needed.
-MAX_KEPT = 1024
+# Executables kept, newest used last; an old one is compiled again when needed. Entries
+# come in store order, a case's together, so sharing is mostly among neighbours.
+MAX_KEPT = 64
+# Digests of requests kept, each standing for jax's key of its module (a few per key:
+# the same computation lowered with other locations).
+MAX_DIGESTS = 4 * MAX_KEPT
 
 
 class _Failure:
@@ -43,6 +57,8 @@ class _Failure:
 
 
 _memo: collections.OrderedDict[str, Any] = collections.OrderedDict()
+# Request digest -> jax's key of its module.
+_keys: collections.OrderedDict[bytes, str] = collections.OrderedDict()
 # Modules being compiled by some thread now; a thread asking for the same one waits.
 _pending: dict[str, threading.Event] = {}
 _lock = threading.Lock()
@@ -60,14 +76,46 @@ def stop_sharing() -> None:
   COMPILE.off()
   with _lock:
     _memo.clear()
+    _keys.clear()
+
+
+def _digest(backend: Any, computation: Any, devices: Any, compile_options: Any) -> bytes | None:
+  """A digest of the request as it stands (module bytecode with its locations, compile
+  options, devices, backend), or None where one of them cannot be written out."""
+  try:
+    module = io.BytesIO()
+    computation.operation.write_bytecode(module)
+    h = hashlib.sha256(module.getvalue())
+    h.update(b"\0options\0" + compile_options.SerializeAsString())
+    h.update(repr([(d.platform, d.id) for d in devices.flat]).encode())
+    h.update(f"\0{id(backend)}\0{backend.platform}\0{backend.platform_version}".encode())
+    return h.digest()
+  except Exception:  # noqa: BLE001  (no digest: take jax's key)
+    logger.debug("no digest of a compile request; taking jax's key", exc_info=True)
+    return None
 
 
 def _key(backend: Any, computation: Any, devices: Any, compile_options: Any) -> str | None:
+  """jax's compilation-cache key of the request, looked up by its digest when seen before;
+  None where jax cannot key it (it is then compiled unshared)."""
+  digest = _digest(backend, computation, devices, compile_options)
+  if digest is not None:
+    with _lock:
+      key = _keys.get(digest)
+      if key is not None:
+        _keys.move_to_end(digest)
+        return key
   try:
-    return _cache_key.get(computation, devices, compile_options, backend)
+    key = _cache_key.get(computation, devices, compile_options, backend)
   except Exception:  # noqa: BLE001  (no key: compile as jax would)
     logger.debug("no compilation key for a module; compiling it unshared", exc_info=True)
     return None
+  if digest is not None:
+    with _lock:
+      _keys[digest] = key
+      while len(_keys) > MAX_DIGESTS:
+        _keys.popitem(last=False)
+  return key
 
 
 def _repeatable(error: BaseException) -> bool:

@@ -22,7 +22,7 @@ from jaxport.errors import GoldenDataError, SettingsError
 from jaxport.harness import _devices, _jax_corpus, _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
 from jaxport.harness._registry import missing_modules
-from jaxport.harness._session import WORKER_OUTPUT_KEY, HarnessSession, Options
+from jaxport.harness._session import LOOKAHEAD, WORKER_OUTPUT_KEY, HarnessSession, Options
 from jaxport.harness._settings import Settings
 # How the controller tells xdist workers where it imported the corpus and where executables are.
 CORPUS_ROOT_KEY = "jaxport_jax_corpus_root"
@@ -348,12 +348,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-  """Start the worker the next golden entry needs while this item runs."""
+  """Start the worker the next golden entry needs while this item runs, and those of the
+  entries a little further ahead (``LOOKAHEAD``), where this process runs its items in order."""
   hs = _started(item.config)
-  callspec = getattr(nextitem, "callspec", None)
-  entry_id = callspec.params.get(ENTRY_FIXTURE) if callspec is not None else None
+  entry_id = _entry_of(nextitem)
   if hs is not None and isinstance(entry_id, str):
-    hs.prepare(entry_id)
+    hs.prepare(entry_id, _ahead(item, nextitem))
+
+
+def _entry_of(item: pytest.Item | None) -> str | None:
+  callspec = getattr(item, "callspec", None)
+  entry_id = callspec.params.get(ENTRY_FIXTURE) if callspec is not None else None
+  return entry_id if isinstance(entry_id, str) else None
+
+
+_ORDER = pytest.StashKey[dict[str, int]]()
+
+
+def _ahead(item: pytest.Item, nextitem: pytest.Item) -> list[str]:
+  """The golden entries of the items that run after ``nextitem`` (up to ``LOOKAHEAD``); none
+  in an xdist worker, whose next items the controller hands out as it goes."""
+  config = item.config
+  if hasattr(config, "workerinput"):
+    return []
+  items = item.session.items
+  order = config.stash.get(_ORDER, None)
+  if order is None or len(order) != len(items):
+    order = config.stash[_ORDER] = {it.nodeid: i for i, it in enumerate(items)}
+  at = order.get(nextitem.nodeid)
+  if at is None or items[at] is not nextitem:
+    return []
+  return [e for e in map(_entry_of, items[at + 1:at + 1 + LOOKAHEAD]) if e is not None]
 
 
 @pytest.fixture

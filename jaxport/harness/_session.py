@@ -8,6 +8,7 @@ computed from the collected outcomes, so a serial run and an ``-n auto`` run
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import importlib.metadata as md
@@ -16,7 +17,7 @@ import logging
 import shutil
 import tempfile
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from jaxport import _limits
 from jaxport._vocabulary import RecordAction
 from jaxport.errors import GoldenDataError, HarnessWarning, JaxportError, WorkerAnswerError
 from jaxport.golden._entry_id import EntryId
-from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE, Manifest
+from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE, SHARDINGS_FILE, Manifest
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _classify, _devices, _jax_corpus, _update
 from jaxport.harness import _coverage as coverage
@@ -40,8 +41,8 @@ from jaxport.harness._verdicts import Outcome
 from jaxport.releases import ArtifactFeatures, runs_on
 from jaxport.releases import releases as table_releases
 from jaxport.report import (
-    DRIFT_KINDS, CorpusImport, DriftItem, EntryResult, FindingKind, PlatformTargets, Recorded,
-    RunReport, ShardRef, Skip, Status, Summary, Targets, Updated, Window, write_report)
+    DRIFT_KINDS, CorpusImport, DriftItem, EntryResult, FindingKind, Recorded, RunReport, ShardRef,
+    Skip, Status, Summary, Updated, Window, write_report)
 from jaxport.report import _coverage as run_coverage
 from jaxport.report._model import RECORD_ACTIONS, other_host_passes, producer_of
 from jaxport.harness._protocol import (Answer, ArtifactsAnswer, FailureKind, RecordAnswer,
@@ -51,6 +52,12 @@ from jaxport.harness._worker import WorkerClient
 logger = logging.getLogger(__name__)
 
 WORKER_OUTPUT_KEY = "jaxport_harness"
+# How many entries ahead of the current one ``prepare`` looks for the workers they need: a
+# worker for another device count takes seconds to start, several entries' replays.
+LOOKAHEAD = 32
+# Manifests the session keeps read (HarnessSession._manifest): the entry being replayed and
+# those ahead of it, read to prepare their workers.
+_MANIFESTS_KEPT = LOOKAHEAD + 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +108,9 @@ class HarnessSession:
     self._listing_failed = False
     self._clients: dict[int, WorkerClient] = {}
     self._devices: dict[str, int] = {}
+    # The manifests read last (those of the entries ahead, read when their workers are
+    # prepared, and the current one's), so that an entry's manifest is read once here.
+    self._manifests: collections.OrderedDict[str, Manifest] = collections.OrderedDict()
     self._staging: Path | None = None
     self._seconds: dict[str, float] = {}
     self._parts: dict[str, dict[str, float]] = {}
@@ -186,28 +196,49 @@ class HarnessSession:
 
   # --- replay ------------------------------------------------------------------
 
-  def prepare(self, entry_id: str) -> None:
+  def prepare(self, entry_id: str, ahead: Sequence[str] = ()) -> None:
     """Start the worker ``entry_id`` will need, so that it loads jax and the project's cases
-    while the current entry replays (a no-op when that worker runs already)."""
+    while the current entry replays (a no-op when that worker runs already), and those the
+    entries ``ahead`` of it need (the ones that run after it, in order, when the caller
+    knows them), so that a worker for another device count is ready when its first entry
+    comes."""
     if self.options.cold or self.recording:
       return
-    try:
-      num_devices = self._devices_needed(entry_id)
-    except GoldenDataError:
-      return  # replay() reports it
-    self._worker(num_devices).start()
+    for upcoming in (entry_id, *ahead):
+      try:
+        num_devices = self._devices_needed(upcoming)
+      except GoldenDataError:
+        continue  # replay() reports it
+      self._worker(num_devices).start()
 
   def _devices_needed(self, entry_id: str) -> int:
     """The host devices an entry's replay needs (read once per entry)."""
     if entry_id not in self._devices:
-      self._devices[entry_id] = _devices.devices_needed(self.store.entry(entry_id).shardings())
+      entry = self.store.entry(entry_id)
+      manifest = entry.manifest
+      self._keep_manifest(entry_id, manifest)
+      # Only an entry with recorded shardings may need more than one device (reading them
+      # reads the manifest again).
+      shardings = entry.shardings() if SHARDINGS_FILE in manifest.files else None
+      self._devices[entry_id] = _devices.devices_needed(shardings)
     return self._devices[entry_id]
+
+  def _keep_manifest(self, entry_id: str, manifest: Manifest) -> None:
+    self._manifests[entry_id] = manifest
+    while len(self._manifests) > _MANIFESTS_KEPT:
+      self._manifests.popitem(last=False)
+
+  def _manifest(self, entry_id: str) -> Manifest:
+    """The entry's validated manifest, read once while it is among the last few asked for."""
+    if entry_id not in self._manifests:
+      self._keep_manifest(entry_id, self.store.entry(entry_id).manifest)
+    return self._manifests[entry_id]
 
   def replay(self, entry_id: str) -> Outcome:
     """Replay one entry in the worker and classify the findings; the outcome is kept."""
     try:
-      manifest = self.store.entry(entry_id).manifest
       num_devices = self._devices_needed(entry_id)
+      manifest = self._manifest(entry_id)
     except GoldenDataError as e:
       outcome = _classify.unreadable(entry_id, e)
     else:
@@ -543,12 +574,9 @@ class HarnessSession:
       checked_targets, checked_other, case_ids = targets, other, self.case_ids()
       if o.update:
         # The cases updated in this run have their new entries; those are replayed next run.
-        settled_targets, settled_other, case_ids, recorded_now = _update.settled(
-            targets.to_json(), {p: c.to_json() for p, c in other.items()}, case_ids,
-            self._updates)
-        checked_targets = Targets.from_json(settled_targets, "targets")
-        checked_other = {p: PlatformTargets.from_json(c, p) for p, c in settled_other.items()}
-        skips += [Skip(s["what"], s["why"]) for s in recorded_now]
+        checked_targets, checked_other, case_ids, recorded_now = _update.settled(
+            targets, other, case_ids, self._updates)
+        skips += recorded_now
       checks = coverage.session_checks(
           o.platform, self.project, targets=checked_targets, other=checked_other,
           entries=outcomes, present=present, case_ids=case_ids,

@@ -25,7 +25,7 @@ from jaxport.golden._manifest import Manifest
 from jaxport.golden._store import entry_sort_key
 from jaxport.harness import _classify
 from jaxport.harness._verdicts import Outcome
-from jaxport.report import FindingKind, Status
+from jaxport.report import FindingKind, PlatformTargets, Skip, Status, Targets
 
 # The flag that records a new entry for each changed case.
 UPDATE_FLAG = "--compat-update"
@@ -90,21 +90,24 @@ def targets_of(manifest: Manifest) -> tuple[str, ...]:
   return tuple(sorted({s.target for s in manifest.custom_call_targets}))
 
 
-def settled(targets: Mapping[str, Any], other_targets: Mapping[str, Any], case_ids: list[str],
-            updates: Iterable[Update]) -> tuple[dict[str, Any], dict[str, Any], list[str],
-                                                list[dict[str, str]]]:
+def settled(targets: Targets, other_targets: Mapping[str, PlatformTargets], case_ids: list[str],
+            updates: Iterable[Update]) -> tuple[Targets, dict[str, PlatformTargets], list[str],
+                                                list[Skip]]:
   """The run's coverage and registered cases as the session checks them after an update: the
   targets and cases of entries recorded in this run are no longer missing (their entries are
   replayed from the next run, which the returned skip-ledger lines say)."""
   done = [u for u in updates if u.action is not RecordAction.ERROR]
   recorded = {t for u in done for t in u.targets}
-  targets = {**targets, **{k: [t for t in targets[k] if t not in recorded]
-                           for k in ("missing_required", "missing_reachable")}}
-  other = {p: {**cov, "missing": [t for t in cov["missing"] if t not in recorded]}
+  def left(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(t for t in names if t not in recorded)
+
+  targets = dataclasses.replace(targets, missing_required=left(targets.missing_required),
+                                missing_reachable=left(targets.missing_reachable))
+  other = {p: dataclasses.replace(cov, missing=left(cov.missing))
            for p, cov in other_targets.items()}
   updated = {u.change.case_id for u in done}
-  skips = [{"what": f"replay of {u.entry_id}",
-            "why": f"recorded by this run ({UPDATE_FLAG}); it is replayed from the next run"}
+  skips = [Skip(f"replay of {u.entry_id}",
+                f"recorded by this run ({UPDATE_FLAG}); it is replayed from the next run")
            for u in done if u.action is RecordAction.WRITTEN]
   return targets, other, [c for c in case_ids if c not in updated], skips
 

@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
   answers = serve_as_child(args.lifeline)
   from jaxport.harness import _engine
   from jaxport.harness._project import Project
-  _engine.configure_jax(args.compile_cache, share_executables=args.share_executables)
+  _engine.configure_jax(args.compile_cache, share_executables=args.share_executables,
+                        own_process=True)
   engine = _engine.ReplayEngine(Project.from_json(json.loads(args.project)),
                                 threads=args.share_executables and _usable_cores() > 1)
   _warm_up(engine, args.cold_start)

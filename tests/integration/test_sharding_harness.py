@@ -120,7 +120,7 @@ else:
     assert recorded["num_devices"] == 8
     for reader in ("jaxport", "jax"):
       out = ENGINE._read(reader, entry.blob(), entry.inputs(), entry.expected_outputs(),
-                         entry.manifest, {}, recorded)
+                         entry.manifest, _engine._ModuleReads(), recorded)
       assert out.ok, (reader, out)
 
   def test_a_changed_sharding_record_fails_the_replay():
@@ -132,7 +132,7 @@ else:
     changed["outputs"][1]["spec"] = [["x"]]
     for reader in ("jaxport", "jax"):
       out = ENGINE._read(reader, entry.blob(), entry.inputs(), entry.expected_outputs(),
-                         entry.manifest, {}, changed)
+                         entry.manifest, _engine._ModuleReads(), changed)
       assert not out.ok and out.error is None and out.numerics.ok, out
       assert any("output 0 sharding differs" in p and "memory_kind: recorded 'device', "
                  "replayed 'pinned_host'" in p for p in out.problems), out

@@ -1,6 +1,8 @@
 """Each distinct module compiled once per process: identical modules share an executable or an
 error, distinct ones are compiled each, and sharing can be turned off again."""
 
+import types
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -72,3 +74,62 @@ def test_without_sharing_each_module_is_compiled():
   x = np.ones(3, np.float32)
   assert id(first.lower(x).compile().runtime_executable()) != id(
       second.lower(x).compile().runtime_executable())
+
+
+@pytest.fixture
+def jax_keys(monkeypatch):
+  """How many times the memo computed jax's compilation-cache key (jax's own compile step
+  may compute it too, for its persistent cache; those are not counted)."""
+  computed = []
+  key = _executables._cache_key.get
+
+  def counted(*args, **kwargs):
+    computed.append(1)
+    return key(*args, **kwargs)
+
+  monkeypatch.setattr(_executables, "_cache_key", types.SimpleNamespace(get=counted))
+  return computed
+
+
+def test_a_request_seen_before_is_shared_without_computing_jax_key_again(compiles, jax_keys):
+  x = np.linspace(0, 1, 8, dtype=np.float32)
+  for f in _twice(lambda x: jnp.sin(x) * 3):  # called from one line: the same locations too
+    np.testing.assert_allclose(f(x), np.sin(x) * 3, rtol=1e-6)
+  assert len(compiles) == 1
+  assert len(jax_keys) == 1
+
+
+def test_modules_differing_only_in_locations_share_one_executable_through_jax_key(
+    compiles, jax_keys):
+  def make(body):
+    def scaled_cosine(x):
+      return body(x)
+    return jax.jit(scaled_cosine)
+
+  x = np.linspace(0, 1, 8, dtype=np.float32)
+  here = make(lambda x: jnp.cos(x) * 3)
+  there = make(
+      lambda x: jnp.cos(x) * 3)  # another source line: other locations, the same computation
+  np.testing.assert_allclose(here(x), np.cos(x) * 3, rtol=1e-6)
+  np.testing.assert_allclose(there(x), np.cos(x) * 3, rtol=1e-6)
+  assert len(compiles) == 1
+  assert len(jax_keys) == 2
+
+
+def test_requests_without_a_digest_are_still_shared_by_jax_key(compiles, jax_keys, monkeypatch):
+  monkeypatch.setattr(_executables, "_digest", lambda *args: None)
+  x = np.ones(5, np.float32)
+  first, second = _twice(lambda x: jnp.exp(x) - 1)
+  np.testing.assert_allclose(first(x), np.expm1(x), rtol=1e-6)
+  np.testing.assert_allclose(second(x), np.expm1(x), rtol=1e-6)
+  assert len(compiles) == 1
+  assert len(jax_keys) == 2
+
+
+def test_stopping_forgets_the_digests_too():
+  _executables.share_within_process()
+  first, _ = _twice(lambda x: x * 5)
+  first(np.ones(3, np.float32))
+  assert _executables._keys
+  _executables.stop_sharing()
+  assert not _executables._keys and not _executables._memo

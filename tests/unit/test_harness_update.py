@@ -7,7 +7,7 @@ from jaxport._vocabulary import RecordAction
 from jaxport.harness._update import CaseChange, Update
 from jaxport.harness._verdicts import Outcome
 from jaxport.report import Finding, FindingKind as K, Subject
-from jaxport.report import Status
+from jaxport.report import PlatformTargets, Skip, Status, Targets
 
 OLD = "cpu/mine/gram/2026-11-29_jax-0.10.2"
 NEW = "cpu/mine/gram/2026-11-30_jax-0.10.2"
@@ -81,20 +81,20 @@ def test_in_an_update_run_changes_do_not_fail_but_everything_else_counts(kinds, 
 
 
 def test_entries_recorded_by_the_update_settle_coverage_and_missing_cases():
-  targets = {"required": ["a", "t"], "reachable": ["b"], "covered": ["a"],
-             "missing_required": ["t"], "missing_reachable": ["b"]}
-  other = {"cuda": {"required": ["k"], "covered": [], "unreachable": {}, "missing": ["k"]}}
+  targets = Targets(required=("a", "t"), reachable=("b",), covered=("a",),
+                    missing_required=("t",), missing_reachable=("b",))
+  other = {"cuda": PlatformTargets(required=("k",), covered=(), unreachable={}, missing=("k",))}
   updates = [Update(CaseChange("gram", NEW), RecordAction.WRITTEN, REVISED, targets=("b", "k")),
              Update(CaseChange("fresh", None), RecordAction.ERROR, None, "recording failed",
                     targets=("t",))]
   got_targets, got_other, cases, skips = _update.settled(targets, other, ["gram", "fresh", "x"],
                                                          updates)
-  assert got_targets["missing_reachable"] == [] and got_targets["missing_required"] == ["t"]
-  assert got_targets["covered"] == ["a"]
-  assert got_other["cuda"]["missing"] == []
+  assert got_targets.missing_reachable == () and got_targets.missing_required == ("t",)
+  assert got_targets.covered == ("a",)
+  assert got_other["cuda"].missing == ()
   assert cases == ["fresh", "x"]
-  assert skips == [{"what": f"replay of {REVISED}",
-                    "why": "recorded by this run (--compat-update); it is replayed from the next run"}]
+  assert skips == [Skip(f"replay of {REVISED}",
+                        "recorded by this run (--compat-update); it is replayed from the next run")]
 
 
 def test_the_hint_says_what_a_changed_entry_means_and_what_to_run():
