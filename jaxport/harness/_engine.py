@@ -1,9 +1,11 @@
-"""Recording and replaying single golden entries; runs inside the isolated worker process.
+"""Replaying golden entries, and the helpers recording shares; runs inside the isolated worker.
 
 Everything here may execute native code (XLA compilation, LAPACK), so the
 session never calls it directly: it goes through ``jaxport.harness._worker``.
 The worker's :class:`ReplayEngine` owns the project's cases, today's exports
 and the reader thread; its answers are the typed records of ``_protocol``.
+Recording a case is ``_recording``; it shares the helpers for the jax
+configuration, the export and the call defined here.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ import collections
 import concurrent.futures
 import contextlib
 import dataclasses
-import datetime
-import difflib
 import functools
 import hashlib
 import threading
@@ -25,13 +25,12 @@ import jax
 import numpy as np
 
 from jaxport.harness import _reference as _api, _contract, _corpus, _lowering
-from jaxport.harness import _contexts, _executables, _shardings, _stopwatch, checkers
+from jaxport.harness import _contexts, _executables, _shardings, _stopwatch
 from jaxport.harness import _case
 from jaxport.harness._project import Project, ProjectTargets
 from jaxport.harness._protocol import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer, Stage,
                                        TodayResult, UpgradedRun)
 from jaxport.harness._registry import CaseRegistry
-from jaxport import _versions
 from jaxport._jaxcompat import _lapack as jax_lapack
 from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS, TargetVerdict
 from jaxport.custom_calls import _registry
@@ -39,7 +38,7 @@ from jaxport.errors import DeserializationError, UpgradeError
 from jaxport.export import _mlir
 from jaxport.export._checks import ALL_TARGETS, disabled_targets
 from jaxport.golden._host import Host, current_host
-from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
+from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.upgrades import (EnvelopeRewrite, UpgradeReport, expired_reason, rewritable_targets,
                               rewrite_envelope, upgrade_with_report)
 
@@ -192,85 +191,6 @@ def jax_config(config: Mapping[str, Any]):
   finally:
     for name, value in saved.items():
       jax.config.update(name, value)
-
-
-@dataclasses.dataclass(frozen=True)
-class Recording:
-  """Everything the store needs to write one entry."""
-
-  manifest: Manifest
-  blob: bytes
-  inputs: list[np.ndarray]
-  expected: list[np.ndarray] | None
-  module_text: str
-  shardings: dict[str, Any] | None = None
-
-
-def record_case(case: _case.Case, today: datetime.date,
-                checker_registry: Mapping[str, Any] | None = None) -> Recording:
-  """Export, serialize and (unless lowering-only) run ``case`` under its jax configuration;
-  the entry to write. ``checker_registry``: the project's checkers (default: the built-in
-  ones and those added with ``register_checker``)."""
-  config = case_jax_config(case)
-  with jax_config(config):
-    return _record_case(case, today, config,
-                        checker_registry if checker_registry is not None
-                        else checkers.project_registry())
-
-
-def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
-                 known: Mapping[str, Any]) -> Recording:
-  if case.checker not in known:
-    # An entry is immutable: a checker named wrong would fail only at every later replay.
-    near = difflib.get_close_matches(case.checker, list(known), n=1)
-    raise ValueError(
-        f"case {case.case_id}: checker={case.checker!r} is not a registered checker"
-        + (f" (did you mean {near[0]!r}?)" if near else "") + f"; the known ones are "
-        f"{sorted(known)}, and a project adds its own in a case module's "
-        "CHECKERS (or with jaxport.harness.register_checker). Nothing was recorded.")
-  exp = export_case(case)
-  blob = bytes(exp.serialize(vjp_order=case.vjp_order))
-  sigs = _lowering.signatures(exp.mlir_module_serialized)
-  missing = sorted(set(case.targets) - set(_lowering.targets(sigs)))
-  if missing:
-    raise ValueError(
-        f"case {case.case_id}: its lowering does not emit {missing} (emits "
-        f"{_lowering.targets(sigs)}); fix the case's function or its targets= in the project's "
-        "case module.")
-  _, _, inputs = case_inputs(case)
-  expected = shardings = None
-  if not case.lowering_only:
-    outs = run_exported_arrays(_api.deserialize(blob), inputs)
-    expected = [storable(o) for o in outs]
-    if _shardings.num_devices(exp) > 1:
-      shardings = _shardings.record(exp, outs)
-      _check_shardings_against_jit(case, exp, inputs, shardings)
-  rtol, atol = case.rtol, case.atol
-  if rtol is None or atol is None:
-    rtol, atol = _case.default_tolerance(inputs[0].dtype if inputs else np.float32)
-  manifest = Manifest(
-      case_id=case.case_id, family=case.family, platform=case.host_platform, record_date=today,
-      producer=Producer.current(), host=replay_host(case.host_platform),
-      calling_convention_version=exp.calling_convention_version,
-      serialization_version=_versions.serialization_layout_version(), custom_call_targets=sigs,
-      polymorphic_shapes=case.polymorphic_shapes, constraints=case.constraints,
-      lowering_only=case.lowering_only, comparison=Comparison(case.checker, rtol, atol),
-      jax_config=config, min_consumer=getattr(case, "min_consumer", None))
-  return Recording(manifest, blob, inputs, expected, exp.mlir_module(), shardings)
-
-
-def _check_shardings_against_jit(case: _case.Case, exp: Any, inputs: list[np.ndarray],
-                                 shardings: dict[str, Any]) -> None:
-  """Refuse to record output shardings that differ from those of ``jax.jit`` of the case."""
-  placed, context = _shardings.placed_call_args(exp, callable_leaves(inputs, exp.in_avals))
-  args, kwargs = exp.in_tree.unflatten(placed)
-  with context:
-    direct = jax.tree.leaves(jax.jit(case.fun, **_jit_kwargs(case))(*args, **kwargs))
-  primal = {"outputs": shardings["outputs"][:len(direct)]}
-  problems = _shardings.compare(primal, direct)
-  if problems:
-    raise ValueError(f"case {case.case_id}: the exported function's outputs are sharded "
-                     f"differently from jax.jit of the case: {problems}")
 
 
 def _error_line(e: BaseException) -> str:

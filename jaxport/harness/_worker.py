@@ -74,7 +74,7 @@ MEMORY_OPTION = "--compat-worker-memory-mb"
 
 def _handle(engine: ReplayEngine, request: dict) -> Answer:
   """The typed answer to one request."""
-  from jaxport.harness import _artifacts, _engine, _stopwatch
+  from jaxport.harness import _artifacts, _recording, _stopwatch
   from jaxport.errors import GoldenDataError
   from jaxport.golden._store import GoldenStore
 
@@ -102,8 +102,8 @@ def _handle(engine: ReplayEngine, request: dict) -> Answer:
     if case is None:
       return WorkerFailure(FailureKind.HARNESS,
                            f"no case {request['case_id']!r} in the project's case modules")
-    rec = _engine.record_case(case, datetime.date.fromisoformat(request["today"]),
-                              engine.registry.checkers)
+    rec = _recording.record_case(case, datetime.date.fromisoformat(request["today"]),
+                                 engine.registry.checkers)
     entry = GoldenStore(request["staging"]).write_entry(
         rec.manifest, rec.blob, rec.inputs, rec.expected, rec.module_text, rec.shardings)
     return RecordAnswer(entry.entry_id)

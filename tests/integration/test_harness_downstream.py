@@ -18,7 +18,7 @@ import pytest
 
 from jaxport.errors import CustomCallError
 from jaxport.golden._store import GoldenStore
-from jaxport.harness import Case, _engine, random_matrix
+from jaxport.harness import Case, _recording, random_matrix
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
@@ -246,7 +246,7 @@ def test_a_case_calling_a_target_off_the_table_without_its_check_is_refused_nami
               lambda a: jax.lax.linalg.qr(a, pivoting=True, full_matrices=False),
               lambda: ((random_matrix(1, (4, 3), np.float32),), {}), targets=("lapack_sgeqp3_ffi",))
   with pytest.raises(CustomCallError) as e:
-    _engine.record_case(case, datetime.date(2026, 11, 30))
+    _recording.record_case(case, datetime.date(2026, 11, 30))
   assert "lapack_sgeqp3_ffi" in str(e.value)
   assert "DisabledSafetyCheck.custom_call('lapack_sgeqp3_ffi')" in str(e.value)
 

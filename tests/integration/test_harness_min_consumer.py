@@ -76,13 +76,13 @@ def test_a_case_refuses_a_min_consumer_that_is_not_a_release():
 
 def test_a_recording_keeps_its_case_min_consumer_in_the_manifest():
   import numpy as np
-  from jaxport.harness import _engine
+  from jaxport.harness import _recording
   case = Case(case_id="double", family="f", fun=lambda x: 2 * x,
               make_inputs=lambda: ((np.ones((2,), np.float32),), {}), min_consumer="0.9.2")
-  rec = _engine.record_case(case, datetime.date(2026, 11, 29))
+  rec = _recording.record_case(case, datetime.date(2026, 11, 29))
   assert rec.manifest.min_consumer == "0.9.2"
   again = type(rec.manifest).from_json(rec.manifest.to_json(), "manifest.json")
   assert again.min_consumer == "0.9.2"
-  plain = _engine.record_case(dataclasses.replace(case, min_consumer=None),
+  plain = _recording.record_case(dataclasses.replace(case, min_consumer=None),
                               datetime.date(2026, 11, 29))
   assert plain.manifest.min_consumer is None

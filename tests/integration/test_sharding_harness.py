@@ -97,7 +97,7 @@ if not _sharding_child.in_child():
 
 else:
   from _jax_releases import skip_without_memory_kinds_on_cpu_mesh
-  from jaxport.harness import _engine
+  from jaxport.harness import _engine, _recording
   from harness.cases import case as lookup_case
 
   _engine.configure_jax()
@@ -141,7 +141,7 @@ else:
   def test_recording_a_sharded_case_gives_the_stored_shardings():
     entry = STORE.entry(next(e for e in SHARDED if "sharding_constraint" in e))
     case = lookup_case(entry.manifest.case_id)
-    rec = _engine.record_case(case, entry.manifest.record_date)
+    rec = _recording.record_case(case, entry.manifest.record_date)
     assert rec.shardings == entry.shardings()
     assert rec.manifest.custom_call_targets == entry.manifest.custom_call_targets
 
@@ -152,4 +152,4 @@ else:
     wrong = json.loads(json.dumps(entry.shardings()))
     wrong["outputs"][0]["spec"] = [None, ["b"]]
     with pytest.raises(ValueError, match="sharded differently from jax.jit of the case"):
-      _engine._check_shardings_against_jit(case, exp, entry.inputs(), wrong)
+      _recording._check_shardings_against_jit(case, exp, entry.inputs(), wrong)
