@@ -358,6 +358,12 @@ def load_answer(d: Any) -> tuple[Answer, tuple[str, ...]]:
   return cls.from_json(d["body"], f"worker answer ({d['type']})"), _strs(d["notices"], "notices")
 
 
+def wrong_kind(expected: type, got: Answer) -> WorkerFailure:
+  """The failure that stands for an answer of another kind than the request asks for."""
+  return malformed(WorkerAnswerError(f"expected a {_TYPE_OF[expected]} answer, got "
+                                     f"{type(got).__name__}"))
+
+
 def malformed(error: WorkerAnswerError) -> WorkerFailure:
   """The failure that stands for an answer that did not read."""
   return WorkerFailure(FailureKind.MALFORMED_ANSWER,

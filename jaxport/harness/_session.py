@@ -25,7 +25,7 @@ import pytest
 
 from jaxport import _limits
 from jaxport._vocabulary import RecordAction
-from jaxport.errors import GoldenDataError, HarnessWarning, JaxportError, WorkerAnswerError
+from jaxport.errors import GoldenDataError, HarnessWarning, JaxportError
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE, SHARDINGS_FILE, Manifest
 from jaxport.golden._store import GoldenStore
@@ -46,7 +46,7 @@ from jaxport.report import (
 from jaxport.report import _coverage as run_coverage
 from jaxport.report._model import RECORD_ACTIONS, other_host_passes, producer_of
 from jaxport.harness._protocol import (Answer, ArtifactsAnswer, FailureKind, RecordAnswer,
-                                       ReplayAnswer, WorkerFailure, malformed)
+                                       ReplayAnswer, WorkerFailure, wrong_kind)
 from jaxport.harness._worker import WorkerClient
 
 logger = logging.getLogger(__name__)
@@ -252,7 +252,7 @@ class HarnessSession:
       if self.options.cold:
         answer = self._replay_cold(request, num_devices)
       else:
-        answer = self._replay_answer(self._worker(num_devices).request(request))
+        answer = self._answer(self._worker(num_devices).request(request), ReplayAnswer)
       if isinstance(answer, ReplayAnswer):
         self._seconds[entry_id] = answer.seconds
         self._parts[entry_id] = dict(answer.timings)
@@ -278,13 +278,13 @@ class HarnessSession:
     self._outcomes[entry_id] = outcome
     return outcome
 
-  def _replay_answer(self, reply: tuple[Answer, tuple[str, ...]]) -> ReplayAnswer | WorkerFailure:
-    """A worker's reply to a replay request, its notices kept; any answer but a replay or a
-    failure is a malformed one."""
+  def _answer(self, reply: tuple[Answer, tuple[str, ...]], kind: type) -> Any:
+    """A worker's reply to a request whose answer is of ``kind``, its notices kept: that
+    answer or a failure; an answer of another kind is a malformed one."""
     answer, notices = reply
     self._take_notices(notices)
-    if not isinstance(answer, (ReplayAnswer, WorkerFailure)):
-      return malformed(WorkerAnswerError(f"expected a replay answer, got {type(answer).__name__}"))
+    if not isinstance(answer, (kind, WorkerFailure)):
+      return wrong_kind(kind, answer)
     return answer
 
   def _wants_runs_on(self, manifest: Manifest) -> bool:
@@ -330,8 +330,8 @@ class HarnessSession:
                             num_devices=num_devices, cold_start=True,
                             max_rss_bytes=self.options.worker_max_rss_bytes)
       try:
-        part = self._replay_answer(client.request({**request, "readers": [reader],
-                                                   "current": last}))
+        part = self._answer(client.request({**request, "readers": [reader], "current": last}),
+                            ReplayAnswer)
       finally:
         client.close()
       if isinstance(part, WorkerFailure):
@@ -375,12 +375,10 @@ class HarnessSession:
     request = {"op": "artifacts", "root": str(self.options.golden_root), "entry_id": entry_id,
                "dir": str(self.options.artifacts_dir),
                "run": _devices.numerics_skip(self.options.platform, _platform_of(entry_id)) is None}
-    answer, notices = self._worker(num_devices).request(request)
-    self._take_notices(notices)
+    answer = self._answer(self._worker(num_devices).request(request), ArtifactsAnswer)
     if isinstance(answer, ArtifactsAnswer):
       return f"\nartifacts: {answer.folder}"
-    why = answer.why if isinstance(answer, WorkerFailure) else type(answer).__name__
-    return f"\nartifacts: none written ({why})"
+    return f"\nartifacts: none written ({answer.why})"
 
   # --- record ------------------------------------------------------------------
 
@@ -393,9 +391,9 @@ class HarnessSession:
     """Record ``case_id`` into staging and queue it; an identical existing entry is left alone."""
     case = self.registry.case(case_id)
     worker = self._worker(case.num_devices if case is not None else 1)
-    answer = self._record_answer(worker.request({"op": "record", "case_id": case_id,
-                                                 "today": self.options.today.isoformat(),
-                                                 "staging": str(self._staging_root())}))
+    answer = self._answer(worker.request({"op": "record", "case_id": case_id,
+                                          "today": self.options.today.isoformat(),
+                                          "staging": str(self._staging_root())}), RecordAnswer)
     if isinstance(answer, WorkerFailure):
       why = answer.why
       detail = _without_repeat(answer.traceback or answer.stderr_tail, why)
@@ -471,9 +469,9 @@ class HarnessSession:
 
   def _update_case(self, change: _update.CaseChange) -> _update.Update:
     case = self.registry.case(change.case_id)
-    answer = self._record_answer(self._worker(case.num_devices if case is not None else 1).request(
+    answer = self._answer(self._worker(case.num_devices if case is not None else 1).request(
         {"op": "record", "case_id": change.case_id, "today": self.options.today.isoformat(),
-         "staging": str(self._staging_root())}))
+         "staging": str(self._staging_root())}), RecordAnswer)
     if isinstance(answer, WorkerFailure):
       return self._update_failed(change, f"recording failed: {answer.why}")
     try:
@@ -498,14 +496,6 @@ class HarnessSession:
   def _update_failed(self, change: _update.CaseChange, why: str) -> _update.Update:
     self._session_failures.append(f"{_update.UPDATE_FLAG}: case {change.case_id}: {why}")
     return _update.Update(change, RecordAction.ERROR, None, why)
-
-  def _record_answer(self, reply: tuple[Answer, tuple[str, ...]]) -> RecordAnswer | WorkerFailure:
-    """A worker's reply to a record request, its notices kept; a replay answer is malformed."""
-    answer, notices = reply
-    self._take_notices(notices)
-    if not isinstance(answer, (RecordAnswer, WorkerFailure)):
-      return malformed(WorkerAnswerError(f"expected a record answer, got {type(answer).__name__}"))
-    return answer
 
   def _take_notices(self, notices: Iterable[str]) -> None:
     """Keep the worker's notices, each once (a crashed worker's answer has none)."""

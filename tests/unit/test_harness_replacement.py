@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:
 from harness.fuzz import strategies as fuzz  # noqa: E402
 from jaxport.harness import _contexts, _engine, _executables  # noqa: E402
 from jaxport.harness import _reporter as reporter  # noqa: E402
-from jaxport.harness._protocol import FailureKind, WorkerFailure  # noqa: E402
+from jaxport.harness._protocol import FailureKind, ReplayAnswer, WorkerFailure  # noqa: E402
 from jaxport.harness._replacement import Replacement, spelling  # noqa: E402
 from jaxport.harness._session import HarnessSession, Options  # noqa: E402
 from jaxport.harness._project import OnChange, Project  # noqa: E402
@@ -244,8 +244,9 @@ NOTICE = ("compile memo off: jax's compile_or_get_cached has signature (backend,
 
 def test_the_report_carries_a_workers_notice_once(tmp_path):
   worker = _session(tmp_path)
-  worker._replay_answer((WorkerFailure(FailureKind.HARNESS, "x"), (NOTICE,)))
-  worker._replay_answer((WorkerFailure(FailureKind.CRASHED, "the worker exited"), ()))  # no notices
+  worker._answer((WorkerFailure(FailureKind.HARNESS, "x"), (NOTICE,)), ReplayAnswer)
+  # A crashed worker's answer has no notices.
+  worker._answer((WorkerFailure(FailureKind.CRASHED, "the worker exited"), ()), ReplayAnswer)
   controller = _session(tmp_path)
   controller.merge(worker.worker_output())  # as an xdist worker sends its results
   controller.merge(worker.worker_output())
