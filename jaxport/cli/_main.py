@@ -277,6 +277,8 @@ def _audit(args, extra) -> int:
     given = ProjectTargets.read(args.stable_targets)
     declared = given if declared is None else declared.union(given)
   with _parser.from_args(args) as parser:
+    if cases.registry is not None:
+      parser.import_modules(cases.registry.modules, cases.paths)
     if any(a.problem is None for a in artifacts):
       parser.start()  # one child reads every artifact's module; it imports jax meanwhile
     records = [audit.audit_artifact(art, today=today, window_days=args.window_days,

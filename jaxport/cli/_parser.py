@@ -48,6 +48,9 @@ from jaxport.releases import _features
 logger = logging.getLogger(__name__)
 
 CHILD_MODULE = "jaxport.cli._parser_child"
+# The child's options naming the project's case modules and the directories they import from.
+IMPORT_FLAG = "--import-module"
+PATH_FLAG = "--import-path"
 # The options that set the limits for one command, named by the verdicts they cause.
 TIMEOUT_OPTION = "--parse-timeout"
 MEMORY_OPTION = "--parse-memory-mb"
@@ -116,6 +119,7 @@ class ModuleParser:
     self._lifeline: int | None = None
     self._cannot_start: ModuleParserError | None = None
     self._artifact: tuple[str, float] | None = None  # the artifact being read, its deadline
+    self._imports: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
   def __enter__(self) -> ModuleParser:
     return self
@@ -161,6 +165,17 @@ class ModuleParser:
 
   # --- the process --------------------------------------------------------------------------
 
+  def import_modules(self, modules: tuple[str, ...], paths: tuple[str, ...] = ()) -> None:
+    """Have every child import ``modules`` (from ``paths`` first) before its first read: a
+    project's case modules register the pytree and effect types its entries need to
+    deserialize. Call it before :meth:`start`; a child already running is restarted."""
+    wanted = (tuple(modules), tuple(paths))
+    if wanted == self._imports:
+      return
+    self._imports = wanted
+    if self._proc is not None:
+      self._kill()
+
   def start(self) -> None:
     """Start the child now unless one runs (it imports jax while the caller goes on)."""
     if self._cannot_start is not None:
@@ -177,7 +192,9 @@ class ModuleParser:
     read_end, self._lifeline = os.pipe()
     try:
       self._proc = subprocess.Popen(
-          [sys.executable, "-m", CHILD_MODULE, LIFELINE_FLAG, str(read_end)],
+          [sys.executable, "-m", CHILD_MODULE, LIFELINE_FLAG, str(read_end),
+           *(a for m in self._imports[0] for a in (IMPORT_FLAG, m)),
+           *(a for p in self._imports[1] for a in (PATH_FLAG, p))],
           env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
           pass_fds=(read_end,))
     finally:
@@ -193,8 +210,13 @@ class ModuleParser:
   def _wait_ready(self) -> None:
     """Wait for the child's first line, which says it has imported what it needs."""
     line = readline(self._proc, self.start_timeout_s)
-    if line and _json_line(line).get("ready"):
+    ready = _json_line(line) if line else {}
+    if ready.get("ready"):
       self._ready = True
+      if ready.get("import_failed"):
+        logger.warning("the module parser process could not import the project's case modules "
+                       "(%s); entries that need their pytree or effect types will not read",
+                       ready["import_failed"])
       return
     why = (f"it gave no sign of life within {self.start_timeout_s:.0f} s" if line is None
            else "it wrote something else first" if line else "it ended: " + self._ended())

@@ -7,7 +7,10 @@ Requests (bytes as base64): ``{"op": "signatures", "module": ...}``, ``{"op": "m
 "where": ...}`` and ``{"op": "upgrade", "blob": ..., "for_jax": ..., "source": ..., "output":
 ...}``. An answer holds the result, or ``"refused"`` (the class and message of a jaxport error,
 raised again by the command) or ``"error"`` (anything else, with its traceback). The first line
-written, ``{"ready": true}``, says the child has imported what it needs.
+written, ``{"ready": true}``, says the child has imported what it needs: jaxport and jax, and
+the modules named by ``--import-module`` (a project's case modules, which register the pytree
+and effect types its entries need; imported from the ``--import-path`` directories first). A
+module that fails to import is named by ``"import_failed"`` in that line.
 
 For tests only: ``JAXPORT_TEST_PARSER_FAULT`` (``KIND:SHA256[,KIND:SHA256...]``) plants a fault
 for the request whose module or blob has that sha256 (hex): ``crash`` sends this process
@@ -30,7 +33,8 @@ from typing import Any, NoReturn
 
 from jaxport._isolation._process import add_lifeline_option, serve_as_child
 from jaxport.cli import _upgrade
-from jaxport.cli._parser import InProcess, decode, encode
+from jaxport.cli._parser import IMPORT_FLAG, PATH_FLAG, InProcess, decode, encode
+from jaxport.cli._relower import Relowerer
 from jaxport.errors import JaxportError
 from jaxport.golden._manifest import Manifest
 from jaxport.upgrades import read_any_envelope
@@ -108,10 +112,18 @@ def main(argv: list[str] | None = None) -> NoReturn:
   only."""
   parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name if __spec__ else 'child'}")
   add_lifeline_option(parser)
+  parser.add_argument(IMPORT_FLAG, dest="modules", action="append", default=[])
+  parser.add_argument(PATH_FLAG, dest="paths", action="append", default=[])
   args = parser.parse_args(argv)
   answers = serve_as_child(args.lifeline)
   faults = _faults()
-  answers.write(json.dumps({"ready": True}) + "\n")
+  ready: dict[str, Any] = {"ready": True}
+  if args.modules:
+    try:
+      Relowerer(tuple(args.modules), tuple(args.paths)).load()
+    except JaxportError as e:
+      ready["import_failed"] = str(e)
+  answers.write(json.dumps(ready) + "\n")
   for line in sys.stdin:
     if not line.strip():
       continue

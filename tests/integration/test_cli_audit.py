@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 
 from _cli_helpers import RECORD_DATE, qr_exported, qr_input, qr_rewritten, write_qr_entry
+import jaxport
 from jaxport.cli import _relower, main
+from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.golden._store import GoldenStore
+from jaxport.serde import _read
 
 TODAY = RECORD_DATE + datetime.timedelta(days=10)
 
@@ -360,6 +363,63 @@ def test_project_audit_without_drift_still_imports_the_projects_cases(project, c
   (art,) = json.loads(out)["artifacts"]
   assert rc == 0 and art["drift"]["checked"] is False, err
   assert "mycases" in sys.modules
+
+
+TREE_CASES = """
+import collections
+
+import jax
+import jax.numpy as jnp
+
+import jaxport
+from jaxport.harness import Case
+
+Pair = collections.namedtuple("Pair", ["total", "largest"])
+jaxport.register_namedtuple_serialization(Pair, serialized_name="treecases.Pair",
+                                          jax_export=jax.export)
+
+
+def summarize(x):
+  return Pair(jnp.sum(x), jnp.max(x))
+
+
+def cases():
+  return []
+"""
+
+
+def test_project_audit_reads_entries_of_the_projects_pytree_types(tmp_path, capsys):
+  # An entry whose output is a pytree type of the project's own reads only where the case
+  # module registered it: in the audit's parser child too, which says which releases run it.
+  root = tmp_path / "treeproj"
+  root.mkdir()
+  (root / "pyproject.toml").write_text(
+      PROJECT_CONFIG.replace('"mycases"', '"treecases"'))
+  (root / "treecases.py").write_text(TREE_CASES)
+  sys.path.insert(0, str(root))
+  try:
+    import treecases
+  finally:
+    sys.path.remove(str(root))
+  try:
+    x = np.arange(6, dtype=np.float32)
+    exp = jaxport.export(jax.jit(treecases.summarize))(x)
+    blob = bytes(exp.serialize())
+    manifest = Manifest(
+        case_id="summarize", family="tree", platform="cpu", record_date=RECORD_DATE,
+        producer=Producer.current(), calling_convention_version=exp.calling_convention_version,
+        serialization_version=_read.read_serialization_version(blob), custom_call_targets=(),
+        polymorphic_shapes=None, constraints=None, lowering_only=False,
+        comparison=Comparison("allclose", 1e-5, 1e-6))
+    expected = [np.asarray(o) for o in jax.tree.leaves(treecases.summarize(x))]
+    GoldenStore(root / "golden").write_entry(manifest, blob, [x], expected, exp.mlir_module())
+    rc, out, err = run(capsys, "audit", "--project", str(root), "--no-drift", "--today",
+                       TODAY.isoformat(), "--json")
+  finally:
+    sys.modules.pop("treecases", None)
+  (art,) = json.loads(out)["artifacts"]
+  assert rc == 0, err
+  assert jax.__version__ in (art["runs_on"] or {}).get("cpu", ()), art
 
 
 def test_project_audit_uses_pythonpath_and_declared_targets(project, capsys):
