@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import importlib.metadata as md
 from typing import Any
 
@@ -150,7 +151,9 @@ def _envelope_finding(reader: str, env: EnvelopeRead) -> Finding:
                  f"{env.reason}; {policy.describe(consumer, env.layout)})", reader)
 
 
+@functools.cache
 def _consumer() -> str | None:
+  """The installed jax's release (what reads the envelopes here; read once per process)."""
   try:
     return md.version("jax")
   except md.PackageNotFoundError:

@@ -108,6 +108,9 @@ class HarnessSession:
     self._listing_failed = False
     self._clients: dict[int, WorkerClient] = {}
     self._devices: dict[str, int] = {}
+    # The entry pytest replays next here, when known (prepare): its request goes to its
+    # worker as soon as the current entry's answer is in.
+    self._next_entry: str | None = None
     # The manifests read last (those of the entries ahead, read when their workers are
     # prepared, and the current one's), so that an entry's manifest is read once here.
     self._manifests: collections.OrderedDict[str, Manifest] = collections.OrderedDict()
@@ -202,6 +205,7 @@ class HarnessSession:
     entries ``ahead`` of it need (the ones that run after it, in order, when the caller
     knows them), so that a worker for another device count is ready when its first entry
     comes."""
+    self._next_entry = entry_id
     if self.options.cold or self.recording:
       return
     for upcoming in (entry_id, *ahead):
@@ -242,17 +246,12 @@ class HarnessSession:
     except GoldenDataError as e:
       outcome = _classify.unreadable(entry_id, e)
     else:
-      request = {"op": "replay", "root": str(self.options.golden_root), "entry_id": entry_id}
-      # An accelerator's entry in a CPU run: read and compared, not run.
-      not_run = _devices.numerics_skip(self.options.platform, _platform_of(entry_id))
-      if not_run is not None:
-        request["run"] = False
-      if self._wants_runs_on(manifest):
-        request["features"] = True
+      request, not_run = self._replay_request(entry_id, manifest)
       if self.options.cold:
         answer = self._replay_cold(request, num_devices)
       else:
         answer = self._answer(self._worker(num_devices).request(request), ReplayAnswer)
+        self._send_next(entry_id)
       if isinstance(answer, ReplayAnswer):
         self._seconds[entry_id] = answer.seconds
         self._parts[entry_id] = dict(answer.timings)
@@ -277,6 +276,31 @@ class HarnessSession:
     outcome = outcome.replace(status=status)
     self._outcomes[entry_id] = outcome
     return outcome
+
+  def _replay_request(self, entry_id: str, manifest: Manifest) -> tuple[dict, str | None]:
+    """The worker's replay request for an entry, and why its numerics are not run (None
+    when they are)."""
+    request = {"op": "replay", "root": str(self.options.golden_root), "entry_id": entry_id}
+    # An accelerator's entry in a CPU run: read and compared, not run.
+    not_run = _devices.numerics_skip(self.options.platform, _platform_of(entry_id))
+    if not_run is not None:
+      request["run"] = False
+    if self._wants_runs_on(manifest):
+      request["features"] = True
+    return request, not_run
+
+  def _send_next(self, done: str) -> None:
+    """Send the next entry's request to its worker now, so that it replays while this process
+    classifies the entry ``done`` and pytest moves on (the worker would wait otherwise)."""
+    upcoming = self._next_entry
+    if upcoming is None or upcoming == done or upcoming in self._outcomes:
+      return
+    try:
+      num_devices = self._devices_needed(upcoming)
+      request, _ = self._replay_request(upcoming, self._manifest(upcoming))
+    except GoldenDataError:
+      return  # its own replay reports it
+    self._worker(num_devices).send_ahead(request)
 
   def _answer(self, reply: tuple[Answer, tuple[str, ...]], kind: type) -> Any:
     """A worker's reply to a request whose answer is of ``kind``, its notices kept: that

@@ -46,6 +46,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -207,6 +208,11 @@ class WorkerClient:
   executables through (with neither, every module is compiled);
   ``cold_start`` has it lower and compile nothing before its first request (cold replay);
   ``max_rss_bytes`` is the resident memory past which a busy worker is killed.
+
+  :meth:`send_ahead` hands the worker the request the caller will make next, so that it
+  replays while the caller classifies the last answer; :meth:`request` with that payload
+  then only waits for its answer (with another, the answer ahead is read and dropped first,
+  keeping answers and requests in step).
   """
 
   def __init__(self, project: Project, timeout_s: float = WORKER_TIMEOUT_S, num_devices: int = 1,
@@ -222,6 +228,8 @@ class WorkerClient:
     self._proc: subprocess.Popen | None = None
     self._stderr = None
     self._lifeline: int | None = None
+    # The request sent ahead and not yet answered, and the time its answer is due by.
+    self._ahead: tuple[dict, float] | None = None
 
   @property
   def pid(self) -> int | None:
@@ -272,18 +280,43 @@ class WorkerClient:
     if self._proc is None or self._proc.poll() is not None:
       self._start()
 
+  def send_ahead(self, payload: dict) -> None:
+    """Send the request the caller will make next, unless one is ahead already; a worker
+    that cannot take it is left for :meth:`request` to find."""
+    if self._ahead is not None:
+      return
+    self.start()
+    if self._send(payload):
+      self._ahead = (payload, time.monotonic() + self.timeout_s)
+
   def request(self, payload: dict) -> tuple[Answer, tuple[str, ...]]:
     """Send one request and wait for its typed answer and the worker's notices; a dead or
     stuck worker, or one whose memory passes ``max_rss_bytes``, gives a ``crashed``
     :class:`WorkerFailure`, and an answer that does not read a ``malformed_answer`` one."""
+    if self._ahead is not None:
+      sent, due = self._ahead
+      self._ahead = None
+      if sent == payload:
+        return self._receive(due)
+      self._receive(due)  # an answer nobody asks for now: its entry is asked for again later
     self.start()
-    proc = self._proc
-    try:
-      proc.stdin.write(json.dumps(payload) + "\n")
-      proc.stdin.flush()
-    except (BrokenPipeError, OSError):
+    if not self._send(payload):
       return self._crashed("the worker's input closed")
-    line = _readline(proc, self.timeout_s, self.max_rss_bytes)
+    return self._receive(time.monotonic() + self.timeout_s)
+
+  def _send(self, payload: dict) -> bool:
+    try:
+      self._proc.stdin.write(json.dumps(payload) + "\n")
+      self._proc.stdin.flush()
+    except (BrokenPipeError, OSError):
+      return False
+    return True
+
+  def _receive(self, due: float) -> tuple[Answer, tuple[str, ...]]:
+    """The answer to the request sent last, which the worker owes by ``due``."""
+    if self._proc is None:
+      return self._crashed("the worker exited")
+    line = _readline(self._proc, max(0.0, due - time.monotonic()), self.max_rss_bytes)
     if isinstance(line, OverMemory):
       return self._crashed(self._memory_why(line.rss_bytes))
     if line is None:
@@ -306,6 +339,8 @@ class WorkerClient:
 
   def _crashed(self, why: str) -> tuple[WorkerFailure, tuple[str, ...]]:
     proc = self._proc
+    if proc is None:
+      return WorkerFailure(FailureKind.CRASHED, why, stderr_tail=self._stderr_tail()), ()
     if proc.poll() is None:
       proc.kill()
     code = proc.wait()
@@ -316,8 +351,11 @@ class WorkerClient:
 
   def close(self) -> None:
     if self._proc is not None:
+      if self._ahead is not None:
+        self._proc.kill()  # busy with an answer nobody will read
       stop(self._proc)
       self._proc = None
+    self._ahead = None
     self._cut_lifeline()
     if self._stderr is not None:
       self._stderr.close()

@@ -2,6 +2,7 @@
 for the entries a little further ahead, so that a worker for another device count is ready when
 its first entry comes; each entry's manifest is read once on the way."""
 
+import dataclasses
 import datetime
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from _harness_paths import copy_cpu_entries
 from jaxport.golden import _store
 from jaxport.harness import _session
 from jaxport.harness._project import OnChange, Project
+from jaxport.harness._protocol import FailureKind, WorkerFailure
 from jaxport.harness._session import HarnessSession, Options
 
 ONE_DEVICE = "lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
@@ -64,3 +66,45 @@ def test_an_entry_without_shardings_prepared_ahead_has_its_manifest_read_once(se
   assert session._manifest(entry_id).case_id == "cholesky_f32"
   assert session._devices_needed(entry_id) == 1
   assert reads.count(entry_id) == 1
+
+
+@pytest.fixture
+def requests_seen(session, monkeypatch):
+  """The requests the session makes of its workers, by kind, answered with a failure."""
+  seen: list[tuple[str, int, str]] = []
+
+  def request(self, payload):
+    seen.append(("request", self.num_devices, payload["entry_id"]))
+    return WorkerFailure(FailureKind.GOLDEN_DATA, "not replayed in this test"), ()
+
+  monkeypatch.setattr(_session.WorkerClient, "request", request)
+  monkeypatch.setattr(_session.WorkerClient, "send_ahead", lambda self, payload: seen.append(
+      ("ahead", self.num_devices, payload["entry_id"])))
+  return seen
+
+
+def test_the_next_entrys_request_is_sent_to_its_worker_once_the_current_answer_is_in(
+    session, requests_seen):
+  first, second = f"cpu/{ONE_DEVICE}", f"cpu/{EIGHT_DEVICES}"
+  session.prepare(first)  # at collection
+  session.prepare(second)  # as the first item starts, for the item after it
+  session.replay(first)
+  assert requests_seen == [("request", 1, first), ("ahead", 8, second)]
+  session.replay(second)  # the last entry: nothing comes after it
+  assert requests_seen[2:] == [("request", 8, second)]
+
+
+def test_nothing_is_sent_ahead_in_a_cold_replay_or_for_an_entry_already_replayed(
+    session, requests_seen, monkeypatch):
+  first, second = f"cpu/{ONE_DEVICE}", f"cpu/{EIGHT_DEVICES}"
+  session.replay(second)
+  session.prepare(second)
+  session.replay(first)
+  assert [kind for kind, _, _ in requests_seen] == ["request", "request"]
+  monkeypatch.setattr(session, "options", dataclasses.replace(session.options, cold=True))
+  monkeypatch.setattr(session, "_replay_cold", lambda request, num_devices: WorkerFailure(
+      FailureKind.GOLDEN_DATA, "not replayed in this test"))
+  session._outcomes.clear()
+  session.prepare(second)
+  session.replay(first)
+  assert [kind for kind, _, _ in requests_seen] == ["request", "request"]

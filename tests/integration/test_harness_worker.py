@@ -53,3 +53,49 @@ def test_unknown_requests_and_missing_entries_are_answers_not_crashes():
     assert missing.kind is FailureKind.GOLDEN_DATA and "no such entry" in missing.why
   finally:
     client.close()
+
+
+
+MISSING = {**REQUEST, "entry_id": "cpu/lapack_potrf/cholesky_f32/2000-01-01_jax-0.1"}
+
+
+def test_a_request_sent_ahead_is_answered_and_a_different_request_still_gets_its_own_answer():
+  client = WorkerClient(repo_project(), timeout_s=120)
+  try:
+    client.send_ahead(REQUEST)
+    client.send_ahead(MISSING)  # one ahead at a time: this one is not sent
+    first, _ = client.request(REQUEST)
+    assert [r.ok for r in first.readers] == [True, True]
+    # Asked for another request than the one ahead: that answer is read and dropped, so the
+    # answer here is the one asked for, not the one before it.
+    client.send_ahead(REQUEST)
+    missing, _ = client.request(MISSING)
+    assert missing.kind is FailureKind.GOLDEN_DATA and "no such entry" in missing.why
+    again, _ = client.request(REQUEST)
+    assert [r.ok for r in again.readers] == [True, True]
+  finally:
+    client.close()
+
+
+def test_a_worker_that_dies_on_the_request_ahead_fails_that_request_only():
+  client = WorkerClient(repo_project(), timeout_s=120)
+  try:
+    client.request(REQUEST)
+    pid = client.pid
+    client.send_ahead(REQUEST)
+    os.kill(pid, signal.SIGKILL)
+    crashed, _ = client.request(REQUEST)
+    assert crashed.kind is FailureKind.CRASHED and crashed.returncode == -signal.SIGKILL
+    again, _ = client.request(REQUEST)
+    assert client.pid != pid and [r.ok for r in again.readers] == [True, True]
+  finally:
+    client.close()
+
+
+def test_closing_with_a_request_ahead_does_not_wait_for_its_answer():
+  client = WorkerClient(repo_project(), timeout_s=120)
+  client.request(REQUEST)
+  proc = client._proc
+  client.send_ahead(REQUEST)
+  client.close()
+  assert proc.returncode == -signal.SIGKILL
