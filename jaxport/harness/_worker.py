@@ -314,8 +314,6 @@ class WorkerClient:
 
   def _receive(self, due: float) -> tuple[Answer, tuple[str, ...]]:
     """The answer to the request sent last, which the worker owes by ``due``."""
-    if self._proc is None:
-      return self._crashed("the worker exited")
     line = _readline(self._proc, max(0.0, due - time.monotonic()), self.max_rss_bytes)
     if isinstance(line, OverMemory):
       return self._crashed(self._memory_why(line.rss_bytes))
@@ -339,8 +337,6 @@ class WorkerClient:
 
   def _crashed(self, why: str) -> tuple[WorkerFailure, tuple[str, ...]]:
     proc = self._proc
-    if proc is None:
-      return WorkerFailure(FailureKind.CRASHED, why, stderr_tail=self._stderr_tail()), ()
     if proc.poll() is None:
       proc.kill()
     code = proc.wait()
