@@ -10,7 +10,10 @@ Run by hand: ``python benchmarks/bench_replay.py [--root compat_data] [--reps N]
            count nothing)
   harness  ``pytest harness/ --platform=cpu -n 0 -k "not fuzz"`` on the same store,
            wall clock: verification, both readers, today's lowering, checkers,
-           worker and pytest; cold, no compile cache kept from an earlier run
+           worker and pytest; cold, no compile cache kept from an earlier run, but
+           with Python's bytecode written beforehand, as an installed package has it
+           (``--no-bytecode-cache`` honours ``PYTHONDONTWRITEBYTECODE`` instead, so
+           that every start compiles jaxport's and the project's modules again)
   alike    where the floor read fewer entries than the store holds (a jax that refuses
            old envelopes, or lowering-only entries): the same harness run on a copy of
            the store holding only the entries the floor read, so that both sides do
@@ -33,6 +36,7 @@ With ``--reps N`` the measurements alternate N times and the minimum is reported
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -77,14 +81,29 @@ print(json.dumps({"seconds": seconds, "entries": len(loaded), "read": len(read),
 """
 
 
-def _env() -> dict[str, str]:
-  return dict(os.environ, PYTHONPATH=os.pathsep.join(
+def _env(bytecode_cache: bool = True) -> dict[str, str]:
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
       p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+  if bytecode_cache:
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+  return env
 
 
-def floor(root: Path, platform: str) -> dict:
+def write_bytecode(platform: str) -> None:
+  """Compile the project's modules and pytest's rewritten plugin modules once, untimed, as an
+  installed package and a second pytest run have them (pip byte-compiles what it installs;
+  pytest keeps the modules it rewrites): where ``PYTHONDONTWRITEBYTECODE`` is set, every
+  start would otherwise compile jaxport and the cases again."""
+  subprocess.run([sys.executable, "-m", "compileall", "-q", "jaxport", "harness"],
+                 capture_output=True, env=_env(), cwd=ROOT, check=True)
+  subprocess.run([sys.executable, "-m", "pytest", "harness/", f"--platform={platform}",
+                  "--collect-only", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"],
+                 capture_output=True, env=_env(), cwd=ROOT)
+
+
+def _floor(root: Path, platform: str, bytecode_cache: bool = True) -> dict:
   out = subprocess.run([sys.executable, "-c", _FLOOR, str(root), platform],
-                       capture_output=True, text=True, env=_env(), cwd=ROOT)
+                       capture_output=True, text=True, env=_env(bytecode_cache), cwd=ROOT)
   if out.returncode:
     raise SystemExit(f"the floor's replay failed:\n{out.stderr[-3000:]}")
   return json.loads(out.stdout.strip().splitlines()[-1])
@@ -97,7 +116,7 @@ def floor_store(root: Path, entry_ids: list[str], into: Path) -> Path:
   return into
 
 
-def harness(root: Path, platform: str, *extra: str) -> dict:
+def _harness(root: Path, platform: str, *extra: str, bytecode_cache: bool = True) -> dict:
   """Wall seconds of the serial harness replay, and its timings file."""
   with tempfile.TemporaryDirectory() as tmp:
     timings = Path(tmp) / "timings.json"
@@ -105,7 +124,8 @@ def harness(root: Path, platform: str, *extra: str) -> dict:
            "-k", "not fuzz", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
            f"--compat-store={root}", f"--compat-timings={timings}", *extra]
     start = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=_env(bytecode_cache),
+                         cwd=ROOT)
     seconds = time.perf_counter() - start
     if not timings.exists():
       raise SystemExit(f"the harness run wrote no timings (exit {out.returncode}):\n"
@@ -141,8 +161,16 @@ def main() -> None:
   parser.add_argument("--reps", type=int, default=1)
   parser.add_argument("--no-cache-too", action="store_true",
                       help="also time the harness with --compat-no-cache")
+  parser.add_argument("--no-bytecode-cache", action="store_true",
+                      help="keep PYTHONDONTWRITEBYTECODE as set: every harness start compiles "
+                           "jaxport's and the project's modules")
   args = parser.parse_args()
   root = Path(args.root).resolve()
+  bytecode = not args.no_bytecode_cache
+  if bytecode:
+    write_bytecode(args.platform)
+  floor = functools.partial(_floor, bytecode_cache=bytecode)
+  harness = functools.partial(_harness, bytecode_cache=bytecode)
   # The first floor also says which entries it reads; it is the first repetition's floor.
   floors, runs, uncached, alike = [floor(root, args.platform)], [], [], []
   subset = None
@@ -162,7 +190,7 @@ def main() -> None:
   low = min(floors, key=lambda f: f["seconds"])
   run = min(runs, key=lambda r: r["seconds"])
   print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.reps} rep(s), "
-        "minimum of each")
+        f"minimum of each; bytecode {'cached' if bytecode else 'compiled at each start'}")
   print(f"floor: {low['read']} of {low['entries']} runnable {args.platform} entries read by "
         f"jax.export, deserialize + call once each ({low['failed']} fail to run)"
         f"   {low['seconds']:7.1f} s  1.00x")

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from typing import NamedTuple
 
 # The environment variable naming the process that started a child, and the child's flag
@@ -134,22 +135,48 @@ def rss_bytes(pid: int) -> int | None:
     return None
 
 
+# What was read of each child's stdout past the line :func:`readline` returned last.
+_unread: weakref.WeakKeyDictionary[subprocess.Popen, bytearray] = weakref.WeakKeyDictionary()
+_READ_BYTES = 1 << 16
+
+
 def readline(proc: subprocess.Popen, timeout_s: float,
              max_rss_bytes: int | None = None) -> str | OverMemory | None:
   """One line of the child's stdout, '' at EOF, None on timeout; with ``max_rss_bytes``, the
   process's resident memory is read every ``RSS_POLL_S`` seconds meanwhile, and the first
-  reading above it is returned as :class:`OverMemory` (on Linux; elsewhere it is not read)."""
+  reading above it is returned as :class:`OverMemory` (on Linux; elsewhere it is not read).
+
+  The pipe is read here, not through the file's buffer, so that a line that came in with
+  an earlier one is returned at once (a child may have answered several requests), and a
+  line that arrives in parts waits no longer than the timeout."""
+  unread = _unread.setdefault(proc, bytearray())
+  fd = proc.stdout.fileno()
   poll = max_rss_bytes is not None and os.path.exists(f"/proc/{proc.pid}/statm")
   with selectors.DefaultSelector() as sel:
-    sel.register(proc.stdout, selectors.EVENT_READ)
+    sel.register(fd, selectors.EVENT_READ)
     deadline = time.monotonic() + timeout_s
     while True:
-      if poll:
-        rss = rss_bytes(proc.pid)
-        if rss is not None and rss > max_rss_bytes:
-          return OverMemory(rss)
-      left = deadline - time.monotonic()
-      if left <= 0:
-        return None
-      if sel.select(timeout=min(left, RSS_POLL_S) if poll else left):
-        return proc.stdout.readline()
+      end = unread.find(b"\n")
+      if end >= 0:
+        line = bytes(unread[:end + 1])
+        del unread[:end + 1]
+        return line.decode("utf-8", "replace")
+      # What the pipe holds already is read before the memory is: a child past its limit
+      # on a later request has answered this one.
+      ready = sel.select(timeout=0)
+      if not ready:
+        if poll:
+          rss = rss_bytes(proc.pid)
+          if rss is not None and rss > max_rss_bytes:
+            return OverMemory(rss)
+        left = deadline - time.monotonic()
+        if left <= 0:
+          return None
+        ready = sel.select(timeout=min(left, RSS_POLL_S) if poll else left)
+      if ready:
+        chunk = os.read(fd, _READ_BYTES)
+        if not chunk:  # end of file: what is left, '' when nothing is
+          line = bytes(unread)
+          unread.clear()
+          return line.decode("utf-8", "replace")
+        unread += chunk

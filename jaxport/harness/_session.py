@@ -58,6 +58,10 @@ LOOKAHEAD = 32
 # Manifests the session keeps read (HarnessSession._manifest): the entry being replayed and
 # those ahead of it, read to prepare their workers.
 _MANIFESTS_KEPT = LOOKAHEAD + 4
+# Requests each worker holds ahead of the entry being replayed, of the entries that come next
+# (in the order they come): a worker for another device count replays its next entries while
+# the current one's worker replays theirs.
+AHEAD_PER_WORKER = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,9 +112,9 @@ class HarnessSession:
     self._listing_failed = False
     self._clients: dict[int, WorkerClient] = {}
     self._devices: dict[str, int] = {}
-    # The entry pytest replays next here, when known (prepare): its request goes to its
-    # worker as soon as the current entry's answer is in.
-    self._next_entry: str | None = None
+    # The entries pytest replays next here, in order, when known (prepare): their requests go
+    # to their workers as soon as the current entry's answer is in.
+    self._upcoming: list[str] = []
     # The manifests read last (those of the entries ahead, read when their workers are
     # prepared, and the current one's), so that an entry's manifest is read once here.
     self._manifests: collections.OrderedDict[str, Manifest] = collections.OrderedDict()
@@ -205,7 +209,7 @@ class HarnessSession:
     entries ``ahead`` of it need (the ones that run after it, in order, when the caller
     knows them), so that a worker for another device count is ready when its first entry
     comes."""
-    self._next_entry = entry_id
+    self._upcoming = [entry_id, *ahead]
     if self.options.cold or self.recording:
       return
     for upcoming in (entry_id, *ahead):
@@ -290,17 +294,22 @@ class HarnessSession:
     return request, not_run
 
   def _send_next(self, done: str) -> None:
-    """Send the next entry's request to its worker now, so that it replays while this process
-    classifies the entry ``done`` and pytest moves on (the worker would wait otherwise)."""
-    upcoming = self._next_entry
-    if upcoming is None or upcoming == done or upcoming in self._outcomes:
-      return
-    try:
-      num_devices = self._devices_needed(upcoming)
-      request, _ = self._replay_request(upcoming, self._manifest(upcoming))
-    except GoldenDataError:
-      return  # its own replay reports it
-    self._worker(num_devices).send_ahead(request)
+    """Send the requests of the entries that come next to their workers now, in order, up to
+    ``AHEAD_PER_WORKER`` each: a worker replays while this process classifies the entry
+    ``done`` and pytest moves on (it would wait otherwise), and the worker of another device
+    count replays its coming entries beside it."""
+    full: set[int] = set()
+    for upcoming in self._upcoming:
+      if upcoming == done or upcoming in self._outcomes:
+        continue
+      try:
+        num_devices = self._devices_needed(upcoming)
+        request, _ = self._replay_request(upcoming, self._manifest(upcoming))
+      except GoldenDataError:
+        continue  # its own replay reports it, asking no worker
+      if num_devices not in full and not self._worker(num_devices).send_ahead(
+          request, AHEAD_PER_WORKER):
+        full.add(num_devices)  # and nothing after it goes to that worker, to keep the order
 
   def _answer(self, reply: tuple[Answer, tuple[str, ...]], kind: type) -> Any:
     """A worker's reply to a request whose answer is of ``kind``, its notices kept: that

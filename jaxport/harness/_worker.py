@@ -39,6 +39,7 @@ persistent compilation cache there (``jaxport.harness._engine.configure_jax``).
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import datetime
 import json
@@ -197,6 +198,15 @@ def read_answer(line: str) -> tuple[Answer, tuple[str, ...]]:
     return malformed(WorkerAnswerError(f"not JSON ({e}): {line[:200]!r}")), ()
 
 
+@dataclasses.dataclass
+class _Pending:
+  """A request sent to a worker and not yet asked for, with its answer once read."""
+
+  payload: dict
+  sent: float
+  reply: tuple[Answer, tuple[str, ...]] | None = None
+
+
 class WorkerClient:
   """One worker process, started on first use and restarted after a crash.
 
@@ -209,10 +219,15 @@ class WorkerClient:
   ``cold_start`` has it lower and compile nothing before its first request (cold replay);
   ``max_rss_bytes`` is the resident memory past which a busy worker is killed.
 
-  :meth:`send_ahead` hands the worker the request the caller will make next, so that it
-  replays while the caller classifies the last answer; :meth:`request` with that payload
-  then only waits for its answer (with another, the answer ahead is read and dropped first,
-  keeping answers and requests in step).
+  :meth:`send_ahead` hands the worker requests the caller will make later, in the order it
+  will make them, so that the worker replays while the caller classifies the last answer or
+  waits on another worker. The worker answers in the order it was asked; :meth:`request`
+  reads the answers until its own:
+
+  - a request sent ahead: the answers of those sent before it, which the caller has passed
+    over, are read and dropped;
+  - any other request (a failed entry's artifacts): it is sent after those ahead, whose
+    answers are read and kept for their own requests.
   """
 
   def __init__(self, project: Project, timeout_s: float = WORKER_TIMEOUT_S, num_devices: int = 1,
@@ -228,8 +243,11 @@ class WorkerClient:
     self._proc: subprocess.Popen | None = None
     self._stderr = None
     self._lifeline: int | None = None
-    # The request sent ahead and not yet answered, and the time its answer is due by.
-    self._ahead: tuple[dict, float] | None = None
+    # The requests sent and not yet asked for, oldest first: each with the time it was sent
+    # and, once read (while reading a later answer), its answer.
+    self._ahead: collections.deque[_Pending] = collections.deque()
+    # When this worker's last answer was read: it begins a request no earlier than that.
+    self._answered_at = 0.0
 
   @property
   def pid(self) -> int | None:
@@ -244,6 +262,8 @@ class WorkerClient:
       flag = f"{FORCE_DEVICES_FLAG}={self.num_devices}"
       env["XLA_FLAGS"] = " ".join(f for f in (env.get("XLA_FLAGS", ""), flag) if f)
     self._cut_lifeline()  # of a previous worker that died on its own
+    # Requests a previous worker took and did not answer died with it.
+    self._ahead = collections.deque(p for p in self._ahead if p.reply is not None)
     env[_PARENT_PID_ENV] = str(os.getpid())
     self._stderr = tempfile.TemporaryFile(mode="w+b")
     flags = ["--compile-cache", str(self.compile_cache)] if self.compile_cache is not None else []
@@ -280,29 +300,50 @@ class WorkerClient:
     if self._proc is None or self._proc.poll() is not None:
       self._start()
 
-  def send_ahead(self, payload: dict) -> None:
-    """Send the request the caller will make next, unless one is ahead already; a worker
-    that cannot take it is left for :meth:`request` to find."""
-    if self._ahead is not None:
-      return
+  def send_ahead(self, payload: dict, most: int = 1) -> bool:
+    """Send a request the caller will make later, after those ahead already, unless it is
+    one of them or ``most`` are ahead; whether it is ahead now. A worker that cannot take
+    it is left for :meth:`request` to find."""
+    if any(p.payload == payload for p in self._ahead):
+      return True
+    if len(self._ahead) >= most:
+      return False
     self.start()
-    if self._send(payload):
-      self._ahead = (payload, time.monotonic() + self.timeout_s)
+    if not self._send(payload):
+      return False
+    self._ahead.append(_Pending(payload, time.monotonic()))
+    return True
 
   def request(self, payload: dict) -> tuple[Answer, tuple[str, ...]]:
-    """Send one request and wait for its typed answer and the worker's notices; a dead or
-    stuck worker, or one whose memory passes ``max_rss_bytes``, gives a ``crashed``
-    :class:`WorkerFailure`, and an answer that does not read a ``malformed_answer`` one."""
-    if self._ahead is not None:
-      sent, due = self._ahead
-      self._ahead = None
-      if sent == payload:
-        return self._receive(due)
-      self._receive(due)  # an answer nobody asks for now: its entry is asked for again later
+    """Send one request (unless it was sent ahead) and wait for its typed answer and the
+    worker's notices; a dead or stuck worker, or one whose memory passes ``max_rss_bytes``,
+    gives a ``crashed`` :class:`WorkerFailure`, and an answer that does not read a
+    ``malformed_answer`` one."""
+    if any(p.payload == payload for p in self._ahead):
+      while self._ahead:
+        pending = self._ahead.popleft()
+        reply = pending.reply or self._receive(self._due(pending))
+        if pending.payload == payload:
+          return reply
+        if self._proc is None:  # it died on a request passed over: this one died with it
+          break
     self.start()
     if not self._send(payload):
       return self._crashed("the worker's input closed")
-    return self._receive(time.monotonic() + self.timeout_s)
+    sent = time.monotonic()
+    for pending in self._ahead:  # answered first: kept for their own requests
+      if pending.reply is None:
+        pending.reply = self._receive(self._due(pending))
+        if self._proc is None:
+          # It died on that request, which keeps the failure as its answer; this one died
+          # with it and is sent again, to a fresh worker.
+          return self.request(payload)
+    return self._receive(max(sent, self._answered_at) + self.timeout_s)
+
+  def _due(self, pending: _Pending) -> float:
+    """The time by which the worker owes the answer of ``pending``: a timeout after it was
+    sent or after the answer before it was read, whichever is later."""
+    return max(pending.sent, self._answered_at) + self.timeout_s
 
   def _send(self, payload: dict) -> bool:
     try:
@@ -313,8 +354,9 @@ class WorkerClient:
     return True
 
   def _receive(self, due: float) -> tuple[Answer, tuple[str, ...]]:
-    """The answer to the request sent last, which the worker owes by ``due``."""
+    """The worker's next answer (to the oldest request it has not answered), owed by ``due``."""
     line = _readline(self._proc, max(0.0, due - time.monotonic()), self.max_rss_bytes)
+    self._answered_at = time.monotonic()
     if isinstance(line, OverMemory):
       return self._crashed(self._memory_why(line.rss_bytes))
     if line is None:
@@ -347,11 +389,11 @@ class WorkerClient:
 
   def close(self) -> None:
     if self._proc is not None:
-      if self._ahead is not None:
-        self._proc.kill()  # busy with an answer nobody will read
+      if any(p.reply is None for p in self._ahead):
+        self._proc.kill()  # busy with answers nobody will read
       stop(self._proc)
       self._proc = None
-    self._ahead = None
+    self._ahead.clear()
     self._cut_lifeline()
     if self._stderr is not None:
       self._stderr.close()

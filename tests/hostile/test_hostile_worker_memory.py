@@ -79,6 +79,32 @@ def test_a_worker_growing_past_its_memory_limit_is_killed_with_the_limit_named()
     client.close()
 
 
+# A child that answers its first request at once, then grows past 512 MiB on its second.
+ANSWERING_THEN_GROWING_CHILD = ANSWERING_CHILD + textwrap.dedent("""
+  import time
+  sys.stdin.readline()
+  chunks = [b"\\x01" * (64 << 20) for _ in range(16)]
+  time.sleep(600)
+""")
+
+
+def test_an_answer_in_the_pipe_is_read_before_the_memory_of_a_worker_gone_on_to_grow():
+  client = _ChildClient(ANSWERING_THEN_GROWING_CHILD, timeout_s=CHILD_TIME_LIMIT_S,
+                        max_rss_bytes=512 * MiB)
+  try:
+    first, second = {"op": "record", "n": 1}, {"op": "record", "n": 2}
+    assert client.send_ahead(first, most=2) and client.send_ahead(second, most=2)
+    deadline = time.monotonic() + CHILD_TIME_LIMIT_S
+    while (_worker.rss_bytes(client.pid) or 0) <= 512 * MiB:  # past the limit on the second
+      assert time.monotonic() < deadline, "the child did not grow"
+      time.sleep(0.05)
+    assert client.request(first) == (ANSWERED, ())
+    grown, _ = client.request(second)
+    assert grown.kind is FailureKind.CRASHED and "its memory (RSS) passed" in grown.why
+  finally:
+    client.close()
+
+
 def test_a_worker_within_its_memory_limit_answers():
   client = _ChildClient(ANSWERING_CHILD, timeout_s=CHILD_TIME_LIMIT_S, max_rss_bytes=512 * MiB)
   try:

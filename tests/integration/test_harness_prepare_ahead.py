@@ -78,8 +78,16 @@ def requests_seen(session, monkeypatch):
     return WorkerFailure(FailureKind.GOLDEN_DATA, "not replayed in this test"), ()
 
   monkeypatch.setattr(_session.WorkerClient, "request", request)
-  monkeypatch.setattr(_session.WorkerClient, "send_ahead", lambda self, payload: seen.append(
-      ("ahead", self.num_devices, payload["entry_id"])))
+  held: dict[int, int] = {}
+
+  def send_ahead(self, payload, most=1):
+    if held.get(self.num_devices, 0) >= most:
+      return False
+    held[self.num_devices] = held.get(self.num_devices, 0) + 1
+    seen.append(("ahead", self.num_devices, payload["entry_id"]))
+    return True
+
+  monkeypatch.setattr(_session.WorkerClient, "send_ahead", send_ahead)
   return seen
 
 
@@ -108,3 +116,17 @@ def test_nothing_is_sent_ahead_in_a_cold_replay_or_for_an_entry_already_replayed
   session.prepare(second)
   session.replay(first)
   assert [kind for kind, _, _ in requests_seen] == ["request", "request"]
+
+
+SECOND_ONE_DEVICE = "lapack_potrf/cholesky_f64/2026-11-29_jax-0.10.2"
+
+
+@pytest.mark.parametrize("most, sent", [(1, ["A2"]), (2, ["A2", "A1"])])
+def test_entries_ahead_go_to_their_worker_in_order_and_none_passes_a_full_one(
+    session, requests_seen, monkeypatch, most, sent):
+  copy_cpu_entries([SECOND_ONE_DEVICE], Path(session.options.golden_root))
+  ids = {"A1": f"cpu/{ONE_DEVICE}", "A2": f"cpu/{SECOND_ONE_DEVICE}", "E": f"cpu/{EIGHT_DEVICES}"}
+  monkeypatch.setattr(_session, "AHEAD_PER_WORKER", most)
+  session.prepare(ids["A2"], [ids["A1"], ids["E"]])
+  session.replay(ids["E"])
+  assert requests_seen == [("request", 8, ids["E"]), *(("ahead", 1, ids[n]) for n in sent)]

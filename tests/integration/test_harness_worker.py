@@ -59,20 +59,37 @@ def test_unknown_requests_and_missing_entries_are_answers_not_crashes():
 MISSING = {**REQUEST, "entry_id": "cpu/lapack_potrf/cholesky_f32/2000-01-01_jax-0.1"}
 
 
-def test_a_request_sent_ahead_is_answered_and_a_different_request_still_gets_its_own_answer():
+UNKNOWN = {"op": "nope"}
+
+
+def test_a_request_sent_ahead_is_answered_and_another_request_keeps_the_answers_ahead():
   client = WorkerClient(repo_project(), timeout_s=120)
   try:
-    client.send_ahead(REQUEST)
-    client.send_ahead(MISSING)  # one ahead at a time: this one is not sent
+    assert client.send_ahead(REQUEST)
+    assert not client.send_ahead(MISSING)  # one ahead at most by default: not sent
     first, _ = client.request(REQUEST)
     assert [r.ok for r in first.readers] == [True, True]
-    # Asked for another request than the one ahead: that answer is read and dropped, so the
-    # answer here is the one asked for, not the one before it.
-    client.send_ahead(REQUEST)
-    missing, _ = client.request(MISSING)
-    assert missing.kind is FailureKind.GOLDEN_DATA and "no such entry" in missing.why
+    # Another request than the one ahead is answered after it: the answer ahead is read and
+    # kept, and each request gets its own answer.
+    assert client.send_ahead(REQUEST)
+    unknown, _ = client.request(UNKNOWN)
+    assert unknown.kind is FailureKind.HARNESS and "unknown request op" in unknown.why
     again, _ = client.request(REQUEST)
     assert [r.ok for r in again.readers] == [True, True]
+  finally:
+    client.close()
+
+
+def test_requests_ahead_are_answered_in_order_and_those_passed_over_are_dropped():
+  client = WorkerClient(repo_project(), timeout_s=120)
+  try:
+    assert client.send_ahead(MISSING, most=2) and client.send_ahead(REQUEST, most=2)
+    assert client.send_ahead(MISSING, most=2)  # ahead already
+    assert not client.send_ahead(UNKNOWN, most=2)
+    replayed, _ = client.request(REQUEST)  # MISSING's answer, before it, is dropped
+    assert [r.ok for r in replayed.readers] == [True, True]
+    missing, _ = client.request(MISSING)  # asked again
+    assert missing.kind is FailureKind.GOLDEN_DATA and "no such entry" in missing.why
   finally:
     client.close()
 
@@ -88,6 +105,21 @@ def test_a_worker_that_dies_on_the_request_ahead_fails_that_request_only():
     assert crashed.kind is FailureKind.CRASHED and crashed.returncode == -signal.SIGKILL
     again, _ = client.request(REQUEST)
     assert client.pid != pid and [r.ok for r in again.readers] == [True, True]
+  finally:
+    client.close()
+
+
+def test_a_request_behind_one_the_worker_died_on_goes_to_a_fresh_worker():
+  client = WorkerClient(repo_project(), timeout_s=120)
+  try:
+    client.request(REQUEST)
+    pid = client.pid
+    client.send_ahead(REQUEST)
+    os.kill(pid, signal.SIGKILL)
+    missing, _ = client.request(MISSING)
+    assert missing.kind is FailureKind.GOLDEN_DATA and client.pid != pid
+    crashed, _ = client.request(REQUEST)  # the failure it was read with
+    assert crashed.kind is FailureKind.CRASHED and crashed.returncode == -signal.SIGKILL
   finally:
     client.close()
 
