@@ -30,7 +30,8 @@ time goes: the worker's per-part seconds (``--compat-timings``) summed over entr
 and the rest (pytest, worker start-up, IPC) as wall clock minus the worker's time. The
 worker runs an entry's readers on two threads, so its parts overlap and can add up to
 more than the wall clock.
-With ``--reps N`` the measurements alternate N times and the minimum is reported.
+With ``--reps N`` the measurements alternate N times and the minimum is reported, with the
+goal's ratio of each repetition (its harness run against its own floor) and their median.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import functools
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -204,6 +206,12 @@ def main() -> None:
   entries = sum(goal["timings"]["seconds"].values())
   print(f"  of which the entries' replay in the worker (no start-up, pytest or collection)"
         f"  {entries:7.1f} s  {entries / low['seconds']:.2f}x")
+  if args.reps > 1:
+    # Each repetition's ratio to its own floor, measured minutes apart at most: steadier than
+    # the ratio of minima where the machine's speed drifts between repetitions.
+    paired = [r["seconds"] / f["seconds"] for r, f in zip(alike or runs, floors)]
+    print(f"  the goal's ratio in each repetition: "
+          f"{', '.join(f'{x:.2f}x' for x in paired)}; median {statistics.median(paired):.2f}x")
   if uncached:
     slow = min(uncached, key=lambda r: r["seconds"])
     print(f"harness with --compat-no-cache (every module compiled)"
