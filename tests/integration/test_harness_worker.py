@@ -94,34 +94,36 @@ def test_requests_ahead_are_answered_in_order_and_those_passed_over_are_dropped(
     client.close()
 
 
-def test_a_worker_that_dies_on_the_request_ahead_fails_that_request_only():
+@pytest.fixture
+def killed_with_request_ahead():
+  """A client whose worker was killed with REQUEST sent ahead, and that worker's pid."""
   client = WorkerClient(repo_project(), timeout_s=120)
   try:
     client.request(REQUEST)
     pid = client.pid
     client.send_ahead(REQUEST)
     os.kill(pid, signal.SIGKILL)
-    crashed, _ = client.request(REQUEST)
-    assert crashed.kind is FailureKind.CRASHED and crashed.returncode == -signal.SIGKILL
-    again, _ = client.request(REQUEST)
-    assert client.pid != pid and [r.ok for r in again.readers] == [True, True]
+    yield client, pid
   finally:
     client.close()
 
 
-def test_a_request_behind_one_the_worker_died_on_goes_to_a_fresh_worker():
-  client = WorkerClient(repo_project(), timeout_s=120)
-  try:
-    client.request(REQUEST)
-    pid = client.pid
-    client.send_ahead(REQUEST)
-    os.kill(pid, signal.SIGKILL)
-    missing, _ = client.request(MISSING)
-    assert missing.kind is FailureKind.GOLDEN_DATA and client.pid != pid
-    crashed, _ = client.request(REQUEST)  # the failure it was read with
-    assert crashed.kind is FailureKind.CRASHED and crashed.returncode == -signal.SIGKILL
-  finally:
-    client.close()
+def test_a_worker_that_dies_on_the_request_ahead_fails_that_request_only(
+    killed_with_request_ahead):
+  client, pid = killed_with_request_ahead
+  crashed, _ = client.request(REQUEST)
+  assert crashed.kind is FailureKind.CRASHED and crashed.returncode == -signal.SIGKILL
+  again, _ = client.request(REQUEST)
+  assert client.pid != pid and [r.ok for r in again.readers] == [True, True]
+
+
+def test_a_request_behind_one_the_worker_died_on_goes_to_a_fresh_worker(
+    killed_with_request_ahead):
+  client, pid = killed_with_request_ahead
+  missing, _ = client.request(MISSING)
+  assert missing.kind is FailureKind.GOLDEN_DATA and client.pid != pid
+  crashed, _ = client.request(REQUEST)  # the failure it was read with
+  assert crashed.kind is FailureKind.CRASHED and crashed.returncode == -signal.SIGKILL
 
 
 def test_closing_with_a_request_ahead_does_not_wait_for_its_answer():
