@@ -18,6 +18,12 @@ a digest seen for the first time costs jax's key, which the digest then stands f
 Identical requests get identical keys, so the digest never shares more than jax's key
 would.
 
+jax's key is taken of the module without the argument and result attributes
+``mhlo.layout_mode = "default"``: records of some producers (jax 0.4.x) spell the default
+layout out on every function, later ones leave it out, and XLA reads a missing layout mode
+as the default, so the two forms are one computation. Any other layout mode stays in the
+key.
+
 This is the one module of the harness that reaches into jax's compiler.
 """
 
@@ -33,6 +39,7 @@ from typing import Any
 
 from jax._src import cache_key as _cache_key
 from jax._src import compiler as _compiler
+from jaxlib.mlir import ir
 
 from jaxport.harness._replacement import Replacement
 
@@ -95,6 +102,53 @@ def _digest(backend: Any, computation: Any, devices: Any, compile_options: Any) 
     return None
 
 
+_LAYOUT_MODE = "mhlo.layout_mode"
+_DEFAULT_LAYOUT = "default"
+_FUNCTION_ATTRIBUTES = ("arg_attrs", "res_attrs")
+
+
+def _states_default_layout(entries: dict[str, ir.Attribute]) -> bool:
+  mode = entries.get(_LAYOUT_MODE)
+  return (mode is not None and mode.typeid == ir.StringAttr.static_typeid
+          and ir.StringAttr(mode).value == _DEFAULT_LAYOUT)
+
+
+def _without_default(attrs: ir.Attribute) -> ir.Attribute | None | bool:
+  """A function's argument or result attribute list without its default layout modes: None
+  when no attribute is left (the list is dropped: producers differ in writing a list of
+  empty dictionaries or none), False when it is already in that form (kept as is)."""
+  lists = [{d[i].name: d[i].attr for i in range(len(d))}
+           for d in (ir.DictAttr(a) for a in ir.ArrayAttr(attrs))]
+  stated = any(_states_default_layout(entries) for entries in lists)
+  for entries in lists:
+    if _states_default_layout(entries):
+      del entries[_LAYOUT_MODE]
+  if not any(lists):
+    return None
+  return ir.ArrayAttr.get([ir.DictAttr.get(entries) for entries in lists]) if stated else False
+
+
+def _keyed_module(computation: Any) -> Any:
+  """The module jax's key is taken of: ``computation`` itself, or, where some function
+  spells out the default layout mode or lists empty attributes, a detached copy without
+  them (the request itself is compiled as it came)."""
+  with computation.context:
+    stripped = {(i, name): attrs
+                for i, op in enumerate(computation.body.operations)
+                for name in _FUNCTION_ATTRIBUTES if name in op.attributes
+                for attrs in [_without_default(op.attributes[name])] if attrs is not False}
+    if not stripped:
+      return computation
+    clone = computation.operation.clone(ip=False)
+    functions = list(clone.regions[0].blocks[0].operations)
+    for (i, name), attrs in stripped.items():
+      if attrs is None:
+        del functions[i].attributes[name]
+      else:
+        functions[i].attributes[name] = attrs
+    return clone
+
+
 def _key(backend: Any, computation: Any, devices: Any, compile_options: Any) -> str | None:
   """jax's compilation-cache key of the request, looked up by its digest when seen before;
   None where jax cannot key it (it is then compiled unshared)."""
@@ -106,7 +160,7 @@ def _key(backend: Any, computation: Any, devices: Any, compile_options: Any) -> 
         _keys.move_to_end(digest)
         return key
   try:
-    key = _cache_key.get(computation, devices, compile_options, backend)
+    key = _cache_key.get(_keyed_module(computation), devices, compile_options, backend)
   except Exception:  # noqa: BLE001  (no key: compile as jax would)
     logger.debug("no compilation key for a module; compiling it unshared", exc_info=True)
     return None

@@ -133,3 +133,48 @@ def test_stopping_forgets_the_digests_too():
   assert _executables._keys
   _executables.stop_sharing()
   assert not _executables._keys and not _executables._memo
+
+
+def _two_function_module(argument_attributes: str) -> str:
+  """A module whose two functions both carry ``argument_attributes`` on their argument."""
+  return f"""
+module @doubled attributes {{mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32}} {{
+  func.func public @main(%arg0: tensor<4xf32>{argument_attributes}) -> tensor<4xf32> {{
+    %0 = call @twice(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }}
+  func.func private @twice(%arg0: tensor<4xf32>{argument_attributes}) -> tensor<4xf32> {{
+    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }}
+}}"""
+
+
+def _memo_key(text: str) -> str | None:
+  """The memo's key of the module ``text`` compiled for one CPU device; keying must leave
+  the request as it came, since that is what reaches the compiler."""
+  from jax._src import compiler
+  from jax._src.interpreters import mlir
+  from jaxlib.mlir import ir
+
+  device = jax.devices("cpu")[0]
+  with mlir.make_ir_context():
+    module = ir.Module.parse(text)
+    before = str(module)
+    key = _executables._key(device.client, module, np.array([device]),
+                            compiler.get_compile_options(num_replicas=1, num_partitions=1))
+    assert str(module) == before
+    return key
+
+
+@pytest.mark.parametrize("stated", [' {mhlo.layout_mode = "default"}', " {}"])
+def test_modules_differing_only_in_stating_the_default_layout_share_a_key(stated):
+  plain = _memo_key(_two_function_module(""))
+  assert plain is not None
+  assert _memo_key(_two_function_module(stated)) == plain
+
+
+def test_a_layout_mode_other_than_the_default_keeps_its_own_key():
+  plain = _memo_key(_two_function_module(""))
+  other = _memo_key(_two_function_module(' {mhlo.layout_mode = "{0}"}'))
+  assert other is not None and other != plain
