@@ -168,9 +168,9 @@ def _check_backend(platform: str) -> None:
 
 
 class _CasesDuringRun:
-  """Import the project's case modules once the first result arrives, on a background thread,
-  in a process that does not replay itself (an xdist controller) or waits on its worker, so
-  that the end-of-run checks find them loaded."""
+  """Once the first result arrives, import the project's case modules on a background thread
+  where this process will need them and no worker lists them for it (an xdist controller, a
+  cold replay, an update), so that the end-of-run checks find them loaded."""
 
   def __init__(self, config: pytest.Config):
     self.config = config
@@ -180,7 +180,7 @@ class _CasesDuringRun:
     hs = _started(self.config)
     if not self.started and hs is not None:
       self.started = True
-      hs.registry.prefetch()
+      hs.prefetch_cases()
 
 
 def pytest_configure(config: pytest.Config) -> None:

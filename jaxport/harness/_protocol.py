@@ -334,9 +334,63 @@ class ArtifactsAnswer:
                _strs(d["problems"], f"{where}.problems"))
 
 
-Answer = ReplayAnswer | RecordAnswer | ArtifactsAnswer | WorkerFailure
+@dataclasses.dataclass(frozen=True)
+class CaseFacts:
+  """What a process that routes entries needs to know of one case, without importing it (and
+  jax): its id, host, export platforms, whether it is lowering-only, its ``min_consumer``."""
+  case_id: str
+  host_platform: str
+  export_platforms: tuple[str, ...]
+  lowering_only: bool
+  min_consumer: str | None
+
+  def to_json(self) -> dict[str, Any]:
+    return {"case_id": self.case_id, "host_platform": self.host_platform,
+            "export_platforms": list(self.export_platforms), "lowering_only": self.lowering_only,
+            "min_consumer": self.min_consumer}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> CaseFacts:
+    d = _object(cls, d, where)
+    return cls(_of(d["case_id"], str, f"{where}.case_id"),
+               _of(d["host_platform"], str, f"{where}.host_platform"),
+               _strs(d["export_platforms"], f"{where}.export_platforms"),
+               _of(d["lowering_only"], bool, f"{where}.lowering_only"),
+               _of(d["min_consumer"], str, f"{where}.min_consumer", nullable=True))
+
+
+@dataclasses.dataclass(frozen=True)
+class ProjectCases:
+  """The facts of every case of a project's case modules, and the targets the modules declare
+  they cannot reach (``UNREACHABLE``): what the pytest process asks its worker for, which has
+  imported the cases, instead of importing them (and jax) itself."""
+  cases: tuple[CaseFacts, ...]
+  unreachable: Mapping[str, str]
+
+  def case(self, case_id: str) -> CaseFacts | None:
+    """The case ``case_id``, or None if no module registers it any more."""
+    return next((c for c in self.cases if c.case_id == case_id), None)
+
+  def cases_for(self, host_platform: str) -> list[CaseFacts]:
+    """The cases recorded and replayed on machines of ``host_platform``, sorted by id."""
+    return sorted((c for c in self.cases if c.host_platform == host_platform),
+                  key=lambda c: c.case_id)
+
+  def to_json(self) -> dict[str, Any]:
+    return {"cases": [c.to_json() for c in self.cases], "unreachable": dict(self.unreachable)}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> ProjectCases:
+    d = _object(cls, d, where)
+    cases = _of(d["cases"], list, f"{where}.cases")
+    return cls(tuple(CaseFacts.from_json(c, f"{where}.cases[{i}]") for i, c in enumerate(cases)),
+               dict(_str_map(d["unreachable"], f"{where}.unreachable")))
+
+
+Answer = ReplayAnswer | RecordAnswer | ArtifactsAnswer | ProjectCases | WorkerFailure
 _TYPES: dict[str, type] = {"replay": ReplayAnswer, "record": RecordAnswer,
-                           "artifacts": ArtifactsAnswer, "failure": WorkerFailure}
+                           "artifacts": ArtifactsAnswer, "cases": ProjectCases,
+                           "failure": WorkerFailure}
 _TYPE_OF = {v: k for k, v in _TYPES.items()}
 
 

@@ -14,6 +14,7 @@ from jaxport._vocabulary import PLATFORMS
 from jaxport.errors import GoldenDataError
 from jaxport.harness import checkers as _checkers
 from jaxport.harness._case import Case
+from jaxport.harness._protocol import CaseFacts, ProjectCases
 
 
 class CaseRegistry:
@@ -115,6 +116,15 @@ class CaseRegistry:
     for module in self._loaded:
       out.update(getattr(module, "UNREACHABLE", {}))
     return out
+
+  def facts(self) -> ProjectCases:
+    """What a process that does not run the cases needs of them, as data (imports the
+    modules here; ``GoldenDataError`` when they fail to load)."""
+    return ProjectCases(
+        tuple(CaseFacts(c.case_id, c.host_platform, tuple(c.export_platforms()), c.lowering_only,
+                        c.min_consumer)
+              for c in sorted(self.by_id.values(), key=lambda c: c.case_id)),
+        self.unreachable())
 
 
 def _check_platforms(case: Case, module: str) -> None:

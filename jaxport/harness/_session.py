@@ -45,8 +45,8 @@ from jaxport.report import (
     Skip, Status, Summary, Updated, Window, write_report)
 from jaxport.report import _coverage as run_coverage
 from jaxport.report._model import RECORD_ACTIONS, other_host_passes, producer_of
-from jaxport.harness._protocol import (Answer, ArtifactsAnswer, FailureKind, RecordAnswer,
-                                       ReplayAnswer, WorkerFailure, wrong_kind)
+from jaxport.harness._protocol import (Answer, ArtifactsAnswer, FailureKind, ProjectCases,
+                                       RecordAnswer, ReplayAnswer, WorkerFailure, wrong_kind)
 from jaxport.harness._worker import WorkerClient
 
 logger = logging.getLogger(__name__)
@@ -101,6 +101,9 @@ class HarnessSession:
     self.options = options
     self.project = project
     self.registry = CaseRegistry(project.case_modules)
+    # The project's cases as data, asked of a worker once (or read from the registry).
+    self._facts: ProjectCases | None = None
+    self._facts_asked = False
     # jax's corpus imported for this run (controller only; workers get its root in the options).
     self.corpus = corpus
     self.store = GoldenStore(options.golden_root)
@@ -165,12 +168,43 @@ class HarnessSession:
     return self._newest_ids
 
   def case_ids(self) -> list[str]:
-    return [c.case_id for c in self.registry.cases_for(self.options.platform)]
+    return [c.case_id for c in self.case_facts().cases_for(self.options.platform)]
 
   def _checked_case_ids(self) -> list[str]:
     """The registered cases of every platform whose entries the run checks."""
     return [c.case_id for p in _devices.checked_platforms(self.options.platform)
-            for c in self.registry.cases_for(p)]
+            for c in self.case_facts().cases_for(p)]
+
+  def case_facts(self) -> ProjectCases:
+    """The project's cases as data. A worker this process already runs has imported them and
+    is asked once, so that this process never imports them, nor jax; they are imported here
+    where no worker serves it (recording, a cold replay, an xdist controller) or the worker
+    could not answer. ``GoldenDataError`` when the case modules fail to load."""
+    if self._facts is None:
+      client = self._facts_worker()
+      if client is not None:
+        self._facts_asked = True
+        answer = self._answer(client.request({"op": "cases"}), ProjectCases)
+        if isinstance(answer, ProjectCases):
+          self._facts = answer
+        else:
+          logger.debug("the worker did not list the cases (%s); importing them here", answer.why)
+      if self._facts is None:
+        self._facts = self.registry.facts()
+    return self._facts
+
+  def _facts_worker(self) -> WorkerClient | None:
+    """The worker to ask for the cases: a running one of a warm replay, asked once."""
+    if self.options.cold or self.recording or self._facts_asked or not self._clients:
+      return None
+    return self._clients.get(1) or next(iter(self._clients.values()))
+
+  def prefetch_cases(self) -> None:
+    """Start importing the case modules on a background thread where this process will need
+    them (to update cases, or with no worker to ask), so that the end of the run does not
+    wait for them."""
+    if self.options.update or (self._facts is None and self._facts_worker() is None):
+      self.registry.prefetch()
 
   @property
   def recording(self) -> bool:
@@ -325,8 +359,8 @@ class HarnessSession:
     return bool(self.options.compat_report) or self._min_consumer(manifest) is not None
 
   def _min_consumer(self, manifest: Manifest) -> str | None:
-    case = self.registry.case(manifest.case_id)
-    return manifest.min_consumer or getattr(case, "min_consumer", None)
+    case = self.case_facts().case(manifest.case_id)
+    return manifest.min_consumer or (case.min_consumer if case is not None else None)
 
   def _check_min_consumer(self, outcome: Outcome, answer: ReplayAnswer | WorkerFailure,
                           manifest: Manifest) -> Outcome:
@@ -565,14 +599,14 @@ class HarnessSession:
     present = self.entry_ids()
     skips = [Skip(out.entry_id, why) for out in outcomes for why in out.skips]
     try:
-      cases = self.registry.cases_for(o.platform)
-      unreachable = self.registry.unreachable()
+      cases = self.case_facts().cases_for(o.platform)
+      unreachable = dict(self.case_facts().unreachable)
     except GoldenDataError as e:
       # Every item failed on it already; the report says it once and skips what needs cases.
       cases, unreachable = None, {}
       failures.append(f"the project's case modules cannot be loaded: {e}")
     targets = coverage.target_coverage(outcomes, o.platform, self.project)
-    lowered_for = {p for c in cases or () if c.lowering_only for p in c.export_platforms()}
+    lowered_for = {p for c in cases or () if c.lowering_only for p in c.export_platforms}
     other = coverage.lowering_only_coverage(outcomes, lowered_for, unreachable, self.project)
     if cases is None:
       skips.append(Skip(coverage.CHECKS, "the project's case modules could not be loaded"))

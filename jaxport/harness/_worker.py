@@ -111,6 +111,8 @@ def _handle(engine: ReplayEngine, request: dict) -> Answer:
     return RecordAnswer(entry.entry_id)
   if op == "artifacts":
     return _artifacts.write(engine, request)
+  if op == "cases":
+    return engine.registry.facts()
   return WorkerFailure(FailureKind.HARNESS, f"unknown request op {op!r}")
 
 

@@ -291,3 +291,39 @@ def test_a_re_record_after_lines_moved_is_unchanged_and_a_changed_function_confl
   assert f"{entry.entry_id} already exists and today's recording differs in" in out
   assert "'exported.bin'" in out and "'module.mlir'" in out
   assert _digests(store) == before
+
+
+# --- what the pytest process imports -----------------------------------------------------------
+
+# A plugin of the replaying pytest process: whether that process itself imported jax by the end.
+JAX_PROBE = """
+import json, sys
+
+def pytest_unconfigure(config):
+  with open("jax_probe.json", "w") as f:
+    json.dump({"jax": "jax" in sys.modules}, f)
+"""
+ONE_OLD_CONSUMER = """
+def cases():
+  return [Case("gram_f32", "mine", lambda a: a @ a.T, square, min_consumer="0.4.26")]
+"""
+ONE_OLD_CONSUMER_AND_NEW = """
+def cases():
+  return [Case("gram_f32", "mine", lambda a: a @ a.T, square, min_consumer="0.4.26"),
+          Case("new_f32", "mine", lambda a: jnp.sin(a), square)]
+"""
+
+
+def test_a_warm_serial_replay_learns_the_cases_from_its_worker_without_importing_jax(pytester):
+  _project(pytester, ONE_OLD_CONSUMER)
+  assert _run(pytester, "--compat-record").ret == 0
+  (pytester.path / "jax_probe.py").write_text(JAX_PROBE)
+  _cases(pytester, ONE_OLD_CONSUMER_AND_NEW)
+
+  result = _run(pytester, "-n", "0", "-p", "jax_probe")
+  assert result.ret == 1
+  out = result.stdout.str()
+  # The case's min_consumer and the list of registered cases both reached the session.
+  assert "does not run on jax 0.4.26 (cpu)" in out
+  assert "1 registered cases have no golden entry: ['new_f32']" in out
+  assert json.loads((pytester.path / "jax_probe.json").read_text()) == {"jax": False}

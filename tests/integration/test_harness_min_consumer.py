@@ -31,13 +31,14 @@ def _session(root: Path, min_consumer: str | None, monkeypatch) -> HarnessSessio
       platform="cpu", record=False, strict=False, compat_report=None, compat_window_days=180,
       golden_root=root, today=datetime.date(2026, 11, 29), worker_timeout_s=60.0, partial=False),
       repo_project(root))
-  registered = hs.registry.case
+  listed = hs.case_facts
 
-  def case(case_id: str):
-    got = registered(case_id)
-    return dataclasses.replace(got, min_consumer=min_consumer) if got is not None else None
+  def case_facts():
+    facts = listed()
+    return dataclasses.replace(facts, cases=tuple(
+        dataclasses.replace(c, min_consumer=min_consumer) for c in facts.cases))
 
-  monkeypatch.setattr(hs.registry, "case", case)
+  monkeypatch.setattr(hs, "case_facts", case_facts)
   return hs
 
 

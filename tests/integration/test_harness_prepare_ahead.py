@@ -12,7 +12,7 @@ from _harness_paths import copy_cpu_entries
 from jaxport.golden import _store
 from jaxport.harness import _session
 from jaxport.harness._project import OnChange, Project
-from jaxport.harness._protocol import FailureKind, WorkerFailure
+from jaxport.harness._protocol import FailureKind, ProjectCases, WorkerFailure
 from jaxport.harness._session import HarnessSession, Options
 
 ONE_DEVICE = "lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
@@ -70,10 +70,15 @@ def test_an_entry_without_shardings_prepared_ahead_has_its_manifest_read_once(se
 
 @pytest.fixture
 def requests_seen(session, monkeypatch):
-  """The requests the session makes of its workers, by kind, answered with a failure."""
+  """The replay requests the session makes of its workers, by kind, answered with a failure
+  (the project's cases, asked once, are kept apart in ``session.cases_asked``)."""
   seen: list[tuple[str, int, str]] = []
+  session.cases_asked = []
 
   def request(self, payload):
+    if payload == {"op": "cases"}:
+      session.cases_asked.append(self.num_devices)
+      return ProjectCases((), {}), ()
     seen.append(("request", self.num_devices, payload["entry_id"]))
     return WorkerFailure(FailureKind.GOLDEN_DATA, "not replayed in this test"), ()
 
@@ -100,6 +105,7 @@ def test_the_next_entrys_request_is_sent_to_its_worker_once_the_current_answer_i
   assert requests_seen == [("request", 1, first), ("ahead", 8, second)]
   session.replay(second)  # the last entry: nothing comes after it
   assert requests_seen[2:] == [("request", 8, second)]
+  assert session.cases_asked == [1]  # once, of the worker that replays first
 
 
 def test_nothing_is_sent_ahead_in_a_cold_replay_or_for_an_entry_already_replayed(

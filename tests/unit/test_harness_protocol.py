@@ -10,9 +10,11 @@ import pytest
 from jaxport._vocabulary import FindingKind, Status, Subject
 from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
 from jaxport.harness import _classify
-from jaxport.harness._protocol import (ArtifactsAnswer, FailureKind, Numerics, ReaderResult,
-                                       RecordAnswer, ReplayAnswer, Stage, TodayResult,
-                                       WorkerFailure, dump_answer, load_answer)
+from jaxport.errors import WorkerAnswerError
+from jaxport.harness._protocol import (ArtifactsAnswer, CaseFacts, FailureKind, Numerics,
+                                       ProjectCases, ReaderResult, RecordAnswer, ReplayAnswer,
+                                       Stage, TodayResult, WorkerFailure, dump_answer,
+                                       load_answer)
 from jaxport.harness._worker import read_answer
 
 TODAY = datetime.date(2026, 6, 1)
@@ -51,8 +53,14 @@ def _wire(answer=None) -> dict:
   return json.loads(json.dumps(dump_answer(answer or _passing(), ["a notice"])))
 
 
+CASES = ProjectCases(
+    (CaseFacts("cholesky_f32", "cpu", ("cpu",), False, "0.4.30"),
+     CaseFacts("ffi_cuda", "cpu", ("cuda",), True, None)),
+    {"lapack_sgeqp3_ffi": "pivoted QR is not on jax's stable table"})
+
+
 def test_answers_cross_the_boundary_whole():
-  for answer in (_passing(), RecordAnswer("cpu/f/c/2026-05-01_jax-0.10.2"),
+  for answer in (_passing(), RecordAnswer("cpu/f/c/2026-05-01_jax-0.10.2"), CASES,
                  WorkerFailure(FailureKind.CRASHED, "no answer", returncode=-9, stderr_tail="x")):
     again, notices = load_answer(_wire(answer))
     assert again == answer and notices == ("a notice",)
@@ -93,6 +101,27 @@ def test_a_malformed_answer_is_an_error_verdict_naming_the_key(name):
     status, messages = _verdict(_mutated(change), strict=strict)
     assert status is Status.FAIL, (name, messages)
   assert len(messages) == 1 and "answer" in messages[0] and named in messages[0], messages
+
+
+def test_the_listed_cases_answer_by_id_and_host_platform():
+  assert [c.case_id for c in CASES.cases_for("cpu")] == ["cholesky_f32", "ffi_cuda"]
+  assert CASES.cases_for("cuda") == []
+  assert CASES.case("cholesky_f32").min_consumer == "0.4.30"
+  assert CASES.case("gone") is None
+
+
+@pytest.mark.parametrize("change, named", [
+    (lambda b: b["cases"][0].pop("min_consumer"), "min_consumer"),
+    (lambda b: b["cases"][1].update(lowering_only="yes"), "lowering_only"),
+    (lambda b: b["cases"][0].update(export_platforms="cpu"), "export_platforms"),
+    (lambda b: b.update(unreachable=[]), "unreachable"),
+    (lambda b: b.update(checkers={}), "checkers"),
+])
+def test_a_malformed_list_of_cases_fails_naming_the_key(change, named):
+  wire = _wire(CASES)
+  change(wire["body"])
+  with pytest.raises(WorkerAnswerError, match=named):
+    load_answer(json.loads(json.dumps(wire)))
 
 
 @pytest.mark.parametrize("line", ["", "not json", "[]", '{"type": "replay"}',
