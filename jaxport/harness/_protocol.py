@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -369,7 +370,11 @@ class ProjectCases:
 
   def case(self, case_id: str) -> CaseFacts | None:
     """The case ``case_id``, or None if no module registers it any more."""
-    return next((c for c in self.cases if c.case_id == case_id), None)
+    return self._by_id.get(case_id)
+
+  @functools.cached_property
+  def _by_id(self) -> dict[str, CaseFacts]:
+    return {c.case_id: c for c in self.cases}
 
   def cases_for(self, host_platform: str) -> list[CaseFacts]:
     """The cases recorded and replayed on machines of ``host_platform``, sorted by id."""
