@@ -31,7 +31,9 @@ MAX_LISTED_TARGETS = 12
 # Characters of a report string that Markdown or HTML would read as syntax: entities for HTML's,
 # a backslash before Markdown's (links, images, code spans, table cells, and the backslash itself).
 _HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_MARKDOWN_SYNTAX = re.compile(r"([\\\[\]()!`|])")
+# Emphasis marks too: ``*`` and ``~`` anywhere, ``_`` where it does not stand inside a word
+# (``lapack_spotrf_ffi`` stays as it is; a CPU model "EPYC *_x" does not open emphasis).
+_MARKDOWN_SYNTAX = re.compile(r"([\\\[\]()!`|*~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))")
 # A string of only these shows verbatim in a code span; anything else is shown as escaped text.
 _PLAIN_CODE = re.compile(r"[\w.,:;/+=@ -]+")
 
