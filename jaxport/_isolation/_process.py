@@ -73,12 +73,17 @@ def add_lifeline_option(parser) -> None:
                       help="the read end of the pipe whose end of file means the parent died")
 
 
-def serve_as_child(lifeline_fd: int | None):
-  """Set up a child process that answers on stdout: stacks on fatal signals, exit with the
-  parent, and stray prints (from native code too) sent to stderr. Returns the file the
-  answers go to (the original stdout)."""
+def serve_as_child(lifeline_fd: int | None, answer_fd: int | None = None):
+  """Set up a child process that answers its parent: stacks on fatal signals, exit with the
+  parent. Returns the file the answers go to: the pipe ``answer_fd`` where the parent gave one
+  (what the child's own code prints goes to its stdout, and never among the answers; the fd is
+  not inherited by processes the child starts), else the original stdout, with stray prints
+  (from native code too) sent to stderr."""
   report_fatal_signals()
   die_with_parent(lifeline_fd, int(os.environ.get(PARENT_PID_ENV, os.getppid())))
+  if answer_fd is not None:
+    os.set_inheritable(answer_fd, False)
+    return os.fdopen(answer_fd, "w", buffering=1)
   answers = os.fdopen(os.dup(1), "w", buffering=1)
   os.dup2(2, 1)
   return answers
@@ -141,8 +146,9 @@ _READ_BYTES = 1 << 16
 
 
 def readline(proc: subprocess.Popen, timeout_s: float,
-             max_rss_bytes: int | None = None) -> str | OverMemory | None:
-  """One line of the child's stdout, '' at EOF, None on timeout; with ``max_rss_bytes``, the
+             max_rss_bytes: int | None = None, channel=None) -> str | OverMemory | None:
+  """One line of the child's stdout (or of ``channel``, a file the child answers on), '' at
+  EOF, None on timeout; with ``max_rss_bytes``, the
   process's resident memory is read every ``RSS_POLL_S`` seconds meanwhile, and the first
   reading above it is returned as :class:`OverMemory` (on Linux; elsewhere it is not read).
 
@@ -150,7 +156,7 @@ def readline(proc: subprocess.Popen, timeout_s: float,
   an earlier one is returned at once (a child may have answered several requests), and a
   line that arrives in parts waits no longer than the timeout."""
   unread = _unread.setdefault(proc, bytearray())
-  fd = proc.stdout.fileno()
+  fd = (channel if channel is not None else proc.stdout).fileno()
   poll = max_rss_bytes is not None and os.path.exists(f"/proc/{proc.pid}/statm")
   with selectors.DefaultSelector() as sel:
     sel.register(fd, selectors.EVENT_READ)

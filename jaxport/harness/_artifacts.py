@@ -2,7 +2,7 @@
 today's lowering of its case is, written into one folder per entry for a CI job to upload.
 
 Runs in the worker (it deserializes, runs and exports, all native code): the session asks
-for an entry's artifacts after the entry failed (``{"op": "artifacts", ...}``). A folder holds
+for an entry's artifacts after the entry failed (an ``ArtifactsRequest``). A folder holds
 
 - ``obtained.npz``: the outputs of the primary reader's run of the recorded blob on the
   stored inputs (npz without pickle, ``arr_0``, ``arr_1``... as the store writes them);
@@ -26,7 +26,6 @@ import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from jaxport.errors import GoldenDataError
 from jaxport.golden._manifest import MODULE_FILE
@@ -34,6 +33,7 @@ from jaxport.golden._store import GoldenStore, encode_arrays
 from jaxport.harness import _engine
 from jaxport.harness import _reference as _api
 from jaxport.harness._protocol import ArtifactsAnswer, FailureKind, WorkerFailure
+from jaxport.harness._requests import ArtifactsRequest
 
 OBTAINED_FILE = "obtained.npz"
 TODAY_MODULE_FILE = "today.mlir"
@@ -91,13 +91,14 @@ def _error_line(e: BaseException) -> str:
   return f"{type(e).__name__}: {text[0] if text else ''}"[:2000]
 
 
-def write(engine: _engine.ReplayEngine, request: dict[str, Any]) -> ArtifactsAnswer | WorkerFailure:
-  """Write the artifacts of ``request["entry_id"]`` of the store ``request["root"]`` into a
-  folder of ``request["dir"]``; ``"run": false`` leaves out the obtained outputs (an
+def write(engine: _engine.ReplayEngine,
+          request: ArtifactsRequest) -> ArtifactsAnswer | WorkerFailure:
+  """Write the artifacts of ``request.entry_id`` of the store ``request.root`` into a folder
+  of ``request.dir``; without ``request.run`` the obtained outputs are left out (an
   accelerator's entry in a CPU run)."""
-  entry_id = request["entry_id"]
+  entry_id = request.entry_id
   try:
-    folder = entry_folder(Path(request["dir"]), entry_id)
+    folder = entry_folder(Path(request.dir), entry_id)
   except (OSError, GoldenDataError) as e:
     return WorkerFailure(FailureKind.HARNESS, f"--compat-artifacts: {_error_line(e)}")
   files: list[str] = []
@@ -112,13 +113,13 @@ def write(engine: _engine.ReplayEngine, request: dict[str, Any]) -> ArtifactsAns
     files.append(name)
 
   try:
-    entry = GoldenStore(request["root"]).entry(entry_id)
+    entry = GoldenStore(request.root).entry(entry_id)
     manifest = entry.manifest
   except GoldenDataError as e:
     problems.append(f"the entry cannot be read: {_error_line(e)}")
     entry = manifest = None
   if manifest is not None:
-    if manifest.lowering_only or not request.get("run", True):
+    if manifest.lowering_only or not request.run:
       problems.append(f"{OBTAINED_FILE}: not written, the entry is not run here")
     else:
       attempt(OBTAINED_FILE, lambda: _obtained(entry, manifest))

@@ -65,6 +65,7 @@ from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import Manifest
 from jaxport.harness._protocol import (EnvelopeRead, FailureKind, ReaderResult, ReplayAnswer, Stage,
                                        WorkerFailure)
+from jaxport.harness._requests import ReplayRequest
 from jaxport.harness._verdicts import Outcome
 
 K = FindingKind
@@ -170,19 +171,35 @@ def _failure_finding(failure: WorkerFailure) -> Finding:
                    + (f"its last stderr lines:\n{tail}" if tail else "it wrote nothing to stderr"))
   if failure.kind is FailureKind.GOLDEN_DATA:
     return Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA, f"golden data error: {failure.why}")
+  if failure.kind is FailureKind.CASE_MODULES:
+    return Finding(K.COMPATIBILITY_BREAK, S.WORKER,
+                   f"the project's case modules cannot be loaded: {failure.why}")
   return Finding(K.COMPATIBILITY_BREAK, S.WORKER,
                  f"the harness could not replay the entry: {failure.why}\n{failure.traceback}")
 
 
-def _inconsistencies(answer: ReplayAnswer, runs: bool, imported: bool) -> list[str]:
-  """What a well-formed replay answer leaves out that its entry needs judged, one line each:
-  no reader at all, a reader that neither failed nor got to its last stage (``compare``
-  with numerics for an entry that is run, ``module`` for one that is not), today's lowering
-  of a run entry that was neither run nor found the entry's own module. An answer that
-  leaves out a judgement fails; it never passes by omission."""
+def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
+                     imported: bool) -> list[str]:
+  """What a well-formed replay answer leaves out of what its ``request`` asked for, or of what
+  its entry needs judged, one line each: a reader asked for that did not answer, a reader
+  nobody asked for, a reader that neither failed nor got to its last stage (``compare`` with
+  numerics for an entry that is run, ``module`` with target verdicts for one that is not),
+  today's lowering asked for and missing, or neither run nor found to be the entry's own
+  module, the blob's features asked for and neither read nor refused. An answer that leaves
+  out a judgement fails; it never passes by omission, and never as a skip."""
   out = []
   if not answer.readers:
     out.append("it lists no reader's replay")
+  names = [r.reader for r in answer.readers]
+  asked = ", ".join(request.readers) or "none"
+  for name in request.readers:
+    if name not in names:
+      out.append(f"the {name} reader was asked for and did not answer")
+  for name in dict.fromkeys(names):
+    if name not in request.readers:
+      out.append(f"an answer of a reader named {name!r}, which was not asked for (asked: {asked})")
+    elif names.count(name) > 1:
+      out.append(f"the {name} reader answered {names.count(name)} times")
   last = Stage.COMPARE if runs else Stage.MODULE
   for r in answer.readers:
     if r.error is not None:
@@ -192,18 +209,26 @@ def _inconsistencies(answer: ReplayAnswer, runs: bool, imported: bool) -> list[s
                  f"(expected {last!s})")
     elif runs and r.numerics is None:
       out.append(f"the {r.reader} reader's comparison has no numerics")
+    elif not runs and r.target_verdicts is None:
+      out.append(f"the {r.reader} reader's module has no target verdicts")
   today = answer.today
+  if request.current and today is None:
+    out.append("today's lowering was asked for and is missing")
   if (runs and not imported and today is not None and today.available and today.error is None
       and not today.same_module and today.numerics is None):
     out.append("today's lowering was neither run nor found to be the entry's own module")
+  if (request.features is not None and answer.features is None
+      and answer.features_error is None):
+    out.append(f"the blob's features were asked for ({request.features}) and are missing")
   return out
 
 
-def classify(answer: ReplayAnswer | WorkerFailure, *, entry_id: str, manifest: Manifest,
-             today: datetime.date, window_days: int,
+def classify(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, entry_id: str,
+             manifest: Manifest, today: datetime.date, window_days: int,
              numerics_skipped: str | None = None) -> Outcome:
-  """The outcome of one entry (the worker's ``answer`` to its replay): kinds found,
-  messages, skips and staleness; no status yet. ``numerics_skipped``: why an entry with
+  """The outcome of one entry (the worker's ``answer`` to its replay ``request``): kinds
+  found, messages, skips and staleness; no status yet. Every part the request asked for must
+  be in the answer (``_inconsistencies``). ``numerics_skipped``: why an entry with
   recorded outputs was checked the way lowering-only entries are (an accelerator's entry in
   a CPU run), for the skip ledger. A :class:`WorkerFailure` (a crash, an error, an answer
   that did not read) is an error verdict."""
@@ -223,7 +248,7 @@ def classify(answer: ReplayAnswer | WorkerFailure, *, entry_id: str, manifest: M
   else:
     hosts = _hosts(answer, manifest, entry_id)
     runs = not manifest.lowering_only and numerics_skipped is None
-    for line in _inconsistencies(answer, runs, manifest.imported_from is not None):
+    for line in _inconsistencies(answer, request, runs, manifest.imported_from is not None):
       add(K.COMPATIBILITY_BREAK, S.WORKER, f"the worker's answer is incomplete: {line}")
     for r in answer.readers:
       found = _reader_findings(r, hosts)
@@ -246,7 +271,7 @@ def classify(answer: ReplayAnswer | WorkerFailure, *, entry_id: str, manifest: M
       read = next((r for r in answer.readers if r.target_verdicts is not None), None)
       if read is not None:
         facts["platforms"] = tuple(read.platforms or ())
-        facts["target_verdicts"] = dict(read.target_verdicts)
+        facts["target_verdicts"] = {t: str(v) for t, v in read.target_verdicts.items()}
         for target, verdict in sorted(read.target_verdicts.items()):
           if verdict == TargetVerdict.NOT_STABLE:
             add(K.STALE_TARGET, S.READER,
@@ -255,7 +280,9 @@ def classify(answer: ReplayAnswer | WorkerFailure, *, entry_id: str, manifest: M
                 "(jaxport's stable-target table or the project's jaxport_stable_targets): "
                 "nothing promises it still works")
     cur = answer.today
-    if cur is None or not cur.available:
+    if cur is None and request.current:
+      pass  # asked for and missing: the answer is incomplete, a failure above, never a skip
+    elif cur is None or not cur.available:
       why = "not asked for" if cur is None else (cur.reason or "unavailable")
       skips.append(f"current lowering not checked: {why}")
     elif cur.error is not None:
@@ -302,16 +329,19 @@ def classify(answer: ReplayAnswer | WorkerFailure, *, entry_id: str, manifest: M
 
 
 def min_consumer_findings(min_consumer: str, platform: str, range_: Any,
-                          measured: tuple[str, ...], producer: str | None) -> list[Finding]:
+                          measured: tuple[str, ...], producer: str | None,
+                          why: str | None = None) -> list[Finding]:
   """A ``below_min_consumer`` finding when ``range_`` (a :class:`jaxport.releases.RunsOn`, None
-  when it could not be computed) leaves out ``min_consumer`` or a measured release between it
-  and ``producer`` on ``platform``; none when it covers them."""
+  when it could not be computed, ``why`` saying why where known) leaves out ``min_consumer``
+  or a measured release between it and ``producer`` on ``platform``; none when it covers
+  them."""
   def key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split("."))
   if range_ is None:
+    because = f" ({why})" if why else ""
     return [Finding(K.BELOW_MIN_CONSUMER, S.CONSUMERS,
                     f"min_consumer {min_consumer}: the releases the entry runs on cannot be "
-                    "computed from its blob, so that it runs on jax "
+                    f"computed from its blob{because}, so that it runs on jax "
                     f"{min_consumer} is not shown; inspect it with `jaxport inspect ENTRY`")]
   if min_consumer not in measured:
     return [Finding(K.BELOW_MIN_CONSUMER, S.CONSUMERS,

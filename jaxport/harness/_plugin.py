@@ -284,6 +284,10 @@ def _parametrize(metafunc: pytest.Metafunc) -> None:
       ids = params = session.selected_entry_ids()
       if params and not metafunc.config.option.collectonly:
         session.prepare(params[0])  # the worker loads while pytest collects the rest
+      if not metafunc.config.option.collectonly:
+        # Case modules that fail to load are one failure here, naming the module, not a
+        # failure of every entry (the report and the summary still say it at the end).
+        session.case_facts()
     metafunc.parametrize(ENTRY_FIXTURE, params, ids=ids)
   if CASE_FIXTURE in metafunc.fixturenames:
     if session.recording:

@@ -13,8 +13,9 @@ import dataclasses
 import enum
 import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
+from jaxport._vocabulary import TargetVerdict
 from jaxport.errors import WorkerAnswerError
 
 
@@ -32,7 +33,8 @@ class FailureKind(enum.StrEnum):
   """Why a request got no replay answer."""
   CRASHED = "crashed"                     # the worker died, timed out or passed its memory limit
   GOLDEN_DATA = "golden_data"             # the entry's files failed verification in the worker
-  HARNESS = "harness"                     # the worker raised, or could not load the cases
+  HARNESS = "harness"                     # the worker raised
+  CASE_MODULES = "case_modules"           # the project's case modules failed to load
   MALFORMED_ANSWER = "malformed_answer"   # the answer did not read as a record of this module
 
 
@@ -73,6 +75,15 @@ def _str_map(value: Any, where: str, nullable: bool = False) -> Mapping[str, str
   if value is None and nullable:
     return None
   return {_of(k, str, where): _of(v, str, f"{where}.{k}") for k, v in _of(value, dict, where).items()}
+
+
+def _verdict_map(value: Any, where: str) -> Mapping[str, TargetVerdict] | None:
+  """A lowering-only replay's verdicts: target -> :class:`TargetVerdict`, each value one of the
+  enum's (a misspelt verdict does not read), or null."""
+  if value is None:
+    return None
+  return {_of(k, str, where): _enum(TargetVerdict, v, f"{where}.{k}")
+          for k, v in _of(value, dict, where).items()}
 
 
 def _enum(cls: type[enum.StrEnum], value: Any, where: str) -> Any:
@@ -170,7 +181,7 @@ class ReaderResult:
   envelope: EnvelopeRead | None = None
   upgraded: UpgradedRun | None = None
   platforms: tuple[str, ...] | None = None
-  target_verdicts: Mapping[str, str] | None = None
+  target_verdicts: Mapping[str, TargetVerdict] | None = None
 
   @property
   def ok(self) -> bool:
@@ -186,7 +197,8 @@ class ReaderResult:
             "envelope": None if self.envelope is None else self.envelope.to_json(),
             "upgraded": None if self.upgraded is None else self.upgraded.to_json(),
             "platforms": None if self.platforms is None else list(self.platforms),
-            "target_verdicts": None if self.target_verdicts is None else dict(self.target_verdicts)}
+            "target_verdicts": None if self.target_verdicts is None else {
+                t: str(v) for t, v in self.target_verdicts.items()}}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> ReaderResult:
@@ -201,7 +213,7 @@ class ReaderResult:
         envelope=None if d["envelope"] is None else EnvelopeRead.from_json(d["envelope"], f"{where}.envelope"),
         upgraded=None if d["upgraded"] is None else UpgradedRun.from_json(d["upgraded"], f"{where}.upgraded"),
         platforms=_strs(d["platforms"], f"{where}.platforms", nullable=True),
-        target_verdicts=_str_map(d["target_verdicts"], f"{where}.target_verdicts", nullable=True))
+        target_verdicts=_verdict_map(d["target_verdicts"], f"{where}.target_verdicts"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -397,24 +409,44 @@ _TYPES: dict[str, type] = {"replay": ReplayAnswer, "record": RecordAnswer,
                            "artifacts": ArtifactsAnswer, "cases": ProjectCases,
                            "failure": WorkerFailure}
 _TYPE_OF = {v: k for k, v in _TYPES.items()}
+_ENVELOPE = ("type", "body", "notices", "request_id", "entry_id", "output")
 
 
-def dump_answer(answer: Answer, notices: list[str]) -> dict[str, Any]:
-  """The JSON object one answer crosses the boundary as, with the worker's notices."""
-  return {"type": _TYPE_OF[type(answer)], "body": answer.to_json(), "notices": list(notices)}
+class WireAnswer(NamedTuple):
+  """One answer as it crossed the boundary: the record, the worker's notices, the id of the
+  request it answers and the entry id that request named (None for a request naming none, and
+  for a request whose id did not read), and what the worker's code wrote to its stdout and
+  stderr while it handled the request (its tail)."""
+  answer: Answer
+  notices: tuple[str, ...]
+  request_id: int | None
+  entry_id: str | None
+  output: str
 
 
-def load_answer(d: Any) -> tuple[Answer, tuple[str, ...]]:
-  """The answer and the notices :func:`dump_answer` wrote; WorkerAnswerError, naming the key,
-  for anything else."""
-  if not isinstance(d, Mapping) or set(d) != {"type", "body", "notices"}:
+def dump_answer(answer: Answer, notices: list[str], *, request_id: int | None,
+                entry_id: str | None = None, output: str = "") -> dict[str, Any]:
+  """The JSON object one answer crosses the boundary as: the record, the worker's notices, the
+  echo of the request it answers, and the output written while it was handled."""
+  return {"type": _TYPE_OF[type(answer)], "body": answer.to_json(), "notices": list(notices),
+          "request_id": request_id, "entry_id": entry_id, "output": output}
+
+
+def load_answer(d: Any) -> WireAnswer:
+  """What :func:`dump_answer` wrote; WorkerAnswerError, naming the key, for anything else."""
+  if not isinstance(d, Mapping) or set(d) != set(_ENVELOPE):
     keys = sorted(d) if isinstance(d, Mapping) else type(d).__name__
-    raise WorkerAnswerError(f"worker answer: expected the keys body, notices, type; got {keys}")
+    raise WorkerAnswerError(f"worker answer: expected the keys {', '.join(sorted(_ENVELOPE))}; "
+                            f"got {keys}")
   cls = _TYPES.get(d["type"]) if isinstance(d["type"], str) else None
   if cls is None:
     raise WorkerAnswerError(f"worker answer: unknown type {d['type']!r} (expected one of "
                             f"{', '.join(_TYPES)})")
-  return cls.from_json(d["body"], f"worker answer ({d['type']})"), _strs(d["notices"], "notices")
+  return WireAnswer(cls.from_json(d["body"], f"worker answer ({d['type']})"),
+                    _strs(d["notices"], "notices"),
+                    _of(d["request_id"], int, "worker answer: request_id", nullable=True),
+                    _of(d["entry_id"], str, "worker answer: entry_id", nullable=True),
+                    _of(d["output"], str, "worker answer: output"))
 
 
 def wrong_kind(expected: type, got: Answer) -> WorkerFailure:

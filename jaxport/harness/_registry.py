@@ -8,7 +8,9 @@ import importlib.machinery
 import importlib.util
 import sys
 import threading
+import traceback
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from jaxport._vocabulary import PLATFORMS
 from jaxport.errors import GoldenDataError
@@ -55,10 +57,12 @@ class CaseRegistry:
             f"case module {name!r} cannot be imported ({e}); check jaxport_cases in the "
             "pytest configuration and that the module is on the path (pytest's pythonpath "
             "option or an installed package)") from e
-      except Exception as e:  # noqa: BLE001 - the module's own code failed while importing
+      except KeyboardInterrupt:
+        raise
+      except BaseException as e:  # noqa: BLE001 - the module's own code failed (or exited)
         raise GoldenDataError(
-            f"case module {name!r} failed while being imported: {type(e).__name__}: {e}. Fix "
-            "the module (or build what it needs, such as a native library) and run again") from e
+            f"case module {name!r} {_failed(e)} while being imported{_frames(e)}\nFix the module "
+            "(or build what it needs, such as a native library) and run again") from None
       if not callable(getattr(module, "cases", None)):
         raise GoldenDataError(f"case module {name!r} has no cases() function returning its "
                               "jaxport.harness.Case objects")
@@ -69,7 +73,7 @@ class CaseRegistry:
   def by_id(self) -> Mapping[str, Case]:
     out: dict[str, Case] = {}
     for module in self._loaded:
-      for case in module.cases():
+      for case in _cases_of(module):
         if not isinstance(case, Case):
           raise GoldenDataError(f"{module.__name__}.cases() yielded {type(case).__name__}, "
                                 "not a jaxport.harness.Case")
@@ -125,6 +129,47 @@ class CaseRegistry:
                         c.min_consumer)
               for c in sorted(self.by_id.values(), key=lambda c: c.case_id)),
         self.unreachable())
+
+
+def _failed(e: BaseException) -> str:
+  """``raised ValueError: why``, or ``exited (SystemExit(0))``: what the case code did."""
+  if isinstance(e, SystemExit):
+    return f"exited (SystemExit({e.code!r})): a case module must not end the process"
+  return f"raised {type(e).__name__}: {e}"
+
+
+def _frames(e: BaseException) -> str:
+  """The frames of ``e``'s traceback in the project's own code, innermost last (jaxport's,
+  the import machinery's and the standard library's left out), as lines to quote."""
+  own = [f for f in traceback.extract_tb(e.__traceback__)
+         if not f.filename.startswith(_NOT_THE_PROJECTS)]
+  if not own:
+    return ""
+  return ":\n" + "".join(traceback.format_list(own)).rstrip()
+
+
+# Where frames that are not the project's own come from: jaxport, the import machinery, and
+# the standard library.
+_NOT_THE_PROJECTS = (str(Path(__file__).resolve().parents[1]), "<frozen ",
+                     str(Path(traceback.__file__).resolve().parent))
+
+
+def _cases_of(module) -> list:
+  """What ``module.cases()`` returns, which must be a list (or tuple) of Case objects; a
+  ``GoldenDataError`` naming the module and the error (its own frames) for anything else."""
+  try:
+    listed = module.cases()
+  except KeyboardInterrupt:
+    raise
+  except BaseException as e:  # noqa: BLE001 - the module's own code failed (or exited)
+    raise GoldenDataError(f"case module {module.__name__!r}: cases() {_failed(e)}{_frames(e)}"
+                          "\nFix the module (or build what it needs, such as a native "
+                          "library) and run again") from None
+  if not isinstance(listed, (list, tuple)):
+    raise GoldenDataError(f"case module {module.__name__!r}: cases() returned "
+                          f"{type(listed).__name__}; return a list of jaxport.harness.Case "
+                          "objects")
+  return list(listed)
 
 
 def _check_platforms(case: Case, module: str) -> None:

@@ -45,9 +45,11 @@ from jaxport.report import (
     Skip, Status, Summary, Updated, Window, write_report)
 from jaxport.report import _coverage as run_coverage
 from jaxport.report._model import RECORD_ACTIONS, other_host_passes, producer_of
-from jaxport.harness._protocol import (Answer, ArtifactsAnswer, FailureKind, ProjectCases,
-                                       RecordAnswer, ReplayAnswer, WorkerFailure, wrong_kind)
-from jaxport.harness._worker import WorkerClient
+from jaxport.harness._protocol import (ArtifactsAnswer, FailureKind, ProjectCases, RecordAnswer,
+                                       ReplayAnswer, WorkerFailure, wrong_kind)
+from jaxport.harness._requests import (ArtifactsRequest, CasesRequest, FeaturesWanted,
+                                       RecordRequest, ReplayRequest)
+from jaxport.harness._worker import Reply, WorkerClient
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +105,9 @@ class HarnessSession:
     self.registry = CaseRegistry(project.case_modules)
     # The project's cases as data, asked of a worker once (or read from the registry).
     self._facts: ProjectCases | None = None
+    # Why the case modules failed to load, once they did: asked again, the session says it
+    # again rather than importing them again.
+    self._facts_error: GoldenDataError | None = None
     self._facts_asked = False
     # jax's corpus imported for this run (controller only; workers get its root in the options).
     self.corpus = corpus
@@ -123,6 +128,8 @@ class HarnessSession:
     self._manifests: collections.OrderedDict[str, Manifest] = collections.OrderedDict()
     self._staging: Path | None = None
     self._seconds: dict[str, float] = {}
+    # What the worker printed while replaying the entry replayed last (shown if it fails).
+    self._output: dict[str, str] = {}
     self._parts: dict[str, dict[str, float]] = {}
     self._updates: list[_update.Update] = []
     self._newest_ids: dict[str, str] | None = None
@@ -180,17 +187,26 @@ class HarnessSession:
     is asked once, so that this process never imports them, nor jax; they are imported here
     where no worker serves it (recording, a cold replay, an xdist controller) or the worker
     could not answer. ``GoldenDataError`` when the case modules fail to load."""
+    if self._facts_error is not None:
+      raise self._facts_error
     if self._facts is None:
       client = self._facts_worker()
       if client is not None:
         self._facts_asked = True
-        answer = self._answer(client.request({"op": "cases"}), ProjectCases)
+        answer = self._answer(client.request(CasesRequest()), ProjectCases)
         if isinstance(answer, ProjectCases):
           self._facts = answer
+        elif answer.kind is FailureKind.CASE_MODULES:  # they fail here as they did there
+          self._facts_error = GoldenDataError(answer.why)
+          raise self._facts_error
         else:
           logger.debug("the worker did not list the cases (%s); importing them here", answer.why)
       if self._facts is None:
-        self._facts = self.registry.facts()
+        try:
+          self._facts = self.registry.facts()
+        except GoldenDataError as e:
+          self._facts_error = e
+          raise
     return self._facts
 
   def _facts_worker(self) -> WorkerClient | None:
@@ -285,15 +301,18 @@ class HarnessSession:
       outcome = _classify.unreadable(entry_id, e)
     else:
       request, not_run = self._replay_request(entry_id, manifest)
+      self._output = {}
       if self.options.cold:
         answer = self._replay_cold(request, num_devices)
       else:
-        answer = self._answer(self._worker(num_devices).request(request), ReplayAnswer)
+        reply = self._worker(num_devices).request(request)
+        answer = self._answer(reply, ReplayAnswer)
+        self._output[entry_id] = reply.output
         self._send_next(entry_id)
       if isinstance(answer, ReplayAnswer):
         self._seconds[entry_id] = answer.seconds
         self._parts[entry_id] = dict(answer.timings)
-      outcome = _classify.classify(answer, entry_id=entry_id, manifest=manifest,
+      outcome = _classify.classify(answer, request, entry_id=entry_id, manifest=manifest,
                                    today=self.options.today,
                                    window_days=self.options.compat_window_days,
                                    numerics_skipped=not_run)
@@ -302,7 +321,7 @@ class HarnessSession:
         outcome = expected_status.annotate(
             outcome, manifest, today=self.options.today,
             table=expected_status.load_table(self.project.expectations))
-      outcome = self._check_min_consumer(outcome, answer, manifest)
+      outcome = self._check_min_consumer(outcome, answer, request, manifest)
     if self.options.update:
       status = _update.status_when_updating(outcome, self.options.strict)
     else:
@@ -315,17 +334,20 @@ class HarnessSession:
     self._outcomes[entry_id] = outcome
     return outcome
 
-  def _replay_request(self, entry_id: str, manifest: Manifest) -> tuple[dict, str | None]:
-    """The worker's replay request for an entry, and why its numerics are not run (None
-    when they are)."""
-    request = {"op": "replay", "root": str(self.options.golden_root), "entry_id": entry_id}
+  def _replay_request(self, entry_id: str,
+                      manifest: Manifest) -> tuple[ReplayRequest, str | None]:
+    """The worker's replay request for an entry (every reader, today's lowering, the blob's
+    features where its releases are wanted), and why its numerics are not run (None when
+    they are)."""
     # An accelerator's entry in a CPU run: read and compared, not run.
     not_run = _devices.numerics_skip(self.options.platform, _platform_of(entry_id))
-    if not_run is not None:
-      request["run"] = False
-    if self._wants_runs_on(manifest):
-      request["features"] = True
-    return request, not_run
+    features = None
+    if self._min_consumer(manifest) is not None:
+      features = FeaturesWanted.MIN_CONSUMER
+    elif self.options.compat_report:
+      features = FeaturesWanted.REPORT
+    return ReplayRequest(str(self.options.golden_root), entry_id, tuple(_api.readers()),
+                         run=not_run is None, features=features), not_run
 
   def _send_next(self, done: str) -> None:
     """Send the requests of the entries that come next to their workers now, in order, up to
@@ -345,47 +367,47 @@ class HarnessSession:
           request, AHEAD_PER_WORKER):
         full.add(num_devices)  # and nothing after it goes to that worker, to keep the order
 
-  def _answer(self, reply: tuple[Answer, tuple[str, ...]], kind: type) -> Any:
+  def _answer(self, reply: Reply, kind: type) -> Any:
     """A worker's reply to a request whose answer is of ``kind``, its notices kept: that
     answer or a failure; an answer of another kind is a malformed one."""
-    answer, notices = reply
-    self._take_notices(notices)
+    answer = reply.answer
+    self._take_notices(reply.notices)
     if not isinstance(answer, (kind, WorkerFailure)):
       return wrong_kind(kind, answer)
     return answer
-
-  def _wants_runs_on(self, manifest: Manifest) -> bool:
-    """Whether the entry's releases are computed: for its report, or its declared min_consumer."""
-    return bool(self.options.compat_report) or self._min_consumer(manifest) is not None
 
   def _min_consumer(self, manifest: Manifest) -> str | None:
     case = self.case_facts().case(manifest.case_id)
     return manifest.min_consumer or (case.min_consumer if case is not None else None)
 
   def _check_min_consumer(self, outcome: Outcome, answer: ReplayAnswer | WorkerFailure,
-                          manifest: Manifest) -> Outcome:
+                          request: ReplayRequest, manifest: Manifest) -> Outcome:
     """``outcome`` with the releases the entry runs on (computed from the release table and the
     features the worker read from its blob, for the report) and a ``below_min_consumer``
-    finding when that range leaves out the oldest consumer its manifest or its case declares."""
-    if not self._wants_runs_on(manifest):
+    finding when that range leaves out the oldest consumer its manifest or its case declares.
+    Releases wanted for the report only and not computed are a skip line naming why; for a
+    min_consumer, the failure names why."""
+    if request.features is None or not isinstance(answer, ReplayAnswer):
       return outcome
-    want = self._min_consumer(manifest)
-    range_ = None
-    if isinstance(answer, ReplayAnswer) and answer.features is not None:
+    range_, why = None, answer.features_error
+    if answer.features is not None:
       try:
         range_ = runs_on(ArtifactFeatures.from_dict(answer.features))
       except (ValueError, JaxportError) as e:
-        logger.warning("%s: the releases it runs on are not computed: %s", outcome.entry_id, e)
+        why = str(e)
     if range_ is not None:
       outcome = outcome.replace(runs_on=dict(range_.releases))
-    if want is None:
+    if request.features is FeaturesWanted.REPORT:
+      if range_ is None and why is not None:
+        outcome = outcome.replace(skips=outcome.skips + (
+            f"the releases the entry runs on are not computed: {why}",))
       return outcome
     measured = tuple(f.version for f in table_releases() if f.measured)
-    found = _classify.min_consumer_findings(want, manifest.platform, range_, measured,
-                                            manifest.producer.jax)
+    found = _classify.min_consumer_findings(self._min_consumer(manifest), manifest.platform,
+                                            range_, measured, manifest.producer.jax, why=why)
     return outcome.replace(findings=outcome.findings + tuple(found)) if found else outcome
 
-  def _replay_cold(self, request: dict[str, Any],
+  def _replay_cold(self, request: ReplayRequest,
                    num_devices: int) -> ReplayAnswer | WorkerFailure:
     """Each reader in its own fresh worker, deserializing and calling before anything else
     (today's export runs after the last reader); a failure is that entry's answer."""
@@ -397,8 +419,10 @@ class HarnessSession:
                             num_devices=num_devices, cold_start=True,
                             max_rss_bytes=self.options.worker_max_rss_bytes)
       try:
-        part = self._answer(client.request({**request, "readers": [reader], "current": last}),
-                            ReplayAnswer)
+        reply = client.request(dataclasses.replace(request, readers=(reader,),
+                                                   current=request.current and last))
+        part = self._answer(reply, ReplayAnswer)
+        self._output[request.entry_id] = self._output.get(request.entry_id, "") + reply.output
       finally:
         client.close()
       if isinstance(part, WorkerFailure):
@@ -423,7 +447,7 @@ class HarnessSession:
       text += _update.change_hint(outcome, self.options.update,
                                   newest=self._newest().get(outcome.case_id) == entry_id)
     if outcome.status is Status.FAIL:
-      text += self._write_artifacts(entry_id)
+      text += self._write_artifacts(entry_id) + _printed(self._output.get(entry_id, ""))
       pytest.fail(f"golden entry {entry_id}:\n{text}", pytrace=False)
     if outcome.status is Status.XFAIL:
       pytest.xfail(f"expected failure: {outcome.expected_failure}")
@@ -439,9 +463,9 @@ class HarnessSession:
       num_devices = self._devices_needed(entry_id)
     except GoldenDataError:
       num_devices = 1
-    request = {"op": "artifacts", "root": str(self.options.golden_root), "entry_id": entry_id,
-               "dir": str(self.options.artifacts_dir),
-               "run": _devices.numerics_skip(self.options.platform, _platform_of(entry_id)) is None}
+    request = ArtifactsRequest(
+        str(self.options.golden_root), entry_id, str(self.options.artifacts_dir),
+        run=_devices.numerics_skip(self.options.platform, _platform_of(entry_id)) is None)
     answer = self._answer(self._worker(num_devices).request(request), ArtifactsAnswer)
     if isinstance(answer, ArtifactsAnswer):
       return f"\nartifacts: {answer.folder}"
@@ -458,14 +482,15 @@ class HarnessSession:
     """Record ``case_id`` into staging and queue it; an identical existing entry is left alone."""
     case = self.registry.case(case_id)
     worker = self._worker(case.num_devices if case is not None else 1)
-    answer = self._answer(worker.request({"op": "record", "case_id": case_id,
-                                          "today": self.options.today.isoformat(),
-                                          "staging": str(self._staging_root())}), RecordAnswer)
+    reply = worker.request(RecordRequest(case_id, self.options.today.isoformat(),
+                                         str(self._staging_root())))
+    answer = self._answer(reply, RecordAnswer)
     if isinstance(answer, WorkerFailure):
       why = answer.why
       detail = _without_repeat(answer.traceback or answer.stderr_tail, why)
       result = {"case_id": case_id, "entry_id": None, "action": RecordAction.ERROR,
-                "message": f"recording failed: {why}" + (f"\n{detail}" if detail else "")}
+                "message": f"recording failed: {why}" + (f"\n{detail}" if detail else "")
+                + _printed(reply.output)}
     else:
       entry_id = answer.entry_id
       result = {"case_id": case_id, "entry_id": entry_id, "action": RecordAction.WRITTEN,
@@ -537,8 +562,8 @@ class HarnessSession:
   def _update_case(self, change: _update.CaseChange) -> _update.Update:
     case = self.registry.case(change.case_id)
     answer = self._answer(self._worker(case.num_devices if case is not None else 1).request(
-        {"op": "record", "case_id": change.case_id, "today": self.options.today.isoformat(),
-         "staging": str(self._staging_root())}), RecordAnswer)
+        RecordRequest(change.case_id, self.options.today.isoformat(),
+                      str(self._staging_root()))), RecordAnswer)
     if isinstance(answer, WorkerFailure):
       return self._update_failed(change, f"recording failed: {answer.why}")
     try:
@@ -775,3 +800,12 @@ def _without_repeat(traceback_text: str, message: str) -> str:
   while lines and lines[-1].strip() and lines[-1].strip() in message:
     lines.pop()
   return "\n".join(lines)
+
+
+def _printed(output: str) -> str:
+  """The section of a failure that quotes what the worker printed while handling its request
+  ("" when it printed nothing)."""
+  if not output.strip():
+    return ""
+  return ("\nwhat the worker wrote to stdout and stderr meanwhile (the case code's prints, "
+          f"jax's warnings):\n{output.rstrip()}")

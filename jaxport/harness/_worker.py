@@ -16,19 +16,18 @@ in the worker exits the process when the pipe reports end of file. On Linux the
 kernel's parent-death signal (``PR_SET_PDEATHSIG``) kills it as well, even while
 native code holds the interpreter.
 
-Requests: ``{"op": "replay", "root": ..., "entry_id": ...}`` (optionally
-``"readers": [...]`` and ``"current": false`` to run part of the replay, as the
-cold mode does, one reader per fresh process, and ``"run": false`` to check an
-accelerator's entry without running it, as a CPU run does),
-``{"op": "record", "case_id": ..., "today": "YYYY-MM-DD", "staging": ...}``
-(the recording is written as an entry of the staging store) and
-``{"op": "artifacts", "root": ..., "entry_id": ..., "dir": ...}`` (a failed entry's
-artifacts, ``jaxport.harness._artifacts``). The answer is one of the
-typed records of ``jaxport.harness._protocol``, written as one JSON line with the
-worker's ``notices``: why a memo the worker puts in front of jax stays off in it (jax's
-function has another signature than the memo was written for), one line each.
+Requests are the typed records of ``jaxport.harness._requests`` (replay an entry, record a
+case into a staging store, write a failed entry's artifacts, list the cases), each sent as
+one JSON line with an id the client gives it. The answer is one of the typed records of
+``jaxport.harness._protocol``, written as one JSON line on a pipe of its own (never stdout,
+so nothing the case code prints can pass for an answer) with the request's id and entry id
+echoed, the tail of what the worker wrote to stdout and stderr while it handled the request,
+and the worker's ``notices``: why a memo the worker puts in front of jax stays off in it (jax's
+function has another signature than the memo was written for), one line each. The client
+refuses an answer whose ids are not those of the request it waits for, as a failure of that
+request, and starts a fresh worker.
 
-The worker is started as ``python -m jaxport.harness._worker --project JSON
+The worker is started as ``python -m jaxport.harness._worker --project JSON --answer-fd FD
 [--share-executables] [--compile-cache DIR] [--cold-start]``, in the project's
 directory with the project's paths on ``PYTHONPATH``, so that it imports the case modules the session
 lists; with ``--share-executables`` each distinct module is compiled once in the
@@ -43,14 +42,16 @@ import collections
 import dataclasses
 import datetime
 import json
+import itertools
 import os
+import stat
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from jaxport import _limits
 from jaxport._vocabulary import WORKER_TIMEOUT_S
@@ -60,8 +61,10 @@ from jaxport._isolation._process import add_lifeline_option, serve_as_child, sto
 from jaxport._isolation._process import readline as _readline
 from jaxport.errors import WorkerAnswerError
 from jaxport.harness._devices import FORCE_DEVICES_FLAG
-from jaxport.harness._protocol import (Answer, FailureKind, RecordAnswer, WorkerFailure, dump_answer,
-                                       load_answer, malformed)
+from jaxport.harness._protocol import (Answer, FailureKind, RecordAnswer, WireAnswer, WorkerFailure,
+                                       dump_answer, load_answer, malformed)
+from jaxport.harness._requests import (ArtifactsRequest, CasesRequest, RecordRequest, ReplayRequest,
+                                       Request, dump_request, load_request, request_id_of)
 
 if TYPE_CHECKING:
   from jaxport.harness._engine import ReplayEngine
@@ -70,50 +73,89 @@ if TYPE_CHECKING:
 # The flag of a worker serving a cold replay: nothing lowered or compiled before its request.
 COLD_START_FLAG = "--cold-start"
 STDERR_TAIL_CHARS = 4000
+# The most of a request's own output (the case code's prints, jax's warnings) an answer carries.
+OUTPUT_TAIL_CHARS = 4000
+ANSWER_FD_FLAG = "--answer-fd"
 # The option that sets another memory limit, named by the crash that limit causes.
 MEMORY_OPTION = "--compat-worker-memory-mb"
 
 
-def _handle(engine: ReplayEngine, request: dict) -> Answer:
+def _handle(engine: ReplayEngine, request: Request) -> Answer:
   """The typed answer to one request."""
   from jaxport.harness import _artifacts, _recording, _stopwatch
   from jaxport.errors import GoldenDataError
   from jaxport.golden._store import GoldenStore
 
-  op = request.get("op")
   try:
     engine.load_cases()
   except GoldenDataError as e:
-    return WorkerFailure(FailureKind.HARNESS, f"the project's case modules cannot be loaded: {e}")
-  if op == "replay":
+    return WorkerFailure(FailureKind.CASE_MODULES, str(e))
+  if isinstance(request, ReplayRequest):
     watch = _stopwatch.Stopwatch()
     try:
       with watch.stage(_stopwatch.VERIFY):
-        entry = GoldenStore(request["root"]).entry(request["entry_id"]).snapshot()
+        entry = GoldenStore(request.root).entry(request.entry_id).snapshot()
     except GoldenDataError as e:
       return WorkerFailure(FailureKind.GOLDEN_DATA, str(e))
-    readers = request.get("readers")
-    answer = engine.replay(entry, readers=tuple(readers) if readers is not None else None,
-                           today=request.get("current", True), watch=watch,
-                           run=request.get("run", True))
-    if request.get("features"):
+    answer = engine.replay(entry, readers=request.readers, today=request.current, watch=watch,
+                           run=request.run)
+    if request.features is not None:
       answer = dataclasses.replace(answer, **_features(entry))
     return answer
-  if op == "record":
-    case = engine.lookup_case(request["case_id"])
+  if isinstance(request, RecordRequest):
+    case = engine.lookup_case(request.case_id)
     if case is None:
       return WorkerFailure(FailureKind.HARNESS,
-                           f"no case {request['case_id']!r} in the project's case modules")
-    rec = _recording.record_case(case, datetime.date.fromisoformat(request["today"]),
+                           f"no case {request.case_id!r} in the project's case modules")
+    rec = _recording.record_case(case, datetime.date.fromisoformat(request.today),
                                  engine.registry.checkers)
-    entry = GoldenStore(request["staging"]).write_entry(
+    entry = GoldenStore(request.staging).write_entry(
         rec.manifest, rec.blob, rec.inputs, rec.expected, rec.module_text, rec.shardings)
     return RecordAnswer(entry.entry_id)
-  if op == "artifacts":
+  if isinstance(request, ArtifactsRequest):
     return _artifacts.write(engine, request)
-  if op == "cases":
-    return engine.registry.facts()
-  return WorkerFailure(FailureKind.HARNESS, f"unknown request op {op!r}")
+  assert isinstance(request, CasesRequest), request
+  return engine.registry.facts()
+
+
+class _OutputCapture:
+  """What the worker wrote to its stdout and stderr (one file the client holds) while it
+  handled one request: the case code's prints, jax's warnings. Read back from the file by
+  offset, so nothing is redirected; where stderr is not a regular file nothing is kept."""
+
+  def __init__(self) -> None:
+    self._start: int | None = None
+
+  @staticmethod
+  def _size() -> int | None:
+    for stream in (sys.stdout, sys.stderr):
+      try:
+        stream.flush()
+      except (OSError, ValueError):
+        pass
+    try:
+      st = os.fstat(2)
+    except OSError:
+      return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+  def begin(self) -> None:
+    self._start = self._size()
+
+  def end(self) -> str:
+    """The tail of what was written since :meth:`begin` (at most ``OUTPUT_TAIL_CHARS``)."""
+    start, end = self._start, self._size()
+    if start is None or end is None or end <= start:
+      return ""
+    first = max(start, end - OUTPUT_TAIL_CHARS)
+    try:
+      data = os.pread(2, end - first, first)
+    except OSError:
+      return ""
+    text = data.decode("utf-8", "replace")
+    if first > start:
+      text = f"[{first - start} earlier bytes left out]\n" + text
+    return text
 
 
 def _features(entry) -> dict:
@@ -150,7 +192,7 @@ def _usable_cores() -> int:
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
-  """Serve requests from stdin until it closes, then exit; answers go to the original stdout
+  """Serve requests from stdin until it closes, then exit; answers go to the answer pipe
   only."""
   parser = argparse.ArgumentParser(prog="python -m jaxport.harness._worker")
   parser.add_argument("--project", required=True, metavar="JSON",
@@ -162,9 +204,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
                            "entry's readers side by side where two cores are free")
   parser.add_argument(COLD_START_FLAG, action="store_true",
                       help="lower and compile nothing before the first request (cold replay)")
+  parser.add_argument(ANSWER_FD_FLAG, dest="answer_fd", type=int, required=True, metavar="FD",
+                      help="the write end of the pipe the answers go to (not stdout)")
   add_lifeline_option(parser)
   args = parser.parse_args(argv)
-  answers = serve_as_child(args.lifeline)
+  answers = serve_as_child(args.lifeline, args.answer_fd)
   from jaxport.harness import _engine
   from jaxport.harness._project import Project
   _engine.configure_jax(args.compile_cache, share_executables=args.share_executables,
@@ -172,16 +216,28 @@ def main(argv: list[str] | None = None) -> NoReturn:
   engine = _engine.ReplayEngine(Project.from_json(json.loads(args.project)),
                                 threads=args.share_executables and _usable_cores() > 1)
   _warm_up(engine, args.cold_start)
+  capture = _OutputCapture()
   for line in sys.stdin:
     if not line.strip():
       continue
+    capture.begin()
+    request_id, entry_id = None, None
     try:
-      answer = _handle(engine, json.loads(line))
+      raw = json.loads(line)
+      request_id = request_id_of(raw)
+      echo = raw.get("entry_id") if isinstance(raw, dict) else None
+      entry_id = echo if isinstance(echo, str) else None
+      request_id, request = load_request(raw)
+      answer = _handle(engine, request)
+    except WorkerAnswerError as e:
+      answer = WorkerFailure(FailureKind.HARNESS, f"the request does not read: {e}")
     except Exception as e:  # noqa: BLE001  (reported to the session, which fails the item)
       answer = WorkerFailure(FailureKind.HARNESS, f"{type(e).__name__}: {e}",
                              traceback=traceback.format_exc())
     # Why a memo in front of jax stays off here; the session's report carries each line.
-    answers.write(json.dumps(dump_answer(answer, _engine.replacement_notices())) + "\n")
+    answers.write(json.dumps(dump_answer(answer, _engine.replacement_notices(),
+                                         request_id=request_id, entry_id=entry_id,
+                                         output=capture.end())) + "\n")
   answers.close()
   sys.stderr.flush()
   # Nothing is left to write: skip the interpreter's teardown (jax's and XLA's clean-up take
@@ -189,24 +245,41 @@ def main(argv: list[str] | None = None) -> NoReturn:
   os._exit(0)
 
 
-def read_answer(line: str) -> tuple[Answer, tuple[str, ...]]:
-  """The typed answer and notices of one line a worker wrote; a line that is not an answer
-  (not JSON, a key missing, unknown or mistyped) reads as a ``malformed_answer`` failure."""
+def read_answer(line: str) -> WireAnswer:
+  """The typed answer, notices and echo of one line a worker wrote; a line that is not an
+  answer (not JSON, a key missing, unknown or mistyped) reads as a ``malformed_answer``
+  failure that answers no request."""
   try:
     return load_answer(json.loads(line))
   except WorkerAnswerError as e:
-    return malformed(e), ()
+    return WireAnswer(malformed(e), (), None, None, "")
   except ValueError as e:  # not JSON
-    return malformed(WorkerAnswerError(f"not JSON ({e}): {line[:200]!r}")), ()
+    return WireAnswer(malformed(WorkerAnswerError(f"not JSON ({e}): {line[:200]!r}")), (), None,
+                      None, "")
+
+
+class Reply(NamedTuple):
+  """A worker's answer to one request, its notices, and the tail of what the worker wrote to
+  stdout and stderr while handling it (the case code's prints among them)."""
+  answer: Answer
+  notices: tuple[str, ...]
+  output: str = ""
 
 
 @dataclasses.dataclass
 class _Pending:
-  """A request sent to a worker and not yet asked for, with its answer once read."""
+  """A request sent to a worker and not yet asked for, with its id, when it was sent, and its
+  reply once read."""
 
-  payload: dict
+  request: Request
+  request_id: int
   sent: float
-  reply: tuple[Answer, tuple[str, ...]] | None = None
+  reply: Reply | None = None
+
+
+def _named(request_id: int | None, entry_id: str | None) -> str:
+  """``request 7 (entry cpu/...)``: a request as a protocol failure names it."""
+  return f"request {request_id}" + (f" (entry {entry_id})" if entry_id else "")
 
 
 class WorkerClient:
@@ -223,13 +296,17 @@ class WorkerClient:
 
   :meth:`send_ahead` hands the worker requests the caller will make later, in the order it
   will make them, so that the worker replays while the caller classifies the last answer or
-  waits on another worker. The worker answers in the order it was asked; :meth:`request`
-  reads the answers until its own:
+  waits on another worker. The worker answers in the order it was asked, each answer
+  carrying its request's id; :meth:`request` reads the answers until its own:
 
   - a request sent ahead: the answers of those sent before it, which the caller has passed
     over, are read and dropped;
   - any other request (a failed entry's artifacts): it is sent after those ahead, whose
     answers are read and kept for their own requests.
+
+  An answer whose request id or entry id is not the one awaited, or that does not read, is
+  a ``malformed_answer`` failure of the awaited request; the worker, whose answers can no
+  longer be paired with requests, is then killed, and the next request starts a fresh one.
   """
 
   def __init__(self, project: Project, timeout_s: float = WORKER_TIMEOUT_S, num_devices: int = 1,
@@ -244,9 +321,13 @@ class WorkerClient:
     self.share_executables = share_executables
     self._proc: subprocess.Popen | None = None
     self._stderr = None
+    self._answers = None  # the read end of the worker's answer pipe
     self._lifeline: int | None = None
+    # Request ids, unique over this client's workers: an answer of a dead worker's request
+    # can never pass for another's.
+    self._ids = itertools.count(1)
     # The requests sent and not yet asked for, oldest first: each with the time it was sent
-    # and, once read (while reading a later answer), its answer.
+    # and, once read (while reading a later answer), its reply.
     self._ahead: collections.deque[_Pending] = collections.deque()
     # When this worker's last answer was read: it begins a request no earlier than that.
     self._answered_at = 0.0
@@ -263,7 +344,7 @@ class WorkerClient:
     if self.num_devices > 1:
       flag = f"{FORCE_DEVICES_FLAG}={self.num_devices}"
       env["XLA_FLAGS"] = " ".join(f for f in (env.get("XLA_FLAGS", ""), flag) if f)
-    self._cut_lifeline()  # of a previous worker that died on its own
+    self._close_pipes()  # of a previous worker that died on its own
     # Requests a previous worker took and did not answer died with it.
     self._ahead = collections.deque(p for p in self._ahead if p.reply is not None)
     env[_PARENT_PID_ENV] = str(os.getpid())
@@ -274,20 +355,32 @@ class WorkerClient:
     if self.cold_start:
       flags.append(COLD_START_FLAG)
     read_end, self._lifeline = os.pipe()
+    answers_read, answers_write = os.pipe()
     try:
+      # stdout and stderr both go to one file: what the worker's code prints is kept there
+      # (and quoted with the request it was printed under), never read as an answer.
       self._proc = subprocess.Popen(
           [sys.executable, "-m", "jaxport.harness._worker", "--project",
-           json.dumps(self.project.to_json()), *flags, LIFELINE_FLAG, str(read_end)],
+           json.dumps(self.project.to_json()), *flags, LIFELINE_FLAG, str(read_end),
+           ANSWER_FD_FLAG, str(answers_write)],
           cwd=self.project.root or Path.cwd(),
-          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-          pass_fds=(read_end,))
+          env=env, stdin=subprocess.PIPE, stdout=self._stderr, stderr=self._stderr, text=True,
+          pass_fds=(read_end, answers_write))
+    except BaseException:
+      os.close(answers_read)
+      raise
     finally:
       os.close(read_end)
+      os.close(answers_write)
+    self._answers = os.fdopen(answers_read, "rb", buffering=0)
 
-  def _cut_lifeline(self) -> None:
+  def _close_pipes(self) -> None:
     if self._lifeline is not None:
       os.close(self._lifeline)
       self._lifeline = None
+    if self._answers is not None:
+      self._answers.close()
+      self._answers = None
 
   def _stderr_tail(self) -> str:
     if self._stderr is None:
@@ -302,70 +395,85 @@ class WorkerClient:
     if self._proc is None or self._proc.poll() is not None:
       self._start()
 
-  def send_ahead(self, payload: dict, most: int = 1) -> bool:
+  def send_ahead(self, request: Request, most: int = 1) -> bool:
     """Send a request the caller will make later, after those ahead already, unless it is
     one of them or ``most`` are ahead; whether it is ahead now. A worker that cannot take
     it is left for :meth:`request` to find."""
-    if any(p.payload == payload for p in self._ahead):
+    if any(p.request == request for p in self._ahead):
       return True
     if len(self._ahead) >= most:
       return False
     self.start()
-    if not self._send(payload):
+    request_id = self._send(request)
+    if request_id is None:
       return False
-    self._ahead.append(_Pending(payload, time.monotonic()))
+    self._ahead.append(_Pending(request, request_id, time.monotonic()))
     return True
 
-  def request(self, payload: dict) -> tuple[Answer, tuple[str, ...]]:
-    """Send one request (unless it was sent ahead) and wait for its typed answer and the
-    worker's notices; a dead or stuck worker, or one whose memory passes ``max_rss_bytes``,
-    gives a ``crashed`` :class:`WorkerFailure`, and an answer that does not read a
-    ``malformed_answer`` one."""
-    if any(p.payload == payload for p in self._ahead):
+  def request(self, request: Request) -> Reply:
+    """Send one request (unless it was sent ahead) and wait for its typed answer, the
+    worker's notices and the request's output; a dead or stuck worker, or one whose memory
+    passes ``max_rss_bytes``, gives a ``crashed`` :class:`WorkerFailure`, and an answer that
+    does not read, or answers another request, a ``malformed_answer`` one."""
+    if any(p.request == request for p in self._ahead):
       while self._ahead:
         pending = self._ahead.popleft()
-        reply = pending.reply or self._receive(self._due(pending))
-        if pending.payload == payload:
+        reply = pending.reply or self._receive(pending)
+        if pending.request == request:
           return reply
         if self._proc is None:  # it died on a request passed over: this one died with it
           break
     self.start()
-    if not self._send(payload):
+    request_id = self._send(request)
+    if request_id is None:
       return self._crashed("the worker's input closed")
-    sent = time.monotonic()
+    mine = _Pending(request, request_id, time.monotonic())
     for pending in self._ahead:  # answered first: kept for their own requests
       if pending.reply is None:
-        pending.reply = self._receive(self._due(pending))
+        pending.reply = self._receive(pending)
         if self._proc is None:
           # It died on that request, which keeps the failure as its answer; this one died
           # with it and is sent again, to a fresh worker.
-          return self.request(payload)
-    return self._receive(max(sent, self._answered_at) + self.timeout_s)
+          return self.request(request)
+    return self._receive(mine)
 
   def _due(self, pending: _Pending) -> float:
     """The time by which the worker owes the answer of ``pending``: a timeout after it was
     sent or after the answer before it was read, whichever is later."""
     return max(pending.sent, self._answered_at) + self.timeout_s
 
-  def _send(self, payload: dict) -> bool:
+  def _send(self, request: Request) -> int | None:
+    """Send ``request`` with a new id; the id, or None when the worker cannot take it."""
+    request_id = next(self._ids)
     try:
-      self._proc.stdin.write(json.dumps(payload) + "\n")
+      self._proc.stdin.write(json.dumps(dump_request(request, request_id)) + "\n")
       self._proc.stdin.flush()
     except (BrokenPipeError, OSError):
-      return False
-    return True
+      return None
+    return request_id
 
-  def _receive(self, due: float) -> tuple[Answer, tuple[str, ...]]:
-    """The worker's next answer (to the oldest request it has not answered), owed by ``due``."""
-    line = _readline(self._proc, max(0.0, due - time.monotonic()), self.max_rss_bytes)
+  def _receive(self, pending: _Pending) -> Reply:
+    """The worker's next answer, which must answer ``pending`` (the oldest request it has not
+    answered), owed by :meth:`_due`."""
+    line = _readline(self._proc, max(0.0, self._due(pending) - time.monotonic()),
+                     self.max_rss_bytes, channel=self._answers)
     self._answered_at = time.monotonic()
     if isinstance(line, OverMemory):
-      return self._crashed(self._memory_why(line.rss_bytes))
+      return self._crashed(self._memory_why(line.rss_bytes), pending)
     if line is None:
-      return self._crashed(f"no answer within {self.timeout_s:.0f} s")
+      return self._crashed(f"no answer within {self.timeout_s:.0f} s", pending)
     if not line:
-      return self._crashed("the worker exited")
-    return read_answer(line)
+      return self._crashed("the worker exited", pending)
+    wire = read_answer(line)
+    if wire.request_id is None and isinstance(wire.answer, WorkerFailure):
+      return self._refused(wire.answer, pending)  # it did not read: nothing after it pairs
+    awaited = pending.request.entry_id
+    if wire.request_id != pending.request_id or wire.entry_id != awaited:
+      return self._refused(malformed(WorkerAnswerError(
+          f"the answer belongs to another request: awaited "
+          f"{_named(pending.request_id, awaited)}, got {_named(wire.request_id, wire.entry_id)}"
+          "; the worker was stopped and the next request starts a fresh one")), pending)
+    return Reply(wire.answer, wire.notices, wire.output)
 
   def _memory_why(self, rss_bytes: int) -> str:
     """Why a worker was killed for its memory: the limit by name, and how to set another."""
@@ -379,15 +487,29 @@ class WorkerClient:
     return (f"its memory (RSS) passed the limit {limit}: {rss_bytes // 2**20} MiB resident when "
             f"killed; a larger {MEMORY_OPTION}=MB allows more")
 
-  def _crashed(self, why: str) -> tuple[WorkerFailure, tuple[str, ...]]:
+  def _kill(self, keep: _Pending | None = None) -> int:
+    """Kill the worker (unless it exited) and forget it, with the requests it took and did not
+    answer but ``keep``, whose answer the caller gives (the others are sent again, to a fresh
+    worker); its exit status."""
     proc = self._proc
     if proc.poll() is None:
       proc.kill()
     code = proc.wait()
-    self._cut_lifeline()
-    answer = WorkerFailure(FailureKind.CRASHED, why, returncode=code, stderr_tail=self._stderr_tail())
+    self._close_pipes()
     self._proc = None
-    return answer, ()
+    self._ahead = collections.deque(p for p in self._ahead if p.reply is not None or p is keep)
+    return code
+
+  def _crashed(self, why: str, pending: _Pending | None = None) -> Reply:
+    code = self._kill(keep=pending)
+    return Reply(WorkerFailure(FailureKind.CRASHED, why, returncode=code,
+                               stderr_tail=self._stderr_tail()), ())
+
+  def _refused(self, failure: WorkerFailure, pending: _Pending) -> Reply:
+    """``failure`` as the reply of the awaited request ``pending``, the worker whose answers no
+    longer pair with requests killed."""
+    self._kill(keep=pending)
+    return Reply(failure, ())
 
   def close(self) -> None:
     if self._proc is not None:
@@ -396,7 +518,7 @@ class WorkerClient:
       stop(self._proc)
       self._proc = None
     self._ahead.clear()
-    self._cut_lifeline()
+    self._close_pipes()
     if self._stderr is not None:
       self._stderr.close()
       self._stderr = None

@@ -22,6 +22,7 @@ from _sandbox import CHILD_TIME_LIMIT_S, ROOT
 from jaxport.harness import _classify
 from jaxport.errors import SettingsError
 from jaxport.harness import _settings
+from jaxport.harness._requests import ReplayRequest
 from jaxport.harness._session import HarnessSession, Options
 from jaxport.report import FindingKind
 from jaxport.harness._worker import WorkerClient
@@ -83,12 +84,13 @@ def test_the_worker_dies_with_the_process_that_started_it(looping_store, sig):
 import json, sys
 sys.path.insert(0, {str(ROOT)!r})
 from jaxport.harness._project import Project
+from jaxport.harness._requests import CasesRequest, ReplayRequest
 from jaxport.harness._worker import WorkerClient
 client = WorkerClient(Project(("harness.cases",), {str(root)!r}, root={str(ROOT)!r},
                               paths=({str(ROOT)!r},)), timeout_s=3600)
-client.request({{"op": "hello"}})
+client.request(CasesRequest())
 print(client.pid, flush=True)
-client.request({{"op": "replay", "root": {str(root)!r}, "entry_id": {entry_id!r}}})
+client.request(ReplayRequest({str(root)!r}, {entry_id!r}, ("jaxport", "jax")))
 """], stdout=subprocess.PIPE, text=True)
   worker = None
   try:
@@ -110,7 +112,7 @@ def test_the_worker_refuses_an_npz_bomb_as_golden_data(tmp_path):
   entry = replace_files(copy_entry(tmp_path), {INPUTS_FILE: npz_bomb(2**30)})
   client = WorkerClient(repo_project(tmp_path), timeout_s=CHILD_TIME_LIMIT_S)
   try:
-    answer, _ = client.request({"op": "replay", "root": str(tmp_path), "entry_id": entry.entry_id})
+    answer = client.request(ReplayRequest(str(tmp_path), entry.entry_id, ("jaxport", "jax"))).answer
   finally:
     client.close()
   assert isinstance(answer, WorkerFailure) and answer.kind is FailureKind.GOLDEN_DATA, answer
@@ -181,7 +183,8 @@ def test_an_entry_dated_in_the_future_is_a_finding_that_fails_when_strict(strict
       readers=(ReaderResult("jaxport", Stage.COMPARE, numerics=Numerics(True, True, 0.0)),),
       today=TodayResult(available=False, reason="not a registered case"), host=None,
       seconds=0.0, timings={})
-  outcome = _classify.classify(answer, entry_id=REAL_ENTRIES[0],
+  asked = ReplayRequest(str(ROOT / "compat_data"), REAL_ENTRIES[0], ("jaxport",))
+  outcome = _classify.classify(answer, asked, entry_id=REAL_ENTRIES[0],
                                manifest=_replayed_manifest(datetime.date(2099, 1, 1)),
                                today=today, window_days=180)
   assert FindingKind.FUTURE_DATE in outcome.kinds

@@ -4,6 +4,7 @@ polled RSS, not RLIMIT_AS (which breaks XLA's address-space reservations). Linux
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from jaxport.errors import SettingsError
 from jaxport.harness import _settings, _worker
 from jaxport.harness._project import Project
 from jaxport.harness._protocol import FailureKind, RecordAnswer, dump_answer
+from jaxport.harness._requests import RecordRequest
 from jaxport.harness._worker import WorkerClient
 
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
@@ -42,10 +44,14 @@ GROWING_CHILD = textwrap.dedent("""
   time.sleep(600)
   print("{}", flush=True)
 """)
-# A child that answers one request at once, as a worker writes a record answer.
+# A child that answers one request at once, as a worker writes a record answer, echoing the
+# request's id.
 ANSWERED = RecordAnswer("cpu/mine/sines_f32/2026-12-01_jax-0.10.2")
-ANSWERING_CHILD = ("import json, sys; sys.stdin.readline(); "
-                   f"print(json.dumps({dump_answer(ANSWERED, [])!r}), flush=True)\n")
+ANSWERING_CHILD = ("import json, sys; rid = json.loads(sys.stdin.readline())['request_id']; "
+                   f"answer = {dump_answer(ANSWERED, [], request_id=None)!r}; "
+                   "print(json.dumps({**answer, 'request_id': rid}), flush=True)\n")
+# Requests the fake children take: each answers a record request as a worker would.
+RECORD = RecordRequest("sines_f32", "2026-12-01", "staging")
 
 
 class _ChildClient(WorkerClient):
@@ -59,13 +65,14 @@ class _ChildClient(WorkerClient):
     self._stderr = tempfile.TemporaryFile(mode="w+b")
     self._proc = subprocess.Popen([sys.executable, "-c", self.source], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+    self._answers = self._proc.stdout  # the child answers on its stdout
 
 
 def test_a_worker_growing_past_its_memory_limit_is_killed_with_the_limit_named():
   client = _ChildClient(GROWING_CHILD, timeout_s=CHILD_TIME_LIMIT_S, max_rss_bytes=512 * MiB)
   try:
     started = time.monotonic()
-    answer, _ = client.request({"op": "replay"})
+    answer = client.request(RECORD).answer
     waited = time.monotonic() - started
     assert answer.kind is FailureKind.CRASHED, answer
     assert answer.why.startswith(
@@ -92,14 +99,14 @@ def test_an_answer_in_the_pipe_is_read_before_the_memory_of_a_worker_gone_on_to_
   client = _ChildClient(ANSWERING_THEN_GROWING_CHILD, timeout_s=CHILD_TIME_LIMIT_S,
                         max_rss_bytes=512 * MiB)
   try:
-    first, second = {"op": "record", "n": 1}, {"op": "record", "n": 2}
+    first, second = RECORD, dataclasses.replace(RECORD, case_id="other")
     assert client.send_ahead(first, most=2) and client.send_ahead(second, most=2)
     deadline = time.monotonic() + CHILD_TIME_LIMIT_S
     while (_worker.rss_bytes(client.pid) or 0) <= 512 * MiB:  # past the limit on the second
       assert time.monotonic() < deadline, "the child did not grow"
       time.sleep(0.05)
-    assert client.request(first) == (ANSWERED, ())
-    grown, _ = client.request(second)
+    assert client.request(first) == (ANSWERED, (), "")
+    grown = client.request(second).answer
     assert grown.kind is FailureKind.CRASHED and "its memory (RSS) passed" in grown.why
   finally:
     client.close()
@@ -108,7 +115,7 @@ def test_an_answer_in_the_pipe_is_read_before_the_memory_of_a_worker_gone_on_to_
 def test_a_worker_within_its_memory_limit_answers():
   client = _ChildClient(ANSWERING_CHILD, timeout_s=CHILD_TIME_LIMIT_S, max_rss_bytes=512 * MiB)
   try:
-    assert client.request({"op": "hello"}) == (ANSWERED, ())
+    assert client.request(RECORD) == (ANSWERED, (), "")
   finally:
     client.close()
 

@@ -139,3 +139,60 @@ def test_collect_only_judges_nothing(pytester):
   text = _text(result)
   assert "SESSION FAIL" not in text and "tripwire" not in text
   assert "test_replay[cpu/mine/sines_f32/2026-12-01_jax-" in text
+
+
+FAILING_MODULES = {
+    "cases() raises": ("def cases():\n  raise RuntimeError('libmykernel.so was built for "
+                       "another jaxlib')\n",
+                       "case module 'mycases': cases() raised RuntimeError: libmykernel.so was "
+                       "built for another jaxlib"),
+    "cases() returns a dict": ("def cases():\n  return {'sines_f32': None}\n",
+                               "case module 'mycases': cases() returned dict; return a list of "
+                               "jaxport.harness.Case objects"),
+    "import raises": ("raise ValueError('no GPU here')\n",
+                      "case module 'mycases' raised ValueError: no GPU here while being "
+                      "imported"),
+    "import exits 0": ("raise SystemExit(0)\n",
+                       "case module 'mycases' exited (SystemExit(0)): a case module must not end "
+                       "the process while being imported"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAILING_MODULES))
+@pytest.mark.parametrize("processes", ["0", "2"])
+def test_a_case_module_that_fails_is_one_named_failure_and_the_report_is_written(
+    pytester, tmp_path, name, processes):
+  store = _project(pytester)
+  assert _run(pytester, "--compat-record").ret == 0 and len(store.entries()) == 1
+  source, named = FAILING_MODULES[name]
+  (pytester.path / "mycases.py").write_text(source)
+  report_file = tmp_path / "report.json"
+  result = _run(pytester, "-n", processes, f"--compat-report={report_file}")
+  assert result.ret not in (0, 5), result.ret
+  text = _text(result)
+  assert "INTERNALERROR" not in text and "Traceback" not in text
+  assert named in text
+  if "raise" in source.split("\n")[-2]:  # the user's own frame is quoted
+    assert 'mycases.py", line' in text
+  assert "ERROR test_golden.py" in text or "error" in text.splitlines()[-1]
+  assert "SESSION FAIL the project's case modules cannot be loaded" in text
+  report = json.loads(report_file.read_text())
+  assert any(named in f for f in report["session_failures"]), report["session_failures"]
+  assert report["summary"]["replayed"] == 0
+
+
+def test_jaxports_commands_do_not_exit_0_when_a_case_module_exits_0(pytester):
+  import subprocess
+  import sys
+  _project(pytester)
+  (pytester.path / "mycases.py").write_text("raise SystemExit(0)\n")
+  (pytester.path / "golden").mkdir()
+  for command in (["replay", "--project", "."], ["record", "--project", "."],
+                  ["audit", "--project", ".", "--no-drift"]):
+    done = subprocess.run([sys.executable, "-c", "import sys; from jaxport.cli import main; "
+                           "sys.exit(main())", *command], cwd=pytester.path,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode not in (0, 5), (command, done.returncode, done.stdout[-2000:])
+    out = done.stdout + done.stderr
+    assert "exited (SystemExit(0))" in out, (command, out[-3000:])
+    assert "INTERNALERROR" not in out, command

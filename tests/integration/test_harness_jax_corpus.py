@@ -14,6 +14,8 @@ if str(ROOT) not in sys.path:
 
 import jaxport  # noqa: E402
 from jaxport.harness import _classify, _corpus, _engine, _jax_corpus, checkers  # noqa: E402
+from jaxport.harness import _reference as _api  # noqa: E402
+from jaxport.harness._requests import ReplayRequest  # noqa: E402
 from jaxport.report import FindingKind  # noqa: E402
 from jaxport import _versions  # noqa: E402
 from jaxport.corpus import _import, _jax_testdata  # noqa: E402
@@ -77,7 +79,8 @@ def test_an_imported_cuda_dataset_is_compared_with_the_matching_case_lowering_on
   assert [r.ok for r in answer.readers] == [True, True]
   assert all(r.target_verdicts == {"cusolver_potrf_ffi": "stable"} for r in answer.readers)
   assert answer.today.matched_case == "cuda_cholesky_f32"
-  outcome = _classify.classify(answer, entry_id=entry.entry_id, manifest=m,
+  asked = ReplayRequest(str(tmp_path), entry.entry_id, tuple(_api.readers()))
+  outcome = _classify.classify(answer, asked, entry_id=entry.entry_id, manifest=m,
                                today=m.record_date, window_days=180)
   assert outcome.target_verdicts == {"cusolver_potrf_ffi": "stable"}
   assert outcome.platforms == ("cuda",) and outcome.matched_case == "cuda_cholesky_f32"

@@ -15,6 +15,7 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from jaxport.harness import Case  # noqa: E402
+from jaxport.harness._protocol import ReplayAnswer  # noqa: E402
 from jaxport.harness._session import HarnessSession, Options  # noqa: E402
 from jaxport.releases import runs_on  # noqa: E402
 from jaxport.releases._features import features_of_blob  # noqa: E402
@@ -87,3 +88,66 @@ def test_a_recording_keeps_its_case_min_consumer_in_the_manifest():
   plain = _recording.record_case(dataclasses.replace(case, min_consumer=None),
                               datetime.date(2026, 11, 29))
   assert plain.manifest.min_consumer is None
+
+
+def _features_replaced(hs: HarnessSession, monkeypatch, **changes) -> None:
+  """Have the session's real worker answers carry other ``features``/``features_error``."""
+  workers = hs._worker
+
+  class _Changed:
+    def __init__(self, client):
+      self.client = client
+
+    def __getattr__(self, name):
+      return getattr(self.client, name)
+
+    def request(self, request):
+      reply = self.client.request(request)
+      if isinstance(reply.answer, ReplayAnswer):
+        reply = reply._replace(answer=dataclasses.replace(reply.answer, **changes))
+      return reply
+
+  monkeypatch.setattr(hs, "_worker", lambda num_devices=1: _Changed(workers(num_devices)))
+
+
+def test_features_that_cannot_be_read_fail_an_entry_with_a_min_consumer_naming_why(
+    tmp_path, monkeypatch):
+  hs = _session(tmp_path, _range()[0], monkeypatch)
+  _features_replaced(hs, monkeypatch, features=None, features_error="module bytes: truncated")
+  try:
+    outcome = hs.replay(ENTRY)
+  finally:
+    hs.close()
+  assert outcome.status == Status.FAIL, outcome.messages
+  (found,) = outcome.of_kind(FindingKind.BELOW_MIN_CONSUMER)
+  assert "cannot be computed from its blob (module bytes: truncated)" in found.message
+
+
+def test_features_that_cannot_be_read_for_the_report_only_are_a_skip_naming_why(
+    tmp_path, monkeypatch):
+  hs = _session(tmp_path, None, monkeypatch)
+  hs.options = dataclasses.replace(hs.options, compat_report=tmp_path / "report.json")
+  _features_replaced(hs, monkeypatch, features=None, features_error="module bytes: truncated")
+  try:
+    outcome = hs.replay(ENTRY)
+  finally:
+    hs.close()
+  assert outcome.status == Status.PASS, outcome.messages
+  assert ("the releases the entry runs on are not computed: module bytes: truncated"
+          in outcome.skips), outcome.skips
+
+
+@pytest.mark.parametrize("min_consumer", [None, "0.10.2"], ids=["for the report", "min_consumer"])
+def test_features_asked_for_and_left_out_of_the_answer_fail_the_entry(tmp_path, monkeypatch,
+                                                                      min_consumer):
+  hs = _session(tmp_path, min_consumer, monkeypatch)
+  hs.options = dataclasses.replace(hs.options, compat_report=tmp_path / "report.json")
+  _features_replaced(hs, monkeypatch, features=None, features_error=None)
+  try:
+    outcome = hs.replay(ENTRY)
+  finally:
+    hs.close()
+  assert outcome.status == Status.FAIL, outcome.messages
+  wanted = "report" if min_consumer is None else "min_consumer"
+  assert any(f"the blob's features were asked for ({wanted}) and are missing" in m
+             for m in outcome.messages), outcome.messages

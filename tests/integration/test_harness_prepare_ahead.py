@@ -13,7 +13,9 @@ from jaxport.golden import _store
 from jaxport.harness import _session
 from jaxport.harness._project import OnChange, Project
 from jaxport.harness._protocol import FailureKind, ProjectCases, WorkerFailure
+from jaxport.harness._requests import CasesRequest
 from jaxport.harness._session import HarnessSession, Options
+from jaxport.harness._worker import Reply
 
 ONE_DEVICE = "lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
 EIGHT_DEVICES = "sharding_gspmd/shard_map_gspmd/2026-11-29_jax-0.10.2"
@@ -75,21 +77,21 @@ def requests_seen(session, monkeypatch):
   seen: list[tuple[str, int, str]] = []
   session.cases_asked = []
 
-  def request(self, payload):
-    if payload == {"op": "cases"}:
+  def request(self, request):
+    if isinstance(request, CasesRequest):
       session.cases_asked.append(self.num_devices)
-      return ProjectCases((), {}), ()
-    seen.append(("request", self.num_devices, payload["entry_id"]))
-    return WorkerFailure(FailureKind.GOLDEN_DATA, "not replayed in this test"), ()
+      return Reply(ProjectCases((), {}), ())
+    seen.append(("request", self.num_devices, request.entry_id))
+    return Reply(WorkerFailure(FailureKind.GOLDEN_DATA, "not replayed in this test"), ())
 
   monkeypatch.setattr(_session.WorkerClient, "request", request)
   held: dict[int, int] = {}
 
-  def send_ahead(self, payload, most=1):
+  def send_ahead(self, request, most=1):
     if held.get(self.num_devices, 0) >= most:
       return False
     held[self.num_devices] = held.get(self.num_devices, 0) + 1
-    seen.append(("ahead", self.num_devices, payload["entry_id"]))
+    seen.append(("ahead", self.num_devices, request.entry_id))
     return True
 
   monkeypatch.setattr(_session.WorkerClient, "send_ahead", send_ahead)

@@ -93,6 +93,7 @@ def test_each_report_section_means_one_thing(tmp_path):
   from jaxport.golden._manifest import Comparison, Manifest, Producer
   from jaxport.harness import _classify
   from jaxport.harness._protocol import Numerics, ReaderResult, ReplayAnswer, Stage, TodayResult
+  from jaxport.harness._requests import ReplayRequest
   from jaxport.report import FindingKind
   hs = _session(tmp_path)
   host = {"cpu_vendor": "V", "cpu_model": "M", "cpu_flags": ["avx2"], "jaxlib": "0.10.2",
@@ -104,6 +105,7 @@ def test_each_report_section_means_one_thing(tmp_path):
                                                            max_abs_err=1e-7)),),
                    today=TodayResult(available=False, reason="case gone"), host=host,
                    seconds=0.0, timings={}),
+      ReplayRequest(str(tmp_path), "cpu/f/drifting/2026-11-01_jax-0.10.2", ("jax",)),
       entry_id="cpu/f/drifting/2026-11-01_jax-0.10.2", today=datetime.date(2026, 11, 29),
       manifest=Manifest(case_id="drifting", family="f", platform="cpu",
                         record_date=datetime.date(2026, 1, 1),

@@ -1,5 +1,6 @@
 """The replay worker isolates native crashes and hangs: one request fails, the next one works."""
 
+import dataclasses
 import os
 import signal
 import sys
@@ -12,32 +13,45 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from jaxport.harness._protocol import FailureKind  # noqa: E402
+from jaxport.harness._requests import CasesRequest, ReplayRequest  # noqa: E402
 from jaxport.harness._worker import WorkerClient  # noqa: E402
 from _harness_paths import repo_project  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 ENTRY = next(p for p in sorted((ROOT / "compat_data/cpu/lapack_potrf/cholesky_f32").iterdir()))
-REQUEST = {"op": "replay", "root": str(ROOT / "compat_data"),
-           "entry_id": f"cpu/lapack_potrf/cholesky_f32/{ENTRY.name}"}
+REQUEST = ReplayRequest(str(ROOT / "compat_data"), f"cpu/lapack_potrf/cholesky_f32/{ENTRY.name}",
+                        ("jaxport", "jax"))
+
+
+class _UnknownOp:
+  """A request of an op no worker serves, sent as the client sends any request."""
+  op = "nope"
+  entry_id = None
+
+  def to_json(self):
+    return {}
+
+
+MISSING = dataclasses.replace(REQUEST, entry_id="cpu/lapack_potrf/cholesky_f32/2000-01-01_jax-0.1")
 
 
 def test_killed_or_stuck_worker_fails_one_request_and_is_replaced():
   client = WorkerClient(repo_project(), timeout_s=120)
   try:
-    first, _ = client.request(REQUEST)
+    first = client.request(REQUEST).answer
     assert [r.ok for r in first.readers] == [True, True]
     pid = client.pid
     os.kill(pid, signal.SIGKILL)
-    crashed, _ = client.request(REQUEST)
+    crashed = client.request(REQUEST).answer
     assert crashed.kind is FailureKind.CRASHED
     assert crashed.returncode == -signal.SIGKILL
-    again, _ = client.request(REQUEST)
+    again = client.request(REQUEST).answer
     assert client.pid != pid
     assert [r.ok for r in again.readers] == [True, True]
 
     client.timeout_s = 0.001
-    stuck, _ = client.request(REQUEST)
+    stuck = client.request(REQUEST).answer
     assert stuck.kind is FailureKind.CRASHED and "no answer within" in stuck.why
   finally:
     client.close()
@@ -46,20 +60,16 @@ def test_killed_or_stuck_worker_fails_one_request_and_is_replaced():
 def test_unknown_requests_and_missing_entries_are_answers_not_crashes():
   client = WorkerClient(repo_project(), timeout_s=120)
   try:
-    unknown, _ = client.request({"op": "nope"})
+    unknown = client.request(_UnknownOp()).answer
     assert unknown.kind is FailureKind.HARNESS and "unknown request op" in unknown.why
-    missing, _ = client.request({**REQUEST,
-                                 "entry_id": "cpu/lapack_potrf/cholesky_f32/2000-01-01_jax-0.1"})
+    missing = client.request(MISSING).answer
     assert missing.kind is FailureKind.GOLDEN_DATA and "no such entry" in missing.why
   finally:
     client.close()
 
 
 
-MISSING = {**REQUEST, "entry_id": "cpu/lapack_potrf/cholesky_f32/2000-01-01_jax-0.1"}
-
-
-UNKNOWN = {"op": "nope"}
+UNKNOWN = _UnknownOp()
 
 
 def test_a_request_sent_ahead_is_answered_and_another_request_keeps_the_answers_ahead():
@@ -67,14 +77,14 @@ def test_a_request_sent_ahead_is_answered_and_another_request_keeps_the_answers_
   try:
     assert client.send_ahead(REQUEST)
     assert not client.send_ahead(MISSING)  # one ahead at most by default: not sent
-    first, _ = client.request(REQUEST)
+    first = client.request(REQUEST).answer
     assert [r.ok for r in first.readers] == [True, True]
     # Another request than the one ahead is answered after it: the answer ahead is read and
     # kept, and each request gets its own answer.
     assert client.send_ahead(REQUEST)
-    unknown, _ = client.request(UNKNOWN)
+    unknown = client.request(UNKNOWN).answer
     assert unknown.kind is FailureKind.HARNESS and "unknown request op" in unknown.why
-    again, _ = client.request(REQUEST)
+    again = client.request(REQUEST).answer
     assert [r.ok for r in again.readers] == [True, True]
   finally:
     client.close()
@@ -86,9 +96,9 @@ def test_requests_ahead_are_answered_in_order_and_those_passed_over_are_dropped(
     assert client.send_ahead(MISSING, most=2) and client.send_ahead(REQUEST, most=2)
     assert client.send_ahead(MISSING, most=2)  # ahead already
     assert not client.send_ahead(UNKNOWN, most=2)
-    replayed, _ = client.request(REQUEST)  # MISSING's answer, before it, is dropped
+    replayed = client.request(REQUEST).answer  # MISSING's answer, before it, is dropped
     assert [r.ok for r in replayed.readers] == [True, True]
-    missing, _ = client.request(MISSING)  # asked again
+    missing = client.request(MISSING).answer  # asked again
     assert missing.kind is FailureKind.GOLDEN_DATA and "no such entry" in missing.why
   finally:
     client.close()
@@ -111,18 +121,18 @@ def killed_with_request_ahead():
 def test_a_worker_that_dies_on_the_request_ahead_fails_that_request_only(
     killed_with_request_ahead):
   client, pid = killed_with_request_ahead
-  crashed, _ = client.request(REQUEST)
+  crashed = client.request(REQUEST).answer
   assert crashed.kind is FailureKind.CRASHED and crashed.returncode == -signal.SIGKILL
-  again, _ = client.request(REQUEST)
+  again = client.request(REQUEST).answer
   assert client.pid != pid and [r.ok for r in again.readers] == [True, True]
 
 
 def test_a_request_behind_one_the_worker_died_on_goes_to_a_fresh_worker(
     killed_with_request_ahead):
   client, pid = killed_with_request_ahead
-  missing, _ = client.request(MISSING)
+  missing = client.request(MISSING).answer
   assert missing.kind is FailureKind.GOLDEN_DATA and client.pid != pid
-  crashed, _ = client.request(REQUEST)  # the failure it was read with
+  crashed = client.request(REQUEST).answer  # the failure it was read with
   assert crashed.kind is FailureKind.CRASHED and crashed.returncode == -signal.SIGKILL
 
 

@@ -20,6 +20,7 @@ from jaxport.golden._manifest import (Comparison, CustomCallSignature, Manifest,
 from jaxport.harness._protocol import (FailureKind, Numerics, ReaderResult,  # noqa: E402
                                        ReplayAnswer, Stage, TodayResult, UpgradedRun,
                                        WorkerFailure)
+from jaxport.harness._requests import ReplayRequest  # noqa: E402
 from jaxport.harness._verdicts import Outcome  # noqa: E402
 from jaxport.report import Finding, FindingKind as K, Status  # noqa: E402
 
@@ -57,7 +58,13 @@ def _answer(readers=None, host=None, **today):
 
 
 def _classify_answer(answer, manifest=None, window=180):
-  return _classify.classify(answer, entry_id="cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2",
+  entry_id = "cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2"
+  # Asked of exactly the readers that answered, and today's lowering where there is one.
+  answered = getattr(answer, "readers", ("jaxport", "jax"))  # a failure answers none
+  asked = ReplayRequest("compat_data", entry_id,
+                        tuple(getattr(r, "reader", r) for r in answered),
+                        current=getattr(answer, "today", True) is not None)
+  return _classify.classify(answer, asked, entry_id=entry_id,
                             manifest=manifest or _manifest(), today=TODAY, window_days=window)
 
 

@@ -15,12 +15,17 @@ from jaxport.harness._protocol import (ArtifactsAnswer, CaseFacts, FailureKind, 
                                        ProjectCases, ReaderResult, RecordAnswer, ReplayAnswer,
                                        Stage, TodayResult, WorkerFailure, dump_answer,
                                        load_answer)
-from jaxport.harness._worker import read_answer
+from jaxport.harness._requests import FeaturesWanted, ReplayRequest
+from jaxport.harness._worker import Reply, read_answer
 
 TODAY = datetime.date(2026, 6, 1)
 ENTRY_ID = "cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2"
 SIG = CustomCallSignature("lapack_spotrf_ffi", ("tensor<4x4xf32>",),
                           ("tensor<4x4xf32>", "tensor<i32>"), {})
+
+
+# What the session asks of every entry: both readers, today's lowering.
+REQUEST = ReplayRequest("compat_data", ENTRY_ID, ("jaxport", "jax"))
 
 
 def _manifest() -> Manifest:
@@ -43,14 +48,15 @@ def _passing() -> ReplayAnswer:
 
 
 def _verdict(line: str, strict: bool = True) -> tuple[Status, tuple[str, ...]]:
-  answer, _ = read_answer(line)
-  outcome = _classify.classify(answer, entry_id=ENTRY_ID, manifest=_manifest(), today=TODAY,
+  answer = read_answer(line).answer
+  outcome = _classify.classify(answer, REQUEST, entry_id=ENTRY_ID, manifest=_manifest(), today=TODAY,
                                window_days=180)
   return _classify.status(outcome, strict=strict), outcome.messages
 
 
 def _wire(answer=None) -> dict:
-  return json.loads(json.dumps(dump_answer(answer or _passing(), ["a notice"])))
+  return json.loads(json.dumps(dump_answer(answer or _passing(), ["a notice"], request_id=1,
+                                           entry_id=ENTRY_ID, output="printed\n")))
 
 
 CASES = ProjectCases(
@@ -62,8 +68,9 @@ CASES = ProjectCases(
 def test_answers_cross_the_boundary_whole():
   for answer in (_passing(), RecordAnswer("cpu/f/c/2026-05-01_jax-0.10.2"), CASES,
                  WorkerFailure(FailureKind.CRASHED, "no answer", returncode=-9, stderr_tail="x")):
-    again, notices = load_answer(_wire(answer))
-    assert again == answer and notices == ("a notice",)
+    wire = load_answer(_wire(answer))
+    assert wire.answer == answer and wire.notices == ("a notice",)
+    assert (wire.request_id, wire.entry_id, wire.output) == (1, ENTRY_ID, "printed\n")
 
 
 def test_a_well_formed_passing_answer_passes():
@@ -138,7 +145,7 @@ def test_a_failure_answer_classifies_by_its_kind():
            FailureKind.HARNESS: (FindingKind.COMPATIBILITY_BREAK, Subject.WORKER),
            FailureKind.MALFORMED_ANSWER: (FindingKind.COMPATIBILITY_BREAK, Subject.WORKER)}
   for kind, (finding_kind, subject) in cases.items():
-    outcome = _classify.classify(WorkerFailure(kind, "why"), entry_id=ENTRY_ID,
+    outcome = _classify.classify(WorkerFailure(kind, "why"), REQUEST, entry_id=ENTRY_ID,
                                  manifest=_manifest(), today=TODAY, window_days=180)
     assert [(f.kind, f.subject) for f in outcome.findings] == [(finding_kind, subject)], kind
     assert _classify.status(outcome, strict=False) is Status.FAIL
@@ -150,7 +157,7 @@ def test_findings_carry_their_subject():
                ReaderResult("jax", Stage.COMPARE, numerics=Numerics(True, True, 0.0))),
       today=TodayResult(available=True, targets=(), signature_diff=("target x: removed",)),
       host=None, seconds=0.0, timings={})
-  outcome = _classify.classify(answer, entry_id=ENTRY_ID, manifest=_manifest(),
+  outcome = _classify.classify(answer, REQUEST, entry_id=ENTRY_ID, manifest=_manifest(),
                                today=datetime.date(2027, 1, 1), window_days=180)
   subjects = {(f.kind, f.subject) for f in outcome.findings}
   assert (FindingKind.COMPATIBILITY_BREAK, Subject.READER) in subjects
@@ -175,8 +182,8 @@ class _Answering:
   def __init__(self, answer):
     self.answer = answer
 
-  def request(self, payload):
-    return self.answer, ()
+  def request(self, request):
+    return Reply(self.answer, ())
 
 
 @pytest.mark.parametrize("answer", [RecordAnswer(ENTRY_ID),
@@ -223,8 +230,8 @@ INCOMPLETE = {
 @pytest.mark.parametrize("name", sorted(INCOMPLETE))
 def test_a_well_formed_answer_that_leaves_out_a_judgement_fails(name):
   answer = INCOMPLETE[name](_passing())
-  outcome = _classify.classify(answer, entry_id=ENTRY_ID, manifest=_manifest(), today=TODAY,
-                               window_days=180)
+  outcome = _classify.classify(answer, REQUEST, entry_id=ENTRY_ID, manifest=_manifest(),
+                               today=TODAY, window_days=180)
   assert _classify.status(outcome, strict=False) is Status.FAIL, outcome.messages
   assert any(f.subject is Subject.WORKER and "incomplete" in f.message
              for f in outcome.findings), outcome.messages
@@ -236,6 +243,6 @@ def test_a_lowering_only_entry_is_complete_at_the_module_stage():
                            ReaderResult("jax", Stage.MODULE, target_verdicts={})),
       today=TodayResult(available=True, targets=("lapack_spotrf_ffi",)))
   manifest = dataclasses.replace(_manifest(), lowering_only=True)
-  outcome = _classify.classify(answer, entry_id=ENTRY_ID, manifest=manifest, today=TODAY,
-                               window_days=180)
+  outcome = _classify.classify(answer, REQUEST, entry_id=ENTRY_ID, manifest=manifest,
+                               today=TODAY, window_days=180)
   assert _classify.status(outcome, strict=True) is Status.PASS, outcome.messages

@@ -22,6 +22,7 @@ from jaxport.harness import _reporter as reporter  # noqa: E402
 from jaxport.harness._protocol import FailureKind, ReplayAnswer, WorkerFailure  # noqa: E402
 from jaxport.harness._replacement import Replacement, spelling  # noqa: E402
 from jaxport.harness._session import HarnessSession, Options  # noqa: E402
+from jaxport.harness._worker import Reply  # noqa: E402
 from jaxport.harness._project import OnChange, Project  # noqa: E402
 
 
@@ -244,9 +245,9 @@ NOTICE = ("compile memo off: jax's compile_or_get_cached has signature (backend,
 
 def test_the_report_carries_a_workers_notice_once(tmp_path):
   worker = _session(tmp_path)
-  worker._answer((WorkerFailure(FailureKind.HARNESS, "x"), (NOTICE,)), ReplayAnswer)
+  worker._answer(Reply(WorkerFailure(FailureKind.HARNESS, "x"), (NOTICE,)), ReplayAnswer)
   # A crashed worker's answer has no notices.
-  worker._answer((WorkerFailure(FailureKind.CRASHED, "the worker exited"), ()), ReplayAnswer)
+  worker._answer(Reply(WorkerFailure(FailureKind.CRASHED, "the worker exited"), ()), ReplayAnswer)
   controller = _session(tmp_path)
   controller.merge(worker.worker_output())  # as an xdist worker sends its results
   controller.merge(worker.worker_output())
@@ -263,8 +264,8 @@ def test_a_replay_answer_with_a_notice_reaches_the_report(tmp_path, monkeypatch)
   hs = _session(tmp_path)
 
   class Worker:
-    def request(self, payload):
-      return WorkerFailure(FailureKind.HARNESS, "not replayed in this test"), (NOTICE,)
+    def request(self, request):
+      return Reply(WorkerFailure(FailureKind.HARNESS, "not replayed in this test"), (NOTICE,))
 
   monkeypatch.setattr(hs, "_worker", lambda num_devices=1: Worker())
   hs.replay(entry_id)
@@ -272,11 +273,13 @@ def test_a_replay_answer_with_a_notice_reaches_the_report(tmp_path, monkeypatch)
 
 
 def test_a_worker_sharing_executables_answers_with_its_notices_and_has_none_on_this_jax(tmp_path):
+  from jaxport.harness._protocol import ProjectCases
+  from jaxport.harness._requests import CasesRequest
   from jaxport.harness._worker import WorkerClient
   client = WorkerClient(_session(tmp_path).project, timeout_s=120, share_executables=True)
   try:
-    answer, notices = client.request({"op": "nope"})
+    answer, notices, _ = client.request(CasesRequest())
   finally:
     client.close()
-  assert answer.kind is FailureKind.HARNESS and "unknown request op" in answer.why
+  assert isinstance(answer, ProjectCases), answer
   assert notices == ()

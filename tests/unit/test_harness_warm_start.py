@@ -50,5 +50,5 @@ def test_a_cold_replay_worker_is_started_with_the_cold_start_flag(monkeypatch, t
     client = _worker.WorkerClient(Project(case_modules=(), store=str(tmp_path)),
                                   cold_start=cold_start)
     client._start()
-    client._cut_lifeline()
+    client._close_pipes()
   assert [_worker.COLD_START_FLAG in argv for argv in started] == [False, True]
