@@ -52,6 +52,9 @@ class FindingKind(enum.StrEnum):
   # min_consumer, or a release between that and the producer: always fails.
   BELOW_MIN_CONSUMER = "below_min_consumer"
   LOWERING_DRIFT = "lowering_drift"
+  # Today's export is called with other input or output trees, dtypes, shapes, shardings or
+  # effects than the entry: the artifact's calling contract changed. As a function change.
+  SIGNATURE_CHANGE = "signature_change"
   NUMERICS_CHANGE = "numerics_change"
   NUMERICS_DRIFT = "numerics_drift"
   # Within tolerance, not bitwise, on a host of another class than the recording one: a pass.

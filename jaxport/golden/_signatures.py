@@ -8,6 +8,7 @@ a later lowering can be compared with what was recorded.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 
 from jaxport.custom_calls import _walk
@@ -45,6 +46,25 @@ def describe(s: CustomCallSignature) -> str:
 METADATA_ATTRIBUTES = frozenset({"sdy.sharding_rule", "sdy.sharding", "mhlo.sharding"})
 
 
+# Attributes whose text jax writes for people, not for the call: a documentation link in
+# them moves with jax's documentation (``export/shape_poly.html`` became
+# ``501/shape-polymorphism.html`` in jax 0.12, ``jax.readthedocs.io`` became
+# ``docs.jax.dev``) while the call stays the same, so links are compared as one placeholder.
+PROSE_ATTRIBUTES = frozenset({"error_message"})
+DOCUMENTATION_LINK = "<documentation link>"
+_LINK = re.compile(r"https?://[^\s\"'\\]+")
+
+
+def normalized(s: CustomCallSignature) -> CustomCallSignature:
+  """``s`` as signatures are compared: the links inside its prose attributes replaced by
+  :data:`DOCUMENTATION_LINK`; everything else (the predicate, operands, results) as it is."""
+  if not PROSE_ATTRIBUTES & s.attributes.keys():
+    return s
+  return dataclasses.replace(s, attributes={
+      k: _LINK.sub(DOCUMENTATION_LINK, v) if k in PROSE_ATTRIBUTES and isinstance(v, str) else v
+      for k, v in s.attributes.items()})
+
+
 @dataclasses.dataclass(frozen=True)
 class SignatureChange:
   """One difference between recorded and current custom-call signatures."""
@@ -59,8 +79,9 @@ class SignatureChange:
 
 def drift(recorded: Iterable[CustomCallSignature],
           current: Iterable[CustomCallSignature]) -> list[SignatureChange]:
-  """How the current signatures differ from the recorded ones, one change per target."""
-  recorded, current = set(recorded), set(current)
+  """How the current signatures differ from the recorded ones, one change per target; a
+  documentation link inside a prose attribute (:func:`normalized`) is no difference."""
+  recorded, current = set(map(normalized, recorded)), set(map(normalized, current))
   rec = {s.target for s in recorded}
   cur = {s.target for s in current}
   changes = [SignatureChange(t, f"target {t} was recorded but the current lowering no longer emits it")

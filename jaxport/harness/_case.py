@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -174,3 +174,12 @@ def default_tolerance(dtype) -> tuple[float, float]:
   if dtype in (np.dtype(np.float32), np.dtype(np.complex64)):
     return 1e-4, 1e-5
   return 0.0, 0.0
+
+
+def comparison_of(case: Case, inputs: Sequence[np.ndarray]) -> tuple[str, float, float]:
+  """``(checker, rtol, atol)`` a recording of ``case`` on ``inputs`` writes into its manifest:
+  the case's own tolerances, else :func:`default_tolerance` of its first input's dtype."""
+  rtol, atol = case.rtol, case.atol
+  if rtol is None or atol is None:
+    rtol, atol = default_tolerance(inputs[0].dtype if len(inputs) else np.float32)
+  return case.checker, rtol, atol

@@ -15,6 +15,13 @@ Kinds, from worst to mildest:
                            out that release or a newer one up to the producer;
                            the message names the release and the limiting
                            factor. Always fails.
+  ``signature_change``     today's export is called with other input or output
+                           trees, dtypes, shapes, shardings or effects than the
+                           entry (its calling contract, ``_calling``): fails and
+                           warns as ``lowering_drift`` does. An entry older than
+                           its case's newest is judged by its readers and
+                           recorded outputs only (a skip line, "earlier
+                           contract").
   ``lowering_drift``       today's lowering uses other targets or other operand,
                            result or attribute signatures. Fails lowering-only
                            entries (their signatures are all they promise);
@@ -36,9 +43,11 @@ Kinds, from worst to mildest:
                            refused its envelope as expired, and it read and
                            matched after ``jaxport.upgrade_envelope`` (rule
                            ``envelope``). Reported only.
-  ``producer_drift``       lowering drift or a stale target of an entry recorded
-                           by an older jax release (``_expectations``): the
-                           release difference itself. Reported only.
+  ``producer_drift``       a lowering difference of an entry recorded by
+                           another jax release whose results today's module
+                           still computes (``_jax_side``), or a stale target an
+                           expectations table attributes to an old release:
+                           jax's change, not the function's. Reported only.
 A project whose policy is that a changed function fails (``OnChange.FAIL``, the
 default outside jaxport's own repository) fails ``lowering_drift`` and
 ``numerics_change`` without ``--strict``.
@@ -64,7 +73,7 @@ from jaxport._vocabulary import Finding, FindingKind, Status, Subject, TargetVer
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import Manifest
 from jaxport.harness._protocol import (EnvelopeRead, FailureKind, ReaderResult, ReplayAnswer, Stage,
-                                       WorkerFailure)
+                                       TodayResult, WorkerFailure)
 from jaxport.harness._requests import ReplayRequest
 from jaxport.harness._verdicts import Outcome
 
@@ -76,10 +85,11 @@ ENVELOPE_RULE = "envelope"
 
 ALWAYS_FAIL = frozenset({K.GOLDEN_DATA_ERROR, K.COMPATIBILITY_BREAK, K.EXPORT_ERROR,
                          K.BELOW_MIN_CONSUMER})
-STRICT_FAIL = frozenset({K.LOWERING_DRIFT, K.NUMERICS_CHANGE, K.EXPIRED, K.FUTURE_DATE,
+STRICT_FAIL = frozenset({K.LOWERING_DRIFT, K.SIGNATURE_CHANGE, K.NUMERICS_CHANGE, K.EXPIRED,
+                         K.FUTURE_DATE,
                          K.STALE_TARGET, K.UNEXPECTED_PASS})
 # The kinds that say the case's function computes something else today.
-CHANGE_KINDS = frozenset({K.LOWERING_DRIFT, K.NUMERICS_CHANGE})
+CHANGE_KINDS = frozenset({K.LOWERING_DRIFT, K.SIGNATURE_CHANGE, K.NUMERICS_CHANGE})
 
 
 def _inexact(where: str, max_abs_err: float, hosts: _Hosts) -> tuple[FindingKind, str]:
@@ -161,6 +171,21 @@ def _consumer() -> str | None:
     return None
 
 
+def _jax_side(manifest: Manifest, today: TodayResult) -> str | None:
+  """Why a lowering difference of this entry is jax's change rather than the function's, or
+  None when it may be the function's: the entry was recorded by another jax release than the
+  one lowering it today, and today's module still computes the recorded results (it was not
+  run, for a lowering-only entry, or matched them). A function changed in the same upgrade
+  without changing its results cannot be told apart from this (docs/harness.md)."""
+  producer, consumer = manifest.producer.jax, _consumer()
+  if producer is None or consumer is None or producer == consumer:
+    return None
+  if today.numerics is not None and not today.numerics.ok:
+    return None
+  return (f"recorded by jax {producer}, lowered today by jax {consumer}: a change of jax's "
+          "lowering between the two releases, the results still match")
+
+
 def _failure_finding(failure: WorkerFailure) -> Finding:
   """The finding of a request that got no replay answer."""
   if failure.kind is FailureKind.CRASHED:
@@ -215,7 +240,7 @@ def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
   if request.current and today is None:
     out.append("today's lowering was asked for and is missing")
   if (runs and not imported and today is not None and today.available and today.error is None
-      and not today.same_module and today.numerics is None):
+      and not today.same_module and today.numerics is None and not today.contract_diff):
     out.append("today's lowering was neither run nor found to be the entry's own module")
   if (request.features is not None and answer.features is None
       and answer.features_error is None):
@@ -225,10 +250,11 @@ def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
 
 def classify(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, entry_id: str,
              manifest: Manifest, today: datetime.date, window_days: int,
-             numerics_skipped: str | None = None) -> Outcome:
+             numerics_skipped: str | None = None, newest: bool = True) -> Outcome:
   """The outcome of one entry (the worker's ``answer`` to its replay ``request``): kinds
   found, messages, skips and staleness; no status yet. Every part the request asked for must
-  be in the answer (``_inconsistencies``). ``numerics_skipped``: why an entry with
+  be in the answer (``_inconsistencies``). ``newest``: the entry is its case's newest (an
+  older one whose calling contract differs from today's is judged by its readers only). ``numerics_skipped``: why an entry with
   recorded outputs was checked the way lowering-only entries are (an accelerator's entry in
   a CPU run), for the skip ledger. A :class:`WorkerFailure` (a crash, an error, an answer
   that did not read) is an error verdict."""
@@ -291,11 +317,28 @@ def classify(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, en
       facts["current_targets"] = cur.targets
       facts["matched_case"] = cur.matched_case
       # A lowering-only entry promises its signatures; an imported dataset is another
-      # function than the case it is compared with, so a difference there is drift.
+      # function than the case it is compared with, so a difference there is drift. An
+      # entry another jax release recorded whose numerics still match: jax changed its
+      # lowering, not the user the function.
       against = f" of case {cur.matched_case}" if cur.matched_case else ""
+      by_jax = _jax_side(manifest, cur)
       for line in cur.signature_diff:
-        add(K.COMPATIBILITY_BREAK if manifest.lowering_only and not imported else K.LOWERING_DRIFT,
-            S.TODAY, f"current lowering{against}: {line}", detail=line)
+        if by_jax is not None:
+          add(K.PRODUCER_DRIFT, S.TODAY, f"current lowering{against}: {line} ({by_jax})",
+              detail=line)
+        else:
+          add(K.COMPATIBILITY_BREAK if manifest.lowering_only and not imported
+              else K.LOWERING_DRIFT, S.TODAY, f"current lowering{against}: {line}", detail=line)
+      for line in cur.contract_by_jax:
+        add(K.PRODUCER_DRIFT if manifest.producer.jax != _consumer() else K.SIGNATURE_CHANGE,
+            S.TODAY, f"calling contract of case {manifest.case_id}: {line}", detail=line)
+      if cur.contract_diff and not newest:
+        skips.append(f"earlier contract: case {manifest.case_id}'s calling contract changed since "
+                     f"this entry ({'; '.join(cur.contract_diff)}); it is judged by its readers "
+                     "and recorded outputs only")
+      for line in cur.contract_diff if newest else ():
+        add(K.SIGNATURE_CHANGE, S.TODAY, f"calling contract of case {manifest.case_id}: {line}",
+            detail=line)
       gone = sorted(set(recorded_targets) - set(cur.targets))
       if gone:
         add(K.STALE_TARGET, S.TODAY,

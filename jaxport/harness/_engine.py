@@ -26,7 +26,7 @@ import numpy as np
 
 from jaxport.harness import _reference as _api, _contract, _corpus, _lowering
 from jaxport.harness import _contexts, _executables, _shardings, _stopwatch
-from jaxport.harness import _case
+from jaxport.harness import _calling, _case
 from jaxport.harness._project import Project, ProjectTargets
 from jaxport.harness._protocol import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer, Stage,
                                        TodayResult, UpgradedRun)
@@ -304,6 +304,8 @@ class _ModuleReads:
 
   def __init__(self) -> None:
     self.by_reader: dict[str, bytes] = {}
+    # Each reader's calling contract of the blob (``_calling``), for today's comparison.
+    self.contracts: dict[str, _calling.CallingContract] = {}
     self._lock = threading.Lock()
     self._views: dict[tuple[str, bytes], Any] = {}
 
@@ -361,6 +363,9 @@ class ReplayEngine:
     # The cases replayed last, newest last: entries come in store order, a case's together,
     # so a few are enough, and the worker's memory stays flat however large the store.
     self._exports: collections.OrderedDict[str, tuple[Any, tuple] | str] = collections.OrderedDict()
+    # Each case's comparison settings as a recording of it today would write them.
+    self._settings: collections.OrderedDict[str, tuple[str, float, float]] = (
+        collections.OrderedDict())
     self._runs: collections.OrderedDict[tuple[str, str], list[np.ndarray] | str] = (
         collections.OrderedDict())
     self._read_backs: collections.OrderedDict[str, Any | str] = collections.OrderedDict()
@@ -523,6 +528,7 @@ class ReplayEngine:
           env_read = envelope.read(_error_line(e))
           exp = _api.deserialize(envelope.blob, reader=reader)
       reads.by_reader[reader] = bytes(exp.mlir_module_serialized)
+      reads.contracts[reader] = _calling.contract_of(exp)
     except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
       stage = Stage.DESERIALIZE if env_read is None else Stage.DESERIALIZE_REWRITTEN
       return ReaderResult(reader, stage, error=_error_line(e), envelope=env_read)
@@ -651,19 +657,46 @@ class ReplayEngine:
                          signature_diff=tuple(_lowering.diff(_corpus.shape_blind(m.custom_call_targets),
                                                              _corpus.shape_blind(sigs))))
     diff = tuple(_lowering.diff(m.custom_call_targets, sigs))
-    if m.lowering_only or not run:
-      return TodayResult(available=True, targets=targets, signature_diff=diff)
+    contract = _contract_change(self._read_back_today(case, exp), reads)
+    settings = self._settings_change(case, m)
+    if contract.by_function or contract.by_jax or settings:
+      diff_kw = {"contract_diff": contract.by_function + settings,
+                 "contract_by_jax": contract.by_jax}
+    else:
+      diff_kw = {}
+    if m.lowering_only or not run or contract.by_function:
+      # A changed contract: the entry's inputs are not today's function's, nothing to run.
+      return TodayResult(available=True, targets=targets, signature_diff=diff, **diff_kw)
     if recorded_module is not None and _same_computation(exp, recorded_module, reads):
       # The entry's module up to source locations: its numerics are the readers' numerics.
-      return TodayResult(available=True, targets=targets, signature_diff=diff, same_module=True)
+      return TodayResult(available=True, targets=targets, signature_diff=diff, same_module=True,
+                         **diff_kw)
     actual = self._run_today(case, exp, inputs)
     if isinstance(actual, str):
       return TodayResult(available=True, targets=targets, signature_diff=diff,
-                         error=f"running the current lowering failed: {actual}")
+                         error=f"running the current lowering failed: {actual}", **diff_kw)
     verdict = self.registry.checkers.check(m.comparison.mode, inputs, expected, actual,
                                            rtol=m.comparison.rtol, atol=m.comparison.atol)
     return TodayResult(available=True, targets=targets, signature_diff=diff,
-                       numerics=Numerics.of(verdict))
+                       numerics=Numerics.of(verdict), **diff_kw)
+
+  def _settings_change(self, case: _case.Case, m: Manifest) -> tuple[str, ...]:
+    """How the case's comparison settings (checker, rtol, atol, as a recording of it today
+    would write them) differ from the entry's, one line each; a checker the project does not
+    know is named with the known ones."""
+    if case.case_id not in self._settings:
+      _keep(self._settings, case.case_id, _case.comparison_of(case, case_inputs(case)[2]))
+    checker, rtol, atol = self._settings[case.case_id]
+    rec = m.comparison
+    lines = []
+    if checker != rec.mode:
+      known = "" if checker in self.registry.checkers else (
+          f" (not a checker of the project; known: {sorted(self.registry.checkers)})")
+      lines.append(f"comparison: checker {rec.mode!r} became {checker!r}{known}")
+    for name, old, new in (("rtol", rec.rtol, rtol), ("atol", rec.atol, atol)):
+      if float(old) != float(new):
+        lines.append(f"comparison: {name} {old:g} became {new:g}")
+    return tuple(lines)
 
   # --- the reader thread -----------------------------------------------------------------
 
@@ -687,6 +720,18 @@ TODAY_KEPT = 32
 # clearing costs re-tracing only what the next entries share with the last ones (a case's
 # entries come together), and keeps the worker's memory flat however large the store.
 JAX_CACHES_CLEARED_EVERY = 64
+
+
+def _contract_change(today: Any, reads: _ModuleReads) -> _calling.ContractDiff:
+  """How the calling contract of today's export, serialized and read back as a consumer reads
+  it (``today``; its error text where it does not read back), differs from the entry's as the
+  reference reader (else another) read it; no difference when no reader read the entry, or
+  today's export does not read back (their failures say why)."""
+  recorded = reads.contracts.get(_api.REFERENCE) or next(iter(list(reads.contracts.values())),
+                                                          None)
+  if recorded is None or isinstance(today, str):
+    return _calling.ContractDiff()
+  return _calling.diff(recorded, _calling.contract_of(today))
 
 
 def _keep(memo: collections.OrderedDict, key: Any, value: Any) -> None:

@@ -224,7 +224,11 @@ class TodayResult:
   be exported or run today. Otherwise the targets it emits, the signature differences (one
   line each), and ``numerics`` when it was run (None when its module is the entry's own up
   to source locations, ``same_module``, or it was not run). ``matched_case``: the case an
-  imported dataset was compared with."""
+  imported dataset was compared with. ``contract_diff``: how the calling contract (input and
+  output trees, types, shardings, effects) of today's export differs from the entry's, one
+  line each (today's module is then not run: the entry's inputs are not its inputs);
+  ``contract_by_jax``: the differences the jax release makes (the calling-convention
+  version)."""
   available: bool
   reason: str | None = None
   error: str | None = None
@@ -233,12 +237,16 @@ class TodayResult:
   signature_diff: tuple[str, ...] = ()
   same_module: bool = False
   numerics: Numerics | None = None
+  contract_diff: tuple[str, ...] = ()
+  contract_by_jax: tuple[str, ...] = ()
 
   def to_json(self) -> dict[str, Any]:
     return {"available": self.available, "reason": self.reason, "error": self.error,
             "targets": list(self.targets), "matched_case": self.matched_case,
             "signature_diff": list(self.signature_diff), "same_module": self.same_module,
-            "numerics": None if self.numerics is None else self.numerics.to_json()}
+            "numerics": None if self.numerics is None else self.numerics.to_json(),
+            "contract_diff": list(self.contract_diff),
+            "contract_by_jax": list(self.contract_by_jax)}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> TodayResult:
@@ -251,7 +259,9 @@ class TodayResult:
         matched_case=_of(d["matched_case"], str, f"{where}.matched_case", nullable=True),
         signature_diff=_strs(d["signature_diff"], f"{where}.signature_diff"),
         same_module=_of(d["same_module"], bool, f"{where}.same_module"),
-        numerics=None if d["numerics"] is None else Numerics.from_json(d["numerics"], f"{where}.numerics"))
+        numerics=None if d["numerics"] is None else Numerics.from_json(d["numerics"], f"{where}.numerics"),
+        contract_diff=_strs(d["contract_diff"], f"{where}.contract_diff"),
+        contract_by_jax=_strs(d["contract_by_jax"], f"{where}.contract_by_jax"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -74,16 +74,14 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
     if _shardings.num_devices(exp) > 1:
       shardings = _shardings.record(exp, outs)
       _check_shardings_against_jit(case, exp, inputs, shardings)
-  rtol, atol = case.rtol, case.atol
-  if rtol is None or atol is None:
-    rtol, atol = _case.default_tolerance(inputs[0].dtype if inputs else np.float32)
+  checker, rtol, atol = _case.comparison_of(case, inputs)
   manifest = Manifest(
       case_id=case.case_id, family=case.family, platform=case.host_platform, record_date=today,
       producer=Producer.current(), host=replay_host(case.host_platform),
       calling_convention_version=exp.calling_convention_version,
       serialization_version=_versions.serialization_layout_version(), custom_call_targets=sigs,
       polymorphic_shapes=case.polymorphic_shapes, constraints=case.constraints,
-      lowering_only=case.lowering_only, comparison=Comparison(case.checker, rtol, atol),
+      lowering_only=case.lowering_only, comparison=Comparison(checker, rtol, atol),
       jax_config=config, min_consumer=getattr(case, "min_consumer", None))
   return Recording(manifest, blob, inputs, expected, exp.mlir_module(), shardings)
 

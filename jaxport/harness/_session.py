@@ -315,7 +315,8 @@ class HarnessSession:
       outcome = _classify.classify(answer, request, entry_id=entry_id, manifest=manifest,
                                    today=self.options.today,
                                    window_days=self.options.compat_window_days,
-                                   numerics_skipped=not_run)
+                                   numerics_skipped=not_run,
+                                   newest=self._newest().get(manifest.case_id) == entry_id)
       if self.project.expectations is not None:
         # Producer-release expectations and the jax compat window (the project's table).
         outcome = expected_status.annotate(
@@ -496,7 +497,11 @@ class HarnessSession:
       result = {"case_id": case_id, "entry_id": entry_id, "action": RecordAction.WRITTEN,
                 "message": ""}
       try:
-        existing = self.store.entry(entry_id).path
+        # The day's newest revision of the case is what today's recording is compared with.
+        same_day = self.store.same_day(GoldenStore(self._staging_root()).entry(entry_id).manifest)
+        existing = same_day[-1].path if same_day else self.store.entry(entry_id).path
+        if same_day:
+          entry_id = result["entry_id"] = same_day[-1].entry_id
       except GoldenDataError:
         existing = None  # absent, or refused (a link): writing it reports why
       if existing is not None:
@@ -569,11 +574,13 @@ class HarnessSession:
     try:
       staged = GoldenStore(self._staging_root()).entry(answer.entry_id)
       manifest = staged.manifest
-      for same in self.store.same_day(manifest):
-        if not _differing_files(staged.path, same.path):
-          return _update.Update(change, RecordAction.UNCHANGED, same.entry_id,
-                                "today's recording equals this entry of the same day",
-                                targets=_update.targets_of(manifest))
+      # Only the day's newest revision counts: a change reverted the same day is the
+      # revision after it, never the older revision it happens to equal.
+      newest = self.store.same_day(manifest)[-1:]
+      if newest and not _differing_files(staged.path, newest[0].path):
+        return _update.Update(change, RecordAction.UNCHANGED, newest[0].entry_id,
+                              "today's recording equals the newest entry of the same day",
+                              targets=_update.targets_of(manifest))
       written = self.store.write_entry(
           self.store.next_revision(manifest), staged.blob(), staged.inputs(),
           staged.expected_outputs(), staged.module_text(), staged.shardings())

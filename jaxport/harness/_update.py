@@ -2,8 +2,8 @@
 
 The run replays as usual. A case *changed* when the replay of its newest entry
 (the store's order: record date, revision, producer release) finds that
-today's function lowers or computes something else (``lowering_drift``,
-``numerics_change``); a registered case without any entry is new. At the end
+today's function is called, lowers or computes something else (``signature_change``,
+``lowering_drift``, ``numerics_change``); a registered case without any entry is new. At the end
 of the run the session records one new entry of each changed or new case
 (the worker's record op, into staging, then the store's atomic append-only
 write; a second entry of the same day gets the next revision) and reports what
@@ -50,7 +50,8 @@ class CaseChange:
     return cls(case_id=outcome.case_id, since=outcome.entry_id,
                targets_added=tuple(sorted(today - recorded)),
                targets_removed=tuple(sorted(recorded - today)),
-               signature_changes=_findings(outcome, FindingKind.LOWERING_DRIFT),
+               signature_changes=(*_findings(outcome, FindingKind.SIGNATURE_CHANGE),
+                                  *_findings(outcome, FindingKind.LOWERING_DRIFT)),
                numerics=_findings(outcome, FindingKind.NUMERICS_CHANGE))
 
   def summary(self) -> list[str]:

@@ -42,7 +42,8 @@ def other_host_passes(entries: Iterable[Any]) -> int:
 
 # The kinds the report's ``drift`` section lists: differences between an entry and today's
 # lowering or readers that are not breaks.
-DRIFT_KINDS = frozenset({FindingKind.LOWERING_DRIFT, FindingKind.NUMERICS_CHANGE,
+DRIFT_KINDS = frozenset({FindingKind.LOWERING_DRIFT, FindingKind.SIGNATURE_CHANGE,
+                         FindingKind.NUMERICS_CHANGE,
                          FindingKind.NUMERICS_DRIFT, FindingKind.PRODUCER_DRIFT})
 
 

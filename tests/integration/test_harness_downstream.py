@@ -224,8 +224,8 @@ def test_jax_config_and_own_targets_are_recorded_and_replayed_as_shipped(pyteste
   assert report["targets"]["required"] == ["lapack_sgeqp3_ffi"]
   assert report["session_failures"] == []
 
-  # Were the x32 case replayed with x64 on, its float32 entry would no longer match today's
-  # float64 function: that is what turning the case's x64 on shows. A declared target without
+  # Were the x32 case replayed with x64 on, today's function would return float64 where its
+  # entry promises float32: turning the case's x64 on changes its calling contract. A declared target without
   # an entry fails coverage, naming it and the file that declares it.
   _cases(pytester, FEATURES.replace("X32_ENABLE_X64", "True"))
   (pytester.path / "stable_targets.json").write_text(
@@ -234,7 +234,7 @@ def test_jax_config_and_own_targets_are_recorded_and_replayed_as_shipped(pyteste
   assert result.ret == 1
   out = result.stdout.str()
   assert f"golden entry {x32.entry_id}:" in out
-  assert "output 0: float64[3, 3], recorded float32[3, 3]" in out
+  assert "calling contract of case as_float_x32: output: float32[3, 3] became float64[3, 3]" in out
   assert "case as_float_x32 changed since this entry was recorded" in out
   assert ("SESSION FAIL coverage: 1 cpu targets that the project declares stable in "
           f"{pytester.path / 'stable_targets.json'} have no replayed entry: "

@@ -1,6 +1,7 @@
 """Classification of replay findings: break, drift, staleness, expiry and strictness."""
 
 import datetime
+import importlib.metadata as md
 import json
 import sys
 from pathlib import Path
@@ -29,10 +30,16 @@ SIG = CustomCallSignature("lapack_spotrf_ffi", ("tensor<4x4xf32>",),
                           ("tensor<4x4xf32>", "tensor<i32>"), {})
 
 
-def _manifest(record_date="2026-05-01", host=None, lowering_only=False):
+# The jax release replaying here: an entry it recorded has nothing of jax's own to explain a
+# lowering difference.
+THIS_JAX = md.version("jax")
+OTHER_JAX = "0.9.2" if THIS_JAX != "0.9.2" else "0.10.2"
+
+
+def _manifest(record_date="2026-05-01", host=None, lowering_only=False, producer=THIS_JAX):
   return Manifest(case_id="cholesky_f32", family="lapack_potrf", platform="cpu",
                   record_date=datetime.date.fromisoformat(record_date),
-                  producer=Producer(jax="0.10.2", jaxlib="0.10.2", jaxport="0", numpy="2",
+                  producer=Producer(jax=producer, jaxlib=producer, jaxport="0", numpy="2",
                                     scipy=None, python=None),
                   calling_convention_version=10, serialization_version=6,
                   custom_call_targets=(SIG,), polymorphic_shapes=None, constraints=None,
@@ -147,6 +154,29 @@ def test_signature_change_breaks_a_lowering_only_entry():
   out = _classify_answer(answer, _manifest(lowering_only=True))
   assert out.kinds == (K.COMPATIBILITY_BREAK,)
   assert any("lowering-only" in s for s in out.skips)
+
+
+def test_a_signature_change_of_another_releases_entry_is_producer_drift_naming_both():
+  line = "target shape_assertion changed signature (changed attributes ['error_message'])"
+  for lowering_only in (False, True):
+    readers = None if not lowering_only else [
+        ReaderResult(r, Stage.MODULE, target_verdicts={}) for r in ("jaxport", "jax")]
+    answer = _answer(readers, signature_diff=(line,),
+                     numerics=None if lowering_only else Numerics(True, True, 0.0),
+                     same_module=False)
+    out = _classify_answer(answer, _manifest(lowering_only=lowering_only, producer=OTHER_JAX))
+    assert out.kinds == (K.PRODUCER_DRIFT,), out.messages
+    (drift,) = out.findings
+    assert f"recorded by jax {OTHER_JAX}, lowered today by jax {THIS_JAX}" in drift.message
+    assert drift.detail == line
+    assert _classify.status(out, strict=True) is Status.PASS
+
+
+def test_a_signature_change_of_another_releases_entry_whose_results_moved_is_the_functions():
+  answer = _answer(signature_diff=("target lapack_spotrf_ffi changed signature: ...",),
+                   numerics=Numerics(False, False, 1.0, ("outputs differ",)), same_module=False)
+  out = _classify_answer(answer, _manifest(producer=OTHER_JAX))
+  assert set(out.kinds) == {K.LOWERING_DRIFT, K.NUMERICS_CHANGE}, out.messages
 
 
 def test_target_no_longer_emitted_is_stale():

@@ -1,0 +1,114 @@
+"""The calling contract of an export: what a consumer of the shipped artifact calls it with.
+
+A golden entry promises more than its module: whoever calls the artifact passes arguments of
+its input tree, dtypes and shapes, and reads outputs of its output tree. Renaming a key of a
+params dict leaves the module as it was and breaks every caller, so the harness compares the
+contract of the entry's blob with that of today's export of its case, path by path
+(``args[0]['w1']``, ``output[0]``), and names each difference.
+
+The calling-convention version is not the user's: a jax release writes the one it writes, so
+a difference there is reported apart (:attr:`ContractDiff.by_jax`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+
+
+@dataclasses.dataclass(frozen=True)
+class CallingContract:
+  """Inputs and outputs as ``(path, type)`` pairs in the order of the flat call, their
+  shardings (HLO sharding text, None for unspecified), the effects and the calling-convention
+  version."""
+  inputs: tuple[tuple[str, str], ...]
+  outputs: tuple[tuple[str, str], ...]
+  in_shardings: tuple[str | None, ...]
+  out_shardings: tuple[str | None, ...]
+  effects: tuple[str, ...]
+  calling_convention_version: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ContractDiff:
+  """How today's contract differs from the recorded one: what the function's owner changed
+  (``by_function``, one line each) and what the jax release writes differently (``by_jax``)."""
+  by_function: tuple[str, ...] = ()
+  by_jax: tuple[str, ...] = ()
+
+
+def _type(aval: Any) -> str:
+  """``float32[5, 1]``: an abstract value as a caller sees it (symbolic dims by name)."""
+  return f"{aval.dtype}[{', '.join(str(d) for d in aval.shape)}]"
+
+
+def _paths(tree: Any, avals: Any, root: str) -> tuple[tuple[str, str], ...]:
+  """The leaves of ``tree`` filled with ``avals``, as ``(path, type)``; the inputs' tree is
+  ``(args, kwargs)``, shown as ``args[0]...`` and ``kwargs['name']...``."""
+  filled = jax.tree_util.tree_unflatten(tree, list(avals))
+  leaves = jax.tree_util.tree_flatten_with_path(filled)[0]
+  out = []
+  for path, aval in leaves:
+    if root == "inputs" and path and isinstance(path[0], jax.tree_util.SequenceKey):
+      name = ("args", "kwargs")[path[0].idx] + jax.tree_util.keystr(tuple(path[1:]))
+    else:
+      name = "output" + jax.tree_util.keystr(tuple(path))
+    out.append((name, _type(aval)))
+  return tuple(out)
+
+
+def _shardings(shardings: Any) -> tuple[str | None, ...]:
+  return tuple(None if s is None else str(s) for s in shardings)
+
+
+def contract_of(exported: Any) -> CallingContract:
+  """The calling contract of an ``Exported`` (jaxport's or jax.export's)."""
+  effects = (*(f"ordered {e}" for e in exported.ordered_effects),
+             *(f"unordered {e}" for e in exported.unordered_effects))
+  return CallingContract(
+      inputs=_paths(exported.in_tree, exported.in_avals, "inputs"),
+      outputs=_paths(exported.out_tree, exported.out_avals, "outputs"),
+      in_shardings=_shardings(exported.in_shardings_hlo),
+      out_shardings=_shardings(exported.out_shardings_hlo),
+      effects=tuple(sorted(str(e) for e in effects)),
+      calling_convention_version=int(exported.calling_convention_version))
+
+
+def _side(prefix: str, recorded: tuple[tuple[str, str], ...],
+          today: tuple[tuple[str, str], ...]) -> list[str]:
+  """The differences of one side (``prefix`` "input " or "" for the outputs, whose paths
+  start with ``output``): paths removed and added, types changed, and, when the same leaves
+  come in another order, the order."""
+  old, new = dict(recorded), dict(today)
+  lines = [f"{prefix}{p} ({old[p]}) removed" for p in old if p not in new]
+  lines += [f"{prefix}{p} ({new[p]}) added" for p in new if p not in old]
+  lines += [f"{prefix}{p}: {old[p]} became {new[p]}" for p in old
+            if p in new and old[p] != new[p]]
+  if not lines and [p for p, _ in recorded] != [p for p, _ in today]:
+    lines.append(f"{prefix or 'outputs '}reordered: {[p for p, _ in recorded]} became "
+                 f"{[p for p, _ in today]}")
+  return lines
+
+
+def diff(recorded: CallingContract, today: CallingContract) -> ContractDiff:
+  """How ``today``'s contract differs from the ``recorded`` one."""
+  mine = _side("input ", recorded.inputs, today.inputs)
+  mine += _side("", recorded.outputs, today.outputs)
+  if not mine:  # the same leaves: their shardings compare one by one
+    for prefix, paths, old, new in (("input ", recorded.inputs, recorded.in_shardings,
+                                     today.in_shardings),
+                                    ("", recorded.outputs, recorded.out_shardings,
+                                     today.out_shardings)):
+      for (path, _), a, b in zip(paths, old, new):
+        if a != b:
+          mine.append(f"{prefix}{path} sharding: {a or 'unspecified'} became "
+                      f"{b or 'unspecified'}")
+  if recorded.effects != today.effects:
+    mine.append(f"effects: {list(recorded.effects)} became {list(today.effects)}")
+  jaxs = []
+  if recorded.calling_convention_version != today.calling_convention_version:
+    jaxs.append(f"calling convention version {recorded.calling_convention_version} became "
+                f"{today.calling_convention_version}")
+  return ContractDiff(tuple(mine), tuple(jaxs))
