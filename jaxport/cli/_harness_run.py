@@ -47,17 +47,20 @@ def pytest_command(action: str, *, platform: str, report: str | None, project: P
     cmd.append(RECORD_FLAG)
   if report is not None:
     cmd.append(f"{REPORT_FLAG}={Path(report).resolve()}")
-  if extra and extra[0] == "--":
-    extra = extra[1:]
-  return cmd + list(extra)
+  return cmd + _pytest_args(extra)
+
+
+def _pytest_args(extra: list[str]) -> list[str]:
+  """The arguments given for pytest, wherever ``--`` stood among them (before, between or
+  after jaxport's own options): each ``--`` only separates, and is dropped."""
+  return [a for a in extra if a != "--"]
 
 
 def release_tool_command(action: str, *, with_jax: str, report: str | None,
                          extra: list[str]) -> list[str]:
   """``record``/``replay`` with another jax release: the multi-release tools of jaxport's
   repository (``docs/multi-release.md``); for ``replay``, ``report`` is the matrix's folder."""
-  if extra and extra[0] == "--":
-    extra = extra[1:]
+  extra = _pytest_args(extra)
   if action == "record":
     return [sys.executable, _checkout.release_tool(_with_jax_tool(action)), "--jax", with_jax,
             *extra]

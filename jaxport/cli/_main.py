@@ -128,9 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--json", action="store_true", help="print JSON")
   _parser.add_options(p)
 
-  p = add("prune", help="remove expired golden entries (dry run unless --yes)")
-  p.add_argument("--older-than-days", type=_non_negative, required=True, metavar="DAYS",
+  p = add("prune", help="remove golden entries: expired, superseded, misdated or of one case "
+                        "(dry run unless --yes)")
+  p.add_argument("--older-than-days", type=_non_negative, default=None, metavar="DAYS",
                  help="entries recorded more than DAYS days before --today")
+  p.add_argument("--case", action="append", default=None, metavar="CASE_ID",
+                 help="only entries of this case (repeatable); alone, every entry of it (a case "
+                      "the project no longer registers)")
   p.add_argument("--dated-in-future", action="store_true",
                  help="also remove entries whose record date is after --today (a wrong date: "
                       "they would never expire)")
@@ -223,6 +227,12 @@ def main(argv: list[str] | None = None) -> int:
   args, extra = parser.parse_known_args(argv)
   if extra and args.command not in ("record", "replay"):
     parser.error(f"unrecognized arguments: {' '.join(extra)}")
+  if args.command == "prune" and (args.older_than_days is None and not args.dated_in_future
+                                  and not args.superseded and not args.case):
+    parser.error("prune: say which entries to remove: --older-than-days DAYS (expired), "
+                 "--superseded (older entries of a case by the same jax release), "
+                 "--dated-in-future, or --case CASE_ID (every entry of that case); they "
+                 "combine, and --case narrows the others to that case")
   handler = _StderrHandler()
   handler.setFormatter(logging.Formatter("jaxport: %(message)s"))
   root_logger = logging.getLogger("jaxport")
@@ -404,7 +414,8 @@ def _prune(args, extra) -> int:
                           "--project DIR for the project's jaxport_store.")
   store = GoldenStore(root)
   expired = store.prune(args.older_than_days, today=today, dry_run=True,
-                        dated_in_future=args.dated_in_future, superseded=args.superseded)
+                        dated_in_future=args.dated_in_future, superseded=args.superseded,
+                        cases=args.case)
   if args.yes:
     try:
       expired = pruner.remove_entries(store, expired)
@@ -415,21 +426,34 @@ def _prune(args, extra) -> int:
   if args.json:
     _print_json({"removed" if args.yes else "would_remove": [e.entry_id for e in expired],
                  "dry_run": not args.yes, "today": today.isoformat(),
-                 "older_than_days": args.older_than_days,
+                 "older_than_days": args.older_than_days, "cases": args.case,
                  "dated_in_future": [e.entry_id for e in future]})
   else:
     verb = "removed" if args.yes else "would remove"
     for e in expired:
       sys.stdout.write(f"{verb} {e.entry_id}\n")
-    sys.stdout.write(f"{len(expired)} entr{'y' if len(expired) == 1 else 'ies'} older than "
-                     f"{args.older_than_days} days as of {today}"
-                     + (" or superseded" if args.superseded else "")
+    sys.stdout.write(f"{len(expired)} entr{'y' if len(expired) == 1 else 'ies'} "
+                     + _pruned_because(args, today)
                      + ("" if args.yes or not expired else "; pass --yes to remove them") + ".\n")
     if future:
       sys.stdout.write(f"{len(future)} entr{'y is' if len(future) == 1 else 'ies are'} dated after "
                        f"{today} ({', '.join(e.entry_id for e in future)}); a record date in the "
                        "future is wrong; pass --dated-in-future to remove them.\n")
   return EXIT_OK
+
+
+def _pruned_because(args, today: datetime.date) -> str:
+  """Which entries prune selected, in words: ``older than 180 days as of 2026-12-03 or
+  superseded, of case mlp``."""
+  rules = []
+  if args.older_than_days is not None:
+    rules.append(f"older than {args.older_than_days} days as of {today}")
+  if args.superseded:
+    rules.append("superseded")
+  if args.dated_in_future:
+    rules.append(f"dated after {today}")
+  of = f"of case {', '.join(args.case)}" if args.case else ""
+  return " or ".join(rules) + (", " if rules and of else "") + of
 
 
 def _harness(args, extra) -> int:

@@ -40,7 +40,7 @@ import numpy as np
 
 from jaxport import _limits
 from jaxport.errors import GoldenDataError
-from jaxport.golden._entry_id import FOLDER_FORM, FOLDER_RE
+from jaxport.golden._entry_id import FOLDER_FORM, FOLDER_RE, EntryId
 from jaxport.golden._manifest import (
     BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE, MODULE_FILE, PLATFORMS, SHARDINGS_FILE,
     FIRST_REVISION, MAX_REVISION, ArraySpec, Manifest, _parse_json, _pretty, is_safe_name)
@@ -747,22 +747,32 @@ class GoldenStore:
     newest = {lineage(e): e for e in entries}  # in the store's order: the newest comes last
     return [e for e in entries if newest[lineage(e)] != e]
 
-  def prune(self, older_than_days: int, today: datetime.date | None = None,
+  def prune(self, older_than_days: int | None, today: datetime.date | None = None,
             dry_run: bool = True, dated_in_future: bool = False,
-            superseded: bool = False) -> list[Entry]:
-    """Entries recorded more than ``older_than_days`` before ``today``; removed unless dry_run.
+            superseded: bool = False, cases: Sequence[str] | None = None) -> list[Entry]:
+    """Entries recorded more than ``older_than_days`` before ``today`` (None: no age rule);
+    removed unless dry_run.
 
     ``dated_in_future`` adds the entries whose record date is after ``today``:
     no recording comes from the future, so their date is wrong and they would
     never expire. ``superseded`` adds the entries that have a newer entry of
-    the same case by the same jax release (:meth:`superseded`).
+    the same case by the same jax release (:meth:`superseded`). ``cases`` keeps only
+    the entries of those case ids; with no other rule, it selects every entry of them.
     """
-    if isinstance(older_than_days, bool) or not isinstance(older_than_days, int) or older_than_days < 0:
+    if older_than_days is not None and (isinstance(older_than_days, bool) or not isinstance(
+        older_than_days, int) or older_than_days < 0):
       raise GoldenDataError(f"older_than_days must be a non-negative integer, got {older_than_days!r}.")
     today = today or datetime.date.today()
     replaced = set(self.superseded()) if superseded else set()
-    expired = [e for e in self.entries() if (today - e.record_date).days > older_than_days
-               or (dated_in_future and e.record_date > today) or e in replaced]
+    any_rule = older_than_days is not None or dated_in_future or superseded
+    if not any_rule and not cases:
+      raise GoldenDataError("prune: no entry selected: give older_than_days, dated_in_future, "
+                            "superseded or cases.")
+    expired = [e for e in self.entries()
+               if (not any_rule
+                   or (older_than_days is not None and (today - e.record_date).days > older_than_days)
+                   or (dated_in_future and e.record_date > today) or e in replaced)
+               and (not cases or EntryId.parse(e.entry_id).case_id in cases)]
     if dry_run:
       return expired
     for e in expired:

@@ -63,6 +63,12 @@ class Case:
   fails an entry whose range leaves out that release or a newer one up to the
   producer, naming the release and the limiting factor.
 
+  ``for_jax``: the jax release the case's artifacts are written for, such as ``"0.9.2"``:
+  jaxport exports it as ``jaxport.export(f, for_jax=...)`` does (that release's StableHLO
+  version, calling convention and envelope), so that a consumer on that release reads it.
+  With ``min_consumer`` it is how an entry reaches back to its oldest consumer. None (the
+  default) writes for the installed jax.
+
   ``record_range``: the jax releases that record the case themselves, with their own
   public export API, in a venv of that release: ``(oldest, newest)``, with ``newest``
   None for no upper bound. None (the default): only the harness records it, with
@@ -95,11 +101,14 @@ class Case:
   disabled_checks: tuple[Any, ...] = ()
   min_consumer: str | None = None
   record_range: tuple[str, str | None] | None = None
+  for_jax: str | None = None
 
   def __post_init__(self):
-    if self.min_consumer is not None and not _RELEASE_RE.fullmatch(str(self.min_consumer)):
-      raise ValueError(f"Case {self.case_id}: min_consumer={self.min_consumer!r} is not a jax "
-                       "release such as '0.9.2'.")
+    for name in ("min_consumer", "for_jax"):
+      value = getattr(self, name)
+      if value is not None and not _RELEASE_RE.fullmatch(str(value)):
+        raise ValueError(f"Case {self.case_id}: {name}={value!r} is not a jax release such as "
+                         "'0.9.2'.")
     self._check_record_range()
     for p in (self.host_platform, *(self.platforms or ())):
       if not isinstance(p, str) or not p:

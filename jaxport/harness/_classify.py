@@ -399,8 +399,9 @@ def min_consumer_findings(min_consumer: str, platform: str, range_: Any,
       return [Finding(K.BELOW_MIN_CONSUMER, S.CONSUMERS,
                       f"min_consumer {min_consumer}: the entry does not run on jax {release} "
                       f"({platform}): {why}; it runs on {range_.summary(platform)}. Export the "
-                      f"case for that consumer (jaxport.export(f, for_jax='{min_consumer}')) or "
-                      "raise the case's min_consumer")]
+                      f"case for that consumer (Case(..., for_jax='{min_consumer}'), as "
+                      f"jaxport.export(f, for_jax='{min_consumer}') does) or raise the case's "
+                      "min_consumer")]
   return []
 
 

@@ -142,9 +142,9 @@ def _jit_kwargs(case: _case.Case) -> dict[str, Any]:
   return make() if make is not None else {}
 
 
-def _exporter(producer: str) -> _contract.Exporter:
+def _exporter(producer: str, for_jax: str | None = None) -> _contract.Exporter:
   return _contract.Exporter(
-      export=functools.partial(_api.export, producer=producer),
+      export=functools.partial(_api.export, producer=producer, for_jax=for_jax),
       symbolic_args_specs=lambda args, shapes, constraints: _api.symbolic_args_specs(
           args, shapes, constraints=constraints, producer=producer))
 
@@ -155,7 +155,8 @@ def export_case(case: _case.Case, producer: str = _api.PRIMARY) -> Any:
   args, kwargs, _ = case_inputs(case)
   with jax_config({**case_jax_config(case), **dict(case.jax_flags)}):
     return _contract.export_function(
-        _exporter(producer), case.fun, args, kwargs, polymorphic_shapes=case.polymorphic_shapes,
+        _exporter(producer, case.for_jax if producer == _api.PRIMARY else None),
+        case.fun, args, kwargs, polymorphic_shapes=case.polymorphic_shapes,
         constraints=case.constraints or (), platforms=case.export_platforms(),
         disabled_checks=case.disabled_checks, jit_kwargs=_jit_kwargs(case))
 

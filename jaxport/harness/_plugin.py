@@ -13,6 +13,7 @@ import importlib.util
 import os
 import shutil
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,12 @@ def _read_project(config: pytest.Config) -> Project:
     except ValueError:
       raise GoldenDataError(f"{entry.INI_ON_CHANGE} = {config.getini(entry.INI_ON_CHANGE)!r}: "
                             f"expected one of {[c.value for c in OnChange]}") from None
+    missing = [p for p in config.getini(entry.INI_TESTS) if not (base / p).exists()]
+    if missing:
+      raise GoldenDataError(
+          f"{entry.INI_TESTS} names {missing}, which do not exist (relative to {base}): create "
+          f"each golden test file with the line '{GOLDEN_TESTS_LINE}', or name the files that "
+          "hold it")
   except GoldenDataError as e:
     raise pytest.UsageError(f"jaxport compat harness configuration: {e}") from None
   paths = tuple(dict.fromkeys([str(base), *(p for p in sys.path if p and _within(p, base))]))
@@ -412,11 +419,29 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# What a project's golden test file holds: the items the harness parametrizes.
+GOLDEN_TESTS_LINE = "from jaxport.harness.testing import test_record, test_replay"
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
   hs = _started(config)
+  if (exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and entry.opted_in(config)
+      and (hs is None or not hs.used)):
+    terminalreporter.write_line(
+        f"jaxport compat harness: the project opts in ({entry.INI_CASES}) but pytest collected "
+        f"no golden test item: a test file among the paths pytest collects must hold the line "
+        f"'{GOLDEN_TESTS_LINE}' (and be listed in {entry.INI_TESTS}).", yellow=True)
   if hs is None or hs.report is None:
     return
   from jaxport.harness import _reporter
   terminalreporter.section("jaxport compat harness")
   for line in _reporter.text_lines(hs.report):
     terminalreporter.write_line(line)
+  if hs.report.session_failures:
+    # pytest's closing line counts what it knows; the run failed for these too, so it says so
+    # ("14 passed, 1 jaxport session failure") rather than ending on "14 passed".
+    key = "jaxport session failure" + ("s" if len(hs.report.session_failures) > 1 else "")
+    terminalreporter.stats.setdefault(key, []).extend(
+        types.SimpleNamespace(nodeid="jaxport compat harness", when="session", longrepr=failure,
+                              count_towards_summary=True)
+        for failure in hs.report.session_failures)

@@ -36,9 +36,16 @@ def readers() -> tuple[str, ...]:
   return (PRIMARY, REFERENCE)
 
 
-def export(fun_jit: Callable, *, platforms=None, disabled_checks=(), producer: str = PRIMARY):
-  """``export`` of the producer (jaxport unless told otherwise)."""
-  return _module(producer).export(fun_jit, platforms=platforms, disabled_checks=disabled_checks)
+def export(fun_jit: Callable, *, platforms=None, disabled_checks=(), producer: str = PRIMARY,
+           for_jax: str | None = None):
+  """``export`` of the producer (jaxport unless told otherwise); ``for_jax``: the consumer
+  release to write for, which only jaxport's export takes."""
+  extra = {} if for_jax is None else {"for_jax": for_jax}
+  if extra and producer != PRIMARY:
+    raise ValueError(f"for_jax={for_jax!r}: only the {PRIMARY} producer writes for another jax "
+                     "release")
+  return _module(producer).export(fun_jit, platforms=platforms, disabled_checks=disabled_checks,
+                                  **extra)
 
 
 def deserialize(blob: bytes | bytearray, *, reader: str = PRIMARY) -> Any:

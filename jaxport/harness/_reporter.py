@@ -45,8 +45,12 @@ def text_lines(run: RunReport) -> list[str]:
         + (f"; {s[OTHER_HOST_KEY]} of the passes matched within tolerance, not bitwise, on "
            "another host class than the recording one" if s.get(OTHER_HOST_KEY) else ""))
     t = report["targets"]
-    lines.append(f"targets: {len(t['covered'])} covered, {len(t['required'])} required, "
-                 f"{len(t['reachable'])} reached by today's lowering")
+    covered = set(t["covered"])
+    missing = [x for x in t["required"] if x not in covered]
+    lines.append(f"targets: {len(t['required']) - len(missing)} of {len(t['required'])} required "
+                 "covered" + (f" (missing {', '.join(missing)})" if missing else "")
+                 + f", {len(t['covered'])} covered in all, {len(t['reachable'])} reached by "
+                 "today's lowering")
     for e in report["entries"]:
       if e["status"] in ("fail", "warn"):
         lines.append(f"  {e['status'].upper()} {e['entry_id']}")

@@ -69,6 +69,8 @@ class Field:
   choices: tuple[str, ...] | None = None
   validate: Callable[[Any], Any] | None = None
   shown_default: str | None = None
+  # Given several times on the command line, every value is kept (a list), in order.
+  repeatable: bool = False
 
   @property
   def dest(self) -> str:
@@ -86,6 +88,8 @@ class Field:
     kwargs: dict[str, Any] = {"dest": self.dest, "default": None, "help": self.help_text()}
     if self.switch:
       kwargs["action"] = "store_true"
+    elif self.repeatable:
+      kwargs["action"] = "append"
     if self.metavar is not None:
       kwargs["metavar"] = self.metavar
     if self.argtype is not None:
@@ -163,12 +167,19 @@ def _shard(value: Any) -> Shard | None:
 
 
 def _costs(value: Any) -> dict[str, float] | None:
+  """The per-entry seconds of one ``--compat-timings`` file or several (each shard writes its
+  own): merged, an entry timed in two files keeping the larger figure."""
   if value is None:
     return None
-  try:
-    return read_costs(value)
-  except ShardError as e:
-    raise SettingsError(str(e)) from None
+  merged: dict[str, float] = {}
+  for path in value if isinstance(value, (list, tuple)) else [value]:
+    try:
+      costs = read_costs(path)
+    except ShardError as e:
+      raise SettingsError(str(e)) from None
+    for entry_id, seconds in costs.items():
+      merged[entry_id] = max(seconds, merged.get(entry_id, 0.0))
+  return merged
 
 
 def _cache_dir(value: Any) -> str | None:
@@ -231,7 +242,8 @@ FIELDS: tuple[Field, ...] = (
     Field("shard", "--compat-shard", "replay only shard I of N of the store", metavar="I/N",
           validate=_shard),
     Field("costs", "--compat-costs", "per-entry seconds written by --compat-timings, to balance "
-          "--compat-shard", metavar="FILE.json", validate=_costs),
+          "--compat-shard (give it once per file: each shard writes its own)",
+          metavar="FILE.json", validate=_costs, repeatable=True),
     Field("timings", "--compat-timings", "write each replayed entry's seconds here",
           metavar="FILE.json", validate=_text),
     Field("only", "--compat-only", "run only the golden replay or record items (those in "

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jaxport.golden._entry_id import EntryId
-from jaxport._vocabulary import RecordAction
+from jaxport._vocabulary import RecordAction, Subject
 from jaxport.golden._manifest import Manifest
 from jaxport.golden._store import entry_sort_key
 from jaxport.harness import _classify
@@ -159,9 +159,18 @@ def status_when_updating(outcome: Outcome, strict: bool) -> Status:
 def change_hint(outcome: Outcome, updating: bool, newest: bool) -> str:
   """A line for a replay message whose entry shows a changed case: what it means and what to
   run if the change is intended (``newest``: the entry is its case's newest)."""
+  case_id = outcome.case_id
+  if any(f.kind is FindingKind.COMPATIBILITY_BREAK and f.subject is Subject.READER
+         for f in outcome.findings):
+    # The shipped artifact itself fails: recording a new entry would not make it run.
+    return ("\nthe recorded artifact no longer reads, runs or computes its results with the jax "
+            "installed here: artifacts already shipped break for consumers on this jax, and "
+            f"recording a new entry of case {case_id} ({UPDATE_FLAG}) would not change that. "
+            "Find what broke (the message above names the reader and the stage), then pin the "
+            "jax your consumers run or ship new artifacts; a break the project accepts goes in "
+            "its expectations table (jaxport_expectations) as an expected failure")
   if not set(outcome.kinds) & _classify.CHANGE_KINDS:
     return ""
-  case_id = outcome.case_id
   if not newest:
     return (f"\ncase {case_id} has a newer entry; this older one differs from today's function "
             "and stays, judged by its readers, until 'jaxport prune --superseded' removes it")

@@ -81,6 +81,38 @@ def test_prune_superseded_removes_what_an_update_left_behind(store, capsys):
       ["edge", f"2025-12-03_jax-{JAX}"], ["new", updated.entry_id.split("/")[3]]]
 
 
+def test_prune_superseded_alone_needs_no_age_rule(store, capsys):
+  new = store.entry(f"cpu/f/new/{(TODAY - datetime.timedelta(days=3)).isoformat()}_jax-{JAX}")
+  store.write_entry(store.next_revision(new.manifest), new.blob(), new.inputs(),
+                    new.expected_outputs(), new.module_text())
+  rc, out, _ = run(capsys, "prune", "--superseded", "--root", str(store.root),
+                   "--today", TODAY.isoformat())
+  assert rc == 0
+  assert out.splitlines() == [f"would remove {new.entry_id}",
+                              "1 entry superseded; pass --yes to remove them."]
+
+
+def test_prune_one_case_removes_every_entry_of_it_and_narrows_the_other_rules(store, capsys):
+  rc, out, _ = run(capsys, "prune", "--case", "new", "--root", str(store.root),
+                   "--today", TODAY.isoformat(), "--yes")
+  assert rc == 0 and out.splitlines()[-1] == "1 entry of case new."
+  assert sorted(e.entry_id.split("/")[2] for e in store.entries()) == ["edge", "old"]
+  rc, out, _ = run(capsys, "prune", "--case", "edge", "--older-than-days", "0", "--root",
+                   str(store.root), "--today", TODAY.isoformat())
+  assert out.splitlines() == [f"would remove cpu/f/edge/2025-12-03_jax-{JAX}",
+                              "1 entry older than 0 days as of 2026-06-01, of case edge; pass "
+                              "--yes to remove them."]
+
+
+def test_prune_without_a_rule_is_a_usage_error_naming_the_rules(store, capsys):
+  with pytest.raises(SystemExit) as exc:
+    main(["prune", "--root", str(store.root)])
+  assert exc.value.code == 2
+  err = capsys.readouterr().err
+  assert "say which entries to remove" in err and "--case CASE_ID" in err
+  assert len(store.entries()) == 3
+
+
 def test_prune_rejects_bad_arguments(store, capsys):
   with pytest.raises(SystemExit) as exc:
     main(["prune", "--older-than-days", "-3", "--root", str(store.root)])
@@ -134,6 +166,17 @@ def test_record_and_replay_run_the_golden_items_of_the_named_project_never_one_a
   assert rep_cmd[1:] == ["-m", "pytest", str(tmp_path), "--compat-only", "--compat-platform=cpu",
                          *progress, f"--compat-report={sub / 'r.json'}", "-k", "eig"]
   assert rec_cmd[0] == sys.executable
+
+
+def test_a_double_dash_anywhere_only_separates_pytests_arguments(monkeypatch, tmp_path,
+                                                                 fake_harness_run):
+  calls = fake_harness_run(returncode=0)
+  monkeypatch.chdir(tmp_path)
+  assert main(["replay", "-k", "eig", "--", "-x"]) == 0
+  assert main(["replay", "--project", str(tmp_path), "-x", "--", "-k", "eig", "--"]) == 0
+  (first, _), (second, _) = calls
+  assert "--" not in first and "--" not in second
+  assert first[-3:] == ["-k", "eig", "-x"] and second[-3:] == ["-x", "-k", "eig"]
 
 
 def test_a_project_that_does_not_exist_is_an_error_naming_it(monkeypatch, tmp_path, capsys):

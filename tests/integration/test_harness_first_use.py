@@ -176,6 +176,7 @@ def test_a_case_module_that_fails_is_one_named_failure_and_the_report_is_written
     assert 'mycases.py", line' in text
   assert "ERROR test_golden.py" in text or "error" in text.splitlines()[-1]
   assert "SESSION FAIL the project's case modules cannot be loaded" in text
+  assert "1 jaxport session failure" in result.stdout.lines[-1]  # pytest's closing line
   report = json.loads(report_file.read_text())
   assert any(named in f for f in report["session_failures"]), report["session_failures"]
   assert report["summary"]["replayed"] == 0
@@ -196,3 +197,24 @@ def test_jaxports_commands_do_not_exit_0_when_a_case_module_exits_0(pytester):
     out = done.stdout + done.stderr
     assert "exited (SystemExit(0))" in out, (command, out[-3000:])
     assert "INTERNALERROR" not in out, command
+
+
+def test_a_golden_test_file_that_does_not_exist_is_a_usage_error_naming_it(pytester):
+  from _downstream_project import pyproject
+  _project(pytester)
+  pytester.makepyprojecttoml(pyproject(jaxport_tests="tests/test_golden.py"))
+  result = _run(pytester)
+  assert result.ret == pytest.ExitCode.USAGE_ERROR
+  text = _text(result)
+  assert "jaxport_tests names ['tests/test_golden.py'], which do not exist" in text
+  assert "from jaxport.harness.testing import test_record, test_replay" in text
+
+
+def test_no_golden_test_file_says_how_to_add_one(pytester):
+  _project(pytester)
+  (pytester.path / "golden").mkdir()
+  (pytester.path / "test_golden.py").unlink()
+  result = _run(pytester)
+  assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+  assert "pytest collected no golden test item" in _text(result)
+  assert "from jaxport.harness.testing import test_record, test_replay" in _text(result)

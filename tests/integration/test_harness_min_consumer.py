@@ -151,3 +151,22 @@ def test_features_asked_for_and_left_out_of_the_answer_fail_the_entry(tmp_path, 
   wanted = "report" if min_consumer is None else "min_consumer"
   assert any(f"the blob's features were asked for ({wanted}) and are missing" in m
              for m in outcome.messages), outcome.messages
+
+
+def test_a_case_written_for_its_min_consumer_runs_on_it():
+  import numpy as np
+  from jaxport.harness import _recording
+  oldest = "0.9.2"
+  case = Case(case_id="double", family="f", fun=lambda x: 2 * x,
+              make_inputs=lambda: ((np.ones((2,), np.float32),), {}), min_consumer=oldest,
+              for_jax=oldest)
+  rec = _recording.record_case(case, datetime.date(2026, 11, 29))
+  assert runs_on(features_of_blob(rec.blob, rec.manifest)).covers("cpu", oldest)
+  with pytest.raises(ValueError, match="for_jax='next' is not a jax release"):
+    dataclasses.replace(case, for_jax="next")
+
+
+def test_the_below_min_consumer_hint_names_the_case_option(tmp_path, monkeypatch):
+  outcome = _session(tmp_path, "0.4.26", monkeypatch).replay(ENTRY)
+  (found,) = outcome.of_kind(FindingKind.BELOW_MIN_CONSUMER)
+  assert "Case(..., for_jax='0.4.26')" in found.message

@@ -68,3 +68,19 @@ def test_costs_round_trip_through_the_timings_file_and_bad_files_are_refused(tmp
     read_costs(tmp_path / "missing.json")
 
 
+
+
+def test_several_costs_files_are_merged_and_the_option_keeps_each(tmp_path):
+  import argparse
+  from jaxport.harness import _settings
+  first, second = tmp_path / "s1.json", tmp_path / "s2.json"
+  first.write_text(json.dumps(costs_json({IDS[0]: 1.0, IDS[1]: 2.0}, {})))
+  second.write_text(json.dumps(costs_json({IDS[1]: 3.0, IDS[2]: 0.5}, {})))
+  field = _settings.FIELDS_BY_NAME["costs"]
+  parser = argparse.ArgumentParser()
+  parser.add_argument(field.flag, **field.argparse_kwargs())
+  given = getattr(parser.parse_args([f"{field.flag}={first}", f"{field.flag}={second}"]),
+                  field.dest)
+  assert given == [str(first), str(second)]
+  assert field.validate(given) == {IDS[0]: 1.0, IDS[1]: 3.0, IDS[2]: 0.5}
+  assert field.validate(str(first)) == {IDS[0]: 1.0, IDS[1]: 2.0}

@@ -105,6 +105,18 @@ def test_the_hint_says_what_a_changed_entry_means_and_what_to_run():
   assert _update.change_hint(outcome(NEW, K.EXPIRED), updating=False, newest=True) == ""
 
 
+def test_a_broken_artifact_is_not_told_to_record_a_new_entry():
+  broken = outcome(NEW, K.LOWERING_DRIFT)
+  broken = broken.replace(findings=broken.findings + (Finding(
+      K.COMPATIBILITY_BREAK, Subject.READER, "jax reader: run failed: no such target", "jax"),))
+  hint = _update.change_hint(broken, updating=False, newest=True)
+  assert "would not change that" in hint and "pinned" not in hint
+  assert "record a new entry of it with pytest --compat-update" not in hint
+  crashed = outcome(NEW).replace(findings=(Finding(K.COMPATIBILITY_BREAK, Subject.WORKER,
+                                                   "the worker process died"),))
+  assert _update.change_hint(crashed, updating=False, newest=True) == ""
+
+
 def test_the_report_section_round_trips_through_the_text_summary():
   u = Update(CaseChange("gram", NEW, ("c",), (), ("target c is new",), ("3 of 9 differ",)),
              RecordAction.WRITTEN, REVISED)

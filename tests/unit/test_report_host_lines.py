@@ -45,3 +45,4 @@ def test_a_model_name_with_markdown_syntax_is_escaped_in_the_summary():
   summary = render_markdown(report)
   assert "AMD EPYC 9654 *_x" not in summary  # as plain text it would start emphasis
   assert "AMD EPYC 9654 *_x" in _shown_in_markdown(summary)
+
