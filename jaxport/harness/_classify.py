@@ -414,9 +414,11 @@ def unreadable(entry_id: str, error: Exception) -> Outcome:
                                    f"golden data error: {error}"),))
 
 
-def status(outcome: Outcome, strict: bool, changes_fail: bool = False) -> Status:
+def status(outcome: Outcome, strict: bool, changes_fail: bool = False,
+           superseded: bool = False) -> Status:
   """The status of an outcome under the given strictness; with ``changes_fail``, a changed
-  function fails as well."""
+  function fails as well. ``superseded``: the case has a newer entry, so this one's
+  differences from today's function are expected and only warn, strict or not."""
   kinds = set(outcome.kinds)
   # A declared min_consumer is the case's own promise: no producer-release expectation excuses it.
   if outcome.expected_failure and not kinds & {K.EXPORT_ERROR, K.GOLDEN_DATA_ERROR,
@@ -424,8 +426,10 @@ def status(outcome: Outcome, strict: bool, changes_fail: bool = False) -> Status
     return Status.XFAIL
   if kinds & ALWAYS_FAIL or (changes_fail and kinds & CHANGE_KINDS):
     return Status.FAIL
-  if kinds & STRICT_FAIL:
+  if kinds & (STRICT_FAIL - CHANGE_KINDS if superseded else STRICT_FAIL):
     return Status.FAIL if strict else Status.WARN
+  if kinds & STRICT_FAIL:
+    return Status.WARN
   if K.NUMERICS_DRIFT in kinds:
     return Status.DRIFT
   return Status.PASS

@@ -418,8 +418,9 @@ def window_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 def render_window(report: dict[str, Any]) -> str:
   """The compat-window table of a compat report, as Markdown."""
-  lines = ["| producer jax | released | age (days) | consumer jax | gap (days) | inside 6-month window "
-           "| entries | verdicts | agrees with policy |", "|---|---|---|---|---|---|---|---|---|"]
+  lines = ["| producer jax | released | age (days) | consumer jax | gap (days) "
+           "| within jax's 6-month release window | entries | verdicts | agrees with policy |",
+           "|---|---|---|---|---|---|---|---|---|"]
   for r in window_rows(report):
     inside = {True: "yes", False: "no", None: "unknown"}[r["inside_window"]]
     verdicts = ", ".join(f"{k} {v}" for k, v in sorted(r["verdicts"].items()))

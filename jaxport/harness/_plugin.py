@@ -338,9 +338,22 @@ def _is_golden(item: pytest.Item) -> bool:
   return bool(COMPAT_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
+def _placeholder(item: pytest.Item) -> bool:
+  """Whether ``item`` is the one item of the golden test the mode leaves without work: the
+  record item of a replay run, or the replay item of a record run."""
+  callspec = getattr(item, "callspec", None)
+  params = callspec.params if callspec is not None else {}
+  return any(f in params and params[f] is None for f in (ENTRY_FIXTURE, CASE_FIXTURE))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-  """``--compat-only`` keeps the golden items alone; in shards other than the first, the
-  project's other tests are skipped (they run once, in shard 1)."""
+  """The golden test the run's mode does not use is deselected (a replay run has no record
+  item, and the reverse); ``--compat-only`` keeps the golden items alone; in shards other than
+  the first, the project's other tests are skipped (they run once, in shard 1)."""
+  unused = [i for i in items if _placeholder(i)]
+  if unused:
+    config.hook.pytest_deselected(items=unused)
+    items[:] = [i for i in items if not _placeholder(i)]
   if settings(config).only:
     others = [i for i in items if not _is_golden(i)]
     if others:

@@ -328,9 +328,10 @@ class HarnessSession:
     else:
       # A changed function fails the case's newest entry only: older ones stay, differing
       # from today's function, until pruned.
+      newest = self._newest().get(outcome.case_id) == entry_id
       status = _classify.status(
-          outcome, self.options.strict, changes_fail=self.project.on_change is OnChange.FAIL
-          and self._newest().get(outcome.case_id) == entry_id)
+          outcome, self.options.strict,
+          changes_fail=self.project.on_change is OnChange.FAIL and newest, superseded=not newest)
     outcome = outcome.replace(status=status)
     self._outcomes[entry_id] = outcome
     return outcome

@@ -279,8 +279,11 @@ PRESETS: Mapping[str, Preset] = {p.name: p for p in (
     Preset("ci", "what a CI job of each change runs: the CPU replay, failing entries' "
            "artifacts kept for upload, derandomized property tests",
            {"platform": "cpu", "artifacts": "compat-artifacts"}, hypothesis_profile="ci"),
-    Preset("nightly", "the nightly replay: as ci, with the long property-test budget",
-           {"platform": "cpu", "artifacts": "compat-artifacts"}, hypothesis_profile="nightly"),
+    Preset("nightly", "the nightly replay: as ci, and drift, staleness and expiry fail, the "
+           "JSON report is written for the job summary and the next night's comparison, with "
+           "the long property-test budget",
+           {"platform": "cpu", "artifacts": "compat-artifacts", "strict": True,
+            "report": "compat-report.json"}, hypothesis_profile="nightly"),
     Preset("strict-cold", "the most independent check: each reader of each entry in a fresh "
            "process, and drift, staleness and expiry fail",
            {"strict": True, "cold": True}, hypothesis_profile="ci"),

@@ -163,9 +163,11 @@ def _computed_range(platform: str, producers: Sequence[str], cells: Sequence[Any
 def _window(r: RunReport) -> list[str]:
   out = ['<h2 id="window">Compat window per producer release</h2>',
          "<p>jax promises that artifacts keep running on a jax up to six months newer than the "
-         "one that produced them.</p>",
+         "one that produced them. An entry's own age against the store's compat window is its "
+         "<code>expired</code> finding, a different clock.</p>",
          "<table><tr><th>producer jax</th><th>released</th><th>age (days)</th><th>gap to "
-         f"jax {_e(r.versions.get('jax'))} (days)</th><th>inside window</th><th>entries</th>"
+         f"jax {_e(r.versions.get('jax'))} (days)</th><th>producer within jax's 6-month release "
+         "window</th><th>entries</th>"
          "<th>statuses</th><th>verdicts</th><th>agrees with policy</th></tr>"]
   for w in window_rows(r):
     inside = {True: "yes", False: "no", None: "unknown"}[w.inside_window]

@@ -128,8 +128,11 @@ def _updated(r: RunReport) -> list[str]:
 
 def _window(r: RunReport) -> list[str]:
   out = ["### Compat window per producer release", "",
-         "| producer jax | released | age (days) | inside 6-month window | entries | statuses "
-         "| agrees with policy |", "|---|---|---|---|---|---|---|"]
+         "jax's release policy: an artifact keeps running on a jax released up to six months "
+         "after the one that produced it. An entry's own age against the store's compat window "
+         "is its `expired` finding, a different clock.", "",
+         "| producer jax | released | age (days) | producer within jax's 6-month release window "
+         "| entries | statuses | agrees with policy |", "|---|---|---|---|---|---|---|"]
   for w in window_rows(r):
     inside = {True: "yes", False: "no", None: "unknown"}[w.inside_window]
     statuses = " ".join(f"{s.badge} {n}" for s, n in sorted(w.statuses.items(),

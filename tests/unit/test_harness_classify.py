@@ -283,3 +283,13 @@ def test_an_outcome_read_back_from_its_report_entry_is_unchanged():
   out = out.replace(status=_classify.status(out, strict=False))
   back = Outcome.from_report_entry(EntryResult.from_json(out.report_entry(), "entry"))
   assert back == out and back.findings[0].reader == "jax"
+
+
+def test_a_superseded_entrys_difference_from_today_warns_even_when_strict():
+  answer = _answer(signature_diff=("target lapack_spotrf_ffi changed signature: ...",))
+  out = _classify_answer(answer)
+  assert _classify.status(out, strict=True, superseded=True) is Status.WARN
+  assert _classify.status(out, strict=True, superseded=False) is Status.FAIL
+  expired = _classify_answer(_answer(), window=10)
+  assert K.EXPIRED in expired.kinds
+  assert _classify.status(expired, strict=True, superseded=True) is Status.FAIL

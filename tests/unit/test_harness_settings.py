@@ -148,3 +148,13 @@ def test_importing_the_entry_point_and_the_settings_loads_no_jax():
   proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_nightly_preset_differs_from_ci_in_what_a_nightly_needs():
+  ci, nightly = resolve({}, "ci"), resolve({}, "nightly")
+  assert ci.platform == nightly.platform == "cpu"
+  assert ci.artifacts == nightly.artifacts == "compat-artifacts"
+  assert (ci.strict, nightly.strict) == (False, True)  # drift, staleness and expiry fail
+  assert (ci.report, nightly.report) == (None, "compat-report.json")  # for the job summary
+  assert (PRESETS["ci"].hypothesis_profile, PRESETS["nightly"].hypothesis_profile) == (
+      "ci", "nightly")
