@@ -381,9 +381,17 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
                  + (f", imported from {m.imported_from.source}" if m.imported_from else ""))
   lines.extend(artifact_runs_on.runs_on_lines(info))
   if args.mlir:
-    lines.append(info["mlir"])
-  sys.stdout.write("\n".join(lines) + "\n")
+    lines.extend(info["mlir"].split("\n"))
+  # A blob's strings are the artifact's, not ours: shown escaped, one line each.
+  sys.stdout.write("\n".join(map(_terminal_safe, lines)) + "\n")
   return EXIT_OK
+
+
+def _terminal_safe(line: str) -> str:
+  """``line`` with every character a terminal would act on (escape sequences, a newline that
+  forges a line, a carriage return) written as a Python escape instead."""
+  return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                 for c in line)
 
 
 def _import(args, extra) -> int:

@@ -7,7 +7,9 @@ for an entry's artifacts after the entry failed (an ``ArtifactsRequest``). A fol
 - ``obtained.npz``: the outputs of the primary reader's run of the recorded blob on the
   stored inputs (npz without pickle, ``arr_0``, ``arr_1``... as the store writes them);
 - ``today.mlir``: the module text of the case exported today;
-- ``module.diff``: a unified diff of the recorded module text and today's;
+- ``module.diff``: a unified diff of the recorded module text and today's, both without
+  source locations (a moved case changes every line's location, not what it computes);
+- ``module.raw.diff``: the same diff with the locations kept;
 - ``artifacts.json``: the entry id, the reader, the files written and why any is missing.
 
 An entry whose files are damaged still gets what its intact files allow (a tampered expected
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jaxport.errors import GoldenDataError
+from jaxport.export import _mlir
 from jaxport.golden._manifest import MODULE_FILE
 from jaxport.golden._store import GoldenStore, encode_arrays
 from jaxport.harness import _engine
@@ -38,6 +41,7 @@ from jaxport.harness._requests import ArtifactsRequest
 OBTAINED_FILE = "obtained.npz"
 TODAY_MODULE_FILE = "today.mlir"
 DIFF_FILE = "module.diff"
+RAW_DIFF_FILE = "module.raw.diff"
 SUMMARY_FILE = "artifacts.json"
 # Longest folder name kept as it is; longer ones are cut and given a digest of the id.
 MAX_NAME_CHARS = 120
@@ -126,7 +130,9 @@ def write(engine: _engine.ReplayEngine,
     today: dict[str, str] = {}
     attempt(TODAY_MODULE_FILE, lambda: _today_text(engine, manifest, today))
     if "text" in today:
-      attempt(DIFF_FILE, lambda: _diff(entry.module_text(), today["text"]))
+      attempt(DIFF_FILE, lambda: _diff(_mlir.text_without_locations(entry.module_text()),
+                                       _mlir.text_without_locations(today["text"])))
+      attempt(RAW_DIFF_FILE, lambda: _diff(entry.module_text(), today["text"]))
   summary = {"entry_id": entry_id, "reader": _api.PRIMARY, "files": sorted(files),
              "problems": problems}
   _write(folder, SUMMARY_FILE, (json.dumps(summary, indent=1, sort_keys=True) + "\n").encode())

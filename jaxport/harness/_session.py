@@ -534,25 +534,41 @@ class HarnessSession:
     holds it is kept, and the session failure names it.
     """
     staging = GoldenStore(self._staging_root()) if self._write_queue else None
-    failed = []
+    failed, raced = [], []
     for entry_id in self._write_queue:
       try:
         staged = staging.entry(entry_id)
         self.store.write_entry(staged.manifest, staged.blob(), staged.inputs(),
                                staged.expected_outputs(), staged.module_text(), staged.shardings())
       except GoldenDataError as e:
-        failed.append(entry_id)
+        (raced if self._written_meanwhile(entry_id) else failed).append(entry_id)
         self._session_failures.append(f"writing {entry_id} failed: {e}")
         for r in self._recorded.values():
           if r["entry_id"] == entry_id:
             r.update(action=RecordAction.ERROR, message=str(e))
     self._write_queue.clear()
+    if raced:
+      self._session_failures.append(
+          f"{len(raced)} recording(s) were written meanwhile by another recording of the same "
+          f"store ({', '.join(raced)}); this run's are kept in {self._staging}, a golden store "
+          "of the same layout: compare the two (module.mlir, manifest.json), and record again "
+          "if they differ.")
     if failed:
       self._session_failures.append(
           f"{len(failed)} recording(s) could not be written and are kept in {self._staging}, "
           f"a golden store of the same layout; once {self.store.root} is writable, copy its "
           f"entry folders there (cp -r {self._staging}/* {self.store.root}/) or record again.")
+    if raced or failed:
       self._staging = None  # kept: close() must not remove it
+
+  def _written_meanwhile(self, entry_id: str) -> bool:
+    """Whether ``entry_id`` stands in the store now (another recording wrote it after this
+    run found it absent)."""
+    try:
+      self.store.entry(entry_id)
+    except GoldenDataError:
+      return False
+    return True
 
   # --- update ------------------------------------------------------------------
 

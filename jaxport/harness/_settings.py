@@ -17,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
+import stat
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -200,6 +202,38 @@ def _text(value: Any) -> str | None:
   return None if value is None else str(value)
 
 
+def _output_file(flag: str) -> Callable[[Any], str | None]:
+  """The validator of an option naming a file the run writes at its end: checked before the
+  run, so that a run never ends losing its report. A directory, a device, a FIFO or a socket
+  is refused by its type (replacing a device node would destroy it), and so is a folder the
+  file cannot be created in."""
+  def check(value: Any) -> str | None:
+    if value is None:
+      return None
+    path = Path(str(value)).absolute()
+    try:
+      st = path.stat()
+    except OSError:
+      st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+      raise SettingsError(f"{flag}={value}: a directory; name a file in it, such as "
+                          f"{path / 'report.json'}")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+      raise SettingsError(f"{flag}={value}: not a regular file (a device, FIFO or socket); name "
+                          "a file to write")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+      folder = folder.parent  # the report's folders are created at the end
+    try:
+      with tempfile.TemporaryFile(dir=folder):
+        pass
+    except OSError as e:
+      raise SettingsError(f"{flag}={value}: no file can be written in {folder} "
+                          f"({e.strerror or e}); name a file in a writable folder") from None
+    return str(value)
+  return check
+
+
 def _switch(value: Any) -> bool:
   return bool(value)
 
@@ -216,7 +250,7 @@ FIELDS: tuple[Field, ...] = (
     Field("strict", "--compat-strict", "also fail on drift, stale targets and expired entries "
           "(pytest's own strict mode implies it)", default=False, switch=True, validate=_switch),
     Field("report", "--compat-report", "write the compatibility report here", metavar="FILE.json",
-          validate=_text),
+          validate=_output_file("--compat-report")),
     Field("window_days", "--compat-window-days", "entries older than this are reported as "
           "expired (default {default})", default=EXPIRY_WINDOW_DAYS, metavar="DAYS", argtype=int,
           validate=_window_days),
@@ -245,7 +279,7 @@ FIELDS: tuple[Field, ...] = (
           "--compat-shard (give it once per file: each shard writes its own)",
           metavar="FILE.json", validate=_costs, repeatable=True),
     Field("timings", "--compat-timings", "write each replayed entry's seconds here",
-          metavar="FILE.json", validate=_text),
+          metavar="FILE.json", validate=_output_file("--compat-timings")),
     Field("only", "--compat-only", "run only the golden replay or record items (those in "
           f"{INI_TESTS} when the project lists them)", default=False, switch=True,
           validate=_switch),

@@ -25,6 +25,8 @@ release's virtual environment, where jaxport is not installed, load it by its pa
 from __future__ import annotations
 
 import dataclasses
+import keyword
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Protocol
 
@@ -464,6 +466,10 @@ _BUILTIN_JUDGES: dict[str, JudgingFunction] = {
 }
 
 
+# What a checker's name may be: it is written into manifests and reports, and typed in cases.
+_CHECKER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
 class CheckerRegistry(Mapping[str, Checker]):
   """Checkers by name: this registry's own, then its parent's (a chain ending in
   :data:`BUILTIN`). A name is registered once along the chain; registering the same
@@ -484,8 +490,9 @@ class CheckerRegistry(Mapping[str, Checker]):
       raise ValueError(f"cannot add checker {name!r}: this registry holds the built-in "
                        "checkers only; declare it in a case module's CHECKERS, or add it "
                        "with register_checker")
-    if not isinstance(name, str) or not name.isidentifier():
-      raise ValueError(f"checker name {name!r}: use an identifier such as 'my_sorted_close'")
+    if not isinstance(name, str) or not _CHECKER_NAME.fullmatch(name) or keyword.iskeyword(name):
+      raise ValueError(f"checker name {name!r}: use an ASCII identifier that is not a Python "
+                       "keyword, such as 'my_sorted_close'")
     if not callable(checker):
       raise ValueError(f"checker {name!r} is a {type(checker).__name__}, not a Checker: give a "
                        "function (inputs, expected, actual, *, rtol, atol) -> Verdict, or "

@@ -148,6 +148,27 @@ def test_recordings_that_cannot_be_written_are_kept_and_named(tmp_path):
     shutil.rmtree(staging, ignore_errors=True)
 
 
+def test_a_recording_another_run_wrote_meanwhile_is_named_as_such_not_as_unwritable(tmp_path):
+  store_root = tmp_path / "store"
+  session = HarnessSession(_options(store_root), repo_project(store_root))
+  staging = session._staging_root()
+  entry_id = REAL_ENTRIES[0]
+  copy_entry(staging, entry_id)
+  copy_entry(store_root, entry_id)  # the other recording of the store, which wrote first
+  session._write_queue.append(entry_id)
+  session._recorded["cholesky_f32"] = {"case_id": "cholesky_f32", "entry_id": entry_id,
+                                       "action": "written", "message": ""}
+  try:
+    session.flush_writes()
+    session.close()
+    failures = "\n".join(session.build_report().session_failures)
+    assert f"written meanwhile by another recording of the same store ({entry_id})" in failures
+    assert "is writable" not in failures and f"kept in {staging}" in failures
+    GoldenStore(staging).entry(entry_id).verify()
+  finally:
+    shutil.rmtree(staging, ignore_errors=True)
+
+
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "-inf", "1e999", "soon", "1e300"])
 def test_a_worker_timeout_that_is_not_a_positive_finite_time_is_a_usage_error(value):
   with pytest.raises(SettingsError, match="--compat-worker-timeout=.*expected seconds above 0"):

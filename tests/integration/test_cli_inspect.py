@@ -139,3 +139,17 @@ def test_a_bare_blob_with_the_legacy_header_has_an_unknown_layout(tmp_path, caps
   else:
     assert f"  serialization_version: {header} (the envelope header version jax reads; it is " \
            f"the layout itself (layout {header}))\n" in out
+
+
+def test_a_blobs_strings_reach_the_terminal_escaped(tmp_path, capsys):
+  import dataclasses
+  import jaxport
+  exp = jaxport.export(jax.jit(jnp.sin))(jax.ShapeDtypeStruct((2,), np.float32))
+  hostile = "f\x1b[31mred\nruns on cpu: every release (FAKE LINE)\r"
+  path = tmp_path / "f.bin"
+  path.write_bytes(dataclasses.replace(exp, fun_name=hostile).serialize())
+  rc, out, _ = run(capsys, "inspect", str(path))
+  assert rc == 0
+  assert "\x1b" not in out and "\r" not in out
+  assert not any(line.startswith("runs on cpu: every release") for line in out.splitlines())
+  assert "f\\x1b[31mred\\nruns on cpu: every release (FAKE LINE)\\r" in out

@@ -59,13 +59,13 @@ def test_a_tampered_entry_fails_and_its_artifacts_are_written(pytester, recorded
   expected.write_bytes(bytes(data))
   result = _run(pytester, f"--compat-artifacts={out}")
   assert result.ret == 1
-  result.assert_outcomes(failed=1, skipped=1)
+  result.assert_outcomes(failed=1, deselected=1)
   folder = out / _artifacts.folder_name(ENTRY_ID)
   assert f"artifacts: {folder}" in result.stdout.str()
   assert sorted(p.name for p in out.iterdir()) == [folder.name]
   assert sorted(p.name for p in folder.iterdir()) == sorted(
       [_artifacts.OBTAINED_FILE, _artifacts.TODAY_MODULE_FILE, _artifacts.DIFF_FILE,
-       _artifacts.SUMMARY_FILE])
+       _artifacts.RAW_DIFF_FILE, _artifacts.SUMMARY_FILE])
   with np.load(folder / _artifacts.OBTAINED_FILE, allow_pickle=False) as npz:
     obtained = npz["arr_0"]
   x = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -73,10 +73,13 @@ def test_a_tampered_entry_fails_and_its_artifacts_are_written(pytester, recorded
   assert "func.func public @main" in (folder / _artifacts.TODAY_MODULE_FILE).read_text()
   diff = (folder / _artifacts.DIFF_FILE).read_text()
   assert diff == "" or diff.startswith("--- recorded/module.mlir\n+++ today/module.mlir\n")
+  assert "loc(" not in diff  # what the case computes, not where its lines moved
+  raw = (folder / _artifacts.RAW_DIFF_FILE).read_text()
+  assert raw == "" or raw.startswith("--- recorded/module.mlir\n+++ today/module.mlir\n")
   summary = json.loads((folder / _artifacts.SUMMARY_FILE).read_text())
   assert summary["entry_id"] == ENTRY_ID and summary["problems"] == []
   assert summary["files"] == sorted([_artifacts.OBTAINED_FILE, _artifacts.TODAY_MODULE_FILE,
-                                     _artifacts.DIFF_FILE])
+                                     _artifacts.DIFF_FILE, _artifacts.RAW_DIFF_FILE])
 
 
 def test_a_preset_sets_options_and_an_explicit_option_overrides_it(pytester, recorded, tmp_path):

@@ -71,7 +71,7 @@ def test_replay_passes_entries_and_fails_the_session_on_coverage(pytester, golde
   root, ids = golden
   report_file = tmp_path / "report.json"
   result = _run(pytester, root, f"--compat-report={report_file}")
-  result.assert_outcomes(passed=3, skipped=1)
+  result.assert_outcomes(passed=3, deselected=1)
   assert result.ret == 1  # every entry passed; the session fails on coverage
   result.stdout.fnmatch_lines(["*3 entries replayed of 3 present*",
                                "SESSION FAIL coverage: 46 stable cpu targets have no replayed entry*",

@@ -96,8 +96,9 @@ def test_a_registry_refuses_a_taken_name_but_takes_the_same_checker_twice():
     registry.register("mine", lambda *a, **k: None)
   with pytest.raises(ValueError, match="checker 'allclose' is already registered"):
     registry.register("allclose", mine)
-  with pytest.raises(ValueError, match="use an identifier"):
-    registry.register("not a name", mine)
+  for bad in ("not a name", "class", "\u00ff", "a" * 65, "x\x1b[31m"):
+    with pytest.raises(ValueError, match="use an ASCII identifier"):
+      registry.register(bad, mine)
   with pytest.raises(ValueError, match="holds the built-in checkers only"):
     checkers.BUILTIN.register("extra", mine)
 

@@ -8,6 +8,7 @@ import datetime
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -158,3 +159,24 @@ def test_the_nightly_preset_differs_from_ci_in_what_a_nightly_needs():
   assert (ci.report, nightly.report) == (None, "compat-report.json")  # for the job summary
   assert (PRESETS["ci"].hypothesis_profile, PRESETS["nightly"].hypothesis_profile) == (
       "ci", "nightly")
+
+
+@pytest.mark.parametrize("flag, name", [("--compat-report", "report"),
+                                        ("--compat-timings", "timings")])
+def test_an_output_file_that_cannot_be_written_is_refused_before_the_run(tmp_path, flag, name):
+  import os
+  import stat
+  fifo = tmp_path / "fifo"
+  os.mkfifo(fifo)
+  refused = {str(tmp_path): "a directory", str(fifo): "not a regular file"}
+  if Path("/dev/full").exists():
+    refused["/dev/full"] = "not a regular file"
+  if Path("/proc/self").is_dir():  # Linux: no file can be created in /proc, even by root
+    refused["/proc/jaxport-report.json"] = "no file can be written"
+  for value, why in refused.items():
+    with pytest.raises(SettingsError, match=f"{flag}={value}: {why}"):
+      resolve({name: value})
+  assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # left as it was
+  fine = tmp_path / "new" / "folder" / "out.json"
+  assert getattr(resolve({name: str(fine)}), name) == str(fine)
+  assert not (tmp_path / "new").exists()  # nothing created before the run
