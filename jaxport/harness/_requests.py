@@ -23,6 +23,37 @@ from jaxport.errors import WorkerAnswerError
 from jaxport.harness._protocol import _object, _of, _strs
 
 
+# The JSON types of the fields of the requests read by :func:`_plain`, by annotation.
+_PLAIN_TYPES = {"str": str, "bool": bool}
+
+
+def _plain(cls: type, d: Any, where: str) -> Any:
+  """A request whose fields are all text or switches, read strictly: every field present,
+  nothing else, each of its annotated type."""
+  d = _object(cls, d, where)
+  return cls(**{f.name: _of(d[f.name], _PLAIN_TYPES[f.type], f"{where}.{f.name}")
+                for f in dataclasses.fields(cls)})
+
+
+class _Plain:
+  """A request whose fields are all text or switches, written and read field by field."""
+
+  def to_json(self) -> dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> Any:
+    return _plain(cls, d, where)
+
+
+class _OfNoEntry:
+  """A request that names no entry (its answer echoes none)."""
+
+  @property
+  def entry_id(self) -> None:
+    return None
+
+
 class FeaturesWanted(enum.StrEnum):
   """Why a replay asks for the features its blob needs of a consumer (``jaxport.releases``)."""
   REPORT = "report"              # the report's runs_on column only: a failure to read them is a skip
@@ -63,29 +94,16 @@ class ReplayRequest:
 
 
 @dataclasses.dataclass(frozen=True)
-class RecordRequest:
+class RecordRequest(_Plain, _OfNoEntry):
   """Record case ``case_id`` as of ``today`` (ISO date) into the staging store at ``staging``."""
   op: ClassVar[str] = "record"
   case_id: str
   today: str
   staging: str
 
-  @property
-  def entry_id(self) -> None:
-    return None
-
-  def to_json(self) -> dict[str, Any]:
-    return dataclasses.asdict(self)
-
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> RecordRequest:
-    d = _object(cls, d, where)
-    return cls(_of(d["case_id"], str, f"{where}.case_id"), _of(d["today"], str, f"{where}.today"),
-               _of(d["staging"], str, f"{where}.staging"))
-
 
 @dataclasses.dataclass(frozen=True)
-class ArtifactsRequest:
+class ArtifactsRequest(_Plain):
   """Write the failure artifacts of entry ``entry_id`` of the store at ``root`` into a folder of
   ``dir``; ``run``: whether the obtained outputs can be computed here."""
   op: ClassVar[str] = "artifacts"
@@ -94,32 +112,11 @@ class ArtifactsRequest:
   dir: str
   run: bool = True
 
-  def to_json(self) -> dict[str, Any]:
-    return dataclasses.asdict(self)
-
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> ArtifactsRequest:
-    d = _object(cls, d, where)
-    return cls(_of(d["root"], str, f"{where}.root"), _of(d["entry_id"], str, f"{where}.entry_id"),
-               _of(d["dir"], str, f"{where}.dir"), _of(d["run"], bool, f"{where}.run"))
-
 
 @dataclasses.dataclass(frozen=True)
-class CasesRequest:
+class CasesRequest(_Plain, _OfNoEntry):
   """List the facts of the project's cases (``ProjectCases``)."""
   op: ClassVar[str] = "cases"
-
-  @property
-  def entry_id(self) -> None:
-    return None
-
-  def to_json(self) -> dict[str, Any]:
-    return {}
-
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> CasesRequest:
-    _object(cls, d, where)
-    return cls()
 
 
 Request = ReplayRequest | RecordRequest | ArtifactsRequest | CasesRequest

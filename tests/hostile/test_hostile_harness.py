@@ -126,16 +126,23 @@ def _options(root: Path, **changes) -> Options:
               worker_timeout_s=60.0, partial=True), **changes)
 
 
-def test_recordings_that_cannot_be_written_are_kept_and_named(tmp_path):
-  blocker = tmp_path / "a_file"
-  blocker.write_text("")  # a store below a file cannot be written, whoever runs the test
-  session = HarnessSession(_options(blocker / "store"), repo_project(blocker / "store"))
+def _queued_recording(store_root: Path):
+  """A recording session of the store at ``store_root`` holding one staged entry queued for
+  writing; the session, its staging folder and the entry's id."""
+  session = HarnessSession(_options(store_root), repo_project(store_root))
   staging = session._staging_root()
   entry_id = REAL_ENTRIES[0]
   copy_entry(staging, entry_id)
   session._write_queue.append(entry_id)
   session._recorded["cholesky_f32"] = {"case_id": "cholesky_f32", "entry_id": entry_id,
                                        "action": "written", "message": ""}
+  return session, staging, entry_id
+
+
+def test_recordings_that_cannot_be_written_are_kept_and_named(tmp_path):
+  blocker = tmp_path / "a_file"
+  blocker.write_text("")  # a store below a file cannot be written, whoever runs the test
+  session, staging, entry_id = _queued_recording(blocker / "store")
   try:
     session.flush_writes()
     session.close()
@@ -150,14 +157,8 @@ def test_recordings_that_cannot_be_written_are_kept_and_named(tmp_path):
 
 def test_a_recording_another_run_wrote_meanwhile_is_named_as_such_not_as_unwritable(tmp_path):
   store_root = tmp_path / "store"
-  session = HarnessSession(_options(store_root), repo_project(store_root))
-  staging = session._staging_root()
-  entry_id = REAL_ENTRIES[0]
-  copy_entry(staging, entry_id)
+  session, staging, entry_id = _queued_recording(store_root)
   copy_entry(store_root, entry_id)  # the other recording of the store, which wrote first
-  session._write_queue.append(entry_id)
-  session._recorded["cholesky_f32"] = {"case_id": "cholesky_f32", "entry_id": entry_id,
-                                       "action": "written", "message": ""}
   try:
     session.flush_writes()
     session.close()

@@ -110,14 +110,21 @@ def _features_replaced(hs: HarnessSession, monkeypatch, **changes) -> None:
   monkeypatch.setattr(hs, "_worker", lambda num_devices=1: _Changed(workers(num_devices)))
 
 
-def test_features_that_cannot_be_read_fail_an_entry_with_a_min_consumer_naming_why(
-    tmp_path, monkeypatch):
-  hs = _session(tmp_path, _range()[0], monkeypatch)
-  _features_replaced(hs, monkeypatch, features=None, features_error="module bytes: truncated")
+def _replayed_with(tmp_path, monkeypatch, min_consumer, **changes):
+  """The entry's outcome in a session asked for a report, its worker's answers changed."""
+  hs = _session(tmp_path, min_consumer, monkeypatch)
+  hs.options = dataclasses.replace(hs.options, compat_report=tmp_path / "report.json")
+  _features_replaced(hs, monkeypatch, **changes)
   try:
-    outcome = hs.replay(ENTRY)
+    return hs.replay(ENTRY)
   finally:
     hs.close()
+
+
+def test_features_that_cannot_be_read_fail_an_entry_with_a_min_consumer_naming_why(
+    tmp_path, monkeypatch):
+  outcome = _replayed_with(tmp_path, monkeypatch, _range()[0], features=None,
+                           features_error="module bytes: truncated")
   assert outcome.status == Status.FAIL, outcome.messages
   (found,) = outcome.of_kind(FindingKind.BELOW_MIN_CONSUMER)
   assert "cannot be computed from its blob (module bytes: truncated)" in found.message
@@ -125,13 +132,8 @@ def test_features_that_cannot_be_read_fail_an_entry_with_a_min_consumer_naming_w
 
 def test_features_that_cannot_be_read_for_the_report_only_are_a_skip_naming_why(
     tmp_path, monkeypatch):
-  hs = _session(tmp_path, None, monkeypatch)
-  hs.options = dataclasses.replace(hs.options, compat_report=tmp_path / "report.json")
-  _features_replaced(hs, monkeypatch, features=None, features_error="module bytes: truncated")
-  try:
-    outcome = hs.replay(ENTRY)
-  finally:
-    hs.close()
+  outcome = _replayed_with(tmp_path, monkeypatch, None, features=None,
+                           features_error="module bytes: truncated")
   assert outcome.status == Status.PASS, outcome.messages
   assert ("the releases the entry runs on are not computed: module bytes: truncated"
           in outcome.skips), outcome.skips
@@ -140,13 +142,8 @@ def test_features_that_cannot_be_read_for_the_report_only_are_a_skip_naming_why(
 @pytest.mark.parametrize("min_consumer", [None, "0.10.2"], ids=["for the report", "min_consumer"])
 def test_features_asked_for_and_left_out_of_the_answer_fail_the_entry(tmp_path, monkeypatch,
                                                                       min_consumer):
-  hs = _session(tmp_path, min_consumer, monkeypatch)
-  hs.options = dataclasses.replace(hs.options, compat_report=tmp_path / "report.json")
-  _features_replaced(hs, monkeypatch, features=None, features_error=None)
-  try:
-    outcome = hs.replay(ENTRY)
-  finally:
-    hs.close()
+  outcome = _replayed_with(tmp_path, monkeypatch, min_consumer, features=None,
+                           features_error=None)
   assert outcome.status == Status.FAIL, outcome.messages
   wanted = "report" if min_consumer is None else "min_consumer"
   assert any(f"the blob's features were asked for ({wanted}) and are missing" in m
