@@ -219,11 +219,10 @@ def load_table(path: str | Path) -> Table:
   """The table at ``path``."""
   p = Path(path)
   try:
-    text = p.read_bytes()
+    data = _json.load_file(p, f"{p} (the expected-status table)", ExpectedStatusError)
   except OSError as e:
     raise ExpectedStatusError(f"{p}: cannot read the expected-status table ({e}).") from None
-  return parse_table(_json.load(text, f"{p} (the expected-status table)", ExpectedStatusError),
-                     str(p))
+  return parse_table(data, str(p))
 
 
 @dataclasses.dataclass(frozen=True)

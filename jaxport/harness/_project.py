@@ -60,10 +60,9 @@ class ProjectTargets:
     path = Path(path)
     fix = 'It must look like {"cpu": ["my_target"], "unreachable": {}}.'
     try:
-      text = path.read_bytes()
+      data = _json.load_file(path, f"stable-targets file {path}", GoldenDataError, fix)
     except OSError as e:
       raise GoldenDataError(f"stable-targets file {path}: cannot be read ({e}). {fix}") from None
-    data = _json.load(text, f"stable-targets file {path}", GoldenDataError, fix)
     return cls.from_json(data, where=str(path))
 
   @classmethod

@@ -100,7 +100,7 @@ def read_costs(path: str | Path) -> dict[str, float]:
   """Per-entry replay seconds from a ``--compat-timings`` file."""
   path = Path(path)
   try:
-    data = _json.parse(path.read_bytes())
+    data = _json.parse(_json.read_bytes(path))
     seconds = data["seconds"] if data.get("format") == COSTS_FORMAT else None
   except (OSError, ValueError, AttributeError, KeyError) as e:
     raise ShardError(f"costs file {path}: cannot read it ({type(e).__name__}: {e}). Pass a file "
