@@ -63,6 +63,17 @@ def _non_negative(text: str) -> int:
   return value
 
 
+def _installable_release(text: str) -> str:
+  """A jax release the release table lists as installable (what ``--with-jax`` builds a venv
+  for); anything else is refused naming them, before any venv is made."""
+  from jaxport.releases import releases
+  known = [f.version for f in releases() if f.installable]
+  if text not in known:
+    raise argparse.ArgumentTypeError(f"{text!r} is not a jax release jaxport knows how to "
+                                     f"install; one of {', '.join(known)}")
+  return text
+
+
 def build_parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
       prog="jaxport", description="Work with serialized JAX programs and jaxport's golden data.",
@@ -160,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the working directory)")
     report = _settings.FIELDS_BY_NAME["report"]
     p.add_argument(report.flag, default=None, metavar="PATH", help=report.help_text())
-    p.add_argument("--with-jax", default=None, metavar="VERSION",
+    p.add_argument("--with-jax", default=None, metavar="VERSION", type=_installable_release,
                    help=f"{name} with an older jax release in its own venv (needs a jaxport "
                         "source checkout, whose release-venv tools do it; see "
                         "docs/multi-release.md)")

@@ -71,6 +71,9 @@ def _read_project(config: pytest.Config) -> Project:
 
   def path(key: str) -> Path | None:
     value = config.getini(key)
+    if value and not isinstance(value, str):
+      raise GoldenDataError(f"{key} = {value!r}: expected one path (a string), relative to "
+                            "the configuration file")
     return (base / value).resolve() if value else None
 
   try:

@@ -162,3 +162,18 @@ def test_prune_names_future_entries_and_removes_them_when_asked(tmp_path, capsys
                    "--dated-in-future", "--yes")
   assert rc == 0 and f"removed {REAL_ENTRIES[0]}" in out
   assert GoldenStore(root).entries() == []
+
+
+@pytest.mark.parametrize("command", ["record", "replay"])
+@pytest.mark.parametrize("release", ["garbage", "99.0.0", "0.4.26; rm -rf /"])
+def test_with_jax_of_a_release_jaxport_cannot_install_is_a_usage_error(capsys, tmp_path,
+                                                                       monkeypatch, command,
+                                                                       release):
+  monkeypatch.chdir(tmp_path)
+  with pytest.raises(SystemExit) as exc:
+    main([command, "--with-jax", release])
+  assert exc.value.code == 2
+  err = capsys.readouterr().err
+  assert f"{release!r} is not a jax release jaxport knows how to install" in err
+  assert "0.10.2" in err  # the releases it can install are named
+  assert list(tmp_path.iterdir()) == []  # nothing built

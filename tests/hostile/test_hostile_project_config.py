@@ -41,3 +41,14 @@ def test_a_case_module_that_cannot_be_imported_fails_the_run_naming_it(pytester)
   assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
   assert "case module(s) ['nowhere_cases'] of jaxport_cases cannot be found" in out, out[-3000:]
   assert "Traceback" not in out
+
+
+def test_a_store_given_as_a_list_is_a_usage_error_naming_the_key(pytester):
+  pytester.makepyprojecttoml('[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n'
+                             'jaxport_cases = ["mycases"]\njaxport_store = ["a", "b"]\n')
+  pytester.makepyfile(test_golden="from jaxport.harness.testing import test_replay  # noqa: F401\n")
+  result = pytester.runpytest_subprocess()
+  assert result.ret == pytest.ExitCode.USAGE_ERROR
+  err = result.stderr.str()
+  assert "jaxport_store = ['a', 'b']: expected one path (a string)" in err, err[-2000:]
+  assert "INTERNALERROR" not in result.stdout.str() + err
