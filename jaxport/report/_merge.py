@@ -55,8 +55,17 @@ def merge_reports(reports: Sequence[RunReport]) -> RunReport:
             f"{first.source} and {other.source} are not shards of one run: their {what} differ "
             f"({get(first)!r} vs {get(other)!r}). Merge only the shard reports of a single "
             "harness run (same build, store, platform, date and options).")
+  splits = sorted({r.shard.count for r in reports if r.shard is not None})
+  if len(splits) > 1:
+    raise ReportError(f"the reports come from splits into {splits} shards; merge the shards of "
+                      "one run (one N).")
   entries = _disjoint(reports, lambda r: r.entries, lambda e: e.entry_id, "entry")
   recorded = _disjoint(reports, lambda r: r.recorded, lambda x: x.case_id, "recorded case")
+  if first.mode == "replay" and len(entries) > first.summary.present:
+    raise ReportError(f"the reports replay {len(entries)} entries of a store that holds "
+                      f"{first.summary.present}: they are not shards of one run of one store "
+                      "(or one was edited). Merge the reports of one run, and pass --project to "
+                      "check each entry against the store.")
   entries = sorted(entries, key=lambda e: e.entry_id)
   order = {e.entry_id: i for i, e in enumerate(entries)}
   return dataclasses.replace(

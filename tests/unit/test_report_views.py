@@ -135,6 +135,19 @@ def test_merge_unites_the_shards_release_windows_and_refuses_other_declarations(
     merge_reports([RunReport.from_json(a, "a.json"), RunReport.from_json(b, "b.json")])
 
 
+def test_merge_refuses_more_entries_than_the_store_holds_and_shards_of_two_splits():
+  a, b = helpers.run_report(), helpers.run_report()
+  a["entries"], b["entries"] = a["entries"][:3], b["entries"][3:]
+  forged = helpers._entry("extra", "forged", "0.10.2", "pass", ["lapack_sgetrf"])
+  b["entries"] = b["entries"] + [forged]
+  with pytest.raises(ReportError, match=r"replay \d+ entries of a store that holds \d+"):
+    merge_reports([RunReport.from_json(a, "a.json"), RunReport.from_json(b, "b.json")])
+  b["entries"] = b["entries"][:-1]
+  a["shard"], b["shard"] = {"index": 1, "count": 2}, {"index": 2, "count": 3}
+  with pytest.raises(ReportError, match=r"splits into \[2, 3\] shards"):
+    merge_reports([RunReport.from_json(a, "a.json"), RunReport.from_json(b, "b.json")])
+
+
 def test_a_cell_judges_each_of_its_entries_once(monkeypatch):
   report = RunReport.from_json(helpers.run_report(entries=[
       helpers._entry("big", f"case_{i}", "0.10.2", "fail" if i == 700 else "pass", ["lapack_sgetrf"])
