@@ -196,6 +196,8 @@ def _failure_finding(failure: WorkerFailure) -> Finding:
                    + (f"its last stderr lines:\n{tail}" if tail else "it wrote nothing to stderr"))
   if failure.kind is FailureKind.GOLDEN_DATA:
     return Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA, f"golden data error: {failure.why}")
+  if failure.kind is FailureKind.CASE_CODE:
+    return Finding(K.EXPORT_ERROR, S.WORKER, f"{failure.why}\n{failure.traceback}".rstrip())
   if failure.kind is FailureKind.CASE_MODULES:
     return Finding(K.COMPATIBILITY_BREAK, S.WORKER,
                    f"the project's case modules cannot be loaded: {failure.why}")

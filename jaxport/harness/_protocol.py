@@ -35,6 +35,7 @@ class FailureKind(enum.StrEnum):
   GOLDEN_DATA = "golden_data"             # the entry's files failed verification in the worker
   HARNESS = "harness"                     # the worker raised
   CASE_MODULES = "case_modules"           # the project's case modules failed to load
+  CASE_CODE = "case_code"                 # the case's own code ended the request (SystemExit...)
   MALFORMED_ANSWER = "malformed_answer"   # the answer did not read as a record of this module
 
 

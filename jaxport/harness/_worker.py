@@ -234,6 +234,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except Exception as e:  # noqa: BLE001  (reported to the session, which fails the item)
       answer = WorkerFailure(FailureKind.HARNESS, f"{type(e).__name__}: {e}",
                              traceback=traceback.format_exc())
+    except BaseException as e:  # noqa: BLE001  (SystemExit, KeyboardInterrupt... of case code)
+      answer = WorkerFailure(
+          FailureKind.CASE_CODE, f"the case's code raised {type(e).__name__}({e}) while the "
+          "worker handled the request; a case (its function, inputs or checker) must return or "
+          "raise an Exception, never end the process", traceback=traceback.format_exc())
     # Why a memo in front of jax stays off here; the session's report carries each line.
     answers.write(json.dumps(dump_answer(answer, _engine.replacement_notices(),
                                          request_id=request_id, entry_id=entry_id,

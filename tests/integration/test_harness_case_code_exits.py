@@ -1,0 +1,63 @@
+"""Case code that ends its process (SystemExit, KeyboardInterrupt, another BaseException) while
+the worker replays or records is named as the case's failure, with its cause, not as a jax
+compatibility break or a dead worker; the entries after it are judged as usual."""
+
+import json
+import os
+import textwrap
+
+import pytest
+
+from _downstream_project import write_project
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow
+
+CASES = """
+import os
+import jax.numpy as jnp
+import numpy as np
+from jaxport.harness import Case, random_matrix
+
+
+def square():
+  return (random_matrix(0, (3, 3), np.float32),), {}
+
+
+def exiting(a):
+  if os.environ.get("CASE_EXITS"):
+    raise RAISED
+  return jnp.sin(a)
+
+
+def cases():
+  return [Case("a_exiting", "mine", exiting, square),
+          Case("b_fine", "mine", lambda a: jnp.cos(a), square)]
+"""
+
+
+@pytest.mark.parametrize("raised", ["SystemExit(0)", "KeyboardInterrupt()"])
+def test_case_code_that_ends_the_process_is_named_as_the_cases_failure(pytester, tmp_path,
+                                                                      monkeypatch, raised):
+  write_project(pytester, textwrap.dedent(CASES.replace("RAISED", raised)))
+  run = ("-p", "no:cacheprovider", "--compat-today=2026-12-01")
+  assert pytester.runpytest_subprocess(*run, "--compat-record").ret == 0
+  monkeypatch.setenv("CASE_EXITS", "1")
+  report_file = tmp_path / "report.json"
+  result = pytester.runpytest_subprocess(*run, f"--compat-report={report_file}")
+  assert result.ret == 1
+  entries = {e["case_id"]: e for e in json.loads(report_file.read_text())["entries"]}
+  exiting = entries["a_exiting"]
+  assert exiting["status"] == "fail" and exiting["kinds"] == ["export_error"], exiting
+  name = raised.split("(")[0]
+  assert any(f"the case's code raised {name}(" in m for m in exiting["messages"]), exiting
+  assert not any("worker process died" in m for m in exiting["messages"])
+  assert entries["b_fine"]["status"] == "pass", entries["b_fine"]
+
+  # Recording it names the same cause, and the other case is recorded.
+  recorded = pytester.runpytest_subprocess(*run, "--compat-record",
+                                           "--compat-today=2026-12-02")
+  text = recorded.stdout.str()
+  assert recorded.ret == 1
+  assert f"the case's code raised {name}(" in text
+  assert "written   cpu/mine/b_fine/2026-12-02" in text
