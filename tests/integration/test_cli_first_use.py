@@ -128,3 +128,21 @@ def test_replay_without_the_test_extra_names_the_package_to_install(
   rc, _, err = run(capsys, "replay")
   assert rc == 2 and calls == []
   assert "cannot import pytest" in err and "pip install pytest" in err
+
+
+def test_the_command_line_keeps_xlas_info_log_lines_out_of_its_output(tmp_path):
+  import os
+  import subprocess
+  import sys
+  from jaxport.cli import NATIVE_LOG_LEVEL_ENV
+  env = {k: v for k, v in os.environ.items() if k != NATIVE_LOG_LEVEL_ENV}
+  code = ("import os, jaxport.cli, jax; jax.devices(); "
+          f"print(os.environ[{NATIVE_LOG_LEVEL_ENV!r}])")
+  done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                        timeout=300)
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert done.stdout.strip() == "1"
+  assert " pjrt_client.cc:" not in done.stderr  # jax 0.12 logs its devices at INFO level
+  chosen = subprocess.run([sys.executable, "-c", code], env={**env, NATIVE_LOG_LEVEL_ENV: "0"},
+                          capture_output=True, text=True, timeout=300)
+  assert chosen.stdout.strip() == "0"  # the caller's choice stands
