@@ -138,14 +138,19 @@ def _failed(e: BaseException) -> str:
   return f"raised {type(e).__name__}: {e}"
 
 
-def _frames(e: BaseException) -> str:
+def project_frames(e: BaseException) -> str:
   """The frames of ``e``'s traceback in the project's own code, innermost last (jaxport's,
-  the import machinery's and the standard library's left out), as lines to quote."""
+  the import machinery's and the standard library's left out), as text to quote ("" when
+  none is the project's)."""
   own = [f for f in traceback.extract_tb(e.__traceback__)
          if not f.filename.startswith(_NOT_THE_PROJECTS)]
-  if not own:
-    return ""
-  return ":\n" + "".join(traceback.format_list(own)).rstrip()
+  return "".join(traceback.format_list(own)).rstrip()
+
+
+def _frames(e: BaseException) -> str:
+  """:func:`project_frames` after a colon, for a message that quotes them."""
+  own = project_frames(e)
+  return f":\n{own}" if own else ""
 
 
 # Where frames that are not the project's own come from: jaxport, the import machinery, and

@@ -169,6 +169,17 @@ def _features(entry) -> dict:
     return {"features_error": str(e)}
 
 
+def _traceback_of(e: Exception) -> str:
+  """What a failure quotes of ``e``'s traceback: for jaxport's own errors, whose message names
+  the problem and the fix, only the frames of the project's code (the case that led there);
+  for anything else, all of it."""
+  from jaxport.errors import JaxportError
+  from jaxport.harness._registry import project_frames
+  if isinstance(e, JaxportError):
+    return project_frames(e)
+  return traceback.format_exc()
+
+
 def _warm_up(engine: ReplayEngine, cold_start: bool) -> None:
   """Import the project's cases and start jax's backend before the first request (the
   session starts a worker ahead of need); a failure here is reported by each request.
@@ -233,7 +244,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
       answer = WorkerFailure(FailureKind.HARNESS, f"the request does not read: {e}")
     except Exception as e:  # noqa: BLE001  (reported to the session, which fails the item)
       answer = WorkerFailure(FailureKind.HARNESS, f"{type(e).__name__}: {e}",
-                             traceback=traceback.format_exc())
+                             traceback=_traceback_of(e))
     except BaseException as e:  # noqa: BLE001  (SystemExit, KeyboardInterrupt... of case code)
       answer = WorkerFailure(
           FailureKind.CASE_CODE, f"the case's code raised {type(e).__name__}({e}) while the "

@@ -219,3 +219,36 @@ def test_no_golden_test_file_says_how_to_add_one(pytester):
   assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
   assert "pytest collected no golden test item" in _text(result)
   assert "from jaxport.harness.testing import test_record, test_replay" in _text(result)
+
+
+UNREGISTERED = """
+import dataclasses
+import jax
+import numpy as np
+from jaxport.harness import Case, random_matrix
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Params:
+  w: jax.Array
+
+
+def inputs():
+  return (Params(random_matrix(0, (3,), np.float32)), random_matrix(1, (3,), np.float32)), {}
+
+
+def cases():
+  return [Case("dense", "mine", lambda p, x: p.w * x, inputs)]
+"""
+
+
+def test_an_unregistered_pytree_type_is_one_clear_message_without_jaxports_frames(pytester):
+  write_project(pytester, textwrap.dedent(UNREGISTERED))
+  result = _run(pytester, "--compat-record")
+  assert result.ret == 1
+  text = _text(result)
+  assert ("case dense: recording failed: SerializationError: Cannot serialize PyTreeDef "
+          "containing an unregistered type `<class 'mycases.Params'>`") in text
+  assert "register_pytree_node_serialization" in text
+  assert "serde/_write.py" not in text and "Traceback" not in text
