@@ -149,6 +149,9 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
                         "re-record it (jaxport record) and prune the old one (jaxport prune)")
       elif days_left < SOON_DAYS:
         warnings.append(f"expires in {days_left} days (window {window_days} days)")
+      vacuous = _vacuous_comparison(art.entry, manifest)
+      if vacuous is not None:
+        problems.append(vacuous)
   else:
     try:
       blob = read_bounded(art.path, str(art.path), "MAX_BLOB_BYTES")
@@ -180,6 +183,34 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   rec["golden_data_errors"] = data_errors
   rec["ok"] = not problems
   return rec
+
+
+def _vacuous_comparison(entry: Any, manifest: Any) -> str | None:
+  """Why the entry's comparison would pass any outputs, or None: checker ``none`` on an entry
+  that is run, a relative tolerance of 1 or more, or an absolute one as large as the expected
+  outputs themselves. The manifest's digest is unkeyed (whoever edits the store can sign it
+  again), so this is what audit checks of a comparison's worth."""
+  if manifest.lowering_only:
+    return None
+  c = manifest.comparison
+  fix = "; record the case again with a checker and tolerances that can fail"
+  if c.mode == "none":
+    return ("the comparison is vacuous: checker 'none' on an entry that is run passes any "
+            "outputs" + fix)
+  if c.rtol >= 1:
+    return (f"the comparison is vacuous: rtol {c.rtol:g} lets an output differ from the "
+            "recorded one by all of its size" + fix)
+  try:
+    import numpy as np
+    floats = [np.abs(np.asarray(x, dtype=np.float64)) for x in entry.expected_outputs()
+              if np.asarray(x).dtype.kind in "fc" and np.asarray(x).size]
+  except (JaxportError, ValueError, TypeError):
+    return None  # unreadable outputs are the entry's verification problem, reported there
+  magnitude = max((float(x.max()) for x in floats), default=0.0)
+  if c.atol > 0 and c.atol >= max(magnitude, 1.0 if magnitude == 0 else 0.0):
+    return (f"the comparison is vacuous: atol {c.atol:g} is as large as the recorded outputs "
+            f"themselves (largest {magnitude:g}), so outputs of that size all pass" + fix)
+  return None
 
 
 # The kind of ``parser_failure`` of each error of the module parser child.

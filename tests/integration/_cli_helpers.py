@@ -51,7 +51,8 @@ def qr_input() -> np.ndarray:
 
 
 def write_qr_entry(store: GoldenStore, *, case_id: str = "qr_f32",
-                   record_date: datetime.date = RECORD_DATE, signatures=None, blob=None):
+                   record_date: datetime.date = RECORD_DATE, signatures=None, blob=None,
+                   comparison: Comparison = Comparison("allclose", 1e-5, 1e-6)):
   exp = qr_exported()
   blob = bytes(exp.serialize()) if blob is None else blob
   x = qr_input()
@@ -62,5 +63,5 @@ def write_qr_entry(store: GoldenStore, *, case_id: str = "qr_f32",
       producer=Producer.current(), calling_convention_version=exp.calling_convention_version,
       serialization_version=_read.read_serialization_version(blob),
       custom_call_targets=sigs, polymorphic_shapes=None, constraints=None, lowering_only=False,
-      comparison=Comparison("allclose", 1e-5, 1e-6))
+      comparison=comparison)
   return store.write_entry(manifest, blob, [x], expected, exp.mlir_module())

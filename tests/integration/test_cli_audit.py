@@ -65,6 +65,18 @@ def test_expired_entry_is_a_problem(store, capsys):
   assert "expired 20 days ago" in out and "jaxport prune" in out
 
 
+@pytest.mark.parametrize("comparison, named", [
+    (Comparison("none"), "checker 'none' on an entry that is run passes any outputs"),
+    (Comparison("allclose", 1.0, 0.0), "rtol 1 lets an output differ"),
+    (Comparison("allclose", 0.0, 1e300), "atol 1e+300 is as large as the recorded outputs"),
+], ids=["checker none", "rtol", "atol"])
+def test_a_comparison_that_passes_any_outputs_is_a_problem(store, capsys, comparison, named):
+  write_qr_entry(store, comparison=comparison)  # a signed entry: the digest is unkeyed
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--no-drift")
+  assert rc == 1
+  assert "PROBLEM cpu/qr/qr_f32" in out and f"the comparison is vacuous: {named}" in out
+
+
 def test_tampered_entry_is_a_problem_naming_the_file(store, capsys):
   entry = write_qr_entry(store)
   (entry.path / "exported.bin").write_bytes(b"\x00" + (entry.path / "exported.bin").read_bytes()[1:])
