@@ -213,11 +213,14 @@ def test_the_version_probe_runs_the_interpreter(tmp_path):
 
 def test_each_ci_leg_pins_a_release_of_its_python():
   script = (ROOT / ".ci" / "run").read_text()
-  legs = re.findall(r'^run_leg "leg (\d)" "\$(py\d+)" (\S+) (\S+)$', script, re.MULTILINE)
-  assert [(n, py, venv) for n, py, venv, _ in legs] == [
+  legs = re.findall(r'^run_leg "leg (\d)" "\$(py\d+)" (\S+) (\S+)(?: (\S+))?$', script,
+                    re.MULTILINE)
+  assert [(n, py, venv) for n, py, venv, _, _ in legs] == [
       ("1", "py311", ".venv"), ("2", "py312", ".venv-py312")]
+  # Leg 2 adds the models extra (the real-model example's replay); leg 1 adds none.
+  assert [extras for *_, extras in legs] == ["", "models"]
   pins = {}
-  for _, py, _, constraints in legs:
+  for _, py, _, constraints, _ in legs:
     text = (ROOT / constraints).read_text()
     jax = re.search(r"^jax==(\S+)$", text, re.MULTILINE)[1]
     assert re.search(rf"^jaxlib=={re.escape(jax)}$", text, re.MULTILINE), constraints
