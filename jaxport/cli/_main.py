@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from jaxport.cli import _native_logs  # noqa: F401  (first: before anything loads jaxlib)
 from jaxport.cli import _artifacts, _bisect, _harness_run, _parser, _prune as pruner, _relower, _report
 from jaxport.cli import _upgrade as upgrader
 from jaxport.cli import _audit as audit

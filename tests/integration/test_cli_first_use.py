@@ -134,7 +134,7 @@ def test_the_command_line_keeps_xlas_info_log_lines_out_of_its_output(tmp_path):
   import os
   import subprocess
   import sys
-  from jaxport.cli import NATIVE_LOG_LEVEL_ENV
+  from jaxport.cli._native_logs import NATIVE_LOG_LEVEL_ENV
   env = {k: v for k, v in os.environ.items() if k != NATIVE_LOG_LEVEL_ENV}
   code = ("import os, jaxport.cli, jax; jax.devices(); "
           f"print(os.environ[{NATIVE_LOG_LEVEL_ENV!r}])")
