@@ -192,7 +192,8 @@ def _failure_finding(failure: WorkerFailure) -> Finding:
     tail = failure.stderr_tail.strip()
     return Finding(K.COMPATIBILITY_BREAK, S.WORKER,
                    f"the worker process died while replaying ({failure.why}, "
-                   f"{exit_text(failure.returncode)}); "
+                   f"{exit_text(failure.returncode)}: a native crash, or case code that ended "
+                   "its process with os._exit or a signal); "
                    + (f"its last stderr lines:\n{tail}" if tail else "it wrote nothing to stderr"))
   if failure.kind is FailureKind.GOLDEN_DATA:
     return Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA, f"golden data error: {failure.why}")

@@ -76,6 +76,8 @@ STDERR_TAIL_CHARS = 4000
 # The most of a request's own output (the case code's prints, jax's warnings) an answer carries.
 OUTPUT_TAIL_CHARS = 4000
 ANSWER_FD_FLAG = "--answer-fd"
+# Seconds a worker whose answers ended has to exit on its own before it is killed.
+EXIT_GRACE_S = 5.0
 # The option that sets another memory limit, named by the crash that limit causes.
 MEMORY_OPTION = "--compat-worker-memory-mb"
 
@@ -479,7 +481,7 @@ class WorkerClient:
     if line is None:
       return self._crashed(f"no answer within {self.timeout_s:.0f} s", pending)
     if not line:
-      return self._crashed("the worker exited", pending)
+      return self._crashed("the worker exited", pending, exiting=True)
     wire = read_answer(line)
     if wire.request_id is None and isinstance(wire.answer, WorkerFailure):
       return self._refused(wire.answer, pending)  # it did not read: nothing after it pairs
@@ -503,11 +505,17 @@ class WorkerClient:
     return (f"its memory (RSS) passed the limit {limit}: {rss_bytes // 2**20} MiB resident when "
             f"killed; a larger {MEMORY_OPTION}=MB allows more")
 
-  def _kill(self, keep: _Pending | None = None) -> int:
+  def _kill(self, keep: _Pending | None = None, exiting: bool = False) -> int:
     """Kill the worker (unless it exited) and forget it, with the requests it took and did not
     answer but ``keep``, whose answer the caller gives (the others are sent again, to a fresh
-    worker); its exit status."""
+    worker); its exit status. ``exiting``: its answers ended, so it is on its way out and is
+    given ``EXIT_GRACE_S`` to go with its own status (the cause), not the kill's."""
     proc = self._proc
+    if exiting:
+      try:
+        proc.wait(timeout=EXIT_GRACE_S)
+      except subprocess.TimeoutExpired:
+        pass
     if proc.poll() is None:
       proc.kill()
     code = proc.wait()
@@ -516,8 +524,9 @@ class WorkerClient:
     self._ahead = collections.deque(p for p in self._ahead if p.reply is not None or p is keep)
     return code
 
-  def _crashed(self, why: str, pending: _Pending | None = None) -> Reply:
-    code = self._kill(keep=pending)
+  def _crashed(self, why: str, pending: _Pending | None = None,
+               exiting: bool = False) -> Reply:
+    code = self._kill(keep=pending, exiting=exiting)
     return Reply(WorkerFailure(FailureKind.CRASHED, why, returncode=code,
                                stderr_tail=self._stderr_tail()), ())
 

@@ -1,9 +1,9 @@
 """Case code that ends its process (SystemExit, KeyboardInterrupt, another BaseException) while
 the worker replays or records is named as the case's failure, with its cause, not as a jax
-compatibility break or a dead worker; the entries after it are judged as usual."""
+compatibility break or a dead worker; case code that kills its process shows its own exit
+status, not the harness's kill; the entries after it are judged as usual."""
 
 import json
-import os
 import textwrap
 
 import pytest
@@ -26,7 +26,7 @@ def square():
 
 def exiting(a):
   if os.environ.get("CASE_EXITS"):
-    raise RAISED
+    RAISED
   return jnp.sin(a)
 
 
@@ -39,7 +39,7 @@ def cases():
 @pytest.mark.parametrize("raised", ["SystemExit(0)", "KeyboardInterrupt()"])
 def test_case_code_that_ends_the_process_is_named_as_the_cases_failure(pytester, tmp_path,
                                                                       monkeypatch, raised):
-  write_project(pytester, textwrap.dedent(CASES.replace("RAISED", raised)))
+  write_project(pytester, textwrap.dedent(CASES.replace("RAISED", f"raise {raised}")))
   run = ("-p", "no:cacheprovider", "--compat-today=2026-12-01")
   assert pytester.runpytest_subprocess(*run, "--compat-record").ret == 0
   monkeypatch.setenv("CASE_EXITS", "1")
@@ -61,3 +61,18 @@ def test_case_code_that_ends_the_process_is_named_as_the_cases_failure(pytester,
   assert recorded.ret == 1
   assert f"the case's code raised {name}(" in text
   assert "written   cpu/mine/b_fine/2026-12-02" in text
+
+
+def test_case_code_that_kills_its_process_is_a_dead_worker_with_its_own_exit_status(
+    pytester, tmp_path, monkeypatch):
+  write_project(pytester, textwrap.dedent(CASES.replace("RAISED", "os._exit(3)")))
+  run = ("-p", "no:cacheprovider", "--compat-today=2026-12-01")
+  assert pytester.runpytest_subprocess(*run, "--compat-record").ret == 0
+  monkeypatch.setenv("CASE_EXITS", "1")
+  report_file = tmp_path / "report.json"
+  assert pytester.runpytest_subprocess(*run, f"--compat-report={report_file}").ret == 1
+  entries = {e["case_id"]: e for e in json.loads(report_file.read_text())["entries"]}
+  text = "\n".join(entries["a_exiting"]["messages"])
+  assert "the worker process died while replaying (the worker exited, exit code 3" in text, text
+  assert "os._exit" in text and "SIGKILL" not in text
+  assert entries["b_fine"]["status"] == "pass", entries["b_fine"]
