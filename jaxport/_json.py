@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from typing import Any
 
 from jaxport import _limits
+from jaxport._bounded import read_regular
 from jaxport.errors import JsonError as JsonError  # raised here, defined with the others
 
 # The longest integer literal accepted: far beyond any count or size, far below the 4,300
@@ -112,30 +112,10 @@ def load(text: str | bytes, where: str, error: type[Exception], fix: str = "", *
     raise error(f"{where}: {e}." + (f" {fix}" if fix else "")) from None
 
 
-def read_bytes(path: str | os.PathLike, *, bytes_limit: str = "MAX_JSON_BYTES") -> bytes:
-  """The bytes of the regular file at ``path``, at most the limit ``bytes_limit`` names (one
-  byte more, so that :func:`parse` refuses it by size). A FIFO, a device or a socket is refused
-  by its type before anything is read: reading one would block, or never end. ``OSError`` for
-  a file that cannot be opened; :class:`JsonError` for one that is not a regular file."""
-  fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-  try:
-    kind = os.fstat(fd).st_mode
-    if not stat.S_ISREG(kind):
-      raise JsonError("not a regular file (a FIFO, a device, a socket or a directory); pass a "
-                      "file")
-    os.set_blocking(fd, True)
-    with os.fdopen(os.dup(fd), "rb") as f:
-      return f.read(getattr(_limits, bytes_limit) + 1)
-  finally:
-    os.close(fd)
-
-
 def load_file(path: str | os.PathLike, where: str, error: type[Exception], fix: str = "",
               **limits: str) -> Any:
-  """:func:`load` of the file at ``path`` read by :func:`read_bytes`: ``error`` names ``where``
-  for a file that is not regular, too large or not strict JSON; ``OSError`` is the caller's."""
-  try:
-    text = read_bytes(path, bytes_limit=limits.get("bytes_limit", "MAX_JSON_BYTES"))
-  except JsonError as e:
-    raise error(f"{where}: {e}.") from None
+  """:func:`load` of the file at ``path``, read by :func:`jaxport._bounded.read_regular` (a
+  regular file, refused by its size before it is read): ``error`` names ``where`` for a file
+  that cannot be read, is not a regular file, is too large or is not strict JSON."""
+  text = read_regular(path, where, error, limits.get("bytes_limit", "MAX_JSON_BYTES"))
   return load(text, where, error, fix, **limits)

@@ -40,6 +40,7 @@ import numpy as np
 
 from jaxport import _limits
 from jaxport.errors import GoldenDataError
+from jaxport import _bounded
 from jaxport.golden._entry_id import FOLDER_FORM, FOLDER_RE, EntryId
 from jaxport.golden._manifest import (
     BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE, MODULE_FILE, PLATFORMS, SHARDINGS_FILE,
@@ -833,37 +834,12 @@ def _remove_stale_temporaries(case_dir: Path, now: float | None = None) -> list[
 
 def read_bounded(path: Path, where: str, limit: str, most: int | None = None,
                  how: str = "") -> bytes:
-  """The bytes of the regular file ``path``, refused by its size before any byte is read
-  when past ``most`` (by default the value of ``jaxport._limits.<limit>``; else ``how`` says
-  how ``most`` follows from that limit); never more than
-  the size first seen plus one byte is read (a file that grows meanwhile is refused)."""
-  most = getattr(_limits, limit) if most is None else most
-  try:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-  except OSError as e:
-    raise GoldenDataError(f"{where}: cannot be read ({e.strerror or e}).") from None
-  try:
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-      raise GoldenDataError(f"{where}: not a regular file (links, devices and pipes are refused).")
-    size = st.st_size
-    if size <= most:
-      with os.fdopen(os.dup(fd), "rb") as f:
-        data = f.read(size + 1)  # the size stat gave, so no more is set aside than it holds
-      if len(data) > size:
-        raise GoldenDataError(f"{where}: grew while it was read; something writes into the "
-                              "golden store. Read it again once that is done.")
-  except OSError as e:
-    raise GoldenDataError(f"{where}: cannot be read ({e.strerror or e}).") from None
-  finally:
-    os.close(fd)
-  if size > most:
-    bound = _limits.name(limit) if most == getattr(_limits, limit) else (
-        f"{most} ({how or 'derived from'} {_limits.name(limit)})")
-    raise GoldenDataError(
-        f"{where}: {size} bytes, more than the limit {bound}; refused before reading it. "
-        "Real golden files are far smaller; restore the entry from version control.")
-  return data
+  """The bytes of the regular file ``path`` of a golden store (links refused too), through
+  :func:`jaxport._bounded.read_regular`; a ``GoldenDataError`` naming ``where`` otherwise."""
+  return _bounded.read_regular(path, where, GoldenDataError, limit, most=most, how=how,
+                               follow_links=False,
+                               fix="Real golden files are far smaller; restore the entry from "
+                                   "version control.")
 
 
 def _file_limit(name: str, m: Manifest) -> tuple[str, int | None]:

@@ -218,11 +218,8 @@ def _matrix_cell(cell: Any, producer: str, consumers: tuple[str, ...], at: str,
 def load_table(path: str | Path) -> Table:
   """The table at ``path``."""
   p = Path(path)
-  try:
-    data = _json.load_file(p, f"{p} (the expected-status table)", ExpectedStatusError)
-  except OSError as e:
-    raise ExpectedStatusError(f"{p}: cannot read the expected-status table ({e}).") from None
-  return parse_table(data, str(p))
+  return parse_table(_json.load_file(p, f"{p} (the expected-status table)", ExpectedStatusError),
+                     str(p))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -59,10 +59,7 @@ class ProjectTargets:
     """The declarations in the JSON file ``path``; a malformed file names the bad part."""
     path = Path(path)
     fix = 'It must look like {"cpu": ["my_target"], "unreachable": {}}.'
-    try:
-      data = _json.load_file(path, f"stable-targets file {path}", GoldenDataError, fix)
-    except OSError as e:
-      raise GoldenDataError(f"stable-targets file {path}: cannot be read ({e}). {fix}") from None
+    data = _json.load_file(path, f"stable-targets file {path}", GoldenDataError, fix)
     return cls.from_json(data, where=str(path))
 
   @classmethod

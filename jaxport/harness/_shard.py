@@ -99,13 +99,10 @@ def _deal(entry_ids: Iterable[str], count: int,
 def read_costs(path: str | Path) -> dict[str, float]:
   """Per-entry replay seconds from a ``--compat-timings`` file."""
   path = Path(path)
-  try:
-    data = _json.parse(_json.read_bytes(path))
-    seconds = data["seconds"] if data.get("format") == COSTS_FORMAT else None
-  except (OSError, ValueError, AttributeError, KeyError) as e:
-    raise ShardError(f"costs file {path}: cannot read it ({type(e).__name__}: {e}). Pass a file "
-                     "written by --compat-timings, or leave --compat-costs out to split by "
-                     "entry count.") from None
+  data = _json.load_file(path, f"costs file {path}", ShardError, "Pass a file written by --compat-timings, or "
+                         "leave --compat-costs out to split by entry count.")
+  seconds = (data.get("seconds") if isinstance(data, dict) and data.get("format") == COSTS_FORMAT
+             else None)
   if not isinstance(seconds, dict) or not all(
       isinstance(k, str) and isinstance(v, (int, float)) and v >= 0 for k, v in seconds.items()):
     raise ShardError(f"costs file {path}: expected {{\"format\": {COSTS_FORMAT}, \"seconds\": "

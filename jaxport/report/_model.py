@@ -698,16 +698,13 @@ def _windows(value: Any, where: str) -> Mapping[str, Window] | None:
 def load_report(path: str | os.PathLike) -> RunReport:
   """Read and validate the report at ``path``; a :class:`ReportError` names the file and the problem."""
   path = Path(path)
-  try:
-    data = _json.load_file(path, str(path), ReportError, "Pass a report the harness wrote "
-                           "(--compat-report); one cut short by a killed job is the usual cause "
-                           "of invalid JSON, and running the harness again writes it whole.",
-                           bytes_limit="MAX_REPORT_BYTES")
-  except FileNotFoundError:
+  if not os.path.lexists(path):
     raise ReportError(f"{path}: no such report. Write one with `pytest "
-                      f"--compat-report={path}`.") from None
-  except OSError as e:
-    raise ReportError(f"{path}: cannot read the report ({e}).") from None
+                      f"--compat-report={path}`.")
+  data = _json.load_file(path, str(path), ReportError, "Pass a report the harness wrote "
+                         "(--compat-report); one cut short by a killed job is the usual cause "
+                         "of invalid JSON, and running the harness again writes it whole.",
+                         bytes_limit="MAX_REPORT_BYTES")
   return RunReport.from_json(data, source=str(path))
 
 
