@@ -659,12 +659,8 @@ class ReplayEngine:
                                                              _corpus.shape_blind(sigs))))
     diff = tuple(_lowering.diff(m.custom_call_targets, sigs))
     contract = _contract_change(self._read_back_today(case, exp), reads)
-    settings = self._settings_change(case, m)
-    if contract.by_function or contract.by_jax or settings:
-      diff_kw = {"contract_diff": contract.by_function + settings,
-                 "contract_by_jax": contract.by_jax}
-    else:
-      diff_kw = {}
+    diff_kw = {"contract_diff": contract.by_function + self._settings_change(case, m),
+               "contract_by_jax": contract.by_jax}
     if m.lowering_only or not run or contract.by_function:
       # A changed contract: the entry's inputs are not today's function's, nothing to run.
       return TodayResult(available=True, targets=targets, signature_diff=diff, **diff_kw)

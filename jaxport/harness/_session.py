@@ -294,6 +294,9 @@ class HarnessSession:
 
   def replay(self, entry_id: str) -> Outcome:
     """Replay one entry in the worker and classify the findings; the outcome is kept."""
+    # A changed function fails the case's newest entry only: older ones stay, differing from
+    # today's function, until pruned.
+    newest = self._newest().get(EntryId.parse(entry_id).case_id) == entry_id
     try:
       num_devices = self._devices_needed(entry_id)
       manifest = self._manifest(entry_id)
@@ -315,8 +318,7 @@ class HarnessSession:
       outcome = _classify.classify(answer, request, entry_id=entry_id, manifest=manifest,
                                    today=self.options.today,
                                    window_days=self.options.compat_window_days,
-                                   numerics_skipped=not_run,
-                                   newest=self._newest().get(manifest.case_id) == entry_id)
+                                   numerics_skipped=not_run, newest=newest)
       if self.project.expectations is not None:
         # Producer-release expectations and the jax compat window (the project's table).
         outcome = expected_status.annotate(
@@ -326,9 +328,6 @@ class HarnessSession:
     if self.options.update:
       status = _update.status_when_updating(outcome, self.options.strict)
     else:
-      # A changed function fails the case's newest entry only: older ones stay, differing
-      # from today's function, until pruned.
-      newest = self._newest().get(outcome.case_id) == entry_id
       status = _classify.status(
           outcome, self.options.strict,
           changes_fail=self.project.on_change is OnChange.FAIL and newest, superseded=not newest)

@@ -116,8 +116,9 @@ def _handle(engine: ReplayEngine, request: Request) -> Answer:
     return RecordAnswer(entry.entry_id)
   if isinstance(request, ArtifactsRequest):
     return _artifacts.write(engine, request)
-  assert isinstance(request, CasesRequest), request
-  return engine.registry.facts()
+  if isinstance(request, CasesRequest):
+    return engine.registry.facts()
+  return WorkerFailure(FailureKind.HARNESS, f"no handler for a {type(request).__name__}")
 
 
 class _OutputCapture:
