@@ -257,9 +257,9 @@ def classify(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, en
   """The outcome of one entry (the worker's ``answer`` to its replay ``request``): kinds
   found, messages, skips and staleness; no status yet. Every part the request asked for must
   be in the answer (``_inconsistencies``). ``newest``: the entry is its case's newest (an
-  older one whose calling contract differs from today's is judged by its readers only). ``numerics_skipped``: why an entry with
-  recorded outputs was checked the way lowering-only entries are (an accelerator's entry in
-  a CPU run), for the skip ledger. A :class:`WorkerFailure` (a crash, an error, an answer
+  older one whose calling contract differs from today's is judged by its readers only).
+  ``numerics_skipped``: why an entry with recorded outputs was checked the way lowering-only
+  entries are (an accelerator's entry in a CPU run), for the skip ledger. A :class:`WorkerFailure` (a crash, an error, an answer
   that did not read) is an error verdict."""
   record_date = manifest.record_date
   recorded_targets = sorted({s.target for s in manifest.custom_call_targets})
@@ -309,11 +309,11 @@ def classify(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, en
                 "(jaxport's stable-target table or the project's jaxport_stable_targets): "
                 "nothing promises it still works")
     cur = answer.today
-    if cur is None and request.current:
-      pass  # asked for and missing: the answer is incomplete, a failure above, never a skip
-    elif cur is None or not cur.available:
-      why = "not asked for" if cur is None else (cur.reason or "unavailable")
-      skips.append(f"current lowering not checked: {why}")
+    if cur is None or not cur.available:
+      # Asked for and missing is an incomplete answer, a failure above, never a skip.
+      if cur is not None or not request.current:
+        why = "not asked for" if cur is None else (cur.reason or "unavailable")
+        skips.append(f"current lowering not checked: {why}")
     elif cur.error is not None:
       add(K.EXPORT_ERROR, S.TODAY, f"the case cannot be exported today: {cur.error}")
     else:
