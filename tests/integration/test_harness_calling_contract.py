@@ -1,5 +1,5 @@
 """A downstream project's calling contract is part of its golden: a renamed params key, a changed
-input dtype and a changed output shape each fail the case's newest entry naming the case and
+input dtype, a changed output shape and reordered outputs each fail the case's newest entry naming the case and
 the path; ``--compat-update`` accepts each, after which the replay is green (the older entries
 judged by their readers only, "earlier contract"); a change reverted the same day is recorded
 as the day's next revision."""
@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxport.harness import Case, random_matrix
 
-KEY, DTYPE, COLUMN = {key!r}, np.{dtype}, {column!r}
+KEY, DTYPE, COLUMN, SWAP = {key!r}, np.{dtype}, {column!r}, {swap!r}
 
 
 def params():
@@ -50,15 +50,21 @@ def column(x):
   return (y.reshape(-1, 1) if COLUMN else y), jnp.sum(x)
 
 
+def pair(x):
+  outputs = (jnp.cos(x), jnp.sum(x))
+  return outputs[::-1] if SWAP else outputs
+
+
 def cases():
-  return [Case("mlp", "mine", mlp, params),
+  return [Case("pair", "mine", pair, vector),
+          Case("mlp", "mine", mlp, params),
           Case("cast", "mine", cast, cast_inputs),
           Case("column", "mine", column, vector)]
 """
 
 
-def _cases(key="w1", dtype="float32", column=False):
-  return textwrap.dedent(CASES.format(key=key, dtype=dtype, column=column))
+def _cases(key="w1", dtype="float32", column=False, swap=False):
+  return textwrap.dedent(CASES.format(key=key, dtype=dtype, column=column, swap=swap))
 
 
 def _run(pytester, tmp_path, name, *args):
@@ -80,17 +86,21 @@ def test_a_changed_calling_contract_fails_names_the_path_and_is_accepted_by_upda
   store = write_project(pytester, _cases())
   assert pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--compat-today={TODAY}",
                                        "--compat-record").ret == 0
-  assert len(store.entries()) == 3
+  assert len(store.entries()) == 4
 
-  # The params key renamed, the input cast to float16, the output made a column.
-  (pytester.path / "mycases.py").write_text(_cases(key="w1x", dtype="float16", column=True))
+  # The params key renamed, the input cast to float16, the output made a column, the outputs
+  # reordered.
+  (pytester.path / "mycases.py").write_text(_cases(key="w1x", dtype="float16", column=True,
+                                                   swap=True))
   result, report = _run(pytester, tmp_path, "changed")
   assert result.ret != 0
   newest = _by_case(report)
   named = {"mlp": ["input args[0]['w1'] (float32[3]) removed",
                    "input args[0]['w1x'] (float32[3]) added"],
            "cast": ["input args[0]: float32[3] became float16[3]"],
-           "column": ["output[0]: float32[3] became float32[3, 1]"]}
+           "column": ["output[0]: float32[3] became float32[3, 1]"],
+           "pair": ["output[0]: float32[3] became float32[]",
+                    "output[1]: float32[] became float32[3]"]}
   for case_id, lines in named.items():
     entry = newest[case_id]
     assert entry["status"] == "fail", entry
@@ -102,7 +112,7 @@ def test_a_changed_calling_contract_fails_names_the_path_and_is_accepted_by_upda
 
   # Accepted: one new entry per case, and the replay after it is green.
   result, report = _run(pytester, tmp_path, "update", "--compat-update")
-  assert [u["action"] for u in report["updated"]] == ["written"] * 3, report["updated"]
+  assert [u["action"] for u in report["updated"]] == ["written"] * 4, report["updated"]
   assert any("signature: input args[0]['w1x'] (float32[3]) added" in line
              for line in result.stdout.lines), result.stdout.str()
   result, report = _run(pytester, tmp_path, "accepted")
@@ -113,7 +123,8 @@ def test_a_changed_calling_contract_fails_names_the_path_and_is_accepted_by_upda
                for s in report["skips"]), report["skips"]
 
   # Reverted the same day: the newest revision differs, and update records the next one.
-  (pytester.path / "mycases.py").write_text(_cases(key="w1", dtype="float16", column=True))
+  (pytester.path / "mycases.py").write_text(_cases(key="w1", dtype="float16", column=True,
+                                                   swap=True))
   result, report = _run(pytester, tmp_path, "reverted")
   assert _by_case(report)["mlp"]["status"] == "fail"
   result, report = _run(pytester, tmp_path, "revert-update", "--compat-update")
