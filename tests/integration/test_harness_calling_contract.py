@@ -1,8 +1,8 @@
 """A downstream project's calling contract is part of its golden: a renamed params key, a changed
-input dtype, a changed output shape and reordered outputs each fail the case's newest entry naming the case and
-the path; ``--compat-update`` accepts each, after which the replay is green (the older entries
-judged by their readers only, "earlier contract"); a change reverted the same day is recorded
-as the day's next revision."""
+input dtype, a changed output shape and reordered outputs each fail the case's newest entry
+naming the case and the path; ``--compat-update`` accepts each, after which the replay is green
+(the older entries judged by their readers only, "earlier contract"); a change reverted the
+same day is recorded as the day's next revision."""
 
 import json
 import textwrap
