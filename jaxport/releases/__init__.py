@@ -6,11 +6,14 @@ artifact runs.
 ``harness/tools/release_table.py`` from one venv per release, and only the
 release dates are kept by hand. :func:`runs_on` turns an artifact's own features
 (:class:`ArtifactFeatures`) and the table into the releases, per platform, that
-can load and run it, with the first limiting factor at each end.
+can load and run it, with the first limiting factor at each end. :func:`build_of` places a
+run's jax (a nightly, a release newer than the table) beside the table.
 """
 
 from __future__ import annotations
 
+from jaxport.releases._builds import Build as Build
+from jaxport.releases._builds import build_of as build_of
 from jaxport.releases._dates import BACKWARD_WINDOW_DAYS as BACKWARD_WINDOW_DAYS
 from jaxport.releases._dates import FORWARD_WINDOW_DAYS as FORWARD_WINDOW_DAYS
 from jaxport.releases._dates import RELEASE_DATES as RELEASE_DATES

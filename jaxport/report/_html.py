@@ -15,8 +15,8 @@ from jaxport.report._model import (
     EntryResult, FindingKind, RunReport, about_current_lowering, host_line)
 from jaxport.report._svg import status_chart
 from jaxport.report._views import (
-    ENTRY_STATUSES, CellStatus, Matrix, build_history, build_matrix, entry_anchor, entry_status,
-    order_runs, passing_groups, run_labels, source_name, target_anchor, window_rows)
+    ENTRY_STATUSES, CellStatus, Matrix, build_history, build_matrix, build_note, entry_anchor,
+    entry_status, order_runs, passing_groups, run_labels, source_name, target_anchor, window_rows)
 
 _CSS = """
 body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:24px;color:#212121;font-size:14px}
@@ -366,6 +366,9 @@ def render_html(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
           + (', <a href="#history">history</a>' if len(runs) > 1 else "")
           + (', <a href="#updated">updated cases</a>' if r.updated is not None else "")
           + ', <a href="#entries">entries</a>, <a href="#skips">skip ledger</a>.</p>']
+  note = build_note(r)
+  if note is not None:
+    body.append(f'<p class="sub">{_e(note)}.</p>')
   body += _summary(r)
   body += _matrix(build_matrix(r))
   body += _window(r)

@@ -1,8 +1,10 @@
 """The report as GitHub-flavoured Markdown, sized for a job summary.
 
-Counts first, then the matrix, what needs attention (failures and warnings,
-one line per finding, capped), the compat window, the targets whose status
-changed over the history, and the skip ledger folded away.
+Counts first (with what the run's jax build is when the release table has not
+measured it, such as a nightly), then the matrix, what needs attention (failures
+and warnings, one line per finding, capped), the compat window, with a history
+each failing entry's first failing run and its jax build and the targets whose
+status changed, and the skip ledger folded away.
 
 Every string that comes from the report (messages, ids, targets, host
 descriptions, versions) is untrusted, as on the HTML page: it goes through
@@ -19,8 +21,8 @@ from collections.abc import Sequence
 
 from jaxport.report._model import RunReport, host_line
 from jaxport.report._views import (
-    ENTRY_STATUSES, CellStatus, build_history, build_matrix, entry_status, order_runs, run_labels,
-    source_name, window_rows)
+    ENTRY_STATUSES, CellStatus, build_history, build_matrix, build_note, entry_status,
+    failure_onsets, order_runs, run_labels, source_name, window_rows)
 
 # A job summary holds at most 1 MiB; long finding lists are cut here and the page has them all.
 MAX_ATTENTION_ENTRIES = 40
@@ -167,6 +169,29 @@ def _history(runs: Sequence[RunReport]) -> list[str]:
   return out
 
 
+def _build_line(r: RunReport) -> list[str]:
+  """What the run's jax is beside the release table, when the table has not measured it."""
+  note = build_note(r)
+  return [] if note is None else [_text(note) + ".", ""]
+
+
+def _onsets(runs: Sequence[RunReport]) -> list[str]:
+  """Each failing entry with the first run, and its jax build, that showed the failure."""
+  onsets = failure_onsets(runs)
+  if not onsets:
+    return []
+  labels = dict(zip((id(r) for r in runs), run_labels(runs)))
+  out = [f"### Failing since ({len(onsets)})", ""]
+  for o in onsets[:MAX_ATTENTION_ENTRIES]:
+    when = "new in this run" if o.new else "failing in every run since"
+    out.append(f"- {_code(o.entry_id)}: {when}; first shown by jax {_text(o.first_jax)} "
+               f"(run {_text(labels[id(o.first)])})")
+  if len(onsets) > MAX_ATTENTION_ENTRIES:
+    out.append(f"- … and {len(onsets) - MAX_ATTENTION_ENTRIES} more on the page")
+  out.append("")
+  return out
+
+
 def render_markdown(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
   """The job summary of ``current``, with history over ``earlier`` runs when given."""
   runs = order_runs(current, earlier)
@@ -175,6 +200,7 @@ def render_markdown(current: RunReport, earlier: Sequence[RunReport] = ()) -> st
   out = [f"## jaxport compatibility: {_text(r.platform)}, {_text(r.today)}", "",
          f"jax {_text(v.get('jax'))}, jaxlib {_text(v.get('jaxlib'))}, jaxport "
          f"{_text(v.get('jaxport'))}; readers {_text(', '.join(r.readers))}.", "",
+         *_build_line(r),
          _counts_line(r), "",
          _targets_line(r), ""]
   out += [f"> **session failure:** {_short(f)}" for f in r.session_failures]
@@ -186,6 +212,7 @@ def render_markdown(current: RunReport, earlier: Sequence[RunReport] = ()) -> st
   out += _matrix(r)
   out += _window(r)
   if len(runs) > 1:
+    out += _onsets(runs)
     out += _history(runs)
   out += [f"<details><summary>Skip ledger ({len(r.skips)})</summary>", ""]
   out += [f"- {_code(s.what)}: {_short(s.why)}" for s in r.skips]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
 from jaxport.custom_calls import _registry
 from jaxport.errors import ReportError
+from jaxport.releases import build_of
 from jaxport.report._model import UNKNOWN_PRODUCER, EntryResult, RunReport, Status
 
 NO_CUSTOM_CALL = "(no custom call)"
@@ -301,3 +302,42 @@ def passing_groups(report: RunReport) -> tuple[PassingGroup, ...]:
 def entry_anchor(entry_id: str) -> str:
   """The id of an entry's details on the page (entry ids contain no spaces)."""
   return "entry:" + entry_id
+
+
+@dataclasses.dataclass(frozen=True)
+class FailureOnset:
+  """An entry failing in the newest run, and the run that first showed the failure: the oldest
+  of the unbroken run of failing reports that ends with the newest one."""
+  entry_id: str
+  first: RunReport
+  # Whether the newest run is the first to show it (the run before passed it, or lacked it).
+  new: bool
+
+  @property
+  def first_jax(self) -> str:
+    return str(self.first.versions.get("jax") or "unknown")
+
+
+def build_note(report: RunReport) -> str | None:
+  """What the run's jax build is beside the release table (a nightly, a release the table
+  lacks), or None for a measured release or a version that names no release."""
+  try:
+    build = build_of(str(report.versions.get("jax")))
+  except ValueError:
+    return None
+  return None if build.measured else build.describe()
+
+
+def failure_onsets(runs: Sequence[RunReport]) -> tuple[FailureOnset, ...]:
+  """Per entry failing in the last of ``runs`` (oldest first, as :func:`order_runs` gives
+  them), the run that first showed its failure; entries in id order."""
+  if not runs:
+    return ()
+  failing = [{e.entry_id for e in r.entries if entry_status(e) == CellStatus.FAIL} for r in runs]
+  out = []
+  for entry_id in sorted(failing[-1]):
+    i = len(runs) - 1
+    while i > 0 and entry_id in failing[i - 1]:
+      i -= 1
+    out.append(FailureOnset(entry_id, runs[i], new=i == len(runs) - 1))
+  return tuple(out)

@@ -60,7 +60,7 @@ INIT_IMPORTS_ALLOWED = {
     "jaxport.report": {"jaxport.report._html", "jaxport.report._markdown", "jaxport.report._merge",
                        "jaxport.report._model"},
     "jaxport.upgrades": {"jaxport.upgrades._envelope", "jaxport.upgrades._upgrade"},
-    "jaxport.releases": {"jaxport.errors", "jaxport.releases._dates", "jaxport.releases._runs_on",
+    "jaxport.releases": {"jaxport.errors", "jaxport.releases._builds", "jaxport.releases._dates", "jaxport.releases._runs_on",
                          "jaxport.releases._table"},
     "jaxport.golden": {"jaxport._lazy", "jaxport.golden._manifest", "jaxport.golden._signatures",
                        "jaxport.golden._store"},
