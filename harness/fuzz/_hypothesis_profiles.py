@@ -3,11 +3,16 @@
 Select one with ``pytest harness/ --hypothesis-profile=nightly``. ``ci`` is
 derandomized and keeps no example database, so every run of the same code
 tries the same examples; ``nightly`` runs at least 10,000 examples of every
-property, the expensive ones included (see :func:`budget`). Every profile
-prints the ``@reproduce_failure`` blob of a failure.
+property, the expensive ones included (see :func:`budget`); ``budgeted`` runs
+``JAXPORT_FUZZ_EXAMPLES`` examples of each cheap property (default 1,000) and
+the expensive ones at their ``ci`` budget, sized so that the nightly's fuzz job
+against the newest jax ends within the wall-clock budget the job enforces.
+Every profile prints the ``@reproduce_failure`` blob of a failure.
 """
 
 from __future__ import annotations
+
+import os
 
 from hypothesis import HealthCheck, Phase, settings
 
@@ -27,6 +32,9 @@ settings.register_profile("dev", max_examples=15, derandomize=False, **_COMMON)
 settings.register_profile("ci", max_examples=200, derandomize=True, database=None, **_COMMON)
 settings.register_profile("nightly", max_examples=NIGHTLY_EXAMPLES, derandomize=False,
                           **_COMMON)
+settings.register_profile("budgeted", max_examples=int(os.environ.get("JAXPORT_FUZZ_EXAMPLES",
+                                                                      "1000")),
+                          derandomize=False, **_COMMON)
 settings.load_profile("ci")
 
 

@@ -20,6 +20,7 @@ from hypothesis import event, given, note, reject, strategies as st
 
 from harness.fuzz import strategies as S
 from harness.fuzz._hypothesis_profiles import budget
+from harness.fuzz._jax_findings import jax_finding
 
 COMPARISONS = ((">=", operator.ge), ("<=", operator.le), (">", operator.gt),
                ("<", operator.lt), ("==", operator.eq))
@@ -33,7 +34,7 @@ def _parse_pair(impl: S.ShapesImpl, case: S.DecisionCase):
     (rhs,) = impl.parse(case.rhs.render(), scope=scope)
   except S.INTERNAL_CRASHES as e:
     if impl is S.JAX:
-      event(f"jax.export crashed: {type(e).__name__}")
+      jax_finding("crash", f"jax.export crashed parsing {case!r}: {type(e).__name__}: {e}")
       reject()
     raise
   except ValueError as e:
@@ -59,7 +60,8 @@ def decide(impl: S.ShapesImpl, case: S.DecisionCase) -> dict[str, bool | None] |
       return None
     except S.INTERNAL_CRASHES as e:
       if impl is S.JAX:
-        event(f"jax.export crashed deciding: {type(e).__name__}")
+        jax_finding("crash", f"jax.export crashed deciding {name} in {case!r}: "
+                             f"{type(e).__name__}: {e}")
         out[name] = None
         continue
       raise

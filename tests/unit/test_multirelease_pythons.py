@@ -263,7 +263,7 @@ def test_the_supported_releases_job_gives_each_release_its_python():
 
 
 @pytest.mark.parametrize("name", ["replay-cpu", "merge-cpu"])
-def test_newest_and_prerelease_jobs_run_on_python_313(name):
+def test_newest_and_nightly_jobs_run_on_python_313(name):
   job = _job(name)
-  assert _includes(job) == {"pinned": "3.11", "newest": "3.13", "prerelease": "3.13"}
+  assert _includes(job) == {"pinned": "3.11", "newest": "3.13", "nightly": "3.13"}
   assert "python-version: ${{ matrix.python }}" in job

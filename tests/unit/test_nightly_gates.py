@@ -1,0 +1,123 @@
+"""The nightly's gates that need no jax: a night without a nightly is said and tolerated until
+the third in a row; every workflow action is pinned to a commit with its tag; no replay job
+may fail without failing the run; and zizmor finds nothing on the workflows."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+TEMPLATE = ROOT / "examples" / "downstream" / ".github" / "workflows" / "compat.yml"
+
+
+def _load(name: str):
+  spec = importlib.util.spec_from_file_location(f"_ci_{name}", ROOT / ".ci" / f"{name}.py")
+  module = importlib.util.module_from_spec(spec)
+  sys.modules[f"_ci_{name}"] = module  # dataclasses look their module up while defining
+  spec.loader.exec_module(module)
+  return module
+
+
+def _summary(tmp_path: Path, night: str, monkeypatch) -> tuple[int, str]:
+  steps = _load("nightly_steps")
+  monkeypatch.setattr(steps, "REPORTS", tmp_path / "reports")
+  monkeypatch.setattr(steps, "HISTORY", tmp_path / "history")
+  monkeypatch.setenv("NIGHTLY_DATE", night)
+  monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / f"summary-{night}.md"))
+  (tmp_path / "reports").mkdir(exist_ok=True)
+  (tmp_path / "reports" / "install-cpu-nightly.json").write_text(json.dumps(
+      {"label": "nightly", "installed": False, "why": "the index served no nightly"}))
+  status = steps.summary("nightly")
+  return status, (tmp_path / f"summary-{night}.md").read_text()
+
+
+def test_nights_without_a_nightly_are_tolerated_until_the_third_in_a_row(tmp_path, monkeypatch):
+  history = tmp_path / "history"
+  history.mkdir()
+  (history / "compat-cpu-nightly-2026-11-27-9.json").write_text("{}")
+  status, text = _summary(tmp_path, "2026-11-28", monkeypatch)
+  assert status == 0 and "No jax nightly was installed on 2026-11-28" in text
+  assert "Nights in a row without one: 1" in text
+  assert _summary(tmp_path, "2026-11-29", monkeypatch)[0] == 0
+  status, text = _summary(tmp_path, "2026-11-30", monkeypatch)
+  assert status == 1 and "Nights in a row without one: 3" in text
+  # A night with a build in between starts the count again.
+  (history / "compat-cpu-nightly-2026-12-01-9.json").write_text("{}")
+  status, text = _summary(tmp_path, "2026-12-02", monkeypatch)
+  assert status == 0 and "Nights in a row without one: 1" in text
+
+
+def test_a_night_whose_jax_installed_but_wrote_no_report_fails(tmp_path, monkeypatch):
+  steps = _load("nightly_steps")
+  monkeypatch.setattr(steps, "REPORTS", tmp_path / "reports")
+  monkeypatch.setattr(steps, "HISTORY", tmp_path / "history")
+  monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+  assert steps.summary("newest") == 1
+  assert "wrote no report" in (tmp_path / "summary.md").read_text()
+
+
+def test_an_unpinned_or_untagged_action_is_named(tmp_path):
+  pins = _load("action_pins")
+  workflow = tmp_path / "w.yml"
+  workflow.write_text("steps:\n"
+                      "  - uses: actions/checkout@v4\n"
+                      "  - uses: actions/cache/save@0057852bfaa89a56745cba8c7296529d2fc39830\n"
+                      "  - uses: actions/setup-python@a26af69be951a213d495a4c3e4e4022e16d87065"
+                      "  # v5.6.0\n"
+                      "  - uses: ./local-action\n")
+  found, problems = pins.read_pins(workflow)
+  assert [(p.repo, p.tag) for p in found] == [("actions/setup-python", "v5.6.0")]
+  assert len(problems) == 2
+  assert "w.yml:2: actions/checkout@v4 is not pinned to a commit" in problems[0]
+  assert "w.yml:3:" in problems[1] and "names no tag" in problems[1]
+
+
+@pytest.mark.parametrize("path", [*WORKFLOWS, TEMPLATE], ids=lambda p: p.name)
+def test_every_workflow_pins_its_actions_gates_and_keeps_no_credentials(path):
+  pins = _load("action_pins")
+  found, problems = pins.read_pins(path)
+  assert found and not problems, problems
+  text = path.read_text()
+  assert "continue-on-error" not in text
+  checkouts = len(re.findall(r"uses: actions/checkout@", text))
+  assert checkouts == len(re.findall(r"persist-credentials: false", text))
+
+
+def test_the_nightly_installs_nightlies_from_the_index_it_is_given():
+  text = (ROOT / ".github" / "workflows" / "nightly-compat.yml").read_text()
+  assert "JAX_NIGHTLY_INDEX: https://us-python.pkg.dev/" in text
+  assert "jax: [pinned, newest, nightly]" in text and "prerelease" not in text
+  steps = (ROOT / ".ci" / "nightly_steps.py").read_text()
+  assert 'os.environ.get("JAX_NIGHTLY_INDEX")' in steps and '"--extra-index-url", index' in steps
+  assert "JAX_NIGHTLY_INDEX" in TEMPLATE.read_text()
+
+
+def test_the_downstream_docs_show_the_template_file_as_it_is():
+  docs = (ROOT / "docs" / "downstream.md").read_text()
+  blocks = re.findall(r"```yaml\n(.*?)```", docs, flags=re.S)
+  assert TEMPLATE.read_text() in blocks
+
+
+def test_zizmor_finds_nothing_on_the_workflows():
+  zizmor = shutil.which("zizmor", path=os.path.dirname(sys.executable) + os.pathsep
+                        + os.environ.get("PATH", ""))
+  if zizmor is None:
+    if os.environ.get("CI"):
+      pytest.fail("zizmor is not installed; CI installs it with the lint extra "
+                  "(pip install -e '.[test,lint]').")
+    pytest.skip("zizmor is not installed (pip install -e '.[lint]'); CI runs this check")
+  done = subprocess.run([zizmor, "--offline", "--min-severity", "medium",
+                         *map(str, WORKFLOWS), str(TEMPLATE)],
+                        capture_output=True, text=True, timeout=300)
+  assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+  assert "No findings to report" in done.stdout + done.stderr
