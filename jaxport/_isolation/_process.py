@@ -103,6 +103,16 @@ def stop(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
     proc.wait()
 
 
+def kill_group(proc: subprocess.Popen) -> None:
+  """Kill what is left of the process group ``proc`` leads (a child started with
+  ``start_new_session``): processes its code forked, which would otherwise outlive it. A group
+  already gone is left alone; the kernel does not reuse the id while one member lives."""
+  try:
+    os.killpg(proc.pid, signal.SIGKILL)
+  except (ProcessLookupError, PermissionError):
+    pass
+
+
 def exit_text(returncode: int | None) -> str:
   """``exit code 3``, or ``killed by SIGSEGV (signal 11)`` for a process a signal ended."""
   if isinstance(returncode, int) and returncode < 0:

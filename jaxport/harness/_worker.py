@@ -57,7 +57,7 @@ from jaxport import _limits
 from jaxport._vocabulary import WORKER_TIMEOUT_S
 from jaxport._isolation._process import LIFELINE_FLAG, OverMemory, rss_bytes  # noqa: F401 (rss_bytes: kept here)
 from jaxport._isolation._process import PARENT_PID_ENV as _PARENT_PID_ENV
-from jaxport._isolation._process import add_lifeline_option, serve_as_child, stop
+from jaxport._isolation._process import add_lifeline_option, kill_group, serve_as_child, stop
 from jaxport._isolation._process import readline as _readline
 from jaxport.errors import WorkerAnswerError
 from jaxport.harness._devices import FORCE_DEVICES_FLAG
@@ -384,7 +384,10 @@ class WorkerClient:
            ANSWER_FD_FLAG, str(answers_write)],
           cwd=self.project.root or Path.cwd(),
           env=env, stdin=subprocess.PIPE, stdout=self._stderr, stderr=self._stderr, text=True,
-          pass_fds=(read_end, answers_write))
+          pass_fds=(read_end, answers_write),
+          # Its own process group: what case code forks dies with it (kill_group), and a
+          # Ctrl-C at the terminal reaches the session, which stops its workers itself.
+          start_new_session=True)
     except BaseException:
       os.close(answers_read)
       raise
@@ -520,6 +523,7 @@ class WorkerClient:
     if proc.poll() is None:
       proc.kill()
     code = proc.wait()
+    kill_group(proc)
     self._close_pipes()
     self._proc = None
     self._ahead = collections.deque(p for p in self._ahead if p.reply is not None or p is keep)
@@ -542,6 +546,7 @@ class WorkerClient:
       if any(p.reply is None for p in self._ahead):
         self._proc.kill()  # busy with answers nobody will read
       stop(self._proc)
+      kill_group(self._proc)
       self._proc = None
     self._ahead.clear()
     self._close_pipes()

@@ -4,7 +4,9 @@ compatibility break or a dead worker; case code that kills its process shows its
 status, not the harness's kill; the entries after it are judged as usual."""
 
 import json
+import os
 import textwrap
+import time
 
 import pytest
 
@@ -76,3 +78,56 @@ def test_case_code_that_kills_its_process_is_a_dead_worker_with_its_own_exit_sta
   assert "the worker process died while replaying (the worker exited, exit code 3" in text, text
   assert "os._exit" in text and "SIGKILL" not in text
   assert entries["b_fine"]["status"] == "pass", entries["b_fine"]
+
+
+FORKING_CASES = """
+import os
+import time
+import jax.numpy as jnp
+import numpy as np
+from jaxport.harness import Case, random_matrix
+
+
+def square():
+  return (random_matrix(0, (3, 3), np.float32),), {}
+
+
+def forking(a):
+  if os.environ.get("CASE_FORKS") and os.fork() == 0:
+    with open(os.environ["CASE_FORKS"], "w") as f:
+      f.write(str(os.getpid()))
+    time.sleep(300)
+    os._exit(0)
+  return jnp.sin(a)
+
+
+def cases():
+  return [Case("forking", "mine", forking, square)]
+"""
+
+
+def _gone(pid: int, deadline_s: float = 30.0) -> bool:
+  """Whether process ``pid`` ends (or is a zombie awaiting its reaper) within the deadline."""
+  end = time.monotonic() + deadline_s
+  while time.monotonic() < end:
+    try:
+      with open(f"/proc/{pid}/stat") as f:
+        if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+          return True
+    except FileNotFoundError:
+      return True
+    time.sleep(0.1)
+  os.kill(pid, 9)
+  return False
+
+
+def test_a_process_forked_by_case_code_does_not_outlive_the_session(pytester, tmp_path,
+                                                                    monkeypatch):
+  write_project(pytester, textwrap.dedent(FORKING_CASES))
+  run = ("-p", "no:cacheprovider", "--compat-today=2026-12-01")
+  assert pytester.runpytest_subprocess(*run, "--compat-record").ret == 0
+  pid_file = tmp_path / "forked.pid"
+  monkeypatch.setenv("CASE_FORKS", str(pid_file))
+  result = pytester.runpytest_subprocess(*run, timeout=240)
+  assert result.ret == 0, result.stdout.str()[-3000:]
+  assert _gone(int(pid_file.read_text())), "the forked process outlived the session"
