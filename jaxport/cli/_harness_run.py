@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import subprocess
 import sys
 from pathlib import Path
 
+from jaxport._signals import run_forwarding_signals
 from jaxport.cli import _checkout
 from jaxport.errors import GoldenDataError, JaxportError
 
@@ -98,4 +98,4 @@ def run(action: str, *, platform: str, report: str | None, extra: list[str],
           "(or jaxport's test extra).")
     cmd = pytest_command(action, platform=platform, report=report, project=root, extra=extra)
   logger.info("running in %s: %s", root, " ".join(cmd))
-  return subprocess.run(cmd, cwd=root, check=False).returncode
+  return run_forwarding_signals(cmd, root)

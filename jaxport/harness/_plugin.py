@@ -14,11 +14,13 @@ import os
 import shutil
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import jaxport_pytest as entry
+from jaxport._signals import interrupts_held, sigterm_as_interrupt
 from jaxport.errors import GoldenDataError, SettingsError
 from jaxport.harness import _devices, _jax_corpus, _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
@@ -34,6 +36,7 @@ CASE_FIXTURE = "golden_case"
 COMPAT_FIXTURES = frozenset({ENTRY_FIXTURE, CASE_FIXTURE})
 
 session_key = pytest.StashKey[HarnessSession]()
+_restore_sigterm = pytest.StashKey[Callable[[], None]]()
 project_key = pytest.StashKey[Project]()
 settings_key = pytest.StashKey[Settings]()
 
@@ -197,6 +200,8 @@ def pytest_configure(config: pytest.Config) -> None:
   """Check the configuration now; with --compat-jax-corpus, import the corpus before workers
   start (the session itself is made on first use)."""
   project(config)
+  # SIGTERM ends the run as Ctrl-C does: sessionfinish commits what was recorded.
+  config.stash[_restore_sigterm] = sigterm_as_interrupt()
   if hasattr(config, "workerinput"):
     return
   config.pluginmanager.register(_CasesDuringRun(config), "jaxport-cases-during-run")
@@ -264,6 +269,7 @@ def pytest_testnodedown(node, error) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+  config.stash.get(_restore_sigterm, lambda: None)()
   hs = _started(config)
   if hs is not None:
     hs.close()  # a no-op after sessionfinish; after an interrupt before it, the cleanup
@@ -420,9 +426,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
   if hs is None:
     return
   try:
-    if hs.options.update and hs.used and not hasattr(config, "workerinput"):
-      hs.apply_updates()
-    hs.flush_writes()
+    with interrupts_held("committing the recorded entries to the store"):
+      if hs.options.update and hs.used and not hasattr(config, "workerinput"):
+        hs.apply_updates()
+      hs.flush_writes()
   finally:  # even when interrupted: the workers stop and the staging folder goes
     hs.close()
   if hasattr(config, "workerinput"):
