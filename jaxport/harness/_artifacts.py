@@ -21,11 +21,6 @@ link planted in DIR is replaced, never followed.
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
-import os
-import re
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,60 +30,11 @@ from jaxport.golden._manifest import MODULE_FILE
 from jaxport.golden._store import GoldenStore, encode_arrays
 from jaxport.harness import _engine
 from jaxport.harness import _reference as _api
+from jaxport.harness._artifact_folder import (
+    DIFF_FILE, OBTAINED_FILE, RAW_DIFF_FILE, SUMMARY_FILE, TODAY_MODULE_FILE, entry_folder,
+    write_file as _write, write_summary)
 from jaxport.harness._protocol import ArtifactsAnswer, FailureKind, WorkerFailure
 from jaxport.harness._requests import ArtifactsRequest
-
-OBTAINED_FILE = "obtained.npz"
-TODAY_MODULE_FILE = "today.mlir"
-DIFF_FILE = "module.diff"
-RAW_DIFF_FILE = "module.raw.diff"
-SUMMARY_FILE = "artifacts.json"
-# Longest folder name kept as it is; longer ones are cut and given a digest of the id.
-MAX_NAME_CHARS = 120
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-def folder_name(entry_id: str) -> str:
-  """One plain folder name for ``entry_id``: its parts joined by ``__``, characters outside
-  ``A-Za-z0-9._-`` replaced, no leading dot, never ``.`` or ``..``; an id that needed any
-  of that (or is long) gets a digest of itself appended, so distinct ids stay distinct."""
-  parts = entry_id.replace("\\", "/").split("/")
-  kept = [p for p in parts if p not in ("", ".", "..")]
-  cleaned = [_UNSAFE.sub("_", p).lstrip(".") or "_" for p in kept]
-  name = "__".join(cleaned) or "entry"
-  plain = kept == parts and cleaned == kept and "__" not in entry_id
-  if not plain or len(name) > MAX_NAME_CHARS:
-    digest = hashlib.sha256(entry_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    name = f"{name[:MAX_NAME_CHARS]}-{digest}"
-  return name
-
-
-def entry_folder(root: Path, entry_id: str) -> Path:
-  """The artifacts folder of ``entry_id`` directly under ``root``, made if missing; a link or
-  a file in its place is refused (GoldenDataError naming it)."""
-  root.mkdir(parents=True, exist_ok=True)
-  folder = root / folder_name(entry_id)
-  if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-    raise GoldenDataError(f"{folder}: the artifacts folder of {entry_id!r} is taken by a link or "
-                          "a file; remove it or pass another --compat-artifacts directory.")
-  folder.mkdir(exist_ok=True)
-  if folder.resolve().parent != root.resolve():
-    raise GoldenDataError(f"{folder}: resolves outside {root}; artifacts are written only "
-                          "inside the --compat-artifacts directory.")
-  return folder
-
-
-def _write(folder: Path, name: str, data: bytes) -> None:
-  """``folder/name`` holding ``data``, written under a temporary name and renamed into place."""
-  fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-  try:
-    with os.fdopen(fd, "wb") as f:
-      f.write(data)
-    os.replace(tmp, folder / name)
-  except BaseException:
-    Path(tmp).unlink(missing_ok=True)
-    raise
-
 
 def _error_line(e: BaseException) -> str:
   text = str(e).strip().splitlines()
@@ -109,6 +55,9 @@ def write(engine: _engine.ReplayEngine,
   problems: list[str] = []
 
   def attempt(name: str, make: Callable[[], bytes]) -> None:
+    # The summary says what is being written first: if the worker dies on the way, the folder
+    # still tells which files are whole and which one it was writing.
+    write_summary(folder, entry_id, _api.PRIMARY, files, problems, writing=name)
     try:
       _write(folder, name, make())
     except Exception as e:  # noqa: BLE001  (each missing artifact is named, the others written)
@@ -133,9 +82,7 @@ def write(engine: _engine.ReplayEngine,
       attempt(DIFF_FILE, lambda: _diff(_mlir.text_without_locations(entry.module_text()),
                                        _mlir.text_without_locations(today["text"])))
       attempt(RAW_DIFF_FILE, lambda: _diff(entry.module_text(), today["text"]))
-  summary = {"entry_id": entry_id, "reader": _api.PRIMARY, "files": sorted(files),
-             "problems": problems}
-  _write(folder, SUMMARY_FILE, (json.dumps(summary, indent=1, sort_keys=True) + "\n").encode())
+  write_summary(folder, entry_id, _api.PRIMARY, files, problems)
   files.append(SUMMARY_FILE)
   return ArtifactsAnswer(str(folder), tuple(sorted(files)), tuple(problems))
 

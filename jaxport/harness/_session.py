@@ -47,6 +47,7 @@ from jaxport.report import _coverage as run_coverage
 from jaxport.report._model import RECORD_ACTIONS, other_host_passes, producer_of
 from jaxport.harness._protocol import (ArtifactsAnswer, FailureKind, ProjectCases, RecordAnswer,
                                        ReplayAnswer, WorkerFailure, wrong_kind)
+from jaxport.harness._artifact_folder import left_behind
 from jaxport.harness._requests import (ArtifactsRequest, CasesRequest, FeaturesWanted,
                                        RecordRequest, ReplayRequest)
 from jaxport.harness._worker import Reply, WorkerClient
@@ -470,7 +471,13 @@ class HarnessSession:
     answer = self._answer(self._worker(num_devices).request(request), ArtifactsAnswer)
     if isinstance(answer, ArtifactsAnswer):
       return f"\nartifacts: {answer.folder}"
-    return f"\nartifacts: none written ({answer.why})"
+    left = left_behind(self.options.artifacts_dir, entry_id)
+    if left is None:
+      return f"\nartifacts: none written ({answer.why})"
+    folder, files, writing = left
+    return (f"\nartifacts: {folder}, incomplete: {', '.join(files) or 'no file'} written"
+            + (f", {writing} not (the worker stopped while writing it)" if writing else "")
+            + f" ({answer.why})")
 
   # --- record ------------------------------------------------------------------
 

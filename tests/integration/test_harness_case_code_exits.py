@@ -131,3 +131,22 @@ def test_a_process_forked_by_case_code_does_not_outlive_the_session(pytester, tm
   result = pytester.runpytest_subprocess(*run, timeout=240)
   assert result.ret == 0, result.stdout.str()[-3000:]
   assert _gone(int(pid_file.read_text())), "the forked process outlived the session"
+
+
+def test_artifacts_cut_short_by_a_dying_worker_say_what_was_written(pytester, tmp_path,
+                                                                    monkeypatch):
+  write_project(pytester, textwrap.dedent(CASES.replace("RAISED", "os._exit(3)")))
+  run = ("-p", "no:cacheprovider", "--compat-today=2026-12-01")
+  assert pytester.runpytest_subprocess(*run, "--compat-record").ret == 0
+  monkeypatch.setenv("CASE_EXITS", "1")
+  out = tmp_path / "artifacts"
+  result = pytester.runpytest_subprocess(*run, f"--compat-artifacts={out}")
+  assert result.ret == 1
+  (folder,) = [p for p in out.iterdir() if "a_exiting" in p.name]
+  summary = json.loads((folder / "artifacts.json").read_text())
+  # The recorded blob ran (obtained.npz is whole); today's export of the case killed the worker.
+  assert summary["files"] == ["obtained.npz"] and summary["writing"] == "today.mlir", summary
+  text = result.stdout.str()
+  assert (f"artifacts: {folder}, incomplete: obtained.npz written, today.mlir not (the worker "
+          "stopped while writing it)") in " ".join(text.split())
+  assert "none written" not in text

@@ -13,7 +13,7 @@ import pytest
 
 from _downstream_project import write_project  # noqa: E402
 from jaxport.golden._manifest import EXPECTED_FILE
-from jaxport.harness import _artifacts
+from jaxport.harness import _artifact_folder
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
@@ -60,26 +60,26 @@ def test_a_tampered_entry_fails_and_its_artifacts_are_written(pytester, recorded
   result = _run(pytester, f"--compat-artifacts={out}")
   assert result.ret == 1
   result.assert_outcomes(failed=1, deselected=1)
-  folder = out / _artifacts.folder_name(ENTRY_ID)
+  folder = out / _artifact_folder.folder_name(ENTRY_ID)
   assert f"artifacts: {folder}" in result.stdout.str()
   assert sorted(p.name for p in out.iterdir()) == [folder.name]
   assert sorted(p.name for p in folder.iterdir()) == sorted(
-      [_artifacts.OBTAINED_FILE, _artifacts.TODAY_MODULE_FILE, _artifacts.DIFF_FILE,
-       _artifacts.RAW_DIFF_FILE, _artifacts.SUMMARY_FILE])
-  with np.load(folder / _artifacts.OBTAINED_FILE, allow_pickle=False) as npz:
+      [_artifact_folder.OBTAINED_FILE, _artifact_folder.TODAY_MODULE_FILE, _artifact_folder.DIFF_FILE,
+       _artifact_folder.RAW_DIFF_FILE, _artifact_folder.SUMMARY_FILE])
+  with np.load(folder / _artifact_folder.OBTAINED_FILE, allow_pickle=False) as npz:
     obtained = npz["arr_0"]
   x = np.arange(6, dtype=np.float32).reshape(2, 3)
   np.testing.assert_allclose(obtained, np.sin(x) * 2, rtol=1e-6)
-  assert "func.func public @main" in (folder / _artifacts.TODAY_MODULE_FILE).read_text()
-  diff = (folder / _artifacts.DIFF_FILE).read_text()
+  assert "func.func public @main" in (folder / _artifact_folder.TODAY_MODULE_FILE).read_text()
+  diff = (folder / _artifact_folder.DIFF_FILE).read_text()
   assert diff == "" or diff.startswith("--- recorded/module.mlir\n+++ today/module.mlir\n")
   assert "loc(" not in diff  # what the case computes, not where its lines moved
-  raw = (folder / _artifacts.RAW_DIFF_FILE).read_text()
+  raw = (folder / _artifact_folder.RAW_DIFF_FILE).read_text()
   assert raw == "" or raw.startswith("--- recorded/module.mlir\n+++ today/module.mlir\n")
-  summary = json.loads((folder / _artifacts.SUMMARY_FILE).read_text())
+  summary = json.loads((folder / _artifact_folder.SUMMARY_FILE).read_text())
   assert summary["entry_id"] == ENTRY_ID and summary["problems"] == []
-  assert summary["files"] == sorted([_artifacts.OBTAINED_FILE, _artifacts.TODAY_MODULE_FILE,
-                                     _artifacts.DIFF_FILE, _artifacts.RAW_DIFF_FILE])
+  assert summary["files"] == sorted([_artifact_folder.OBTAINED_FILE, _artifact_folder.TODAY_MODULE_FILE,
+                                     _artifact_folder.DIFF_FILE, _artifact_folder.RAW_DIFF_FILE])
 
 
 def test_a_preset_sets_options_and_an_explicit_option_overrides_it(pytester, recorded, tmp_path):
@@ -92,7 +92,7 @@ def test_a_preset_sets_options_and_an_explicit_option_overrides_it(pytester, rec
   mine = tmp_path / "mine"
   result = _run(pytester, "--compat-preset=ci", f"--compat-artifacts={mine}")
   assert result.ret == 1
-  assert (mine / _artifacts.folder_name(ENTRY_ID) / _artifacts.SUMMARY_FILE).is_file()
+  assert (mine / _artifact_folder.folder_name(ENTRY_ID) / _artifact_folder.SUMMARY_FILE).is_file()
   assert not (pytester.path / "compat-artifacts").exists()
 
 
