@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from jaxport.errors import GoldenDataError
-from jaxport.harness import _artifacts
-from jaxport.harness._artifacts import entry_folder, folder_name
+from jaxport.harness import _artifact_folder
+from jaxport.harness._artifact_folder import entry_folder, folder_name
 
 HOSTILE_IDS = ["..", "../..", "../outside", "/etc/passwd", "//abs", "a/../../b", ".", "",
                "cpu/f/c/../../../../x", "..\\..\\win", "cpu/f/.hidden/d", "a\x00b", "caf\u00e9/x",
@@ -27,7 +27,7 @@ def test_a_hostile_entry_id_becomes_one_plain_name(entry_id):
   name = folder_name(entry_id)
   assert name and name not in (".", "..") and not name.startswith(".")
   assert "/" not in name and "\\" not in name and "\x00" not in name
-  assert len(name) <= _artifacts.MAX_NAME_CHARS + 13
+  assert len(name) <= _artifact_folder.MAX_NAME_CHARS + 13
   assert all(c.isascii() and (c.isalnum() or c in "._-") for c in name), name
 
 
@@ -60,12 +60,12 @@ def test_a_link_planted_as_an_artifact_file_is_replaced_not_followed(tmp_path):
   folder.mkdir()
   victim = tmp_path / "victim.txt"
   victim.write_text("keep")
-  os.symlink(victim, folder / _artifacts.TODAY_MODULE_FILE)
-  _artifacts._write(folder, _artifacts.TODAY_MODULE_FILE, b"module")
+  os.symlink(victim, folder / _artifact_folder.TODAY_MODULE_FILE)
+  _artifact_folder.write_file(folder, _artifact_folder.TODAY_MODULE_FILE, b"module")
   assert victim.read_text() == "keep"
-  written = folder / _artifacts.TODAY_MODULE_FILE
+  written = folder / _artifact_folder.TODAY_MODULE_FILE
   assert not written.is_symlink() and written.read_bytes() == b"module"
-  assert sorted(p.name for p in folder.iterdir()) == [_artifacts.TODAY_MODULE_FILE]
+  assert sorted(p.name for p in folder.iterdir()) == [_artifact_folder.TODAY_MODULE_FILE]
 
 
 def test_the_artifacts_directory_is_made_when_missing(tmp_path):
