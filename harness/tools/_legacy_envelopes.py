@@ -20,11 +20,13 @@ from jaxport.serde import _schema_generated as fb
 HLO_SHARDINGS_HEADER = 3
 
 
-def hlo_sharding_envelope() -> bytes:
-  """A blob of the ``hlo-shardings`` layout: ``sin`` of a float32[3], on one device."""
+def hlo_sharding_envelope(proto: bytes | None = None) -> bytes:
+  """A blob of the ``hlo-shardings`` layout: ``sin`` of a float32[3], on one device; each
+  sharding is the serialized OpSharding ``proto`` (default: replicated)."""
   from jax._src.lib import xla_client
   rec = jaxport.export(jax.jit(jnp.sin))(jax.ShapeDtypeStruct((3,), jnp.float32))
-  proto = xla_client.HloSharding.replicate().to_proto().SerializeToString()
+  if proto is None:
+    proto = xla_client.HloSharding.replicate().to_proto().SerializeToString()
   b = _builder.Builder(1024)
   name = b.CreateString(rec.fun_name)
   in_tree, out_tree = _write._pytreedef(b, rec.in_tree, 1), _write._pytreedef(b, rec.out_tree, 1)

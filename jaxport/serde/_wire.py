@@ -101,10 +101,64 @@ def named_to_hlo_sharding(sharding: Any, ndim: int) -> Any:
 
 
 def hlo_sharding_from_proto(proto_bytes: bytes) -> Any:
-  """An HloSharding from serialized OpSharding bytes (the pre-2026 layout)."""
+  """An HloSharding from serialized OpSharding bytes (the pre-2026 layout); a ValueError naming
+  the inconsistency for a proto XLA would refuse (checked here first, so that XLA's native
+  check never runs and prints its stack trace)."""
   proto = xla_client.OpSharding()
   proto.ParseFromString(proto_bytes)
+  _check_op_sharding(proto, "")
   return xla_client.HloSharding.from_proto(proto)
+
+
+def _product(values: Any) -> int:
+  out = 1
+  for v in values:
+    out *= int(v)
+  return out
+
+
+def _check_op_sharding(proto: Any, at: str, depth: int = 0) -> None:
+  """Refuse an OpSharding whose fields contradict each other (the checks XLA makes natively)."""
+  kinds = xla_client.OpSharding.Type
+  dims = [int(d) for d in proto.tile_assignment_dimensions]
+  devices = [int(d) for d in proto.tile_assignment_devices]
+  reshape = [int(d) for d in proto.iota_reshape_dims]
+  perm = [int(d) for d in proto.iota_transpose_perm]
+  where = f" (tuple element {at})" if at else ""
+  if proto.type == kinds.TUPLE:
+    if depth > 8:
+      raise ValueError(f"tuple shardings nested more than 8 deep{where}")
+    for i, element in enumerate(proto.tuple_shardings):
+      _check_op_sharding(element, f"{at}[{i}]" if at else f"[{i}]", depth + 1)
+    return
+  if any(d < 0 for d in devices):
+    raise ValueError(f"negative device ids {devices}{where}")
+  if len(set(devices)) != len(devices):
+    raise ValueError(f"repeated device ids {devices}{where}")
+  if proto.type == kinds.MAXIMAL and len(devices) != 1:
+    raise ValueError(f"a maximal sharding names {len(devices)} devices, not one{where}")
+  if proto.type != kinds.OTHER:
+    return
+  if not dims or any(d <= 0 for d in dims):
+    raise ValueError(f"tile assignment dimensions {dims} are not all positive{where}")
+  if reshape or perm:
+    if sorted(perm) != list(range(len(reshape))) or _product(reshape) != _product(dims):
+      raise ValueError(f"iota tile assignment reshape {reshape} and transpose {perm} do not "
+                       f"fit the tile dimensions {dims}{where}")
+  elif _product(dims) != len(devices):
+    raise ValueError(f"tile assignment dimensions {dims} hold {_product(dims)} devices but "
+                     f"{len(devices)} device ids are given{where}")
+
+
+def sharding_devices(sharding: Any) -> int:
+  """How many devices an HloSharding places data on (1 for a replicated or unknown one, which
+  fits any count; a maximal sharding counts its device's id + 1, the count it needs)."""
+  if sharding.is_replicated() or sharding.is_unknown() or sharding.is_manual():
+    return 1
+  devices = sharding.tile_assignment_devices()
+  if sharding.is_maximal():
+    return int(devices[0]) + 1 if len(devices) == 1 else 1
+  return max(1, len(devices))
 
 
 def is_hlo_sharding(s: Any) -> bool:

@@ -25,6 +25,7 @@ from jaxport.errors import UpgradeError
 from jaxport.export import _for_jax
 from jaxport.export._exported import Exported
 from jaxport.serde import _read, _verify
+from jaxport.serde._wire import sharding_devices
 
 _X = _read._X
 _SHARDING = _read._SHARDING
@@ -118,6 +119,15 @@ def _named_only(exp: Exported) -> Exported:
         f"Cannot rewrite the envelope of '{exp.fun_name}': it stores HloSharding protos for "
         f"{exp.nr_devices} devices, and no named sharding over an abstract mesh can be derived "
         "from them without the original mesh. Re-export the function with a current jax.")
+  for side, shardings in (("in_shardings", exp.in_shardings_hlo),
+                          ("out_shardings", exp.out_shardings_hlo)):
+    for i, sharding in enumerate(shardings):
+      if sharding is not None and sharding_devices(sharding) > 1:
+        raise UpgradeError(
+            f"Cannot rewrite the envelope of '{exp.fun_name}': {side}[{i}] is the HloSharding "
+            f"{sharding} over {sharding_devices(sharding)} devices, but the envelope is for one "
+            "device; it contradicts itself, so dropping its shardings would hide that. "
+            "Re-export the function with a current jax.")
   n_in, n_out = len(exp.in_avals), len(exp.out_avals)
   return dataclasses.replace(exp, in_shardings_hlo=(None,) * n_in, out_shardings_hlo=(None,) * n_out,
                              _in_named_shardings=(None,) * n_in, _out_named_shardings=(None,) * n_out)
@@ -149,11 +159,14 @@ def read_any_envelope(blob: bytes | bytearray | memoryview, for_jax: str | None 
   consumer ``for_jax`` (None: the installed jax) to read it (None: none)."""
   target = consumer(for_jax)
   layout = envelope_layout(blob)
+  reason = _unread_reason(layout, target)
   if EXPIRED_LAYOUTS.get(layout) and jax_envelope.REFUSES_EXPIRED:
     rec = _named_only(_read.deserialize_expired(blob))
   else:
     rec = _read.deserialize(blob)
-  reason = _unread_reason(layout, target)
+    if EXPIRED_LAYOUTS.get(layout) and reason is not None:
+      # Written anew for a consumer that refuses the layout: its HloShardings go, as above.
+      rec = _named_only(rec)
   if reason is None:
     return rec, None
   header = _read.read_serialization_version(blob)
