@@ -1,6 +1,6 @@
 """Signals that must not lose finished work: SIGTERM taken as an interrupt (so that the code
-that commits what was done runs, as it does for Ctrl-C), interrupts held off while that code
-runs, and a child command that gets the signals its parent is sent.
+that commits what was done runs, as it does for Ctrl-C), one stop at a time, interrupts held
+off while that code runs, and a child command that gets the signals its parent is sent.
 
 Only the main thread may set signal handlers; elsewhere each helper does nothing.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import subprocess
 import threading
@@ -18,23 +19,42 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 _STOPPING = (signal.SIGINT, signal.SIGTERM)
+# The stop signal that makes run_forwarding_signals kill its child instead of passing it on.
+KILL_AFTER_SIGNALS = 3
 
 
 def _main_thread() -> bool:
   return threading.current_thread() is threading.main_thread()
 
 
-def _raise_interrupt(signum: int, frame: object) -> None:
-  raise KeyboardInterrupt(f"{signal.Signals(signum).name} received")
-
-
-def sigterm_as_interrupt() -> Callable[[], None]:
-  """Make SIGTERM raise KeyboardInterrupt, as SIGINT does, where nobody else handles it; the
-  function returned puts the previous handler back."""
-  if not _main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+def stop_once(doing: str) -> Callable[[], None]:
+  """The first SIGINT or SIGTERM raises KeyboardInterrupt (SIGTERM then ends the run as Ctrl-C
+  does, so that the code committing finished work runs); any later one is said and ignored,
+  so a second Ctrl-C cannot break into that clean-up with a second traceback. The switch
+  happens inside the handler, before the interrupt is raised, so no second signal slips in
+  between. A signal someone else handles is left alone; the function returned puts the
+  previous handlers back."""
+  if not _main_thread():
     return lambda: None
-  signal.signal(signal.SIGTERM, _raise_interrupt)
-  return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL)
+  defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+  mine = [s for s in _STOPPING if signal.getsignal(s) is defaults[s]]
+
+  def ignore(signum: int, frame: object) -> None:
+    logger.warning("%s received while %s; it stops as soon as it can",
+                   signal.Signals(signum).name, doing)
+
+  def first(signum: int, frame: object) -> None:
+    for s in mine:
+      signal.signal(s, ignore)
+    raise KeyboardInterrupt(f"{signal.Signals(signum).name} received")
+
+  for s in mine:
+    signal.signal(s, first)
+
+  def restore() -> None:
+    for s in mine:
+      signal.signal(s, defaults[s])
+  return restore
 
 
 @contextlib.contextmanager
@@ -69,11 +89,21 @@ def run_forwarding_signals(cmd: Sequence[str], cwd: Path) -> int:
   if not _main_thread():
     return _status(proc.wait())
 
+  received: list[int] = []
+
   def forward(signum: int, frame: object) -> None:
     name = signal.Signals(signum).name
-    logger.warning("%s: passed to the harness (pid %d), which stops after committing what it "
-                   "finished", name, proc.pid)
+    received.append(signum)
     try:
+      if len(received) >= KILL_AFTER_SIGNALS:
+        logger.warning("%s: the %d%s stop; killing the harness (pid %d) and its workers now; "
+                       "what it had not committed is lost", name, len(received),
+                       _ordinal(len(received)), proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        return
+      logger.warning("%s: passed to the harness (pid %d), which stops after committing what it "
+                     "finished (a %d%s stop kills it)", name, proc.pid, KILL_AFTER_SIGNALS,
+                     _ordinal(KILL_AFTER_SIGNALS))
       proc.send_signal(signum)
     except ProcessLookupError:
       pass
@@ -84,6 +114,10 @@ def run_forwarding_signals(cmd: Sequence[str], cwd: Path) -> int:
   finally:
     for s, handler in previous.items():
       signal.signal(s, handler)
+
+
+def _ordinal(n: int) -> str:
+  return {1: "st", 2: "nd", 3: "rd"}.get(n if n < 20 else n % 10, "th")
 
 
 def _status(returncode: int) -> int:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import jaxport_pytest as entry
-from jaxport._signals import interrupts_held, sigterm_as_interrupt
+from jaxport._signals import interrupts_held, stop_once
 from jaxport.errors import GoldenDataError, SettingsError
 from jaxport.harness import _devices, _jax_corpus, _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
@@ -36,7 +36,7 @@ CASE_FIXTURE = "golden_case"
 COMPAT_FIXTURES = frozenset({ENTRY_FIXTURE, CASE_FIXTURE})
 
 session_key = pytest.StashKey[HarnessSession]()
-_restore_sigterm = pytest.StashKey[Callable[[], None]]()
+_restore_signals = pytest.StashKey[Callable[[], None]]()
 project_key = pytest.StashKey[Project]()
 settings_key = pytest.StashKey[Settings]()
 
@@ -200,8 +200,9 @@ def pytest_configure(config: pytest.Config) -> None:
   """Check the configuration now; with --compat-jax-corpus, import the corpus before workers
   start (the session itself is made on first use)."""
   project(config)
-  # SIGTERM ends the run as Ctrl-C does: sessionfinish commits what was recorded.
-  config.stash[_restore_sigterm] = sigterm_as_interrupt()
+  # SIGTERM ends the run as Ctrl-C does, and only the first stop interrupts: sessionfinish
+  # commits what was recorded.
+  config.stash[_restore_signals] = stop_once("the harness stops and commits what it finished")
   if hasattr(config, "workerinput"):
     return
   config.pluginmanager.register(_CasesDuringRun(config), "jaxport-cases-during-run")
@@ -269,7 +270,7 @@ def pytest_testnodedown(node, error) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-  config.stash.get(_restore_sigterm, lambda: None)()
+  config.stash.get(_restore_signals, lambda: None)()
   hs = _started(config)
   if hs is not None:
     hs.close()  # a no-op after sessionfinish; after an interrupt before it, the cleanup

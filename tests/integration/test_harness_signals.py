@@ -113,3 +113,23 @@ def test_a_signal_to_the_record_command_alone_reaches_its_harness_and_commits(
   proc.send_signal(sig)
   out = _check_kept(pytester, tmp_path, proc)
   assert f"{sig.name}: passed to the harness" in out, out[-3000:]
+
+
+def test_a_second_ctrl_c_waits_for_the_commit_and_prints_no_traceback(pytester, tmp_path):
+  env = _project(pytester, tmp_path)
+  cmd = [str(Path(sys.executable).parent / "jaxport"), "record", "--project", str(pytester.path),
+         "--", "-p", "no:randomly", "--compat-today=2026-12-01"]
+  proc = subprocess.Popen(cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+  _wait_for(tmp_path / "b_started", proc)
+  proc.send_signal(signal.SIGINT)
+  # The second only once the first was passed on (two pending SIGINTs would merge into one).
+  seen = []
+  for line in proc.stdout:
+    seen.append(line)
+    if "SIGINT: passed to the harness" in line:
+      break
+  proc.send_signal(signal.SIGINT)
+  out = "".join(seen) + _check_kept(pytester, tmp_path, proc)
+  assert "Traceback (most recent call last)" not in out, out[-3000:]
+  assert out.count("SIGINT: passed to the harness") == 2, out[-3000:]
