@@ -439,6 +439,7 @@ class ReplayEngine:
     lowering waits for the readers when it needs a jax configuration other than the entry's.
     """
     start = time.perf_counter()
+    cached_before = _executables.loaded_from_cache()
     watch = watch or _stopwatch.Stopwatch()
     m = entry.manifest
     with _stopwatch.watching(watch), jax_config(entry_jax_config(m)):
@@ -493,7 +494,8 @@ class ReplayEngine:
     host = replay_host(m.platform if run else "cpu").to_json()
     return ReplayAnswer(readers=tuple(results[r] for r in names),
                         today=todays[0] if todays else None, host=host,
-                        seconds=time.perf_counter() - start, timings=dict(watch.seconds))
+                        seconds=time.perf_counter() - start, timings=dict(watch.seconds),
+                        from_cache=_executables.loaded_from_cache() - cached_before)
 
   def _bound_jax_caches(self) -> None:
     """Clear jax's own caches every ``JAX_CACHES_CLEARED_EVERY`` entries, between entries

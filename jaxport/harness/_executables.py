@@ -71,6 +71,32 @@ _pending: dict[str, threading.Event] = {}
 _lock = threading.Lock()
 
 
+_loaded_from_cache = 0
+_listening = False
+
+
+def _count_cache_hit(event: str, **kwargs: Any) -> None:
+  global _loaded_from_cache
+  if event == CACHE_HIT_EVENT:
+    with _lock:
+      _loaded_from_cache += 1
+
+
+# The event jax records each time its persistent compilation cache hands back an executable.
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+
+
+def loaded_from_cache() -> int:
+  """How many executables jax has loaded from its persistent compilation cache in this
+  process so far (counted from the first call on; jax.monitoring's event listener)."""
+  global _listening
+  if not _listening:
+    import jax.monitoring
+    jax.monitoring.register_event_listener(_count_cache_hit)
+    _listening = True
+  return _loaded_from_cache
+
+
 def share_within_process() -> bool:
   """From now on, compile each distinct module once in this process (idempotent); False,
   with the reason in ``COMPILE.status``, where jax's compile step is not the one the memo

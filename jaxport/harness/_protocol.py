@@ -277,9 +277,12 @@ class ReplayAnswer:
   timings: Mapping[str, float]
   features: Mapping[str, Any] | None = None
   features_error: str | None = None
+  # Executables jax loaded from its persistent compilation cache while answering (required
+  # on the wire).
+  from_cache: int = 0
 
   def to_json(self) -> dict[str, Any]:
-    return {"readers": [r.to_json() for r in self.readers],
+    return {"readers": [r.to_json() for r in self.readers], "from_cache": self.from_cache,
             "today": None if self.today is None else self.today.to_json(),
             "host": None if self.host is None else dict(self.host), "seconds": self.seconds,
             "timings": dict(self.timings),
@@ -299,6 +302,7 @@ class ReplayAnswer:
         seconds=float(_of(d["seconds"], (int, float), f"{where}.seconds")),
         timings={_of(k, str, f"{where}.timings"): float(_of(v, (int, float), f"{where}.timings.{k}"))
                  for k, v in timings.items()},
+        from_cache=_of(d["from_cache"], int, f"{where}.from_cache"),
         features=_of(d["features"], dict, f"{where}.features", nullable=True),
         features_error=_of(d["features_error"], str, f"{where}.features_error", nullable=True))
 

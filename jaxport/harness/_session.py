@@ -132,6 +132,8 @@ class HarnessSession:
     # What the worker printed while replaying the entry replayed last (shown if it fails).
     self._output: dict[str, str] = {}
     self._parts: dict[str, dict[str, float]] = {}
+    # Per replayed entry, the executables its worker loaded from the cross-run compile cache.
+    self._from_cache: dict[str, int] = {}
     self._updates: list[_update.Update] = []
     self._newest_ids: dict[str, str] | None = None
     # What a worker said about itself (a memo in front of jax that stays off), each once.
@@ -316,6 +318,7 @@ class HarnessSession:
       if isinstance(answer, ReplayAnswer):
         self._seconds[entry_id] = answer.seconds
         self._parts[entry_id] = dict(answer.timings)
+        self._from_cache[entry_id] = answer.from_cache
       outcome = _classify.classify(answer, request, entry_id=entry_id, manifest=manifest,
                                    today=self.options.today,
                                    window_days=self.options.compat_window_days,
@@ -630,7 +633,7 @@ class HarnessSession:
                        "recorded": self._recorded,
                        "session_failures": self._session_failures,
                        "seconds": self._seconds, "parts": self._parts,
-                       "notices": self._notices})
+                       "from_cache": self._from_cache, "notices": self._notices})
 
   def merge(self, payload: str) -> None:
     data = json.loads(payload)
@@ -639,6 +642,7 @@ class HarnessSession:
     self._recorded.update(data["recorded"])
     self._seconds.update(data["seconds"])
     self._parts.update(data["parts"])
+    self._from_cache.update(data["from_cache"])
     self._session_failures.extend(f for f in data["session_failures"]
                                   if f not in self._session_failures)
     self._take_notices(data["notices"])
@@ -707,7 +711,9 @@ class HarnessSession:
         present=len(present), replayed=len(outcomes),
         actions={a: sum(1 for r in recorded if r.action == a) for a in RECORD_ACTIONS},
         upgraded=sum(1 for x in outcomes if x.has(FindingKind.UPGRADED)),
-        other_host=other_host_passes(outcomes))
+        other_host=other_host_passes(outcomes),
+        from_cache=(sum(self._from_cache.values())
+                    if self.compile_cache_dir() is not None else None))
     self.report = RunReport(
         mode="record" if o.record else "update" if o.update else "replay",
         platform=o.platform,

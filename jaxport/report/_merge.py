@@ -77,7 +77,8 @@ def merge_reports(reports: Sequence[RunReport]) -> RunReport:
       drift=tuple(sorted((d for r in reports for d in r.drift), key=lambda d: order[d.entry_id])),
       session_failures=_union(r.session_failures for r in reports),
       session_warnings=_union(r.session_warnings for r in reports),
-      summary=_summary(entries, recorded, first.summary.present),
+      summary=_summary(entries, recorded, first.summary.present,
+                       _cached([r.summary.from_cache for r in reports])),
       release_windows=_release_windows(reports),
       shard=None,
       lowering_only_targets=_lowering_only(first.lowering_only_targets, entries),
@@ -183,9 +184,16 @@ def _union(lists: Iterable[Iterable[str]]) -> tuple[str, ...]:
   return tuple(out)
 
 
-def _summary(entries: Sequence[EntryResult], recorded: Sequence[Recorded], present: int) -> Summary:
+def _cached(counts: Sequence[int | None]) -> int | None:
+  """The shards' executables loaded from the compile cache, together (None: none kept one)."""
+  kept = [n for n in counts if n is not None]
+  return sum(kept) if kept else None
+
+
+def _summary(entries: Sequence[EntryResult], recorded: Sequence[Recorded], present: int,
+             from_cache: int | None = None) -> Summary:
   return Summary(counts={s: sum(e.status == s for e in entries) for s in Status},
                  present=present, replayed=len(entries),
                  actions={a: sum(r.action == a for r in recorded) for a in RECORD_ACTIONS},
                  upgraded=sum(FindingKind.UPGRADED in e.kinds for e in entries),
-                 other_host=other_host_passes(entries))
+                 other_host=other_host_passes(entries), from_cache=from_cache)

@@ -499,6 +499,8 @@ RELEASE_WINDOWS_KEY = "release_windows"
 LOWERING_ONLY_TARGETS_KEY = "lowering_only_targets"
 # The summary key counting passes within tolerance on another host class.
 OTHER_HOST_KEY = "pass_other_host"
+# The summary key counting executables loaded from the cross-run compile cache.
+FROM_CACHE_KEY = "from_cache"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -511,6 +513,8 @@ class Summary:
   upgraded: int = 0   # entries that ran after jaxport.upgrade; written only when some did
   # Passes within tolerance on another host class (other_host_passes); written only when some did.
   other_host: int = 0
+  # Executables loaded from the cross-run compile cache; None: the run kept no such cache.
+  from_cache: int | None = None
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Summary:
@@ -521,13 +525,15 @@ class Summary:
     return cls(counts={s: num(str(s)) for s in Status}, present=num("present"),
                replayed=num("replayed"), actions={a: num(a) for a in RECORD_ACTIONS},
                upgraded=num("upgraded") if "upgraded" in d else 0,
-               other_host=num(OTHER_HOST_KEY) if OTHER_HOST_KEY in d else 0)
+               other_host=num(OTHER_HOST_KEY) if OTHER_HOST_KEY in d else 0,
+               from_cache=num(FROM_CACHE_KEY) if FROM_CACHE_KEY in d else None)
 
   def to_json(self) -> dict[str, Any]:
     upgraded = {"upgraded": self.upgraded} if self.upgraded else {}
     other = {OTHER_HOST_KEY: self.other_host} if self.other_host else {}
+    cached = {} if self.from_cache is None else {FROM_CACHE_KEY: self.from_cache}
     return {**{str(s): n for s, n in self.counts.items()}, "present": self.present,
-            "replayed": self.replayed, **self.actions, **upgraded, **other}
+            "replayed": self.replayed, **self.actions, **upgraded, **other, **cached}
 
 
 _TOP_KEYS = ("format", "mode", "platform", "today", "compat_window_days", "strict", "readers",

@@ -76,6 +76,13 @@ def _report(path: Path) -> dict:
   return json.loads(path.read_text())
 
 
+def _verdicts(path: Path) -> dict:
+  """The report without the count of executables loaded from the compile cache."""
+  report = _report(path)
+  report["summary"].pop("from_cache", None)
+  return report
+
+
 def test_sharing_executables_and_a_corrupt_cache_leave_the_report_unchanged(
     pytester, monkeypatch, store, tmp_path):
   cache = tmp_path / "cache"
@@ -84,6 +91,12 @@ def test_sharing_executables_and_a_corrupt_cache_leave_the_report_unchanged(
   shared.assert_outcomes(passed=4, deselected=1)
   written = [p for p in cache.rglob("*") if p.is_file()]
   assert written, "the run kept no executable in its cache directory"
+  # A second run loads executables from the cache, says how many, and judges the same.
+  _run(pytester, monkeypatch, store, f"--compat-cache-dir={cache}",
+       f"--compat-report={tmp_path / 'warm.json'}")
+  assert _report(tmp_path / "shared.json")["summary"]["from_cache"] == 0
+  assert _report(tmp_path / "warm.json")["summary"]["from_cache"] > 0
+  assert _verdicts(tmp_path / "warm.json") == _verdicts(tmp_path / "shared.json")
   for i, p in enumerate(written):  # corrupt every entry: garbage, truncated, emptied
     p.write_bytes([b"not an executable", p.read_bytes()[:7], b""][i % 3])
   (cache / "stray.txt").write_text("left by another tool")
@@ -92,9 +105,10 @@ def test_sharing_executables_and_a_corrupt_cache_leave_the_report_unchanged(
   _run(pytester, monkeypatch, store, "--compat-no-cache",
        f"--compat-report={tmp_path / 'compiled.json'}")
   _run(pytester, monkeypatch, store, f"--compat-report={tmp_path / 'in_memory.json'}")
-  assert _report(tmp_path / "shared.json") == _report(tmp_path / "compiled.json")
-  assert _report(tmp_path / "in_memory.json") == _report(tmp_path / "compiled.json")
-  assert _report(tmp_path / "corrupt.json") == _report(tmp_path / "compiled.json")
+  assert "from_cache" not in _report(tmp_path / "compiled.json")["summary"]
+  assert _verdicts(tmp_path / "shared.json") == _report(tmp_path / "compiled.json")
+  assert _verdicts(tmp_path / "in_memory.json") == _report(tmp_path / "compiled.json")
+  assert _verdicts(tmp_path / "corrupt.json") == _report(tmp_path / "compiled.json")
 
 
 @entries_of_a_newer_release
