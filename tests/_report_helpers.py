@@ -122,3 +122,11 @@ def history() -> list[dict[str, Any]]:
         e.update(status="pass", kinds=[], messages=[], findings=[])
     runs.append(run_report(today, entries))
   return runs
+
+
+def without_cache_count(report: dict[str, Any]) -> dict[str, Any]:
+  """``report`` (decoded JSON) without the count of executables loaded from the compile cache,
+  which says how a run went, not what it found: two runs of one store compare equal without it."""
+  out = copy.deepcopy(report)
+  out["summary"].pop("from_cache", None)
+  return out

@@ -24,6 +24,7 @@ from jaxport._signals import interrupts_held, stop_once
 from jaxport.errors import GoldenDataError, SettingsError
 from jaxport.harness import _devices, _jax_corpus, _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
+from jaxport.harness._cache_folder import DEFAULT_FOLDER
 from jaxport.harness._registry import missing_modules
 from jaxport.harness._session import LOOKAHEAD, WORKER_OUTPUT_KEY, HarnessSession, Options
 from jaxport.harness._settings import Settings
@@ -140,7 +141,9 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
                  worker_timeout_s=s.worker_timeout_s,
                  worker_max_rss_bytes=s.worker_max_rss_bytes, partial=partial,
                  jax_corpus=s.jax_corpus, compile_cache=not s.no_cache,
-                 compile_cache_dir=Path(s.cache_dir).resolve() if s.cache_dir else None,
+                 compile_cache_dir=(Path(s.cache_dir).resolve() if s.cache_dir
+                                    else _base(config).resolve() / DEFAULT_FOLDER),
+                 project_root=_base(config).resolve(),
                  cold=s.cold, shard=s.shard, shard_costs=s.costs, timings_file=s.timings,
                  artifacts_dir=artifacts.resolve() if artifacts is not None else None)
 

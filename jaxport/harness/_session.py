@@ -48,6 +48,7 @@ from jaxport.report._model import RECORD_ACTIONS, other_host_passes, producer_of
 from jaxport.harness._protocol import (ArtifactsAnswer, FailureKind, ProjectCases, RecordAnswer,
                                        ReplayAnswer, WorkerFailure, wrong_kind)
 from jaxport.harness._artifact_folder import left_behind
+from jaxport.harness._cache_folder import private_folder
 from jaxport.harness._requests import (ArtifactsRequest, CasesRequest, FeaturesWanted,
                                        RecordRequest, ReplayRequest)
 from jaxport.harness._worker import Reply, WorkerClient
@@ -79,10 +80,13 @@ class Options:
   worker_timeout_s: float
   partial: bool
   jax_corpus: bool = False
-  # Each distinct module compiled once per worker; kept in jax's compilation cache in
-  # ``compile_cache_dir`` for later runs when given; or every module compiled.
+  # Each distinct module compiled once per worker, and kept in jax's compilation cache in
+  # ``compile_cache_dir`` for later runs (the project's .jaxport_cache/xla unless another
+  # is given; None: none kept); or every module compiled.
   compile_cache: bool = True
   compile_cache_dir: Path | None = None
+  # The project's root, below which the cache folder's parents are made private too.
+  project_root: Path | None = None
   # Each reader of each entry in a fresh process that has compiled nothing before.
   cold: bool = False
   shard: Shard | None = None
@@ -134,6 +138,8 @@ class HarnessSession:
     self._parts: dict[str, dict[str, float]] = {}
     # Per replayed entry, the executables its worker loaded from the cross-run compile cache.
     self._from_cache: dict[str, int] = {}
+    self._cache_checked = False
+    self._cache_dir: Path | None = None
     self._updates: list[_update.Update] = []
     self._newest_ids: dict[str, str] | None = None
     # What a worker said about itself (a memo in front of jax that stays off), each once.
@@ -246,13 +252,16 @@ class HarnessSession:
     return self.options.compile_cache and not self.options.cold
 
   def compile_cache_dir(self) -> Path | None:
-    """The directory of ``--compat-cache-dir``, where workers also keep executables for later
-    runs (None without it, and in cold or uncached replay)."""
+    """The folder where workers keep executables for later runs (``--compat-cache-dir``, by
+    default the project's ``.jaxport_cache/xla``), made private on first use; None in cold
+    or uncached replay, or where the folder cannot be made private."""
     o = self.options
     if not self.shares_executables or o.compile_cache_dir is None:
       return None
-    o.compile_cache_dir.mkdir(parents=True, exist_ok=True)
-    return o.compile_cache_dir
+    if not self._cache_checked:
+      self._cache_checked = True
+      self._cache_dir = private_folder(o.compile_cache_dir, o.project_root)
+    return self._cache_dir
 
   # --- replay ------------------------------------------------------------------
 

@@ -267,10 +267,12 @@ FIELDS: tuple[Field, ...] = (
     Field("jax_corpus", "--compat-jax-corpus", "import the installed jax's own back-compat "
           "corpus into a temporary store and replay it", default=False, switch=True,
           validate=_switch),
-    Field("cache_dir", "--compat-cache-dir", "also keep compiled executables in DIR for later "
-          "runs (default: in memory, for this run)", metavar="DIR", validate=_cache_dir),
-    Field("no_cache", "--compat-no-cache", "compile every module, sharing no executable",
-          default=False, switch=True, validate=_switch),
+    Field("cache_dir", "--compat-cache-dir", "keep compiled executables in DIR for later runs, "
+          "readable by its owner only (default: .jaxport_cache/xla in the project)",
+          metavar="DIR", validate=_cache_dir),
+    Field("no_cache", "--compat-no-cache", "compile every module, sharing no executable within "
+          "the run and keeping none for later runs", default=False, switch=True,
+          validate=_switch),
     Field("cold", "--compat-cold", "replay each reader of each entry in a fresh process that has "
           "compiled nothing before", default=False, switch=True, validate=_switch),
     Field("shard", "--compat-shard", "replay only shard I of N of the store", metavar="I/N",

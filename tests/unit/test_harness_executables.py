@@ -178,3 +178,18 @@ def test_a_layout_mode_other_than_the_default_keeps_its_own_key():
   plain = _memo_key(_two_function_module(""))
   other = _memo_key(_two_function_module(' {mhlo.layout_mode = "{0}"}'))
   assert other is not None and other != plain
+
+
+def test_jax_cache_key_of_a_module_differs_under_another_jaxlib_version(monkeypatch):
+  """The cross-run cache is jax's own, keyed by jax's key: an executable kept by another
+  jaxlib is never loaded, because the key of the same module changes with the version."""
+  from jax._src import cache_key, compiler, xla_bridge
+  lowered = jax.jit(lambda x: jnp.sin(x) * 2).lower(np.ones(4, np.float32))
+  module = lowered.compiler_ir("stablehlo")
+  devices = np.array(jax.devices()[:1])
+  options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
+  backend = xla_bridge.get_backend()
+  key = cache_key.get(module, devices, options, backend)
+  assert cache_key.get(module, devices, options, backend) == key
+  monkeypatch.setattr(cache_key, "jaxlib_version_str", "0.0.1.another")
+  assert cache_key.get(module, devices, options, backend) != key
