@@ -23,3 +23,17 @@ def write_project(pytester, cases_source: str, *, module: str = "mycases",
   pytester.makepyfile(test_golden=GOLDEN_TESTS)
   (Path(pytester.path) / "mycases.py").write_text(cases_source)
   return GoldenStore(Path(pytester.path) / STORE)
+
+
+# The start of a case module: what cases need, and one 3x3 float32 input.
+CASE_PRELUDE = """
+import os
+import time
+import jax.numpy as jnp
+import numpy as np
+from jaxport.harness import Case, random_matrix
+
+
+def square():
+  return (random_matrix(0, (3, 3), np.float32),), {}
+"""

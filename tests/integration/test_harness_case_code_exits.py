@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from _downstream_project import write_project
+from _downstream_project import CASE_PRELUDE, write_project
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
@@ -80,17 +80,7 @@ def test_case_code_that_kills_its_process_is_a_dead_worker_with_its_own_exit_sta
   assert entries["b_fine"]["status"] == "pass", entries["b_fine"]
 
 
-FORKING_CASES = """
-import os
-import time
-import jax.numpy as jnp
-import numpy as np
-from jaxport.harness import Case, random_matrix
-
-
-def square():
-  return (random_matrix(0, (3, 3), np.float32),), {}
-
+FORKING_CASES = CASE_PRELUDE + """
 
 def forking(a):
   if os.environ.get("CASE_FORKS") and os.fork() == 0:

@@ -10,22 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from _downstream_project import write_project
+from _downstream_project import CASE_PRELUDE, write_project
 from _report_helpers import without_cache_count
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
-CASES = """
-import os
-import jax.numpy as jnp
-import numpy as np
-from jaxport.harness import Case, random_matrix
-
-
-def square():
-  return (random_matrix(0, (3, 3), np.float32),), {}
-
+CASES = CASE_PRELUDE + """
 
 def changing(a):
   return jnp.sin(a) * (3.0 if os.environ.get("CASE_CHANGED") else 2.0)

@@ -15,22 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from _downstream_project import write_project
+from _downstream_project import CASE_PRELUDE, write_project
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
-CASES = """
-import os
-import time
-import jax.numpy as jnp
-import numpy as np
-from jaxport.harness import Case, random_matrix
-
-
-def square():
-  return (random_matrix(0, (3, 3), np.float32),), {}
-
+CASES = CASE_PRELUDE + """
 
 def waits_forever(a):
   with open(os.environ["CASE_STARTED"], "w") as f:
