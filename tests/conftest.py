@@ -1,6 +1,5 @@
 """Fixtures shared across the suite: the reference (``jax.export``) and jaxport side by side."""
 
-import subprocess
 
 import jax.export
 import pytest
@@ -25,9 +24,8 @@ def fake_harness_run(monkeypatch, tmp_path):
   reports; it returns the list of ``(command, cwd)`` the CLI ran."""
   def install(returncode: int = 0) -> list:
     calls = []
-    monkeypatch.setattr(_harness_run.subprocess, "run",
-                        lambda cmd, cwd, check: calls.append((cmd, cwd)) or
-                        subprocess.CompletedProcess(cmd, returncode))
+    monkeypatch.setattr(_harness_run, "run_forwarding_signals",
+                        lambda cmd, cwd: calls.append((cmd, cwd)) or returncode)
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "jaxport"\n')
     (tmp_path / "harness" / "tools").mkdir(parents=True)
     for tool in ("record_with_jax.py", "replay_with_jax.py"):

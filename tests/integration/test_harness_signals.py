@@ -37,6 +37,12 @@ def cases():
 DEADLINE_S = 180.0
 
 
+def _default_stops() -> None:
+  """In the child: SIGINT back to its default, which a run started in the background (where
+  the shell ignores SIGINT for it) would otherwise pass on as ignored."""
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_for(path: Path, proc: subprocess.Popen) -> None:
   """Return once ``path`` exists; fail if ``proc`` ends first or the deadline passes."""
   end = time.monotonic() + DEADLINE_S
@@ -85,7 +91,7 @@ PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:ra
 def test_a_signal_to_pytest_commits_the_entries_recorded_before_it(pytester, tmp_path, sig):
   env = _project(pytester, tmp_path)
   proc = subprocess.Popen(PYTEST, cwd=pytester.path, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
+                          stderr=subprocess.STDOUT, text=True, preexec_fn=_default_stops)
   _wait_for(tmp_path / "b_started", proc)
   proc.send_signal(sig)
   _check_kept(pytester, tmp_path, proc)
@@ -98,7 +104,7 @@ def test_a_signal_to_the_record_command_alone_reaches_its_harness_and_commits(
   cmd = [str(Path(sys.executable).parent / "jaxport"), "record", "--project", str(pytester.path), "--",
          "-p", "no:randomly", "--compat-today=2026-12-01"]
   proc = subprocess.Popen(cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
+                          stderr=subprocess.STDOUT, text=True, preexec_fn=_default_stops)
   _wait_for(tmp_path / "b_started", proc)
   proc.send_signal(sig)
   out = _check_kept(pytester, tmp_path, proc)
@@ -110,7 +116,7 @@ def test_a_second_ctrl_c_waits_for_the_commit_and_prints_no_traceback(pytester, 
   cmd = [str(Path(sys.executable).parent / "jaxport"), "record", "--project", str(pytester.path),
          "--", "-p", "no:randomly", "--compat-today=2026-12-01"]
   proc = subprocess.Popen(cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
+                          stderr=subprocess.STDOUT, text=True, preexec_fn=_default_stops)
   _wait_for(tmp_path / "b_started", proc)
   proc.send_signal(signal.SIGINT)
   # The second only once the first was passed on (two pending SIGINTs would merge into one).

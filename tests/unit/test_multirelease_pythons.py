@@ -217,8 +217,9 @@ def test_each_ci_leg_pins_a_release_of_its_python():
                     re.MULTILINE)
   assert [(n, py, venv) for n, py, venv, _, _ in legs] == [
       ("1", "py311", ".venv"), ("2", "py312", ".venv-py312")]
-  # Leg 2 adds the models extra (the real-model example's replay); leg 1 adds none.
-  assert [extras for *_, extras in legs] == ["", "models"]
+  # Both legs add the lint extra (zizmor); leg 2 also the models extra (the real-model
+  # example's replay).
+  assert [extras for *_, extras in legs] == ["lint", "models,lint"]
   pins = {}
   for _, py, _, constraints, _ in legs:
     text = (ROOT / constraints).read_text()
