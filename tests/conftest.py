@@ -1,6 +1,5 @@
 """Fixtures shared across the suite: the reference (``jax.export``) and jaxport side by side."""
 
-
 import jax.export
 import pytest
 
