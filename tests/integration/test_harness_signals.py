@@ -37,10 +37,16 @@ def cases():
 DEADLINE_S = 180.0
 
 
-def _default_stops() -> None:
-  """In the child: SIGINT back to its default, which a run started in the background (where
-  the shell ignores SIGINT for it) would otherwise pass on as ignored."""
-  signal.signal(signal.SIGINT, signal.SIG_DFL)
+# Runs the command after putting SIGINT back to its default: a run started in the background
+# (where the shell ignores SIGINT for it) would otherwise pass it on as ignored. The command
+# replaces this process, so a signal sent to its pid reaches the command.
+_DEFAULT_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                   "os.execv(sys.argv[1], sys.argv[1:])")
+
+
+def _popen(cmd: list[str], **kwargs) -> subprocess.Popen:
+  return subprocess.Popen([sys.executable, "-c", _DEFAULT_SIGINT, *cmd], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, **kwargs)
 
 
 def _wait_for(path: Path, proc: subprocess.Popen) -> None:
@@ -90,8 +96,7 @@ PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:ra
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
 def test_a_signal_to_pytest_commits_the_entries_recorded_before_it(pytester, tmp_path, sig):
   env = _project(pytester, tmp_path)
-  proc = subprocess.Popen(PYTEST, cwd=pytester.path, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, preexec_fn=_default_stops)
+  proc = _popen(PYTEST, cwd=pytester.path, env=env)
   _wait_for(tmp_path / "b_started", proc)
   proc.send_signal(sig)
   _check_kept(pytester, tmp_path, proc)
@@ -103,8 +108,7 @@ def test_a_signal_to_the_record_command_alone_reaches_its_harness_and_commits(
   env = _project(pytester, tmp_path)
   cmd = [str(Path(sys.executable).parent / "jaxport"), "record", "--project", str(pytester.path), "--",
          "-p", "no:randomly", "--compat-today=2026-12-01"]
-  proc = subprocess.Popen(cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, preexec_fn=_default_stops)
+  proc = _popen(cmd, cwd=pytester.path, env=env)
   _wait_for(tmp_path / "b_started", proc)
   proc.send_signal(sig)
   out = _check_kept(pytester, tmp_path, proc)
@@ -115,8 +119,7 @@ def test_a_second_ctrl_c_waits_for_the_commit_and_prints_no_traceback(pytester, 
   env = _project(pytester, tmp_path)
   cmd = [str(Path(sys.executable).parent / "jaxport"), "record", "--project", str(pytester.path),
          "--", "-p", "no:randomly", "--compat-today=2026-12-01"]
-  proc = subprocess.Popen(cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, preexec_fn=_default_stops)
+  proc = _popen(cmd, cwd=pytester.path, env=env)
   _wait_for(tmp_path / "b_started", proc)
   proc.send_signal(signal.SIGINT)
   # The second only once the first was passed on (two pending SIGINTs would merge into one).
