@@ -58,23 +58,21 @@ def stop_once(doing: str) -> Callable[[], None]:
 
 
 @contextlib.contextmanager
-def interrupts_held(doing: str) -> Iterator[list[str]]:
+def interrupts_held(doing: str) -> Iterator[None]:
   """SIGINT and SIGTERM wait while the block runs (``doing`` says what, in the message each
-  one gets); the names of the signals held are in the list yielded. A second Ctrl-C while
-  finished work is committed thus neither loses it nor prints a second traceback."""
-  held: list[str] = []
+  one gets): a second Ctrl-C while finished work is committed neither loses it nor prints a
+  second traceback."""
   if not _main_thread():
-    yield held
+    yield
     return
 
   def hold(signum: int, frame: object) -> None:
-    name = signal.Signals(signum).name
-    held.append(name)
-    logger.warning("%s received while %s; it takes effect once that is done", name, doing)
+    logger.warning("%s received while %s; it takes effect once that is done",
+                   signal.Signals(signum).name, doing)
 
   previous = {s: signal.signal(s, hold) for s in _STOPPING}
   try:
-    yield held
+    yield
   finally:
     for s, handler in previous.items():
       signal.signal(s, handler)

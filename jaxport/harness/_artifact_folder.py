@@ -71,7 +71,6 @@ def write_file(folder: Path, name: str, data: bytes) -> None:
     raise
 
 
-
 def write_summary(folder: Path, entry_id: str, reader: str, files: Sequence[str],
                   problems: Sequence[str], writing: str | None = None) -> None:
   """``artifacts.json``: the entry, the reader, the files written, why any is missing, and the

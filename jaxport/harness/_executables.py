@@ -71,6 +71,8 @@ _pending: dict[str, threading.Event] = {}
 _lock = threading.Lock()
 
 
+# The event jax records each time its persistent compilation cache hands back an executable.
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 _loaded_from_cache = 0
 _listening = False
 
@@ -80,10 +82,6 @@ def _count_cache_hit(event: str, **kwargs: Any) -> None:
   if event == CACHE_HIT_EVENT:
     with _lock:
       _loaded_from_cache += 1
-
-
-# The event jax records each time its persistent compilation cache hands back an executable.
-CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 
 
 def loaded_from_cache() -> int:

@@ -13,11 +13,11 @@ import dataclasses
 import datetime
 import re
 
+from jaxport.releases._dates import VERSION_RE
 from jaxport.releases._table import releases as table_releases
 
 # ``.devYYYYMMDD`` after the release numbers (jax's nightly wheels).
 _DEV_DATE = re.compile(r"\.dev(\d{4})(\d{2})(\d{2})")
-_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +64,8 @@ class Build:
 
 
 def _numbers(version: str) -> tuple[int, ...]:
-  m = _RELEASE.match(version)
+  """The release numbers a version starts with (``0.12.1`` of ``0.12.1.dev20261202``)."""
+  m = VERSION_RE.match(version)
   if m is None:
     raise ValueError(f"jax version {version!r} does not start with MAJOR.MINOR.PATCH.")
   return tuple(int(g) for g in m.groups() if g is not None)

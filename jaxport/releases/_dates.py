@@ -34,12 +34,13 @@ RELEASE_DATES: dict[str, str] = {
 BACKWARD_WINDOW_DAYS = 183
 FORWARD_WINDOW_DAYS = 21
 
-_VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?")
+# MAJOR.MINOR.PATCH and jax's optional fourth number (0.12.0.1).
+VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def parse_version(version: str) -> tuple[int, ...]:
   """``"0.9.2"`` -> ``(0, 9, 2)``; a ValueError naming the format otherwise."""
-  m = _VERSION_RE.fullmatch(str(version))
+  m = VERSION_RE.fullmatch(str(version))
   if m is None:
     raise ValueError(f"jax version {version!r} is not of the form MAJOR.MINOR.PATCH (e.g. 0.9.2).")
   return tuple(int(g) for g in m.groups() if g is not None)

@@ -7,6 +7,7 @@ numbers come from the generated schema module.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -110,13 +111,6 @@ def hlo_sharding_from_proto(proto_bytes: bytes) -> Any:
   return xla_client.HloSharding.from_proto(proto)
 
 
-def _product(values: Any) -> int:
-  out = 1
-  for v in values:
-    out *= int(v)
-  return out
-
-
 def _check_op_sharding(proto: Any, at: str, depth: int = 0) -> None:
   """Refuse an OpSharding whose fields contradict each other (the checks XLA makes natively)."""
   kinds = xla_client.OpSharding.Type
@@ -142,11 +136,11 @@ def _check_op_sharding(proto: Any, at: str, depth: int = 0) -> None:
   if not dims or any(d <= 0 for d in dims):
     raise ValueError(f"tile assignment dimensions {dims} are not all positive{where}")
   if reshape or perm:
-    if sorted(perm) != list(range(len(reshape))) or _product(reshape) != _product(dims):
+    if sorted(perm) != list(range(len(reshape))) or math.prod(reshape) != math.prod(dims):
       raise ValueError(f"iota tile assignment reshape {reshape} and transpose {perm} do not "
                        f"fit the tile dimensions {dims}{where}")
-  elif _product(dims) != len(devices):
-    raise ValueError(f"tile assignment dimensions {dims} hold {_product(dims)} devices but "
+  elif math.prod(dims) != len(devices):
+    raise ValueError(f"tile assignment dimensions {dims} hold {math.prod(dims)} devices but "
                      f"{len(devices)} device ids are given{where}")
 
 
