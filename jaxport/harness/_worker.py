@@ -350,6 +350,8 @@ class WorkerClient:
     self._ahead: collections.deque[_Pending] = collections.deque()
     # When this worker's last answer was read: it begins a request no earlier than that.
     self._answered_at = 0.0
+    # The request whose answer is being read; left set when an interrupt broke off the wait.
+    self._awaiting: _Pending | None = None
 
   @property
   def pid(self) -> int | None:
@@ -477,8 +479,10 @@ class WorkerClient:
   def _receive(self, pending: _Pending) -> Reply:
     """The worker's next answer, which must answer ``pending`` (the oldest request it has not
     answered), owed by :meth:`_due`."""
+    self._awaiting = pending
     line = _readline(self._proc, max(0.0, self._due(pending) - time.monotonic()),
                      self.max_rss_bytes, channel=self._answers)
+    self._awaiting = None
     self._answered_at = time.monotonic()
     if isinstance(line, OverMemory):
       return self._crashed(self._memory_why(line.rss_bytes), pending)
@@ -543,12 +547,13 @@ class WorkerClient:
 
   def close(self) -> None:
     if self._proc is not None:
-      if any(p.reply is None for p in self._ahead):
+      if self._awaiting is not None or any(p.reply is None for p in self._ahead):
         self._proc.kill()  # busy with answers nobody will read
       stop(self._proc)
       kill_group(self._proc)
       self._proc = None
     self._ahead.clear()
+    self._awaiting = None
     self._close_pipes()
     if self._stderr is not None:
       self._stderr.close()
