@@ -1,5 +1,7 @@
 """Fixtures shared across the suite: the reference (``jax.export``) and jaxport side by side."""
 
+import os
+
 import jax.export
 import pytest
 
@@ -7,6 +9,29 @@ import jaxport
 from jaxport.cli import _harness_run
 
 EXPORT_APIS = {"jax": jax.export, "jaxport": jaxport}
+
+# Added to the options of every pytest session a test starts (pytester's, the CLI's record and
+# replay): the projects those sessions run hold no Hypothesis tests, and Hypothesis's plugin
+# costs about a second of imports per session.
+CHILD_PYTEST_OPTIONS = "-p no:hypothesispytest"
+
+
+def _with_child_options(addopts: str | None) -> str:
+  return " ".join(filter(None, [addopts, CHILD_PYTEST_OPTIONS]))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _lean_child_pytest_sessions():
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setenv("PYTEST_ADDOPTS", _with_child_options(os.environ.get("PYTEST_ADDOPTS")))
+    yield
+
+
+@pytest.fixture
+def pytester(pytester, monkeypatch):
+  """pytest's own, its sessions given ``CHILD_PYTEST_OPTIONS`` too (it clears PYTEST_ADDOPTS)."""
+  monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_PYTEST_OPTIONS)
+  return pytester
 
 
 @pytest.fixture(scope="module", params=sorted(EXPORT_APIS))
