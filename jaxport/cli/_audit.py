@@ -43,6 +43,13 @@ _OK = (STABLE, DECLARED, ALLOWED)
 GOLDEN_DATA_ERROR = "golden_data_error"
 
 
+def _own(declared: ProjectTargets | None, platforms: list[str]) -> frozenset[str]:
+  """The targets the project declares for any of ``platforms``: it registers them itself."""
+  if declared is None:
+    return frozenset()
+  return frozenset(t for p in platforms for t in declared.stable(p))
+
+
 def target_report(target: str, platforms: list[str], declared: ProjectTargets | None = None,
                   allowed: frozenset[str] = frozenset()) -> dict[str, Any]:
   """Stability of ``target`` on each of ``platforms``: ok when jaxport's table or the project's
@@ -123,7 +130,8 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
         platforms = list(exp.platforms)
         allowed = disabled_targets(exp.disabled_safety_checks)
         sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
-        rec.update(reader.runs_on_record(art.entry.blob(), manifest, art.label))
+        rec.update(reader.runs_on_record(art.entry.blob(), manifest, art.label,
+                                         _own(declared, platforms)))
       except (JaxportError, NotImplementedError) as e:
         _note_parser_failure(rec, e)
         problems.append(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
@@ -160,7 +168,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       allowed = disabled_targets(exp.disabled_safety_checks)
       sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
       rec["days_to_expiry"] = None
-      rec.update(reader.runs_on_record(blob, None, art.label))
+      rec.update(reader.runs_on_record(blob, None, art.label, _own(declared, platforms)))
     except (JaxportError, NotImplementedError, OSError) as e:
       _note_parser_failure(rec, e)
       problems.append(f"cannot read the blob: {type(e).__name__}: {e}")

@@ -107,10 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                       "with --project, also from the project's paths); adds to the project's")
   p.add_argument("--no-drift", action="store_true",
                  help="do not re-lower cases to compare custom-call signatures")
-  p.add_argument("--stable-targets", default=None, metavar="FILE",
-                 help="JSON file of the custom-call targets the project guarantees "
-                      f'({{"cpu": ["my_target"], "{ANY_PLATFORM}": [...]}}); they count as '
-                      "stable besides jaxport's table (and the --project's jaxport_stable_targets)")
+  _stable_targets_option(p, "they count as stable besides jaxport's table (and the "
+                            "--project's jaxport_stable_targets), and the project registers them")
   p.add_argument("--json", action="store_true", help="print JSON")
   _parser.add_options(p)
 
@@ -120,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("artifact", metavar="BLOB_OR_ENTRY")
   p.add_argument("--root", default=DEFAULT_ROOT, help="golden store for entry ids (default compat_data)")
   p.add_argument("--mlir", action="store_true", help="also print the StableHLO text")
+  _stable_targets_option(p, "the project registers them itself, so the releases the artifact "
+                            "runs on are not limited by them")
   p.add_argument("--json", action="store_true", help="print JSON")
   _parser.add_options(p)
 
@@ -333,6 +333,12 @@ def _store_of(project: Project, option: str) -> Path:
   return project.store
 
 
+def _stable_targets_option(p: argparse.ArgumentParser, meaning: str) -> None:
+  p.add_argument("--stable-targets", default=None, metavar="FILE",
+                 help="JSON file of the custom-call targets the project guarantees "
+                      f'({{"cpu": ["my_target"], "{ANY_PLATFORM}": [...]}}); {meaning}')
+
+
 def _inspect(args, extra) -> int:
   with _parser.from_args(args) as parser:
     return _inspect_with(args, parser)
@@ -365,7 +371,12 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
                                                                    reader=parser, label=label)}
   if entry is not None:
     info["manifest"] = json.loads(entry.manifest.to_json())
-  info.update(parser.runs_on_record(blob, entry.manifest if entry is not None else None, label))
+  own: frozenset[str] = frozenset()
+  if args.stable_targets:
+    declared = ProjectTargets.read(args.stable_targets)
+    own = frozenset(t for p in exp.platforms for t in declared.stable(p))
+  info.update(parser.runs_on_record(blob, entry.manifest if entry is not None else None, label,
+                                    own))
   if args.mlir:
     info["mlir"] = parser.module_text(bytes(exp.mlir_module_serialized), exp.fun_name, label)
   if args.json:

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +85,11 @@ class InProcess:
     """The StableHLO text of a serialized module."""
     return _mlir.module_text(module, fun_name)
 
-  def runs_on_record(self, blob: bytes, manifest: Any, label: str) -> dict[str, Any]:
-    """The ``runs_on`` fields of ``inspect`` and ``audit`` for a blob (and its entry's manifest)."""
-    return _features.runs_on_record(blob, manifest)
+  def runs_on_record(self, blob: bytes, manifest: Any, label: str,
+                     project_targets: Iterable[str] = ()) -> dict[str, Any]:
+    """The ``runs_on`` fields of ``inspect`` and ``audit`` for a blob (and its entry's manifest),
+    ``project_targets`` registered by the project."""
+    return _features.runs_on_record(blob, manifest, project_targets)
 
   def start(self) -> None:
     """Nothing to start in this process."""
@@ -148,11 +151,14 @@ class ModuleParser:
                            label, _what_module(module), ("text",))
     return answer["text"]
 
-  def runs_on_record(self, blob: bytes, manifest: Any, label: str) -> dict[str, Any]:
-    """The ``runs_on`` fields of ``inspect`` and ``audit`` for a blob (and its entry's manifest)."""
+  def runs_on_record(self, blob: bytes, manifest: Any, label: str,
+                     project_targets: Iterable[str] = ()) -> dict[str, Any]:
+    """The ``runs_on`` fields of ``inspect`` and ``audit`` for a blob (and its entry's manifest),
+    ``project_targets`` registered by the project."""
     answer = self._request({"op": "runs_on", "blob": encode(blob),
                             "manifest": None if manifest is None else manifest.to_json(),
-                            "where": label}, label, _what_blob(blob), ("record",))
+                            "where": label, "project_targets": sorted(project_targets)},
+                           label, _what_blob(blob), ("record",))
     return answer["record"]
 
   def upgrade(self, blob: bytes, for_jax: str | None, source: Path, output: Path,

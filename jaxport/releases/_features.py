@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from jaxport.errors import DeserializationError, JaxportError
 from jaxport.export import _mlir
+from jaxport.export._checks import disabled_targets
 from jaxport.golden import _signatures
 from jaxport.releases._runs_on import ArtifactFeatures, CustomCall, runs_on
 from jaxport.releases._table import releases as table_releases
@@ -126,6 +128,7 @@ def features_of_blob(blob: bytes | bytearray | memoryview, manifest: Any = None)
       has_nr_devices=layout != _NO_NR_DEVICES,
       stablehlo_version=_mlir.artifact_version(modules[0]), vhlo_ops=frozenset(ops),
       custom_calls=tuple(dict.fromkeys(calls)),
+      allowed_targets=disabled_targets(exp.disabled_safety_checks),
       producer=_read.read_jax_version(blob) or getattr(getattr(manifest, "producer", None), "jax", None))
 
 
@@ -136,13 +139,14 @@ def _safe_calls(module: bytes) -> list[CustomCall]:
     return []
 
 
-def runs_on_record(blob: bytes | bytearray | memoryview, manifest: Any = None) -> dict[str, Any]:
+def runs_on_record(blob: bytes | bytearray | memoryview, manifest: Any = None,
+                   project_targets: Iterable[str] = ()) -> dict[str, Any]:
   """What ``inspect --json`` and ``audit --json`` carry: ``runs_on`` (platform -> releases),
   ``runs_on_limits`` (the limiting factor at each end and of every refusing release) and
   ``runs_on_summary`` (one line per platform); ``runs_on_error`` instead when the blob's
-  features cannot be read."""
+  features cannot be read. ``project_targets``: those the project registers itself."""
   try:
-    got = runs_on(features_of_blob(blob, manifest))
+    got = runs_on(features_of_blob(blob, manifest), project_targets=project_targets)
   except JaxportError as e:
     return {"runs_on": None, "runs_on_error": f"{type(e).__name__}: {e}"}
   return {**got.to_json(), "runs_on_summary": {p: got.summary(p) for p in got.releases}}

@@ -21,7 +21,10 @@ fails is the limiting factor named):
 6. every custom-call target of the platform is there: on cpu registered as
    measured (a typed FFI target also with the operand count its handler binds),
    or handled by XLA/jax itself; elsewhere listed in that release's own stable
-   table (not measured).
+   table (not measured). A target no measured release of jax knows, which the
+   project declares (its stable targets) or which the artifact was allowed to call
+   (a disabled custom-call check), is registered by the project wherever it runs,
+   and limits nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
+from jaxport.export._checks import ALL_TARGETS
 from jaxport.releases._dates import parse_version
 from jaxport.releases._table import PLATFORMS, ReleaseFacts, releases as table_releases
 
@@ -61,6 +65,8 @@ class ArtifactFeatures:
   has_nr_devices_short: bool | None = None  # whether the blob fills the older nr_devices_short
   nr_devices: int | None = None            # the device count it was exported for
   dialects: frozenset[str] = frozenset()   # dialects besides VHLO its bytecode uses, e.g. "sdy"
+  # Targets its disabled safety checks allow (ALL_TARGETS: every one): off jax's stable list.
+  allowed_targets: frozenset[str] = frozenset()
 
   def targets(self, platform: str) -> tuple[str, ...]:
     """The custom-call targets a consumer on ``platform`` must have: those tied to it by name
@@ -81,7 +87,8 @@ class ArtifactFeatures:
             "vhlo_ops": sorted(self.vhlo_ops),
             "custom_calls": sorted({(c.target, c.operands) for c in self.custom_calls}),
             "producer": self.producer, "has_nr_devices_short": self.has_nr_devices_short,
-            "nr_devices": self.nr_devices, "dialects": sorted(self.dialects)}
+            "nr_devices": self.nr_devices, "dialects": sorted(self.dialects),
+            "allowed_targets": sorted(self.allowed_targets)}
 
   @classmethod
   def from_dict(cls, data: dict[str, Any]) -> ArtifactFeatures:
@@ -111,7 +118,8 @@ class ArtifactFeatures:
                producer=field("producer", (str, none)),
                has_nr_devices_short=field("has_nr_devices_short", (bool, none)),
                nr_devices=field("nr_devices", (int, none)),
-               dialects=frozenset(field("dialects", list)))
+               dialects=frozenset(field("dialects", list)),
+               allowed_targets=frozenset(field("allowed_targets", list)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +141,8 @@ class RunsOn:
   lower: dict[str, Limit | None]                   # platform -> the newest refusing release below
   upper: dict[str, Limit | None]                   # platform -> the oldest refusing release above
   not_measured: tuple[str, ...]                    # releases the table lists without measurements
+  # platform -> the artifact's targets the project registers itself (judged by no release)
+  project_targets: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
   def covers(self, platform: str, release: str) -> bool:
     return release in self.releases.get(platform, ())
@@ -161,6 +171,9 @@ class RunsOn:
     for side, limit in (("below", self.lower.get(platform)), ("above", self.upper.get(platform))):
       if limit is not None:
         parts.append(f"{side}: {limit}")
+    own = self.project_targets.get(platform, ())
+    if own:
+      parts.append(f"registered by the project: {', '.join(own)}")
     return "; ".join(parts)
 
   def to_json(self) -> dict[str, Any]:
@@ -214,8 +227,10 @@ def devices_seen(facts: ReleaseFacts, features: ArtifactFeatures) -> int | None:
   return features.nr_devices
 
 
-def blocker(facts: ReleaseFacts, features: ArtifactFeatures, platform: str) -> str | None:
-  """The first reason ``facts``'s release cannot load and run the artifact on ``platform``."""
+def blocker(facts: ReleaseFacts, features: ArtifactFeatures, platform: str,
+            project_targets: frozenset[str] = frozenset()) -> str | None:
+  """The first reason ``facts``'s release cannot load and run the artifact on ``platform``;
+  ``project_targets``, those the project registers itself, are no reason."""
   if not facts.installable:
     return f"not installable ({facts.not_installable_reason})"
   if not facts.measured:
@@ -255,7 +270,7 @@ def blocker(facts: ReleaseFacts, features: ArtifactFeatures, platform: str) -> s
     return f"not lowered for {platform}"
   for call_ in features.custom_calls:
     target = call_.target
-    if target not in features.targets(platform):
+    if target not in features.targets(platform) or target in project_targets:
       continue
     if not _has_target(facts, platform, target):
       if platform == "cpu":
@@ -267,10 +282,32 @@ def blocker(facts: ReleaseFacts, features: ArtifactFeatures, platform: str) -> s
   return None
 
 
+def _jax_knows(target: str, table: Iterable[ReleaseFacts]) -> bool:
+  """Whether some release of the table registers or lists ``target``: jax's own, not a project's."""
+  return any(target in (f.cpu_targets or ()) or target in f.cpu_xla_builtin_targets
+             or any(target in listed for listed in f.stable_targets.values()) for f in table)
+
+
+def _registered_by_project(features: ArtifactFeatures, declared: frozenset[str],
+                           table: tuple[ReleaseFacts, ...]) -> frozenset[str]:
+  """The artifact's targets that no release of jax knows and that the project declares or the
+  artifact was allowed to call: the project registers them itself."""
+  everything = ALL_TARGETS in features.allowed_targets
+  return frozenset(
+      c.target for c in features.custom_calls
+      if (c.target in declared or c.target in features.allowed_targets or everything)
+      and not _jax_knows(c.target, table))
+
+
 def runs_on(features: ArtifactFeatures, facts: Iterable[ReleaseFacts] | None = None,
-            platforms: Iterable[str] | None = None) -> RunsOn:
-  """Per platform (the artifact's own by default), the releases that load and run it."""
+            platforms: Iterable[str] | None = None,
+            project_targets: Iterable[str] = ()) -> RunsOn:
+  """Per platform (the artifact's own by default), the releases that load and run it;
+  ``project_targets``: the project's declared stable targets; those of them no release of jax
+  knows, and the targets the artifact was allowed to call that none knows, are registered by the
+  project, and the release table does not judge them."""
   table = tuple(table_releases() if facts is None else facts)
+  own = _registered_by_project(features, frozenset(project_targets), table)
   wanted = tuple(platforms) if platforms is not None else tuple(
       p for p in features.platforms if p in PLATFORMS) or features.platforms
   measured = [f for f in table if f.measured]
@@ -281,7 +318,7 @@ def runs_on(features: ArtifactFeatures, facts: Iterable[ReleaseFacts] | None = N
   for platform in wanted:
     ok, refused = [], []
     for f in measured:
-      why = blocker(f, features, platform)
+      why = blocker(f, features, platform, own)
       (ok.append(f.version) if why is None else refused.append(Limit(f.version, platform, why)))
     runs[platform], limits[platform] = tuple(ok), tuple(refused)
     if ok:
@@ -293,4 +330,6 @@ def runs_on(features: ArtifactFeatures, facts: Iterable[ReleaseFacts] | None = N
     else:
       lower[platform] = upper[platform] = None
   return RunsOn(releases=runs, limits=limits, lower=lower, upper=upper,
-                not_measured=tuple(f.version for f in table if not f.measured))
+                not_measured=tuple(f.version for f in table if not f.measured),
+                project_targets={p: tuple(t for t in features.targets(p) if t in own)
+                                 for p in wanted})

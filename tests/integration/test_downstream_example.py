@@ -21,6 +21,7 @@ import jax.ffi
 import pytest
 
 import jaxport
+import jaxport.releases
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "downstream"
@@ -121,10 +122,16 @@ def test_downstream_example_records_replays_and_fails_on_a_changed_function_and_
   if NATIVE_CASE in entries:
     assert targets[NATIVE_CASE] == {"tinyops_softsign"}
 
-  replayed = _run([run_sh, "replay"], project)
+  passing = tmp_path / "passing.json"
+  replayed = _run([run_sh, "replay", f"--compat-report={passing}"], project)
   assert replayed.returncode == 0, _output(replayed)
   assert f"{len(entries)} passed" in replayed.stdout
   assert f"{len(entries)} entries replayed of {len(entries)} present" in replayed.stdout
+  # Every entry replayed here, the project's own FFI kernel's too: the releases each runs on
+  # include the installed jax (the project registers its target; the table does not judge it).
+  if jax.__version__ in {f.version for f in jaxport.releases.releases() if f.measured}:
+    for e in json.loads(passing.read_text())["entries"]:
+      assert jax.__version__ in e["runs_on"]["cpu"], e
 
   layers = project / "tinyops" / "layers.py"
   source = layers.read_text()

@@ -100,6 +100,28 @@ def test_dropping_a_target_from_one_release_changes_that_cell_only():
   assert set(before.releases["cpu"]) - set(after.releases["cpu"]) == {"0.9.2"}
 
 
+def test_a_target_the_project_registers_limits_no_release_and_is_named_in_the_summary():
+  without = _features(custom_calls=())
+  own = _features(custom_calls=(CustomCall("tinyops_scaled_add", 2),))
+  unjudged = rel.runs_on(own)
+  assert not unjudged.releases["cpu"]
+  assert "target tinyops_scaled_add not registered" in unjudged.summary("cpu")
+  registered = rel.runs_on(own, project_targets=["tinyops_scaled_add"])
+  assert registered.releases == rel.runs_on(without).releases
+  assert registered.project_targets == {"cpu": ("tinyops_scaled_add",)}
+  assert "registered by the project: tinyops_scaled_add" in registered.summary("cpu")
+  # Allowed by a disabled custom-call check, it is the project's too, declared or not.
+  allowed = _features(custom_calls=(CustomCall("tinyops_scaled_add", 2),),
+                      allowed_targets=frozenset({"tinyops_scaled_add"}))
+  assert rel.runs_on(allowed).releases == registered.releases
+  # jax's own targets stay judged by the table even where the project declares them.
+  mixed = _features(custom_calls=(CustomCall("tinyops_scaled_add", 2),
+                                  CustomCall("lapack_sgeqrf_ffi", 5)))
+  judged = rel.runs_on(mixed, project_targets=["tinyops_scaled_add", "lapack_sgeqrf_ffi"])
+  assert judged.releases["cpu"] == ()
+  assert judged.project_targets == {"cpu": ("tinyops_scaled_add",)}
+
+
 def test_each_feature_names_its_limiting_factor():
   f92 = rel.release_facts("0.9.2")
   assert rel.blocker(f92, _features(), "cpu") is None
