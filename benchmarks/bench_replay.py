@@ -1,37 +1,34 @@
-"""The serial harness replay of a store against the floor, measured in the same run.
+"""The serial harness replay of a store against the floor, cold and warm, measured in the same run.
 
 Run by hand: ``python benchmarks/bench_replay.py [--root compat_data] [--reps N] [--no-cache-too]``.
 
-  floor    deserializing and calling every runnable entry of the platform once
-           with ``jax.export`` alone, in one fresh process (the time of the loop;
-           entries that fail to run, such as old producers' expected failures, count
-           the time until they fail; entries the installed jax refuses to deserialize,
-           those older than its compatibility window, are not entries it runs and
-           count nothing)
-  harness  ``pytest harness/ --platform=cpu -n 0 -k "not fuzz"`` on the same store,
-           wall clock: verification, both readers, today's lowering, checkers,
-           worker and pytest; cold, no compile cache kept from an earlier run, but
-           with Python's bytecode written beforehand, as an installed package has it
-           (``--no-bytecode-cache`` honours ``PYTHONDONTWRITEBYTECODE`` instead, so
-           that every start compiles jaxport's and the project's modules again)
-  alike    where the floor read fewer entries than the store holds (a jax that refuses
-           old envelopes, or lowering-only entries): the same harness run on a copy of
-           the store holding only the entries the floor read, so that both sides do
-           the same entries; the goal (at most 1.3x) is this ratio, and the whole
-           store's ratio is printed beside it
+  floor    every entry of the platform that jax.export runs, deserialized and called once
+           with ``jax.export`` alone, in one fresh process (the time of the loop): each in
+           the form jax.export runs, as recorded, after ``jaxport.upgrade_envelope`` (an
+           envelope the installed jax refuses as expired) or after ``jaxport.upgrade``
+           (custom calls jaxlib no longer registers), found beforehand, untimed, in
+           another process; entries that run in none of these forms but read count the
+           time until they fail (old producers' expected failures); entries no form of
+           which reads, and lowering-only entries, count nothing
+  cold     ``pytest harness/ --platform=cpu -n 0 -k "not fuzz"`` on the whole store, wall
+           clock: verification, both readers, today's export, checkers, worker and pytest;
+           its compile cache a new empty folder, with Python's bytecode written beforehand,
+           as an installed package has it (``--no-bytecode-cache`` honours
+           ``PYTHONDONTWRITEBYTECODE`` instead)
+  warm     the same run again at once, on the cache folder the cold run filled: the same
+           readers and exports, only XLA's compilation loaded from the cache
+  alike    where the floor runs fewer entries than the store holds: the cold run on a copy
+           of the store holding only the entries the floor ran, so that both sides do the
+           same entries
 
-Below the goal's ratio comes the part of that run the floor's definition matches: the
-worker's seconds of the entries alone, without pytest's start-up and collection or the
-workers' start-up (jax and the project's cases imported), which the floor leaves out.
-
-It prints the harness's ratios to the floor, with
-``--no-cache-too`` the ratio with executable sharing off, and where the harness's
-time goes: the worker's per-part seconds (``--compat-timings``) summed over entries,
-and the rest (pytest, worker start-up, IPC) as wall clock minus the worker's time. The
-worker runs an entry's readers on two threads, so its parts overlap and can add up to
-more than the wall clock.
-With ``--reps N`` the measurements alternate N times and the minimum is reported, with the
-goal's ratio of each repetition (its harness run against its own floor) and their median.
+Goals: the whole store's cold run at most 1.3x the floor; the warm run at most 0.5x the cold
+one. Below the ratios come the worker's seconds of the entries alone, and where the time goes:
+the worker's per-part seconds (``--compat-timings``) summed over entries, and the rest
+(pytest, worker start-up, IPC) as wall clock minus the worker's time. The worker runs an
+entry's readers on two threads, so its parts overlap and can add up to more than the wall
+clock. ``--no-cache-too`` adds a cold run with executable sharing off. With ``--reps N`` the
+measurements alternate N times and the minimum of each is reported, with each repetition's
+ratios (against its own floor, and warm over its own cold run) and their medians.
 """
 
 from __future__ import annotations
@@ -50,25 +47,91 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Untimed: the form of each entry that jax.export runs, as recorded, after
+# jaxport.upgrade_envelope (an expired envelope), or after jaxport.upgrade (custom calls jaxlib
+# no longer registers); written to a folder for the timed floor, which runs in a fresh process
+# so that none of these trial runs' executables are kept for it.
+_PREPARE = r"""
+import json, sys
+from pathlib import Path
+import jax
+import jax.export
+jax.config.update("jax_enable_x64", True)
+import jaxport
+from jaxport.golden._store import GoldenStore
+store, out = GoldenStore(sys.argv[1]), Path(sys.argv[3])
+
+def args_of(exp, inputs):
+  args = [jax.random.wrap_key_data(x, impl=a.dtype._impl)
+          if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else x
+          for x, a in zip(inputs, exp.in_avals)]
+  return exp.in_tree.unflatten(args)
+
+def runs(blob, inputs):
+  try:
+    exp = jax.export.deserialize(bytearray(blob))
+  except Exception:
+    return None
+  try:
+    args, kwargs = args_of(exp, inputs)
+    jax.block_until_ready(exp.call(*args, **kwargs))
+    return True
+  except Exception:
+    return False
+
+def forms(blob):
+  yield "recorded", blob
+  try:
+    enveloped = bytes(jaxport.upgrade_envelope(blob))
+  except Exception:
+    return
+  yield "upgrade_envelope", enveloped
+  try:
+    yield "upgrade", bytes(jaxport.serialize(jaxport.upgrade(jaxport.deserialize(enveloped))))
+  except Exception:
+    return
+
+kinds, index = {}, {}
+for e in store.entries(sys.argv[2]):
+  if e.manifest.lowering_only:
+    continue
+  blob, inputs = e.blob(), e.inputs()
+  chosen = None
+  for kind, form in forms(blob):
+    ran = runs(form, inputs)
+    if ran:
+      chosen = (kind, form)
+      break
+    if ran is False and chosen is None:
+      chosen = ("fails to run", form)  # read, then fails: timed until it fails
+  if chosen is None:
+    continue
+  name = f"{len(index)}.blob"
+  (out / name).write_bytes(chosen[1])
+  index[name] = str(e.entry_id)
+  kinds[chosen[0]] = kinds.get(chosen[0], 0) + 1
+(out / "index.json").write_text(json.dumps(index))
+print(json.dumps({"kinds": kinds}))
+"""
+
 _FLOOR = r"""
 import json, sys, time
+from pathlib import Path
 import jax
 import jax.export
 import numpy as np
 jax.config.update("jax_enable_x64", True)
 from jaxport.golden._store import GoldenStore
-store = GoldenStore(sys.argv[1])
-entries = [e for e in store.entries(sys.argv[2]) if not e.manifest.lowering_only]
-loaded = [(e.entry_id, e.blob(), e.inputs()) for e in entries]
-seconds, read, failed = 0.0, [], 0
+store, prepared = GoldenStore(sys.argv[1]), Path(sys.argv[3])
+index = json.loads((prepared / "index.json").read_text())
+by_id = {str(e.entry_id): e for e in store.entries(sys.argv[2])}
+loaded = [(entry_id, (prepared / name).read_bytes(), by_id[entry_id].inputs())
+          for name, entry_id in index.items()]
+seconds, failed = 0.0, 0
 for entry_id, blob, inputs in loaded:
   start = time.perf_counter()
   try:
     exp = jax.export.deserialize(bytearray(blob))
-  except Exception:
-    continue  # refused (older than this jax's window): not an entry jax.export runs
-  read.append(entry_id)
-  try:
     args = [jax.random.wrap_key_data(x, impl=a.dtype._impl)
             if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else x
             for x, a in zip(inputs, exp.in_avals)]
@@ -78,8 +141,9 @@ for entry_id, blob, inputs in loaded:
     failed += 1
   finally:
     seconds += time.perf_counter() - start
-print(json.dumps({"seconds": seconds, "entries": len(loaded), "read": len(read), "read_ids": read,
-                  "failed": failed}))
+runnable = sum(1 for e in by_id.values() if not e.manifest.lowering_only)
+print(json.dumps({"seconds": seconds, "entries": runnable, "read": len(loaded),
+                  "read_ids": [entry_id for entry_id, _, _ in loaded], "failed": failed}))
 """
 
 
@@ -103,12 +167,21 @@ def write_bytecode(platform: str) -> None:
                  capture_output=True, env=_env(), cwd=ROOT)
 
 
-def _floor(root: Path, platform: str, bytecode_cache: bool = True) -> dict:
-  out = subprocess.run([sys.executable, "-c", _FLOOR, str(root), platform],
-                       capture_output=True, text=True, env=_env(bytecode_cache), cwd=ROOT)
+def _child(script: str, *argv: str, bytecode_cache: bool = True) -> dict:
+  out = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True,
+                       env=_env(bytecode_cache), cwd=ROOT)
   if out.returncode:
-    raise SystemExit(f"the floor's replay failed:\n{out.stderr[-3000:]}")
+    raise SystemExit(f"the floor's child failed:\n{out.stderr[-3000:]}")
   return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def prepare_floor(root: Path, platform: str, into: Path) -> dict:
+  """Write into ``into`` the form of each entry jax.export runs (untimed); how many of each."""
+  return _child(_PREPARE, str(root), platform, str(into))
+
+
+def _floor(root: Path, platform: str, prepared: Path, bytecode_cache: bool = True) -> dict:
+  return _child(_FLOOR, str(root), platform, str(prepared), bytecode_cache=bytecode_cache)
 
 
 def floor_store(root: Path, entry_ids: list[str], into: Path) -> Path:
@@ -118,21 +191,30 @@ def floor_store(root: Path, entry_ids: list[str], into: Path) -> Path:
   return into
 
 
-def _harness(root: Path, platform: str, *extra: str, bytecode_cache: bool = True) -> dict:
-  """Wall seconds of the serial harness replay, and its timings file."""
+def _harness(root: Path, platform: str, *extra: str, cache: Path | None = None,
+             bytecode_cache: bool = True) -> dict:
+  """Wall seconds of the serial harness replay, its timings file and its report's summary;
+  ``cache``: the compile cache folder it uses (None: ``extra`` says)."""
   with tempfile.TemporaryDirectory() as tmp:
-    timings = Path(tmp) / "timings.json"
+    timings, report = Path(tmp) / "timings.json", Path(tmp) / "report.json"
+    cached = [f"--compat-cache-dir={cache}"] if cache is not None else []
     cmd = [sys.executable, "-m", "pytest", "harness/", f"--platform={platform}", "-n", "0",
            "-k", "not fuzz", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-           f"--compat-store={root}", f"--compat-timings={timings}", *extra]
+           f"--compat-store={root}", f"--compat-timings={timings}",
+           f"--compat-report={report}", *cached, *extra]
     start = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, env=_env(bytecode_cache),
                          cwd=ROOT)
     seconds = time.perf_counter() - start
-    if not timings.exists():
-      raise SystemExit(f"the harness run wrote no timings (exit {out.returncode}):\n"
+    if not timings.exists() or not report.exists():
+      raise SystemExit(f"the harness run wrote no timings or report (exit {out.returncode}):\n"
                        f"{out.stdout[-3000:]}{out.stderr[-2000:]}")
-    return {"seconds": seconds, "timings": json.loads(timings.read_text())}
+    entries = json.loads(report.read_text())["entries"]
+    statuses: dict[str, int] = {}
+    for e in entries:
+      statuses[e["status"]] = statuses.get(e["status"], 0) + 1
+    return {"seconds": seconds, "timings": json.loads(timings.read_text()),
+            "summary": json.loads(report.read_text())["summary"], "statuses": statuses}
 
 
 def breakdown(run: dict) -> list[tuple[str, float]]:
@@ -156,13 +238,17 @@ def breakdown(run: dict) -> list[tuple[str, float]]:
   ]
 
 
+def _ratio_line(label: str, seconds: float, base: float, goal: str = "") -> str:
+  return f"{label:78s} {seconds:7.1f} s  {seconds / base:.2f}x{goal}"
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--root", default=str(ROOT / "compat_data"))
   parser.add_argument("--platform", default="cpu")
   parser.add_argument("--reps", type=int, default=1)
   parser.add_argument("--no-cache-too", action="store_true",
-                      help="also time the harness with --compat-no-cache")
+                      help="also time a cold harness run with --compat-no-cache")
   parser.add_argument("--no-bytecode-cache", action="store_true",
                       help="keep PYTHONDONTWRITEBYTECODE as set: every harness start compiles "
                            "jaxport's and the project's modules")
@@ -171,56 +257,76 @@ def main() -> None:
   bytecode = not args.no_bytecode_cache
   if bytecode:
     write_bytecode(args.platform)
-  floor = functools.partial(_floor, bytecode_cache=bytecode)
   harness = functools.partial(_harness, bytecode_cache=bytecode)
-  # The first floor also says which entries it reads; it is the first repetition's floor.
-  floors, runs, uncached, alike = [floor(root, args.platform)], [], [], []
-  subset = None
+  floors, colds, warms, uncached, alike = [], [], [], [], []
   with tempfile.TemporaryDirectory() as tmp:
+    tmp = Path(tmp)
+    prepared = tmp / "prepared"
+    prepared.mkdir()
+    kinds = prepare_floor(root, args.platform, prepared)["kinds"]
+    floor = functools.partial(_floor, root, args.platform, prepared, bytecode_cache=bytecode)
+    floors.append(floor())
+    subset = None
     if floors[0]["read"] < floors[0]["entries"]:
-      subset = floor_store(root, floors[0]["read_ids"], Path(tmp) / "store")
+      subset = floor_store(root, floors[0]["read_ids"], tmp / "store")
+
+    def cold_then_warm(rep: int) -> None:
+      cache = tmp / f"cache-{rep}"  # new and empty: the cold run fills it, the warm one reads it
+      colds.append(harness(root, args.platform, cache=cache))
+      warms.append(harness(root, args.platform, cache=cache))
+
     for rep in range(args.reps):
-      steps = [lambda: runs.append(harness(root, args.platform))]
+      steps = [functools.partial(cold_then_warm, rep)]
       if rep:
-        steps.insert(0, lambda: floors.append(floor(root, args.platform)))
+        steps.insert(0, lambda: floors.append(floor()))
       if subset is not None:
-        steps.append(lambda: alike.append(harness(subset, args.platform)))
+        steps.append(lambda: alike.append(
+            harness(subset, args.platform, cache=tmp / f"alike-{len(alike)}")))
       if args.no_cache_too:
         steps.append(lambda: uncached.append(harness(root, args.platform, "--compat-no-cache")))
       for step in (steps if rep % 2 == 0 else steps[::-1]):
         step()
   low = min(floors, key=lambda f: f["seconds"])
-  run = min(runs, key=lambda r: r["seconds"])
+  cold = min(colds, key=lambda r: r["seconds"])
+  warm = min(warms, key=lambda r: r["seconds"])
+  forms = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
   print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.reps} rep(s), "
         f"minimum of each; bytecode {'cached' if bytecode else 'compiled at each start'}")
-  print(f"floor: {low['read']} of {low['entries']} runnable {args.platform} entries read by "
-        f"jax.export, deserialize + call once each ({low['failed']} fail to run)"
-        f"   {low['seconds']:7.1f} s  1.00x")
-  print(f"harness: pytest harness/ --platform={args.platform} -n 0 -k 'not fuzz'"
-        f"          {run['seconds']:7.1f} s  {run['seconds'] / low['seconds']:.2f}x")
-  goal = run
+  print(_ratio_line(f"floor: {low['read']} of {low['entries']} runnable {args.platform} "
+                    f"entries run by jax.export ({forms})", low["seconds"], low["seconds"]))
+  print(_ratio_line(f"cold: pytest harness/ --platform={args.platform} -n 0 -k 'not fuzz', "
+                    f"whole store", cold["seconds"], low["seconds"], "  (goal: at most 1.30x)"))
   if alike:
     goal = min(alike, key=lambda r: r["seconds"])
-    print(f"harness on the floor's {low['read']} entries only (the goal's like-for-like ratio)"
-          f"  {goal['seconds']:7.1f} s  {goal['seconds'] / low['seconds']:.2f}x")
-  entries = sum(goal["timings"]["seconds"].values())
-  print(f"  of which the entries' replay in the worker (no start-up, pytest or collection)"
-        f"  {entries:7.1f} s  {entries / low['seconds']:.2f}x")
+    print(_ratio_line(f"cold on the floor's {low['read']} entries only (like for like)",
+                      goal["seconds"], low["seconds"]))
+  print(_ratio_line(f"warm: the same run again on the cold run's compile cache",
+                    warm["seconds"], low["seconds"]))
+  print(f"{'warm over cold':78s} {warm['seconds'] / cold['seconds']:.2f}x  (goal: at most 0.50x)")
+  for name, run in (("cold", cold), ("warm", warm)):
+    summary = run["summary"]
+    print(f"  {name}: {summary['replayed']} entries replayed, statuses {run['statuses']}, "
+          f"{summary.get('from_cache', 0)} executables loaded from the compile cache")
+  entries = sum(cold["timings"]["seconds"].values())
+  print(_ratio_line("  of the cold run, the entries' replay in the worker (no start-up, pytest)",
+                    entries, low["seconds"]))
   if args.reps > 1:
-    # Each repetition's ratio to its own floor, measured minutes apart at most: steadier than
-    # the ratio of minima where the machine's speed drifts between repetitions.
-    paired = [r["seconds"] / f["seconds"] for r, f in zip(alike or runs, floors)]
-    print(f"  the goal's ratio in each repetition: "
-          f"{', '.join(f'{x:.2f}x' for x in paired)}; median {statistics.median(paired):.2f}x")
+    # Each repetition's ratios, its runs minutes apart at most: steadier than ratios of
+    # minima where the machine's speed drifts between repetitions.
+    paired = [r["seconds"] / f["seconds"] for r, f in zip(colds, floors)]
+    warm_cold = [w["seconds"] / c["seconds"] for w, c in zip(warms, colds)]
+    for label, ratios in (("cold over floor", paired), ("warm over cold", warm_cold)):
+      print(f"  {label} in each repetition: {', '.join(f'{x:.2f}x' for x in ratios)}; "
+            f"median {statistics.median(ratios):.2f}x")
   if uncached:
     slow = min(uncached, key=lambda r: r["seconds"])
-    print(f"harness with --compat-no-cache (every module compiled)"
-          f"          {slow['seconds']:7.1f} s  {slow['seconds'] / low['seconds']:.2f}x")
-  for shown in ((run, goal) if goal is not run else (run,)):
-    print(f"where the harness's {shown['seconds']:.1f} s go "
+    print(_ratio_line("cold with --compat-no-cache (every module compiled)", slow["seconds"],
+                      low["seconds"]))
+  for name, shown in (("cold", cold), ("warm", warm)):
+    print(f"where the {name} run's {shown['seconds']:.1f} s go "
           f"({len(shown['timings']['seconds'])} entries replayed):")
-    for name, seconds in breakdown(shown):
-      print(f"  {name:55s} {seconds:7.1f} s  {seconds / shown['seconds']:5.1%}")
+    for part, seconds in breakdown(shown):
+      print(f"  {part:55s} {seconds:7.1f} s  {seconds / shown['seconds']:5.1%}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from typing import Any
 
 from jaxport.harness import _update
 from jaxport.report import RunReport
-from jaxport.report._model import FROM_CACHE_KEY, OTHER_HOST_KEY
+from jaxport.report._model import OTHER_HOST_KEY
 
 
 def write_json(report: dict[str, Any], path: str | os.PathLike) -> None:
@@ -44,8 +44,7 @@ def text_lines(run: RunReport) -> list[str]:
         f"{s['fail']} fail" + (f"; {s['upgraded']} ran after jaxport.upgrade" if s.get("upgraded") else "")
         + (f"; {s[OTHER_HOST_KEY]} of the passes matched within tolerance, not bitwise, on "
            "another host class than the recording one" if s.get(OTHER_HOST_KEY) else "")
-        + (f"; {s[FROM_CACHE_KEY]} executables loaded from the compile cache"
-           if FROM_CACHE_KEY in s else ""))
+        + run.summary.work_line())
     t = report["targets"]
     covered = set(t["covered"])
     missing = [x for x in t["required"] if x not in covered]

@@ -137,7 +137,9 @@ class HarnessSession:
     self._output: dict[str, str] = {}
     self._parts: dict[str, dict[str, float]] = {}
     # Per replayed entry, the executables its worker loaded from the cross-run compile cache.
-    self._from_cache: dict[str, int] = {}
+    # entry -> what its replay did: executables loaded from the compile cache, readers' runs
+    # and today's exports (summed into the report's summary).
+    self._work: dict[str, dict[str, int]] = {}
     self._cache_checked = False
     self._cache_dir: Path | None = None
     self._updates: list[_update.Update] = []
@@ -327,7 +329,9 @@ class HarnessSession:
       if isinstance(answer, ReplayAnswer):
         self._seconds[entry_id] = answer.seconds
         self._parts[entry_id] = dict(answer.timings)
-        self._from_cache[entry_id] = answer.from_cache
+        self._work[entry_id] = {"from_cache": answer.from_cache,
+                                "reader_runs": len(answer.readers),
+                                "exports_today": int(answer.today is not None)}
       outcome = _classify.classify(answer, request, entry_id=entry_id, manifest=manifest,
                                    today=self.options.today,
                                    window_days=self.options.compat_window_days,
@@ -406,7 +410,8 @@ class HarnessSession:
     range_, why = None, answer.features_error
     if answer.features is not None:
       try:
-        range_ = runs_on(ArtifactFeatures.from_dict(answer.features))
+        range_ = runs_on(ArtifactFeatures.from_dict(answer.features),
+                         project_targets=self.project.targets.stable(manifest.platform))
       except (ValueError, JaxportError) as e:
         why = str(e)
     if range_ is not None:
@@ -637,12 +642,15 @@ class HarnessSession:
 
   # --- xdist -------------------------------------------------------------------
 
+  def _worked(self, what: str) -> int:
+    return sum(work[what] for work in self._work.values())
+
   def worker_output(self) -> str:
     return json.dumps({"outcomes": {k: o.to_json() for k, o in self._outcomes.items()},
                        "recorded": self._recorded,
                        "session_failures": self._session_failures,
                        "seconds": self._seconds, "parts": self._parts,
-                       "from_cache": self._from_cache, "notices": self._notices})
+                       "work": self._work, "notices": self._notices})
 
   def merge(self, payload: str) -> None:
     data = json.loads(payload)
@@ -651,7 +659,7 @@ class HarnessSession:
     self._recorded.update(data["recorded"])
     self._seconds.update(data["seconds"])
     self._parts.update(data["parts"])
-    self._from_cache.update(data["from_cache"])
+    self._work.update(data["work"])
     self._session_failures.extend(f for f in data["session_failures"]
                                   if f not in self._session_failures)
     self._take_notices(data["notices"])
@@ -721,8 +729,10 @@ class HarnessSession:
         actions={a: sum(1 for r in recorded if r.action == a) for a in RECORD_ACTIONS},
         upgraded=sum(1 for x in outcomes if x.has(FindingKind.UPGRADED)),
         other_host=other_host_passes(outcomes),
-        from_cache=(sum(self._from_cache.values())
-                    if self.compile_cache_dir() is not None else None))
+        from_cache=(self._worked("from_cache")
+                    if self.compile_cache_dir() is not None else None),
+        reader_runs=None if o.record else self._worked("reader_runs"),
+        exports_today=None if o.record else self._worked("exports_today"))
     self.report = RunReport(
         mode="record" if o.record else "update" if o.update else "replay",
         platform=o.platform,

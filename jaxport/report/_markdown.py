@@ -65,8 +65,7 @@ def _counts_line(r: RunReport) -> str:
   other = (f" ({r.summary.other_host} of the passes within tolerance on another host class "
            "than the recording one)" if r.summary.other_host else "")
   hosts = "; ".join(_text(host_line(h)) for h in r.replay_hosts)
-  cached = ("" if r.summary.from_cache is None else
-            f"; {r.summary.from_cache} executables loaded from the compile cache")
+  cached = r.summary.work_line()
   return (f"**{r.summary.replayed} entries replayed** of {r.summary.present} present: "
           + " · ".join(parts) + other + cached + (f". Replayed on: {hosts}" if hosts else ""))
 

@@ -77,8 +77,11 @@ def merge_reports(reports: Sequence[RunReport]) -> RunReport:
       drift=tuple(sorted((d for r in reports for d in r.drift), key=lambda d: order[d.entry_id])),
       session_failures=_union(r.session_failures for r in reports),
       session_warnings=_union(r.session_warnings for r in reports),
-      summary=_summary(entries, recorded, first.summary.present,
-                       _cached([r.summary.from_cache for r in reports])),
+      summary=dataclasses.replace(
+          _summary(entries, recorded, first.summary.present),
+          from_cache=_cached([r.summary.from_cache for r in reports]),
+          **{name: _counted([getattr(r.summary, name) for r in reports])
+             for name in ("reader_runs", "exports_today")}),
       release_windows=_release_windows(reports),
       shard=None,
       lowering_only_targets=_lowering_only(first.lowering_only_targets, entries),
@@ -190,10 +193,15 @@ def _cached(counts: Sequence[int | None]) -> int | None:
   return sum(kept) if kept else None
 
 
-def _summary(entries: Sequence[EntryResult], recorded: Sequence[Recorded], present: int,
-             from_cache: int | None = None) -> Summary:
+def _counted(counts: Sequence[int | None]) -> int | None:
+  """A count of the shards' work, together; None unless every shard counted it."""
+  return None if any(n is None for n in counts) else sum(counts)  # type: ignore[arg-type]
+
+
+def _summary(entries: Sequence[EntryResult], recorded: Sequence[Recorded],
+             present: int) -> Summary:
   return Summary(counts={s: sum(e.status == s for e in entries) for s in Status},
                  present=present, replayed=len(entries),
                  actions={a: sum(r.action == a for r in recorded) for a in RECORD_ACTIONS},
                  upgraded=sum(FindingKind.UPGRADED in e.kinds for e in entries),
-                 other_host=other_host_passes(entries), from_cache=from_cache)
+                 other_host=other_host_passes(entries))

@@ -501,6 +501,10 @@ LOWERING_ONLY_TARGETS_KEY = "lowering_only_targets"
 OTHER_HOST_KEY = "pass_other_host"
 # The summary key counting executables loaded from the cross-run compile cache.
 FROM_CACHE_KEY = "from_cache"
+# The summary keys counting the replay's work: readers' deserialize-and-call runs, and today's
+# exports of the entries' cases (the same in a warm run as in a cold one).
+READER_RUNS_KEY = "reader_runs"
+EXPORTS_TODAY_KEY = "exports_today"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -515,6 +519,10 @@ class Summary:
   other_host: int = 0
   # Executables loaded from the cross-run compile cache; None: the run kept no such cache.
   from_cache: int | None = None
+  # Readers' runs and today's exports done for the replayed entries; None: not counted (a
+  # report written before they were).
+  reader_runs: int | None = None
+  exports_today: int | None = None
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Summary:
@@ -526,14 +534,28 @@ class Summary:
                replayed=num("replayed"), actions={a: num(a) for a in RECORD_ACTIONS},
                upgraded=num("upgraded") if "upgraded" in d else 0,
                other_host=num(OTHER_HOST_KEY) if OTHER_HOST_KEY in d else 0,
-               from_cache=num(FROM_CACHE_KEY) if FROM_CACHE_KEY in d else None)
+               from_cache=num(FROM_CACHE_KEY) if FROM_CACHE_KEY in d else None,
+               reader_runs=num(READER_RUNS_KEY) if READER_RUNS_KEY in d else None,
+               exports_today=num(EXPORTS_TODAY_KEY) if EXPORTS_TODAY_KEY in d else None)
 
   def to_json(self) -> dict[str, Any]:
     upgraded = {"upgraded": self.upgraded} if self.upgraded else {}
     other = {OTHER_HOST_KEY: self.other_host} if self.other_host else {}
-    cached = {} if self.from_cache is None else {FROM_CACHE_KEY: self.from_cache}
+    counted = {k: v for k, v in ((FROM_CACHE_KEY, self.from_cache),
+                                 (READER_RUNS_KEY, self.reader_runs),
+                                 (EXPORTS_TODAY_KEY, self.exports_today)) if v is not None}
     return {**{str(s): n for s, n in self.counts.items()}, "present": self.present,
-            "replayed": self.replayed, **self.actions, **upgraded, **other, **cached}
+            "replayed": self.replayed, **self.actions, **upgraded, **other, **counted}
+
+  def work_line(self) -> str:
+    """What the replay did beside its verdicts, e.g. "; 12 reader runs, 6 of today's exports;
+    4 executables loaded from the compile cache" ("" where nothing was counted)."""
+    parts = []
+    if self.reader_runs is not None and self.exports_today is not None:
+      parts.append(f"{self.reader_runs} reader runs, {self.exports_today} of today's exports")
+    if self.from_cache is not None:
+      parts.append(f"{self.from_cache} executables loaded from the compile cache")
+    return "".join(f"; {p}" for p in parts)
 
 
 _TOP_KEYS = ("format", "mode", "platform", "today", "compat_window_days", "strict", "readers",

@@ -53,6 +53,8 @@ def test_runs_share_a_private_compile_cache_in_the_project_and_recompile_what_ch
   second = _replay(pytester, tmp_path / "second.json")
   assert second["summary"]["from_cache"] > 0
   assert without_cache_count(second) == without_cache_count(first)
+  # Only compilation came from the cache: both readers ran, and today's export, per entry.
+  assert (second["summary"]["reader_runs"], second["summary"]["exports_today"]) == (4, 2)
   assert [e["status"] for e in second["entries"]] == ["pass", "pass"]
 
   # The case's function changed: today's lowering is a new module, compiled and kept.
@@ -68,6 +70,7 @@ def test_runs_share_a_private_compile_cache_in_the_project_and_recompile_what_ch
   uncached = _replay(pytester, tmp_path / "uncached.json", "--compat-no-cache")
   assert "from_cache" not in uncached["summary"] and _kept(folder) == before
   assert uncached == without_cache_count(first)
+  assert (uncached["summary"]["reader_runs"], uncached["summary"]["exports_today"]) == (4, 2)
 
 
 def test_a_group_readable_cache_folder_is_closed_before_use(pytester, tmp_path):

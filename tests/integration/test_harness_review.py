@@ -123,7 +123,7 @@ def test_each_report_section_means_one_thing(tmp_path):
               for o in (drifting, xfailed)}
   # Outcomes arrive as an xdist worker sends them.
   hs.merge(json.dumps({"outcomes": {k: o.to_json() for k, o in outcomes.items()}, "recorded": {},
-                       "session_failures": [], "seconds": {}, "parts": {}, "from_cache": {},
+                       "session_failures": [], "seconds": {}, "parts": {}, "work": {},
                        "notices": []}))
   run = hs.build_report()
   report = run.to_json()
