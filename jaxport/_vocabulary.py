@@ -16,6 +16,8 @@ from typing import Any
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 # The key of targets declared stable on every platform (stable-target tables, project files).
 ANY_PLATFORM = "any"
+# The target a DisabledSafetyCheck.custom_call names to allow every custom-call target.
+ALL_TARGETS = "ALL"
 
 # Days a golden entry stays inside jaxport's compat window after its record date; older
 # entries are reported as expired (``--compat-window-days``, ``jaxport audit --window-days``).

@@ -13,12 +13,12 @@ from typing import Any
 
 from jaxport._jaxcompat import _messages as jax_messages
 from jaxport._jaxcompat import _version
+from jaxport._vocabulary import ALL_TARGETS
 from jaxport.custom_calls import _registry, _walk
 from jaxport.errors import CustomCallError, ExportError
 from jaxport.export import _mlir
 from jaxport.export._disabled_checks import DisabledSafetyCheck
 
-ALL_TARGETS = "ALL"
 _DOCS_URL = f"{jax_messages.EXPORT_PAGE}#compatibility-guarantees-for-custom-calls"
 
 # compile_args keys whose meaning export understands. A new key may change the

@@ -33,7 +33,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from jaxport.export._checks import ALL_TARGETS
+from jaxport._vocabulary import ALL_TARGETS
 from jaxport.releases._dates import parse_version
 from jaxport.releases._table import PLATFORMS, ReleaseFacts, releases as table_releases
 
