@@ -34,6 +34,16 @@ def pytester(pytester, monkeypatch):
   return pytester
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+  """With ``-n`` and no ``--dist`` of the caller's, xdist's work stealing: a worker that runs out
+  of tests takes half of another's queue, so a run of long pytester sessions beside quick unit
+  tests ends on both workers together (xdist's default hands out large chunks up front)."""
+  given = any(a == "--dist" or a.startswith("--dist=") for a in config.invocation_params.args)
+  if getattr(config.option, "numprocesses", None) and not given:
+    config.option.dist = "worksteal"
+
+
 @pytest.fixture(scope="module", params=sorted(EXPORT_APIS))
 def exporter(request):
   """``jax.export`` or ``jaxport`` (``.export``, ``.DisabledSafetyCheck``, ``.symbolic_shape``):

@@ -393,6 +393,19 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     hs.prepare(entry_id, _ahead(item, nextitem))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+  """A golden entry's replay that ended as an expected failure is reported as xfailed."""
+  report = (yield).get_result()
+  entry_id = _entry_of(item)
+  hs = _started(item.config) if entry_id is not None and call.when == "call" else None
+  if hs is not None and report.passed:
+    reason = hs.take_expected_failure(entry_id)
+    if reason is not None:
+      report.outcome = "skipped"
+      report.wasxfail = reason
+
+
 def _entry_of(item: pytest.Item | None) -> str | None:
   callspec = getattr(item, "callspec", None)
   entry_id = callspec.params.get(ENTRY_FIXTURE) if callspec is not None else None
