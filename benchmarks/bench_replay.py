@@ -87,7 +87,7 @@ def forms(blob):
     return
   yield "upgrade_envelope", enveloped
   try:
-    yield "upgrade", bytes(jaxport.serialize(jaxport.upgrade(jaxport.deserialize(enveloped))))
+    yield "upgrade", bytes(jaxport.upgrade(jaxport.deserialize(enveloped)).serialize())
   except Exception:
     return
 
