@@ -416,8 +416,18 @@ class WorkerClient:
 
   def start(self) -> None:
     """Start the worker process now unless it runs (it loads while the caller goes on)."""
+    if self._proc is not None and self._proc.poll() is not None:
+      self._died_unread()
     if self._proc is None or self._proc.poll() is not None:
       self._start()
+
+  def _died_unread(self) -> None:
+    """The worker died before its answers were read: the oldest request it took and did not
+    answer is the one it died on and keeps that failure, as reading its answer would have
+    given; the requests behind it are sent again, to a fresh worker."""
+    oldest = next((p for p in self._ahead if p.reply is None), None)
+    if oldest is not None:
+      oldest.reply = self._crashed("the worker exited", oldest, exiting=True)
 
   def send_ahead(self, request: Request, most: int = 1) -> bool:
     """Send a request the caller will make later, after those ahead already, unless it is

@@ -111,6 +111,9 @@ def killed_with_request_ahead():
   try:
     client.request(REQUEST)
     pid = client.pid
+    # Stopped first, so that it cannot answer the request sent next before it is killed (a
+    # worker whose executables are warm answers within milliseconds).
+    os.kill(pid, signal.SIGSTOP)
     client.send_ahead(REQUEST)
     os.kill(pid, signal.SIGKILL)
     yield client, pid
