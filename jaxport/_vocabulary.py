@@ -44,7 +44,7 @@ class Status(enum.StrEnum):
 class FindingKind(enum.StrEnum):
   """What one finding of an entry says; the harness's finding vocabulary, worst first.
 
-  The meaning and the status each leads to are in ``jaxport/harness/_classify.py``.
+  The meaning and the status each leads to are in ``jaxport/harness/_judge/__init__.py``.
   """
   # The entry's own files are damaged (a hash, the manifest, an array file): always fails.
   GOLDEN_DATA_ERROR = "golden_data_error"

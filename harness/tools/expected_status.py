@@ -2,7 +2,7 @@
 
     python -m harness.tools.expected_status RUN.json
 
-The judging itself is the harness's (``jaxport.harness._expectations``); the
+The table's reader is the harness's (``jaxport.harness._expectations``; the judge holds each entry to it); the
 repository names its table with ``jaxport_expectations`` in ``pyproject.toml``.
 """
 

@@ -31,12 +31,12 @@ from jaxport.harness._project import Project, ProjectTargets
 from jaxport.harness._protocol import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer, Stage,
                                        TodayResult, UpgradedRun)
 from jaxport.harness._registry import CaseRegistry
+from jaxport.harness._judge import _targets
 from jaxport._jaxcompat import _lapack as jax_lapack
-from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS, TargetVerdict
-from jaxport.custom_calls import _registry
+from jaxport._vocabulary import TargetVerdict
 from jaxport.errors import DeserializationError, UpgradeError
 from jaxport.export import _mlir
-from jaxport.export._checks import ALL_TARGETS, disabled_targets
+from jaxport.export._checks import disabled_targets
 from jaxport.golden._host import Host, current_host
 from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.upgrades import (EnvelopeRewrite, UpgradeReport, expired_reason, rewritable_targets,
@@ -409,19 +409,9 @@ class ReplayEngine:
     """Per target of a lowering-only module: stable on the platforms it was lowered for (by
     jaxport's table or the project's declarations), allowed by the module's own
     ``disabled_safety_checks`` (``allowed``; ``ALL`` allows every target), or not stable."""
-    stable = set(_registry.stable_targets(ANY_PLATFORM)) | self.targets.stable(ANY_PLATFORM)
-    for p in platforms:
-      if p in PLATFORMS:
-        stable |= _registry.stable_targets(p) | self.targets.stable(p)
-
-    def verdict(t: str) -> TargetVerdict:
-      if t in stable:
-        return TargetVerdict.STABLE
-      if t in allowed or ALL_TARGETS in allowed:
-        return TargetVerdict.ALLOWED_BY_DISABLED_CHECKS
-      return TargetVerdict.NOT_STABLE
-
-    return {t: verdict(t) for t in _lowering.targets(sigs)}
+    return {t: _targets.target_verdict(_targets.target_statuses(t, platforms, self.targets,
+                                                                allowed))
+            for t in _lowering.targets(sigs)}
 
   # --- one entry -------------------------------------------------------------------------
 

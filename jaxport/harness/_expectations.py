@@ -1,27 +1,12 @@
-"""What each (producer release, case) must do when replayed by the current build.
+"""What each (producer release, case) must do when replayed by the current build: the
+project's expectations table, and each producer release's position in jax's compat window.
 
 A project's table (``jaxport_expectations`` in its pytest configuration;
 jaxport's own is ``harness/expected_status.json``) lists the exceptions to "must
 pass": entries of a producer release that must fail, each with the reason and
 a regular expression the failure must match (a failure for any other reason
-is still a failure). Everything not listed must pass. The harness calls
-:func:`annotate` on every replay outcome, which adds the entry's position in
-jax's compat window and the verdict:
-
-  ``pass``              expected to pass, passed.
-  ``upgraded``          expected to pass, passed after ``jaxport.upgrade``
-                        rewrote custom calls today's jaxlib no longer
-                        registers (outside the window only).
-  ``expected_failure``  expected to fail, failed with the stated reason.
-  ``unexpected_failure`` expected to pass, failed.
-  ``wrong_failure``     expected to fail, but failed for another reason.
-  ``unexpected_pass``   expected to fail, passed: the table row is stale.
-  ``policy_violation``  inside the 6-month backward window yet declared or
-                        found failing: jax's policy says it must pass.
-  ``outside_forward_window`` recorded by a jax release more than three weeks
-                        newer than the consumer, and failing (to replay, or to
-                        export the case today): jax promises nothing there, so
-                        it is reported (xfail with the reason), not a failure.
+is still a failure). Everything not listed must pass. The judge
+(``jaxport.harness._judge._release``) holds each replayed entry to its row.
 
 The table also says which cases a release cannot record at all
 (``unrecordable``), so a missing entry is a known gap, not a silent one.
@@ -40,27 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from jaxport import _json
-from jaxport._vocabulary import ExpectationVerdict
 from jaxport.errors import ExpectedStatusError
 from jaxport.harness import _releases
-from jaxport._vocabulary import Finding, Subject
-from jaxport.golden._manifest import Manifest
-from jaxport.harness._verdicts import Outcome
-from jaxport.report import FindingKind, Release
 
 TABLE_FORMAT = 1
-V = ExpectationVerdict
 
 # What a row of the table expects of an entry (``Expectation.status``).
 EXPECT_PASS = "pass"
 EXPECT_FAIL = "fail"
-
-# Kinds of findings on an entry that jax.export of an older release recorded which are the
-# release difference itself: reported as producer drift, never a failure (nobody can
-# re-record with that release's lowering of today's case).
-RELEASE_DIFFERENCE_KINDS = (FindingKind.LOWERING_DRIFT, FindingKind.STALE_TARGET)
-RELEASE_SOURCE = "jax.export"
-
 
 @dataclasses.dataclass(frozen=True)
 class MatrixCell:
@@ -222,76 +194,6 @@ def load_table(path: str | Path) -> Table:
                      str(p))
 
 
-@dataclasses.dataclass(frozen=True)
-class Judgement:
-  """An outcome judged against its expectation: the verdict and why."""
-  verdict: ExpectationVerdict
-  message: str
-
-  @property
-  def ok(self) -> bool:
-    """Whether the verdict lets the run pass."""
-    return self.verdict.ok
-
-
-def judge(expectation: Expectation, failures: list[str],
-          window: _releases.WindowPosition | None, upgrade_rules: tuple[str, ...] = ()) -> Judgement:
-  """Compare an outcome (its failure messages; empty when it passed) with the expectation.
-
-  ``upgrade_rules`` names the rules ``jaxport.upgrade`` applied before the
-  entry passed (empty when it ran as recorded).
-  """
-  failed = bool(failures)
-  inside = window is not None and window.direction == "backward" and window.inside_window
-  if upgrade_rules and not failed and inside:
-    return Judgement(V.POLICY_VIOLATION,
-                     f"ran only after jaxport.upgrade (rules {', '.join(upgrade_rules)}), but "
-                     f"producer jax {window.producer} is inside the 6-month window of jax {window.consumer}, "
-                     "where jax's policy says it must run as recorded")
-  if expectation.status == EXPECT_FAIL and inside:
-    return Judgement(V.POLICY_VIOLATION,
-                     f"the table expects a failure ({expectation.reason}), but producer jax "
-                     f"{window.producer} is {window.gap_days} days older than jax {window.consumer}, "
-                     "inside the 6-month window, where jax's policy says it must pass")
-  if expectation.status == EXPECT_PASS:
-    if not failed and upgrade_rules:
-      return Judgement(V.UPGRADED,
-                       f"passed after jaxport.upgrade (rules {', '.join(upgrade_rules)})")
-    if not failed:
-      return Judgement(V.PASS, "passed as expected")
-    if inside:
-      return Judgement(V.POLICY_VIOLATION,
-                       f"failed inside the 6-month window (producer jax {window.producer}, "
-                       f"{window.gap_days} days older than jax {window.consumer}), where jax's "
-                       "policy says it must pass")
-    return Judgement(V.UNEXPECTED_FAILURE,
-                     "failed but the project's expectations table (jaxport_expectations) "
-                     "expects a pass; if this is a "
-                     "deliberate break after the compat window, add a row stating the reason")
-  if not failed:
-    return Judgement(V.UNEXPECTED_PASS,
-                     f"passed but the project's expectations table (jaxport_expectations) "
-                     f"expects a failure "
-                     f"({expectation.reason}); remove or narrow that row")
-  unexplained = [f for f in failures if re.search(expectation.match, f) is None]
-  if unexplained:
-    return Judgement(V.WRONG_FAILURE,
-                     f"failed, but not as expected: the table expects /{expectation.match}/ "
-                     f"({expectation.reason}); got: {' | '.join(unexplained)}")
-  return Judgement(V.EXPECTED_FAILURE, f"failed as expected: {expectation.reason}")
-
-
-def _forward_gap(window: _releases.WindowPosition | None) -> bool:
-  return window is not None and window.direction == "forward" and not window.inside_window
-
-
-def _outside_forward_window(window: _releases.WindowPosition) -> Judgement:
-  return Judgement(V.OUTSIDE_FORWARD_WINDOW,
-                   f"producer jax {window.producer} is {-window.gap_days} days newer than jax "
-                   f"{window.consumer}, outside jax's {_releases.FORWARD_WINDOW_DAYS}-day forward "
-                   "window: reported, not required to pass")
-
-
 @functools.cache
 def consumer_version() -> str | None:
   """The installed jax's version (read once per process)."""
@@ -317,7 +219,7 @@ def release_windows(producers: Iterable[str], today: datetime.date,
   """The report's ``release_windows``: each producer release's window position against
   ``consumer`` (the installed jax by default), for every release with a known date.
 
-  Unlike :func:`annotate` it needs no expected-status table, so a project without one
+  Unlike the judge's release verdict it needs no expected-status table, so a project without one
   still sees each release's date, age and gap."""
   consumer = consumer or consumer_version()
   out = {}
@@ -326,71 +228,6 @@ def release_windows(producers: Iterable[str], today: datetime.date,
     if window is not None:
       out[producer] = window.to_dict()
   return out
-
-
-def annotate(outcome: Outcome, manifest: Manifest, *, today: datetime.date | None = None,
-             consumer: str | None = None, table: Table) -> Outcome:
-  """``outcome`` with its release annotation (window position, expectation, verdict) and
-  the verdict applied.
-
-  An expected failure sets ``expected_failure`` (the harness then reports the
-  entry as xfail). A wrong failure or a policy violation is a
-  ``compatibility_break`` (the run fails); an unexpected pass gets the
-  ``unexpected_pass`` kind (a warning, a failure with --compat-strict).
-  """
-  today = today or datetime.date.today()
-  consumer = consumer or consumer_version()
-  producer = manifest.producer.jax
-  expectation = table.expectation(producer, manifest.case_id, consumer)
-  window = window_for(producer, consumer, today)
-  breaks = outcome.of_kind(FindingKind.COMPATIBILITY_BREAK)
-  damaged = outcome.of_kind(FindingKind.GOLDEN_DATA_ERROR)
-  cannot_export = outcome.has(FindingKind.EXPORT_ERROR)
-  if damaged:
-    # Damaged golden data is judged as an entry that must pass: no row excuses it.
-    expectation, breaks = Expectation(EXPECT_PASS), (*damaged, *breaks)
-  # Only running the artifact (a reader's failure) or exporting the case today can be
-  # excused by the forward gap; golden data errors and crashes always count.
-  reader_failures_only = all(f.reader is not None for f in breaks)
-  # A row of the table is stricter than the forward gap: its message must match.
-  judgement = (_outside_forward_window(window)
-               if _forward_gap(window) and (breaks or cannot_export) and reader_failures_only
-               and expectation.status == EXPECT_PASS
-               else judge(expectation, [f.text for f in breaks], window, outcome.upgrade_rules))
-  release = Release.from_json({
-      "producer": producer,
-      "consumer": consumer,
-      "window": None if window is None else window.to_dict(),
-      "expected": expectation.status,
-      "reason": expectation.reason,
-      "verdict": str(judgement.verdict),
-      "policy_ok": judgement.verdict is not V.POLICY_VIOLATION,
-      "upgrade_rules": list(outcome.upgrade_rules),
-  }, f"{outcome.entry_id}: release")
-  findings = list(outcome.findings)
-  expected_failure = outcome.expected_failure
-  if judgement.verdict is V.EXPECTED_FAILURE:
-    expected_failure = expectation.reason
-  elif judgement.verdict is V.OUTSIDE_FORWARD_WINDOW:
-    expected_failure = judgement.message
-    findings = [_producer_drift(f, (FindingKind.EXPORT_ERROR,)) for f in findings]
-  elif judgement.verdict is V.UNEXPECTED_PASS:
-    if not outcome.has(FindingKind.UNEXPECTED_PASS):
-      findings.append(Finding(FindingKind.UNEXPECTED_PASS, Subject.EXPECTATION, judgement.message))
-  elif not judgement.ok:
-    expected_failure = None
-    if not damaged:  # damaged data says so itself, and fails on its own
-      findings.append(Finding(FindingKind.COMPATIBILITY_BREAK, Subject.EXPECTATION,
-                              f"{judgement.verdict}: {judgement.message}"))
-  imported = manifest.imported_from
-  if imported is not None and imported.source == RELEASE_SOURCE and producer != consumer:
-    findings = [_producer_drift(f, RELEASE_DIFFERENCE_KINDS) for f in findings]
-  return outcome.replace(release=release, findings=tuple(findings),
-                         expected_failure=expected_failure)
-
-
-def _producer_drift(finding: Finding, kinds) -> Finding:
-  return finding.rekinded(FindingKind.PRODUCER_DRIFT) if finding.kind in kinds else finding
 
 
 def window_rows(report: dict[str, Any]) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 A request says everything its answer must contain: which readers replay the entry, whether
 today's lowering is compared, whether the blob's features are wanted and for what. The
-judge (``jaxport.harness._classify``) holds the answer to that list, so an answer that leaves
+judge (``jaxport.harness._judge``) holds the answer to that list, so an answer that leaves
 out a part it was asked for fails the entry instead of passing by omission.
 
 On the wire a request is one JSON object with its ``op`` and the ``request_id`` the client

@@ -25,11 +25,12 @@ import pytest
 
 from jaxport import _limits
 from jaxport._vocabulary import RecordAction
-from jaxport.errors import GoldenDataError, HarnessWarning, JaxportError
+from jaxport.errors import GoldenDataError, HarnessWarning
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE, SHARDINGS_FILE, Manifest
 from jaxport.golden._store import GoldenStore
-from jaxport.harness import _classify, _devices, _jax_corpus, _update
+from jaxport.harness import _devices, _jax_corpus, _update
+from jaxport.harness._judge import _entry as _judge
 from jaxport.harness import _coverage as coverage
 from jaxport.harness import _expectations as expected_status
 from jaxport.harness import _reference as _api
@@ -38,8 +39,7 @@ from jaxport.harness._project import OnChange, Project
 from jaxport.harness._registry import CaseRegistry
 from jaxport.harness._shard import Shard, costs_json
 from jaxport.harness._verdicts import Outcome
-from jaxport.releases import ArtifactFeatures, runs_on
-from jaxport.releases import releases as table_releases
+from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.report import (
     DRIFT_KINDS, CorpusImport, DriftItem, EntryResult, FindingKind, Recorded, RunReport, ShardRef,
     Skip, Status, Summary, Updated, Window, write_report)
@@ -146,6 +146,7 @@ class HarnessSession:
     self._cache_dir: Path | None = None
     self._updates: list[_update.Update] = []
     self._newest_ids: dict[str, str] | None = None
+    self._context: _judge.RunContext | None = None
     # What a worker said about itself (a memo in front of jax that stays off), each once.
     self._notices: list[str] = []
     self.report: RunReport | None = None
@@ -317,7 +318,7 @@ class HarnessSession:
       num_devices = self._devices_needed(entry_id)
       manifest = self._manifest(entry_id)
     except GoldenDataError as e:
-      outcome = _classify.unreadable(entry_id, e)
+      outcome = _judge.judge_unreadable(entry_id, e, self._run_context(), newest=newest)
     else:
       request, not_run = self._replay_request(entry_id, manifest)
       self._output = {}
@@ -334,23 +335,9 @@ class HarnessSession:
         self._work[entry_id] = {"from_cache": answer.from_cache,
                                 "reader_runs": len(answer.readers),
                                 "exports_today": int(answer.today is not None)}
-      outcome = _classify.classify(answer, request, entry_id=entry_id, manifest=manifest,
-                                   today=self.options.today,
-                                   window_days=self.options.compat_window_days,
-                                   numerics_skipped=not_run, newest=newest)
-      if self.project.expectations is not None:
-        # Producer-release expectations and the jax compat window (the project's table).
-        outcome = expected_status.annotate(
-            outcome, manifest, today=self.options.today,
-            table=expected_status.load_table(self.project.expectations))
-      outcome = self._check_min_consumer(outcome, answer, request, manifest)
-    if self.options.update:
-      status = _update.status_when_updating(outcome, self.options.strict)
-    else:
-      status = _classify.status(
-          outcome, self.options.strict,
-          changes_fail=self.project.on_change is OnChange.FAIL and newest, superseded=not newest)
-    outcome = outcome.replace(status=status)
+      outcome = _judge.judge(entry_id, answer, request, _judge.EntryContext(
+          manifest, newest=newest, min_consumer=self._min_consumer(manifest),
+          numerics_skipped=not_run), self._run_context())
     self._outcomes[entry_id] = outcome
     return outcome
 
@@ -396,37 +383,21 @@ class HarnessSession:
       return wrong_kind(kind, answer)
     return answer
 
+  def _run_context(self) -> _judge.RunContext:
+    """What every entry of this run is judged against (made once)."""
+    if self._context is None:
+      o, project = self.options, self.project
+      self._context = _judge.RunContext(
+          today=o.today, window_days=o.compat_window_days, consumer=installed_jax_version(),
+          strict=o.strict, updating=o.update, changes_fail=project.on_change is OnChange.FAIL,
+          expectations=(None if project.expectations is None
+                        else expected_status.load_table(project.expectations)),
+          project_targets=project.targets)
+    return self._context
+
   def _min_consumer(self, manifest: Manifest) -> str | None:
     case = self.case_facts().case(manifest.case_id)
     return manifest.min_consumer or (case.min_consumer if case is not None else None)
-
-  def _check_min_consumer(self, outcome: Outcome, answer: ReplayAnswer | WorkerFailure,
-                          request: ReplayRequest, manifest: Manifest) -> Outcome:
-    """``outcome`` with the releases the entry runs on (computed from the release table and the
-    features the worker read from its blob, for the report) and a ``below_min_consumer``
-    finding when that range leaves out the oldest consumer its manifest or its case declares.
-    Releases wanted for the report only and not computed are a skip line naming why; for a
-    min_consumer, the failure names why."""
-    if request.features is None or not isinstance(answer, ReplayAnswer):
-      return outcome
-    range_, why = None, answer.features_error
-    if answer.features is not None:
-      try:
-        range_ = runs_on(ArtifactFeatures.from_dict(answer.features),
-                         project_targets=self.project.targets.stable(manifest.platform))
-      except (ValueError, JaxportError) as e:
-        why = str(e)
-    if range_ is not None:
-      outcome = outcome.replace(runs_on=dict(range_.releases))
-    if request.features is FeaturesWanted.REPORT:
-      if range_ is None and why is not None:
-        outcome = outcome.replace(skips=outcome.skips + (
-            f"the releases the entry runs on are not computed: {why}",))
-      return outcome
-    measured = tuple(f.version for f in table_releases() if f.measured)
-    found = _classify.min_consumer_findings(self._min_consumer(manifest), manifest.platform,
-                                            range_, measured, manifest.producer.jax, why=why)
-    return outcome.replace(findings=outcome.findings + tuple(found)) if found else outcome
 
   def _replay_cold(self, request: ReplayRequest,
                    num_devices: int) -> ReplayAnswer | WorkerFailure:

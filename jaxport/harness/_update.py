@@ -23,9 +23,9 @@ from jaxport.golden._entry_id import EntryId
 from jaxport._vocabulary import RecordAction, Subject
 from jaxport.golden._manifest import Manifest
 from jaxport.golden._store import entry_sort_key
-from jaxport.harness import _classify
+from jaxport.harness._judge._status import CHANGE_KINDS
 from jaxport.harness._verdicts import Outcome
-from jaxport.report import FindingKind, PlatformTargets, Skip, Status, Targets
+from jaxport.report import FindingKind, PlatformTargets, Skip, Targets
 
 # The flag that records a new entry for each changed case.
 UPDATE_FLAG = "--compat-update"
@@ -140,20 +140,9 @@ def changed_cases(outcomes: Mapping[str, Outcome], present: Iterable[str],
         out.append(CaseChange(case_id, None))
       continue
     outcome = outcomes.get(entry_id)
-    if outcome is not None and set(outcome.kinds) & _classify.CHANGE_KINDS:
+    if outcome is not None and set(outcome.kinds) & CHANGE_KINDS:
       out.append(CaseChange.from_outcome(outcome))
   return out
-
-
-def status_when_updating(outcome: Outcome, strict: bool) -> Status:
-  """An entry's status in an update run: its changes are being recorded, so they do not fail
-  it (``warn`` says the entry differs from today's function); everything else counts as usual."""
-  others = outcome.replace(findings=tuple(f for f in outcome.findings
-                                          if f.kind not in _classify.CHANGE_KINDS))
-  status = _classify.status(others, strict)
-  if set(outcome.kinds) & _classify.CHANGE_KINDS and status in (Status.PASS, Status.DRIFT):
-    return Status.WARN
-  return status
 
 
 def change_hint(outcome: Outcome, updating: bool, newest: bool) -> str:
@@ -169,7 +158,7 @@ def change_hint(outcome: Outcome, updating: bool, newest: bool) -> str:
             "Find what broke (the message above names the reader and the stage), then pin the "
             "jax your consumers run or ship new artifacts; a break the project accepts goes in "
             "its expectations table (jaxport_expectations) as an expected failure")
-  if not set(outcome.kinds) & _classify.CHANGE_KINDS:
+  if not set(outcome.kinds) & CHANGE_KINDS:
     return ""
   if not newest:
     return (f"\ncase {case_id} has a newer entry; this older one differs from today's function "

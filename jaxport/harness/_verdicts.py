@@ -1,8 +1,7 @@
 """The harness's verdict on one entry as typed records: findings and the outcome.
 
-Classification (``_classify.classify``), the release annotation
-(``_expectations.annotate``) and the status (``_classify.status``) are pure
-steps from one :class:`Outcome` to the next. Outcomes cross process boundaries
+The judge (``jaxport.harness._judge``) builds an entry's :class:`Outcome` from the
+worker's answer and gives it its status; nothing else makes or changes one. Outcomes cross process boundaries
 (xdist workers to the controller) as :meth:`Outcome.to_json`; the compat report
 keeps the shape ``jaxport.report`` reads (:meth:`Outcome.report_entry`): each finding as a
 record (``findings``) and as the text ``"[kind] message"`` (``messages``).
@@ -29,7 +28,7 @@ class Outcome:
   ``skips`` say what was not checked for the entry and why; ``release`` is the
   producer-release annotation of a project with an expectations table;
   ``expected_failure`` the reason an expected failure is excused; ``status``
-  is None until :func:`jaxport.harness._classify.status` sets it.
+  is None until the judge sets it.
   """
 
   entry_id: str

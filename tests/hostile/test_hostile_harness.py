@@ -19,7 +19,7 @@ import pytest
 
 from _build import REAL_ENTRIES, copy_entry, loops_forever, npz_bomb, replace_files, write_entry
 from _sandbox import CHILD_TIME_LIMIT_S, ROOT
-from jaxport.harness import _classify
+import _judging as judging
 from jaxport.errors import SettingsError
 from jaxport.harness import _settings
 from jaxport.harness._requests import ReplayRequest
@@ -206,9 +206,9 @@ def test_an_entry_dated_in_the_future_is_a_finding_that_fails_when_strict(strict
       today=TodayResult(available=False, reason="not a registered case"), host=None,
       seconds=0.0, timings={})
   asked = ReplayRequest(str(ROOT / "compat_data"), REAL_ENTRIES[0], ("jaxport",))
-  outcome = _classify.classify(answer, asked, entry_id=REAL_ENTRIES[0],
+  outcome = judging.findings(answer, asked, entry_id=REAL_ENTRIES[0],
                                manifest=_replayed_manifest(datetime.date(2099, 1, 1)),
                                today=today, window_days=180)
   assert FindingKind.FUTURE_DATE in outcome.kinds
   assert any("days after today (2026-12-01)" in m for m in outcome.messages)
-  assert _classify.status(outcome, strict) == status
+  assert judging.status(outcome, strict) == status

@@ -13,7 +13,8 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 import jaxport  # noqa: E402
-from jaxport.harness import _classify, _corpus, _engine, _jax_corpus, checkers  # noqa: E402
+import _judging as judging  # noqa: E402
+from jaxport.harness import _corpus, _engine, _jax_corpus, checkers  # noqa: E402
 from jaxport.harness import _reference as _api  # noqa: E402
 from jaxport.harness._requests import ReplayRequest  # noqa: E402
 from jaxport.report import FindingKind  # noqa: E402
@@ -80,7 +81,7 @@ def test_an_imported_cuda_dataset_is_compared_with_the_matching_case_lowering_on
   assert all(r.target_verdicts == {"cusolver_potrf_ffi": "stable"} for r in answer.readers)
   assert answer.today.matched_case == "cuda_cholesky_f32"
   asked = ReplayRequest(str(tmp_path), entry.entry_id, tuple(_api.readers()))
-  outcome = _classify.classify(answer, asked, entry_id=entry.entry_id, manifest=m,
+  outcome = judging.findings(answer, asked, entry_id=entry.entry_id, manifest=m,
                                today=m.record_date, window_days=180)
   assert outcome.target_verdicts == {"cusolver_potrf_ffi": "stable"}
   assert outcome.platforms == ("cuda",) and outcome.matched_case == "cuda_cholesky_f32"

@@ -91,7 +91,7 @@ def test_an_entry_of_a_removed_target_replays_as_upgraded_and_the_summary_counts
 def test_each_report_section_means_one_thing(tmp_path):
   from jaxport.golden._host import Host
   from jaxport.golden._manifest import Comparison, Manifest, Producer
-  from jaxport.harness import _classify
+  import _judging as judging
   from jaxport.harness._protocol import Numerics, ReaderResult, ReplayAnswer, Stage, TodayResult
   from jaxport.harness._requests import ReplayRequest
   from jaxport.report import FindingKind
@@ -99,7 +99,7 @@ def test_each_report_section_means_one_thing(tmp_path):
   host = {"cpu_vendor": "V", "cpu_model": "M", "cpu_flags": ["avx2"], "jaxlib": "0.10.2",
           "xla_flags": ""}
   # Recorded and replayed on one host class: within tolerance but not bitwise is drift.
-  drifting = _classify.classify(
+  drifting = judging.findings(
       ReplayAnswer(readers=(ReaderResult("jax", Stage.COMPARE,
                                          numerics=Numerics(ok=True, exact=False,
                                                            max_abs_err=1e-7)),),
@@ -119,7 +119,7 @@ def test_each_report_section_means_one_thing(tmp_path):
   assert set(drifting.kinds) == {FindingKind.NUMERICS_DRIFT, FindingKind.EXPIRED}
   xfailed = drifting.replace(entry_id="cpu/f/xfailed/2026-11-01_jax-0.4.30", findings=(),
                              skips=(), expected_failure="removed target")
-  outcomes = {o.entry_id: o.replace(status=_classify.status(o, strict=False))
+  outcomes = {o.entry_id: o.replace(status=judging.status(o, strict=False))
               for o in (drifting, xfailed)}
   # Outcomes arrive as an xdist worker sends them.
   hs.merge(json.dumps({"outcomes": {k: o.to_json() for k, o in outcomes.items()}, "recorded": {},

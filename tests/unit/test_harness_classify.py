@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from jaxport.harness import _classify, _coverage as coverage  # noqa: E402
+from jaxport.harness import _coverage as coverage  # noqa: E402
+import _judging as judging  # noqa: E402
 from jaxport.report import _coverage as run_coverage  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from _harness_paths import repo_project  # noqa: E402
@@ -71,13 +72,13 @@ def _classify_answer(answer, manifest=None, window=180):
   asked = ReplayRequest("compat_data", entry_id,
                         tuple(getattr(r, "reader", r) for r in answered),
                         current=getattr(answer, "today", True) is not None)
-  return _classify.classify(answer, asked, entry_id=entry_id,
+  return judging.findings(answer, asked, entry_id=entry_id,
                             manifest=manifest or _manifest(), today=TODAY, window_days=window)
 
 
 def test_clean_replay_passes_with_days_to_expiry():
   out = _classify_answer(_answer())
-  assert out.kinds == () and _classify.status(out, strict=True) is Status.PASS
+  assert out.kinds == () and judging.status(out, strict=True) is Status.PASS
   assert out.days_to_expiry == 180 - 31
   assert out.current_targets == ("lapack_spotrf_ffi",)
 
@@ -90,7 +91,7 @@ def test_one_reader_failing_is_a_break_naming_the_reader():
   assert out.kinds == (K.COMPATIBILITY_BREAK,)
   assert out.messages == ("[compatibility_break] jax reader: output 0: 3 of 16 differ",)
   assert out.findings[0].reader == "jax"
-  assert _classify.status(out, strict=False) is Status.FAIL
+  assert judging.status(out, strict=False) is Status.FAIL
 
 
 def test_deserialize_error_is_a_break():
@@ -109,7 +110,7 @@ def test_within_tolerance_difference_on_the_recording_host_class_is_numerics_dri
   out = _classify_answer(answer, _manifest(host=HOST))
   assert out.kinds == (K.NUMERICS_DRIFT,)
   assert "recording host's class" in out.messages[0]
-  assert _classify.status(out, strict=True) is Status.DRIFT
+  assert judging.status(out, strict=True) is Status.DRIFT
 
 
 def test_within_tolerance_difference_on_another_host_class_is_a_pass_with_the_reason():
@@ -120,7 +121,7 @@ def test_within_tolerance_difference_on_another_host_class_is_a_pass_with_the_re
   assert out.kinds == (K.NUMERICS_OTHER_HOST,) and len(out.findings) == 2
   assert all("bitwise equality was not expected" in m and "cpu_flags" in m for m in out.messages)
   assert out.messages[1].startswith("[numerics_other_host] current lowering: ")
-  assert _classify.status(out, strict=True) is Status.PASS
+  assert judging.status(out, strict=True) is Status.PASS
 
 
 def test_an_unknown_host_on_either_side_is_never_numerics_drift():
@@ -133,7 +134,7 @@ def test_an_unknown_host_on_either_side_is_never_numerics_drift():
     out = _classify_answer(answer, manifest)
     assert out.kinds == (K.NUMERICS_OTHER_HOST,), (manifest, host)
     assert why in out.messages[0]
-    assert _classify.status(out, strict=True) is Status.PASS
+    assert judging.status(out, strict=True) is Status.PASS
 
 
 def test_bitwise_equal_results_have_no_host_finding():
@@ -145,8 +146,8 @@ def test_signature_change_is_lowering_drift_and_fails_only_when_strict():
   answer = _answer(signature_diff=("target lapack_spotrf_ffi changed signature: ...",))
   out = _classify_answer(answer)
   assert out.kinds == (K.LOWERING_DRIFT,)
-  assert _classify.status(out, strict=False) is Status.WARN
-  assert _classify.status(out, strict=True) is Status.FAIL
+  assert judging.status(out, strict=False) is Status.WARN
+  assert judging.status(out, strict=True) is Status.FAIL
 
 
 def test_signature_change_breaks_a_lowering_only_entry():
@@ -169,7 +170,7 @@ def test_a_signature_change_of_another_releases_entry_is_producer_drift_naming_b
     (drift,) = out.findings
     assert f"recorded by jax {OTHER_JAX}, lowered today by jax {THIS_JAX}" in drift.message
     assert drift.detail == line
-    assert _classify.status(out, strict=True) is Status.PASS
+    assert judging.status(out, strict=True) is Status.PASS
 
 
 def test_a_signature_change_of_another_releases_entry_whose_results_moved_is_the_functions():
@@ -185,14 +186,14 @@ def test_target_no_longer_emitted_is_stale():
                                    "lowering",))
   out = _classify_answer(answer)
   assert set(out.kinds) == {K.STALE_TARGET, K.LOWERING_DRIFT}
-  assert _classify.status(out, strict=False) is Status.WARN
+  assert judging.status(out, strict=False) is Status.WARN
 
 
 def test_expired_entry_warns_and_fails_when_strict():
   out = _classify_answer(_answer(), _manifest(record_date="2025-01-01"))
   assert out.days_to_expiry < 0 and out.kinds == (K.EXPIRED,)
   assert "days past the 180-day compat window" in out.messages[0]
-  assert _classify.status(out, strict=True) is Status.FAIL
+  assert judging.status(out, strict=True) is Status.FAIL
 
 
 def test_a_crash_is_a_break_and_damaged_golden_data_a_golden_data_error():
@@ -205,7 +206,7 @@ def test_a_crash_is_a_break_and_damaged_golden_data_a_golden_data_error():
   assert "exit code 3" in silent.messages[0] and "it wrote nothing to stderr" in silent.messages[0]
   out = _classify_answer(WorkerFailure(FailureKind.GOLDEN_DATA, "exported.bin: sha256 mismatch"))
   assert out.kinds == (K.GOLDEN_DATA_ERROR,) and "sha256 mismatch" in out.messages[0]
-  assert _classify.status(out, strict=False) is Status.FAIL
+  assert judging.status(out, strict=False) is Status.FAIL
 
 
 def test_removed_case_is_in_the_skip_ledger():
@@ -236,7 +237,7 @@ def test_an_entry_that_ran_after_upgrade_passes_with_the_rules_in_the_message():
   out = _classify_answer(_answer([_reader("jaxport", upgraded=up), _reader("jax", upgraded=up)]))
   assert out.kinds == (K.UPGRADED,) and out.upgrade_rules == ("potrf",)
   assert all("rules potrf" in m and "No registered implementation" in m for m in out.messages)
-  assert _classify.status(out, strict=True) is Status.PASS
+  assert judging.status(out, strict=True) is Status.PASS
 
 
 def test_a_refused_upgrade_stays_a_break_and_says_why():
@@ -252,7 +253,7 @@ def test_an_outcome_crosses_the_process_boundary_unchanged():
   out = _classify_answer(_answer([_reader("jaxport", upgraded=up),
                                   _reader("jax", exact=False, max_abs_err=1e-7)],
                                  signature_diff=("target t changed signature: ...",)))
-  out = out.replace(status=_classify.status(out, strict=False))
+  out = out.replace(status=judging.status(out, strict=False))
   assert Outcome.from_json(json.loads(json.dumps(out.to_json()))) == out
   assert out.findings[0] == Finding(K.UPGRADED, Subject.READER, out.findings[0].message, "jaxport")
 
@@ -260,7 +261,7 @@ def test_an_outcome_crosses_the_process_boundary_unchanged():
 def test_the_report_entry_is_what_the_report_reader_reads_back():
   from jaxport.report import EntryResult
   out = _classify_answer(_answer([_reader("jaxport"), _reader("jax", ok=False, problems=["bad"])]))
-  out = out.replace(status=_classify.status(out, strict=False))
+  out = out.replace(status=judging.status(out, strict=False))
   entry = EntryResult.from_json(out.report_entry(), "entry")
   assert entry.status is Status.FAIL and entry.kinds == ("compatibility_break",)
   assert entry.findings == out.findings
@@ -280,7 +281,7 @@ def test_an_outcome_read_back_from_its_report_entry_is_unchanged():
   from jaxport.report import EntryResult
   out = _classify_answer(_answer([_reader("jaxport"), _reader("jax", ok=False, problems=["bad"])]),
                          _manifest(lowering_only=False))
-  out = out.replace(status=_classify.status(out, strict=False))
+  out = out.replace(status=judging.status(out, strict=False))
   back = Outcome.from_report_entry(EntryResult.from_json(out.report_entry(), "entry"))
   assert back == out and back.findings[0].reader == "jax"
 
@@ -288,8 +289,8 @@ def test_an_outcome_read_back_from_its_report_entry_is_unchanged():
 def test_a_superseded_entrys_difference_from_today_warns_even_when_strict():
   answer = _answer(signature_diff=("target lapack_spotrf_ffi changed signature: ...",))
   out = _classify_answer(answer)
-  assert _classify.status(out, strict=True, superseded=True) is Status.WARN
-  assert _classify.status(out, strict=True, superseded=False) is Status.FAIL
+  assert judging.status(out, strict=True, superseded=True) is Status.WARN
+  assert judging.status(out, strict=True, superseded=False) is Status.FAIL
   expired = _classify_answer(_answer(), window=10)
   assert K.EXPIRED in expired.kinds
-  assert _classify.status(expired, strict=True, superseded=True) is Status.FAIL
+  assert judging.status(expired, strict=True, superseded=True) is Status.FAIL

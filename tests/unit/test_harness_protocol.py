@@ -10,7 +10,7 @@ import pytest
 
 from jaxport._vocabulary import FindingKind, Status, Subject
 from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
-from jaxport.harness import _classify
+import _judging as judging
 from jaxport.errors import WorkerAnswerError
 from jaxport.harness._protocol import (ArtifactsAnswer, CaseFacts, FailureKind, Numerics,
                                        ProjectCases, ReaderResult, RecordAnswer, ReplayAnswer,
@@ -52,9 +52,9 @@ def _passing() -> ReplayAnswer:
 
 def _verdict(line: str, strict: bool = True) -> tuple[Status, tuple[str, ...]]:
   answer = read_answer(line).answer
-  outcome = _classify.classify(answer, REQUEST, entry_id=ENTRY_ID, manifest=_manifest(), today=TODAY,
+  outcome = judging.findings(answer, REQUEST, entry_id=ENTRY_ID, manifest=_manifest(), today=TODAY,
                                window_days=180)
-  return _classify.status(outcome, strict=strict), outcome.messages
+  return judging.status(outcome, strict=strict), outcome.messages
 
 
 def _wire(answer=None) -> dict:
@@ -148,10 +148,10 @@ def test_a_failure_answer_classifies_by_its_kind():
            FailureKind.HARNESS: (FindingKind.COMPATIBILITY_BREAK, Subject.WORKER),
            FailureKind.MALFORMED_ANSWER: (FindingKind.COMPATIBILITY_BREAK, Subject.WORKER)}
   for kind, (finding_kind, subject) in cases.items():
-    outcome = _classify.classify(WorkerFailure(kind, "why"), REQUEST, entry_id=ENTRY_ID,
+    outcome = judging.findings(WorkerFailure(kind, "why"), REQUEST, entry_id=ENTRY_ID,
                                  manifest=_manifest(), today=TODAY, window_days=180)
     assert [(f.kind, f.subject) for f in outcome.findings] == [(finding_kind, subject)], kind
-    assert _classify.status(outcome, strict=False) is Status.FAIL
+    assert judging.status(outcome, strict=False) is Status.FAIL
 
 
 def test_findings_carry_their_subject():
@@ -160,7 +160,7 @@ def test_findings_carry_their_subject():
                ReaderResult("jax", Stage.COMPARE, numerics=Numerics(True, True, 0.0))),
       today=TodayResult(available=True, targets=(), signature_diff=("target x: removed",)),
       host=None, seconds=0.0, timings={})
-  outcome = _classify.classify(answer, REQUEST, entry_id=ENTRY_ID, manifest=_manifest(),
+  outcome = judging.findings(answer, REQUEST, entry_id=ENTRY_ID, manifest=_manifest(),
                                today=datetime.date(2027, 1, 1), window_days=180)
   subjects = {(f.kind, f.subject) for f in outcome.findings}
   assert (FindingKind.COMPATIBILITY_BREAK, Subject.READER) in subjects
@@ -233,9 +233,9 @@ INCOMPLETE = {
 @pytest.mark.parametrize("name", sorted(INCOMPLETE))
 def test_a_well_formed_answer_that_leaves_out_a_judgement_fails(name):
   answer = INCOMPLETE[name](_passing())
-  outcome = _classify.classify(answer, REQUEST, entry_id=ENTRY_ID, manifest=_manifest(),
+  outcome = judging.findings(answer, REQUEST, entry_id=ENTRY_ID, manifest=_manifest(),
                                today=TODAY, window_days=180)
-  assert _classify.status(outcome, strict=False) is Status.FAIL, outcome.messages
+  assert judging.status(outcome, strict=False) is Status.FAIL, outcome.messages
   assert any(f.subject is Subject.WORKER and "incomplete" in f.message
              for f in outcome.findings), outcome.messages
 
@@ -246,6 +246,6 @@ def test_a_lowering_only_entry_is_complete_at_the_module_stage():
                            ReaderResult("jax", Stage.MODULE, target_verdicts={})),
       today=TodayResult(available=True, targets=("lapack_spotrf_ffi",)))
   manifest = dataclasses.replace(_manifest(), lowering_only=True)
-  outcome = _classify.classify(answer, REQUEST, entry_id=ENTRY_ID, manifest=manifest,
+  outcome = judging.findings(answer, REQUEST, entry_id=ENTRY_ID, manifest=manifest,
                                today=TODAY, window_days=180)
-  assert _classify.status(outcome, strict=True) is Status.PASS, outcome.messages
+  assert judging.status(outcome, strict=True) is Status.PASS, outcome.messages

@@ -2,6 +2,7 @@
 
 import pytest
 
+import _judging as judging
 from jaxport.harness import _update
 from jaxport._vocabulary import RecordAction
 from jaxport.harness._update import CaseChange, Update
@@ -77,7 +78,7 @@ def test_what_changed_names_targets_added_and_removed_and_the_signature_lines():
     ((), True, Status.PASS),
 ])
 def test_in_an_update_run_changes_do_not_fail_but_everything_else_counts(kinds, strict, status):
-  assert _update.status_when_updating(outcome(NEW, *kinds), strict) == status
+  assert judging.status(outcome(NEW, *kinds), strict, updating=True) == status
 
 
 def test_entries_recorded_by_the_update_settle_coverage_and_missing_cases():

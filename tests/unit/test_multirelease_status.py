@@ -14,7 +14,10 @@ if str(ROOT) not in sys.path:
 from harness.tools import release_cases  # noqa: E402
 from harness.tools import expected_status  # noqa: E402
 from jaxport.harness import _releases  # noqa: E402
-from jaxport.harness._expectations import Expectation, judge, parse_table  # noqa: E402
+from jaxport.harness._expectations import Expectation, parse_table  # noqa: E402
+from jaxport.harness._judge import _release  # noqa: E402
+import _judging as judging  # noqa: E402
+from jaxport.harness._judge._release import expectation_judgement  # noqa: E402
 from jaxport._vocabulary import Subject as S  # noqa: E402
 from jaxport.golden._manifest import Comparison, ImportSource, Manifest, Producer  # noqa: E402
 from jaxport.harness._verdicts import Outcome  # noqa: E402
@@ -96,16 +99,16 @@ def test_judge_every_verdict():
   ok = Expectation("pass")
   removed = _break("No registered implementation for custom call to lapack_spotrf for Host").text
   old, recent = _window("0.5.3"), _window("0.10.0")
-  assert judge(ok, [], recent).verdict == "pass"
-  assert judge(fail, [removed, removed], old).verdict == "expected_failure"
-  assert judge(fail, [removed, _break("Wrong number of arguments").text], old).verdict == "wrong_failure"
-  assert judge(fail, [], old).verdict == "unexpected_pass"
-  assert judge(ok, [removed], old).verdict == "unexpected_failure"
+  assert expectation_judgement(ok, [], recent).verdict == "pass"
+  assert expectation_judgement(fail, [removed, removed], old).verdict == "expected_failure"
+  assert expectation_judgement(fail, [removed, _break("Wrong number of arguments").text], old).verdict == "wrong_failure"
+  assert expectation_judgement(fail, [], old).verdict == "unexpected_pass"
+  assert expectation_judgement(ok, [removed], old).verdict == "unexpected_failure"
   # Inside the 6-month window a failure, or a row expecting one, breaks the policy.
-  assert judge(ok, [removed], recent).verdict == "policy_violation"
-  assert judge(fail, [removed], recent).verdict == "policy_violation"
+  assert expectation_judgement(ok, [removed], recent).verdict == "policy_violation"
+  assert expectation_judgement(fail, [removed], recent).verdict == "policy_violation"
   # Unknown release dates (a pre-release consumer) cannot be judged against the window.
-  assert judge(ok, [removed], None).verdict == "unexpected_failure"
+  assert expectation_judgement(ok, [removed], None).verdict == "unexpected_failure"
 
 
 def _outcome(*findings, **more):
@@ -127,7 +130,7 @@ def test_annotate_marks_expected_failures_and_keeps_window_facts():
   table = parse_table(_table(expected_failures=[
       {"producer": "0.5.3", "case": "c1", "reason": "operands changed in 0.6", "match": "Wrong number"}]))
   drift = Finding(K.LOWERING_DRIFT, S.TODAY, "current lowering: target changed signature")
-  out = expected_status.annotate(
+  out = judging.annotate(
       _outcome(_break("Wrong number of arguments"), drift),
       _manifest("0.5.3"), today=TODAY, consumer="0.10.2", table=table)
   assert out.expected_failure == "operands changed in 0.6"
@@ -142,18 +145,18 @@ def test_annotate_marks_expected_failures_and_keeps_window_facts():
 def test_annotate_turns_a_stale_row_into_unexpected_pass_and_a_wrong_failure_into_a_break():
   table = parse_table(_table(expected_failures=[
       {"producer": "0.5.3", "case": "c1", "reason": "operands changed in 0.6", "match": "Wrong number"}]))
-  passed = expected_status.annotate(_outcome(), _manifest("0.5.3"), today=TODAY,
+  passed = judging.annotate(_outcome(), _manifest("0.5.3"), today=TODAY,
                                     consumer="0.10.2", table=table)
   assert K.UNEXPECTED_PASS in passed.kinds and passed.expected_failure is None
   wrong = _outcome(_break("segfault"), expected_failure="set by another rule reader")
-  wrong = expected_status.annotate(wrong, _manifest("0.5.3"), today=TODAY, consumer="0.10.2",
+  wrong = judging.annotate(wrong, _manifest("0.5.3"), today=TODAY, consumer="0.10.2",
                                    table=table)
   assert wrong.expected_failure is None and wrong.release.verdict == "wrong_failure"
   assert K.COMPATIBILITY_BREAK in wrong.kinds
 
 
 def test_annotate_leaves_jaxport_entries_drift_alone():
-  out = expected_status.annotate(
+  out = judging.annotate(
       _outcome(Finding(K.LOWERING_DRIFT, S.TODAY, "x")), _manifest("0.10.2", source="x"),
       today=TODAY, consumer="0.10.2", table=parse_table(_table()))
   assert out.kinds == (K.LOWERING_DRIFT,) and out.release.verdict == "pass"
@@ -181,7 +184,7 @@ def _recorded():
   found = set()
   for manifest in (ROOT / "compat_data" / "cpu").glob("*/release_*/*/manifest.json"):
     m = json.loads(manifest.read_text())
-    if (m.get("imported_from") or {}).get("source") == expected_status.RELEASE_SOURCE:
+    if (m.get("imported_from") or {}).get("source") == _release.RELEASE_SOURCE:
       found.add((m["producer"]["jax"], m["case_id"]))
   return found
 
@@ -218,8 +221,7 @@ def test_every_release_recorded_every_case_it_can_express():
 
 
 def test_a_newer_producer_outside_the_forward_window_is_reported_not_failed():
-  from jaxport.harness import _classify
-  outcome = expected_status.annotate(
+  outcome = judging.annotate(
       _outcome(_break("Side-effect ops cannot be replicated"),
                Finding(K.EXPORT_ERROR, S.TODAY, "the case cannot be exported today: boom")),
       _manifest("0.10.2", source="x"), today=TODAY, consumer="0.10.1",
@@ -227,7 +229,7 @@ def test_a_newer_producer_outside_the_forward_window_is_reported_not_failed():
   assert outcome.release.verdict == "outside_forward_window"
   assert "0.10.2 is 28 days newer than jax 0.10.1" in outcome.expected_failure
   assert K.EXPORT_ERROR not in outcome.kinds
-  assert _classify.status(outcome, strict=True) is Status.XFAIL
+  assert judging.status(outcome, strict=True) is Status.XFAIL
 
 
 CELL = {"producer": "0.10.0", "consumer": "0.5.3", "passed": 2, "replayed": 16,
@@ -252,27 +254,26 @@ def test_a_row_limited_to_consumers_cites_a_well_formed_cell_of_its_pair(change,
 
 
 def test_a_row_limited_to_consumers_judges_its_message_there_and_nothing_elsewhere():
-  from jaxport.harness import _classify
   table = parse_table(_table(expected_failures=[FORWARD_ROW]))
   assert table.rules[0].matrix_cell.replayed == 16
   manifest = _manifest("0.10.0")
   # On the row's consumer, outside the forward window: an expected failure by the row's reason.
-  out = expected_status.annotate(_outcome(_break("Failed to deserialize StableHLO")), manifest,
+  out = judging.annotate(_outcome(_break("Failed to deserialize StableHLO")), manifest,
                                  today=TODAY, consumer="0.5.3", table=table)
   assert out.release.verdict == "expected_failure"
   assert out.expected_failure == "0.5.3 cannot read newer StableHLO"
-  assert _classify.status(out, strict=True) is Status.XFAIL
+  assert judging.status(out, strict=True) is Status.XFAIL
   # The row's message is checked there, although the forward gap alone would excuse it.
-  out = expected_status.annotate(_outcome(_break("segfault in the kernel")), manifest,
+  out = judging.annotate(_outcome(_break("segfault in the kernel")), manifest,
                                  today=TODAY, consumer="0.5.3", table=table)
   assert out.release.verdict == "wrong_failure"
   # Another consumer is not the row's: the entry must pass there.
-  out = expected_status.annotate(_outcome(), manifest, today=TODAY, consumer="0.10.0", table=table)
+  out = judging.annotate(_outcome(), manifest, today=TODAY, consumer="0.10.0", table=table)
   assert out.release.verdict == "pass"
 
 
 def test_a_newer_producer_inside_the_forward_window_must_pass():
-  outcome = expected_status.annotate(
+  outcome = judging.annotate(
       _outcome(_break("boom")), _manifest("0.8.3", source="x"),
       today=TODAY, consumer="0.9.0", table=parse_table(_table()))
   assert outcome.release.window.direction == "forward"
@@ -281,7 +282,7 @@ def test_a_newer_producer_inside_the_forward_window_must_pass():
 
 
 def test_the_forward_gap_never_excuses_damaged_golden_data():
-  outcome = expected_status.annotate(
+  outcome = judging.annotate(
       _outcome(_break("golden data error: sha256 of exported.bin differs", reader=None)),
       _manifest("0.10.2", source="x"), today=TODAY, consumer="0.10.1", table=parse_table(_table()))
   assert outcome.release.verdict == "unexpected_failure"
@@ -289,27 +290,26 @@ def test_the_forward_gap_never_excuses_damaged_golden_data():
 
 
 def test_no_row_ever_excuses_a_golden_data_error():
-  from jaxport.harness import _classify
   damaged = Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA,
                     "golden data error: sha256 of exported.bin differs")
   table = parse_table(_table(expected_failures=[
       {"producer": "0.5.3", "case": "c1", "reason": "a row that matches everything", "match": ""}]))
-  outcome = expected_status.annotate(_outcome(damaged), _manifest("0.5.3"), today=TODAY,
+  outcome = judging.annotate(_outcome(damaged), _manifest("0.5.3"), today=TODAY,
                                      consumer="0.10.0", table=table)
   assert outcome.expected_failure is None and outcome.kinds == (K.GOLDEN_DATA_ERROR,)
-  assert _classify.status(outcome, strict=False) is Status.FAIL
+  assert judging.status(outcome, strict=False) is Status.FAIL
 
 
 def test_judge_an_entry_that_ran_after_upgrade():
   ok = Expectation("pass")
   fail = Expectation("fail", "target removed long ago", "No registered implementation")
   old, recent = _window("0.4.30"), _window("0.10.0")
-  upgraded = judge(ok, [], old, ("potrf",))
+  upgraded = expectation_judgement(ok, [], old, ("potrf",))
   assert upgraded.verdict == "upgraded" and upgraded.ok and "potrf" in upgraded.message
   # Inside the window an artifact must run as recorded: needing an upgrade breaks the policy.
-  assert judge(ok, [], recent, ("potrf",)).verdict == "policy_violation"
+  assert expectation_judgement(ok, [], recent, ("potrf",)).verdict == "policy_violation"
   # A row that still expects the failure is stale once the upgrade makes the entry pass.
-  assert judge(fail, [], old, ("potrf",)).verdict == "unexpected_pass"
+  assert expectation_judgement(fail, [], old, ("potrf",)).verdict == "unexpected_pass"
 
 
 def test_annotate_reports_the_upgrade_rules():
@@ -317,7 +317,7 @@ def test_annotate_reports_the_upgrade_rules():
   outcome = _outcome(Finding(K.UPGRADED, S.READER,
                              "jaxport reader: ran after jaxport.upgrade (rules potrf)", "jaxport"),
                      upgrade_rules=("potrf",))
-  out = expected_status.annotate(outcome, _manifest("0.4.30"), today=TODAY, consumer="0.10.2",
+  out = judging.annotate(outcome, _manifest("0.4.30"), today=TODAY, consumer="0.10.2",
                                  table=table)
   assert out.release.verdict == "upgraded" and out.release.upgrade_rules == ("potrf",)
   assert out.expected_failure is None and K.COMPATIBILITY_BREAK not in out.kinds

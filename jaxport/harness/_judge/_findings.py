@@ -1,96 +1,32 @@
-"""Turning a worker's raw findings for one entry into a classified outcome.
+"""The findings of one entry's replay: the worker's answer, read against what was asked.
 
-Kinds, from worst to mildest:
-  ``golden_data_error``    the entry's own files fail verification (a hash, the
-                           manifest, an array file): damage to the golden data,
-                           not a verdict on jax. Always fails, and no
-                           expected-status row ever excuses it.
-  ``compatibility_break``  the old entry no longer reads, runs, or computes the
-                           recorded results (any reader); golden data that fails
-                           verification; a worker crash. Always fails.
-  ``export_error``         the case can no longer be exported today. Always fails.
-  ``below_min_consumer``   the case declares the oldest jax release its entries
-                           must run on (``min_consumer``), and the entry's
-                           computed range (``jaxport.releases.runs_on``) leaves
-                           out that release or a newer one up to the producer;
-                           the message names the release and the limiting
-                           factor. Always fails.
-  ``signature_change``     today's export is called with other input or output
-                           trees, dtypes, shapes, shardings or effects than the
-                           entry (its calling contract, ``_calling``): fails and
-                           warns as ``lowering_drift`` does. An entry older than
-                           its case's newest is judged by its readers and
-                           recorded outputs only (a skip line, "earlier
-                           contract").
-  ``lowering_drift``       today's lowering uses other targets or other operand,
-                           result or attribute signatures. Fails lowering-only
-                           entries (their signatures are all they promise);
-                           otherwise a warning, a failure with ``--strict``.
-  ``numerics_change``      today's lowering computes results outside tolerance.
-                           A warning, a failure with ``--strict``.
-  ``numerics_drift``       results within tolerance but not bitwise equal, on
-                           a host of the recording host's class
-                           (``jaxport.golden._host``). Reported only.
-  ``numerics_other_host``  results within tolerance but not bitwise equal on
-                           a host of another class than the recording one, or
-                           with either host unknown: bitwise equality was not
-                           expected, so this is a pass with a note, counted
-                           apart from the bitwise passes.
-  ``upgraded``             the entry failed to run because its custom calls are
-                           no longer registered, and ran and matched the
-                           recorded outputs after ``jaxport.upgrade`` (the rules
-                           applied are in the message); or the installed jax
-                           refused its envelope as expired, and it read and
-                           matched after ``jaxport.upgrade_envelope`` (rule
-                           ``envelope``). Reported only.
-  ``producer_drift``       a lowering difference of an entry recorded by
-                           another jax release whose results today's module
-                           still computes (``_jax_side``), or a stale target an
-                           expectations table attributes to an old release:
-                           jax's change, not the function's. Reported only.
-A project whose policy is that a changed function fails (``OnChange.FAIL``, the
-default outside jaxport's own repository) fails ``lowering_drift`` and
-``numerics_change`` without ``--strict``.
-An entry whose breaks the project's expectations table explains (a known
-failure of an old producer) is an expected failure (``xfail``).
-Staleness (age beyond the compat window, targets no longer emitted) and a
-record date after today (``future_date``) are warnings that fail with
-``--strict``.
+What each kind means, and what it makes of an entry: ``jaxport.harness._judge``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import functools
-import importlib.metadata as md
 from typing import Any
 
 from jaxport._isolation._process import exit_text
 from jaxport.golden._host import Host
 from jaxport.harness import _reader_policy
-from jaxport._vocabulary import Finding, FindingKind, Status, Subject, TargetVerdict
+from jaxport._vocabulary import Finding, FindingKind, Subject, TargetVerdict
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import Manifest
 from jaxport.harness._protocol import (EnvelopeRead, FailureKind, ReaderResult, ReplayAnswer, Stage,
                                        TodayResult, WorkerFailure)
 from jaxport.harness._requests import ReplayRequest
 from jaxport.harness._verdicts import Outcome
+from jaxport.harness._judge._age import age_findings, days_to_expiry
+from jaxport.harness._judge._targets import not_stable_finding
 
 K = FindingKind
 S = Subject
 
 # The name an envelope rewrite goes by among an entry's upgrade rules.
 ENVELOPE_RULE = "envelope"
-
-ALWAYS_FAIL = frozenset({K.GOLDEN_DATA_ERROR, K.COMPATIBILITY_BREAK, K.EXPORT_ERROR,
-                         K.BELOW_MIN_CONSUMER})
-STRICT_FAIL = frozenset({K.LOWERING_DRIFT, K.SIGNATURE_CHANGE, K.NUMERICS_CHANGE, K.EXPIRED,
-                         K.FUTURE_DATE,
-                         K.STALE_TARGET, K.UNEXPECTED_PASS})
-# The kinds that say the case's function computes something else today.
-CHANGE_KINDS = frozenset({K.LOWERING_DRIFT, K.SIGNATURE_CHANGE, K.NUMERICS_CHANGE})
-
 
 def _inexact(where: str, max_abs_err: float, hosts: _Hosts) -> tuple[FindingKind, str]:
   """The finding for results within tolerance but not bitwise equal: drift on the recording
@@ -144,10 +80,9 @@ def _reader_findings(r: ReaderResult, hosts: _Hosts) -> list[Finding]:
   return []
 
 
-def _envelope_finding(reader: str, env: EnvelopeRead) -> Finding:
+def _envelope_finding(reader: str, env: EnvelopeRead, consumer: str | None) -> Finding:
   """An expired envelope that read after its rewrite: upgraded, when the measured reader
   policy of the installed jax predicts the refusal; a break when it says the layout reads."""
-  consumer = _consumer()
   policy = _reader_policy.load()
   reading = policy.reading(consumer, env.layout)
   what = (f"{reader} reader: the envelope (layout {env.layout}, header version "
@@ -162,22 +97,13 @@ def _envelope_finding(reader: str, env: EnvelopeRead) -> Finding:
                  f"{env.reason}; {policy.describe(consumer, env.layout)})", reader)
 
 
-@functools.cache
-def _consumer() -> str | None:
-  """The installed jax's release (what reads the envelopes here; read once per process)."""
-  try:
-    return md.version("jax")
-  except md.PackageNotFoundError:
-    return None
-
-
-def _jax_side(manifest: Manifest, today: TodayResult) -> str | None:
+def _jax_side(manifest: Manifest, today: TodayResult, consumer: str | None) -> str | None:
   """Why a lowering difference of this entry is jax's change rather than the function's, or
   None when it may be the function's: the entry was recorded by another jax release than the
   one lowering it today, and today's module still computes the recorded results (it was not
   run, for a lowering-only entry, or matched them). A function changed in the same upgrade
   without changing its results cannot be told apart from this (docs/harness.md)."""
-  producer, consumer = manifest.producer.jax, _consumer()
+  producer = manifest.producer.jax
   if producer is None or consumer is None or producer == consumer:
     return None
   if today.numerics is not None and not today.numerics.ok:
@@ -251,19 +177,20 @@ def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
   return out
 
 
-def classify(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, entry_id: str,
-             manifest: Manifest, today: datetime.date, window_days: int,
-             numerics_skipped: str | None = None, newest: bool = True) -> Outcome:
+def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, entry_id: str,
+                manifest: Manifest, today: datetime.date, window_days: int,
+                consumer: str | None, numerics_skipped: str | None = None,
+                newest: bool = True) -> Outcome:
   """The outcome of one entry (the worker's ``answer`` to its replay ``request``): kinds
   found, messages, skips and staleness; no status yet. Every part the request asked for must
   be in the answer (``_inconsistencies``). ``newest``: the entry is its case's newest (an
   older one whose calling contract differs from today's is judged by its readers only).
   ``numerics_skipped``: why an entry with recorded outputs was checked the way lowering-only
-  entries are (an accelerator's entry in a CPU run), for the skip ledger. A :class:`WorkerFailure` (a crash, an error, an answer
-  that did not read) is an error verdict."""
+  entries are (an accelerator's entry in a CPU run), for the skip ledger. ``consumer``: the
+  installed jax's release. A :class:`WorkerFailure` (a crash, an error, an answer that did
+  not read) is an error verdict."""
   record_date = manifest.record_date
   recorded_targets = sorted({s.target for s in manifest.custom_call_targets})
-  days_to_expiry = window_days - (today - record_date).days
   findings: list[Finding] = []
   skips: list[str] = []
   facts: dict[str, Any] = {}
@@ -286,7 +213,7 @@ def classify(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, en
         continue
       if r.envelope is not None:
         facts["upgrade_rules"] = tuple(sorted({*facts.get("upgrade_rules", ()), ENVELOPE_RULE}))
-        findings.append(_envelope_finding(r.reader, r.envelope))
+        findings.append(_envelope_finding(r.reader, r.envelope, consumer))
       if r.upgraded is not None:
         up = r.upgraded
         facts["upgrade_rules"] = tuple(sorted({*facts.get("upgrade_rules", ()), *up.rules}))
@@ -303,11 +230,7 @@ def classify(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, en
         facts["target_verdicts"] = {t: str(v) for t, v in read.target_verdicts.items()}
         for target, verdict in sorted(read.target_verdicts.items()):
           if verdict == TargetVerdict.NOT_STABLE:
-            add(K.STALE_TARGET, S.READER,
-                f"target {target} is not in the stable table of "
-                f"{'/'.join(read.platforms or [])} "
-                "(jaxport's stable-target table or the project's jaxport_stable_targets): "
-                "nothing promises it still works")
+            findings.append(not_stable_finding(target, read.platforms or (), S.READER))
     cur = answer.today
     if cur is None or not cur.available:
       # Asked for and missing is an incomplete answer, a failure above, never a skip.
@@ -324,7 +247,7 @@ def classify(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, en
       # entry another jax release recorded whose numerics still match: jax changed its
       # lowering, not the user the function.
       against = f" of case {cur.matched_case}" if cur.matched_case else ""
-      by_jax = _jax_side(manifest, cur)
+      by_jax = _jax_side(manifest, cur, consumer)
       for line in cur.signature_diff:
         if by_jax is not None:
           add(K.PRODUCER_DRIFT, S.TODAY, f"current lowering{against}: {line} ({by_jax})",
@@ -333,7 +256,7 @@ def classify(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, en
           add(K.COMPATIBILITY_BREAK if manifest.lowering_only and not imported
               else K.LOWERING_DRIFT, S.TODAY, f"current lowering{against}: {line}", detail=line)
       for line in cur.contract_by_jax:
-        add(K.PRODUCER_DRIFT if manifest.producer.jax != _consumer() else K.SIGNATURE_CHANGE,
+        add(K.PRODUCER_DRIFT if manifest.producer.jax != consumer else K.SIGNATURE_CHANGE,
             S.TODAY, f"calling contract of case {manifest.case_id}: {line}", detail=line)
       if cur.contract_diff and not newest:
         skips.append(f"earlier contract: case {manifest.case_id}'s calling contract changed since "
@@ -354,85 +277,20 @@ def classify(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, en
       elif num is not None and not num.exact:
         kind, message = _inexact("current lowering", num.max_abs_err, hosts)
         add(kind, S.TODAY, message)
-  iso = record_date.isoformat()
-  if days_to_expiry < 0:
-    add(K.EXPIRED, S.AGE, f"recorded {iso}, {-days_to_expiry} days past the "
-                          f"{window_days}-day compat window; prune it (jaxport prune) once a "
-                          "newer entry of the case exists")
-  if record_date > today:
-    add(K.FUTURE_DATE, S.AGE,
-        f"recorded {iso}, {(record_date - today).days} days "
-        f"after today ({today}): no recording can come from the future, so the "
-        "record date is wrong (a bad clock or an edited entry) and the entry would "
-        "never expire; record the case again and remove this entry (jaxport prune "
-        "--dated-in-future)")
+  findings += age_findings(record_date, today, window_days)
   return Outcome(entry_id=entry_id, case_id=manifest.case_id, family=manifest.family,
-                 record_date=iso, days_to_expiry=days_to_expiry,
+                 record_date=record_date.isoformat(),
+                 days_to_expiry=days_to_expiry(record_date, today, window_days),
                  lowering_only=manifest.lowering_only, targets=tuple(recorded_targets),
                  recorded_host=None if manifest.host is None else manifest.host.to_json(),
                  replay_host=None if isinstance(answer, WorkerFailure) else answer.host,
                  findings=tuple(findings), skips=tuple(skips), **facts)
 
 
-def min_consumer_findings(min_consumer: str, platform: str, range_: Any,
-                          measured: tuple[str, ...], producer: str | None,
-                          why: str | None = None) -> list[Finding]:
-  """A ``below_min_consumer`` finding when ``range_`` (a :class:`jaxport.releases.RunsOn`, None
-  when it could not be computed, ``why`` saying why where known) leaves out ``min_consumer``
-  or a measured release between it and ``producer`` on ``platform``; none when it covers
-  them."""
-  def key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in v.split("."))
-  if range_ is None:
-    because = f" ({why})" if why else ""
-    return [Finding(K.BELOW_MIN_CONSUMER, S.CONSUMERS,
-                    f"min_consumer {min_consumer}: the releases the entry runs on cannot be "
-                    f"computed from its blob{because}, so that it runs on jax "
-                    f"{min_consumer} is not shown; inspect it with `jaxport inspect ENTRY`")]
-  if min_consumer not in measured:
-    return [Finding(K.BELOW_MIN_CONSUMER, S.CONSUMERS,
-                    f"min_consumer {min_consumer} is not a measured release of the release table "
-                    f"(it measures {measured[0]} to {measured[-1]}); name a measured release, or "
-                    "upgrade to a jaxport whose release table measures it")]
-  lo = key(min_consumer)
-  hi = max(lo, key(producer)) if producer is not None and producer in measured else lo
-  for release in measured:
-    if lo <= key(release) <= hi and not range_.covers(platform, release):
-      why = range_.why_not(platform, release) or "not in the computed range"
-      return [Finding(K.BELOW_MIN_CONSUMER, S.CONSUMERS,
-                      f"min_consumer {min_consumer}: the entry does not run on jax {release} "
-                      f"({platform}): {why}; it runs on {range_.summary(platform)}. Export the "
-                      f"case for that consumer (Case(..., for_jax='{min_consumer}'), as "
-                      f"jaxport.export(f, for_jax='{min_consumer}') does) or raise the case's "
-                      "min_consumer")]
-  return []
-
-
-def unreadable(entry_id: str, error: Exception) -> Outcome:
+def unreadable_outcome(entry_id: str, error: Exception) -> Outcome:
   """The outcome of an entry whose golden data cannot even be read."""
   parts = EntryId.parse(entry_id)
   return Outcome(entry_id=entry_id, case_id=parts.case_id, family=parts.family, record_date=None,
                  days_to_expiry=None, lowering_only=None, targets=(),
                  findings=(Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA,
                                    f"golden data error: {error}"),))
-
-
-def status(outcome: Outcome, strict: bool, changes_fail: bool = False,
-           superseded: bool = False) -> Status:
-  """The status of an outcome under the given strictness; with ``changes_fail``, a changed
-  function fails as well. ``superseded``: the case has a newer entry, so this one's
-  differences from today's function are expected and only warn, strict or not."""
-  kinds = set(outcome.kinds)
-  # A declared min_consumer is the case's own promise: no producer-release expectation excuses it.
-  if outcome.expected_failure and not kinds & {K.EXPORT_ERROR, K.GOLDEN_DATA_ERROR,
-                                               K.BELOW_MIN_CONSUMER}:
-    return Status.XFAIL
-  if kinds & ALWAYS_FAIL or (changes_fail and kinds & CHANGE_KINDS):
-    return Status.FAIL
-  if kinds & (STRICT_FAIL - CHANGE_KINDS if superseded else STRICT_FAIL):
-    return Status.FAIL if strict else Status.WARN
-  if kinds & STRICT_FAIL:
-    return Status.WARN
-  if K.NUMERICS_DRIFT in kinds:
-    return Status.DRIFT
-  return Status.PASS

@@ -1,0 +1,69 @@
+"""The one judge of an entry: from the worker's answer to the entry's outcome and status.
+
+The session hands it each replayed entry (the request, the worker's answer, the manifest and
+the run's context) and stores what it returns; ``jaxport audit`` judges an artifact's age,
+targets and drift with the same functions (``_age``, ``_targets``, ``_status``). Nothing
+else builds or changes a verdict (the layering test holds it).
+
+Steps, one module each: the answer's findings (``_findings``), its age (``_age``), its
+targets (``_targets``), its producer release against the project's expectations table
+(``_release``), the releases it runs on against its case's ``min_consumer``
+(``_consumers``), and the status those findings make (``_status``).
+
+Kinds, from worst to mildest:
+  ``golden_data_error``    the entry's own files fail verification (a hash, the
+                           manifest, an array file): damage to the golden data,
+                           not a verdict on jax. Always fails, and no
+                           expected-status row ever excuses it.
+  ``compatibility_break``  the old entry no longer reads, runs, or computes the
+                           recorded results (any reader); golden data that fails
+                           verification; a worker crash. Always fails.
+  ``export_error``         the case can no longer be exported today. Always fails.
+  ``below_min_consumer``   the case declares the oldest jax release its entries
+                           must run on (``min_consumer``), and the entry's
+                           computed range (``jaxport.releases.runs_on``) leaves
+                           out that release or a newer one up to the producer;
+                           the message names the release and the limiting
+                           factor. Always fails.
+  ``signature_change``     today's export is called with other input or output
+                           trees, dtypes, shapes, shardings or effects than the
+                           entry (its calling contract, ``_calling``): fails and
+                           warns as ``lowering_drift`` does. An entry older than
+                           its case's newest is judged by its readers and
+                           recorded outputs only (a skip line, "earlier
+                           contract").
+  ``lowering_drift``       today's lowering uses other targets or other operand,
+                           result or attribute signatures. Fails lowering-only
+                           entries (their signatures are all they promise);
+                           otherwise a warning, a failure with ``--strict``.
+  ``numerics_change``      today's lowering computes results outside tolerance.
+                           A warning, a failure with ``--strict``.
+  ``numerics_drift``       results within tolerance but not bitwise equal, on
+                           a host of the recording host's class
+                           (``jaxport.golden._host``). Reported only.
+  ``numerics_other_host``  results within tolerance but not bitwise equal on
+                           a host of another class than the recording one, or
+                           with either host unknown: bitwise equality was not
+                           expected, so this is a pass with a note, counted
+                           apart from the bitwise passes.
+  ``upgraded``             the entry failed to run because its custom calls are
+                           no longer registered, and ran and matched the
+                           recorded outputs after ``jaxport.upgrade`` (the rules
+                           applied are in the message); or the installed jax
+                           refused its envelope as expired, and it read and
+                           matched after ``jaxport.upgrade_envelope`` (rule
+                           ``envelope``). Reported only.
+  ``producer_drift``       a lowering difference of an entry recorded by
+                           another jax release whose results today's module
+                           still computes (``_jax_side``), or a stale target an
+                           expectations table attributes to an old release:
+                           jax's change, not the function's. Reported only.
+A project whose policy is that a changed function fails (``OnChange.FAIL``, the
+default outside jaxport's own repository) fails ``lowering_drift`` and
+``numerics_change`` without ``--strict``.
+An entry whose breaks the project's expectations table explains (a known
+failure of an old producer) is an expected failure (``xfail``).
+Staleness (age beyond the compat window, targets no longer emitted) and a
+record date after today (``future_date``) are warnings that fail with
+``--strict``.
+"""

@@ -1,0 +1,64 @@
+"""The jax releases an entry runs on, against the oldest consumer its case promises
+(``min_consumer``): computed from the release table and the features the worker read from
+the entry's blob."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from jaxport._vocabulary import Finding, FindingKind, Subject
+from jaxport.errors import JaxportError
+from jaxport.releases import ArtifactFeatures, RunsOn, runs_on
+from jaxport.releases import releases as table_releases
+
+
+def _key(version: str) -> tuple[int, ...]:
+  return tuple(int(x) for x in version.split("."))
+
+
+def releases_run_on(features: Mapping | None, features_error: str | None,
+                    project_targets: frozenset[str]) -> tuple[RunsOn | None, str | None]:
+  """The releases per platform an entry with the blob ``features`` runs on (the project
+  registers ``project_targets`` itself), or None with why it could not be computed."""
+  if features is None:
+    return None, features_error
+  try:
+    return runs_on(ArtifactFeatures.from_dict(features), project_targets=project_targets), None
+  except (ValueError, JaxportError) as e:
+    return None, str(e)
+
+
+def measured_releases() -> tuple[str, ...]:
+  """The releases the release table measures, oldest first."""
+  return tuple(f.version for f in table_releases() if f.measured)
+
+
+def min_consumer_findings(min_consumer: str, platform: str, range_: RunsOn | None,
+                          measured: tuple[str, ...], producer: str | None,
+                          why: str | None = None) -> list[Finding]:
+  """A ``below_min_consumer`` finding when ``range_`` (None when it could not be computed,
+  ``why`` saying why where known) leaves out ``min_consumer`` or a measured release between
+  it and ``producer`` on ``platform``; none when it covers them."""
+  if range_ is None:
+    because = f" ({why})" if why else ""
+    return [Finding(FindingKind.BELOW_MIN_CONSUMER, Subject.CONSUMERS,
+                    f"min_consumer {min_consumer}: the releases the entry runs on cannot be "
+                    f"computed from its blob{because}, so that it runs on jax "
+                    f"{min_consumer} is not shown; inspect it with `jaxport inspect ENTRY`")]
+  if min_consumer not in measured:
+    return [Finding(FindingKind.BELOW_MIN_CONSUMER, Subject.CONSUMERS,
+                    f"min_consumer {min_consumer} is not a measured release of the release table "
+                    f"(it measures {measured[0]} to {measured[-1]}); name a measured release, or "
+                    "upgrade to a jaxport whose release table measures it")]
+  lo = _key(min_consumer)
+  hi = max(lo, _key(producer)) if producer is not None and producer in measured else lo
+  for release in measured:
+    if lo <= _key(release) <= hi and not range_.covers(platform, release):
+      why = range_.why_not(platform, release) or "not in the computed range"
+      return [Finding(FindingKind.BELOW_MIN_CONSUMER, Subject.CONSUMERS,
+                      f"min_consumer {min_consumer}: the entry does not run on jax {release} "
+                      f"({platform}): {why}; it runs on {range_.summary(platform)}. Export the "
+                      f"case for that consumer (Case(..., for_jax='{min_consumer}'), as "
+                      f"jaxport.export(f, for_jax='{min_consumer}') does) or raise the case's "
+                      "min_consumer")]
+  return []

@@ -1,0 +1,100 @@
+"""Judging one replayed entry: every step of ``jaxport.harness._judge`` in order, and the
+run's context they all take."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+
+from jaxport.golden._manifest import Manifest
+from jaxport.harness._expectations import Table
+from jaxport.harness._judge import _consumers
+from jaxport.harness._judge._findings import findings_of, unreadable_outcome
+from jaxport.harness._judge._release import with_release
+from jaxport.harness._judge._status import CHANGE_KINDS, Policy, status_of
+from jaxport.harness._project import ProjectTargets
+from jaxport.harness._protocol import ReplayAnswer, WorkerFailure
+from jaxport.harness._requests import FeaturesWanted, ReplayRequest
+from jaxport.harness._verdicts import Outcome
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+  """What one run judges every entry against: today, the compat window, the installed jax
+  (``consumer``), the project's expectations table and stable targets, and how strictly."""
+  today: datetime.date
+  window_days: int
+  consumer: str | None
+  strict: bool = False
+  # ``--compat-update``: every changed case is recorded anew, so a change only warns.
+  updating: bool = False
+  # The project's policy is that a changed function fails (``on_change = fail``).
+  changes_fail: bool = False
+  expectations: Table | None = None
+  project_targets: ProjectTargets = dataclasses.field(default_factory=ProjectTargets)
+
+  def policy(self, newest: bool) -> Policy:
+    """How strictly an entry is judged: its case's newest, or an older one."""
+    if self.updating:
+      return Policy(strict=self.strict, updating=True)
+    return Policy(strict=self.strict, changes_fail=self.changes_fail and newest,
+                  superseded=not newest)
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryContext:
+  """What the judge knows of one entry besides the worker's answer: its manifest, whether it
+  is its case's newest, the oldest consumer its case promises, and why its numerics are not
+  run (an accelerator's entry in a CPU run; None when they are)."""
+  manifest: Manifest
+  newest: bool = True
+  min_consumer: str | None = None
+  numerics_skipped: str | None = None
+
+
+def judge(entry_id: str, answer: ReplayAnswer | WorkerFailure, request: ReplayRequest,
+          entry: EntryContext, run: RunContext) -> Outcome:
+  """The judged outcome of one replayed entry: its findings, release verdict, the releases
+  it runs on, and its status."""
+  m = entry.manifest
+  outcome = findings_of(answer, request, entry_id=entry_id, manifest=m, today=run.today,
+                        window_days=run.window_days, consumer=run.consumer,
+                        numerics_skipped=entry.numerics_skipped, newest=entry.newest)
+  if run.expectations is not None:
+    outcome = with_release(outcome, m, today=run.today, consumer=run.consumer,
+                           table=run.expectations)
+  outcome = _with_consumers(outcome, answer, request, entry, run)
+  return _with_status(outcome, run.policy(entry.newest))
+
+
+def judge_unreadable(entry_id: str, error: Exception, run: RunContext,
+                     newest: bool = True) -> Outcome:
+  """The judged outcome of an entry whose golden data cannot even be read."""
+  return _with_status(unreadable_outcome(entry_id, error), run.policy(newest))
+
+
+def _with_status(outcome: Outcome, policy: Policy) -> Outcome:
+  return outcome.replace(status=status_of(outcome.kinds, policy,
+                                          expected_failure=bool(outcome.expected_failure)))
+
+
+def _with_consumers(outcome: Outcome, answer: ReplayAnswer | WorkerFailure,
+                    request: ReplayRequest, entry: EntryContext, run: RunContext) -> Outcome:
+  """``outcome`` with the releases the entry runs on (for the report) and a
+  ``below_min_consumer`` finding when they leave out the oldest consumer its case promises.
+  Releases wanted for the report only and not computed are a skip line naming why."""
+  if request.features is None or not isinstance(answer, ReplayAnswer):
+    return outcome
+  m = entry.manifest
+  range_, why = _consumers.releases_run_on(answer.features, answer.features_error,
+                                           run.project_targets.stable(m.platform))
+  if range_ is not None:
+    outcome = outcome.replace(runs_on=dict(range_.releases))
+  if request.features is FeaturesWanted.REPORT or entry.min_consumer is None:
+    if range_ is None and why is not None:
+      outcome = outcome.replace(skips=outcome.skips + (
+          f"the releases the entry runs on are not computed: {why}",))
+    return outcome
+  found = _consumers.min_consumer_findings(entry.min_consumer, m.platform, range_,
+                                           _consumers.measured_releases(), m.producer.jax,
+                                           why=why)
+  return outcome.replace(findings=outcome.findings + tuple(found)) if found else outcome

@@ -1,0 +1,25 @@
+"""The judge's steps (``jaxport.harness._judge``) as the tests call them one at a time, with
+the installed jax as the consumer unless a test names another."""
+
+from jaxport._jaxcompat._version import installed_jax_version
+from jaxport.harness._judge import _findings, _release
+from jaxport.harness._judge._status import Policy, status_of
+
+CONSUMER = installed_jax_version()
+
+
+def findings(answer, request, **kwargs):
+  """The outcome ``findings_of`` builds from a worker's answer, before its status."""
+  return _findings.findings_of(answer, request, consumer=CONSUMER, **kwargs)
+
+
+def status(outcome, strict=False, changes_fail=False, superseded=False, updating=False):
+  """The status the judge gives ``outcome`` under these settings."""
+  return status_of(outcome.kinds, Policy(strict, changes_fail, superseded, updating),
+                   expected_failure=bool(outcome.expected_failure))
+
+
+def annotate(outcome, manifest, *, today, table, consumer=None):
+  """``outcome`` judged against the expectations ``table`` (release verdict and kinds)."""
+  return _release.with_release(outcome, manifest, today=today, table=table,
+                               consumer=consumer or CONSUMER)
