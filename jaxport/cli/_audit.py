@@ -6,15 +6,22 @@ format of :class:`jaxport.harness.ProjectTargets`, or the ``jaxport_stable_targe
 of the project that ``--project DIR`` names). A target off both lists
 that the artifact's own ``disabled_safety_checks`` allow was exported on
 purpose: it is reported as allowed, with what that means, not as a violation.
+
+Audit judges as the replay does (``jaxport.harness._judge``): the same findings for age,
+targets and drift, and the same status rule. An expired entry, one dated after today and a
+target nothing promises are warnings that fail under ``--strict``; damaged golden data, a
+module that cannot be read and a changed function (under the project's ``on_change = fail``,
+the default) fail.
 """
 
 from __future__ import annotations
 
 import datetime
-import importlib.metadata as md
 import logging
 from typing import Any
 
+from jaxport._jaxcompat._version import installed_jax_version
+from jaxport._vocabulary import ALL_TARGETS, Finding, FindingKind, Status, Subject, TargetVerdict
 from jaxport.custom_calls import _registry
 from jaxport.errors import (JaxportError, ModuleCrashError, ModuleMemoryError, ModuleParserError,
                             ModuleTimeoutError)
@@ -23,24 +30,17 @@ from jaxport.golden._store import read_bounded
 from jaxport.cli._artifacts import Artifact, deserialize
 from jaxport.cli._parser import InProcess
 from jaxport.cli._relower import Relowerer
-from jaxport.export._checks import ALL_TARGETS, disabled_targets
+from jaxport.export._checks import disabled_targets
+from jaxport.harness._judge import _age, _targets
+from jaxport.harness._judge._status import Policy, severity, status_of
 from jaxport.harness._project import ProjectTargets
+from jaxport.harness._update import newest_entries
 from jaxport.releases import _features as artifact_runs_on
 
 logger = logging.getLogger(__name__)
 
-# Below this many days left, an entry is reported as expiring soon (a warning).
-SOON_DAYS = 30
-
-# A target's status on one platform of an artifact.
-STABLE = "stable"
-DECLARED = "declared stable by the project"
-ALLOWED = "allowed by the artifact's disabled_safety_checks"
-DELIBERATELY_UNSTABLE = "deliberately unstable"
-NO_GUARANTEE = "no compatibility guarantee"
-_OK = (STABLE, DECLARED, ALLOWED)
 # The kind of a problem that is damaged or forged golden data (the harness's finding kind).
-GOLDEN_DATA_ERROR = "golden_data_error"
+GOLDEN_DATA_ERROR = str(FindingKind.GOLDEN_DATA_ERROR)
 
 
 def _own(declared: ProjectTargets | None, platforms: list[str]) -> frozenset[str]:
@@ -52,31 +52,17 @@ def _own(declared: ProjectTargets | None, platforms: list[str]) -> frozenset[str
 
 def target_report(target: str, platforms: list[str], declared: ProjectTargets | None = None,
                   allowed: frozenset[str] = frozenset()) -> dict[str, Any]:
-  """Stability of ``target`` on each of ``platforms``: ok when jaxport's table or the project's
-  ``declared`` targets list it there or anywhere, or the artifact's ``allowed`` targets (those
-  its ``disabled_safety_checks`` allow) include it."""
-  declared = declared or ProjectTargets()
-  anywhere = target in _registry.stable_targets(_registry.ANY_PLATFORM)
+  """Stability of ``target`` on each of ``platforms`` (the judge's ``target_statuses``): ok
+  when jaxport's table or the project's ``declared`` targets list it on one of them, or the
+  artifact's ``allowed`` targets (those its ``disabled_safety_checks`` allow) include it."""
+  statuses = _targets.target_statuses(target, platforms, declared, allowed)
+  verdict = _targets.target_verdict(statuses)
+  report = {"target": target, "status_by_platform": {p: str(v) for p, v in statuses.items()},
+            "ok": verdict is not TargetVerdict.NOT_STABLE}
   unstable = _registry.deliberately_unstable()
-  by_platform = {}
-  for p in platforms:
-    try:
-      stable = anywhere or target in _registry.stable_targets(p)
-    except JaxportError:
-      stable = anywhere
-    if stable:
-      by_platform[p] = STABLE
-    elif target in declared.stable(p):
-      by_platform[p] = DECLARED
-    elif target in allowed or ALL_TARGETS in allowed:
-      by_platform[p] = ALLOWED
-    else:
-      by_platform[p] = DELIBERATELY_UNSTABLE if target in unstable else NO_GUARANTEE
-  ok = any(v in _OK for v in by_platform.values())
-  report = {"target": target, "status_by_platform": by_platform, "ok": ok}
   if target in unstable:
     report["reason"] = unstable[target]
-  if ok and not any(v in (STABLE, DECLARED) for v in by_platform.values()):
+  if verdict is TargetVerdict.ALLOWED_BY_DISABLED_CHECKS:
     check = ALL_TARGETS if target not in allowed else target
     report["explanation"] = (
         f"neither jax's stable table nor the project's declarations list {target}, so nothing "
@@ -89,15 +75,18 @@ def target_report(target: str, platforms: list[str], declared: ProjectTargets | 
 
 def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
                    relowerer: Relowerer | None,
-                   declared: ProjectTargets | None = None, reader: Any = None) -> dict[str, Any]:
-  """The audit record of one artifact: targets, drift, expiry, problems and warnings;
-  ``declared``: the targets the project guarantees, stable besides jaxport's table;
-  ``reader``: what reads the module (the command's module parser child, ``cli._parser``;
-  default: this process). A module that crashes or hangs the parser is a problem of this
+                   declared: ProjectTargets | None = None, reader: Any = None,
+                   strict: bool = False, changes_fail: bool = True,
+                   newest: bool = True) -> dict[str, Any]:
+  """The audit record of one artifact: targets, drift, expiry, its findings and the status
+  the judge gives them, with problems (what fails it) and warnings; ``declared``: the
+  targets the project guarantees, stable besides jaxport's table; ``reader``: what reads the
+  module (the command's module parser child, ``cli._parser``; default: this process);
+  ``newest``: the entry is its case's newest among those audited (an older one's drift only
+  warns, as in the replay). A module that crashes or hangs the parser is a problem of this
   artifact, typed in ``parser_failure``."""
   reader = InProcess() if reader is None else reader
-  problems: list[str] = []
-  warnings: list[str] = []
+  found = _Found()
   rec: dict[str, Any] = {"artifact": art.label, "kind": "entry" if art.entry else "blob",
                          "path": str(art.path)}
   sigs = None
@@ -105,11 +94,13 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   allowed: frozenset[str] = frozenset()
   manifest = None
   data_errors: list[dict[str, Any]] = []
+  policy = Policy(strict=strict, changes_fail=changes_fail and newest, superseded=not newest)
   if art.problem is not None:
+    found.damaged(art.problem)
     rec.update(kind="store folder", platforms=[], custom_call_targets=[],
                drift={"checked": False, "reason": "not a golden entry"},
-               problems=[art.problem], warnings=[], golden_data_errors=[], ok=False)
-    return rec
+               golden_data_errors=[])
+    return found.judged(rec, policy)
   if relowerer is not None:
     relowerer.load()
   if art.entry is not None:
@@ -117,7 +108,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       art.entry.verify()
       manifest = art.entry.manifest
     except JaxportError as e:
-      problems.append(str(e))
+      found.damaged(str(e))
     if manifest is not None:
       platforms = [manifest.platform]
       # What the manifest says, until the module itself is read: stability is judged from
@@ -134,32 +125,23 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
                                          _own(declared, platforms)))
       except (JaxportError, NotImplementedError) as e:
         _note_parser_failure(rec, e)
-        problems.append(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
+        found.unreadable(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
       else:
         mismatch = _manifest_mismatch(manifest.custom_call_targets, sigs)
         if mismatch is not None:
-          problems.append(mismatch["message"])
+          found.damaged(mismatch["message"])
           data_errors.append(mismatch)
       rec["host_platform"] = manifest.platform
       rec["record_date"] = manifest.record_date.isoformat()
       rec["producer_jax"] = manifest.producer.jax
-      age = (today - manifest.record_date).days
-      days_left = window_days - age
+      days_left = _age.days_to_expiry(manifest.record_date, today, window_days)
       rec["days_to_expiry"] = days_left
-      if age < 0:
-        problems.append(f"dated in the future: recorded {manifest.record_date}, {-age} days "
-                        f"after {today}; the record date is wrong and the entry would never "
-                        "expire; record it again and remove this one (jaxport prune "
-                        "--dated-in-future)")
-      elif days_left < 0:
-        problems.append(f"expired {-days_left} days ago: recorded {manifest.record_date} is "
-                        f"{age} days before {today}, beyond the {window_days}-day window; "
-                        "re-record it (jaxport record) and prune the old one (jaxport prune)")
-      elif days_left < SOON_DAYS:
-        warnings.append(f"expires in {days_left} days (window {window_days} days)")
+      found.findings += _age.age_findings(manifest.record_date, today, window_days)
+      if manifest.record_date <= today and 0 <= days_left < _age.SOON_DAYS:
+        found.notes.append(f"expires in {days_left} days (window {window_days} days)")
       vacuous = _vacuous_comparison(art.entry, manifest)
       if vacuous is not None:
-        problems.append(vacuous)
+        found.damaged(vacuous)
   else:
     try:
       blob = read_bounded(art.path, str(art.path), "MAX_BLOB_BYTES")
@@ -171,26 +153,59 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       rec.update(reader.runs_on_record(blob, None, art.label, _own(declared, platforms)))
     except (JaxportError, NotImplementedError, OSError) as e:
       _note_parser_failure(rec, e)
-      problems.append(f"cannot read the blob: {type(e).__name__}: {e}")
+      found.unreadable(f"cannot read the blob: {type(e).__name__}: {e}")
   rec["platforms"] = platforms
   targets = sorted({s.target for s in sigs}) if sigs is not None else []
   rec["custom_call_targets"] = [target_report(t, platforms, declared, allowed) for t in targets]
   for t in rec["custom_call_targets"]:
     if t.get("explanation"):
-      warnings.append(f"custom-call target {t['target']}: {t['explanation']}")
+      found.notes.append(f"custom-call target {t['target']}: {t['explanation']}")
     if not t["ok"]:
-      where = ", ".join(f"{p}: {s}" for p, s in t["status_by_platform"].items())
-      problems.append(f"custom-call target {t['target']} is not stable on any platform of the "
-                      f"artifact ({where}); a newer jaxlib may remove or change it. If it is "
-                      "the project's own target, list it in a stable-targets file "
-                      "(--stable-targets FILE)")
-  rec["drift"] = _drift(art, manifest, relowerer, warnings, problems)
-  rec["problems"] = problems
-  rec["warnings"] = warnings
+      found.findings.append(_targets.not_stable_finding(t["target"], platforms, Subject.READER))
+      found.notes.append(f"custom-call target {t['target']}: if it is the project's own target, "
+                         "list it in a stable-targets file (--stable-targets FILE)")
+  rec["drift"] = _drift(manifest, relowerer, found)
   # The problems that are damaged or forged golden data, typed (each also in ``problems``).
   rec["golden_data_errors"] = data_errors
-  rec["ok"] = not problems
-  return rec
+  return found.judged(rec, policy)
+
+
+class _Found:
+  """What auditing one artifact found: the judge's findings, and notes that judge nothing
+  (an entry expiring soon, a target its producer vouches for, drift of metadata only)."""
+
+  def __init__(self) -> None:
+    self.findings: list[Finding] = []
+    self.notes: list[str] = []
+
+  def damaged(self, message: str) -> None:
+    self.findings.append(Finding(FindingKind.GOLDEN_DATA_ERROR, Subject.GOLDEN_DATA, message))
+
+  def unreadable(self, message: str) -> None:
+    self.findings.append(Finding(FindingKind.COMPATIBILITY_BREAK, Subject.READER, message))
+
+  def judged(self, rec: dict[str, Any], policy: Policy) -> dict[str, Any]:
+    """``rec`` with the findings, the status the judge gives them, and the problems (what
+    fails the artifact) and warnings they make."""
+    status = status_of((f.kind for f in self.findings), policy)
+    rec["findings"] = [f.to_json() for f in self.findings]
+    rec["status"] = str(status)
+    rec["problems"] = [f.message for f in self.findings
+                       if severity(f.kind, policy) is Status.FAIL]
+    # Everything else found, the judge's warnings first, then what is reported only.
+    rec["warnings"] = self.notes + [
+        f.message for level in (Status.WARN, Status.DRIFT, Status.PASS)
+        for f in self.findings if severity(f.kind, policy) is level]
+    rec["ok"] = status is not Status.FAIL
+    return rec
+
+
+def newest_of(artifacts: list[Artifact]) -> set[str]:
+  """The labels of the artifacts that are their case's newest entry among those audited (and
+  of every bare blob): an older entry's drift from today's function only warns."""
+  entries = [a.entry.entry_id for a in artifacts if a.entry is not None]
+  newest = set(newest_entries(entries).values())
+  return {a.label for a in artifacts if a.entry is None or a.entry.entry_id in newest}
 
 
 def _vacuous_comparison(entry: Any, manifest: Any) -> str | None:
@@ -253,7 +268,11 @@ def _manifest_mismatch(recorded: Any, module: tuple[Any, ...]) -> dict[str, Any]
           "module_targets": mod_targets}
 
 
-def _drift(art, manifest, relowerer, warnings, problems) -> dict[str, Any]:
+def _drift(manifest: Any, relowerer: Relowerer | None, found: _Found) -> dict[str, Any]:
+  """Today's custom-call signatures of the entry's case against the recorded ones, judged as
+  the replay judges them: a change of a lowering-only entry breaks it, one of an entry
+  another jax release recorded is that release's difference (``producer_drift``), any
+  other is ``lowering_drift``; a change of partitioner metadata only is a note."""
   if manifest is None:
     return {"checked": False, "reason": "only golden entries record signatures"}
   recorded = manifest.custom_call_targets
@@ -271,18 +290,24 @@ def _drift(art, manifest, relowerer, warnings, problems) -> dict[str, Any]:
     current = relowerer.signatures(case)
   except Exception as e:  # Report and go on: one case's lowering must not hide the others.
     msg = f"re-lowering case {manifest.case_id} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    warnings.append(msg)
+    found.notes.append(msg)
     return {"checked": False, "reason": msg}
   changes = _signatures.drift(recorded, current)
-  # An entry another jax release produced is expected to lower differently today
-  # (the harness reports that as producer drift, not a failure).
-  other_release = manifest.producer.jax not in (None, md.version("jax"))
+  consumer = installed_jax_version()
+  other_release = manifest.producer.jax not in (None, consumer)
   for c in changes:
-    (warnings if c.metadata_only or other_release else problems).append(
-        f"signature drift against today's lowering: {c}"
-        + (" (partitioner metadata only)" if c.metadata_only else "")
-        + (f" (recorded by jax {manifest.producer.jax}, lowered today with jax "
-           f"{md.version('jax')})" if other_release and not c.metadata_only else ""))
+    line = f"signature drift against today's lowering: {c}"
+    if c.metadata_only:
+      found.notes.append(line + " (partitioner metadata only)")
+    elif other_release:
+      found.findings.append(Finding(FindingKind.PRODUCER_DRIFT, Subject.TODAY,
+                                    f"{line} (recorded by jax {manifest.producer.jax}, lowered "
+                                    f"today with jax {consumer})", detail=str(c)))
+    else:
+      kind = (FindingKind.COMPATIBILITY_BREAK
+              if manifest.lowering_only and manifest.imported_from is None
+              else FindingKind.LOWERING_DRIFT)
+      found.findings.append(Finding(kind, Subject.TODAY, line, detail=str(c)))
   return {"checked": True, "differences": [str(c) for c in changes]}
 
 

@@ -35,7 +35,7 @@ from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _settings
-from jaxport.harness._project import Project, ProjectTargets
+from jaxport.harness._project import OnChange, Project, ProjectTargets
 from jaxport.releases import _features as artifact_runs_on
 
 logger = logging.getLogger("jaxport.cli")
@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                  help="do not re-lower cases to compare custom-call signatures")
   _stable_targets_option(p, "they count as stable besides jaxport's table (and the "
                             "--project's jaxport_stable_targets), and the project registers them")
+  p.add_argument("--strict", action="store_true",
+                 help="warnings fail too, as the harness's --compat-strict: an expired entry, "
+                      "one dated after today, a custom-call target nothing promises")
   p.add_argument("--json", action="store_true", help="print JSON")
   _parser.add_options(p)
 
@@ -303,11 +306,16 @@ def _audit(args, extra) -> int:
       parser.import_modules(cases.registry.modules, cases.paths)
     if any(a.problem is None for a in artifacts):
       parser.start()  # one child reads every artifact's module; it imports jax meanwhile
+    newest = audit.newest_of(artifacts)
+    changes_fail = project is None or project.on_change is OnChange.FAIL
     records = [audit.audit_artifact(art, today=today, window_days=args.window_days,
-                                    relowerer=relowerer, declared=declared, reader=parser)
+                                    relowerer=relowerer, declared=declared, reader=parser,
+                                    strict=args.strict, changes_fail=changes_fail,
+                                    newest=art.label in newest)
                for art in track(artifacts, "auditing", lambda a: a.label)]
   if args.json:
     _print_json({"today": today.isoformat(), "window_days": args.window_days,
+                 "strict": args.strict,
                  "artifacts": records, "ok": all(r["ok"] for r in records)})
   else:
     sys.stdout.write(audit.format_text(records, args.window_days))

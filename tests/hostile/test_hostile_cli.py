@@ -148,9 +148,15 @@ def _future_store(tmp_path) -> tuple[Path, str]:
 
 def test_audit_reports_an_entry_dated_in_the_future(tmp_path, capsys):
   root, today = _future_store(tmp_path)
+  rc, out, _ = run(capsys, "audit", root, "--no-drift", "--today", today, "--json", "--strict")
+  record, = json.loads(out)["artifacts"]
+  assert rc == 1 and any("30 days after today" in p and "the record date is wrong" in p
+                         for p in record["problems"])
+  assert [f["kind"] for f in record["findings"]] == ["future_date"]
   rc, out, _ = run(capsys, "audit", root, "--no-drift", "--today", today, "--json")
   record, = json.loads(out)["artifacts"]
-  assert rc == 1 and any("dated in the future" in p for p in record["problems"])
+  assert rc == 0 and record["status"] == "warn"
+  assert any("30 days after today" in w for w in record["warnings"])
 
 
 def test_prune_names_future_entries_and_removes_them_when_asked(tmp_path, capsys):

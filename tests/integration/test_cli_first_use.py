@@ -55,11 +55,15 @@ def test_inspect_shows_the_producing_jax_version_the_blob_records(store, tmp_pat
 def test_audit_of_a_store_folder_audits_its_entries_as_entries(store, capsys, folder):
   write_qr_entry(store)
   write_qr_entry(store, case_id="qr_f32", record_date=RECORD_DATE - datetime.timedelta(days=200))
-  rc, out, _ = run(capsys, "audit", str(store.root / folder), "--today", TODAY, "--no-drift", "--json")
-  records = json.loads(out)["artifacts"]
-  assert [r["kind"] for r in records] == ["entry", "entry"]
-  assert sorted(r["days_to_expiry"] for r in records) == [-30, 170]
-  assert any("expired 30 days ago" in p for r in records for p in r["problems"]) and rc == 1
+  for strict in (False, True):
+    rc, out, _ = run(capsys, "audit", str(store.root / folder), "--today", TODAY, "--no-drift",
+                     "--json", *(["--strict"] if strict else []))
+    records = json.loads(out)["artifacts"]
+    assert [r["kind"] for r in records] == ["entry", "entry"]
+    assert sorted(r["days_to_expiry"] for r in records) == [-30, 170]
+    said = [p for r in records for p in r["problems" if strict else "warnings"]]
+    assert any("30 days past the 180-day compat window" in p for p in said)
+    assert rc == (1 if strict else 0)
 
 
 def test_audit_prints_plain_progress_lines_when_not_on_a_terminal(store, capsys):
