@@ -9,7 +9,7 @@ purpose: it is reported as allowed, with what that means, not as a violation.
 
 Audit judges as the replay does (``jaxport.harness._judge``): the same findings for age,
 targets and drift, and the same status rule. An expired entry, one dated after today and a
-target nothing promises are warnings that fail under ``--strict``; damaged golden data, a
+target nothing promises are warnings that fail under ``--compat-strict``; damaged golden data, a
 module that cannot be read and a changed function (under the project's ``on_change = fail``,
 the default) fail.
 """

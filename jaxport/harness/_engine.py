@@ -525,6 +525,12 @@ class ReplayEngine:
     except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
       stage = Stage.DESERIALIZE if env_read is None else Stage.DESERIALIZE_REWRITTEN
       return ReaderResult(reader, stage, error=_error_line(e), envelope=env_read)
+    # Every entry's targets are judged, run or not: one that runs today may still be one
+    # nothing promises to keep working.
+    targets = {"platforms": tuple(exp.platforms),
+               "target_verdicts": self.target_verdicts(
+                   m.custom_call_targets, exp.platforms,
+                   disabled_targets(exp.disabled_safety_checks))}
     if m.lowering_only or not run:
       try:
         drift = _lowering.diff(m.custom_call_targets, reads.signatures(reads.by_reader[reader]))
@@ -533,10 +539,8 @@ class ReplayEngine:
       return ReaderResult(
           reader, Stage.MODULE, envelope=env_read,
           problems=tuple(f"the module read back differs from the manifest: {d}" for d in drift),
-          platforms=tuple(exp.platforms),
-          target_verdicts=self.target_verdicts(m.custom_call_targets, exp.platforms,
-                                               disabled_targets(exp.disabled_safety_checks)))
-    result = ReaderResult(reader, Stage.COMPARE, envelope=env_read)
+          **targets)
+    result = ReaderResult(reader, Stage.COMPARE, envelope=env_read, **targets)
     try:
       with watch.stage(_stopwatch.CALL):
         arrays = run_exported_arrays(exp, inputs)
@@ -545,7 +549,7 @@ class ReplayEngine:
       if upgraded is None:
         upgraded = _upgrade_and_run(exp, inputs, watch)
       result, arrays = upgraded.taken(
-          ReaderResult(reader, Stage.RUN, error=_error_line(e), envelope=env_read))
+          ReaderResult(reader, Stage.RUN, error=_error_line(e), envelope=env_read, **targets))
       if arrays is None:
         return result
       result = dataclasses.replace(result, stage=Stage.COMPARE)

@@ -55,7 +55,7 @@ def test_a_manifest_hiding_a_target_is_a_golden_data_error(tmp_path, capsys, all
   _forge(entry.path, blob)
   entry.verify()  # the forgery passes the integrity check: only the targets lie
 
-  rc, (art,) = _audit(capsys, root, "--strict")
+  rc, (art,) = _audit(capsys, root, "--compat-strict")
   assert rc == 1 and not art["ok"] and art["kind"] == "entry"
   (target,) = art["custom_call_targets"]
   assert target["target"] == EVIL and target["ok"] is allowed
@@ -72,7 +72,7 @@ def test_a_manifest_hiding_a_target_is_a_golden_data_error(tmp_path, capsys, all
   # The same bytes audited as a bare blob: unallowed, a problem of the target itself.
   bare = tmp_path / "evil.bin"
   bare.write_bytes(blob)
-  rc, (art,) = _audit(capsys, bare, "--strict")
+  rc, (art,) = _audit(capsys, bare, "--compat-strict")
   assert art["kind"] == "blob" and art["golden_data_errors"] == []
   assert [t["target"] for t in art["custom_call_targets"]] == [EVIL]
   assert (rc, art["ok"]) == ((0, True) if allowed else (1, False))

@@ -148,7 +148,7 @@ def _future_store(tmp_path) -> tuple[Path, str]:
 
 def test_audit_reports_an_entry_dated_in_the_future(tmp_path, capsys):
   root, today = _future_store(tmp_path)
-  rc, out, _ = run(capsys, "audit", root, "--no-drift", "--today", today, "--json", "--strict")
+  rc, out, _ = run(capsys, "audit", root, "--no-drift", "--today", today, "--json", "--compat-strict")
   record, = json.loads(out)["artifacts"]
   assert rc == 1 and any("30 days after today" in p and "the record date is wrong" in p
                          for p in record["problems"])

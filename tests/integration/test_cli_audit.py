@@ -63,7 +63,7 @@ def test_expired_entry_warns_as_in_the_harness_and_fails_under_strict(store, cap
   assert rc == 0 and "ok      cpu/qr/qr_f32" in out
   assert f"warning: recorded {RECORD_DATE}, 20 days past the 180-day compat window" in out
   rc, out, _ = run(capsys, "audit", str(store.root), "--today", late.isoformat(), "--no-drift",
-                   "--strict")
+                   "--compat-strict")
   assert rc == 1
   assert "PROBLEM cpu/qr/qr_f32" in out
   assert f"problem: recorded {RECORD_DATE}, 20 days past the 180-day compat window" in out
@@ -95,7 +95,7 @@ def test_target_without_guarantee_warns_as_in_the_harness_and_fails_under_strict
   write_qr_entry(store, signatures=sigs, blob=blob)
   for strict, rc_expected, line in ((False, 0, "warning"), (True, 1, "problem")):
     rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--no-drift",
-                     *(["--strict"] if strict else []))
+                     *(["--compat-strict"] if strict else []))
     assert rc == rc_expected, out
     assert "target my_private_kernel: cpu: no compatibility guarantee" in out
     assert f"{line}: target my_private_kernel is not in the stable table of cpu" in out
@@ -303,7 +303,7 @@ def test_declared_stable_targets_count_as_stable(store, capsys, tmp_path):
   declared = tmp_path / "targets-tpu.json"
   declared.write_text(json.dumps({"tpu": ["my_private_kernel"]}))
   rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--no-drift",
-                   "--stable-targets", str(declared), "--strict")
+                   "--stable-targets", str(declared), "--compat-strict")
   assert rc == 1 and "target my_private_kernel: cpu: no compatibility guarantee" in out
   assert "list it in a stable-targets file (--stable-targets FILE)" in out
 

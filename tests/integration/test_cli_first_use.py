@@ -57,7 +57,7 @@ def test_audit_of_a_store_folder_audits_its_entries_as_entries(store, capsys, fo
   write_qr_entry(store, case_id="qr_f32", record_date=RECORD_DATE - datetime.timedelta(days=200))
   for strict in (False, True):
     rc, out, _ = run(capsys, "audit", str(store.root / folder), "--today", TODAY, "--no-drift",
-                     "--json", *(["--strict"] if strict else []))
+                     "--json", *(["--compat-strict"] if strict else []))
     records = json.loads(out)["artifacts"]
     assert [r["kind"] for r in records] == ["entry", "entry"]
     assert sorted(r["days_to_expiry"] for r in records) == [-30, 170]

@@ -122,8 +122,8 @@ def test_an_answer_leaving_out_a_part_asked_for_fails_its_own_entry_naming_the_p
 def _forged(entry_id: str, request_id: int) -> str:
   """A well-formed passing replay answer for ``entry_id``, as a worker would write it."""
   exact = Numerics(ok=True, exact=True, max_abs_err=0.0)
-  answer = ReplayAnswer(readers=(ReaderResult("jaxport", Stage.COMPARE, numerics=exact),
-                                 ReaderResult("jax", Stage.COMPARE, numerics=exact)),
+  answer = ReplayAnswer(readers=(ReaderResult("jaxport", Stage.COMPARE, target_verdicts={}, numerics=exact),
+                                 ReaderResult("jax", Stage.COMPARE, target_verdicts={}, numerics=exact)),
                         today=TodayResult(available=True, same_module=True), host=None,
                         seconds=0.0, timings={})
   return json.dumps(dump_answer(answer, [], request_id=request_id, entry_id=entry_id))

@@ -54,7 +54,8 @@ def _reader(name, stage=Stage.COMPARE, ok=True, exact=True, max_abs_err=0.0, pro
   """One reader's result: failed at ``stage`` with ``error``, or compared (``ok``/``exact``)."""
   if error is not None:
     return ReaderResult(name, stage, error=error, **kw)
-  return ReaderResult(name, stage, numerics=Numerics(ok, exact, max_abs_err, tuple(problems)), **kw)
+  return ReaderResult(name, stage, numerics=Numerics(ok, exact, max_abs_err, tuple(problems)),
+                      **{"target_verdicts": {}, **kw})
 
 
 def _answer(readers=None, host=None, **today):

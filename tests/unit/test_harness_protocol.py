@@ -44,8 +44,8 @@ def _manifest() -> Manifest:
 def _passing() -> ReplayAnswer:
   exact = Numerics(ok=True, exact=True, max_abs_err=0.0)
   return ReplayAnswer(
-      readers=(ReaderResult("jaxport", Stage.COMPARE, numerics=exact),
-               ReaderResult("jax", Stage.COMPARE, numerics=exact)),
+      readers=(ReaderResult("jaxport", Stage.COMPARE, target_verdicts={}, numerics=exact),
+               ReaderResult("jax", Stage.COMPARE, target_verdicts={}, numerics=exact)),
       today=TodayResult(available=True, targets=("lapack_spotrf_ffi",), same_module=True),
       host=None, seconds=1.5, timings={"call": 0.5})
 
@@ -157,7 +157,7 @@ def test_a_failure_answer_classifies_by_its_kind():
 def test_findings_carry_their_subject():
   answer = ReplayAnswer(
       readers=(ReaderResult("jaxport", Stage.RUN, error="RuntimeError: boom"),
-               ReaderResult("jax", Stage.COMPARE, numerics=Numerics(True, True, 0.0))),
+               ReaderResult("jax", Stage.COMPARE, target_verdicts={}, numerics=Numerics(True, True, 0.0))),
       today=TodayResult(available=True, targets=(), signature_diff=("target x: removed",)),
       host=None, seconds=0.0, timings={})
   outcome = judging.findings(answer, REQUEST, entry_id=ENTRY_ID, manifest=_manifest(),
@@ -223,6 +223,9 @@ INCOMPLETE = {
     "no reader": lambda a: dataclasses.replace(a, readers=()),
     "compare without numerics": lambda a: dataclasses.replace(
         a, readers=(ReaderResult("jaxport", Stage.COMPARE), a.readers[1])),
+    "compare without target verdicts": lambda a: dataclasses.replace(
+        a, readers=(ReaderResult("jaxport", Stage.COMPARE, numerics=Numerics(True, True, 0.0)),
+                    a.readers[1])),
     "a failed stage without an error": lambda a: dataclasses.replace(
         a, readers=(ReaderResult("jaxport", Stage.DESERIALIZE), a.readers[1])),
     "today neither run nor the same module": lambda a: dataclasses.replace(

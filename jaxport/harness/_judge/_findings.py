@@ -137,7 +137,7 @@ def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
   """What a well-formed replay answer leaves out of what its ``request`` asked for, or of what
   its entry needs judged, one line each: a reader asked for that did not answer, a reader
   nobody asked for, a reader that neither failed nor got to its last stage (``compare`` with
-  numerics for an entry that is run, ``module`` with target verdicts for one that is not),
+  numerics for an entry that is run, ``module`` for one that is not, target verdicts in both),
   today's lowering asked for and missing, or neither run nor found to be the entry's own
   module, the blob's features asked for and neither read nor refused. An answer that leaves
   out a judgement fails; it never passes by omission, and never as a skip."""
@@ -163,7 +163,7 @@ def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
                  f"(expected {last!s})")
     elif runs and r.numerics is None:
       out.append(f"the {r.reader} reader's comparison has no numerics")
-    elif not runs and r.target_verdicts is None:
+    elif r.target_verdicts is None:
       out.append(f"the {r.reader} reader's module has no target verdicts")
   today = answer.today
   if request.current and today is None:
@@ -221,16 +221,18 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
                                   f"after jaxport.upgrade (rules {', '.join(up.rules)}); before: "
                                   f"{up.error_before}", r.reader)
     imported = manifest.imported_from is not None
+    # The targets of the module as read: every entry's, whether it runs here or not.
+    read = next((r for r in answer.readers if r.target_verdicts is not None), None)
     if manifest.lowering_only or numerics_skipped is not None:
       skips.append(numerics_skipped or
                    "numerics not compared: lowering-only entry (its platform cannot run here)")
-      read = next((r for r in answer.readers if r.target_verdicts is not None), None)
       if read is not None:
         facts["platforms"] = tuple(read.platforms or ())
         facts["target_verdicts"] = {t: str(v) for t, v in read.target_verdicts.items()}
-        for target, verdict in sorted(read.target_verdicts.items()):
-          if verdict == TargetVerdict.NOT_STABLE:
-            findings.append(not_stable_finding(target, read.platforms or (), S.READER))
+    if read is not None:
+      for target, verdict in sorted(read.target_verdicts.items()):
+        if verdict == TargetVerdict.NOT_STABLE:
+          findings.append(not_stable_finding(target, read.platforms or (), S.READER))
     cur = answer.today
     if cur is None or not cur.available:
       # Asked for and missing is an incomplete answer, a failure above, never a skip.
