@@ -23,7 +23,7 @@ from typing import Any
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport._vocabulary import ALL_TARGETS, Finding, FindingKind, Status, Subject, TargetVerdict
 from jaxport.custom_calls import _registry
-from jaxport.errors import (JaxportError, ModuleCrashError, ModuleMemoryError, ModuleParserError,
+from jaxport.errors import (ExpiredEnvelopeError, JaxportError, ModuleCrashError, ModuleMemoryError, ModuleParserError,
                             ModuleTimeoutError)
 from jaxport.golden import _signatures
 from jaxport.golden._store import read_bounded
@@ -36,6 +36,7 @@ from jaxport.harness._judge._status import Policy, severity, status_of
 from jaxport.harness._project import ProjectTargets
 from jaxport.harness._update import newest_entries
 from jaxport.releases import _features as artifact_runs_on
+from jaxport.upgrades import upgrade_envelope
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       try:
         # The platforms the module was lowered for; the entry's platform is the
         # host that records and replays it (lowering-only entries differ).
-        exp = deserialize(art.entry.blob())
+        exp = _read(art.entry.blob(), found)
         platforms = list(exp.platforms)
         allowed = disabled_targets(exp.disabled_safety_checks)
         sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
@@ -145,7 +146,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   else:
     try:
       blob = read_bounded(art.path, str(art.path), "MAX_BLOB_BYTES")
-      exp = deserialize(blob)
+      exp = _read(blob, found)
       platforms = list(exp.platforms)
       allowed = disabled_targets(exp.disabled_safety_checks)
       sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
@@ -168,6 +169,18 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   # The problems that are damaged or forged golden data, typed (each also in ``problems``).
   rec["golden_data_errors"] = data_errors
   return found.judged(rec, policy)
+
+
+def _read(blob: bytes, found: _Found) -> Any:
+  """The Exported in ``blob``; an envelope the installed jax refuses as expired is read as the
+  replay reads it, after ``jaxport.upgrade_envelope`` rewrote it (a note says so)."""
+  try:
+    return deserialize(blob)
+  except ExpiredEnvelopeError as e:
+    exp = deserialize(upgrade_envelope(blob))
+    found.notes.append(f"the envelope was refused as expired ({str(e).splitlines()[0]}); read "
+                       "after jaxport.upgrade_envelope rewrote it, as the replay reads it")
+    return exp
 
 
 class _Found:

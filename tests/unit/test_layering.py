@@ -323,3 +323,35 @@ def test_the_repository_harness_cases_use_only_what_a_downstream_project_can():
       wrong += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: imports {n}" for n in names
                 if n.split(".")[0] in ("jaxport", "jaxport_pytest") and n not in PUBLIC_FOR_PROJECTS]
   assert not wrong, "use the public harness API (jaxport.harness):\n" + "\n".join(wrong)
+
+
+# The one judge of an entry: only it builds an outcome or changes its verdict.
+JUDGE = PACKAGE / "harness" / "_judge"
+# The outcome record itself (its JSON readers rebuild what the judge made).
+OUTCOME_RECORD = PACKAGE / "harness" / "_verdicts.py"
+# What an outcome's verdict is made of.
+VERDICT_FIELDS = {"status", "findings", "expected_failure", "release", "runs_on"}
+
+
+def _verdict_writes(path: pathlib.Path) -> list[str]:
+  """Where ``path`` builds an ``Outcome`` or replaces a verdict field of one."""
+  found = []
+  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    if not isinstance(node, ast.Call):
+      continue
+    name = node.func.id if isinstance(node.func, ast.Name) else (
+        node.func.attr if isinstance(node.func, ast.Attribute) else None)
+    if name == "Outcome":
+      found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: builds an Outcome")
+    if name == "replace" and {k.arg for k in node.keywords} & VERDICT_FIELDS:
+      found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: replaces "
+                   f"{sorted({k.arg for k in node.keywords} & VERDICT_FIELDS)}")
+  return found
+
+
+def test_only_the_judge_builds_or_changes_a_verdict():
+  outside = [p for p in PACKAGE.rglob("*.py")
+             if JUDGE not in p.parents and p != OUTCOME_RECORD]
+  assert not [w for p in outside for w in _verdict_writes(p)]
+  # The check sees what it looks for: the judge does build and change verdicts.
+  assert [w for p in JUDGE.rglob("*.py") for w in _verdict_writes(p)]

@@ -1,0 +1,150 @@
+"""A replay and an audit of one store judge each entry alike: the same status, and the same
+findings but for those only running an entry can make (one judge, ``jaxport.harness._judge``).
+
+The store holds a clean entry, an expired one, one whose case's lowering changed since (other
+custom calls, the same results), the same change in an entry another jax release recorded
+(jax's change, not the function's), one whose calling contract changed too, and an entry whose custom-call target nothing promises any more
+(jax 0.4.30's LAPACK kernel, which runs today only after ``jaxport.upgrade``)."""
+
+import dataclasses
+import datetime
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import jax
+import pytest
+
+from jaxport.cli._main import main
+from jaxport.golden._manifest import MANIFEST_FILE
+from jaxport.golden._store import GoldenStore
+from jaxport.harness._judge._status import RUN_ONLY_KINDS
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+TODAY = datetime.date(2026, 11, 30)
+LONG_AGO = TODAY - datetime.timedelta(days=200)
+# A repository entry of jax 0.4.30 whose cholesky kernel (lapack_spotrf) is off every table now.
+OLD_KERNEL = "cpu/lapack_potrf/release_cholesky_f32/2026-11-29_jax-0.4.30"
+
+PYPROJECT = """
+[tool.pytest.ini_options]
+jaxport_cases = ["mycases"]
+jaxport_store = "golden"
+"""
+GOLDEN_TESTS = "from jaxport.harness.testing import test_record, test_replay  # noqa: F401\n"
+CASES = """
+import jax.numpy as jnp
+import numpy as np
+from jaxport.harness import Case, random_matrix
+
+
+def square():
+  return (random_matrix(0, (3, 3), np.float32),), {}
+
+
+def chol(a):
+  return jnp.linalg.cholesky(a @ a.T + 4 * jnp.eye(3, dtype=a.dtype))
+
+
+def changing(a):
+  return LOWERING
+
+
+def contract(a):
+  return CONTRACT
+
+
+def cases():
+  return [Case("clean", "judged", chol, square),
+          Case("expired", "judged", jnp.sin, square),
+          Case("changed", "judged", changing, square),
+          Case("other_release", "judged", changing, square),
+          Case("contract", "judged", contract, square)]
+"""
+# Today the function calls QR's kernels too, for the same results; and one returns Q as well,
+# another output tree.
+BEFORE = {"LOWERING": "chol(a)", "CONTRACT": "chol(a)"}
+AFTER = {"LOWERING": "chol(a) + 0 * jnp.linalg.qr(a)[1]",
+         "CONTRACT": "chol(a), jnp.linalg.qr(a)[0]"}
+
+
+def _write_cases(pytester, change: dict[str, str]) -> None:
+  text = textwrap.dedent(CASES)
+  for name, code in change.items():
+    text = text.replace(name, code)
+  (Path(pytester.path) / "mycases.py").write_text(text)
+
+
+def _pytest(pytester, today: datetime.date, *args):
+  return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--compat-today={today}", *args)
+
+
+def _as_another_release(store: GoldenStore, case_id: str, release: str) -> str:
+  """Move ``case_id``'s entry to ``release``'s name, its manifest saying ``release`` recorded it."""
+  (entry,) = [e for e in store.entries() if e.manifest.case_id == case_id]
+  m = entry.manifest
+  m = dataclasses.replace(m, producer=dataclasses.replace(m.producer, jax=release, jaxlib=release))
+  target = entry.path.parent / m.dir_name
+  shutil.move(entry.path, target)
+  (target / MANIFEST_FILE).write_text(m.to_json())
+  return store.entry(str(target.relative_to(store.root))).entry_id
+
+
+@pytest.fixture(autouse=True)
+def _fresh_sources(monkeypatch):
+  # The case module is rewritten within a second; stale bytecode must not hide the change.
+  monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+
+
+def test_a_replay_and_an_audit_of_one_store_judge_each_entry_alike(pytester, tmp_path, capsys):
+  pytester.makepyprojecttoml(PYPROJECT)
+  pytester.makepyfile(test_golden=GOLDEN_TESTS)
+  _write_cases(pytester, BEFORE)
+  assert _pytest(pytester, LONG_AGO, "--compat-record", "-k", "expired").ret == 0
+  assert _pytest(pytester, TODAY, "--compat-record", "-k", "not expired").ret == 0
+  store = GoldenStore(Path(pytester.path) / "golden")
+  other = "0.10.1" if jax.__version__ != "0.10.1" else "0.10.2"
+  other_id = _as_another_release(store, "other_release", other)
+  shutil.copytree(REPO / "compat_data" / OLD_KERNEL, store.root / OLD_KERNEL)
+  _write_cases(pytester, AFTER)
+
+  report_file = tmp_path / "replay.json"
+  replay = _pytest(pytester, TODAY, f"--compat-report={report_file}")
+  replayed = {e["entry_id"]: e for e in json.loads(report_file.read_text())["entries"]}
+  capsys.readouterr()  # what the pytest runs printed
+  rc = main(["audit", "--project", str(pytester.path), "--today", str(TODAY), "--json"])
+  audit = json.loads(capsys.readouterr().out)
+  audited = {a["artifact"]: a for a in audit["artifacts"]}
+
+  assert sorted(audited) == sorted(replayed) and len(replayed) == 6
+  by_case = {e["case_id"]: e["entry_id"] for e in replayed.values()}
+  for entry_id, r in replayed.items():
+    a = audited[entry_id]
+    audit_kinds = sorted({f["kind"] for f in a["findings"]})
+    assert a["status"] == r["status"], (entry_id, a, r)
+    # What the audit found, the replay found; the replay finds more only by running.
+    assert set(audit_kinds) <= set(r["kinds"]), (entry_id, audit_kinds, r["kinds"])
+    assert set(r["kinds"]) - set(audit_kinds) <= {str(k) for k in RUN_ONLY_KINDS}, (
+        entry_id, audit_kinds, r["kinds"])
+  statuses = {case: replayed[entry_id]["status"] for case, entry_id in by_case.items()}
+  assert statuses == {"clean": "pass", "expired": "warn", "changed": "fail",
+                      "other_release": "pass", "contract": "fail",
+                      "release_cholesky_f32": "warn"}
+  kinds = {case: audited[entry_id]["findings"] for case, entry_id in by_case.items()}
+  assert {f["kind"] for f in kinds["clean"]} == set()
+  assert {f["kind"] for f in kinds["expired"]} == {"expired"}
+  assert {f["kind"] for f in kinds["changed"]} == {"lowering_drift"}
+  assert {f["kind"] for f in kinds["other_release"]} == {"producer_drift"}
+  assert {f["kind"] for f in kinds["release_cholesky_f32"]} == {"stale_target"}
+  assert {f["kind"] for f in kinds["contract"]} == {"lowering_drift"}
+  assert "signature_change" in replayed[by_case["contract"]]["kinds"]
+  assert "upgraded" in replayed[by_case["release_cholesky_f32"]]["kinds"]
+  assert by_case["other_release"] == other_id
+  # The changed function fails both; nothing else does.
+  assert replay.ret == 1 and rc == 1
+  assert sorted(a["artifact"] for a in audit["artifacts"] if not a["ok"]) == sorted(
+      [by_case["changed"], by_case["contract"]])
