@@ -41,7 +41,7 @@ from jaxport.harness._shard import Shard, costs_json
 from jaxport.harness._verdicts import Outcome
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.report import (
-    DRIFT_KINDS, CorpusImport, DriftItem, EntryResult, FindingKind, Recorded, RunReport, ShardRef,
+    DRIFT_KINDS, CorpusImport, DriftItem, FindingKind, Recorded, RunReport, ShardRef,
     Skip, Status, Summary, Updated, Window, write_report)
 from jaxport.report import _coverage as run_coverage
 from jaxport.report._model import RECORD_ACTIONS, other_host_passes, producer_of
@@ -702,7 +702,7 @@ class HarnessSession:
       failures.extend(f"jax corpus import failed: {why}" for why in self.corpus.failed)
     recorded = tuple(Recorded.from_json(r, f"recorded {r['case_id']}")
                      for r in sorted(self._recorded.values(), key=lambda r: r["case_id"]))
-    entries = tuple(EntryResult.from_json(x.report_entry(), x.entry_id) for x in outcomes)
+    entries = tuple(x.report_entry() for x in outcomes)
     summary = Summary(
         counts={s: sum(1 for x in outcomes if x.status is s) for s in Status},
         present=len(present), replayed=len(outcomes),

@@ -3,13 +3,14 @@
 The judge (``jaxport.harness._judge``) builds an entry's :class:`Outcome` from the
 worker's answer and gives it its status; nothing else makes or changes one. Outcomes cross process boundaries
 (xdist workers to the controller) as :meth:`Outcome.to_json`; the compat report
-keeps the shape ``jaxport.report`` reads (:meth:`Outcome.report_entry`): each finding as a
-record (``findings``) and as the text ``"[kind] message"`` (``messages``).
+lists each as the typed ``jaxport.report.EntryResult`` (:meth:`Outcome.report_entry`): each
+finding as a record (``findings``) and as the text ``"[kind] message"`` (``messages``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections.abc import Mapping
 from typing import Any
 
@@ -115,28 +116,24 @@ class Outcome:
                days_to_expiry=e.days_to_expiry, lowering_only=e.lowering_only,
                targets=e.targets, current_targets=e.current_targets,
                platforms=e.platforms, target_verdicts=e.target_verdicts,
-               matched_case=e.extra.get("matched_case"),
-               recorded_host=e.extra.get("recorded_host"),
+               matched_case=e.matched_case, recorded_host=e.recorded_host,
                findings=tuple(e.findings),
                upgrade_rules=() if e.release is None else e.release.upgrade_rules,
                release=e.release, expected_failure=e.expected_failure, status=e.status,
                runs_on=e.runs_on)
 
-  def report_entry(self) -> dict[str, Any]:
-    """The entry as the compat report lists it (``jaxport.report.EntryResult`` reads it)."""
-    return {"entry_id": self.entry_id, "case_id": self.case_id, "family": self.family,
-            "record_date": self.record_date,
-            "status": None if self.status is None else str(self.status),
-            "kinds": [str(k) for k in self.kinds], "messages": list(self.messages),
-            "findings": [f.to_json() for f in self.findings],
-            "days_to_expiry": self.days_to_expiry, "lowering_only": self.lowering_only,
-            "targets": list(self.targets),
-            "current_targets": None if self.current_targets is None else list(self.current_targets),
-            "platforms": None if self.platforms is None else list(self.platforms),
-            "target_verdicts": None if self.target_verdicts is None else dict(self.target_verdicts),
-            "matched_case": self.matched_case,
-            "recorded_host": None if self.recorded_host is None else dict(self.recorded_host),
-            "release": None if self.release is None else self.release.to_json(),
-            "expected_failure": self.expected_failure,
-            **({} if self.runs_on is None else
-               {"runs_on": {p: list(v) for p, v in self.runs_on.items()}})}
+  def report_entry(self) -> EntryResult:
+    """The entry as the compat report lists it: the same record, typed, for the page."""
+    if self.status is None:
+      raise ValueError(f"{self.entry_id}: the outcome was never judged (no status)")
+    return EntryResult(
+        entry_id=self.entry_id, case_id=self.case_id, family=self.family,
+        record_date=(None if self.record_date is None
+                     else datetime.date.fromisoformat(self.record_date)),
+        status=self.status, kinds=tuple(str(k) for k in self.kinds), messages=self.messages,
+        findings=self.findings, days_to_expiry=self.days_to_expiry,
+        lowering_only=self.lowering_only, targets=self.targets,
+        current_targets=self.current_targets, platforms=self.platforms,
+        target_verdicts=self.target_verdicts, matched_case=self.matched_case,
+        recorded_host=self.recorded_host, release=self.release,
+        expected_failure=self.expected_failure, runs_on=self.runs_on)

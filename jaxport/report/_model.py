@@ -108,6 +108,11 @@ class Window:
   inside_window: bool
 
   @classmethod
+  def of(cls, position: Any) -> Window:
+    """The record of a computed position (``jaxport.releases``' ``WindowPosition``)."""
+    return cls(**{f.name: getattr(position, f.name) for f in dataclasses.fields(cls)})
+
+  @classmethod
   def from_json(cls, d: Any, where: str) -> Window:
     _obj(d, where, tuple(f.name for f in dataclasses.fields(cls)))
     return cls(producer=_typed(d["producer"], f"{where}.producer", str),
@@ -191,6 +196,8 @@ def _str_map(value: Any, where: str) -> Mapping[str, str] | None:
 _ENTRY_KEYS = ("entry_id", "case_id", "family", "record_date", "status", "kinds", "messages",
                "findings", "days_to_expiry", "lowering_only", "targets", "current_targets",
                "platforms", "target_verdicts", "release", "expected_failure")
+# Columns newer than the first reports, read when present.
+_OPTIONAL_ENTRY_KEYS = ("matched_case", "recorded_host", "runs_on")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,6 +222,14 @@ class EntryResult:
   platforms: tuple[str, ...] | None = None
   # Target -> its verdict today (stable, declared, ...), as the run judged it; None: not judged.
   target_verdicts: Mapping[str, str] | None = None
+  # The case today's lowering of an imported entry was compared with (None: its own, or none).
+  matched_case: str | None = None
+  # The manifest's record of the machine that recorded the entry; None when unknown.
+  recorded_host: Mapping[str, Any] | None = None
+  # Platform -> the jax releases the entry runs on, as the run computed them from the release
+  # table (None: not computed, or a report without them).
+  runs_on: Mapping[str, tuple[str, ...]] | None = None
+  # Keys of a newer report this release does not know, kept as read.
   extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
   @property
@@ -228,22 +243,6 @@ class EntryResult:
     if self.release is not None and self.release.producer:
       return self.release.producer
     return producer_of(self.entry_id)
-
-  @property
-  def recorded_host(self) -> Mapping[str, Any] | None:
-    """The manifest's record of the machine that recorded the entry; None when unknown."""
-    host = self.extra.get("recorded_host")
-    return host if isinstance(host, Mapping) else None
-
-  @property
-  def runs_on(self) -> Mapping[str, tuple[str, ...]] | None:
-    """Platform -> the jax releases the entry runs on, as the run computed them from the release
-    table (optional key ``runs_on``; None in reports without it)."""
-    got = self.extra.get("runs_on")
-    if not isinstance(got, Mapping):
-      return None
-    return {str(p): tuple(str(v) for v in vs) for p, vs in got.items()
-            if isinstance(vs, (list, tuple))}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> EntryResult:
@@ -271,7 +270,11 @@ class EntryResult:
         current_targets=_strs(d["current_targets"], f"{where}.current_targets", nullable=True),
         release=None if d["release"] is None else Release.from_json(d["release"], f"{where}.release"),
         expected_failure=_typed(d["expected_failure"], f"{where}.expected_failure", str, nullable=True),
-        extra={k: v for k, v in d.items() if k not in _ENTRY_KEYS})
+        matched_case=_typed(d.get("matched_case"), f"{where}.matched_case", str, nullable=True),
+        recorded_host=_typed(d.get("recorded_host"), f"{where}.recorded_host", Mapping,
+                             nullable=True),
+        runs_on=_runs_on(d.get("runs_on"), f"{where}.runs_on"),
+        extra={k: v for k, v in d.items() if k not in _ENTRY_KEYS + _OPTIONAL_ENTRY_KEYS})
 
   def to_json(self) -> dict[str, Any]:
     return {**self.extra, "entry_id": self.entry_id, "case_id": self.case_id, "family": self.family,
@@ -285,7 +288,19 @@ class EntryResult:
             "target_verdicts": (None if self.target_verdicts is None
                                 else dict(self.target_verdicts)),
             "release": None if self.release is None else self.release.to_json(),
-            "expected_failure": self.expected_failure}
+            "expected_failure": self.expected_failure,
+            # The newer columns, written when known (a report without them reads as before).
+            **({} if self.matched_case is None else {"matched_case": self.matched_case}),
+            **({} if self.recorded_host is None else {"recorded_host": dict(self.recorded_host)}),
+            **({} if self.runs_on is None else
+               {"runs_on": {p: list(v) for p, v in self.runs_on.items()}})}
+
+
+def _runs_on(value: Any, where: str) -> Mapping[str, tuple[str, ...]] | None:
+  if value is None:
+    return None
+  _typed(value, where, Mapping)
+  return {p: _strs(v, f"{where}.{p}") for p, v in value.items()}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -263,9 +263,10 @@ def test_the_report_entry_is_what_the_report_reader_reads_back():
   from jaxport.report import EntryResult
   out = _classify_answer(_answer([_reader("jaxport"), _reader("jax", ok=False, problems=["bad"])]))
   out = out.replace(status=judging.status(out, strict=False))
-  entry = EntryResult.from_json(out.report_entry(), "entry")
+  entry = EntryResult.from_json(json.loads(json.dumps(out.report_entry().to_json())), "entry")
   assert entry.status is Status.FAIL and entry.kinds == ("compatibility_break",)
   assert entry.findings == out.findings
+  assert entry == out.report_entry()
 
 
 def test_a_project_requires_only_the_targets_it_declares_unless_it_asks_for_jaxports_table():
@@ -283,8 +284,10 @@ def test_an_outcome_read_back_from_its_report_entry_is_unchanged():
   out = _classify_answer(_answer([_reader("jaxport"), _reader("jax", ok=False, problems=["bad"])]),
                          _manifest(lowering_only=False))
   out = out.replace(status=judging.status(out, strict=False))
-  back = Outcome.from_report_entry(EntryResult.from_json(out.report_entry(), "entry"))
+  back = Outcome.from_report_entry(
+      EntryResult.from_json(json.loads(json.dumps(out.report_entry().to_json())), "entry"))
   assert back == out and back.findings[0].reader == "jax"
+  assert Outcome.from_report_entry(out.report_entry()) == out
 
 
 def test_a_superseded_entrys_difference_from_today_warns_even_when_strict():

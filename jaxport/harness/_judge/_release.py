@@ -28,7 +28,7 @@ from jaxport.golden._manifest import Manifest
 from jaxport.harness import _expectations, _releases
 from jaxport.harness._expectations import EXPECT_FAIL, EXPECT_PASS, Expectation, Table
 from jaxport.harness._verdicts import Outcome
-from jaxport.report import Release
+from jaxport.report import Release, Window
 
 V = ExpectationVerdict
 
@@ -136,16 +136,12 @@ def with_release(outcome: Outcome, manifest: Manifest, *, today: datetime.date,
                if _forward_gap(window) and (breaks or cannot_export) and reader_failures_only
                and expectation.status == EXPECT_PASS
                else expectation_judgement(expectation, [f.text for f in breaks], window, outcome.upgrade_rules))
-  release = Release.from_json({
-      "producer": producer,
-      "consumer": consumer,
-      "window": None if window is None else window.to_dict(),
-      "expected": expectation.status,
-      "reason": expectation.reason,
-      "verdict": str(judgement.verdict),
-      "policy_ok": judgement.verdict is not V.POLICY_VIOLATION,
-      "upgrade_rules": list(outcome.upgrade_rules),
-  }, f"{outcome.entry_id}: release")
+  release = Release(producer=producer, consumer=consumer,
+                    window=None if window is None else Window.of(window),
+                    expected=expectation.status, reason=expectation.reason,
+                    verdict=str(judgement.verdict),
+                    policy_ok=judgement.verdict is not V.POLICY_VIOLATION,
+                    upgrade_rules=tuple(outcome.upgrade_rules))
   findings = list(outcome.findings)
   expected_failure = outcome.expected_failure
   if judgement.verdict is V.EXPECTED_FAILURE:
