@@ -123,7 +123,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
         allowed = disabled_targets(exp.disabled_safety_checks)
         sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
         rec.update(reader.runs_on_record(art.entry.blob(), manifest, art.label,
-                                         _own(declared, platforms)))
+                                         _own(declared, platforms)).to_json())
       except (JaxportError, NotImplementedError) as e:
         _note_parser_failure(rec, e)
         found.unreadable(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
@@ -151,7 +151,8 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       allowed = disabled_targets(exp.disabled_safety_checks)
       sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
       rec["days_to_expiry"] = None
-      rec.update(reader.runs_on_record(blob, None, art.label, _own(declared, platforms)))
+      rec.update(reader.runs_on_record(blob, None, art.label,
+                                       _own(declared, platforms)).to_json())
     except (JaxportError, NotImplementedError, OSError) as e:
       _note_parser_failure(rec, e)
       found.unreadable(f"cannot read the blob: {type(e).__name__}: {e}")

@@ -384,7 +384,7 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
     declared = ProjectTargets.read(args.stable_targets)
     own = frozenset(t for p in exp.platforms for t in declared.stable(p))
   info.update(parser.runs_on_record(blob, entry.manifest if entry is not None else None, label,
-                                    own))
+                                    own).to_json())
   if args.mlir:
     info["mlir"] = parser.module_text(bytes(exp.mlir_module_serialized), exp.fun_name, label)
   if args.json:

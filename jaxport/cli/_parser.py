@@ -86,8 +86,8 @@ class InProcess:
     return _mlir.module_text(module, fun_name)
 
   def runs_on_record(self, blob: bytes, manifest: Any, label: str,
-                     project_targets: Iterable[str] = ()) -> dict[str, Any]:
-    """The ``runs_on`` fields of ``inspect`` and ``audit`` for a blob (and its entry's manifest),
+                     project_targets: Iterable[str] = ()) -> _features.RunsOnRecord:
+    """The releases a blob (and its entry's manifest) runs on, for ``inspect`` and ``audit``;
     ``project_targets`` registered by the project."""
     return _features.runs_on_record(blob, manifest, project_targets)
 
@@ -152,14 +152,19 @@ class ModuleParser:
     return answer["text"]
 
   def runs_on_record(self, blob: bytes, manifest: Any, label: str,
-                     project_targets: Iterable[str] = ()) -> dict[str, Any]:
-    """The ``runs_on`` fields of ``inspect`` and ``audit`` for a blob (and its entry's manifest),
-    ``project_targets`` registered by the project."""
+                     project_targets: Iterable[str] = ()) -> _features.RunsOnRecord:
+    """The releases a blob (and its entry's manifest) runs on, for ``inspect`` and ``audit``;
+    ``project_targets`` registered by the project. The child's record is read strictly: one
+    missing or mistyped field is the parser's error, never a partial record."""
     answer = self._request({"op": "runs_on", "blob": encode(blob),
                             "manifest": None if manifest is None else manifest.to_json(),
                             "where": label, "project_targets": sorted(project_targets)},
                            label, _what_blob(blob), ("record",))
-    return answer["record"]
+    try:
+      return _features.RunsOnRecord.from_json(answer["record"], f"{label}: runs_on record")
+    except ValueError as e:
+      self._kill()
+      raise ModuleParserError(f"the module parser answered with a malformed record: {e}") from None
 
   def upgrade(self, blob: bytes, for_jax: str | None, source: Path, output: Path,
               label: str) -> tuple[bytes, dict[str, Any], str]:

@@ -94,7 +94,7 @@ def _handle(request: dict[str, Any], faults: dict[str, str]) -> dict[str, Any]:
       own = request.get("project_targets", [])
       if not isinstance(own, list) or not all(isinstance(t, str) for t in own):
         return {"error": f"project_targets must be a list of target names, got {own!r}"}
-      return {"record": reads.runs_on_record(blob, manifest, "", own)}
+      return {"record": reads.runs_on_record(blob, manifest, "", own).to_json()}
     data, done = _upgrade.upgrade_blob(blob, request.get("for_jax"))
     return {"data": encode(data), "report": done.to_json(),
             "text": _upgrade.text(done, Path(request["source"]), Path(request["output"]))}

@@ -12,9 +12,10 @@ recorded them when the entry was written.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jaxport.errors import DeserializationError, JaxportError
@@ -139,17 +140,59 @@ def _safe_calls(module: bytes) -> list[CustomCall]:
     return []
 
 
+@dataclasses.dataclass(frozen=True)
+class RunsOnRecord:
+  """What ``inspect --json`` and ``audit --json`` carry of the releases an artifact runs on:
+  ``runs_on`` (platform -> releases), ``limits`` (the limiting factor at each end and of every
+  refusing release) and ``summary`` (one line per platform); or ``error``, why the blob's
+  features could not be read. It crosses from the module parser child as JSON, read back
+  strictly (:meth:`from_json`)."""
+  runs_on: Mapping[str, tuple[str, ...]] | None
+  limits: Mapping[str, Any] | None = None
+  summary: Mapping[str, str] | None = None
+  error: str | None = None
+
+  def to_json(self) -> dict[str, Any]:
+    if self.runs_on is None:
+      return {"runs_on": None, "runs_on_error": self.error}
+    return {"runs_on": {p: list(v) for p, v in self.runs_on.items()},
+            "runs_on_limits": dict(self.limits or {}), "runs_on_summary": dict(self.summary or {})}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> RunsOnRecord:
+    """The record ``to_json`` wrote; ``ValueError`` naming the field when it is not one."""
+    if not isinstance(d, dict):
+      raise ValueError(f"{where}: expected an object, got {type(d).__name__}")
+    if d.get("runs_on") is None:
+      if set(d) != {"runs_on", "runs_on_error"} or not isinstance(d["runs_on_error"], str):
+        raise ValueError(f"{where}: a record without releases has exactly runs_on (null) and "
+                         f"runs_on_error (why); got keys {sorted(d)}")
+      return cls(None, error=d["runs_on_error"])
+    if set(d) != {"runs_on", "runs_on_limits", "runs_on_summary"}:
+      raise ValueError(f"{where}: expected keys runs_on, runs_on_limits, runs_on_summary; got "
+                       f"{sorted(d)}")
+    releases, limits, summary = d["runs_on"], d["runs_on_limits"], d["runs_on_summary"]
+    if not (isinstance(releases, dict) and all(
+        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in releases.values())):
+      raise ValueError(f"{where}.runs_on: expected platform -> list of releases, got {releases!r}")
+    if not isinstance(limits, dict) or set(limits) != set(releases):
+      raise ValueError(f"{where}.runs_on_limits: expected the limits of each platform of runs_on")
+    if not (isinstance(summary, dict) and set(summary) == set(releases)
+            and all(isinstance(v, str) for v in summary.values())):
+      raise ValueError(f"{where}.runs_on_summary: expected one line per platform of runs_on")
+    return cls({p: tuple(v) for p, v in releases.items()}, limits, summary)
+
+
 def runs_on_record(blob: bytes | bytearray | memoryview, manifest: Any = None,
-                   project_targets: Iterable[str] = ()) -> dict[str, Any]:
-  """What ``inspect --json`` and ``audit --json`` carry: ``runs_on`` (platform -> releases),
-  ``runs_on_limits`` (the limiting factor at each end and of every refusing release) and
-  ``runs_on_summary`` (one line per platform); ``runs_on_error`` instead when the blob's
-  features cannot be read. ``project_targets``: those the project registers itself."""
+                   project_targets: Iterable[str] = ()) -> RunsOnRecord:
+  """The releases the blob (and its entry's manifest) runs on, for ``inspect`` and ``audit``;
+  ``project_targets``: those the project registers itself."""
   try:
     got = runs_on(features_of_blob(blob, manifest), project_targets=project_targets)
   except JaxportError as e:
-    return {"runs_on": None, "runs_on_error": f"{type(e).__name__}: {e}"}
-  return {**got.to_json(), "runs_on_summary": {p: got.summary(p) for p in got.releases}}
+    return RunsOnRecord(None, error=f"{type(e).__name__}: {e}")
+  limits = got.to_json()["runs_on_limits"]
+  return RunsOnRecord(dict(got.releases), limits, {p: got.summary(p) for p in got.releases})
 
 
 def runs_on_lines(record: dict[str, Any]) -> list[str]:

@@ -23,7 +23,7 @@ import pytest
 from jaxport.cli import main
 from jaxport.golden import GoldenStore
 from jaxport.releases import releases, runs_on
-from jaxport.releases._features import features_of_blob, runs_on_record
+from jaxport.releases._features import RunsOnRecord, features_of_blob, runs_on_record
 from jaxport.releases._runs_on import devices_seen
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,8 +112,9 @@ def _measured(producer: str, consumer: str) -> tuple[int, set[str]]:
 def test_every_golden_entry_has_a_computed_range():
   for e in GoldenStore(STORE).entries():
     got = runs_on_record(e.blob(), e.manifest)
-    assert got["runs_on"] is not None, (e.entry_id, got.get("runs_on_error"))
-    assert set(got["runs_on"]) == set(got["runs_on_limits"]), e.entry_id
+    assert got.runs_on is not None, (e.entry_id, got.error)
+    assert set(got.runs_on) == set(got.limits) == set(got.summary), e.entry_id
+    assert RunsOnRecord.from_json(json.loads(json.dumps(got.to_json())), e.entry_id) == got
 
 
 def test_inspect_json_carries_runs_on_and_the_limits(capsys):
