@@ -32,6 +32,7 @@ from jaxport.cli._parser import InProcess
 from jaxport.cli._relower import Relowerer
 from jaxport.export._checks import disabled_targets
 from jaxport.harness._judge import _age, _targets
+from jaxport.harness._judge import _drift as _drift_rule
 from jaxport.harness._judge._status import Policy, severity, status_of
 from jaxport.harness._project import ProjectTargets
 from jaxport.harness._update import newest_entries
@@ -282,11 +283,14 @@ def _manifest_mismatch(recorded: Any, module: tuple[Any, ...]) -> dict[str, Any]
           "module_targets": mod_targets}
 
 
+# How audit leads a difference of today's custom-call signatures from the recorded ones.
+LEAD = "signature drift against today's lowering"
+
+
 def _drift(manifest: Any, relowerer: Relowerer | None, found: _Found) -> dict[str, Any]:
-  """Today's custom-call signatures of the entry's case against the recorded ones, judged as
-  the replay judges them: a change of a lowering-only entry breaks it, one of an entry
-  another jax release recorded is that release's difference (``producer_drift``), any
-  other is ``lowering_drift``; a change of partitioner metadata only is a note."""
+  """Today's custom-call signatures of the entry's case against the recorded ones, each
+  difference judged by the judge's drift rule (``_judge._drift``); a change of partitioner
+  metadata only is a note."""
   if manifest is None:
     return {"checked": False, "reason": "only golden entries record signatures"}
   recorded = manifest.custom_call_targets
@@ -308,20 +312,13 @@ def _drift(manifest: Any, relowerer: Relowerer | None, found: _Found) -> dict[st
     return {"checked": False, "reason": msg}
   changes = _signatures.drift(recorded, current)
   consumer = installed_jax_version()
-  other_release = manifest.producer.jax not in (None, consumer)
   for c in changes:
-    line = f"signature drift against today's lowering: {c}"
     if c.metadata_only:
-      found.notes.append(line + " (partitioner metadata only)")
-    elif other_release:
-      found.findings.append(Finding(FindingKind.PRODUCER_DRIFT, Subject.TODAY,
-                                    f"{line} (recorded by jax {manifest.producer.jax}, lowered "
-                                    f"today with jax {consumer})", detail=str(c)))
+      found.notes.append(f"{LEAD}: {c} (partitioner metadata only)")
     else:
-      kind = (FindingKind.COMPATIBILITY_BREAK
-              if manifest.lowering_only and manifest.imported_from is None
-              else FindingKind.LOWERING_DRIFT)
-      found.findings.append(Finding(kind, Subject.TODAY, line, detail=str(c)))
+      # Audit runs nothing: like a replay's entry that is not run, its results are not
+      # found to differ.
+      found.findings.append(_drift_rule.lowering_difference(manifest, consumer, LEAD, str(c)))
   return {"checked": True, "differences": [str(c) for c in changes]}
 
 

@@ -11,7 +11,7 @@ from jaxport.harness._expectations import Table
 from jaxport.harness._judge import _consumers
 from jaxport.harness._judge._findings import findings_of, unreadable_outcome
 from jaxport.harness._judge._release import with_release
-from jaxport.harness._judge._status import CHANGE_KINDS, Policy, status_of
+from jaxport.harness._judge._status import Policy, status_of
 from jaxport.harness._project import ProjectTargets
 from jaxport.harness._protocol import ReplayAnswer, WorkerFailure
 from jaxport.harness._requests import FeaturesWanted, ReplayRequest

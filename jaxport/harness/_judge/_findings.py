@@ -16,10 +16,11 @@ from jaxport._vocabulary import Finding, FindingKind, Subject, TargetVerdict
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import Manifest
 from jaxport.harness._protocol import (EnvelopeRead, FailureKind, ReaderResult, ReplayAnswer, Stage,
-                                       TodayResult, WorkerFailure)
+                                       WorkerFailure)
 from jaxport.harness._requests import ReplayRequest
 from jaxport.harness._verdicts import Outcome
 from jaxport.harness._judge._age import age_findings, days_to_expiry
+from jaxport.harness._judge._drift import lowering_difference
 from jaxport.harness._judge._targets import not_stable_finding
 
 K = FindingKind
@@ -95,21 +96,6 @@ def _envelope_finding(reader: str, env: EnvelopeRead, consumer: str | None) -> F
                  f"{what}; read and matched the recorded outputs after "
                  f"jaxport.upgrade_envelope rewrote it (header version {env.to_version}; "
                  f"{env.reason}; {policy.describe(consumer, env.layout)})", reader)
-
-
-def _jax_side(manifest: Manifest, today: TodayResult, consumer: str | None) -> str | None:
-  """Why a lowering difference of this entry is jax's change rather than the function's, or
-  None when it may be the function's: the entry was recorded by another jax release than the
-  one lowering it today, and today's module still computes the recorded results (it was not
-  run, for a lowering-only entry, or matched them). A function changed in the same upgrade
-  without changing its results cannot be told apart from this (docs/harness.md)."""
-  producer = manifest.producer.jax
-  if producer is None or consumer is None or producer == consumer:
-    return None
-  if today.numerics is not None and not today.numerics.ok:
-    return None
-  return (f"recorded by jax {producer}, lowered today by jax {consumer}: a change of jax's "
-          "lowering between the two releases, the results still match")
 
 
 def _failure_finding(failure: WorkerFailure) -> Finding:
@@ -220,7 +206,6 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
         add(K.UPGRADED, S.READER, f"{r.reader} reader: ran and matched the recorded outputs "
                                   f"after jaxport.upgrade (rules {', '.join(up.rules)}); before: "
                                   f"{up.error_before}", r.reader)
-    imported = manifest.imported_from is not None
     # The targets of the module as read: every entry's, whether it runs here or not.
     read = next((r for r in answer.readers if r.target_verdicts is not None), None)
     if manifest.lowering_only or numerics_skipped is not None:
@@ -249,14 +234,9 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
       # entry another jax release recorded whose numerics still match: jax changed its
       # lowering, not the user the function.
       against = f" of case {cur.matched_case}" if cur.matched_case else ""
-      by_jax = _jax_side(manifest, cur, consumer)
-      for line in cur.signature_diff:
-        if by_jax is not None:
-          add(K.PRODUCER_DRIFT, S.TODAY, f"current lowering{against}: {line} ({by_jax})",
-              detail=line)
-        else:
-          add(K.COMPATIBILITY_BREAK if manifest.lowering_only and not imported
-              else K.LOWERING_DRIFT, S.TODAY, f"current lowering{against}: {line}", detail=line)
+      results_match = cur.numerics is None or cur.numerics.ok
+      findings += [lowering_difference(manifest, consumer, f"current lowering{against}", line,
+                                       results_match) for line in cur.signature_diff]
       for line in cur.contract_by_jax:
         add(K.PRODUCER_DRIFT if manifest.producer.jax != consumer else K.SIGNATURE_CHANGE,
             S.TODAY, f"calling contract of case {manifest.case_id}: {line}", detail=line)
