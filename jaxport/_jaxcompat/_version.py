@@ -57,6 +57,16 @@ def check_jax_version(found: str) -> None:
                   UntestedJaxWarning, stacklevel=3)
 
 
+def distribution_version(dist: str) -> str | None:
+  """The installed version of the distribution ``dist`` (``jaxlib``, ``numpy``, ...), read
+  from its metadata; None when it is not installed. The jax release itself:
+  :func:`installed_jax_version`."""
+  try:
+    return importlib.metadata.version(dist)
+  except importlib.metadata.PackageNotFoundError:
+    return None
+
+
 def installed_jax_version() -> str:
   """The installed jax's version, read without importing jax when it is not imported yet.
 

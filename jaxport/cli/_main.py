@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import functools
-import importlib.metadata as md
 import json
 import logging
 import os
@@ -30,6 +29,7 @@ from jaxport.cli import _audit as audit
 from jaxport.corpus import _import as importer
 from jaxport import _progress
 from jaxport._progress import track
+from jaxport._jaxcompat._version import distribution_version
 from jaxport._vocabulary import ANY_PLATFORM, EXPIRY_WINDOW_DAYS, PLATFORMS
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
@@ -212,10 +212,7 @@ def _version() -> str:
 
 
 def _dist_version(dist: str) -> str:
-  try:
-    return md.version(dist)
-  except md.PackageNotFoundError:
-    return "not installed"
+  return distribution_version(dist) or "not installed"
 
 
 class _StderrHandler(logging.StreamHandler):

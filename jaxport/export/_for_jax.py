@@ -32,9 +32,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import jax
 from jax.errors import JaxRuntimeError
 
+from jaxport._jaxcompat._version import installed_jax_version
 from jaxport import _versions
 from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport.custom_calls import _registry, _walk
@@ -145,7 +145,7 @@ def _stablehlo_target(facts: Any) -> str:
   if low is not None and _mlir.version_key(target) < _mlir.version_key(low):
     raise ExportError(
         f"Cannot export for jax {facts.version}: its jaxlib reads StableHLO up to {theirs}, "
-        f"older than the oldest version this jaxlib (jax {jax.__version__}) writes, {low}. "
+        f"older than the oldest version this jaxlib (jax {installed_jax_version()}) writes, {low}. "
         "Export with an older jax, or for a newer consumer.")
   return target
 
@@ -211,7 +211,7 @@ def installed_target(layouts_read: dict[str, str]) -> ConsumerTarget:
   high = _mlir.stablehlo_version_range()[1] or _mlir.default_target_version()
   layout = installed_layout()
   return ConsumerTarget(
-      release=jax.__version__, stablehlo_version=_mlir.default_target_version(),
+      release=installed_jax_version(), stablehlo_version=_mlir.default_target_version(),
       stablehlo_reads=high, calling_convention_version=_versions.DEFAULT_CALLING_CONVENTION_VERSION,
       calling_conventions=None, header_version=LAYOUT_HEADERS[layout], layout=layout,
       layouts_read=dict(layouts_read))

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from jaxport._jaxcompat._version import distribution_version
 from jaxport.errors import GoldenDataError
 
 # The /proc/cpuinfo flags a host record keeps: exactly these names, and every flag that
@@ -191,12 +192,6 @@ def read_cpuinfo(text: str) -> tuple[str | None, str | None, tuple[str, ...] | N
           None if flags is None else tuple(f for f in flags.split() if keeps_flag(f)))
 
 
-def _version(dist: str) -> str | None:
-  try:
-    return md.version(dist)
-  except md.PackageNotFoundError:
-    return None
-
 
 # The PJRT plugin distributions of each accelerator platform (normalized names).
 _PLUGIN_RE = {"cuda": re.compile(r"jax-cuda\d+-(plugin|pjrt)"),
@@ -291,6 +286,6 @@ def current_host(platform: str = "cpu", jaxlib: str | None = None) -> Host:
   except OSError:
     vendor = model = flags = None
   return Host(cpu_vendor=vendor, cpu_model=model, cpu_flags=flags,
-              jaxlib=jaxlib if jaxlib is not None else _version("jaxlib"),
+              jaxlib=jaxlib if jaxlib is not None else distribution_version("jaxlib"),
               xla_flags=os.environ.get("XLA_FLAGS", "").strip(),
               accelerator=None if platform == "cpu" else _accelerator(platform))

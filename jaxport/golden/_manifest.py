@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
-import importlib.metadata as md
 import json
 import re
 import sys
@@ -20,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from jaxport._jaxcompat._version import distribution_version, installed_jax_version
 from jaxport import _json
 from jaxport._vocabulary import PLATFORMS
 from jaxport.errors import GoldenDataError
@@ -75,14 +75,9 @@ class Producer:
   @classmethod
   def current(cls) -> "Producer":
     """The versions installed in this process."""
-    def version(dist: str) -> str | None:
-      try:
-        return md.version(dist)
-      except md.PackageNotFoundError:
-        return None
-
-    return cls(jax=version("jax"), jaxlib=version("jaxlib"), jaxport=version("jaxport"),
-               numpy=version("numpy"), scipy=version("scipy"),
+    version = distribution_version
+    return cls(jax=installed_jax_version(), jaxlib=version("jaxlib"),
+               jaxport=version("jaxport"), numpy=version("numpy"), scipy=version("scipy"),
                python=".".join(map(str, sys.version_info[:3])))
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.harness import _reference as _api, _contract, _corpus, _lowering
 from jaxport.harness import _contexts, _executables, _shardings, _stopwatch
 from jaxport.harness import _calling, _case
@@ -615,7 +616,7 @@ class ReplayEngine:
     if case is None or m.imported_from is not None:
       return
     exported = self._export_today(case)
-    if isinstance(exported, str) or m.lowering_only or not run or m.producer.jax == jax.__version__:
+    if isinstance(exported, str) or m.lowering_only or not run or m.producer.jax == installed_jax_version():
       return
     recorded = reads.by_reader.get(_api.REFERENCE) if reads is not None else None
     if recorded is not None and _same_computation(exported[0], recorded, reads):

@@ -17,13 +17,13 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-import importlib.metadata as md
 import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from jaxport._jaxcompat._version import installed_jax_version
 from jaxport import _json
 from jaxport.errors import ExpectedStatusError
 from jaxport.harness import _releases
@@ -194,15 +194,6 @@ def load_table(path: str | Path) -> Table:
                      str(p))
 
 
-@functools.cache
-def consumer_version() -> str | None:
-  """The installed jax's version (read once per process)."""
-  try:
-    return md.version("jax")
-  except md.PackageNotFoundError:
-    return None
-
-
 def window_for(producer: str | None, consumer: str | None,
                today: datetime.date) -> _releases.WindowPosition | None:
   """The window position, or None when a release date is unknown (pre-releases, jaxport)."""
@@ -221,7 +212,7 @@ def release_windows(producers: Iterable[str], today: datetime.date,
 
   Unlike the judge's release verdict it needs no expected-status table, so a project without one
   still sees each release's date, age and gap."""
-  consumer = consumer or consumer_version()
+  consumer = consumer or installed_jax_version()
   out = {}
   for producer in sorted(set(producers)):
     window = window_for(producer, consumer, today)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime
-import importlib.metadata as md
 import json
 import logging
 import shutil
@@ -39,7 +38,7 @@ from jaxport.harness._project import OnChange, Project
 from jaxport.harness._registry import CaseRegistry
 from jaxport.harness._shard import Shard, costs_json
 from jaxport.harness._verdicts import Outcome
-from jaxport._jaxcompat._version import installed_jax_version
+from jaxport._jaxcompat._version import distribution_version, installed_jax_version
 from jaxport.report import (
     DRIFT_KINDS, CorpusImport, DriftItem, FindingKind, Recorded, RunReport, ShardRef,
     Skip, Status, Summary, Updated, Window, write_report)
@@ -721,7 +720,8 @@ class HarnessSession:
         strict=o.strict,
         readers=tuple(_api.readers()),
         producer=_api.PRIMARY,
-        versions={d: _version(d) for d in ("jax", "jaxlib", "jaxport", "numpy")},
+        versions={"jax": installed_jax_version(),
+                  **{d: distribution_version(d) for d in ("jaxlib", "jaxport", "numpy")}},
         entries=entries,
         targets=targets,
         skips=tuple(skips),
@@ -811,12 +811,6 @@ def _platform_of(entry_id: str) -> str:
   """The platform folder of an entry id (``<platform>/<family>/<case_id>/<dir>``)."""
   return EntryId.parse(entry_id).platform
 
-
-def _version(dist: str) -> str | None:
-  try:
-    return md.version(dist)
-  except md.PackageNotFoundError:
-    return None
 
 
 def _distinct(items: Any) -> list[Any]:

@@ -25,10 +25,10 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import jax
 from jax import tree_util
 from jax.sharding import AbstractMesh, NamedSharding, PartitionSpec
 
+from jaxport._jaxcompat._version import installed_jax_version
 from jaxport import _limits
 from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport._jaxcompat import _mesh as jax_mesh
@@ -129,7 +129,7 @@ def _expired(t: list[Any], where: str, *, policy: str, hlo_shardings: bool) -> N
       f"{message}\njaxport: the "
       + ("blob" if where == "Exported" else f"nested record {where}") + " was written by "
       + (f"jax {producer}" if producer else "an unknown producer (the blob names no jax version)")
-      + f" in envelope version {version}; it {what}, which jax {jax.__version__} no "
+      + f" in envelope version {version}; it {what}, which jax {installed_jax_version()} no "
       "longer reads. Run `jaxport upgrade BLOB -o NEW_BLOB` (or jaxport.upgrade_envelope(blob)) "
       f"to rewrite the envelope into the layout this jax reads, keeping the module{flag}.")
 

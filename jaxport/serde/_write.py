@@ -17,8 +17,8 @@ import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import jax
 
+from jaxport._jaxcompat._version import installed_jax_version
 from jaxport import _limits, _versions
 from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport._jaxcompat import _mesh as jax_mesh
@@ -173,7 +173,7 @@ def _exported(b: _builder.Builder, exp: Any, vjp_order: int, jax_version: bool,
       b, [0 if s is None else 1 + uniques.shardings[s] for s in exp._in_named_shardings])
   out_shardings_idxs = _u32_vector(
       b, [0 if s is None else 1 + uniques.shardings[s] for s in exp._out_named_shardings])
-  version = b.CreateString(jax.__version__) if jax_version else None
+  version = b.CreateString(installed_jax_version()) if jax_version else None
   constraint_strs = _constraints_of(exp) if constraints else ()
   constraints_off = (_vector_of(b, lambda b, c: b.CreateString(c), constraint_strs)
                      if constraint_strs else None)

@@ -355,3 +355,27 @@ def test_only_the_judge_builds_or_changes_a_verdict():
   assert not [w for p in outside for w in _verdict_writes(p)]
   # The check sees what it looks for: the judge does build and change verdicts.
   assert [w for p in JUDGE.rglob("*.py") for w in _verdict_writes(p)]
+
+
+COMPAT = PACKAGE / "_jaxcompat"
+
+
+def _version_reads(path: pathlib.Path) -> list[str]:
+  """Where ``path`` reads an installed version itself: ``jax.__version__`` or a
+  distribution's metadata version."""
+  found = []
+  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    if isinstance(node, ast.Attribute) and node.attr == "__version__" and (
+        isinstance(node.value, ast.Name) and node.value.id == "jax"):
+      found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: jax.__version__")
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "version" and isinstance(node.func.value, (ast.Name, ast.Attribute))
+        and ast.unparse(node.func.value) in ("md", "importlib.metadata", "metadata")):
+      found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {ast.unparse(node.func)}")
+  return found
+
+
+def test_installed_versions_are_read_only_behind_jaxcompat():
+  outside = [p for p in PACKAGE.rglob("*.py") if COMPAT not in p.parents]
+  assert not [w for p in outside for w in _version_reads(p)]
+  assert [w for p in COMPAT.rglob("*.py") for w in _version_reads(p)]  # the check sees them
