@@ -11,6 +11,7 @@ import jaxport
 from jaxport import _versions
 from jaxport.errors import GoldenDataError
 from jaxport.golden import _signatures
+from jaxport.golden._entry_id import split_parts
 from jaxport.golden._manifest import MANIFEST_FILE, PLATFORMS, is_safe_name
 from jaxport.golden._store import Entry, GoldenStore
 from jaxport.serde import _read
@@ -42,7 +43,7 @@ def entry_at(path: Path) -> Entry:
 
 def looks_like_entry_id(text: str) -> bool:
   """Whether ``text`` has the form of an entry id (four safe names), not a file path."""
-  parts = text.strip("/").split("/")
+  parts = split_parts(text.strip("/"))
   return len(parts) == 4 and all(is_safe_name(p) for p in parts)
 
 

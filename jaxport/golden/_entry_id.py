@@ -28,14 +28,25 @@ class EntryId:
   @classmethod
   def parse(cls, text: str) -> EntryId:
     """The id ``text`` names; ValueError, naming the expected form, for any other text."""
-    parts = text.split("/") if isinstance(text, str) else []
+    parts = split_parts(text) if isinstance(text, str) else []
     if len(parts) != 4 or not all(parts):
       raise ValueError(f"bad entry id {text!r}; expected '<platform>/<family>/<case_id>/"
                        f"{FOLDER_FORM}'")
     return cls(*parts)
 
+  @classmethod
+  def from_tail(cls, path_text: str) -> EntryId:
+    """The id the last four parts of a '/'-separated path name (an entry folder's path
+    inside its store); ValueError when it has fewer."""
+    return cls.parse("/".join(split_parts(path_text)[-4:]))
+
   def __str__(self) -> str:
     return f"{self.platform}/{self.family}/{self.case_id}/{self.folder}"
+
+  @property
+  def parts(self) -> tuple[str, str, str, str]:
+    """The four parts, in the order of the id (the entry's folders below the store)."""
+    return (self.platform, self.family, self.case_id, self.folder)
 
   @property
   def case_key(self) -> str:
@@ -47,6 +58,12 @@ class EntryId:
     """The jax release the folder names (``..._jax-0.10.2``), or ``unknown``."""
     m = FOLDER_RE.fullmatch(self.folder)
     return m.group(3) if m else UNKNOWN_PRODUCER
+
+
+def split_parts(text: str) -> list[str]:
+  """The '/'-separated parts of a text that may name an entry, unchecked (readers of hostile
+  text check them; :meth:`EntryId.parse` takes only four non-empty ones)."""
+  return text.split("/")
 
 
 def platform_of(entry_id: str) -> str:

@@ -41,7 +41,7 @@ import numpy as np
 from jaxport import _limits
 from jaxport.errors import GoldenDataError
 from jaxport import _bounded
-from jaxport.golden._entry_id import FOLDER_FORM, FOLDER_RE, EntryId
+from jaxport.golden._entry_id import FOLDER_FORM, FOLDER_RE, EntryId, split_parts
 from jaxport.golden._manifest import (
     BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE, MODULE_FILE, PLATFORMS, SHARDINGS_FILE,
     FIRST_REVISION, MAX_REVISION, ArraySpec, Manifest, _parse_json, _pretty, is_safe_name)
@@ -69,7 +69,7 @@ def entry_sort_key(entry_id: str) -> tuple:
   """Platform, family, case, record date, revision, producer jax release (numerically, so
   0.9.2 comes before 0.10.2): the store's order, a case's entries oldest first and a
   same-day update after the entry it follows. Raises for a malformed directory name."""
-  platform, family, case_id, name = entry_id.split("/")[-4:]
+  platform, family, case_id, name = EntryId.from_tail(entry_id).parts
   m = _DIR_RE.fullmatch(name)
   if m is None:
     raise GoldenDataError(f"{entry_id}: entry directory name is not '{_DIR_FORM}'.")
@@ -334,7 +334,7 @@ class Entry:
     check_array_dtypes(m, where)
     if not m.files:
       raise GoldenDataError(f"{where}: 'files' is empty; a stored entry lists its files' sha256.")
-    expected_id = "/".join(self.entry_id.split("/")[-4:])
+    expected_id = str(EntryId.from_tail(self.entry_id))
     if m.relative_dir != expected_id:
       raise GoldenDataError(
           f"{where}: the manifest describes {m.relative_dir!r} (platform/family/case_id/"
@@ -626,7 +626,7 @@ class GoldenStore:
 
   def entry(self, entry_id: str) -> Entry:
     """The entry with id ``<platform>/<family>/<case_id>/<dir name>``."""
-    parts = entry_id.strip("/").split("/")
+    parts = split_parts(entry_id.strip("/"))
     if len(parts) != 4 or not all(is_safe_name(x) for x in parts):
       raise GoldenDataError(
           f"bad entry id {entry_id!r}; expected '<platform>/<family>/<case_id>/{_DIR_FORM}'.")
@@ -689,7 +689,7 @@ class GoldenStore:
     if not isinstance(module_text, str):
       raise GoldenDataError(
           f"golden entry {entry_id}: module_text must be str, got {type(module_text).__name__}.")
-    final = self._inside(entry_id.split("/"))
+    final = self._inside(list(EntryId.parse(entry_id).parts))
     if os.path.lexists(final):
       raise _exists(entry_id, final)
 
@@ -711,7 +711,7 @@ class GoldenStore:
       try:
         if not self.root.is_dir():
           self.root.mkdir(parents=True)
-        self._inside(entry_id.split("/"), create_parents=True)
+        self._inside(list(EntryId.parse(entry_id).parts), create_parents=True)
         tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{final.name}-", dir=case_dir))
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; entries are shared data.
         for name in sorted(payload):

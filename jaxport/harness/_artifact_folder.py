@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jaxport.errors import GoldenDataError
+from jaxport.golden._entry_id import split_parts
 
 OBTAINED_FILE = "obtained.npz"
 TODAY_MODULE_FILE = "today.mlir"
@@ -33,7 +34,7 @@ def folder_name(entry_id: str) -> str:
   """One plain folder name for ``entry_id``: its parts joined by ``__``, characters outside
   ``A-Za-z0-9._-`` replaced, no leading dot, never ``.`` or ``..``; an id that needed any
   of that (or is long) gets a digest of itself appended, so distinct ids stay distinct."""
-  parts = entry_id.replace("\\", "/").split("/")
+  parts = split_parts(entry_id.replace("\\", "/"))
   kept = [p for p in parts if p not in ("", ".", "..")]
   cleaned = [_UNSAFE.sub("_", p).lstrip(".") or "_" for p in kept]
   name = "__".join(cleaned) or "entry"

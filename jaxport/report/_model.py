@@ -21,6 +21,7 @@ from typing import Any
 
 from jaxport import _json
 from jaxport.golden._entry_id import UNKNOWN_PRODUCER, case_of, platform_of, producer_of  # noqa: F401
+from jaxport.golden._entry_id import EntryId
 from jaxport._vocabulary import Finding, FindingKind, RecordAction, Status, Subject  # noqa: F401 (re-exported)
 from jaxport.errors import ReportError
 from jaxport.report._files import write_text_atomically
@@ -248,8 +249,11 @@ class EntryResult:
   def from_json(cls, d: Any, where: str) -> EntryResult:
     _obj(d, where, _ENTRY_KEYS)
     entry_id = _typed(d["entry_id"], f"{where}.entry_id", str)
-    if entry_id.count("/") != 3:
-      raise _bad(f"{where}.entry_id", f"expected platform/family/case/date_jax-version, got {entry_id!r}")
+    try:
+      EntryId.parse(entry_id)
+    except ValueError:
+      raise _bad(f"{where}.entry_id",
+                 f"expected platform/family/case/date_jax-version, got {entry_id!r}") from None
     status = _typed(d["status"], f"{where}.status", str)
     if status not in {str(s) for s in Status}:
       raise _bad(f"{where}.status", f"expected one of {', '.join(Status)}, got {status!r}")

@@ -379,3 +379,26 @@ def test_installed_versions_are_read_only_behind_jaxcompat():
   outside = [p for p in PACKAGE.rglob("*.py") if COMPAT not in p.parents]
   assert not [w for p in outside for w in _version_reads(p)]
   assert [w for p in COMPAT.rglob("*.py") for w in _version_reads(p)]  # the check sees them
+
+
+ENTRY_ID_MODULE = PACKAGE / "golden" / "_entry_id.py"
+# Modules splitting other '/'-separated text, each with what it splits.
+OTHER_SLASHED_TEXT = {PACKAGE / "harness" / "_shard.py": "a shard spec I/N"}
+
+
+def _slash_splits(path: pathlib.Path) -> list[str]:
+  """Where ``path`` takes '/'-separated text apart itself (``split``, ``rsplit``,
+  ``partition`` or ``count`` of "/"): the entry id's own module does that, once."""
+  found = []
+  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("split", "rsplit", "partition", "rpartition", "count")
+        and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "/"):
+      found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {ast.unparse(node)}")
+  return found
+
+
+def test_only_the_entry_id_module_splits_entry_ids():
+  assert not [w for p in PACKAGE.rglob("*.py")
+              if p != ENTRY_ID_MODULE and p not in OTHER_SLASHED_TEXT for w in _slash_splits(p)]
+  assert _slash_splits(ENTRY_ID_MODULE)  # the check sees what it looks for
