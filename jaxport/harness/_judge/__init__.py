@@ -1,14 +1,16 @@
 """The one judge of an entry: from the worker's answer to the entry's outcome and status.
 
-The session hands it each replayed entry (the request, the worker's answer, the manifest and
-the run's context) and stores what it returns; ``jaxport audit`` judges an artifact's age,
-targets and drift with the same functions (``_age``, ``_targets``, ``_status``). Nothing
-else builds or changes a verdict (the layering test holds it).
+The session hands it each replayed entry (``_entry.judge``: the request, the worker's answer,
+the manifest and the run's context) and stores what it returns; ``jaxport audit`` judges an
+artifact's age, targets and drift with the same functions (``_age``, ``_targets``,
+``_drift``, ``_status``). Nothing else builds or changes a verdict (the layering test holds
+it).
 
 Steps, one module each: the answer's findings (``_findings``), its age (``_age``), its
-targets (``_targets``), its producer release against the project's expectations table
-(``_release``), the releases it runs on against its case's ``min_consumer``
-(``_consumers``), and the status those findings make (``_status``).
+targets (``_targets``), its lowering's differences from today's (``_drift``), its producer
+release against the project's expectations table (``_release``), the releases it runs on
+against its case's ``min_consumer`` (``_consumers``), and the status those findings make
+(``_status``).
 
 Kinds, from worst to mildest:
   ``golden_data_error``    the entry's own files fail verification (a hash, the
