@@ -69,6 +69,35 @@ class FindingKind(enum.StrEnum):
   UPGRADED = "upgraded"
 
 
+# The finding-kind sets, each defined once here (what each kind makes of an entry:
+# ``jaxport.harness._judge``).
+_K = FindingKind
+ALWAYS_FAIL = frozenset({_K.GOLDEN_DATA_ERROR, _K.COMPATIBILITY_BREAK, _K.EXPORT_ERROR,
+                         _K.BELOW_MIN_CONSUMER})
+STRICT_FAIL = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE, _K.EXPIRED,
+                         _K.FUTURE_DATE, _K.STALE_TARGET, _K.UNEXPECTED_PASS})
+# The kinds that say the case's function computes something else today.
+CHANGE_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE})
+# The kinds only running an entry can find: its results, today's export and its calling
+# contract, an upgrade that made it run, its case's min_consumer, the expectations table.
+# ``jaxport audit`` reads an artifact without running it, so these are all it cannot say.
+RUN_ONLY_KINDS = frozenset({_K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE, _K.NUMERICS_DRIFT,
+                            _K.NUMERICS_OTHER_HOST, _K.UPGRADED, _K.EXPORT_ERROR,
+                            _K.UNEXPECTED_PASS, _K.BELOW_MIN_CONSUMER})
+# What no expectations-table row excuses: the case's own promise (min_consumer), damaged data
+# and a case that cannot be exported.
+NEVER_EXCUSED = frozenset({_K.EXPORT_ERROR, _K.GOLDEN_DATA_ERROR, _K.BELOW_MIN_CONSUMER})
+# The kinds the report's ``drift`` section lists: differences between an entry and today's
+# lowering or readers that are not breaks.
+DRIFT_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE,
+                         _K.NUMERICS_CHANGE,
+                         _K.NUMERICS_DRIFT, _K.PRODUCER_DRIFT})
+# Kinds of findings on an entry that jax.export of an older release recorded which are the
+# release difference itself: reported as producer drift, never a failure (nobody can
+# re-record with that release's lowering of today's case).
+RELEASE_DIFFERENCE_KINDS = frozenset({_K.LOWERING_DRIFT, _K.STALE_TARGET})
+
+
 class Subject(enum.StrEnum):
   """What a finding is about: where in the replay of an entry it came from."""
   GOLDEN_DATA = "golden_data"    # the entry's own files

@@ -23,6 +23,7 @@ from jaxport import _json
 from jaxport.golden._entry_id import UNKNOWN_PRODUCER, case_of, platform_of, producer_of  # noqa: F401
 from jaxport.golden._entry_id import EntryId
 from jaxport._vocabulary import Finding, FindingKind, RecordAction, Status, Subject  # noqa: F401 (re-exported)
+from jaxport._vocabulary import DRIFT_KINDS  # noqa: F401 (re-exported)
 from jaxport.errors import ReportError
 from jaxport.report._files import write_text_atomically
 
@@ -41,11 +42,6 @@ def other_host_passes(entries: Iterable[Any]) -> int:
              if e.status == Status.PASS and FindingKind.NUMERICS_OTHER_HOST in e.kinds)
 
 
-# The kinds the report's ``drift`` section lists: differences between an entry and today's
-# lowering or readers that are not breaks.
-DRIFT_KINDS = frozenset({FindingKind.LOWERING_DRIFT, FindingKind.SIGNATURE_CHANGE,
-                         FindingKind.NUMERICS_CHANGE,
-                         FindingKind.NUMERICS_DRIFT, FindingKind.PRODUCER_DRIFT})
 
 
 # --- reading helpers: each names the file and the key path of what is wrong ----------------------

@@ -19,7 +19,7 @@ import pytest
 from jaxport.cli._main import main
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
-from jaxport.harness._judge._status import RUN_ONLY_KINDS
+from jaxport._vocabulary import RUN_ONLY_KINDS
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow

@@ -23,7 +23,8 @@ import dataclasses
 import datetime
 import re
 
-from jaxport._vocabulary import ExpectationVerdict, Finding, FindingKind, Subject
+from jaxport._vocabulary import (RELEASE_DIFFERENCE_KINDS, ExpectationVerdict, Finding,
+                                 FindingKind, Subject)
 from jaxport.golden._manifest import Manifest
 from jaxport.harness import _expectations, _releases
 from jaxport.harness._expectations import EXPECT_FAIL, EXPECT_PASS, Expectation, Table
@@ -32,10 +33,7 @@ from jaxport.report import Release, Window
 
 V = ExpectationVerdict
 
-# Kinds of findings on an entry that jax.export of an older release recorded which are the
-# release difference itself: reported as producer drift, never a failure (nobody can
-# re-record with that release's lowering of today's case).
-RELEASE_DIFFERENCE_KINDS = (FindingKind.LOWERING_DRIFT, FindingKind.STALE_TARGET)
+# The import source of entries recorded by an older release's own jax.export.
 RELEASE_SOURCE = "jax.export"
 
 

@@ -7,26 +7,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from jaxport._vocabulary import FindingKind, Status
+from jaxport._vocabulary import (ALWAYS_FAIL, CHANGE_KINDS, NEVER_EXCUSED, RUN_ONLY_KINDS,  # noqa: F401 (re-exported)
+                                 STRICT_FAIL, FindingKind, Status)
 
 K = FindingKind
-
-ALWAYS_FAIL = frozenset({K.GOLDEN_DATA_ERROR, K.COMPATIBILITY_BREAK, K.EXPORT_ERROR,
-                         K.BELOW_MIN_CONSUMER})
-STRICT_FAIL = frozenset({K.LOWERING_DRIFT, K.SIGNATURE_CHANGE, K.NUMERICS_CHANGE, K.EXPIRED,
-                         K.FUTURE_DATE, K.STALE_TARGET, K.UNEXPECTED_PASS})
-# The kinds that say the case's function computes something else today.
-CHANGE_KINDS = frozenset({K.LOWERING_DRIFT, K.SIGNATURE_CHANGE, K.NUMERICS_CHANGE})
-# The kinds only running an entry can find: its results, today's export and its calling
-# contract, an upgrade that made it run, its case's min_consumer, the expectations table.
-# ``jaxport audit`` reads an artifact without running it, so these are all it cannot say.
-RUN_ONLY_KINDS = frozenset({K.SIGNATURE_CHANGE, K.NUMERICS_CHANGE, K.NUMERICS_DRIFT,
-                            K.NUMERICS_OTHER_HOST, K.UPGRADED, K.EXPORT_ERROR,
-                            K.UNEXPECTED_PASS, K.BELOW_MIN_CONSUMER})
-# What no expectations-table row excuses: the case's own promise (min_consumer), damaged data
-# and a case that cannot be exported.
-NEVER_EXCUSED = frozenset({K.EXPORT_ERROR, K.GOLDEN_DATA_ERROR, K.BELOW_MIN_CONSUMER})
-
 
 @dataclasses.dataclass(frozen=True)
 class Policy:
