@@ -21,6 +21,8 @@ from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 from jaxport._vocabulary import RUN_ONLY_KINDS
 
+from _downstream_project import CASE_PRELUDE, write_project
+
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
@@ -30,21 +32,7 @@ LONG_AGO = TODAY - datetime.timedelta(days=200)
 # A repository entry of jax 0.4.30 whose cholesky kernel (lapack_spotrf) is off every table now.
 OLD_KERNEL = "cpu/lapack_potrf/release_cholesky_f32/2026-11-29_jax-0.4.30"
 
-PYPROJECT = """
-[tool.pytest.ini_options]
-jaxport_cases = ["mycases"]
-jaxport_store = "golden"
-"""
-GOLDEN_TESTS = "from jaxport.harness.testing import test_record, test_replay  # noqa: F401\n"
-CASES = """
-import jax.numpy as jnp
-import numpy as np
-from jaxport.harness import Case, random_matrix
-
-
-def square():
-  return (random_matrix(0, (3, 3), np.float32),), {}
-
+CASES = CASE_PRELUDE + """
 
 def chol(a):
   return jnp.linalg.cholesky(a @ a.T + 4 * jnp.eye(3, dtype=a.dtype))
@@ -72,11 +60,11 @@ AFTER = {"LOWERING": "chol(a) + 0 * jnp.linalg.qr(a)[1]",
          "CONTRACT": "chol(a), jnp.linalg.qr(a)[0]"}
 
 
-def _write_cases(pytester, change: dict[str, str]) -> None:
+def _cases(change: dict[str, str]) -> str:
   text = textwrap.dedent(CASES)
   for name, code in change.items():
     text = text.replace(name, code)
-  (Path(pytester.path) / "mycases.py").write_text(text)
+  return text
 
 
 def _pytest(pytester, today: datetime.date, *args):
@@ -101,16 +89,13 @@ def _fresh_sources(monkeypatch):
 
 
 def test_a_replay_and_an_audit_of_one_store_judge_each_entry_alike(pytester, tmp_path, capsys):
-  pytester.makepyprojecttoml(PYPROJECT)
-  pytester.makepyfile(test_golden=GOLDEN_TESTS)
-  _write_cases(pytester, BEFORE)
+  store = write_project(pytester, _cases(BEFORE))
   assert _pytest(pytester, LONG_AGO, "--compat-record", "-k", "expired").ret == 0
   assert _pytest(pytester, TODAY, "--compat-record", "-k", "not expired").ret == 0
-  store = GoldenStore(Path(pytester.path) / "golden")
   other = "0.10.1" if jax.__version__ != "0.10.1" else "0.10.2"
   other_id = _as_another_release(store, "other_release", other)
   shutil.copytree(REPO / "compat_data" / OLD_KERNEL, store.root / OLD_KERNEL)
-  _write_cases(pytester, AFTER)
+  (Path(pytester.path) / "mycases.py").write_text(_cases(AFTER))
 
   report_file = tmp_path / "replay.json"
   replay = _pytest(pytester, TODAY, f"--compat-report={report_file}")
