@@ -23,8 +23,8 @@ from typing import Any
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport._vocabulary import ALL_TARGETS, Finding, FindingKind, Status, Subject, TargetVerdict
 from jaxport.custom_calls import _registry
-from jaxport.errors import (ExpiredEnvelopeError, JaxportError, ModuleCrashError, ModuleMemoryError, ModuleParserError,
-                            ModuleTimeoutError)
+from jaxport.errors import (ExpiredEnvelopeError, JaxportError, ModuleCrashError,
+                            ModuleMemoryError, ModuleParserError, ModuleTimeoutError)
 from jaxport.golden import _signatures
 from jaxport.golden._store import read_bounded
 from jaxport.cli._artifacts import Artifact, deserialize

@@ -407,8 +407,8 @@ class ReplayEngine:
 
   def target_verdicts(self, sigs: Sequence[CustomCallSignature], platforms: Sequence[str],
                       allowed: frozenset[str] = frozenset()) -> dict[str, TargetVerdict]:
-    """Per target of a lowering-only module: stable on the platforms it was lowered for (by
-    jaxport's table or the project's declarations), allowed by the module's own
+    """Per target of an entry's module (the judge's ``_targets``): stable on the platforms it was
+    lowered for (by jaxport's table or the project's declarations), allowed by the module's own
     ``disabled_safety_checks`` (``allowed``; ``ALL`` allows every target), or not stable."""
     return {t: _targets.target_verdict(_targets.target_statuses(t, platforms, self.targets,
                                                                 allowed))

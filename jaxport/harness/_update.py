@@ -23,7 +23,7 @@ from jaxport.golden._entry_id import EntryId
 from jaxport._vocabulary import RecordAction, Subject
 from jaxport.golden._manifest import Manifest
 from jaxport.golden._store import entry_sort_key
-from jaxport.harness._judge._status import CHANGE_KINDS
+from jaxport._vocabulary import CHANGE_KINDS
 from jaxport.harness._verdicts import Outcome
 from jaxport.report import FindingKind, PlatformTargets, Skip, Targets
 

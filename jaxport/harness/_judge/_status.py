@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from jaxport._vocabulary import (ALWAYS_FAIL, CHANGE_KINDS, NEVER_EXCUSED, RUN_ONLY_KINDS,  # noqa: F401 (re-exported)
-                                 STRICT_FAIL, FindingKind, Status)
+from jaxport._vocabulary import (ALWAYS_FAIL, CHANGE_KINDS, NEVER_EXCUSED, STRICT_FAIL,
+                                 FindingKind, Status)
 
 K = FindingKind
 
