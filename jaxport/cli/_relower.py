@@ -22,7 +22,7 @@ from typing import Any
 from jaxport.errors import GoldenDataError
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import CustomCallSignature
-from jaxport.harness import _engine
+from jaxport.harness import _case_runs, _jax_setup
 from jaxport.harness._registry import CaseRegistry
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class Relowerer:
   def signatures(self, case: Any) -> tuple[CustomCallSignature, ...]:
     """The custom-call signatures of the case lowered today, under the harness's settings
     (short locations, the case's own jax configuration); jax's settings are restored."""
-    with _engine.jax_config(_engine.recording_config()), _on_path(self.paths):
-      exp = _engine.export_case(case)
+    with _jax_setup.jax_config(_jax_setup.recording_config()), _on_path(self.paths):
+      exp = _case_runs.export_case(case)
     logger.debug("re-lowered case %s", case.case_id)
     return _signatures.signatures(exp.mlir_module_serialized)

@@ -25,7 +25,7 @@ from jaxport._progress import track
 from jaxport.errors import ReportError
 from jaxport.report._files import write_text_atomically
 from jaxport.report._merge import check_complete
-from jaxport.report._model import platform_of
+from jaxport.golden._entry_id import platform_of
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from jaxport.errors import GoldenDataError
 from jaxport.export import _mlir
 from jaxport.golden._manifest import MODULE_FILE
 from jaxport.golden._store import GoldenStore, encode_arrays
-from jaxport.harness import _engine
+from jaxport.harness import _case_runs, _engine, _jax_setup
 from jaxport.harness import _reference as _api
 from jaxport.harness._artifact_folder import (
     DIFF_FILE, OBTAINED_FILE, RAW_DIFF_FILE, SUMMARY_FILE, TODAY_MODULE_FILE, entry_folder,
@@ -90,9 +90,9 @@ def write(engine: _engine.ReplayEngine,
 def _obtained(entry, manifest) -> bytes:
   """The primary reader's outputs of the recorded blob on the stored inputs, as npz bytes."""
   blob, inputs = entry.blob(), entry.inputs()
-  with _engine.jax_config(_engine.entry_jax_config(manifest)):
+  with _jax_setup.jax_config(_jax_setup.entry_jax_config(manifest)):
     exp = _api.deserialize(blob, reader=_api.PRIMARY)
-    outputs = _engine.run_exported(exp, inputs)
+    outputs = _case_runs.run_exported(exp, inputs)
   data, _ = encode_arrays(outputs, OBTAINED_FILE)
   return data
 
@@ -103,7 +103,7 @@ def _today_text(engine: _engine.ReplayEngine, manifest, out: dict[str, str]) -> 
   if case is None:
     raise GoldenDataError(f"case {manifest.case_id} is not registered by the project's case "
                           "modules, so there is no lowering of today")
-  out["text"] = _engine.export_case(case).mlir_module()
+  out["text"] = _case_runs.export_case(case).mlir_module()
   return out["text"].encode()
 
 

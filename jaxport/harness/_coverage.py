@@ -15,7 +15,7 @@ from jaxport.custom_calls import _registry
 from jaxport.harness._project import Project
 from jaxport.report import _coverage as coverage
 from jaxport.report._coverage import Covering
-from jaxport.report._model import PlatformTargets, Skip, Targets
+from jaxport.report._sections import PlatformTargets, Skip, Targets
 
 # The skip-ledger subject of the checks a run defers (a shard, a narrowed selection).
 CHECKS = "coverage, tripwire and missing-case checks"

@@ -1,338 +1,56 @@
-"""Replaying golden entries, and the helpers recording shares; runs inside the isolated worker.
+"""Replaying golden entries; runs inside the isolated worker.
 
 Everything here may execute native code (XLA compilation, LAPACK), so the
 session never calls it directly: it goes through ``jaxport.harness._worker``.
 The worker's :class:`ReplayEngine` owns the project's cases, today's exports
 and the reader thread; its answers are the typed records of ``_protocol``.
-Recording a case is ``_recording``; it shares the helpers for the jax
-configuration, the export and the call defined here.
+The jax configuration is ``_jax_setup``'s, the export and the call ``_case_runs``'
+(recording, ``_recording``, shares both), what is read from module bytes
+``_module_reads``', and what happens to a record its reader could not run
+``_upgraded_run``'.
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
-import contextlib
 import dataclasses
 import functools
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import numpy as np
 
 from jaxport._jaxcompat._version import installed_jax_version
-from jaxport.harness import _reference as _api, _contract, _corpus, _lowering
-from jaxport.harness import _contexts, _executables, _shardings, _stopwatch
-from jaxport.harness import _calling, _case
-from jaxport.harness._project import Project, ProjectTargets
-from jaxport.harness._protocol import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer, Stage,
-                                       TodayResult, UpgradedRun)
-from jaxport.harness._registry import CaseRegistry
-from jaxport.harness._judge import _targets
-from jaxport._jaxcompat import _lapack as jax_lapack
 from jaxport._vocabulary import TargetVerdict
-from jaxport.errors import DeserializationError, UpgradeError
-from jaxport.export import _mlir
 from jaxport.export._checks import disabled_targets
 from jaxport.golden._host import Host, current_host
 from jaxport.golden._manifest import CustomCallSignature, Manifest
-from jaxport.upgrades import (EnvelopeRewrite, UpgradeReport, expired_reason, rewritable_targets,
-                              rewrite_envelope, upgrade_with_report)
-
-# Module locations name files without their directories, so golden modules do
-# not depend on where the checkout lives.
-_JAX_CONFIG = (
-    ("jax_include_full_tracebacks_in_locations", False),
-    ("jax_traceback_in_locations_limit", 0),
-    ("jax_hlo_source_file_canonicalization_regex", r".*/"),
-)
-
-
-# The jax configuration an entry recorded before the manifest carried one ran with.
-LEGACY_JAX_CONFIG = {"jax_enable_x64": True}
-
-
-def recording_config() -> dict[str, Any]:
-  """The jax settings every recording and replay runs under: short source locations, and
-  whole tracebacks (:func:`configure_jax` applies them to the process)."""
-  return {**dict(_JAX_CONFIG), "jax_traceback_filtering": "off"}
-
-
-def configure_jax(compile_cache_dir: str | None = None, share_executables: bool = False,
-                  own_process: bool = False) -> None:
-  """Process-wide jax settings for recording and replaying (short locations; jaxport's own
-  frames never name one, see ``jaxport/export/_lower.py``, so a recording does not change
-  when jaxport does).
-
-  With ``share_executables``, a module compiled once in this process (the second reader's
-  identical module, an entry of another producer with the same computation, today's
-  re-export) is not compiled again (``jaxport.harness._executables``). With
-  ``compile_cache_dir``, compiled executables are also kept in jax's persistent
-  compilation cache there, for other processes and later runs; an unreadable cache
-  entry is compiled again. Both are keyed by the module itself, so only the executable
-  of an identical module is shared. Errors keep jax's whole traceback: filtering it
-  costs more than the failed call when an old record's module does not compile.
-
-  With ``own_process`` (a worker: nothing else runs in the process) and no cache directory
-  (neither ``compile_cache_dir`` nor jax's own setting), jax's compilation cache is turned
-  off: jax would otherwise compute its cache key of each module it compiles for a cache it
-  has nowhere to keep.
-  """
-  for name, value in recording_config().items():
-    jax.config.update(name, value)
-  if share_executables:
-    # Each stays off where jax's function is not the one it was written for; the worker's
-    # answers then say so (replacement_notices).
-    _executables.share_within_process()
-    _contexts.reuse_within_process()
-  if own_process and compile_cache_dir is None and not jax.config.jax_compilation_cache_dir:
-    jax.config.update("jax_enable_compilation_cache", False)
-  if compile_cache_dir is not None:
-    for name, value in (("jax_compilation_cache_dir", compile_cache_dir),
-                        ("jax_persistent_cache_min_compile_time_secs", 0.0),
-                        ("jax_persistent_cache_min_entry_size_bytes", -1)):
-      jax.config.update(name, value)
-
-
-def replacement_notices() -> list[str]:
-  """Why the memos :func:`configure_jax` puts in front of jax stay off in this process
-  (jax's function has a signature they were not written for), one line each; [] when
-  they are on or were not asked for."""
-  statuses = (_executables.COMPILE.status, _contexts.MAKE_CONTEXT.status)
-  return [s.notice for s in statuses if s.notice is not None]
-
-
-# The replay contract (storable leaves, cotangents, float0), shared with the scripts that
-# record and replay inside older jax releases.
-storable = _contract.storable
-callable_leaves = _contract.callable_leaves
-
-
-def warm_native_kernels() -> None:
-  """Register jax's native CPU kernels as lowering a LAPACK call does. Before jax 0.10 a
-  deserialized LAPACK call could crash a process that had not lowered one itself; a
-  long-lived worker starts with this, so that its verdicts do not depend on which entry
-  it replayed first (the release replayer, without jaxport, makes a native call instead)."""
-  jax_lapack.initialize_lapack()
-
-
-def run_exported_arrays(exp: Any, leaves: list[np.ndarray]) -> list[Any]:
-  """Call ``exp`` on the flat stored inputs (and its VJP, if any) as the replay contract
-  says; the flat output arrays, with their shardings. Multi-device records get their
-  inputs placed as recorded (``jaxport.harness._shardings``)."""
-  return _contract.run_exported_arrays(exp, leaves, place=_shardings.placed_call_args)
-
-
-def run_exported(exp: Any, leaves: list[np.ndarray]) -> list[np.ndarray]:
-  """Call ``exp`` on the flat stored inputs; flat storable outputs."""
-  return [storable(o) for o in run_exported_arrays(exp, leaves)]
-
-
-def case_inputs(case: _case.Case) -> tuple[tuple, dict, list[np.ndarray]]:
-  args, kwargs = case.make_inputs()
-  return args, kwargs, [storable(x) for x in jax.tree.leaves((args, kwargs))]
-
-
-def _jit_kwargs(case: _case.Case) -> dict[str, Any]:
-  """``jax.jit`` keyword arguments of a multi-device case (shardings on this process's devices)."""
-  make = getattr(case, "jit_kwargs", None)
-  return make() if make is not None else {}
-
-
-def _exporter(producer: str, for_jax: str | None = None) -> _contract.Exporter:
-  return _contract.Exporter(
-      export=functools.partial(_api.export, producer=producer, for_jax=for_jax),
-      symbolic_args_specs=lambda args, shapes, constraints: _api.symbolic_args_specs(
-          args, shapes, constraints=constraints, producer=producer))
-
-
-def export_case(case: _case.Case, producer: str = _api.PRIMARY) -> Any:
-  """Export ``case`` now, for its platforms, with ``producer``'s exporter, under the case's
-  jax configuration and its extra flags."""
-  args, kwargs, _ = case_inputs(case)
-  with jax_config({**case_jax_config(case), **dict(case.jax_flags)}):
-    return _contract.export_function(
-        _exporter(producer, case.for_jax if producer == _api.PRIMARY else None),
-        case.fun, args, kwargs, polymorphic_shapes=case.polymorphic_shapes,
-        constraints=case.constraints or (), platforms=case.export_platforms(),
-        disabled_checks=case.disabled_checks, jit_kwargs=_jit_kwargs(case))
+from jaxport.harness import _reference as _api, _corpus, _lowering
+from jaxport.harness import _contexts, _executables, _shardings, _stopwatch
+from jaxport.harness import _calling, _case
+from jaxport.harness._case_runs import (case_inputs, export_case, run_exported, run_exported_arrays,
+                                        storable)
+from jaxport.harness._jax_setup import (case_jax_config, entry_jax_config, jax_config, keeps_config,
+                                        warm_native_kernels)
+from jaxport.harness._judge import _targets
+from jaxport.harness._module_reads import ModuleReads, contract_change, same_computation
+from jaxport.harness._project import Project, ProjectTargets
+from jaxport.harness._protocol import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer, Stage,
+                                       TodayResult)
+from jaxport.harness._registry import CaseRegistry
+from jaxport.harness._upgraded_run import (Envelope, error_line, expired_envelope, upgradable,
+                                           upgrade_ahead, upgrade_and_run)
 
 
 @functools.lru_cache(maxsize=None)
 def replay_host(platform: str) -> Host:
   """This process's host for ``platform`` (read once: it does not change while it runs)."""
   return current_host(platform)
-
-
-def case_jax_config(case: _case.Case) -> dict[str, Any]:
-  """The jax configuration a case is recorded and replayed under, as the manifest keeps it:
-  64-bit types on or off, and the partitioner where the case chooses one."""
-  config: dict[str, Any] = {"jax_enable_x64": case.enable_x64}
-  if case.use_shardy is not None:
-    config["jax_use_shardy_partitioner"] = case.use_shardy
-  return config
-
-
-def entry_jax_config(m: Manifest) -> dict[str, Any]:
-  """The jax configuration to replay an entry under: its own, or the harness's old default."""
-  return dict(m.jax_config) if m.jax_config is not None else dict(LEGACY_JAX_CONFIG)
-
-
-@contextlib.contextmanager
-def jax_config(config: Mapping[str, Any]):
-  """Apply a case's or an entry's jax configuration, then restore jax's."""
-  saved = {name: getattr(jax.config, name) for name in config}
-  try:
-    for name, value in config.items():
-      jax.config.update(name, value)
-    yield
-  finally:
-    for name, value in saved.items():
-      jax.config.update(name, value)
-
-
-def _error_line(e: BaseException) -> str:
-  text = str(e).strip().splitlines()
-  return f"{type(e).__name__}: {text[0] if text else ''}"[:2000]
-
-
-@dataclasses.dataclass(frozen=True)
-class _Envelope:
-  """An entry's envelope that the installed jax refuses as expired, rewritten by
-  ``jaxport.upgrade_envelope`` into the layout it reads (the module kept)."""
-  blob: bytes
-  rewrite: EnvelopeRewrite
-
-  def read(self, error_before: str) -> EnvelopeRead:
-    """The record of this rewrite, read after the original envelope was refused."""
-    r = self.rewrite
-    return EnvelopeRead(r.layout, r.from_version, r.to_version, r.reason, r.producer, error_before)
-
-
-def expired_envelope(blob: bytes) -> _Envelope | None:
-  """The rewritten envelope of ``blob`` when the installed jax refuses it as expired, else
-  None (also when the blob is unreadable: the readers' own replays report that)."""
-  try:
-    if expired_reason(blob) is None:
-      return None
-    rewritten, rewrite = rewrite_envelope(blob)
-  except Exception:  # noqa: BLE001
-    return None
-  return None if rewrite is None else _Envelope(bytes(rewritten), rewrite)
-
-
-@dataclasses.dataclass(frozen=True)
-class _UpgradedRun:
-  """A record upgraded by ``jaxport.upgrade`` and run: refused, nothing to rewrite, failed, or
-  its outputs (judged against the outputs the producer recorded)."""
-
-  refused: str | None = None
-  report: UpgradeReport | None = None
-  arrays: list[Any] | None = None
-  error: str | None = None
-
-  def taken(self, failed: ReaderResult) -> tuple[ReaderResult, list[Any] | None]:
-    """A reader's result ``failed`` (its record did not run) with what this upgrade did, and
-    the outputs to judge (None when the result is complete)."""
-    if self.refused is not None:
-      return dataclasses.replace(failed, upgrade_refused=self.refused), None
-    if self.report is None:
-      return failed, None
-    upgraded = UpgradedRun(tuple(self.report.rules_applied), failed.error,
-                           tuple(r.to_json() for r in self.report.rewrites))
-    if self.error is not None:
-      return dataclasses.replace(failed, stage=Stage.RUN_UPGRADED, error=self.error,
-                                 upgraded=upgraded), None
-    return dataclasses.replace(failed, error=None, upgraded=upgraded), self.arrays
-
-
-def _upgrade_and_run(exp: Any, inputs: list[np.ndarray], watch: _stopwatch.Stopwatch) -> _UpgradedRun:
-  """Upgrade a reader's record and call the upgraded record on the stored inputs."""
-  try:
-    report = upgrade_with_report(exp)
-  except (UpgradeError, DeserializationError) as e:
-    # A module this jaxlib cannot parse (newer StableHLO than it reads) has nothing to upgrade.
-    return _UpgradedRun(refused=_error_line(e))
-  if not report.rewrites:
-    return _UpgradedRun()
-  try:
-    with watch.stage(_stopwatch.CALL):
-      return _UpgradedRun(report=report, arrays=run_exported_arrays(report.exported, inputs))
-  except Exception as e:  # noqa: BLE001
-    return _UpgradedRun(report=report, error=_error_line(e))
-
-
-def _upgrade_ahead(reader: str, blob: bytes, inputs: list[np.ndarray],
-                   watch: _stopwatch.Stopwatch) -> _UpgradedRun | None:
-  """The reader's upgraded run, started before its record has failed (None: the reader cannot
-  read the blob; its own replay reports that)."""
-  with _contexts.lowering_for(reader):
-    try:
-      exp = _api.deserialize(blob, reader=reader)
-    except Exception:  # noqa: BLE001
-      return None
-    return _upgrade_and_run(exp, inputs, watch)
-
-
-def _upgradable(m: Manifest) -> bool:
-  """Whether the entry's recorded targets include ones ``jaxport.upgrade`` rewrites."""
-  return not m.lowering_only and bool(
-      rewritable_targets() & set(_lowering.targets(m.custom_call_targets)))
-
-
-def _same_computation(exp: Any, recorded_module: bytes, reads: _ModuleReads | None = None) -> bool:
-  """Whether today's module and the recorded one differ at most in their source locations
-  (the recorded one's text read through the entry's ``reads``)."""
-  today = bytes(exp.mlir_module_serialized)
-  if today == recorded_module:
-    return True
-  reads = reads if reads is not None else _ModuleReads()
-  try:
-    return _todays_text(today) == reads.text_without_locations(recorded_module)
-  except Exception:  # noqa: BLE001  (unparsable: not known to be the same; run it)
-    return False
-
-
-class _ModuleReads:
-  """The modules one entry's readers handed back, and what the replay reads from module
-  bytes, each read at most once per entry: both readers normally hand back the same module,
-  whose signatures (lowering-only entries) and text without locations (the comparison with
-  today's lowering) are then parsed once. Each reader still deserializes and calls with its
-  own code; only these read-only views are shared."""
-
-  def __init__(self) -> None:
-    self.by_reader: dict[str, bytes] = {}
-    # Each reader's calling contract of the blob (``_calling``), for today's comparison.
-    self.contracts: dict[str, _calling.CallingContract] = {}
-    self._lock = threading.Lock()
-    self._views: dict[tuple[str, bytes], Any] = {}
-
-  def _once(self, what: str, module: bytes, read: Callable[[bytes], Any]) -> Any:
-    key = (what, module)
-    with self._lock:
-      if key in self._views:
-        return self._views[key]
-    value = read(module)  # an error is raised to each caller, nothing kept
-    with self._lock:
-      return self._views.setdefault(key, value)
-
-  def signatures(self, module: bytes) -> tuple[CustomCallSignature, ...]:
-    """The module's custom-call signatures (``_lowering.signatures``)."""
-    return self._once("signatures", bytes(module), _lowering.signatures)
-
-  def text_without_locations(self, module: bytes) -> str:
-    """The module's text without locations (``_mlir.module_text_without_locations``)."""
-    return self._once("text", bytes(module), _mlir.module_text_without_locations)
-
-
-@functools.lru_cache(maxsize=16)
-def _todays_text(module: bytes) -> str:
-  """Today's module of a case without locations (its entries come one after another)."""
-  return _mlir.module_text_without_locations(module)
 
 
 def _inputs_digest(inputs: list[np.ndarray]) -> str:
@@ -441,7 +159,7 @@ class ReplayEngine:
       names = readers if readers is not None else _api.readers()
       lead = [r for r in names if r == _api.REFERENCE] or list(names[:1])
       rest = [r for r in names if r not in lead]
-      reads = _ModuleReads()
+      reads = ModuleReads()
       results: dict[str, ReaderResult] = {}
       todays: list[TodayResult] = []
 
@@ -449,9 +167,9 @@ class ReplayEngine:
       readable = blob if envelope is None else envelope.blob
       # An old record whose targets jaxlib dropped will fail to run: its upgraded run starts
       # now, beside the doomed attempt, and is used only if the record indeed fails.
-      ahead = ({r: self._ahead(functools.partial(_upgrade_ahead, r, readable, inputs, watch))
+      ahead = ({r: self._ahead(functools.partial(upgrade_ahead, r, readable, inputs, watch))
                 for r in names}
-               if self._executor is not None and run and _upgradable(m) else {})
+               if self._executor is not None and run and upgradable(m) else {})
 
       def read(some: list[str]) -> None:
         for r in some:
@@ -466,7 +184,7 @@ class ReplayEngine:
           todays.append(self._today(case, m, inputs, expected,
                                     reads.by_reader.get(_api.REFERENCE), run, reads))
 
-      alongside = today and _keeps_config(case)
+      alongside = today and keeps_config(case)
 
       def early() -> None:
         with watch.stage(_stopwatch.CURRENT):
@@ -500,16 +218,16 @@ class ReplayEngine:
       jax.clear_caches()
 
   def _read(self, reader: str, blob: bytes, inputs, expected, m: Manifest,
-            reads: _ModuleReads, shardings: dict[str, Any] | None = None,
+            reads: ModuleReads, shardings: dict[str, Any] | None = None,
             watch: _stopwatch.Stopwatch | None = None, ahead: _Ahead | None = None,
-            envelope: _Envelope | None = None, run: bool = True) -> ReaderResult:
+            envelope: Envelope | None = None, run: bool = True) -> ReaderResult:
     """Deserialize with ``reader`` and, unless lowering-only or not to ``run``, run and judge
     the outputs.
 
     When the reader refuses the blob and ``envelope`` is its rewrite (an expired envelope),
     the rewrite is read instead and the result says so. When the record does not run, its
     upgrade is run and judged instead; ``ahead`` is that reader's upgraded run started early
-    (:func:`_upgrade_ahead`), taken instead of running it again here."""
+    (:func:`upgrade_ahead`), taken instead of running it again here."""
     watch = watch or _stopwatch.Stopwatch()
     env_read: EnvelopeRead | None = None
     try:
@@ -519,13 +237,13 @@ class ReplayEngine:
         except Exception as e:  # noqa: BLE001
           if envelope is None:
             raise
-          env_read = envelope.read(_error_line(e))
+          env_read = envelope.read(error_line(e))
           exp = _api.deserialize(envelope.blob, reader=reader)
       reads.by_reader[reader] = bytes(exp.mlir_module_serialized)
       reads.contracts[reader] = _calling.contract_of(exp)
     except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
       stage = Stage.DESERIALIZE if env_read is None else Stage.DESERIALIZE_REWRITTEN
-      return ReaderResult(reader, stage, error=_error_line(e), envelope=env_read)
+      return ReaderResult(reader, stage, error=error_line(e), envelope=env_read)
     # Every entry's targets are judged, run or not: one that runs today may still be one
     # nothing promises to keep working.
     targets = {"platforms": tuple(exp.platforms),
@@ -536,7 +254,7 @@ class ReplayEngine:
       try:
         drift = _lowering.diff(m.custom_call_targets, reads.signatures(reads.by_reader[reader]))
       except Exception as e:  # noqa: BLE001
-        return ReaderResult(reader, Stage.MODULE, error=_error_line(e), envelope=env_read)
+        return ReaderResult(reader, Stage.MODULE, error=error_line(e), envelope=env_read)
       return ReaderResult(
           reader, Stage.MODULE, envelope=env_read,
           problems=tuple(f"the module read back differs from the manifest: {d}" for d in drift),
@@ -548,9 +266,9 @@ class ReplayEngine:
     except Exception as e:  # noqa: BLE001
       upgraded = ahead.result() if ahead is not None else None
       if upgraded is None:
-        upgraded = _upgrade_and_run(exp, inputs, watch)
+        upgraded = upgrade_and_run(exp, inputs, watch)
       result, arrays = upgraded.taken(
-          ReaderResult(reader, Stage.RUN, error=_error_line(e), envelope=env_read, **targets))
+          ReaderResult(reader, Stage.RUN, error=error_line(e), envelope=env_read, **targets))
       if arrays is None:
         return result
       result = dataclasses.replace(result, stage=Stage.COMPARE)
@@ -571,7 +289,7 @@ class ReplayEngine:
           exp = export_case(case)
           found: tuple[Any, tuple] | str = (exp, _lowering.signatures(exp.mlir_module_serialized))
         except Exception as e:  # noqa: BLE001
-          found = _error_line(e)
+          found = error_line(e)
         _keep(self._exports, case.case_id, found)
       self._exports.move_to_end(case.case_id)
       return self._exports[case.case_id]
@@ -587,7 +305,7 @@ class ReplayEngine:
           found: list[np.ndarray] | str = (fresh if isinstance(fresh, str)
                                            else run_exported(fresh, inputs))
         except Exception as e:  # noqa: BLE001
-          found = _error_line(e)
+          found = error_line(e)
         _keep(self._runs, key, found)
       self._runs.move_to_end(key)
       return self._runs[key]
@@ -601,13 +319,13 @@ class ReplayEngine:
         try:
           found: Any | str = _api.deserialize(exp.serialize(vjp_order=case.vjp_order))
         except Exception as e:  # noqa: BLE001
-          found = _error_line(e)
+          found = error_line(e)
         _keep(self._read_backs, case.case_id, found)
       self._read_backs.move_to_end(case.case_id)
       return self._read_backs[case.case_id]
 
   def _today_ahead(self, case: _case.Case | None, m: Manifest, inputs: list[np.ndarray],
-                   run: bool = True, reads: _ModuleReads | None = None) -> None:
+                   run: bool = True, reads: ModuleReads | None = None) -> None:
     """Export the case today, and (to ``run`` it) run that export when the entry comes from
     another jax, before the entry's comparison asks; not when the first reader has read the
     entry's module by then and it is today's up to locations (the comparison then takes the
@@ -619,13 +337,13 @@ class ReplayEngine:
     if isinstance(exported, str) or m.lowering_only or not run or m.producer.jax == installed_jax_version():
       return
     recorded = reads.by_reader.get(_api.REFERENCE) if reads is not None else None
-    if recorded is not None and _same_computation(exported[0], recorded, reads):
+    if recorded is not None and same_computation(exported[0], recorded, reads):
       return
     self._run_today(case, exported[0], inputs)
 
   def _today(self, case: _case.Case | None, m: Manifest, inputs, expected,
              recorded_module: bytes | None, run: bool = True,
-             reads: _ModuleReads | None = None) -> TodayResult:
+             reads: ModuleReads | None = None) -> TodayResult:
     """Re-export the case now: targets, signature drift and (if runnable and to ``run``)
     numerics drift."""
     if case is None and _corpus.is_corpus_dataset(m):
@@ -643,7 +361,7 @@ class ReplayEngine:
 
   def _today_of_case(self, case: _case.Case, m: Manifest, inputs, expected,
                      recorded_module: bytes | None, run: bool = True,
-                     reads: _ModuleReads | None = None) -> TodayResult:
+                     reads: ModuleReads | None = None) -> TodayResult:
     exported = self._export_today(case)
     if isinstance(exported, str):
       return TodayResult(available=True, error=f"re-export failed: {exported}")
@@ -655,13 +373,13 @@ class ReplayEngine:
                          signature_diff=tuple(_lowering.diff(_corpus.shape_blind(m.custom_call_targets),
                                                              _corpus.shape_blind(sigs))))
     diff = tuple(_lowering.diff(m.custom_call_targets, sigs))
-    contract = _contract_change(self._read_back_today(case, exp), reads)
+    contract = contract_change(self._read_back_today(case, exp), reads)
     diff_kw = {"contract_diff": contract.by_function + self._settings_change(case, m),
                "contract_by_jax": contract.by_jax}
     if m.lowering_only or not run or contract.by_function:
       # A changed contract: the entry's inputs are not today's function's, nothing to run.
       return TodayResult(available=True, targets=targets, signature_diff=diff, **diff_kw)
-    if recorded_module is not None and _same_computation(exp, recorded_module, reads):
+    if recorded_module is not None and same_computation(exp, recorded_module, reads):
       # The entry's module up to source locations: its numerics are the readers' numerics.
       return TodayResult(available=True, targets=targets, signature_diff=diff, same_module=True,
                          **diff_kw)
@@ -716,31 +434,11 @@ TODAY_KEPT = 32
 JAX_CACHES_CLEARED_EVERY = 64
 
 
-def _contract_change(today: Any, reads: _ModuleReads) -> _calling.ContractDiff:
-  """How the calling contract of today's export, serialized and read back as a consumer reads
-  it (``today``; its error text where it does not read back), differs from the entry's as the
-  reference reader (else another) read it; no difference when no reader read the entry, or
-  today's export does not read back (their failures say why)."""
-  recorded = reads.contracts.get(_api.REFERENCE) or next(iter(list(reads.contracts.values())),
-                                                          None)
-  if recorded is None or isinstance(today, str):
-    return _calling.ContractDiff()
-  return _calling.diff(recorded, _calling.contract_of(today))
-
 
 def _keep(memo: collections.OrderedDict, key: Any, value: Any) -> None:
   memo[key] = value
   while len(memo) > TODAY_KEPT:
     memo.popitem(last=False)
-
-
-def _keeps_config(case: _case.Case | None) -> bool:
-  """Whether exporting ``case`` today leaves jax's configuration as it is now (the entry's),
-  so that it may run while a reader traces on another thread."""
-  if case is None:
-    return True
-  wanted = {**case_jax_config(case), **dict(case.jax_flags)}
-  return all(getattr(jax.config, name, object()) == value for name, value in wanted.items())
 
 
 class _Ahead:

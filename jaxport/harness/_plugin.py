@@ -26,7 +26,8 @@ from jaxport.harness import _devices, _jax_corpus, _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
 from jaxport.harness._cache_folder import DEFAULT_FOLDER
 from jaxport.harness._registry import missing_modules
-from jaxport.harness._session import LOOKAHEAD, WORKER_OUTPUT_KEY, HarnessSession, Options
+from jaxport.harness._session import WORKER_OUTPUT_KEY, HarnessSession, Options
+from jaxport.harness._worker_pool import LOOKAHEAD
 from jaxport.harness._settings import Settings
 # How the controller tells xdist workers where it imported the corpus and where executables are.
 CORPUS_ROOT_KEY = "jaxport_jax_corpus_root"

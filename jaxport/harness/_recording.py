@@ -18,9 +18,10 @@ from jaxport import _versions
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.harness import _case, _lowering, _shardings, checkers
 from jaxport.harness import _reference as _api
-from jaxport.harness._engine import (_jit_kwargs, callable_leaves, case_inputs, case_jax_config,
-                                     export_case, jax_config, replay_host, run_exported_arrays,
-                                     storable)
+from jaxport.harness._case_runs import (callable_leaves, case_inputs, export_case, jit_kwargs,
+                                        run_exported_arrays, storable)
+from jaxport.harness._engine import replay_host
+from jaxport.harness._jax_setup import case_jax_config, jax_config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +93,7 @@ def _check_shardings_against_jit(case: _case.Case, exp: Any, inputs: list[np.nda
   placed, context = _shardings.placed_call_args(exp, callable_leaves(inputs, exp.in_avals))
   args, kwargs = exp.in_tree.unflatten(placed)
   with context:
-    direct = jax.tree.leaves(jax.jit(case.fun, **_jit_kwargs(case))(*args, **kwargs))
+    direct = jax.tree.leaves(jax.jit(case.fun, **jit_kwargs(case))(*args, **kwargs))
   primal = {"outputs": shardings["outputs"][:len(direct)]}
   problems = _shardings.compare(primal, direct)
   if problems:

@@ -32,7 +32,7 @@ The worker is started as ``python -m jaxport.harness._worker --project JSON --an
 directory with the project's paths on ``PYTHONPATH``, so that it imports the case modules the session
 lists; with ``--share-executables`` each distinct module is compiled once in the
 process and, given two cores, an entry's readers run side by side, and with a directory, compiled executables are also shared through jax's
-persistent compilation cache there (``jaxport.harness._engine.configure_jax``).
+persistent compilation cache there (``jaxport.harness._jax_setup.configure_jax``).
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ def _warm_up(engine: ReplayEngine, cold_start: bool) -> None:
   """Import the project's cases and start jax's backend before the first request (the
   session starts a worker ahead of need); a failure here is reported by each request.
   Unless the worker serves a cold replay, it also registers jax's native kernels, as a
-  process that has lowered a LAPACK call has (``_engine.warm_native_kernels``)."""
+  process that has lowered a LAPACK call has (``_jax_setup.warm_native_kernels``)."""
   try:
     engine.load_cases()
     import jax
@@ -223,9 +223,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
   add_lifeline_option(parser)
   args = parser.parse_args(argv)
   answers = serve_as_child(args.lifeline, args.answer_fd)
-  from jaxport.harness import _engine
+  from jaxport.harness import _engine, _jax_setup
   from jaxport.harness._project import Project
-  _engine.configure_jax(args.compile_cache, share_executables=args.share_executables,
+  _jax_setup.configure_jax(args.compile_cache, share_executables=args.share_executables,
                         own_process=True)
   engine = _engine.ReplayEngine(Project.from_json(json.loads(args.project)),
                                 threads=args.share_executables and _usable_cores() > 1)
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
           "worker handled the request; a case (its function, inputs or checker) must return or "
           "raise an Exception, never end the process", traceback=traceback.format_exc())
     # Why a memo in front of jax stays off here; the session's report carries each line.
-    answers.write(json.dumps(dump_answer(answer, _engine.replacement_notices(),
+    answers.write(json.dumps(dump_answer(answer, _jax_setup.replacement_notices(),
                                          request_id=request_id, entry_id=entry_id,
                                          output=capture.end())) + "\n")
   answers.close()

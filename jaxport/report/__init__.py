@@ -9,28 +9,32 @@ job summary. The command line is ``jaxport report merge`` and ``jaxport report r
 from jaxport.report._html import render_html as render_html
 from jaxport.report._markdown import render_markdown as render_markdown
 from jaxport.report._merge import merge_reports as merge_reports
-from jaxport.report._model import (
+from jaxport._vocabulary import (
     DRIFT_KINDS as DRIFT_KINDS,
-    REPORT_FORMAT as REPORT_FORMAT,
-    CorpusImport as CorpusImport,
-    DriftItem as DriftItem,
-    EntryResult as EntryResult,
     Finding as Finding,
     FindingKind as FindingKind,
+    Status as Status,
+    Subject as Subject,
+)
+from jaxport.report._entries import EntryResult as EntryResult
+from jaxport.report._fields import REPORT_FORMAT as REPORT_FORMAT
+from jaxport.report._model import (
+    RunReport as RunReport,
+    Summary as Summary,
+    load_report as load_report,
+    write_report as write_report,
+)
+from jaxport.report._sections import (
+    CorpusImport as CorpusImport,
+    DriftItem as DriftItem,
     PlatformTargets as PlatformTargets,
     Recorded as Recorded,
     Release as Release,
-    RunReport as RunReport,
     ShardRef as ShardRef,
     Skip as Skip,
-    Status as Status,
-    Subject as Subject,
-    Summary as Summary,
     Targets as Targets,
     Updated as Updated,
     Window as Window,
-    load_report as load_report,
-    write_report as write_report,
 )
 
 __all__ = [

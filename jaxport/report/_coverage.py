@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from jaxport.report._model import PlatformTargets, Skip, Targets, case_of, platform_of
+from jaxport.golden._entry_id import case_of, platform_of
+from jaxport.report._sections import PlatformTargets, Skip, Targets
 
 
 class Covering(Protocol):

@@ -11,8 +11,10 @@ from typing import Any
 from html import escape
 from urllib.parse import quote
 
-from jaxport.report._model import (
-    EntryResult, FindingKind, RunReport, about_current_lowering, host_line)
+from jaxport._vocabulary import FindingKind
+from jaxport.report._entries import EntryResult, about_current_lowering
+from jaxport.report._model import RunReport
+from jaxport.report._sections import host_line
 from jaxport.report._svg import status_chart
 from jaxport.report._views import (
     ENTRY_STATUSES, CellStatus, Matrix, build_history, build_matrix, build_note, entry_anchor,

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from jaxport.report._model import RunReport, host_line
+from jaxport.report._model import RunReport
+from jaxport.report._sections import host_line
 from jaxport.report._views import (
     ENTRY_STATUSES, CellStatus, build_history, build_matrix, build_note, entry_status,
     failure_onsets, order_runs, run_labels, source_name, window_rows)

@@ -17,9 +17,11 @@ from typing import Any
 
 from jaxport.errors import ReportError
 from jaxport.report import _coverage as coverage
-from jaxport.report._model import (
-    RECORD_ACTIONS, EntryResult, FindingKind, PlatformTargets, Recorded, RunReport, ShardRef,
-    Skip, Status, Summary, Window, other_host_passes)
+from jaxport._vocabulary import FindingKind, Status
+from jaxport.report._entries import EntryResult
+from jaxport.report._model import RunReport, Summary, other_host_passes
+from jaxport.report._sections import (RECORD_ACTIONS, PlatformTargets, Recorded, ShardRef, Skip,
+                                      Window)
 
 # What the shards of one run must agree on, with how to read it off a report.
 _SHARED = {

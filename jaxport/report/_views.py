@@ -14,11 +14,13 @@ import re
 from pathlib import PurePath
 from collections.abc import Sequence
 
-from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
+from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS, Status
 from jaxport.custom_calls import _registry
 from jaxport.errors import ReportError
 from jaxport.releases import build_of
-from jaxport.report._model import UNKNOWN_PRODUCER, EntryResult, RunReport, Status
+from jaxport.golden._entry_id import UNKNOWN_PRODUCER
+from jaxport.report._entries import EntryResult
+from jaxport.report._model import RunReport
 
 NO_CUSTOM_CALL = "(no custom call)"
 UNLISTED_GROUP = "not in the stable-target table"

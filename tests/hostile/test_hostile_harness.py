@@ -130,11 +130,11 @@ def _queued_recording(store_root: Path):
   """A recording session of the store at ``store_root`` holding one staged entry queued for
   writing; the session, its staging folder and the entry's id."""
   session = HarnessSession(_options(store_root), repo_project(store_root))
-  staging = session._staging_root()
+  staging = session.recorder._staging_root()
   entry_id = REAL_ENTRIES[0]
   copy_entry(staging, entry_id)
-  session._write_queue.append(entry_id)
-  session._recorded["cholesky_f32"] = {"case_id": "cholesky_f32", "entry_id": entry_id,
+  session.recorder._write_queue.append(entry_id)
+  session.recorder.recorded["cholesky_f32"] = {"case_id": "cholesky_f32", "entry_id": entry_id,
                                        "action": "written", "message": ""}
   return session, staging, entry_id
 

@@ -287,10 +287,10 @@ def test_a_later_write_removes_stale_temporary_folders_and_keeps_young_ones(tmp_
 def test_the_staging_folder_is_removed_when_writing_the_recordings_is_interrupted(tmp_path):
   root = tmp_path / "store"
   session = HarnessSession(_options(root, record=True), repo_project(root))
-  staging = session._staging_root()
+  staging = session.recorder._staging_root()
   entry_id = REAL_ENTRIES[0]
   copy_entry(staging, entry_id)
-  session._write_queue.append(entry_id)
+  session.recorder._write_queue.append(entry_id)
 
   def interrupted(*args, **kwargs):
     raise KeyboardInterrupt

@@ -21,7 +21,7 @@ from jaxport import _versions  # noqa: E402
 from jaxport.golden._host import Accelerator, Host  # noqa: E402
 from jaxport.golden._manifest import Comparison, Manifest, Producer  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
-from jaxport.harness import _coverage, _engine, _lowering, default_tolerance  # noqa: E402
+from jaxport.harness import _case_runs, _coverage, _engine, _jax_setup, _lowering, default_tolerance  # noqa: E402
 from jaxport.harness._protocol import Stage  # noqa: E402
 from jaxport.custom_calls import _registry  # noqa: E402
 
@@ -36,10 +36,10 @@ def write_cuda_entry(store: GoldenStore, case_id: str, outputs: list[np.ndarray]
   """A cuda entry of ``case_id`` as a cuda machine records it: the case exported for cuda here,
   with outputs (by default the function's result on this CPU, standing in for the device's)."""
   case = lookup_case(case_id)
-  config = _engine.case_jax_config(case)
-  with _engine.jax_config(config):
-    exp = _engine.export_case(case)
-    args, kwargs, inputs = _engine.case_inputs(case)
+  config = _jax_setup.case_jax_config(case)
+  with _jax_setup.jax_config(config):
+    exp = _case_runs.export_case(case)
+    args, kwargs, inputs = _case_runs.case_inputs(case)
     if outputs is None:
       outputs = [np.asarray(x) for x in jax.tree.leaves(jax.jit(case.fun)(*args, **kwargs))]
   rtol, atol = default_tolerance(inputs[0].dtype)

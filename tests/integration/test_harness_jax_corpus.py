@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:
 
 import jaxport  # noqa: E402
 import _judging as judging  # noqa: E402
-from jaxport.harness import _corpus, _engine, _jax_corpus, checkers  # noqa: E402
+from jaxport.harness import _case_runs, _corpus, _engine, _jax_corpus, checkers  # noqa: E402
 from jaxport.harness import _reference as _api  # noqa: E402
 from jaxport.harness._requests import ReplayRequest  # noqa: E402
 from jaxport.report import FindingKind  # noqa: E402
@@ -56,7 +56,7 @@ def test_non_unique_results_are_judged_by_their_invariants_and_a_wrong_result_fa
       "jax_eig", "jax_eigh", "jax_qr", "jax_lu", "jax_svd", "schur", "jax_tridiagonal", "cholesky"}
   for entry in entries:
     m = entry.manifest
-    got = _engine.run_exported(jaxport.deserialize(entry.blob()), entry.inputs())
+    got = _case_runs.run_exported(jaxport.deserialize(entry.blob()), entry.inputs())
     ok = checkers.check(m.comparison.mode, entry.inputs(), entry.expected_outputs(), got,
                         rtol=m.comparison.rtol, atol=m.comparison.atol)
     assert ok.ok, (entry.entry_id, ok.problems)

@@ -92,7 +92,7 @@ def test_a_recording_keeps_its_case_min_consumer_in_the_manifest():
 
 def _features_replaced(hs: HarnessSession, monkeypatch, **changes) -> None:
   """Have the session's real worker answers carry other ``features``/``features_error``."""
-  workers = hs._worker
+  workers = hs.pool.worker
 
   class _Changed:
     def __init__(self, client):
@@ -107,7 +107,7 @@ def _features_replaced(hs: HarnessSession, monkeypatch, **changes) -> None:
         reply = reply._replace(answer=dataclasses.replace(reply.answer, **changes))
       return reply
 
-  monkeypatch.setattr(hs, "_worker", lambda num_devices=1: _Changed(workers(num_devices)))
+  monkeypatch.setattr(hs.pool, "worker", lambda num_devices=1: _Changed(workers(num_devices)))
 
 
 def _replayed_with(tmp_path, monkeypatch, min_consumer, **changes):

@@ -10,7 +10,7 @@ import pytest
 from _harness_paths import copy_cpu_entries
 
 from jaxport.golden import _store
-from jaxport.harness import _session
+from jaxport.harness import _worker_pool
 from jaxport.harness._project import OnChange, Project
 from jaxport.harness._protocol import FailureKind, ProjectCases, WorkerFailure
 from jaxport.harness._requests import CasesRequest
@@ -32,7 +32,7 @@ def session(tmp_path, monkeypatch):
       golden_root=root, today=datetime.date(2026, 11, 29), worker_timeout_s=60.0,
       partial=True), project)
   started: list[int] = []
-  monkeypatch.setattr(_session.WorkerClient, "start", lambda self: started.append(self.num_devices))
+  monkeypatch.setattr(_worker_pool.WorkerClient, "start", lambda self: started.append(self.num_devices))
   hs.started = started
   return hs
 
@@ -65,8 +65,8 @@ def test_an_entry_without_shardings_prepared_ahead_has_its_manifest_read_once(se
   monkeypatch.setattr(_store.Entry, "manifest", property(counted))
   entry_id = f"cpu/{ONE_DEVICE}"
   session.prepare(f"cpu/{EIGHT_DEVICES}", [entry_id])
-  assert session._manifest(entry_id).case_id == "cholesky_f32"
-  assert session._devices_needed(entry_id) == 1
+  assert session.pool.manifest(entry_id).case_id == "cholesky_f32"
+  assert session.pool.devices_needed(entry_id) == 1
   assert reads.count(entry_id) == 1
 
 
@@ -84,7 +84,7 @@ def requests_seen(session, monkeypatch):
     seen.append(("request", self.num_devices, request.entry_id))
     return Reply(WorkerFailure(FailureKind.GOLDEN_DATA, "not replayed in this test"), ())
 
-  monkeypatch.setattr(_session.WorkerClient, "request", request)
+  monkeypatch.setattr(_worker_pool.WorkerClient, "request", request)
   held: dict[int, int] = {}
 
   def send_ahead(self, request, most=1):
@@ -94,7 +94,7 @@ def requests_seen(session, monkeypatch):
     seen.append(("ahead", self.num_devices, request.entry_id))
     return True
 
-  monkeypatch.setattr(_session.WorkerClient, "send_ahead", send_ahead)
+  monkeypatch.setattr(_worker_pool.WorkerClient, "send_ahead", send_ahead)
   return seen
 
 
@@ -117,9 +117,11 @@ def test_nothing_is_sent_ahead_in_a_cold_replay_or_for_an_entry_already_replayed
   session.prepare(second)
   session.replay(first)
   assert [kind for kind, _, _ in requests_seen] == ["request", "request"]
-  monkeypatch.setattr(session, "options", dataclasses.replace(session.options, cold=True))
-  monkeypatch.setattr(session, "_replay_cold", lambda request, num_devices: WorkerFailure(
-      FailureKind.GOLDEN_DATA, "not replayed in this test"))
+  cold = dataclasses.replace(session.options, cold=True)
+  monkeypatch.setattr(session, "options", cold)
+  monkeypatch.setattr(session.pool, "options", cold)
+  monkeypatch.setattr(session.pool, "replay_cold", lambda request, num_devices: (WorkerFailure(
+      FailureKind.GOLDEN_DATA, "not replayed in this test"), ""))
   session._outcomes.clear()
   session.prepare(second)
   session.replay(first)
@@ -134,7 +136,7 @@ def test_entries_ahead_go_to_their_worker_in_order_and_none_passes_a_full_one(
     session, requests_seen, monkeypatch, most, sent):
   copy_cpu_entries([SECOND_ONE_DEVICE], Path(session.options.golden_root))
   ids = {"A1": f"cpu/{ONE_DEVICE}", "A2": f"cpu/{SECOND_ONE_DEVICE}", "E": f"cpu/{EIGHT_DEVICES}"}
-  monkeypatch.setattr(_session, "AHEAD_PER_WORKER", most)
+  monkeypatch.setattr(_worker_pool, "AHEAD_PER_WORKER", most)
   session.prepare(ids["A2"], [ids["A1"], ids["E"]])
   session.replay(ids["E"])
   assert requests_seen == [("request", 8, ids["E"]), *(("ahead", 1, ids[n]) for n in sent)]

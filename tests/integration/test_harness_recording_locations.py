@@ -31,10 +31,10 @@ RECORD = '''
 import datetime, json, sys
 from pathlib import Path
 import jaxport
-from jaxport.harness import _engine, _recording
+from jaxport.harness import _case_runs, _jax_setup, _recording
 import located_cases
 
-_engine.configure_jax()
+_jax_setup.configure_jax()
 case, = located_cases.cases()
 rec = _recording.record_case(case, datetime.date(2026, 1, 2))
 out = Path(sys.argv[1])
@@ -56,7 +56,7 @@ def _edited_copy(root: Path) -> Path:
   """A copy of jaxport whose harness engine, contract and export code moved down by some lines."""
   copy = root / "jaxport"
   shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-  for name in ("harness/_engine.py", "harness/_recording.py", "harness/_contract.py",
+  for name in ("harness/_case_runs.py", "harness/_jax_setup.py", "harness/_recording.py", "harness/_contract.py",
                "export/_lower.py"):
     path = copy / name
     path.write_text("\n" * 17 + path.read_text())

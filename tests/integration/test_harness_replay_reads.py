@@ -14,7 +14,7 @@ from _harness_paths import ROOT, repo_project
 
 from jaxport.errors import DeserializationError
 from jaxport.golden import GoldenStore
-from jaxport.harness import _engine, _executables, _lowering
+from jaxport.harness import _case_runs, _engine, _executables, _jax_setup, _lowering, _module_reads
 from jaxport.harness._protocol import Stage
 
 ENTRY = "cpu/feature_pytrees/kwargs_pytree/2026-11-29_jax-0.10.2"
@@ -54,7 +54,7 @@ def test_both_readers_of_a_lowering_only_replay_parse_the_module_for_signatures_
 
 
 def test_a_module_that_cannot_be_read_raises_for_each_caller_and_nothing_is_kept():
-  reads = _engine._ModuleReads()
+  reads = _module_reads.ModuleReads()
   for _ in range(2):
     with pytest.raises(DeserializationError):
       reads.signatures(b"not a module")
@@ -67,7 +67,7 @@ def test_todays_export_is_read_back_once_for_runs_on_other_inputs(engine, store,
   exported = engine._export_today(case)
   assert not isinstance(exported, str), exported
   exp = exported[0]
-  _, _, leaves = _engine.case_inputs(case)
+  _, _, leaves = _case_runs.case_inputs(case)
   read_back = []
   deserialize = _engine._api.deserialize
 
@@ -76,11 +76,11 @@ def test_todays_export_is_read_back_once_for_runs_on_other_inputs(engine, store,
     return deserialize(*args, **kwargs)
 
   monkeypatch.setattr(_engine._api, "deserialize", counted)
-  with _engine.jax_config(_engine.case_jax_config(case)):
+  with _jax_setup.jax_config(_jax_setup.case_jax_config(case)):
     first = engine._run_today(case, exp, leaves)
     doubled = [x * 2 if np.issubdtype(x.dtype, np.floating) else x for x in leaves]
     second = engine._run_today(case, exp, doubled)
-    direct = _engine.run_exported(exp, doubled)
+    direct = _case_runs.run_exported(exp, doubled)
   assert not isinstance(first, str) and not isinstance(second, str)
   assert len(read_back) == 1
   for got, want in zip(second, direct):
@@ -113,8 +113,8 @@ def test_clearing_jax_caches_keeps_the_executables_memo():
 CONFIGURED = '''
 import json, sys
 import jax
-from jaxport.harness import _engine
-_engine.configure_jax(sys.argv[1] or None, share_executables=True, own_process=sys.argv[2] == "1")
+from jaxport.harness import _jax_setup
+_jax_setup.configure_jax(sys.argv[1] or None, share_executables=True, own_process=sys.argv[2] == "1")
 print(json.dumps([jax.config.jax_enable_compilation_cache, jax.config.jax_compilation_cache_dir]))
 '''
 
@@ -145,13 +145,13 @@ def test_todays_early_run_is_left_out_when_the_entry_is_todays_module_up_to_loca
   case = engine.case_of(m)
   exported = engine._export_today(case)
   assert not isinstance(exported, str), exported
-  reads = _engine._ModuleReads()
+  reads = _module_reads.ModuleReads()
   if read_first == "today's":
     reads.by_reader[_engine._api.REFERENCE] = bytes(exported[0].mlir_module_serialized)
   elif read_first == "another":
     reads.by_reader[_engine._api.REFERENCE] = b"a module other than today's"
   ran = []
   monkeypatch.setattr(engine, "_run_today", lambda *args: ran.append(args))
-  _, _, leaves = _engine.case_inputs(case)
+  _, _, leaves = _case_runs.case_inputs(case)
   engine._today_ahead(case, m, leaves, True, reads)
   assert len(ran) == runs

@@ -19,10 +19,10 @@ import json, sys
 sys.path.insert(0, "tests/integration")
 from _harness_paths import repo_project
 from jaxport.golden import GoldenStore
-from jaxport.harness import _engine
+from jaxport.harness import _engine, _jax_setup
 
-_engine.configure_jax(share_executables=True)
-_engine.warm_native_kernels()  # as a long-lived worker starts
+_jax_setup.configure_jax(share_executables=True)
+_jax_setup.warm_native_kernels()  # as a long-lived worker starts
 store = GoldenStore("compat_data")
 answers = {}
 for threads in (True, False):

@@ -97,10 +97,10 @@ if not _sharding_child.in_child():
 
 else:
   from _jax_releases import skip_without_memory_kinds_on_cpu_mesh
-  from jaxport.harness import _engine, _recording
+  from jaxport.harness import _case_runs, _engine, _jax_setup, _module_reads, _recording
   from harness.cases import case as lookup_case
 
-  _engine.configure_jax()
+  _jax_setup.configure_jax()
   ENGINE = _engine.ReplayEngine()
   STORE = GoldenStore(REPO_ROOT / "compat_data")
   SHARDED = sorted(e.entry_id for e in STORE.entries(platform="cpu")
@@ -120,7 +120,7 @@ else:
     assert recorded["num_devices"] == 8
     for reader in ("jaxport", "jax"):
       out = ENGINE._read(reader, entry.blob(), entry.inputs(), entry.expected_outputs(),
-                         entry.manifest, _engine._ModuleReads(), recorded)
+                         entry.manifest, _module_reads.ModuleReads(), recorded)
       assert out.ok, (reader, out)
 
   def test_a_changed_sharding_record_fails_the_replay():
@@ -132,7 +132,7 @@ else:
     changed["outputs"][1]["spec"] = [["x"]]
     for reader in ("jaxport", "jax"):
       out = ENGINE._read(reader, entry.blob(), entry.inputs(), entry.expected_outputs(),
-                         entry.manifest, _engine._ModuleReads(), changed)
+                         entry.manifest, _module_reads.ModuleReads(), changed)
       assert not out.ok and out.error is None and out.numerics.ok, out
       assert any("output 0 sharding differs" in p and "memory_kind: recorded 'device', "
                  "replayed 'pinned_host'" in p for p in out.problems), out
@@ -148,7 +148,7 @@ else:
   def test_a_wrong_case_sharding_is_caught_at_record_time():
     entry = STORE.entry(next(e for e in SHARDED if "sharding_constraint" in e))
     case = lookup_case(entry.manifest.case_id)
-    exp = _engine.export_case(case)
+    exp = _case_runs.export_case(case)
     wrong = json.loads(json.dumps(entry.shardings()))
     wrong["outputs"][0]["spec"] = [None, ["b"]]
     with pytest.raises(ValueError, match="sharded differently from jax.jit of the case"):

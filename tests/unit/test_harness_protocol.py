@@ -200,7 +200,7 @@ def test_a_replay_answered_with_another_kind_of_answer_is_an_error_verdict(tmp_p
   shutil.copytree(Path(__file__).resolve().parents[2] / "compat_data" / entry_id,
                   tmp_path / entry_id)
   hs = _session(tmp_path)
-  monkeypatch.setattr(hs, "_worker", lambda num_devices=1: _Answering(answer))
+  monkeypatch.setattr(hs.pool, "worker", lambda num_devices=1: _Answering(answer))
   outcome = hs.replay(entry_id)
   assert outcome.status is Status.FAIL, outcome.messages
   assert [(f.kind, f.subject) for f in outcome.findings] == [(FindingKind.COMPATIBILITY_BREAK,
@@ -213,7 +213,7 @@ def test_a_replay_answered_with_another_kind_of_answer_is_an_error_verdict(tmp_p
 def test_a_recording_answered_with_another_kind_of_answer_is_an_error(tmp_path, monkeypatch,
                                                                       answer):
   hs = _session(tmp_path)
-  monkeypatch.setattr(hs, "_worker", lambda num_devices=1: _Answering(answer))
+  monkeypatch.setattr(hs.pool, "worker", lambda num_devices=1: _Answering(answer))
   result = hs.record("cholesky_f32")
   assert result["action"] == "error" and result["entry_id"] is None, result
   assert f"expected a record answer, got {type(answer).__name__}" in result["message"]

@@ -17,7 +17,7 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from harness.fuzz import strategies as fuzz  # noqa: E402
-from jaxport.harness import _contexts, _engine, _executables  # noqa: E402
+from jaxport.harness import _contexts, _executables, _jax_setup  # noqa: E402
 from jaxport.harness import _reporter as reporter  # noqa: E402
 from jaxport.harness._protocol import FailureKind, ReplayAnswer, WorkerFailure  # noqa: E402
 from jaxport.harness._replacement import Replacement, spelling  # noqa: E402
@@ -219,15 +219,15 @@ def test_the_static_check_bypass_turns_on_and_off_over_its_signature(monkeypatch
 # --- the report ----------------------------------------------------------------------------
 
 def test_the_engine_names_each_memo_that_stays_off(monkeypatch, no_sharing):
-  assert _engine.replacement_notices() == []
+  assert _jax_setup.replacement_notices() == []
   monkeypatch.setattr(_executables.COMPILE, "owner",
                       _fake_module("compile_or_get_cached", _compile_renamed))
   _executables.share_within_process()
-  notice, = _engine.replacement_notices()
+  notice, = _jax_setup.replacement_notices()
   assert notice == _executables.COMPILE.status.notice
   assert notice.startswith("compile memo off: jax's compile_or_get_cached has signature")
   _executables.stop_sharing()
-  assert _engine.replacement_notices() == []
+  assert _jax_setup.replacement_notices() == []
 
 
 def _session(root: Path) -> HarnessSession:
@@ -245,9 +245,9 @@ NOTICE = ("compile memo off: jax's compile_or_get_cached has signature (backend,
 
 def test_the_report_carries_a_workers_notice_once(tmp_path):
   worker = _session(tmp_path)
-  worker._answer(Reply(WorkerFailure(FailureKind.HARNESS, "x"), (NOTICE,)), ReplayAnswer)
+  worker.pool.answer(Reply(WorkerFailure(FailureKind.HARNESS, "x"), (NOTICE,)), ReplayAnswer)
   # A crashed worker's answer has no notices.
-  worker._answer(Reply(WorkerFailure(FailureKind.CRASHED, "the worker exited"), ()), ReplayAnswer)
+  worker.pool.answer(Reply(WorkerFailure(FailureKind.CRASHED, "the worker exited"), ()), ReplayAnswer)
   controller = _session(tmp_path)
   controller.merge(worker.worker_output())  # as an xdist worker sends its results
   controller.merge(worker.worker_output())
@@ -267,7 +267,7 @@ def test_a_replay_answer_with_a_notice_reaches_the_report(tmp_path, monkeypatch)
     def request(self, request):
       return Reply(WorkerFailure(FailureKind.HARNESS, "not replayed in this test"), (NOTICE,))
 
-  monkeypatch.setattr(hs, "_worker", lambda num_devices=1: Worker())
+  monkeypatch.setattr(hs.pool, "worker", lambda num_devices=1: Worker())
   hs.replay(entry_id)
   assert hs.build_report().session_warnings == (NOTICE,)
 

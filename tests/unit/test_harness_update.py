@@ -131,11 +131,11 @@ def test_the_report_section_round_trips_through_the_text_summary():
 
 def test_a_cases_jax_configuration_names_x64_always_and_the_partitioner_when_chosen():
   import numpy as np
-  from jaxport.harness import Case, _engine
+  from jaxport.harness import Case, _jax_setup
   def make():
     return (np.ones(2, np.float32),), {}
   plain = Case("c", "f", lambda x: x, make)
-  assert _engine.case_jax_config(plain) == {"jax_enable_x64": False}
+  assert _jax_setup.case_jax_config(plain) == {"jax_enable_x64": False}
   gspmd = Case("g", "f", lambda x: x, make, enable_x64=True, use_shardy=False)
-  assert _engine.case_jax_config(gspmd) == {"jax_enable_x64": True,
+  assert _jax_setup.case_jax_config(gspmd) == {"jax_enable_x64": True,
                                             "jax_use_shardy_partitioner": False}

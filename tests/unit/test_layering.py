@@ -57,8 +57,9 @@ SHAPES_CORE = ("jaxport.shapes._expr", "jaxport.shapes._parser", "jaxport.shapes
 # package (imported below only by the public face) their public APIs.
 INIT_IMPORTS_ALLOWED = {
     "jaxport.cli": {"jaxport.cli._main"},
-    "jaxport.report": {"jaxport.report._html", "jaxport.report._markdown", "jaxport.report._merge",
-                       "jaxport.report._model"},
+    "jaxport.report": {"jaxport._vocabulary", "jaxport.report._entries", "jaxport.report._fields",
+                       "jaxport.report._html", "jaxport.report._markdown", "jaxport.report._merge",
+                       "jaxport.report._model", "jaxport.report._sections"},
     "jaxport.upgrades": {"jaxport.upgrades._envelope", "jaxport.upgrades._upgrade"},
     "jaxport.releases": {"jaxport.errors", "jaxport.releases._builds", "jaxport.releases._dates",
                          "jaxport.releases._runs_on", "jaxport.releases._table"},

@@ -48,11 +48,11 @@ def test_damaged_bytes_are_called_damaged():
 
 def test_a_record_whose_module_does_not_parse_is_a_refused_upgrade_not_a_harness_error():
   import dataclasses
-  from jaxport.harness import _engine, _stopwatch
+  from jaxport.harness import _stopwatch, _upgraded_run
   from jaxport.harness._protocol import ReaderResult, Stage
   exp = jaxport.export(jax.jit(jnp.sin))(np.ones(3, np.float32))
   broken = dataclasses.replace(exp, mlir_module_serialized=_module()[:40] + b"\xff" * 30)
-  run = _engine._upgrade_and_run(broken, [np.ones(3, np.float32)], _stopwatch.Stopwatch())
+  run = _upgraded_run.upgrade_and_run(broken, [np.ones(3, np.float32)], _stopwatch.Stopwatch())
   assert run.refused is not None and "cannot be parsed" in run.refused
   failed = ReaderResult("jaxport", Stage.RUN, error="DeserializationError: before")
   result, arrays = run.taken(failed)

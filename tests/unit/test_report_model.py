@@ -11,7 +11,7 @@ import pytest
 import _report_helpers as helpers
 from jaxport.errors import ReportError
 from jaxport.report import RunReport, Status, Subject, load_report, merge_reports, write_report
-from jaxport.report._model import about_current_lowering
+from jaxport.report._entries import about_current_lowering
 from jaxport.report import _views
 
 

@@ -1,0 +1,232 @@
+"""Recording: cases recorded into staging, the write queue into the store, and ``--compat-update``.
+
+A worker records a case into a staging store outside the golden one; the
+recorder compares the staged entry with what the store holds for the same day,
+queues it, and writes the queue into the store at the end of the run
+(append-only). A recording that cannot be written is never lost: its staging
+store is kept and the session failure names it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jaxport._vocabulary import RecordAction
+from jaxport.errors import GoldenDataError
+from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE
+from jaxport.golden._store import GoldenStore
+from jaxport.harness import _update
+from jaxport.harness._protocol import RecordAnswer, WorkerFailure
+from jaxport.harness._registry import CaseRegistry
+from jaxport.harness._requests import RecordRequest
+from jaxport.harness._worker_pool import WorkerPool, printed
+
+if TYPE_CHECKING:
+  import datetime
+
+
+class Recorder:
+  """The recordings of one pytest process and the entries it writes into the store."""
+
+  def __init__(self, store: GoldenStore, pool: WorkerPool, registry: CaseRegistry,
+               today: datetime.date, failures: list[str]):
+    self.store = store
+    self.pool = pool
+    self.registry = registry
+    self.today = today
+    # The session's failures, which a write that fails adds to.
+    self.failures = failures
+    # case id -> what recording it did (a ``Recorded`` record's JSON).
+    self.recorded: dict[str, dict[str, Any]] = {}
+    self.updates: list[_update.Update] = []
+    self._write_queue: list[str] = []
+    self._staging: Path | None = None
+
+  def _staging_root(self) -> Path:
+    if self._staging is None:
+      self._staging = Path(tempfile.mkdtemp(prefix="jaxport-harness-staging-"))
+    return self._staging
+
+  def _record_in_staging(self, case_id: str) -> tuple[RecordAnswer | WorkerFailure, str]:
+    """A worker's recording of ``case_id`` into staging, and what it printed meanwhile."""
+    case = self.registry.case(case_id)
+    reply = self.pool.worker(case.num_devices if case is not None else 1).request(
+        RecordRequest(case_id, self.today.isoformat(), str(self._staging_root())))
+    return self.pool.answer(reply, RecordAnswer), reply.output
+
+  def record(self, case_id: str) -> dict[str, Any]:
+    """Record ``case_id`` into staging and queue it; an identical existing entry is left alone."""
+    answer, output = self._record_in_staging(case_id)
+    if isinstance(answer, WorkerFailure):
+      why = answer.why
+      detail = without_repeat(answer.traceback or answer.stderr_tail, why)
+      result = {"case_id": case_id, "entry_id": None, "action": RecordAction.ERROR,
+                "message": f"recording failed: {why}" + (f"\n{detail}" if detail else "")
+                + printed(output)}
+    else:
+      entry_id = answer.entry_id
+      result = {"case_id": case_id, "entry_id": entry_id, "action": RecordAction.WRITTEN,
+                "message": ""}
+      try:
+        # The day's newest revision of the case is what today's recording is compared with.
+        same_day = self.store.same_day(GoldenStore(self._staging_root()).entry(entry_id).manifest)
+        existing = same_day[-1].path if same_day else self.store.entry(entry_id).path
+        if same_day:
+          entry_id = result["entry_id"] = same_day[-1].entry_id
+      except GoldenDataError:
+        existing = None  # absent, or refused (a link): writing it reports why
+      if existing is not None:
+        differing = differing_files(self._staging_root() / entry_id, existing)
+        if differing:
+          result.update(action=RecordAction.CONFLICT, message=(
+              f"{entry_id} already exists and today's recording differs in {differing}. The "
+              "store never overwrites an entry (source locations are not compared, so a moved "
+              "case is not a cause). Usual causes: the lowering or the results changed today, "
+              "or the build is not deterministic. Compare the module.mlir files to see which; "
+              "where the function's lowering or results changed on purpose, --compat-update "
+              "records it as the day's next revision."))
+        else:
+          result["action"] = RecordAction.UNCHANGED
+      else:
+        self._write_queue.append(entry_id)
+    self.recorded[case_id] = result
+    return result
+
+  def flush_writes(self) -> None:
+    """Write every queued recording into the golden store (atomic, append-only).
+
+    A recording that cannot be written is not lost: the staging store that
+    holds it is kept, and the session failure names it.
+    """
+    staging = GoldenStore(self._staging_root()) if self._write_queue else None
+    failed, raced = [], []
+    for entry_id in self._write_queue:
+      try:
+        staged = staging.entry(entry_id)
+        self.store.write_entry(staged.manifest, staged.blob(), staged.inputs(),
+                               staged.expected_outputs(), staged.module_text(), staged.shardings())
+      except GoldenDataError as e:
+        (raced if self._written_meanwhile(entry_id) else failed).append(entry_id)
+        self.failures.append(f"writing {entry_id} failed: {e}")
+        for r in self.recorded.values():
+          if r["entry_id"] == entry_id:
+            r.update(action=RecordAction.ERROR, message=str(e))
+    self._write_queue.clear()
+    if raced:
+      self.failures.append(
+          f"{len(raced)} recording(s) were written meanwhile by another recording of the same "
+          f"store ({', '.join(raced)}); this run's are kept in {self._staging}, a golden store "
+          "of the same layout: compare the two (module.mlir, manifest.json), and record again "
+          "if they differ.")
+    if failed:
+      self.failures.append(
+          f"{len(failed)} recording(s) could not be written and are kept in {self._staging}, "
+          f"a golden store of the same layout; once {self.store.root} is writable, copy its "
+          f"entry folders there (cp -r {self._staging}/* {self.store.root}/) or record again.")
+    if raced or failed:
+      self._staging = None  # kept: close() must not remove it
+
+  def _written_meanwhile(self, entry_id: str) -> bool:
+    """Whether ``entry_id`` stands in the store now (another recording wrote it after this
+    run found it absent)."""
+    try:
+      self.store.entry(entry_id)
+    except GoldenDataError:
+      return False
+    return True
+
+  # --- update ------------------------------------------------------------------
+
+  def apply_updates(self, changes: list[_update.CaseChange]) -> None:
+    """``--compat-update``, at the end of the run: record a new entry of every changed or new
+    case and write it into the store, append-only."""
+    self.updates = [self._update_case(change) for change in changes]
+
+  def _update_case(self, change: _update.CaseChange) -> _update.Update:
+    answer, _ = self._record_in_staging(change.case_id)
+    if isinstance(answer, WorkerFailure):
+      return self._update_failed(change, f"recording failed: {answer.why}")
+    try:
+      staged = GoldenStore(self._staging_root()).entry(answer.entry_id)
+      manifest = staged.manifest
+      # Only the day's newest revision counts: a change reverted the same day is the
+      # revision after it, never the older revision it happens to equal.
+      newest = self.store.same_day(manifest)[-1:]
+      if newest and not differing_files(staged.path, newest[0].path):
+        return _update.Update(change, RecordAction.UNCHANGED, newest[0].entry_id,
+                              "today's recording equals the newest entry of the same day",
+                              targets=_update.targets_of(manifest))
+      written = self.store.write_entry(
+          self.store.next_revision(manifest), staged.blob(), staged.inputs(),
+          staged.expected_outputs(), staged.module_text(), staged.shardings())
+    except GoldenDataError as e:
+      kept = self._staging
+      self._staging = None  # kept: close() must not remove it
+      return self._update_failed(change, f"writing {answer.entry_id} failed: {e}; the "
+                                         f"recording is kept in the golden store {kept}")
+    return _update.Update(change, RecordAction.WRITTEN, written.entry_id,
+                          targets=_update.targets_of(manifest))
+
+  def _update_failed(self, change: _update.CaseChange, why: str) -> _update.Update:
+    self.failures.append(f"{_update.UPDATE_FLAG}: case {change.case_id}: {why}")
+    return _update.Update(change, RecordAction.ERROR, None, why)
+
+  def close(self) -> None:
+    """Remove the staging folder, unless a failed write keeps it."""
+    if self._staging is not None:
+      shutil.rmtree(self._staging, ignore_errors=True)
+      self._staging = None
+
+
+def differing_files(staged: Path, existing: Path) -> list[str]:
+  """Files that differ between two entry directories: the blob and the module text compared
+  without their source locations (two comment lines above a case move them), the manifest
+  without its digest, revision and those two files' digests, every other file byte for byte."""
+  names = sorted({p.name for p in staged.iterdir()} | {p.name for p in existing.iterdir()})
+  out = []
+  for name in names:
+    a, b = staged / name, existing / name
+    if not (a.is_file() and b.is_file()):
+      out.append(name)
+    elif name == MANIFEST_FILE:
+      if _manifest_payload(a) != _manifest_payload(b):
+        out.append(name)
+    elif name in LOCATED_FILES:
+      if not _same_without_locations(name, a.read_bytes(), b.read_bytes()):
+        out.append(name)
+    elif a.read_bytes() != b.read_bytes():
+      out.append(name)
+  return out
+
+
+def _same_without_locations(name: str, a: bytes, b: bytes) -> bool:
+  if a == b:
+    return True
+  # Parsing modules imports jax, which the pytest side does not otherwise (its light imports).
+  from jaxport.golden import _locations
+  return _locations.same_without_locations(name, a, b)
+
+
+def _manifest_payload(path: Path) -> dict:
+  d = json.loads(path.read_text())
+  d.pop("digest", None)
+  d.pop("revision", None)  # the entry's name among those of its day, not what it holds
+  files = d.get("files")
+  if isinstance(files, dict):
+    # Digests of files that carry source locations: those files are compared without them.
+    d["files"] = {k: v for k, v in files.items() if k not in LOCATED_FILES}
+  return d
+
+
+def without_repeat(traceback_text: str, message: str) -> str:
+  """A worker's traceback without its closing exception line when that line only repeats
+  ``message`` (already said once above it)."""
+  lines = traceback_text.rstrip().splitlines()
+  while lines and lines[-1].strip() and lines[-1].strip() in message:
+    lines.pop()
+  return "\n".join(lines)
+

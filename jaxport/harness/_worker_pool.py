@@ -1,0 +1,228 @@
+"""The harness's workers: one process per host-device count, requests sent ahead, cold replays.
+
+The session asks this pool for the worker an entry needs and for answers of a
+known kind; the pool starts workers before their entries come (``prepare``),
+keeps each worker's queue of requests sent ahead full in replay order, and runs
+a cold replay's readers each in a fresh process. It reads an entry's manifest
+once while the entry is among the few it looks at.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jaxport.errors import GoldenDataError
+from jaxport.golden._manifest import SHARDINGS_FILE, Manifest
+from jaxport.golden._store import GoldenStore
+from jaxport.harness import _devices
+from jaxport.harness import _reference as _api
+from jaxport.harness._cache_folder import private_folder
+from jaxport.harness._project import Project
+from jaxport.harness._protocol import FailureKind, ReplayAnswer, WorkerFailure, wrong_kind
+from jaxport.harness._requests import ReplayRequest
+from jaxport.harness._worker import Reply, WorkerClient
+
+if TYPE_CHECKING:
+  from jaxport.harness._session import Options
+
+# How many entries ahead of the current one ``prepare`` looks for the workers they need: a
+# worker for another device count takes seconds to start, several entries' replays.
+LOOKAHEAD = 32
+# Manifests the pool keeps read: the entry being replayed and those ahead of it, read to
+# prepare their workers.
+_MANIFESTS_KEPT = LOOKAHEAD + 4
+# Requests each worker holds ahead of the entry being replayed, of the entries that come next
+# (in the order they come): a worker for another device count replays its next entries while
+# the current one's worker replays theirs.
+AHEAD_PER_WORKER = 8
+
+
+class WorkerPool:
+  """The workers of one pytest process, by the host-device count they were started with."""
+
+  def __init__(self, project: Project, store: GoldenStore, options: Options):
+    self.project = project
+    self.store = store
+    self.options = options
+    self._clients: dict[int, WorkerClient] = {}
+    self._devices: dict[str, int] = {}
+    # The entries pytest replays next here, in order, when known (prepare): their requests go
+    # to their workers as soon as the current entry's answer is in.
+    self._upcoming: list[str] = []
+    # The manifests read last (those of the entries ahead, read when their workers are
+    # prepared, and the current one's), so that an entry's manifest is read once here.
+    self._manifests: collections.OrderedDict[str, Manifest] = collections.OrderedDict()
+    self._cache_checked = False
+    self._cache_dir: Path | None = None
+    # What a worker said about itself (a memo in front of jax that stays off), each once.
+    self.notices: list[str] = []
+
+  @property
+  def running(self) -> bool:
+    """Whether any worker has been made."""
+    return bool(self._clients)
+
+  def any_worker(self) -> WorkerClient:
+    """A worker already made: the single-device one where there is one."""
+    return self._clients.get(1) or next(iter(self._clients.values()))
+
+  def worker(self, num_devices: int = 1) -> WorkerClient:
+    """The worker for entries needing ``num_devices`` host devices (one process per count)."""
+    if num_devices not in self._clients:
+      self._clients[num_devices] = WorkerClient(self.project,
+                                                timeout_s=self.options.worker_timeout_s,
+                                                num_devices=num_devices,
+                                                compile_cache=self.compile_cache_dir(),
+                                                share_executables=self.shares_executables,
+                                                max_rss_bytes=self.options.worker_max_rss_bytes)
+    return self._clients[num_devices]
+
+  @property
+  def shares_executables(self) -> bool:
+    """Whether a worker compiles each distinct module once (not in cold or uncached replay)."""
+    return self.options.compile_cache and not self.options.cold
+
+  def compile_cache_dir(self) -> Path | None:
+    """The folder where workers keep executables for later runs (``--compat-cache-dir``, by
+    default the project's ``.jaxport_cache/xla``), made private on first use; None in cold
+    or uncached replay, or where the folder cannot be made private."""
+    o = self.options
+    if not self.shares_executables or o.compile_cache_dir is None:
+      return None
+    if not self._cache_checked:
+      self._cache_checked = True
+      self._cache_dir = private_folder(o.compile_cache_dir, o.project_root)
+    return self._cache_dir
+
+  # --- what an entry needs -----------------------------------------------------
+
+  def devices_needed(self, entry_id: str) -> int:
+    """The host devices an entry's replay needs (read once per entry)."""
+    if entry_id not in self._devices:
+      entry = self.store.entry(entry_id)
+      manifest = entry.manifest
+      self._keep_manifest(entry_id, manifest)
+      # Only an entry with recorded shardings may need more than one device (reading them
+      # reads the manifest again).
+      shardings = entry.shardings() if SHARDINGS_FILE in manifest.files else None
+      self._devices[entry_id] = _devices.devices_needed(shardings)
+    return self._devices[entry_id]
+
+  def _keep_manifest(self, entry_id: str, manifest: Manifest) -> None:
+    self._manifests[entry_id] = manifest
+    while len(self._manifests) > _MANIFESTS_KEPT:
+      self._manifests.popitem(last=False)
+
+  def manifest(self, entry_id: str) -> Manifest:
+    """The entry's validated manifest, read once while it is among the last few asked for."""
+    if entry_id not in self._manifests:
+      self._keep_manifest(entry_id, self.store.entry(entry_id).manifest)
+    return self._manifests[entry_id]
+
+  # --- ahead of the entries ----------------------------------------------------
+
+  def prepare(self, entry_id: str, ahead: Sequence[str] = ()) -> None:
+    """Start the worker ``entry_id`` will need, so that it loads jax and the project's cases
+    while the current entry replays (a no-op when that worker runs already), and those the
+    entries ``ahead`` of it need (the ones that run after it, in order, when the caller
+    knows them), so that a worker for another device count is ready when its first entry
+    comes."""
+    self._upcoming = [entry_id, *ahead]
+    if self.options.cold or self.options.record:
+      return
+    for upcoming in (entry_id, *ahead):
+      try:
+        num_devices = self.devices_needed(upcoming)
+      except GoldenDataError:
+        continue  # its replay reports it
+      self.worker(num_devices).start()
+
+  def send_next(self, done: str, finished: Callable[[str], bool],
+                request_of: Callable[[str, Manifest], ReplayRequest]) -> None:
+    """Send the requests of the entries that come next to their workers now, in order, up to
+    ``AHEAD_PER_WORKER`` each: a worker replays while this process judges the entry ``done``
+    and pytest moves on (it would wait otherwise), and the worker of another device count
+    replays its coming entries beside it. ``finished`` says which entries have an outcome
+    already; ``request_of`` makes an entry's request."""
+    full: set[int] = set()
+    for upcoming in self._upcoming:
+      if upcoming == done or finished(upcoming):
+        continue
+      try:
+        num_devices = self.devices_needed(upcoming)
+        request = request_of(upcoming, self.manifest(upcoming))
+      except GoldenDataError:
+        continue  # its own replay reports it, asking no worker
+      if num_devices not in full and not self.worker(num_devices).send_ahead(
+          request, AHEAD_PER_WORKER):
+        full.add(num_devices)  # and nothing after it goes to that worker, to keep the order
+
+  # --- answers -----------------------------------------------------------------
+
+  def answer(self, reply: Reply, kind: type) -> Any:
+    """A worker's reply to a request whose answer is of ``kind``, its notices kept: that
+    answer or a failure; an answer of another kind is a malformed one."""
+    answer = reply.answer
+    self.take_notices(reply.notices)
+    if not isinstance(answer, (kind, WorkerFailure)):
+      return wrong_kind(kind, answer)
+    return answer
+
+  def take_notices(self, notices: Iterable[str]) -> None:
+    """Keep the worker's notices, each once (a crashed worker's answer has none)."""
+    self.notices.extend(n for n in notices if n not in self.notices)
+
+  def replay_cold(self, request: ReplayRequest,
+                  num_devices: int) -> tuple[ReplayAnswer | WorkerFailure, str]:
+    """Each reader in its own fresh worker, deserializing and calling before anything else
+    (today's export runs after the last reader); a failure is that entry's answer. Also
+    what the workers printed."""
+    readers = _api.readers()
+    parts: list[ReplayAnswer] = []
+    output = ""
+    for i, reader in enumerate(readers):
+      last = i == len(readers) - 1
+      client = WorkerClient(self.project, timeout_s=self.options.worker_timeout_s,
+                            num_devices=num_devices, cold_start=True,
+                            max_rss_bytes=self.options.worker_max_rss_bytes)
+      try:
+        reply = client.request(dataclasses.replace(request, readers=(reader,),
+                                                   current=request.current and last))
+        part = self.answer(reply, ReplayAnswer)
+        output += reply.output
+      finally:
+        client.close()
+      if isinstance(part, WorkerFailure):
+        if part.kind is FailureKind.CRASHED:
+          part = dataclasses.replace(part, why=f"cold replay with the {reader} reader in a "
+                                               f"fresh process: {part.why}")
+        return part, output
+      parts.append(part)
+    timings: dict[str, float] = {}
+    for part in parts:
+      for name, seconds in part.timings.items():
+        timings[name] = timings.get(name, 0.0) + seconds
+    return dataclasses.replace(parts[-1], readers=tuple(r for p in parts for r in p.readers),
+                               seconds=sum(p.seconds for p in parts), timings=timings), output
+
+  def close(self) -> None:
+    """Stop every worker, even when stopping one is interrupted; closing twice does nothing
+    more."""
+    try:
+      for client in list(self._clients.values()):
+        client.close()
+    finally:
+      self._clients.clear()
+
+
+def printed(output: str) -> str:
+  """The section of a failure that quotes what the worker printed while handling its request
+  ("" when it printed nothing)."""
+  if not output.strip():
+    return ""
+  return ("\nwhat the worker wrote to stdout and stderr meanwhile (the case code's prints, "
+          f"jax's warnings):\n{output.rstrip()}")

@@ -1,0 +1,126 @@
+"""One entry's row of a report: its status, findings and the columns the pages show."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+from jaxport._vocabulary import Finding, Status, Subject
+from jaxport.golden._entry_id import EntryId, platform_of, producer_of
+from jaxport.report._fields import (bad, date_field, findings_field, iso, obj, runs_on_field, str_map,
+                                    strs, typed)
+from jaxport.report._sections import Release
+
+
+def about_current_lowering(finding: Finding) -> bool:
+  """Whether a finding compares the entry with today's lowering (signature or target
+  differences, a corpus match), by its subject."""
+  return finding.subject is Subject.TODAY
+
+
+_ENTRY_KEYS = ("entry_id", "case_id", "family", "record_date", "status", "kinds", "messages",
+               "findings", "days_to_expiry", "lowering_only", "targets", "current_targets",
+               "platforms", "target_verdicts", "release", "expected_failure")
+# Columns newer than the first reports, read when present.
+_OPTIONAL_ENTRY_KEYS = ("matched_case", "recorded_host", "runs_on")
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryResult:
+  """The outcome of replaying one golden entry in one run."""
+  entry_id: str
+  case_id: str
+  family: str
+  record_date: datetime.date | None
+  status: Status
+  kinds: tuple[str, ...]
+  messages: tuple[str, ...]
+  days_to_expiry: int | None
+  lowering_only: bool | None
+  targets: tuple[str, ...]
+  current_targets: tuple[str, ...] | None
+  release: Release | None
+  expected_failure: str | None
+  # What the replay found, each with its subject (which reader, today's lowering, ...).
+  findings: tuple[Finding, ...] = ()
+  # The platforms the entry's module was exported for (None: not known to the run).
+  platforms: tuple[str, ...] | None = None
+  # Target -> its verdict today (stable, declared, ...), as the run judged it; None: not judged.
+  target_verdicts: Mapping[str, str] | None = None
+  # The case today's lowering of an imported entry was compared with (None: its own, or none).
+  matched_case: str | None = None
+  # The manifest's record of the machine that recorded the entry; None when unknown.
+  recorded_host: Mapping[str, Any] | None = None
+  # Platform -> the jax releases the entry runs on, as the run computed them from the release
+  # table (None: not computed, or a report without them).
+  runs_on: Mapping[str, tuple[str, ...]] | None = None
+  # Keys of a newer report this release does not know, kept as read.
+  extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+  @property
+  def platform(self) -> str:
+    """The platform whose store holds the entry (the first part of its id)."""
+    return platform_of(self.entry_id)
+
+  @property
+  def producer(self) -> str:
+    """The jax release that recorded the entry, or ``unknown``."""
+    if self.release is not None and self.release.producer:
+      return self.release.producer
+    return producer_of(self.entry_id)
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> EntryResult:
+    obj(d, where, _ENTRY_KEYS)
+    entry_id = typed(d["entry_id"], f"{where}.entry_id", str)
+    try:
+      EntryId.parse(entry_id)
+    except ValueError:
+      raise bad(f"{where}.entry_id",
+                 f"expected platform/family/case/date_jax-version, got {entry_id!r}") from None
+    status = typed(d["status"], f"{where}.status", str)
+    if status not in {str(s) for s in Status}:
+      raise bad(f"{where}.status", f"expected one of {', '.join(Status)}, got {status!r}")
+    return cls(
+        entry_id=entry_id,
+        case_id=typed(d["case_id"], f"{where}.case_id", str),
+        family=typed(d["family"], f"{where}.family", str),
+        record_date=date_field(d["record_date"], f"{where}.record_date", nullable=True),
+        status=Status(status),
+        kinds=strs(d["kinds"], f"{where}.kinds"),
+        messages=strs(d["messages"], f"{where}.messages"),
+        findings=findings_field(d["findings"], f"{where}.findings"),
+        platforms=strs(d["platforms"], f"{where}.platforms", nullable=True),
+        target_verdicts=str_map(d["target_verdicts"], f"{where}.target_verdicts"),
+        days_to_expiry=typed(d["days_to_expiry"], f"{where}.days_to_expiry", int, nullable=True),
+        lowering_only=typed(d["lowering_only"], f"{where}.lowering_only", bool, nullable=True),
+        targets=strs(d["targets"], f"{where}.targets"),
+        current_targets=strs(d["current_targets"], f"{where}.current_targets", nullable=True),
+        release=None if d["release"] is None else Release.from_json(d["release"], f"{where}.release"),
+        expected_failure=typed(d["expected_failure"], f"{where}.expected_failure", str, nullable=True),
+        matched_case=typed(d.get("matched_case"), f"{where}.matched_case", str, nullable=True),
+        recorded_host=typed(d.get("recorded_host"), f"{where}.recorded_host", Mapping,
+                             nullable=True),
+        runs_on=runs_on_field(d.get("runs_on"), f"{where}.runs_on"),
+        extra={k: v for k, v in d.items() if k not in _ENTRY_KEYS + _OPTIONAL_ENTRY_KEYS})
+
+  def to_json(self) -> dict[str, Any]:
+    return {**self.extra, "entry_id": self.entry_id, "case_id": self.case_id, "family": self.family,
+            "record_date": iso(self.record_date), "status": str(self.status),
+            "kinds": list(self.kinds), "messages": list(self.messages),
+            "findings": [f.to_json() for f in self.findings],
+            "days_to_expiry": self.days_to_expiry, "lowering_only": self.lowering_only,
+            "targets": list(self.targets),
+            "current_targets": None if self.current_targets is None else list(self.current_targets),
+            "platforms": None if self.platforms is None else list(self.platforms),
+            "target_verdicts": (None if self.target_verdicts is None
+                                else dict(self.target_verdicts)),
+            "release": None if self.release is None else self.release.to_json(),
+            "expected_failure": self.expected_failure,
+            # The newer columns, written when known (a report without them reads as before).
+            **({} if self.matched_case is None else {"matched_case": self.matched_case}),
+            **({} if self.recorded_host is None else {"recorded_host": dict(self.recorded_host)}),
+            **({} if self.runs_on is None else
+               {"runs_on": {p: list(v) for p, v in self.runs_on.items()}})}
