@@ -72,7 +72,8 @@ class ReportError(JaxportError, ValueError):
 
 
 class JaxVersionError(JaxportError, ImportError):
-  """The installed jax is older than the releases jaxport supports."""
+  """The installed jax is older than the releases jaxport supports, or changed an internal
+  jaxport depends on."""
 
 
 class UntestedJaxWarning(JaxportWarning):

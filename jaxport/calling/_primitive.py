@@ -21,17 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from jax._src import config
-from jax._src import core
-from jax._src import dispatch
-from jax._src import dtypes
-from jax._src import mesh as mesh_lib
-from jax._src import sharding_impls
-from jax._src import source_info_util
-from jax._src.interpreters import mlir
-from jax._src.lib.mlir import ir, passmanager
-from jax._src.lib.mlir.dialects import func as func_dialect
-from jax._src.lib.mlir.dialects import hlo, sdy
+from jaxport._jaxcompat._lowering import func_dialect, hlo, ir, mlir, passmanager, sdy
+from jaxport._jaxcompat._shardings import mesh_lib, sharding_impls
+from jaxport._jaxcompat._tracing import config, core, dispatch, dtypes, source_info_util
 
 from jaxport._jaxcompat import _lapack as jax_lapack
 from jaxport._jaxcompat import _mlir as jax_mlir_compat

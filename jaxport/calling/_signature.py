@@ -24,10 +24,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from jax._src import core
-from jax._src import dtypes
-from jax._src.interpreters import mlir
-from jax._src.lib.mlir import ir
+from jaxport._jaxcompat._lowering import ir, mlir
+from jaxport._jaxcompat._tracing import core, dtypes
 
 from jaxport.errors import CallError
 

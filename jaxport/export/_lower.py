@@ -16,13 +16,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jax import tree_util
-from jax._src import core
-from jax._src import source_info_util
-from jax._src import stages
-from jax._src import xla_bridge
-from jax._src.interpreters import mlir as jax_mlir
-from jax._src.interpreters import pxla
-from jax._src.lib.mlir import ir
+from jaxport._jaxcompat._compilation import xla_bridge
+from jaxport._jaxcompat._lowering import ir, pxla, stages
+from jaxport._jaxcompat._lowering import mlir as jax_mlir
+from jaxport._jaxcompat._tracing import core, source_info_util
 
 from jaxport import _config
 from jaxport._jaxcompat import _mesh as jax_mesh

@@ -11,11 +11,10 @@ import re
 import threading
 from collections.abc import Iterator
 
-from jax._src import xla_bridge
+from jaxport._jaxcompat._compilation import xla_bridge
 from jax.errors import JaxRuntimeError
-from jax._src.interpreters import mlir as jax_mlir
-from jax._src.lib.mlir import ir
-from jax._src.lib.mlir.dialects import hlo
+from jaxport._jaxcompat._lowering import hlo, ir
+from jaxport._jaxcompat._lowering import mlir as jax_mlir
 
 from jaxport._jaxcompat import _mlir as jax_mlir_compat
 from jaxport.errors import DeserializationError

@@ -13,9 +13,8 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from jax._src import core
-from jax._src import mesh as mesh_lib
-from jax._src import sharding_impls
+from jaxport._jaxcompat._shardings import mesh_lib, sharding_impls
+from jaxport._jaxcompat._tracing import core
 
 from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import ExportError, ExportTypeError

@@ -21,12 +21,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from jax import tree_util
-from jax._src import source_info_util
-from jax._src import sharding_impls
-from jax._src.interpreters import mlir as jax_mlir
-from jax._src.lib.mlir import ir, passmanager
-from jax._src.lib.mlir.dialects import func as func_dialect
-from jax._src.lib.mlir.dialects import hlo
+from jaxport._jaxcompat._lowering import func_dialect, hlo, ir, passmanager
+from jaxport._jaxcompat._lowering import mlir as jax_mlir
+from jaxport._jaxcompat._shardings import sharding_impls
+from jaxport._jaxcompat._tracing import source_info_util
 
 from jaxport.shapes import _bridge
 

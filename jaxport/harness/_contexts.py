@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from jax._src.interpreters import mlir as _jax_mlir
+from jaxport._jaxcompat._lowering import mlir as _jax_mlir
 
 from jaxport.export._mlir import SCRATCH_CONTEXT_USES
 from jaxport.harness._replacement import Replacement

@@ -37,8 +37,8 @@ import logging
 import threading
 from typing import Any
 
-from jax._src import cache_key as _cache_key
-from jax._src import compiler as _compiler
+from jaxport._jaxcompat._compilation import cache_key as _cache_key
+from jaxport._jaxcompat._compilation import compiler as _compiler
 from jaxlib.mlir import ir
 
 from jaxport.harness._replacement import Replacement

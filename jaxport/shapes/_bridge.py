@@ -1,14 +1,15 @@
 """Adapts jaxport's symbolic dimensions to jax's tracing and lowering.
 
-The only module of ``jaxport.shapes`` that imports jax internals (besides the
-one-line exception import in ``_jaxerr``). Export and call use the functions
-below; their signatures are the contract between the packages.
+The only module of ``jaxport.shapes`` that uses jax internals (through
+``jaxport._jaxcompat``). Export and call use the functions below; their
+signatures are the contract between the packages.
 
 jax recognizes symbolic dimensions by duck typing (``dimension_as_value``,
 ``_evaluate``, ``max``/``min``, operators) plus a few registries, filled once
-by :func:`_register_with_jax` when this module is imported:
-``core.pytype_aval_mappings``, the weak scalar types, the Python scalar types,
-the canonicalization handlers and einsum's contraction-path handlers. The
+by :func:`_register_with_jax` when this module is imported, each write checked
+by ``jaxport._jaxcompat._registries``: ``core.pytype_aval_mappings``, the weak
+scalar types, the Python scalar types, the canonicalization handlers and
+einsum's contraction-path handlers. The
 primitives ``dim_as_value``, ``dimension_size`` and ``shape_assertion`` and
 their MLIR lowerings are defined here too.
 """
@@ -23,15 +24,14 @@ from typing import Any
 import numpy as np
 import opt_einsum
 
+import jax
 from jax import ShapeDtypeStruct, tree_util
-from jax._src import core, dtypes, effects
+from jaxport._jaxcompat._tracing import core, effects
 
-from jax._src.interpreters import mlir
-from jax._src.lax import lax
-from jax._src.numpy import einsum as jnp_einsum
+from jaxport._jaxcompat._lowering import mlir
 
 from jaxport._jaxcompat import _arg_specs as jax_arg_specs
-from jaxport._jaxcompat import _dtypes as jax_dtypes
+from jaxport._jaxcompat import _registries as jax_registries
 from jaxport._jaxcompat import _mlir as jax_mlir_compat
 from jaxport.errors import ShapeError
 from jaxport.shapes import _expr, _solver
@@ -138,17 +138,8 @@ def _einsum_contract_path(*operands, **kwargs):
 
 def _register_with_jax() -> None:
   """Teach jax's tracing about DimExpr; called once, at import."""
-  core.pytype_aval_mappings[DimExpr] = lambda _: core.dim_value_aval()
-  dtypes.register_weak_scalar_type(DimExpr)
-  dtypes.python_scalar_types.add(DimExpr)
-  dtypes.python_scalar_types_to_dtypes[DimExpr] = dtypes.python_scalar_types_to_dtypes[int]
-  jax_dtypes.register_identity_canonicalizer(DimExpr)
-  jnp_einsum._poly_einsum_handlers[DimExpr] = _einsum_contract_path
-
-  for effect_set in (effects.lowerable_effects, effects.control_flow_allowed_effects,
-                     effects.remat_allowed_effects,
-                     effects.custom_derivatives_allowed_effects):
-    effect_set.add_type(ShapeAssertionEffect)
+  jax_registries.register_dimension_type(DimExpr, _einsum_contract_path)
+  jax_registries.allow_effect_type(ShapeAssertionEffect)
   mlir.register_lowering(shape_assertion_p, _shape_assertion_lowering)
   mlir.register_lowering(dim_as_value_p, _dim_as_value_lowering)
   mlir.register_lowering(dimension_size_p, _dimension_size_lowering)
@@ -156,7 +147,7 @@ def _register_with_jax() -> None:
   _expr.install_array_hooks(
       is_array=lambda x: isinstance(x, core.Tracer),
       as_array=dim_as_value,
-      array_max=lax.max, array_min=lax.min)
+      array_max=jax.lax.max, array_min=jax.lax.min)
 
 
 _register_with_jax()
@@ -217,7 +208,7 @@ def compute_dim_vars_from_arg_shapes(in_avals: Sequence[Any], *args: Any,
       if not check.holds(operator.index(left), operator.index(right)):
         raise check.error(ev)
       continue
-    ok = lax.eq(left, right) if check.cmp == "==" else lax.ge(left, right)
+    ok = jax.lax.eq(left, right) if check.cmp == "==" else jax.lax.ge(left, right)
     message, inputs = check.message_and_inputs(ev)
     shape_assertion(ok, *inputs, error_message=message)
   return [ev(values[v]) for v in all_dim_vars(in_avals)]

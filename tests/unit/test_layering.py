@@ -259,6 +259,26 @@ def test_only_documented_modules_import_jax_internals():
   assert not stale, f"{ARCHITECTURE.name} says these touch jax internals, but they do not: {stale}"
 
 
+# The modules outside jaxport/_jaxcompat that may import jax internals themselves, each with
+# its reason; every other module reaches them through _jaxcompat's modules, one per concern.
+JAX_INTERNALS_OUTSIDE_COMPAT = {
+    "jaxport.serde._wire": "it names jax's own type objects on the wire (each PRNG's key type, "
+                           "the effect types, the result types of linalg, setops and stats): "
+                           "which objects they are is a fact of the format, read where it is written",
+}
+COMPAT_PACKAGE = "jaxport._jaxcompat"
+
+
+def test_jax_internals_are_imported_behind_jaxcompat_or_by_an_allowed_module():
+  assert len(JAX_INTERNALS_OUTSIDE_COMPAT) <= 4
+  importers = {m for m in IMPORTS if any(_jax_internal_imports(m))
+               and m != COMPAT_PACKAGE and not m.startswith(COMPAT_PACKAGE + ".")}
+  assert importers == set(JAX_INTERNALS_OUTSIDE_COMPAT), (
+      f"outside {COMPAT_PACKAGE}, only {sorted(JAX_INTERNALS_OUTSIDE_COMPAT)} may import jax._src "
+      f"(each with its reason); these do: {sorted(importers)}")
+  assert any(_jax_internal_imports(m) for m in IMPORTS if m.startswith(COMPAT_PACKAGE + "."))
+
+
 def test_nothing_imports_jax_export():
   wrong = [f"{_where(m, line, where)}: imports {name}" for m in IMPORTS if m != REFERENCE_READER
            for line, name, where, _ in IMPORTS[m]
