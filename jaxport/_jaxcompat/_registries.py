@@ -23,6 +23,11 @@ from jaxport._jaxcompat import _version
 from jaxport.errors import JaxVersionError
 
 
+def _use_supported() -> str:
+  return (f"use a supported jax release ({_version.MIN_JAX} to {_version.MAX_TESTED_JAX}) or a "
+          f"jaxport release that supports jax {_version.installed_jax_version()}")
+
+
 def _registry(owner: Any, name: str, kind: type) -> Any:
   """``owner.name``, checked to be a ``kind``."""
   found = getattr(owner, name, None)
@@ -31,8 +36,7 @@ def _registry(owner: Any, name: str, kind: type) -> Any:
     raise JaxVersionError(
         f"jax {_version.installed_jax_version()} has no {kind.__name__} {where} (found "
         f"{type(found).__name__}); jaxport registers its symbolic dimension type there. This "
-        f"jax release changed a registry jaxport writes to: use a supported jax release "
-        f"({_version.MIN_JAX} to {_version.MAX_TESTED_JAX}) or a jaxport release that supports this one.")
+        f"jax release changed a registry jaxport writes to: {_use_supported()}.")
   return found
 
 
@@ -42,7 +46,7 @@ def _callable(owner: Any, name: str) -> Callable[..., Any]:
     raise JaxVersionError(
         f"jax {_version.installed_jax_version()} has no function "
         f"{getattr(owner, '__name__', owner)}.{name}; jaxport registers its symbolic dimension "
-        f"type with it. Use a supported jax release ({_version.MIN_JAX} to {_version.MAX_TESTED_JAX}).")
+        f"type with it: {_use_supported()}.")
   return found
 
 
@@ -78,7 +82,7 @@ def allow_effect_type(effect_type: type) -> None:
     if not callable(getattr(effect_set, "add_type", None)):
       raise JaxVersionError(
           f"jax {_version.installed_jax_version()} has no effect set effects.{name} with "
-          f"add_type; jaxport's shape assertions are an effect that must join it. Use a "
-          f"supported jax release ({_version.MIN_JAX} to {_version.MAX_TESTED_JAX}).")
+          f"add_type; jaxport's shape assertions are an effect that must join it: "
+          f"{_use_supported()}.")
   for effect_set in sets:
     effect_set.add_type(effect_type)

@@ -32,6 +32,7 @@ from jaxport._progress import track
 from jaxport._jaxcompat._version import distribution_version
 from jaxport._vocabulary import ANY_PLATFORM, EXPIRY_WINDOW_DAYS, PLATFORMS
 from jaxport.errors import GoldenDataError, JaxportError
+from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _settings
@@ -364,7 +365,7 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
     raise GoldenDataError(f"{path}: no such file or directory (nor an entry id "
                           "'<platform>/<family>/<case_id>/<YYYY-MM-DD>[.<revision>]_jax-<version>').")
   else:
-    entry = GoldenStore(args.root).entry(args.artifact)
+    entry = GoldenStore(args.root).entry(EntryId.parse(args.artifact.strip("/")))
   if entry is not None:
     entry.verify()
     blob = entry.blob()

@@ -22,6 +22,7 @@ from jax import tree_util
 import jaxport
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden import _signatures
+from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import (BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MODULE_FILE, Comparison,
                                       CustomCallSignature, ImportSource, Manifest, Producer)
 from jaxport.golden._store import GoldenStore, encode_arrays, sha256_hex
@@ -207,7 +208,7 @@ def import_dataset(store: GoldenStore, ds: _jax_testdata.Dataset, *, mode: str |
   inputs = list(f["inputs"])
   expected = None if lowering_only else outputs
   if (store.root / manifest.relative_dir).exists():
-    existing = store.entry(manifest.relative_dir)
+    existing = store.entry(EntryId.parse(manifest.relative_dir))
     differing = _differing_files(existing, blob, inputs, expected, f["mlir_module_text"])
     if differing:
       raise GoldenDataError(

@@ -14,11 +14,13 @@ from jaxport import _lazy
 _EXPORTS = {
     **dict.fromkeys(["ArraySpec", "Comparison", "CustomCallSignature", "ImportSource", "Manifest",
                      "Producer"], "jaxport.golden._manifest"),
+    "EntryId": "jaxport.golden._entry_id",
     "signatures": "jaxport.golden._signatures",
     **dict.fromkeys(["Entry", "GoldenStore", "Snapshot"], "jaxport.golden._store"),
 }
 
 if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
+  from jaxport.golden._entry_id import EntryId as EntryId
   from jaxport.golden._manifest import (
       ArraySpec as ArraySpec,
       Comparison as Comparison,

@@ -32,7 +32,7 @@ import tempfile
 import time
 import warnings
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ import numpy as np
 from jaxport import _limits
 from jaxport.errors import GoldenDataError
 from jaxport import _bounded
-from jaxport.golden._entry_id import FOLDER_FORM, FOLDER_RE, EntryId, split_parts
+from jaxport.golden._entry_id import FOLDER_FORM, FOLDER_RE, EntryId
 from jaxport.golden._manifest import (
     BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE, MODULE_FILE, PLATFORMS, SHARDINGS_FILE,
     FIRST_REVISION, MAX_REVISION, ArraySpec, Manifest, _parse_json, _pretty, is_safe_name)
@@ -488,6 +488,10 @@ class Snapshot:
   def module_text(self) -> str:
     return self._decoded[MODULE_FILE]
 
+  def file_bytes(self) -> dict[str, bytes]:
+    """Each listed file's bytes, as read and checked against the manifest's sha256."""
+    return dict(self._files)
+
   def shardings(self) -> dict[str, Any] | None:
     recorded = self._decoded.get(SHARDINGS_FILE)
     return copy.deepcopy(recorded) if recorded is not None else None
@@ -624,16 +628,19 @@ class GoldenStore:
       out.append(child)
     return out
 
-  def entry(self, entry_id: str) -> Entry:
-    """The entry with id ``<platform>/<family>/<case_id>/<dir name>``."""
-    parts = split_parts(entry_id.strip("/"))
-    if len(parts) != 4 or not all(is_safe_name(x) for x in parts):
+  def entry(self, entry_id: EntryId) -> Entry:
+    """The entry ``entry_id`` names (``EntryId.parse`` reads an id's text)."""
+    if not isinstance(entry_id, EntryId):
+      raise TypeError(f"GoldenStore.entry takes an EntryId, not {type(entry_id).__name__} "
+                      f"{entry_id!r}; EntryId.parse(text) reads an id's text.")
+    parts = entry_id.parts
+    if not all(is_safe_name(x) for x in parts):
       raise GoldenDataError(
-          f"bad entry id {entry_id!r}; expected '<platform>/<family>/<case_id>/{_DIR_FORM}'.")
+          f"bad entry id {str(entry_id)!r}; expected '<platform>/<family>/<case_id>/{_DIR_FORM}'.")
     path = self._inside(parts)
     if not path.is_dir():
       raise GoldenDataError(f"golden entry {entry_id}: no such entry under {self.root}.")
-    return Entry(path, "/".join(parts))
+    return Entry(path, str(entry_id))
 
   def _inside(self, parts: Sequence[str], create_parents: bool = False) -> Path:
     """``root/parts...``, checked to be real directories down to the first missing one.
@@ -704,7 +711,26 @@ class GoldenStore:
       arrays["expected"] = out_specs
     manifest = dataclasses.replace(
         manifest, files={k: sha256_hex(v) for k, v in payload.items()}, arrays=arrays)
+    return self._commit(manifest, payload)
 
+  def adopt(self, staged: Snapshot, manifest: Manifest | None = None) -> Entry:
+    """Write the verified entry ``staged`` (read from a staging store) into this store as it
+    was verified: its files' bytes, never decoded and encoded again; under ``manifest`` when
+    given (the staged manifest's next revision), which keeps the staged files and arrays."""
+    if manifest is None:
+      manifest = staged.manifest
+    else:
+      manifest = dataclasses.replace(manifest, files=staged.manifest.files,
+                                     arrays=staged.manifest.arrays)
+    return self._commit(manifest, staged.file_bytes())
+
+  def _commit(self, manifest: Manifest, payload: Mapping[str, bytes]) -> Entry:
+    """Write ``payload`` and ``manifest`` into a temporary folder inside the case's folder,
+    make them durable, and rename it into place; never over an existing entry."""
+    entry_id = manifest.relative_dir
+    final = self._inside(list(EntryId.parse(entry_id).parts))
+    if os.path.lexists(final):
+      raise _exists(entry_id, final)
     case_dir = final.parent
     tmp: Path | None = None
     try:  # On any exception, KeyboardInterrupt included, the temporary directory goes.

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from jaxport._vocabulary import RecordAction
 from jaxport.errors import GoldenDataError
+from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _update
@@ -73,8 +74,9 @@ class Recorder:
                 "message": ""}
       try:
         # The day's newest revision of the case is what today's recording is compared with.
-        same_day = self.store.same_day(GoldenStore(self._staging_root()).entry(entry_id).manifest)
-        existing = same_day[-1].path if same_day else self.store.entry(entry_id).path
+        staged = GoldenStore(self._staging_root()).entry(EntryId.parse(entry_id))
+        same_day = self.store.same_day(staged.manifest)
+        existing = same_day[-1].path if same_day else self.store.entry(EntryId.parse(entry_id)).path
         if same_day:
           entry_id = result["entry_id"] = same_day[-1].entry_id
       except GoldenDataError:
@@ -106,9 +108,7 @@ class Recorder:
     failed, raced = [], []
     for entry_id in self._write_queue:
       try:
-        staged = staging.entry(entry_id)
-        self.store.write_entry(staged.manifest, staged.blob(), staged.inputs(),
-                               staged.expected_outputs(), staged.module_text(), staged.shardings())
+        self.store.adopt(staging.entry(EntryId.parse(entry_id)).snapshot())
       except GoldenDataError as e:
         (raced if self._written_meanwhile(entry_id) else failed).append(entry_id)
         self.failures.append(f"writing {entry_id} failed: {e}")
@@ -134,7 +134,7 @@ class Recorder:
     """Whether ``entry_id`` stands in the store now (another recording wrote it after this
     run found it absent)."""
     try:
-      self.store.entry(entry_id)
+      self.store.entry(EntryId.parse(entry_id))
     except GoldenDataError:
       return False
     return True
@@ -151,8 +151,9 @@ class Recorder:
     if isinstance(answer, WorkerFailure):
       return self._update_failed(change, f"recording failed: {answer.why}")
     try:
-      staged = GoldenStore(self._staging_root()).entry(answer.entry_id)
-      manifest = staged.manifest
+      staged = GoldenStore(self._staging_root()).entry(EntryId.parse(answer.entry_id))
+      snapshot = staged.snapshot()
+      manifest = snapshot.manifest
       # Only the day's newest revision counts: a change reverted the same day is the
       # revision after it, never the older revision it happens to equal.
       newest = self.store.same_day(manifest)[-1:]
@@ -160,9 +161,7 @@ class Recorder:
         return _update.Update(change, RecordAction.UNCHANGED, newest[0].entry_id,
                               "today's recording equals the newest entry of the same day",
                               targets=_update.targets_of(manifest))
-      written = self.store.write_entry(
-          self.store.next_revision(manifest), staged.blob(), staged.inputs(),
-          staged.expected_outputs(), staged.module_text(), staged.shardings())
+      written = self.store.adopt(snapshot, self.store.next_revision(manifest))
     except GoldenDataError as e:
       kept = self._staging
       self._staging = None  # kept: close() must not remove it

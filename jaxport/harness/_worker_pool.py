@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxport.errors import GoldenDataError
+from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import SHARDINGS_FILE, Manifest
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _devices
@@ -24,7 +25,7 @@ from jaxport.harness._cache_folder import private_folder
 from jaxport.harness._project import Project
 from jaxport.harness._protocol import FailureKind, ReplayAnswer, WorkerFailure, wrong_kind
 from jaxport.harness._requests import ReplayRequest
-from jaxport.harness._worker import Reply, WorkerClient
+from jaxport.harness._worker_client import Reply, WorkerClient
 
 if TYPE_CHECKING:
   from jaxport.harness._session import Options
@@ -103,7 +104,7 @@ class WorkerPool:
   def devices_needed(self, entry_id: str) -> int:
     """The host devices an entry's replay needs (read once per entry)."""
     if entry_id not in self._devices:
-      entry = self.store.entry(entry_id)
+      entry = self.store.entry(EntryId.parse(entry_id))
       manifest = entry.manifest
       self._keep_manifest(entry_id, manifest)
       # Only an entry with recorded shardings may need more than one device (reading them
@@ -120,7 +121,7 @@ class WorkerPool:
   def manifest(self, entry_id: str) -> Manifest:
     """The entry's validated manifest, read once while it is among the last few asked for."""
     if entry_id not in self._manifests:
-      self._keep_manifest(entry_id, self.store.entry(entry_id).manifest)
+      self._keep_manifest(entry_id, self.store.entry(EntryId.parse(entry_id)).manifest)
     return self._manifests[entry_id]
 
   # --- ahead of the entries ----------------------------------------------------

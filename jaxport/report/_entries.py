@@ -9,8 +9,8 @@ from typing import Any
 
 from jaxport._vocabulary import Finding, Status, Subject
 from jaxport.golden._entry_id import EntryId, platform_of, producer_of
-from jaxport.report._fields import (bad, date_field, findings_field, iso, obj, runs_on_field, str_map,
-                                    strs, typed)
+from jaxport.report._fields import (bad, date_field, findings_field, iso, obj, runs_on_field,
+                                    str_map, strs, typed)
 from jaxport.report._sections import Release
 
 

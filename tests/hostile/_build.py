@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxport
-from jaxport.golden import _signatures
+from jaxport.golden import EntryId, _signatures
 from jaxport.golden._manifest import MANIFEST_FILE, Comparison, Manifest, Producer
 from jaxport.golden._store import Entry, GoldenStore, sha256_hex
 from jaxport.serde import _layout, _read
@@ -33,7 +33,7 @@ REAL_ENTRIES = tuple(
 def copy_entry(root: Path, entry_id: str = REAL_ENTRIES[0]) -> Entry:
   """A copy of the real entry ``entry_id`` in the store at ``root``."""
   shutil.copytree(GOLDEN / entry_id, root / entry_id)
-  return GoldenStore(root).entry(entry_id)
+  return GoldenStore(root).entry(EntryId.parse(entry_id))
 
 
 def replace_files(entry: Entry, files: dict[str, bytes], **manifest_changes) -> Entry:

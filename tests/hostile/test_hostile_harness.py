@@ -20,12 +20,13 @@ import pytest
 from _build import REAL_ENTRIES, copy_entry, loops_forever, npz_bomb, replace_files, write_entry
 from _sandbox import CHILD_TIME_LIMIT_S, ROOT
 import _judging as judging
+from jaxport.golden import EntryId
 from jaxport.errors import SettingsError
 from jaxport.harness import _settings
 from jaxport.harness._requests import ReplayRequest
 from jaxport.harness._session import HarnessSession, Options
 from jaxport.report import FindingKind
-from jaxport.harness._worker import WorkerClient
+from jaxport.harness._worker_client import WorkerClient
 from jaxport.golden._manifest import INPUTS_FILE, Manifest
 from jaxport.harness._protocol import (FailureKind, Numerics, ReaderResult, ReplayAnswer, Stage,
                                        TodayResult, WorkerFailure)
@@ -85,7 +86,7 @@ import json, sys
 sys.path.insert(0, {str(ROOT)!r})
 from jaxport.harness._project import Project
 from jaxport.harness._requests import CasesRequest, ReplayRequest
-from jaxport.harness._worker import WorkerClient
+from jaxport.harness._worker_client import WorkerClient
 client = WorkerClient(Project(("harness.cases",), {str(root)!r}, root={str(ROOT)!r},
                               paths=({str(ROOT)!r},)), timeout_s=3600)
 client.request(CasesRequest())
@@ -149,7 +150,7 @@ def test_recordings_that_cannot_be_written_are_kept_and_named(tmp_path):
     failures = "\n".join(session.build_report().session_failures)
     assert "cannot write into the golden store" in failures
     assert f"kept in {staging}" in failures
-    GoldenStore(staging).entry(entry_id).verify()
+    GoldenStore(staging).entry(EntryId.parse(entry_id)).verify()
     assert session.build_report().recorded[0].action == "error"
   finally:
     shutil.rmtree(staging, ignore_errors=True)
@@ -165,7 +166,7 @@ def test_a_recording_another_run_wrote_meanwhile_is_named_as_such_not_as_unwrita
     failures = "\n".join(session.build_report().session_failures)
     assert f"written meanwhile by another recording of the same store ({entry_id})" in failures
     assert "is writable" not in failures and f"kept in {staging}" in failures
-    GoldenStore(staging).entry(entry_id).verify()
+    GoldenStore(staging).entry(EntryId.parse(entry_id)).verify()
   finally:
     shutil.rmtree(staging, ignore_errors=True)
 
@@ -194,7 +195,7 @@ def test_a_missing_golden_root_and_a_zero_timeout_stop_the_session_with_their_re
 
 
 def _replayed_manifest(record_date: datetime.date) -> Manifest:
-  m = GoldenStore(ROOT / "compat_data").entry(REAL_ENTRIES[0]).manifest
+  m = GoldenStore(ROOT / "compat_data").entry(EntryId.parse(REAL_ENTRIES[0])).manifest
   return dataclasses.replace(m, record_date=record_date)
 
 

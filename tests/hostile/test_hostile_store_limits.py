@@ -65,9 +65,10 @@ def test_a_huge_sparse_file_is_refused_by_its_size_under_a_memory_limit(tmp_path
   # end in a MemoryError.
   child = limited(f"""
       from jaxport.errors import GoldenDataError
+      from jaxport.golden import EntryId
       from jaxport.golden._store import GoldenStore
       limit_memory(256 * 2**20)
-      entry = GoldenStore({str(tmp_path / "store")!r}).entry({entry.entry_id!r})
+      entry = GoldenStore({str(tmp_path / "store")!r}).entry(EntryId.parse({entry.entry_id!r}))
       try:
         entry.blob()
       except GoldenDataError as e:
@@ -295,7 +296,7 @@ def test_the_staging_folder_is_removed_when_writing_the_recordings_is_interrupte
   def interrupted(*args, **kwargs):
     raise KeyboardInterrupt
 
-  session.store.write_entry = interrupted
+  session.store.adopt = interrupted
   config = types.SimpleNamespace(stash={_plugin.session_key: session})
   try:
     with pytest.raises(KeyboardInterrupt):
@@ -311,8 +312,9 @@ def test_the_staging_folder_is_removed_when_writing_the_recordings_is_interrupte
 _KILLED_WRITER = """
 import dataclasses, sys
 from pathlib import Path
+from jaxport.golden import EntryId
 from jaxport.golden._store import GoldenStore
-source = GoldenStore(Path(sys.argv[1])).entry(sys.argv[3])
+source = GoldenStore(Path(sys.argv[1])).entry(EntryId.parse(sys.argv[3]))
 store = GoldenStore(Path(sys.argv[2]))
 blob, ins, outs, text = source.blob(), source.inputs(), source.expected_outputs(), source.module_text()
 for i in range(100_000):

@@ -12,6 +12,7 @@ import pytest
 
 from _build import REAL_ENTRIES, copy_entry, npz_bomb, replace_files
 from _sandbox import limited, needs_proc
+from jaxport.golden import EntryId
 from jaxport import _limits
 from jaxport.cli import main
 from jaxport.errors import GoldenDataError
@@ -99,7 +100,7 @@ def linked_store(tmp_path):
 def test_entry_lookup_refuses_a_linked_family_folder(linked_store, capsys):
   root, _, entry_id = linked_store
   with pytest.raises(GoldenDataError, match="symbolic link inside the golden store"):
-    GoldenStore(root).entry(entry_id)
+    GoldenStore(root).entry(EntryId.parse(entry_id))
   rc, out, err = run(capsys, "inspect", entry_id, "--root", root)
   assert rc == 2 and out == "" and "symbolic link" in err
 

@@ -18,11 +18,12 @@ import pytest
 from _sandbox import CHILD_TIME_LIMIT_S, ROOT
 from jaxport import _limits
 from jaxport.errors import SettingsError
-from jaxport.harness import _settings, _worker
+from jaxport._isolation._process import rss_bytes
+from jaxport.harness import _settings
 from jaxport.harness._project import Project
 from jaxport.harness._protocol import FailureKind, RecordAnswer, dump_answer
 from jaxport.harness._requests import RecordRequest
-from jaxport.harness._worker import WorkerClient
+from jaxport.harness._worker_client import WorkerClient
 
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from _downstream_project import write_project  # noqa: E402
@@ -102,7 +103,7 @@ def test_an_answer_in_the_pipe_is_read_before_the_memory_of_a_worker_gone_on_to_
     first, second = RECORD, dataclasses.replace(RECORD, case_id="other")
     assert client.send_ahead(first, most=2) and client.send_ahead(second, most=2)
     deadline = time.monotonic() + CHILD_TIME_LIMIT_S
-    while (_worker.rss_bytes(client.pid) or 0) <= 512 * MiB:  # past the limit on the second
+    while (rss_bytes(client.pid) or 0) <= 512 * MiB:  # past the limit on the second
       assert time.monotonic() < deadline, "the child did not grow"
       time.sleep(0.05)
     assert client.request(first) == (ANSWERED, (), "")
@@ -130,11 +131,11 @@ def test_the_default_limit_is_named_by_its_constant():
 
 
 def test_resident_memory_is_read_and_a_gone_process_has_none():
-  own = _worker.rss_bytes(os.getpid())
+  own = rss_bytes(os.getpid())
   assert own is not None and 10 * MiB < own < 64 * 2**30
   proc = subprocess.Popen([sys.executable, "-c", "pass"])
   proc.wait()
-  assert _worker.rss_bytes(proc.pid) is None
+  assert rss_bytes(proc.pid) is None
 
 
 @pytest.mark.parametrize("value", ["0", "63", "-5", "nan", "1.5", "lots", "1e9", str(2**30 + 1)])

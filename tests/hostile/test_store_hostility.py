@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import jaxport
 from _build import REAL_ENTRIES, copy_entry
 from harness.fuzz._hypothesis_profiles import budget
+from jaxport.golden import EntryId
 from jaxport.errors import DeserializationError, GoldenDataError
 from jaxport.golden._manifest import (BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE,
                                       MODULE_FILE, _digest)
@@ -213,7 +214,7 @@ def _read_everything(store: GoldenStore, source: GoldenStore) -> None:
     entries = []
   for entry_id in REAL_ENTRIES:
     try:
-      entries.append(store.entry(entry_id))
+      entries.append(store.entry(EntryId.parse(entry_id)))
     except GoldenDataError:
       pass
   for e in entries:
@@ -231,7 +232,7 @@ def _read_everything(store: GoldenStore, source: GoldenStore) -> None:
     store.prune(180, today=TODAY, dry_run=True, dated_in_future=True)
   except GoldenDataError:
     pass
-  good = source.entry(REAL_ENTRIES[0])
+  good = source.entry(EntryId.parse(REAL_ENTRIES[0]))
   try:
     store.write_entry(good.manifest, good.blob(), good.inputs(), good.expected_outputs(),
                       good.module_text())

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import jaxport
+from jaxport.golden import EntryId
 from jaxport.cli import main
 from jaxport.corpus import _jax_testdata
 from jaxport.errors import GoldenDataError
@@ -36,7 +37,7 @@ def test_cpu_files_from_the_jax_wheel_import_and_replay(tmp_path, capsys):
   assert [e.entry_id for e in entries][:2] == [
       "cpu/cholesky_lapack_potrf/jax_c128/2024-05-31_jax-unknown",
       "cpu/cholesky_lapack_potrf/jax_c64/2024-05-31_jax-unknown"]
-  f32 = store.entry("cpu/qr_lapack_geqrf/jax_f32/2025-04-02_jax-unknown")
+  f32 = store.entry(EntryId.parse("cpu/qr_lapack_geqrf/jax_f32/2025-04-02_jax-unknown"))
   f32.verify()
   m = f32.manifest
   assert m.producer.jax is None and m.producer.numpy is None
@@ -85,10 +86,10 @@ def test_shape_polymorphic_datasets_import_with_the_specs_jax_states(tmp_path, c
   assert rc == 0 and "skipped: export_with_memory_space.py: serializations holds no back-compat dataset" in out
   assert "3 imported" in out
   store = GoldenStore(tmp_path / "cd")
-  approx = store.entry("cpu/stablehlo_dynamic_approx_top_k/jax/2024-05-30_jax-unknown").manifest
+  approx = store.entry(EntryId.parse("cpu/stablehlo_dynamic_approx_top_k/jax/2024-05-30_jax-unknown")).manifest
   assert approx.polymorphic_shapes == ("b + 4,",) and approx.comparison.mode == "top_k"
   assert "test_dynamic_approx_top_k" in approx.imported_from.details["polymorphic_shapes_source"]
-  top_k = store.entry("cpu/stablehlo_dynamic_top_k/jax/2023-08-11_jax-unknown")
+  top_k = store.entry(EntryId.parse("cpu/stablehlo_dynamic_top_k/jax/2023-08-11_jax-unknown"))
   assert top_k.manifest.polymorphic_shapes == ("_, b",)
   exp = jaxport.deserialize(top_k.blob())
   assert [str(d) for d in exp.in_avals[0].shape] == ["4", "b"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import jax
 import pytest
 
+from jaxport.golden import EntryId
 from jaxport.cli import _harness_run, main
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.golden._store import GoldenStore
@@ -65,7 +66,7 @@ def test_prune_yes_removes_and_reports_json(store, capsys):
 
 
 def test_prune_superseded_removes_what_an_update_left_behind(store, capsys):
-  new = store.entry(f"cpu/f/new/{(TODAY - datetime.timedelta(days=3)).isoformat()}_jax-{JAX}")
+  new = store.entry(EntryId.parse(f"cpu/f/new/{(TODAY - datetime.timedelta(days=3)).isoformat()}_jax-{JAX}"))
   m = new.manifest
   updated = store.write_entry(store.next_revision(m), new.blob(), new.inputs(),
                               new.expected_outputs(), new.module_text())
@@ -82,7 +83,7 @@ def test_prune_superseded_removes_what_an_update_left_behind(store, capsys):
 
 
 def test_prune_superseded_alone_needs_no_age_rule(store, capsys):
-  new = store.entry(f"cpu/f/new/{(TODAY - datetime.timedelta(days=3)).isoformat()}_jax-{JAX}")
+  new = store.entry(EntryId.parse(f"cpu/f/new/{(TODAY - datetime.timedelta(days=3)).isoformat()}_jax-{JAX}"))
   store.write_entry(store.next_revision(new.manifest), new.blob(), new.inputs(),
                     new.expected_outputs(), new.module_text())
   rc, out, _ = run(capsys, "prune", "--superseded", "--root", str(store.root),

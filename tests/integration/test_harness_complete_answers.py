@@ -9,6 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from jaxport.golden import EntryId
 from jaxport.golden._store import GoldenStore
 from jaxport.harness._protocol import (Numerics, ReaderResult, ReplayAnswer, Stage, TodayResult,
                                        dump_answer)
@@ -156,7 +157,7 @@ def cases():
 
 def _break_outputs(store: GoldenStore, entry_id: str) -> None:
   """Write the entry again with expected outputs no replay computes (a re-digested entry)."""
-  e = store.entry(entry_id)
+  e = store.entry(EntryId.parse(entry_id))
   m, blob, inputs, module = e.manifest, e.blob(), e.inputs(), e.module_text()
   wrong = [np.asarray(o) * 2 + 1 for o in e.expected_outputs()]
   for p in sorted(e.path.iterdir()):

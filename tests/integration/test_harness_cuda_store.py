@@ -17,6 +17,7 @@ from _harness_paths import HARNESS_TESTS, ROOT, repo_project
 
 from harness.cases import _cuda, _lowering_only  # noqa: E402
 from harness.cases import case as lookup_case  # noqa: E402
+from jaxport.golden import EntryId
 from jaxport import _versions  # noqa: E402
 from jaxport.golden._host import Accelerator, Host  # noqa: E402
 from jaxport.golden._manifest import Comparison, Manifest, Producer  # noqa: E402
@@ -75,7 +76,7 @@ def test_a_cuda_entry_in_a_cpu_worker_is_read_not_run(tmp_path):
   # Outputs no device could compute: a run would reject them, a check without running cannot.
   written = write_cuda_entry(store, "cuda_run_cholesky_f32", [np.full((4, 4), 7.0, np.float32)])
   try:
-    answer = engine.replay(store.entry(written.entry_id).snapshot(), run=False)
+    answer = engine.replay(store.entry(EntryId.parse(written.entry_id)).snapshot(), run=False)
   finally:
     engine.close()
   assert [r.ok for r in answer.readers] == [True, True], answer.readers

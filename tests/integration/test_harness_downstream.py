@@ -16,6 +16,7 @@ import jax
 import numpy as np
 import pytest
 
+from jaxport.golden import EntryId
 from jaxport.errors import CustomCallError
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import Case, _recording, random_matrix
@@ -128,7 +129,7 @@ def test_a_changed_function_fails_until_update_records_a_revision(pytester, tmp_
   assert [e.entry_id for e in store.entries()] == [first, revised, new]
   after = _digests(store)
   assert {k: after[k] for k in before} == before, "the old entry was changed"
-  assert store.entry(revised).manifest.revision == 2
+  assert store.entry(EntryId.parse(revised)).manifest.revision == 2
   report = json.loads(report_file.read_text())
   assert report["mode"] == "update"
   (old,) = report["entries"]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from _downstream_project import write_project  # noqa: E402
+from jaxport.golden import EntryId
 from jaxport.golden._manifest import EXPECTED_FILE
 from jaxport.harness import _artifact_folder
 
@@ -53,7 +54,7 @@ def test_a_tampered_entry_fails_and_its_artifacts_are_written(pytester, recorded
   assert result.ret == 0, result.stdout.str()
   assert not out.exists(), "a passing entry leaves no artifacts"
 
-  expected = recorded.entry(ENTRY_ID).path / EXPECTED_FILE
+  expected = recorded.entry(EntryId.parse(ENTRY_ID)).path / EXPECTED_FILE
   data = bytearray(expected.read_bytes())
   data[-40] ^= 0xFF
   expected.write_bytes(bytes(data))
@@ -88,7 +89,7 @@ def test_a_preset_sets_options_and_an_explicit_option_overrides_it(pytester, rec
   assert result.ret == 0, result.stdout.str()
   assert json.loads(report.read_text())["strict"] is True
 
-  (recorded.entry(ENTRY_ID).path / EXPECTED_FILE).write_bytes(b"not an npz")
+  (recorded.entry(EntryId.parse(ENTRY_ID)).path / EXPECTED_FILE).write_bytes(b"not an npz")
   mine = tmp_path / "mine"
   result = _run(pytester, "--compat-preset=ci", f"--compat-artifacts={mine}")
   assert result.ret == 1

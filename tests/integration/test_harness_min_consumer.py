@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
+from jaxport.golden import EntryId
 from jaxport.harness import Case  # noqa: E402
 from jaxport.harness._protocol import ReplayAnswer  # noqa: E402
 from jaxport.harness._session import HarnessSession, Options  # noqa: E402
@@ -45,7 +46,7 @@ def _session(root: Path, min_consumer: str | None, monkeypatch) -> HarnessSessio
 
 def _range():
   from jaxport.golden import GoldenStore
-  entry = GoldenStore(GOLDEN).entry(ENTRY)
+  entry = GoldenStore(GOLDEN).entry(EntryId.parse(ENTRY))
   return runs_on(features_of_blob(entry.blob(), entry.manifest)).releases["cpu"]
 
 

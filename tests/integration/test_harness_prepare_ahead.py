@@ -15,7 +15,7 @@ from jaxport.harness._project import OnChange, Project
 from jaxport.harness._protocol import FailureKind, ProjectCases, WorkerFailure
 from jaxport.harness._requests import CasesRequest
 from jaxport.harness._session import HarnessSession, Options
-from jaxport.harness._worker import Reply
+from jaxport.harness._worker_client import Reply
 
 ONE_DEVICE = "lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
 EIGHT_DEVICES = "sharding_gspmd/shard_map_gspmd/2026-11-29_jax-0.10.2"

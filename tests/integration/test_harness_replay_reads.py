@@ -13,7 +13,7 @@ import pytest
 from _harness_paths import ROOT, repo_project
 
 from jaxport.errors import DeserializationError
-from jaxport.golden import GoldenStore
+from jaxport.golden import EntryId, GoldenStore
 from jaxport.harness import _case_runs, _engine, _executables, _jax_setup, _lowering, _module_reads
 from jaxport.harness._protocol import Stage
 
@@ -37,7 +37,7 @@ def store():
 
 def test_both_readers_of_a_lowering_only_replay_parse_the_module_for_signatures_once(
     engine, store, monkeypatch):
-  entry = store.entry(ENTRY)
+  entry = store.entry(EntryId.parse(ENTRY))
   parsed: list[bytes] = []
   signatures = _lowering.signatures
 
@@ -62,7 +62,7 @@ def test_a_module_that_cannot_be_read_raises_for_each_caller_and_nothing_is_kept
 
 
 def test_todays_export_is_read_back_once_for_runs_on_other_inputs(engine, store, monkeypatch):
-  m = store.entry(ENTRY).manifest
+  m = store.entry(EntryId.parse(ENTRY)).manifest
   case = engine.case_of(m)
   exported = engine._export_today(case)
   assert not isinstance(exported, str), exported
@@ -93,7 +93,7 @@ def test_jax_caches_are_cleared_every_so_many_entries_between_entries(engine, st
   monkeypatch.setattr(engine, "_since_cleared", 0)
   monkeypatch.setattr(_engine.jax, "clear_caches", lambda: cleared.append(1))
   for entry_id in (ENTRY, *OTHERS, ENTRY):
-    engine.replay(store.entry(entry_id), today=False, run=False)
+    engine.replay(store.entry(EntryId.parse(entry_id)), today=False, run=False)
   assert len(cleared) == 2
 
 
@@ -141,7 +141,7 @@ def _from_another_jax(m):
 @pytest.mark.parametrize("read_first, runs", [("today's", 0), ("another", 1), (None, 1)])
 def test_todays_early_run_is_left_out_when_the_entry_is_todays_module_up_to_locations(
     engine, store, monkeypatch, read_first, runs):
-  m = _from_another_jax(store.entry(ENTRY).manifest)
+  m = _from_another_jax(store.entry(EntryId.parse(ENTRY)).manifest)
   case = engine.case_of(m)
   exported = engine._export_today(case)
   assert not isinstance(exported, str), exported

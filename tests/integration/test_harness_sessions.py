@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
+from jaxport.golden import EntryId
 from jaxport.golden._manifest import CustomCallSignature  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
 
@@ -51,7 +52,7 @@ def _run(pytester, root: Path, *args, node: str = ""):
 
 def _rewrite(store: GoldenStore, entry_id: str, days_earlier: int, **changes):
   """A new entry of the same case, dated earlier, with manifest or expected outputs changed."""
-  e = store.entry(entry_id)
+  e = store.entry(EntryId.parse(entry_id))
   m = e.manifest
   # Recorded by this jax, so the change is judged inside the compat window under any release.
   m = dataclasses.replace(m, record_date=m.record_date - datetime.timedelta(days=days_earlier),
@@ -102,7 +103,7 @@ def test_injected_changes_and_tampering_are_detected(pytester, golden, tmp_path)
   root, ids = golden
   store = GoldenStore(root)
   # An output change: same blob, one expected element moved.
-  e = store.entry(ids["cholesky_f32"])
+  e = store.entry(EntryId.parse(ids["cholesky_f32"]))
   expected = [a.copy() for a in e.expected_outputs()]
   expected[0][1, 0] += np.float32(0.01)
   changed_output = _rewrite(store, ids["cholesky_f32"], 10, expected=expected)
@@ -113,7 +114,7 @@ def test_injected_changes_and_tampering_are_detected(pytester, golden, tmp_path)
                  for s in m.custom_call_targets)
   changed_target = _rewrite(store, ids["cholesky_f32"], 20, manifest={
       "custom_call_targets": other_attributes(e.manifest)})
-  cuda = store.entry(ids["cuda_cholesky_f32"])
+  cuda = store.entry(EntryId.parse(ids["cuda_cholesky_f32"]))
   changed_cuda = _rewrite(store, ids["cuda_cholesky_f32"], 20, manifest={
       "custom_call_targets": other_attributes(cuda.manifest)})
   # A tampered file: one byte of the blob flipped after recording.
@@ -165,7 +166,7 @@ def test_record_is_append_only_and_byte_identical(pytester, tmp_path):
   # An existing entry with other bytes is never overwritten: the record item fails.
   third = tmp_path / "third"
   store = GoldenStore(third)
-  e = GoldenStore(first).entry(f"cpu/lapack_potrf/cholesky_f32/{entry.name}")
+  e = GoldenStore(first).entry(EntryId.parse(f"cpu/lapack_potrf/cholesky_f32/{entry.name}"))
   store.write_entry(e.manifest, e.blob(), e.inputs(), [x + 1 for x in e.expected_outputs()],
                     e.module_text())
   existing = (third / "cpu/lapack_potrf/cholesky_f32" / entry.name / "expected.npz").read_bytes()

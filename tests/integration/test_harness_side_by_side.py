@@ -18,7 +18,7 @@ SCRIPT = '''
 import json, sys
 sys.path.insert(0, "tests/integration")
 from _harness_paths import repo_project
-from jaxport.golden import GoldenStore
+from jaxport.golden import EntryId, GoldenStore
 from jaxport.harness import _engine, _jax_setup
 
 _jax_setup.configure_jax(share_executables=True)
@@ -28,7 +28,7 @@ answers = {}
 for threads in (True, False):
   engine = _engine.ReplayEngine(repo_project(), threads=threads)
   for entry_id in sys.argv[1:]:
-    answer = engine.replay(store.entry(entry_id))
+    answer = engine.replay(store.entry(EntryId.parse(entry_id)))
     d = {k: v for k, v in answer.to_json().items() if k not in ("seconds", "timings")}
     answers[f"{entry_id} {threads}"] = {**d, "ok": [r.ok for r in answer.readers]}
   engine.close()

@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:
 
 from jaxport.harness._protocol import FailureKind  # noqa: E402
 from jaxport.harness._requests import CasesRequest, ReplayRequest  # noqa: E402
-from jaxport.harness._worker import WorkerClient  # noqa: E402
+from jaxport.harness._worker_client import WorkerClient  # noqa: E402
 from _harness_paths import repo_project  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -16,6 +16,7 @@ from pathlib import Path
 import jax
 import pytest
 
+from jaxport.golden import EntryId
 from jaxport.cli._main import main
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
@@ -79,7 +80,7 @@ def _as_another_release(store: GoldenStore, case_id: str, release: str) -> str:
   target = entry.path.parent / m.dir_name
   shutil.move(entry.path, target)
   (target / MANIFEST_FILE).write_text(m.to_json())
-  return store.entry(str(target.relative_to(store.root))).entry_id
+  return store.entry(EntryId.parse(str(target.relative_to(store.root)))).entry_id
 
 
 @pytest.fixture(autouse=True)

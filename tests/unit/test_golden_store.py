@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxport.errors import GoldenDataError
-from jaxport.golden import _store
+from jaxport.golden import EntryId, _store
 from jaxport.golden._manifest import (
     Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
 from jaxport.golden._store import Entry, GoldenStore
@@ -107,7 +107,7 @@ def test_entries_are_sorted_and_filtered(store):
   assert [e.entry_id.split("/")[:3] for e in store.entries(platform="cpu", family="qr")] == [
       ["cpu", "qr", "a"], ["cpu", "qr", "b"]]
   assert [e.entry_id for e in store.entries(platform="tpu")] == ["tpu/qr/a/2026-06-01_jax-0.10.2"]
-  assert store.entry("tpu/qr/a/2026-06-01_jax-0.10.2").inputs() == []
+  assert store.entry(EntryId.parse("tpu/qr/a/2026-06-01_jax-0.10.2")).inputs() == []
 
 
 def test_entries_ignore_hidden_and_root_files_but_refuse_strays(store, entry):
@@ -178,7 +178,7 @@ def test_an_entry_renamed_to_another_revision_is_refused(store, entry):
   second = store.write_entry(make_manifest(revision=2), b"x", INPUTS, EXPECTED, "")
   os.rename(second.path, second.path.parent / "2026-06-01.3_jax-0.10.2")
   with pytest.raises(GoldenDataError, match="lies in"):
-    store.entry("cpu/qr/qr_f32/2026-06-01.3_jax-0.10.2").manifest
+    store.entry(EntryId.parse("cpu/qr/qr_f32/2026-06-01.3_jax-0.10.2")).manifest
 
 
 def test_lowering_only_entry_has_no_expected_file(store):
@@ -459,3 +459,33 @@ def test_a_snapshot_answers_as_the_entry_from_the_bytes_it_verified(entry):
   assert snap.blob() == b"\x00blob\xff"
   with pytest.raises(GoldenDataError, match="exported.bin: sha256 mismatch"):
     entry.snapshot()
+
+
+def test_looking_an_entry_up_by_its_text_is_a_type_error_naming_the_parser(store, entry):
+  text = entry.entry_id
+  with pytest.raises(TypeError, match=r"takes an EntryId, not str.*EntryId\.parse"):
+    store.entry(text)
+  assert store.entry(EntryId.parse(text)) == entry
+  with pytest.raises(GoldenDataError, match="bad entry id"):
+    store.entry(EntryId("cpu", "..", "qr_f32", "2026-06-01_jax-0.10.2"))
+
+
+def test_an_adopted_entry_keeps_the_staged_bytes_and_is_not_encoded_again(tmp_path, entry,
+                                                                           monkeypatch):
+  target = GoldenStore(tmp_path / "target")
+  staged = entry.snapshot()
+
+  def no_encoding(*args, **kwargs):
+    raise AssertionError("adopting an entry encoded its arrays again")
+
+  monkeypatch.setattr(_store, "encode_arrays", no_encoding)
+  adopted = target.adopt(staged)
+  assert adopted.entry_id == entry.entry_id
+  for name in [*staged.manifest.files, "manifest.json"]:
+    assert (adopted.path / name).read_bytes() == (entry.path / name).read_bytes(), name
+  revised = target.adopt(staged, target.next_revision(staged.manifest))
+  assert revised.manifest.revision == 2 and revised.manifest.files == staged.manifest.files
+  for name in staged.manifest.files:
+    assert (revised.path / name).read_bytes() == (entry.path / name).read_bytes(), name
+  with pytest.raises(GoldenDataError, match="already exists"):
+    target.adopt(staged)

@@ -18,7 +18,7 @@ from jaxport.harness._protocol import (FailureKind, Numerics, ReaderResult, Reco
                                        ReplayAnswer, Stage, TodayResult, dump_answer)
 from jaxport.harness._requests import (FeaturesWanted, RecordRequest, ReplayRequest,
                                        dump_request, load_request)
-from jaxport.harness._worker import WorkerClient
+from jaxport.harness._worker_client import WorkerClient
 from jaxport.errors import WorkerAnswerError
 
 ENTRY = "cpu/mine/sines_f32/2026-12-01_jax-0.10.2"

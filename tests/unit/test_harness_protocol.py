@@ -17,7 +17,7 @@ from jaxport.harness._protocol import (ArtifactsAnswer, CaseFacts, FailureKind, 
                                        Stage, TodayResult, WorkerFailure, dump_answer,
                                        load_answer)
 from jaxport.harness._requests import FeaturesWanted, ReplayRequest
-from jaxport.harness._worker import Reply, read_answer
+from jaxport.harness._worker_client import Reply, read_answer
 
 TODAY = datetime.date(2026, 6, 1)
 THIS_JAX = md.version("jax")

@@ -22,7 +22,7 @@ from jaxport.harness import _reporter as reporter  # noqa: E402
 from jaxport.harness._protocol import FailureKind, ReplayAnswer, WorkerFailure  # noqa: E402
 from jaxport.harness._replacement import Replacement, spelling  # noqa: E402
 from jaxport.harness._session import HarnessSession, Options  # noqa: E402
-from jaxport.harness._worker import Reply  # noqa: E402
+from jaxport.harness._worker_client import Reply  # noqa: E402
 from jaxport.harness._project import OnChange, Project  # noqa: E402
 
 
@@ -275,7 +275,7 @@ def test_a_replay_answer_with_a_notice_reaches_the_report(tmp_path, monkeypatch)
 def test_a_worker_sharing_executables_answers_with_its_notices_and_has_none_on_this_jax(tmp_path):
   from jaxport.harness._protocol import ProjectCases
   from jaxport.harness._requests import CasesRequest
-  from jaxport.harness._worker import WorkerClient
+  from jaxport.harness._worker_client import WorkerClient
   client = WorkerClient(_session(tmp_path).project, timeout_s=120, share_executables=True)
   try:
     answer, notices, _ = client.request(CasesRequest())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxport.harness import _worker
+from jaxport.harness import _worker, _worker_client
 from jaxport.harness._project import Project
 
 
@@ -45,10 +45,10 @@ def test_a_cold_replay_worker_is_started_with_the_cold_start_flag(monkeypatch, t
       started.append(argv)
       self.pid = 1
 
-  monkeypatch.setattr(_worker.subprocess, "Popen", _Popen)
+  monkeypatch.setattr(_worker_client.subprocess, "Popen", _Popen)
   for cold_start in (False, True):
-    client = _worker.WorkerClient(Project(case_modules=(), store=str(tmp_path)),
+    client = _worker_client.WorkerClient(Project(case_modules=(), store=str(tmp_path)),
                                   cold_start=cold_start)
     client._start()
     client._close_pipes()
-  assert [_worker.COLD_START_FLAG in argv for argv in started] == [False, True]
+  assert [_worker_client.COLD_START_FLAG in argv for argv in started] == [False, True]

@@ -12,6 +12,8 @@ import ast
 import pathlib
 import re
 
+import pytest
+
 import jaxport
 
 PACKAGE = pathlib.Path(jaxport.__file__).parent
@@ -63,7 +65,8 @@ INIT_IMPORTS_ALLOWED = {
     "jaxport.upgrades": {"jaxport.upgrades._envelope", "jaxport.upgrades._upgrade"},
     "jaxport.releases": {"jaxport.errors", "jaxport.releases._builds", "jaxport.releases._dates",
                          "jaxport.releases._runs_on", "jaxport.releases._table"},
-    "jaxport.golden": {"jaxport._lazy", "jaxport.golden._manifest", "jaxport.golden._signatures",
+    "jaxport.golden": {"jaxport._lazy", "jaxport.golden._entry_id", "jaxport.golden._manifest",
+                       "jaxport.golden._signatures",
                        "jaxport.golden._store"},
     "jaxport.harness": {"jaxport._lazy", "jaxport.harness._case", "jaxport.harness._project",
                         "jaxport.harness._registry", "jaxport.harness.checkers"},
@@ -286,6 +289,61 @@ def test_nothing_imports_jax_export():
            or name.startswith(("jax._src.export", "jax.experimental.export"))
            or name.endswith("shape_poly")]
   assert not wrong, "jaxport reimplements jax.export and must not import it:\n" + "\n".join(wrong)
+
+
+# The session's side of the worker boundary: jax-free by what they import, not by where an
+# import is placed (the worker itself, ``_worker``, imports the engine and jax).
+JAX_FREE_BY_STRUCTURE = ("jaxport.harness._worker_client", "jaxport.harness._worker_pool")
+MODULE_LEVEL = "at module level"
+
+
+class _PlainImports(_Imports):
+  """The import statements of a module, without the names a lazy package imports on first use."""
+
+  def visit_Assign(self, node: ast.Assign) -> None:
+    self.generic_visit(node)
+
+
+def _plain_imports(module: str) -> list[tuple[int, str, str, bool]]:
+  visitor = _PlainImports(module, MODULES[module].name == "__init__.py")
+  visitor.visit(ast.parse(MODULES[module].read_text(), filename=str(MODULES[module])))
+  return visitor.found
+
+
+def _reached(module: str) -> set[str]:
+  """The jaxport modules importing ``module`` runs, at any depth: its parent packages and
+  the module-level import statements of each."""
+  seen: set[str] = set()
+  todo = [module]
+  while todo:
+    m = todo.pop()
+    if m in seen or m not in IMPORTS:
+      continue
+    seen.add(m)
+    parts = m.split(".")
+    todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+    todo += [_resolve(name) for _, name, where, runtime in _plain_imports(m)
+             if runtime and where == MODULE_LEVEL
+             and (name == "jaxport" or name.startswith("jaxport."))]
+  return seen
+
+
+def _jax_reached(module: str) -> list[str]:
+  """Where importing ``module`` imports jax, through any jaxport module it reaches."""
+  return [f"{_where(m, line, where)}: imports {name}" for m in sorted(_reached(module))
+          for line, name, where, runtime in _plain_imports(m)
+          if runtime and where == MODULE_LEVEL and (name == "jax" or name.startswith("jax."))]
+
+
+@pytest.mark.parametrize("module", JAX_FREE_BY_STRUCTURE)
+def test_the_session_side_of_the_worker_reaches_no_jax(module):
+  assert "jaxport.harness._engine" not in _reached(module)
+  wrong = _jax_reached(module)
+  assert not wrong, f"importing {module} reaches jax:\n" + "\n".join(wrong)
+
+
+def test_the_reach_of_an_import_sees_jax():
+  assert _jax_reached("jaxport.harness._engine")
 
 
 def test_shapes_core_imports_no_jax():

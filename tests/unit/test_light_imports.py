@@ -31,6 +31,7 @@ def _run(script: str, env: dict | None = None) -> dict:
     "import jaxport",
     "import jaxport.harness",
     "import jaxport.harness._plugin",
+    "import jaxport.harness._worker_client, jaxport.harness._worker_pool",
     "import jaxport.golden; jaxport.golden.GoldenStore; jaxport.golden.Manifest",
     "import jaxport.report; jaxport.report.load_report",
     "from jaxport.harness import _reference; _reference.readers()",

@@ -11,6 +11,7 @@ if str(ROOT) not in sys.path:
 
 from harness.tools import bisect_release  # noqa: E402
 from harness.tools.bisect_release import Probe, bisect, releases_in  # noqa: E402
+from jaxport.golden import EntryId
 from jaxport.cli import _bisect  # noqa: E402
 from jaxport.cli._main import build_parser  # noqa: E402
 
@@ -73,12 +74,12 @@ def test_a_blob_with_inputs_and_outputs_becomes_an_entry_to_bisect(tmp_path):
   src = next((ROOT / "compat_data/cpu/lapack_trsm/release_triangular_solve_f32").glob("*_jax-0.5.3"))
   entry_id = bisect_release.entry_from_blob(src / "exported.bin", src / "inputs.npz",
                                             src / "expected.npz", tmp_path, rtol=1e-4, atol=1e-4)
-  entry = GoldenStore(tmp_path).entry(entry_id)
+  entry = GoldenStore(tmp_path).entry(EntryId.parse(entry_id))
   entry.verify()
   assert entry_id.startswith("cpu/bisect/blob/") and entry.blob() == (src / "exported.bin").read_bytes()
   assert [t.target for t in entry.manifest.custom_call_targets] == ["lapack_strsm_ffi"]
-  np.testing.assert_array_equal(entry.inputs()[1], GoldenStore(ROOT / "compat_data").entry(
-      "/".join(src.parts[-4:])).inputs()[1])
+  np.testing.assert_array_equal(entry.inputs()[1], GoldenStore(ROOT / "compat_data").entry(EntryId.parse(
+      "/".join(src.parts[-4:]))).inputs()[1])
 
 
 def test_cli_passes_a_blob_and_its_arrays_to_the_release_tool(tmp_path):

@@ -17,6 +17,7 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from harness.tools import _recorder, _venvs, release_cases, staging  # noqa: E402
+from jaxport.golden import EntryId
 from jaxport.errors import GoldenDataError  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
 
@@ -63,7 +64,7 @@ def test_import_writes_verified_entries_once(staged, tmp_path):
   store = GoldenStore(tmp_path / "store")
   first = staging.import_staging(staged, store)
   assert [e.entry_id.split("/")[2] for e in first.written] == sorted(CASES)
-  entry = store.entry(next(e.entry_id for e in first.written if "cholesky" in e.entry_id))
+  entry = store.entry(EntryId.parse(next(e.entry_id for e in first.written if "cholesky" in e.entry_id)))
   entry.verify()
   m = entry.manifest
   assert m.family == "lapack_potrf" and m.producer.jaxport is None
