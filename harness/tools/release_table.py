@@ -56,6 +56,7 @@ if __package__ in (None, ""):
   sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from harness.tools import _venvs, reader_policy
+from jaxport._vocabulary import PLATFORMS
 from jaxport.custom_calls import _registry
 from jaxport.releases import _table
 from jaxport.releases._features import module_dialects as _mlir_dialects
@@ -325,9 +326,9 @@ def _platform_split(flat: list[str]) -> dict[str, list[str]]:
   """A release's flat stable table per platform: by jaxport's platform table, the rest by
   name (cpu: lapack/blas/ducc; cuda: cu*; rocm: hip*; tpu: tpu_*), platform-free ones on all."""
   known = _registry.targets_by_platform()
-  out: dict[str, set[str]] = {p: set() for p in _table.PLATFORMS}
+  out: dict[str, set[str]] = {p: set() for p in PLATFORMS}
   for t in flat:
-    placed = [p for p in _table.PLATFORMS if t in known.get(p, ())]
+    placed = [p for p in PLATFORMS if t in known.get(p, ())]
     if not placed:
       if t.startswith(("lapack_", "blas_", "ducc_", "dynamic_ducc_")):
         placed = ["cpu"]
@@ -338,7 +339,7 @@ def _platform_split(flat: list[str]) -> dict[str, list[str]]:
       elif t.startswith("tpu_"):
         placed = ["tpu"]
       else:
-        placed = list(_table.PLATFORMS)
+        placed = list(PLATFORMS)
     for p in placed:
       out[p].add(t)
   return {p: sorted(ts) for p, ts in out.items()}

@@ -14,7 +14,6 @@ import json
 from collections.abc import Mapping
 from importlib import resources
 
-from jaxport._vocabulary import ANY_PLATFORM
 from jaxport.errors import ExportError
 
 _DATA_FILE = "stable_targets.json"

@@ -36,6 +36,7 @@ from jax.errors import JaxRuntimeError
 
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport import _versions
+from jaxport._vocabulary import ANY_PLATFORM
 from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport.custom_calls import _registry, _walk
 from jaxport.errors import ExportError, ReleaseTableError
@@ -220,7 +221,7 @@ def installed_target(layouts_read: dict[str, str]) -> ConsumerTarget:
 def _platform_free() -> frozenset[str]:
   """Targets that no kernel registry holds (the compiler or jax handles them): judged by
   the release's stable table, never by its measured cpu registrations."""
-  return _registry.stable_targets(_registry.ANY_PLATFORM)
+  return _registry.stable_targets(ANY_PLATFORM)
 
 
 def _runs_target(facts: Any, platform: str, target: str) -> bool | None:
@@ -229,7 +230,7 @@ def _runs_target(facts: Any, platform: str, target: str) -> bool | None:
     return None
   if platform == "cpu" and facts.cpu_targets is not None and target not in _platform_free():
     return target in facts.cpu_targets
-  tables = [facts.stable_targets.get(p) for p in (platform, _registry.ANY_PLATFORM)]
+  tables = [facts.stable_targets.get(p) for p in (platform, ANY_PLATFORM)]
   known = [t for t in tables if t is not None]
   if not known:
     return None

@@ -19,7 +19,6 @@ from typing import Any
 import jax
 from jax.sharding import NamedSharding, SingleDeviceSharding
 
-from jaxport.errors import GoldenDataError
 from jaxport.harness._devices import FORCE_DEVICES_FLAG
 from jaxport._jaxcompat import _envelope as jax_envelope
 

@@ -35,7 +35,8 @@ from typing import Any
 
 from jaxport._vocabulary import ALL_TARGETS
 from jaxport.releases._dates import parse_version
-from jaxport.releases._table import PLATFORMS, ReleaseFacts, releases as table_releases
+from jaxport._vocabulary import PLATFORMS
+from jaxport.releases._table import ReleaseFacts, releases as table_releases
 
 # Target-name prefixes that tie a target to one platform; others belong to every platform.
 _PLATFORM_PREFIXES = {"cpu": ("lapack_", "blas_", "ducc_", "dynamic_ducc_"),

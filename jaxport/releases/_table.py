@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from jaxport import _json
-from jaxport._vocabulary import PLATFORMS
 from jaxport.errors import ReleaseTableError
 from jaxport.releases._dates import RELEASE_DATES, parse_version
 

@@ -19,7 +19,7 @@ from typing import Any
 
 
 from jaxport._jaxcompat._version import installed_jax_version
-from jaxport import _limits, _versions
+from jaxport import _limits
 from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import SerializationError, SerializationTypeError

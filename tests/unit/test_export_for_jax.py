@@ -17,6 +17,7 @@ from jax import lax
 
 import jaxport
 from jaxport._jaxcompat import _envelope as jax_envelope
+from jaxport._vocabulary import ANY_PLATFORM
 from jaxport.custom_calls import _registry, _walk
 from jaxport.errors import ExportError, ReleaseTableError
 from jaxport.export import _for_jax, _mlir
@@ -25,7 +26,7 @@ from jaxport.serde import _read
 from jaxport.upgrades import LAYOUTS, envelope_layout
 
 CPU = _registry.stable_targets("cpu")
-ANY = _registry.stable_targets(_registry.ANY_PLATFORM)
+ANY = _registry.stable_targets(ANY_PLATFORM)
 OTHER_LAYOUT = (_for_jax.UNIQUE_TABLES if _for_jax.installed_layout() == _for_jax.VERSION_12
                 else _for_jax.VERSION_12)
 
