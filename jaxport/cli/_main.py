@@ -30,7 +30,7 @@ from jaxport.corpus import _import as importer
 from jaxport import _progress
 from jaxport._progress import track
 from jaxport._jaxcompat._version import distribution_version
-from jaxport._vocabulary import ANY_PLATFORM, EXPIRY_WINDOW_DAYS, PLATFORMS
+from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import MANIFEST_FILE
@@ -46,13 +46,6 @@ EXIT_PROBLEMS = 1
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 DEFAULT_ROOT = "compat_data"
-
-
-def _date(text: str) -> datetime.date:
-  try:
-    return datetime.date.fromisoformat(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"expected an ISO date YYYY-MM-DD, got {text!r}") from None
 
 
 def _non_negative(text: str) -> int:
@@ -97,10 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
   _add_project(p, "audit its store when no PATH is given, re-lower its case modules "
                   "(jaxport_cases, imported from the project's root and pytest pythonpath, as "
                   "the harness does) and count its jaxport_stable_targets as stable")
-  p.add_argument("--window-days", type=_non_negative, default=EXPIRY_WINDOW_DAYS,
-                 help="days an artifact stays supported after recording (default "
-                      f"{EXPIRY_WINDOW_DAYS})")
-  p.add_argument("--today", type=_date, default=None, help="audit as of this date (default today)")
+  p.add_argument("--window-days", **_settings.command_line_option("window_days", "--window-days"))
+  p.add_argument("--today", **_settings.command_line_option("today", "--today"))
   p.add_argument("--cases", action="append", default=None, metavar="MODULE",
                  help="re-lower the cases of this case module (repeatable) to check signature "
                       "drift; this imports and runs the project's code, which audit never does "
@@ -161,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--root", default=None,
                  help="golden store (default: the --project's jaxport_store, else compat_data)")
   _add_project(p, "prune its store (jaxport_store) unless --root is given")
-  p.add_argument("--today", type=_date, default=None, help="prune as of this date (default today)")
+  p.add_argument("--today", **_settings.command_line_option("today", "--today"))
   p.add_argument("--json", action="store_true", help="print JSON")
 
   for name, text in (("record", "record golden entries: pytest --compat-only --compat-record"),

@@ -19,6 +19,7 @@ _EXPORTS = {
     "Project": "jaxport.harness._project",
     "ProjectTargets": "jaxport.harness._project",
     "CaseRegistry": "jaxport.harness._registry",
+    "register_preset": "jaxport.harness._settings",
     "Checker": "jaxport.harness.checkers",
     "CheckerRegistry": "jaxport.harness.checkers",
     "Judge": "jaxport.harness.checkers",
@@ -40,6 +41,7 @@ if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
       ProjectTargets as ProjectTargets,
   )
   from jaxport.harness._registry import CaseRegistry as CaseRegistry
+  from jaxport.harness._settings import register_preset as register_preset
   from jaxport.harness.checkers import (
       Checker as Checker,
       CheckerRegistry as CheckerRegistry,

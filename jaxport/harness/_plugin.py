@@ -136,16 +136,11 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
   partial = bool(get("keyword") or get("markexpr") or get("deselect", None)
                  or any("::" in str(a) for a in config.args))
   artifacts = config.invocation_params.dir / s.artifacts if s.artifacts else None
-  return Options(platform=s.platform, record=s.record, update=s.update,
-                 strict=s.strict or _pytest_strict(config), compat_report=s.report,
-                 compat_window_days=s.window_days, golden_root=root.resolve(), today=s.day(),
-                 worker_timeout_s=s.worker_timeout_s,
-                 worker_max_rss_bytes=s.worker_max_rss_bytes, partial=partial,
-                 jax_corpus=s.jax_corpus, compile_cache=not s.no_cache,
+  return Options(s, golden_root=root.resolve(), today=s.day(),
+                 strict=s.strict or _pytest_strict(config), partial=partial,
                  compile_cache_dir=(Path(s.cache_dir).resolve() if s.cache_dir
                                     else _base(config).resolve() / DEFAULT_FOLDER),
                  project_root=_base(config).resolve(),
-                 cold=s.cold, shard=s.shard, shard_costs=s.costs, timings_file=s.timings,
                  artifacts_dir=artifacts.resolve() if artifacts is not None else None)
 
 
@@ -235,7 +230,7 @@ def _start(config: pytest.Config, corpus_root: Path | None = None,
            corpus: _jax_corpus.CorpusImport | None = None) -> HarnessSession:
   options = _options(config, corpus_root)
   if not hasattr(config, "workerinput") and corpus is None:
-    _check_backend(options.platform)
+    _check_backend(options.settings.platform)
   session = HarnessSession(options, project(config), corpus)
   config.stash[session_key] = session
   return session
@@ -375,10 +370,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
       items[:] = [i for i in items if _is_golden(i)]
   shard = settings(config).shard
   hs = _started(config)
-  if not shard or hs is None or hs.options.shard is None or hs.options.shard.index == 1:
+  if not shard or hs is None or hs.options.settings.shard is None or shard.index == 1:
     return
   skip = pytest.mark.skip(reason=f"tests other than golden replays run in shard "
-                                 f"1/{hs.options.shard.count} only")
+                                 f"1/{shard.count} only")
   for item in items:
     if not _is_golden(item):
       item.add_marker(skip)
@@ -445,7 +440,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     return
   try:
     with interrupts_held("committing the recorded entries to the store"):
-      if hs.options.update and hs.used and not hasattr(config, "workerinput"):
+      if hs.options.settings.update and hs.used and not hasattr(config, "workerinput"):
         hs.apply_updates()
       hs.flush_writes()
   finally:  # even when interrupted: the workers stop and the staging folder goes

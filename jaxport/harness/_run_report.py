@@ -72,18 +72,18 @@ def build_run_report(facts: RunFacts) -> RunReport:
     cases, unreachable = None, {}
     failures.append(f"the project's case modules cannot be loaded: {facts.cases}")
   else:
-    cases, unreachable = facts.cases.cases_for(o.platform), dict(facts.cases.unreachable)
-  targets = coverage.target_coverage(outcomes, o.platform, project)
+    cases, unreachable = facts.cases.cases_for(o.settings.platform), dict(facts.cases.unreachable)
+  targets = coverage.target_coverage(outcomes, o.settings.platform, project)
   lowered_for = {p for c in cases or () if c.lowering_only for p in c.export_platforms}
   other = coverage.lowering_only_coverage(outcomes, lowered_for, unreachable, project)
   if cases is None:
     skips.append(Skip(coverage.CHECKS, "the project's case modules could not be loaded"))
-  elif o.record:
+  elif o.settings.record:
     skips.append(Skip("replay, coverage and tripwire", "record mode writes entries only"))
   elif o.partial:
     skips.append(Skip(coverage.CHECKS,
                       "the selection was narrowed (-k, -m, --deselect, node ids or files)"))
-  elif o.jax_corpus:
+  elif o.settings.jax_corpus:
     skips.append(Skip("coverage and missing-case checks",
                       "the run replays jax's own corpus, not this repository's golden store"))
     unreplayed = run_coverage.tripwire(present, outcomes)
@@ -93,20 +93,20 @@ def build_run_report(facts: RunFacts) -> RunReport:
   elif facts.listing_failed:
     skips.append(Skip(coverage.CHECKS,
                       "the golden store could not be listed, so no entry was replayed"))
-  elif o.shard is not None:
-    skips.append(coverage.shard_skip(o.shard))
+  elif o.settings.shard is not None:
+    skips.append(coverage.shard_skip(o.settings.shard))
   else:
     checked_targets, checked_other = targets, other
     case_ids = [c.case_id for c in cases]
-    if o.update:
+    if o.settings.update:
       # The cases updated in this run have their new entries; those are replayed next run.
       checked_targets, checked_other, case_ids, recorded_now = _update.settled(
           targets, other, case_ids, facts.updates)
       skips += recorded_now
     checks = coverage.session_checks(
-        o.platform, project, targets=checked_targets, other=checked_other,
+        o.settings.platform, project, targets=checked_targets, other=checked_other,
         entries=outcomes, present=present, case_ids=case_ids,
-        checked_case_ids=[c.case_id for p in _devices.checked_platforms(o.platform)
+        checked_case_ids=[c.case_id for p in _devices.checked_platforms(o.settings.platform)
                           for c in facts.cases.cases_for(p)],
         strict=o.strict)
     failures += checks.failures
@@ -124,13 +124,13 @@ def build_run_report(facts: RunFacts) -> RunReport:
       upgraded=sum(1 for x in outcomes if x.has(FindingKind.UPGRADED)),
       other_host=other_host_passes(outcomes),
       from_cache=facts.worked("from_cache") if facts.cache_used else None,
-      reader_runs=None if o.record else facts.worked("reader_runs"),
-      exports_today=None if o.record else facts.worked("exports_today"))
+      reader_runs=None if o.settings.record else facts.worked("reader_runs"),
+      exports_today=None if o.settings.record else facts.worked("exports_today"))
   return RunReport(
-      mode="record" if o.record else "update" if o.update else "replay",
-      platform=o.platform,
+      mode="record" if o.settings.record else "update" if o.settings.update else "replay",
+      platform=o.settings.platform,
       today=o.today,
-      compat_window_days=o.compat_window_days,
+      compat_window_days=o.settings.window_days,
       strict=o.strict,
       readers=tuple(_api.readers()),
       producer=_api.PRIMARY,
@@ -145,13 +145,13 @@ def build_run_report(facts: RunFacts) -> RunReport:
       session_failures=tuple(failures),
       session_warnings=tuple(warns),
       summary=summary,
-      shard=None if o.shard is None else ShardRef(o.shard.index, o.shard.count),
+      shard=None if o.settings.shard is None else ShardRef(o.settings.shard.index, o.settings.shard.count),
       lowering_only_targets=other,
       jax_corpus=(None if facts.corpus is None
                   else CorpusImport.from_json(facts.corpus.to_json(), "jax_corpus")),
       replay_hosts=tuple(_distinct(x.replay_host for x in outcomes
                                    if x.replay_host is not None)),
-      updated=(None if not o.update else tuple(
+      updated=(None if not o.settings.update else tuple(
           Updated.from_json(u.to_json(), u.change.case_id)
           for u in sorted(facts.updates, key=lambda u: u.change.case_id))),
       declared_targets={k: tuple(v) for k, v in project.targets.by_platform.items()},

@@ -16,13 +16,12 @@ import datetime
 import json
 import logging
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from jaxport import _limits
 from jaxport._vocabulary import RecordAction
 from jaxport.errors import GoldenDataError, HarnessWarning
 from jaxport.golden._entry_id import EntryId
@@ -37,7 +36,8 @@ from jaxport.harness._project import OnChange, Project
 from jaxport.harness._recorder import Recorder
 from jaxport.harness._registry import CaseRegistry
 from jaxport.harness._run_report import RunFacts, build_run_report
-from jaxport.harness._shard import Shard, costs_json
+from jaxport.harness._settings import Settings
+from jaxport.harness._shard import costs_json
 from jaxport.harness._verdicts import Outcome
 from jaxport.harness._worker_pool import WorkerPool, printed
 from jaxport._jaxcompat._version import installed_jax_version
@@ -54,33 +54,23 @@ WORKER_OUTPUT_KEY = "jaxport_harness"
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-  platform: str
-  record: bool
-  strict: bool
-  compat_report: str | None
-  compat_window_days: int
+  """What one session runs with: the run's settings as resolved (``_settings.Settings``, each
+  under its option's own name) and what the plugin derived from them and pytest's
+  configuration."""
+
+  settings: Settings
   golden_root: Path
   today: datetime.date
-  worker_timeout_s: float
+  # The settings' --compat-strict, or pytest's own strict mode.
+  strict: bool
+  # A narrowed selection (-k, -m, --deselect, node ids): whole-store checks are deferred.
   partial: bool
-  jax_corpus: bool = False
-  # Each distinct module compiled once per worker, and kept in jax's compilation cache in
-  # ``compile_cache_dir`` for later runs (the project's .jaxport_cache/xla unless another
-  # is given; None: none kept); or every module compiled.
-  compile_cache: bool = True
+  # Where workers keep compiled executables for later runs (the project's .jaxport_cache/xla
+  # unless --compat-cache-dir names another); unused in cold or uncached replay.
   compile_cache_dir: Path | None = None
   # The project's root, below which the cache folder's parents are made private too.
   project_root: Path | None = None
-  # Each reader of each entry in a fresh process that has compiled nothing before.
-  cold: bool = False
-  shard: Shard | None = None
-  shard_costs: Mapping[str, float] | None = None
-  timings_file: str | None = None
-  # Replay, then record a new entry for each case whose function changed.
-  update: bool = False
-  # Resident memory past which a busy worker is killed (``--compat-worker-memory-mb``).
-  worker_max_rss_bytes: int = _limits.MAX_WORKER_RSS_BYTES
-  # Where each failing entry's artifacts go (``--compat-artifacts``), or None.
+  # Where each failing entry's artifacts go (``--compat-artifacts``, resolved), or None.
   artifacts_dir: Path | None = None
 
 
@@ -130,7 +120,7 @@ class HarnessSession:
     """Ids of the golden entries the run checks, sorted: those recorded for the platform and,
     in a CPU run, the accelerators' entries, checked without running them."""
     if self._present is None:
-      platforms = _devices.checked_platforms(self.options.platform)
+      platforms = _devices.checked_platforms(self.options.settings.platform)
       try:
         entries, problems = self.store.listing(
             platform=platforms[0] if len(platforms) == 1 else None)
@@ -148,9 +138,9 @@ class HarnessSession:
   def selected_entry_ids(self) -> list[str]:
     """Ids of the entries this process replays: all of them, or this shard's part."""
     present = self.entry_ids()
-    if self.options.shard is None:
+    if self.options.settings.shard is None:
       return present
-    return self.options.shard.select(present, self.options.shard_costs)
+    return self.options.settings.shard.select(present, self.options.settings.costs)
 
   def _newest(self) -> dict[str, str]:
     """The newest entry id of each case with entries on the platform."""
@@ -159,7 +149,7 @@ class HarnessSession:
     return self._newest_ids
 
   def case_ids(self) -> list[str]:
-    return [c.case_id for c in self.case_facts().cases_for(self.options.platform)]
+    return [c.case_id for c in self.case_facts().cases_for(self.options.settings.platform)]
 
   def case_facts(self) -> ProjectCases:
     """The project's cases as data. A worker this process already runs has imported them and
@@ -189,19 +179,19 @@ class HarnessSession:
 
   def _asks_a_worker(self) -> bool:
     """Whether the cases are asked of a worker: a running one of a warm replay, asked once."""
-    return not (self.options.cold or self.recording or self._facts_asked
+    return not (self.options.settings.cold or self.recording or self._facts_asked
                 or not self.pool.running)
 
   def prefetch_cases(self) -> None:
     """Start importing the case modules on a background thread where this process will need
     them (to update cases, or with no worker to ask), so that the end of the run does not
     wait for them."""
-    if self.options.update or (self._facts is None and not self._asks_a_worker()):
+    if self.options.settings.update or (self._facts is None and not self._asks_a_worker()):
       self.registry.prefetch()
 
   @property
   def recording(self) -> bool:
-    return self.options.record
+    return self.options.settings.record
 
   def compile_cache_dir(self) -> Path | None:
     """The folder where workers keep executables for later runs (None: none kept)."""
@@ -225,7 +215,7 @@ class HarnessSession:
       outcome = _judge.judge_unreadable(entry_id, e, self._run_context(), newest=newest)
     else:
       request, not_run = self._replay_request(entry_id, manifest)
-      if self.options.cold:
+      if self.options.settings.cold:
         answer, output = self.pool.replay_cold(request, num_devices)
       else:
         reply = self.pool.worker(num_devices).request(request)
@@ -251,11 +241,11 @@ class HarnessSession:
     features where its releases are wanted), and why its numerics are not run (None when
     they are)."""
     # An accelerator's entry in a CPU run: read and compared, not run.
-    not_run = _devices.numerics_skip(self.options.platform, _platform_of(entry_id))
+    not_run = _devices.numerics_skip(self.options.settings.platform, _platform_of(entry_id))
     features = None
     if self._min_consumer(manifest) is not None:
       features = FeaturesWanted.MIN_CONSUMER
-    elif self.options.compat_report:
+    elif self.options.settings.report:
       features = FeaturesWanted.REPORT
     return ReplayRequest(str(self.options.golden_root), entry_id, tuple(_api.readers()),
                          run=not_run is None, features=features), not_run
@@ -265,8 +255,8 @@ class HarnessSession:
     if self._context is None:
       o, project = self.options, self.project
       self._context = _judge.RunContext(
-          today=o.today, window_days=o.compat_window_days, consumer=installed_jax_version(),
-          strict=o.strict, updating=o.update, changes_fail=project.on_change is OnChange.FAIL,
+          today=o.today, window_days=o.settings.window_days, consumer=installed_jax_version(),
+          strict=o.strict, updating=o.settings.update, changes_fail=project.on_change is OnChange.FAIL,
           expectations=(None if project.expectations is None
                         else expected_status.load_table(project.expectations)),
           project_targets=project.targets)
@@ -285,7 +275,7 @@ class HarnessSession:
     outcome = self.replay(entry_id)
     text = "\n".join(outcome.messages)
     if outcome.status in (Status.FAIL, Status.WARN):
-      text += _update.change_hint(outcome, self.options.update,
+      text += _update.change_hint(outcome, self.options.settings.update,
                                   newest=self._newest().get(outcome.case_id) == entry_id)
     if outcome.status is Status.FAIL:
       text += self._write_artifacts(entry_id) + printed(self._output.get(entry_id, ""))
@@ -309,7 +299,7 @@ class HarnessSession:
       num_devices = 1
     request = ArtifactsRequest(
         str(self.options.golden_root), entry_id, str(self.options.artifacts_dir),
-        run=_devices.numerics_skip(self.options.platform, _platform_of(entry_id)) is None)
+        run=_devices.numerics_skip(self.options.settings.platform, _platform_of(entry_id)) is None)
     answer = self.pool.answer(self.pool.worker(num_devices).request(request), ArtifactsAnswer)
     if isinstance(answer, ArtifactsAnswer):
       return f"\nartifacts: {answer.folder}"
@@ -384,10 +374,10 @@ class HarnessSession:
   def finish(self) -> bool:
     """Build the report, write it if asked; True when the session must fail."""
     report = self.build_report()
-    if self.options.compat_report:
-      write_report(report, self.options.compat_report)
-    if self.options.timings_file:
-      reporter.write_json(costs_json(self._seconds, self._parts), self.options.timings_file)
+    if self.options.settings.report:
+      write_report(report, self.options.settings.report)
+    if self.options.settings.timings:
+      reporter.write_json(costs_json(self._seconds, self._parts), self.options.settings.timings)
     return bool(report.session_failures)
 
   def close(self) -> None:

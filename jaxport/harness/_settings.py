@@ -14,6 +14,7 @@ override the preset's values.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime
 import math
@@ -46,6 +47,22 @@ MAX_WORKER_MEMORY_MB = 2**30
 PRESET_FLAG = "--compat-preset"
 
 
+def command_line_option(name: str, flag: str) -> dict[str, Any]:
+  """``add_argument`` keywords of a command's ``flag`` that sets the harness setting ``name``:
+  its default, help and validation from :data:`FIELDS` (an error names ``flag``), so that a
+  command and the harness never disagree on what the setting means."""
+  field = FIELDS_BY_NAME[name]
+
+  def parse(text: str) -> Any:
+    try:
+      return field.validate(text) if field.validate is not None else text
+    except SettingsError as e:
+      raise argparse.ArgumentTypeError(str(e).replace(field.flag, flag)) from None
+
+  return {"type": parse, "default": field.default, "help": field.help_text(),
+          "metavar": field.metavar}
+
+
 def dest(flag: str) -> str:
   """The attribute of ``config.option`` an option is stored in (``--compat-x-y`` -> ``compat_x_y``)."""
   return flag.lstrip("-").replace("-", "_")
@@ -53,7 +70,7 @@ def dest(flag: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Field:
-  """One setting: its ``Settings`` attribute, its option, default, help and validator.
+  """One setting: its ``Settings`` attribute and type, its option, default, help and validator.
 
   ``help`` may quote ``{default}``; ``shown_default`` is how help and docs write a default
   that is computed when the run starts (today's date). ``validate`` turns a value from the
@@ -64,6 +81,8 @@ class Field:
   name: str
   flag: str
   help: str
+  # The type of the validated value, as the run's Settings declares it.
+  kind: str = "str | None"
   default: Any = None
   switch: bool = False
   metavar: str | None = None
@@ -241,50 +260,53 @@ def _switch(value: Any) -> bool:
 FIELDS: tuple[Field, ...] = (
     Field("platform", "--compat-platform", "platform whose golden entries are replayed or "
           "recorded (default: {default})", default=DEFAULT_PLATFORM, choices=PLATFORMS,
-          validate=_platform),
+          validate=_platform, kind="str"),
     Field("record", "--compat-record", "record a new dated golden entry for every selected case "
-          "instead of replaying", default=False, switch=True, validate=_switch),
+          "instead of replaying", default=False, switch=True, validate=_switch, kind="bool"),
     Field("update", "--compat-update", "replay, then record a new dated entry for each case "
           "whose function changed, and show what changed", default=False, switch=True,
-          validate=_switch),
+          validate=_switch, kind="bool"),
     Field("strict", "--compat-strict", "also fail on drift, stale targets and expired entries "
-          "(pytest's own strict mode implies it)", default=False, switch=True, validate=_switch),
+          "(pytest's own strict mode implies it)", default=False, switch=True, validate=_switch,
+          kind="bool"),
     Field("report", "--compat-report", "write the compatibility report here", metavar="FILE.json",
           validate=_output_file("--compat-report")),
     Field("window_days", "--compat-window-days", "entries older than this are reported as "
           "expired (default {default})", default=EXPIRY_WINDOW_DAYS, metavar="DAYS", argtype=int,
-          validate=_window_days),
+          validate=_window_days, kind="int"),
     Field("store", "--compat-store", "golden store to replay or record into (default: the "
           f"project's {INI_STORE})", metavar="DIR", validate=_text),
     Field("today", "--compat-today", "the date used for recording and expiry (default: "
-          "{default})", metavar="YYYY-MM-DD", validate=_today, shown_default="today"),
+          "{default})", metavar="YYYY-MM-DD", validate=_today, shown_default="today",
+          kind="datetime.date | None"),
     Field("worker_timeout_s", "--compat-worker-timeout", "seconds one entry may take before its "
           "worker is killed (default {default})", default=WORKER_TIMEOUT_S, metavar="SECONDS",
-          validate=worker_timeout),
+          validate=worker_timeout, kind="float"),
     Field("worker_memory_mb", "--compat-worker-memory-mb", "megabytes (MiB) of resident memory a "
           "worker may use while it replays or records an entry before it is killed (default "
-          "{default})", default=DEFAULT_WORKER_MEMORY_MB, metavar="MB", validate=worker_memory_mb),
+          "{default})", default=DEFAULT_WORKER_MEMORY_MB, metavar="MB", validate=worker_memory_mb,
+          kind="int"),
     Field("jax_corpus", "--compat-jax-corpus", "import the installed jax's own back-compat "
           "corpus into a temporary store and replay it", default=False, switch=True,
-          validate=_switch),
+          validate=_switch, kind="bool"),
     Field("cache_dir", "--compat-cache-dir", "keep compiled executables in DIR for later runs, "
           "readable by its owner only (default: .jaxport_cache/xla in the project)",
           metavar="DIR", validate=_cache_dir),
     Field("no_cache", "--compat-no-cache", "compile every module, sharing no executable within "
           "the run and keeping none for later runs", default=False, switch=True,
-          validate=_switch),
+          validate=_switch, kind="bool"),
     Field("cold", "--compat-cold", "replay each reader of each entry in a fresh process that has "
-          "compiled nothing before", default=False, switch=True, validate=_switch),
+          "compiled nothing before", default=False, switch=True, validate=_switch, kind="bool"),
     Field("shard", "--compat-shard", "replay only shard I of N of the store", metavar="I/N",
-          validate=_shard),
+          validate=_shard, kind="Shard | None"),
     Field("costs", "--compat-costs", "per-entry seconds written by --compat-timings, to balance "
           "--compat-shard (give it once per file: each shard writes its own)",
-          metavar="FILE.json", validate=_costs, repeatable=True),
+          metavar="FILE.json", validate=_costs, repeatable=True, kind="Mapping[str, float] | None"),
     Field("timings", "--compat-timings", "write each replayed entry's seconds here",
           metavar="FILE.json", validate=_output_file("--compat-timings")),
     Field("only", "--compat-only", "run only the golden replay or record items (those in "
           f"{INI_TESTS} when the project lists them)", default=False, switch=True,
-          validate=_switch),
+          validate=_switch, kind="bool"),
     Field("artifacts", "--compat-artifacts", "for each failing entry, write its obtained "
           "outputs, today's module text and a diff of the recorded module and today's into a "
           "folder of DIR (for a CI job to upload)", metavar="DIR", validate=_artifacts),
@@ -311,23 +333,54 @@ class Preset:
     return " ".join(out)
 
 
-PRESETS: Mapping[str, Preset] = {p.name: p for p in (
-    Preset("ci", "what a CI job of each change runs: the CPU replay, failing entries' "
-           "artifacts kept for upload, derandomized property tests",
-           {"platform": "cpu", "artifacts": "compat-artifacts"}, hypothesis_profile="ci"),
-    Preset("nightly", "the nightly replay: as ci, and drift, staleness and expiry fail, the "
-           "JSON report is written for the job summary and the next night's comparison, with "
-           "the long property-test budget",
-           {"platform": "cpu", "artifacts": "compat-artifacts", "strict": True,
-            "report": "compat-report.json"}, hypothesis_profile="nightly"),
-    Preset("strict-cold", "the most independent check: each reader of each entry in a fresh "
-           "process, and drift, staleness and expiry fail",
-           {"strict": True, "cold": True}, hypothesis_profile="ci"),
-)}
+# The presets by name: jaxport's own, then any a project registers (register_preset).
+PRESETS: dict[str, Preset] = {}
+
+
+def register_preset(name: str, summary: str, values: Mapping[str, Any],
+                    hypothesis_profile: str | None = None, parent: str | None = None) -> Preset:
+  """Make ``--compat-preset NAME`` select ``values`` (setting name -> value, as the options
+  would give them), over those of the preset ``parent`` when one is named; the Hypothesis
+  profile is the parent's unless given. A project registers its own from its ``conftest.py``.
+  Settings are validated when a run resolves them; an unknown setting, an unknown parent or a
+  name taken is refused here, naming it."""
+  if not isinstance(name, str) or not name or name in PRESETS:
+    taken = f"; {name!r} is taken ({PRESETS[name].flags()})" if name in PRESETS else ""
+    raise SettingsError(f"register_preset: a preset needs a new non-empty name{taken}; the "
+                        f"known ones are {sorted(PRESETS)}.")
+  unknown = sorted(set(values) - set(FIELDS_BY_NAME))
+  if unknown:
+    raise SettingsError(f"register_preset({name!r}): unknown settings {unknown}; the known "
+                        f"ones are {sorted(FIELDS_BY_NAME)}.")
+  merged: dict[str, Any] = {}
+  if parent is not None:
+    if parent not in PRESETS:
+      raise SettingsError(f"register_preset({name!r}): no preset {parent!r} to inherit from; "
+                          f"the known ones are {sorted(PRESETS)}.")
+    merged.update(PRESETS[parent].values)
+    if hypothesis_profile is None:
+      hypothesis_profile = PRESETS[parent].hypothesis_profile
+  merged.update(values)
+  made = Preset(name, summary, merged, hypothesis_profile or "default")
+  PRESETS[name] = made
+  return made
+
+
+register_preset("ci", "what a CI job of each change runs: the CPU replay, failing entries' "
+                "artifacts kept for upload, derandomized property tests",
+                {"platform": "cpu", "artifacts": "compat-artifacts"}, hypothesis_profile="ci")
+register_preset("nightly", "the nightly replay: as ci, and drift, staleness and expiry fail, "
+                "the JSON report is written for the job summary and the next night's "
+                "comparison, with the long property-test budget",
+                {"strict": True, "report": "compat-report.json"}, hypothesis_profile="nightly",
+                parent="ci")
+register_preset("strict-cold", "the most independent check: each reader of each entry in a "
+                "fresh process, and drift, staleness and expiry fail",
+                {"strict": True, "cold": True}, hypothesis_profile="ci")
 
 PRESET_FIELD = Field("preset", PRESET_FLAG, "a named set of --compat-* options (" +
-                     ", ".join(PRESETS) + "); options given as well override it",
-                     metavar="NAME")
+                     ", ".join(PRESETS) + ", or one the project registers); options given "
+                     "as well override it", metavar="NAME")
 
 
 def preset(name: str | None) -> Preset | None:
@@ -342,41 +395,31 @@ def preset(name: str | None) -> Preset | None:
   return found
 
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
-  """Every setting of one run, validated; ``given`` names those set by an option or the preset
-  (the rest are defaults)."""
+def _settings_class() -> type:
+  """The class of a run's settings, derived from :data:`FIELDS`: one attribute per field, of its
+  kind and default, then the preset chosen, the Hypothesis profile it selects, and ``given``."""
 
-  platform: str = DEFAULT_PLATFORM
-  record: bool = False
-  update: bool = False
-  strict: bool = False
-  report: str | None = None
-  window_days: int = EXPIRY_WINDOW_DAYS
-  store: str | None = None
-  today: datetime.date | None = None
-  worker_timeout_s: float = WORKER_TIMEOUT_S
-  worker_memory_mb: int = DEFAULT_WORKER_MEMORY_MB
-  jax_corpus: bool = False
-  cache_dir: str | None = None
-  no_cache: bool = False
-  cold: bool = False
-  shard: Shard | None = None
-  costs: Mapping[str, float] | None = None
-  timings: str | None = None
-  only: bool = False
-  artifacts: str | None = None
-  preset: str | None = None
-  hypothesis_profile: str | None = None
-  given: frozenset[str] = frozenset()
-
-  @property
   def worker_max_rss_bytes(self) -> int:
     return self.worker_memory_mb * 2**20
 
   def day(self) -> datetime.date:
     """The run's date: ``--compat-today``, else today."""
     return self.today if self.today is not None else datetime.date.today()
+
+  fields = [(f.name, f.kind, dataclasses.field(default=f.default)) for f in FIELDS]
+  fields += [("preset", "str | None", dataclasses.field(default=None)),
+             ("hypothesis_profile", "str | None", dataclasses.field(default=None)),
+             ("given", "frozenset[str]", dataclasses.field(default=frozenset()))]
+  cls = dataclasses.make_dataclass(
+      "Settings", fields, frozen=True, namespace={
+          "__doc__": "Every setting of one run, validated; ``given`` names those set by an "
+                     "option or the preset (the rest are defaults).",
+          "worker_max_rss_bytes": property(worker_max_rss_bytes), "day": day})
+  cls.__module__ = __name__
+  return cls
+
+
+Settings = _settings_class()
 
 
 def resolve(given: Mapping[str, Any], preset_name: str | None = None) -> Settings:

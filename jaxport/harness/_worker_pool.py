@@ -75,17 +75,17 @@ class WorkerPool:
     """The worker for entries needing ``num_devices`` host devices (one process per count)."""
     if num_devices not in self._clients:
       self._clients[num_devices] = WorkerClient(self.project,
-                                                timeout_s=self.options.worker_timeout_s,
+                                                timeout_s=self.options.settings.worker_timeout_s,
                                                 num_devices=num_devices,
                                                 compile_cache=self.compile_cache_dir(),
                                                 share_executables=self.shares_executables,
-                                                max_rss_bytes=self.options.worker_max_rss_bytes)
+                                                max_rss_bytes=self.options.settings.worker_max_rss_bytes)
     return self._clients[num_devices]
 
   @property
   def shares_executables(self) -> bool:
     """Whether a worker compiles each distinct module once (not in cold or uncached replay)."""
-    return self.options.compile_cache and not self.options.cold
+    return not (self.options.settings.no_cache or self.options.settings.cold)
 
   def compile_cache_dir(self) -> Path | None:
     """The folder where workers keep executables for later runs (``--compat-cache-dir``, by
@@ -133,7 +133,7 @@ class WorkerPool:
     knows them), so that a worker for another device count is ready when its first entry
     comes."""
     self._upcoming = [entry_id, *ahead]
-    if self.options.cold or self.options.record:
+    if self.options.settings.cold or self.options.settings.record:
       return
     for upcoming in (entry_id, *ahead):
       try:
@@ -187,9 +187,9 @@ class WorkerPool:
     output = ""
     for i, reader in enumerate(readers):
       last = i == len(readers) - 1
-      client = WorkerClient(self.project, timeout_s=self.options.worker_timeout_s,
+      client = WorkerClient(self.project, timeout_s=self.options.settings.worker_timeout_s,
                             num_devices=num_devices, cold_start=True,
-                            max_rss_bytes=self.options.worker_max_rss_bytes)
+                            max_rss_bytes=self.options.settings.worker_max_rss_bytes)
       try:
         reply = client.request(dataclasses.replace(request, readers=(reader,),
                                                    current=request.current and last))

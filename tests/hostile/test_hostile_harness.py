@@ -25,6 +25,7 @@ from jaxport.errors import SettingsError
 from jaxport.harness import _settings
 from jaxport.harness._requests import ReplayRequest
 from jaxport.harness._session import HarnessSession, Options
+from jaxport.harness._settings import Settings
 from jaxport.report import FindingKind
 from jaxport.harness._worker_client import WorkerClient
 from jaxport.golden._manifest import INPUTS_FILE, Manifest
@@ -121,10 +122,11 @@ def test_the_worker_refuses_an_npz_bomb_as_golden_data(tmp_path):
 
 
 def _options(root: Path, **changes) -> Options:
-  return dataclasses.replace(
-      Options(platform="cpu", record=True, strict=False, compat_report=None,
-              compat_window_days=180, golden_root=root, today=datetime.date.today(),
-              worker_timeout_s=60.0, partial=True), **changes)
+  """The options of a session on ``root``; ``changes`` are settings."""
+  settings = Settings(**{"platform": "cpu", "record": True, "window_days": 180,
+                         "worker_timeout_s": 60.0, **changes})
+  return Options(settings, golden_root=root, today=datetime.date.today(), strict=False,
+                 partial=True)
 
 
 def _queued_recording(store_root: Path):

@@ -28,6 +28,7 @@ from jaxport.golden._manifest import BLOB_FILE, INPUTS_FILE, MANIFEST_FILE, Arra
 from jaxport.golden._store import GoldenStore, decode_arrays
 from jaxport.harness import _plugin
 from jaxport.harness._session import HarnessSession, Options
+from jaxport.harness._settings import Settings
 from jaxport.report import FindingKind
 
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
@@ -220,10 +221,11 @@ def test_the_listing_skips_a_bad_folder_and_names_it(store_with_a_bad_folder):
 
 
 def _options(root: Path, **changes) -> Options:
-  return dataclasses.replace(
-      Options(platform="cpu", record=False, strict=False, compat_report=None,
-              compat_window_days=180, golden_root=root, today=datetime.date.today(),
-              worker_timeout_s=60.0, partial=True), **changes)
+  """The options of a session on ``root``; ``changes`` are settings."""
+  settings = Settings(**{"platform": "cpu", "record": False, "window_days": 180,
+                         "worker_timeout_s": 60.0, **changes})
+  return Options(settings, golden_root=root, today=datetime.date.today(), strict=False,
+                 partial=True)
 
 
 @pytest.mark.parametrize("store_with_a_bad_folder", BAD_NAMES[1:], indirect=True, ids=["RLO"])

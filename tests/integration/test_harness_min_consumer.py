@@ -18,6 +18,7 @@ from jaxport.golden import EntryId
 from jaxport.harness import Case  # noqa: E402
 from jaxport.harness._protocol import ReplayAnswer  # noqa: E402
 from jaxport.harness._session import HarnessSession, Options  # noqa: E402
+from jaxport.harness._settings import Settings  # noqa: E402
 from jaxport.releases import runs_on  # noqa: E402
 from jaxport.releases._features import features_of_blob  # noqa: E402
 from jaxport.report import FindingKind, Status  # noqa: E402
@@ -30,8 +31,8 @@ ENTRY = "cpu/lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
 def _session(root: Path, min_consumer: str | None, monkeypatch) -> HarnessSession:
   shutil.copytree(GOLDEN / ENTRY, root / ENTRY)
   hs = HarnessSession(Options(
-      platform="cpu", record=False, strict=False, compat_report=None, compat_window_days=180,
-      golden_root=root, today=datetime.date(2026, 11, 29), worker_timeout_s=60.0, partial=False),
+      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0), golden_root=root,
+      today=datetime.date(2026, 11, 29), strict=False, partial=False),
       repo_project(root))
   listed = hs.case_facts
 
@@ -114,7 +115,8 @@ def _features_replaced(hs: HarnessSession, monkeypatch, **changes) -> None:
 def _replayed_with(tmp_path, monkeypatch, min_consumer, **changes):
   """The entry's outcome in a session asked for a report, its worker's answers changed."""
   hs = _session(tmp_path, min_consumer, monkeypatch)
-  hs.options = dataclasses.replace(hs.options, compat_report=tmp_path / "report.json")
+  hs.options = dataclasses.replace(
+      hs.options, settings=dataclasses.replace(hs.options.settings, report=tmp_path / "report.json"))
   _features_replaced(hs, monkeypatch, **changes)
   try:
     return hs.replay(ENTRY)

@@ -15,6 +15,7 @@ from jaxport.harness._project import OnChange, Project
 from jaxport.harness._protocol import FailureKind, ProjectCases, WorkerFailure
 from jaxport.harness._requests import CasesRequest
 from jaxport.harness._session import HarnessSession, Options
+from jaxport.harness._settings import Settings
 from jaxport.harness._worker_client import Reply
 
 ONE_DEVICE = "lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
@@ -28,9 +29,8 @@ def session(tmp_path, monkeypatch):
   root = copy_cpu_entries([ONE_DEVICE, EIGHT_DEVICES], tmp_path / "store")
   project = Project(case_modules=(), store=root, on_change=OnChange.WARN, root=root)
   hs = HarnessSession(Options(
-      platform="cpu", record=False, strict=False, compat_report=None, compat_window_days=180,
-      golden_root=root, today=datetime.date(2026, 11, 29), worker_timeout_s=60.0,
-      partial=True), project)
+      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0), golden_root=root,
+      today=datetime.date(2026, 11, 29), strict=False, partial=True), project)
   started: list[int] = []
   monkeypatch.setattr(_worker_pool.WorkerClient, "start", lambda self: started.append(self.num_devices))
   hs.started = started
@@ -117,7 +117,8 @@ def test_nothing_is_sent_ahead_in_a_cold_replay_or_for_an_entry_already_replayed
   session.prepare(second)
   session.replay(first)
   assert [kind for kind, _, _ in requests_seen] == ["request", "request"]
-  cold = dataclasses.replace(session.options, cold=True)
+  cold = dataclasses.replace(
+      session.options, settings=dataclasses.replace(session.options.settings, cold=True))
   monkeypatch.setattr(session, "options", cold)
   monkeypatch.setattr(session.pool, "options", cold)
   monkeypatch.setattr(session.pool, "replay_cold", lambda request, num_devices: (WorkerFailure(

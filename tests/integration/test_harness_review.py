@@ -12,6 +12,7 @@ if str(ROOT) not in sys.path:
 
 from jaxport.harness import _reporter as reporter  # noqa: E402
 from jaxport.harness._session import HarnessSession, Options  # noqa: E402
+from jaxport.harness._settings import Settings  # noqa: E402
 from jaxport._jaxcompat import _envelope as jax_envelope
 from _harness_paths import repo_project  # noqa: E402
 
@@ -21,8 +22,8 @@ ENTRY = "cpu/lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
 
 def _session(root: Path) -> HarnessSession:
   return HarnessSession(Options(
-      platform="cpu", record=False, strict=False, compat_report=None, compat_window_days=180,
-      golden_root=root, today=datetime.date(2026, 11, 29), worker_timeout_s=60.0, partial=False),
+      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0), golden_root=root,
+      today=datetime.date(2026, 11, 29), strict=False, partial=False),
       repo_project(root))
 
 

@@ -173,9 +173,10 @@ def test_findings_carry_their_subject():
 def _session(root):
   from jaxport.harness._project import OnChange, Project
   from jaxport.harness._session import HarnessSession, Options
+  from jaxport.harness._settings import Settings
   return HarnessSession(Options(
-      platform="cpu", record=False, strict=False, compat_report=None, compat_window_days=180,
-      golden_root=root, today=datetime.date(2026, 11, 29), worker_timeout_s=60.0, partial=True),
+      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0), golden_root=root,
+      today=datetime.date(2026, 11, 29), strict=False, partial=True),
       Project(case_modules=(), store=root, on_change=OnChange.WARN, root=root))
 
 

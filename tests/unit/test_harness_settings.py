@@ -4,8 +4,10 @@ point that declares every option from the table."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -180,3 +182,69 @@ def test_an_output_file_that_cannot_be_written_is_refused_before_the_run(tmp_pat
   fine = tmp_path / "new" / "folder" / "out.json"
   assert getattr(resolve({name: str(fine)}), name) == str(fine)
   assert not (tmp_path / "new").exists()  # nothing created before the run
+
+
+def test_the_settings_class_is_derived_from_the_field_table():
+  names = [f.name for f in dataclasses.fields(Settings)]
+  assert names == [f.name for f in FIELDS] + ["preset", "hypothesis_profile", "given"]
+  defaults = Settings()
+  assert all(getattr(defaults, f.name) == f.default for f in FIELDS)
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    defaults.platform = "cuda"
+
+
+def test_a_registered_preset_inherits_its_parent_and_is_selected_by_name(monkeypatch):
+  monkeypatch.setattr(_settings, "PRESETS", dict(PRESETS))
+  from jaxport.harness import register_preset
+  made = register_preset("team-nightly", "the nightly, each reader in a fresh process",
+                         {"cold": True, "report": "team.json"}, parent="nightly")
+  assert made.hypothesis_profile == PRESETS["nightly"].hypothesis_profile
+  s = resolve({}, "team-nightly")
+  assert s.cold and s.strict and s.report == "team.json" and s.artifacts == "compat-artifacts"
+  assert s.preset == "team-nightly" and s.given == {"platform", "artifacts", "strict", "report",
+                                                    "cold"}
+  assert resolve({"report": "given.json"}, "team-nightly").report == "given.json"
+
+
+@pytest.mark.parametrize("name, values, parent, match", [
+    ("ci", {}, None, "'ci' is taken"),
+    ("", {}, None, "new non-empty name"),
+    ("mine", {"no_such_setting": 1}, None, r"unknown settings \['no_such_setting'\]"),
+    ("mine", {}, "weekly", "no preset 'weekly' to inherit from"),
+])
+def test_a_bad_preset_registration_is_refused_naming_the_fault(monkeypatch, name, values, parent,
+                                                               match):
+  monkeypatch.setattr(_settings, "PRESETS", dict(PRESETS))
+  with pytest.raises(SettingsError, match=match):
+    _settings.register_preset(name, "a preset", values, parent=parent)
+  assert "mine" not in _settings.PRESETS
+
+
+@pytest.mark.parametrize("name, flag, bad, expected", [
+    ("window_days", "--window-days", "-1", "--window-days must be >= 0, got -1"),
+    ("today", "--today", "2026-13-01", "--today='2026-13-01': expected a date YYYY-MM-DD"),
+])
+def test_a_command_option_that_is_a_setting_takes_the_tables_default_help_and_rule(
+    name, flag, bad, expected):
+  import argparse
+  field = FIELDS_BY_NAME[name]
+  parser = argparse.ArgumentParser()
+  parser.add_argument(flag, **_settings.command_line_option(name, flag))
+  assert getattr(parser.parse_args([]), name) == field.default
+  assert " ".join(field.help_text().split()) in " ".join(parser.format_help().split())
+  with pytest.raises(argparse.ArgumentTypeError, match=re.escape(expected)):
+    _settings.command_line_option(name, flag)["type"](bad)
+
+
+def test_a_preset_the_projects_conftest_registers_is_selected_by_name(pytester, monkeypatch):
+  monkeypatch.setattr(_settings, "PRESETS", dict(PRESETS))
+  pytester.makeini("[pytest]\n")
+  pytester.makeconftest("from jaxport.harness import register_preset\n"
+                        "register_preset('team', 'the team nightly', {'cold': True}, "
+                        "parent='nightly')\n")
+  config = pytester.parseconfig("--compat-preset=team")
+  assert jaxport_pytest.hypothesis_profile(config) == "nightly"
+  from jaxport.harness import _plugin
+  chosen = _plugin.settings(config)
+  assert chosen.preset == "team" and chosen.cold and chosen.strict
+  assert chosen.report == "compat-report.json"

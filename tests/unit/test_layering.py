@@ -69,7 +69,8 @@ INIT_IMPORTS_ALLOWED = {
                        "jaxport.golden._signatures",
                        "jaxport.golden._store"},
     "jaxport.harness": {"jaxport._lazy", "jaxport.harness._case", "jaxport.harness._project",
-                        "jaxport.harness._registry", "jaxport.harness.checkers"},
+                        "jaxport.harness._registry", "jaxport.harness._settings",
+                        "jaxport.harness.checkers"},
 }
 
 
