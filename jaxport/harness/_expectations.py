@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -221,48 +220,18 @@ def release_windows(producers: Iterable[str], today: datetime.date,
   return out
 
 
-def window_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-  """Per producer release: its date, age, window position and verdict counts, from a compat report."""
-  rows: dict[str, dict[str, Any]] = {}
-  for e in report.get("entries", []):
-    rel = e.get("release")
-    if not rel:
-      continue
-    producer = rel["producer"] or "unknown"
-    w = rel["window"] or {}
-    row = rows.setdefault(producer, {
-        "producer": producer, "producer_date": w.get("producer_date"), "age_days": w.get("age_days"),
-        "consumer": rel["consumer"], "gap_days": w.get("gap_days"),
-        "inside_window": w.get("inside_window"), "entries": 0, "verdicts": {}, "policy_ok": True})
-    row["entries"] += 1
-    row["verdicts"][rel["verdict"]] = row["verdicts"].get(rel["verdict"], 0) + 1
-    row["policy_ok"] = row["policy_ok"] and rel["policy_ok"]
-  return sorted(rows.values(), key=lambda r: (r["producer_date"] or "9999", r["producer"]))
-
-
-def render_window(report: dict[str, Any]) -> str:
-  """The compat-window table of a compat report, as Markdown."""
-  lines = ["| producer jax | released | age (days) | consumer jax | gap (days) "
-           "| within jax's 6-month release window | entries | verdicts | agrees with policy |",
-           "|---|---|---|---|---|---|---|---|---|"]
-  for r in window_rows(report):
-    inside = {True: "yes", False: "no", None: "unknown"}[r["inside_window"]]
-    verdicts = ", ".join(f"{k} {v}" for k, v in sorted(r["verdicts"].items()))
-    cells = [r["producer"], r["producer_date"], r["age_days"], r["consumer"], r["gap_days"], inside,
-             r["entries"], verdicts, "yes" if r["policy_ok"] else "NO"]
-    lines.append("| " + " | ".join("?" if c is None else str(c) for c in cells) + " |")
-  return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
   """``python -m harness.tools.expected_status REPORT.json``: print the compat-window table."""
   import argparse
   parser = argparse.ArgumentParser(description="Print the compat-window table of a compat report.")
   parser.add_argument("report", help="the JSON report a run wrote with --compat-report=FILE")
   args = parser.parse_args(argv)
-  report = json.loads(Path(args.report).read_text(encoding="utf-8"))
-  print(render_window(report), end="")
-  return 0 if all(r["policy_ok"] for r in window_rows(report)) else 1
+  from jaxport.report import load_report
+  from jaxport.report._markdown import window_table
+  from jaxport.report._views import window_rows
+  report = load_report(args.report)
+  print(window_table(report), end="")
+  return 0 if all(w.policy_ok for w in window_rows(report)) else 1
 
 
 if __name__ == "__main__":

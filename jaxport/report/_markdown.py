@@ -148,6 +148,23 @@ def _window(r: RunReport) -> list[str]:
   return out
 
 
+def window_table(report: RunReport) -> str:
+  """The compat-window table of a run, one row per producer release: its date and age, the
+  consumer and the gap, whether it lies within jax's six-month window, its entries' release
+  verdicts and whether they agree with the expected-status table (Markdown)."""
+  lines = ["| producer jax | released | age (days) | consumer jax | gap (days) "
+           "| within jax's 6-month release window | entries | verdicts | agrees with policy |",
+           "|---|---|---|---|---|---|---|---|---|"]
+  for w in window_rows(report):
+    window = report.window_of(w.producer)
+    inside = {True: "yes", False: "no", None: "unknown"}[w.inside_window]
+    verdicts = ", ".join(f"{k} {v}" for k, v in sorted(w.verdicts.items()))
+    cells = [w.producer, w.producer_date, w.age_days, window.consumer if window else None,
+             w.gap_days, inside, w.entries, verdicts, "yes" if w.policy_ok else "NO"]
+    lines.append("| " + " | ".join("?" if c is None else str(c) for c in cells) + " |")
+  return "\n".join(lines) + "\n"
+
+
 def _history(runs: Sequence[RunReport]) -> list[str]:
   h = build_history(runs)
   labels = list(run_labels(h.runs))

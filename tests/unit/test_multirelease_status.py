@@ -22,7 +22,10 @@ from jaxport.harness._judge._release import expectation_judgement  # noqa: E402
 from jaxport._vocabulary import Subject as S  # noqa: E402
 from jaxport.golden._manifest import Comparison, ImportSource, Manifest, Producer  # noqa: E402
 from jaxport.harness._verdicts import Outcome  # noqa: E402
-from jaxport.report import Finding, FindingKind as K, Status  # noqa: E402
+from jaxport.report import Finding, FindingKind as K, Status, load_report  # noqa: E402
+from jaxport.report._markdown import window_table  # noqa: E402
+from jaxport.report._views import window_rows  # noqa: E402
+import _report_helpers as report_helpers  # noqa: E402
 
 TODAY = datetime.date(2026, 11, 29)
 READER_FAILED = "jaxport reader: run failed: JaxRuntimeError: "
@@ -163,19 +166,25 @@ def test_annotate_leaves_jaxport_entries_drift_alone():
   assert out.kinds == (K.LOWERING_DRIFT,) and out.release.verdict == "pass"
 
 
-def test_window_table_of_a_report():
-  def entry(producer, verdict, policy_ok=True):
+def test_window_table_of_a_report(tmp_path):
+  def entry(case, producer, verdict, policy_ok=True):
     window = _releases.window_position(producer, "0.10.2", TODAY).to_dict()
-    return {"release": {"producer": producer, "consumer": "0.10.2", "window": window,
-                        "verdict": verdict, "policy_ok": policy_ok}}
-  report = {"entries": [entry("0.5.3", "pass"), entry("0.5.3", "expected_failure"),
-                        entry("0.10.0", "policy_violation", False), {"release": None}]}
-  rows = expected_status.window_rows(report)
-  assert [r["producer"] for r in rows] == ["0.5.3", "0.10.0"]
-  assert rows[0]["verdicts"] == {"expected_failure": 1, "pass": 1} and rows[0]["inside_window"] is False
-  text = expected_status.render_window(report)
+    release = {"producer": producer, "consumer": "0.10.2", "expected": "pass", "reason": None,
+               "window": window, "verdict": verdict, "policy_ok": policy_ok}
+    return report_helpers._entry("f", case, "0.10.2", "pass", [], release=release,
+                                 entry_id=f"cpu/f/{case}/2026-10-01_jax-{producer}")
+  entries = [entry("a", "0.5.3", "pass"), entry("b", "0.5.3", "expected_failure"),
+             entry("c", "0.10.0", "policy_violation", False)]
+  path = tmp_path / "run.json"
+  path.write_text(json.dumps(report_helpers.run_report(entries=entries)))
+  report = load_report(path)
+  rows = window_rows(report)
+  assert [r.producer for r in rows] == ["0.5.3", "0.10.0"]
+  assert rows[0].verdicts == {"expected_failure": 1, "pass": 1} and rows[0].inside_window is False
+  text = window_table(report)
   assert "| 0.5.3 | 2025-03-19 | 620 | 0.10.2 | 455 | no | 2 | expected_failure 1, pass 1 | yes |" in text
   assert "| 0.10.0 | 2026-04-16 | 227 | 0.10.2 | 62 | yes | 1 | policy_violation 1 | NO |" in text
+  assert expected_status.main([str(path)]) == 1  # a release's verdicts disagree with the policy
 
 
 # --- the committed table and data -------------------------------------------------
