@@ -79,7 +79,8 @@ class HarnessSession:
 
   def __init__(self, options: Options, project: Project,
                corpus: _jax_corpus.CorpusImport | None = None):
-    self.options = options
+    self.store = GoldenStore(options.golden_root)
+    self.pool = WorkerPool(project, self.store, options)
     self.project = project
     self.registry = CaseRegistry(project.case_modules)
     # The project's cases as data, asked of a worker once (or read from the registry).
@@ -90,10 +91,8 @@ class HarnessSession:
     self._facts_asked = False
     # jax's corpus imported for this run (controller only; workers get its root in the options).
     self.corpus = corpus
-    self.store = GoldenStore(options.golden_root)
     self._outcomes: dict[str, Outcome] = {}
     self._session_failures: list[str] = []
-    self.pool = WorkerPool(project, self.store, options)
     self.recorder = Recorder(self.store, self.pool, self.registry, options.today,
                              self._session_failures)
     self._present: list[str] | None = None
@@ -113,6 +112,16 @@ class HarnessSession:
     # Whether this process ran golden items (or received a worker's results): only then
     # does the run get a compat report.
     self.used = False
+
+  @property
+  def options(self) -> Options:
+    """The run's options: the worker pool's own, so that the session and its workers never
+    read two different ones."""
+    return self.pool.options
+
+  @options.setter
+  def options(self, options: Options) -> None:
+    self.pool.options = options
 
   # --- selection ---------------------------------------------------------------
 

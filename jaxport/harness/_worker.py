@@ -1,38 +1,24 @@
-"""The isolated worker process that executes entries (its client is ``_worker_client``).
-
-Replaying runs native code (XLA, LAPACK); a crash there must fail one entry,
-not the pytest session. The session keeps one long-lived worker per pytest
-process and sends it one request at a time as a JSON line; if the worker dies,
-times out or its resident memory (RSS, polled about five times a second on Linux)
-passes ``jaxport._limits.MAX_WORKER_RSS_BYTES`` or ``--compat-worker-memory-mb``,
-that request fails with the worker's last stderr lines and the next request starts
-a fresh worker. Only JSON crosses the boundary. Memory is polled rather than bounded
-with ``RLIMIT_AS``: XLA reserves far more address space than it touches.
-
-The worker never outlives the process that started it, even when that
-process is killed outright (SIGKILL, a CI cancellation): the parent holds the
-write end of a pipe whose read end only the worker has, and a watchdog thread
-in the worker exits the process when the pipe reports end of file. On Linux the
-kernel's parent-death signal (``PR_SET_PDEATHSIG``) kills it as well, even while
-native code holds the interpreter.
+"""The isolated worker process that executes entries; the session's side is ``_worker_client``,
+which starts it, watches its memory and outlives its crashes.
 
 Requests are the typed records of ``jaxport.harness._requests`` (replay an entry, record a
-case into a staging store, write a failed entry's artifacts, list the cases), each sent as
-one JSON line with an id the client gives it. The answer is one of the typed records of
-``jaxport.harness._protocol``, written as one JSON line on a pipe of its own (never stdout,
-so nothing the case code prints can pass for an answer) with the request's id and entry id
-echoed, the tail of what the worker wrote to stdout and stderr while it handled the request,
-and the worker's ``notices``: why a memo the worker puts in front of jax stays off in it (jax's
-function has another signature than the memo was written for), one line each. The client
-refuses an answer whose ids are not those of the request it waits for, as a failure of that
-request, and starts a fresh worker.
+case into a staging store, write a failed entry's artifacts, list the cases), each read as
+one JSON line from stdin with an id the client gives it. The answer is one of the typed
+records of ``jaxport.harness._protocol``, written as one JSON line on a pipe of its own
+(never stdout, so nothing the case code prints can pass for an answer) with the request's id
+and entry id echoed, the tail of what the worker wrote to stdout and stderr while it handled
+the request, and the worker's ``notices``: why a memo the worker puts in front of jax stays
+off in it (jax's function has another signature than the memo was written for), one line
+each. A watchdog thread exits the process when the pipe from its parent reports end of file,
+so the worker never outlives the process that started it.
 
 The worker is started as ``python -m jaxport.harness._worker --project JSON --answer-fd FD
-[--share-executables] [--compile-cache DIR] [--cold-start]``, in the project's
-directory with the project's paths on ``PYTHONPATH``, so that it imports the case modules the session
-lists; with ``--share-executables`` each distinct module is compiled once in the
-process and, given two cores, an entry's readers run side by side, and with a directory, compiled executables are also shared through jax's
-persistent compilation cache there (``jaxport.harness._jax_setup.configure_jax``).
+[--share-executables] [--compile-cache DIR] [--cold-start]``, in the project's directory
+with the project's paths on ``PYTHONPATH``, so that it imports the case modules the session
+lists; with ``--share-executables`` each distinct module is compiled once in the process
+and, given two cores, an entry's readers run side by side, and with a directory, compiled
+executables are also shared through jax's persistent compilation cache there
+(``jaxport.harness._jax_setup.configure_jax``).
 """
 
 from __future__ import annotations

@@ -120,7 +120,6 @@ def test_nothing_is_sent_ahead_in_a_cold_replay_or_for_an_entry_already_replayed
   cold = dataclasses.replace(
       session.options, settings=dataclasses.replace(session.options.settings, cold=True))
   monkeypatch.setattr(session, "options", cold)
-  monkeypatch.setattr(session.pool, "options", cold)
   monkeypatch.setattr(session.pool, "replay_cold", lambda request, num_devices: (WorkerFailure(
       FailureKind.GOLDEN_DATA, "not replayed in this test"), ""))
   session._outcomes.clear()
