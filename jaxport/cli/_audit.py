@@ -107,8 +107,9 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
     relowerer.load()
   if art.entry is not None:
     try:
-      art.entry.verify()
-      manifest = art.entry.manifest
+      # Verified once; every read below is of these very bytes.
+      snapshot = art.entry.snapshot()
+      manifest = snapshot.manifest
     except JaxportError as e:
       found.damaged(str(e))
     if manifest is not None:
@@ -119,11 +120,12 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       try:
         # The platforms the module was lowered for; the entry's platform is the
         # host that records and replays it (lowering-only entries differ).
-        exp = _read(art.entry.blob(), found)
+        blob = snapshot.blob()
+        exp = _read(blob, found)
         platforms = list(exp.platforms)
         allowed = disabled_targets(exp.disabled_safety_checks)
         sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
-        rec.update(reader.runs_on_record(art.entry.blob(), manifest, art.label,
+        rec.update(reader.runs_on_record(blob, manifest, art.label,
                                          _own(declared, platforms)).to_json())
       except (JaxportError, NotImplementedError) as e:
         _note_parser_failure(rec, e)
@@ -141,7 +143,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       found.findings += _age.age_findings(manifest.record_date, today, window_days)
       if manifest.record_date <= today and 0 <= days_left < _age.SOON_DAYS:
         found.notes.append(f"expires in {days_left} days (window {window_days} days)")
-      vacuous = _vacuous_comparison(art.entry, manifest)
+      vacuous = _vacuous_comparison(snapshot, manifest)
       if vacuous is not None:
         found.damaged(vacuous)
   else:

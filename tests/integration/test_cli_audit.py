@@ -1,5 +1,6 @@
 """`jaxport audit`: stability, expiry, integrity and signature drift, text and JSON."""
 
+import collections
 import datetime
 import json
 import re
@@ -54,6 +55,31 @@ def test_json_output_and_window_days(store, capsys):
   assert art["warnings"] == ["expires in 20 days (window 30 days)"]
   assert {t["target"]: t["status_by_platform"] for t in art["custom_call_targets"]} == {
       "lapack_sgeqrf_ffi": {"cpu": "stable"}, "lapack_sorgqr_ffi": {"cpu": "stable"}}
+
+
+def test_audit_reads_each_file_of_an_entry_once(store, capsys, monkeypatch):
+  from jaxport.golden import _store
+  from jaxport.golden._manifest import Manifest as ManifestRecord
+  entry = write_qr_entry(store)
+  files = {str(entry.path / name) for name in entry.manifest.files} | {
+      str(entry.path / "manifest.json")}
+  reads, parses = collections.Counter(), []
+  real_read, real_parse = _store.read_bounded, ManifestRecord.from_json
+
+  def counted_read(path, *args, **kwargs):
+    reads[str(path)] += 1
+    return real_read(path, *args, **kwargs)
+
+  def counted_parse(*args, **kwargs):
+    parses.append(1)
+    return real_parse(*args, **kwargs)
+
+  monkeypatch.setattr(_store, "read_bounded", counted_read)
+  monkeypatch.setattr(ManifestRecord, "from_json", staticmethod(counted_parse))
+  rc, _, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--no-drift")
+  assert rc == 0
+  assert {path: reads[path] for path in files} == dict.fromkeys(files, 1)
+  assert len(parses) == 1
 
 
 def test_expired_entry_warns_as_in_the_harness_and_fails_under_strict(store, capsys):
