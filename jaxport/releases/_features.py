@@ -23,6 +23,7 @@ from jaxport.export import _mlir
 from jaxport.export._checks import disabled_targets
 from jaxport.golden import _signatures
 from jaxport.releases._runs_on import ArtifactFeatures, CustomCall, runs_on
+from jaxport.releases._dates import parse_version
 from jaxport.releases._table import releases as table_releases
 from jaxport.serde import _read, _verify
 from jaxport.upgrades import envelope_layout, read_any_envelope
@@ -183,16 +184,41 @@ class RunsOnRecord:
     return cls({p: tuple(v) for p, v in releases.items()}, limits, summary)
 
 
+# The first jax release whose process registers jaxlib's LAPACK kernels without having lowered
+# a linear-algebra op itself; before it, a process that only calls deserialized LAPACK modules
+# must lower one first (docs/export.md).
+EAGER_LAPACK_FROM = "0.10.0"
+_LAPACK_PREFIX = "lapack_"
+
+
+def lazy_lapack_caveat(features: ArtifactFeatures, platform: str,
+                       releases: tuple[str, ...]) -> str | None:
+  """The caveat a range of ``releases`` that names one before :data:`EAGER_LAPACK_FROM` needs
+  when the artifact calls LAPACK on the CPU; None when it does not apply."""
+  if (platform != "cpu" or not releases
+      or parse_version(releases[0]) >= parse_version(EAGER_LAPACK_FROM)
+      or not any(c.target.startswith(_LAPACK_PREFIX) for c in features.custom_calls)):
+    return None
+  return (f"before {EAGER_LAPACK_FROM} jax registers its LAPACK kernels on a process's first "
+          "linear-algebra lowering, so a process that only calls this artifact must lower one "
+          "linear-algebra op first")
+
+
 def runs_on_record(blob: bytes | bytearray | memoryview, manifest: Any = None,
                    project_targets: Iterable[str] = ()) -> RunsOnRecord:
   """The releases the blob (and its entry's manifest) runs on, for ``inspect`` and ``audit``;
   ``project_targets``: those the project registers itself."""
   try:
-    got = runs_on(features_of_blob(blob, manifest), project_targets=project_targets)
+    features = features_of_blob(blob, manifest)
+    got = runs_on(features, project_targets=project_targets)
   except JaxportError as e:
     return RunsOnRecord(None, error=f"{type(e).__name__}: {e}")
   limits = got.to_json()["runs_on_limits"]
-  return RunsOnRecord(dict(got.releases), limits, {p: got.summary(p) for p in got.releases})
+  summary = {}
+  for platform, releases in got.releases.items():
+    caveat = lazy_lapack_caveat(features, platform, releases)
+    summary[platform] = got.summary(platform) + (f"; {caveat}" if caveat else "")
+  return RunsOnRecord(dict(got.releases), limits, summary)
 
 
 def runs_on_lines(record: dict[str, Any]) -> list[str]:

@@ -1,0 +1,44 @@
+"""Where a LAPACK-calling artifact's range names a release before jax registered its LAPACK
+kernels eagerly, the range says what a process must do first; nowhere else."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from jaxport.golden import EntryId, GoldenStore
+from jaxport.releases._dates import parse_version
+from jaxport.releases._features import (EAGER_LAPACK_FROM, features_of_blob, lazy_lapack_caveat,
+                                        runs_on_record)
+
+STORE = GoldenStore(Path(__file__).resolve().parents[2] / "compat_data")
+LAPACK = EntryId.parse("cpu/lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2")
+
+
+def _record(entry_id: EntryId):
+  entry = STORE.entry(entry_id)
+  return entry, runs_on_record(entry.blob(), entry.manifest)
+
+
+def test_a_lapack_range_reaching_below_the_eager_release_carries_the_caveat():
+  _, record = _record(LAPACK)
+  oldest = record.runs_on["cpu"][0]
+  assert parse_version(oldest) < parse_version(EAGER_LAPACK_FROM)
+  assert f"before {EAGER_LAPACK_FROM} jax registers its LAPACK kernels" in record.summary["cpu"]
+
+
+def test_an_artifact_without_lapack_calls_carries_no_caveat():
+  entry = next(e for e in STORE.entries("cpu", "feature_prng"))
+  record = runs_on_record(entry.blob(), entry.manifest)
+  assert record.runs_on["cpu"] and "LAPACK" not in record.summary["cpu"]
+
+
+def test_a_range_from_the_eager_release_on_carries_no_caveat():
+  entry, record = _record(LAPACK)
+  features = features_of_blob(entry.blob(), entry.manifest)
+  from_eager = tuple(r for r in record.runs_on["cpu"]
+                     if parse_version(r) >= parse_version(EAGER_LAPACK_FROM))
+  assert from_eager and lazy_lapack_caveat(features, "cpu", from_eager) is None
+  assert lazy_lapack_caveat(features, "cpu", record.runs_on["cpu"]) is not None
+  assert lazy_lapack_caveat(dataclasses.replace(features, custom_calls=()), "cpu",
+                            record.runs_on["cpu"]) is None
