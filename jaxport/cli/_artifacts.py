@@ -38,7 +38,8 @@ class Artifact:
 
 def entry_at(path: Path) -> Entry:
   """The entry whose directory is ``path`` (its id from the last four path components)."""
-  return Entry(path, "/".join(path.resolve().parts[-4:]))
+  resolved = path.resolve()
+  return Entry(path, "/".join(resolved.relative_to(resolved.anchor).parts[-4:]))
 
 
 def looks_like_entry_id(text: str) -> bool:

@@ -334,7 +334,14 @@ class Entry:
     check_array_dtypes(m, where)
     if not m.files:
       raise GoldenDataError(f"{where}: 'files' is empty; a stored entry lists its files' sha256.")
-    expected_id = str(EntryId.from_tail(self.entry_id))
+    try:
+      expected_id = str(EntryId.from_tail(self.entry_id))
+    except ValueError:
+      raise GoldenDataError(
+          f"{where}: the manifest describes {m.relative_dir!r}, but the entry's folder "
+          f"{self.path.absolute()} does not end in <platform>/<family>/<case_id>/{_DIR_FORM}. An entry is "
+          "read where a golden store keeps it: copy it with its four folders (inspect "
+          f"STORE/{m.relative_dir}), or inspect its exported.bin as a bare blob.") from None
     if m.relative_dir != expected_id:
       raise GoldenDataError(
           f"{where}: the manifest describes {m.relative_dir!r} (platform/family/case_id/"

@@ -2,11 +2,13 @@
 
 import datetime
 import json
+import re
 
 import jax
 import jax.export
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from _cli_helpers import qr_exported, qr_fun, qr_input, write_qr_entry
 from jaxport import _versions
@@ -153,3 +155,21 @@ def test_a_blobs_strings_reach_the_terminal_escaped(tmp_path, capsys):
   assert "\x1b" not in out and "\r" not in out
   assert not any(line.startswith("runs on cpu: every release") for line in out.splitlines())
   assert "f\\x1b[31mred\\nruns on cpu: every release (FAKE LINE)\\r" in out
+
+
+def test_an_entry_copied_out_of_its_store_is_refused_naming_where_it_should_be(tmp_path, capsys):
+  import shutil
+  from jaxport.errors import GoldenDataError
+  from jaxport.golden._store import Entry
+  entry = write_qr_entry(GoldenStore(tmp_path / "compat_data"))
+  loose = tmp_path / "loose"
+  shutil.copytree(entry.path, loose)
+  rc, out, err = run(capsys, "inspect", str(loose))
+  assert rc == 2 and out == "" and "Traceback" not in err
+  assert f"the manifest describes {entry.entry_id!r}" in err
+  # Fewer than four folders above it (a copy near the file system's root) names the layout.
+  with pytest.raises(GoldenDataError, match=r"does not end in <platform>/<family>/<case_id>/.*"
+                     r"inspect STORE/" + re.escape(entry.entry_id)):
+    Entry(loose, "loose").manifest
+  rc, out, _ = run(capsys, "inspect", str(entry.path))
+  assert rc == 0 and entry.entry_id in out
