@@ -339,9 +339,10 @@ class Entry:
     except ValueError:
       raise GoldenDataError(
           f"{where}: the manifest describes {m.relative_dir!r}, but the entry's folder "
-          f"{self.path.absolute()} does not end in <platform>/<family>/<case_id>/{_DIR_FORM}. An entry is "
-          "read where a golden store keeps it: copy it with its four folders (inspect "
-          f"STORE/{m.relative_dir}), or inspect its exported.bin as a bare blob.") from None
+          f"{self.path.absolute()} does not end in <platform>/<family>/<case_id>/{_DIR_FORM}. "
+          "An entry is read where a golden store keeps it: copy it with its four folders "
+          f"(inspect STORE/{m.relative_dir}), or inspect its exported.bin as a bare "
+          "blob.") from None
     if m.relative_dir != expected_id:
       raise GoldenDataError(
           f"{where}: the manifest describes {m.relative_dir!r} (platform/family/case_id/"
