@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping
 from typing import Any
 
 # The platforms a golden entry is recorded for, in the order reports list them.
@@ -135,16 +134,16 @@ class Finding:
             "reader": self.reader, "detail": self.detail}
 
   @classmethod
-  def from_json(cls, d: Mapping[str, Any]) -> Finding:
-    """The finding ``to_json`` wrote; a missing or unknown field raises KeyError or ValueError
-    (callers name where it came from)."""
-    for key in ("reader", "detail"):
-      if d[key] is not None and not isinstance(d[key], str):
-        raise ValueError(f"{key}: expected a string or null, got {d[key]!r}")
-    if not isinstance(d["message"], str):
-      raise ValueError(f"message: expected a string, got {d['message']!r}")
-    return cls(FindingKind(d["kind"]), Subject(d["subject"]), d["message"], d["reader"],
-               d["detail"])
+  def from_json(cls, d: Any, where: str, strict: Any) -> Finding:
+    """The finding ``to_json`` wrote, read by ``strict``: the caller's
+    ``jaxport._records.Strict`` (passed in, as the vocabulary imports only the standard
+    library), raising the caller's own error naming the field for anything else."""
+    d = strict.record(cls, d, where)
+    return cls(strict.enum(FindingKind, d["kind"], f"{where}.kind"),
+               strict.enum(Subject, d["subject"], f"{where}.subject"),
+               strict.of(d["message"], str, f"{where}.message"),
+               strict.of(d["reader"], str, f"{where}.reader", nullable=True),
+               strict.of(d["detail"], str, f"{where}.detail", nullable=True))
 
 
 class RecordAction(enum.StrEnum):

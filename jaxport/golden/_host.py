@@ -21,11 +21,11 @@ import importlib.metadata as md
 import os
 import re
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from jaxport._jaxcompat._version import distribution_version
+from jaxport._records import Strict
 from jaxport.errors import GoldenDataError
 
 # The /proc/cpuinfo flags a host record keeps: exactly these names, and every flag that
@@ -129,14 +129,10 @@ class Host:
   def from_json(cls, d: Any, where: str) -> Host:
     """Read a host record; anything malformed is a :class:`GoldenDataError` naming the field."""
     keys = ("cpu_vendor", "cpu_model", "cpu_flags", "jaxlib", "xla_flags")
-    if not isinstance(d, Mapping):
-      raise GoldenDataError(f"{where}: host: expected an object with keys {list(keys)}, "
-                            f"got {type(d).__name__}.")
-    missing = [k for k in keys if k not in d]
-    unknown = sorted(set(d) - set(keys) - {"accelerator"})
-    if missing or unknown:
-      raise GoldenDataError(f"{where}: host: expected keys {list(keys)} (and 'accelerator' on "
-                            f"an accelerator); missing {missing}, unknown {unknown}.")
+    strict = Strict(lambda at, what: GoldenDataError(
+        f"{where}: {at}: {what}. A host record has the keys {list(keys)} (and 'accelerator' on "
+        "an accelerator)."))
+    d = strict.obj(d, "host", keys, ("accelerator",))
     for k in ("cpu_vendor", "cpu_model", "jaxlib", "xla_flags"):
       _text(d[k], where, f"host.{k}")
     flags = d["cpu_flags"]
@@ -154,9 +150,7 @@ class Host:
     if "accelerator" in d:
       a = d["accelerator"]
       akeys = tuple(f.name for f in dataclasses.fields(Accelerator))
-      if not isinstance(a, Mapping) or set(a) != set(akeys):
-        raise GoldenDataError(f"{where}: host.accelerator: expected an object with keys "
-                              f"{list(akeys)}, got {_short(a)}.")
+      strict.record(Accelerator, a, "host.accelerator")
       for k in akeys:
         _text(a[k], where, f"host.accelerator.{k}")
       acc = Accelerator(**{k: a[k] for k in akeys})

@@ -21,6 +21,7 @@ from typing import Any
 
 from jaxport._jaxcompat._version import distribution_version, installed_jax_version
 from jaxport import _json
+from jaxport._records import Strict, quote
 from jaxport._vocabulary import PLATFORMS
 from jaxport.errors import GoldenDataError
 from jaxport.golden._host import Host
@@ -332,29 +333,34 @@ def _parse_json(text: str | bytes, where: str) -> Any:
                     "Restore the file from version control or record the entry again.")
 
 
+def _strict(where: str) -> Strict:
+  """The field reader of the manifest ``where``."""
+  return Strict(lambda field, what: GoldenDataError(f"{where}: {field}: {what}."))
+
+
 def _bad(where: str, field: str, expected: str, got: Any) -> GoldenDataError:
-  return GoldenDataError(f"{where}: {field}: expected {expected}, got {got!r}.")
+  return _strict(where).fail(field, f"expected {expected}, got {quote(got)}")
 
 
 def _check_keys(obj: Any, where: str, field: str, keys: Sequence[str]) -> None:
-  if not isinstance(obj, dict):
-    raise _bad(where, field, f"an object with keys {sorted(keys)}", obj)
-  missing = sorted(set(keys) - set(obj))
-  extra = sorted(set(obj) - set(keys))
-  if missing or extra:
-    raise GoldenDataError(
-        f"{where}: {field}: expected keys {sorted(keys)}; missing {missing}, unknown {extra}.")
+  _strict(where).obj(obj, field, keys, ())
 
 
 def _is_int(x: Any) -> bool:
   return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _check_str_list(x: Any, where: str, field: str, allow_none_items: bool = False) -> None:
-  ok = isinstance(x, (list, tuple)) and all(
-      isinstance(s, str) or (allow_none_items and s is None) for s in x)
-  if not ok:
-    raise _bad(where, field, "a list of strings" + (" or nulls" if allow_none_items else ""), x)
+def _check_str_list(x: Any, where: str, field: str) -> None:
+  strict = _strict(where)
+  for i, s in enumerate(strict.of(x, (list, tuple), field)):
+    strict.of(s, str, f"{field}[{i}]")
+
+
+def _check_shape_strs(x: Any, where: str, field: str) -> None:
+  """A list of polymorphic shapes: each a string, or null for an input of fixed shape."""
+  strict = _strict(where)
+  for i, s in enumerate(strict.of(x, (list, tuple), field)):
+    strict.of(s, str, f"{field}[{i}]", nullable=True)
 
 
 _TOP_KEYS = ("format_version", "case_id", "family", "platform", "record_date", "producer",
@@ -434,7 +440,7 @@ def _validate(d: dict[str, Any], where: str) -> None:
     if not isinstance(attrs, dict) or not all(isinstance(v, str) for v in attrs.values()):
       raise _bad(where, f + ".attributes", "an object of strings", attrs)
   if d["polymorphic_shapes"] is not None:
-    _check_str_list(d["polymorphic_shapes"], where, "polymorphic_shapes", allow_none_items=True)
+    _check_shape_strs(d["polymorphic_shapes"], where, "polymorphic_shapes")
   if d["constraints"] is not None:
     _check_str_list(d["constraints"], where, "constraints")
   if not isinstance(d["lowering_only"], bool):

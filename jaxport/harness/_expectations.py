@@ -18,12 +18,13 @@ import dataclasses
 import datetime
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport import _json
+from jaxport._records import Strict
 from jaxport.errors import ExpectedStatusError
 from jaxport.harness import _releases
 
@@ -96,92 +97,76 @@ def _bad(where: str, what: str) -> ExpectedStatusError:
 
 def parse_table(data: Any, where: str = "the expected-status table") -> Table:
   """Validate the decoded JSON of the table."""
-  keys = {"format_version", "releases", "expected_failures", "unrecordable"}
-  if not isinstance(data, dict) or set(data) != keys:
-    got = sorted(data) if isinstance(data, dict) else type(data).__name__
-    raise _bad(where, f"expected an object with keys {sorted(keys)}, got {got}")
-  if data["format_version"] != TABLE_FORMAT:
-    raise _bad(where, f"format_version expected {TABLE_FORMAT}, got {data['format_version']!r}")
-  releases = data["releases"]
-  if not isinstance(releases, list) or not releases:
-    raise _bad(where, "releases: expected a non-empty list of jax versions")
+  strict = Strict(lambda at, what: _bad(where, f"{at}: {what}"))
+  data = strict.obj(data, "the table",
+                    ("format_version", "releases", "expected_failures", "unrecordable"), ())
+  if strict.count(data["format_version"], "format_version") != TABLE_FORMAT:
+    raise strict.fail("format_version", f"expected {TABLE_FORMAT}, got {data['format_version']}")
+  releases = strict.strs(data["releases"], "releases", nonempty=True)
   for v in releases:
     try:
       _releases.release_date(v)
     except ValueError as e:
-      raise _bad(where, f"releases: {e}") from None
+      raise strict.fail("releases", str(e)) from None
   rules = []
-  for i, row in enumerate(data["expected_failures"]):
+  for i, row in enumerate(strict.of(data["expected_failures"], list, "expected_failures")):
     at = f"expected_failures[{i}]"
-    allowed = {"producer", "case", "cases", "consumers", "matrix_cell", "reason", "match"}
-    if not isinstance(row, dict) or not {"producer", "reason", "match"} <= set(row) <= allowed:
-      raise _bad(where, f"{at}: expected keys producer, reason, match and optionally case or "
-                        "cases, consumers and matrix_cell; "
-                        f"got {sorted(row) if isinstance(row, dict) else row!r}")
-    if row["producer"] not in releases:
-      raise _bad(where, f"{at}: producer {row['producer']!r} is not in releases {releases}")
-    if not isinstance(row["reason"], str) or len(row["reason"]) < 10:
-      raise _bad(where, f"{at}: reason must say why the entry fails, got {row['reason']!r}")
+    row = strict.obj(row, at, ("producer", "reason", "match"),
+                     ("case", "cases", "consumers", "matrix_cell"))
+    producer = _producer(strict, row, at, releases)
+    reason = strict.of(row["reason"], str, f"{at}.reason")
+    if len(reason) < 10:
+      raise strict.fail(f"{at}.reason", f"must say why the entry fails, got {reason!r}")
     try:
-      re.compile(row["match"])
-    except (re.error, TypeError) as e:
-      raise _bad(where, f"{at}: match is not a regular expression ({e})") from None
-    if row.get("case") is not None and not isinstance(row["case"], str):
-      raise _bad(where, f"{at}: case must be a case id or absent, got {row['case']!r}")
+      re.compile(strict.of(row["match"], str, f"{at}.match"))
+    except re.error as e:
+      raise strict.fail(f"{at}.match", f"not a regular expression ({e})") from None
     if "case" in row and "cases" in row:
-      raise _bad(where, f"{at}: give case or cases, not both")
-    cases = _names(row, "cases", at, where)
-    if row.get("case") is not None:
-      cases = (row["case"],)
-    consumers = _names(row, "consumers", at, where)
+      raise strict.fail(at, "give case or cases, not both")
+    case = strict.of(row.get("case"), str, f"{at}.case", nullable=True)
+    cases = (case,) if case is not None else strict.strs(row.get("cases"), f"{at}.cases",
+                                                         nullable=True, nonempty=True)
+    consumers = strict.strs(row.get("consumers"), f"{at}.consumers", nullable=True, nonempty=True)
     cell = None
     if consumers is not None:
-      cell = _matrix_cell(row.get("matrix_cell"), row["producer"], consumers, f"{at}.matrix_cell",
-                          where)
+      cell = _matrix_cell(strict, row.get("matrix_cell"), producer, consumers,
+                          f"{at}.matrix_cell")
     elif "matrix_cell" in row:
-      raise _bad(where, f"{at}: matrix_cell cites the cell of a row's consumers; give consumers")
-    rules.append(Rule(row["producer"], row["reason"], row["match"], cases, consumers, cell))
+      raise strict.fail(at, "matrix_cell cites the cell of a row's consumers; give consumers")
+    rules.append(Rule(producer, reason, row["match"], cases, consumers, cell))
   unrecordable = {}
-  for i, row in enumerate(data["unrecordable"]):
+  for i, row in enumerate(strict.of(data["unrecordable"], list, "unrecordable")):
     at = f"unrecordable[{i}]"
-    if not isinstance(row, dict) or set(row) != {"producer", "case", "reason"}:
-      raise _bad(where, f"{at}: expected keys case, producer, reason")
-    if row["producer"] not in releases:
-      raise _bad(where, f"{at}: producer {row['producer']!r} is not in releases {releases}")
-    unrecordable[(row["producer"], row["case"])] = row["reason"]
+    row = strict.obj(row, at, ("producer", "case", "reason"), ())
+    key = (_producer(strict, row, at, releases), strict.of(row["case"], str, f"{at}.case"))
+    unrecordable[key] = strict.of(row["reason"], str, f"{at}.reason")
   return Table(tuple(releases), tuple(rules), unrecordable)
 
 
-def _names(row: dict, key: str, at: str, where: str) -> tuple[str, ...] | None:
-  value = row.get(key)
-  if value is None:
-    return None
-  if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-    raise _bad(where, f"{at}: {key} must be a non-empty list of names, got {value!r}")
-  return tuple(value)
+def _producer(strict: Strict, row: Mapping[str, Any], at: str, releases: tuple[str, ...]) -> str:
+  producer = strict.of(row["producer"], str, f"{at}.producer")
+  if producer not in releases:
+    raise strict.fail(f"{at}.producer", f"{producer!r} is not in releases {list(releases)}")
+  return producer
 
 
-def _matrix_cell(cell: Any, producer: str, consumers: tuple[str, ...], at: str,
-                 where: str) -> MatrixCell:
+def _matrix_cell(strict: Strict, cell: Any, producer: str, consumers: tuple[str, ...],
+                 at: str) -> MatrixCell:
   """The cited cell of a row limited to some consumers: required, and of the row's pair."""
-  keys = {f.name for f in dataclasses.fields(MatrixCell)}
-  if not isinstance(cell, dict) or set(cell) != keys:
-    raise _bad(where, f"{at}: a row limited to consumers cites its measured matrix cell, an "
-                      f"object with keys {sorted(keys)}; got {cell!r}")
-  if cell["producer"] != producer or cell["consumer"] not in consumers:
-    raise _bad(where, f"{at}: the cell of jax {cell['producer']} on jax {cell['consumer']} is "
-                      f"not the row's pair (producer {producer}, consumers {list(consumers)})")
-  for k in ("passed", "replayed"):
-    if not isinstance(cell[k], int) or isinstance(cell[k], bool) or cell[k] < 0:
-      raise _bad(where, f"{at}.{k}: expected a count, got {cell[k]!r}")
-  if cell["passed"] >= cell["replayed"]:
-    raise _bad(where, f"{at}: the cell shows {cell['passed']} of {cell['replayed']} passing: "
-                      "no failure to cite")
-  try:
-    datetime.date.fromisoformat(cell["measured"])
-  except (TypeError, ValueError):
-    raise _bad(where, f"{at}.measured: expected the matrix run's date 'YYYY-MM-DD', got "
-                      f"{cell['measured']!r}") from None
+  if cell is None:
+    raise strict.fail(at, "a row limited to consumers cites its measured matrix cell, an object "
+                          f"with keys {[f.name for f in dataclasses.fields(MatrixCell)]}")
+  cell = strict.record(MatrixCell, cell, at)
+  cell_producer = strict.of(cell["producer"], str, f"{at}.producer")
+  consumer = strict.of(cell["consumer"], str, f"{at}.consumer")
+  if cell_producer != producer or consumer not in consumers:
+    raise strict.fail(at, f"the cell of jax {cell_producer} on jax {consumer} is not the row's "
+                          f"pair (producer {producer}, consumers {list(consumers)})")
+  passed = strict.count(cell["passed"], f"{at}.passed")
+  replayed = strict.count(cell["replayed"], f"{at}.replayed")
+  if passed >= replayed:
+    raise strict.fail(at, f"the cell shows {passed} of {replayed} passing: no failure to cite")
+  strict.date(cell["measured"], f"{at}.measured")
   return MatrixCell(**cell)
 
 

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from jaxport import _json
+from jaxport._records import Strict
 from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
-from jaxport.errors import GoldenDataError
+from jaxport.errors import GoldenDataError, SettingsError
 
-
+# What a stable-targets file holds, as its errors say.
+_SHAPE = 'It must look like {"cpu": ["my_target"], "unreachable": {"other": "why"}}.'
 
 class OnChange(enum.Enum):
   """What a replay does when today's lowering or numerics of a case differ from its entry."""
@@ -58,30 +60,22 @@ class ProjectTargets:
   def read(cls, path: str | Path) -> ProjectTargets:
     """The declarations in the JSON file ``path``; a malformed file names the bad part."""
     path = Path(path)
-    fix = 'It must look like {"cpu": ["my_target"], "unreachable": {}}.'
-    data = _json.load_file(path, f"stable-targets file {path}", GoldenDataError, fix)
+    data = _json.load_file(path, f"stable-targets file {path}", GoldenDataError, _SHAPE)
     return cls.from_json(data, where=str(path))
 
   @classmethod
   def from_json(cls, data: Any, where: str = "stable targets") -> ProjectTargets:
-    if not isinstance(data, dict):
-      raise GoldenDataError(f"{where}: expected a JSON object of platform -> list of targets, "
-                            f"got {type(data).__name__}")
+    strict = Strict(lambda at, what: GoldenDataError(f"{where}: {at}: {what}. {_SHAPE}"))
+    platforms = (*PLATFORMS, ANY_PLATFORM)
+    data = strict.obj(data, "the file", (), (*platforms, "unreachable"))
     by_platform: dict[str, tuple[str, ...]] = {}
-    unreachable: dict[str, str] = {}
-    for key, value in data.items():
-      if key == "unreachable":
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-          raise GoldenDataError(f'{where}: "unreachable" must map target names to the reason')
-        unreachable = dict(value)
-      elif key in (*PLATFORMS, ANY_PLATFORM):
-        if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
-          raise GoldenDataError(f"{where}: {key!r} must be a list of target names")
-        by_platform[key] = tuple(sorted(set(value)))
-      else:
-        raise GoldenDataError(f"{where}: unknown key {key!r}; expected a platform of "
-                              f"{(*PLATFORMS, ANY_PLATFORM)} or 'unreachable'")
+    for key in platforms:
+      if key in data:
+        names = strict.strs(data[key], key)
+        if "" in names:
+          raise strict.fail(key, "a target name is empty")
+        by_platform[key] = tuple(sorted(set(names)))
+    unreachable = dict(strict.str_map(data.get("unreachable", {}), "unreachable"))
     return cls(by_platform, unreachable)
 
   def to_json(self) -> dict[str, Any]:
@@ -122,14 +116,29 @@ class Project:
             "targets_file": str(self.targets_file) if self.targets_file else None}
 
   @classmethod
-  def from_json(cls, data: Mapping[str, Any]) -> Project:
-    return cls(case_modules=tuple(data["case_modules"]), store=Path(data["store"]),
-               targets=ProjectTargets.from_json(data["targets"]),
-               on_change=OnChange(data["on_change"]),
-               require_builtin_targets=bool(data["require_builtin_targets"]),
-               expectations=Path(data["expectations"]) if data["expectations"] else None,
-               root=Path(data["root"]) if data["root"] else None, paths=tuple(data["paths"]),
-               targets_file=Path(data["targets_file"]) if data.get("targets_file") else None)
+  def from_json(cls, data: Any, where: str = "project") -> Project:
+    """What :meth:`to_json` wrote (the project as it crosses into the worker), read strictly."""
+    s = Strict(lambda at, what: SettingsError(f"{at}: {what}"))
+    names = [f.name for f in dataclasses.fields(cls)]
+    data = s.obj(data, where, names, ())
+
+    def path(key: str) -> Path | None:
+      value = s.of(data[key], str, f"{where}.{key}", nullable=True)
+      return None if value is None else Path(value)
+
+    try:
+      on_change = OnChange(s.of(data["on_change"], str, f"{where}.on_change"))
+    except ValueError:
+      raise s.fail(f"{where}.on_change", f"expected one of {[o.value for o in OnChange]}, got "
+                                         f"{data['on_change']!r}") from None
+    return cls(case_modules=s.strs(data["case_modules"], f"{where}.case_modules"),
+               store=Path(s.of(data["store"], str, f"{where}.store")),
+               targets=ProjectTargets.from_json(data["targets"], f"{where}.targets"),
+               on_change=on_change,
+               require_builtin_targets=s.of(data["require_builtin_targets"], bool,
+                                            f"{where}.require_builtin_targets"),
+               expectations=path("expectations"), root=path("root"),
+               paths=s.strs(data["paths"], f"{where}.paths"), targets_file=path("targets_file"))
 
 
 def module_names(value: Sequence[str] | str) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from jaxport._records import Strict
 from jaxport._vocabulary import TargetVerdict
 from jaxport.errors import WorkerAnswerError
 
@@ -41,41 +42,7 @@ class FailureKind(enum.StrEnum):
 
 # --- strict reading -------------------------------------------------------------------------
 
-def _object(cls: type, value: Any, where: str) -> Mapping[str, Any]:
-  """``value`` as the JSON object of ``cls``: every field present, nothing else."""
-  if not isinstance(value, Mapping):
-    raise WorkerAnswerError(f"{where}: expected an object, got {type(value).__name__}")
-  names = {f.name for f in dataclasses.fields(cls)}
-  missing, unknown = sorted(names - value.keys()), sorted(value.keys() - names)
-  if missing or unknown:
-    parts = ([f"missing {', '.join(missing)}"] if missing else []) + (
-        [f"unknown {', '.join(map(repr, unknown))}"] if unknown else [])
-    raise WorkerAnswerError(f"{where}: {'; '.join(parts)}")
-  return value
-
-
-def _of(value: Any, kind: type | tuple[type, ...], where: str, nullable: bool = False) -> Any:
-  if value is None and nullable:
-    return None
-  if isinstance(value, bool) and kind in (int, float, (int, float)):
-    raise WorkerAnswerError(f"{where}: expected a number, got {value!r}")
-  if not isinstance(value, kind):
-    name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-    raise WorkerAnswerError(f"{where}: expected {name}{' or null' if nullable else ''}, "
-                            f"got {value!r}"[:300])
-  return value
-
-
-def _strs(value: Any, where: str, nullable: bool = False) -> tuple[str, ...] | None:
-  if value is None and nullable:
-    return None
-  return tuple(_of(x, str, f"{where}[{i}]") for i, x in enumerate(_of(value, list, where)))
-
-
-def _str_map(value: Any, where: str, nullable: bool = False) -> Mapping[str, str] | None:
-  if value is None and nullable:
-    return None
-  return {_of(k, str, where): _of(v, str, f"{where}.{k}") for k, v in _of(value, dict, where).items()}
+_S = Strict(lambda where, what: WorkerAnswerError(f"{where}: {what}"))
 
 
 def _verdict_map(value: Any, where: str) -> Mapping[str, TargetVerdict] | None:
@@ -83,15 +50,8 @@ def _verdict_map(value: Any, where: str) -> Mapping[str, TargetVerdict] | None:
   enum's (a misspelt verdict does not read), or null."""
   if value is None:
     return None
-  return {_of(k, str, where): _enum(TargetVerdict, v, f"{where}.{k}")
-          for k, v in _of(value, dict, where).items()}
-
-
-def _enum(cls: type[enum.StrEnum], value: Any, where: str) -> Any:
-  try:
-    return cls(_of(value, str, where))
-  except ValueError:
-    raise WorkerAnswerError(f"{where}: expected one of {', '.join(cls)}, got {value!r}") from None
+  return {_S.of(k, str, where): _S.enum(TargetVerdict, v, f"{where}.{k}")
+          for k, v in _S.of(value, dict, where).items()}
 
 
 # --- records --------------------------------------------------------------------------------
@@ -116,10 +76,10 @@ class Numerics:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Numerics:
-    d = _object(cls, d, where)
-    return cls(_of(d["ok"], bool, f"{where}.ok"), _of(d["exact"], bool, f"{where}.exact"),
-               float(_of(d["max_abs_err"], (int, float), f"{where}.max_abs_err")),
-               _strs(d["problems"], f"{where}.problems"))
+    d = _S.record(cls, d, where)
+    return cls(_S.of(d["ok"], bool, f"{where}.ok"), _S.of(d["exact"], bool, f"{where}.exact"),
+               float(_S.of(d["max_abs_err"], (int, float), f"{where}.max_abs_err")),
+               _S.strs(d["problems"], f"{where}.problems"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,13 +97,13 @@ class EnvelopeRead:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> EnvelopeRead:
-    d = _object(cls, d, where)
-    return cls(_of(d["layout"], str, f"{where}.layout"),
-               _of(d["from_version"], int, f"{where}.from_version"),
-               _of(d["to_version"], int, f"{where}.to_version"),
-               _of(d["reason"], str, f"{where}.reason"),
-               _of(d["producer"], str, f"{where}.producer", nullable=True),
-               _of(d["error_before"], str, f"{where}.error_before"))
+    d = _S.record(cls, d, where)
+    return cls(_S.of(d["layout"], str, f"{where}.layout"),
+               _S.of(d["from_version"], int, f"{where}.from_version"),
+               _S.of(d["to_version"], int, f"{where}.to_version"),
+               _S.of(d["reason"], str, f"{where}.reason"),
+               _S.of(d["producer"], str, f"{where}.producer", nullable=True),
+               _S.of(d["error_before"], str, f"{where}.error_before"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,10 +119,11 @@ class UpgradedRun:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> UpgradedRun:
-    d = _object(cls, d, where)
-    rewrites = _of(d["rewrites"], list, f"{where}.rewrites")
-    return cls(_strs(d["rules"], f"{where}.rules"), _of(d["error_before"], str, f"{where}.error_before"),
-               tuple(_of(r, dict, f"{where}.rewrites[{i}]") for i, r in enumerate(rewrites)))
+    d = _S.record(cls, d, where)
+    rewrites = _S.of(d["rewrites"], list, f"{where}.rewrites")
+    return cls(_S.strs(d["rules"], f"{where}.rules"), _S.of(d["error_before"], str,
+                                                            f"{where}.error_before"),
+               tuple(_S.of(r, dict, f"{where}.rewrites[{i}]") for i, r in enumerate(rewrites)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,17 +164,17 @@ class ReaderResult:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> ReaderResult:
-    d = _object(cls, d, where)
+    d = _S.record(cls, d, where)
     return cls(
-        reader=_of(d["reader"], str, f"{where}.reader"),
-        stage=_enum(Stage, d["stage"], f"{where}.stage"),
-        error=_of(d["error"], str, f"{where}.error", nullable=True),
-        problems=_strs(d["problems"], f"{where}.problems"),
+        reader=_S.of(d["reader"], str, f"{where}.reader"),
+        stage=_S.enum(Stage, d["stage"], f"{where}.stage"),
+        error=_S.of(d["error"], str, f"{where}.error", nullable=True),
+        problems=_S.strs(d["problems"], f"{where}.problems"),
         numerics=None if d["numerics"] is None else Numerics.from_json(d["numerics"], f"{where}.numerics"),
-        upgrade_refused=_of(d["upgrade_refused"], str, f"{where}.upgrade_refused", nullable=True),
+        upgrade_refused=_S.of(d["upgrade_refused"], str, f"{where}.upgrade_refused", nullable=True),
         envelope=None if d["envelope"] is None else EnvelopeRead.from_json(d["envelope"], f"{where}.envelope"),
         upgraded=None if d["upgraded"] is None else UpgradedRun.from_json(d["upgraded"], f"{where}.upgraded"),
-        platforms=_strs(d["platforms"], f"{where}.platforms", nullable=True),
+        platforms=_S.strs(d["platforms"], f"{where}.platforms", nullable=True),
         target_verdicts=_verdict_map(d["target_verdicts"], f"{where}.target_verdicts"))
 
 
@@ -251,18 +212,18 @@ class TodayResult:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> TodayResult:
-    d = _object(cls, d, where)
+    d = _S.record(cls, d, where)
     return cls(
-        available=_of(d["available"], bool, f"{where}.available"),
-        reason=_of(d["reason"], str, f"{where}.reason", nullable=True),
-        error=_of(d["error"], str, f"{where}.error", nullable=True),
-        targets=_strs(d["targets"], f"{where}.targets"),
-        matched_case=_of(d["matched_case"], str, f"{where}.matched_case", nullable=True),
-        signature_diff=_strs(d["signature_diff"], f"{where}.signature_diff"),
-        same_module=_of(d["same_module"], bool, f"{where}.same_module"),
+        available=_S.of(d["available"], bool, f"{where}.available"),
+        reason=_S.of(d["reason"], str, f"{where}.reason", nullable=True),
+        error=_S.of(d["error"], str, f"{where}.error", nullable=True),
+        targets=_S.strs(d["targets"], f"{where}.targets"),
+        matched_case=_S.of(d["matched_case"], str, f"{where}.matched_case", nullable=True),
+        signature_diff=_S.strs(d["signature_diff"], f"{where}.signature_diff"),
+        same_module=_S.of(d["same_module"], bool, f"{where}.same_module"),
         numerics=None if d["numerics"] is None else Numerics.from_json(d["numerics"], f"{where}.numerics"),
-        contract_diff=_strs(d["contract_diff"], f"{where}.contract_diff"),
-        contract_by_jax=_strs(d["contract_by_jax"], f"{where}.contract_by_jax"))
+        contract_diff=_S.strs(d["contract_diff"], f"{where}.contract_diff"),
+        contract_by_jax=_S.strs(d["contract_by_jax"], f"{where}.contract_by_jax"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -291,20 +252,21 @@ class ReplayAnswer:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> ReplayAnswer:
-    d = _object(cls, d, where)
-    readers = _of(d["readers"], list, f"{where}.readers")
-    timings = _of(d["timings"], dict, f"{where}.timings")
+    d = _S.record(cls, d, where)
+    readers = _S.of(d["readers"], list, f"{where}.readers")
+    timings = _S.of(d["timings"], dict, f"{where}.timings")
     return cls(
         readers=tuple(ReaderResult.from_json(r, f"{where}.readers[{i}]")
                       for i, r in enumerate(readers)),
         today=None if d["today"] is None else TodayResult.from_json(d["today"], f"{where}.today"),
-        host=_of(d["host"], dict, f"{where}.host", nullable=True),
-        seconds=float(_of(d["seconds"], (int, float), f"{where}.seconds")),
-        timings={_of(k, str, f"{where}.timings"): float(_of(v, (int, float), f"{where}.timings.{k}"))
+        host=_S.of(d["host"], dict, f"{where}.host", nullable=True),
+        seconds=float(_S.of(d["seconds"], (int, float), f"{where}.seconds")),
+        timings={_S.of(k, str, f"{where}.timings"): float(_S.of(v, (int, float),
+                                                                f"{where}.timings.{k}"))
                  for k, v in timings.items()},
-        from_cache=_of(d["from_cache"], int, f"{where}.from_cache"),
-        features=_of(d["features"], dict, f"{where}.features", nullable=True),
-        features_error=_of(d["features_error"], str, f"{where}.features_error", nullable=True))
+        from_cache=_S.of(d["from_cache"], int, f"{where}.from_cache"),
+        features=_S.of(d["features"], dict, f"{where}.features", nullable=True),
+        features_error=_S.of(d["features_error"], str, f"{where}.features_error", nullable=True))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -317,8 +279,8 @@ class RecordAnswer:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> RecordAnswer:
-    d = _object(cls, d, where)
-    return cls(_of(d["entry_id"], str, f"{where}.entry_id"))
+    d = _S.record(cls, d, where)
+    return cls(_S.of(d["entry_id"], str, f"{where}.entry_id"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,11 +299,12 @@ class WorkerFailure:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> WorkerFailure:
-    d = _object(cls, d, where)
-    return cls(_enum(FailureKind, d["kind"], f"{where}.kind"), _of(d["why"], str, f"{where}.why"),
-               _of(d["returncode"], int, f"{where}.returncode", nullable=True),
-               _of(d["stderr_tail"], str, f"{where}.stderr_tail"),
-               _of(d["traceback"], str, f"{where}.traceback"))
+    d = _S.record(cls, d, where)
+    return cls(_S.enum(FailureKind, d["kind"], f"{where}.kind"), _S.of(d["why"], str,
+                                                                       f"{where}.why"),
+               _S.of(d["returncode"], int, f"{where}.returncode", nullable=True),
+               _S.of(d["stderr_tail"], str, f"{where}.stderr_tail"),
+               _S.of(d["traceback"], str, f"{where}.traceback"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -357,9 +320,9 @@ class ArtifactsAnswer:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> ArtifactsAnswer:
-    d = _object(cls, d, where)
-    return cls(_of(d["folder"], str, f"{where}.folder"), _strs(d["files"], f"{where}.files"),
-               _strs(d["problems"], f"{where}.problems"))
+    d = _S.record(cls, d, where)
+    return cls(_S.of(d["folder"], str, f"{where}.folder"), _S.strs(d["files"], f"{where}.files"),
+               _S.strs(d["problems"], f"{where}.problems"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -379,12 +342,12 @@ class CaseFacts:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> CaseFacts:
-    d = _object(cls, d, where)
-    return cls(_of(d["case_id"], str, f"{where}.case_id"),
-               _of(d["host_platform"], str, f"{where}.host_platform"),
-               _strs(d["export_platforms"], f"{where}.export_platforms"),
-               _of(d["lowering_only"], bool, f"{where}.lowering_only"),
-               _of(d["min_consumer"], str, f"{where}.min_consumer", nullable=True))
+    d = _S.record(cls, d, where)
+    return cls(_S.of(d["case_id"], str, f"{where}.case_id"),
+               _S.of(d["host_platform"], str, f"{where}.host_platform"),
+               _S.strs(d["export_platforms"], f"{where}.export_platforms"),
+               _S.of(d["lowering_only"], bool, f"{where}.lowering_only"),
+               _S.of(d["min_consumer"], str, f"{where}.min_consumer", nullable=True))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -413,10 +376,10 @@ class ProjectCases:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> ProjectCases:
-    d = _object(cls, d, where)
-    cases = _of(d["cases"], list, f"{where}.cases")
+    d = _S.record(cls, d, where)
+    cases = _S.of(d["cases"], list, f"{where}.cases")
     return cls(tuple(CaseFacts.from_json(c, f"{where}.cases[{i}]") for i, c in enumerate(cases)),
-               dict(_str_map(d["unreachable"], f"{where}.unreachable")))
+               dict(_S.str_map(d["unreachable"], f"{where}.unreachable")))
 
 
 Answer = ReplayAnswer | RecordAnswer | ArtifactsAnswer | ProjectCases | WorkerFailure
@@ -458,10 +421,10 @@ def load_answer(d: Any) -> WireAnswer:
     raise WorkerAnswerError(f"worker answer: unknown type {d['type']!r} (expected one of "
                             f"{', '.join(_TYPES)})")
   return WireAnswer(cls.from_json(d["body"], f"worker answer ({d['type']})"),
-                    _strs(d["notices"], "notices"),
-                    _of(d["request_id"], int, "worker answer: request_id", nullable=True),
-                    _of(d["entry_id"], str, "worker answer: entry_id", nullable=True),
-                    _of(d["output"], str, "worker answer: output"))
+                    _S.strs(d["notices"], "notices"),
+                    _S.of(d["request_id"], int, "worker answer: request_id", nullable=True),
+                    _S.of(d["entry_id"], str, "worker answer: entry_id", nullable=True),
+                    _S.of(d["output"], str, "worker answer: output"))
 
 
 def wrong_kind(expected: type, got: Answer) -> WorkerFailure:

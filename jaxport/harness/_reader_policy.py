@@ -14,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from jaxport._records import Strict
 from jaxport.errors import GoldenDataError, ReleaseTableError
 from jaxport.releases import _table
 
@@ -65,18 +67,25 @@ def _bad(where: str, what: str) -> GoldenDataError:
 
 def parse(doc: Any, where: str) -> ReaderPolicy:
   """A :class:`ReaderPolicy` from its JSON document; every field is required."""
-  if not isinstance(doc, dict) or doc.get("format_version") != FORMAT_VERSION:
-    raise _bad(where, f"not a reader policy of format_version {FORMAT_VERSION}")
-  try:
-    written_by = {str(k): str(v["written_by"]) for k, v in doc["layouts"].items()}
-    readers = {
-        str(release): {str(layout): Reading(ReadStatus(r["status"]),
-                                            None if r["error"] is None else str(r["error"]))
-                       for layout, r in by_layout.items()}
-        for release, by_layout in doc["readers"].items()}
-    return ReaderPolicy(measured_on=str(doc["measured_on"]), written_by=written_by, readers=readers)
-  except (KeyError, TypeError, AttributeError, ValueError) as e:
-    raise _bad(where, f"malformed ({type(e).__name__}: {e})") from None
+  strict = Strict(lambda at, what: _bad(f"{where}: {at}", what))
+  version = strict.obj(doc, "the policy", ("format_version",))["format_version"]
+  if strict.count(version, "format_version") != FORMAT_VERSION:
+    raise strict.fail("format_version", f"expected {FORMAT_VERSION}, got {version}")
+  doc = strict.obj(doc, "the policy", ("measured_on", "layouts", "readers"), ("format_version",))
+  written_by = {
+      layout: strict.of(strict.obj(v, f"layouts.{layout}", ("written_by",))["written_by"], str,
+                        f"layouts.{layout}.written_by")
+      for layout, v in strict.of(doc["layouts"], Mapping, "layouts").items()}
+  readers = {}
+  for release, by_layout in strict.of(doc["readers"], Mapping, "readers").items():
+    readers[release] = {}
+    for layout, r in strict.of(by_layout, Mapping, f"readers.{release}").items():
+      at = f"readers.{release}.{layout}"
+      r = strict.obj(r, at, ("status", "error"), ())
+      readers[release][layout] = Reading(strict.enum(ReadStatus, r["status"], f"{at}.status"),
+                                         strict.of(r["error"], str, f"{at}.error", nullable=True))
+  return ReaderPolicy(measured_on=strict.of(doc["measured_on"], str, "measured_on"),
+                      written_by=written_by, readers=readers)
 
 
 def from_table(table: _table.ReleaseTable) -> ReaderPolicy:

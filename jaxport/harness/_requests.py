@@ -19,8 +19,11 @@ import enum
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from jaxport._records import Strict
 from jaxport.errors import WorkerAnswerError
-from jaxport.harness._protocol import _object, _of, _strs
+
+
+_S = Strict(lambda where, what: WorkerAnswerError(f"{where}: {what}"))
 
 
 # The JSON types of the fields of the requests read by :func:`_plain`, by annotation.
@@ -30,8 +33,8 @@ _PLAIN_TYPES = {"str": str, "bool": bool}
 def _plain(cls: type, d: Any, where: str) -> Any:
   """A request whose fields are all text or switches, read strictly: every field present,
   nothing else, each of its annotated type."""
-  d = _object(cls, d, where)
-  return cls(**{f.name: _of(d[f.name], _PLAIN_TYPES[f.type], f"{where}.{f.name}")
+  d = _S.record(cls, d, where)
+  return cls(**{f.name: _S.of(d[f.name], _PLAIN_TYPES[f.type], f"{where}.{f.name}")
                 for f in dataclasses.fields(cls)})
 
 
@@ -81,16 +84,18 @@ class ReplayRequest:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> ReplayRequest:
-    d = _object(cls, d, where)
-    features = _of(d["features"], str, f"{where}.features", nullable=True)
+    d = _S.record(cls, d, where)
+    features = _S.of(d["features"], str, f"{where}.features", nullable=True)
     try:
       wanted = None if features is None else FeaturesWanted(features)
     except ValueError:
       raise WorkerAnswerError(f"{where}.features: expected one of "
                               f"{', '.join(FeaturesWanted)} or null, got {features!r}") from None
-    return cls(_of(d["root"], str, f"{where}.root"), _of(d["entry_id"], str, f"{where}.entry_id"),
-               _strs(d["readers"], f"{where}.readers"), _of(d["current"], bool, f"{where}.current"),
-               _of(d["run"], bool, f"{where}.run"), wanted)
+    return cls(_S.of(d["root"], str, f"{where}.root"), _S.of(d["entry_id"], str,
+                                                             f"{where}.entry_id"),
+               _S.strs(d["readers"], f"{where}.readers"), _S.of(d["current"], bool,
+                                                                f"{where}.current"),
+               _S.of(d["run"], bool, f"{where}.run"), wanted)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,14 +16,15 @@ import datetime
 import json
 import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from jaxport._records import Strict
 from jaxport._vocabulary import RecordAction
-from jaxport.errors import GoldenDataError, HarnessWarning
+from jaxport.errors import GoldenDataError, HarnessWarning, JaxportError, WorkerAnswerError
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import Manifest
 from jaxport.golden._store import GoldenStore
@@ -352,16 +353,23 @@ class HarnessSession:
                        "work": self._work, "notices": self.pool.notices})
 
   def merge(self, payload: str) -> None:
-    data = json.loads(payload)
+    """Take in an xdist worker's part of the run. A part that does not read fails the run,
+    naming why: its entries are then not judged, never passed."""
     self.used = True
-    self._outcomes.update((k, Outcome.from_json(o)) for k, o in data["outcomes"].items())
-    self.recorder.recorded.update(data["recorded"])
-    self._seconds.update(data["seconds"])
-    self._parts.update(data["parts"])
-    self._work.update(data["work"])
-    self._session_failures.extend(f for f in data["session_failures"]
+    try:
+      part = _read_worker_part(payload)
+    except (JaxportError, ValueError) as e:
+      self._session_failures.append(f"an xdist worker's results do not read, so its entries "
+                                    f"are not judged: {e}")
+      return
+    self._outcomes.update(part["outcomes"])
+    self.recorder.recorded.update(part["recorded"])
+    self._seconds.update(part["seconds"])
+    self._parts.update(part["parts"])
+    self._work.update(part["work"])
+    self._session_failures.extend(f for f in part["session_failures"]
                                   if f not in self._session_failures)
-    self.pool.take_notices(data["notices"])
+    self.pool.take_notices(part["notices"])
 
   # --- end of run --------------------------------------------------------------
 
@@ -401,3 +409,26 @@ class HarnessSession:
 def _platform_of(entry_id: str) -> str:
   """The platform folder of an entry id (``<platform>/<family>/<case_id>/<dir>``)."""
   return EntryId.parse(entry_id).platform
+
+
+_PART = Strict(lambda where, what: WorkerAnswerError(f"{where}: {what}"))
+
+
+def _read_worker_part(payload: str) -> dict[str, Any]:
+  """An xdist worker's part of the run (:meth:`HarnessSession.worker_output`), read strictly."""
+  s = _PART
+  d = s.obj(json.loads(payload), "part", ("outcomes", "recorded", "session_failures", "seconds",
+                                          "parts", "work", "notices"), ())
+
+  def values_of(value: Any, where: str, read: Callable[[Any, str], Any]) -> dict[str, Any]:
+    return {k: read(v, f"{where}.{k}") for k, v in s.of(value, Mapping, where).items()}
+
+  return {
+      "outcomes": values_of(d["outcomes"], "part.outcomes", Outcome.from_json),
+      "recorded": values_of(d["recorded"], "part.recorded",
+                            lambda v, at: dict(s.of(v, Mapping, at))),
+      "session_failures": s.strs(d["session_failures"], "part.session_failures"),
+      "seconds": values_of(d["seconds"], "part.seconds", s.number),
+      "parts": values_of(d["parts"], "part.parts", lambda v, at: values_of(v, at, s.number)),
+      "work": values_of(d["work"], "part.work", lambda v, at: values_of(v, at, s.count)),
+      "notices": s.strs(d["notices"], "part.notices")}

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from jaxport.golden._entry_id import EntryId
 from jaxport import _json, _limits
+from jaxport._records import Strict, quote
 from jaxport.errors import ShardError as ShardError  # raised here, defined with the others
 
 COSTS_FORMAT = 1
@@ -99,15 +100,21 @@ def _deal(entry_ids: Iterable[str], count: int,
 def read_costs(path: str | Path) -> dict[str, float]:
   """Per-entry replay seconds from a ``--compat-timings`` file."""
   path = Path(path)
-  data = _json.load_file(path, f"costs file {path}", ShardError, "Pass a file written by --compat-timings, or "
-                         "leave --compat-costs out to split by entry count.")
-  seconds = (data.get("seconds") if isinstance(data, dict) and data.get("format") == COSTS_FORMAT
-             else None)
-  if not isinstance(seconds, dict) or not all(
-      isinstance(k, str) and isinstance(v, (int, float)) and v >= 0 for k, v in seconds.items()):
-    raise ShardError(f"costs file {path}: expected {{\"format\": {COSTS_FORMAT}, \"seconds\": "
-                     "{entry_id: seconds >= 0}}, as --compat-timings writes it.")
-  return {k: float(v) for k, v in seconds.items()}
+  data = _json.load_file(path, f"costs file {path}", ShardError, "Pass a file written by "
+                         "--compat-timings, or leave --compat-costs out to split by entry count.")
+  strict = Strict(lambda at, what: ShardError(
+      f"costs file {path}: {at}: {what}. Pass a file written by --compat-timings "
+      f'({{"format": {COSTS_FORMAT}, "seconds": {{entry_id: seconds >= 0}}}}).'))
+  data = strict.obj(data, "the file", ("format", "seconds"))
+  if strict.count(data["format"], "format") != COSTS_FORMAT:
+    raise strict.fail("format", f"expected {COSTS_FORMAT}, got {quote(data['format'])}")
+  seconds = {k: strict.number(v, f"seconds.{k}")
+             for k, v in strict.of(data["seconds"], Mapping, "seconds").items()}
+  negative = sorted(k for k, v in seconds.items() if v < 0)
+  if negative:
+    at = negative[0]
+    raise strict.fail(f"seconds.{at}", f"expected seconds >= 0, got {seconds[at]}")
+  return seconds
 
 
 def costs_json(seconds: Mapping[str, float], parts: Mapping[str, Mapping[str, float]]) -> dict:

@@ -14,12 +14,13 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from jaxport._records import Strict
 from jaxport._vocabulary import Finding, FindingKind, Status
+from jaxport.errors import WorkerAnswerError
 from jaxport.report import EntryResult, Release
 
 
-def _tuple(value: Any) -> tuple | None:
-  return None if value is None else tuple(value)
+_STRICT = Strict(lambda where, what: WorkerAnswerError(f"{where}: {what}"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,19 +94,40 @@ class Outcome:
     return d
 
   @classmethod
-  def from_json(cls, d: Mapping[str, Any]) -> Outcome:
-    return cls(**{**d,
-                  "targets": tuple(d["targets"]),
-                  "current_targets": _tuple(d["current_targets"]),
-                  "platforms": _tuple(d["platforms"]),
-                  "findings": tuple(Finding.from_json(f) for f in d["findings"]),
-                  "skips": tuple(d["skips"]),
-                  "upgrade_rules": tuple(d["upgrade_rules"]),
-                  "release": (None if d["release"] is None
-                              else Release.from_json(d["release"], f"{d['entry_id']}: release")),
-                  "status": None if d["status"] is None else Status(d["status"]),
-                  "runs_on": (None if d.get("runs_on") is None
-                              else {p: tuple(v) for p, v in d["runs_on"].items()})})
+  def from_json(cls, d: Any, where: str = "outcome") -> Outcome:
+    """What :meth:`to_json` wrote, read strictly: a missing, unknown or mistyped field is a
+    :class:`WorkerAnswerError` naming it, never an outcome judged on what was left."""
+    s = _STRICT
+    d = s.record(cls, d, where)
+
+    def at(key: str) -> str:
+      return f"{where}.{key}"
+
+    release = d["release"]
+    return cls(
+        entry_id=s.of(d["entry_id"], str, at("entry_id")),
+        case_id=s.of(d["case_id"], str, at("case_id")),
+        family=s.of(d["family"], str, at("family")),
+        record_date=s.of(d["record_date"], str, at("record_date"), nullable=True),
+        days_to_expiry=s.of(d["days_to_expiry"], int, at("days_to_expiry"), nullable=True),
+        lowering_only=s.of(d["lowering_only"], bool, at("lowering_only"), nullable=True),
+        targets=s.strs(d["targets"], at("targets")),
+        current_targets=s.strs(d["current_targets"], at("current_targets"), nullable=True),
+        platforms=s.strs(d["platforms"], at("platforms"), nullable=True),
+        target_verdicts=s.str_map(d["target_verdicts"], at("target_verdicts"), nullable=True),
+        matched_case=s.of(d["matched_case"], str, at("matched_case"), nullable=True),
+        findings=tuple(Finding.from_json(f, at(f"findings[{i}]"), s)
+                       for i, f in enumerate(s.of(d["findings"], list, at("findings")))),
+        skips=s.strs(d["skips"], at("skips")),
+        upgrade_rules=s.strs(d["upgrade_rules"], at("upgrade_rules")),
+        recorded_host=s.of(d["recorded_host"], Mapping, at("recorded_host"), nullable=True),
+        replay_host=s.of(d["replay_host"], Mapping, at("replay_host"), nullable=True),
+        release=None if release is None else Release.from_json(release, at("release")),
+        expected_failure=s.of(d["expected_failure"], str, at("expected_failure"), nullable=True),
+        status=None if d["status"] is None else s.enum(Status, d["status"], at("status")),
+        runs_on=None if d["runs_on"] is None else {
+            p: s.strs(v, at(f"runs_on.{p}"))
+            for p, v in s.of(d["runs_on"], Mapping, at("runs_on")).items()})
 
   @classmethod
   def from_report_entry(cls, e: EntryResult) -> Outcome:

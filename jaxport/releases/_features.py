@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from jaxport._records import Strict
 from jaxport.errors import DeserializationError, JaxportError
 from jaxport.export import _mlir
 from jaxport.export._checks import disabled_targets
@@ -162,26 +163,20 @@ class RunsOnRecord:
   @classmethod
   def from_json(cls, d: Any, where: str) -> RunsOnRecord:
     """The record ``to_json`` wrote; ``ValueError`` naming the field when it is not one."""
-    if not isinstance(d, dict):
-      raise ValueError(f"{where}: expected an object, got {type(d).__name__}")
-    if d.get("runs_on") is None:
-      if set(d) != {"runs_on", "runs_on_error"} or not isinstance(d["runs_on_error"], str):
-        raise ValueError(f"{where}: a record without releases has exactly runs_on (null) and "
-                         f"runs_on_error (why); got keys {sorted(d)}")
-      return cls(None, error=d["runs_on_error"])
-    if set(d) != {"runs_on", "runs_on_limits", "runs_on_summary"}:
-      raise ValueError(f"{where}: expected keys runs_on, runs_on_limits, runs_on_summary; got "
-                       f"{sorted(d)}")
-    releases, limits, summary = d["runs_on"], d["runs_on_limits"], d["runs_on_summary"]
-    if not (isinstance(releases, dict) and all(
-        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in releases.values())):
-      raise ValueError(f"{where}.runs_on: expected platform -> list of releases, got {releases!r}")
-    if not isinstance(limits, dict) or set(limits) != set(releases):
-      raise ValueError(f"{where}.runs_on_limits: expected the limits of each platform of runs_on")
-    if not (isinstance(summary, dict) and set(summary) == set(releases)
-            and all(isinstance(v, str) for v in summary.values())):
-      raise ValueError(f"{where}.runs_on_summary: expected one line per platform of runs_on")
-    return cls({p: tuple(v) for p, v in releases.items()}, limits, summary)
+    strict = Strict(lambda at, what: ValueError(f"{at}: {what}"))
+    if strict.obj(d, where).get("runs_on") is None:
+      d = strict.obj(d, where, ("runs_on", "runs_on_error"), ())
+      return cls(None, error=strict.of(d["runs_on_error"], str, f"{where}.runs_on_error"))
+    d = strict.obj(d, where, ("runs_on", "runs_on_limits", "runs_on_summary"), ())
+    releases = {p: strict.strs(v, f"{where}.runs_on.{p}")
+                for p, v in strict.of(d["runs_on"], dict, f"{where}.runs_on").items()}
+    limits = strict.of(d["runs_on_limits"], dict, f"{where}.runs_on_limits")
+    summary = strict.str_map(d["runs_on_summary"], f"{where}.runs_on_summary")
+    for key, value in (("runs_on_limits", limits), ("runs_on_summary", summary)):
+      if set(value) != set(releases):
+        raise strict.fail(f"{where}.{key}", f"expected the platforms of runs_on "
+                                            f"{sorted(releases)}, got {sorted(value)}")
+    return cls(releases, limits, summary)
 
 
 # The first jax release whose process registers jaxlib's LAPACK kernels without having lowered

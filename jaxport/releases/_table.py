@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxport import _json
+from jaxport._records import Strict
 from jaxport.errors import ReleaseTableError
 from jaxport.releases._dates import RELEASE_DATES, parse_version
 
@@ -102,16 +103,7 @@ def _bad(where: str, what: str) -> ReleaseTableError:
   return ReleaseTableError(f"{where}: {what}. {_FIX}")
 
 
-def _str_or_none(v: Any, where: str) -> str | None:
-  if v is not None and not isinstance(v, str):
-    raise _bad(where, f"expected a string or null, got {type(v).__name__}")
-  return v
-
-
-def _int_or_none(v: Any, where: str) -> int | None:
-  if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
-    raise _bad(where, f"expected an integer or null, got {type(v).__name__}")
-  return v
+_S = Strict(_bad)
 
 
 def _pair(v: Any, where: str) -> tuple[int, int] | None:
@@ -124,22 +116,11 @@ def _pair(v: Any, where: str) -> tuple[int, int] | None:
 
 
 def _names(v: Any, where: str) -> frozenset[str]:
-  if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-    raise _bad(where, "expected a list of target names")
-  return frozenset(v)
+  return frozenset(_S.strs(v, where))
 
 
 def _operands(v: Any, where: str) -> dict[str, int]:
-  if not isinstance(v, dict) or not all(isinstance(n, int) and not isinstance(n, bool)
-                                        for n in v.values()):
-    raise _bad(where, "expected an object of target -> operand count")
-  return {str(k): n for k, n in v.items()}
-
-
-def _bool_or_none(v: Any, where: str) -> bool | None:
-  if v is not None and not isinstance(v, bool):
-    raise _bad(where, f"expected true, false or null, got {type(v).__name__}")
-  return v
+  return {k: _S.count(n, f"{where}.{k}") for k, n in _S.of(v, dict, where).items()}
 
 
 def _reader_extras(doc: dict[str, Any], at: str) -> dict[str, Any]:
@@ -153,13 +134,15 @@ def _reader_extras(doc: dict[str, Any], at: str) -> dict[str, Any]:
   if not all(isinstance(x, dict) for x in (newer, above, sdy)):
     raise _bad(at, "newer_stablehlo, calling_convention_above_max and sdy_dialect must be objects")
   return dict(
-      device_count_fields={str(k): _bool_or_none(v, f"{at} device_count_fields.{k}")
+      device_count_fields={str(k): _S.of(v, bool, f"{at} device_count_fields.{k}", nullable=True)
                            for k, v in fields.items()},
-      reads_newer_stablehlo=_bool_or_none(newer.get("reads"), at + " newer_stablehlo.reads"),
-      newer_stablehlo_probed=_str_or_none(newer.get("version"), at + " newer_stablehlo.version"),
-      refuses_calling_convention_above_max=_bool_or_none(
-          above.get("refused"), at + " calling_convention_above_max.refused"),
-      reads_sdy_dialect=_bool_or_none(sdy.get("reads"), at + " sdy_dialect.reads"))
+      reads_newer_stablehlo=_S.of(newer.get("reads"), bool, at + " newer_stablehlo.reads",
+                                  nullable=True),
+      newer_stablehlo_probed=_S.of(newer.get("version"), str, at + " newer_stablehlo.version",
+                                   nullable=True),
+      refuses_calling_convention_above_max=_S.of(
+          above.get("refused"), bool, at + " calling_convention_above_max.refused", nullable=True),
+      reads_sdy_dialect=_S.of(sdy.get("reads"), bool, at + " sdy_dialect.reads", nullable=True))
 
 
 def _release(version: str, doc: Any, where: str) -> ReleaseFacts:
@@ -170,14 +153,13 @@ def _release(version: str, doc: Any, where: str) -> ReleaseFacts:
     parse_version(version)
   except ValueError as e:
     raise _bad(at, str(e)) from None
-  installable = doc.get("installable")
-  if not isinstance(installable, bool):
-    raise _bad(at + " installable", "expected true or false")
+  installable = _S.of(doc.get("installable"), bool, at + " installable")
   date = RELEASE_DATES.get(version)
   facts: dict[str, Any] = dict(
       version=version, date=None if date is None else datetime.date.fromisoformat(date),
       installable=installable,
-      not_installable_reason=_str_or_none(doc.get("not_installable_reason"), at + " not_installable_reason"))
+      not_installable_reason=_S.of(doc.get("not_installable_reason"), str,
+                                   at + " not_installable_reason", nullable=True))
   if not installable:
     if facts["not_installable_reason"] is None:
       raise _bad(at, "a release that is not installable needs its not_installable_reason")
@@ -200,28 +182,30 @@ def _release(version: str, doc: Any, where: str) -> ReleaseFacts:
     if isinstance(reading.get("nr_devices"), int):
       devices[layout] = reading["nr_devices"]
   sers = doc.get("serialization_versions_read") or []
-  if not isinstance(sers, list) or not all(isinstance(x, int) for x in sers):
-    raise _bad(at + " serialization_versions_read", "expected a list of integers")
+  sers = [_S.count(x, f"{at} serialization_versions_read[{i}]")
+          for i, x in enumerate(_S.of(sers, list, at + " serialization_versions_read"))]
   cpu = doc.get("cpu_targets")
   stable = doc.get("stable_targets") or {}
   if not isinstance(stable, dict):
     raise _bad(at + " stable_targets", "expected an object of platform -> targets")
-  measured_on = _str_or_none(doc.get("measured_on"), at + " measured_on")
+  measured_on = _S.of(doc.get("measured_on"), str, at + " measured_on", nullable=True)
   return ReleaseFacts(
       **facts,
-      stablehlo_writes=_str_or_none(shlo.get("writes"), at + " stablehlo.writes"),
-      stablehlo_reads_min=_str_or_none(shlo.get("reads_min"), at + " stablehlo.reads_min"),
-      calling_convention_default=_int_or_none(cc.get("default"), at + " calling_conventions.default"),
+      stablehlo_writes=_S.of(shlo.get("writes"), str, at + " stablehlo.writes", nullable=True),
+      stablehlo_reads_min=_S.of(shlo.get("reads_min"), str, at + " stablehlo.reads_min",
+                                nullable=True),
+      calling_convention_default=_S.of(cc.get("default"), int, at + " calling_conventions.default",
+                                       nullable=True),
       calling_conventions_call=_pair(cc.get("call"), at + " calling_conventions.call"),
       calling_conventions_export=_pair(cc.get("export"), at + " calling_conventions.export"),
       serialization_versions_read=tuple(sorted(set(sers))),
       envelope_layouts=layouts, envelope_errors=errors, envelope_nr_devices=devices,
-      expiry_days=_int_or_none(doc.get("expiry_days"), at + " expiry_days"),
+      expiry_days=_S.of(doc.get("expiry_days"), int, at + " expiry_days", nullable=True),
       cpu_targets=None if cpu is None else _names(cpu, at + " cpu_targets"),
       stable_targets={str(p): _names(t, f"{at} stable_targets.{p}") for p, t in stable.items()},
       measured_on=None if measured_on is None else datetime.date.fromisoformat(measured_on),
-      python=_str_or_none(doc.get("python"), at + " python"),
-      jaxlib=_str_or_none(doc.get("jaxlib"), at + " jaxlib"),
+      python=_S.of(doc.get("python"), str, at + " python", nullable=True),
+      jaxlib=_S.of(doc.get("jaxlib"), str, at + " jaxlib", nullable=True),
       vhlo_ops=_names(doc.get("vhlo_ops") or [], at + " vhlo_ops"),
       cpu_target_operands=_operands(doc.get("cpu_target_operands") or {}, at + " cpu_target_operands"),
       cpu_xla_builtin_targets=_names(doc.get("cpu_xla_builtin_targets") or [],

@@ -9,8 +9,7 @@ from typing import Any
 
 from jaxport._vocabulary import Finding, Status, Subject
 from jaxport.golden._entry_id import EntryId, platform_of, producer_of
-from jaxport.report._fields import (bad, date_field, findings_field, iso, obj, runs_on_field,
-                                    str_map, strs, typed)
+from jaxport.report._fields import STRICT, bad, findings_field, iso, runs_on_field, str_map
 from jaxport.report._sections import Release
 
 
@@ -73,36 +72,39 @@ class EntryResult:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> EntryResult:
-    obj(d, where, _ENTRY_KEYS)
-    entry_id = typed(d["entry_id"], f"{where}.entry_id", str)
+    STRICT.obj(d, where, _ENTRY_KEYS)
+    entry_id = STRICT.of(d["entry_id"], str, f"{where}.entry_id")
     try:
       EntryId.parse(entry_id)
     except ValueError:
       raise bad(f"{where}.entry_id",
                  f"expected platform/family/case/date_jax-version, got {entry_id!r}") from None
-    status = typed(d["status"], f"{where}.status", str)
+    status = STRICT.of(d["status"], str, f"{where}.status")
     if status not in {str(s) for s in Status}:
       raise bad(f"{where}.status", f"expected one of {', '.join(Status)}, got {status!r}")
     return cls(
         entry_id=entry_id,
-        case_id=typed(d["case_id"], f"{where}.case_id", str),
-        family=typed(d["family"], f"{where}.family", str),
-        record_date=date_field(d["record_date"], f"{where}.record_date", nullable=True),
+        case_id=STRICT.of(d["case_id"], str, f"{where}.case_id"),
+        family=STRICT.of(d["family"], str, f"{where}.family"),
+        record_date=STRICT.date(d["record_date"], f"{where}.record_date", nullable=True),
         status=Status(status),
-        kinds=strs(d["kinds"], f"{where}.kinds"),
-        messages=strs(d["messages"], f"{where}.messages"),
+        kinds=STRICT.strs(d["kinds"], f"{where}.kinds"),
+        messages=STRICT.strs(d["messages"], f"{where}.messages"),
         findings=findings_field(d["findings"], f"{where}.findings"),
-        platforms=strs(d["platforms"], f"{where}.platforms", nullable=True),
+        platforms=STRICT.strs(d["platforms"], f"{where}.platforms", nullable=True),
         target_verdicts=str_map(d["target_verdicts"], f"{where}.target_verdicts"),
-        days_to_expiry=typed(d["days_to_expiry"], f"{where}.days_to_expiry", int, nullable=True),
-        lowering_only=typed(d["lowering_only"], f"{where}.lowering_only", bool, nullable=True),
-        targets=strs(d["targets"], f"{where}.targets"),
-        current_targets=strs(d["current_targets"], f"{where}.current_targets", nullable=True),
+        days_to_expiry=STRICT.of(d["days_to_expiry"], int, f"{where}.days_to_expiry",
+                                 nullable=True),
+        lowering_only=STRICT.of(d["lowering_only"], bool, f"{where}.lowering_only", nullable=True),
+        targets=STRICT.strs(d["targets"], f"{where}.targets"),
+        current_targets=STRICT.strs(d["current_targets"], f"{where}.current_targets",
+                                    nullable=True),
         release=None if d["release"] is None else Release.from_json(d["release"], f"{where}.release"),
-        expected_failure=typed(d["expected_failure"], f"{where}.expected_failure", str, nullable=True),
-        matched_case=typed(d.get("matched_case"), f"{where}.matched_case", str, nullable=True),
-        recorded_host=typed(d.get("recorded_host"), f"{where}.recorded_host", Mapping,
-                             nullable=True),
+        expected_failure=STRICT.of(d["expected_failure"], str, f"{where}.expected_failure",
+                                   nullable=True),
+        matched_case=STRICT.of(d.get("matched_case"), str, f"{where}.matched_case", nullable=True),
+        recorded_host=STRICT.of(d.get("recorded_host"), Mapping, f"{where}.recorded_host",
+                                nullable=True),
         runs_on=runs_on_field(d.get("runs_on"), f"{where}.runs_on"),
         extra={k: v for k, v in d.items() if k not in _ENTRY_KEYS + _OPTIONAL_ENTRY_KEYS})
 

@@ -8,6 +8,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from jaxport._records import Strict
 from jaxport._vocabulary import Finding
 from jaxport.errors import ReportError
 
@@ -21,39 +22,8 @@ def bad(where: str, what: str) -> ReportError:
                      f"--compat-report=FILE.json` (format {REPORT_FORMAT})?")
 
 
-def obj(value: Any, where: str, keys: tuple[str, ...]) -> Mapping[str, Any]:
-  if not isinstance(value, Mapping):
-    raise bad(where, f"expected an object, got {type(value).__name__}")
-  missing = [k for k in keys if k not in value]
-  if missing:
-    raise bad(where, f"missing {', '.join(missing)}")
-  return value
-
-
-def typed(value: Any, where: str, kind: type | tuple[type, ...], nullable: bool = False) -> Any:
-  if value is None and nullable:
-    return None
-  # bool is an int in Python; a count or day number must not be a boolean.
-  if (isinstance(value, bool) and kind is int) or not isinstance(value, kind):
-    names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-    raise bad(where, f"expected {names}{' or null' if nullable else ''}, got {value!r}")
-  return value
-
-
-def strs(value: Any, where: str, nullable: bool = False) -> tuple[str, ...] | None:
-  if value is None and nullable:
-    return None
-  typed(value, where, list)
-  return tuple(typed(v, f"{where}[{i}]", str) for i, v in enumerate(value))
-
-
-def date_field(value: Any, where: str, nullable: bool = False) -> datetime.date | None:
-  if value is None and nullable:
-    return None
-  try:
-    return datetime.date.fromisoformat(typed(value, where, str))
-  except ValueError:
-    raise bad(where, f"expected a date YYYY-MM-DD, got {value!r}") from None
+# The field readers, raising :func:`bad`.
+STRICT = Strict(bad)
 
 
 def iso(d: datetime.date | None) -> str | None:
@@ -64,33 +34,23 @@ FINDING_KEYS = tuple(f.name for f in dataclasses.fields(Finding))
 
 
 def findings_field(value: Any, where: str) -> tuple[Finding, ...]:
-  out = []
-  for i, f in enumerate(typed(value, where, list)):
-    at = f"{where}[{i}]"
-    obj(f, at, FINDING_KEYS)
-    try:
-      out.append(Finding.from_json(f))
-    except ValueError as e:
-      raise bad(at, str(e)) from None
-  return tuple(out)
+  return tuple(Finding.from_json(f, f"{where}[{i}]", STRICT)
+               for i, f in enumerate(STRICT.of(value, list, where)))
 
 
 def str_map(value: Any, where: str) -> Mapping[str, str] | None:
-  if value is None:
-    return None
-  typed(value, where, Mapping)
-  return {k: typed(v, f"{where}.{k}", str) for k, v in value.items()}
+  return STRICT.str_map(value, where, nullable=True)
 
 
 def runs_on_field(value: Any, where: str) -> Mapping[str, tuple[str, ...]] | None:
   if value is None:
     return None
-  typed(value, where, Mapping)
-  return {p: strs(v, f"{where}.{p}") for p, v in value.items()}
+  STRICT.of(value, Mapping, where)
+  return {p: STRICT.strs(v, f"{where}.{p}") for p, v in value.items()}
 
 
 def declared_field(value: Any, where: str) -> Mapping[str, tuple[str, ...]] | None:
   if value is None:
     return None
-  typed(value, where, Mapping)
-  return {typed(p, where, str): strs(ts, f"{where}.{p}") for p, ts in value.items()}
+  STRICT.of(value, Mapping, where)
+  return {STRICT.of(p, str, where): STRICT.strs(ts, f"{where}.{p}") for p, ts in value.items()}

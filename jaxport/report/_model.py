@@ -23,7 +23,7 @@ from jaxport import _json
 from jaxport._vocabulary import FindingKind, Status
 from jaxport.errors import ReportError
 from jaxport.report._entries import EntryResult
-from jaxport.report._fields import REPORT_FORMAT, bad, date_field, declared_field, obj, strs, typed
+from jaxport.report._fields import REPORT_FORMAT, STRICT, bad, declared_field
 from jaxport.report._files import write_text_atomically
 from jaxport.report._sections import (RECORD_ACTIONS, CorpusImport, DriftItem, PlatformTargets,
                                       Recorded, ShardRef, Skip, Targets, Updated, Window)
@@ -81,9 +81,9 @@ class Summary:
   @classmethod
   def from_json(cls, d: Any, where: str) -> Summary:
     keys = (*Status, "present", "replayed", *RECORD_ACTIONS)
-    obj(d, where, tuple(str(k) for k in keys))
+    STRICT.obj(d, where, tuple(str(k) for k in keys))
     def num(k: str) -> int:
-      return typed(d[k], f"{where}.{k}", int)
+      return STRICT.of(d[k], int, f"{where}.{k}")
     return cls(counts={s: num(str(s)) for s in Status}, present=num("present"),
                replayed=num("replayed"), actions={a: num(a) for a in RECORD_ACTIONS},
                upgraded=num("upgraded") if "upgraded" in d else 0,
@@ -179,7 +179,7 @@ class RunReport:
   @classmethod
   def from_json(cls, d: Any, source: str = "<report>") -> RunReport:
     """Validate and convert the decoded JSON of a report; errors name ``source`` and the key path."""
-    obj(d, source, ("format",))
+    STRICT.obj(d, source, ("format",))
     if isinstance(d["format"], int) and not isinstance(d["format"], bool) and (
         d["format"] < REPORT_FORMAT):
       raise ReportError(f"{source}: report format {d['format']}, written by an older jaxport; "
@@ -190,46 +190,46 @@ class RunReport:
       raise ReportError(f"{source}: report format {d['format']!r}, but this jaxport reads format "
                         f"{REPORT_FORMAT}. Render it with the jaxport release that wrote it, or "
                         "re-run the harness with this one.")
-    obj(d, source, _TOP_KEYS)
+    STRICT.obj(d, source, _TOP_KEYS)
     def at(key: str) -> str:
       return f"{source}: {key}"
 
     def items(key: str, kind: Any) -> tuple[Any, ...]:
       return tuple(kind.from_json(x, at(f"{key}[{i}]"))
-                   for i, x in enumerate(typed(d[key], at(key), list)))
+                   for i, x in enumerate(STRICT.of(d[key], list, at(key))))
 
-    mode = typed(d["mode"], at("mode"), str)
+    mode = STRICT.of(d["mode"], str, at("mode"))
     if mode not in MODES:
       raise bad(at("mode"), f"expected one of {', '.join(MODES)}, got {mode!r}")
-    versions = typed(d["versions"], at("versions"), Mapping)
+    versions = STRICT.of(d["versions"], Mapping, at("versions"))
     for k, v in versions.items():
-      typed(v, at(f"versions.{k}"), str, nullable=True)
+      STRICT.of(v, str, at(f"versions.{k}"), nullable=True)
     return cls(
         mode=mode,
-        platform=typed(d["platform"], at("platform"), str),
-        today=date_field(d["today"], at("today")),
-        compat_window_days=typed(d["compat_window_days"], at("compat_window_days"), int),
-        strict=typed(d["strict"], at("strict"), bool),
-        readers=strs(d["readers"], at("readers")),
-        producer=typed(d["producer"], at("producer"), str),
+        platform=STRICT.of(d["platform"], str, at("platform")),
+        today=STRICT.date(d["today"], at("today")),
+        compat_window_days=STRICT.of(d["compat_window_days"], int, at("compat_window_days")),
+        strict=STRICT.of(d["strict"], bool, at("strict")),
+        readers=STRICT.strs(d["readers"], at("readers")),
+        producer=STRICT.of(d["producer"], str, at("producer")),
         versions=dict(versions),
         entries=items("entries", EntryResult),
         targets=Targets.from_json(d["targets"], at("targets")),
         skips=items("skips", Skip),
         drift=items("drift", DriftItem),
         recorded=items("recorded", Recorded),
-        session_failures=strs(d["session_failures"], at("session_failures")),
-        session_warnings=strs(d["session_warnings"], at("session_warnings")),
+        session_failures=STRICT.strs(d["session_failures"], at("session_failures")),
+        session_warnings=STRICT.strs(d["session_warnings"], at("session_warnings")),
         summary=Summary.from_json(d["summary"], at("summary")),
         shard=None if d["shard"] is None else ShardRef.from_json(d["shard"], at("shard")),
         lowering_only_targets={
             p: PlatformTargets.from_json(c, at(f"{LOWERING_ONLY_TARGETS_KEY}.{p}"))
-            for p, c in typed(d[LOWERING_ONLY_TARGETS_KEY], at(LOWERING_ONLY_TARGETS_KEY),
-                               Mapping).items()},
+            for p, c in STRICT.of(d[LOWERING_ONLY_TARGETS_KEY], Mapping,
+                                  at(LOWERING_ONLY_TARGETS_KEY)).items()},
         jax_corpus=(None if d["jax_corpus"] is None
                     else CorpusImport.from_json(d["jax_corpus"], at("jax_corpus"))),
-        replay_hosts=tuple(typed(h, at(f"{REPLAY_HOSTS_KEY}[{i}]"), Mapping) for i, h in
-                           enumerate(typed(d[REPLAY_HOSTS_KEY], at(REPLAY_HOSTS_KEY), list))),
+        replay_hosts=tuple(STRICT.of(h, Mapping, at(f"{REPLAY_HOSTS_KEY}[{i}]")) for i, h in
+                           enumerate(STRICT.of(d[REPLAY_HOSTS_KEY], list, at(REPLAY_HOSTS_KEY)))),
         updated=items("updated", Updated) if "updated" in d else None,
         declared_targets=declared_field(d.get(DECLARED_TARGETS_KEY), at(DECLARED_TARGETS_KEY)),
         release_windows=_windows(d.get(RELEASE_WINDOWS_KEY), at(RELEASE_WINDOWS_KEY)),
@@ -266,7 +266,7 @@ _OPTIONAL_KEYS = ("format", "updated", DECLARED_TARGETS_KEY, RELEASE_WINDOWS_KEY
 def _windows(value: Any, where: str) -> Mapping[str, Window] | None:
   if value is None:
     return None
-  typed(value, where, Mapping)
+  STRICT.of(value, Mapping, where)
   return {p: Window.from_json(w, f"{where}.{p}") for p, w in value.items()}
 
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jaxport._vocabulary import RecordAction
-from jaxport.report._fields import bad, date_field, iso, obj, str_map, strs, typed
+from jaxport.report._fields import STRICT, bad, iso, str_map
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,15 +31,15 @@ class Window:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Window:
-    obj(d, where, tuple(f.name for f in dataclasses.fields(cls)))
-    return cls(producer=typed(d["producer"], f"{where}.producer", str),
-               producer_date=date_field(d["producer_date"], f"{where}.producer_date"),
-               consumer=typed(d["consumer"], f"{where}.consumer", str),
-               consumer_date=date_field(d["consumer_date"], f"{where}.consumer_date"),
-               age_days=typed(d["age_days"], f"{where}.age_days", int),
-               gap_days=typed(d["gap_days"], f"{where}.gap_days", int),
-               direction=typed(d["direction"], f"{where}.direction", str),
-               inside_window=typed(d["inside_window"], f"{where}.inside_window", bool))
+    STRICT.obj(d, where, tuple(f.name for f in dataclasses.fields(cls)))
+    return cls(producer=STRICT.of(d["producer"], str, f"{where}.producer"),
+               producer_date=STRICT.date(d["producer_date"], f"{where}.producer_date"),
+               consumer=STRICT.of(d["consumer"], str, f"{where}.consumer"),
+               consumer_date=STRICT.date(d["consumer_date"], f"{where}.consumer_date"),
+               age_days=STRICT.of(d["age_days"], int, f"{where}.age_days"),
+               gap_days=STRICT.of(d["gap_days"], int, f"{where}.gap_days"),
+               direction=STRICT.of(d["direction"], str, f"{where}.direction"),
+               inside_window=STRICT.of(d["inside_window"], bool, f"{where}.inside_window"))
 
   def to_json(self) -> dict[str, Any]:
     d = dataclasses.asdict(self)
@@ -63,15 +63,16 @@ class Release:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Release:
-    obj(d, where, tuple(f.name for f in dataclasses.fields(cls) if f.name != "upgrade_rules"))
-    return cls(producer=typed(d["producer"], f"{where}.producer", str, nullable=True),
-               consumer=typed(d["consumer"], f"{where}.consumer", str, nullable=True),
+    STRICT.obj(d, where,
+               tuple(f.name for f in dataclasses.fields(cls) if f.name != "upgrade_rules"))
+    return cls(producer=STRICT.of(d["producer"], str, f"{where}.producer", nullable=True),
+               consumer=STRICT.of(d["consumer"], str, f"{where}.consumer", nullable=True),
                window=None if d["window"] is None else Window.from_json(d["window"], f"{where}.window"),
-               expected=typed(d["expected"], f"{where}.expected", str),
-               reason=typed(d["reason"], f"{where}.reason", str, nullable=True),
-               verdict=typed(d["verdict"], f"{where}.verdict", str),
-               policy_ok=typed(d["policy_ok"], f"{where}.policy_ok", bool),
-               upgrade_rules=strs(d.get("upgrade_rules", []), f"{where}.upgrade_rules"))
+               expected=STRICT.of(d["expected"], str, f"{where}.expected"),
+               reason=STRICT.of(d["reason"], str, f"{where}.reason", nullable=True),
+               verdict=STRICT.of(d["verdict"], str, f"{where}.verdict"),
+               policy_ok=STRICT.of(d["policy_ok"], bool, f"{where}.policy_ok"),
+               upgrade_rules=STRICT.strs(d.get("upgrade_rules", []), f"{where}.upgrade_rules"))
 
   def to_json(self) -> dict[str, Any]:
     d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -94,8 +95,8 @@ class Targets:
   @classmethod
   def from_json(cls, d: Any, where: str) -> Targets:
     names = tuple(f.name for f in dataclasses.fields(cls))
-    obj(d, where, names)
-    return cls(**{n: strs(d[n], f"{where}.{n}") for n in names})
+    STRICT.obj(d, where, names)
+    return cls(**{n: STRICT.strs(d[n], f"{where}.{n}") for n in names})
 
   def to_json(self) -> dict[str, Any]:
     return {f.name: list(getattr(self, f.name)) for f in dataclasses.fields(self)}
@@ -112,11 +113,11 @@ class PlatformTargets:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> PlatformTargets:
-    obj(d, where, ("required", "covered", "unreachable", "missing"))
-    return cls(required=strs(d["required"], f"{where}.required"),
-               covered=strs(d["covered"], f"{where}.covered"),
+    STRICT.obj(d, where, ("required", "covered", "unreachable", "missing"))
+    return cls(required=STRICT.strs(d["required"], f"{where}.required"),
+               covered=STRICT.strs(d["covered"], f"{where}.covered"),
                unreachable=str_map(d["unreachable"], f"{where}.unreachable") or {},
-               missing=strs(d["missing"], f"{where}.missing"))
+               missing=STRICT.strs(d["missing"], f"{where}.missing"))
 
   def to_json(self) -> dict[str, Any]:
     return {"required": list(self.required), "covered": list(self.covered),
@@ -131,9 +132,9 @@ class ShardRef:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> ShardRef:
-    obj(d, where, ("index", "count"))
-    index = typed(d["index"], f"{where}.index", int)
-    count = typed(d["count"], f"{where}.count", int)
+    STRICT.obj(d, where, ("index", "count"))
+    index = STRICT.of(d["index"], int, f"{where}.index")
+    count = STRICT.of(d["count"], int, f"{where}.count")
     if not 1 <= index <= count:
       raise bad(where, f"expected 1 <= index <= count, got {index}/{count}")
     return cls(index, count)
@@ -158,11 +159,12 @@ class CorpusImport:
   @classmethod
   def from_json(cls, d: Any, where: str) -> CorpusImport:
     names = tuple(f.name for f in dataclasses.fields(cls))
-    obj(d, where, names)
-    return cls(source=typed(d["source"], f"{where}.source", str),
-               jax=typed(d["jax"], f"{where}.jax", str, nullable=True),
-               imported=typed(d["imported"], f"{where}.imported", int),
-               **{n: strs(d[n], f"{where}.{n}") for n in ("duplicates", "skipped", "failed")})
+    STRICT.obj(d, where, names)
+    return cls(source=STRICT.of(d["source"], str, f"{where}.source"),
+               jax=STRICT.of(d["jax"], str, f"{where}.jax", nullable=True),
+               imported=STRICT.of(d["imported"], int, f"{where}.imported"),
+               **{n: STRICT.strs(d[n], f"{where}.{n}") for n in ("duplicates", "skipped",
+                                                                 "failed")})
 
   def to_json(self) -> dict[str, Any]:
     return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
@@ -177,8 +179,8 @@ class Skip:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Skip:
-    obj(d, where, ("what", "why"))
-    return cls(typed(d["what"], f"{where}.what", str), typed(d["why"], f"{where}.why", str))
+    STRICT.obj(d, where, ("what", "why"))
+    return cls(STRICT.of(d["what"], str, f"{where}.what"), STRICT.of(d["why"], str, f"{where}.why"))
 
   def to_json(self) -> dict[str, Any]:
     return {"what": self.what, "why": self.why}
@@ -193,8 +195,8 @@ class DriftItem:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> DriftItem:
-    obj(d, where, ("entry_id", "kind", "detail"))
-    return cls(*(typed(d[k], f"{where}.{k}", str) for k in ("entry_id", "kind", "detail")))
+    STRICT.obj(d, where, ("entry_id", "kind", "detail"))
+    return cls(*(STRICT.of(d[k], str, f"{where}.{k}") for k in ("entry_id", "kind", "detail")))
 
   def to_json(self) -> dict[str, Any]:
     return {"entry_id": self.entry_id, "kind": self.kind, "detail": self.detail}
@@ -210,14 +212,14 @@ class Recorded:
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Recorded:
-    obj(d, where, ("case_id", "entry_id", "action", "message"))
-    action = typed(d["action"], f"{where}.action", str)
+    STRICT.obj(d, where, ("case_id", "entry_id", "action", "message"))
+    action = STRICT.of(d["action"], str, f"{where}.action")
     if action not in {str(a) for a in RecordAction}:
       raise bad(f"{where}.action", f"expected one of {', '.join(RecordAction)}, got {action!r}")
-    return cls(typed(d["case_id"], f"{where}.case_id", str),
-               typed(d["entry_id"], f"{where}.entry_id", str, nullable=True),
+    return cls(STRICT.of(d["case_id"], str, f"{where}.case_id"),
+               STRICT.of(d["entry_id"], str, f"{where}.entry_id", nullable=True),
                RecordAction(action),
-               typed(d["message"], f"{where}.message", str))
+               STRICT.of(d["message"], str, f"{where}.message"))
 
   def to_json(self) -> dict[str, Any]:
     return {"case_id": self.case_id, "entry_id": self.entry_id, "action": str(self.action),
@@ -245,10 +247,10 @@ class Updated:
   @classmethod
   def from_json(cls, d: Any, where: str) -> Updated:
     names = tuple(f.name for f in dataclasses.fields(cls))
-    obj(d, where, names)
+    STRICT.obj(d, where, names)
     lists = ("targets_added", "targets_removed", "signature_changes", "numerics")
-    return cls(**{n: strs(d[n], f"{where}.{n}") if n in lists else
-                  typed(d[n], f"{where}.{n}", str, nullable=n in ("since", "entry_id"))
+    return cls(**{n: STRICT.strs(d[n], f"{where}.{n}") if n in lists else
+                  STRICT.of(d[n], str, f"{where}.{n}", nullable=n in ("since", "entry_id"))
                   for n in names})
 
   def to_json(self) -> dict[str, Any]:

@@ -337,7 +337,7 @@ def test_declared_stable_targets_count_as_stable(store, capsys, tmp_path):
 @pytest.mark.parametrize("text,match", [
     ("not json", "invalid JSON at line 1 column 1"),
     ('{"gpu": ["x"]}', "unknown key 'gpu'"),
-    ('{"cpu": "x"}', "'cpu' must be a list of target names"),
+    ('{"cpu": "x"}', "cpu: expected list, got 'x'"),
 ])
 def test_a_bad_stable_targets_file_is_an_error_naming_it(store, capsys, tmp_path, text, match):
   write_qr_entry(store)

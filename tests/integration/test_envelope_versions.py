@@ -164,9 +164,10 @@ def test_a_malformed_reader_policy_is_refused_with_the_fix():
   good = _reader_policy.document(_reader_policy.load())
   assert _reader_policy.parse(good, "x").readers == _reader_policy.load().readers
   del good["readers"]["0.12.0.1"]["version-12"]["status"]
-  with pytest.raises(GoldenDataError, match=r"bad: malformed .*reinstall jaxport .*release-table tool"):
+  with pytest.raises(GoldenDataError, match=r"bad: readers\.0\.12\.0\.1\.version-12: missing "
+                     r"status\. .*reinstall jaxport .*release-table tool"):
     _reader_policy.parse(good, "bad")
-  with pytest.raises(GoldenDataError, match="format_version"):
+  with pytest.raises(GoldenDataError, match="format_version: expected 1, got 99"):
     _reader_policy.parse({"format_version": 99}, "bad")
 
 

@@ -95,9 +95,9 @@ def _with(field, value, format_version=FORMAT_VERSION):
     ({**HOST.to_json(), "cpu_flags": ["avx2", "avx"]}, "host.cpu_flags: expected sorted flags"),
     ({**HOST.to_json(), "jaxlib": 3}, "host.jaxlib: expected null or printable text"),
     ({**HOST.to_json(), "cpu_model": "x" * 500}, "host.cpu_model: expected null or printable"),
-    ({k: v for k, v in HOST.to_json().items() if k != "jaxlib"}, r"missing \['jaxlib'\]"),
-    ({**HOST.to_json(), "gpu": "yes"}, r"unknown \['gpu'\]"),
-    ({**HOST.to_json(), "accelerator": {"device_kind": "H200"}}, "host.accelerator: expected"),
+    ({k: v for k, v in HOST.to_json().items() if k != "jaxlib"}, "host: missing jaxlib"),
+    ({**HOST.to_json(), "gpu": "yes"}, "host: unknown key 'gpu'"),
+    ({**HOST.to_json(), "accelerator": {"device_kind": "H200"}}, "host.accelerator: missing "),
 ])
 def test_a_malformed_host_record_is_golden_data_error(value, match):
   with pytest.raises(GoldenDataError, match=match):

@@ -348,7 +348,7 @@ def test_bad_json_is_reported_with_the_file(entry, text, match):
     ("serialization_version", "11", "serialization_version: expected a non-negative integer"),
     ("files", {"exported.bin": "xyz"}, r"files\['exported.bin'\]: expected 64 lowercase hex"),
     ("comparison", {"mode": "allclose", "rtol": -1, "atol": 0}, "comparison.rtol: expected a finite number"),
-    ("unexpected", 1, r"unknown \['unexpected'\]"),
+    ("unexpected", 1, "manifest: unknown key 'unexpected'"),
     ("revision", 1, "revision: expected an integer from 2 to 999"),
     ("revision", "2", "revision: expected an integer from 2 to 999"),
     ("revision", True, "revision: expected an integer from 2 to 999"),
@@ -366,7 +366,7 @@ def test_every_field_is_validated(field, value, match):
 def test_missing_field_and_missing_digest_are_named():
   d = json.loads(make_manifest().to_json())
   del d["producer"]
-  with pytest.raises(GoldenDataError, match=r"missing \['producer'\]"):
+  with pytest.raises(GoldenDataError, match="manifest: missing producer"):
     Manifest.from_json(json.dumps(d), "m.json")
   del d["digest"]
   with pytest.raises(GoldenDataError, match="m.json: field 'digest' is missing"):

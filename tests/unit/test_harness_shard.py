@@ -60,7 +60,9 @@ def test_costs_round_trip_through_the_timings_file_and_bad_files_are_refused(tmp
   good.write_text(json.dumps(costs_json({IDS[0]: 1.23456}, {IDS[0]: {"call": 1.0}})))
   assert read_costs(good) == {IDS[0]: 1.2346}
   for name, text in {"bad.json": "{", "other.json": '{"format": 2, "seconds": {}}',
-                     "neg.json": '{"format": 1, "seconds": {"a": -1}}'}.items():
+                     "neg.json": '{"format": 1, "seconds": {"a": -1}}',
+                     "bool-format.json": '{"format": true, "seconds": {}}',
+                     "bool-seconds.json": '{"format": 1, "seconds": {"a": true}}'}.items():
     (tmp_path / name).write_text(text)
     with pytest.raises(ShardError, match=f"costs file .*{name}.*--compat-timings"):
       read_costs(tmp_path / name)

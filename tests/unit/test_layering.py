@@ -24,7 +24,8 @@ GENERATED = {"jaxport.serde._schema_generated"}
 LAYERS = (
     ("leaves", ("jaxport.errors", "jaxport._config", "jaxport._versions", "jaxport._jaxcompat",
                 "jaxport._progress", "jaxport._lazy",
-                "jaxport._limits", "jaxport._bounded", "jaxport._json", "jaxport._vocabulary")),
+                "jaxport._limits", "jaxport._bounded", "jaxport._json", "jaxport._records",
+                "jaxport._vocabulary")),
     ("releases", ("jaxport.releases",)),
     ("shapes", ("jaxport.shapes",)),
     ("custom_calls", ("jaxport.custom_calls",)),

@@ -67,7 +67,7 @@ def test_window_position_backward_and_forward():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"format_version": 2}, "format_version expected 1"),
+    ({"format_version": 2}, "format_version: expected 1, got 2"),
     ({"releases": []}, "non-empty list"),
     ({"releases": ["0.0.9"]}, "No release date known"),
     ({"expected_failures": [{"producer": "0.5.3", "reason": "a good long reason", "match": "("}]},
@@ -76,8 +76,12 @@ def test_window_position_backward_and_forward():
      "not in releases"),
     ({"expected_failures": [{"producer": "0.5.3", "reason": "short", "match": "x"}]},
      "must say why"),
-    ({"expected_failures": [{"producer": "0.5.3", "match": "x"}]}, "expected keys"),
-    ({"unrecordable": [{"producer": "0.5.3", "case": "c"}]}, "expected keys"),
+    ({"expected_failures": [{"producer": "0.5.3", "match": "x"}]},
+     r"expected_failures\[0\]: missing reason"),
+    ({"unrecordable": [{"producer": "0.5.3", "case": "c"}]}, r"unrecordable\[0\]: missing reason"),
+    ({"unrecordable": [{"producer": "0.5.3", "case": 3, "reason": "r"}]},
+     r"unrecordable\[0\].case: expected str, got 3"),
+    ({"expected_failures": 7}, "expected_failures: expected list, got 7"),
 ])
 def test_malformed_tables_are_refused_with_the_field(change, message):
   with pytest.raises(expected_status.ExpectedStatusError, match=message):
@@ -253,7 +257,8 @@ FORWARD_ROW = {"producer": "0.10.0", "cases": ["c1"], "consumers": ["0.5.3"],
     ({"matrix_cell": None}, "cites its measured matrix cell"),
     ({"matrix_cell": {**CELL, "consumer": "0.6.2"}}, "not the row's pair"),
     ({"matrix_cell": {**CELL, "passed": 16}}, "no failure to cite"),
-    ({"matrix_cell": {**CELL, "measured": "yesterday"}}, "matrix run's date"),
+    ({"matrix_cell": {**CELL, "measured": "yesterday"}},
+     "matrix_cell.measured: expected a date YYYY-MM-DD"),
     ({"consumers": []}, "non-empty list of names"),
     ({"case": "c1"}, "case or cases, not both"),
 ])

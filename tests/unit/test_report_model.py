@@ -123,7 +123,8 @@ def test_a_format_1_report_is_refused_as_written_by_an_older_jaxport(tmp_path):
 def test_a_finding_with_an_unknown_subject_names_where_it_is(tmp_path):
   data = helpers.run_report()
   data["entries"][3]["findings"][0]["subject"] = "the moon"
-  with pytest.raises(ReportError, match=r"entries\[3\]\.findings\[0\]: .*'the moon'"):
+  with pytest.raises(ReportError,
+                     match=r"entries\[3\]\.findings\[0\]\.subject: expected one of .*'the moon'"):
     load_report(_write(tmp_path, data))
 
 

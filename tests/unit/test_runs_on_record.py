@@ -20,12 +20,12 @@ def test_a_record_and_an_error_read_back_as_written():
 
 
 @pytest.mark.parametrize("broken, named", [
-    ({k: v for k, v in GOOD.items() if k != "runs_on_summary"}, "expected keys runs_on"),
+    ({k: v for k, v in GOOD.items() if k != "runs_on_summary"}, "blob: missing runs_on_summary"),
     ({**GOOD, "runs_on": {"cpu": "0.10.2"}}, "blob.runs_on"),
     ({**GOOD, "runs_on_limits": {}}, "blob.runs_on_limits"),
     ({**GOOD, "runs_on_summary": {"cpu": 3}}, "blob.runs_on_summary"),
     ({"runs_on": None}, "runs_on_error"),
-    ({**GOOD, "extra": 1}, "expected keys runs_on"),
+    ({**GOOD, "extra": 1}, "blob: unknown key 'extra'"),
     ([], "expected an object"),
 ], ids=["no summary", "releases not a list", "no limits", "summary not text",
         "no error", "an unknown key", "not an object"])
