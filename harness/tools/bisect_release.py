@@ -9,7 +9,7 @@ A blob with its inputs and expected outputs (``np.savez`` positional arrays)
 becomes a temporary golden entry first, compared with ``allclose`` at the
 given tolerances.
 
-The candidate consumers are the releases of ``_releases.RELEASE_DATES`` in the
+The candidate consumers are the releases of the release table (``RELEASE_DATES``) in the
 range (both ends included), in version order. Each probe replays the entry
 with ``_replayer.py`` in that release's venv (``_venvs.ensure_venv`` creates
 it when missing; ``--available-only`` keeps the releases whose venv is ready,

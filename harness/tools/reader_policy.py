@@ -1,6 +1,6 @@
 """Measure which envelope layouts each jax release's ``jax.export.deserialize`` reads.
 
-For every tested release (``TESTED_RELEASES``) this reads one blob of each
+For every release jaxport serves (``served_releases``) this reads one blob of each
 envelope layout (``jaxport.upgrades.LAYOUTS``) with that release's own reader,
 in its venv (``_venvs.ensure_venv``). The readings live in the one release table
 (``jaxport/releases/release_table.json``, written by ``release_table.py``, which

@@ -1,6 +1,7 @@
 """Generate ``jaxport/releases/release_table.json``: what each jax release reads, writes and registers.
 
-For every release of ``jaxport.releases.RELEASE_DATES`` (or ``--releases``), in
+For every release of the table (or ``--releases``; a release it does not list yet with
+``--date``, the day its wheels were first published), in
 its own venv (reused from ``.jax-venvs/`` where one exists, else built in a
 scratch folder and deleted after measuring unless ``--keep-venvs``), one release
 at a time, this measures:
@@ -61,7 +62,7 @@ from jaxport.custom_calls import _registry
 from jaxport.releases import _table
 from jaxport.releases._features import module_dialects as _mlir_dialects
 from jaxport.releases._runs_on import target_platform
-from jaxport.releases._dates import BACKWARD_WINDOW_DAYS, RELEASE_DATES, parse_version
+from jaxport.releases._dates import BACKWARD_WINDOW_DAYS, parse_version
 from jaxport.export import _mlir
 from jaxport.serde import _read, _verify
 from jaxport.serde._read import read_serialization_version
@@ -304,10 +305,25 @@ for t in args["targets"]:
 '''
 
 
-def candidate_releases() -> list[str]:
-  """The releases of RELEASE_DATES from 0.4.26 to 0.12.0.1, oldest first."""
+def candidate_releases(doc: dict[str, Any]) -> list[str]:
+  """The releases of the table ``doc`` from 0.4.26 to 0.12.0.1, oldest first."""
   lo, hi = parse_version(FIRST), parse_version(LAST)
-  return sorted((v for v in RELEASE_DATES if lo <= parse_version(v) <= hi), key=parse_version)
+  return sorted((v for v in doc.get("releases", {}) if lo <= parse_version(v) <= hi),
+                key=parse_version)
+
+
+def release_day(doc: dict[str, Any], version: str, given: str | None) -> str:
+  """The first upload day of ``version``: the table's own, else ``given`` (``--date``)."""
+  known = doc.get("releases", {}).get(version, {}).get("date")
+  if given is not None:
+    datetime.date.fromisoformat(given)
+    if known is not None and known != given:
+      raise SystemExit(f"jax {version}: the table dates it {known}, not {given}")
+    return given
+  if known is None:
+    raise SystemExit(f"jax {version} is not in the table yet: give the day its wheels were "
+                     "first published with --date YYYY-MM-DD")
+  return known
 
 
 def probed_targets(doc: dict[str, Any]) -> list[str]:
@@ -541,6 +557,8 @@ def _python_for(version: str, scratch: Path) -> tuple[Path | None, str | None, b
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--releases", nargs="+", help="only these releases")
+  parser.add_argument("--date", help="with one release of --releases that the table does not "
+                      "list yet: the day its wheels were first published (YYYY-MM-DD)")
   parser.add_argument("--keep-venvs", action="store_true", help="keep the venvs built here")
   parser.add_argument("--force", action="store_true", help="measure releases already in the table")
   parser.add_argument("--reader-only", action="store_true",
@@ -553,8 +571,11 @@ def main(argv: list[str] | None = None) -> int:
                       help="the table to update (default: the package's own)")
   args = parser.parse_args(argv)
   logging.basicConfig(level=logging.INFO, format="%(message)s")
-  wanted = args.releases or candidate_releases()
   doc = json.loads(args.out.read_text()) if args.out.exists() else {}
+  wanted = args.releases or candidate_releases(doc)
+  if args.date is not None and len(wanted) != 1:
+    parser.error("--date dates one release: give it with exactly one of --releases")
+  days = {version: release_day(doc, version, args.date) for version in wanted}
   doc.setdefault("format_version", _table.FORMAT_VERSION)
   doc.setdefault("releases", {})
   doc["method"] = METHOD
@@ -578,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
       if python is None:
         logger.info("jax %s: not installable: %s", version, reason)
         doc["releases"][version] = {"installable": False, "not_installable_reason": reason,
-                                    "measured_on": today}
+                                    "measured_on": today, "date": days[version]}
       else:
         try:
           if again:
@@ -586,7 +607,9 @@ def main(argv: list[str] | None = None) -> int:
             known.update(_layout_facts(got, header), **reader_facts(got))
             logger.info("jax %s: reader facts measured again", version)
           else:
-            doc["releases"][version] = facts_from(measure_one(python, targets, inputs), today, header)
+            doc["releases"][version] = {
+                **facts_from(measure_one(python, targets, inputs), today, header),
+                "date": days[version]}
             logger.info("jax %s: measured (%d cpu targets)", version,
                         len(doc["releases"][version]["cpu_targets"]))
         finally:

@@ -15,7 +15,7 @@ any suite failed under any release.
 
 Each release's venvs are built on the Python it installs on (``_venvs.python_need``):
 3.11 for jax 0.10.2 and older, 3.12 or newer for 0.11.0 and newer, so one run
-covers every release of ``TESTED_RELEASES`` when both are installed. A release
+covers every release jaxport serves when both are installed. A release
 whose venv cannot be built (its Python missing, say) is a failed row naming the
 cause, and the other releases still run. ``--list`` prints each release's
 Python and venv state without building anything.
@@ -24,7 +24,6 @@ Python and venv state without building anything.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import json
 import logging
@@ -48,13 +47,9 @@ SUITES = {
 
 
 def supported_releases() -> tuple[str, ...]:
-  """The releases jaxport declares tested, oldest first (parsed from the source, without importing jax)."""
-  source = (_venvs.REPO_ROOT / "jaxport" / "_jaxcompat" / "_version.py").read_text()
-  for node in ast.parse(source).body:
-    if (isinstance(node, ast.Assign) and len(node.targets) == 1
-        and getattr(node.targets[0], "id", None) == "TESTED_RELEASES"):
-      return tuple(ast.literal_eval(node.value))
-  raise RuntimeError("jaxport/_jaxcompat/_version.py defines no TESTED_RELEASES tuple")
+  """The releases jaxport serves, oldest first (``jaxport.releases.served_releases``)."""
+  from jaxport.releases._table import served_releases
+  return served_releases()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
       description="Run tests/ and the CPU harness replay under each supported jax release.")
   parser.add_argument("--jax", action="append", default=[], help="release to test (repeatable)")
   parser.add_argument("--supported", action="store_true",
-                      help="every release in jaxport's TESTED_RELEASES")
+                      help="every release jaxport serves (jaxport.releases.served_releases)")
   parser.add_argument("--current", action="store_true", help="also this interpreter's jax")
   parser.add_argument("--suite", choices=[*SUITES, "all"], default="all")
   parser.add_argument("-n", "--workers", default="2", help="pytest-xdist workers per run")

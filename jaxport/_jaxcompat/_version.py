@@ -17,13 +17,12 @@ from jaxport.errors import JaxVersionError, UntestedJaxWarning
 
 JAXPORT_VERSION = "0.1.0"
 
-# The oldest jax release jaxport runs on, and the newest one it is tested with.
-# The releases in between that CI tests, oldest first (harness/tools/suites_with_jax.py).
+# The oldest jax release jaxport runs on, and the newest one it is tested with. The releases
+# in between that CI and the nightly test are the release table's from one to the other
+# (jaxport.releases.served_releases). 0.9.2 to 0.10.2 install on Python 3.11; 0.11.0 and newer
+# only on Python 3.12+.
 MIN_JAX = "0.9.2"
 MAX_TESTED_JAX = "0.12.0.1"
-# 0.9.2 to 0.10.2 install on Python 3.11; 0.11.0 and newer only on Python 3.12+.
-TESTED_RELEASES = ("0.9.2", "0.10.0", "0.10.1", "0.10.2",
-                   "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.12.0.1")
 # Below: jax 0.9.0 and 0.9.1, whose jax.export serializes no abstract device of
 # a mesh (layout 6), so sharded records read back from their blobs differ from
 # fresh ones (docs/multi-release.md).

@@ -31,4 +31,5 @@ from jaxport.releases._table import ReleaseFacts as ReleaseFacts
 from jaxport.releases._table import ReleaseTable as ReleaseTable
 from jaxport.releases._table import release_facts as release_facts
 from jaxport.releases._table import releases as releases
+from jaxport.releases._table import served_releases as served_releases
 from jaxport.errors import ReleaseTableError as ReleaseTableError

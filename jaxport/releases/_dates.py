@@ -1,9 +1,10 @@
-"""jax release dates and the backward-compatibility window (kept by hand).
+"""jax release dates and the backward-compatibility window.
 
 jax promises that a serialized artifact keeps running on a jax/jaxlib up to
 six months newer than the one that produced it. Whether an entry lies inside
-that window is decided by release dates, kept here (first upload of each
-release to the package index) so the check needs no network.
+that window is decided by release dates: the first upload of each release to the
+package index, kept in the release table beside what was measured of it, so the
+check needs no network.
 """
 
 from __future__ import annotations
@@ -11,23 +12,29 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import re
+from collections.abc import Iterator, Mapping
 
-# First upload date of each jax release to the package index; add new
-# releases at the end of each minor line. 0.12.0.1: the date its wheel's files carry.
-RELEASE_DATES: dict[str, str] = {
-    "0.4.26": "2024-04-03", "0.4.27": "2024-05-07", "0.4.28": "2024-05-09", "0.4.29": "2024-06-10",
-    "0.4.30": "2024-06-18", "0.4.31": "2024-07-30", "0.4.33": "2024-09-16",
-    "0.4.34": "2024-10-04", "0.4.35": "2024-10-22", "0.4.36": "2024-12-05",
-    "0.4.37": "2024-12-10", "0.4.38": "2024-12-17",
-    "0.5.0": "2025-01-17", "0.5.1": "2025-02-24", "0.5.2": "2025-03-05", "0.5.3": "2025-03-19",
-    "0.6.0": "2025-04-17", "0.6.1": "2025-05-21", "0.6.2": "2025-06-17",
-    "0.7.0": "2025-07-22", "0.7.1": "2025-08-20", "0.7.2": "2025-09-16",
-    "0.8.0": "2025-10-15", "0.8.1": "2025-11-18", "0.8.2": "2025-12-18", "0.8.3": "2026-01-29",
-    "0.9.0": "2026-01-20", "0.9.1": "2026-03-02", "0.9.2": "2026-03-18",
-    "0.10.0": "2026-04-16", "0.10.1": "2026-05-20", "0.10.2": "2026-06-17",
-    "0.11.0": "2026-07-16", "0.11.1": "2026-08-17", "0.11.2": "2026-09-17",
-    "0.12.0": "2026-10-19", "0.12.0.1": "2026-10-20",
-}
+class _TableDates(Mapping[str, str]):
+  """Release -> its first upload date (ISO text), read from the release table on first use:
+  the table's release set is jaxport's one list of jax releases, and each release's date is
+  kept there beside what was measured of it."""
+
+  def _dates(self) -> Mapping[str, str]:
+    from jaxport.releases._table import load   # the table imports this module
+    return {f.version: f.date.isoformat() for f in load().facts}
+
+  def __getitem__(self, version: str) -> str:
+    return self._dates()[version]
+
+  def __iter__(self) -> Iterator[str]:
+    return iter(self._dates())
+
+  def __len__(self) -> int:
+    return len(self._dates())
+
+
+# Release -> first upload date, for every release of the release table, oldest first.
+RELEASE_DATES: Mapping[str, str] = _TableDates()
 
 # jax's stated windows: a consumer up to six months newer than the producer
 # (backward, counted as 183 days) or up to three weeks older (forward).
@@ -53,9 +60,10 @@ def release_date(version: str) -> datetime.date:
     return datetime.date.fromisoformat(RELEASE_DATES[version])
   except KeyError:
     raise ValueError(
-        f"No release date known for jax {version}. Add it to RELEASE_DATES "
-        "(jaxport.releases.RELEASE_DATES: the date its wheels were first published), or "
-        "upgrade to a jaxport that knows the release.") from None
+        f"No release date known for jax {version}: jaxport's release table does not list it. "
+        "Upgrade to a jaxport that knows the release (in a jaxport source checkout: measure it "
+        f"with the release-table tool, --releases {version} --date YYYY-MM-DD, the day its "
+        "wheels were first published).") from None
 
 
 @dataclasses.dataclass(frozen=True)

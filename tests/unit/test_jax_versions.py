@@ -13,6 +13,7 @@ import pytest
 import jaxport
 from jaxport._jaxcompat import _version
 from jaxport.errors import JaxVersionError, UntestedJaxWarning
+from jaxport.releases import served_releases
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,7 +34,7 @@ def test_a_newer_jax_warns_and_a_supported_one_does_not():
     _version.check_jax_version("0.12.0.2")
   with warnings.catch_warnings():
     warnings.simplefilter("error")
-    for release in _version.TESTED_RELEASES:
+    for release in served_releases():
       _version.check_jax_version(release)
     _version.check_jax_version(_version.MAX_TESTED_JAX + ".dev20260701")
 
@@ -67,17 +68,17 @@ def test_pyproject_declares_the_range_not_a_pin():
   deps = {d.split(">")[0].split("=")[0]: d for d in project["dependencies"]}
   assert deps["jax"] == f"jax>={_version.MIN_JAX}"
   assert deps["jaxlib"] == f"jaxlib>={_version.MIN_JAX}"
-  assert _version.TESTED_RELEASES[0] == _version.MIN_JAX
-  assert _version.TESTED_RELEASES[-1] == _version.MAX_TESTED_JAX
+  assert served_releases()[0] == _version.MIN_JAX
+  assert served_releases()[-1] == _version.MAX_TESTED_JAX
 
 
 def test_the_nightly_matrix_and_the_runner_cover_every_tested_release():
   from harness.tools import suites_with_jax
-  assert suites_with_jax.supported_releases() == _version.TESTED_RELEASES
+  assert suites_with_jax.supported_releases() == served_releases()
   workflow = (REPO / ".github" / "workflows" / "nightly-compat.yml").read_text()
   job = workflow[workflow.index("supported-releases:"):]
   matrix = re.search(r"jax: \[([^\]]*)\]", job).group(1)
-  assert tuple(json.loads(f"[{matrix}]")) == _version.TESTED_RELEASES
+  assert tuple(json.loads(f"[{matrix}]")) == served_releases()
 
 
 def test_four_part_releases_sort_after_their_base():
@@ -85,5 +86,5 @@ def test_four_part_releases_sort_after_their_base():
   assert _version.release_tuple("0.12.0") < _version.release_tuple("0.12.0.1") < \
       _version.release_tuple("0.12.1")
   assert _version.release_tuple("0.12.0.1.dev20261101") == (0, 12, 0, 1)
-  ordered = sorted(_version.TESTED_RELEASES, key=_version.release_tuple)
-  assert list(_version.TESTED_RELEASES) == ordered and ordered[-1] == _version.MAX_TESTED_JAX
+  ordered = sorted(served_releases(), key=_version.release_tuple)
+  assert list(served_releases()) == ordered and ordered[-1] == _version.MAX_TESTED_JAX

@@ -49,7 +49,7 @@ def test_parse_version_and_unknown_release_message():
   assert _releases.parse_version("0.9.0.1") == (0, 9, 0, 1)
   with pytest.raises(ValueError, match="MAJOR.MINOR.PATCH"):
     _releases.parse_version("0.10")
-  with pytest.raises(ValueError, match="Add it to RELEASE_DATES"):
+  with pytest.raises(ValueError, match="release table does not list it.*--releases 0.0.1 --date"):
     _releases.release_date("0.0.1")
 
 

@@ -32,16 +32,24 @@ def _features(**over) -> ArtifactFeatures:
   return ArtifactFeatures(**base)
 
 
-def test_every_dated_release_from_0_4_26_is_listed_installable_or_with_the_reason():
-  lo, hi = rel.parse_version("0.4.26"), rel.parse_version("0.12.0.1")
-  dated = {v for v in rel.RELEASE_DATES if lo <= rel.parse_version(v) <= hi}
-  listed = {f.version: f for f in rel.releases()}
-  assert dated <= set(listed), sorted(dated - set(listed), key=rel.parse_version)
-  for f in listed.values():
+def test_every_release_of_the_table_is_dated_and_listed_installable_or_with_the_reason():
+  listed = rel.releases()
+  assert [f.version for f in listed] == sorted((f.version for f in listed), key=rel.parse_version)
+  # The dates, and the releases served, derive from the table's one release list.
+  assert dict(rel.RELEASE_DATES) == {f.version: f.date.isoformat() for f in listed}
+  assert set(rel.served_releases()) <= {f.version for f in listed if f.installable}
+  for f in listed:
     assert f.installable or f.not_installable_reason, f.version
     if f.installable:
       assert f.stablehlo_writes and f.calling_conventions_call and f.envelope_layouts, f.version
       assert f.cpu_targets is not None, f.version
+
+
+def test_a_release_of_the_table_without_its_date_is_refused_naming_it():
+  doc = json.loads(_table.TABLE_FILE.read_text())
+  del doc["releases"]["0.10.2"]["date"]
+  with pytest.raises(ReleaseTableError, match=r"release 0\.10\.2 date: expected a date YYYY-MM-DD, got None"):
+    _table.parse(doc, "t.json")
 
 
 def test_releases_are_oldest_first_with_their_hand_kept_dates():
@@ -209,3 +217,26 @@ def test_artifact_features_cross_a_process_boundary_and_fail_closed():
                       (dict(sent, custom_calls=[["lapack_spotrf_ffi"]]), "'custom_calls'")):
     with pytest.raises(ValueError, match=why):
       ArtifactFeatures.from_dict(broken)
+
+
+def test_no_module_keeps_a_release_list_of_its_own():
+  """The release table's release set is the one list: no tuple, list, set or dict of three or
+  more jax versions is written in the package or its tools."""
+  version = rel.parse_version
+  root = pathlib.Path(__file__).resolve().parents[2]
+  found = []
+  for path in [*sorted((root / "jaxport").rglob("*.py")), *sorted((root / "harness").rglob("*.py"))]:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+      items = (node.keys if isinstance(node, ast.Dict)
+               else node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [])
+      texts = [n.value for n in items if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+      releases = []
+      for t in texts:
+        try:
+          version(t)
+          releases.append(t)
+        except ValueError:
+          pass
+      if len(releases) >= 3:
+        found.append(f"{path.relative_to(root)}:{node.lineno}")
+  assert not found, found
