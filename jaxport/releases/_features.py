@@ -27,7 +27,8 @@ from jaxport.releases._runs_on import ArtifactFeatures, CustomCall, runs_on
 from jaxport.releases._dates import parse_version
 from jaxport.releases._table import releases as table_releases
 from jaxport.serde import _read, _verify
-from jaxport.upgrades import envelope_layout, read_any_envelope
+from jaxport.upgrades import read_any_envelope
+from jaxport.upgrades._envelope import layout_of_fields
 
 logger = logging.getLogger(__name__)
 
@@ -98,8 +99,10 @@ def _modules(exp: Any) -> list[bytes]:
 def features_of_blob(blob: bytes | bytearray | memoryview, manifest: Any = None) -> ArtifactFeatures:
   """The features of a serialized Exported (``manifest``: its golden entry's, if any)."""
   blob = bytes(blob)
-  exp, _ = read_any_envelope(blob)
-  layout = envelope_layout(blob)
+  # The envelope decoded once: its layout, header, producer and device-count fields.
+  fields = _verify.decode(blob)
+  layout = layout_of_fields(fields)
+  exp, _ = read_any_envelope(blob, layout=layout)
   known = _known_ops()
   modules = _modules(exp)
   ops: set[str] = set()
@@ -122,17 +125,17 @@ def features_of_blob(blob: bytes | bytearray | memoryview, manifest: Any = None)
           "releases it runs on cannot be computed: inspect it with a newer jax, or inspect its "
           "golden entry, whose manifest records the custom calls.") from None
     calls = _manifest_calls(manifest) + [c for m in modules[1:] for c in _safe_calls(m)]
-  fields = _verify.decode(blob)
   return ArtifactFeatures(
       has_nr_devices_short=bool(fields[_read._X.nr_devices_short]), nr_devices=exp.nr_devices,
       dialects=frozenset(dialects),
       platforms=tuple(exp.platforms), calling_convention=exp.calling_convention_version,
-      envelope_layout=layout, serialization_version=_read.read_serialization_version(blob),
+      envelope_layout=layout, serialization_version=fields[_read._X.serialization_version] or 0,
       has_nr_devices=layout != _NO_NR_DEVICES,
       stablehlo_version=_mlir.artifact_version(modules[0]), vhlo_ops=frozenset(ops),
       custom_calls=tuple(dict.fromkeys(calls)),
       allowed_targets=disabled_targets(exp.disabled_safety_checks),
-      producer=_read.read_jax_version(blob) or getattr(getattr(manifest, "producer", None), "jax", None))
+      producer=(fields[_read._X.jax_version]
+                or getattr(getattr(manifest, "producer", None), "jax", None)))
 
 
 def _safe_calls(module: bytes) -> list[CustomCall]:

@@ -86,7 +86,12 @@ def _stores_hlo_protos(t: list[Any]) -> bool:
 
 def envelope_layout(blob: bytes | bytearray | memoryview) -> str:
   """Which of :data:`LAYOUTS` ``blob``'s envelope has (read from its structure alone)."""
-  t = _verify.decode(_read._as_bytes(blob))
+  return layout_of_fields(_verify.decode(_read._as_bytes(blob)))
+
+
+def layout_of_fields(t: list[Any]) -> str:
+  """Which of :data:`LAYOUTS` an envelope has, from its decoded root table
+  (``jaxport.serde._verify.decode``), for readers that decoded it already."""
   if not t[_X.nr_devices] and t[_X.nr_devices_short]:
     return SHORT_DEVICE_COUNT
   if _stores_hlo_protos(t):
@@ -153,12 +158,13 @@ def _unread_reason(layout: str, target: _for_jax.ConsumerTarget) -> str | None:
   return f"jax {target.release} {status.replace('_', ' ')} the {layout} layout"
 
 
-def read_any_envelope(blob: bytes | bytearray | memoryview, for_jax: str | None = None
-                      ) -> tuple[Exported, EnvelopeRewrite | None]:
+def read_any_envelope(blob: bytes | bytearray | memoryview, for_jax: str | None = None,
+                      layout: str | None = None) -> tuple[Exported, EnvelopeRewrite | None]:
   """The record in ``blob`` whatever its envelope's age, and the rewrite it needs for the
-  consumer ``for_jax`` (None: the installed jax) to read it (None: none)."""
+  consumer ``for_jax`` (None: the installed jax) to read it (None: none). ``layout``: the
+  envelope's layout where the caller has read it already."""
   target = consumer(for_jax)
-  layout = envelope_layout(blob)
+  layout = layout or envelope_layout(blob)
   reason = _unread_reason(layout, target)
   if EXPIRED_LAYOUTS.get(layout) and jax_envelope.REFUSES_EXPIRED:
     rec = _named_only(_read.deserialize_expired(blob))
