@@ -101,9 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
                  help="do not re-lower cases to compare custom-call signatures")
   _stable_targets_option(p, "they count as stable besides jaxport's table (and the "
                             "--project's jaxport_stable_targets), and the project registers them")
-  p.add_argument("--compat-strict", dest="strict", action="store_true",
-                 help="warnings fail too, as in the harness: an expired entry, "
-                      "one dated after today, a custom-call target nothing promises")
+  p.add_argument("--compat-strict", dest="strict",
+                 **_settings.command_line_option("strict", "--compat-strict"))
   p.add_argument("--json", action="store_true", help="print JSON")
   _parser.add_options(p)
 

@@ -52,6 +52,8 @@ def command_line_option(name: str, flag: str) -> dict[str, Any]:
   its default, help and validation from :data:`FIELDS` (an error names ``flag``), so that a
   command and the harness never disagree on what the setting means."""
   field = FIELDS_BY_NAME[name]
+  if field.switch:
+    return {"action": "store_true", "default": field.default, "help": field.help_text()}
 
   def parse(text: str) -> Any:
     try:
@@ -266,8 +268,9 @@ FIELDS: tuple[Field, ...] = (
     Field("update", "--compat-update", "replay, then record a new dated entry for each case "
           "whose function changed, and show what changed", default=False, switch=True,
           validate=_switch, kind="bool"),
-    Field("strict", "--compat-strict", "also fail on drift, stale targets and expired entries "
-          "(pytest's own strict mode implies it)", default=False, switch=True, validate=_switch,
+    Field("strict", "--compat-strict", "warnings fail too: drift, a custom-call target nothing "
+          "promises, an expired entry or one dated after today (in a pytest run, pytest's own "
+          "strict mode implies it)", default=False, switch=True, validate=_switch,
           kind="bool"),
     Field("report", "--compat-report", "write the compatibility report here", metavar="FILE.json",
           validate=_output_file("--compat-report")),
