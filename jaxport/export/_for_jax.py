@@ -54,10 +54,11 @@ LAYOUT_HEADERS = {UNIQUE_TABLES: jax_envelope.LEGACY_HEADER_VERSION,
                   VERSION_12: jax_envelope.REAL_HEADER_VERSION}
 
 # jaxport's envelopes keep the device count in the 32-bit nr_devices and shardings as
-# named shardings over an abstract mesh. jax reads the 32-bit count (falling back to the
-# 16-bit one) from 0.8.3 on, and named shardings from 0.9.0 on (serialization version 6);
-# before, an input or output sharding reads as unspecified, which is exact for one device.
-OLDEST_CONSUMER = "0.8.3"
+# named shardings over an abstract mesh. A release whose reader takes the count only from the
+# 16-bit nr_devices_short field (the release table's device_count_fields) reads 0 devices in
+# them, so jaxport exports only for releases that read the 32-bit field: the oldest of those
+# is oldest_consumer(). Named shardings read from 0.9.0 on (serialization version 6); before,
+# an input or output sharding reads as unspecified, which is exact for one device.
 OLDEST_SHARDED_CONSUMER = "0.9.0"
 
 _LEGALIZE = re.compile(r"failed to legalize operation '([A-Za-z0-9_.]+)'")
@@ -170,13 +171,36 @@ def _calling_convention(facts: Any) -> int:
   return both[-1]
 
 
+def reads_32_bit_device_count(facts: Any) -> bool:
+  """Whether the release's reader takes the device count from the 32-bit ``nr_devices`` field
+  jaxport writes, as the release table measured it."""
+  return facts.device_count_fields.get("nr_devices") is True
+
+
+def oldest_consumer() -> str:
+  """The oldest release jaxport exports for: from the release table, the oldest measured
+  release from which on every measured reader takes the 32-bit device count."""
+  oldest = None
+  for facts in reversed(release_table.releases()):
+    if not facts.measured:
+      continue
+    if not reads_32_bit_device_count(facts):
+      break
+    oldest = facts.version
+  if oldest is None:
+    raise ReleaseTableError("The release table measures no release that reads the 32-bit device "
+                            "count jaxport writes; reinstall jaxport to restore its table.")
+  return oldest
+
+
 def _layout(facts: Any) -> str:
-  if release_dates.parse_version(facts.version) < release_dates.parse_version(OLDEST_CONSUMER):
+  if not reads_32_bit_device_count(facts):
+    oldest = oldest_consumer()
     raise ExportError(
         f"Cannot export for jax {facts.version}: it reads the device count only from the "
         "legacy 16-bit field, and jaxport writes it in the 32-bit one, which jax reads from "
-        f"{OLDEST_CONSUMER} on. Export with that older jax itself, or for jax "
-        f"{OLDEST_CONSUMER} or newer.")
+        f"{oldest} on (the release table's measurement). Export with that older jax itself, or "
+        f"for jax {oldest} or newer.")
   mine = installed_layout()
   candidates = [mine] + [name for name in LAYOUT_HEADERS if name != mine]
   headers_read = set(facts.serialization_versions_read)

@@ -4,7 +4,8 @@ Every release case that the consumer can express (``harness/tools/release_cases.
 is exported here, under whatever jax runs the test, with
 ``jaxport.export(..., for_jax=CONSUMER)``, serialized, and then read in the
 consumer's own venv by its ``jax.export.deserialize`` and called there with
-``Exported.call`` (jax 0.9.2, and 0.8.3, the oldest release jaxport writes for);
+``Exported.call`` (jax 0.9.2, and the oldest release jaxport writes for, which the release
+table names; the release just below it must refuse what is written for it);
 the outputs must pass the case's checker and tolerances against the outputs of
 this process. Without ``for_jax``, a jax from 0.11.2 on writes modules 0.9.2
 cannot read (``harness/expected_status.json``). The release venv is used where it
@@ -29,11 +30,14 @@ if str(ROOT) not in sys.path:
 import jaxport  # noqa: E402
 from harness.tools import _venvs, release_cases  # noqa: E402
 from harness.tools.record_with_jax import release_env  # noqa: E402
-from jaxport.export import _mlir  # noqa: E402
+from jaxport.export import _for_jax, _mlir  # noqa: E402
 from jaxport.harness import _contract  # noqa: E402
 from jaxport.releases import _table as release_table  # noqa: E402
 
-CONSUMERS = ("0.9.2", "0.8.3")
+OLDEST = _for_jax.oldest_consumer()
+_MEASURED = [f.version for f in release_table.releases() if f.measured]
+BELOW_OLDEST = _MEASURED[_MEASURED.index(OLDEST) - 1]
+CONSUMERS = ("0.9.2", OLDEST)
 CONSUMER_SCRIPT = Path(__file__).with_name("_for_jax_consumer.py")
 BUILD = os.environ.get("JAXPORT_BUILD_RELEASE_VENVS") == "1"
 
@@ -105,3 +109,22 @@ def test_artifacts_exported_for_an_older_jax_load_and_match_in_its_own_jax_expor
   assert all(r["jax"] == consumer for r in rows)
   failed = {r["case"]: r["problems"] for r in rows if not r["ok"]}
   assert not failed, failed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("consumer", [_needs_venv(BELOW_OLDEST)])
+def test_the_release_below_the_oldest_consumer_refuses_what_is_written_for_the_oldest(
+    tmp_path, consumer):
+  python = _venvs.ensure_venv(consumer)
+  case = _consumer_cases(OLDEST)[0]
+  _write_case(tmp_path / case.case_id, case, OLDEST)
+  proc = subprocess.run([str(python), str(CONSUMER_SCRIPT), str(tmp_path)], env=release_env(),
+                        capture_output=True, text=True, timeout=900)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+  assert [r["case"] for r in rows] == [case.case_id] and rows[0]["jax"] == consumer
+  # Its reader takes the device count from the 16-bit field jaxport does not fill (0 devices),
+  # and under a jax whose own envelope is header 12 it reads that header in no case.
+  problems = " ".join(rows[0]["problems"])
+  assert not rows[0]["ok"] and ("exported for 0 devices" in problems
+                                or "unsupported version 12" in problems), rows

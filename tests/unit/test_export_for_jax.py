@@ -40,7 +40,8 @@ def facts(version: str = "0.9.2", **changes) -> _table.ReleaseFacts:
       stablehlo_writes="1.14.0", stablehlo_reads_min="0.9.0", calling_convention_default=10,
       calling_conventions_call=(9, 10), serialization_versions_read=(2, 3, 12),
       envelope_layouts={layout: "reads" for layout in LAYOUTS}, expiry_days=None,
-      cpu_targets=CPU, stable_targets={"cpu": CPU | ANY, "tpu": ANY | {"tpu_custom_call"}})
+      cpu_targets=CPU, stable_targets={"cpu": CPU | ANY, "tpu": ANY | {"tpu_custom_call"}},
+      device_count_fields={"nr_devices": True, "nr_devices_short": True})
   return dataclasses.replace(base, **changes)
 
 
@@ -153,10 +154,14 @@ def test_a_release_that_reads_neither_layout_is_refused_naming_them(table):
 
 
 def test_a_release_reading_only_the_16_bit_device_count_is_refused(table):
-  table(facts("0.8.0"))
+  short_only = {"nr_devices": False, "nr_devices_short": True}
+  table(facts("0.7.2", device_count_fields=short_only),
+        facts("0.8.0", device_count_fields=short_only), facts("0.8.2"), facts("0.9.2"))
+  assert _for_jax.oldest_consumer() == "0.8.2"
   with pytest.raises(ExportError, match=r"jax 0\.8\.0: it reads the device count only from the "
-                                        r"legacy 16-bit field.* from 0\.8\.3 on"):
+                                        r"legacy 16-bit field.* from 0\.8\.2 on"):
     _for_jax.consumer_target("0.8.0")
+  _for_jax.consumer_target("0.8.2")
 
 
 def test_a_multi_device_record_for_a_release_before_named_shardings_is_refused(table):
@@ -242,3 +247,20 @@ def test_with_the_shipped_table_a_target_a_release_lacks_is_refused_and_one_it_h
     assert jaxport.export(f, platforms=("rocm",), for_jax="0.9.2")(key).for_jax.release == "0.9.2"
   finally:
     jax.config.update("jax_threefry_gpu_kernel_lowering", before)
+
+
+def test_the_oldest_consumer_is_the_oldest_release_runs_on_names_for_what_jaxport_writes():
+  from jaxport.releases._features import runs_on_record
+  oldest = _for_jax.oldest_consumer()
+  blob = jaxport.export(jax.jit(jnp.sin), for_jax=oldest)(
+      jax.ShapeDtypeStruct((3,), np.float32)).serialize()
+  record = runs_on_record(blob)
+  assert record.runs_on["cpu"][0] == oldest
+  measured = [f.version for f in _table.releases() if f.measured]
+  below = measured[measured.index(oldest) - 1]
+  # The release below refuses it: by its device count, or by the envelope layout (a jax whose
+  # own layout is header 12, which that release does not read either).
+  assert f"below: {below}: envelope" in record.summary["cpu"], record.summary["cpu"]
+  with pytest.raises(ExportError, match=f"jax {below}: it reads the device count only from the "
+                                        f"legacy 16-bit field.* from {oldest} on"):
+    _for_jax.consumer_target(below)

@@ -8,12 +8,8 @@ from collections.abc import Mapping
 
 from jaxport._vocabulary import Finding, FindingKind, Subject
 from jaxport.errors import JaxportError
-from jaxport.releases import ArtifactFeatures, RunsOn, runs_on
+from jaxport.releases import ArtifactFeatures, RunsOn, parse_version, runs_on
 from jaxport.releases import releases as table_releases
-
-
-def _key(version: str) -> tuple[int, ...]:
-  return tuple(int(x) for x in version.split("."))
 
 
 def releases_run_on(features: Mapping | None, features_error: str | None,
@@ -50,10 +46,10 @@ def min_consumer_findings(min_consumer: str, platform: str, range_: RunsOn | Non
                     f"min_consumer {min_consumer} is not a measured release of the release table "
                     f"(it measures {measured[0]} to {measured[-1]}); name a measured release, or "
                     "upgrade to a jaxport whose release table measures it")]
-  lo = _key(min_consumer)
-  hi = max(lo, _key(producer)) if producer is not None and producer in measured else lo
+  lo = parse_version(min_consumer)
+  hi = max(lo, parse_version(producer)) if producer is not None and producer in measured else lo
   for release in measured:
-    if lo <= _key(release) <= hi and not range_.covers(platform, release):
+    if lo <= parse_version(release) <= hi and not range_.covers(platform, release):
       why = range_.why_not(platform, release) or "not in the computed range"
       return [Finding(FindingKind.BELOW_MIN_CONSUMER, Subject.CONSUMERS,
                       f"min_consumer {min_consumer}: the entry does not run on jax {release} "
