@@ -291,6 +291,8 @@ class Entry:
   def __init__(self, path: str | os.PathLike, entry_id: str | None = None):
     self.path = Path(path)
     self.entry_id = entry_id or "/".join(self.path.parts[-4:])
+    # The manifest last parsed, under the identity of the file it was parsed from.
+    self._parsed: tuple[tuple[int, int, int], Manifest] | None = None
 
   def __repr__(self) -> str:
     return f"Entry({self.entry_id!r})"
@@ -326,10 +328,15 @@ class Entry:
 
   @property
   def manifest(self) -> Manifest:
-    """The validated manifest; checks that it agrees with the entry's directory."""
+    """The validated manifest; checks that it agrees with the entry's directory. Parsed once
+    for each version of the file (its inode, size and modification time): a replay asks for
+    it several times."""
     where = self._where(MANIFEST_FILE)
     path = self.path / MANIFEST_FILE
-    self._check_regular(MANIFEST_FILE)
+    st = self._check_regular(MANIFEST_FILE)
+    identity = (st.st_ino, st.st_size, st.st_mtime_ns)
+    if self._parsed is not None and self._parsed[0] == identity:
+      return self._parsed[1]
     m = Manifest.from_json(read_bounded(path, where, "MAX_JSON_BYTES"), where)
     check_array_dtypes(m, where)
     if not m.files:
@@ -348,9 +355,10 @@ class Entry:
           f"{where}: the manifest describes {m.relative_dir!r} (platform/family/case_id/"
           f"date_jax-version) but lies in {expected_id!r}. Entries cannot be moved or renamed; "
           "restore it from version control.")
+    self._parsed = (identity, m)
     return m
 
-  def _check_regular(self, name: str) -> None:
+  def _check_regular(self, name: str) -> os.stat_result:
     path = self.path / name
     try:
       st = os.lstat(path)
@@ -359,6 +367,7 @@ class Entry:
     if not stat.S_ISREG(st.st_mode):
       raise GoldenDataError(f"{self._where(name)}: not a regular file (links and "
                             "directories are refused).")
+    return st
 
   def _check_listing(self, m: Manifest) -> None:
     if not self.path.is_dir():

@@ -489,3 +489,21 @@ def test_an_adopted_entry_keeps_the_staged_bytes_and_is_not_encoded_again(tmp_pa
     assert (revised.path / name).read_bytes() == (entry.path / name).read_bytes(), name
   with pytest.raises(GoldenDataError, match="already exists"):
     target.adopt(staged)
+
+
+def test_the_manifest_is_parsed_once_per_version_of_its_file(entry, monkeypatch):
+  parses = []
+  parse = Manifest.from_json
+  monkeypatch.setattr(_store.Manifest, "from_json",
+                      lambda text, where: parses.append(where) or parse(text, where))
+  first = entry.manifest
+  assert entry.manifest is first and entry.manifest is first
+  assert len(parses) == 1
+  # A manifest written anew (another file in its place) is read again, and checked again.
+  path = entry.path / "manifest.json"
+  text = path.read_text()
+  path.unlink()
+  path.write_text(text.replace('"format_version": 2', '"format_version": 99'))
+  with pytest.raises(GoldenDataError, match="format_version"):
+    entry.manifest
+  assert len(parses) == 2
