@@ -52,6 +52,10 @@ class FindingKind(enum.StrEnum):
   # The releases the entry runs on (computed from the release table) leave out its case's
   # min_consumer, or a release between that and the producer: always fails.
   BELOW_MIN_CONSUMER = "below_min_consumer"
+  # Whether the entry runs on its case's min_consumer is not known: the range cannot be computed
+  # from its blob, or the release table does not measure that release. Warns (fails under
+  # --compat-strict): what was not measured is neither a pass nor a break.
+  MIN_CONSUMER_UNKNOWN = "min_consumer_unknown"
   LOWERING_DRIFT = "lowering_drift"
   # Today's export is called with other input or output trees, dtypes, shapes, shardings or
   # effects than the entry: the artifact's calling contract changed. As a function change.
@@ -74,7 +78,8 @@ _K = FindingKind
 ALWAYS_FAIL = frozenset({_K.GOLDEN_DATA_ERROR, _K.COMPATIBILITY_BREAK, _K.EXPORT_ERROR,
                          _K.BELOW_MIN_CONSUMER})
 STRICT_FAIL = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE, _K.EXPIRED,
-                         _K.FUTURE_DATE, _K.STALE_TARGET, _K.UNEXPECTED_PASS})
+                         _K.FUTURE_DATE, _K.STALE_TARGET, _K.UNEXPECTED_PASS,
+                         _K.MIN_CONSUMER_UNKNOWN})
 # The kinds that say the case's function computes something else today.
 CHANGE_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE})
 # The kinds only running an entry can find: its results, today's export and its calling
@@ -82,7 +87,7 @@ CHANGE_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CH
 # ``jaxport audit`` reads an artifact without running it, so these are all it cannot say.
 RUN_ONLY_KINDS = frozenset({_K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE, _K.NUMERICS_DRIFT,
                             _K.NUMERICS_OTHER_HOST, _K.UPGRADED, _K.EXPORT_ERROR,
-                            _K.UNEXPECTED_PASS, _K.BELOW_MIN_CONSUMER})
+                            _K.UNEXPECTED_PASS, _K.BELOW_MIN_CONSUMER, _K.MIN_CONSUMER_UNKNOWN})
 # What no expectations-table row excuses: the case's own promise (min_consumer), damaged data
 # and a case that cannot be exported.
 NEVER_EXCUSED = frozenset({_K.EXPORT_ERROR, _K.GOLDEN_DATA_ERROR, _K.BELOW_MIN_CONSUMER})

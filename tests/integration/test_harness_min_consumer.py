@@ -16,6 +16,7 @@ if str(ROOT) not in sys.path:
 
 from jaxport.golden import EntryId
 from jaxport.harness import Case  # noqa: E402
+from jaxport.harness._judge._status import Policy, status_of  # noqa: E402
 from jaxport.harness._protocol import ReplayAnswer  # noqa: E402
 from jaxport.harness._session import HarnessSession, Options  # noqa: E402
 from jaxport.harness._settings import Settings  # noqa: E402
@@ -124,13 +125,16 @@ def _replayed_with(tmp_path, monkeypatch, min_consumer, **changes):
     hs.close()
 
 
-def test_features_that_cannot_be_read_fail_an_entry_with_a_min_consumer_naming_why(
+def test_features_that_cannot_be_read_warn_an_entry_with_a_min_consumer_naming_why(
     tmp_path, monkeypatch):
   outcome = _replayed_with(tmp_path, monkeypatch, _range()[0], features=None,
                            features_error="module bytes: truncated")
-  assert outcome.status == Status.FAIL, outcome.messages
-  (found,) = outcome.of_kind(FindingKind.BELOW_MIN_CONSUMER)
+  # Not measured is not a break: a warning, which fails under --compat-strict.
+  assert outcome.status == Status.WARN, outcome.messages
+  assert not outcome.has(FindingKind.BELOW_MIN_CONSUMER)
+  (found,) = outcome.of_kind(FindingKind.MIN_CONSUMER_UNKNOWN)
   assert "cannot be computed from its blob (module bytes: truncated)" in found.message
+  assert status_of(outcome.kinds, Policy(strict=True)) == Status.FAIL
 
 
 def test_features_that_cannot_be_read_for_the_report_only_are_a_skip_naming_why(

@@ -336,3 +336,18 @@ def test_annotate_reports_the_upgrade_rules():
                                  table=table)
   assert out.release.verdict == "upgraded" and out.release.upgrade_rules == ("potrf",)
   assert out.expected_failure is None and K.COMPATIBILITY_BREAK not in out.kinds
+
+
+def test_a_min_consumer_the_table_does_not_measure_is_unknown_not_a_break():
+  from jaxport.harness._judge._consumers import measured_releases, min_consumer_findings
+  from jaxport.releases import runs_on
+  from jaxport.releases._runs_on import ArtifactFeatures
+  measured = measured_releases()
+  features = ArtifactFeatures(platforms=("cpu",), calling_convention=9,
+                              envelope_layout="version-12", serialization_version=12,
+                              has_nr_devices=True, stablehlo_version="1.0.0",
+                              vhlo_ops=frozenset({"func_v1", "return_v1"}), custom_calls=())
+  (found,) = min_consumer_findings("0.3.1", "cpu", runs_on(features), measured, "0.10.2")
+  assert found.kind == "min_consumer_unknown" and "not a measured release" in found.message
+  (found,) = min_consumer_findings(measured[-1], "cpu", None, measured, "0.10.2", why="no blob")
+  assert found.kind == "min_consumer_unknown" and "(no blob)" in found.message

@@ -27,6 +27,10 @@ Kinds, from worst to mildest:
                            out that release or a newer one up to the producer;
                            the message names the release and the limiting
                            factor. Always fails.
+  ``min_consumer_unknown`` whether the entry runs on its case's ``min_consumer``
+                           cannot be said: its range cannot be computed from
+                           its blob, or the release table does not measure that
+                           release. A warning, a failure with ``--strict``.
   ``signature_change``     today's export is called with other input or output
                            trees, dtypes, shapes, shardings or effects than the
                            entry (its calling contract, ``_calling``): fails and

@@ -32,17 +32,18 @@ def measured_releases() -> tuple[str, ...]:
 def min_consumer_findings(min_consumer: str, platform: str, range_: RunsOn | None,
                           measured: tuple[str, ...], producer: str | None,
                           why: str | None = None) -> list[Finding]:
-  """A ``below_min_consumer`` finding when ``range_`` (None when it could not be computed,
-  ``why`` saying why where known) leaves out ``min_consumer`` or a measured release between
-  it and ``producer`` on ``platform``; none when it covers them."""
+  """A ``below_min_consumer`` finding when ``range_`` leaves out ``min_consumer`` or a
+  measured release between it and ``producer`` on ``platform``; a ``min_consumer_unknown``
+  one when that cannot be said (``range_`` None, ``why`` saying why where known, or a
+  ``min_consumer`` the table does not measure); none when it covers them."""
   if range_ is None:
     because = f" ({why})" if why else ""
-    return [Finding(FindingKind.BELOW_MIN_CONSUMER, Subject.CONSUMERS,
+    return [Finding(FindingKind.MIN_CONSUMER_UNKNOWN, Subject.CONSUMERS,
                     f"min_consumer {min_consumer}: the releases the entry runs on cannot be "
                     f"computed from its blob{because}, so that it runs on jax "
                     f"{min_consumer} is not shown; inspect it with `jaxport inspect ENTRY`")]
   if min_consumer not in measured:
-    return [Finding(FindingKind.BELOW_MIN_CONSUMER, Subject.CONSUMERS,
+    return [Finding(FindingKind.MIN_CONSUMER_UNKNOWN, Subject.CONSUMERS,
                     f"min_consumer {min_consumer} is not a measured release of the release table "
                     f"(it measures {measured[0]} to {measured[-1]}); name a measured release, or "
                     "upgrade to a jaxport whose release table measures it")]
