@@ -23,8 +23,7 @@ from jaxport.errors import DeserializationError, JaxportError
 from jaxport.export import _mlir
 from jaxport.export._checks import disabled_targets
 from jaxport.golden import _signatures
-from jaxport.releases._runs_on import ArtifactFeatures, CustomCall, runs_on
-from jaxport.releases._dates import parse_version
+from jaxport.releases._runs_on import ArtifactFeatures, CustomCall, lazy_lapack_caveat, runs_on
 from jaxport.releases._table import releases as table_releases
 from jaxport.serde import _read, _verify
 from jaxport.upgrades import read_any_envelope
@@ -180,26 +179,6 @@ class RunsOnRecord:
         raise strict.fail(f"{where}.{key}", f"expected the platforms of runs_on "
                                             f"{sorted(releases)}, got {sorted(value)}")
     return cls(releases, limits, summary)
-
-
-# The first jax release whose process registers jaxlib's LAPACK kernels without having lowered
-# a linear-algebra op itself; before it, a process that only calls deserialized LAPACK modules
-# must lower one first (docs/export.md).
-EAGER_LAPACK_FROM = "0.10.0"
-_LAPACK_PREFIX = "lapack_"
-
-
-def lazy_lapack_caveat(features: ArtifactFeatures, platform: str,
-                       releases: tuple[str, ...]) -> str | None:
-  """The caveat a range of ``releases`` that names one before :data:`EAGER_LAPACK_FROM` needs
-  when the artifact calls LAPACK on the CPU; None when it does not apply."""
-  if (platform != "cpu" or not releases
-      or parse_version(releases[0]) >= parse_version(EAGER_LAPACK_FROM)
-      or not any(c.target.startswith(_LAPACK_PREFIX) for c in features.custom_calls)):
-    return None
-  return (f"before {EAGER_LAPACK_FROM} jax registers its LAPACK kernels on a process's first "
-          "linear-algebra lowering, so a process that only calls this artifact must lower one "
-          "linear-algebra op first")
 
 
 def runs_on_record(blob: bytes | bytearray | memoryview, manifest: Any = None,

@@ -334,3 +334,23 @@ def runs_on(features: ArtifactFeatures, facts: Iterable[ReleaseFacts] | None = N
                 not_measured=tuple(f.version for f in table if not f.measured),
                 project_targets={p: tuple(t for t in features.targets(p) if t in own)
                                  for p in wanted})
+
+
+# The first jax release whose process registers jaxlib's LAPACK kernels without having lowered
+# a linear-algebra op itself; before it, a process that only calls deserialized LAPACK modules
+# must lower one first (docs/export.md).
+EAGER_LAPACK_FROM = "0.10.0"
+_LAPACK_PREFIX = "lapack_"
+
+
+def lazy_lapack_caveat(features: ArtifactFeatures, platform: str,
+                       releases: tuple[str, ...]) -> str | None:
+  """The caveat a range of ``releases`` that names one before :data:`EAGER_LAPACK_FROM` needs
+  when the artifact calls LAPACK on the CPU; None when it does not apply."""
+  if (platform != "cpu" or not releases
+      or parse_version(releases[0]) >= parse_version(EAGER_LAPACK_FROM)
+      or not any(c.target.startswith(_LAPACK_PREFIX) for c in features.custom_calls)):
+    return None
+  return (f"before {EAGER_LAPACK_FROM} jax registers its LAPACK kernels on a process's first "
+          "linear-algebra lowering, so a process that only calls this artifact must lower one "
+          "linear-algebra op first")

@@ -9,19 +9,23 @@ from collections.abc import Mapping
 from jaxport._vocabulary import Finding, FindingKind, Subject
 from jaxport.errors import JaxportError
 from jaxport.releases import ArtifactFeatures, RunsOn, parse_version, runs_on
+from jaxport.releases._runs_on import lazy_lapack_caveat
 from jaxport.releases import releases as table_releases
 
 
 def releases_run_on(features: Mapping | None, features_error: str | None,
-                    project_targets: frozenset[str]) -> tuple[RunsOn | None, str | None]:
+                    project_targets: frozenset[str]
+                    ) -> tuple[RunsOn | None, str | None, ArtifactFeatures | None]:
   """The releases per platform an entry with the blob ``features`` runs on (the project
-  registers ``project_targets`` itself), or None with why it could not be computed."""
+  registers ``project_targets`` itself), or None with why it could not be computed; and the
+  features read."""
   if features is None:
-    return None, features_error
+    return None, features_error, None
   try:
-    return runs_on(ArtifactFeatures.from_dict(features), project_targets=project_targets), None
+    read = ArtifactFeatures.from_dict(features)
+    return runs_on(read, project_targets=project_targets), None, read
   except (ValueError, JaxportError) as e:
-    return None, str(e)
+    return None, str(e), None
 
 
 def measured_releases() -> tuple[str, ...]:
@@ -31,11 +35,14 @@ def measured_releases() -> tuple[str, ...]:
 
 def min_consumer_findings(min_consumer: str, platform: str, range_: RunsOn | None,
                           measured: tuple[str, ...], producer: str | None,
-                          why: str | None = None) -> list[Finding]:
+                          why: str | None = None,
+                          features: ArtifactFeatures | None = None) -> list[Finding]:
   """A ``below_min_consumer`` finding when ``range_`` leaves out ``min_consumer`` or a
   measured release between it and ``producer`` on ``platform``; a ``min_consumer_unknown``
   one when that cannot be said (``range_`` None, ``why`` saying why where known, or a
-  ``min_consumer`` the table does not measure); none when it covers them."""
+  ``min_consumer`` the table does not measure); none when it covers them. A range naming a
+  release before jax registered its LAPACK kernels eagerly carries that caveat when the blob's
+  ``features`` call LAPACK."""
   if range_ is None:
     because = f" ({why})" if why else ""
     return [Finding(FindingKind.MIN_CONSUMER_UNKNOWN, Subject.CONSUMERS,
@@ -52,9 +59,12 @@ def min_consumer_findings(min_consumer: str, platform: str, range_: RunsOn | Non
   for release in measured:
     if lo <= parse_version(release) <= hi and not range_.covers(platform, release):
       why = range_.why_not(platform, release) or "not in the computed range"
+      caveat = None if features is None else lazy_lapack_caveat(
+          features, platform, tuple(range_.releases.get(platform, ())))
+      runs = range_.summary(platform) + ("" if caveat is None else f" ({caveat})")
       return [Finding(FindingKind.BELOW_MIN_CONSUMER, Subject.CONSUMERS,
                       f"min_consumer {min_consumer}: the entry does not run on jax {release} "
-                      f"({platform}): {why}; it runs on {range_.summary(platform)}. Export the "
+                      f"({platform}): {why}; it runs on {runs}. Export the "
                       f"case for that consumer (Case(..., for_jax='{min_consumer}'), as "
                       f"jaxport.export(f, for_jax='{min_consumer}') does) or raise the case's "
                       "min_consumer")]

@@ -85,8 +85,8 @@ def _with_consumers(outcome: Outcome, answer: ReplayAnswer | WorkerFailure,
   if request.features is None or not isinstance(answer, ReplayAnswer):
     return outcome
   m = entry.manifest
-  range_, why = _consumers.releases_run_on(answer.features, answer.features_error,
-                                           run.project_targets.stable(m.platform))
+  range_, why, features = _consumers.releases_run_on(answer.features, answer.features_error,
+                                                     run.project_targets.stable(m.platform))
   if range_ is not None:
     outcome = outcome.replace(runs_on=dict(range_.releases))
   if request.features is FeaturesWanted.REPORT or entry.min_consumer is None:
@@ -96,5 +96,5 @@ def _with_consumers(outcome: Outcome, answer: ReplayAnswer | WorkerFailure,
     return outcome
   found = _consumers.min_consumer_findings(entry.min_consumer, m.platform, range_,
                                            _consumers.measured_releases(), m.producer.jax,
-                                           why=why)
+                                           why=why, features=features)
   return outcome.replace(findings=outcome.findings + tuple(found)) if found else outcome
