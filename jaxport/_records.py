@@ -39,6 +39,11 @@ class Strict:
   def __init__(self, error: Callable[[str, str], Exception]):
     self._error = error
 
+  @classmethod
+  def raising(cls, error: type[Exception]) -> Strict:
+    """The reader whose refusals are ``error("<key path>: <what is wrong>")``."""
+    return cls(lambda where, what: error(f"{where}: {what}"))
+
   def fail(self, where: str, what: str) -> Exception:
     """The reader's exception for ``what`` is wrong at ``where``, to raise."""
     return self._error(where, what)

@@ -118,7 +118,7 @@ class Project:
   @classmethod
   def from_json(cls, data: Any, where: str = "project") -> Project:
     """What :meth:`to_json` wrote (the project as it crosses into the worker), read strictly."""
-    s = Strict(lambda at, what: SettingsError(f"{at}: {what}"))
+    s = Strict.raising(SettingsError)
     names = [f.name for f in dataclasses.fields(cls)]
     data = s.obj(data, where, names, ())
 

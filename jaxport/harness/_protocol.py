@@ -42,7 +42,7 @@ class FailureKind(enum.StrEnum):
 
 # --- strict reading -------------------------------------------------------------------------
 
-_S = Strict(lambda where, what: WorkerAnswerError(f"{where}: {what}"))
+_S = Strict.raising(WorkerAnswerError)
 
 
 def _verdict_map(value: Any, where: str) -> Mapping[str, TargetVerdict] | None:

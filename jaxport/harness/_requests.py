@@ -23,7 +23,7 @@ from jaxport._records import Strict
 from jaxport.errors import WorkerAnswerError
 
 
-_S = Strict(lambda where, what: WorkerAnswerError(f"{where}: {what}"))
+_S = Strict.raising(WorkerAnswerError)
 
 
 # The JSON types of the fields of the requests read by :func:`_plain`, by annotation.

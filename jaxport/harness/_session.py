@@ -411,7 +411,7 @@ def _platform_of(entry_id: str) -> str:
   return EntryId.parse(entry_id).platform
 
 
-_PART = Strict(lambda where, what: WorkerAnswerError(f"{where}: {what}"))
+_PART = Strict.raising(WorkerAnswerError)
 
 
 def _read_worker_part(payload: str) -> dict[str, Any]:

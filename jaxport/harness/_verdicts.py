@@ -20,7 +20,7 @@ from jaxport.errors import WorkerAnswerError
 from jaxport.report import EntryResult, Release
 
 
-_STRICT = Strict(lambda where, what: WorkerAnswerError(f"{where}: {what}"))
+_STRICT = Strict.raising(WorkerAnswerError)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -165,7 +165,7 @@ class RunsOnRecord:
   @classmethod
   def from_json(cls, d: Any, where: str) -> RunsOnRecord:
     """The record ``to_json`` wrote; ``ValueError`` naming the field when it is not one."""
-    strict = Strict(lambda at, what: ValueError(f"{at}: {what}"))
+    strict = Strict.raising(ValueError)
     if strict.obj(d, where).get("runs_on") is None:
       d = strict.obj(d, where, ("runs_on", "runs_on_error"), ())
       return cls(None, error=strict.of(d["runs_on_error"], str, f"{where}.runs_on_error"))

@@ -78,3 +78,8 @@ def test_an_object_may_allow_any_other_key_when_no_optional_keys_are_named():
   assert STRICT.obj({"a": 1, "extra": 2}, "o", ("a",)) == {"a": 1, "extra": 2}
   with pytest.raises(Bad, match="unknown key 'extra'"):
     STRICT.obj({"a": 1, "extra": 2}, "o", ("a",), ("b",))
+
+
+def test_a_reader_raising_an_error_class_words_its_refusals_key_path_first():
+  with pytest.raises(Bad, match=r"^p\.x: expected int, got 'a'$"):
+    Strict.raising(Bad).of("a", int, "p.x")
