@@ -171,12 +171,6 @@ def _calling_convention(facts: Any) -> int:
   return both[-1]
 
 
-def reads_32_bit_device_count(facts: Any) -> bool:
-  """Whether the release's reader takes the device count from the 32-bit ``nr_devices`` field
-  jaxport writes, as the release table measured it."""
-  return facts.device_count_fields.get("nr_devices") is True
-
-
 def oldest_consumer() -> str:
   """The oldest release jaxport exports for: from the release table, the oldest measured
   release from which on every measured reader takes the 32-bit device count."""
@@ -184,7 +178,7 @@ def oldest_consumer() -> str:
   for facts in reversed(release_table.releases()):
     if not facts.measured:
       continue
-    if not reads_32_bit_device_count(facts):
+    if not facts.reads_32_bit_device_count:
       break
     oldest = facts.version
   if oldest is None:
@@ -194,7 +188,7 @@ def oldest_consumer() -> str:
 
 
 def _layout(facts: Any) -> str:
-  if not reads_32_bit_device_count(facts):
+  if not facts.reads_32_bit_device_count:
     oldest = oldest_consumer()
     raise ExportError(
         f"Cannot export for jax {facts.version}: it reads the device count only from the "

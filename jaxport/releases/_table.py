@@ -75,6 +75,12 @@ class ReleaseFacts:
             and self.device_count_fields.get("nr_devices_short") is True)
 
   @property
+  def reads_32_bit_device_count(self) -> bool:
+    """Whether its reader takes the device count from the 32-bit ``nr_devices`` field, the one
+    jaxport writes."""
+    return self.device_count_fields.get("nr_devices") is True
+
+  @property
   def measured(self) -> bool:
     """Whether the release was installed and measured (not only listed)."""
     return self.installable and self.stablehlo_writes is not None

@@ -8,8 +8,7 @@ from collections.abc import Mapping
 
 from jaxport._vocabulary import Finding, FindingKind, Subject
 from jaxport.errors import JaxportError
-from jaxport.releases import ArtifactFeatures, RunsOn, parse_version, runs_on
-from jaxport.releases._runs_on import lazy_lapack_caveat
+from jaxport.releases import ArtifactFeatures, RunsOn, lazy_lapack_caveat, parse_version, runs_on
 from jaxport.releases import releases as table_releases
 
 
