@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -78,12 +78,13 @@ def interrupts_held(doing: str) -> Iterator[None]:
       signal.signal(s, handler)
 
 
-def run_forwarding_signals(cmd: Sequence[str], cwd: Path) -> int:
+def run_forwarding_signals(cmd: Sequence[str], cwd: Path,
+                           env: Mapping[str, str] | None = None) -> int:
   """Run ``cmd`` to its end in its own process group and pass it every SIGINT and SIGTERM this
   process gets (once each: a terminal's Ctrl-C reaches only this process's group), so that the
   child stops as it would have stopped itself and commits what it finished, and is never left
   running after this process has gone. Its exit status (128 + N for signal N)."""
-  proc = subprocess.Popen(list(cmd), cwd=cwd, process_group=0)
+  proc = subprocess.Popen(list(cmd), cwd=cwd, env=env, process_group=0)
   if not _main_thread():
     return _status(proc.wait())
 

@@ -133,10 +133,5 @@ class ShardError(JaxportError, ValueError):
   """A shard specification (``--compat-shard``) or a costs file the harness cannot use."""
 
 
-class CheckoutError(JaxportError, RuntimeError):
-  """A ``jaxport`` subcommand needs a jaxport source checkout (its release tools), and the
-  project it was given is not one."""
-
-
 class HarnessWarning(JaxportWarning):
   """A harness finding that fails only with ``--compat-strict``: drift, staleness, expiry."""

@@ -46,6 +46,23 @@ def _load_cases_module():
   return _release.load_by_path("release_cases", os.path.join(HERE, "release_cases.py"))
 
 
+def exclude_from_locations(paths) -> bool:
+  """Keep frames of ``paths`` out of the source locations of exported modules, where the
+  release can (a jax internal, so feature-detected); whether it could."""
+  try:
+    from jax._src import source_info_util
+  except ImportError:
+    return False
+  register = getattr(source_info_util, "register_exclusion", None)
+  if register is None:
+    return False
+  known = getattr(source_info_util, "_exclude_paths", [])
+  for path in paths:
+    if path not in known:
+      register(path)
+  return True
+
+
 def peek_serialization_version(blob: bytes) -> int:
   """Field 0 (uint16) of the flatbuffer root table, or 0 when absent.
 
@@ -176,8 +193,8 @@ def main(argv=None) -> int:
   jax.config.update("jax_hlo_source_file_canonicalization_regex", r".*/")
   contract = _release.contract()
   # Locations name the case's own lines, never this script's or the contract's.
-  _release.exclude_from_locations(
-      [os.path.abspath(__file__), os.path.join(HERE, "_release_jax.py"), _release.CONTRACT])
+  exclude_from_locations(
+      [os.path.abspath(__file__), _release.__file__, _release.CONTRACT])
   release = contract.ReleaseExport(_release.export_module())
   cases = _load_cases_module().all_cases()
   if args.case:

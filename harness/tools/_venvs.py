@@ -1,238 +1,41 @@
-"""Virtual environments holding one older jax release each, created on demand.
-
-Each release lives in ``.jax-venvs/jax-<version>/`` (ignored by git), built
-with pip and a base Python the release installs on (:func:`python_need`): jax
-0.10.2 and older with Python 3.11, jax 0.11.0 and newer with Python 3.12 or
-newer (the package index has no Python 3.11 wheels of them). The base Python is
-the running interpreter when it fits, else the first that runs and fits of
-``python3.11`` (or ``python3.13``, ``python3.12``) on ``PATH`` and the
-interpreters under ``$(pyenv root)/versions``, newest first;
-``JAXPORT_RELEASE_PYTHON`` names one for every release instead. A marker file
-written after a successful install lets later runs reuse the venv; a venv
-without the marker (an interrupted install) is rebuilt.
-"""
+"""jaxport's own release venvs: the package's release environments
+(:mod:`jaxport.multirelease._envs`), kept in this checkout's ``.jax-venvs/`` so that the tools
+regenerating jaxport's data, the nightly and the tests share one folder."""
 
 from __future__ import annotations
 
-import dataclasses
-import logging
 import os
-import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-from jaxport.errors import JaxportError
-from jaxport.harness._releases import parse_version
-
-logger = logging.getLogger(__name__)
+from jaxport.multirelease import _envs
+from jaxport.multirelease._envs import _MARKER as _MARKER
+from jaxport.multirelease._envs import PYTHON_311 as PYTHON_311
+from jaxport.multirelease._envs import PYTHON_312_PLUS as PYTHON_312_PLUS
+from jaxport.multirelease._envs import VenvError as VenvError
+from jaxport.multirelease._envs import _run as _run
+from jaxport.multirelease._envs import base_version as base_version
+from jaxport.multirelease._envs import find_python as find_python
+from jaxport.multirelease._envs import interpreter_version as interpreter_version
+from jaxport.multirelease._envs import python_need as python_need
+from jaxport.multirelease._envs import requirements as requirements
+from jaxport.releases import parse_version as parse_version
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_ROOT = REPO_ROOT / ".jax-venvs"
-_MARKER = ".jaxport-release-ready"
-_BASE_PYTHON_VAR = "JAXPORT_RELEASE_PYTHON"
-# The first jax release the package index serves only for Python 3.12 and newer.
-FIRST_PY312_RELEASE = (0, 11, 0)
-_PYENV_VERSION_RE = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
-
-
-class VenvError(JaxportError, RuntimeError):
-  """A release venv could not be created or used."""
-
-
-@dataclasses.dataclass(frozen=True)
-class PythonNeed:
-  """The Python minor versions a release's venv may be built with, ``minimum`` to ``maximum``."""
-  minimum: tuple[int, int]
-  maximum: tuple[int, int] | None
-  path_names: tuple[str, ...]  # looked up on PATH, in this order
-
-  def accepts(self, version: tuple[int, int]) -> bool:
-    return self.minimum <= version and (self.maximum is None or version <= self.maximum)
-
-  def __str__(self) -> str:
-    low = "Python %d.%d" % self.minimum
-    if self.maximum == self.minimum:
-      return low
-    return f"{low} or newer" if self.maximum is None else low + " to %d.%d" % self.maximum
-
-
-PYTHON_311 = PythonNeed((3, 11), (3, 11), ("python3.11",))
-PYTHON_312_PLUS = PythonNeed((3, 12), None, ("python3.13", "python3.12"))
-
-
-def python_need(version: str) -> PythonNeed:
-  """Which Python jax ``version`` installs on: 3.11 up to 0.10.2, 3.12 or newer from 0.11.0."""
-  return PYTHON_311 if parse_version(version) < FIRST_PY312_RELEASE else PYTHON_312_PLUS
-
-
-def requirements(version: str) -> list[str]:
-  """What pip installs into the venv of jax ``version`` (pinned jax and jaxlib)."""
-  v = parse_version(version)
-  reqs = [f"jax=={version}", f"jaxlib=={version}", "flatbuffers"]
-  if v < (0, 6, 2):
-    reqs.append("absl-py")  # Older jaxlib wheels import it without declaring it.
-  if v <= (0, 4, 30):
-    reqs.append("numpy<2")  # Built against the numpy 1.x ABI.
-  return reqs
 
 
 def venv_dir(version: str, root: str | os.PathLike | None = None) -> Path:
-  parse_version(version)
-  return Path(root or DEFAULT_ROOT) / f"jax-{version}"
+  return _envs.venv_dir(version, root or DEFAULT_ROOT)
 
 
 def venv_python(version: str, root: str | os.PathLike | None = None) -> Path:
-  return venv_dir(version, root) / "bin" / "python"
+  return _envs.venv_python(version, root or DEFAULT_ROOT)
 
 
 def is_ready(version: str, root: str | os.PathLike | None = None) -> bool:
-  d = venv_dir(version, root)
-  return (d / _MARKER).is_file() and (d / "bin" / "python").exists()
-
-
-def base_version(venv: str | os.PathLike) -> str | None:
-  """The base Python version a venv was built with (``pyvenv.cfg``), None if unknown."""
-  try:
-    text = (Path(venv) / "pyvenv.cfg").read_text()
-  except OSError:
-    return None
-  m = re.search(r"^version(?:_info)?\s*=\s*(\S+)", text, re.MULTILINE)
-  return m[1] if m else None
+  return _envs.is_ready(version, root or DEFAULT_ROOT)
 
 
 def ensure_venv(version: str, root: str | os.PathLike | None = None) -> Path:
-  """The python of a ready venv for jax ``version``, creating it if needed."""
-  d = venv_dir(version, root)
-  python = d / "bin" / "python"
-  if is_ready(version, root):
-    return python
-  base = find_python(version)  # Before removing anything: a missing Python fails first.
-  if d.exists():
-    logger.info("rebuilding incomplete venv %s", d)
-    shutil.rmtree(d)
-  d.parent.mkdir(parents=True, exist_ok=True)
-  logger.info("building the venv of jax %s with %s", version, base)
-  _run([base, "-m", "venv", str(d)], f"creating the venv for jax {version}")
-  _run([str(python), "-m", "pip", "install", "--quiet", *requirements(version)],
-       f"installing jax {version} into {d}")
-  (d / _MARKER).write_text(" ".join(requirements(version)) + "\n")
-  return python
-
-
-def find_python(version: str) -> str:
-  """The base Python (not a venv's copy) to build jax ``version``'s venv with.
-
-  ``JAXPORT_RELEASE_PYTHON`` wins when set. Otherwise the running interpreter
-  if it fits :func:`python_need`, then the candidates on ``PATH`` and under
-  ``$(pyenv root)/versions``, each run to read its version (a pyenv shim with
-  no version selected does not run and is passed over).
-  """
-  name = os.environ.get(_BASE_PYTHON_VAR)
-  if name:
-    found = shutil.which(name)
-    if found is None:
-      raise VenvError(f"{_BASE_PYTHON_VAR}={name} is not an interpreter on PATH (wanted for jax "
-                      f"{version}, which needs {python_need(version)}); set it to the path of one, "
-                      "or unset it to let the harness look for one.")
-    got = interpreter_version(found)
-    if got is not None and not python_need(version).accepts(got):
-      logger.warning("%s=%s is Python %d.%d; jax %s installs on %s", _BASE_PYTHON_VAR, name, *got,
-                     version, python_need(version))
-    return found
-  need = python_need(version)
-  tried: list[str] = []
-  for candidate in candidates(need):
-    got = interpreter_version(candidate)
-    if got is not None and need.accepts(got):
-      logger.debug("jax %s: base Python %s (Python %d.%d)", version, candidate, *got)
-      return candidate
-    tried.append(f"{candidate} ({'did not run' if got is None else 'is Python %d.%d' % got})")
-  raise missing_python(version, need, tried)
-
-
-def candidates(need: PythonNeed) -> list[str]:
-  """Interpreters that may fit ``need``, in the order :func:`find_python` tries them."""
-  out: list[str] = []
-  running, base = running_python()
-  if need.accepts(running):
-    out.append(base)
-  out += [found for name in need.path_names if (found := shutil.which(name))]
-  out += [str(p) for p in pyenv_pythons(need)]
-  return list(dict.fromkeys(out))
-
-
-def running_python() -> tuple[tuple[int, int], str]:
-  """``(major, minor)`` of this interpreter and its base executable (not a venv's copy)."""
-  return sys.version_info[:2], getattr(sys, "_base_executable", None) or sys.executable
-
-
-def pyenv_root() -> Path | None:
-  """``pyenv root`` when pyenv is on PATH, else ``$PYENV_ROOT``; None without either."""
-  pyenv = shutil.which("pyenv")
-  if pyenv is not None:
-    try:
-      proc = subprocess.run([pyenv, "root"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-      proc = None
-    if proc is not None and proc.returncode == 0 and proc.stdout.strip():
-      return Path(proc.stdout.strip())
-  root = os.environ.get("PYENV_ROOT")
-  return Path(root) if root else None
-
-
-def pyenv_pythons(need: PythonNeed, root: Path | None = None) -> list[Path]:
-  """``<pyenv root>/versions/X.Y[.Z]/bin/python3`` for each X.Y that ``need`` accepts, newest first.
-
-  Only plain release names count (not ``3.13t``, ``3.14-dev`` or virtualenvs).
-  """
-  root = root or pyenv_root()
-  if root is None or not (root / "versions").is_dir():
-    return []
-  found = []
-  for d in (root / "versions").iterdir():
-    m = _PYENV_VERSION_RE.fullmatch(d.name)
-    python = d / "bin" / "python3"
-    if m and need.accepts((int(m[1]), int(m[2]))) and python.exists():
-      found.append((tuple(int(p) for p in d.name.split(".")), python))
-  return [python for _, python in sorted(found, reverse=True)]
-
-
-def interpreter_version(python: str) -> tuple[int, int] | None:
-  """``(major, minor)`` of ``python``, read by running it; None when it does not run."""
-  try:
-    proc = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"],
-                          capture_output=True, text=True, timeout=60)
-  except (OSError, subprocess.TimeoutExpired):
-    return None
-  parts = proc.stdout.split()
-  if proc.returncode != 0 or len(parts) != 2 or not all(p.isdigit() for p in parts):
-    return None
-  return int(parts[0]), int(parts[1])
-
-
-def missing_python(version: str, need: PythonNeed, tried: list[str]) -> VenvError:
-  """The error for a release whose Python is not installed: what, where looked, the fix."""
-  root = pyenv_root()
-  pyenv = f"{root / 'versions'} (pyenv)" if root else "pyenv's versions (no pyenv found)"
-  where = ", ".join(need.path_names) + f" on PATH and {pyenv}"
-  why = (f"jax 0.11.0 and newer have wheels for {need} only" if need is PYTHON_312_PLUS
-         else f"jax 0.10.2 and older are built with {need}")
-  minor = "%d.%d" % (need.maximum or (3, 13))  # the one to install: 3.11, or 3.13 for 3.12+
-  return VenvError(
-      f"No {need} found for the venv of jax {version} ({why}). Looked for {where}"
-      + (f"; tried {', '.join(tried)}" if tried else "") + ". "
-      f"Install one (pyenv install {minor}, or your system's python{minor} package) and run again, "
-      f"or set {_BASE_PYTHON_VAR} to the path of a {need} interpreter.")
-
-
-def _run(cmd: list[str], what: str) -> None:
-  logger.info("%s: %s", what, " ".join(cmd))
-  proc = subprocess.run(cmd, capture_output=True, text=True)
-  if proc.returncode != 0:
-    raise VenvError(
-        f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}\n"
-        f"Check that the release exists on the package index for this Python ({cmd[0]} -m pip "
-        "index versions jax); jax 0.10.2 and older install on Python 3.11, jax 0.11.0 and newer "
-        "on Python 3.12 or newer.")
+  """The python of this checkout's ready venv of jax ``version``, built if needed."""
+  return _envs.ensure_venv(version, root or DEFAULT_ROOT)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import subprocess
 import sys
 import tempfile
@@ -23,20 +22,10 @@ if __package__ in (None, ""):
   sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from harness.tools import _venvs  # noqa: E402
+from jaxport.multirelease._replay import release_env  # noqa: E402
 from harness.tools.staging import ImportResult, import_staging  # noqa: E402
 
 RECORDER = Path(__file__).resolve().parent / "_recorder.py"
-
-
-def release_env() -> dict[str, str]:
-  """This process's environment minus what would leak the jaxport venv into another.
-
-  Release venvs hold the CPU jaxlib only, so jax is told to use the CPU.
-  """
-  env = {k: v for k, v in os.environ.items()
-         if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-  env["JAX_PLATFORMS"] = "cpu"
-  return env
 
 
 def run_recorder(python: Path, staging: Path, cases: list[str], platform: str,

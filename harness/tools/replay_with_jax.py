@@ -5,7 +5,7 @@
 
 ``--table-releases`` adds every release of ``harness/expected_status.json``.
 Each ``--jax`` release gets (or reuses) its venv ``.jax-venvs/jax-<version>``
-and replays there with ``_replayer.py``, which uses only that release's
+and replays there with jaxport's release replayer, which uses only that release's
 ``jax.export.deserialize`` and ``Exported.call``; ``--current`` adds the jax of
 this interpreter. ``--current-build-only`` keeps the entries the current
 jaxport build recorded: the forward check (do older releases read what we
@@ -18,7 +18,6 @@ import argparse
 import datetime
 import json
 import logging
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,10 +26,11 @@ if __package__ in (None, ""):
   sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from harness.tools import _venvs, expected_status, matrix  # noqa: E402
-from harness.tools.record_with_jax import release_env  # noqa: E402
+from jaxport.multirelease import _replay  # noqa: E402
 
-REPLAYER = Path(__file__).resolve().parent / "_replayer.py"
 logger = logging.getLogger(__name__)
+# The harness's ordered effect: jax looks effect types up by the qualified name of their class.
+HARNESS_EFFECTS = {"harness.cases._effects": str(_venvs.REPO_ROOT / "harness" / "cases" / "_effects.py")}
 
 
 def select_entries(root: Path, platform: str, current_build_only: bool) -> list[str]:
@@ -45,56 +45,11 @@ def select_entries(root: Path, platform: str, current_build_only: bool) -> list[
   return ids
 
 
-def _read_results(path: Path) -> dict[str, dict]:
-  """Finished results by entry id; an entry only ``started`` is one that crashed the process."""
-  started, finished = [], {}
-  if path.exists():
-    for line in path.read_text().splitlines():
-      row = json.loads(line)
-      if row.get("started"):
-        started.append(row["entry_id"])
-      else:
-        finished[row["entry_id"]] = row
-  for entry_id in started:
-    finished.setdefault(entry_id, {"entry_id": entry_id, "outcome": "crash", "stage": "process",
-                                   "error": "the replaying process died on this entry"})
-  return finished
-
-
 def replay_with(python: str, root: Path, entry_ids: list[str], work: Path,
                 timeout_s: float = 900) -> list[dict]:
-  """Replay ``entry_ids`` with ``python``; a crash costs only the entry that caused it."""
-  results_path = work / "results.jsonl"
-  pending = list(entry_ids)
-  while pending:
-    ids_file = work / "entries.txt"
-    ids_file.write_text("\n".join(pending) + "\n")
-    cmd = [python, str(REPLAYER), "--root", str(root), "--entries", str(ids_file),
-           "--out", str(results_path)]
-    try:
-      proc = subprocess.run(cmd, env=release_env(), capture_output=True, text=True,
-                            timeout=timeout_s)
-      tail = proc.stderr[-1500:]
-    except subprocess.TimeoutExpired:
-      tail = f"timed out after {timeout_s} s"
-    done = _read_results(results_path)
-    remaining = [e for e in pending if e not in done]
-    if len(remaining) == len(pending):
-      raise RuntimeError(f"the replayer made no progress: {' '.join(cmd)}\n{tail}")
-    if remaining:
-      logger.warning("replayer stopped early (%d left): %s", len(remaining), tail.splitlines()[-1:])
-    pending = remaining
-  results = _read_results(results_path)
-  by_id = {}
-  for entry_id in entry_ids:
-    row = results[entry_id]
-    if "producer" not in row:
-      try:
-        row["producer"] = json.loads((root / entry_id / "manifest.json").read_text())["producer"]
-      except (OSError, ValueError, KeyError):
-        row["producer"] = None  # The entry vanished or is unreadable: counted as "unknown".
-    by_id[entry_id] = row
-  return [by_id[e] for e in entry_ids]
+  """Replay ``entry_ids`` with ``python`` (the package's driver), the harness's effects known."""
+  return _replay.replay_with(python, root, entry_ids, work, effects=HARNESS_EFFECTS,
+                             timeout_s=timeout_s)
 
 
 def main(argv: list[str] | None = None) -> int:

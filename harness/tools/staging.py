@@ -16,13 +16,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from jaxport.errors import GoldenDataError
 from jaxport.golden._host import current_host
 from jaxport.golden._manifest import (
     Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
 from jaxport.golden._store import Entry, GoldenStore
+from jaxport.multirelease._bisect import load_arrays
 
 logger = logging.getLogger(__name__)
 
@@ -122,19 +121,6 @@ def read_staging(path: str | Path) -> Staging:
     cases.append(StagedCase(d, meta))
   return Staging(path=root, producer=producer, record_date=record_date,
                  platform=info.get("platform", "cpu"), cases=tuple(cases), skipped=skipped)
-
-
-def load_arrays(path: Path) -> list[np.ndarray]:
-  """The arrays ``arr_0``, ``arr_1``... of an npz file, never unpickling."""
-  try:
-    with np.load(path, allow_pickle=False) as npz:
-      names = list(npz.files)
-      want = [f"arr_{i}" for i in range(len(names))]
-      if sorted(names) != sorted(want):
-        raise GoldenDataError(f"staging file {path}: expected members {want}, got {names}.")
-      return [npz[n] for n in want]
-  except ValueError as e:
-    raise GoldenDataError(f"staging file {path}: cannot be read without unpickling ({e}).") from None
 
 
 def signatures(module_bytes: bytes) -> tuple[CustomCallSignature, ...]:

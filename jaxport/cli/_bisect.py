@@ -1,68 +1,76 @@
 """``jaxport bisect ENTRY --releases A..B``: the first jax release that breaks a golden entry.
 
-The work is done by ``harness/tools/bisect_release.py`` of a jaxport source checkout
-(it drives the release venvs of ``harness/tools/_venvs.py``), run from the checkout's
-root like ``jaxport record --with-jax``; outside a checkout the subcommand refuses.
+Each probe replays the entry with one release's own ``jax.export`` in that release's
+environment, built on demand in the machine's cache (:mod:`jaxport.multirelease`); it works
+in any project, and on a store or a blob given by path.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import subprocess
 import sys
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
-from jaxport.cli import _checkout
+from jaxport.errors import JaxportError
+from jaxport.multirelease._bisect import entry_from_blob, releases_in, run_bisect
 
 logger = logging.getLogger(__name__)
-TOOL = _checkout.release_tool("bisect_release.py")
 
 
 def add_parser(add) -> None:
   p = add("bisect", help="find the first jax release that no longer loads, runs or matches an entry",
           description="Replay one golden entry under the jax releases of a range, by bisection, "
-                      "each in its own venv (docs/upgrade.md).")
+                      "each in its own environment, built when missing (docs/multi-release.md).")
   p.add_argument("entry", metavar="ENTRY", nargs="?", default=None,
                  help="entry id or entry directory (or --blob with --inputs and --expected)")
   p.add_argument("--blob", default=None, help="a serialized Exported instead of an entry")
   p.add_argument("--inputs", default=None, help="with --blob: npz of the inputs (arr_0, ...)")
   p.add_argument("--expected", default=None, help="with --blob: npz of the expected outputs")
-  p.add_argument("--rtol", type=float, default=None, help="with --blob: allclose rtol (default 1e-5)")
-  p.add_argument("--atol", type=float, default=None, help="with --blob: allclose atol (default 1e-5)")
-  p.add_argument("--releases", required=True, metavar="FIRST..LAST", help="e.g. 0.5.3..0.10.2")
+  p.add_argument("--rtol", type=float, default=1e-5, help="with --blob: allclose rtol (default 1e-5)")
+  p.add_argument("--atol", type=float, default=1e-5, help="with --blob: allclose atol (default 1e-5)")
+  p.add_argument("--releases", required=True, metavar="FIRST..LAST", help="e.g. 0.11.0..0.12.0.1")
   p.add_argument("--available-only", action="store_true",
-                 help="only releases whose venv is already built (and this jax)")
-  p.add_argument("--root", default=None, help="golden store (default: the repository's compat_data)")
+                 help="only releases whose environment is already built (and this jax)")
+  p.add_argument("--root", default=None,
+                 help="golden store (default: the --project's jaxport_store)")
+  p.add_argument("--envs", default=None, metavar="DIR",
+                 help="folder of release environments (default: $JAXPORT_RELEASE_ENVS, else "
+                      "the machine's cache, ~/.cache/jaxport/release-envs)")
   p.add_argument("--json", action="store_true", help="print JSON")
   p.add_argument("--project", default=None, metavar="DIR",
-                 help="the jaxport checkout whose release tools run the bisection "
-                      "(default: the working directory)")
+                 help="the project whose jaxport_store holds ENTRY (default: the working "
+                      "directory)")
 
 
-def command(args, root: Path) -> list[str]:
-  cmd = [sys.executable, TOOL]
-  if args.entry is not None:
-    entry = Path(args.entry)
-    cmd.append(str(entry.resolve()) if entry.is_dir() else args.entry)
-  for flag in ("blob", "inputs", "expected"):
-    if getattr(args, flag) is not None:
-      cmd += [f"--{flag}", str(Path(getattr(args, flag)).resolve())]
-  for flag in ("rtol", "atol"):
-    if getattr(args, flag) is not None:
-      cmd += [f"--{flag}", repr(getattr(args, flag))]
-  cmd += ["--releases", args.releases]
-  if args.root:
-    cmd += ["--store", str(Path(args.root).resolve())]
-  if args.available_only:
-    cmd.append("--available-only")
-  if args.json:
-    cmd.append("--json")
-  return cmd
+def _store(args) -> Path:
+  if args.root is not None:
+    return Path(args.root).resolve()
+  from jaxport.cli import _project  # imports pytest
+  return _project.read(args.project or ".").store
 
 
-def run(args) -> int:
-  root = Path(args.project).resolve() if args.project else Path.cwd()
-  _checkout.require_tool(root, Path(TOOL).name, "bisect")
-  cmd = command(args, root)
-  logger.info("running in %s: %s", root, " ".join(cmd))
-  return subprocess.run(cmd, cwd=root, check=False).returncode
+def run(args, effects: Mapping[str, str] | None = None) -> int:
+  """Bisect the entry or blob ``args`` name; ``effects`` as for the release replayer."""
+  if (args.entry is None) == (args.blob is None):
+    raise JaxportError("bisect: name either an ENTRY or --blob (with --inputs and --expected)")
+  if args.blob is not None and (args.inputs is None or args.expected is None):
+    raise JaxportError("bisect: --blob needs --inputs and --expected")
+  envs = Path(args.envs) if args.envs else None
+  versions = releases_in(args.releases)
+  with tempfile.TemporaryDirectory(prefix="jaxport-bisect-store-") as tmp:
+    if args.blob is not None:
+      store = Path(tmp)
+      entry_id = entry_from_blob(Path(args.blob), Path(args.inputs), Path(args.expected), store,
+                                 rtol=args.rtol, atol=args.atol)
+    elif (Path(args.entry) / "manifest.json").is_file():
+      entry = Path(args.entry).resolve()
+      entry_id, store = "/".join(entry.parts[-4:]), entry.parents[3]
+    else:
+      entry_id, store = args.entry.strip("/"), _store(args)
+    result = run_bisect(entry_id, versions, store=store, available_only=args.available_only,
+                        venvs=envs, effects=effects)
+  sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n" if args.json else result.text())
+  return 0

@@ -1,9 +1,8 @@
-"""Finding a jaxport source checkout, where the tools that drive one venv per jax release live.
+"""Recognising jaxport's own source checkout, whose tools regenerate jaxport's own data.
 
-``jaxport bisect`` and ``jaxport record/replay --with-jax`` run those tools; they are
-part of jaxport's repository, not of the installed package, so outside a checkout the
-subcommands refuse with a :class:`~jaxport.errors.CheckoutError` instead of failing to
-start a missing script.
+In that checkout ``jaxport record/replay --with-jax`` run its tools (which record jaxport's
+release cases in each release's venv and write the producer x consumer matrix); in every other
+project they run the project's own golden items (:mod:`jaxport.cli._with_jax`).
 """
 
 from __future__ import annotations
@@ -11,9 +10,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from jaxport.errors import CheckoutError
-
-# The folder of a checkout holding the release-venv tools, as path parts relative to its root.
+# The folder of a checkout holding the release tools, as path parts relative to its root.
 RELEASE_TOOLS = ("harness", "tools")
 # The distribution name a checkout's pyproject.toml declares.
 DISTRIBUTION = "jaxport"
@@ -35,14 +32,6 @@ def is_checkout(root: Path) -> bool:
   return isinstance(project, dict) and project.get("name") == DISTRIBUTION
 
 
-def require_tool(root: Path, name: str, command: str) -> str:
-  """The relative path of release tool ``name`` in the checkout ``root``; a CheckoutError
-  naming ``command`` when ``root`` is not a checkout holding it."""
-  tool = release_tool(name)
-  if not is_checkout(root) or not (root / tool).is_file():
-    raise CheckoutError(
-        f"{command} needs a jaxport source checkout: it runs the release-venv tools of "
-        "jaxport's repository, which the installed package does not include, and the project "
-        "directory (--project, default: the working directory) is not one. Clone jaxport's "
-        "repository and run it there, or pass --project with the checkout's directory.")
-  return tool
+def has_tool(root: Path, name: str) -> bool:
+  """Whether ``root`` is a jaxport checkout holding the release tool ``name``."""
+  return is_checkout(root) and (root / release_tool(name)).is_file()

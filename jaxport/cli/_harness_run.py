@@ -39,9 +39,10 @@ def missing_packages(extra: list[str]) -> list[str]:
 
 
 def pytest_command(action: str, *, platform: str, report: str | None, project: Path,
-                   extra: list[str]) -> list[str]:
-  """The pytest command line for ``record`` or ``replay``; ``extra`` goes last, unchanged."""
-  cmd = [sys.executable, "-m", "pytest", str(project), ONLY_FLAG, f"{PLATFORM_FLAG}={platform}",
+                   extra: list[str], python: str | None = None) -> list[str]:
+  """The pytest command line for ``record`` or ``replay`` (run by ``python``, default this
+  interpreter); ``extra`` goes last, unchanged."""
+  cmd = [python or sys.executable, "-m", "pytest", str(project), ONLY_FLAG, f"{PLATFORM_FLAG}={platform}",
          *PROGRESS_ARGS]
   if action == "record":
     cmd.append(RECORD_FLAG)
@@ -84,10 +85,15 @@ def project_dir(project: str | None) -> Path:
 
 def run(action: str, *, platform: str, report: str | None, extra: list[str],
         project: str | None = None, with_jax: str | None = None) -> int:
-  """Run the project's golden items (or, ``with_jax``, a multi-release tool)."""
+  """Run the project's golden items, with this jax or (``with_jax``) another release's."""
   root = project_dir(project)
-  if with_jax is not None:
-    _checkout.require_tool(root, _with_jax_tool(action), "--with-jax")
+  if with_jax is not None and not _checkout.has_tool(root, _with_jax_tool(action)):
+    from jaxport.cli import _with_jax
+    return _with_jax.run(
+        action, version=with_jax, platform=platform, report=report, project=root, extra=extra,
+        pytest_command=lambda python: pytest_command(action, platform=platform, report=report,
+                                                     project=root, extra=extra, python=python))
+  if with_jax is not None:  # jaxport's own checkout: its tools record and replay its own data
     cmd = release_tool_command(action, with_jax=with_jax, report=report, extra=extra)
   else:
     missing = missing_packages(extra)

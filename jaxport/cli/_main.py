@@ -167,9 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     report = _settings.FIELDS_BY_NAME["report"]
     p.add_argument(report.flag, default=None, metavar="PATH", help=report.help_text())
     p.add_argument("--with-jax", default=None, metavar="VERSION", type=_installable_release,
-                   help=f"{name} with an older jax release in its own venv (needs a jaxport "
-                        "source checkout, whose release-venv tools do it; see "
-                        "docs/multi-release.md)")
+                   help=f"{name} with another jax release, in an environment of its own that "
+                        "jaxport builds and caches on this machine (with jaxport, pytest and the "
+                        "project's requirements from jax 0.9.2 on; replay with an older release "
+                        "uses that release's own jax.export)")
   _report.add_parser(sub, common)
   upgrader.add_parser(add)
   _bisect.add_parser(add)

@@ -1,63 +1,90 @@
-"""``jaxport bisect`` and ``jaxport record/replay --with-jax`` run the release-venv tools of a
-jaxport source checkout; in any other project they refuse with a message, exit 2, and no
-traceback."""
+"""``jaxport bisect`` and ``jaxport record/replay --with-jax`` work in any project: outside
+jaxport's own checkout they never run a file of the project that looks like jaxport's tools,
+and what they cannot do is refused with a message, exit 2 and no traceback."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from jaxport.cli import _checkout
-from jaxport.errors import CheckoutError, JaxportError
 
-COMMANDS = {
-    "bisect": ["bisect", "cpu/f/c/2026-01-01_jax-0.5.3", "--releases", "0.5.3..0.10.2"],
-    "record --with-jax": ["record", "--with-jax", "0.9.2"],
-    "replay --with-jax": ["replay", "--with-jax", "0.8.3"],
-}
+TOOLS = ("bisect_release.py", "record_with_jax.py", "replay_with_jax.py")
 
 
 def _downstream_project(root: Path) -> Path:
-  """A project that is not a jaxport checkout, even with a file where a checkout has its tools."""
+  """A project that is not a jaxport checkout, even with files where a checkout has its tools."""
+  root.mkdir(parents=True, exist_ok=True)
   (root / "pyproject.toml").write_text('[project]\nname = "downstream"\n\n'
-                                       '[tool.pytest.ini_options]\njaxport_cases = ["cases"]\n')
+                                       '[tool.pytest.ini_options]\njaxport_cases = ["cases"]\n'
+                                       'jaxport_store = "golden"\n')
   tools = root.joinpath(*_checkout.RELEASE_TOOLS)
   tools.mkdir(parents=True)
-  for name in ("bisect_release.py", "record_with_jax.py", "replay_with_jax.py"):
+  for name in TOOLS:
     (tools / name).write_text("raise SystemExit('must not run')\n")
   return root
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_a_release_tool_command_outside_a_checkout_refuses_naming_no_path(tmp_path, command):
-  project = _downstream_project(tmp_path)
-  proc = subprocess.run(
-      [sys.executable, "-c", "import sys; from jaxport.cli import main; sys.exit(main())",
-       *COMMANDS[command]], cwd=project, capture_output=True, text=True, timeout=300)
+def _jaxport(project: Path, *argv: str, **env: str) -> subprocess.CompletedProcess:
+  return subprocess.run(
+      [sys.executable, "-c", "import sys; from jaxport.cli import main; sys.exit(main())", *argv],
+      cwd=project, capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+
+
+def _refused(proc: subprocess.CompletedProcess, message: str) -> None:
   assert proc.returncode == 2, proc.stderr
-  assert "needs a jaxport source checkout" in proc.stderr
+  assert message in proc.stderr
   assert "Traceback" not in proc.stderr and "must not run" not in proc.stderr
-  assert "harness" not in proc.stderr and "tools/" not in proc.stderr and str(tmp_path) not in proc.stderr
+
+
+def test_replay_with_an_older_release_builds_its_environment_in_the_machine_cache(tmp_path):
+  project = _downstream_project(tmp_path / "project")
+  envs = tmp_path / "envs"
+  proc = _jaxport(project, "replay", "--with-jax", "0.8.3", JAXPORT_RELEASE_ENVS=str(envs),
+                  JAXPORT_RELEASE_PYTHON=str(tmp_path / "no-such-python"))
+  # The project's store is empty: refused before any environment is built.
+  _refused(proc, "has no cpu entries; record some first")
+  assert not envs.exists()
+
+
+def test_a_missing_release_python_is_named(tmp_path):
+  project = _downstream_project(tmp_path / "project")
+  entry = project / "golden" / "cpu" / "f" / "c" / "2026-01-01_jax-0.10.2"
+  entry.mkdir(parents=True)
+  (entry / "manifest.json").write_text("{}")
+  proc = _jaxport(project, "bisect", "cpu/f/c/2026-01-01_jax-0.10.2", "--releases", "0.8.2..0.8.3",
+                  JAXPORT_RELEASE_ENVS=str(tmp_path / "envs"),
+                  JAXPORT_RELEASE_PYTHON=str(tmp_path / "no-such-python"))
+  _refused(proc, "JAXPORT_RELEASE_PYTHON=")
+  assert "is not an interpreter on PATH (wanted for jax 0.8.2" in proc.stderr
+
+
+def test_recording_with_a_release_jaxport_does_not_run_on_is_refused_naming_the_oldest(tmp_path):
+  from jaxport._jaxcompat._version import MIN_JAX
+  project = _downstream_project(tmp_path / "project")
+  proc = _jaxport(project, "record", "--with-jax", "0.8.3")
+  _refused(proc, f"recording runs jaxport's harness, which runs on jax {MIN_JAX} and newer")
+
+
+def test_bisect_of_an_unknown_entry_names_the_store(tmp_path):
+  project = _downstream_project(tmp_path / "project")
+  proc = _jaxport(project, "bisect", "cpu/x/y/z", "--releases", "0.9.2..0.10.2")
+  _refused(proc, "no golden entry 'cpu/x/y/z' under")
+  assert str(project / "golden") in proc.stderr
 
 
 def test_a_checkout_is_recognised_by_its_distribution_name(tmp_path):
   project = _downstream_project(tmp_path)
-  assert not _checkout.is_checkout(project)
-  with pytest.raises(CheckoutError, match="^bisect needs a jaxport source checkout") as e:
-    _checkout.require_tool(project, "bisect_release.py", "bisect")
-  assert isinstance(e.value, JaxportError)
+  assert not _checkout.is_checkout(project) and not _checkout.has_tool(project, TOOLS[0])
   (project / "pyproject.toml").write_text('[project]\nname = "jaxport"\n')
-  assert _checkout.require_tool(project, "bisect_release.py", "bisect") == str(
-      Path(*_checkout.RELEASE_TOOLS, "bisect_release.py"))
-  with pytest.raises(CheckoutError):
-    _checkout.require_tool(project, "no_such_tool.py", "bisect")
+  assert _checkout.has_tool(project, TOOLS[0])
+  assert not _checkout.has_tool(project, "no_such_tool.py")
 
 
 def test_the_repository_itself_is_a_checkout():
   root = Path(__file__).resolve().parents[2]
   assert _checkout.is_checkout(root)
-  for name in ("bisect_release.py", "record_with_jax.py", "replay_with_jax.py"):
-    assert (root / _checkout.require_tool(root, name, "bisect")).is_file()
+  for name in TOOLS:
+    assert _checkout.has_tool(root, name)

@@ -34,7 +34,8 @@ BUILD = os.environ.get("JAXPORT_BUILD_RELEASE_VENVS") == "1"
                            "JAXPORT_BUILD_RELEASE_VENVS=1")
 def test_bisect_finds_the_release_that_broke_the_three_operand_trsm(capfd, monkeypatch):
   monkeypatch.chdir(ROOT)
-  argv = ["bisect", ENTRY, "--releases", f"0.5.3..{md.version('jax')}", "--json"]
+  argv = ["bisect", ENTRY, "--releases", f"0.5.3..{md.version('jax')}", "--json", "--envs",
+          str(_venvs.DEFAULT_ROOT)]
   if not BUILD:
     argv.append("--available-only")
   rc = main(argv)

@@ -20,7 +20,8 @@ ROOTS = {"JaxportError", "JaxportWarning"}
 # Modules that run without jaxport installed (inside an older jax release's venv, loaded by
 # path), so their exceptions cannot derive from jaxport's: module -> why.
 WITHOUT_JAXPORT = {
-    "harness/tools/_replayer.py": "runs inside old release venvs, where jaxport does not install",
+    "jaxport/multirelease/_in_release/replayer.py": "runs inside old release venvs, where jaxport "
+                                                    "does not install",
 }
 
 

@@ -9,21 +9,23 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness.tools import bisect_release  # noqa: E402
-from harness.tools.bisect_release import Probe, bisect, releases_in  # noqa: E402
-from jaxport.golden import EntryId
 from jaxport.cli import _bisect  # noqa: E402
 from jaxport.cli._main import build_parser  # noqa: E402
+from jaxport.errors import JaxportError  # noqa: E402
+from jaxport.golden import EntryId  # noqa: E402
+from jaxport.multirelease import _bisect as bisect_release  # noqa: E402
+from jaxport.multirelease._bisect import Probe, bisect, releases_in  # noqa: E402
 
 
 def test_releases_in_a_range_are_the_known_ones_in_version_order():
   got = releases_in("0.5.3..0.6.2")
   assert got == ["0.5.3", "0.6.0", "0.6.1", "0.6.2"]
   assert releases_in("0.9.2..0.10.1") == ["0.9.2", "0.10.0", "0.10.1"]
-  with pytest.raises(ValueError, match="FIRST..LAST"):
+  with pytest.raises(bisect_release.BisectError, match="FIRST..LAST"):
     releases_in("0.5.3")
-  with pytest.raises(ValueError, match="No release date known"):
+  with pytest.raises(bisect_release.BisectError, match="0.99.0 is not a release of jaxport's release table"):
     releases_in("0.5.3..0.99.0")
+  assert issubclass(bisect_release.BisectError, JaxportError)
 
 
 def _prober(first_bad: int | None, releases: list[str], calls: list[str]):
@@ -54,17 +56,48 @@ def test_bisection_reports_no_break_and_a_break_at_the_start():
   assert good is None and bad.release == "0.5.3" and len(probes) == 1
 
 
-def test_cli_passes_the_range_to_the_release_tool(tmp_path):
-  args = build_parser().parse_args(["bisect", "cpu/f/c/2026-01-01_jax-0.5.3", "--releases",
-                                    "0.5.3..0.10.2", "--available-only", "--json"])
-  cmd = _bisect.command(args, tmp_path)
-  assert cmd[1:] == [_bisect.TOOL, "cpu/f/c/2026-01-01_jax-0.5.3", "--releases", "0.5.3..0.10.2",
-                     "--available-only", "--json"]
-  assert Path(ROOT / _bisect.TOOL).is_file() and bisect_release.__name__.endswith("bisect_release")
+def _bisected(monkeypatch, argv: list[str]) -> dict:
+  """What the command line hands the bisection (entry, releases, store, options)."""
+  seen: dict = {}
+
+  def fake_run_bisect(entry_id, versions, **kw):
+    seen.update(entry_id=entry_id, versions=versions, **kw)
+    return bisect_release.Bisection(entry_id, tuple(versions), versions[-1], None, ())
+
+  monkeypatch.setattr(_bisect, "run_bisect", fake_run_bisect)
+  assert _bisect.run(build_parser().parse_args(["bisect", *argv])) == 0
+  return seen
+
+
+def test_cli_bisects_an_entry_of_the_named_store_over_the_range(monkeypatch, tmp_path, capsys):
+  seen = _bisected(monkeypatch, ["cpu/f/c/2026-01-01_jax-0.5.3", "--releases", "0.5.3..0.6.2",
+                                 "--root", str(tmp_path), "--available-only", "--envs",
+                                 str(tmp_path / "envs"), "--json"])
+  assert seen["entry_id"] == "cpu/f/c/2026-01-01_jax-0.5.3" and seen["store"] == tmp_path
+  assert seen["versions"] == ["0.5.3", "0.6.0", "0.6.1", "0.6.2"]
+  assert seen["available_only"] is True and seen["venvs"] == tmp_path / "envs"
+  assert '"last_good": "0.6.2"' in capsys.readouterr().out
+
+
+def test_cli_takes_an_entry_directory_as_its_own_store(monkeypatch, tmp_path):
+  entry = tmp_path / "store" / "cpu" / "f" / "c" / "2026-01-01_jax-0.5.3"
+  entry.mkdir(parents=True)
+  (entry / "manifest.json").write_text("{}")
+  seen = _bisected(monkeypatch, [str(entry), "--releases", "0.5.3..0.6.2"])
+  assert (seen["entry_id"], seen["store"]) == ("cpu/f/c/2026-01-01_jax-0.5.3", tmp_path / "store")
+  assert seen["venvs"] is None  # the machine's cache
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--releases", "0.5.3..0.6.2"], "name either an ENTRY or --blob"),
+    (["--blob", "f.bin", "--releases", "0.5.3..0.6.2"], "--blob needs --inputs and --expected")])
+def test_cli_refuses_a_bisection_without_one_subject(argv, message):
+  with pytest.raises(JaxportError, match=message):
+    _bisect.run(build_parser().parse_args(["bisect", *argv]))
 
 
 def test_an_unknown_entry_is_refused_with_its_path(tmp_path):
-  with pytest.raises(ValueError, match="no golden entry 'cpu/x/y/z'"):
+  with pytest.raises(bisect_release.BisectError, match="no golden entry 'cpu/x/y/z'"):
     bisect_release.run_bisect("cpu/x/y/z", ["0.5.3", "0.6.2"], store=tmp_path)
 
 
@@ -80,11 +113,3 @@ def test_a_blob_with_inputs_and_outputs_becomes_an_entry_to_bisect(tmp_path):
   assert [t.target for t in entry.manifest.custom_call_targets] == ["lapack_strsm_ffi"]
   np.testing.assert_array_equal(entry.inputs()[1], GoldenStore(ROOT / "compat_data").entry(EntryId.parse(
       "/".join(src.parts[-4:]))).inputs()[1])
-
-
-def test_cli_passes_a_blob_and_its_arrays_to_the_release_tool(tmp_path):
-  args = build_parser().parse_args(["bisect", "--blob", "f.bin", "--inputs", "i.npz", "--expected",
-                                    "o.npz", "--releases", "0.5.3..0.6.2"])
-  cmd = _bisect.command(args, tmp_path)
-  assert cmd[2] == "--blob" and cmd[3].endswith("f.bin") and cmd[-2:] == ["--releases", "0.5.3..0.6.2"]
-  assert "--inputs" in cmd and "--expected" in cmd

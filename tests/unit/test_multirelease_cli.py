@@ -33,3 +33,57 @@ def test_without_the_flag_the_harness_runs_as_before(monkeypatch, tmp_path, fake
   monkeypatch.chdir(tmp_path)
   assert main(["replay", "--platform", "cpu"]) == 0
   assert calls[0][0][1:5] == ["-m", "pytest", str(tmp_path), "--compat-only"]
+
+
+def _project(root: Path) -> Path:
+  """A downstream project (not a jaxport checkout) with one CPU entry in its store."""
+  (root / "pyproject.toml").write_text('[project]\nname = "downstream"\n\n'
+                                       '[tool.pytest.ini_options]\njaxport_cases = ["cases"]\n'
+                                       'jaxport_store = "golden"\n')
+  entry = root / "golden" / "cpu" / "fam" / "case" / "2026-01-01_jax-0.10.2"
+  entry.mkdir(parents=True)
+  return root
+
+
+def test_in_a_project_a_served_release_runs_its_harness_in_the_release_environment(
+    monkeypatch, tmp_path):
+  from jaxport.cli import _with_jax
+  project = _project(tmp_path)
+  built, ran = [], []
+  monkeypatch.setattr(_with_jax, "ensure_project_env",
+                      lambda v, p, xdist: built.append((v, p, xdist)) or Path("/envs/py"))
+  monkeypatch.setattr(_with_jax, "run_forwarding_signals",
+                      lambda cmd, cwd, env: ran.append((cmd, cwd, env)) or 0)
+  monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
+  assert main(["replay", "--with-jax", "0.11.2", "--project", str(project), "--", "-n", "2"]) == 0
+  assert built == [("0.11.2", project, True)]
+  (cmd, cwd, env), = ran
+  assert cmd[:5] == ["/envs/py", "-m", "pytest", str(project), "--compat-only"]
+  assert cmd[-2:] == ["-n", "2"] and cwd == project
+  assert "PYTHONPATH" not in env and env["JAX_PLATFORMS"] == "cpu"
+
+
+def test_in_a_project_an_older_release_replays_with_its_own_export(monkeypatch, tmp_path, capsys):
+  from jaxport.cli import _with_jax
+  from jaxport.golden import GoldenStore
+  project = _project(tmp_path)
+
+  class Listed:
+    entry_id = "cpu/fam/case/2026-01-01_jax-0.10.2"
+
+  monkeypatch.setattr(GoldenStore, "entries", lambda self, platform: [Listed()])
+  monkeypatch.setattr(_with_jax._envs, "ensure_venv", lambda v: Path(f"/envs/{v}/python"))
+  rows = {"pass": {"outcome": "pass", "stage": "compare"},
+          "fail": {"outcome": "fail", "stage": "deserialize", "error": "too old"}}
+  for outcome, code in (("pass", 0), ("fail", 1)):
+    seen = []
+    monkeypatch.setattr(_with_jax, "replay_with", lambda python, store, ids, work: seen.append(
+        (python, store, ids)) or [{"entry_id": ids[0], **rows[outcome]}])
+    report = tmp_path / f"{outcome}.json"
+    assert main(["replay", "--with-jax", "0.8.3", "--project", str(project),
+                 "--compat-report", str(report)]) == code
+    assert seen == [("/envs/0.8.3/python", project / "golden", [Listed.entry_id])]
+    out = capsys.readouterr().out
+    assert f"jax 0.8.3: {1 - code} of 1 entries load, run and reproduce" in out
+    assert ("at deserialize: too old" in out) == bool(code)
+    assert '"outcome": "%s"' % outcome in report.read_text()

@@ -12,6 +12,7 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from harness.tools import matrix, replay_with_jax  # noqa: E402
+from jaxport.multirelease import _replay  # noqa: E402
 
 TODAY = datetime.date(2026, 11, 29)
 OLD = {"jax": "0.5.3", "jaxlib": "0.5.3", "jaxport": None}
@@ -105,6 +106,7 @@ import argparse, json, os, sys
 p = argparse.ArgumentParser()
 for a in ("--root", "--entries", "--out"):
   p.add_argument(a)
+p.add_argument("--effects", action="append")
 a = p.parse_args()
 ids = [l.strip() for l in open(a.entries) if l.strip()]
 with open(a.out, "a") as out:
@@ -120,7 +122,7 @@ def test_replay_driver_survives_a_native_crash(tmp_path, monkeypatch):
   root = _store(tmp_path / "store")
   fake = tmp_path / "fake_replayer.py"
   fake.write_text(FAKE_REPLAYER)
-  monkeypatch.setattr(replay_with_jax, "REPLAYER", fake)
+  monkeypatch.setattr(_replay, "REPLAYER", fake)
   ids = replay_with_jax.select_entries(root, "cpu", False)
   work = tmp_path / "work"
   work.mkdir()

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness.tools import _venvs, suites_with_jax  # noqa: E402
+from harness.tools import suites_with_jax  # noqa: E402
+from jaxport.multirelease import _envs as _venvs  # noqa: E402
 
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly-compat.yml"
 
@@ -37,6 +38,7 @@ def machine(monkeypatch, tmp_path):
   on_path: dict[str, str | None] = {}
   monkeypatch.delenv("JAXPORT_RELEASE_PYTHON", raising=False)
   monkeypatch.delenv("PYENV_ROOT", raising=False)
+  monkeypatch.setenv("JAXPORT_INSTALLER", "pip")
   monkeypatch.setattr(_venvs, "running_python", lambda: ((3, 10), "/nonexistent/python3.10"))
 
   def which(name):

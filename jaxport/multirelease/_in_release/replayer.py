@@ -1,8 +1,8 @@
-"""Replay golden entries with the jax installed in THIS interpreter's venv.
+"""Replay golden entries with the jax installed in THIS interpreter's environment.
 
-Run by ``replay_with_jax.py``, normally inside an older release's venv:
+Run by :mod:`jaxport.multirelease._replay`, normally inside an older release's environment:
 
-    python harness/tools/_replayer.py --root compat_data --entries IDS.txt --out RESULTS.jsonl
+    python replayer.py --root STORE --entries IDS.txt --out RESULTS.jsonl [--effects NAME=PATH]
 
 It reads entries without jaxport (which needs a newer jax): the manifest as
 JSON, every file checked against its sha256, npz files without pickle. Each
@@ -25,31 +25,26 @@ import traceback
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# Effect types are found by the qualified name of their class: keep the harness's.
-_EFFECTS_MODULE = "harness.cases._effects"
-
-
 # What the release scripts share (the replay contract among it). Run as a script, this
-# folder is first on sys.path; imported by the tests, the repository's package is.
+# folder is first on sys.path; imported by the tests, jaxport's package is.
 try:
-  import _release_jax as _release
+  import release_jax as _release
 except ImportError:
-  from harness.tools import _release_jax as _release
+  from jaxport.multirelease._in_release import release_jax as _release
 
 
-def _register_harness_effects() -> str | None:
-  """Register the harness's ordered effect (jax looks effect types up by class name
-  when deserializing). It needs only jax; on a release whose internals differ the
-  entries using it fail to deserialize, and that is reported per entry."""
-  path = os.path.join(os.path.dirname(HERE), "cases", "_effects.py")
+def register_effects(name: str, path: str) -> str | None:
+  """Import the module of effect types at ``path`` as ``name`` (jax looks effect types up by
+  the qualified name of their class when deserializing); the error's first line if it fails.
+  It needs only jax; on a release whose internals differ the entries using it fail to
+  deserialize, and that is reported per entry."""
   try:
-    spec = importlib.util.spec_from_file_location(_EFFECTS_MODULE, path)
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
   except Exception as e:  # noqa: BLE001
     return _first_line(e)
-  sys.modules[_EFFECTS_MODULE] = module
+  sys.modules[name] = module
   return None
 
 
@@ -162,6 +157,8 @@ def main(argv=None) -> int:
   parser.add_argument("--root", required=True)
   parser.add_argument("--entries", required=True, help="file with one entry id per line")
   parser.add_argument("--out", required=True, help="JSON lines file to append results to")
+  parser.add_argument("--effects", action="append", default=[], metavar="NAME=PATH",
+                      help="a module of effect types to import as NAME first (repeatable)")
   args = parser.parse_args(argv)
 
   import jax
@@ -169,9 +166,11 @@ def main(argv=None) -> int:
   contract = _release.contract()
   release = contract.ReleaseExport(_release.export_module())
   checkers = _release.checkers()
-  effects_error = _register_harness_effects()
-  if effects_error:
-    print(f"harness effects not registered: {effects_error}", file=sys.stderr)
+  for spec in args.effects:
+    name, _, path = spec.partition("=")
+    error = register_effects(name, path)
+    if error:
+      print(f"effects {name} not registered: {error}", file=sys.stderr)
   with open(args.entries) as f:
     entry_ids = [line.strip() for line in f if line.strip()]
   _initialise_lapack()

@@ -1,0 +1,88 @@
+"""``jaxport record/replay --with-jax VERSION`` in a project: its golden items under another jax.
+
+For a release jaxport runs on (``MIN_JAX`` and newer), the project's own harness runs in that
+release's environment (:mod:`jaxport.multirelease._project_env`: the release's jax, a wheel of
+this jaxport, pytest and the project's requirements): the same items, judged the same way, with
+the other jax. For an older release, ``replay`` asks that release's own ``jax.export`` to
+deserialize, call and reproduce each entry of the project's store (the release replayer);
+``record`` needs jaxport's harness and refuses, naming the oldest release it can use.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+from jaxport._signals import run_forwarding_signals
+from jaxport.errors import JaxportError
+from jaxport.multirelease import _envs
+from jaxport.multirelease._project_env import ensure_project_env
+from jaxport.multirelease._replay import release_env, replay_with
+from jaxport.releases import parse_version
+
+logger = logging.getLogger(__name__)
+# The outcomes of the release replayer that are not problems.
+_NOT_PROBLEMS = ("pass", "skip")
+
+
+def _min_jax() -> str:
+  from jaxport._jaxcompat._version import MIN_JAX
+  return MIN_JAX
+
+
+def runs_jaxport(version: str) -> bool:
+  """Whether jaxport's harness itself runs on jax ``version``."""
+  return parse_version(version) >= parse_version(_min_jax())
+
+
+def run(action: str, *, version: str, platform: str, report: str | None, project: Path,
+        extra: list[str], pytest_command) -> int:
+  """Run ``action`` with jax ``version`` for ``project``; ``pytest_command`` makes the harness's
+  pytest command line for a given interpreter."""
+  if platform != "cpu":
+    raise JaxportError(f"--with-jax {version} --platform {platform}: the release environments "
+                       "hold the CPU jaxlib only; use --platform cpu")
+  if runs_jaxport(version):
+    xdist = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in extra)
+    python = ensure_project_env(version, project, xdist=xdist)
+    cmd = pytest_command(str(python))
+    logger.info("running in %s with jax %s: %s", project, version, " ".join(cmd))
+    return run_forwarding_signals(cmd, project, env=release_env())
+  if action == "record":
+    raise JaxportError(
+        f"record --with-jax {version}: recording runs jaxport's harness, which runs on jax "
+        f"{_min_jax()} and newer. Record with one of those (or the running jax); replay "
+        f"--with-jax {version} replays the project's entries with that release's own jax.export.")
+  return replay_old_release(version, project, report)
+
+
+def _project_store(project: Path) -> Path:
+  from jaxport.cli import _project  # imports pytest
+  return _project.read(str(project)).store
+
+
+def replay_old_release(version: str, project: Path, report: str | None) -> int:
+  """Replay the project's CPU entries with jax ``version``'s own ``jax.export``; 1 if any fails."""
+  from jaxport.golden import GoldenStore
+  store = _project_store(project)
+  ids = [e.entry_id for e in GoldenStore(store).entries("cpu")]
+  if not ids:
+    raise JaxportError(f"replay --with-jax {version}: the project's store {store} has no cpu "
+                       "entries; record some first (jaxport record)")
+  python = _envs.ensure_venv(version)
+  with tempfile.TemporaryDirectory(prefix=f"jaxport-replay-{version}-") as tmp:
+    rows = replay_with(str(python), store, ids, Path(tmp))
+  problems = 0
+  for row in rows:
+    ok = row["outcome"] in _NOT_PROBLEMS
+    problems += not ok
+    detail = "" if row["outcome"] == "pass" else f" at {row.get('stage')}: {row.get('error')}"
+    sys.stdout.write(f"jax {version}: {row['outcome']:<5} {row['entry_id']}{detail}\n")
+  sys.stdout.write(f"jax {version}: {len(rows) - problems} of {len(rows)} entries load, run and "
+                   "reproduce (or are skipped)\n")
+  if report is not None:
+    Path(report).write_text(json.dumps({"jax": version, "entries": rows}, indent=2) + "\n")
+  return 1 if problems else 0

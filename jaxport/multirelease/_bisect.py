@@ -1,0 +1,199 @@
+"""Which jax release first fails to load, run or reproduce a golden entry, by bisection.
+
+The candidate consumers are the installable releases of jaxport's release table in a range
+(both ends included), in version order. Each probe replays the entry with that release's own
+``jax.export`` in its environment (:mod:`jaxport.multirelease._envs` builds it when missing;
+``available_only`` keeps the releases already built, plus this interpreter's jax). Bisection
+assumes that once a release breaks the entry later ones do too, and so probes about log2(n)
+releases: the two ends, then midpoints. The answer names the last release that passed, the
+first that failed, and that release's stage (deserialize, run, compare) and message.
+
+A blob with its inputs and expected outputs (``np.savez`` positional arrays) becomes a
+temporary golden entry first (:func:`entry_from_blob`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from jaxport._jaxcompat._version import installed_jax_version
+from jaxport.errors import GoldenDataError, JaxportError
+from jaxport.multirelease import _envs
+from jaxport.multirelease._replay import replay_with
+from jaxport.releases import parse_version, releases
+
+logger = logging.getLogger(__name__)
+PASS = "pass"
+
+
+class BisectError(JaxportError, ValueError):
+  """A bisection that cannot start: an unknown range or entry, or too few releases."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Probe:
+  """One release's replay of the entry."""
+  release: str
+  outcome: str          # "pass", "fail", "error", "crash", "skip"
+  stage: str | None
+  error: str | None
+
+  @property
+  def ok(self) -> bool:
+    return self.outcome == PASS
+
+
+@dataclasses.dataclass(frozen=True)
+class Bisection:
+  """The answer: the first failing release (None when every release passes) and the probes."""
+  entry_id: str
+  releases: tuple[str, ...]
+  last_good: str | None
+  first_bad: Probe | None
+  probes: tuple[Probe, ...]
+
+  def to_json(self) -> dict:
+    return {"entry_id": self.entry_id, "releases": list(self.releases),
+            "last_good": self.last_good,
+            "first_bad": None if self.first_bad is None else dataclasses.asdict(self.first_bad),
+            "probes": [dataclasses.asdict(p) for p in self.probes]}
+
+  def text(self) -> str:
+    lines = [f"{self.entry_id}: bisected over {len(self.releases)} releases "
+             f"({self.releases[0]} .. {self.releases[-1]}), {len(self.probes)} probed"]
+    for p in self.probes:
+      lines.append(f"  jax {p.release}: {p.outcome}" + (f" at {p.stage}: {p.error}" if not p.ok else ""))
+    if self.first_bad is None:
+      lines.append("no break: every probed release loads, runs and reproduces the entry")
+    elif self.last_good is None:
+      lines.append(f"already broken at the first release, jax {self.first_bad.release}")
+    else:
+      b = self.first_bad
+      lines.append(f"first break: jax {b.release} (last good: jax {self.last_good}); "
+                   f"it fails at {b.stage}: {b.error}")
+    return "\n".join(lines) + "\n"
+
+
+def releases_in(spec: str) -> list[str]:
+  """``"A..B"`` -> the installable releases of the release table from A to B inclusive, in
+  version order."""
+  lo, sep, hi = spec.partition("..")
+  if not sep or not lo or not hi:
+    raise BisectError(f"--releases {spec!r}: expected FIRST..LAST, e.g. 0.11.0..0.12.0.1")
+  known = {f.version: f for f in releases()}
+  for v in (lo, hi):
+    if v not in known:
+      raise BisectError(f"--releases {spec!r}: {v} is not a release of jaxport's release table "
+                        f"(it knows {', '.join(known)})")
+  first, last = parse_version(lo), parse_version(hi)
+  found = [v for v, f in known.items() if f.installable and first <= parse_version(v) <= last]
+  return sorted(found, key=parse_version)
+
+
+def bisect(releases: list[str], probe: Callable[[str], Probe]) -> tuple[str | None, Probe | None,
+                                                                      list[Probe]]:
+  """(last good, first bad probe, probes in order) over ``releases``, probing ~log2(n) of them."""
+  probes: dict[str, Probe] = {}
+
+  def at(i: int) -> Probe:
+    v = releases[i]
+    if v not in probes:
+      probes[v] = probe(v)
+      logger.info("jax %s: %s", v, probes[v].outcome)
+    return probes[v]
+
+  ordered = lambda: [probes[v] for v in releases if v in probes]  # noqa: E731
+  if not at(0).ok:
+    return None, at(0), ordered()
+  if at(len(releases) - 1).ok:
+    return releases[-1], None, ordered()
+  good, bad = 0, len(releases) - 1
+  while bad - good > 1:
+    mid = (good + bad) // 2
+    if at(mid).ok:
+      good = mid
+    else:
+      bad = mid
+  return releases[good], at(bad), ordered()
+
+
+def consumers(versions: list[str], *, available_only: bool, venvs: Path | None) -> dict[str, str]:
+  """Release -> python that replays with it (this interpreter for its own jax); with
+  ``available_only``, only the releases whose environment is built already."""
+  current = installed_jax_version()
+  out = {}
+  for v in versions:
+    if v == current:
+      out[v] = sys.executable
+    elif not available_only:
+      out[v] = str(_envs.ensure_venv(v, venvs))
+    elif _envs.is_ready(v, venvs):
+      out[v] = str(_envs.venv_python(v, venvs))
+  return out
+
+
+def run_bisect(entry_id: str, versions: list[str], *, store: Path, available_only: bool = False,
+               venvs: Path | None = None, effects: Mapping[str, str] | None = None) -> Bisection:
+  """Bisect ``entry_id`` of ``store`` over ``versions``, building the environments it probes
+  (in ``venvs``, default: the machine's cache) unless ``available_only``."""
+  if not (store / entry_id / "manifest.json").is_file():
+    raise BisectError(f"no golden entry {entry_id!r} under {store} (expected "
+                      f"{store / entry_id / 'manifest.json'}); name an entry id of that store "
+                      "or the entry's directory")
+  if available_only:
+    built = consumers(versions, available_only=True, venvs=venvs)
+    versions = [v for v in versions if v in built]
+  if len(versions) < 2:
+    raise BisectError(f"fewer than two releases to bisect over ({', '.join(versions) or 'none'}); "
+                      "widen --releases, or drop --available-only to build their environments")
+
+  def probe(version: str) -> Probe:
+    python = consumers([version], available_only=False, venvs=venvs)[version]
+    with tempfile.TemporaryDirectory(prefix=f"jaxport-bisect-{version}-") as tmp:
+      row = replay_with(python, store, [entry_id], Path(tmp), effects=effects)[0]
+    return Probe(version, row.get("outcome", "error"), row.get("stage"), row.get("error"))
+
+  last_good, first_bad, probes = bisect(versions, probe)
+  return Bisection(entry_id, tuple(versions), last_good, first_bad, tuple(probes))
+
+
+def entry_from_blob(blob: Path, inputs: Path, expected: Path, store: Path, *, rtol: float,
+                    atol: float) -> str:
+  """Write ``blob`` with its inputs and outputs as a golden entry of ``store``; its id."""
+  from jaxport.upgrades import read_any_envelope
+  from jaxport.golden._manifest import Comparison, Manifest, Producer
+  from jaxport.golden._signatures import signatures
+  from jaxport.golden._store import GoldenStore
+  data = blob.read_bytes()
+  exp, _ = read_any_envelope(data)  # any age: the releases it is bisected over may read it
+  unknown = Producer(jax=None, jaxlib=None, jaxport=None, numpy=None, scipy=None, python=None)
+  manifest = Manifest(
+      case_id="blob", family="bisect", platform=exp.platforms[0], record_date=datetime.date.today(),
+      producer=unknown, calling_convention_version=exp.calling_convention_version,
+      serialization_version=0, custom_call_targets=signatures(exp.mlir_module_serialized),
+      polymorphic_shapes=None, constraints=None, lowering_only=False,
+      comparison=Comparison("allclose", rtol, atol))
+  entry = GoldenStore(store).write_entry(manifest, data, load_arrays(inputs), load_arrays(expected),
+                                         exp.mlir_module())
+  return entry.entry_id
+
+
+def load_arrays(path: Path) -> list[np.ndarray]:
+  """The arrays ``arr_0``, ``arr_1``... of an npz file, never unpickling."""
+  try:
+    with np.load(path, allow_pickle=False) as npz:
+      names = list(npz.files)
+      want = [f"arr_{i}" for i in range(len(names))]
+      if sorted(names) != sorted(want):
+        raise GoldenDataError(f"{path}: expected members {want}, got {names}.")
+      return [npz[n] for n in want]
+  except ValueError as e:
+    raise GoldenDataError(f"{path}: cannot be read without unpickling ({e}).") from None

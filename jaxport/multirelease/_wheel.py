@@ -1,0 +1,104 @@
+"""A wheel of the running jaxport, so that another release's environment runs the same code.
+
+The wheel is made from what this process imports: every file of the ``jaxport`` package and
+the ``jaxport_pytest`` plugin module (byte code left out), with the installed distribution's
+own metadata and entry points. It is the same for a regular and an editable install, and its
+name carries a digest of its contents, so an environment built with it is rebuilt when the
+code changes and reused while it does not.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.metadata as md
+import importlib.util
+import logging
+import os
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from jaxport.multirelease._envs import VenvError
+
+logger = logging.getLogger(__name__)
+
+DISTRIBUTION = "jaxport"
+# The top-level packages the distribution installs: jaxport and its pytest entry point.
+_PACKAGES = ("jaxport", "jaxport_pytest")
+_SKIPPED_DIRS = {"__pycache__"}
+_WHEEL_META = ("Wheel-Version: 1.0\nGenerator: jaxport\nRoot-Is-Purelib: true\n"
+               "Tag: py3-none-any\n")
+
+
+def _sources() -> list[tuple[str, Path]]:
+  """(path inside the wheel, file here) for every file of the running package and plugin."""
+  out = []
+  for package in _PACKAGES:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+      raise VenvError(f"the running jaxport has no {package} package directory to make a wheel of")
+    package_dir = Path(next(iter(spec.submodule_search_locations)))
+    for dirpath, dirnames, filenames in os.walk(package_dir):
+      dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS)
+      for name in sorted(filenames):
+        if name.endswith((".pyc", ".pyo")):
+          continue
+        path = Path(dirpath) / name
+        out.append((f"{package}/{path.relative_to(package_dir).as_posix()}", path))
+  return out
+
+
+def _metadata() -> tuple[str, str, str]:
+  """The installed distribution's version, METADATA and entry_points.txt."""
+  try:
+    dist = md.distribution(DISTRIBUTION)
+  except md.PackageNotFoundError as e:
+    raise VenvError("jaxport runs without its distribution metadata (it is imported from a "
+                    "folder, not installed), so no wheel of it can be made: install it (pip "
+                    "install jaxport, or pip install -e of a checkout) and run again") from e
+  meta = dist.read_text("METADATA") or dist.read_text("PKG-INFO")  # an egg-info has the latter
+  if not meta:
+    raise VenvError("the installed jaxport distribution has no METADATA; reinstall it")
+  return dist.version, meta, dist.read_text("entry_points.txt") or ""
+
+
+def _record_line(name: str, data: bytes) -> str:
+  digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+  return f"{name},sha256={digest},{len(data)}"
+
+
+def _members() -> Iterator[tuple[str, bytes]]:
+  version, meta, entry_points = _metadata()
+  for name, path in _sources():
+    yield name, path.read_bytes()
+  info = f"{DISTRIBUTION}-{version}.dist-info"
+  yield f"{info}/METADATA", meta.encode()
+  yield f"{info}/entry_points.txt", entry_points.encode()
+  yield f"{info}/WHEEL", _WHEEL_META.encode()
+
+
+def running_wheel(folder: str | os.PathLike) -> Path:
+  """The wheel of the running jaxport under ``folder`` (``wheels/<digest>/``), made if missing."""
+  version, _, _ = _metadata()
+  members = list(_members())
+  digest = hashlib.sha256()
+  for name, data in members:
+    digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+  where = Path(folder) / "wheels" / digest.hexdigest()[:16]
+  wheel = where / f"{DISTRIBUTION}-{version}-py3-none-any.whl"
+  if wheel.is_file():
+    return wheel
+  where.mkdir(parents=True, exist_ok=True)
+  partial = wheel.with_suffix(".partial")
+  info = f"{DISTRIBUTION}-{version}.dist-info"
+  with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+    record = []
+    for name, data in members:
+      zf.writestr(name, data)
+      record.append(_record_line(name, data))
+    record.append(f"{info}/RECORD,,")
+    zf.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
+  os.replace(partial, wheel)
+  logger.info("made a wheel of the running jaxport: %s", wheel)
+  return wheel
