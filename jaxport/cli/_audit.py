@@ -36,6 +36,7 @@ from jaxport.harness._judge import _drift as _drift_rule
 from jaxport.harness._judge._status import Policy, severity, status_of
 from jaxport.harness._project import ProjectTargets
 from jaxport.harness._update import newest_entries
+from jaxport.releases import MeasuredRuns
 from jaxport.releases import _features as artifact_runs_on
 from jaxport.upgrades import upgrade_envelope
 
@@ -79,13 +80,14 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
                    relowerer: Relowerer | None,
                    declared: ProjectTargets | None = None, reader: Any = None,
                    strict: bool = False, changes_fail: bool = True,
-                   newest: bool = True) -> dict[str, Any]:
+                   newest: bool = True, measured: MeasuredRuns | None = None) -> dict[str, Any]:
   """The audit record of one artifact: targets, drift, expiry, its findings and the status
   the judge gives them, with problems (what fails it) and warnings; ``declared``: the
   targets the project guarantees, stable besides jaxport's table; ``reader``: what reads the
   module (the command's module parser child, ``cli._parser``; default: this process);
   ``newest``: the entry is its case's newest among those audited (an older one's drift only
-  warns, as in the replay). A module that crashes or hangs the parser is a problem of this
+  warns, as in the replay); ``measured``: the project's replays under other releases, which
+  take precedence over the release table in the entry's runs_on. A module that crashes or hangs the parser is a problem of this
   artifact, typed in ``parser_failure``."""
   reader = InProcess() if reader is None else reader
   found = _Found()
@@ -125,8 +127,10 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
         platforms = list(exp.platforms)
         allowed = disabled_targets(exp.disabled_safety_checks)
         sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
-        rec.update(reader.runs_on_record(blob, manifest, art.label,
-                                         _own(declared, platforms)).to_json())
+        runs = () if measured is None or art.entry is None else measured.of(
+            art.entry.entry_id, manifest.files.get("exported.bin"))
+        rec.update(reader.runs_on_record(blob, manifest, art.label, _own(declared, platforms),
+                                         runs).to_json())
       except (JaxportError, NotImplementedError) as e:
         _note_parser_failure(rec, e)
         found.unreadable(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")

@@ -91,8 +91,9 @@ def run(action: str, *, platform: str, report: str | None, extra: list[str],
     from jaxport.cli import _with_jax
     return _with_jax.run(
         action, version=with_jax, platform=platform, report=report, project=root, extra=extra,
-        pytest_command=lambda python: pytest_command(action, platform=platform, report=report,
-                                                     project=root, extra=extra, python=python))
+        pytest_command=lambda python, report_path: pytest_command(
+            action, platform=platform, report=report_path, project=root, extra=extra,
+            python=python))
   if with_jax is not None:  # jaxport's own checkout: its tools record and replay its own data
     cmd = release_tool_command(action, with_jax=with_jax, report=report, extra=extra)
   else:

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxport.cli import _native_logs  # noqa: F401  (first: before anything loads jaxlib)
-from jaxport.cli import _artifacts, _bisect, _harness_run, _parser, _prune as pruner, _relower, _report
+from jaxport.cli import _artifacts, _bisect, _harness_run, _matrix, _parser, _prune as pruner, _relower
+from jaxport.cli import _report
 from jaxport.cli import _upgrade as upgrader
 from jaxport.cli import _audit as audit
 from jaxport.corpus import _import as importer
@@ -38,6 +39,7 @@ from jaxport.golden._store import GoldenStore
 from jaxport.harness import _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets
 from jaxport.releases import _features as artifact_runs_on
+from jaxport.releases import read_measured
 
 logger = logging.getLogger("jaxport.cli")
 
@@ -174,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
   _report.add_parser(sub, common)
   upgrader.add_parser(add)
   _bisect.add_parser(add)
+  _matrix.add_parser(add)
   return parser
 
 
@@ -297,10 +300,11 @@ def _audit(args, extra) -> int:
       parser.start()  # one child reads every artifact's module; it imports jax meanwhile
     newest = audit.newest_of(artifacts)
     changes_fail = project is None or project.on_change is OnChange.FAIL
+    measured = None if project is None or project.root is None else read_measured(project.root)
     records = [audit.audit_artifact(art, today=today, window_days=args.window_days,
                                     relowerer=relowerer, declared=declared, reader=parser,
                                     strict=args.strict, changes_fail=changes_fail,
-                                    newest=art.label in newest)
+                                    newest=art.label in newest, measured=measured)
                for art in track(artifacts, "auditing", lambda a: a.label)]
   if args.json:
     _print_json({"today": today.isoformat(), "window_days": args.window_days,
@@ -515,4 +519,5 @@ _COMMANDS = {
     _report.COMMAND: _report.run,
     "upgrade": _upgrade,
     "bisect": _bisect_command,
+    "matrix": _matrix.run,
 }

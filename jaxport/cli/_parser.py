@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from jaxport.errors import (JaxportError, ModuleCrashError, ModuleMemoryError, M
 from jaxport.export import _mlir
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import CustomCallSignature
-from jaxport.releases import _features
+from jaxport.releases import MeasuredRun, _features
 
 logger = logging.getLogger(__name__)
 
@@ -86,10 +86,11 @@ class InProcess:
     return _mlir.module_text(module, fun_name)
 
   def runs_on_record(self, blob: bytes, manifest: Any, label: str,
-                     project_targets: Iterable[str] = ()) -> _features.RunsOnRecord:
+                     project_targets: Iterable[str] = (),
+                     measured: Sequence[MeasuredRun] = ()) -> _features.RunsOnRecord:
     """The releases a blob (and its entry's manifest) runs on, for ``inspect`` and ``audit``;
-    ``project_targets`` registered by the project."""
-    return _features.runs_on_record(blob, manifest, project_targets)
+    ``project_targets`` registered by the project, ``measured`` replays taking precedence."""
+    return _features.runs_on_record(blob, manifest, project_targets, measured)
 
   def start(self) -> None:
     """Nothing to start in this process."""
@@ -152,13 +153,16 @@ class ModuleParser:
     return answer["text"]
 
   def runs_on_record(self, blob: bytes, manifest: Any, label: str,
-                     project_targets: Iterable[str] = ()) -> _features.RunsOnRecord:
+                     project_targets: Iterable[str] = (),
+                     measured: Sequence[MeasuredRun] = ()) -> _features.RunsOnRecord:
     """The releases a blob (and its entry's manifest) runs on, for ``inspect`` and ``audit``;
-    ``project_targets`` registered by the project. The child's record is read strictly: one
-    missing or mistyped field is the parser's error, never a partial record."""
+    ``project_targets`` registered by the project, ``measured`` replays taking precedence. The
+    child's record is read strictly: one missing or mistyped field is the parser's error,
+    never a partial record."""
     answer = self._request({"op": "runs_on", "blob": encode(blob),
                             "manifest": None if manifest is None else manifest.to_json(),
-                            "where": label, "project_targets": sorted(project_targets)},
+                            "where": label, "project_targets": sorted(project_targets),
+                            "measured": {r.release: r.to_json() for r in measured}},
                            label, _what_blob(blob), ("record",))
     try:
       return _features.RunsOnRecord.from_json(answer["record"], f"{label}: runs_on record")

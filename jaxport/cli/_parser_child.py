@@ -37,6 +37,7 @@ from jaxport.cli._parser import IMPORT_FLAG, PATH_FLAG, InProcess, decode, encod
 from jaxport.cli._relower import Relowerer
 from jaxport.errors import JaxportError
 from jaxport.golden._manifest import Manifest
+from jaxport.releases import MeasuredRun
 from jaxport.upgrades import read_any_envelope
 
 FAULT_ENV = "JAXPORT_TEST_PARSER_FAULT"
@@ -94,7 +95,9 @@ def _handle(request: dict[str, Any], faults: dict[str, str]) -> dict[str, Any]:
       own = request.get("project_targets", [])
       if not isinstance(own, list) or not all(isinstance(t, str) for t in own):
         return {"error": f"project_targets must be a list of target names, got {own!r}"}
-      return {"record": reads.runs_on_record(blob, manifest, "", own).to_json()}
+      measured = [MeasuredRun.from_json(release, run, f"measured.{release}")
+                  for release, run in request.get("measured", {}).items()]
+      return {"record": reads.runs_on_record(blob, manifest, "", own, measured).to_json()}
     data, done = _upgrade.upgrade_blob(blob, request.get("for_jax"))
     return {"data": encode(data), "report": done.to_json(),
             "text": _upgrade.text(done, Path(request["source"]), Path(request["output"]))}

@@ -14,18 +14,20 @@ import json
 import logging
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from jaxport._signals import run_forwarding_signals
 from jaxport.errors import JaxportError
-from jaxport.multirelease import _envs
+from jaxport.multirelease import _envs, _measured
 from jaxport.multirelease._project_env import ensure_project_env
 from jaxport.multirelease._replay import release_env, replay_with
 from jaxport.releases import parse_version
 
 logger = logging.getLogger(__name__)
-# The outcomes of the release replayer that are not problems.
-_NOT_PROBLEMS = ("pass", "skip")
+# The outcomes of the release replayer that are not problems: reproduced, ran (outputs not
+# compared: the project's own checker), not replayable there (a project's pytree type).
+_NOT_PROBLEMS = ("pass", "ran", "skip")
 
 
 def _min_jax() -> str:
@@ -39,18 +41,26 @@ def runs_jaxport(version: str) -> bool:
 
 
 def run(action: str, *, version: str, platform: str, report: str | None, project: Path,
-        extra: list[str], pytest_command) -> int:
-  """Run ``action`` with jax ``version`` for ``project``; ``pytest_command`` makes the harness's
-  pytest command line for a given interpreter."""
+        extra: list[str], pytest_command: Callable[[str, str | None], list[str]]) -> int:
+  """Run ``action`` with jax ``version`` for ``project``; ``pytest_command(python, report)``
+  makes the harness's pytest command line. A replay keeps what it measured per entry
+  (:mod:`jaxport.releases._measured`)."""
   if platform != "cpu":
     raise JaxportError(f"--with-jax {version} --platform {platform}: the release environments "
                        "hold the CPU jaxlib only; use --platform cpu")
   if runs_jaxport(version):
     xdist = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in extra)
     python = ensure_project_env(version, project, xdist=xdist)
-    cmd = pytest_command(str(python))
-    logger.info("running in %s with jax %s: %s", project, version, " ".join(cmd))
-    return run_forwarding_signals(cmd, project, env=release_env())
+    with tempfile.TemporaryDirectory(prefix="jaxport-with-jax-") as tmp:
+      report_path = report if report is not None or action == "record" else str(
+          Path(tmp) / "report.json")
+      cmd = pytest_command(str(python), report_path)
+      logger.info("running in %s with jax %s: %s", project, version, " ".join(cmd))
+      code = run_forwarding_signals(cmd, project, env=release_env())
+      if action == "replay" and Path(report_path).is_file():
+        _measured.remember(project, _project_store(project), version,
+                           _measured.verdicts_of_report(Path(report_path), version))
+    return code
   if action == "record":
     raise JaxportError(
         f"record --with-jax {version}: recording runs jaxport's harness, which runs on jax "
@@ -75,14 +85,16 @@ def replay_old_release(version: str, project: Path, report: str | None) -> int:
   python = _envs.ensure_venv(version)
   with tempfile.TemporaryDirectory(prefix=f"jaxport-replay-{version}-") as tmp:
     rows = replay_with(str(python), store, ids, Path(tmp))
-  problems = 0
+  _measured.remember(project, store, version, _measured.verdicts_of_rows(rows, version))
+  counts: dict[str, int] = {}
   for row in rows:
-    ok = row["outcome"] in _NOT_PROBLEMS
-    problems += not ok
+    counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
     detail = "" if row["outcome"] == "pass" else f" at {row.get('stage')}: {row.get('error')}"
     sys.stdout.write(f"jax {version}: {row['outcome']:<5} {row['entry_id']}{detail}\n")
-  sys.stdout.write(f"jax {version}: {len(rows) - problems} of {len(rows)} entries load, run and "
-                   "reproduce (or are skipped)\n")
+  problems = sum(n for outcome, n in counts.items() if outcome not in _NOT_PROBLEMS)
+  sys.stdout.write(f"jax {version}: {len(rows)} entries: " + ", ".join(
+      f"{counts.get(o, 0)} {o}" for o in (*_NOT_PROBLEMS, *sorted(set(counts) - set(_NOT_PROBLEMS))))
+      + "\n")
   if report is not None:
     Path(report).write_text(json.dumps({"jax": version, "entries": rows}, indent=2) + "\n")
   return 1 if problems else 0

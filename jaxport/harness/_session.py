@@ -32,6 +32,7 @@ from jaxport.harness import _devices, _jax_corpus, _update
 from jaxport.harness._judge import _entry as _judge
 from jaxport.harness import _expectations as expected_status
 from jaxport.harness import _reference as _api
+from jaxport.releases import MeasuredRuns, read_measured
 from jaxport.harness import _reporter as reporter
 from jaxport.harness._project import OnChange, Project
 from jaxport.harness._recorder import Recorder
@@ -269,7 +270,8 @@ class HarnessSession:
           strict=o.strict, updating=o.settings.update, changes_fail=project.on_change is OnChange.FAIL,
           expectations=(None if project.expectations is None
                         else expected_status.load_table(project.expectations)),
-          project_targets=project.targets)
+          project_targets=project.targets,
+          measured=MeasuredRuns() if project.root is None else read_measured(project.root))
     return self._context
 
   def _min_consumer(self, manifest: Manifest) -> str | None:

@@ -215,8 +215,12 @@ def ensure_venv(version: str, root: str | os.PathLike | None = None,
       logger.info("rebuilding incomplete environment %s", d)
       shutil.rmtree(d)
     logger.info("building the environment of jax %s with %s and %s", version, base, tool.name)
-    _run(tool.create(base, d), f"creating the environment of jax {version}")
-    _run(tool.install(python, reqs), f"installing jax {version} into {d}")
+    try:
+      _run(tool.create(base, d), f"creating the environment of jax {version}")
+      _run(tool.install(python, reqs), f"installing jax {version} into {d}")
+    except VenvError:
+      shutil.rmtree(d, ignore_errors=True)  # nothing half-built is left to take disk
+      raise
     (d / _MARKER).write_text(" ".join(reqs) + "\n")
   return python
 

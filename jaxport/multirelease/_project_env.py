@@ -66,7 +66,7 @@ def environment_requirements(project: Path, *, xdist: bool = False,
   """Everything beside the release's own packages: jaxport's wheel, pytest, the project's."""
   wheel = running_wheel(root or _envs.default_root())
   reqs = [str(wheel), *HARNESS_REQUIREMENTS, *([XDIST_REQUIREMENT] if xdist else [])]
-  return reqs + project_requirements(project)
+  return list(dict.fromkeys(reqs + project_requirements(project)))
 
 
 def ensure_project_env(version: str, project: Path, *, xdist: bool = False,

@@ -21,6 +21,11 @@ from jaxport.releases._dates import WindowPosition as WindowPosition
 from jaxport.releases._dates import parse_version as parse_version
 from jaxport.releases._dates import release_date as release_date
 from jaxport.releases._dates import window_position as window_position
+from jaxport.releases._measured import MEASURED_FILE as MEASURED_FILE
+from jaxport.releases._measured import MeasuredRun as MeasuredRun
+from jaxport.releases._measured import MeasuredRuns as MeasuredRuns
+from jaxport.releases._measured import read_measured as read_measured
+from jaxport.releases._measured import write_measured as write_measured
 from jaxport.releases._runs_on import ArtifactFeatures as ArtifactFeatures
 from jaxport.releases._runs_on import Limit as Limit
 from jaxport.releases._runs_on import RunsOn as RunsOn

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from jaxport._records import Strict
@@ -23,6 +23,7 @@ from jaxport.errors import DeserializationError, JaxportError
 from jaxport.export import _mlir
 from jaxport.export._checks import disabled_targets
 from jaxport.golden import _signatures
+from jaxport.releases._measured import MeasuredRun
 from jaxport.releases._runs_on import ArtifactFeatures, CustomCall, lazy_lapack_caveat, runs_on
 from jaxport.releases._table import releases as table_releases
 from jaxport.serde import _read, _verify
@@ -182,12 +183,16 @@ class RunsOnRecord:
 
 
 def runs_on_record(blob: bytes | bytearray | memoryview, manifest: Any = None,
-                   project_targets: Iterable[str] = ()) -> RunsOnRecord:
+                   project_targets: Iterable[str] = (),
+                   measured: Sequence[MeasuredRun] = ()) -> RunsOnRecord:
   """The releases the blob (and its entry's manifest) runs on, for ``inspect`` and ``audit``;
-  ``project_targets``: those the project registers itself."""
+  ``project_targets``: those the project registers itself; ``measured``: replays of the entry
+  under other releases, which take precedence on the entry's platform."""
   try:
     features = features_of_blob(blob, manifest)
     got = runs_on(features, project_targets=project_targets)
+    if manifest is not None:
+      got = got.with_measured(manifest.platform, measured)
   except JaxportError as e:
     return RunsOnRecord(None, error=f"{type(e).__name__}: {e}")
   limits = got.to_json()["runs_on_limits"]

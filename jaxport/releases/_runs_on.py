@@ -30,11 +30,12 @@ fails is the limiting factor named):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from jaxport._vocabulary import ALL_TARGETS
 from jaxport.releases._dates import parse_version
+from jaxport.releases._measured import MeasuredRun
 from jaxport._vocabulary import PLATFORMS
 from jaxport.releases._table import ReleaseFacts, releases as table_releases
 
@@ -144,12 +145,41 @@ class RunsOn:
   not_measured: tuple[str, ...]                    # releases the table lists without measurements
   # platform -> the artifact's targets the project registers itself (judged by no release)
   project_targets: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+  # platform -> the replays of the entry under other releases, which override the prediction
+  measured: dict[str, tuple[MeasuredRun, ...]] = dataclasses.field(default_factory=dict)
+
+  def with_measured(self, platform: str, runs: Sequence[MeasuredRun]) -> RunsOn:
+    """This range on ``platform`` with what replays measured taking precedence: a release
+    measured to run is in it, one measured not to run is out, its limit the measurement."""
+    if not runs:
+      return self
+    by_release = {r.release: r for r in runs}
+    kept = [v for v in self.releases.get(platform, ()) if by_release.get(v, None) is None
+            or by_release[v].runs]
+    kept += [r.release for r in runs if r.runs and r.release not in kept]
+    limits = tuple(x for x in self.limits.get(platform, ()) if x.release not in by_release)
+    limits += tuple(Limit(r.release, platform, f"measured: {r.detail}") for r in runs if not r.runs)
+    limits = tuple(sorted(limits, key=lambda x: parse_version(x.release)))
+    releases = tuple(sorted(kept, key=parse_version))
+    lower = upper = None
+    if releases:
+      lo, hi = parse_version(releases[0]), parse_version(releases[-1])
+      below = [x for x in limits if parse_version(x.release) < lo]
+      above = [x for x in limits if parse_version(x.release) > hi]
+      lower, upper = (below[-1] if below else None), (above[0] if above else None)
+    return dataclasses.replace(
+        self, releases={**self.releases, platform: releases},
+        limits={**self.limits, platform: limits}, lower={**self.lower, platform: lower},
+        upper={**self.upper, platform: upper},
+        measured={**self.measured, platform: tuple(runs)})
 
   def covers(self, platform: str, release: str) -> bool:
     return release in self.releases.get(platform, ())
 
   def why_not(self, platform: str, release: str) -> str | None:
     """The limiting factor for ``release`` on ``platform``, None when it runs."""
+    if self.covers(platform, release):
+      return None
     for limit in self.limits.get(platform, ()):
       if limit.release == release:
         return limit.reason
@@ -175,6 +205,10 @@ class RunsOn:
     own = self.project_targets.get(platform, ())
     if own:
       parts.append(f"registered by the project: {', '.join(own)}")
+    runs = self.measured.get(platform, ())
+    if runs:
+      parts.append("measured, taking precedence over the table: "
+                   + ", ".join(f"{r.release} {'runs' if r.runs else 'does not run'}" for r in runs))
     return "; ".join(parts)
 
   def to_json(self) -> dict[str, Any]:

@@ -29,12 +29,15 @@ GOLDEN = ROOT / "compat_data"
 ENTRY = "cpu/lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
 
 
-def _session(root: Path, min_consumer: str | None, monkeypatch) -> HarnessSession:
+def _session(root: Path, min_consumer: str | None, monkeypatch,
+             project_root: Path | None = None) -> HarnessSession:
   shutil.copytree(GOLDEN / ENTRY, root / ENTRY)
+  project = repo_project(root)
+  if project_root is not None:
+    project = dataclasses.replace(project, root=project_root)
   hs = HarnessSession(Options(
       Settings(platform="cpu", window_days=180, worker_timeout_s=60.0), golden_root=root,
-      today=datetime.date(2026, 11, 29), strict=False, partial=False),
-      repo_project(root))
+      today=datetime.date(2026, 11, 29), strict=False, partial=False), project)
   listed = hs.case_facts
 
   def case_facts():
@@ -174,3 +177,33 @@ def test_the_below_min_consumer_hint_names_the_case_option(tmp_path, monkeypatch
   outcome = _session(tmp_path, "0.4.26", monkeypatch).replay(ENTRY)
   (found,) = outcome.of_kind(FindingKind.BELOW_MIN_CONSUMER)
   assert "Case(..., for_jax='0.4.26')" in found.message
+
+
+def _measured(project_root: Path, release: str, runs: bool) -> Path:
+  import json
+  from jaxport.releases import MeasuredRun, MeasuredRuns, write_measured
+  sha = json.loads((GOLDEN / ENTRY / "manifest.json").read_text())["files"]["exported.bin"]
+  run = MeasuredRun(release, runs, "ran" if runs else "run: refused by the test",
+                    datetime.date(2026, 11, 29), sha)
+  return write_measured(project_root, MeasuredRuns().with_runs(ENTRY, [run]))
+
+
+def test_a_measured_run_takes_precedence_over_the_predicted_refusal(tmp_path, monkeypatch):
+  from jaxport.harness._judge._consumers import measured_releases
+  table = measured_releases()
+  oldest = table[table.index(_range()[0]) - 1]  # the release just below the predicted range
+  assert oldest not in _range()
+  _measured(tmp_path / "project", oldest, runs=True)
+  outcome = _session(tmp_path / "store", oldest, monkeypatch, tmp_path / "project").replay(ENTRY)
+  assert FindingKind.BELOW_MIN_CONSUMER not in outcome.kinds, outcome.messages
+  assert oldest in outcome.runs_on["cpu"]
+
+
+def test_a_measured_failure_takes_precedence_over_the_predicted_run(tmp_path, monkeypatch):
+  assert "0.10.2" in _range()
+  _measured(tmp_path / "project", "0.10.2", runs=False)
+  outcome = _session(tmp_path / "store", "0.10.2", monkeypatch, tmp_path / "project").replay(ENTRY)
+  assert outcome.status == Status.FAIL
+  (found,) = [f for f in outcome.findings if f.kind == FindingKind.BELOW_MIN_CONSUMER]
+  assert "does not run on jax 0.10.2 (cpu): measured: run: refused by the test" in found.message
+  assert "measured, taking precedence over the table: 0.10.2 does not run" in found.message

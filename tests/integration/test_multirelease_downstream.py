@@ -2,7 +2,9 @@
 ``examples/downstream`` copied to a temporary folder records with the running jax, replays with
 jax 0.11.2 in an environment jaxport builds (its harness, its findings), and bisects one entry
 over 0.11.0..0.12.0.1; a bisection of one of jaxport's jax 0.4.30 entries (from a copy of the
-store) names 0.11.1, the first release whose own ``jax.export`` refuses it.
+store) names 0.11.1, the first release whose own ``jax.export`` refuses it; a case exported
+``for_jax`` the oldest consumer replays under that release and is refused by the one below, and
+its runs_on starts at that release.
 
 The environments are built in the machine's cache (``JAXPORT_RELEASE_ENVS`` or
 ``~/.cache/jaxport/release-envs``). The test runs where they are built already, or with
@@ -85,3 +87,44 @@ def test_bisecting_a_jax_0_4_30_entry_names_the_release_whose_own_export_refuses
   assert (result["last_good"], result["first_bad"]["release"]) == ("0.11.0", "0.11.1")
   assert result["first_bad"]["stage"] == "deserialize"
   assert "backward-compatibility window" in result["first_bad"]["error"]
+
+
+def test_the_oldest_consumer_of_for_jax_replays_and_the_release_below_refuses(tmp_path):
+  """A project's case exported ``for_jax`` the oldest consumer the release table names: that
+  release replays it with its own jax.export, the release just below refuses it, and the
+  entry's runs_on names that release as its oldest."""
+  from jaxport.export import _for_jax
+  from jaxport.harness._judge._consumers import measured_releases
+  from jaxport.releases import read_measured
+  oldest = _for_jax.oldest_consumer()
+  table = measured_releases()
+  below = table[table.index(oldest) - 1]
+  project = tmp_path / "old-consumers"
+  (project / "tests").mkdir(parents=True)
+  (project / "pyproject.toml").write_text(
+      '[project]\nname = "old-consumers"\nversion = "0"\n\n[tool.pytest.ini_options]\n'
+      'pythonpath = ["."]\njaxport_cases = ["cases"]\njaxport_store = "golden"\n'
+      'jaxport_tests = ["tests/test_golden.py"]\n')
+  (project / "tests" / "test_golden.py").write_text(
+      "from jaxport.harness.testing import test_record, test_replay  # noqa: F401\n")
+  (project / "cases.py").write_text(
+      "import jax.numpy as jnp\nimport numpy as np\nfrom jaxport.harness import Case\n\n\n"
+      "def cases():\n"
+      "  x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)\n"
+      f"  return [Case('tanh_sum', 'old', lambda a: jnp.tanh(a).sum(0), lambda: ((x,), {{}}),\n"
+      f"               for_jax={oldest!r}, min_consumer={oldest!r})]\n")
+  _jaxport(project, "record", "--project", ".")
+  _jaxport(project, "replay", "--with-jax", oldest, "--project", ".")
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  refused = subprocess.run(
+      [sys.executable, "-c", "import sys; from jaxport.cli import main; sys.exit(main())",
+       "replay", "--with-jax", below, "--project", "."],
+      cwd=project, capture_output=True, text=True, timeout=1800, env=env)
+  assert refused.returncode == 1, refused.stdout[-2000:] + refused.stderr[-2000:]
+  assert f"jax {below}: fail" in refused.stdout
+  (entry_id, runs), = read_measured(project).entries.items()
+  assert (runs[oldest].runs, runs[below].runs) == (True, False)
+  report = tmp_path / "here.json"
+  _jaxport(project, "replay", "--project", ".", "--compat-report", str(report))
+  (entry,) = json.loads(report.read_text())["entries"]
+  assert entry["runs_on"]["cpu"][0] == oldest, entry["runs_on"]

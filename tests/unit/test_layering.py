@@ -66,7 +66,7 @@ INIT_IMPORTS_ALLOWED = {
                        "jaxport.report._model", "jaxport.report._sections"},
     "jaxport.upgrades": {"jaxport.upgrades._envelope", "jaxport.upgrades._upgrade"},
     "jaxport.releases": {"jaxport.errors", "jaxport.releases._builds", "jaxport.releases._dates",
-                         "jaxport.releases._runs_on",
+                         "jaxport.releases._measured", "jaxport.releases._runs_on",
                          "jaxport.releases._table"},
     "jaxport.golden": {"jaxport._lazy", "jaxport.golden._entry_id", "jaxport.golden._manifest",
                        "jaxport.golden._signatures",

@@ -84,6 +84,56 @@ def test_in_a_project_an_older_release_replays_with_its_own_export(monkeypatch, 
                  "--compat-report", str(report)]) == code
     assert seen == [("/envs/0.8.3/python", project / "golden", [Listed.entry_id])]
     out = capsys.readouterr().out
-    assert f"jax 0.8.3: {1 - code} of 1 entries load, run and reproduce" in out
+    assert f"jax 0.8.3: 1 entries: {1 - code} pass, 0 ran, 0 skip" in out
     assert ("at deserialize: too old" in out) == bool(code)
     assert '"outcome": "%s"' % outcome in report.read_text()
+
+
+def test_the_matrix_plan_is_a_ci_job_matrix_of_releases_and_shards(capsys):
+  import json
+  assert main(["matrix", "--releases", "0.8.3..0.11.0", "--shards", "2", "--plan", "--json"]) == 0
+  cells = json.loads(capsys.readouterr().out)["include"]
+  by_release: dict = {}
+  for c in cells:
+    by_release.setdefault(c["jax"], []).append(c)
+  assert list(by_release) == ["0.8.3", "0.9.0", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.2",
+                              "0.11.0"]
+  # Before jaxport's oldest jax: one cell, replayed by the release's own jax.export.
+  assert [c["shard"] for c in by_release["0.8.3"]] == [None]
+  assert [c["shard"] for c in by_release["0.9.2"]] == ["1/2", "2/2"]
+  assert {c["python"] for c in by_release["0.10.2"]} == {"3.11"}
+  assert {c["python"] for c in by_release["0.11.0"]} == {"3.13"}
+  last = by_release["0.11.0"][1]
+  assert last["report"] == "reports/jax-0.11.0-shard-2-of-2.json"
+  assert last["command"] == ("jaxport replay --with-jax 0.11.0 --project . --compat-report "
+                             "reports/jax-0.11.0-shard-2-of-2.json -- --compat-shard=2/2")
+  assert main(["matrix", "--releases", "0.11.0..0.11.0", "--plan"]) == 0
+  assert capsys.readouterr().out == ("jaxport replay --with-jax 0.11.0 --project . "
+                                     "--compat-report reports/jax-0.11.0.json\n")
+
+
+def test_the_matrix_runs_each_cell_here_and_fails_with_any(monkeypatch, tmp_path, capsys):
+  from jaxport.cli import _with_jax
+  (tmp_path / "p").mkdir()
+  project = _project(tmp_path / "p")
+  ran = []
+
+  def fake_run(action, *, version, platform, report, project, extra, pytest_command):
+    ran.append((version, report, extra, pytest_command("/py", report)[0]))
+    return 1 if version == "0.12.0" and extra else 0
+
+  monkeypatch.setattr(_with_jax, "run", fake_run)
+  out = tmp_path / "reports"
+  assert main(["matrix", "--releases", "0.12.0..0.12.0.1", "--shards", "2", "--project",
+               str(project), "--out", str(out)]) == 1
+  assert [(v, e) for v, _, e, _ in ran] == [
+      ("0.12.0", ["--compat-shard=1/2"]), ("0.12.0", ["--compat-shard=2/2"]),
+      ("0.12.0.1", ["--compat-shard=1/2"]), ("0.12.0.1", ["--compat-shard=2/2"])]
+  assert ran[0][1] == f"{out}/jax-0.12.0-shard-1-of-2.json" and ran[0][3] == "/py"
+  text = capsys.readouterr().out
+  assert "jax 0.12.0 shard 1/2: failed (exit 1)" in text and "jax 0.12.0.1 shard 2/2: passed" in text
+
+
+def test_the_matrix_refuses_no_shards(capsys):
+  assert main(["matrix", "--releases", "0.11.0..0.11.0", "--shards", "0", "--plan"]) == 2
+  assert "--shards 0: expected a whole number of 1 or more" in capsys.readouterr().err

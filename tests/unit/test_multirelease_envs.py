@@ -148,3 +148,19 @@ def test_the_project_environment_holds_the_wheel_the_harness_and_the_project(mon
   reqs = _project_env.environment_requirements(tmp_path, xdist=True, root=tmp_path / "envs")
   assert reqs[0].endswith("-py3-none-any.whl") and Path(reqs[0]).is_file()
   assert reqs[1:] == ["pytest", "pytest-xdist", "jax"]
+
+
+def test_a_failed_install_leaves_no_half_built_environment(monkeypatch, tmp_path):
+  monkeypatch.setattr(_envs, "find_python", lambda version: "/py/3.13")
+  monkeypatch.setattr(_envs, "installer", lambda: _envs.Installer("uv", "/bin/uv"))
+
+  def run(cmd, what):
+    if cmd[1] == "venv":
+      Path(cmd[-1]).mkdir(parents=True)
+    else:
+      raise _envs.VenvError(f"{what} failed: because you require jax==0.11.2 and jax<0.5")
+
+  monkeypatch.setattr(_envs, "_run", run)
+  with pytest.raises(_envs.VenvError, match="jax==0.11.2 and jax<0.5"):
+    _envs.ensure_venv("0.11.2", tmp_path, ["jax<0.5"])
+  assert not _envs.venv_dir("0.11.2", tmp_path, ["jax<0.5"]).exists()

@@ -18,6 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 TEMPLATE = ROOT / "examples" / "downstream" / ".github" / "workflows" / "compat.yml"
+RELEASES_TEMPLATE = TEMPLATE.with_name("releases.yml")
 
 
 def _load(name: str):
@@ -82,7 +83,7 @@ def test_an_unpinned_or_untagged_action_is_named(tmp_path):
   assert "w.yml:3:" in problems[1] and "names no tag" in problems[1]
 
 
-@pytest.mark.parametrize("path", [*WORKFLOWS, TEMPLATE], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*WORKFLOWS, TEMPLATE, RELEASES_TEMPLATE], ids=lambda p: p.name)
 def test_every_workflow_pins_its_actions_gates_and_keeps_no_credentials(path):
   pins = _load("action_pins")
   found, problems = pins.read_pins(path)
@@ -102,10 +103,19 @@ def test_the_nightly_installs_nightlies_from_the_index_it_is_given():
   assert "JAX_NIGHTLY_INDEX" in TEMPLATE.read_text()
 
 
-def test_the_downstream_docs_show_the_template_file_as_it_is():
-  docs = (ROOT / "docs" / "downstream.md").read_text()
+@pytest.mark.parametrize("doc, template", [("downstream.md", TEMPLATE),
+                                           ("multi-release.md", RELEASES_TEMPLATE)])
+def test_the_docs_show_the_template_file_as_it_is(doc, template):
+  docs = (ROOT / "docs" / doc).read_text()
   blocks = re.findall(r"```yaml\n(.*?)```", docs, flags=re.S)
-  assert TEMPLATE.read_text() in blocks
+  assert template.read_text() in blocks
+
+
+def test_the_releases_template_plans_with_jaxport_matrix_and_merges_per_release():
+  text = RELEASES_TEMPLATE.read_text()
+  assert "jaxport matrix --releases" in text and "--plan --json" in text
+  assert "fromJSON(needs.plan.outputs.matrix)" in text
+  assert 'jaxport replay --with-jax "$JAX_RELEASE"' in text and "jaxport report merge" in text
 
 
 def test_zizmor_finds_nothing_on_the_workflows():
@@ -117,7 +127,7 @@ def test_zizmor_finds_nothing_on_the_workflows():
                   "(pip install -e '.[test,lint]').")
     pytest.skip("zizmor is not installed (pip install -e '.[lint]'); CI runs this check")
   done = subprocess.run([zizmor, "--offline", "--min-severity", "medium",
-                         *map(str, WORKFLOWS), str(TEMPLATE)],
+                         *map(str, WORKFLOWS), str(TEMPLATE), str(RELEASES_TEMPLATE)],
                         capture_output=True, text=True, timeout=300)
   assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
   assert "No findings to report" in done.stdout + done.stderr

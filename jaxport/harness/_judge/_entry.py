@@ -16,6 +16,7 @@ from jaxport.harness._project import ProjectTargets
 from jaxport.harness._protocol import ReplayAnswer, WorkerFailure
 from jaxport.harness._requests import FeaturesWanted, ReplayRequest
 from jaxport.harness._verdicts import Outcome
+from jaxport.releases import MeasuredRuns
 
 @dataclasses.dataclass(frozen=True)
 class RunContext:
@@ -31,6 +32,8 @@ class RunContext:
   changes_fail: bool = False
   expectations: Table | None = None
   project_targets: ProjectTargets = dataclasses.field(default_factory=ProjectTargets)
+  # What replays under other releases measured for the project's entries (``--with-jax``).
+  measured: MeasuredRuns = dataclasses.field(default_factory=MeasuredRuns)
 
   def policy(self, newest: bool) -> Policy:
     """How strictly an entry is judged: its case's newest, or an older one."""
@@ -88,6 +91,8 @@ def _with_consumers(outcome: Outcome, answer: ReplayAnswer | WorkerFailure,
   range_, why, features = _consumers.releases_run_on(answer.features, answer.features_error,
                                                      run.project_targets.stable(m.platform))
   if range_ is not None:
+    range_ = range_.with_measured(m.platform, run.measured.of(outcome.entry_id,
+                                                              m.files.get("exported.bin")))
     outcome = outcome.replace(runs_on=dict(range_.releases))
   if request.features is FeaturesWanted.REPORT or entry.min_consumer is None:
     if range_ is None and why is not None:

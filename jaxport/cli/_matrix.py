@@ -1,0 +1,100 @@
+"""``jaxport matrix --releases A..B``: a project's entries under every release of a range.
+
+Each cell is one ``jaxport replay --with-jax VERSION`` (one release, one shard of the store):
+run here one after another, or written out with ``--plan`` as the cells of a CI job matrix
+(``--json``: ``{"include": [...]}`` for a GitHub Actions ``strategy.matrix``), each cell one
+job whose shard reports ``jaxport report merge`` joins per release. Releases before the oldest
+jaxport runs on replay with their own ``jax.export`` and are not sharded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from jaxport.cli import _harness_run, _with_jax
+from jaxport.errors import JaxportError
+from jaxport.multirelease._bisect import releases_in
+from jaxport.multirelease._envs import PYTHON_311, python_need
+
+# The Python a CI job of a release sets up: the one the release installs on.
+_CI_PYTHON = {PYTHON_311: "3.11"}
+_NEWEST_CI_PYTHON = "3.13"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+  """One job of the matrix: a release, a shard of the store (None: all of it), its report."""
+  jax: str
+  python: str
+  shard: str | None
+  report: str
+
+  def argv(self, project: str) -> list[str]:
+    """The ``jaxport`` arguments the cell runs."""
+    cmd = ["replay", "--with-jax", self.jax, "--project", project, "--compat-report", self.report]
+    return cmd + (["--", f"--compat-shard={self.shard}"] if self.shard else [])
+
+  def to_json(self, project: str) -> dict[str, str | None]:
+    return {"jax": self.jax, "python": self.python, "shard": self.shard, "report": self.report,
+            "command": shlex.join(["jaxport", *self.argv(project)])}
+
+
+def add_parser(add) -> None:
+  p = add("matrix", help="a project's entries under every jax release of a range",
+          description="Replay the project's golden entries under each jax release of a range, "
+                      "each in its own environment (as replay --with-jax does); --plan writes "
+                      "the cells out as a CI job matrix instead of running them.")
+  p.add_argument("--releases", required=True, metavar="FIRST..LAST", help="e.g. 0.11.0..0.12.0.1")
+  p.add_argument("--project", default=".", metavar="DIR",
+                 help="the project whose pytest configuration opts into the harness (default: "
+                      "the working directory); the plan's commands name it as given")
+  p.add_argument("--shards", type=int, default=1, metavar="N",
+                 help="split each release's replay into N shards (releases jaxport runs on)")
+  p.add_argument("--out", default="reports", metavar="DIR",
+                 help="where the cells' reports go (default: reports)")
+  p.add_argument("--plan", action="store_true", help="print the cells instead of running them")
+  p.add_argument("--json", action="store_true",
+                 help="with --plan: {\"include\": [...]} for a CI strategy.matrix")
+
+
+def cells(versions: list[str], shards: int, out: str) -> list[Cell]:
+  """The matrix's cells: each release, each shard of it where jaxport runs on the release."""
+  if shards < 1:
+    raise JaxportError(f"matrix --shards {shards}: expected a whole number of 1 or more")
+  found = []
+  for v in versions:
+    python = _CI_PYTHON.get(python_need(v), _NEWEST_CI_PYTHON)
+    if shards == 1 or not _with_jax.runs_jaxport(v):
+      found.append(Cell(v, python, None, f"{out}/jax-{v}.json"))
+      continue
+    found += [Cell(v, python, f"{i}/{shards}", f"{out}/jax-{v}-shard-{i}-of-{shards}.json")
+              for i in range(1, shards + 1)]
+  return found
+
+
+def run(args, extra) -> int:
+  planned = cells(releases_in(args.releases), args.shards, args.out)
+  if args.plan:
+    rows = [c.to_json(args.project) for c in planned]
+    if args.json:
+      sys.stdout.write(json.dumps({"include": rows}) + "\n")
+    else:
+      sys.stdout.write("".join(f"{r['command']}\n" for r in rows))
+    return 0
+  project = _harness_run.project_dir(args.project)
+  Path(args.out).mkdir(parents=True, exist_ok=True)
+  codes = {}
+  for cell in planned:
+    extra = [f"--compat-shard={cell.shard}"] if cell.shard else []
+    codes[(cell.jax, cell.shard)] = _with_jax.run(
+        "replay", version=cell.jax, platform="cpu", report=cell.report, project=project,
+        extra=extra, pytest_command=lambda python, report, extra=extra: _harness_run.pytest_command(
+            "replay", platform="cpu", report=report, project=project, extra=extra, python=python))
+  for (jax, shard), code in codes.items():
+    verdict = "passed" if code == 0 else f"failed (exit {code})"
+    sys.stdout.write(f"jax {jax}{f' shard {shard}' if shard else ''}: {verdict}\n")
+  return 0 if all(code == 0 for code in codes.values()) else 1

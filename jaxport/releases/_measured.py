@@ -1,0 +1,121 @@
+"""What replays under other jax releases measured for a project's own entries.
+
+``jaxport replay --with-jax VERSION`` keeps, per entry and release, whether the entry loaded,
+ran and reproduced there, in the project's ``.jaxport_cache/measured-releases.json``. Where the
+release table predicts where an entry runs (:func:`runs_on`), a measurement of that entry
+takes precedence and says so (:meth:`RunsOn.with_measured`): a measured run counts even where
+the prediction says the release refuses, a measured failure even where it says it runs.
+
+A measurement is tied to the entry's blob (its sha256): a file whose entry was written anew is
+not taken for it. The file is data only: strict JSON, refused naming the bad key, never run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from jaxport import _json
+from jaxport._records import Strict
+from jaxport.errors import ReleaseTableError
+from jaxport.releases._dates import parse_version
+
+# Relative to the project's root (where its pytest configuration lives).
+MEASURED_FILE = Path(".jaxport_cache") / "measured-releases.json"
+FORMAT = 1
+_STRICT = Strict.raising(ReleaseTableError)
+_FIX = "remove the file; `jaxport replay --with-jax VERSION` measures again"
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasuredRun:
+  """One entry replayed under one release: whether it loaded, ran and reproduced there."""
+  release: str
+  runs: bool
+  detail: str        # the failing stage and message, or what was replayed
+  date: datetime.date
+  blob_sha256: str
+
+  def to_json(self) -> dict[str, Any]:
+    return {"runs": self.runs, "detail": self.detail, "date": self.date.isoformat(),
+            "blob_sha256": self.blob_sha256}
+
+  @classmethod
+  def from_json(cls, release: str, d: Any, where: str) -> MeasuredRun:
+    d = _STRICT.obj(d, where, ("runs", "detail", "date", "blob_sha256"), ())
+    return cls(release, _STRICT.of(d["runs"], bool, f"{where}.runs"),
+               _STRICT.of(d["detail"], str, f"{where}.detail"),
+               _STRICT.date(d["date"], f"{where}.date"),
+               _STRICT.of(d["blob_sha256"], str, f"{where}.blob_sha256"))
+
+  def __str__(self) -> str:
+    verdict = "runs" if self.runs else f"does not run ({self.detail})"
+    return f"{self.release}: {verdict}, measured {self.date.isoformat()}"
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasuredRuns:
+  """Every measurement of a project: entry id -> release -> run."""
+  entries: Mapping[str, Mapping[str, MeasuredRun]] = dataclasses.field(default_factory=dict)
+
+  def of(self, entry_id: str, blob_sha256: str | None) -> tuple[MeasuredRun, ...]:
+    """The measurements of ``entry_id`` whose blob is still ``blob_sha256``, oldest release
+    first."""
+    runs = self.entries.get(entry_id, {})
+    return tuple(sorted((r for r in runs.values() if r.blob_sha256 == blob_sha256),
+                        key=lambda r: parse_version(r.release)))
+
+  def with_runs(self, entry_id: str, runs: list[MeasuredRun]) -> MeasuredRuns:
+    """These measurements with ``runs`` of ``entry_id`` added (a release's newer one wins)."""
+    entries = {k: dict(v) for k, v in self.entries.items()}
+    for run in runs:
+      entries.setdefault(entry_id, {})[run.release] = run
+    return MeasuredRuns(entries)
+
+  def without(self, entry_id: str, release: str) -> MeasuredRuns:
+    """These measurements less that of ``entry_id`` under ``release`` (a newer replay there
+    could not measure it)."""
+    entries = {k: {r: run for r, run in v.items() if (k, r) != (entry_id, release)}
+               for k, v in self.entries.items()}
+    return MeasuredRuns({k: v for k, v in entries.items() if v})
+
+  def to_json(self) -> dict[str, Any]:
+    return {"format": FORMAT,
+            "entries": {e: {r: run.to_json() for r, run in sorted(runs.items())}
+                        for e, runs in sorted(self.entries.items())}}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> MeasuredRuns:
+    d = _STRICT.obj(d, where, ("format", "entries"), ())
+    if _STRICT.count(d["format"], f"{where}.format") != FORMAT:
+      raise _STRICT.fail(f"{where}.format", f"expected {FORMAT}, got {d['format']}; {_FIX}")
+    entries = {}
+    for entry_id, runs in _STRICT.of(d["entries"], Mapping, f"{where}.entries").items():
+      at = f"{where}.entries.{entry_id}"
+      entries[entry_id] = {release: MeasuredRun.from_json(release, run, f"{at}.{release}")
+                           for release, run in _STRICT.of(runs, Mapping, at).items()}
+    return cls(entries)
+
+
+def read_measured(project_root: str | os.PathLike) -> MeasuredRuns:
+  """The project's measurements; none when it has no file yet."""
+  path = Path(project_root) / MEASURED_FILE
+  if not path.exists():
+    return MeasuredRuns()
+  return MeasuredRuns.from_json(_json.load_file(path, str(path), ReleaseTableError, _FIX),
+                                str(MEASURED_FILE))
+
+
+def write_measured(project_root: str | os.PathLike, measured: MeasuredRuns) -> Path:
+  """Write the project's measurements whole (to a temporary file first, then renamed)."""
+  import json
+  path = Path(project_root) / MEASURED_FILE
+  path.parent.mkdir(parents=True, exist_ok=True)
+  partial = path.with_suffix(".partial")
+  partial.write_text(json.dumps(measured.to_json(), indent=1, sort_keys=True) + "\n")
+  os.replace(partial, path)
+  return path

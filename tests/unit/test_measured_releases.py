@@ -1,0 +1,161 @@
+"""What replays under other jax releases measured for a project's entries: kept as strict data,
+tied to the entry's blob, and taking precedence over the release table's prediction."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import jaxport.releases as rel
+from jaxport.errors import JaxportError, ReleaseTableError
+from jaxport.harness._judge import _consumers
+from jaxport.multirelease import _measured as keeping
+from jaxport.releases import MeasuredRun, MeasuredRuns, read_measured, write_measured
+from jaxport.releases._runs_on import ArtifactFeatures, CustomCall
+
+ROOT = Path(__file__).resolve().parents[2]
+DAY = datetime.date(2026, 12, 4)
+ENTRY = "cpu/fam/case/2026-12-01_jax-0.10.2"
+
+
+def _features(**over) -> ArtifactFeatures:
+  base = dict(platforms=("cpu",), calling_convention=10, envelope_layout="legacy-vectors",
+              serialization_version=3, has_nr_devices=True, stablehlo_version="1.13.7",
+              vhlo_ops=frozenset({"add_v1", "func_v1", "return_v1", "custom_call_v1"}),
+              custom_calls=(CustomCall("lapack_sgeqrf_ffi", 1),))
+  base.update(over)
+  return ArtifactFeatures(**base)
+
+
+def _run(release: str, runs: bool, sha: str = "s1", detail: str = "") -> MeasuredRun:
+  return MeasuredRun(release, runs, detail or ("ran" if runs else "deserialize: refused"), DAY, sha)
+
+
+def test_measurements_round_trip_through_the_project_file(tmp_path):
+  assert read_measured(tmp_path) == MeasuredRuns()  # none yet
+  kept = MeasuredRuns().with_runs(ENTRY, [_run("0.11.2", True), _run("0.8.3", False)])
+  path = write_measured(tmp_path, kept)
+  assert path == tmp_path / rel.MEASURED_FILE
+  assert read_measured(tmp_path) == kept
+  newer = kept.with_runs(ENTRY, [_run("0.8.3", True)])
+  assert [r.runs for r in newer.of(ENTRY, "s1")] == [True, True]  # the newer one wins
+
+
+def test_measurements_of_another_blob_are_not_taken_and_come_oldest_release_first():
+  kept = MeasuredRuns().with_runs(ENTRY, [_run("0.11.2", True), _run("0.9.2", True),
+                                          _run("0.10.0", True, sha="old")])
+  assert [r.release for r in kept.of(ENTRY, "s1")] == ["0.9.2", "0.11.2"]
+  assert kept.of(ENTRY, None) == () and kept.of("cpu/other/x/2026-01-01_jax-0.9.2", "s1") == ()
+
+
+@pytest.mark.parametrize("doc, where", [
+    ({"format": 2, "entries": {}}, "format: expected 1"),
+    ({"format": 1}, "missing entries"),
+    ({"format": 1, "entries": {ENTRY: {"0.11.2": {"runs": "yes", "detail": "", "date": "2026-12-04",
+                                                  "blob_sha256": "s"}}}},
+     f"entries.{ENTRY}.0.11.2.runs: expected bool"),
+    ({"format": 1, "entries": {ENTRY: {"0.11.2": {"runs": True, "detail": "", "date": "today",
+                                                  "blob_sha256": "s"}}}},
+     "0.11.2.date: expected a date"),
+    ({"format": 1, "entries": [], "extra": 1}, "unknown key 'extra'")])
+def test_a_malformed_measurements_file_is_refused_naming_the_key(tmp_path, doc, where):
+  path = tmp_path / rel.MEASURED_FILE
+  path.parent.mkdir()
+  path.write_text(json.dumps(doc))
+  with pytest.raises(ReleaseTableError, match=where.replace(".", r"\.")):
+    read_measured(tmp_path)
+  assert issubclass(ReleaseTableError, JaxportError)
+
+
+def test_a_measurement_takes_precedence_over_the_prediction_both_ways():
+  own = _features(custom_calls=(CustomCall("tinyops_scaled_add", 2),))
+  predicted = rel.runs_on(own)  # a target no release registers: no release, predicted
+  assert predicted.releases["cpu"] == ()
+  measured = predicted.with_measured("cpu", [_run("0.11.2", True), _run("0.12.0.1", True)])
+  assert measured.releases["cpu"] == ("0.11.2", "0.12.0.1")
+  assert measured.why_not("cpu", "0.11.2") is None
+  assert "measured, taking precedence over the table: 0.11.2 runs, 0.12.0.1 runs" in (
+      measured.summary("cpu"))
+  plain = rel.runs_on(_features())
+  assert plain.covers("cpu", "0.10.2")
+  refused = plain.with_measured("cpu", [_run("0.10.2", False, detail="run: wrong operands")])
+  assert not refused.covers("cpu", "0.10.2")
+  assert refused.why_not("cpu", "0.10.2") == "measured: run: wrong operands"
+  assert set(plain.releases["cpu"]) - set(refused.releases["cpu"]) == {"0.10.2"}
+  assert plain.with_measured("cpu", []) is plain
+
+
+def test_min_consumer_follows_the_measurement():
+  own = _features(custom_calls=(CustomCall("tinyops_scaled_add", 2),))
+  measured = _consumers.measured_releases()
+  predicted = rel.runs_on(own)
+  found = _consumers.min_consumer_findings("0.12.0.1", "cpu", predicted, measured, "0.12.0.1")
+  assert [f.kind for f in found] == ["below_min_consumer"]
+  ran = predicted.with_measured("cpu", [_run("0.12.0.1", True)])
+  assert _consumers.min_consumer_findings("0.12.0.1", "cpu", ran, measured, "0.12.0.1") == []
+  failed = rel.runs_on(_features()).with_measured("cpu", [_run("0.11.2", False, detail="x: y")])
+  found = _consumers.min_consumer_findings("0.11.2", "cpu", failed, measured, "0.11.2")
+  assert "does not run on jax 0.11.2 (cpu): measured: x: y" in found[0].message
+
+
+def test_replayer_rows_become_measurements():
+  rows = [{"entry_id": "a", "outcome": "pass"}, {"entry_id": "b", "outcome": "fail",
+                                                  "stage": "deserialize", "error": "too old"},
+          {"entry_id": "c", "outcome": "skip"}, {"entry_id": "d", "outcome": "ran", "error": "own"}]
+  got = keeping.verdicts_of_rows(rows, "0.8.3")
+  assert got == {"a": (True, "replayed by jax 0.8.3's own jax.export"),
+                 "b": (False, "deserialize: too old"), "c": None,
+                 "d": (True, "run by jax 0.8.3's own jax.export: own")}
+
+
+def test_remembering_ties_each_measurement_to_the_entrys_blob(tmp_path):
+  source = next((ROOT / "compat_data" / "cpu").glob("*/*/*_jax-0.10.2"))
+  entry_id = "/".join(source.parts[-4:])
+  store = tmp_path / "store"
+  shutil.copytree(source, store / entry_id)
+  assert keeping.remember(tmp_path, store, "0.11.2", {entry_id: (True, "ran"),
+                                                      "cpu/no/such/2026-01-01_jax-0.9.2": (True, "")}) == 1
+  sha = json.loads((source / "manifest.json").read_text())["files"]["exported.bin"]
+  (run,) = read_measured(tmp_path).of(entry_id, sha)
+  assert (run.release, run.runs, run.detail) == ("0.11.2", True, "ran")
+  # A later replay there that could not measure it takes the old measurement away.
+  assert keeping.remember(tmp_path, store, "0.11.2", {entry_id: None}) == 0
+  assert read_measured(tmp_path).of(entry_id, sha) == ()
+
+
+def test_a_harness_report_becomes_measurements_from_its_readers_findings_only(tmp_path):
+  import _report_helpers as helpers
+  path = tmp_path / "run.json"
+  path.write_text(json.dumps(helpers.run_report()))
+  got = keeping.verdicts_of_report(path, "0.11.2")
+  by_case = {entry_id.split("/")[2] + "@" + entry_id.rsplit("-", 1)[1]: v
+             for entry_id, v in got.items()}
+  # A reader's break does not run there; a lowering drift of today's export says nothing of it.
+  assert by_case["qr_f32@0.10.2"][0] is False
+  assert by_case["qr_f32@0.10.2"][1].startswith("[compatibility_break] jax reader: output 0")
+  assert by_case["release_lu_f32@0.4.30"][0] is False
+  assert by_case["svd_f32@0.9.2"] == (True, "replayed by the harness under jax 0.11.2")
+  assert by_case["eigh_f32@0.10.2"][0] is True and by_case["cholesky_f32@0.10.2"][0] is True
+
+
+@pytest.mark.slow  # the release replayer in a child interpreter, with this jax
+def test_the_release_replayer_runs_an_entry_of_a_projects_own_checker_without_comparing(tmp_path):
+  from jaxport.multirelease._replay import replay_with
+  source = sorted((ROOT / "compat_data" / "cpu" / "feature_vjp" / "release_vjp_tanh_f32").iterdir())[-1]
+  entry_id = "/".join(source.parts[-4:])
+  shutil.copytree(source, tmp_path / "store" / entry_id)
+  manifest = tmp_path / "store" / entry_id / "manifest.json"
+  doc = json.loads(manifest.read_text())
+  doc["comparison"]["mode"] = "my_projects_checker"
+  manifest.write_text(json.dumps(doc))
+  work = tmp_path / "work"
+  work.mkdir()
+  (row,) = replay_with(sys.executable, tmp_path / "store", [entry_id], work)
+  assert (row["outcome"], row["stage"]) == ("ran", "compare"), row
+  assert "checker 'my_projects_checker' is the project's own" in row["error"]
+  assert keeping.verdicts_of_rows([row], "0.10.2")[entry_id][0] is True
