@@ -16,20 +16,12 @@ from jaxport.errors import JaxportError, ReleaseTableError
 from jaxport.harness._judge import _consumers
 from jaxport.multirelease import _measured as keeping
 from jaxport.releases import MeasuredRun, MeasuredRuns, read_measured, write_measured
-from jaxport.releases._runs_on import ArtifactFeatures, CustomCall
+from _artifact_features import artifact_features
+from jaxport.releases._runs_on import CustomCall
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = datetime.date(2026, 12, 4)
 ENTRY = "cpu/fam/case/2026-12-01_jax-0.10.2"
-
-
-def _features(**over) -> ArtifactFeatures:
-  base = dict(platforms=("cpu",), calling_convention=10, envelope_layout="legacy-vectors",
-              serialization_version=3, has_nr_devices=True, stablehlo_version="1.13.7",
-              vhlo_ops=frozenset({"add_v1", "func_v1", "return_v1", "custom_call_v1"}),
-              custom_calls=(CustomCall("lapack_sgeqrf_ffi", 1),))
-  base.update(over)
-  return ArtifactFeatures(**base)
 
 
 def _run(release: str, runs: bool, sha: str = "s1", detail: str = "") -> MeasuredRun:
@@ -73,7 +65,7 @@ def test_a_malformed_measurements_file_is_refused_naming_the_key(tmp_path, doc, 
 
 
 def test_a_measurement_takes_precedence_over_the_prediction_both_ways():
-  own = _features(custom_calls=(CustomCall("tinyops_scaled_add", 2),))
+  own = artifact_features(custom_calls=(CustomCall("tinyops_scaled_add", 2),))
   predicted = rel.runs_on(own)  # a target no release registers: no release, predicted
   assert predicted.releases["cpu"] == ()
   measured = predicted.with_measured("cpu", [_run("0.11.2", True), _run("0.12.0.1", True)])
@@ -81,7 +73,7 @@ def test_a_measurement_takes_precedence_over_the_prediction_both_ways():
   assert measured.why_not("cpu", "0.11.2") is None
   assert "measured, taking precedence over the table: 0.11.2 runs, 0.12.0.1 runs" in (
       measured.summary("cpu"))
-  plain = rel.runs_on(_features())
+  plain = rel.runs_on(artifact_features())
   assert plain.covers("cpu", "0.10.2")
   refused = plain.with_measured("cpu", [_run("0.10.2", False, detail="run: wrong operands")])
   assert not refused.covers("cpu", "0.10.2")
@@ -91,14 +83,14 @@ def test_a_measurement_takes_precedence_over_the_prediction_both_ways():
 
 
 def test_min_consumer_follows_the_measurement():
-  own = _features(custom_calls=(CustomCall("tinyops_scaled_add", 2),))
+  own = artifact_features(custom_calls=(CustomCall("tinyops_scaled_add", 2),))
   measured = _consumers.measured_releases()
   predicted = rel.runs_on(own)
   found = _consumers.min_consumer_findings("0.12.0.1", "cpu", predicted, measured, "0.12.0.1")
   assert [f.kind for f in found] == ["below_min_consumer"]
   ran = predicted.with_measured("cpu", [_run("0.12.0.1", True)])
   assert _consumers.min_consumer_findings("0.12.0.1", "cpu", ran, measured, "0.12.0.1") == []
-  failed = rel.runs_on(_features()).with_measured("cpu", [_run("0.11.2", False, detail="x: y")])
+  failed = rel.runs_on(artifact_features()).with_measured("cpu", [_run("0.11.2", False, detail="x: y")])
   found = _consumers.min_consumer_findings("0.11.2", "cpu", failed, measured, "0.11.2")
   assert "does not run on jax 0.11.2 (cpu): measured: x: y" in found[0].message
 

@@ -14,22 +14,14 @@ import jaxport.releases as rel
 from jaxport.errors import JaxportError, ReleaseTableError
 from jaxport.harness import _releases
 from jaxport.releases import _table
-from jaxport.releases._runs_on import ArtifactFeatures, CustomCall
+from _artifact_features import artifact_features
+from jaxport.releases._runs_on import CustomCall
 
 PACKAGE = pathlib.Path(rel.__file__).parent
 
 
 def _doc() -> dict:
   return json.loads(_table.TABLE_FILE.read_text())
-
-
-def _features(**over) -> ArtifactFeatures:
-  base = dict(platforms=("cpu",), calling_convention=10, envelope_layout="legacy-vectors",
-              serialization_version=3, has_nr_devices=True, stablehlo_version="1.13.7",
-              vhlo_ops=frozenset({"add_v1", "func_v1", "return_v1", "custom_call_v1"}),
-              custom_calls=(CustomCall("lapack_sgeqrf_ffi", 1),))
-  base.update(over)
-  return ArtifactFeatures(**base)
 
 
 def test_every_release_of_the_table_is_dated_and_listed_installable_or_with_the_reason():
@@ -98,7 +90,7 @@ def test_runs_on_reads_no_measured_matrix():
 def test_dropping_a_target_from_one_release_changes_that_cell_only():
   facts = list(rel.releases())
   i = next(k for k, f in enumerate(facts) if f.version == "0.9.2")
-  f = _features()
+  f = artifact_features()
   before = rel.runs_on(f, facts)
   assert before.covers("cpu", "0.9.2"), before.why_not("cpu", "0.9.2")
   facts[i] = dataclasses.replace(facts[i], cpu_targets=facts[i].cpu_targets - {"lapack_sgeqrf_ffi"})
@@ -109,8 +101,8 @@ def test_dropping_a_target_from_one_release_changes_that_cell_only():
 
 
 def test_a_target_the_project_registers_limits_no_release_and_is_named_in_the_summary():
-  without = _features(custom_calls=())
-  own = _features(custom_calls=(CustomCall("tinyops_scaled_add", 2),))
+  without = artifact_features(custom_calls=())
+  own = artifact_features(custom_calls=(CustomCall("tinyops_scaled_add", 2),))
   unjudged = rel.runs_on(own)
   assert not unjudged.releases["cpu"]
   assert "target tinyops_scaled_add not registered" in unjudged.summary("cpu")
@@ -119,11 +111,11 @@ def test_a_target_the_project_registers_limits_no_release_and_is_named_in_the_su
   assert registered.project_targets == {"cpu": ("tinyops_scaled_add",)}
   assert "registered by the project: tinyops_scaled_add" in registered.summary("cpu")
   # Allowed by a disabled custom-call check, it is the project's too, declared or not.
-  allowed = _features(custom_calls=(CustomCall("tinyops_scaled_add", 2),),
+  allowed = artifact_features(custom_calls=(CustomCall("tinyops_scaled_add", 2),),
                       allowed_targets=frozenset({"tinyops_scaled_add"}))
   assert rel.runs_on(allowed).releases == registered.releases
   # jax's own targets stay judged by the table even where the project declares them.
-  mixed = _features(custom_calls=(CustomCall("tinyops_scaled_add", 2),
+  mixed = artifact_features(custom_calls=(CustomCall("tinyops_scaled_add", 2),
                                   CustomCall("lapack_sgeqrf_ffi", 5)))
   judged = rel.runs_on(mixed, project_targets=["tinyops_scaled_add", "lapack_sgeqrf_ffi"])
   assert judged.releases["cpu"] == ()
@@ -132,21 +124,21 @@ def test_a_target_the_project_registers_limits_no_release_and_is_named_in_the_su
 
 def test_each_feature_names_its_limiting_factor():
   f92 = rel.release_facts("0.9.2")
-  assert rel.blocker(f92, _features(), "cpu") is None
-  assert "calling convention 5 outside" in rel.blocker(f92, _features(calling_convention=5), "cpu")
+  assert rel.blocker(f92, artifact_features(), "cpu") is None
+  assert "calling convention 5 outside" in rel.blocker(f92, artifact_features(calling_convention=5), "cpu")
   assert "vhlo.zzz_v9 unknown" in rel.blocker(
-      f92, _features(vhlo_ops=frozenset({"zzz_v9"})), "cpu") if "zzz_v9" in f92.vhlo_ops else True
-  assert rel.blocker(f92, _features(platforms=("cuda",)), "cpu") == "not lowered for cpu"
-  assert rel.blocker(f92, _features(custom_calls=(CustomCall("lapack_sgeqrf_ffi", 5),)),
+      f92, artifact_features(vhlo_ops=frozenset({"zzz_v9"})), "cpu") if "zzz_v9" in f92.vhlo_ops else True
+  assert rel.blocker(f92, artifact_features(platforms=("cuda",)), "cpu") == "not lowered for cpu"
+  assert rel.blocker(f92, artifact_features(custom_calls=(CustomCall("lapack_sgeqrf_ffi", 5),)),
                      "cpu").startswith("target lapack_sgeqrf_ffi binds 1 operands")
   newest = rel.release_facts("0.12.0.1")
-  assert rel.blocker(newest, _features(envelope_layout="short-device-count",
+  assert rel.blocker(newest, artifact_features(envelope_layout="short-device-count",
                                        has_nr_devices=False), "cpu") == (
       "envelope without nr_devices refused as expired")
 
 
 def test_a_limit_at_each_end_is_named_in_the_summary():
-  got = rel.runs_on(_features())
+  got = rel.runs_on(artifact_features())
   line = got.summary("cpu")
   assert got.releases["cpu"] and line.startswith(got.releases["cpu"][0])
   if got.lower["cpu"] is not None:
@@ -159,16 +151,16 @@ def test_a_limit_at_each_end_is_named_in_the_summary():
 def test_a_calling_convention_above_the_maximum_limits_only_where_the_reader_refuses_it():
   f92 = rel.release_facts("0.9.2")
   assert f92.refuses_calling_convention_above_max is False
-  assert rel.blocker(f92, _features(calling_convention=11), "cpu") is None
+  assert rel.blocker(f92, artifact_features(calling_convention=11), "cpu") is None
   strict = dataclasses.replace(f92, refuses_calling_convention_above_max=True)
   assert "calling convention 11 outside the 9 to 10" in rel.blocker(
-      strict, _features(calling_convention=11), "cpu")
+      strict, artifact_features(calling_convention=11), "cpu")
 
 
 def test_a_reader_of_only_the_older_device_count_field_reads_0_devices_in_a_blob_without_it():
   f80 = rel.release_facts("0.8.0")
   assert f80.needs_nr_devices_short and not rel.release_facts("0.9.2").needs_nr_devices_short
-  without = _features(has_nr_devices_short=False, nr_devices=1, calling_convention=9)
+  without = artifact_features(has_nr_devices_short=False, nr_devices=1, calling_convention=9)
   assert "read as 0 devices" in rel.blocker(f80, without, "cpu")
   assert rel.devices_seen(f80, without) == 0
   assert rel.devices_seen(f80, dataclasses.replace(without, has_nr_devices_short=True)) == 1
@@ -177,7 +169,7 @@ def test_a_reader_of_only_the_older_device_count_field_reads_0_devices_in_a_blob
 def test_a_jaxlib_that_reads_no_newer_stablehlo_refuses_a_newer_artifact_outright():
   old = rel.release_facts("0.4.30")
   assert old.reads_newer_stablehlo is False and rel.release_facts("0.5.3").reads_newer_stablehlo
-  newer = _features(stablehlo_version="9.0.0", envelope_layout="short-device-count",
+  newer = artifact_features(stablehlo_version="9.0.0", envelope_layout="short-device-count",
                     has_nr_devices=False, vhlo_ops=frozenset(), calling_convention=9)
   assert "StableHLO 9.0.0 newer than the 1.1.3" in rel.blocker(old, newer, "cpu")
 
@@ -185,7 +177,7 @@ def test_a_jaxlib_that_reads_no_newer_stablehlo_refuses_a_newer_artifact_outrigh
 def test_a_module_with_shardy_attributes_needs_a_jaxlib_that_knows_the_sdy_dialect():
   f62 = rel.release_facts("0.6.2")
   assert f62.reads_sdy_dialect is False and rel.release_facts("0.7.2").reads_sdy_dialect
-  feats = _features(dialects=frozenset({"sdy"}), calling_convention=9, vhlo_ops=frozenset())
+  feats = artifact_features(dialects=frozenset({"sdy"}), calling_convention=9, vhlo_ops=frozenset())
   assert "sdy dialect" in rel.blocker(f62, feats, "cpu")
   assert "sdy" not in (rel.blocker(f62, dataclasses.replace(feats, dialects=frozenset()), "cpu")
                        or "")
