@@ -40,6 +40,7 @@ from jaxport.releases import parse_version
 logger = logging.getLogger(__name__)
 
 _MARKER = ".jaxport-release-ready"
+_OWNER = ".jaxport-owner"
 _BASE_PYTHON_VAR = "JAXPORT_RELEASE_PYTHON"
 _ROOT_VAR = "JAXPORT_RELEASE_ENVS"
 _INSTALLER_VAR = "JAXPORT_INSTALLER"
@@ -199,8 +200,12 @@ def _locked(d: Path):
 
 
 def ensure_venv(version: str, root: str | os.PathLike | None = None,
-                extra: Sequence[str] = ()) -> Path:
-  """The python of a ready environment of jax ``version`` holding ``extra`` too, built if needed."""
+                extra: Sequence[str] = (), owner: str | None = None) -> Path:
+  """The python of a ready environment of jax ``version`` holding ``extra`` too, built if needed.
+
+  ``owner`` (a project's folder) names whose environment it is: building a new one for an owner
+  removes that owner's earlier environments of the release (made for other requirements, or
+  another jaxport), so that the cache holds one per project and release."""
   d = venv_dir(version, root, extra)
   python = d / "bin" / "python"
   if is_ready(version, root, extra):
@@ -222,7 +227,22 @@ def ensure_venv(version: str, root: str | os.PathLike | None = None,
       shutil.rmtree(d, ignore_errors=True)  # nothing half-built is left to take disk
       raise
     (d / _MARKER).write_text(" ".join(reqs) + "\n")
+    if owner is not None:
+      (d / _OWNER).write_text(owner + "\n")
+      _remove_superseded(d, version, owner)
   return python
+
+
+def _remove_superseded(kept: Path, version: str, owner: str) -> None:
+  """Remove ``owner``'s other environments of jax ``version`` beside ``kept``."""
+  for other in kept.parent.glob(f"jax-{version}-*"):
+    try:
+      same = other != kept and (other / _OWNER).read_text().strip() == owner
+    except OSError:
+      continue
+    if same:
+      logger.info("removing %s, superseded by %s", other, kept)
+      shutil.rmtree(other, ignore_errors=True)
 
 
 def find_python(version: str) -> str:

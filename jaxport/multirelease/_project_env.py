@@ -74,4 +74,4 @@ def ensure_project_env(version: str, project: Path, *, xdist: bool = False,
   """The python of the environment where ``project``'s golden items run with jax ``version``."""
   extra: Sequence[str] = environment_requirements(project, xdist=xdist, root=root)
   logger.info("environment of jax %s for %s: %s", version, project, " ".join(extra))
-  return _envs.ensure_venv(version, root, extra)
+  return _envs.ensure_venv(version, root, extra, owner=str(project.resolve()))

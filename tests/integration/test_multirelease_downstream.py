@@ -39,14 +39,12 @@ def _python_312() -> str | None:
     return None
 
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not BUILD and not all(_envs.is_ready(v) for v in RANGE),
-                       reason="the release environments of jax 0.11.0 to 0.12.0.1 are not built in "
-                              "this machine's cache; set JAXPORT_BUILD_RELEASE_VENVS=1 to build them"),
-    pytest.mark.skipif(_python_312() is None, reason="no Python 3.12 or newer on this machine, which "
-                                                     "jax 0.11.0 and newer need"),
-]
+pytestmark = pytest.mark.slow
+needs_the_range = pytest.mark.skipif(
+    not BUILD and not all(_envs.is_ready(v) for v in RANGE) or _python_312() is None,
+    reason="the release environments of jax 0.11.0 to 0.12.0.1 are not built in this machine's "
+           "cache (set JAXPORT_BUILD_RELEASE_VENVS=1 to build them), or no Python 3.12 or newer, "
+           "which they need, is on this machine")
 
 
 def _jaxport(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
@@ -58,6 +56,7 @@ def _jaxport(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
   return proc
 
 
+@needs_the_range
 def test_a_downstream_project_replays_and_bisects_under_other_releases(tmp_path):
   project = tmp_path / "downstream"
   shutil.copytree(ROOT / "examples" / "downstream", project,
@@ -77,6 +76,7 @@ def test_a_downstream_project_replays_and_bisects_under_other_releases(tmp_path)
   assert result["releases"] == list(RANGE) and result["first_bad"] is None
 
 
+@needs_the_range
 def test_bisecting_a_jax_0_4_30_entry_names_the_release_whose_own_export_refuses_it(tmp_path):
   store = tmp_path / "store"
   source = ROOT / "compat_data" / OLD_ENTRY
@@ -89,16 +89,24 @@ def test_bisecting_a_jax_0_4_30_entry_names_the_release_whose_own_export_refuses
   assert "backward-compatibility window" in result["first_bad"]["error"]
 
 
+def _oldest_and_below() -> tuple[str, str]:
+  """The oldest consumer ``for_jax`` writes for (from the release table), and the release below."""
+  from jaxport.export import _for_jax
+  from jaxport.harness._judge._consumers import measured_releases
+  oldest = _for_jax.oldest_consumer()
+  table = measured_releases()
+  return oldest, table[table.index(oldest) - 1]
+
+
+@pytest.mark.skipif(not BUILD and not all(_envs.is_ready(v) for v in _oldest_and_below()),
+                    reason="the release environments of the oldest consumer and the release below "
+                           "are not built; set JAXPORT_BUILD_RELEASE_VENVS=1 to build them")
 def test_the_oldest_consumer_of_for_jax_replays_and_the_release_below_refuses(tmp_path):
   """A project's case exported ``for_jax`` the oldest consumer the release table names: that
   release replays it with its own jax.export, the release just below refuses it, and the
   entry's runs_on names that release as its oldest."""
-  from jaxport.export import _for_jax
-  from jaxport.harness._judge._consumers import measured_releases
   from jaxport.releases import read_measured
-  oldest = _for_jax.oldest_consumer()
-  table = measured_releases()
-  below = table[table.index(oldest) - 1]
+  oldest, below = _oldest_and_below()
   project = tmp_path / "old-consumers"
   (project / "tests").mkdir(parents=True)
   (project / "pyproject.toml").write_text(

@@ -164,3 +164,21 @@ def test_a_failed_install_leaves_no_half_built_environment(monkeypatch, tmp_path
   with pytest.raises(_envs.VenvError, match="jax==0.11.2 and jax<0.5"):
     _envs.ensure_venv("0.11.2", tmp_path, ["jax<0.5"])
   assert not _envs.venv_dir("0.11.2", tmp_path, ["jax<0.5"]).exists()
+
+
+def test_a_projects_new_environment_replaces_its_earlier_one_of_the_release(monkeypatch, tmp_path):
+  monkeypatch.setattr(_envs, "find_python", lambda version: "/py/3.13")
+  monkeypatch.setattr(_envs, "installer", lambda: _envs.Installer("uv", "/bin/uv"))
+
+  def run(cmd, what):
+    if cmd[1] == "venv":
+      (Path(cmd[-1]) / "bin").mkdir(parents=True)
+      (Path(cmd[-1]) / "bin" / "python").write_text("")
+
+  monkeypatch.setattr(_envs, "_run", run)
+  first = _envs.ensure_venv("0.11.2", tmp_path, ["/w/a.whl"], owner="/p")
+  others = _envs.ensure_venv("0.11.2", tmp_path, ["/w/a.whl", "flax"], owner="/q")
+  other_release = _envs.ensure_venv("0.12.0", tmp_path, ["/w/a.whl"], owner="/p")
+  second = _envs.ensure_venv("0.11.2", tmp_path, ["/w/b.whl"], owner="/p")
+  assert second.exists() and not first.exists()
+  assert others.exists() and other_release.exists()  # another project's, another release's
