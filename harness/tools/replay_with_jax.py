@@ -46,7 +46,7 @@ def select_entries(root: Path, platform: str, current_build_only: bool) -> list[
 
 
 def replay_with(python: str, root: Path, entry_ids: list[str], work: Path,
-                timeout_s: float = 900) -> list[dict]:
+                timeout_s: float = _replay.ENTRY_TIMEOUT_S) -> list[dict]:
   """Replay ``entry_ids`` with ``python`` (the package's driver), the harness's effects known."""
   return _replay.replay_with(python, root, entry_ids, work, effects=HARNESS_EFFECTS,
                              timeout_s=timeout_s)

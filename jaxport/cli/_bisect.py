@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from jaxport.cli import _harness_run
 from jaxport.errors import JaxportError
 from jaxport.multirelease._bisect import entry_from_blob, releases_in, run_bisect
 
@@ -48,8 +49,7 @@ def add_parser(add) -> None:
 def _store(args) -> Path:
   if args.root is not None:
     return Path(args.root).resolve()
-  from jaxport.cli import _project  # imports pytest
-  return _project.read(args.project or ".").store
+  return _harness_run.read_project(args.project or ".", "bisect ENTRY").store
 
 
 def run(args, effects: Mapping[str, str] | None = None) -> int:
@@ -58,7 +58,7 @@ def run(args, effects: Mapping[str, str] | None = None) -> int:
     raise JaxportError("bisect: name either an ENTRY or --blob (with --inputs and --expected)")
   if args.blob is not None and (args.inputs is None or args.expected is None):
     raise JaxportError("bisect: --blob needs --inputs and --expected")
-  envs = Path(args.envs) if args.envs else None
+  envs = Path(args.envs).resolve() if args.envs else None
   versions = releases_in(args.releases)
   with tempfile.TemporaryDirectory(prefix="jaxport-bisect-store-") as tmp:
     if args.blob is not None:

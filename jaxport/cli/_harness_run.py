@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import sys
 from pathlib import Path
 
 from jaxport._signals import run_forwarding_signals
 from jaxport.cli import _checkout
 from jaxport.errors import GoldenDataError, JaxportError
+from jaxport.harness._project import Project
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +74,19 @@ def release_tool_command(action: str, *, with_jax: str, report: str | None,
 
 def _with_jax_tool(action: str) -> str:
   return f"{action}_with_jax.py"
+
+
+def read_project(directory: str | os.PathLike, why: str) -> Project:
+  """The harness project configured in ``directory`` (as pytest reads it), or a JaxportError
+  saying ``why`` it was needed when this Python cannot import pytest."""
+  missing = missing_packages([])
+  if missing:
+    raise JaxportError(
+        f"{why} reads the project's pytest configuration, but {sys.executable} cannot import "
+        f"{', '.join(missing)}. Install it: pip install {' '.join(missing)} (or jaxport's test "
+        "extra), or name what it reads from there by hand.")
+  from jaxport.cli import _project  # imports pytest
+  return _project.read(str(directory))
 
 
 def project_dir(project: str | None) -> Path:

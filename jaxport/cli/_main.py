@@ -191,14 +191,7 @@ def _read_project(args) -> Project | None:
   """The project ``--project`` names, or None without it."""
   if args.project is None:
     return None
-  missing = _harness_run.missing_packages([])
-  if missing:
-    raise JaxportError(
-        f"--project reads the project's pytest configuration, but {sys.executable} cannot "
-        f"import {', '.join(missing)}. Install it: pip install {' '.join(missing)} (or "
-        "jaxport's test extra), or name the store, --cases and --stable-targets by hand.")
-  from jaxport.cli import _project  # imports pytest, which only --project needs
-  return _project.read(args.project)
+  return _harness_run.read_project(args.project, "--project")
 
 
 def _version() -> str:

@@ -18,7 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jaxport._signals import run_forwarding_signals
+from jaxport.cli import _harness_run
 from jaxport.errors import JaxportError
+from jaxport.harness._project import Project
 from jaxport.multirelease import _envs, _measured
 from jaxport.multirelease._project_env import ensure_project_env
 from jaxport.multirelease._replay import release_env, replay_with
@@ -48,9 +50,11 @@ def run(action: str, *, version: str, platform: str, report: str | None, project
   if platform != "cpu":
     raise JaxportError(f"--with-jax {version} --platform {platform}: the release environments "
                        "hold the CPU jaxlib only; use --platform cpu")
+  config = _harness_run.read_project(project, f"{action} --with-jax")
+  # Measurements live beside the project's pytest configuration, where the harness reads them.
+  home = config.root or project
   if runs_jaxport(version):
-    xdist = any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in extra)
-    python = ensure_project_env(version, project, xdist=xdist)
+    python = ensure_project_env(version, project)
     with tempfile.TemporaryDirectory(prefix="jaxport-with-jax-") as tmp:
       report_path = report if report is not None or action == "record" else str(
           Path(tmp) / "report.json")
@@ -58,7 +62,7 @@ def run(action: str, *, version: str, platform: str, report: str | None, project
       logger.info("running in %s with jax %s: %s", project, version, " ".join(cmd))
       code = run_forwarding_signals(cmd, project, env=release_env())
       if action == "replay" and Path(report_path).is_file():
-        _measured.remember(project, _project_store(project), version,
+        _measured.remember(home, config.store, version,
                            _measured.verdicts_of_report(Path(report_path), version))
     return code
   if action == "record":
@@ -66,18 +70,13 @@ def run(action: str, *, version: str, platform: str, report: str | None, project
         f"record --with-jax {version}: recording runs jaxport's harness, which runs on jax "
         f"{_min_jax()} and newer. Record with one of those (or the running jax); replay "
         f"--with-jax {version} replays the project's entries with that release's own jax.export.")
-  return replay_old_release(version, project, report)
+  return replay_old_release(version, config, home, report)
 
 
-def _project_store(project: Path) -> Path:
-  from jaxport.cli import _project  # imports pytest
-  return _project.read(str(project)).store
-
-
-def replay_old_release(version: str, project: Path, report: str | None) -> int:
+def replay_old_release(version: str, config: Project, home: Path, report: str | None) -> int:
   """Replay the project's CPU entries with jax ``version``'s own ``jax.export``; 1 if any fails."""
   from jaxport.golden import GoldenStore
-  store = _project_store(project)
+  store = config.store
   ids = [e.entry_id for e in GoldenStore(store).entries("cpu")]
   if not ids:
     raise JaxportError(f"replay --with-jax {version}: the project's store {store} has no cpu "
@@ -85,7 +84,7 @@ def replay_old_release(version: str, project: Path, report: str | None) -> int:
   python = _envs.ensure_venv(version)
   with tempfile.TemporaryDirectory(prefix=f"jaxport-replay-{version}-") as tmp:
     rows = replay_with(str(python), store, ids, Path(tmp))
-  _measured.remember(project, store, version, _measured.verdicts_of_rows(rows, version))
+  _measured.remember(home, store, version, _measured.verdicts_of_rows(rows, version))
   counts: dict[str, int] = {}
   for row in rows:
     counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1

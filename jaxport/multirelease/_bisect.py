@@ -32,6 +32,8 @@ from jaxport.releases import parse_version, releases
 
 logger = logging.getLogger(__name__)
 PASS = "pass"
+RAN = "ran"
+SKIP = "skip"
 
 
 class BisectError(JaxportError, ValueError):
@@ -48,7 +50,9 @@ class Probe:
 
   @property
   def ok(self) -> bool:
-    return self.outcome == PASS
+    """It loaded and ran there (and reproduced, unless the entry's checker is the project's
+    own, which the release replayer does not have)."""
+    return self.outcome in (PASS, RAN)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +163,9 @@ def run_bisect(entry_id: str, versions: list[str], *, store: Path, available_onl
     python = consumers([version], available_only=False, venvs=venvs)[version]
     with tempfile.TemporaryDirectory(prefix=f"jaxport-bisect-{version}-") as tmp:
       row = replay_with(python, store, [entry_id], Path(tmp), effects=effects)[0]
+    if row.get("outcome") == SKIP:
+      raise BisectError(f"{entry_id} cannot be bisected: jax {version}'s replayer cannot replay "
+                        f"it ({row.get('error')})")
     return Probe(version, row.get("outcome", "error"), row.get("stage"), row.get("error"))
 
   last_good, first_bad, probes = bisect(versions, probe)

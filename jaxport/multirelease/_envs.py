@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import functools
 import hashlib
 import logging
@@ -31,7 +30,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from jaxport.errors import JaxportError
@@ -95,9 +94,9 @@ def default_root() -> Path:
   ``$XDG_CACHE_HOME/jaxport/release-envs`` (``~/.cache/jaxport/release-envs``)."""
   named = os.environ.get(_ROOT_VAR)
   if named:
-    return Path(named).expanduser()
+    return Path(named).expanduser().resolve()
   cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-  return Path(cache) / "jaxport" / "release-envs"
+  return (Path(cache) / "jaxport" / "release-envs").resolve()
 
 
 def env_key(extra: Sequence[str]) -> str:
@@ -110,7 +109,7 @@ def venv_dir(version: str, root: str | os.PathLike | None = None,
   """Where the environment of jax ``version`` (with ``extra`` requirements) lives."""
   parse_version(version)
   name = f"jax-{version}" + (f"-{env_key(extra)}" if extra else "")
-  return Path(root or default_root()) / name
+  return Path(root or default_root()).resolve() / name
 
 
 def venv_python(version: str, root: str | os.PathLike | None = None,
@@ -188,13 +187,19 @@ def find_uv() -> str | None:
 
 
 @contextlib.contextmanager
-def _locked(d: Path):
-  """Hold ``d``'s build lock: two processes building one environment take turns."""
+def _locked(d: Path, wait: bool = True) -> Iterator[bool]:
+  """Hold ``d``'s build lock: two processes building one environment take turns. Without
+  ``wait``, a lock another process holds is not taken (the context gives False)."""
+  import fcntl  # POSIX only: imported where an environment is built, not by the command line
   d.parent.mkdir(parents=True, exist_ok=True)
   with open(d.parent / f".{d.name}.lock", "w") as lock:
-    fcntl.flock(lock, fcntl.LOCK_EX)
     try:
-      yield
+      fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+      yield False
+      return
+    try:
+      yield True
     finally:
       fcntl.flock(lock, fcntl.LOCK_UN)
 
@@ -241,8 +246,10 @@ def _remove_superseded(kept: Path, version: str, owner: str) -> None:
     except OSError:
       continue
     if same:
-      logger.info("removing %s, superseded by %s", other, kept)
-      shutil.rmtree(other, ignore_errors=True)
+      with _locked(other, wait=False) as free:  # not while another process builds it
+        if free:
+          logger.info("removing %s, superseded by %s", other, kept)
+          shutil.rmtree(other, ignore_errors=True)
 
 
 def find_python(version: str) -> str:

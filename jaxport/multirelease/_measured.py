@@ -16,18 +16,22 @@ from pathlib import Path
 from jaxport._vocabulary import FindingKind, Subject
 from jaxport.golden import EntryId, GoldenStore
 from jaxport.releases import MeasuredRun, read_measured, write_measured
+from jaxport.releases._measured import updating
 
 logger = logging.getLogger(__name__)
 
-# Findings of a reader (or of the process replaying) that say the blob does not load, run or
-# reproduce under the release; any other finding (today's lowering, the entry's age, the
-# project's policy) says nothing about that.
-_NOT_RUNNING = frozenset({FindingKind.COMPATIBILITY_BREAK, FindingKind.GOLDEN_DATA_ERROR,
-                          FindingKind.UPGRADED, FindingKind.NUMERICS_CHANGE})
-_REPLAY_SUBJECTS = frozenset({Subject.READER, Subject.WORKER})
+# What a consumer on the release would meet is what the release's own reader (jax's, the
+# harness's reference reader) found: a break, changed numerics, or a blob it read only after
+# jaxport rewrote it. jaxport's reader, today's lowering, the entry's age and the project's
+# policy say nothing of it; a worker that failed (the project's modules did not load, a crash)
+# measured nothing.
+RELEASE_READER = "jax"
+_NOT_RUNNING = frozenset({FindingKind.COMPATIBILITY_BREAK, FindingKind.UPGRADED,
+                          FindingKind.NUMERICS_CHANGE})
 _DETAIL_CHARS = 300
-# The release replayer's outcomes: those that measure nothing.
-_UNMEASURED = ("skip",)
+# The release replayer's outcomes that measure nothing: not replayable there (skip), and the
+# replaying process's own failures (a crash or time-out while on the entry, an unreadable entry).
+_UNMEASURED = ("skip", "crash", "error")
 
 
 def _blob_sha256(store: GoldenStore, entry_id: str) -> str | None:
@@ -44,31 +48,40 @@ def remember(project: Path, store_root: Path, version: str,
   measurements, replacing what an earlier replay there measured (None: this replay could not
   measure the entry, and the earlier measurement goes); how many were kept."""
   store = GoldenStore(store_root)
-  measured = read_measured(project)
   today = datetime.date.today()
   kept = 0
-  for entry_id, verdict in verdicts.items():
-    if verdict is None:
-      measured = measured.without(entry_id, version)
-      continue
-    runs, detail = verdict
-    sha = _blob_sha256(store, entry_id)
-    if sha is None:
-      continue
-    measured = measured.with_runs(entry_id, [MeasuredRun(version, runs, detail[:_DETAIL_CHARS],
-                                                         today, sha)])
-    kept += 1
-  path = write_measured(project, measured)
+  with updating(project):
+    measured = read_measured(project)
+    for entry_id, verdict in verdicts.items():
+      if verdict is None:
+        measured = measured.without(entry_id, version)
+        continue
+      runs, detail = verdict
+      sha = _blob_sha256(store, entry_id)
+      if sha is None:
+        continue
+      measured = measured.with_runs(entry_id, [MeasuredRun(version, runs,
+                                                           detail[:_DETAIL_CHARS], today, sha)])
+      kept += 1
+    path = write_measured(project, measured)
   logger.info("kept %d measurements under jax %s in %s", kept, version, path)
   return kept
 
 
-def verdicts_of_report(report_path: Path, version: str) -> dict[str, tuple[bool, str]]:
-  """Entry id -> (runs, detail) from a harness report of a replay under ``version``."""
+def verdicts_of_report(report_path: Path, version: str
+                       ) -> dict[str, tuple[bool, str] | None]:
+  """Entry id -> (runs, detail) from a harness report of a replay under ``version``, judged by
+  the release's own reader (None: it measured nothing of the entry)."""
   from jaxport.report import load_report
-  out = {}
-  for e in load_report(report_path).entries:
-    bad = [f for f in e.findings if f.subject in _REPLAY_SUBJECTS and f.kind in _NOT_RUNNING]
+  report = load_report(report_path)
+  out: dict[str, tuple[bool, str] | None] = {}
+  for e in report.entries:
+    if RELEASE_READER not in report.readers or any(f.subject is Subject.WORKER
+                                                   for f in e.findings):
+      out[e.entry_id] = None
+      continue
+    bad = [f for f in e.findings if f.subject is Subject.READER and f.reader == RELEASE_READER
+           and f.kind in _NOT_RUNNING]
     out[e.entry_id] = ((False, f"[{bad[0].kind}] {bad[0].message}") if bad
                        else (True, f"replayed by the harness under jax {version}"))
   return out
@@ -81,7 +94,7 @@ def verdicts_of_rows(rows: Iterable[Mapping], version: str
   out: dict[str, tuple[bool, str] | None] = {}
   for row in rows:
     outcome = row.get("outcome")
-    if outcome in _UNMEASURED:
+    if outcome in _UNMEASURED or outcome not in ("pass", "ran", "fail"):
       out[row["entry_id"]] = None
       continue
     if outcome == "pass":

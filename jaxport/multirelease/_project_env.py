@@ -24,8 +24,8 @@ from jaxport.multirelease._wheel import DISTRIBUTION, running_wheel
 logger = logging.getLogger(__name__)
 
 _NAME_RE = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-HARNESS_REQUIREMENTS = ("pytest",)
-XDIST_REQUIREMENT = "pytest-xdist"
+# The harness's runner, and xdist for ``-n`` (always: an environment is the same with or without).
+HARNESS_REQUIREMENTS = ("pytest", "pytest-xdist")
 
 
 def requirement_name(requirement: str) -> str | None:
@@ -46,11 +46,18 @@ def project_requirements(project: Path) -> list[str]:
     raise VenvError(f"{path}: cannot be read ({e}); fix it so that its requirements can be "
                     "installed beside the other jax release") from None
   table = data.get("project")
-  if not isinstance(table, dict):
+  if table is None:
     return []
+  if not isinstance(table, dict):
+    raise VenvError(f"{path}: project: expected a table, got {table!r}")
+  if "dependencies" in table.get("dynamic", ()):
+    logger.warning("%s declares its dependencies dynamic; the release environment holds only "
+                   "those its test extra lists", path)
   found = list(_strings(table.get("dependencies", []), f"{path}: project.dependencies"))
   extras = table.get("optional-dependencies", {})
-  if isinstance(extras, dict) and "test" in extras:
+  if not isinstance(extras, dict):
+    raise VenvError(f"{path}: project.optional-dependencies: expected a table, got {extras!r}")
+  if "test" in extras:
     found += _strings(extras["test"], f"{path}: project.optional-dependencies.test")
   return [r for r in found if requirement_name(r) not in (DISTRIBUTION, None)]
 
@@ -61,17 +68,15 @@ def _strings(value: object, where: str) -> list[str]:
   return list(value)
 
 
-def environment_requirements(project: Path, *, xdist: bool = False,
-                             root: Path | None = None) -> list[str]:
+def environment_requirements(project: Path, *, root: Path | None = None) -> list[str]:
   """Everything beside the release's own packages: jaxport's wheel, pytest, the project's."""
   wheel = running_wheel(root or _envs.default_root())
-  reqs = [str(wheel), *HARNESS_REQUIREMENTS, *([XDIST_REQUIREMENT] if xdist else [])]
+  reqs = [str(wheel), *HARNESS_REQUIREMENTS]
   return list(dict.fromkeys(reqs + project_requirements(project)))
 
 
-def ensure_project_env(version: str, project: Path, *, xdist: bool = False,
-                       root: Path | None = None) -> Path:
+def ensure_project_env(version: str, project: Path, *, root: Path | None = None) -> Path:
   """The python of the environment where ``project``'s golden items run with jax ``version``."""
-  extra: Sequence[str] = environment_requirements(project, xdist=xdist, root=root)
+  extra: Sequence[str] = environment_requirements(project, root=root)
   logger.info("environment of jax %s for %s: %s", version, project, " ".join(extra))
   return _envs.ensure_venv(version, root, extra, owner=str(project.resolve()))

@@ -21,6 +21,8 @@ from jaxport.errors import JaxportError
 logger = logging.getLogger(__name__)
 
 REPLAYER = Path(__file__).resolve().parent / "_in_release" / "replayer.py"
+# The seconds one entry may take in the replaying process (deserialize, compile, call).
+ENTRY_TIMEOUT_S = 300
 
 
 class ReplayError(JaxportError, RuntimeError):
@@ -55,10 +57,13 @@ def read_results(path: Path) -> dict[str, dict]:
 
 
 def replay_with(python: str, root: Path, entry_ids: Sequence[str], work: Path, *,
-                effects: Mapping[str, str] | None = None, timeout_s: float = 900) -> list[dict]:
+                effects: Mapping[str, str] | None = None,
+                timeout_s: float = ENTRY_TIMEOUT_S) -> list[dict]:
   """Replay ``entry_ids`` of the store ``root`` with ``python``, one result row per entry.
 
   ``effects`` maps module names to files of effect types the entries use, imported first.
+  Each start of the replaying process has ``timeout_s`` per entry it is given (and one more
+  for its start-up); the entry it is on when stopped is a ``crash`` row.
   """
   results_path = work / "results.jsonl"
   pending = list(entry_ids)
@@ -70,11 +75,11 @@ def replay_with(python: str, root: Path, entry_ids: Sequence[str], work: Path, *
     for name, path in (effects or {}).items():
       cmd += ["--effects", f"{name}={path}"]
     try:
-      proc = subprocess.run(cmd, env=release_env(), capture_output=True, text=True,
-                            timeout=timeout_s)
+      limit = timeout_s * (len(pending) + 1)
+      proc = subprocess.run(cmd, env=release_env(), capture_output=True, text=True, timeout=limit)
       tail = proc.stderr[-1500:]
     except subprocess.TimeoutExpired:
-      tail = f"timed out after {timeout_s} s"
+      tail = f"timed out after {limit} s"
     done = read_results(results_path)
     remaining = [e for e in pending if e not in done]
     if len(remaining) == len(pending):

@@ -1,10 +1,10 @@
 """A wheel of the running jaxport, so that another release's environment runs the same code.
 
-The wheel is made from what this process imports: every file of the ``jaxport`` package and
-the ``jaxport_pytest`` plugin module (byte code left out), with the installed distribution's
-own metadata and entry points. It is the same for a regular and an editable install, and its
-name carries a digest of its contents, so an environment built with it is rebuilt when the
-code changes and reused while it does not.
+The wheel is made from what this process imports: every file in the folders of the
+``jaxport`` package and the ``jaxport_pytest`` plugin (byte code left out; for an editable
+install that is the source folder, so whatever else lies there goes too), with the installed
+distribution's own metadata and entry points. Its folder is named by a digest of its contents,
+so an environment built with it is rebuilt when the code changes and reused while it does not.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import importlib.metadata as md
 import importlib.util
 import logging
 import os
+import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,7 +91,8 @@ def running_wheel(folder: str | os.PathLike) -> Path:
   if wheel.is_file():
     return wheel
   where.mkdir(parents=True, exist_ok=True)
-  partial = wheel.with_suffix(".partial")
+  fd, partial = tempfile.mkstemp(prefix=f".{wheel.name}.", dir=where)  # one per process
+  os.close(fd)
   info = f"{DISTRIBUTION}-{version}.dist-info"
   with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zf:
     record = []

@@ -12,23 +12,24 @@ not taken for it. The file is data only: strict JSON, refused naming the bad key
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from jaxport import _json
 from jaxport._records import Strict
-from jaxport.errors import ReleaseTableError
+from jaxport.errors import JaxportError, ReleaseTableError
 from jaxport.releases._dates import parse_version
 
 # Relative to the project's root (where its pytest configuration lives).
 MEASURED_FILE = Path(".jaxport_cache") / "measured-releases.json"
 FORMAT = 1
-_STRICT = Strict.raising(ReleaseTableError)
 _FIX = "remove the file; `jaxport replay --with-jax VERSION` measures again"
+_STRICT = Strict(lambda where, what: ReleaseTableError(f"{MEASURED_FILE}: {where}: {what}; {_FIX}"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,13 +93,23 @@ class MeasuredRuns:
   def from_json(cls, d: Any, where: str) -> MeasuredRuns:
     d = _STRICT.obj(d, where, ("format", "entries"), ())
     if _STRICT.count(d["format"], f"{where}.format") != FORMAT:
-      raise _STRICT.fail(f"{where}.format", f"expected {FORMAT}, got {d['format']}; {_FIX}")
+      raise _STRICT.fail(f"{where}.format", f"expected {FORMAT}, got {d['format']}")
     entries = {}
     for entry_id, runs in _STRICT.of(d["entries"], Mapping, f"{where}.entries").items():
       at = f"{where}.entries.{entry_id}"
-      entries[entry_id] = {release: MeasuredRun.from_json(release, run, f"{at}.{release}")
+      entries[entry_id] = {_release(release, at): MeasuredRun.from_json(release, run,
+                                                                      f"{at}.{release}")
                            for release, run in _STRICT.of(runs, Mapping, at).items()}
     return cls(entries)
+
+
+def _release(text: str, where: str) -> str:
+  """``text`` if it is a jax version number, else the reader's refusal naming ``where``."""
+  try:
+    parse_version(text)
+  except (ValueError, JaxportError):
+    raise _STRICT.fail(where, f"{text!r} is not a jax release") from None
+  return text
 
 
 def read_measured(project_root: str | os.PathLike) -> MeasuredRuns:
@@ -107,15 +118,32 @@ def read_measured(project_root: str | os.PathLike) -> MeasuredRuns:
   if not path.exists():
     return MeasuredRuns()
   return MeasuredRuns.from_json(_json.load_file(path, str(path), ReleaseTableError, _FIX),
-                                str(MEASURED_FILE))
+                                "measured")
 
 
 def write_measured(project_root: str | os.PathLike, measured: MeasuredRuns) -> Path:
-  """Write the project's measurements whole (to a temporary file first, then renamed)."""
+  """Write the project's measurements whole (to a temporary file of its own, then renamed)."""
   import json
+  import tempfile
   path = Path(project_root) / MEASURED_FILE
   path.parent.mkdir(parents=True, exist_ok=True)
-  partial = path.with_suffix(".partial")
-  partial.write_text(json.dumps(measured.to_json(), indent=1, sort_keys=True) + "\n")
+  fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+  with os.fdopen(fd, "w") as f:
+    f.write(json.dumps(measured.to_json(), indent=1, sort_keys=True) + "\n")
   os.replace(partial, path)
   return path
+
+
+@contextlib.contextmanager
+def updating(project_root: str | os.PathLike) -> Iterator[None]:
+  """Hold the project's measurements for one read, change and write (another process
+  replaying the same project waits)."""
+  import fcntl
+  path = Path(project_root) / MEASURED_FILE
+  path.parent.mkdir(parents=True, exist_ok=True)
+  with open(path.with_name(f".{path.name}.lock"), "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+      yield
+    finally:
+      fcntl.flock(lock, fcntl.LOCK_UN)

@@ -113,3 +113,18 @@ def test_a_blob_with_inputs_and_outputs_becomes_an_entry_to_bisect(tmp_path):
   assert [t.target for t in entry.manifest.custom_call_targets] == ["lapack_strsm_ffi"]
   np.testing.assert_array_equal(entry.inputs()[1], GoldenStore(ROOT / "compat_data").entry(EntryId.parse(
       "/".join(src.parts[-4:]))).inputs()[1])
+
+
+def test_a_run_without_comparison_counts_and_an_entry_no_release_can_replay_is_refused(
+    monkeypatch, tmp_path):
+  assert Probe("0.9.2", "ran", "compare", "project's own checker").ok
+  assert not Probe("0.9.2", "crash", "process", "died").ok
+  entry = tmp_path / "cpu" / "f" / "c" / "2026-01-01_jax-0.10.2"
+  entry.mkdir(parents=True)
+  (entry / "manifest.json").write_text("{}")
+  monkeypatch.setattr(bisect_release, "consumers", lambda versions, **kw: {v: "py" for v in versions})
+  monkeypatch.setattr(bisect_release, "replay_with", lambda *a, **kw: [
+      {"outcome": "skip", "stage": "deserialize", "error": "a pytree type of the project"}])
+  with pytest.raises(bisect_release.BisectError, match="cannot be bisected: jax 0.9.2's replayer "
+                                                       "cannot replay it \\(a pytree type"):
+    bisect_release.run_bisect("cpu/f/c/2026-01-01_jax-0.10.2", ["0.9.2", "0.10.0"], store=tmp_path)

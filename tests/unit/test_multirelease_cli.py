@@ -51,12 +51,12 @@ def test_in_a_project_a_served_release_runs_its_harness_in_the_release_environme
   project = _project(tmp_path)
   built, ran = [], []
   monkeypatch.setattr(_with_jax, "ensure_project_env",
-                      lambda v, p, xdist: built.append((v, p, xdist)) or Path("/envs/py"))
+                      lambda v, p: built.append((v, p)) or Path("/envs/py"))
   monkeypatch.setattr(_with_jax, "run_forwarding_signals",
                       lambda cmd, cwd, env: ran.append((cmd, cwd, env)) or 0)
   monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
   assert main(["replay", "--with-jax", "0.11.2", "--project", str(project), "--", "-n", "2"]) == 0
-  assert built == [("0.11.2", project, True)]
+  assert built == [("0.11.2", project)]
   (cmd, cwd, env), = ran
   assert cmd[:5] == ["/envs/py", "-m", "pytest", str(project), "--compat-only"]
   assert cmd[-2:] == ["-n", "2"] and cwd == project
@@ -137,3 +137,8 @@ def test_the_matrix_runs_each_cell_here_and_fails_with_any(monkeypatch, tmp_path
 def test_the_matrix_refuses_no_shards(capsys):
   assert main(["matrix", "--releases", "0.11.0..0.11.0", "--shards", "0", "--plan"]) == 2
   assert "--shards 0: expected a whole number of 1 or more" in capsys.readouterr().err
+
+
+def test_the_matrix_refuses_an_empty_range(capsys):
+  assert main(["matrix", "--releases", "0.12.0..0.11.0", "--plan"]) == 2
+  assert "the range holds no installable release" in capsys.readouterr().err

@@ -17,6 +17,9 @@ from jaxport.multirelease import _envs, _project_env, _wheel
 def test_the_cache_is_the_named_folder_else_the_users_cache(monkeypatch, tmp_path):
   monkeypatch.setenv("JAXPORT_RELEASE_ENVS", str(tmp_path / "envs"))
   assert _envs.default_root() == tmp_path / "envs"
+  monkeypatch.chdir(tmp_path)
+  monkeypatch.setenv("JAXPORT_RELEASE_ENVS", "relative/envs")
+  assert _envs.default_root() == tmp_path / "relative" / "envs"  # not where a command runs
   monkeypatch.delenv("JAXPORT_RELEASE_ENVS")
   monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
   assert _envs.default_root() == tmp_path / "cache" / "jaxport" / "release-envs"
@@ -136,7 +139,10 @@ def test_a_project_without_a_project_table_adds_nothing(tmp_path):
     ('[project\n', "pyproject.toml: cannot be read"),
     ('[project]\ndependencies = "jax"\n', "project.dependencies: expected a list of requirement"),
     ('[project]\n[project.optional-dependencies]\ntest = [3]\n',
-     "project.optional-dependencies.test: expected a list")])
+     "project.optional-dependencies.test: expected a list"),
+    ('project = "p"\n', "project: expected a table"),
+    ('[project]\noptional-dependencies = ["pytest"]\n',
+     "project.optional-dependencies: expected a table")])
 def test_a_malformed_project_file_is_refused_naming_the_part(tmp_path, text, message):
   (tmp_path / "pyproject.toml").write_text(text)
   with pytest.raises(_envs.VenvError, match=message):
@@ -145,7 +151,7 @@ def test_a_malformed_project_file_is_refused_naming_the_part(tmp_path, text, mes
 
 def test_the_project_environment_holds_the_wheel_the_harness_and_the_project(monkeypatch, tmp_path):
   (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["jax"]\n')
-  reqs = _project_env.environment_requirements(tmp_path, xdist=True, root=tmp_path / "envs")
+  reqs = _project_env.environment_requirements(tmp_path, root=tmp_path / "envs")
   assert reqs[0].endswith("-py3-none-any.whl") and Path(reqs[0]).is_file()
   assert reqs[1:] == ["pytest", "pytest-xdist", "jax"]
 
