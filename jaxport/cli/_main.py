@@ -116,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--mlir", action="store_true", help="also print the StableHLO text")
   _stable_targets_option(p, "the project registers them itself, so the releases the artifact "
                             "runs on are not limited by them")
+  _add_project(p, "its jaxport_stable_targets count as with --stable-targets, and what its "
+                  "replays under other releases measured for the entry takes precedence in "
+                  "the releases it runs on")
   p.add_argument("--json", action="store_true", help="print JSON")
   _parser.add_options(p)
 
@@ -365,12 +368,16 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
                                                                    reader=parser, label=label)}
   if entry is not None:
     info["manifest"] = json.loads(entry.manifest.to_json())
-  own: frozenset[str] = frozenset()
+  project = _read_project(args)
+  declared = project.targets if project is not None else None
   if args.stable_targets:
-    declared = ProjectTargets.read(args.stable_targets)
-    own = frozenset(t for p in exp.platforms for t in declared.stable(p))
+    given = ProjectTargets.read(args.stable_targets)
+    declared = given if declared is None else declared.union(given)
+  own = frozenset(t for p in exp.platforms for t in declared.stable(p)) if declared else frozenset()
+  measured = () if project is None or project.root is None or entry is None else read_measured(
+      project.root).of(entry.entry_id, entry.manifest.files.get("exported.bin"))
   info.update(parser.runs_on_record(blob, entry.manifest if entry is not None else None, label,
-                                    own).to_json())
+                                    own, measured).to_json())
   if args.mlir:
     info["mlir"] = parser.module_text(bytes(exp.mlir_module_serialized), exp.fun_name, label)
   if args.json:

@@ -168,3 +168,24 @@ def test_the_release_replayer_runs_an_entry_of_a_projects_own_checker_without_co
   assert (row["outcome"], row["stage"]) == ("ran", "compare"), row
   assert "checker 'my_projects_checker' is the project's own" in row["error"]
   assert keeping.verdicts_of_rows([row], "0.10.2")[entry_id][0] is True
+
+
+def test_inspect_of_a_projects_entry_shows_what_its_replays_measured(tmp_path, capsys):
+  from jaxport.cli import main
+  source = sorted((ROOT / "compat_data" / "cpu" / "feature_vjp" / "release_vjp_tanh_f32").iterdir())[-1]
+  entry_id = "/".join(source.parts[-4:])
+  project = tmp_path / "project"
+  shutil.copytree(source, project / "golden" / entry_id)
+  (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\njaxport_cases = ["cases"]\n'
+                                          'jaxport_store = "golden"\n')
+  sha = json.loads((source / "manifest.json").read_text())["files"]["exported.bin"]
+  predicted = "0.11.2"
+  write_measured(project, MeasuredRuns().with_runs(entry_id, [_run(predicted, False, sha=sha,
+                                                                   detail="run: refused here")]))
+  assert main(["inspect", str(project / "golden" / entry_id), "--project", str(project),
+               "--json"]) == 0
+  info = json.loads(capsys.readouterr().out)
+  assert predicted not in info["runs_on"]["cpu"]
+  assert info["runs_on_limits"]["cpu"]["refused"][predicted] == "measured: run: refused here"
+  assert main(["inspect", str(project / "golden" / entry_id), "--json"]) == 0
+  assert predicted in json.loads(capsys.readouterr().out)["runs_on"]["cpu"]  # the table's answer
