@@ -4,7 +4,7 @@
 is found, else pip; a Python the release installs on), :mod:`._wheel` makes a wheel of the
 running jaxport and :mod:`._project_env` the environment where a project's golden items run
 with another release. :mod:`._replay` replays entries with a release's own ``jax.export``
-(the scripts of ``_in_release/`` run there, without jaxport) and :mod:`._bisect` finds the
+(the scripts of the distribution's ``jaxport_in_release`` package run there, without jaxport) and :mod:`._bisect` finds the
 first release that breaks an entry. The command line drives them: ``jaxport record/replay
 --with-jax`` and ``jaxport bisect``.
 """

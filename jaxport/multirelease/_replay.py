@@ -1,8 +1,9 @@
 """Replaying golden entries with another jax release's own ``jax.export``, in its environment.
 
-The replaying script (``_in_release/replayer.py``) runs in the release's environment without
-jaxport (which may not support that jax): it reads each entry's files and checks their
-digests, deserializes with the release's ``jax.export``, calls and compares. It writes one
+The replaying script (``jaxport_in_release/replayer.py``, shipped beside jaxport) runs in the
+release's environment without jaxport (which may not support that jax): it reads each entry's
+files and checks their digests, deserializes with the release's ``jax.export``, calls and
+compares. It writes one
 JSON line per entry, flushed before the next starts, so a native crash costs only the entry
 that caused it: the driver here starts it again on what is left.
 """
@@ -20,7 +21,9 @@ from jaxport.errors import JaxportError
 
 logger = logging.getLogger(__name__)
 
-REPLAYER = Path(__file__).resolve().parent / "_in_release" / "replayer.py"
+# A package of its own beside jaxport: it drives the release's jax.export, which jaxport (a
+# reimplementation of it) never imports.
+REPLAYER = Path(__file__).resolve().parents[2] / "jaxport_in_release" / "replayer.py"
 # The seconds one entry may take in the replaying process (deserialize, compile, call).
 ENTRY_TIMEOUT_S = 300
 

@@ -25,8 +25,9 @@ from jaxport.multirelease._envs import VenvError
 logger = logging.getLogger(__name__)
 
 DISTRIBUTION = "jaxport"
-# The top-level packages the distribution installs: jaxport and its pytest entry point.
-_PACKAGES = ("jaxport", "jaxport_pytest")
+# The top-level packages the distribution installs: jaxport, its pytest entry point, and the
+# scripts run in a release's own environment.
+_PACKAGES = ("jaxport", "jaxport_pytest", "jaxport_in_release")
 _SKIPPED_DIRS = {"__pycache__"}
 _WHEEL_META = ("Wheel-Version: 1.0\nGenerator: jaxport\nRoot-Is-Purelib: true\n"
                "Tag: py3-none-any\n")

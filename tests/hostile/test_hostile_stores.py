@@ -164,6 +164,6 @@ def test_limits_are_named_with_their_values():
 def test_the_release_replayer_refuses_an_npz_bomb_before_inflating():
   # The multi-release replayer runs inside older jax venvs without jaxport and
   # reads npz files on its own.
-  from jaxport.multirelease._in_release import replayer as _replayer
+  from jaxport_in_release import replayer as _replayer
   with pytest.raises(_replayer.EntryError, match="declares .* bytes once inflated"):
     _replayer.decode_arrays(npz_bomb(GiB), [{"dtype": "float32", "shape": [4, 4]}])

@@ -2,7 +2,7 @@
 
 The matrix (`harness/release_matrix.json`) was measured by replaying every cpu
 entry of `compat_data/` with each consumer release's own `jax.export`
-(`jaxport/multirelease/_in_release/replayer.py`): an entry whose envelope that reader refuses
+(`jaxport_in_release/replayer.py`): an entry whose envelope that reader refuses
 fails at deserialization; one exported for several devices is then skipped; a
 lowering-only entry passes once read; any other must run and match. The model
 computes each cell from the release table and the entries' own features; a

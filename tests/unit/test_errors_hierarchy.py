@@ -15,13 +15,13 @@ import pytest
 from jaxport import errors
 
 REPO = Path(__file__).resolve().parents[2]
-TREES = ("jaxport", "jaxport_pytest", "harness")
+TREES = ("jaxport", "jaxport_pytest", "jaxport_in_release", "harness")
 ROOTS = {"JaxportError", "JaxportWarning"}
 # Modules that run without jaxport installed (inside an older jax release's venv, loaded by
 # path), so their exceptions cannot derive from jaxport's: module -> why.
 WITHOUT_JAXPORT = {
-    "jaxport/multirelease/_in_release/replayer.py": "runs inside old release venvs, where jaxport "
-                                                    "does not install",
+    "jaxport_in_release/replayer.py": "runs inside old release venvs, where jaxport does not "
+                                      "install",
 }
 
 

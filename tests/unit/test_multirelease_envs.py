@@ -93,7 +93,7 @@ def test_the_wheel_of_the_running_jaxport_holds_its_code_metadata_and_a_true_rec
     names = zf.namelist()
     info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/RECORD"))
     assert {"jaxport/__init__.py", "jaxport/releases/release_table.json",
-            "jaxport/multirelease/_in_release/replayer.py", "jaxport_pytest/__init__.py",
+            "jaxport_in_release/replayer.py", "jaxport_pytest/__init__.py",
             f"{info}/METADATA", f"{info}/WHEEL", f"{info}/entry_points.txt"} <= set(names)
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     assert "jaxport_pytest" in zf.read(f"{info}/entry_points.txt").decode()

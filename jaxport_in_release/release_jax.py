@@ -13,7 +13,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # jaxport's harness modules that need only numpy and the release's public jax API.
-PACKAGE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "harness")
+PACKAGE = os.path.join(os.path.dirname(HERE), "jaxport", "harness")
 CONTRACT = os.path.join(PACKAGE, "_contract.py")
 CHECKERS = os.path.join(PACKAGE, "checkers.py")
 CASE = os.path.join(PACKAGE, "_case.py")

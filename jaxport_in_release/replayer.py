@@ -30,7 +30,7 @@ import numpy as np
 try:
   import release_jax as _release
 except ImportError:
-  from jaxport.multirelease._in_release import release_jax as _release
+  from jaxport_in_release import release_jax as _release
 
 
 def register_effects(name: str, path: str) -> str | None:
