@@ -44,8 +44,8 @@ def pytest_command(action: str, *, platform: str, report: str | None, project: P
                    extra: list[str], python: str | None = None) -> list[str]:
   """The pytest command line for ``record`` or ``replay`` (run by ``python``, default this
   interpreter); ``extra`` goes last, unchanged."""
-  cmd = [python or sys.executable, "-m", "pytest", str(project), ONLY_FLAG, f"{PLATFORM_FLAG}={platform}",
-         *PROGRESS_ARGS]
+  cmd = [python or sys.executable, "-m", "pytest", str(project), ONLY_FLAG,
+         f"{PLATFORM_FLAG}={platform}", *PROGRESS_ARGS]
   if action == "record":
     cmd.append(RECORD_FLAG)
   if report is not None:

@@ -30,7 +30,7 @@ from jaxport.cli import _audit as audit
 from jaxport.corpus import _import as importer
 from jaxport import _progress
 from jaxport._progress import track
-from jaxport._jaxcompat._version import distribution_version
+from jaxport._jaxcompat._version import MIN_JAX, distribution_version
 from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._entry_id import EntryId
@@ -39,7 +39,7 @@ from jaxport.golden._store import GoldenStore
 from jaxport.harness import _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets
 from jaxport.releases import _features as artifact_runs_on
-from jaxport.releases import read_measured
+from jaxport.releases import MeasuredRuns, read_measured
 
 logger = logging.getLogger("jaxport.cli")
 
@@ -174,8 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--with-jax", default=None, metavar="VERSION", type=_installable_release,
                    help=f"{name} with another jax release, in an environment of its own that "
                         "jaxport builds and caches on this machine (with jaxport, pytest and the "
-                        "project's requirements from jax 0.9.2 on; replay with an older release "
-                        "uses that release's own jax.export)")
+                        f"project's requirements from jax {MIN_JAX} on; replay with an older "
+                        "release uses that release's own jax.export)")
   _report.add_parser(sub, common)
   upgrader.add_parser(add)
   _bisect.add_parser(add)
@@ -195,6 +195,11 @@ def _read_project(args) -> Project | None:
   if args.project is None:
     return None
   return _harness_run.read_project(args.project, "--project")
+
+
+def _measured_of(project: Project | None) -> MeasuredRuns | None:
+  """What the project's replays under other releases measured; None without a project."""
+  return None if project is None or project.root is None else read_measured(project.root)
 
 
 def _version() -> str:
@@ -296,7 +301,7 @@ def _audit(args, extra) -> int:
       parser.start()  # one child reads every artifact's module; it imports jax meanwhile
     newest = audit.newest_of(artifacts)
     changes_fail = project is None or project.on_change is OnChange.FAIL
-    measured = None if project is None or project.root is None else read_measured(project.root)
+    measured = _measured_of(project)
     records = [audit.audit_artifact(art, today=today, window_days=args.window_days,
                                     relowerer=relowerer, declared=declared, reader=parser,
                                     strict=args.strict, changes_fail=changes_fail,
@@ -374,10 +379,11 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
     given = ProjectTargets.read(args.stable_targets)
     declared = given if declared is None else declared.union(given)
   own = frozenset(t for p in exp.platforms for t in declared.stable(p)) if declared else frozenset()
-  measured = () if project is None or project.root is None or entry is None else read_measured(
-      project.root).of(entry.entry_id, entry.manifest.files.get("exported.bin"))
+  measured = _measured_of(project)
+  runs = () if measured is None or entry is None else measured.of(
+      entry.entry_id, entry.manifest.files.get("exported.bin"))
   info.update(parser.runs_on_record(blob, entry.manifest if entry is not None else None, label,
-                                    own, measured).to_json())
+                                    own, runs).to_json())
   if args.mlir:
     info["mlir"] = parser.module_text(bytes(exp.mlir_module_serialized), exp.fun_name, label)
   if args.json:

@@ -17,29 +17,25 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from jaxport._jaxcompat._version import MIN_JAX
 from jaxport._signals import run_forwarding_signals
 from jaxport.cli import _harness_run
 from jaxport.errors import JaxportError
 from jaxport.harness._project import Project
 from jaxport.multirelease import _envs, _measured
 from jaxport.multirelease._project_env import ensure_project_env
-from jaxport.multirelease._replay import release_env, replay_with
+from jaxport.multirelease._replay import PASS, RAN, SKIP, release_env, replay_with
 from jaxport.releases import parse_version
 
 logger = logging.getLogger(__name__)
 # The outcomes of the release replayer that are not problems: reproduced, ran (outputs not
 # compared: the project's own checker), not replayable there (a project's pytree type).
-_NOT_PROBLEMS = ("pass", "ran", "skip")
-
-
-def _min_jax() -> str:
-  from jaxport._jaxcompat._version import MIN_JAX
-  return MIN_JAX
+_NOT_PROBLEMS = (PASS, RAN, SKIP)
 
 
 def runs_jaxport(version: str) -> bool:
   """Whether jaxport's harness itself runs on jax ``version``."""
-  return parse_version(version) >= parse_version(_min_jax())
+  return parse_version(version) >= parse_version(MIN_JAX)
 
 
 def run(action: str, *, version: str, platform: str, report: str | None, project: Path,
@@ -68,7 +64,7 @@ def run(action: str, *, version: str, platform: str, report: str | None, project
   if action == "record":
     raise JaxportError(
         f"record --with-jax {version}: recording runs jaxport's harness, which runs on jax "
-        f"{_min_jax()} and newer. Record with one of those (or the running jax); replay "
+        f"{MIN_JAX} and newer. Record with one of those (or the running jax); replay "
         f"--with-jax {version} replays the project's entries with that release's own jax.export.")
   return replay_old_release(version, config, home, report)
 
@@ -88,7 +84,7 @@ def replay_old_release(version: str, config: Project, home: Path, report: str | 
   counts: dict[str, int] = {}
   for row in rows:
     counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
-    detail = "" if row["outcome"] == "pass" else f" at {row.get('stage')}: {row.get('error')}"
+    detail = "" if row["outcome"] == PASS else f" at {row.get('stage')}: {row.get('error')}"
     sys.stdout.write(f"jax {version}: {row['outcome']:<5} {row['entry_id']}{detail}\n")
   problems = sum(n for outcome, n in counts.items() if outcome not in _NOT_PROBLEMS)
   sys.stdout.write(f"jax {version}: {len(rows)} entries: " + ", ".join(

@@ -27,13 +27,10 @@ import numpy as np
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.multirelease import _envs
-from jaxport.multirelease._replay import replay_with
+from jaxport.multirelease._replay import ERROR, PASS, RAN, SKIP, replay_with
 from jaxport.releases import parse_version, releases
 
 logger = logging.getLogger(__name__)
-PASS = "pass"
-RAN = "ran"
-SKIP = "skip"
 
 
 class BisectError(JaxportError, ValueError):
@@ -166,7 +163,7 @@ def run_bisect(entry_id: str, versions: list[str], *, store: Path, available_onl
     if row.get("outcome") == SKIP:
       raise BisectError(f"{entry_id} cannot be bisected: jax {version}'s replayer cannot replay "
                         f"it ({row.get('error')})")
-    return Probe(version, row.get("outcome", "error"), row.get("stage"), row.get("error"))
+    return Probe(version, row.get("outcome", ERROR), row.get("stage"), row.get("error"))
 
   last_good, first_bad, probes = bisect(versions, probe)
   return Bisection(entry_id, tuple(versions), last_good, first_bad, tuple(probes))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from jaxport._vocabulary import FindingKind, Subject
 from jaxport.golden import EntryId, GoldenStore
+from jaxport.multirelease._replay import CRASH, ERROR, FAIL, PASS, RAN, SKIP
 from jaxport.releases import MeasuredRun, read_measured, write_measured
 from jaxport.releases._measured import updating
 
@@ -31,7 +32,7 @@ _NOT_RUNNING = frozenset({FindingKind.COMPATIBILITY_BREAK, FindingKind.UPGRADED,
 _DETAIL_CHARS = 300
 # The release replayer's outcomes that measure nothing: not replayable there (skip), and the
 # replaying process's own failures (a crash or time-out while on the entry, an unreadable entry).
-_UNMEASURED = ("skip", "crash", "error")
+_UNMEASURED = (SKIP, CRASH, ERROR)
 
 
 def _blob_sha256(store: GoldenStore, entry_id: str) -> str | None:
@@ -94,12 +95,12 @@ def verdicts_of_rows(rows: Iterable[Mapping], version: str
   out: dict[str, tuple[bool, str] | None] = {}
   for row in rows:
     outcome = row.get("outcome")
-    if outcome in _UNMEASURED or outcome not in ("pass", "ran", "fail"):
+    if outcome in _UNMEASURED or outcome not in (PASS, RAN, FAIL):
       out[row["entry_id"]] = None
       continue
-    if outcome == "pass":
+    if outcome == PASS:
       out[row["entry_id"]] = (True, f"replayed by jax {version}'s own jax.export")
-    elif outcome == "ran":
+    elif outcome == RAN:
       out[row["entry_id"]] = (True, f"run by jax {version}'s own jax.export: {row.get('error')}")
     else:
       out[row["entry_id"]] = (False, f"{row.get('stage')}: {row.get('error')}")
