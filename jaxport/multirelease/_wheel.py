@@ -34,13 +34,20 @@ _WHEEL_META = ("Wheel-Version: 1.0\nGenerator: jaxport\nRoot-Is-Purelib: true\n"
 
 
 def _sources() -> list[tuple[str, Path]]:
-  """(path inside the wheel, file here) for every file of the running package and plugin."""
+  """(path inside the wheel, file here) for every file of the running package and its siblings.
+
+  The distribution's top-level packages lie side by side (in site-packages, or in the source
+  folder of an editable install), so each is found beside the ``jaxport`` package imported."""
+  spec = importlib.util.find_spec("jaxport")
+  if spec is None or not spec.submodule_search_locations:
+    raise VenvError("the running jaxport has no package directory to make a wheel of")
+  top = Path(next(iter(spec.submodule_search_locations))).parent
   out = []
   for package in _PACKAGES:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-      raise VenvError(f"the running jaxport has no {package} package directory to make a wheel of")
-    package_dir = Path(next(iter(spec.submodule_search_locations)))
+    package_dir = top / package
+    if not (package_dir / "__init__.py").is_file():
+      raise VenvError(f"the running jaxport has no {package} package beside it ({package_dir}); "
+                      "reinstall jaxport")
     for dirpath, dirnames, filenames in os.walk(package_dir):
       dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS)
       for name in sorted(filenames):
