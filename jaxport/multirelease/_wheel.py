@@ -1,8 +1,9 @@
 """A wheel of the running jaxport, so that another release's environment runs the same code.
 
 The wheel is made from what this process imports: every file in the folders of the
-``jaxport`` package and the ``jaxport_pytest`` plugin (byte code left out; for an editable
-install that is the source folder, so whatever else lies there goes too), with the installed
+``jaxport`` package, the ``jaxport_pytest`` plugin and the ``jaxport_in_release`` scripts (byte
+code left out; for an editable install those are the source folders, so whatever else lies
+there goes too), with the installed
 distribution's own metadata and entry points. Its folder is named by a digest of its contents,
 so an environment built with it is rebuilt when the code changes and reused while it does not.
 """
