@@ -110,6 +110,20 @@ def _legend() -> str:
   return "<p>" + " ".join(_badge(s) for s in CellStatus) + "</p>"
 
 
+# A matrix cell's tooltip names at most this many of its entries, the worst first; the rest
+# are counted (each is in the entries section), so a cell of thousands stays one line's worth.
+TIP_ENTRIES = 12
+
+
+def _cell_tip(entries: Sequence[EntryResult]) -> str:
+  """The tooltip of a matrix cell: its worst entries with their statuses, the rest counted."""
+  ranked = sorted(entries, key=lambda e: -entry_status(e).severity)
+  lines = [f"{entry_status(e).label}: {e.entry_id}" for e in ranked[:TIP_ENTRIES]]
+  if len(ranked) > TIP_ENTRIES:
+    lines.append(f"and {len(ranked) - TIP_ENTRIES} more (listed under Entries)")
+  return "\n".join(lines)
+
+
 def _matrix(m: Matrix) -> list[str]:
   out = ['<h2 id="matrix">Targets by producer release</h2>',
          "<p>Each cell: the worst status of the entries that use the target and were recorded by "
@@ -129,7 +143,7 @@ def _matrix(m: Matrix) -> list[str]:
         if cell.lead is None:
           out.append(f'<td class="cell {st.css}" title="no entry">{st.symbol}</td>')
           continue
-        tip = "\n".join(f"{entry_status(e).label}: {e.entry_id}" for e in cell.entries)
+        tip = _cell_tip(cell.entries)
         count = f"<sup>{len(cell.entries)}</sup>" if len(cell.entries) > 1 else ""
         out.append(f'<td class="cell {st.css}"><a href="{_href(cell.lead.entry_id)}" '
                    f'title="{_e(tip)}">{st.symbol}{count}</a></td>')
@@ -284,18 +298,33 @@ def _attention(r: RunReport) -> list[str]:
   return out
 
 
-def _pass_row(e: EntryResult) -> str:
-  """A passing entry in one table row: what identifies it and its notes, without a card."""
+def _pass_row(e: EntryResult, shared: frozenset[str] = frozenset()) -> str:
+  """A passing entry in one table row: what identifies it and its notes (less those its group
+  states once, ``shared``), without a card."""
   st = entry_status(e)
-  notes = "; ".join(f.text for f in e.findings)
+  notes = "; ".join(t for t in _notes(e) if t not in shared)
   return (f'<tr id="{_e(entry_anchor(e.entry_id))}"><td class="{st.css}">{st.symbol}</td>'
           f"<td><code>{_e(e.entry_id)}</code></td><td>{_e(e.record_date or 'unknown')}</td>"
           f"<td>{_e(_expiry(e.days_to_expiry))}</td>"
           f"<td>{'lowering only' if e.lowering_only else 'numerics'}</td><td>{_e(notes)}</td></tr>")
 
 
+def _notes(e: EntryResult) -> list[str]:
+  return [f.text for f in e.findings]
+
+
+def _shared_notes(entries: Sequence[EntryResult]) -> list[str]:
+  """The notes every one of ``entries`` carries (two or more entries), in the first's order:
+  the page states them once for the group rather than on each row."""
+  if len(entries) < 2:
+    return []
+  common = set(_notes(entries[0])).intersection(*(_notes(e) for e in entries[1:]))
+  return [t for t in dict.fromkeys(_notes(entries[0])) if t in common]
+
+
 def _passing(r: RunReport) -> list[str]:
-  """The passing entries, folded in one group per target and producer release, counted."""
+  """The passing entries, folded in one group per target and producer release, counted; notes
+  that all of a group's entries carry are stated once above its rows."""
   groups = passing_groups(r)
   total = sum(len(g.entries) for g in groups)
   out = [f'<h3 id="passing">Passing entries ({total}), by target and producer release</h3>']
@@ -304,11 +333,14 @@ def _passing(r: RunReport) -> list[str]:
   for g in groups:
     drift = sum(entry_status(e) is CellStatus.DRIFT for e in g.entries)
     within = f", {drift} within tolerance only" if drift else ""
+    shared = _shared_notes(g.entries)
     out.append(f'<details class="group" id="{_e(g.anchor)}"><summary><code>{_e(g.target)}</code>, '
-               f"recorded by jax {_e(g.producer)}: {len(g.entries)} passing{within}</summary>"
-               '<table class="passes"><tr><th></th><th>entry</th><th>recorded</th><th>expiry</th>'
+               f"recorded by jax {_e(g.producer)}: {len(g.entries)} passing{within}</summary>")
+    if shared:
+      out.append(f'<p class="shared">Every entry of this group: {_e("; ".join(shared))}</p>')
+    out.append('<table class="passes"><tr><th></th><th>entry</th><th>recorded</th><th>expiry</th>'
                "<th>checked</th><th>notes</th></tr>")
-    out += [_pass_row(e) for e in g.entries]
+    out += [_pass_row(e, frozenset(shared)) for e in g.entries]
     out.append("</table></details>")
   return out
 
