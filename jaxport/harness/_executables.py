@@ -18,6 +18,10 @@ a digest seen for the first time costs jax's key, which the digest then stands f
 Identical requests get identical keys, so the digest never shares more than jax's key
 would.
 
+With a cross-run compile cache (:func:`keep_errors_in`), a module that fails to compile
+because it calls a custom-call target jaxlib removed keeps its error there too
+(``jaxport.harness._compile_errors``), so a later run raises it again without compiling.
+
 jax's key is taken of the module without the argument and result attributes
 ``mhlo.layout_mode = "default"``: records of some producers (jax 0.4.x) spell the default
 layout out on every function, later ones leave it out, and XLA reads a missing layout mode
@@ -35,12 +39,14 @@ import hashlib
 import io
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 from jaxport._jaxcompat._compilation import cache_key as _cache_key
 from jaxport._jaxcompat._compilation import compiler as _compiler
 from jaxlib.mlir import ir
 
+from jaxport.harness._compile_errors import KeptErrors, keepable
 from jaxport.harness._replacement import Replacement
 
 logger = logging.getLogger(__name__)
@@ -69,6 +75,17 @@ _keys: collections.OrderedDict[bytes, str] = collections.OrderedDict()
 # Modules being compiled by some thread now; a thread asking for the same one waits.
 _pending: dict[str, threading.Event] = {}
 _lock = threading.Lock()
+
+
+# Compile errors kept across runs, where a cross-run compile cache is kept.
+_kept_errors: KeptErrors | None = None
+
+
+def keep_errors_in(cache_folder: Path | None) -> None:
+  """Keep this process's compile errors of removed custom-call targets in ``cache_folder``
+  (the cross-run compile cache) and raise them again from there; None keeps none."""
+  global _kept_errors
+  _kept_errors = KeptErrors(cache_folder) if cache_folder is not None else None
 
 
 # The event jax records each time its persistent compilation cache hands back an executable.
@@ -235,11 +252,19 @@ def _compile_once(backend: Any, computation: Any, devices: Any, compile_options:
     with _lock:
       if key not in _memo and key not in _pending:
         break  # it kept nothing (an error that cannot be raised again): compile it here
+  kept_errors, earlier = _kept_errors, None
   try:
+    earlier = kept_errors.load(key) if kept_errors is not None else None
+    if earlier is not None:
+      _keep(key, _Failure(earlier))
+      raise earlier
     executable = compile_now()
   except Exception as e:
-    if _repeatable(e):
-      _keep(key, _Failure(e))
+    if e is not earlier:
+      if _repeatable(e):
+        _keep(key, _Failure(e))
+      if kept_errors is not None and keepable(e):
+        kept_errors.keep(key, e)
     raise
   else:
     _keep(key, executable)

@@ -1,0 +1,103 @@
+"""Compile errors kept across runs, beside the cross-run compile cache.
+
+jax's persistent cache keeps executables only: a module that fails to compile is compiled
+again in every run. Old records that call a custom-call target jaxlib removed (the legacy
+LAPACK and BLAS targets ``jaxport.upgrade`` rewrites) fail that way in every replay, each
+costing a compilation before its upgraded run. Such an error depends on the module, the
+compile options, the devices and the jaxlib alone (nothing a project registers brings a
+removed legacy target back), so it is kept under jax's cache key of the module, in
+``jaxport-compile-errors/`` of the cache folder, and raised again, as the same error type with
+the same text, when a later run asks for the same module. No other error is kept: one that
+a project's own registration, a device's memory or the machine's load could change is
+compiled again each run.
+
+A kept file is JSON holding the error's text; a file that cannot be read, that is not of this
+format or whose text is not such an error is ignored (the module is compiled, and the file
+written again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import jax
+
+from jaxport.upgrades import rewritable_targets
+
+logger = logging.getLogger(__name__)
+
+FOLDER_NAME = "jaxport-compile-errors"
+FORMAT = 1
+# A kept error's text is one line of XLA's; anything larger is not one of ours.
+MAX_BYTES = 64 * 1024
+_MISSING = re.compile(r"No registered implementation for (?:untyped |typed )?custom call to "
+                      r"([A-Za-z0-9_.]+)")
+
+
+def _removed_target(message: str) -> str | None:
+  """The removed legacy target ``message`` says has no implementation, else None."""
+  found = _MISSING.search(message)
+  if found is None or found.group(1) not in rewritable_targets():
+    return None
+  return found.group(1)
+
+
+def keepable(error: BaseException) -> bool:
+  """Whether ``error`` is a compile error kept across runs: jax's runtime error saying a
+  removed legacy target has no implementation."""
+  return type(error) is jax.errors.JaxRuntimeError and _removed_target(str(error)) is not None
+
+
+class KeptErrors:
+  """The compile errors kept in one cache folder, by jax's cache key of the module."""
+
+  def __init__(self, cache_folder: Path) -> None:
+    self.folder = Path(cache_folder) / FOLDER_NAME
+
+  def _path(self, key: str) -> Path:
+    return self.folder / (hashlib.sha256(key.encode()).hexdigest() + ".json")
+
+  def load(self, key: str) -> BaseException | None:
+    """The error kept for the module of ``key``, raised as it was; None when none is kept
+    or the file is not a kept error of this format."""
+    path = self._path(key)
+    try:
+      with open(path, "rb") as f:
+        data = json.loads(f.read(MAX_BYTES + 1) or b"null")
+    except FileNotFoundError:
+      return None
+    except (OSError, ValueError) as e:
+      logger.debug("compile error file %s not read (%s); compiling the module", path, e)
+      return None
+    if (not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key
+        or not isinstance(data.get("message"), str) or _removed_target(data["message"]) is None):
+      logger.debug("compile error file %s is not a kept error; compiling the module", path)
+      return None
+    return jax.errors.JaxRuntimeError(data["message"])
+
+  def keep(self, key: str, error: BaseException) -> None:
+    """Keep ``error`` (a :func:`keepable` one) for the module of ``key``; written whole or
+    not at all, and a folder that cannot be written only costs later runs a compilation."""
+    if not keepable(error):
+      return
+    text = json.dumps({"format": FORMAT, "key": key, "message": str(error)})
+    if len(text.encode()) > MAX_BYTES:
+      return
+    try:
+      self.folder.mkdir(mode=0o700, exist_ok=True)
+      fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".writing-", suffix=".json")
+      try:
+        with os.fdopen(fd, "w") as f:
+          f.write(text)
+        os.replace(tmp, self._path(key))
+      except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    except OSError as e:
+      logger.debug("compile error not kept in %s: %s", self.folder, e)
