@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import threading
 from typing import Any
 
 from jaxlib.mlir import ir
@@ -250,9 +251,15 @@ def upgrade_module(serialized: bytes, fun_name: str | None = None) -> tuple[byte
   """Rewrite the removed custom calls of a serialized module; the bytes are unchanged if none.
 
   The result depends on the bytes alone, so the last few are kept: a module read by
-  several readers (the compat harness's two) is rewritten once.
+  several readers (the compat harness's two, on two threads at once) is rewritten once.
   """
-  return _upgrade_module(bytes(serialized), fun_name)
+  with _upgrading:
+    return _upgrade_module(bytes(serialized), fun_name)
+
+
+# One rewrite at a time, so that a thread asking for a module another is rewriting waits for
+# that result instead of rewriting it too.
+_upgrading = threading.RLock()
 
 
 @functools.lru_cache(maxsize=32)

@@ -156,3 +156,35 @@ def test_hessenberg_row_range_becomes_32_bit_attributes():
   assert (rewrite.legacy_target, rewrite.target) == ("lapack_dgehrd", "lapack_dgehrd_ffi")
   assert dict(rewrite.attributes) == {"low": "1", "high": "4"}
   assert "low = 1 : i32" in report.exported.mlir_module()
+
+
+def test_two_threads_upgrading_one_module_at_once_rewrite_it_once(monkeypatch):
+  import threading
+  import time
+  from jaxport.upgrades import _upgrade
+  exp = _entry_blob("release_lu_f32", "0.4.30")
+  _upgrade._upgrade_module.cache_clear()
+  parsed = []
+  parse = _upgrade._mlir.module_from_bytes
+
+  def slow_parse(*args, **kwargs):
+    parsed.append(1)
+    time.sleep(0.2)  # the other thread arrives while this one rewrites
+    return parse(*args, **kwargs)
+
+  monkeypatch.setattr(_upgrade._mlir, "module_from_bytes", slow_parse)
+  start = threading.Barrier(2)
+  results = []
+
+  def upgrade():
+    start.wait()
+    results.append(upgrade_with_report(exp))
+
+  threads = [threading.Thread(target=upgrade) for _ in range(2)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join()
+  assert len(parsed) == 1
+  assert results[0].exported.mlir_module_serialized == results[1].exported.mlir_module_serialized
+  assert results[0].rules_applied == results[1].rules_applied != ()
