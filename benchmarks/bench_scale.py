@@ -18,7 +18,7 @@ shape-polymorphic) and measures, in that project:
 and prints each figure's ratio to the same figure at the smallest N of 1,000 or more
 (or the smallest N). The project lives in ``--workdir`` (default: a folder beside
 this repository, on its disk rather than a tmpfs, so that recording's syncs are
-real). A 10,000-entry run takes about an hour on two cores.
+real). A run of 1,000 and 10,000 entries takes about 20 minutes on two cores.
 """
 
 from __future__ import annotations
