@@ -11,9 +11,10 @@ the same text, when a later run asks for the same module. No other error is kept
 a project's own registration, a device's memory or the machine's load could change is
 compiled again each run.
 
-A kept file is JSON holding the error's text; a file that cannot be read, that is not of this
-format or whose text is not such an error is ignored (the module is compiled, and the file
-written again).
+A kept file is JSON holding the error's text, read as a regular file only (not a link, a pipe
+or a device) of at most ``MAX_BYTES``; a file that cannot be read, that is not of this format or
+whose text is not such an error is ignored (the module is compiled, and the file written
+again).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from pathlib import Path
 
 import jax
 
+from jaxport._bounded import read_regular
+from jaxport.errors import JaxportError
 from jaxport.upgrades import rewritable_targets
 
 logger = logging.getLogger(__name__)
@@ -67,12 +70,13 @@ class KeptErrors:
     """The error kept for the module of ``key``, raised as it was; None when none is kept
     or the file is not a kept error of this format."""
     path = self._path(key)
-    try:
-      with open(path, "rb") as f:
-        data = json.loads(f.read(MAX_BYTES + 1) or b"null")
-    except FileNotFoundError:
+    if not path.exists():
       return None
-    except (OSError, ValueError) as e:
+    try:
+      data = json.loads(read_regular(path, str(path), JaxportError, "MAX_JSON_BYTES",
+                                     most=MAX_BYTES, how="kept compile errors' own bound, below",
+                                     follow_links=False))
+    except (JaxportError, ValueError) as e:
       logger.debug("compile error file %s not read (%s); compiling the module", path, e)
       return None
     if (not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key

@@ -3,6 +3,7 @@ later process raises the same error without compiling; other errors are compiled
 a kept file that is not one of ours is ignored."""
 
 import json
+import os
 import stat
 
 import jax
@@ -127,6 +128,21 @@ def test_a_kept_file_that_is_not_one_of_ours_is_ignored(tmp_path, content):
   errors.keep("jit_f-abc", jax.errors.JaxRuntimeError(MESSAGE))
   path, = (tmp_path / FOLDER_NAME).iterdir()
   path.write_bytes(content)
+  assert errors.load("jit_f-abc") is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_kept_file_that_is_a_pipe_or_a_link_is_ignored_without_blocking(tmp_path, kind):
+  errors = KeptErrors(tmp_path)
+  errors.keep("jit_f-abc", jax.errors.JaxRuntimeError(MESSAGE))
+  path, = (tmp_path / FOLDER_NAME).iterdir()
+  elsewhere = tmp_path / "elsewhere.json"
+  elsewhere.write_bytes(path.read_bytes())
+  path.unlink()
+  if kind == "fifo":
+    os.mkfifo(path)  # opened without blocking and refused: no writer ever comes
+  else:
+    path.symlink_to(elsewhere)
   assert errors.load("jit_f-abc") is None
 
 
