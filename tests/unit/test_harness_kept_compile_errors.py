@@ -93,7 +93,8 @@ def test_an_error_of_a_target_a_project_may_register_is_compiled_in_every_proces
   assert not (tmp_path / FOLDER_NAME).exists() or not any((tmp_path / FOLDER_NAME).iterdir())
 
 
-MESSAGE = "NOT_FOUND: No registered implementation for untyped custom call to lapack_sgetrf for Host"
+MESSAGE = ("NOT_FOUND: No registered implementation for untyped custom call to lapack_sgetrf "
+           "for Host")
 
 
 def test_only_jax_s_runtime_error_of_a_removed_target_is_keepable():
