@@ -22,15 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
-import tempfile
 from pathlib import Path
 
 import jax
 
 from jaxport._bounded import read_regular
 from jaxport.errors import JaxportError
+from jaxport.report._files import write_text_atomically
 from jaxport.upgrades import rewritable_targets
 
 logger = logging.getLogger(__name__)
@@ -95,13 +94,6 @@ class KeptErrors:
       return
     try:
       self.folder.mkdir(mode=0o700, exist_ok=True)
-      fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".writing-", suffix=".json")
-      try:
-        with os.fdopen(fd, "w") as f:
-          f.write(text)
-        os.replace(tmp, self._path(key))
-      except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    except OSError as e:
+      write_text_atomically(self._path(key), text, JaxportError)
+    except (OSError, JaxportError) as e:
       logger.debug("compile error not kept in %s: %s", self.folder, e)

@@ -252,21 +252,20 @@ def _compile_once(backend: Any, computation: Any, devices: Any, compile_options:
     with _lock:
       if key not in _memo and key not in _pending:
         break  # it kept nothing (an error that cannot be raised again): compile it here
-  kept_errors, earlier = _kept_errors, None
+  kept_errors = _kept_errors
   try:
     earlier = kept_errors.load(key) if kept_errors is not None else None
     if earlier is not None:
       _keep(key, _Failure(earlier))
       raise earlier
-    executable = compile_now()
-  except Exception as e:
-    if e is not earlier:
+    try:
+      executable = compile_now()
+    except Exception as e:
       if _repeatable(e):
         _keep(key, _Failure(e))
       if kept_errors is not None and keepable(e):
         kept_errors.keep(key, e)
-    raise
-  else:
+      raise
     _keep(key, executable)
     return executable
   finally:
