@@ -332,6 +332,18 @@ def pytest_collection(session: pytest.Session) -> None:
     hs.prepare(first)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+  """Once this process knows the items it runs in order (not in an xdist worker, which the
+  controller hands items as it goes), start every worker their golden entries need: a worker
+  for another device count starts while the first replays instead of when its entries near."""
+  config = session.config
+  hs = _started(config)
+  if (hs is None or hasattr(config, "workerinput") or config.option.collectonly
+      or config.pluginmanager.has_plugin("dsession")):
+    return
+  hs.start_workers_for(e for e in map(_entry_of, session.items) if e is not None)
+
+
 def _asks_for_golden_tests(config: pytest.Config) -> bool:
   listed = config.getini(entry.INI_TESTS)
   if not listed:

@@ -16,7 +16,7 @@ import datetime
 import json
 import logging
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +214,10 @@ class HarnessSession:
     """Start the workers ``entry_id`` and the entries ``ahead`` of it will need."""
     self.pool.prepare(entry_id, ahead)
 
+  def start_workers_for(self, entry_ids: Iterable[str]) -> None:
+    """Start now every worker the entries ``entry_ids`` (a run's, once known) will need."""
+    self.pool.start_workers_for(entry_ids)
+
   def replay(self, entry_id: str) -> Outcome:
     """Replay one entry in the worker and judge the answer; the outcome is kept."""
     # A changed function fails the case's newest entry only: older ones stay, differing from
@@ -229,10 +233,9 @@ class HarnessSession:
       if self.options.settings.cold:
         answer, output = self.pool.replay_cold(request, num_devices)
       else:
-        reply = self.pool.worker(num_devices).request(request)
+        reply = self.pool.replay(request, num_devices, self._outcomes.__contains__,
+                                 lambda e, m: self._replay_request(e, m)[0])
         answer, output = self.pool.answer(reply, ReplayAnswer), reply.output
-        self.pool.send_next(entry_id, self._outcomes.__contains__,
-                            lambda e, m: self._replay_request(e, m)[0])
       self._output = {entry_id: output}
       if isinstance(answer, ReplayAnswer):
         self._seconds[entry_id] = answer.seconds

@@ -133,25 +133,47 @@ class WorkerPool:
     knows them), so that a worker for another device count is ready when its first entry
     comes."""
     self._upcoming = [entry_id, *ahead]
+    self.start_workers_for(self._upcoming)
+
+  def start_workers_for(self, entry_ids: Iterable[str]) -> None:
+    """Start now each worker the entries ``entry_ids`` need that is not running. Called with
+    every entry of a run once its items are known, it starts the worker of another device
+    count long before its first entry comes, while the first worker still replays (its
+    start-up takes longer than ``LOOKAHEAD`` entries of a warm replay)."""
     if self.options.settings.cold or self.options.settings.record:
       return
-    for upcoming in (entry_id, *ahead):
+    started: set[int] = set()
+    for entry_id in entry_ids:
       try:
-        num_devices = self.devices_needed(upcoming)
+        num_devices = self.devices_needed(entry_id)
       except GoldenDataError:
         continue  # its replay reports it
-      self.worker(num_devices).start()
+      if num_devices not in started:
+        started.add(num_devices)
+        self.worker(num_devices).start()
 
-  def send_next(self, done: str, finished: Callable[[str], bool],
+  def replay(self, request: ReplayRequest, num_devices: int, finished: Callable[[str], bool],
+             request_of: Callable[[str, Manifest], ReplayRequest]) -> Reply:
+    """The reply of the worker for ``num_devices`` to an entry's replay request. The request
+    goes to that worker first (unless it went ahead already), the requests of the entries
+    after it follow at once (:meth:`send_next`), and only then is its answer awaited: the
+    worker goes on to the next entry while this process reads and judges this one's answer,
+    never waiting for it between entries."""
+    worker = self.worker(num_devices)
+    worker.send_ahead(request, AHEAD_PER_WORKER)
+    self.send_next(request.entry_id, finished, request_of)
+    return worker.request(request)
+
+  def send_next(self, current: str, finished: Callable[[str], bool],
                 request_of: Callable[[str, Manifest], ReplayRequest]) -> None:
-    """Send the requests of the entries that come next to their workers now, in order, up to
-    ``AHEAD_PER_WORKER`` each: a worker replays while this process judges the entry ``done``
-    and pytest moves on (it would wait otherwise), and the worker of another device count
-    replays its coming entries beside it. ``finished`` says which entries have an outcome
-    already; ``request_of`` makes an entry's request."""
+    """Send the requests of the entries that come after ``current`` to their workers now, in
+    order, up to ``AHEAD_PER_WORKER`` each: a worker replays while this process judges the
+    current entry and pytest moves on (it would wait otherwise), and the worker of another
+    device count replays its coming entries beside it. ``finished`` says which entries have
+    an outcome already; ``request_of`` makes an entry's request."""
     full: set[int] = set()
     for upcoming in self._upcoming:
-      if upcoming == done or finished(upcoming):
+      if upcoming == current or finished(upcoming):
         continue
       try:
         num_devices = self.devices_needed(upcoming)

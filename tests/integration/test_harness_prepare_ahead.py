@@ -1,16 +1,19 @@
-"""The session starts the worker an entry needs before the entry comes: for the next entry, and
-for the entries a little further ahead, so that a worker for another device count is ready when
-its first entry comes; each entry's manifest is read once on the way."""
+"""The session starts the worker an entry needs before the entry comes: for the next entry, for
+the entries a little further ahead, and, once pytest has collected a run's items, for all of
+them, so that a worker for another device count is ready when its first entry comes; each entry's
+manifest is read once on the way."""
 
 import dataclasses
 import datetime
 from pathlib import Path
 
+import types
+
 import pytest
 from _harness_paths import copy_cpu_entries
 
 from jaxport.golden import _store
-from jaxport.harness import _worker_pool
+from jaxport.harness import _plugin, _worker_pool
 from jaxport.harness._project import OnChange, Project
 from jaxport.harness._protocol import FailureKind, ProjectCases, WorkerFailure
 from jaxport.harness._requests import CasesRequest
@@ -47,6 +50,35 @@ def test_without_entries_ahead_only_the_next_entrys_worker_starts(session):
   assert set(session.started) == {1}
 
 
+def test_every_worker_a_run_needs_starts_once_however_far_its_first_entry_is(session):
+  far = [f"cpu/{ONE_DEVICE}"] * (2 * _worker_pool.LOOKAHEAD) + [f"cpu/{EIGHT_DEVICES}"]
+  session.start_workers_for(far)
+  assert session.started == [1, 8]
+
+
+def _collected(session, entry_ids, **config):
+  """What pytest hands ``pytest_collection_finish``: a session whose items replay
+  ``entry_ids`` in order, its config holding the harness session."""
+  items = [types.SimpleNamespace(callspec=types.SimpleNamespace(
+      params={_plugin.ENTRY_FIXTURE: e})) for e in entry_ids]
+  plugins = types.SimpleNamespace(has_plugin=lambda name: False)
+  cfg = types.SimpleNamespace(stash={_plugin.session_key: session}, pluginmanager=plugins,
+                              option=types.SimpleNamespace(collectonly=False), **config)
+  return types.SimpleNamespace(config=cfg, items=items)
+
+
+def test_once_collected_a_run_starts_the_worker_of_an_entry_beyond_the_lookahead(session):
+  far = [f"cpu/{ONE_DEVICE}"] * (2 * _worker_pool.LOOKAHEAD) + [f"cpu/{EIGHT_DEVICES}"]
+  _plugin.pytest_collection_finish(_collected(session, far))
+  assert session.started == [1, 8]
+
+
+def test_an_xdist_worker_starts_no_workers_for_items_the_controller_may_give_others(session):
+  entries = [f"cpu/{ONE_DEVICE}", f"cpu/{EIGHT_DEVICES}"]
+  _plugin.pytest_collection_finish(_collected(session, entries, workerinput={}))
+  assert session.started == []
+
+
 def test_an_unreadable_entry_ahead_does_not_stop_the_others(session, tmp_path):
   broken = Path(session.options.golden_root) / "cpu" / EIGHT_DEVICES / "manifest.json"
   broken.write_text("{")
@@ -72,25 +104,33 @@ def test_an_entry_without_shardings_prepared_ahead_has_its_manifest_read_once(se
 
 @pytest.fixture
 def requests_seen(session, monkeypatch):
-  """The replay requests the session makes of its workers, by kind, answered with a failure
-  (the project's cases, asked once, are kept apart in ``session.cases_asked``)."""
+  """The replay requests the session makes of its workers, by kind (``ahead``: sent ahead of
+  asking for its answer; ``request``: its answer asked for), answered with a failure (the
+  project's cases, asked once, are kept apart in ``session.cases_asked``). Each worker keeps
+  its queue of requests ahead as a worker client does."""
   seen: list[tuple[str, int, str]] = []
   session.cases_asked = []
+  queues: dict[int, list] = {}
 
   def request(self, request):
     if isinstance(request, CasesRequest):
       session.cases_asked.append(self.num_devices)
       return Reply(ProjectCases((), {}), ())
+    queue = queues.setdefault(self.num_devices, [])
+    if request in queue:  # the answers of those before it are read and dropped
+      del queue[:queue.index(request) + 1]
     seen.append(("request", self.num_devices, request.entry_id))
     return Reply(WorkerFailure(FailureKind.GOLDEN_DATA, "not replayed in this test"), ())
 
   monkeypatch.setattr(_worker_pool.WorkerClient, "request", request)
-  held: dict[int, int] = {}
 
   def send_ahead(self, request, most=1):
-    if held.get(self.num_devices, 0) >= most:
+    queue = queues.setdefault(self.num_devices, [])
+    if request in queue:
+      return True
+    if len(queue) >= most:
       return False
-    held[self.num_devices] = held.get(self.num_devices, 0) + 1
+    queue.append(request)
     seen.append(("ahead", self.num_devices, request.entry_id))
     return True
 
@@ -98,15 +138,15 @@ def requests_seen(session, monkeypatch):
   return seen
 
 
-def test_the_next_entrys_request_is_sent_to_its_worker_once_the_current_answer_is_in(
+def test_the_next_entrys_request_is_sent_to_its_worker_before_the_current_answer_is_awaited(
     session, requests_seen):
   first, second = f"cpu/{ONE_DEVICE}", f"cpu/{EIGHT_DEVICES}"
   session.prepare(first)  # at collection
   session.prepare(second)  # as the first item starts, for the item after it
   session.replay(first)
-  assert requests_seen == [("request", 1, first), ("ahead", 8, second)]
-  session.replay(second)  # the last entry: nothing comes after it
-  assert requests_seen[2:] == [("request", 8, second)]
+  assert requests_seen == [("ahead", 1, first), ("ahead", 8, second), ("request", 1, first)]
+  session.replay(second)  # the last entry, sent ahead already: nothing more is sent
+  assert requests_seen[3:] == [("request", 8, second)]
   assert session.cases_asked == [1]  # once, of the worker that replays first
 
 
@@ -116,7 +156,8 @@ def test_nothing_is_sent_ahead_in_a_cold_replay_or_for_an_entry_already_replayed
   session.replay(second)
   session.prepare(second)
   session.replay(first)
-  assert [kind for kind, _, _ in requests_seen] == ["request", "request"]
+  assert requests_seen == [("ahead", 8, second), ("request", 8, second),
+                           ("ahead", 1, first), ("request", 1, first)]
   cold = dataclasses.replace(
       session.options, settings=dataclasses.replace(session.options.settings, cold=True))
   monkeypatch.setattr(session, "options", cold)
@@ -125,7 +166,7 @@ def test_nothing_is_sent_ahead_in_a_cold_replay_or_for_an_entry_already_replayed
   session._outcomes.clear()
   session.prepare(second)
   session.replay(first)
-  assert [kind for kind, _, _ in requests_seen] == ["request", "request"]
+  assert len(requests_seen) == 4
 
 
 SECOND_ONE_DEVICE = "lapack_potrf/cholesky_f64/2026-11-29_jax-0.10.2"
@@ -139,4 +180,5 @@ def test_entries_ahead_go_to_their_worker_in_order_and_none_passes_a_full_one(
   monkeypatch.setattr(_worker_pool, "AHEAD_PER_WORKER", most)
   session.prepare(ids["A2"], [ids["A1"], ids["E"]])
   session.replay(ids["E"])
-  assert requests_seen == [("request", 8, ids["E"]), *(("ahead", 1, ids[n]) for n in sent)]
+  assert requests_seen == [("ahead", 8, ids["E"]), *(("ahead", 1, ids[n]) for n in sent),
+                           ("request", 8, ids["E"])]

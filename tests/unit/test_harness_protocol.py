@@ -186,6 +186,9 @@ class _Answering:
   def __init__(self, answer):
     self.answer = answer
 
+  def send_ahead(self, request, most=1):
+    return False  # taken by ``request`` only
+
   def request(self, request):
     return Reply(self.answer, ())
 

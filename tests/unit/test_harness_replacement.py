@@ -264,6 +264,9 @@ def test_a_replay_answer_with_a_notice_reaches_the_report(tmp_path, monkeypatch)
   hs = _session(tmp_path)
 
   class Worker:
+    def send_ahead(self, request, most=1):
+      return False  # taken by ``request`` only
+
     def request(self, request):
       return Reply(WorkerFailure(FailureKind.HARNESS, "not replayed in this test"), (NOTICE,))
 
