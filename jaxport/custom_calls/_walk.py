@@ -45,22 +45,46 @@ def walk_operations(root: ir.Module | ir.Operation | ir.OpView) -> Iterator[ir.O
     stack.extend(reversed(nested))
 
 
-def _site(op: ir.Operation) -> CustomCallSite:
+def custom_call_ops(root: ir.Module | ir.Operation | ir.OpView) -> Iterator[ir.Operation]:
+  """Every ``stablehlo.custom_call`` operation under ``root``, in program order."""
+  return (op for op in walk_operations(root) if op.name == CUSTOM_CALL_OP)
+
+
+def call_target(op: ir.Operation) -> str:
+  """The target a custom-call operation calls."""
+  return ir.StringAttr(op.attributes[_TARGET_ATTR]).value
+
+
+def operand_types(op: ir.Operation) -> tuple[str, ...]:
+  """The operation's operand types, as MLIR text."""
+  return tuple(str(v.type) for v in op.operands)
+
+
+def result_types(op: ir.Operation) -> tuple[str, ...]:
+  """The operation's result types, as MLIR text."""
+  return tuple(str(r.type) for r in op.results)
+
+
+def attribute_texts(op: ir.Operation) -> tuple[tuple[str, str], ...]:
+  """The operation's attributes as ``(name, MLIR text)``, sorted by name."""
   named = (op.attributes[i] for i in range(len(op.attributes)))
-  attrs = tuple(sorted((a.name, str(a.attr)) for a in named))
+  return tuple(sorted((a.name, str(a.attr)) for a in named))
+
+
+def _site(op: ir.Operation) -> CustomCallSite:
   return CustomCallSite(
-      target=ir.StringAttr(op.attributes[_TARGET_ATTR]).value,
+      target=call_target(op),
       location=str(op.location),
-      operand_types=tuple(str(v.type) for v in op.operands),
-      result_types=tuple(str(r.type) for r in op.results),
-      attributes=attrs,
+      operand_types=operand_types(op),
+      result_types=result_types(op),
+      attributes=attribute_texts(op),
       op_text=op.get_asm(large_elements_limit=16),
   )
 
 
 def custom_call_sites(root: ir.Module | ir.Operation | ir.OpView) -> list[CustomCallSite]:
   """Every custom call under ``root``, in program order."""
-  return [_site(op) for op in walk_operations(root) if op.name == CUSTOM_CALL_OP]
+  return [_site(op) for op in custom_call_ops(root)]
 
 
 def disallowed_sites(root: ir.Module | ir.Operation | ir.OpView, allowed: frozenset[str] | set[str],
@@ -68,11 +92,4 @@ def disallowed_sites(root: ir.Module | ir.Operation | ir.OpView, allowed: frozen
   """The custom calls under ``root`` whose target is not in ``allowed``."""
   if allow_all:
     return []
-  sites = []
-  for op in walk_operations(root):
-    if op.name != CUSTOM_CALL_OP:
-      continue
-    target = ir.StringAttr(op.attributes[_TARGET_ATTR]).value
-    if target not in allowed:
-      sites.append(_site(op))
-  return sites
+  return [_site(op) for op in custom_call_ops(root) if call_target(op) not in allowed]

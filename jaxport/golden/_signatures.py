@@ -23,11 +23,12 @@ def signatures(mlir_module_serialized: bytes) -> tuple[CustomCallSignature, ...]
   """The distinct custom-call signatures of a serialized module, sorted."""
   with _mlir.scratch_context():
     module = _mlir.module_from_bytes(bytes(mlir_module_serialized))
-    sites = _walk.custom_call_sites(module)
-  found = {CustomCallSignature(
-      target=s.target, operand_types=s.operand_types, result_types=s.result_types,
-      attributes={k: v for k, v in s.attributes if k not in _SKIPPED_ATTRIBUTES})
-      for s in sites}
+    # The parts of each call a signature holds (not its location or text, which cost more).
+    found = {CustomCallSignature(
+        target=_walk.call_target(op), operand_types=_walk.operand_types(op),
+        result_types=_walk.result_types(op),
+        attributes={k: v for k, v in _walk.attribute_texts(op) if k not in _SKIPPED_ATTRIBUTES})
+        for op in _walk.custom_call_ops(module)}
   return tuple(sorted(found, key=sort_key))
 
 

@@ -13,6 +13,7 @@ recorded them when the entry was written.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,7 +39,9 @@ _VHLO_OP = re.compile(rb"[a-z][a-z0-9_]*_v[0-9]+")
 _MAX_VJP_DEPTH = 8
 
 
+@functools.lru_cache(maxsize=1)
 def _known_ops() -> frozenset[str]:
+  """Every VHLO operation some release of the table defines (the table is fixed data)."""
   out: set[str] = set()
   for f in table_releases():
     out |= f.vhlo_ops
