@@ -334,14 +334,15 @@ def pytest_collection(session: pytest.Session) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
   """Once this process knows the items it runs in order (not in an xdist worker, which the
-  controller hands items as it goes), start every worker their golden entries need: a worker
-  for another device count starts while the first replays instead of when its entries near."""
+  controller hands items as it goes), every worker their golden entries need starts with the
+  first replay: a worker for another device count starts while the first replays instead of
+  when its entries near."""
   config = session.config
   hs = _started(config)
   if (hs is None or hasattr(config, "workerinput") or config.option.collectonly
       or config.pluginmanager.has_plugin("dsession")):
     return
-  hs.start_workers_for(e for e in map(_entry_of, session.items) if e is not None)
+  hs.expect(e for e in map(_entry_of, session.items) if e is not None)
 
 
 def _asks_for_golden_tests(config: pytest.Config) -> bool:

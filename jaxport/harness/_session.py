@@ -214,9 +214,10 @@ class HarnessSession:
     """Start the workers ``entry_id`` and the entries ``ahead`` of it will need."""
     self.pool.prepare(entry_id, ahead)
 
-  def start_workers_for(self, entry_ids: Iterable[str]) -> None:
-    """Start now every worker the entries ``entry_ids`` (a run's, once known) will need."""
-    self.pool.start_workers_for(entry_ids)
+  def expect(self, entry_ids: Iterable[str]) -> None:
+    """The entries this process replays, in order, once known: every worker they need starts
+    with the first replay."""
+    self.pool.expect(entry_ids)
 
   def replay(self, entry_id: str) -> Outcome:
     """Replay one entry in the worker and judge the answer; the outcome is kept."""

@@ -58,6 +58,8 @@ class WorkerPool:
     # prepared, and the current one's), so that an entry's manifest is read once here.
     self._manifests: collections.OrderedDict[str, Manifest] = collections.OrderedDict()
     self._cache_checked = False
+    # The run's entries whose workers start with the next replay (``expect``).
+    self._expected: list[str] = []
     self._cache_dir: Path | None = None
     # What a worker said about itself (a memo in front of jax that stays off), each once.
     self.notices: list[str] = []
@@ -135,11 +137,15 @@ class WorkerPool:
     self._upcoming = [entry_id, *ahead]
     self.start_workers_for(self._upcoming)
 
+  def expect(self, entry_ids: Iterable[str]) -> None:
+    """The entries this process replays, in order, once pytest has collected them: every
+    worker they need is started as soon as the first entry's requests are sent (reading
+    their manifests then keeps no worker waiting), however far down the run its first entry
+    comes (a worker takes longer to start than ``LOOKAHEAD`` entries of a warm replay)."""
+    self._expected = list(entry_ids)
+
   def start_workers_for(self, entry_ids: Iterable[str]) -> None:
-    """Start now each worker the entries ``entry_ids`` need that is not running. Called with
-    every entry of a run once its items are known, it starts the worker of another device
-    count long before its first entry comes, while the first worker still replays (its
-    start-up takes longer than ``LOOKAHEAD`` entries of a warm replay)."""
+    """Start now each worker the entries ``entry_ids`` need that is not running."""
     if self.options.settings.cold or self.options.settings.record:
       return
     started: set[int] = set()
@@ -162,6 +168,8 @@ class WorkerPool:
     worker = self.worker(num_devices)
     worker.send_ahead(request, AHEAD_PER_WORKER)
     self.send_next(request.entry_id, finished, request_of)
+    expected, self._expected = self._expected, []
+    self.start_workers_for(expected)
     return worker.request(request)
 
   def send_next(self, current: str, finished: Callable[[str], bool],

@@ -50,12 +50,6 @@ def test_without_entries_ahead_only_the_next_entrys_worker_starts(session):
   assert set(session.started) == {1}
 
 
-def test_every_worker_a_run_needs_starts_once_however_far_its_first_entry_is(session):
-  far = [f"cpu/{ONE_DEVICE}"] * (2 * _worker_pool.LOOKAHEAD) + [f"cpu/{EIGHT_DEVICES}"]
-  session.start_workers_for(far)
-  assert session.started == [1, 8]
-
-
 def _collected(session, entry_ids, **config):
   """What pytest hands ``pytest_collection_finish``: a session whose items replay
   ``entry_ids`` in order, its config holding the harness session."""
@@ -67,16 +61,26 @@ def _collected(session, entry_ids, **config):
   return types.SimpleNamespace(config=cfg, items=items)
 
 
-def test_once_collected_a_run_starts_the_worker_of_an_entry_beyond_the_lookahead(session):
-  far = [f"cpu/{ONE_DEVICE}"] * (2 * _worker_pool.LOOKAHEAD) + [f"cpu/{EIGHT_DEVICES}"]
-  _plugin.pytest_collection_finish(_collected(session, far))
+FAR = [f"cpu/{ONE_DEVICE}"] * (2 * _worker_pool.LOOKAHEAD) + [f"cpu/{EIGHT_DEVICES}"]
+
+
+def test_every_worker_of_a_collected_run_starts_once_with_its_first_replay(
+    session, requests_seen):
+  _plugin.pytest_collection_finish(_collected(session, FAR))
+  assert session.started == []  # reading the manifests waits until a worker has work
+  session.replay(FAR[0])
+  assert requests_seen[0] == ("ahead", 1, FAR[0])
+  assert session.started == [1, 8]
+  session.replay(FAR[-1])
   assert session.started == [1, 8]
 
 
-def test_an_xdist_worker_starts_no_workers_for_items_the_controller_may_give_others(session):
+def test_an_xdist_worker_starts_no_workers_for_items_the_controller_may_give_others(
+    session, requests_seen):
   entries = [f"cpu/{ONE_DEVICE}", f"cpu/{EIGHT_DEVICES}"]
   _plugin.pytest_collection_finish(_collected(session, entries, workerinput={}))
-  assert session.started == []
+  session.replay(entries[0])
+  assert 8 not in session.started
 
 
 def test_an_unreadable_entry_ahead_does_not_stop_the_others(session, tmp_path):
