@@ -13,10 +13,13 @@ tracing and lowering each reader's call) still runs per reader.
 jax's key clones the module and strips its debug information, which for the small
 modules of golden entries costs about as much as compiling them. A request is first
 looked up by a digest of what it hands the compiler as it stands (the module's bytecode,
-locations included, the serialized compile options, the devices and the backend); only
-a digest seen for the first time costs jax's key, which the digest then stands for.
-Identical requests get identical keys, so the digest never shares more than jax's key
-would.
+locations included, the serialized compile options, the devices and the backend), then,
+where that digest is new, by a digest of the same without the module's locations (its
+text printed without debug information, which jax's key leaves out too): the two
+readers of an entry and the records of one case from several producers hand over the
+same module lowered at other source lines. Only a request new to both costs jax's key,
+which both digests then stand for. Requests equal but for locations get equal keys, so
+neither digest shares more than jax's key would.
 
 With a cross-run compile cache (:func:`keep_errors_in`), a module that fails to compile
 because it calls a custom-call target jaxlib removed keeps its error there too
@@ -39,6 +42,7 @@ import hashlib
 import io
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +58,9 @@ logger = logging.getLogger(__name__)
 # Executables kept, newest used last; an old one is compiled again when needed. Entries
 # come in store order, a case's together, so sharing is mostly among neighbours.
 MAX_KEPT = 64
-# Digests of requests kept, each standing for jax's key of its module (a few per key:
-# the same computation lowered with other locations).
-MAX_DIGESTS = 4 * MAX_KEPT
+# Digests of requests kept, each standing for jax's key of its module (several per key: the
+# same computation lowered with other locations, with and without them).
+MAX_DIGESTS = 8 * MAX_KEPT
 
 
 class _Failure:
@@ -127,17 +131,32 @@ def stop_sharing() -> None:
     _keys.clear()
 
 
-def _digest(backend: Any, computation: Any, devices: Any, compile_options: Any) -> bytes | None:
-  """A digest of the request as it stands (module bytecode with its locations, compile
-  options, devices, backend), or None where one of them cannot be written out."""
+def _request(backend: Any, devices: Any, compile_options: Any) -> bytes:
+  """What a compile request holds besides its module: compile options, devices, backend."""
+  return (b"\0options\0" + compile_options.SerializeAsString()
+          + repr([(d.platform, d.id) for d in devices.flat]).encode()
+          + f"\0{id(backend)}\0{backend.platform}\0{backend.platform_version}".encode())
+
+
+def _exact_module(computation: Any) -> bytes:
+  """The module's bytecode as it stands, locations included."""
+  module = io.BytesIO()
+  computation.operation.write_bytecode(module)
+  return module.getvalue()
+
+
+def _module_without_locations(computation: Any) -> bytes:
+  """The module's text without debug information (locations). It was verified when jax
+  lowered it, just before asking for its compilation, so printing skips verifying it again."""
+  return computation.operation.get_asm(binary=True, enable_debug_info=False,
+                                       assume_verified=True)
+
+
+def _digest(module: Callable[[Any], bytes], computation: Any, request: bytes) -> bytes | None:
+  """A digest of the request with its module written by ``module``, or None where the
+  module cannot be written out."""
   try:
-    module = io.BytesIO()
-    computation.operation.write_bytecode(module)
-    h = hashlib.sha256(module.getvalue())
-    h.update(b"\0options\0" + compile_options.SerializeAsString())
-    h.update(repr([(d.platform, d.id) for d in devices.flat]).encode())
-    h.update(f"\0{id(backend)}\0{backend.platform}\0{backend.platform_version}".encode())
-    return h.digest()
+    return hashlib.sha256(module(computation) + request).digest()
   except Exception:  # noqa: BLE001  (no digest: take jax's key)
     logger.debug("no digest of a compile request; taking jax's key", exc_info=True)
     return None
@@ -190,26 +209,47 @@ def _keyed_module(computation: Any) -> Any:
     return clone
 
 
+def _known_key(digest: bytes | None) -> str | None:
+  with _lock:
+    key = _keys.get(digest) if digest is not None else None
+    if key is not None:
+      _keys.move_to_end(digest)
+    return key
+
+
+def _remember(digests: list[bytes | None], key: str) -> None:
+  with _lock:
+    for digest in digests:
+      if digest is not None:
+        _keys[digest] = key
+    while len(_keys) > MAX_DIGESTS:
+      _keys.popitem(last=False)
+
+
 def _key(backend: Any, computation: Any, devices: Any, compile_options: Any) -> str | None:
-  """jax's compilation-cache key of the request, looked up by its digest when seen before;
+  """jax's compilation-cache key of the request, looked up by its digests when seen before;
   None where jax cannot key it (it is then compiled unshared)."""
-  digest = _digest(backend, computation, devices, compile_options)
-  if digest is not None:
-    with _lock:
-      key = _keys.get(digest)
-      if key is not None:
-        _keys.move_to_end(digest)
-        return key
+  try:
+    request = _request(backend, devices, compile_options)
+  except Exception:  # noqa: BLE001  (no digest: take jax's key)
+    logger.debug("no digest of a compile request; taking jax's key", exc_info=True)
+    digests = []
+  else:
+    digests = [_digest(_exact_module, computation, request)]
+    key = _known_key(digests[0])
+    if key is not None:
+      return key
+    digests.append(_digest(_module_without_locations, computation, request))
+    key = _known_key(digests[1])
+    if key is not None:
+      _remember(digests[:1], key)
+      return key
   try:
     key = _cache_key.get(_keyed_module(computation), devices, compile_options, backend)
   except Exception:  # noqa: BLE001  (no key: compile as jax would)
     logger.debug("no compilation key for a module; compiling it unshared", exc_info=True)
     return None
-  if digest is not None:
-    with _lock:
-      _keys[digest] = key
-      while len(_keys) > MAX_DIGESTS:
-        _keys.popitem(last=False)
+  _remember(digests, key)
   return key
 
 
