@@ -162,18 +162,18 @@ class WorkerPool:
              request_of: Callable[[str, Manifest], ReplayRequest]) -> Reply:
     """The reply of the worker for ``num_devices`` to an entry's replay request. The request
     goes to that worker first (unless it went ahead already), the requests of the entries
-    after it follow at once (:meth:`send_next`), and only then is its answer awaited: the
+    after it follow at once (:meth:`_send_next`), and only then is its answer awaited: the
     worker goes on to the next entry while this process reads and judges this one's answer,
     never waiting for it between entries."""
     worker = self.worker(num_devices)
     worker.send_ahead(request, AHEAD_PER_WORKER)
-    self.send_next(request.entry_id, finished, request_of)
+    self._send_next(request.entry_id, finished, request_of)
     expected, self._expected = self._expected, []
     self.start_workers_for(expected)
     return worker.request(request)
 
-  def send_next(self, current: str, finished: Callable[[str], bool],
-                request_of: Callable[[str, Manifest], ReplayRequest]) -> None:
+  def _send_next(self, current: str, finished: Callable[[str], bool],
+                 request_of: Callable[[str, Manifest], ReplayRequest]) -> None:
     """Send the requests of the entries that come after ``current`` to their workers now, in
     order, up to ``AHEAD_PER_WORKER`` each: a worker replays while this process judges the
     current entry and pytest moves on (it would wait otherwise), and the worker of another
