@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from typing import Any
 
 from jaxport import _limits
@@ -24,26 +25,22 @@ from jaxport.errors import JsonError as JsonError  # raised here, defined with t
 MAX_INT_DIGITS = 100
 
 
+# A JSON string (its closing quote optional, so that a match never fails and is retried at a
+# later quote: linear in the text's length however it is built), or one bracket.
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
+
+
 def nesting(text: str) -> int:
   """The deepest nesting of objects and arrays in ``text``, brackets inside strings aside;
-  one pass over the text, so hostile input costs time linear in its length."""
+  one pass of a regular expression over the text, so hostile input costs time linear in its
+  length (and only brackets and strings cost Python steps)."""
   depth = deepest = 0
-  in_string = escaped = False
-  for c in text:
-    if in_string:
-      if escaped:
-        escaped = False
-      elif c == "\\":
-        escaped = True
-      elif c == '"':
-        in_string = False
-    elif c == '"':
-      in_string = True
-    elif c in "[{":
+  for token in _STRING_OR_BRACKET.findall(text):
+    if token in ("[", "{"):
       depth += 1
       if depth > deepest:
         deepest = depth
-    elif c in "]}":
+    elif token in ("]", "}"):
       depth -= 1
   return deepest
 
