@@ -19,9 +19,15 @@ class _TableDates(Mapping[str, str]):
   the table's release set is jaxport's one list of jax releases, and each release's date is
   kept there beside what was measured of it."""
 
+  def __init__(self) -> None:
+    self._read: tuple[object, Mapping[str, str]] | None = None  # (the table, its dates)
+
   def _dates(self) -> Mapping[str, str]:
     from jaxport.releases._table import load   # the table imports this module
-    return {f.version: f.date.isoformat() for f in load().facts}
+    table = load()
+    if self._read is None or self._read[0] is not table:
+      self._read = (table, {f.version: f.date.isoformat() for f in table.facts})
+    return self._read[1]
 
   def __getitem__(self, version: str) -> str:
     return self._dates()[version]
