@@ -241,6 +241,10 @@ class WorkerClient:
     self._ahead.append(_Pending(request, request_id, time.monotonic()))
     return True
 
+  def holds_ahead(self, entry_id: str) -> bool:
+    """Whether a request of the entry ``entry_id`` was sent ahead and not yet asked for."""
+    return any(p.request.entry_id == entry_id for p in self._ahead)
+
   def request(self, request: Request) -> Reply:
     """Send one request (unless it was sent ahead) and wait for its typed answer, the
     worker's notices and the request's output; a dead or stuck worker, or one whose memory

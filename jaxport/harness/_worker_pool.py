@@ -51,6 +51,9 @@ class WorkerPool:
     self.options = options
     self._clients: dict[int, WorkerClient] = {}
     self._devices: dict[str, int] = {}
+    # Entries found without a shardings file while looking ahead: one device each, their
+    # manifests not read for it.
+    self._without_shardings: set[str] = set()
     # The entries pytest replays next here, in order, when known (prepare): their requests go
     # to their workers as soon as the current entry's answer is in.
     self._upcoming: list[str] = []
@@ -106,14 +109,26 @@ class WorkerPool:
   def devices_needed(self, entry_id: str) -> int:
     """The host devices an entry's replay needs (read once per entry)."""
     if entry_id not in self._devices:
-      entry = self.store.entry(EntryId.parse(entry_id))
-      manifest = entry.manifest
-      self._keep_manifest(entry_id, manifest)
+      manifest = self.manifest(entry_id)
       # Only an entry with recorded shardings may need more than one device (reading them
       # reads the manifest again).
-      shardings = entry.shardings() if SHARDINGS_FILE in manifest.files else None
+      shardings = (self.store.entry(EntryId.parse(entry_id)).shardings()
+                   if SHARDINGS_FILE in manifest.files else None)
       self._devices[entry_id] = _devices.devices_needed(shardings)
     return self._devices[entry_id]
+
+  def _devices_foreseen(self, entry_id: str) -> int:
+    """The host devices an entry will need, as far as starting its worker early goes: one for
+    an entry without a shardings file, known without reading its manifest (which its replay
+    reads, and refuses there if it lists a shardings file that is missing)."""
+    if entry_id in self._devices:
+      return self._devices[entry_id]
+    if entry_id not in self._without_shardings:
+      entry = self.store.entry(EntryId.parse(entry_id))
+      if (entry.path / SHARDINGS_FILE).exists():
+        return self.devices_needed(entry_id)
+      self._without_shardings.add(entry_id)
+    return 1
 
   def _keep_manifest(self, entry_id: str, manifest: Manifest) -> None:
     self._manifests[entry_id] = manifest
@@ -151,7 +166,7 @@ class WorkerPool:
     started: set[int] = set()
     for entry_id in entry_ids:
       try:
-        num_devices = self.devices_needed(entry_id)
+        num_devices = self._devices_foreseen(entry_id)
       except GoldenDataError:
         continue  # its replay reports it
       if num_devices not in started:
@@ -184,12 +199,19 @@ class WorkerPool:
       if upcoming == current or finished(upcoming):
         continue
       try:
-        num_devices = self.devices_needed(upcoming)
+        # Its manifest is read only when its request is sent: an entry further ahead is
+        # passed over again and again while its worker's queue is full.
+        num_devices = self._devices_foreseen(upcoming)
+        if num_devices in full:
+          continue
+        worker = self.worker(num_devices)
+        if worker.holds_ahead(upcoming):  # only replay requests go ahead
+          continue
+        self.devices_needed(upcoming)  # refuses an entry that lists shardings it lacks
         request = request_of(upcoming, self.manifest(upcoming))
       except GoldenDataError:
         continue  # its own replay reports it, asking no worker
-      if num_devices not in full and not self.worker(num_devices).send_ahead(
-          request, AHEAD_PER_WORKER):
+      if not worker.send_ahead(request, AHEAD_PER_WORKER):
         full.add(num_devices)  # and nothing after it goes to that worker, to keep the order
 
   # --- answers -----------------------------------------------------------------

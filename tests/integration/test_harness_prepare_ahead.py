@@ -10,7 +10,7 @@ from pathlib import Path
 import types
 
 import pytest
-from _harness_paths import copy_cpu_entries
+from _harness_paths import GOLDEN_CPU as ROOT_CPU, copy_cpu_entries
 
 from jaxport.golden import _store
 from jaxport.harness import _plugin, _worker_pool
@@ -139,6 +139,8 @@ def requests_seen(session, monkeypatch):
     return True
 
   monkeypatch.setattr(_worker_pool.WorkerClient, "send_ahead", send_ahead)
+  monkeypatch.setattr(_worker_pool.WorkerClient, "holds_ahead", lambda self, entry_id: any(
+      r.entry_id == entry_id for r in queues.get(self.num_devices, ())))
   return seen
 
 
@@ -186,3 +188,31 @@ def test_entries_ahead_go_to_their_worker_in_order_and_none_passes_a_full_one(
   session.replay(ids["E"])
   assert requests_seen == [("ahead", 8, ids["E"]), *(("ahead", 1, ids[n]) for n in sent),
                            ("request", 8, ids["E"])]
+
+
+MANY = [f"lapack_potrf/release_cholesky_f32/{p.name}"
+        for p in sorted((ROOT_CPU / "lapack_potrf" / "release_cholesky_f32").iterdir())]
+
+
+def test_each_manifest_of_a_run_is_read_once_however_far_ahead_it_is_looked_at(
+    session, requests_seen, monkeypatch):
+  # Entries enter the lookahead long before their requests are sent: reading their manifests
+  # then, and again when their requests go, kept more manifests than fit, so every entry's
+  # was read twice.
+  monkeypatch.setattr(_worker_pool, "LOOKAHEAD", 4)
+  monkeypatch.setattr(_worker_pool, "_MANIFESTS_KEPT", 5)
+  monkeypatch.setattr(_worker_pool, "AHEAD_PER_WORKER", 2)
+  ids = [f"cpu/{e}" for e in MANY]
+  assert len(ids) > 2 * _worker_pool.LOOKAHEAD
+  copy_cpu_entries(MANY, Path(session.options.golden_root))
+  reads = []
+  manifest = _store.Entry.manifest
+  monkeypatch.setattr(_store.Entry, "manifest",
+                      property(lambda entry: reads.append(entry.entry_id) or manifest.fget(entry)))
+  session.prepare(ids[0])
+  for i, entry_id in enumerate(ids):
+    if i + 1 < len(ids):  # as the plugin does when an item starts
+      session.prepare(ids[i + 1], ids[i + 2:i + 2 + _worker_pool.LOOKAHEAD])
+    session.replay(entry_id)
+  assert [e for e, _, _ in requests_seen].count("request") == len(ids)
+  assert sorted(reads) == sorted(ids)

@@ -189,6 +189,9 @@ class _Answering:
   def send_ahead(self, request, most=1):
     return False  # taken by ``request`` only
 
+  def holds_ahead(self, entry_id):
+    return False
+
   def request(self, request):
     return Reply(self.answer, ())
 

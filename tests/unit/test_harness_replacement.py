@@ -267,6 +267,9 @@ def test_a_replay_answer_with_a_notice_reaches_the_report(tmp_path, monkeypatch)
     def send_ahead(self, request, most=1):
       return False  # taken by ``request`` only
 
+    def holds_ahead(self, entry_id):
+      return False
+
     def request(self, request):
       return Reply(WorkerFailure(FailureKind.HARNESS, "not replayed in this test"), (NOTICE,))
 
