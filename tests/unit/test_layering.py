@@ -61,7 +61,8 @@ SHAPES_CORE = ("jaxport.shapes._expr", "jaxport.shapes._parser", "jaxport.shapes
 # package (imported below only by the public face) their public APIs.
 INIT_IMPORTS_ALLOWED = {
     "jaxport.cli": {"jaxport.cli._main"},
-    "jaxport.report": {"jaxport._vocabulary", "jaxport.report._entries", "jaxport.report._fields",
+    "jaxport.report": {"jaxport._lazy", "jaxport._vocabulary", "jaxport.report._entries",
+                       "jaxport.report._fields",
                        "jaxport.report._html", "jaxport.report._markdown", "jaxport.report._merge",
                        "jaxport.report._model", "jaxport.report._sections"},
     "jaxport.upgrades": {"jaxport.upgrades._envelope", "jaxport.upgrades._upgrade"},

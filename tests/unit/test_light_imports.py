@@ -61,7 +61,8 @@ def test_public_names_resolve_on_first_use_to_the_functions_not_the_subpackages(
                   "missing": [], "listed": []}
 
 
-@pytest.mark.parametrize("package", ["jaxport", "jaxport.golden", "jaxport.harness"])
+@pytest.mark.parametrize("package", ["jaxport", "jaxport.golden", "jaxport.harness",
+                                     "jaxport.report"])
 def test_type_checkers_see_the_same_names_from_the_same_modules(package):
   module = importlib.import_module(package)
   tree = ast.parse(Path(module.__file__).read_text())
@@ -112,3 +113,14 @@ def test_prefetched_cases_are_the_same_and_a_broken_module_still_fails_on_use(mo
   broken.prefetch()
   with pytest.raises(GoldenDataError, match="'prefetch_broken_cases' cannot be imported"):
     broken.by_id  # noqa: B018
+
+
+def test_writing_a_file_atomically_does_not_import_the_report_renderers():
+  # The worker keeps compile errors with the report's atomic write: the page and summary
+  # renderers stay out of its start-up.
+  loaded = _run("""
+      import json, sys
+      import jaxport.report._files
+      print(json.dumps(sorted(m for m in sys.modules if m.startswith("jaxport.report."))))
+  """)
+  assert loaded == ["jaxport.report._files"]

@@ -33,10 +33,11 @@ def test_calling_convention_range_matches_jax():
   assert jaxport.maximum_supported_calling_convention_version == jax.export.maximum_supported_calling_convention_version
 
 
-def test_the_golden_store_and_the_harness_have_public_faces():
+def test_the_golden_store_the_harness_and_the_report_have_public_faces():
   import jaxport.golden
   import jaxport.harness
-  for package in (jaxport.golden, jaxport.harness):
+  import jaxport.report
+  for package in (jaxport.golden, jaxport.harness, jaxport.report):
     public = {n for n in dir(package) if not n.startswith("_")
               and not isinstance(getattr(package, n), types.ModuleType)}
     assert set(package.__all__) == public, package.__name__
