@@ -21,9 +21,12 @@ same module lowered at other source lines. Only a request new to both costs jax'
 which both digests then stand for. Requests equal but for locations get equal keys, so
 neither digest shares more than jax's key would.
 
-With a cross-run compile cache (:func:`keep_errors_in`), a module that fails to compile
+With a cross-run compile cache (:func:`keep_across_runs_in`), a module that fails to compile
 because it calls a custom-call target jaxlib removed keeps its error there too
-(``jaxport.harness._compile_errors``), so a later run raises it again without compiling.
+(``jaxport.harness._compile_errors``), so a later run raises it again without compiling; and
+each request's key is kept there by a digest of the request as it stands
+(``jaxport.harness._sharing_index``), so a later run that sends the same request takes its
+key without printing the module or computing jax's key.
 
 jax's key is taken of the module without the argument and result attributes
 ``mhlo.layout_mode = "default"``: records of some producers (jax 0.4.x) spell the default
@@ -38,20 +41,25 @@ from __future__ import annotations
 
 import collections
 import copy
+import functools
 import hashlib
 import io
 import logging
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jax
 from jaxport._jaxcompat._compilation import cache_key as _cache_key
 from jaxport._jaxcompat._compilation import compiler as _compiler
 from jaxlib.mlir import ir
 
+from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.harness._compile_errors import KeptErrors, keepable
 from jaxport.harness._replacement import Replacement
+from jaxport.harness._sharing_index import SharingIndex
 
 logger = logging.getLogger(__name__)
 
@@ -81,15 +89,18 @@ _pending: dict[str, threading.Event] = {}
 _lock = threading.Lock()
 
 
-# Compile errors kept across runs, where a cross-run compile cache is kept.
+# Compile errors and requests' keys kept across runs, where a cross-run compile cache is kept.
 _kept_errors: KeptErrors | None = None
+_index: SharingIndex | None = None
 
 
-def keep_errors_in(cache_folder: Path | None) -> None:
-  """Keep this process's compile errors of removed custom-call targets in ``cache_folder``
-  (the cross-run compile cache) and raise them again from there; None keeps none."""
-  global _kept_errors
+def keep_across_runs_in(cache_folder: Path | None) -> None:
+  """Keep this process's compile errors of removed custom-call targets, and its requests'
+  keys, in ``cache_folder`` (the cross-run compile cache), and take them from there; None
+  keeps nothing."""
+  global _kept_errors, _index
   _kept_errors = KeptErrors(cache_folder) if cache_folder is not None else None
+  _index = SharingIndex(cache_folder) if cache_folder is not None else None
 
 
 # The event jax records each time its persistent compilation cache hands back an executable.
@@ -152,14 +163,56 @@ def _module_without_locations(computation: Any) -> bytes:
                                        assume_verified=True)
 
 
-def _digest(module: Callable[[Any], bytes], computation: Any, request: bytes) -> bytes | None:
-  """A digest of the request with its module written by ``module``, or None where the
-  module cannot be written out."""
+def _written(module: Callable[[Any], bytes], computation: Any) -> bytes | None:
+  """The module written out by ``module``, or None where it cannot be."""
   try:
-    return hashlib.sha256(module(computation) + request).digest()
+    return module(computation)
   except Exception:  # noqa: BLE001  (no digest: take jax's key)
-    logger.debug("no digest of a compile request; taking jax's key", exc_info=True)
+    logger.debug("a compile request's module not written out; taking jax's key", exc_info=True)
     return None
+
+
+def _digest(module: bytes | None, request: bytes) -> bytes | None:
+  """A digest of the request with its module as written out (None where it was not)."""
+  return None if module is None else hashlib.sha256(module + request).digest()
+
+
+# jax's settings that change which modules get one key: keeping a module's metadata (its
+# locations) in the key, and leaving custom partitioning's callbacks out of it.
+_KEY_SETTINGS = ("jax_compilation_cache_include_metadata_in_key",
+                 "jax_remove_custom_partitioning_ptr_from_cache_key")
+
+
+@functools.cache
+def _across_runs_salt() -> bytes:
+  """What decides a request's key besides the request and stays for the process: the jax
+  and jaxlib versions, and this module's code (which reads jax's key)."""
+  from jaxlib import version as jaxlib_version
+  return "\0".join([installed_jax_version(), jaxlib_version.__version__,
+                     hashlib.sha256(Path(__file__).read_bytes()).hexdigest()]).encode()
+
+
+def _across_runs(exact: bytes | None, backend: Any, devices: Any,
+                 compile_options: Any) -> str | None:
+  """The request's digest in the sharing index: the module as it stands, the compile options,
+  the devices (by kind too) and the backend (not this process's objects), and what else
+  decides its key; None without an index or where the request cannot be written out."""
+  if _index is None or exact is None:
+    return None
+  try:
+    parts = [_across_runs_salt(), os.environ.get("XLA_FLAGS", "").encode(),
+             repr([getattr(jax.config, name, None) for name in _KEY_SETTINGS]).encode(),
+             compile_options.SerializeAsString(),
+             repr([(d.platform, d.id, d.device_kind) for d in devices.flat]).encode(),
+             f"{backend.platform}\0{backend.platform_version}".encode(), exact]
+  except Exception:  # noqa: BLE001  (not kept across runs: computed each run)
+    logger.debug("no digest of a compile request across runs", exc_info=True)
+    return None
+  digest = hashlib.sha256()
+  for part in parts:
+    digest.update(len(part).to_bytes(8, "little"))
+    digest.update(part)
+  return digest.hexdigest()
 
 
 _LAYOUT_MODE = "mhlo.layout_mode"
@@ -229,20 +282,28 @@ def _remember(digests: list[bytes | None], key: str) -> None:
 def _key(backend: Any, computation: Any, devices: Any, compile_options: Any) -> str | None:
   """jax's compilation-cache key of the request, looked up by its digests when seen before;
   None where jax cannot key it (it is then compiled unshared)."""
+  index, across = _index, None
   try:
     request = _request(backend, devices, compile_options)
   except Exception:  # noqa: BLE001  (no digest: take jax's key)
     logger.debug("no digest of a compile request; taking jax's key", exc_info=True)
     digests = []
   else:
-    digests = [_digest(_exact_module, computation, request)]
+    exact = _written(_exact_module, computation)
+    digests = [_digest(exact, request)]
     key = _known_key(digests[0])
     if key is not None:
       return key
-    digests.append(_digest(_module_without_locations, computation, request))
+    across = _across_runs(exact, backend, devices, compile_options)
+    key = index.key(across) if index is not None and across is not None else None
+    if key is not None:
+      _remember(digests[:1], key)
+      return key
+    digests.append(_digest(_written(_module_without_locations, computation), request))
     key = _known_key(digests[1])
     if key is not None:
       _remember(digests[:1], key)
+      _keep_across_runs(index, across, key)
       return key
   try:
     key = _cache_key.get(_keyed_module(computation), devices, compile_options, backend)
@@ -250,7 +311,13 @@ def _key(backend: Any, computation: Any, devices: Any, compile_options: Any) -> 
     logger.debug("no compilation key for a module; compiling it unshared", exc_info=True)
     return None
   _remember(digests, key)
+  _keep_across_runs(index, across, key)
   return key
+
+
+def _keep_across_runs(index: SharingIndex | None, across: str | None, key: str) -> None:
+  if index is not None and across is not None:
+    index.keep(across, key)
 
 
 def _repeatable(error: BaseException) -> bool:

@@ -64,7 +64,7 @@ def configure_jax(compile_cache_dir: str | None = None, share_executables: bool 
     jax.config.update("jax_enable_compilation_cache", False)
   if compile_cache_dir is not None:
     if share_executables:
-      _executables.keep_errors_in(Path(compile_cache_dir))
+      _executables.keep_across_runs_in(Path(compile_cache_dir))
     for name, value in (("jax_compilation_cache_dir", compile_cache_dir),
                         ("jax_persistent_cache_min_compile_time_secs", 0.0),
                         ("jax_persistent_cache_min_entry_size_bytes", -1)):

@@ -33,7 +33,7 @@ def compiles(tmp_path):
   """Sharing on, errors kept in ``tmp_path``: yields the modules jax was asked to compile and a
   function that forgets the in-process memo (as a new worker process starts without it)."""
   _executables.share_within_process()
-  _executables.keep_errors_in(tmp_path)
+  _executables.keep_across_runs_in(tmp_path)
   asked: list[str] = []
   compile_ = _executables.COMPILE.saved
 
@@ -49,7 +49,7 @@ def compiles(tmp_path):
   _executables.COMPILE.saved = counted
   yield asked, new_process
   _executables.COMPILE.saved = compile_
-  _executables.keep_errors_in(None)
+  _executables.keep_across_runs_in(None)
   _executables.stop_sharing()
 
 

@@ -1,0 +1,84 @@
+"""Which compile requests earlier runs found to be one computation, kept beside the cross-run
+compile cache.
+
+The executables memo (``jaxport.harness._executables``) shares one executable among a
+process's compile requests whose modules are one computation (equal up to source locations),
+under a sharing key: jax's cache key of the module, which for the small modules of golden
+entries costs about as much as compiling them. A warm run sends the same requests again. This
+index keeps, for each request, the sharing key it was given, by a digest of everything that
+decides that key: the request itself (the module's bytecode as it stands, locations included,
+the serialized compile options, the devices and the backend) and what else goes into jax's key
+or the memo's reading of it (the jax and jaxlib versions, ``XLA_FLAGS``, whether jax keeps a
+module's metadata in its key, the memo's own code). A later process takes the key from here
+instead of computing it again.
+
+The index decides only which requests of one process share an executable; jax's persistent
+cache is still looked up by the key jax computes itself. A kept file is JSON naming its request
+digest and key, read as a regular file only (not a link, a pipe or a device) of at most
+``MAX_BYTES``; one that cannot be read, is not of this format or names another request is
+ignored (the key is computed and the file written again).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+from jaxport._bounded import read_regular
+from jaxport.errors import JaxportError
+from jaxport.report._files import write_text_atomically
+
+logger = logging.getLogger(__name__)
+
+FOLDER_NAME = "jaxport-sharing-keys"
+FORMAT = 1
+# A key is jax's: the module's name and a hex digest; anything larger is not one of ours.
+MAX_BYTES = 4096
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+class SharingIndex:
+  """The sharing keys kept in one cache folder, by request digest (64 hex digits)."""
+
+  def __init__(self, cache_folder: Path) -> None:
+    self.folder = Path(cache_folder) / FOLDER_NAME
+
+  def _path(self, request: str) -> Path:
+    if not _DIGEST.fullmatch(request):
+      raise ValueError(f"not a request digest: {request!r}")
+    return self.folder / f"{request}.json"
+
+  def key(self, request: str) -> str | None:
+    """The sharing key kept for ``request``; None when none is kept or the file is not one of
+    this format for that request."""
+    path = self._path(request)
+    if not path.exists():
+      return None
+    try:
+      data = json.loads(read_regular(path, str(path), JaxportError, "MAX_JSON_BYTES",
+                                     most=MAX_BYTES, how="the sharing index's own bound, below",
+                                     follow_links=False))
+    except (JaxportError, ValueError) as e:
+      logger.debug("sharing key file %s not read (%s); computing the key", path, e)
+      return None
+    if (not isinstance(data, dict) or data.get("format") != FORMAT
+        or data.get("request") != request or not isinstance(data.get("key"), str)
+        or not data["key"]):
+      logger.debug("sharing key file %s is not one of ours; computing the key", path)
+      return None
+    return data["key"]
+
+  def keep(self, request: str, key: str) -> None:
+    """Keep ``key`` for ``request``; written whole or not at all, and a folder that cannot be
+    written only costs later runs the key's computation."""
+    path = self._path(request)
+    text = json.dumps({"format": FORMAT, "request": request, "key": key})
+    if len(text.encode()) > MAX_BYTES:
+      return
+    try:
+      self.folder.mkdir(mode=0o700, exist_ok=True)
+      write_text_atomically(path, text, JaxportError)
+    except (OSError, JaxportError) as e:
+      logger.debug("sharing key not kept in %s: %s", self.folder, e)
