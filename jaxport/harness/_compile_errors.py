@@ -20,22 +20,20 @@ again).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 from pathlib import Path
 
 import jax
 
-from jaxport._bounded import read_regular
-from jaxport.errors import JaxportError
-from jaxport.report._files import write_text_atomically
+from jaxport.harness._kept_json import keep_json, read_kept
 from jaxport.upgrades import rewritable_targets
 
 logger = logging.getLogger(__name__)
 
 FOLDER_NAME = "jaxport-compile-errors"
 FORMAT = 1
+_WHAT = "kept compile error"
 # A kept error's text is one line of XLA's; anything larger is not one of ours.
 MAX_BYTES = 64 * 1024
 _MISSING = re.compile(r"No registered implementation for (?:untyped |typed )?custom call to "
@@ -69,14 +67,8 @@ class KeptErrors:
     """The error kept for the module of ``key``, raised as it was; None when none is kept
     or the file is not a kept error of this format."""
     path = self._path(key)
-    if not path.exists():
-      return None
-    try:
-      data = json.loads(read_regular(path, str(path), JaxportError, "MAX_JSON_BYTES",
-                                     most=MAX_BYTES, how="kept compile errors' own bound, below",
-                                     follow_links=False))
-    except (JaxportError, ValueError) as e:
-      logger.debug("compile error file %s not read (%s); compiling the module", path, e)
+    data = read_kept(path, MAX_BYTES, _WHAT)
+    if data is None:
       return None
     if (not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key
         or not isinstance(data.get("message"), str) or _removed_target(data["message"]) is None):
@@ -87,13 +79,6 @@ class KeptErrors:
   def keep(self, key: str, error: BaseException) -> None:
     """Keep ``error`` (a :func:`keepable` one) for the module of ``key``; written whole or
     not at all, and a folder that cannot be written only costs later runs a compilation."""
-    if not keepable(error):
-      return
-    text = json.dumps({"format": FORMAT, "key": key, "message": str(error)})
-    if len(text.encode()) > MAX_BYTES:
-      return
-    try:
-      self.folder.mkdir(mode=0o700, exist_ok=True)
-      write_text_atomically(self._path(key), text, JaxportError)
-    except (OSError, JaxportError) as e:
-      logger.debug("compile error not kept in %s: %s", self.folder, e)
+    if keepable(error):
+      keep_json(self._path(key), {"format": FORMAT, "key": key, "message": str(error)},
+                MAX_BYTES, _WHAT)

@@ -21,14 +21,11 @@ ignored (the key is computed and the file written again).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from pathlib import Path
 
-from jaxport._bounded import read_regular
-from jaxport.errors import JaxportError
-from jaxport.report._files import write_text_atomically
+from jaxport.harness._kept_json import keep_json, read_kept
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +34,7 @@ FORMAT = 1
 # A key is jax's: the module's name and a hex digest; anything larger is not one of ours.
 MAX_BYTES = 4096
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+_WHAT = "sharing key"
 
 
 class SharingIndex:
@@ -54,14 +52,8 @@ class SharingIndex:
     """The sharing key kept for ``request``; None when none is kept or the file is not one of
     this format for that request."""
     path = self._path(request)
-    if not path.exists():
-      return None
-    try:
-      data = json.loads(read_regular(path, str(path), JaxportError, "MAX_JSON_BYTES",
-                                     most=MAX_BYTES, how="the sharing index's own bound, below",
-                                     follow_links=False))
-    except (JaxportError, ValueError) as e:
-      logger.debug("sharing key file %s not read (%s); computing the key", path, e)
+    data = read_kept(path, MAX_BYTES, _WHAT)
+    if data is None:
       return None
     if (not isinstance(data, dict) or data.get("format") != FORMAT
         or data.get("request") != request or not isinstance(data.get("key"), str)
@@ -73,12 +65,5 @@ class SharingIndex:
   def keep(self, request: str, key: str) -> None:
     """Keep ``key`` for ``request``; written whole or not at all, and a folder that cannot be
     written only costs later runs the key's computation."""
-    path = self._path(request)
-    text = json.dumps({"format": FORMAT, "request": request, "key": key})
-    if len(text.encode()) > MAX_BYTES:
-      return
-    try:
-      self.folder.mkdir(mode=0o700, exist_ok=True)
-      write_text_atomically(path, text, JaxportError)
-    except (OSError, JaxportError) as e:
-      logger.debug("sharing key not kept in %s: %s", self.folder, e)
+    keep_json(self._path(request), {"format": FORMAT, "request": request, "key": key},
+              MAX_BYTES, _WHAT)
