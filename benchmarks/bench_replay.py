@@ -61,11 +61,24 @@ ROOT = Path(__file__).resolve().parent.parent
 _CASE_MODULES = ",".join(tomllib.loads((ROOT / "pyproject.toml").read_text())
                          ["tool"]["pytest"]["ini_options"]["jaxport_cases"])
 
+# Prepended to each child script: one call of an Exported on an entry's stored inputs (typed
+# keys wrapped), waited for.
+_CALL_ONCE = r"""
+import jax
+
+def call_once(exp, inputs):
+  args = [jax.random.wrap_key_data(x, impl=a.dtype._impl)
+          if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else x
+          for x, a in zip(inputs, exp.in_avals)]
+  args, kwargs = exp.in_tree.unflatten(args)
+  jax.block_until_ready(exp.call(*args, **kwargs))
+"""
+
 # Untimed: the form of each entry that jax.export runs, as recorded, after
 # jaxport.upgrade_envelope (an expired envelope), or after jaxport.upgrade (custom calls jaxlib
 # no longer registers); written to a folder for the timed floor, which runs in a fresh process
 # so that none of these trial runs' executables are kept for it.
-_PREPARE = r"""
+_PREPARE = _CALL_ONCE + r"""
 import json, sys
 from pathlib import Path
 import jax
@@ -75,20 +88,13 @@ import jaxport
 from jaxport.golden._store import GoldenStore
 store, out = GoldenStore(sys.argv[1]), Path(sys.argv[3])
 
-def args_of(exp, inputs):
-  args = [jax.random.wrap_key_data(x, impl=a.dtype._impl)
-          if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else x
-          for x, a in zip(inputs, exp.in_avals)]
-  return exp.in_tree.unflatten(args)
-
 def runs(blob, inputs):
   try:
     exp = jax.export.deserialize(bytearray(blob))
   except Exception:
     return None
   try:
-    args, kwargs = args_of(exp, inputs)
-    jax.block_until_ready(exp.call(*args, **kwargs))
+    call_once(exp, inputs)
     return True
   except Exception:
     return False
@@ -131,7 +137,7 @@ for e in store.entries(sys.argv[2]):
 print(json.dumps({"kinds": kinds}))
 """
 
-_FLOOR = r"""
+_FLOOR = _CALL_ONCE + r"""
 import json, sys, time
 from pathlib import Path
 import jax
@@ -148,12 +154,7 @@ seconds, failed = 0.0, 0
 for entry_id, blob, inputs in loaded:
   start = time.perf_counter()
   try:
-    exp = jax.export.deserialize(bytearray(blob))
-    args = [jax.random.wrap_key_data(x, impl=a.dtype._impl)
-            if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else x
-            for x, a in zip(inputs, exp.in_avals)]
-    args, kwargs = exp.in_tree.unflatten(args)
-    jax.block_until_ready(exp.call(*args, **kwargs))
+    call_once(jax.export.deserialize(bytearray(blob)), inputs)
   except Exception:
     failed += 1
   finally:
@@ -166,7 +167,7 @@ print(json.dumps({"seconds": seconds, "entries": runnable, "read": len(loaded),
 
 # The least a warm run does (see the module's docstring), timed by the caller over the whole
 # process: start-up and imports included, as in the harness's runs.
-_LEAST = r"""
+_LEAST = _CALL_ONCE + r"""
 import concurrent.futures, json, sys
 from pathlib import Path
 import jax
@@ -188,12 +189,7 @@ cases = CaseRegistry(sys.argv[5].split(","))
 
 def call(deserialize, blob, inputs):
   try:
-    exp = deserialize(blob)
-    args = [jax.random.wrap_key_data(x, impl=a.dtype._impl)
-            if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else x
-            for x, a in zip(inputs, exp.in_avals)]
-    args, kwargs = exp.in_tree.unflatten(args)
-    jax.block_until_ready(exp.call(*args, **kwargs))
+    call_once(deserialize(blob), inputs)
   except Exception:
     pass  # the other reader's failure, where only one of them runs the form
 
