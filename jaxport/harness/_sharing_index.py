@@ -8,8 +8,8 @@ entries costs about as much as compiling them. A warm run sends the same request
 index keeps, for each request, the sharing key it was given, by a digest of everything that
 decides that key: the request itself (the module's bytecode as it stands, locations included,
 the serialized compile options, the devices and the backend) and what else goes into jax's key
-or the memo's reading of it (the jax and jaxlib versions, ``XLA_FLAGS``, whether jax keeps a
-module's metadata in its key, the memo's own code). A later process takes the key from here
+or the memo's reading of it (the jax and jaxlib versions, ``XLA_FLAGS``, jax's settings that
+change which modules get one key, the memo's own code). A later process takes the key from here
 instead of computing it again.
 
 The index decides only which requests of one process share an executable; jax's persistent
