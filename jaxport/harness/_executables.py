@@ -196,8 +196,8 @@ def _across_runs(exact: bytes | None, backend: Any, devices: Any,
                  compile_options: Any) -> str | None:
   """The request's digest in the sharing index: the module as it stands, the compile options,
   the devices (by kind too) and the backend (not this process's objects), and what else
-  decides its key; None without an index or where the request cannot be written out."""
-  if _index is None or exact is None:
+  decides its key; None where the request cannot be written out."""
+  if exact is None:
     return None
   try:
     parts = [_across_runs_salt(), os.environ.get("XLA_FLAGS", "").encode(),
@@ -294,7 +294,8 @@ def _key(backend: Any, computation: Any, devices: Any, compile_options: Any) -> 
     key = _known_key(digests[0])
     if key is not None:
       return key
-    across = _across_runs(exact, backend, devices, compile_options)
+    if index is not None:
+      across = _across_runs(exact, backend, devices, compile_options)
     key = index.key(across) if index is not None and across is not None else None
     if key is not None:
       _remember(digests[:1], key)
