@@ -1,6 +1,8 @@
 """jax's lowerings in a worker reuse MLIR contexts: one per thread and reader, replaced after a
-fixed number of uses, the modules unchanged, and jax's own behaviour back when turned off."""
+fixed number of uses, running MLIR's work on the calling thread (with the GIL), the modules
+unchanged, and jax's own behaviour back when turned off."""
 
+import sys
 import threading
 
 import jax
@@ -81,3 +83,34 @@ def test_reused_contexts_lower_the_same_modules():
     _contexts.stop_reusing()
   assert reused == fresh
   assert "_reused" not in getattr(jax_mlir.make_ir_context, "__name__", "")
+
+
+def test_reused_contexts_verify_and_run_passes_on_the_calling_thread(made):
+  with _contexts.lowering_for("jaxport"):
+    _lower(2.0)
+  assert [c.get_num_threads() for c in made] == [1]
+
+
+def _in_a_new_thread(work):
+  """What ``work`` returns, run on a thread of its own (where jax has handed out no context)."""
+  out = []
+  thread = threading.Thread(target=lambda: out.append(work()))
+  thread.start()
+  thread.join()
+  return out[0]
+
+
+def test_without_the_gil_reused_contexts_keep_jax_threads(monkeypatch):
+  jax_threads = _in_a_new_thread(lambda: jax_mlir.make_ir_context().get_num_threads())
+  monkeypatch.setattr(sys, "_is_gil_enabled", lambda: False, raising=False)
+
+  def lower_and_count():
+    with _contexts.lowering_for("jaxport"):
+      _lower(2.0)
+      return jax_mlir.make_ir_context().get_num_threads()
+
+  _contexts.reuse_within_process()
+  try:
+    assert _in_a_new_thread(lower_and_count) == jax_threads
+  finally:
+    _contexts.stop_reusing()
