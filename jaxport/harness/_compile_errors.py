@@ -11,6 +11,10 @@ the same text, when a later run asks for the same module. No other error is kept
 a project's own registration, a device's memory or the machine's load could change is
 compiled again each run.
 
+The folder's listing is read once, when it is opened: a module with no kept error (almost
+every one) then costs no look at the disk. An error another process keeps later is found by
+the next run.
+
 A kept file is JSON holding the error's text, read as a regular file only (not a link, a pipe
 or a device) of at most ``MAX_BYTES``; a file that cannot be read, that is not of this format or
 whose text is not such an error is ignored (the module is compiled, and the file written
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -36,6 +41,9 @@ FORMAT = 1
 _WHAT = "kept compile error"
 # A kept error's text is one line of XLA's; anything larger is not one of ours.
 MAX_BYTES = 64 * 1024
+# A folder listing more files than this is not kept in memory: each module's file is then
+# looked for on disk.
+MAX_LISTED = 100_000
 _MISSING = re.compile(r"No registered implementation for (?:untyped |typed )?custom call to "
                       r"([A-Za-z0-9_.]+)")
 
@@ -59,6 +67,9 @@ class KeptErrors:
 
   def __init__(self, cache_folder: Path) -> None:
     self.folder = Path(cache_folder) / FOLDER_NAME
+    # The names of the folder's files when it was opened, and of those kept since; None when
+    # it could not be listed or lists more than MAX_LISTED.
+    self._listed: set[str] | None = _listing(self.folder)
 
   def _path(self, key: str) -> Path:
     return self.folder / (hashlib.sha256(key.encode()).hexdigest() + ".json")
@@ -67,6 +78,8 @@ class KeptErrors:
     """The error kept for the module of ``key``, raised as it was; None when none is kept
     or the file is not a kept error of this format."""
     path = self._path(key)
+    if self._listed is not None and path.name not in self._listed:
+      return None
     data = read_kept(path, MAX_BYTES, _WHAT)
     if data is None:
       return None
@@ -80,5 +93,24 @@ class KeptErrors:
     """Keep ``error`` (a :func:`keepable` one) for the module of ``key``; written whole or
     not at all, and a folder that cannot be written only costs later runs a compilation."""
     if keepable(error):
-      keep_json(self._path(key), {"format": FORMAT, "key": key, "message": str(error)},
-                MAX_BYTES, _WHAT)
+      path = self._path(key)
+      keep_json(path, {"format": FORMAT, "key": key, "message": str(error)}, MAX_BYTES, _WHAT)
+      if self._listed is not None:
+        self._listed.add(path.name)
+
+
+def _listing(folder: Path) -> set[str] | None:
+  """The names in ``folder`` (none where it does not exist), or None where it cannot be
+  listed or holds more than ``MAX_LISTED``."""
+  if not folder.exists():
+    return set()
+  try:
+    with os.scandir(folder) as listing:
+      names: set[str] = set()
+      for found in listing:
+        if len(names) >= MAX_LISTED:
+          return None
+        names.add(found.name)
+      return names
+  except OSError:
+    return None

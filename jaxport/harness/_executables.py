@@ -96,11 +96,13 @@ _index: SharingIndex | None = None
 
 def keep_across_runs_in(cache_folder: Path | None) -> None:
   """Keep this process's compile errors of removed custom-call targets, and its requests'
-  keys, in ``cache_folder`` (the cross-run compile cache), and take them from there; None
-  keeps nothing."""
+  keys, in ``cache_folder`` (the cross-run compile cache), and take them from there (the
+  keys earlier runs kept are read now, before any request); None keeps nothing."""
   global _kept_errors, _index
   _kept_errors = KeptErrors(cache_folder) if cache_folder is not None else None
   _index = SharingIndex(cache_folder) if cache_folder is not None else None
+  if _index is not None:
+    _index.preload()
 
 
 # The event jax records each time its persistent compilation cache hands back an executable.

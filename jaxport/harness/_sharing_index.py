@@ -12,6 +12,11 @@ or the memo's reading of it (the jax and jaxlib versions, ``XLA_FLAGS``, jax's s
 change which modules get one key, the memo's own code). A later process takes the key from here
 instead of computing it again.
 
+The index is read whole when it is opened, before any request comes: a warm worker would
+otherwise read one small file per compile request while its other thread waits on the GIL
+for each of the file's system calls. Files beyond ``MAX_PRELOADED``, and files written later
+by another process, are read when their request comes.
+
 The index decides only which requests of one process share an executable; jax's persistent
 cache is still looked up by the key jax computes itself. A kept file is JSON naming its request
 digest and key, read as a regular file only (not a link, a pipe or a device) of at most
@@ -22,6 +27,7 @@ ignored (the key is computed and the file written again).
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -33,6 +39,9 @@ FOLDER_NAME = "jaxport-sharing-keys"
 FORMAT = 1
 # A key is jax's: the module's name and a hex digest; anything larger is not one of ours.
 MAX_BYTES = 4096
+# At most this many kept keys are read when the index is opened (a few hundred bytes each).
+MAX_PRELOADED = 50_000
+_SUFFIX = ".json"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _WHAT = "sharing key"
 
@@ -42,16 +51,37 @@ class SharingIndex:
 
   def __init__(self, cache_folder: Path) -> None:
     self.folder = Path(cache_folder) / FOLDER_NAME
+    # The keys read or kept by this process, by request digest.
+    self._known: dict[str, str] = {}
 
   def _path(self, request: str) -> Path:
     if not _DIGEST.fullmatch(request):
       raise ValueError(f"not a request digest: {request!r}")
-    return self.folder / f"{request}.json"
+    return self.folder / f"{request}{_SUFFIX}"
+
+  def preload(self) -> int:
+    """Read the keys earlier runs kept, up to ``MAX_PRELOADED`` files, each checked as
+    :meth:`key` checks it; how many were taken."""
+    try:
+      listing = os.scandir(self.folder)
+    except OSError:
+      return 0
+    with listing:
+      for found in listing:
+        if len(self._known) >= MAX_PRELOADED:
+          break
+        request = found.name[:-len(_SUFFIX)]
+        if found.name.endswith(_SUFFIX) and _DIGEST.fullmatch(request):
+          self.key(request)
+    return len(self._known)
 
   def key(self, request: str) -> str | None:
     """The sharing key kept for ``request``; None when none is kept or the file is not one of
     this format for that request."""
     path = self._path(request)
+    known = self._known.get(request)
+    if known is not None:
+      return known
     data = read_kept(path, MAX_BYTES, _WHAT)
     if data is None:
       return None
@@ -60,6 +90,7 @@ class SharingIndex:
         or not data["key"]):
       logger.debug("sharing key file %s is not one of ours; computing the key", path)
       return None
+    self._known[request] = data["key"]
     return data["key"]
 
   def keep(self, request: str, key: str) -> None:
@@ -67,3 +98,4 @@ class SharingIndex:
     written only costs later runs the key's computation."""
     keep_json(self._path(request), {"format": FORMAT, "request": request, "key": key},
               MAX_BYTES, _WHAT)
+    self._known[request] = key

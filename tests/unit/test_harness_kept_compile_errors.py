@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxport.harness import _executables
+from jaxport.harness import _compile_errors, _executables
 from jaxport.harness._compile_errors import FOLDER_NAME, MAX_BYTES, KeptErrors, keepable
 
 
@@ -44,6 +44,7 @@ def compiles(tmp_path):
   def new_process():
     _executables.stop_sharing()
     _executables.share_within_process()
+    _executables.keep_across_runs_in(tmp_path)
     _executables.COMPILE.saved = counted
 
   _executables.COMPILE.saved = counted
@@ -151,3 +152,25 @@ def test_a_folder_that_cannot_be_written_keeps_nothing_and_raises_nothing(tmp_pa
   (tmp_path / FOLDER_NAME).write_text("a file where the folder goes")
   KeptErrors(tmp_path).keep("jit_f-abc", jax.errors.JaxRuntimeError(MESSAGE))
   assert KeptErrors(tmp_path).load("jit_f-abc") is None
+
+
+def _kept_by_another_process(tmp_path, key):
+  KeptErrors(tmp_path).keep(key, jax.errors.JaxRuntimeError(MESSAGE))
+
+
+def test_the_folder_is_listed_once_when_opened(tmp_path):
+  _kept_by_another_process(tmp_path, "jit_f-before")
+  errors = KeptErrors(tmp_path)
+  _kept_by_another_process(tmp_path, "jit_f-after")
+  assert str(errors.load("jit_f-before")) == MESSAGE
+  assert errors.load("jit_f-after") is None  # not looked for: found by the next process
+  assert str(KeptErrors(tmp_path).load("jit_f-after")) == MESSAGE
+
+
+def test_a_folder_listing_too_many_files_is_looked_in_for_each_module(tmp_path, monkeypatch):
+  monkeypatch.setattr(_compile_errors, "MAX_LISTED", 1)
+  _kept_by_another_process(tmp_path, "jit_f-one")
+  _kept_by_another_process(tmp_path, "jit_f-two")
+  errors = KeptErrors(tmp_path)
+  _kept_by_another_process(tmp_path, "jit_f-three")
+  assert [str(errors.load(f"jit_f-{n}")) for n in ("one", "two", "three")] == [MESSAGE] * 3

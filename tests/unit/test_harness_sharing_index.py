@@ -1,7 +1,7 @@
 """Requests' sharing keys kept in the cross-run compile cache: a later process that sends the
-same request takes its key from there instead of computing jax's key again; requests equal but
-for locations still share one executable; another jaxlib, other XLA flags or a kept file that
-is not one of ours make the key computed again."""
+same request takes its key from there instead of computing jax's key again, read when the index
+is opened; requests equal but for locations still share one executable; another jaxlib, other
+XLA flags or a kept file that is not one of ours make the key computed again."""
 
 import json
 import os
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from jaxport.harness import _executables
+from jaxport.harness import _sharing_index
 from jaxport.harness._sharing_index import FOLDER_NAME, MAX_BYTES, SharingIndex
 
 
@@ -40,6 +41,7 @@ def runs(tmp_path, monkeypatch):
   def new_process():
     _executables.stop_sharing()
     _executables.share_within_process()
+    _executables.keep_across_runs_in(tmp_path)
     _executables.COMPILE.saved = counted
 
   monkeypatch.setattr(_executables, "_cache_key", types.SimpleNamespace(get=counted_key))
@@ -202,3 +204,60 @@ def test_an_unwritable_folder_only_costs_the_key_again(runs, tmp_path):
   for y in _in_two_processes(new_process, lambda: _minus_three()(x)):
     np.testing.assert_allclose(y, x - 3)
   assert len(computed) == 2
+
+
+def _keep_keys(tmp_path, count):
+  """``count`` keys kept by one index in ``tmp_path``: {request digest: key}."""
+  index = SharingIndex(tmp_path)
+  kept = {f"{i:064x}": f"jit_f-{i:064x}" for i in range(count)}
+  for request, key in kept.items():
+    index.keep(request, key)
+  return kept
+
+
+def test_an_index_is_read_when_opened_not_at_each_request(tmp_path):
+  kept = _keep_keys(tmp_path, 3)
+  index = SharingIndex(tmp_path)
+  assert index.preload() == 3
+  for path in _kept_files(tmp_path):
+    path.unlink()
+  assert {request: index.key(request) for request in kept} == kept
+
+
+def test_keys_past_the_preload_bound_are_read_when_asked_for(tmp_path, monkeypatch):
+  kept = _keep_keys(tmp_path, 5)
+  monkeypatch.setattr(_sharing_index, "MAX_PRELOADED", 2)
+  index = SharingIndex(tmp_path)
+  assert index.preload() == 2
+  assert {request: index.key(request) for request in kept} == kept
+
+
+def test_preloading_skips_files_that_are_not_kept_keys(tmp_path):
+  [(request, key)] = _keep_keys(tmp_path, 1).items()
+  folder = tmp_path / FOLDER_NAME
+  (folder / "notes.txt").write_text("not a key")
+  (folder / ("f" * 64 + ".json")).write_text(json.dumps({"format": 1, "request": "0" * 64,
+                                                          "key": "another request's"}))
+  (folder / "subfolder.json").mkdir()
+  index = SharingIndex(tmp_path)
+  assert index.preload() == 1
+  assert index.key(request) == key and index.key("f" * 64) is None
+
+
+def test_a_missing_folder_preloads_nothing(tmp_path):
+  assert SharingIndex(tmp_path / "never made").preload() == 0
+
+
+def test_a_new_process_reads_the_kept_keys_before_its_first_request(runs, tmp_path):
+  _, computed, new_process = runs
+  x = np.ones(7, np.float32)
+
+  def files_gone_after_the_new_process_opened_the_index():
+    new_process()
+    for path in _kept_files(tmp_path):
+      path.unlink()
+
+  for y in _in_two_processes(lambda: None, lambda: _sine()(x),
+                             files_gone_after_the_new_process_opened_the_index):
+    np.testing.assert_allclose(y, np.sin(x) * 4, rtol=1e-6)
+  assert len(computed) == 1
