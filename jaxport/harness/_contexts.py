@@ -72,8 +72,9 @@ def _on_calling_thread(context: Any) -> Any:
   passes' work to a thread pool shared by the process and wait for it while holding the
   GIL; on the small modules of golden entries the handing over costs more than the work,
   and far more while the worker's other thread and XLA keep the cores busy (in a warm
-  replay, jax's verifier and its Shardy passes took about 0.5 s of the worker's time
-  instead of under 0.1 s). The IR built is the same either way."""
+  replay of this project's store, py-spy found the worker holding the GIL in the verifier
+  and the Shardy passes for 184 samples at 200 Hz, and for 38 on the calling thread). The
+  IR built is the same either way."""
   enable = getattr(context, "enable_multithreading", None)
   if enable is not None and _gil_enabled():
     enable(False)

@@ -39,7 +39,8 @@ FOLDER_NAME = "jaxport-sharing-keys"
 FORMAT = 1
 # A key is jax's: the module's name and a hex digest; anything larger is not one of ours.
 MAX_BYTES = 4096
-# At most this many kept keys are read when the index is opened (a few hundred bytes each).
+# At most this many files are looked at when the index is opened (a key is a few hundred
+# bytes).
 MAX_PRELOADED = 50_000
 _SUFFIX = ".json"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -60,16 +61,14 @@ class SharingIndex:
     return self.folder / f"{request}{_SUFFIX}"
 
   def preload(self) -> int:
-    """Read the keys earlier runs kept, up to ``MAX_PRELOADED`` files, each checked as
-    :meth:`key` checks it; how many were taken."""
+    """Read the keys earlier runs kept, looking at up to ``MAX_PRELOADED`` files, each
+    checked as :meth:`key` checks it; how many keys were taken."""
     try:
       listing = os.scandir(self.folder)
     except OSError:
       return 0
     with listing:
-      for found in listing:
-        if len(self._known) >= MAX_PRELOADED:
-          break
+      for _, found in zip(range(MAX_PRELOADED), listing):
         request = found.name[:-len(_SUFFIX)]
         if found.name.endswith(_SUFFIX) and _DIGEST.fullmatch(request):
           self.key(request)

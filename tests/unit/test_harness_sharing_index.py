@@ -238,10 +238,11 @@ def test_preloading_skips_files_that_are_not_kept_keys(tmp_path):
   (folder / "notes.txt").write_text("not a key")
   (folder / ("f" * 64 + ".json")).write_text(json.dumps({"format": 1, "request": "0" * 64,
                                                           "key": "another request's"}))
-  (folder / "subfolder.json").mkdir()
+  (folder / ("e" * 64 + ".json")).mkdir()
   index = SharingIndex(tmp_path)
   assert index.preload() == 1
-  assert index.key(request) == key and index.key("f" * 64) is None
+  assert index.key(request) == key
+  assert index.key("f" * 64) is None and index.key("e" * 64) is None
 
 
 def test_a_missing_folder_preloads_nothing(tmp_path):
