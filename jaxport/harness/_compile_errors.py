@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 from pathlib import Path
 
 import jax
 
-from jaxport.harness._kept_json import keep_json, read_kept
+from jaxport.harness._kept_json import keep_json, kept_names, read_kept
 from jaxport.upgrades import rewritable_targets
 
 logger = logging.getLogger(__name__)
@@ -69,7 +68,8 @@ class KeptErrors:
     self.folder = Path(cache_folder) / FOLDER_NAME
     # The names of the folder's files when it was opened, and of those kept since; None when
     # it could not be listed or lists more than MAX_LISTED.
-    self._listed: set[str] | None = _listing(self.folder)
+    names, complete = kept_names(self.folder, MAX_LISTED)
+    self._listed: set[str] | None = set(names) if complete else None
 
   def _path(self, key: str) -> Path:
     return self.folder / (hashlib.sha256(key.encode()).hexdigest() + ".json")
@@ -97,20 +97,3 @@ class KeptErrors:
       keep_json(path, {"format": FORMAT, "key": key, "message": str(error)}, MAX_BYTES, _WHAT)
       if self._listed is not None:
         self._listed.add(path.name)
-
-
-def _listing(folder: Path) -> set[str] | None:
-  """The names in ``folder`` (none where it does not exist), or None where it cannot be
-  listed or holds more than ``MAX_LISTED``."""
-  if not folder.exists():
-    return set()
-  try:
-    with os.scandir(folder) as listing:
-      names: set[str] = set()
-      for found in listing:
-        if len(names) >= MAX_LISTED:
-          return None
-        names.add(found.name)
-      return names
-  except OSError:
-    return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,23 @@ from jaxport.errors import JaxportError
 from jaxport.report._files import write_text_atomically
 
 logger = logging.getLogger(__name__)
+
+
+def kept_names(folder: Path, most: int) -> tuple[list[str], bool]:
+  """The names of up to ``most`` files in ``folder``, and whether they are all of them (a
+  folder that does not exist holds none; one that cannot be listed gives none, not all)."""
+  if not folder.exists():
+    return [], True
+  names: list[str] = []
+  try:
+    with os.scandir(folder) as listing:
+      for found in listing:
+        if len(names) >= most:
+          return names, False
+        names.append(found.name)
+  except OSError:
+    return [], False
+  return names, True
 
 
 def read_kept(path: Path, most: int, what: str) -> Any | None:

@@ -27,11 +27,10 @@ ignored (the key is computed and the file written again).
 from __future__ import annotations
 
 import logging
-import os
 import re
 from pathlib import Path
 
-from jaxport.harness._kept_json import keep_json, read_kept
+from jaxport.harness._kept_json import keep_json, kept_names, read_kept
 
 logger = logging.getLogger(__name__)
 
@@ -63,15 +62,11 @@ class SharingIndex:
   def preload(self) -> int:
     """Read the keys earlier runs kept, looking at up to ``MAX_PRELOADED`` files, each
     checked as :meth:`key` checks it; how many keys were taken."""
-    try:
-      listing = os.scandir(self.folder)
-    except OSError:
-      return 0
-    with listing:
-      for _, found in zip(range(MAX_PRELOADED), listing):
-        request = found.name[:-len(_SUFFIX)]
-        if found.name.endswith(_SUFFIX) and _DIGEST.fullmatch(request):
-          self.key(request)
+    names, _ = kept_names(self.folder, MAX_PRELOADED)
+    for name in names:
+      request = name[:-len(_SUFFIX)]
+      if name.endswith(_SUFFIX) and _DIGEST.fullmatch(request):
+        self.key(request)
     return len(self._known)
 
   def key(self, request: str) -> str | None:
