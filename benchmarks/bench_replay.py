@@ -56,6 +56,8 @@ import time
 import tomllib
 from pathlib import Path
 
+from _stopping import unwind_on_terminate
+
 ROOT = Path(__file__).resolve().parent.parent
 # The project's case modules, as its pytest configuration names them (today's exports).
 _CASE_MODULES = ",".join(tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -328,6 +330,7 @@ def main() -> None:
                       help="keep PYTHONDONTWRITEBYTECODE as set: every harness start compiles "
                            "jaxport's and the project's modules")
   args = parser.parse_args()
+  unwind_on_terminate()
   root = Path(args.root).resolve()
   bytecode = not args.no_bytecode_cache
   if bytecode:

@@ -34,6 +34,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from _stopping import stop_child, unwind_on_terminate
+
 ROOT = Path(__file__).resolve().parent.parent
 # The page of a 10,000-entry run stays under 4 MB.
 PAGE_GOAL_KB = 4096
@@ -105,7 +107,11 @@ def _run(cmd: list[str], cwd: Path) -> dict:
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, text=True)
     # wait4 gives this command's own usage, its waited-for descendants included: ru_maxrss
     # is the peak of the largest process among them (kB), not a sum.
-    _, status, usage = os.wait4(proc.pid, 0)
+    try:
+      _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:
+      stop_child(proc)
+      raise
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode not in (0, 1):
@@ -115,16 +121,26 @@ def _run(cmd: list[str], cwd: Path) -> dict:
           "rc": proc.returncode}
 
 
+def _step(n: int, what: str, cmd: list[str], cwd: Path) -> dict:
+  """:func:`_run`, saying on stderr what runs and how long it took (a size of 10,000 runs
+  for minutes)."""
+  print(f"N={n}: {what}...", file=sys.stderr, end="", flush=True)
+  done = _run(cmd, cwd)
+  print(f" {done['wall']:.1f} s", file=sys.stderr, flush=True)
+  return done
+
+
 def measure(where: Path, n: int) -> dict:
   """Every figure for one store size."""
   project = write_project(where, n)
   pytest = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
             "-p", "no:randomly"]
-  record = _run([*pytest, "--compat-record"], project)
+  record = _step(n, "record", [*pytest, "--compat-record"], project)
   entries = sum(1 for _ in (project / "golden").glob("*/*/*/*/manifest.json"))
-  replay = _run([*pytest, "--compat-report=report.json"], project)
-  audit = _run([*_JAXPORT, "audit", "golden", "--no-drift"], project)
-  render = _run([*_JAXPORT, "report", "render", "report.json", "--html", "report.html"], project)
+  replay = _step(n, "replay", [*pytest, "--compat-report=report.json"], project)
+  audit = _step(n, "audit", [*_JAXPORT, "audit", "golden", "--no-drift"], project)
+  render = _step(n, "render", [*_JAXPORT, "report", "render", "report.json", "--html",
+                               "report.html"], project)
   return {"n": n, "entries": entries, "replay_rc": replay["rc"], "audit_rc": audit["rc"],
           "record_s_per_entry": record["wall"] / entries,
           "record_cpu_over_wall": record["cpu"] / record["wall"],
@@ -140,6 +156,7 @@ def main() -> None:
   ap.add_argument("--workdir", type=Path, default=None)
   ap.add_argument("--keep", action="store_true", help="keep the generated projects")
   args = ap.parse_args()
+  unwind_on_terminate()
   where = args.workdir or Path(tempfile.mkdtemp(prefix="bench-scale-", dir=ROOT.parent))
   where.mkdir(parents=True, exist_ok=True)
   sizes = sorted(int(s) for s in args.sizes.split(","))

@@ -24,6 +24,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "hostile"))
+from _stopping import unwind_on_terminate  # noqa: E402
 from _symbolic_inputs import blob_of_shape, chained, nested_max  # noqa: E402
 
 
@@ -145,6 +146,7 @@ def main() -> None:
   if args.child:
     _child(args.child[0], args.child[1], args.child[2] if len(args.child) > 2 else None)
     return
+  unwind_on_terminate()
   names = [n for n in [*INPUTS, *BLOBS] if args.only is None or args.only in n]
   print(f"{'input':52} {'jaxport s':>10} {'jax s':>10} {'ratio':>7}  jaxport / jax answered")
   with tempfile.TemporaryDirectory() as tmp:
