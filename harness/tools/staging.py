@@ -20,7 +20,8 @@ from jaxport.errors import GoldenDataError
 from jaxport.golden._host import current_host
 from jaxport.golden._manifest import (
     Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
-from jaxport.golden._store import Entry, GoldenStore
+from jaxport.golden._entry import Entry
+from jaxport.golden._store import GoldenStore
 from jaxport.multirelease._bisect import load_arrays
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,8 @@ from jaxport.errors import GoldenDataError
 from jaxport.golden import _signatures
 from jaxport.golden._entry_id import split_parts
 from jaxport.golden._manifest import MANIFEST_FILE, PLATFORMS, is_safe_name
-from jaxport.golden._store import Entry, GoldenStore
+from jaxport.golden._entry import Entry
+from jaxport.golden._store import GoldenStore
 from jaxport.serde import _read
 
 BLOB_SUFFIXES = (".bin",)

@@ -26,7 +26,7 @@ from jaxport.custom_calls import _registry
 from jaxport.errors import (ExpiredEnvelopeError, JaxportError, ModuleCrashError,
                             ModuleMemoryError, ModuleParserError, ModuleTimeoutError)
 from jaxport.golden import _signatures
-from jaxport.golden._store import read_bounded
+from jaxport.golden._entry import read_bounded
 from jaxport.cli._artifacts import Artifact, deserialize
 from jaxport.cli._parser import InProcess
 from jaxport.cli._relower import Relowerer

@@ -11,7 +11,8 @@ import os
 from collections.abc import Sequence
 
 from jaxport.errors import GoldenDataError, JaxportError
-from jaxport.golden._store import Entry, GoldenStore
+from jaxport.golden._entry import Entry
+from jaxport.golden._store import GoldenStore
 
 
 class Interrupted(JaxportError):

@@ -25,7 +25,9 @@ from jaxport.golden import _signatures
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import (BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MODULE_FILE, Comparison,
                                       CustomCallSignature, ImportSource, Manifest, Producer)
-from jaxport.golden._store import GoldenStore, encode_arrays, sha256_hex
+from jaxport.golden._entry import sha256_hex
+from jaxport.golden._npz import encode_arrays
+from jaxport.golden._store import GoldenStore
 from jaxport.serde import _read
 from jaxport.corpus import _corpus_rules, _jax_testdata, _poly_specs
 from jaxport._progress import track

@@ -16,10 +16,12 @@ _EXPORTS = {
                      "Producer"], "jaxport.golden._manifest"),
     "EntryId": "jaxport.golden._entry_id",
     "signatures": "jaxport.golden._signatures",
-    **dict.fromkeys(["Entry", "GoldenStore", "Snapshot"], "jaxport.golden._store"),
+    **dict.fromkeys(["Entry", "Snapshot"], "jaxport.golden._entry"),
+    "GoldenStore": "jaxport.golden._store",
 }
 
 if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
+  from jaxport.golden._entry import Entry as Entry, Snapshot as Snapshot
   from jaxport.golden._entry_id import EntryId as EntryId
   from jaxport.golden._manifest import (
       ArraySpec as ArraySpec,
@@ -30,7 +32,7 @@ if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
       Producer as Producer,
   )
   from jaxport.golden._signatures import signatures as signatures
-  from jaxport.golden._store import Entry as Entry, GoldenStore as GoldenStore, Snapshot as Snapshot
+  from jaxport.golden._store import GoldenStore as GoldenStore
 
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = _lazy.attach(globals(), _EXPORTS)

@@ -28,7 +28,8 @@ from jaxport.errors import GoldenDataError
 from jaxport.export import _mlir
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import MODULE_FILE
-from jaxport.golden._store import GoldenStore, encode_arrays
+from jaxport.golden._npz import encode_arrays
+from jaxport.golden._store import GoldenStore
 from jaxport.harness import _case_runs, _engine, _jax_setup
 from jaxport.harness import _reference as _api
 from jaxport.harness._artifact_folder import (

@@ -22,7 +22,7 @@ from typing import Any
 from jaxport.golden._entry_id import EntryId
 from jaxport._vocabulary import RecordAction, Subject
 from jaxport.golden._manifest import Manifest
-from jaxport.golden._store import entry_sort_key
+from jaxport.golden._entry import entry_sort_key
 from jaxport._vocabulary import CHANGE_KINDS
 from jaxport.harness._verdicts import Outcome
 from jaxport.report import FindingKind, PlatformTargets, Skip, Targets

@@ -17,7 +17,8 @@ import numpy as np
 import jaxport
 from jaxport.golden import EntryId, _signatures
 from jaxport.golden._manifest import MANIFEST_FILE, Comparison, Manifest, Producer
-from jaxport.golden._store import Entry, GoldenStore, sha256_hex
+from jaxport.golden._entry import Entry, sha256_hex
+from jaxport.golden._store import GoldenStore
 from jaxport.serde import _layout, _read
 
 from _sandbox import ROOT

@@ -14,7 +14,7 @@ import jaxport
 from _build import REAL_ENTRIES, copy_entry, without_fields
 from jaxport.cli import main
 from jaxport.golden._manifest import MANIFEST_FILE, Manifest
-from jaxport.golden._store import sha256_hex
+from jaxport.golden._entry import sha256_hex
 
 EVIL = "evil_unregistered_target"
 

@@ -23,9 +23,10 @@ from _build import REAL_ENTRIES, _npy_header, copy_entry, replace_files
 from _sandbox import ROOT, limited, needs_proc
 from jaxport.cli import main
 from jaxport.errors import GoldenDataError
-from jaxport.golden import _store
+from jaxport.golden import _entry, _npz, _store
 from jaxport.golden._manifest import BLOB_FILE, INPUTS_FILE, MANIFEST_FILE, ArraySpec
-from jaxport.golden._store import GoldenStore, decode_arrays
+from jaxport.golden._npz import decode_arrays
+from jaxport.golden._store import GoldenStore
 from jaxport.harness import _plugin
 from jaxport.harness._session import HarnessSession, Options
 from jaxport.harness._settings import Settings
@@ -100,10 +101,10 @@ def test_audit_refuses_a_huge_sparse_bare_blob_by_its_size(tmp_path):
 def test_a_file_is_read_no_further_than_its_limit(tmp_path):
   path = tmp_path / "f"
   path.write_bytes(b"x" * 100)
-  assert _store.read_bounded(path, "f", "MAX_JSON_BYTES", most=100) == b"x" * 100
+  assert _entry.read_bounded(path, "f", "MAX_JSON_BYTES", most=100) == b"x" * 100
   with pytest.raises(GoldenDataError, match=r"f: 100 bytes, more than the limit 99 \(derived "
                      r"from jaxport._limits.MAX_JSON_BYTES = \d+\); refused before reading it"):
-    _store.read_bounded(path, "f", "MAX_JSON_BYTES", most=99)
+    _entry.read_bounded(path, "f", "MAX_JSON_BYTES", most=99)
 
 
 # --- 2. npy headers checked before any memory is set aside -----------------------------------
@@ -127,7 +128,7 @@ def test_an_npy_header_declaring_a_huge_shape_is_refused_before_allocating(tmp_p
   child = limited(f"""
       from jaxport.errors import GoldenDataError
       from jaxport.golden._manifest import ArraySpec
-      from jaxport.golden._store import decode_arrays
+      from jaxport.golden._npz import decode_arrays
       limit_memory(256 * 2**20)
       try:
         decode_arrays({data!r}, [ArraySpec({spec.dtype!r}, {tuple(spec.shape)!r})], "inputs.npz")
@@ -172,7 +173,7 @@ def test_a_dtype_name_that_is_no_numeric_array_type_is_refused_naming_the_field(
 @pytest.mark.parametrize("name", ["bool", "int8", "uint32", "float16", "float64", "complex128",
                                   "bfloat16", "float8_e4m3fn", "int4"])
 def test_the_dtype_names_jaxport_stores_are_accepted(name):
-  assert _store.dtype_from_name(name, "here").name == name
+  assert _npz.dtype_from_name(name, "here").name == name
 
 
 # --- 4. a folder out of place is one problem, not the whole store ----------------------------

@@ -17,7 +17,8 @@ from jaxport import _limits
 from jaxport.cli import main
 from jaxport.errors import GoldenDataError
 from jaxport.golden._manifest import INPUTS_FILE, MANIFEST_FILE, ArraySpec
-from jaxport.golden._store import GoldenStore, decode_arrays
+from jaxport.golden._npz import decode_arrays
+from jaxport.golden._store import GoldenStore
 
 GiB = 2**30
 

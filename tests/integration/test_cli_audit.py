@@ -58,13 +58,13 @@ def test_json_output_and_window_days(store, capsys):
 
 
 def test_audit_reads_each_file_of_an_entry_once(store, capsys, monkeypatch):
-  from jaxport.golden import _store
+  from jaxport.golden import _entry
   from jaxport.golden._manifest import Manifest as ManifestRecord
   entry = write_qr_entry(store)
   files = {str(entry.path / name) for name in entry.manifest.files} | {
       str(entry.path / "manifest.json")}
   reads, parses = collections.Counter(), []
-  real_read, real_parse = _store.read_bounded, ManifestRecord.from_json
+  real_read, real_parse = _entry.read_bounded, ManifestRecord.from_json
 
   def counted_read(path, *args, **kwargs):
     reads[str(path)] += 1
@@ -74,7 +74,7 @@ def test_audit_reads_each_file_of_an_entry_once(store, capsys, monkeypatch):
     parses.append(1)
     return real_parse(*args, **kwargs)
 
-  monkeypatch.setattr(_store, "read_bounded", counted_read)
+  monkeypatch.setattr(_entry, "read_bounded", counted_read)
   monkeypatch.setattr(ManifestRecord, "from_json", staticmethod(counted_parse))
   rc, _, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(), "--no-drift")
   assert rc == 0

@@ -160,7 +160,7 @@ def test_a_blobs_strings_reach_the_terminal_escaped(tmp_path, capsys):
 def test_an_entry_copied_out_of_its_store_is_refused_naming_where_it_should_be(tmp_path, capsys):
   import shutil
   from jaxport.errors import GoldenDataError
-  from jaxport.golden._store import Entry
+  from jaxport.golden._entry import Entry
   entry = write_qr_entry(GoldenStore(tmp_path / "compat_data"))
   loose = tmp_path / "loose"
   shutil.copytree(entry.path, loose)

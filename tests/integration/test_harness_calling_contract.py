@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from _downstream_project import write_project
-from jaxport.golden._store import entry_sort_key
+from jaxport.golden._entry import entry_sort_key
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ import types
 import pytest
 from _harness_paths import GOLDEN_CPU as ROOT_CPU, copy_cpu_entries
 
-from jaxport.golden import _store
+from jaxport.golden._entry import Entry
 from jaxport.harness import _plugin, _worker_pool
 from jaxport.harness._project import OnChange, Project
 from jaxport.harness._protocol import FailureKind, ProjectCases, WorkerFailure
@@ -92,13 +92,13 @@ def test_an_unreadable_entry_ahead_does_not_stop_the_others(session, tmp_path):
 
 def test_an_entry_without_shardings_prepared_ahead_has_its_manifest_read_once(session, monkeypatch):
   reads = []
-  manifest = _store.Entry.manifest
+  manifest = Entry.manifest
 
   def counted(entry):
     reads.append(entry.entry_id)
     return manifest.fget(entry)
 
-  monkeypatch.setattr(_store.Entry, "manifest", property(counted))
+  monkeypatch.setattr(Entry, "manifest", property(counted))
   entry_id = f"cpu/{ONE_DEVICE}"
   session.prepare(f"cpu/{EIGHT_DEVICES}", [entry_id])
   assert session.pool.manifest(entry_id).case_id == "cholesky_f32"
@@ -206,8 +206,8 @@ def test_each_manifest_of_a_run_is_read_once_however_far_ahead_it_is_looked_at(
   assert len(ids) > 2 * _worker_pool.LOOKAHEAD
   copy_cpu_entries(MANY, Path(session.options.golden_root))
   reads = []
-  manifest = _store.Entry.manifest
-  monkeypatch.setattr(_store.Entry, "manifest",
+  manifest = Entry.manifest
+  monkeypatch.setattr(Entry, "manifest",
                       property(lambda entry: reads.append(entry.entry_id) or manifest.fget(entry)))
   session.prepare(ids[0])
   for i, entry_id in enumerate(ids):

@@ -11,7 +11,7 @@ import pytest
 
 from jaxport.errors import GoldenDataError
 
-from jaxport.golden import _store
+from jaxport.golden import _npz
 from jaxport.golden._manifest import (
     Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
 
@@ -39,13 +39,13 @@ def arrays(draw):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(arrays(), max_size=4))
 def test_arrays_round_trip_bit_exactly(arrs):
-  data, specs = _store.encode_arrays(arrs, "p")
-  back = _store.decode_arrays(data, specs, "p")
+  data, specs = _npz.encode_arrays(arrs, "p")
+  back = _npz.decode_arrays(data, specs, "p")
   assert len(back) == len(arrs)
   for a, b in zip(arrs, back):
     assert a.dtype == b.dtype and a.shape == b.shape
     assert a.tobytes() == b.tobytes()
-  assert _store.encode_arrays(back, "p")[0] == data
+  assert _npz.encode_arrays(back, "p")[0] == data
 
 
 names = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,20}", fullmatch=True).filter(lambda s: ".." not in s)

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from jaxport.errors import GoldenDataError
-from jaxport.golden import EntryId, _store
+from jaxport.golden import EntryId, _entry, _npz, _store
 from jaxport.golden._manifest import (
     Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
-from jaxport.golden._store import Entry, GoldenStore
+from jaxport.golden._entry import Entry
+from jaxport.golden._store import GoldenStore
 
 DAY = datetime.date(2026, 6, 1)
 
@@ -54,7 +55,7 @@ def entry(store):
 def resign(entry: Entry, **changes) -> None:
   """Rewrite the manifest with a valid digest and fresh file hashes (a careful forger)."""
   m = Manifest.from_json((entry.path / "manifest.json").read_text(), "test")
-  files = {n: _store.sha256_hex((entry.path / n).read_bytes()) for n in m.files}
+  files = {n: _entry.sha256_hex((entry.path / n).read_bytes()) for n in m.files}
   m = dataclasses.replace(m, files=files, **changes)
   (entry.path / "manifest.json").write_text(m.to_json())
 
@@ -92,8 +93,8 @@ def test_manifest_json_round_trip_and_digest():
 
 
 def test_npz_bytes_are_deterministic(store):
-  a, _ = _store.encode_arrays(INPUTS, "x")
-  b, _ = _store.encode_arrays([np.array(x) for x in INPUTS], "x")
+  a, _ = _npz.encode_arrays(INPUTS, "x")
+  b, _ = _npz.encode_arrays([np.array(x) for x in INPUTS], "x")
   assert a == b
 
 
@@ -103,7 +104,7 @@ def test_entries_are_sorted_and_filtered(store):
     store.write_entry(make_manifest(case_id=case, family=fam, platform=plat), b"x", [], [], "")
   ids = [e.entry_id for e in store.entries()]
   assert ids == sorted(ids) and len(ids) == 4
-  assert ids == sorted(ids, key=_store.entry_sort_key)
+  assert ids == sorted(ids, key=_entry.entry_sort_key)
   assert [e.entry_id.split("/")[:3] for e in store.entries(platform="cpu", family="qr")] == [
       ["cpu", "qr", "a"], ["cpu", "qr", "b"]]
   assert [e.entry_id for e in store.entries(platform="tpu")] == ["tpu/qr/a/2026-06-01_jax-0.10.2"]

@@ -19,7 +19,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from harness.cases import _lapack, all_cases  # noqa: E402
-from jaxport.golden import _store  # noqa: E402
+from jaxport.golden._entry import Entry, entry_sort_key  # noqa: E402
+from jaxport.golden._store import GoldenStore  # noqa: E402
 from jaxport.harness import _contract, _corpus  # noqa: E402
 
 COMPAT_DATA = ROOT / "compat_data"
@@ -36,16 +37,16 @@ def _leaves(case) -> list[np.ndarray]:
     jax.config.update("jax_enable_x64", previous)
 
 
-def _newest_entries() -> dict[str, _store.Entry]:
+def _newest_entries() -> dict[str, Entry]:
   """Each case's newest entry recorded from the case itself (not imported from jax's corpus)."""
-  newest: dict[str, _store.Entry] = {}
-  for entry in _store.GoldenStore(COMPAT_DATA).entries():
+  newest: dict[str, Entry] = {}
+  for entry in GoldenStore(COMPAT_DATA).entries():
     m = entry.manifest
     if _corpus.is_corpus_dataset(m):
       continue
-    key = _store.entry_sort_key(entry.entry_id)
+    key = entry_sort_key(entry.entry_id)
     held = newest.get(m.case_id)
-    if held is None or _store.entry_sort_key(held.entry_id)[3:] < key[3:]:
+    if held is None or entry_sort_key(held.entry_id)[3:] < key[3:]:
       newest[m.case_id] = entry
   return newest
 

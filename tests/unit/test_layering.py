@@ -70,7 +70,7 @@ INIT_IMPORTS_ALLOWED = {
                          "jaxport.releases._measured", "jaxport.releases._runs_on",
                          "jaxport.releases._table"},
     "jaxport.golden": {"jaxport._lazy", "jaxport.golden._entry_id", "jaxport.golden._manifest",
-                       "jaxport.golden._signatures",
+                       "jaxport.golden._entry", "jaxport.golden._signatures",
                        "jaxport.golden._store"},
     "jaxport.harness": {"jaxport._lazy", "jaxport.harness._case", "jaxport.harness._project",
                         "jaxport.harness._registry", "jaxport.harness._settings",

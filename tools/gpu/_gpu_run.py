@@ -36,7 +36,8 @@ if str(REPO_ROOT) not in sys.path:
 
 from jaxport.custom_calls import _registry  # noqa: E402
 from jaxport.errors import JaxportError  # noqa: E402
-from jaxport.golden._store import Entry, GoldenStore  # noqa: E402
+from jaxport.golden._entry import Entry  # noqa: E402
+from jaxport.golden._store import GoldenStore  # noqa: E402
 
 logger = logging.getLogger("replay_on_gpu")
 
