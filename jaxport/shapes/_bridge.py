@@ -34,7 +34,7 @@ from jaxport._jaxcompat import _arg_specs as jax_arg_specs
 from jaxport._jaxcompat import _registries as jax_registries
 from jaxport._jaxcompat import _mlir as jax_mlir_compat
 from jaxport.errors import ShapeError
-from jaxport.shapes import _expr, _solver
+from jaxport.shapes import _array_hooks, _expr, _solver
 from jaxport.shapes._jaxerr import InconclusiveDimensionOperation
 from jaxport.shapes._parser import parse_shape
 from jaxport.shapes._scope import SymbolicScope
@@ -144,7 +144,7 @@ def _register_with_jax() -> None:
   mlir.register_lowering(dim_as_value_p, _dim_as_value_lowering)
   mlir.register_lowering(dimension_size_p, _dimension_size_lowering)
 
-  _expr.install_array_hooks(
+  _array_hooks.install_array_hooks(
       is_array=lambda x: isinstance(x, core.Tracer),
       as_array=dim_as_value,
       array_max=jax.lax.max, array_min=jax.lax.min)

@@ -20,10 +20,10 @@ from typing import Any
 
 from jaxport import _limits
 from jaxport.errors import ShapeError
-from jaxport.shapes._expr import (
-    FLOORDIV, MAX, MIN, MOD, ONE, DimExpr, DimSize, Term, charge_parsing, linear_combination,
-    merge_sorted)
+from jaxport.shapes._budget import charge_parsing
+from jaxport.shapes._expr import DimExpr, DimSize, linear_combination
 from jaxport.shapes._jaxerr import inconclusive
+from jaxport.shapes._terms import FLOORDIV, MAX, MIN, MOD, ONE, Term, merge_sorted
 
 INF = math.inf
 EQ = "=="

@@ -11,193 +11,22 @@ Constant results are plain Python ints. Comparisons and ``max``/``min`` ask
 the expression's scope, which owns the decision procedure.
 
 This module imports nothing from jax. Values that are not dimensions (traced
-arrays) are delegated to the hooks installed with :func:`install_array_hooks`.
+arrays) are delegated to the hooks the jax bridge installs (``jaxport.shapes._array_hooks``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from jaxport._jaxcompat import _messages as jax_messages
 from jaxport import _limits
 from jaxport.errors import ShapeError
+from jaxport.shapes._array_hooks import hooks, is_int_like
+from jaxport.shapes._budget import charge_parsing, exponent_too_large, product_too_large
 from jaxport.shapes._jaxerr import InconclusiveDimensionOperation, inconclusive
-
-FLOORDIV = "floordiv"
-MOD = "mod"
-MAX = "max"
-MIN = "min"
-OPERATIONS = (FLOORDIV, MOD, MAX, MIN)
-
-
-class Factor:
-  """A dimension variable, or ``operation(e1, e2)`` of two expressions."""
-
-  __slots__ = ("var", "operation", "operands", "key", "size", "_hash")
-
-  def __init__(self, var: str | None = None, operation: str | None = None,
-               operands: tuple[DimExpr, ...] = ()):
-    self.var = var
-    self.operation = operation
-    self.operands = operands
-    if var is not None:
-      self.size = 1
-      self.key = (1, var)
-    else:
-      self.size = 1 + sum(o.size for o in operands)
-      self.key = (self.size, operation, tuple(o.key for o in operands))
-    self._hash = hash(self.key)
-
-  def __hash__(self):
-    return self._hash
-
-  def __eq__(self, other):
-    return self is other or (isinstance(other, Factor) and self.key == other.key)
-
-  def __lt__(self, other: Factor):
-    return self.key < other.key
-
-  def __str__(self):
-    if self.var is not None:
-      return self.var
-    return f"{self.operation}({', '.join(map(str, self.operands))})"
-
-  __repr__ = __str__
-
-  def get_vars(self) -> set[str]:
-    if self.var is not None:
-      return {self.var}
-    acc: set[str] = set()
-    for o in self.operands:
-      acc.update(o._get_vars())
-    return acc
-
-
-class Term:
-  """A product of ``(factor, exponent)`` pairs, largest factor first; ``()`` is 1."""
-
-  __slots__ = ("factors", "key", "size", "_hash")
-
-  def __init__(self, factors: tuple[tuple[Factor, int], ...]):
-    self.factors = factors
-    self.size = sum(1 + e * f.size for f, e in factors)
-    self.key = (self.size, tuple((f.key, e) for f, e in factors))
-    self._hash = hash(self.key)
-
-  def __hash__(self):
-    return self._hash
-
-  def __eq__(self, other):
-    return self is other or (isinstance(other, Term) and self.key == other.key)
-
-  def __lt__(self, other: Term):
-    return self.key < other.key
-
-  def __str__(self):
-    return "*".join(str(f) if e == 1 else f"{f}^{e}" for f, e in reversed(self.factors))
-
-  __repr__ = __str__
-
-  @property
-  def is_constant(self) -> bool:
-    return not self.factors
-
-  def to_factor(self) -> Factor | None:
-    if len(self.factors) != 1 or self.factors[0][1] != 1:
-      return None
-    return self.factors[0][0]
-
-  def to_var(self) -> str | None:
-    f = self.to_factor()
-    return None if f is None else f.var
-
-  def get_vars(self) -> set[str]:
-    acc: set[str] = set()
-    for f, _ in self.factors:
-      acc.update(f.get_vars())
-    return acc
-
-  def mul(self, other: Term) -> Term:
-    if not other.factors:
-      return self
-    if not self.factors:
-      return other
-    if len(other.factors) == 1:
-      return self._times(*other.factors[0])
-    if len(self.factors) == 1:
-      return other._times(*self.factors[0])
-    return Term(tuple(merge_sorted(self.factors, 1, other.factors, 1)))
-
-  def _times(self, f: Factor, e: int) -> Term:
-    """``self * f^e``, from this term's factors and key without walking them in Python, so
-    that a product built one factor at a time (``math.prod`` of n dimensions) is not n^2
-    Python steps."""
-    factors = self.factors
-    key = f.key
-    lo, hi = 0, len(factors)
-    while lo < hi:  # the first factor not larger than f (factors are largest first)
-      mid = (lo + hi) // 2
-      if factors[mid][0].key > key:
-        lo = mid + 1
-      else:
-        hi = mid
-    parts = self.key[1]
-    if lo < len(factors) and factors[lo][0].key == key:
-      merged = factors[lo][1] + e
-      new_factors = factors[:lo] + ((factors[lo][0], merged),) + factors[lo + 1:]
-      new_parts = parts[:lo] + ((key, merged),) + parts[lo + 1:]
-      size = self.size + e * f.size
-    else:
-      new_factors = factors[:lo] + ((f, e),) + factors[lo:]
-      new_parts = parts[:lo] + ((key, e),) + parts[lo:]
-      size = self.size + 1 + e * f.size
-    t = Term.__new__(Term)
-    t.factors = new_factors
-    t.size = size
-    t.key = (size, new_parts)
-    t._hash = hash(t.key)
-    return t
-
-  def divide(self, divisor: Term) -> Term:
-    """The exact quotient; raises InconclusiveDimensionOperation if there is none."""
-    factors = merge_sorted(self.factors, 1, divisor.factors, -1)
-    if any(e <= 0 for _, e in factors):
-      raise inconclusive(f"Cannot divide {self} by {divisor}.")
-    return Term(tuple(factors))
-
-
-ONE = Term(())
-
-
-def merge_sorted(pairs1: Sequence[tuple[Any, int]], k1: int,
-                 pairs2: Sequence[tuple[Any, int]], k2: int) -> list[tuple[Any, int]]:
-  """``pairs1*k1 + pairs2*k2`` for pair lists sorted largest key first."""
-  acc = []
-  i1 = i2 = 0
-  n1, n2 = len(pairs1), len(pairs2)
-  while i1 < n1 and i2 < n2:
-    x1, c1 = pairs1[i1]
-    x2, c2 = pairs2[i2]
-    key1, key2 = x1.key, x2.key
-    if key1 > key2:
-      acc.append((x1, c1 * k1))
-      i1 += 1
-    elif key1 < key2:
-      acc.append((x2, c2 * k2))
-      i2 += 1
-    else:
-      c = c1 * k1 + c2 * k2
-      i1 += 1
-      i2 += 1
-      if c != 0:
-        acc.append((x1, c))
-  acc.extend((x, c * k1) for x, c in pairs1[i1:] if c != 0)
-  acc.extend((x, c * k2) for x, c in pairs2[i2:] if c != 0)
-  return acc
+from jaxport.shapes._terms import FLOORDIV, MAX, MIN, MOD, ONE, Factor, Term, merge_sorted
 
 
 # Units of work (about a microsecond each, see jaxport._limits) of forming one product of
@@ -205,90 +34,11 @@ def merge_sorted(pairs1: Sequence[tuple[Any, int]], k1: int,
 _PAIR_WORK = 3
 
 
-class WorkMeter:
-  """Units of work counted against one budget of ``jaxport._limits``, so that an input that
-  would take too long is refused after the same amount of work on every machine."""
-
-  __slots__ = ("spent", "limit", "refusal")
-
-  def __init__(self, limit: str, refusal: Callable[[str], ShapeError]):
-    self.spent = 0
-    self.limit = limit
-    self.refusal = refusal
-
-  def charge(self, n: int) -> None:
-    self.spent += n
-    if self.spent > getattr(_limits, self.limit):
-      raise self.refusal(_limits.name(self.limit))
-
-
-# The meter of the shape specs being parsed in this thread (the parsing scope's), or None.
-_parsing: contextvars.ContextVar[WorkMeter | None] = contextvars.ContextVar(
-    "jaxport_shapes_parsing", default=None)
-
-
-@contextlib.contextmanager
-def parsing(meter: WorkMeter) -> Iterator[None]:
-  """Charges the arithmetic and decisions done while the block runs to ``meter`` too."""
-  token = _parsing.set(meter)
-  try:
-    yield
-  finally:
-    _parsing.reset(token)
-
-
-def charge_parsing(n: int) -> None:
-  """Charges ``n`` units to the meter of the specs being parsed, if any."""
-  meter = _parsing.get()
-  if meter is not None:
-    meter.charge(n)
-
-
-def spec_work_exceeded(limit: str) -> ShapeError:
-  """The refusal of specs whose simplification (max/min, products) took too much work."""
-  return ShapeError(
-      f"The symbolic shape specs parsed in one scope did more than {limit} units of work "
-      "(deciding comparisons to simplify max and min, multiplying terms). Real specs need "
-      "a few hundred; max/min nested over many distinct variables and products of long "
-      "sums need far more. Write the shapes with fewer nested max/min or shorter sums.")
-
-
-class _ArrayHooks:
-  """How non-dimension operands (traced arrays) are handled; set by the jax bridge."""
-
-  is_array: Callable[[Any], bool] = staticmethod(lambda x: False)
-  as_array: Callable[[DimExpr], Any] | None = None
-  array_max: Callable[[Any, Any], Any] = staticmethod(max)
-  array_min: Callable[[Any, Any], Any] = staticmethod(min)
-
-
-_hooks = _ArrayHooks()
-
-
-def install_array_hooks(*, is_array: Callable[[Any], bool], as_array: Callable[[DimExpr], Any],
-                        array_max: Callable[[Any, Any], Any],
-                        array_min: Callable[[Any, Any], Any]) -> None:
-  """Lets expressions mix with arrays: ``is_array(x)`` picks them out, ``as_array(e)``
-  turns an expression into one, and ``array_max``/``array_min`` evaluate those factors."""
-  _hooks.is_array = is_array
-  _hooks.as_array = as_array
-  _hooks.array_max = array_max
-  _hooks.array_min = array_min
-
-
-def _is_int_like(x: Any) -> bool:
-  try:
-    operator.index(x)
-    return True
-  except Exception:
-    return False
-
-
 def _is_dim_operand(x: Any) -> bool:
   """Whether ``x`` combines symbolically (an expression or an integer, not an array)."""
   if type(x) is int or isinstance(x, DimExpr):
     return True
-  return not _hooks.is_array(x) and _is_int_like(x)
+  return not hooks.is_array(x) and is_int_like(x)
 
 
 class DimExpr:
@@ -558,7 +308,7 @@ class DimExpr:
     if isinstance(other, DimExpr):
       if self.scope is not other.scope:
         return False
-    elif not (type(other) is int or (not _hooks.is_array(other) and _is_int_like(other))):
+    elif not (type(other) is int or (not hooks.is_array(other) and is_int_like(other))):
       return False
     diff = self - other
     return not isinstance(diff, DimExpr) and diff == 0
@@ -621,10 +371,10 @@ class DimExpr:
     return self.__jax_array__()
 
   def __jax_array__(self):
-    if _hooks.as_array is None:
+    if hooks.as_array is None:
       raise TypeError(f"Symbolic dimension '{self}' cannot be used as an array value "
                       "before jaxport.shapes is connected to jax; import jaxport first.")
-    return _hooks.as_array(self)
+    return hooks.as_array(self)
 
 
 DimSize = int | DimExpr
@@ -740,26 +490,12 @@ def product(factors: Sequence[DimSize], scope: Any) -> DimSize:
   return acc
 
 
-def product_too_large(e1: DimExpr, e2: DimExpr) -> ShapeError:
-  """The refusal of a multiplication that would form too many products of terms."""
-  n1, n2 = len(e1.terms), len(e2.terms)
-  return ShapeError(
-      f"Multiplying symbolic dimensions of {n1} and {n2} terms would form {n1 * n2} "
-      f"products of terms, past the limit {_limits.name('MAX_PRODUCT_TERMS')}; the "
-      "dimensions start '" + _clip(str(e1)) + "' and '" + _clip(str(e2)) + "'. Real "
-      "dimensions have a few terms: multiply shorter sums.")
-
-
-def _clip(text: str) -> str:
-  return text if len(text) <= 80 else text[:80] + "..."
-
-
 def ensure_expr(p: Any, operation: str, scope: Any) -> DimExpr:
   """``p`` as a DimExpr of ``scope`` (ints become constant expressions)."""
   if isinstance(p, DimExpr):
     scope._check_same_scope(p, when=f"for operation {operation}")
     return p
-  if _is_int_like(p):
+  if is_int_like(p):
     return DimExpr.constant(operator.index(p), scope)
   raise TypeError(f"Symbolic dimension {operation} not supported for {p}.")
 
@@ -894,10 +630,10 @@ def _eval_factor(f: Factor, env: dict[str, Any], scope: Any) -> Any:
     return divmod(v1, v2)[1]
   if isinstance(v1, (int, DimExpr)) and isinstance(v2, (int, DimExpr)):
     return dim_max(v1, v2) if f.operation == MAX else dim_min(v1, v2)
-  if _is_int_like(v1) and _is_int_like(v2) and not (_hooks.is_array(v1) or _hooks.is_array(v2)):
+  if is_int_like(v1) and is_int_like(v2) and not (hooks.is_array(v1) or hooks.is_array(v2)):
     v1, v2 = operator.index(v1), operator.index(v2)
     return max(v1, v2) if f.operation == MAX else min(v1, v2)
-  return _hooks.array_max(v1, v2) if f.operation == MAX else _hooks.array_min(v1, v2)
+  return hooks.array_max(v1, v2) if f.operation == MAX else hooks.array_min(v1, v2)
 
 
 def evaluate_term(t: Term, env: dict[str, Any], scope: Any) -> Any:
@@ -926,11 +662,3 @@ def all_vars(dims: Iterable[Any]) -> set[str]:
     if isinstance(d, DimExpr):
       acc.update(d._get_vars())
   return acc
-
-
-def exponent_too_large(base: str, power: int) -> ShapeError:
-  """The refusal of ``base ** power`` past the exponent limit (powers loop ``power`` times)."""
-  return ShapeError(
-      f"Symbolic dimension exponent {power} in '{base}' ** {power} exceeds the limit "
-      f"{_limits.name('MAX_DIM_EXPONENT')}: no dimension size fits in 64 bits past it. "
-      "Write the shape with a smaller exponent.")

@@ -22,8 +22,9 @@ from typing import Any
 
 from jaxport import _limits
 from jaxport.errors import ShapeError
-from jaxport.shapes._expr import (MAX, MIN, OPERATIONS, DimExpr, DimSize, dim_max, dim_min,
-                                  exponent_too_large, parsing, product, total)
+from jaxport.shapes._budget import exponent_too_large, parsing
+from jaxport.shapes._expr import DimExpr, DimSize, dim_max, dim_min, product, total
+from jaxport.shapes._terms import MAX, MIN, OPERATIONS
 
 _ENDMARKER = tokenize.ENDMARKER
 _RPAR = tokenize.RPAR

@@ -19,9 +19,10 @@ from typing import Any
 from jaxport._jaxcompat import _messages as jax_messages
 from jaxport.errors import ShapeError
 from jaxport.shapes import _decision
-from jaxport.shapes._expr import (FLOORDIV, MOD, DimExpr, DimSize, Factor, Term, WorkMeter,
-                                  ensure_expr, spec_work_exceeded)
+from jaxport.shapes._budget import WorkMeter, spec_work_exceeded
+from jaxport.shapes._expr import DimExpr, DimSize, ensure_expr
 from jaxport.shapes._parser import ShapeParser
+from jaxport.shapes._terms import FLOORDIV, MOD, Factor, Term
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

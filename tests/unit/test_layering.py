@@ -53,7 +53,8 @@ RECORD_METHOD_MODULES = ("jaxport.serde._write", "jaxport.calling._call",
                          "jaxport.export._shardings", "jaxport.export._mlir")
 
 # The pure symbolic-shape core: no jax at all.
-SHAPES_CORE = ("jaxport.shapes._expr", "jaxport.shapes._parser", "jaxport.shapes._decision",
+SHAPES_CORE = ("jaxport.shapes._expr", "jaxport.shapes._terms", "jaxport.shapes._budget",
+               "jaxport.shapes._array_hooks", "jaxport.shapes._parser", "jaxport.shapes._decision",
                "jaxport.shapes._scope", "jaxport.shapes._solver", "jaxport.shapes._api")
 
 # Subpackage __init__ files import nothing; the cli's re-exports its console-script entry point,
