@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import event, given, note, strategies as st
 
-from harness.fuzz import strategies as S
+from harness.fuzz import shape_impls as impls, strategies as S
 from harness.fuzz._hypothesis_profiles import budget
 from harness.fuzz.test_fuzz_solve import export_or_reject
 
@@ -24,36 +24,36 @@ def expect_refusal(where: str, thunk, shapes, env) -> str:
   try:
     thunk()
   except Exception as e:  # the module path raises jax's compile-time errors
-    text = S.error_chain_text(e)
+    text = impls.error_chain_text(e)
   else:
     raise AssertionError(f"{where}: accepted shapes {list(shapes)} that violate the spec")
-  problem = S.explain_shape_assertion(text, shapes, env)
+  problem = impls.explain_shape_assertion(text, shapes, env)
   assert problem is None, f"{where}: {problem}"
-  event(f"refused: {S.assertion_kind(text)}")
+  event(f"refused: {impls.assertion_kind(text)}")
   return text
 
 
-def check_refused(impl: S.ShapesImpl, case: S.SpecCase, violation: S.Violation) -> None:
+def check_refused(impl: impls.ShapesImpl, case: S.SpecCase, violation: S.Violation) -> None:
   shapes = [list(s) for s in violation.shapes]
   env = dict(violation.env)
-  note(S.spec_summary(case, env, shapes) + f"\nviolation kind = {violation.kind}")
+  note(impls.spec_summary(case, env, shapes) + f"\nviolation kind = {violation.kind}")
   event(f"violation: {violation.kind}")
   try:
     exported = export_or_reject(impl, case)
   except ValueError as e:
     # Constraints that no values satisfy may be refused at export already.
-    if (S.assertion_kind(str(e)) in ("constraint", "unsatisfiable") and
-        not any(case.constraints.holds(v) for v in S.env_grid(S.solved_names(case)))):
+    if (impls.assertion_kind(str(e)) in ("constraint", "unsatisfiable") and
+        not any(case.constraints.holds(v) for v in S.env_grid(impls.solved_names(case)))):
       event("export refused: the constraints are unsatisfiable")
       return
     raise
-  args = S.concrete_args(violation.shapes)
+  args = impls.concrete_args(violation.shapes)
   expect_refusal(f"{impl} Exported.call", lambda: exported.call(*args), shapes, env)
   expect_refusal(f"{impl} shape_assertion in the module",
-                 lambda: S.call_through_module(exported, args), shapes, env)
+                 lambda: impls.call_through_module(exported, args), shapes, env)
 
 
-@pytest.mark.parametrize("impl", S.IMPLS, ids=str)
+@pytest.mark.parametrize("impl", impls.IMPLS, ids=str)
 @budget(30)
 @given(data=st.data())
 def test_violating_shapes_are_refused_at_trace_time_and_by_the_module(impl, data):

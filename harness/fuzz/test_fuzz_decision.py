@@ -18,7 +18,7 @@ import operator
 
 from hypothesis import event, given, note, reject, strategies as st
 
-from harness.fuzz import strategies as S
+from harness.fuzz import shape_impls as impls, strategies as S
 from harness.fuzz._hypothesis_profiles import budget
 from harness.fuzz._jax_findings import jax_finding
 
@@ -26,14 +26,14 @@ COMPARISONS = ((">=", operator.ge), ("<=", operator.le), (">", operator.gt),
                ("<", operator.lt), ("==", operator.eq))
 
 
-def _parse_pair(impl: S.ShapesImpl, case: S.DecisionCase):
+def _parse_pair(impl: impls.ShapesImpl, case: S.DecisionCase):
   """``(scope, lhs, rhs)`` or ``None`` when the scope is refused as unsatisfiable."""
   try:
     scope = impl.scope(case.constraints.strings())
     (lhs,) = impl.parse(case.lhs.render(), scope=scope)
     (rhs,) = impl.parse(case.rhs.render(), scope=scope)
-  except S.INTERNAL_CRASHES as e:
-    if impl is S.JAX:
+  except impls.INTERNAL_CRASHES as e:
+    if impl is impls.JAX:
       jax_finding("crash", f"jax.export crashed parsing {case!r}: {type(e).__name__}: {e}")
       reject()
     raise
@@ -44,7 +44,7 @@ def _parse_pair(impl: S.ShapesImpl, case: S.DecisionCase):
   return scope, lhs, rhs
 
 
-def decide(impl: S.ShapesImpl, case: S.DecisionCase) -> dict[str, bool | None] | None:
+def decide(impl: impls.ShapesImpl, case: S.DecisionCase) -> dict[str, bool | None] | None:
   """Each comparison's answer (None: inconclusive), or None for an unsatisfiable scope."""
   parsed = _parse_pair(impl, case)
   if parsed is None:
@@ -58,21 +58,21 @@ def decide(impl: S.ShapesImpl, case: S.DecisionCase) -> dict[str, bool | None] |
       if "nsatisfiable" not in str(e):  # a scope's constraints are combined lazily
         raise
       return None
-    except S.INTERNAL_CRASHES as e:
-      if impl is S.JAX:
+    except impls.INTERNAL_CRASHES as e:
+      if impl is impls.JAX:
         jax_finding("crash", f"jax.export crashed deciding {name} in {case!r}: "
                              f"{type(e).__name__}: {e}")
         out[name] = None
         continue
       raise
     except Exception as e:
-      if not S.is_inconclusive(e):
+      if not impls.is_inconclusive(e):
         raise
       out[name] = None
   return out
 
 
-def check_decision(impl: S.ShapesImpl, case: S.DecisionCase,
+def check_decision(impl: impls.ShapesImpl, case: S.DecisionCase,
                    extra_envs: list[dict[str, int]]) -> None:
   note(repr(case))
   envs = S.env_grid(case.names, case.constraints) + list(extra_envs)
@@ -94,9 +94,9 @@ def check_decision(impl: S.ShapesImpl, case: S.DecisionCase,
     truths = {cmp(x, y) for x, y, _ in values}
     if answer is None:
       if len(truths) == 1:
-        if impl is not S.JAX:
+        if impl is not impls.JAX:
           if reference is None:
-            reference = decide(S.JAX, case) or {}
+            reference = decide(impls.JAX, case) or {}
           if reference.get(name) is not None:
             event(f"{impl}: needless inconclusive ({name}): jax.export decides it")
             continue
@@ -117,7 +117,7 @@ def check_decision(impl: S.ShapesImpl, case: S.DecisionCase,
 @budget(300)
 @given(case=S.decision_cases(), data=st.data())
 def test_definite_comparisons_hold_in_every_satisfying_environment(case, data):
-  impl = S.JAXPORT
+  impl = impls.JAXPORT
   extra = data.draw(st.lists(S.environments(case.names, case.constraints, satisfying=None,
                                             max_value=60), max_size=2), label="extra envs")
   check_decision(impl, case, extra)

@@ -16,27 +16,27 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import event, given, note, reject, strategies as st
 
-from harness.fuzz import strategies as S
+from harness.fuzz import shape_impls as impls, strategies as S
 from harness.fuzz._hypothesis_profiles import budget
 from harness.fuzz._jax_findings import jax_finding
 
 
-def outcome(impl: S.ShapesImpl, case: S.SpecCase, shapes) -> tuple:
+def outcome(impl: impls.ShapesImpl, case: S.SpecCase, shapes) -> tuple:
   """``('export error', kind)``, ``('refused', kind)`` or ``('ok', values, result)``."""
   try:
-    exported = S.export_case(impl, case)
-  except S.INTERNAL_CRASHES as e:
-    if impl is S.JAX:
-      jax_finding("crash", f"jax.export crashed exporting {S.spec_summary(case)}: "
+    exported = impls.export_case(impl, case)
+  except impls.INTERNAL_CRASHES as e:
+    if impl is impls.JAX:
+      jax_finding("crash", f"jax.export crashed exporting {impls.spec_summary(case)}: "
                            f"{type(e).__name__}: {e}")
       reject()
     raise
   except ValueError as e:
-    return ("export error", S.assertion_kind(str(e)))
+    return ("export error", impls.assertion_kind(str(e)))
   try:
-    values, total = exported.call(*S.concrete_args(shapes))
+    values, total = exported.call(*impls.concrete_args(shapes))
   except ValueError as e:
-    return ("refused", S.assertion_kind(str(e)))
+    return ("refused", impls.assertion_kind(str(e)))
   return ("ok", tuple(np.asarray(values).tolist()), round(float(total), 3))
 
 
@@ -54,17 +54,17 @@ def differential_cases(draw):
 @given(drawn=differential_cases())
 def test_jax_export_and_jaxport_reach_the_same_outcome(drawn):
   case, shapes, kind = drawn
-  note(S.spec_summary(case, shapes=shapes) + f"\nshapes are {kind}")
+  note(impls.spec_summary(case, shapes=shapes) + f"\nshapes are {kind}")
   event(kind)
-  ours, theirs = outcome(S.JAXPORT, case, shapes), outcome(S.JAX, case, shapes)
+  ours, theirs = outcome(impls.JAXPORT, case, shapes), outcome(impls.JAX, case, shapes)
   event(f"outcome: {theirs[0]}")
   if kind != "satisfying" and theirs[0] == "ok" and ours[0] != "ok":
     # The shapes break the spec: jaxport refusing them is right, jax.export running them is not.
     jax_finding("unsound", f"jax.export ran shapes that break the spec; "
-                           f"{S.spec_summary(case, shapes=shapes)}; {kind}")
+                           f"{impls.spec_summary(case, shapes=shapes)}; {kind}")
     return
   if ours == ("export error", "unsatisfiable") and theirs != ours:
-    names = S.solved_names(case)
+    names = impls.solved_names(case)
     assert not any(case.constraints.holds(e) for e in S.env_grid(names)), (
         f"jaxport refused {case.constraints.strings()} as unsatisfiable")
     event("jaxport refuses contradictory constraints at export; jax.export at call")

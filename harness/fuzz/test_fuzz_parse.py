@@ -12,22 +12,22 @@ from __future__ import annotations
 import pytest
 from hypothesis import event, given, note, reject, strategies as st
 
-from harness.fuzz import strategies as S
+from harness.fuzz import shape_impls as impls, shape_trees as trees, strategies as S
 from harness.fuzz._hypothesis_profiles import budget
 
 
-def parse_or_skip(impl: S.ShapesImpl, text: str, scope) -> tuple:
+def parse_or_skip(impl: impls.ShapesImpl, text: str, scope) -> tuple:
   """``impl``'s parse of ``text``; an internal crash of the reference rejects the example."""
   try:
     return impl.parse(text, scope=scope)
-  except S.INTERNAL_CRASHES as e:
-    if impl is S.JAX:
+  except impls.INTERNAL_CRASHES as e:
+    if impl is impls.JAX:
       event(f"jax.export crashed parsing: {type(e).__name__}")
       reject()
     raise
 
 
-def check_roundtrip(impl: S.ShapesImpl, names: tuple[str, ...], exprs: list[S.Expr]) -> None:
+def check_roundtrip(impl: impls.ShapesImpl, names: tuple[str, ...], exprs: list[trees.Expr]) -> None:
   """``parse(str(e)) == e`` and the value of ``e`` is the tree's, for a whole shape."""
   scope = impl.scope()
   text = ", ".join(e.render() for e in exprs)
@@ -43,13 +43,13 @@ def check_roundtrip(impl: S.ShapesImpl, names: tuple[str, ...], exprs: list[S.Ex
   check_same_values(impl, names, exprs, dims)
 
 
-def check_same_values(impl: S.ShapesImpl, names, exprs: list[S.Expr], dims) -> None:
+def check_same_values(impl: impls.ShapesImpl, names, exprs: list[trees.Expr], dims) -> None:
   """Each implementation dimension has its source tree's value on the whole grid."""
-  printed = [S.parse_dim_text(str(d)) for d in dims]
+  printed = [trees.parse_dim_text(str(d)) for d in dims]
   for env in S.env_grid(names):
     for e, d, p in zip(exprs, dims, printed):
       want, got = e.evaluate(env), p.evaluate(env)
-      if want != got and impl is S.JAX:
+      if want != got and impl is impls.JAX:
         # A bug of the reference (see tests/regression/test_shape_regressions.py).
         event("jax.export normalizes to an expression of another value")
         reject()
@@ -64,23 +64,23 @@ def shapes_of_exprs(draw):
   return names, draw(st.lists(S.exprs(names), min_size=1, max_size=3))
 
 
-@pytest.mark.parametrize("impl", S.IMPLS, ids=str)
+@pytest.mark.parametrize("impl", impls.IMPLS, ids=str)
 @budget(100)
 @given(case=shapes_of_exprs())
 def test_print_then_parse_is_identity_and_keeps_values(impl, case):
   check_roundtrip(impl, *case)
 
 
-def check_cross_parse(names: tuple[str, ...], expr: S.Expr) -> None:
+def check_cross_parse(names: tuple[str, ...], expr: trees.Expr) -> None:
   """jax reads jaxport's printed form to jax's own parse of the source, and vice versa."""
   text = expr.render()
   note(f"source = {text!r}")
   parsed = {}
-  for impl in S.IMPLS:
+  for impl in impls.IMPLS:
     scope = impl.scope()
     (d,) = parse_or_skip(impl, text, scope)
     parsed[impl] = (scope, d)
-  for reader, writer in ((S.JAX, S.JAXPORT), (S.JAXPORT, S.JAX)):
+  for reader, writer in ((impls.JAX, impls.JAXPORT), (impls.JAXPORT, impls.JAX)):
     scope, own = parsed[reader]
     printed = str(parsed[writer][1])
     (theirs,) = reader.parse(printed, scope=scope)
@@ -90,7 +90,7 @@ def check_cross_parse(names: tuple[str, ...], expr: S.Expr) -> None:
       # simplifies less. Counted, not failed; known cases are pinned in
       # tests/regression/test_shape_regressions.py.
       event(f"{reader} reads {writer}'s printed form to a different normal form")
-  if str(parsed[S.JAX][1]) != str(parsed[S.JAXPORT][1]):
+  if str(parsed[impls.JAX][1]) != str(parsed[impls.JAXPORT][1]):
     event("printed forms differ between jax.export and jaxport")
 
 

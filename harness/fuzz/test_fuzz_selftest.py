@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from harness.fuzz import strategies as S
+from harness.fuzz import shape_impls as impls, strategies as S
 from harness.fuzz.test_fuzz_assertions import check_refused
 from harness.fuzz.test_fuzz_decision import check_decision
 from harness.fuzz.test_fuzz_parse import check_roundtrip, shapes_of_exprs
@@ -53,7 +53,7 @@ def test_unsound_bounds_are_caught_by_the_decision_property(monkeypatch):
   @SHORT_RUN
   @given(case=S.decision_cases(), data=st.data())
   def prop(case, data):
-    check_decision(S.JAXPORT, case, [])
+    check_decision(impls.JAXPORT, case, [])
   error = finds_counterexample(prop)
   assert isinstance(error, AssertionError) and "decided" in str(error), error
 
@@ -74,7 +74,7 @@ def test_an_off_by_one_solver_is_caught_by_the_solving_property(monkeypatch, fre
   @given(data=st.data())
   def prop(data):
     case = data.draw(S.spec_cases(with_constraints=False))
-    check_solution(S.JAXPORT, case, data.draw(S.spec_envs(case)))
+    check_solution(impls.JAXPORT, case, data.draw(S.spec_envs(case)))
   error = finds_counterexample(prop)
   assert isinstance(error, AssertionError) and "solved" in str(error), error
 
@@ -88,7 +88,7 @@ def test_missing_shape_assertions_are_caught_by_the_assertion_property(monkeypat
   @given(data=st.data())
   def prop(data):
     case = data.draw(S.spec_cases())
-    check_refused(S.JAXPORT, case, data.draw(S.violations(case)))
+    check_refused(impls.JAXPORT, case, data.draw(S.violations(case)))
   error = finds_counterexample(prop)
   assert isinstance(error, AssertionError), error
   assert "shape_assertion in the module: accepted shapes" in str(error), error
@@ -107,6 +107,6 @@ def test_a_printer_that_drops_a_term_is_caught_by_the_parse_property(monkeypatch
   @SHORT_RUN
   @given(case=shapes_of_exprs())
   def prop(case):
-    check_roundtrip(S.JAXPORT, *case)
+    check_roundtrip(impls.JAXPORT, *case)
   error = finds_counterexample(prop)
   assert isinstance(error, AssertionError), error

@@ -16,18 +16,18 @@ import numpy as np
 import pytest
 from hypothesis import event, given, note, reject, strategies as st
 
-from harness.fuzz import strategies as S
+from harness.fuzz import shape_impls as impls, strategies as S
 from harness.fuzz._hypothesis_profiles import budget
 
 UNSOLVABLE = "Cannot solve for values of dimension variables"
 
 
-def export_or_reject(impl: S.ShapesImpl, case: S.SpecCase):
+def export_or_reject(impl: impls.ShapesImpl, case: S.SpecCase):
   """``impl``'s export of ``case``; the reference's internal crashes reject the example."""
   try:
-    return S.export_case(impl, case)
-  except S.INTERNAL_CRASHES as e:
-    if impl is S.JAX:
+    return impls.export_case(impl, case)
+  except impls.INTERNAL_CRASHES as e:
+    if impl is impls.JAX:
       event(f"jax.export crashed exporting: {type(e).__name__}")
       reject()
     raise
@@ -36,7 +36,7 @@ def export_or_reject(impl: S.ShapesImpl, case: S.SpecCase):
 def check_results(where: str, case: S.SpecCase, env, got, want) -> None:
   values, total = got
   want_values, want_total = want
-  names = S.solved_names(case)
+  names = impls.solved_names(case)
   assert [int(v) for v in np.asarray(values)] == [env[n] for n in names], (
       f"{where}: solved {dict(zip(names, np.asarray(values).tolist()))}, "
       f"expected {{{', '.join(f'{n!r}: {env[n]}' for n in names)}}}")
@@ -44,20 +44,20 @@ def check_results(where: str, case: S.SpecCase, env, got, want) -> None:
                              err_msg=f"{where}: result differs from jax.jit")
 
 
-def check_solution(impl: S.ShapesImpl, case: S.SpecCase, env: dict[str, int]) -> None:
+def check_solution(impl: impls.ShapesImpl, case: S.SpecCase, env: dict[str, int]) -> None:
   shapes = case.shapes(env)
-  note(S.spec_summary(case, env, shapes))
+  note(impls.spec_summary(case, env, shapes))
   solved, why = case.solve(shapes)
-  assert solved == {n: env[n] for n in S.solved_names(case)}, f"oracle disagrees: {why}"
+  assert solved == {n: env[n] for n in impls.solved_names(case)}, f"oracle disagrees: {why}"
   exported = export_or_reject(impl, case)
-  args = S.concrete_args(shapes)
-  want = S.reference_result(case, env, shapes)
+  args = impls.concrete_args(shapes)
+  want = impls.reference_result(case, env, shapes)
   check_results(f"{impl} Exported.call", case, env, exported.call(*args), want)
-  check_results(f"{impl} module run by jax", case, env, S.call_through_module(exported, args),
+  check_results(f"{impl} module run by jax", case, env, impls.call_through_module(exported, args),
                 want)
 
 
-@pytest.mark.parametrize("impl", S.IMPLS, ids=str)
+@pytest.mark.parametrize("impl", impls.IMPLS, ids=str)
 @budget(50)
 @given(data=st.data())
 def test_solved_variables_are_the_values_that_built_the_shapes(impl, data):
@@ -66,8 +66,8 @@ def test_solved_variables_are_the_values_that_built_the_shapes(impl, data):
   check_solution(impl, case, env)
 
 
-def check_unsolvable(impl: S.ShapesImpl, case: S.SpecCase) -> None:
-  note(S.spec_summary(case))
+def check_unsolvable(impl: impls.ShapesImpl, case: S.SpecCase) -> None:
+  note(impls.spec_summary(case))
   try:
     export_or_reject(impl, case)
   except ValueError as e:
@@ -79,7 +79,7 @@ def check_unsolvable(impl: S.ShapesImpl, case: S.SpecCase) -> None:
     assert f"'{v}'" in message, f"{impl}: the error does not name {v!r}: {message}"
 
 
-@pytest.mark.parametrize("impl", S.IMPLS, ids=str)
+@pytest.mark.parametrize("impl", impls.IMPLS, ids=str)
 @budget(50)
 @given(case=S.spec_cases(solvable=False))
 def test_unsolvable_specs_are_refused_at_export(impl, case):

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness.fuzz.strategies import parse_dim_text  # noqa: E402  (the fuzz oracle's reader)
+from harness.fuzz.shape_trees import parse_dim_text  # noqa: E402  (the fuzz oracle's reader)
 
 
 def _values(dim, names, grid=(1, 2, 3, 5, 11)):

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness.fuzz import strategies as fuzz  # noqa: E402
+from harness.fuzz import shape_impls as fuzz  # noqa: E402
 from jaxport.harness import _contexts, _executables, _jax_setup  # noqa: E402
 from jaxport.harness import _reporter as reporter  # noqa: E402
 from jaxport.harness._protocol import FailureKind, ReplayAnswer, WorkerFailure  # noqa: E402
