@@ -25,6 +25,7 @@ from jaxport.golden._npz import ZIP_MEMBER_OVERHEAD, check_array_dtypes, decode_
 
 
 def sha256_hex(data: bytes) -> str:
+  """The hex sha256 of ``data``, as a manifest records each file's."""
   return hashlib.sha256(data).hexdigest()
 
 
