@@ -7,6 +7,7 @@ same width and restored by the dtype name the manifest records.
 
 from __future__ import annotations
 
+import functools
 import io
 import warnings
 import zipfile
@@ -50,22 +51,30 @@ def _extended_dtype(name: str) -> np.dtype | None:
 def dtype_from_name(name: str, where: str) -> np.dtype:
   """The numpy dtype a manifest names: a numeric or bool numpy dtype by its own name
   (``float32``, not ``f4``) or an ml_dtypes array type; anything else is refused."""
-  if isinstance(name, str) and name.isidentifier():
-    try:
-      with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        dt = np.dtype(name)
-    except (TypeError, ValueError):
-      dt = None
-    if dt is not None and dt.kind in "biufc" and dt.name == name:
-      return dt
-    dt = _extended_dtype(name)
-    if dt is not None:
-      return dt
-  raise GoldenDataError(f"{where}: unknown dtype name {name!r}; expected the name of a numeric "
-                        "or bool numpy dtype ('float32', 'int8', 'complex64', 'bool') or of an "
-                        "ml_dtypes array type such as 'bfloat16'. Golden data holds numeric "
-                        "arrays only; the manifest was not written by jaxport.")
+  dt = _named_dtype(name) if isinstance(name, str) else None
+  if dt is None:
+    raise GoldenDataError(f"{where}: unknown dtype name {name!r}; expected the name of a numeric "
+                          "or bool numpy dtype ('float32', 'int8', 'complex64', 'bool') or of an "
+                          "ml_dtypes array type such as 'bfloat16'. Golden data holds numeric "
+                          "arrays only; the manifest was not written by jaxport.")
+  return dt
+
+
+@functools.lru_cache(maxsize=256)
+def _named_dtype(name: str) -> np.dtype | None:
+  """The dtype :func:`dtype_from_name` accepts for ``name``, or None; kept per name, as every
+  array of every entry names one of a few (numpy's lookup warns and parses each time)."""
+  if not name.isidentifier():
+    return None
+  try:
+    with warnings.catch_warnings():
+      warnings.simplefilter("ignore")
+      dt = np.dtype(name)
+  except (TypeError, ValueError):
+    dt = None
+  if dt is not None and dt.kind in "biufc" and dt.name == name:
+    return dt
+  return _extended_dtype(name)
 
 
 def check_array_dtypes(m: Manifest, where: str) -> None:

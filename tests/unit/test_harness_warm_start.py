@@ -1,6 +1,7 @@
-"""A long-lived replay worker starts with jax's native kernels registered, as a process that
-has lowered a LAPACK call has; a cold replay's worker does not, so that a crash of a fresh
-process stays visible."""
+"""A long-lived replay worker registers jax's native kernels, as a process that has lowered a
+LAPACK call has, before it handles anything but a case listing (which it answers first, as
+pytest's collection waits for it); a cold replay's worker does not, so that a crash of a
+fresh process stays visible."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import pytest
 
 from jaxport.harness import _worker, _worker_client
 from jaxport.harness._project import Project
+from jaxport.harness._requests import CasesRequest, RecordRequest, ReplayRequest
 
 
 class _Engine:
   def __init__(self, fail_cases: bool = False):
     self.calls: list[str] = []
     self.fail_cases = fail_cases
+    self.fail_native = False
 
   def load_cases(self) -> None:
     self.calls.append("cases")
@@ -22,19 +25,71 @@ class _Engine:
 
   def warm_native_kernels(self) -> None:
     self.calls.append("native")
+    if self.fail_native:
+      raise RuntimeError("no LAPACK here")
 
 
-@pytest.mark.parametrize("cold_start, calls", [(False, ["cases", "native"]), (True, ["cases"])])
-def test_only_a_long_lived_worker_registers_native_kernels_at_start(cold_start, calls):
+_REPLAY = ReplayRequest(root="store", entry_id="cpu/f/c/2026-01-01_jax-0.10.2",
+                        readers=("jaxport",))
+
+
+def test_start_up_imports_the_cases_and_leaves_the_native_kernels_for_later():
   engine = _Engine()
-  _worker._warm_up(engine, cold_start)
-  assert engine.calls == calls
+  _worker._warm_up(engine)
+  assert engine.calls == ["cases"]
 
 
 def test_a_failing_start_is_left_for_the_requests_to_report():
   engine = _Engine(fail_cases=True)
-  _worker._warm_up(engine, cold_start=False)
+  _worker._warm_up(engine)
   assert engine.calls == ["cases"]
+
+
+def test_the_case_listing_is_answered_before_the_native_kernels_are_registered():
+  engine = _Engine()
+  kernels = _worker.NativeKernels(engine, pending=True)
+  kernels.before(CasesRequest())
+  assert engine.calls == []
+  kernels.answered()
+  kernels.before(_REPLAY)
+  kernels.answered()
+  assert engine.calls == ["native"]
+
+
+@pytest.mark.parametrize("first", [_REPLAY, RecordRequest(case_id="c", today="2026-01-01",
+                                                          staging="s")])
+def test_a_replay_or_record_coming_first_waits_for_the_native_kernels(first):
+  engine = _Engine()
+  kernels = _worker.NativeKernels(engine, pending=True)
+  kernels.before(first)
+  assert engine.calls == ["native"]
+  assert not kernels.pending
+
+
+def test_a_cold_replay_worker_registers_no_native_kernels():
+  engine = _Engine()
+  kernels = _worker.NativeKernels(engine, pending=False)
+  kernels.before(_REPLAY)
+  kernels.answered()
+  assert engine.calls == []
+
+
+def test_a_failure_to_register_the_native_kernels_is_left_to_the_requests():
+  engine = _Engine()
+  engine.fail_native = True
+  kernels = _worker.NativeKernels(engine, pending=True)
+  kernels.before(_REPLAY)
+  assert engine.calls == ["native"] and not kernels.pending
+
+
+def test_the_worker_collects_garbage_less_often_and_never_rescans_start_up(monkeypatch):
+  calls = []
+  monkeypatch.setattr(_worker.gc, "freeze", lambda: calls.append("freeze"))
+  monkeypatch.setattr(_worker.gc, "get_threshold", lambda: (2000, 10, 10))
+  monkeypatch.setattr(_worker.gc, "set_threshold", lambda *t: calls.append(t))
+  _worker._collect_less()
+  assert calls == ["freeze", (_worker.GC_YOUNG_THRESHOLD, 10, 10)]
+  assert _worker.GC_YOUNG_THRESHOLD > 2000
 
 
 def test_a_cold_replay_worker_is_started_with_the_cold_start_flag(monkeypatch, tmp_path):
