@@ -22,7 +22,7 @@ build_native() {
     echo "run.sh: native kernel skipped: no C++ compiler ($cxx) on PATH" >&2
     return 0
   fi
-  local include
+  local include built_for jax_version
   include="$("$python" -c '
 import os, jax.ffi
 d = jax.ffi.include_dir()
@@ -31,10 +31,15 @@ print(d if os.path.isfile(os.path.join(d, "xla", "ffi", "api", "ffi.h")) else ""
     echo "run.sh: native kernel skipped: this jax ships no FFI headers (jax.ffi.include_dir())" >&2
     return 0
   fi
-  if [ "$lib" -nt "$src" ]; then
+  # A kernel built against another jax's FFI headers may not register with this one: the
+  # library is built again when the source changed or another jax is installed.
+  jax_version="$("$python" -c 'import jax; print(jax.__version__)')"
+  built_for="$(cat "$lib.jax" 2>/dev/null || true)"
+  if [ "$lib" -nt "$src" ] && [ "$built_for" = "$jax_version" ]; then
     return 0
   fi
   "$cxx" -std=c++17 -O2 -shared -fPIC -isystem "$include" "$src" -o "$lib"
+  echo "$jax_version" > "$lib.jax"
 }
 
 action="${1:-}"

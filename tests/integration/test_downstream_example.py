@@ -72,7 +72,8 @@ def _output(result: subprocess.CompletedProcess) -> str:
 
 def _copy_example(dest: Path) -> Path:
   """The example as its repository holds it (no built library, no recorded entry)."""
-  shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.so", "cpu"))
+  shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.so.jax",
+                                                               "cpu"))
   return dest
 
 
@@ -93,6 +94,31 @@ def _manifest(entry: Path) -> dict:
 def _failed_ids(report: Path) -> list[str]:
   entries = json.loads(report.read_text())["entries"]
   return sorted(e["entry_id"] for e in entries if e["status"] == "fail")
+
+
+@pytest.mark.skipif(not _native_buildable(),
+                    reason="no C++ compiler or no FFI headers in this jax (jax.ffi.include_dir()): "
+                           "run.sh builds no native kernel here")
+def test_run_sh_builds_the_native_kernel_again_for_another_jax(tmp_path):
+  project = _copy_example(tmp_path / "tinyops-project")
+  library = project / "tinyops" / "native" / "libtinyops_native.so"
+  stamp = Path(f"{library}.jax")
+  build = [str(project / "run.sh"), "build"]
+  built = _run(build, project)
+  assert built.returncode == 0, _output(built)
+  assert library.read_bytes()[:4] == b"\x7fELF"
+  assert stamp.read_text().strip() == jax.__version__
+
+  library.write_bytes(b"kept")  # newer than the source, built for this jax: left as it is
+  kept = _run(build, project)
+  assert kept.returncode == 0, _output(kept)
+  assert library.read_bytes() == b"kept"
+
+  stamp.write_text("0.0.1\n")  # as if another jax's headers had built it
+  rebuilt = _run(build, project)
+  assert rebuilt.returncode == 0, _output(rebuilt)
+  assert library.read_bytes()[:4] == b"\x7fELF"
+  assert stamp.read_text().strip() == jax.__version__
 
 
 @installed
