@@ -229,18 +229,31 @@ class _StderrHandler(logging.StreamHandler):
     super().emit(record)
 
 
+def _chosen_parser(parser: argparse.ArgumentParser,
+                   args: argparse.Namespace) -> argparse.ArgumentParser:
+  """The parser of the (sub)command ``args`` chose, such as ``jaxport report render``'s: a usage
+  error shows that command's usage and name, not the top-level ones."""
+  chosen = parser
+  while True:
+    subcommands = [a for a in chosen._actions if isinstance(a, argparse._SubParsersAction)]
+    name = getattr(args, subcommands[0].dest, None) if subcommands else None
+    if name not in (subcommands[0].choices if subcommands else ()):
+      return chosen
+    chosen = subcommands[0].choices[name]
+
+
 def main(argv: list[str] | None = None) -> int:
   """Run the command line; returns the exit status."""
   parser = build_parser()
   args, extra = parser.parse_known_args(argv)
   if extra and args.command not in ("record", "replay"):
-    parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
   if args.command == "prune" and (args.older_than_days is None and not args.dated_in_future
                                   and not args.superseded and not args.case):
-    parser.error("prune: say which entries to remove: --older-than-days DAYS (expired), "
-                 "--superseded (older entries of a case by the same jax release), "
-                 "--dated-in-future, or --case CASE_ID (every entry of that case); they "
-                 "combine, and --case narrows the others to that case")
+    _chosen_parser(parser, args).error(
+        "say which entries to remove: --older-than-days DAYS (expired), --superseded (older "
+        "entries of a case by the same jax release), --dated-in-future, or --case CASE_ID "
+        "(every entry of that case); they combine, and --case narrows the others to that case")
   handler = _StderrHandler()
   handler.setFormatter(logging.Formatter("jaxport: %(message)s"))
   root_logger = logging.getLogger("jaxport")

@@ -111,6 +111,7 @@ def test_prune_without_a_rule_is_a_usage_error_naming_the_rules(store, capsys):
   assert exc.value.code == 2
   err = capsys.readouterr().err
   assert "say which entries to remove" in err and "--case CASE_ID" in err
+  assert "jaxport prune: error:" in err and "usage: jaxport prune" in err
   assert len(store.entries()) == 3
 
 
@@ -121,7 +122,24 @@ def test_prune_rejects_bad_arguments(store, capsys):
   assert "expected a non-negative integer, got '-3'" in capsys.readouterr().err
   with pytest.raises(SystemExit):
     main(["prune", "--older-than-days", "3", "--bogus"])
-  assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+  err = capsys.readouterr().err
+  assert "jaxport prune: error: unrecognized arguments: --bogus" in err
+  assert "usage: jaxport prune" in err
+
+
+@pytest.mark.parametrize("argv, command", [
+    (["report", "render", "run.json", "-o", "page.html"], "jaxport report render"),
+    (["report", "merge", "a.json", "-o", "run.json", "--bogus"], "jaxport report merge"),
+    (["inspect", "x.bin", "--bogus"], "jaxport inspect"),
+])
+def test_an_unknown_argument_is_refused_with_its_own_commands_usage(argv, command, capsys):
+  with pytest.raises(SystemExit) as exc:
+    main(argv)
+  assert exc.value.code == 2
+  err = capsys.readouterr().err
+  unknown = "--bogus" if argv[-1] == "--bogus" else "-o page.html"
+  assert f"{command}: error: unrecognized arguments: {unknown}" in err
+  assert f"usage: {command} " in err
 
 
 def test_prune_with_project_prunes_the_store_its_configuration_names(tmp_path, monkeypatch,
