@@ -195,8 +195,8 @@ class NativeKernels:
 # (Python's default is 2,000 objects). Tracing and lowering make many short-lived container
 # objects, which reference counting frees; a collection every 2,000 of them scans the
 # survivors again and again (about 140 collections and a fifth of a second over a warm replay
-# of this project's store). At 50,000 a few collections remain, and the worker's peak memory
-# does not change measurably.
+# of 313 entries). At 50,000 a few collections remain, and the worker's peak memory does not
+# change measurably.
 GC_YOUNG_THRESHOLD = 50_000
 
 
