@@ -23,7 +23,23 @@ MIN = "min"
 OPERATIONS = (FLOORDIV, MOD, MAX, MIN)
 
 
-class Factor:
+class _Keyed:
+  """Hashed, compared and ordered by ``key``, the structural sort key (size first, then
+  contents), whose hash is kept in ``_hash``: objects of one class with equal keys are equal."""
+
+  __slots__ = ()
+
+  def __hash__(self):
+    return self._hash
+
+  def __eq__(self, other):
+    return self is other or (type(other) is type(self) and self.key == other.key)
+
+  def __lt__(self, other):
+    return self.key < other.key
+
+
+class Factor(_Keyed):
   """A dimension variable, or ``operation(e1, e2)`` of two expressions."""
 
   __slots__ = ("var", "operation", "operands", "key", "size", "_hash")
@@ -41,15 +57,6 @@ class Factor:
       self.key = (self.size, operation, tuple(o.key for o in operands))
     self._hash = hash(self.key)
 
-  def __hash__(self):
-    return self._hash
-
-  def __eq__(self, other):
-    return self is other or (isinstance(other, Factor) and self.key == other.key)
-
-  def __lt__(self, other: Factor):
-    return self.key < other.key
-
   def __str__(self):
     if self.var is not None:
       return self.var
@@ -66,7 +73,7 @@ class Factor:
     return acc
 
 
-class Term:
+class Term(_Keyed):
   """A product of ``(factor, exponent)`` pairs, largest factor first; ``()`` is 1."""
 
   __slots__ = ("factors", "key", "size", "_hash")
@@ -76,15 +83,6 @@ class Term:
     self.size = sum(1 + e * f.size for f, e in factors)
     self.key = (self.size, tuple((f.key, e) for f, e in factors))
     self._hash = hash(self.key)
-
-  def __hash__(self):
-    return self._hash
-
-  def __eq__(self, other):
-    return self is other or (isinstance(other, Term) and self.key == other.key)
-
-  def __lt__(self, other: Term):
-    return self.key < other.key
 
   def __str__(self):
     return "*".join(str(f) if e == 1 else f"{f}^{e}" for f, e in reversed(self.factors))
