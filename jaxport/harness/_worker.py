@@ -177,12 +177,15 @@ class NativeKernels:
     self.pending = pending
 
   def before(self, request: Request) -> None:
-    """Register them now unless ``request`` is a case listing."""
+    """Before handling ``request``: register them unless it is a case listing."""
     if not isinstance(request, CasesRequest):
-      self.answered()
+      self._register()
 
   def answered(self) -> None:
-    """Register them now if nothing has."""
+    """After an answer is written: register them if nothing has."""
+    self._register()
+
+  def _register(self) -> None:
     if self.pending:
       self.pending = False
       try:
