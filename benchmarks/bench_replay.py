@@ -32,8 +32,11 @@ Run by hand: ``python benchmarks/bench_replay.py [--root compat_data] [--reps N]
            records at run time, runs today's exports, verifies, checks and reports
 
 Goals: the whole store's cold run at most 1.3x the floor; the warm run at most 0.5x the cold
-one. Below the ratios come the worker's seconds of the entries alone, and where the time goes:
-the worker's per-part seconds (``--compat-timings``) summed over entries, and the rest
+one. Under the warm-over-cold ratio comes the same ratio in CPU seconds (user and system) of
+pytest and its workers: the work each run does, which spreading it over more processes or
+cores would not change, so the wall-clock ratio of runs that kept every core busy would come
+to it. Below the ratios come the worker's seconds of the entries alone, and where the time
+goes: the worker's per-part seconds (``--compat-timings``) summed over entries, and the rest
 (pytest, worker start-up, IPC) as wall clock minus the worker's time. The worker runs an
 entry's readers on two threads, so its parts overlap and can add up to more than the wall
 clock. ``--no-cache-too`` adds a cold run with executable sharing off. With ``--reps N`` the
@@ -47,6 +50,7 @@ import argparse
 import functools
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -268,9 +272,17 @@ def floor_store(root: Path, entry_ids: list[str], into: Path) -> Path:
   return into
 
 
+def _children_cpu_seconds() -> float:
+  """User and system CPU seconds of this process's finished children and the descendants
+  they waited for (pytest and its workers, once the run has ended)."""
+  used = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return used.ru_utime + used.ru_stime
+
+
 def _harness(root: Path, platform: str, *extra: str, cache: Path | None = None,
              bytecode_cache: bool = True) -> dict:
-  """Wall seconds of the serial harness replay, its timings file and its report's summary;
+  """Wall seconds of the serial harness replay, the CPU seconds of its processes, its timings
+  file and its report's summary;
   ``cache``: the compile cache folder it uses (None: ``extra`` says)."""
   with tempfile.TemporaryDirectory() as tmp:
     timings, report = Path(tmp) / "timings.json", Path(tmp) / "report.json"
@@ -279,10 +291,12 @@ def _harness(root: Path, platform: str, *extra: str, cache: Path | None = None,
            "-k", "not fuzz", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
            f"--compat-store={root}", f"--compat-timings={timings}",
            f"--compat-report={report}", *cached, *extra]
+    cpu_before = _children_cpu_seconds()
     start = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, env=_env(bytecode_cache),
                          cwd=ROOT)
     seconds = time.perf_counter() - start
+    cpu = _children_cpu_seconds() - cpu_before
     if not timings.exists() or not report.exists():
       raise SystemExit(f"the harness run wrote no timings or report (exit {out.returncode}):\n"
                        f"{out.stdout[-3000:]}{out.stderr[-2000:]}")
@@ -290,7 +304,7 @@ def _harness(root: Path, platform: str, *extra: str, cache: Path | None = None,
     statuses: dict[str, int] = {}
     for e in entries:
       statuses[e["status"]] = statuses.get(e["status"], 0) + 1
-    return {"seconds": seconds, "timings": json.loads(timings.read_text()),
+    return {"seconds": seconds, "cpu": cpu, "timings": json.loads(timings.read_text()),
             "summary": json.loads(report.read_text())["summary"], "statuses": statuses}
 
 
@@ -390,6 +404,8 @@ def main() -> None:
   print(_ratio_line("warm: the same run again on the cold run's compile cache",
                     warm["seconds"], low["seconds"]))
   print(f"{'warm over cold':78s} {warm['seconds'] / cold['seconds']:.2f}x  (goal: at most 0.50x)")
+  cpu = f"  in CPU seconds of pytest and its workers ({warm['cpu']:.1f} s over {cold['cpu']:.1f} s)"
+  print(f"{cpu:78s} {warm['cpu'] / cold['cpu']:.2f}x")
   for name, run in (("cold", cold), ("warm", warm)):
     summary = run["summary"]
     print(f"  {name}: {summary['replayed']} entries replayed, statuses {run['statuses']}, "
@@ -417,9 +433,11 @@ def main() -> None:
     # minima where the machine's speed drifts between repetitions.
     paired = [r["seconds"] / f["seconds"] for r, f in zip(colds, floors)]
     warm_cold = [w["seconds"] / c["seconds"] for w, c in zip(warms, colds)]
+    warm_cold_cpu = [w["cpu"] / c["cpu"] for w, c in zip(warms, colds)]
     lowest = [w["seconds"] / c["seconds"] for w, c in zip(least_warms, colds)]
     own = [w["seconds"] / c["seconds"] for w, c in zip(least_warms, least_colds)]
     for label, ratios in (("cold over floor", paired), ("warm over cold", warm_cold),
+                          ("warm over cold in CPU seconds", warm_cold_cpu),
                           ("least warm over harness cold", lowest),
                           ("least warm over least cold", own)):
       print(f"  {label} in each repetition: {', '.join(f'{x:.2f}x' for x in ratios)}; "
