@@ -37,6 +37,7 @@ from jaxport._jaxcompat._errors import InconclusiveDimensionOperation  # jax.err
 import jaxport
 from jaxport.shapes import _bridge
 from jaxport.shapes._decision import bounds
+from jaxport.shapes._evaluate import evaluate
 from jaxport.shapes._expr import DimExpr
 from jaxport.shapes._terms import Term
 
@@ -255,7 +256,7 @@ def test_solved_values_agree(chunk):
   for spec, values in solve_corpus()[chunk::3]:
     mine_dims = jaxport.symbolic_shape(spec)
     theirs_dims = jax.export.symbolic_shape(spec)
-    sizes = tuple(max(int(jaxport.shapes._expr.evaluate(d, values)), 0) for d in mine_dims)
+    sizes = tuple(max(int(evaluate(d, values)), 0) for d in mine_dims)
     actual = [jax.core.ShapedArray(sizes, np.float32)]
     mine = outcome(lambda: [int(v) for v in _bridge.solve_dim_vars_for_call(
         [jax.core.ShapedArray(mine_dims, np.float32)], tree, actual)])
