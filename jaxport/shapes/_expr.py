@@ -362,7 +362,7 @@ class DimExpr:
 
   def _evaluate(self, env: dict[str, Any]) -> Any:
     """The value under ``env`` (variable name -> int, expression or array)."""
-    from jaxport.shapes._evaluate import evaluate  # it evaluates DimExprs, this module's own
+    from jaxport.shapes._evaluate import evaluate  # imported here: _evaluate imports this module
     return evaluate(self, env)
 
   def dimension_as_value(self) -> Any:
