@@ -1,7 +1,7 @@
 """The scripts ``release_table.py`` runs in each jax release's own interpreter.
 
 Each is the source of a ``python -c`` child in that release's venv: it imports only jax,
-jaxlib and the standard library of that release (never jaxport), takes its input as JSON in
+jaxlib, numpy and the standard library of that release (never jaxport), takes its input as JSON in
 ``argv[1]`` and prints JSON, so that what it reports is the release's own behaviour.
 """
 
