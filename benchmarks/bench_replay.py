@@ -332,8 +332,8 @@ def breakdown(run: dict) -> list[tuple[str, float]]:
   ]
 
 
-def _ratio_line(label: str, seconds: float, base: float, goal: str = "") -> str:
-  return f"{label:78s} {seconds:7.1f} s  {seconds / base:.2f}x{goal}"
+def _ratio_line(label: str, seconds: float, base: float) -> str:
+  return f"{label:78s} {seconds:7.1f} s  {seconds / base:.2f}x"
 
 
 def _against(ratio: float, most: float) -> str:
