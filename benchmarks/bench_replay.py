@@ -332,8 +332,10 @@ def breakdown(run: dict) -> list[tuple[str, float]]:
   ]
 
 
-def _ratio_line(label: str, seconds: float, base: float) -> str:
-  return f"{label:78s} {seconds:7.1f} s  {seconds / base:.2f}x"
+def _ratio_line(label: str, seconds: float, base: float, most: float | None = None) -> str:
+  """``label``, ``seconds`` and their ratio to ``base``; against the goal ``most`` where given."""
+  ratio = f"{seconds / base:.2f}x" if most is None else _against(seconds / base, most)
+  return f"{label:78s} {seconds:7.1f} s  {ratio}"
 
 
 def _against(ratio: float, most: float) -> str:
@@ -404,9 +406,8 @@ def main() -> None:
         f"minimum of each; bytecode {'cached' if bytecode else 'compiled at each start'}")
   print(_ratio_line(f"floor: {low['read']} of {low['entries']} runnable {args.platform} "
                     f"entries run by jax.export ({forms})", low["seconds"], low["seconds"]))
-  cold_label = f"cold: pytest harness/ --platform={args.platform} -n 0 -k 'not fuzz', whole store"
-  print(f"{cold_label:78s} {cold['seconds']:7.1f} s  "
-        f"{_against(cold['seconds'] / low['seconds'], COLD_OVER_FLOOR_GOAL)}")
+  print(_ratio_line(f"cold: pytest harness/ --platform={args.platform} -n 0 -k 'not fuzz', "
+                    f"whole store", cold["seconds"], low["seconds"], COLD_OVER_FLOOR_GOAL))
   if alike:
     goal = min(alike, key=lambda r: r["seconds"])
     print(_ratio_line(f"cold on the floor's {low['read']} entries only (like for like)",
