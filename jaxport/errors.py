@@ -129,6 +129,10 @@ class RuleTableError(JaxportError, ValueError):
   its tests)."""
 
 
+class CorpusImportError(JaxportError, RuntimeError):
+  """jax's own back-compat corpus could not be imported for a ``--compat-jax-corpus`` run."""
+
+
 class ShardError(JaxportError, ValueError):
   """A shard specification (``--compat-shard``) or a costs file the harness cannot use."""
 

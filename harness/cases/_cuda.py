@@ -10,8 +10,8 @@ CPU host records under ``compat_data/cpu/lowering_cuda/``.
 
 A CPU run checks these entries without running them (both readers, targets,
 signatures); a cuda run (``pytest harness/ --platform=cuda``) records and
-replays them with numerics, and ``tools/gpu/replay_on_gpu.sh`` also compares each
-recorded output with the case's result on the CPU.
+replays them with numerics, and ``tools/accelerator/replay_on_accelerator.sh``
+also compares each recorded output with the case's result on the CPU.
 """
 
 from __future__ import annotations

@@ -5,13 +5,17 @@ jax names a CUDA or ROCm backend ``gpu`` (``jax.default_backend()``,
 ``device.platform``) and tells the two apart only in its client's
 ``platform_version`` (``"cuda 13000"``, ``"rocm 60300"``); the harness names
 platforms as golden entries do (``cuda``, ``rocm``). :func:`harness_platform` is
-the one place that maps the one to the other. Everything but
-:func:`backend_platform` works without jax, so that the pytest side of a run
-(which only routes entries to workers) never imports it.
+the one place that maps the one to the other. Nothing here imports jax: the
+pytest side of a run only routes entries to workers, and on a machine whose
+accelerator one process at a time can hold (a TPU chip) it must leave the device
+to them. A worker answers what its backend is (``_device_probe``).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
+import os
 from typing import Any
 
 from jaxport._vocabulary import PLATFORMS
@@ -52,16 +56,60 @@ def harness_platform(backend: str, platform_version: str = "") -> str:
   return name
 
 
-def _jax_backend() -> tuple[str, str]:
-  """jax's default backend as its first device reports it: (platform, platform_version)."""
-  import jax
-  device = jax.devices()[0]
-  return device.platform, str(getattr(device.client, "platform_version", "") or "")
+# The platform whose device one process at a time can hold: its runs use one worker.
+SINGLE_HOLDER_PLATFORMS = ("tpu",)
+# The environment variable that names the platforms jax may use, first the default.
+JAX_PLATFORMS_ENV = "JAX_PLATFORMS"
 
 
-def backend_platform() -> str:
-  """The harness platform of this process's jax backend (imports jax)."""
-  return harness_platform(*_jax_backend())
+def only_cpu_possible() -> bool:
+  """Whether jax's default backend can only be the CPU, decided without importing jax.
+
+  jax picks an accelerator only through a PJRT plugin (a module under the
+  ``jax_plugins`` namespace package or a ``jax_plugins`` entry point) or libtpu,
+  unless ``JAX_PLATFORMS`` names the platforms itself.
+  """
+  platforms = os.environ.get(JAX_PLATFORMS_ENV, "").strip()
+  if platforms:
+    return platforms.split(",")[0].strip() == "cpu"
+  if importlib.util.find_spec("jax_plugins") is not None or importlib.util.find_spec("libtpu"):
+    return False
+  return not importlib.metadata.entry_points(group="jax_plugins")
+
+
+def single_holder(platform: str) -> bool:
+  """Whether a run on ``platform`` must keep its device in one process at a time."""
+  return platform in SINGLE_HOLDER_PLATFORMS
+
+
+def worker_environment(run_platform: str, env: dict[str, str]) -> dict[str, str]:
+  """``env`` as a worker of a run on ``run_platform`` gets it: a CPU run's workers are held
+  to the CPU (``JAX_PLATFORMS=cpu``), so that a CPU run on an accelerator machine never
+  opens the accelerator; other runs' workers keep the caller's setting."""
+  if run_platform == "cpu":
+    return {**env, JAX_PLATFORMS_ENV: "cpu"}
+  return env
+
+
+def platform_mismatch(asked: str, backend: str) -> str | None:
+  """Why a run asked for ``asked`` cannot run where the worker's backend is ``backend`` (None
+  when they agree)."""
+  if backend == asked:
+    return None
+  return (f"--compat-platform={asked} replays entries that run on {asked}, but this machine's "
+          f"jax backend is {backend} (as the harness's worker found it). Run on a {asked} "
+          f"machine or pass --compat-platform={backend}.")
+
+
+def device_shortfall(needed: int, available: int, platform: str) -> str | None:
+  """Why an entry needing ``needed`` devices is not run on a machine with ``available``
+  ``platform`` devices (None when it has enough): the reason the skip ledger gives."""
+  if needed <= available:
+    return None
+  return (f"numerics not compared: the entry needs {needed} {platform} devices and this "
+          f"machine has {available}; the blob, both readers' envelopes, its custom-call "
+          f"targets and signatures were checked (a machine with {needed} {platform} devices "
+          "runs it)")
 
 
 def checked_platforms(platform: str) -> tuple[str, ...]:

@@ -8,9 +8,6 @@ other tests does no harness work and prints nothing.
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
-import os
 import shutil
 import sys
 import types
@@ -21,7 +18,7 @@ import pytest
 
 import jaxport_pytest as entry
 from jaxport._signals import interrupts_held, stop_once
-from jaxport.errors import GoldenDataError, SettingsError
+from jaxport.errors import GoldenDataError, JaxportError, SettingsError
 from jaxport.harness import _devices, _jax_corpus, _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
 from jaxport.harness._cache_folder import DEFAULT_FOLDER
@@ -152,31 +149,34 @@ def _pytest_strict(config: pytest.Config) -> bool:
     return False
 
 
-def _only_cpu_possible() -> bool:
-  """Whether jax's default backend can only be the CPU, decided without importing jax.
-
-  jax picks an accelerator only through a PJRT plugin (a module under the
-  ``jax_plugins`` namespace package or a ``jax_plugins`` entry point) or libtpu,
-  unless ``JAX_PLATFORMS`` names the platforms itself. Without any of them the
-  pytest side of a CPU run never needs to import jax.
-  """
-  platforms = os.environ.get("JAX_PLATFORMS", "").strip()
-  if platforms:
-    return platforms.split(",")[0].strip() == "cpu"
-  if importlib.util.find_spec("jax_plugins") is not None or importlib.util.find_spec("libtpu"):
-    return False
-  return not importlib.metadata.entry_points(group="jax_plugins")
+def _xdist_workers(config: pytest.Config) -> int | str | None:
+  """How many xdist workers the run asked for (``-n``; None without xdist or ``-n``)."""
+  n = getattr(config.option, "numprocesses", None)
+  if getattr(config.option, "dist", "no") == "no" and not n:
+    return None
+  return n
 
 
-def _check_backend(platform: str) -> None:
-  if platform == "cpu" and _only_cpu_possible():
+def _check_platform(config: pytest.Config) -> None:
+  """Refuse a run on an accelerator that cannot work, before its tests: ``-n`` above 1 where
+  one process at a time can hold the device, or a worker whose backend is another platform.
+  The worker is asked (this process opens no device and imports no jax); an xdist
+  controller leaves the asking to its workers, and a CPU run asks nothing."""
+  platform = settings(config).platform
+  if platform == "cpu":
     return
-  backend = _devices.backend_platform()  # jax's "gpu" named cuda or rocm
-  if backend != platform:
+  workers = _xdist_workers(config)
+  if _devices.single_holder(platform) and workers not in (None, 0, 1):
     raise pytest.UsageError(
-        f"--compat-platform={platform} replays entries that run on {platform}, but this "
-        f"machine's jax backend is {backend}. Run on a {platform} machine or pass "
-        f"--compat-platform={backend}.")
+        f"-n {workers} with --compat-platform={platform}: one process at a time can hold a "
+        f"{platform} chip, and each xdist worker would start a harness worker that opens it, so "
+        f"every one but the first would fail. Replay {platform} entries without -n (one "
+        "worker replays them all, and the chip is opened once).")
+  if workers or hasattr(config, "workerinput"):
+    return
+  check = harness_session(config).devices()
+  if check.mismatch:
+    raise pytest.UsageError(check.problem)
 
 
 class _CasesDuringRun:
@@ -215,22 +215,23 @@ def pytest_configure(config: pytest.Config) -> None:
   s = settings(config)
   if s.jax_corpus:
     _options(config)  # refuse bad combinations before importing anything
-    _check_backend(s.platform)
-    corpus = _jax_corpus.import_corpus(s.platform)
+    try:
+      corpus = _jax_corpus.import_corpus(s.platform)
+    except JaxportError as e:
+      raise pytest.UsageError(f"--compat-jax-corpus: {e}") from None
     _start(config, corpus.root, corpus)
+    _check_platform(config)
   else:
     _options(config)
     if "platform" in s.given:
       # Asked for by name: refuse a platform this machine lacks now, as a usage error, not
       # later inside the collection of the golden tests.
-      _check_backend(s.platform)
+      _check_platform(config)
 
 
 def _start(config: pytest.Config, corpus_root: Path | None = None,
            corpus: _jax_corpus.CorpusImport | None = None) -> HarnessSession:
   options = _options(config, corpus_root)
-  if not hasattr(config, "workerinput") and corpus is None:
-    _check_backend(options.settings.platform)
   session = HarnessSession(options, project(config), corpus)
   config.stash[session_key] = session
   return session

@@ -284,6 +284,28 @@ class RecordAnswer:
 
 
 @dataclasses.dataclass(frozen=True)
+class DevicesAnswer:
+  """The worker's jax backend: the harness's name of its platform, its devices' kind and
+  count; or, where the backend did not open (a TPU chip another process holds), ``error``
+  saying why and who holds it, with the other fields empty."""
+  platform: str
+  device_kind: str
+  count: int
+  error: str = ""
+
+  def to_json(self) -> dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> DevicesAnswer:
+    d = _S.record(cls, d, where)
+    return cls(_S.of(d["platform"], str, f"{where}.platform"),
+               _S.of(d["device_kind"], str, f"{where}.device_kind"),
+               _S.count(d["count"], f"{where}.count"),
+               _S.of(d["error"], str, f"{where}.error"))
+
+
+@dataclasses.dataclass(frozen=True)
 class WorkerFailure:
   """A request that got no answer of its kind: why, the worker's exit code and last stderr
   lines (a crash), or the worker's traceback (an error of the harness)."""
@@ -382,10 +404,11 @@ class ProjectCases:
                dict(_S.str_map(d["unreachable"], f"{where}.unreachable")))
 
 
-Answer = ReplayAnswer | RecordAnswer | ArtifactsAnswer | ProjectCases | WorkerFailure
+Answer = (ReplayAnswer | RecordAnswer | ArtifactsAnswer | ProjectCases | DevicesAnswer
+          | WorkerFailure)
 _TYPES: dict[str, type] = {"replay": ReplayAnswer, "record": RecordAnswer,
                            "artifacts": ArtifactsAnswer, "cases": ProjectCases,
-                           "failure": WorkerFailure}
+                           "devices": DevicesAnswer, "failure": WorkerFailure}
 _TYPE_OF = {v: k for k, v in _TYPES.items()}
 _ENVELOPE = ("type", "body", "notices", "request_id", "entry_id", "output")
 

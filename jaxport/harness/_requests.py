@@ -124,9 +124,16 @@ class CasesRequest(_Plain, _OfNoEntry):
   op: ClassVar[str] = "cases"
 
 
-Request = ReplayRequest | RecordRequest | ArtifactsRequest | CasesRequest
+@dataclasses.dataclass(frozen=True)
+class DevicesRequest(_Plain, _OfNoEntry):
+  """Say which platform the worker's jax backend is and how many devices it has
+  (``DevicesAnswer``): the pytest process asks instead of opening the device itself."""
+  op: ClassVar[str] = "devices"
+
+
+Request = ReplayRequest | RecordRequest | ArtifactsRequest | CasesRequest | DevicesRequest
 _OPS: dict[str, type] = {c.op: c for c in (ReplayRequest, RecordRequest, ArtifactsRequest,
-                                          CasesRequest)}
+                                          CasesRequest, DevicesRequest)}
 _ENVELOPE = ("op", "request_id")
 
 

@@ -29,6 +29,7 @@ from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import Manifest
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _devices, _jax_corpus, _update
+from jaxport.harness._device_check import DeviceCheck, check_devices
 from jaxport.harness._judge import _entry as _judge
 from jaxport.harness import _expectations as expected_status
 from jaxport.harness import _reference as _api
@@ -111,6 +112,10 @@ class HarnessSession:
     self._newest_ids: dict[str, str] | None = None
     self._context: _judge.RunContext | None = None
     self.report: RunReport | None = None
+    # The run's devices as its worker found them (asked once, on an accelerator run), and
+    # whether a golden item has failed for a device that did not open (the others skip).
+    self._devices: DeviceCheck | None = None
+    self._device_failed = False
     # Whether this process ran golden items (or received a worker's results): only then
     # does the run get a compat report.
     self.used = False
@@ -189,8 +194,11 @@ class HarnessSession:
     return self._facts
 
   def _asks_a_worker(self) -> bool:
-    """Whether the cases are asked of a worker: a running one of a warm replay, asked once."""
-    return not (self.options.settings.cold or self.recording or self._facts_asked
+    """Whether the cases are asked of a worker: a running one, asked once; on a CPU run only
+    in a warm replay (an accelerator run's pytest process imports neither the cases nor
+    jax)."""
+    on_cpu_only = self.options.settings.cold or self.recording
+    return not ((on_cpu_only and self.options.settings.platform == "cpu") or self._facts_asked
                 or not self.pool.running)
 
   def prefetch_cases(self) -> None:
@@ -219,6 +227,28 @@ class HarnessSession:
     with the first replay."""
     self.pool.expect(entry_ids)
 
+  def devices(self) -> DeviceCheck:
+    """The run's devices, asked of its worker once (see ``_device_check``)."""
+    if self._devices is None:
+      self._devices = check_devices(self.pool, self.options.settings.platform)
+      if self._devices.problem is None and self._devices.platform != "cpu":
+        self.case_facts()  # while the worker that answered holds the device
+    return self._devices
+
+  def _device_gate(self) -> None:
+    """Fail the first golden item, naming why, and skip the others, where the run's device
+    did not open or is another platform's; nothing where the entries can run."""
+    check = self.devices()
+    if check.problem is None:
+      return
+    if not self._device_failed:
+      self._device_failed = True
+      if check.problem not in self._session_failures:
+        self._session_failures.append(check.problem)
+      pytest.fail(f"jaxport compat harness: {check.problem}", pytrace=False)
+    pytest.skip(f"not run: the {check.platform} device is not usable here (the first golden "
+                "item's failure says why)")
+
   def replay(self, entry_id: str) -> Outcome:
     """Replay one entry in the worker and judge the answer; the outcome is kept."""
     # A changed function fails the case's newest entry only: older ones stay, differing from
@@ -232,6 +262,8 @@ class HarnessSession:
     else:
       request, not_run = self._replay_request(entry_id, manifest)
       if self.options.settings.cold:
+        if self.options.settings.platform != "cpu":
+          self.pool.close()  # each reader's fresh worker opens the device in turn
         answer, output = self.pool.replay_cold(request, num_devices)
       else:
         reply = self.pool.replay(request, num_devices, self._outcomes.__contains__,
@@ -255,8 +287,10 @@ class HarnessSession:
     """The worker's replay request for an entry (every reader, today's lowering, the blob's
     features where its releases are wanted), and why its numerics are not run (None when
     they are)."""
-    # An accelerator's entry in a CPU run: read and compared, not run.
-    not_run = _devices.numerics_skip(self.options.settings.platform, _platform_of(entry_id))
+    # An accelerator's entry in a CPU run, or one needing more devices than an accelerator
+    # machine has: read and compared, not run.
+    not_run = (_devices.numerics_skip(self.options.settings.platform, _platform_of(entry_id))
+               or self.devices().shortfall(self._devices_of(entry_id, manifest)))
     features = None
     if self._min_consumer(manifest) is not None:
       features = FeaturesWanted.MIN_CONSUMER
@@ -264,6 +298,15 @@ class HarnessSession:
       features = FeaturesWanted.REPORT
     return ReplayRequest(str(self.options.golden_root), entry_id, tuple(_api.readers()),
                          run=not_run is None, features=features), not_run
+
+  def _devices_of(self, entry_id: str, manifest: Manifest) -> int:
+    """The devices an entry's replay needs: its recorded shardings' count, or the count an
+    imported dataset states."""
+    details = getattr(manifest.imported_from, "details", None)
+    stated = details.get("nr_devices") if isinstance(details, Mapping) else None
+    needed = self.pool.devices_needed(entry_id)
+    return max(needed, stated) if isinstance(stated, int) and not isinstance(stated, bool) \
+        else needed
 
   def _run_context(self) -> _judge.RunContext:
     """What every entry of this run is judged against (made once)."""
@@ -288,6 +331,7 @@ class HarnessSession:
 
   def check_replay(self, entry_id: str) -> None:
     """The body of one replay test item: fail, warn or pass."""
+    self._device_gate()
     outcome = self.replay(entry_id)
     text = "\n".join(outcome.messages)
     if outcome.status in (Status.FAIL, Status.WARN):
@@ -334,6 +378,7 @@ class HarnessSession:
     return self.recorder.record(case_id)
 
   def check_record(self, case_id: str) -> None:
+    self._device_gate()
     result = self.record(case_id)
     if result["action"] in (RecordAction.ERROR, RecordAction.CONFLICT):
       pytest.fail(f"case {case_id}: {result['message']}", pytrace=False)

@@ -37,8 +37,9 @@ from typing import TYPE_CHECKING, NoReturn
 from jaxport._isolation._process import add_lifeline_option, serve_as_child
 from jaxport.errors import WorkerAnswerError
 from jaxport.harness._protocol import Answer, FailureKind, RecordAnswer, WorkerFailure, dump_answer
-from jaxport.harness._requests import (ArtifactsRequest, CasesRequest, RecordRequest, ReplayRequest,
-                                       Request, load_request, request_id_of)
+from jaxport.harness._requests import (ArtifactsRequest, CasesRequest, DevicesRequest,
+                                       RecordRequest, ReplayRequest, Request, load_request,
+                                       request_id_of)
 from jaxport.harness._worker_client import ANSWER_FD_FLAG, COLD_START_FLAG
 
 if TYPE_CHECKING:
@@ -56,6 +57,9 @@ def _handle(engine: ReplayEngine, request: Request) -> Answer:
   from jaxport.golden._entry_id import EntryId
   from jaxport.golden._store import GoldenStore
 
+  if isinstance(request, DevicesRequest):
+    from jaxport.harness import _device_probe
+    return _device_probe.probe()
   try:
     engine.load_cases()
   except GoldenDataError as e:
@@ -177,8 +181,9 @@ class NativeKernels:
     self.pending = pending
 
   def before(self, request: Request) -> None:
-    """Before handling ``request``: register them unless it is a case listing."""
-    if not isinstance(request, CasesRequest):
+    """Before handling ``request``: register them unless it is a case listing or a device
+    probe."""
+    if not isinstance(request, (CasesRequest, DevicesRequest)):
       self._register()
 
   def answered(self) -> None:

@@ -43,7 +43,7 @@ from jaxport._isolation._process import PARENT_PID_ENV as _PARENT_PID_ENV
 from jaxport._isolation._process import kill_group, stop
 from jaxport._isolation._process import readline as _readline
 from jaxport.errors import WorkerAnswerError
-from jaxport.harness._devices import FORCE_DEVICES_FLAG
+from jaxport.harness._devices import FORCE_DEVICES_FLAG, worker_environment
 from jaxport.harness._protocol import (Answer, FailureKind, WireAnswer, WorkerFailure, load_answer,
                                        malformed)
 from jaxport.harness._requests import Request, dump_request
@@ -108,7 +108,9 @@ class WorkerClient:
   ``compile_cache`` is the directory of jax's compilation cache it also shares
   executables through (with neither, every module is compiled);
   ``cold_start`` has it lower and compile nothing before its first request (cold replay);
-  ``max_rss_bytes`` is the resident memory past which a busy worker is killed.
+  ``max_rss_bytes`` is the resident memory past which a busy worker is killed;
+  ``platform`` is the run's: a CPU run's worker is held to the CPU (``JAX_PLATFORMS=cpu``),
+  so that it never opens an accelerator the machine has.
 
   :meth:`send_ahead` hands the worker requests the caller will make later, in the order it
   will make them, so that the worker replays while the caller classifies the last answer or
@@ -127,8 +129,10 @@ class WorkerClient:
 
   def __init__(self, project: Project, timeout_s: float = WORKER_TIMEOUT_S, num_devices: int = 1,
                compile_cache: str | os.PathLike | None = None, share_executables: bool = False,
-               cold_start: bool = False, max_rss_bytes: int = _limits.MAX_WORKER_RSS_BYTES):
+               cold_start: bool = False, max_rss_bytes: int = _limits.MAX_WORKER_RSS_BYTES,
+               platform: str = "cpu"):
     self.project = project
+    self.platform = platform
     self.cold_start = cold_start
     self.timeout_s = timeout_s
     self.max_rss_bytes = max_rss_bytes
@@ -155,7 +159,7 @@ class WorkerClient:
     return self._proc.pid if self._proc else None
 
   def _start(self) -> None:
-    env = dict(os.environ)
+    env = worker_environment(self.platform, dict(os.environ))
     # The project's case modules import from where the session's pytest found them.
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (*self.project.paths, env.get("PYTHONPATH")) if p)

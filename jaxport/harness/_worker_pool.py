@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jaxport import _limits
 from jaxport.errors import GoldenDataError
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import SHARDINGS_FILE, Manifest
@@ -76,15 +77,32 @@ class WorkerPool:
     """A worker already made: the single-device one where there is one."""
     return self._clients.get(1) or next(iter(self._clients.values()))
 
+  @property
+  def platform(self) -> str:
+    return self.options.settings.platform
+
+  @property
+  def max_rss_bytes(self) -> int:
+    """The resident memory past which a busy worker is killed: the run's setting, plus what a
+    TPU runtime keeps resident once the chip is open (``_limits.TPU_RUNTIME_RSS_BYTES``)."""
+    extra = _limits.TPU_RUNTIME_RSS_BYTES if self.platform == "tpu" else 0
+    return self.options.settings.worker_max_rss_bytes + extra
+
   def worker(self, num_devices: int = 1) -> WorkerClient:
-    """The worker for entries needing ``num_devices`` host devices (one process per count)."""
+    """The worker for entries needing ``num_devices`` host devices (one process per count on
+    the CPU, which simulates them). An accelerator run has one worker, with the machine's own
+    devices: a TPU chip opens in one process at a time, and an entry that needs more devices
+    than the machine has is not run (``_devices.device_shortfall``)."""
+    if self.platform != "cpu":
+      num_devices = 1
     if num_devices not in self._clients:
       self._clients[num_devices] = WorkerClient(self.project,
                                                 timeout_s=self.options.settings.worker_timeout_s,
                                                 num_devices=num_devices,
                                                 compile_cache=self.compile_cache_dir(),
                                                 share_executables=self.shares_executables,
-                                                max_rss_bytes=self.options.settings.worker_max_rss_bytes)
+                                                max_rss_bytes=self.max_rss_bytes,
+                                                platform=self.platform)
     return self._clients[num_devices]
 
   @property
@@ -240,8 +258,9 @@ class WorkerPool:
     for i, reader in enumerate(readers):
       last = i == len(readers) - 1
       client = WorkerClient(self.project, timeout_s=self.options.settings.worker_timeout_s,
-                            num_devices=num_devices, cold_start=True,
-                            max_rss_bytes=self.options.settings.worker_max_rss_bytes)
+                            num_devices=1 if self.platform != "cpu" else num_devices,
+                            cold_start=True, platform=self.platform,
+                            max_rss_bytes=self.max_rss_bytes)
       try:
         reply = client.request(dataclasses.replace(request, readers=(reader,),
                                                    current=request.current and last))

@@ -226,6 +226,17 @@ def test_top_k_accepts_ties_in_another_order_and_rejects_wrong_indices():
   assert not bad.ok and "operand[indices]" in bad.problems[0]
 
 
+def test_top_k_without_an_input_compares_the_sorted_values_of_each_output_pair():
+  # jax's approx_top_k datasets build their operand inside the module and return two pairs.
+  want = [np.array([[3.0, 3.0]]), np.array([[0, 2]], np.int32),
+          np.array([[5.0, 4.0]]), np.array([[1, 3]], np.int32)]
+  ties = [want[0], np.array([[2, 0]], np.int32), np.array([[4.0, 5.0]]), want[3]]
+  assert checkers.check("top_k", [], want, ties, rtol=RTOL, atol=ATOL).ok
+  wrong = checkers.check("top_k", [], want, [want[0], want[1], np.array([[5.0, 3.0]]), want[3]],
+                         rtol=RTOL, atol=ATOL)
+  assert not wrong.ok and "sorted values of output 2" in wrong.problems[0]
+
+
 @pytest.mark.parametrize("complex_", [False, True])
 def test_jax_layout_checkers_recover_the_operand_from_the_recorded_results(complex_):
   a = _general(11, complex_=complex_)

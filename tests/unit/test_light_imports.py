@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from jaxport.errors import GoldenDataError
-from jaxport.harness import _plugin
+from jaxport.harness import _devices, _plugin
 from jaxport.harness._registry import CaseRegistry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ def test_an_unknown_public_name_is_an_attribute_error():
                                                  ("cuda,cpu", False), ("tpu", False)])
 def test_jax_platforms_decides_the_default_backend(monkeypatch, platforms, only_cpu):
   monkeypatch.setenv("JAX_PLATFORMS", platforms)
-  assert _plugin._only_cpu_possible() is only_cpu
+  assert _devices.only_cpu_possible() is only_cpu
 
 
 def test_an_installed_pjrt_plugin_means_the_backend_must_be_asked(monkeypatch, tmp_path):
@@ -93,7 +93,7 @@ def test_an_installed_pjrt_plugin_means_the_backend_must_be_asked(monkeypatch, t
   plugin.mkdir(parents=True)
   (plugin / "__init__.py").write_text("")
   monkeypatch.syspath_prepend(str(tmp_path))
-  assert _plugin._only_cpu_possible() is False
+  assert _devices.only_cpu_possible() is False
 
 
 def test_prefetched_cases_are_the_same_and_a_broken_module_still_fails_on_use(monkeypatch,

@@ -9,6 +9,7 @@ import datetime
 from jaxport.golden._manifest import Manifest
 from jaxport.harness._expectations import Table
 from jaxport.harness._judge import _consumers
+from jaxport.harness._judge._corpus_known import with_jax_skip
 from jaxport.harness._judge._findings import findings_of, unreadable_outcome
 from jaxport.harness._judge._release import with_release
 from jaxport.harness._judge._status import Policy, status_of
@@ -65,6 +66,7 @@ def judge(entry_id: str, answer: ReplayAnswer | WorkerFailure, request: ReplayRe
   if run.expectations is not None:
     outcome = with_release(outcome, m, today=run.today, consumer=run.consumer,
                            table=run.expectations)
+  outcome = with_jax_skip(outcome, m)
   outcome = _with_consumers(outcome, answer, request, entry, run)
   return _with_status(outcome, run.policy(entry.newest))
 

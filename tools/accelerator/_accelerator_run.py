@@ -1,4 +1,4 @@
-"""The Python steps of ``tools/gpu/replay_on_gpu.sh``: the CPU cross-check and the summary.
+"""The Python steps of ``replay_on_accelerator.sh``: the CPU cross-check and the summary.
 
 ``crosscheck`` judges every recorded entry of the platform in a store against the
 same case computed on this machine's CPU, with the case's checker and the
@@ -10,8 +10,8 @@ work folder (any of it may be missing: a step failed or ran out of time) and
 writes the output folder: the archive of the new entries, the JSON report, and
 the harness's own reports::
 
-  python tools/gpu/_gpu_run.py crosscheck --store DIR --platform cuda --out FILE.json
-  python tools/gpu/_gpu_run.py summarize --work DIR --out DIR --platform cuda [--cases EXPR]
+  python tools/accelerator/_accelerator_run.py crosscheck --store DIR --platform tpu --out FILE.json
+  python tools/accelerator/_accelerator_run.py summarize --work DIR --out DIR --platform tpu [--cases EXPR]
 
 ``summarize`` imports neither jax nor the case modules, so it writes its report
 even where jax cannot start.
@@ -39,13 +39,13 @@ from jaxport.errors import JaxportError  # noqa: E402
 from jaxport.golden._entry import Entry  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
 
-logger = logging.getLogger("replay_on_gpu")
+logger = logging.getLogger("replay_on_accelerator")
 
 REPORT_FORMAT = 1
 # What the output folder holds: at most eight files, none in a subfolder.
 ARCHIVE = "entries.tar.gz"
-REPORT = "gpu-report.json"
-LOG = "gpu-run.log"
+REPORT = "accelerator-report.json"
+LOG = "accelerator-run.log"
 HARNESS_REPORTS = {"record": "compat-record.json", "replay": "compat-replay.json",
                    "corpus": "compat-corpus.json"}
 CROSSCHECK = "crosscheck.json"
@@ -55,6 +55,11 @@ STEPS_FILE = "steps.tsv"
 CORPUS_IMPORT = "corpus-import.json"
 STORE = "store"
 INSTALL_STEP = "install"
+# The exit status the script writes for a store step it had no case to run for.
+NOT_NEEDED = "none"
+# The steps that work on the platform's own cases, and the verdicts they decide.
+STORE_STEPS = ("record", "crosscheck", "replay")
+STORE_VERDICTS = ("targets", "crosscheck", "replay")
 # Where the archive's entries go, relative to the repository root (``tar xzf`` there).
 ARCHIVE_ROOT = "compat_data"
 
@@ -143,7 +148,10 @@ def read_steps(path: Path) -> list[dict[str, Any]]:
   if path.is_file():
     for line in path.read_text().splitlines():
       parts = line.split("\t")
-      if len(parts) == 4 and parts[1].lstrip("-").isdigit():
+      if len(parts) == 4 and parts[1] == NOT_NEEDED:
+        steps.append({"step": parts[0], "rc": None, "seconds": 0, "limit_s": 0,
+                      "timed_out": False, "not_run": "no cases of the platform are registered"})
+      elif len(parts) == 4 and parts[1].lstrip("-").isdigit():
         rc = int(parts[1])
         steps.append({"step": parts[0], "rc": rc, "seconds": int(parts[2]),
                       "limit_s": int(parts[3]), "timed_out": rc in (124, 137)})
@@ -245,13 +253,22 @@ def summarize(work: Path, out: Path, platform: str, cases_filter: str | None,
   # The install is judged by the steps after it: where pip cannot install the checkout (no
   # setuptools in the image), the script loads jaxport from it instead.
   verdicts = {
-      "steps": bool(steps) and all(s["rc"] == 0 for s in steps if s["step"] != INSTALL_STEP),
+      "steps": bool(steps) and all(s["rc"] in (0, None) for s in steps
+                                   if s["step"] != INSTALL_STEP),
       "targets": filtered or all(r["status"] in ("covered", "unreachable") for r in targets),
       "crosscheck": bool(cross) and all(x.get("status") in ("pass", "skipped")
                                         for x in cross.values()),
       "replay": _passed(harness["replay"]),
       "corpus": _passed(harness["corpus"]),
   }
+  # Until the platform has cases, its store steps have nothing to do: only the corpus and the
+  # steps that ran are judged, and the report says why the rest is not.
+  none_yet = {s["step"] for s in steps if s["rc"] is None} >= set(STORE_STEPS)
+  not_judged = {}
+  if none_yet:
+    for name in STORE_VERDICTS:
+      verdicts.pop(name)
+      not_judged[name] = f"no {platform} cases are registered yet, so nothing was recorded"
   report = {
       "format": REPORT_FORMAT,
       "platform": platform,
@@ -260,6 +277,7 @@ def summarize(work: Path, out: Path, platform: str, cases_filter: str | None,
       "written": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
       "ok": all(verdicts.values()) and not problems,
       "verdicts": verdicts,
+      "not_judged": not_judged,
       "steps": steps,
       "versions": (harness["replay"] or harness["record"] or {}).get("versions"),
       "recording_hosts": [h for i, h in enumerate(hosts) if h not in hosts[:i]],
@@ -286,7 +304,7 @@ def _passed(report: Any) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-  parser = argparse.ArgumentParser(prog="python tools/gpu/_gpu_run.py",
+  parser = argparse.ArgumentParser(prog="python tools/accelerator/_accelerator_run.py",
                                    description=__doc__.splitlines()[0])
   actions = parser.add_subparsers(dest="action", required=True)
   c = actions.add_parser("crosscheck", help="judge recorded outputs against the CPU result")

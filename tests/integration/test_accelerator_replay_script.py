@@ -1,5 +1,6 @@
-"""The GPU run's script in its dry-run mode on the CPU: the same steps into a temporary store, the
-output folder's layout (archive, report, log), its arguments, and a run whose steps fail."""
+"""The accelerator run's script in its dry-run mode on the CPU: the same steps into a temporary
+store, the output folder's layout (archive, report, log), its arguments, a run whose steps fail,
+and the summary of a platform with no cases yet."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ import pytest
 from _harness_paths import ROOT
 
 from jaxport.golden._store import GoldenStore  # noqa: E402
-from tools.gpu import _gpu_run  # noqa: E402
+from tools.accelerator import _accelerator_run as _run_steps  # noqa: E402
 
-SCRIPT = ROOT / "tools" / "gpu" / "replay_on_gpu.sh"
-STEPS = ["install", "probe", "seed", "record", "crosscheck", "replay", "corpus-import", "corpus"]
+SCRIPT = ROOT / "tools" / "accelerator" / "replay_on_accelerator.sh"
+STEPS = ["install", "probe", "cases", "seed", "record", "crosscheck", "replay", "corpus-import",
+         "corpus"]
 # Two cases (a CPU LAPACK one and a lowering-only cuda one) and one corpus file keep it short.
 CASES = "--cases=cholesky_f32 and not release and not rocm"
 CORPUS = "--corpus-files=cpu_cholesky_lapack_potrf.py"
@@ -27,7 +29,7 @@ CORPUS = "--corpus-files=cpu_cholesky_lapack_potrf.py"
 def _run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
   bindir = str(Path(sys.executable).parent)
   env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}")
-  env.pop("JAXPORT_GPU_PLATFORM", None)
+  env.pop("JAXPORT_ACCELERATOR_PLATFORM", None)
   return subprocess.run([str(SCRIPT), *args], cwd=ROOT, env=env, capture_output=True, text=True,
                         timeout=timeout)
 
@@ -35,9 +37,9 @@ def _run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 def _layout(out: Path) -> dict:
   files = sorted(p.name for p in out.iterdir())
   assert all((out / f).is_file() for f in files), "the output folder holds files only"
-  assert {_gpu_run.ARCHIVE, _gpu_run.REPORT, _gpu_run.LOG} <= set(files) <= set(_gpu_run.OUTPUT_FILES)
+  assert {_run_steps.ARCHIVE, _run_steps.REPORT, _run_steps.LOG} <= set(files) <= set(_run_steps.OUTPUT_FILES)
   assert len(files) <= 8
-  return json.loads((out / _gpu_run.REPORT).read_text())
+  return json.loads((out / _run_steps.REPORT).read_text())
 
 
 @pytest.mark.slow
@@ -54,7 +56,7 @@ def test_the_dry_run_records_crosschecks_and_replays_into_an_archive_a_report_an
   assert all(s["rc"] == 0 for name, s in steps.items() if name != "install"), report["steps"]
   assert report["corpus"]["imported"] == 4 and report["corpus"]["failing"] == []
   # The archive holds today's new entries under compat_data/, ready to unpack at the root.
-  with tarfile.open(out / _gpu_run.ARCHIVE) as tar:
+  with tarfile.open(out / _run_steps.ARCHIVE) as tar:
     names = tar.getnames()
     assert names and all(n.startswith("compat_data/cpu/") for n in names)
     tar.extractall(tmp_path / "unpacked", filter="data")
@@ -70,7 +72,7 @@ def test_the_dry_run_records_crosschecks_and_replays_into_an_archive_a_report_an
   rows = {r["target"]: r for r in report["targets"]}
   assert rows["lapack_spotrf_ffi"]["status"] == "covered"
   assert rows["lapack_dpotrf_ffi"]["reason"] == "not selected by --cases"
-  log = (out / _gpu_run.LOG).read_text()
+  log = (out / _run_steps.LOG).read_text()
   assert "== record" in log and "== corpus" in log and "== summary" in log
 
 
@@ -90,12 +92,14 @@ def test_a_run_whose_steps_fail_still_writes_its_report_archive_and_log(tmp_path
 
 @pytest.mark.parametrize("args,message", [
     ((), "name the output folder"),
-    (("{out}", "--platform=tpu"), "expected cuda"),
-    (("{out}", "--budget-s=5"), "expected whole seconds"),
-    (("{out}", "--jobs=many"), "expected a whole number"),
+    (("{out}",), "name the platform"),
+    (("{out}", "--platform=gpu"), "expected cuda or rocm (a GPU), tpu"),
+    (("{out}", "--platform=tpu", "--wheels={full}"), "expected a folder holding the wheels"),
+    (("{out}", "--platform=tpu", "--budget-s=5"), "expected whole seconds"),
+    (("{out}", "--platform=tpu", "--jobs=many"), "expected a whole number"),
     (("{out}", "--verbose"), "unknown option --verbose"),
     (("{out}", "{out}"), "one OUT_DIR only"),
-    (("{full}",), "is not an empty folder"),
+    (("{full}", "--platform=tpu"), "is not an empty folder"),
 ])
 def test_bad_arguments_are_refused_before_any_step(tmp_path, args, message):
   full = tmp_path / "full"
@@ -115,5 +119,29 @@ def test_the_script_parses_is_executable_and_the_nightly_cuda_job_runs_it():
   job = text[start:text.index("\n  release-matrix:\n")]
   assert "python3.12 -m venv" in job and "-c .ci/constraints-py312.txt" in job
   assert 'jax[cuda13]==' in job and "cuda12" not in job
-  assert "tools/gpu/replay_on_gpu.sh reports/gpu --platform=cuda" in job
+  assert ("tools/accelerator/replay_on_accelerator.sh reports/gpu --platform=cuda"
+          in " ".join(job.split()))
   assert "reports/gpu/compat-replay.json" in job
+
+
+def test_a_platform_with_no_cases_yet_is_judged_by_its_corpus_alone(tmp_path):
+  work, out = tmp_path / "work", tmp_path / "out"
+  work.mkdir()
+  out.mkdir()
+  rows = ["install\t0\t3\t90", "probe\t0\t12\t60", "cases\t0\t2\t30",
+          "record\tnone\t0\t0", "crosscheck\tnone\t0\t0", "replay\tnone\t0\t0",
+          "corpus-import\t0\t3\t45", "corpus\t0\t40\t180"]
+  (work / _run_steps.STEPS_FILE).write_text("\n".join(rows) + "\n")
+  corpus = {"summary": {"fail": 0, "replayed": 15}, "session_failures": [], "entries": []}
+  (work / _run_steps.HARNESS_REPORTS["corpus"]).write_text(json.dumps(corpus))
+  report = _run_steps.summarize(work, out, "tpu", None, tmp_path / "no_store")
+  assert report["ok"], report
+  assert set(report["verdicts"]) == {"steps", "corpus"}
+  assert set(report["not_judged"]) == {"targets", "crosscheck", "replay"}
+  assert "no tpu cases are registered yet" in report["not_judged"]["replay"]
+  # The same run with a failing corpus replay is not ok: the corpus is what is judged.
+  corpus["summary"]["fail"] = 1
+  (work / _run_steps.HARNESS_REPORTS["corpus"]).write_text(json.dumps(corpus))
+  out2 = tmp_path / "out2"
+  out2.mkdir()
+  assert not _run_steps.summarize(work, out2, "tpu", None, tmp_path / "no_store")["ok"]
