@@ -271,16 +271,20 @@ class ReplayAnswer:
 
 @dataclasses.dataclass(frozen=True)
 class RecordAnswer:
-  """The worker's recording of one case: the id of the entry it wrote into the staging store."""
+  """The worker's recording of one case: the id of the entry it wrote into the staging store,
+  and per output holding NaN or infinities, how many of each (``output 0: 16 NaN``; empty
+  when every recorded value is finite)."""
   entry_id: str
+  nonfinite: tuple[str, ...] = ()
 
   def to_json(self) -> dict[str, Any]:
-    return {"entry_id": self.entry_id}
+    return {"entry_id": self.entry_id, "nonfinite": list(self.nonfinite)}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> RecordAnswer:
     d = _S.record(cls, d, where)
-    return cls(_S.of(d["entry_id"], str, f"{where}.entry_id"))
+    return cls(_S.of(d["entry_id"], str, f"{where}.entry_id"),
+               tuple(_S.strs(d["nonfinite"], f"{where}.nonfinite")))
 
 
 @dataclasses.dataclass(frozen=True)

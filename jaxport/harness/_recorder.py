@@ -71,7 +71,7 @@ class Recorder:
     else:
       entry_id = answer.entry_id
       result = {"case_id": case_id, "entry_id": entry_id, "action": RecordAction.WRITTEN,
-                "message": ""}
+                "message": nonfinite_message(answer.nonfinite)}
       try:
         # The day's newest revision of the case is what today's recording is compared with.
         staged = GoldenStore(self._staging_root()).entry(EntryId.parse(entry_id))
@@ -179,6 +179,14 @@ class Recorder:
     if self._staging is not None:
       shutil.rmtree(self._staging, ignore_errors=True)
       self._staging = None
+
+
+def nonfinite_message(lines: tuple[str, ...]) -> str:
+  """What a record line says of recorded outputs that hold NaN or infinities (replays compare
+  them as values: NaN matches NaN, an infinity the same infinity); empty when all are finite."""
+  if not lines:
+    return ""
+  return "recorded non-finite values: " + "; ".join(lines)
 
 
 def differing_files(staged: Path, existing: Path) -> list[str]:

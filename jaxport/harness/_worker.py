@@ -81,7 +81,7 @@ def _handle(engine: ReplayEngine, request: Request) -> Answer:
                                  engine.registry.checkers)
     entry = GoldenStore(request.staging).write_entry(
         rec.manifest, rec.blob, rec.inputs, rec.expected, rec.module_text, rec.shardings)
-    return RecordAnswer(entry.entry_id)
+    return RecordAnswer(entry.entry_id, _recording.nonfinite_lines(rec.expected))
   if isinstance(request, ArtifactsRequest):
     return _artifacts.write(engine, request)
   if isinstance(request, CasesRequest):
