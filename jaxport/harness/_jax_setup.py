@@ -71,6 +71,44 @@ def configure_jax(compile_cache_dir: str | None = None, share_executables: bool 
       jax.config.update(name, value)
 
 
+class ConfigSnapshot:
+  """jax's whole configuration as it stood when taken (a worker takes it after
+  :func:`configure_jax`), to put back after each entry: a setting one case changes with
+  ``jax.config.update`` must not change the verdicts of the entries after it. Restore only
+  where no other thread traces."""
+
+  def __init__(self) -> None:
+    self._values = dict(jax.config.values)
+
+  def restore(self) -> list[str]:
+    """Put back every setting changed since the snapshot; one line per setting, naming it,
+    its value then and the value it had been changed to."""
+    lines = []
+    for name, now in jax.config.values.items():
+      then = self._values.get(name, _ABSENT)
+      if then is _ABSENT or _same(then, now):
+        continue
+      try:
+        jax.config.update(name, then)
+        how = "the harness put it back before the next entry"
+      except Exception as e:  # noqa: BLE001  (a setting jax refuses to set back)
+        how = f"it could not be put back ({type(e).__name__}: {e})"
+      lines.append(f"the case changed jax's setting {name} from {then!r} to {now!r} while it "
+                   f"ran; {how}. A case sets jax's configuration through Case(jax_flags=...) "
+                   "or enable_x64, which the manifest keeps, never with jax.config.update")
+    return lines
+
+
+_ABSENT = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+  try:
+    return bool(a == b)
+  except Exception:  # noqa: BLE001  (a value without a plain equality)
+    return a is b
+
+
 def replacement_notices() -> list[str]:
   """Why the memos :func:`configure_jax` puts in front of jax stay off in this process
   (jax's function has a signature they were not written for), one line each; [] when

@@ -71,7 +71,8 @@ class Recorder:
     else:
       entry_id = answer.entry_id
       result = {"case_id": case_id, "entry_id": entry_id, "action": RecordAction.WRITTEN,
-                "message": nonfinite_message(answer.nonfinite)}
+                "message": "\n".join(filter(None, (nonfinite_message(answer.nonfinite),
+                                                    *answer.config_changes)))}
       try:
         # The day's newest revision of the case is what today's recording is compared with.
         staged = GoldenStore(self._staging_root()).entry(EntryId.parse(entry_id))

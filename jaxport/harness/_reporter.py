@@ -34,10 +34,9 @@ def text_lines(run: RunReport) -> list[str]:
            f"{', '.join(report['readers'])}, jax {report['versions'].get('jax')}"]
   if report["mode"] == "record":
     for r in report["recorded"]:
-      done = r["action"] in ("written", "unchanged") and r["message"]
-      said = r["message"].splitlines()[0] if done else ""
-      lines.append(f"  {r['action']:9s} {r['entry_id'] or 'case ' + r['case_id']}"
-                   + (f" ({said})" if said else ""))
+      lines.append(f"  {r['action']:9s} {r['entry_id'] or 'case ' + r['case_id']}")
+      if r["action"] in ("written", "unchanged"):
+        lines.extend(f"      {m}" for m in r["message"].splitlines())
     lines.append(f"recorded {s.get('written', 0)} new, {s.get('unchanged', 0)} unchanged, "
                  f"{s.get('conflict', 0)} conflicting entries")
   else:

@@ -218,6 +218,8 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
       for target, verdict in sorted(read.target_verdicts.items()):
         if verdict == TargetVerdict.NOT_STABLE:
           findings.append(not_stable_finding(target, read.platforms or (), S.READER))
+    for line in answer.config_changes:
+      add(K.JAX_CONFIG_CHANGED, S.WORKER, line)
     cur = answer.today
     if cur is None or not cur.available:
       # Asked for and missing is an incomplete answer, a failure above, never a skip.
