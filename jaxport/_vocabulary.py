@@ -85,10 +85,11 @@ STRICT_FAIL = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHA
                          _K.MIN_CONSUMER_UNKNOWN, _K.JAX_CONFIG_CHANGED})
 # The kinds that say the case's function computes something else today.
 CHANGE_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE})
-# The kinds only running an entry can find: its results, today's export and its calling
-# contract, an upgrade that made it run, its case's min_consumer, the expectations table.
-# ``jaxport audit`` reads an artifact without running it, so these are all it cannot say.
-RUN_ONLY_KINDS = frozenset({_K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE, _K.NUMERICS_DRIFT,
+# The kinds only running an entry can find: its results, today's export failing, an upgrade
+# that made it run, its case's min_consumer, the expectations table. ``jaxport audit`` reads an
+# artifact without running it (it lowers the case and compares the calling contract, as the
+# replay does), so these are all it cannot say.
+RUN_ONLY_KINDS = frozenset({_K.NUMERICS_CHANGE, _K.NUMERICS_DRIFT,
                             _K.NUMERICS_OTHER_HOST, _K.UPGRADED, _K.EXPORT_ERROR,
                             _K.UNEXPECTED_PASS, _K.BELOW_MIN_CONSUMER, _K.MIN_CONSUMER_UNKNOWN,
                             _K.JAX_CONFIG_CHANGED})
