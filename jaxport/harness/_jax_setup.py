@@ -11,7 +11,7 @@ from typing import Any
 import jax
 
 from jaxport._jaxcompat import _lapack as jax_lapack
-from jaxport.harness import _case, _contexts, _executables
+from jaxport.harness import _cache_folder, _case, _contexts, _executables
 from jaxport.golden._manifest import Manifest
 
 # Module locations name files without their directories, so golden modules do
@@ -63,6 +63,8 @@ def configure_jax(compile_cache_dir: str | None = None, share_executables: bool 
   if own_process and compile_cache_dir is None and not jax.config.jax_compilation_cache_dir:
     jax.config.update("jax_enable_compilation_cache", False)
   if compile_cache_dir is not None:
+    # A link, pipe or device where jax expects an executable is dropped before any lookup.
+    _cache_folder.drop_irregular(Path(compile_cache_dir))
     if share_executables:
       _executables.keep_across_runs_in(Path(compile_cache_dir))
     for name, value in (("jax_compilation_cache_dir", compile_cache_dir),
