@@ -69,6 +69,9 @@ class FindingKind(enum.StrEnum):
   FUTURE_DATE = "future_date"
   STALE_TARGET = "stale_target"
   UNEXPECTED_PASS = "unexpected_pass"
+  # The case's code changed a jax setting (jax.config.update) while the entry was replayed;
+  # the worker put it back before the next entry. Warns (fails under --compat-strict).
+  JAX_CONFIG_CHANGED = "jax_config_changed"
   UPGRADED = "upgraded"
 
 
@@ -79,15 +82,17 @@ ALWAYS_FAIL = frozenset({_K.GOLDEN_DATA_ERROR, _K.COMPATIBILITY_BREAK, _K.EXPORT
                          _K.BELOW_MIN_CONSUMER})
 STRICT_FAIL = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE, _K.EXPIRED,
                          _K.FUTURE_DATE, _K.STALE_TARGET, _K.UNEXPECTED_PASS,
-                         _K.MIN_CONSUMER_UNKNOWN})
+                         _K.MIN_CONSUMER_UNKNOWN, _K.JAX_CONFIG_CHANGED})
 # The kinds that say the case's function computes something else today.
 CHANGE_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE})
-# The kinds only running an entry can find: its results, today's export and its calling
-# contract, an upgrade that made it run, its case's min_consumer, the expectations table.
-# ``jaxport audit`` reads an artifact without running it, so these are all it cannot say.
-RUN_ONLY_KINDS = frozenset({_K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE, _K.NUMERICS_DRIFT,
+# The kinds only running an entry can find: its results, today's export failing, an upgrade
+# that made it run, its case's min_consumer, the expectations table. ``jaxport audit`` reads an
+# artifact without running it (it lowers the case and compares the calling contract, as the
+# replay does), so these are all it cannot say.
+RUN_ONLY_KINDS = frozenset({_K.NUMERICS_CHANGE, _K.NUMERICS_DRIFT,
                             _K.NUMERICS_OTHER_HOST, _K.UPGRADED, _K.EXPORT_ERROR,
-                            _K.UNEXPECTED_PASS, _K.BELOW_MIN_CONSUMER, _K.MIN_CONSUMER_UNKNOWN})
+                            _K.UNEXPECTED_PASS, _K.BELOW_MIN_CONSUMER, _K.MIN_CONSUMER_UNKNOWN,
+                            _K.JAX_CONFIG_CHANGED})
 # What no expectations-table row excuses: the case's own promise (min_consumer), damaged data
 # and a case that cannot be exported.
 NEVER_EXCUSED = frozenset({_K.EXPORT_ERROR, _K.GOLDEN_DATA_ERROR, _K.BELOW_MIN_CONSUMER})

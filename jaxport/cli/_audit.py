@@ -8,7 +8,8 @@ that the artifact's own ``disabled_safety_checks`` allow was exported on
 purpose: it is reported as allowed, with what that means, not as a violation.
 
 Audit judges as the replay does (``jaxport.harness._judge``): the same findings for age,
-targets and drift, and the same status rule. An expired entry, one dated after today and a
+targets, drift and the calling contract (today's export of the case, read back, against the
+blob's, with the comparison settings), and the same status rule. An expired entry, one dated after today and a
 target nothing promises are warnings that fail under ``--compat-strict``; damaged golden data, a
 module that cannot be read and a changed function (under the project's ``on_change = fail``,
 the default) fail.
@@ -31,6 +32,7 @@ from jaxport.cli._artifacts import Artifact, deserialize
 from jaxport.cli._parser import InProcess
 from jaxport.cli._relower import Relowerer
 from jaxport.export._checks import disabled_targets
+from jaxport.harness import _calling
 from jaxport.harness._judge import _age, _targets
 from jaxport.harness._judge import _drift as _drift_rule
 from jaxport.harness._judge._status import Policy, severity, status_of
@@ -94,6 +96,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   rec: dict[str, Any] = {"artifact": art.label, "kind": "entry" if art.entry else "blob",
                          "path": str(art.path)}
   sigs = None
+  exp = None
   platforms: list[str] = []
   allowed: frozenset[str] = frozenset()
   manifest = None
@@ -174,6 +177,8 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       found.notes.append(f"custom-call target {t['target']}: if it is the project's own target, "
                          "list it in a stable-targets file (--stable-targets FILE)")
   rec["drift"] = _drift(manifest, relowerer, found)
+  if manifest is not None and exp is not None:
+    _contract(manifest, exp, relowerer, found, newest)
   # The problems that are damaged or forged golden data, typed (each also in ``problems``).
   rec["golden_data_errors"] = data_errors
   return found.judged(rec, policy)
@@ -326,6 +331,30 @@ def _drift(manifest: Any, relowerer: Relowerer | None, found: _Found) -> dict[st
       # found to differ.
       found.findings.append(_drift_rule.lowering_difference(manifest, consumer, LEAD, str(c)))
   return {"checked": True, "differences": [str(c) for c in changes]}
+
+
+def _contract(manifest: Any, exp: Any, relowerer: Relowerer | None, found: _Found,
+              newest: bool) -> None:
+  """The entry's calling contract (as read from its blob) against today's export of its case,
+  with its comparison settings, judged as the replay judges it (``_judge._drift``). Nothing
+  is said where drift cannot be checked (the drift record says why)."""
+  if relowerer is None or relowerer.unavailable or manifest.imported_from is not None:
+    return
+  case = relowerer.case(manifest.case_id)
+  if case is None:
+    return
+  try:
+    diff = _calling.diff(_calling.contract_of(exp), relowerer.contract(case))
+    settings = _calling.comparison_change(manifest.comparison, relowerer.comparison(case),
+                                          relowerer.checkers)
+  except Exception as e:  # Report and go on: one case's export must not hide the others.
+    found.notes.append(f"calling contract of case {manifest.case_id} not compared: "
+                       f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    return
+  findings, skips = _drift_rule.contract_findings(
+      manifest, installed_jax_version(), diff.by_function + settings, diff.by_jax, newest)
+  found.findings += findings
+  found.notes += skips
 
 
 def format_text(records: list[dict[str, Any]], window_days: int) -> str:

@@ -20,9 +20,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from jaxport.errors import GoldenDataError
+from jaxport.cli._artifacts import deserialize
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import CustomCallSignature
-from jaxport.harness import _case_runs, _jax_setup
+from jaxport.harness import _calling, _case, _case_runs, _jax_setup
 from jaxport.harness._registry import CaseRegistry
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ class Relowerer:
     self.source = source
     self.unavailable: str | None = None
     self._loaded = False
+    # Each case's export today, by case id: its signatures and its contract both come of it.
+    self._exports: dict[str, Any] = {}
     if not modules:
       self.unavailable = (f"{NOT_REQUESTED}: pass --cases MODULE, or --project DIR for the "
                           "project's own, to re-lower the project's cases (this runs the "
@@ -99,10 +102,32 @@ class Relowerer:
     reg = self._registry()
     return None if reg is None else reg.case(case_id)
 
+  def _export(self, case: Any) -> Any:
+    """The case exported today under the harness's settings (short locations, the case's own
+    jax configuration), once per case; jax's settings are restored."""
+    if case.case_id not in self._exports:
+      with _jax_setup.jax_config(_jax_setup.recording_config()), _on_path(self.paths):
+        self._exports[case.case_id] = _case_runs.export_case(case)
+      logger.debug("re-lowered case %s", case.case_id)
+    return self._exports[case.case_id]
+
   def signatures(self, case: Any) -> tuple[CustomCallSignature, ...]:
-    """The custom-call signatures of the case lowered today, under the harness's settings
-    (short locations, the case's own jax configuration); jax's settings are restored."""
-    with _jax_setup.jax_config(_jax_setup.recording_config()), _on_path(self.paths):
-      exp = _case_runs.export_case(case)
-    logger.debug("re-lowered case %s", case.case_id)
-    return _signatures.signatures(exp.mlir_module_serialized)
+    """The custom-call signatures of the case lowered today."""
+    return _signatures.signatures(self._export(case).mlir_module_serialized)
+
+  def contract(self, case: Any) -> _calling.CallingContract:
+    """The calling contract of the case exported today, serialized and read back as a
+    consumer reads it (as the replay compares it)."""
+    exp = self._export(case)
+    return _calling.contract_of(deserialize(bytes(exp.serialize(vjp_order=case.vjp_order))))
+
+  def comparison(self, case: Any) -> tuple[str, float, float]:
+    """The case's comparison settings (checker, rtol, atol) as a recording of it today would
+    write them."""
+    with _on_path(self.paths):
+      return _case.comparison_of(case, _case_runs.case_inputs(case)[2])
+
+  @property
+  def checkers(self) -> Any:
+    """The project's checkers by name (none before its case modules are loaded)."""
+    return self.registry.checkers if self.registry is not None else {}

@@ -13,6 +13,7 @@ a difference there is reported apart (:attr:`ContractDiff.by_jax`).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 import jax
@@ -112,3 +113,21 @@ def diff(recorded: CallingContract, today: CallingContract) -> ContractDiff:
     jaxs.append(f"calling convention version {recorded.calling_convention_version} became "
                 f"{today.calling_convention_version}")
   return ContractDiff(tuple(mine), tuple(jaxs))
+
+
+def comparison_change(recorded: Any, today: tuple[str, float, float],
+                      known: Collection[str]) -> tuple[str, ...]:
+  """How a case's comparison settings today (checker, rtol, atol, as a recording of it would
+  write them) differ from an entry's ``recorded`` ones (its manifest's ``comparison``), one
+  line each; a checker not ``known`` to the project is named as such. Part of the contract:
+  the entry promises to be judged as it was recorded."""
+  checker, rtol, atol = today
+  lines = []
+  if checker != recorded.mode:
+    unknown = "" if checker in known else (
+        f" (not a checker of the project; known: {sorted(known)})")
+    lines.append(f"comparison: checker {recorded.mode!r} became {checker!r}{unknown}")
+  for name, old, new in (("rtol", recorded.rtol, rtol), ("atol", recorded.atol, atol)):
+    if float(old) != float(new):
+      lines.append(f"comparison: {name} {old:g} became {new:g}")
+  return tuple(lines)

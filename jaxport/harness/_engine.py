@@ -394,21 +394,11 @@ class ReplayEngine:
 
   def _settings_change(self, case: _case.Case, m: Manifest) -> tuple[str, ...]:
     """How the case's comparison settings (checker, rtol, atol, as a recording of it today
-    would write them) differ from the entry's, one line each; a checker the project does not
-    know is named with the known ones."""
+    would write them) differ from the entry's, one line each (``_calling.comparison_change``)."""
     if case.case_id not in self._settings:
       _keep(self._settings, case.case_id, _case.comparison_of(case, case_inputs(case)[2]))
-    checker, rtol, atol = self._settings[case.case_id]
-    rec = m.comparison
-    lines = []
-    if checker != rec.mode:
-      known = "" if checker in self.registry.checkers else (
-          f" (not a checker of the project; known: {sorted(self.registry.checkers)})")
-      lines.append(f"comparison: checker {rec.mode!r} became {checker!r}{known}")
-    for name, old, new in (("rtol", rec.rtol, rtol), ("atol", rec.atol, atol)):
-      if float(old) != float(new):
-        lines.append(f"comparison: {name} {old:g} became {new:g}")
-    return tuple(lines)
+    return _calling.comparison_change(m.comparison, self._settings[case.case_id],
+                                      self.registry.checkers)
 
   # --- the reader thread -----------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from typing import Any
 import jax
 
 from jaxport._jaxcompat import _lapack as jax_lapack
-from jaxport.harness import _case, _contexts, _executables
+from jaxport.harness import _cache_folder, _case, _contexts, _executables
 from jaxport.golden._manifest import Manifest
 
 # Module locations name files without their directories, so golden modules do
@@ -63,12 +63,52 @@ def configure_jax(compile_cache_dir: str | None = None, share_executables: bool 
   if own_process and compile_cache_dir is None and not jax.config.jax_compilation_cache_dir:
     jax.config.update("jax_enable_compilation_cache", False)
   if compile_cache_dir is not None:
+    # A link, pipe or device where jax expects an executable is dropped before any lookup.
+    _cache_folder.drop_irregular(Path(compile_cache_dir))
     if share_executables:
       _executables.keep_across_runs_in(Path(compile_cache_dir))
     for name, value in (("jax_compilation_cache_dir", compile_cache_dir),
                         ("jax_persistent_cache_min_compile_time_secs", 0.0),
                         ("jax_persistent_cache_min_entry_size_bytes", -1)):
       jax.config.update(name, value)
+
+
+class ConfigSnapshot:
+  """jax's whole configuration as it stood when taken (a worker takes it after
+  :func:`configure_jax`), to put back after each entry: a setting one case changes with
+  ``jax.config.update`` must not change the verdicts of the entries after it. Restore only
+  where no other thread traces."""
+
+  def __init__(self) -> None:
+    self._values = dict(jax.config.values)
+
+  def restore(self) -> list[str]:
+    """Put back every setting changed since the snapshot; one line per setting, naming it,
+    its value then and the value it had been changed to."""
+    lines = []
+    for name, now in jax.config.values.items():
+      then = self._values.get(name, _ABSENT)
+      if then is _ABSENT or _same(then, now):
+        continue
+      try:
+        jax.config.update(name, then)
+        how = "the harness put it back before the next entry"
+      except Exception as e:  # noqa: BLE001  (a setting jax refuses to set back)
+        how = f"it could not be put back ({type(e).__name__}: {e})"
+      lines.append(f"the case changed jax's setting {name} from {then!r} to {now!r} while it "
+                   f"ran; {how}. A case sets jax's configuration through Case(jax_flags=...) "
+                   "or enable_x64, which the manifest keeps, never with jax.config.update")
+    return lines
+
+
+_ABSENT = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+  try:
+    return bool(a == b)
+  except Exception:  # noqa: BLE001  (a value without a plain equality)
+    return a is b
 
 
 def replacement_notices() -> list[str]:

@@ -241,9 +241,13 @@ class ReplayAnswer:
   # Executables jax loaded from its persistent compilation cache while answering (required
   # on the wire).
   from_cache: int = 0
+  # jax settings the case's code changed while the entry was replayed, one line each (the
+  # worker put them back before the next entry).
+  config_changes: tuple[str, ...] = ()
 
   def to_json(self) -> dict[str, Any]:
     return {"readers": [r.to_json() for r in self.readers], "from_cache": self.from_cache,
+            "config_changes": list(self.config_changes),
             "today": None if self.today is None else self.today.to_json(),
             "host": None if self.host is None else dict(self.host), "seconds": self.seconds,
             "timings": dict(self.timings),
@@ -266,21 +270,30 @@ class ReplayAnswer:
                  for k, v in timings.items()},
         from_cache=_S.of(d["from_cache"], int, f"{where}.from_cache"),
         features=_S.of(d["features"], dict, f"{where}.features", nullable=True),
-        features_error=_S.of(d["features_error"], str, f"{where}.features_error", nullable=True))
+        features_error=_S.of(d["features_error"], str, f"{where}.features_error", nullable=True),
+        config_changes=_S.strs(d["config_changes"], f"{where}.config_changes"))
 
 
 @dataclasses.dataclass(frozen=True)
 class RecordAnswer:
-  """The worker's recording of one case: the id of the entry it wrote into the staging store."""
+  """The worker's recording of one case: the id of the entry it wrote into the staging store,
+  per output holding NaN or infinities, how many of each (``output 0: 16 NaN``; empty when
+  every recorded value is finite), and the jax settings the case's code changed while it was
+  recorded (put back before the next request), one line each."""
   entry_id: str
+  nonfinite: tuple[str, ...] = ()
+  config_changes: tuple[str, ...] = ()
 
   def to_json(self) -> dict[str, Any]:
-    return {"entry_id": self.entry_id}
+    return {"entry_id": self.entry_id, "nonfinite": list(self.nonfinite),
+            "config_changes": list(self.config_changes)}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> RecordAnswer:
     d = _S.record(cls, d, where)
-    return cls(_S.of(d["entry_id"], str, f"{where}.entry_id"))
+    return cls(_S.of(d["entry_id"], str, f"{where}.entry_id"),
+               _S.strs(d["nonfinite"], f"{where}.nonfinite"),
+               _S.strs(d["config_changes"], f"{where}.config_changes"))
 
 
 @dataclasses.dataclass(frozen=True)

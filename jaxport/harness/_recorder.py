@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,11 +47,24 @@ class Recorder:
     self.updates: list[_update.Update] = []
     self._write_queue: list[str] = []
     self._staging: Path | None = None
+    # Removes the staging folder when the recorder is dropped or the process exits without
+    # close() (an interrupted run, a session never closed); detached where it is kept.
+    self._cleanup: weakref.finalize | None = None
 
   def _staging_root(self) -> Path:
     if self._staging is None:
       self._staging = Path(tempfile.mkdtemp(prefix="jaxport-harness-staging-"))
+      self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._staging), True)
     return self._staging
+
+  def _keep_staging(self) -> Path | None:
+    """Keep the staging folder on purpose (a failure names it): nothing removes it, and the
+    next recording starts another; the folder kept."""
+    kept, self._staging = self._staging, None
+    if self._cleanup is not None:
+      self._cleanup.detach()
+      self._cleanup = None
+    return kept
 
   def _record_in_staging(self, case_id: str) -> tuple[RecordAnswer | WorkerFailure, str]:
     """A worker's recording of ``case_id`` into staging, and what it printed meanwhile."""
@@ -71,7 +85,8 @@ class Recorder:
     else:
       entry_id = answer.entry_id
       result = {"case_id": case_id, "entry_id": entry_id, "action": RecordAction.WRITTEN,
-                "message": ""}
+                "message": "\n".join(filter(None, (nonfinite_message(answer.nonfinite),
+                                                    *answer.config_changes)))}
       try:
         # The day's newest revision of the case is what today's recording is compared with.
         staged = GoldenStore(self._staging_root()).entry(EntryId.parse(entry_id))
@@ -128,7 +143,7 @@ class Recorder:
           f"a golden store of the same layout; once {self.store.root} is writable, copy its "
           f"entry folders there (cp -r {self._staging}/* {self.store.root}/) or record again.")
     if raced or failed:
-      self._staging = None  # kept: close() must not remove it
+      self._keep_staging()  # kept: close() must not remove it
 
   def _written_meanwhile(self, entry_id: str) -> bool:
     """Whether ``entry_id`` stands in the store now (another recording wrote it after this
@@ -163,8 +178,7 @@ class Recorder:
                               targets=_update.targets_of(manifest))
       written = self.store.adopt(snapshot, self.store.next_revision(manifest))
     except GoldenDataError as e:
-      kept = self._staging
-      self._staging = None  # kept: close() must not remove it
+      kept = self._keep_staging()  # close() must not remove it
       return self._update_failed(change, f"writing {answer.entry_id} failed: {e}; the "
                                          f"recording is kept in the golden store {kept}")
     return _update.Update(change, RecordAction.WRITTEN, written.entry_id,
@@ -176,9 +190,18 @@ class Recorder:
 
   def close(self) -> None:
     """Remove the staging folder, unless a failed write keeps it."""
-    if self._staging is not None:
-      shutil.rmtree(self._staging, ignore_errors=True)
-      self._staging = None
+    if self._cleanup is not None:
+      self._cleanup()  # removes it, once
+      self._cleanup = None
+    self._staging = None
+
+
+def nonfinite_message(lines: tuple[str, ...]) -> str:
+  """What a record line says of recorded outputs that hold NaN or infinities (replays compare
+  them as values: NaN matches NaN, an infinity the same infinity); empty when all are finite."""
+  if not lines:
+    return ""
+  return "recorded non-finite values: " + "; ".join(lines)
 
 
 def differing_files(staged: Path, existing: Path) -> list[str]:

@@ -87,6 +87,17 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
   return Recording(manifest, blob, inputs, expected, exp.mlir_module(), shardings)
 
 
+def nonfinite_lines(expected: list[np.ndarray] | None) -> tuple[str, ...]:
+  """One line per recorded output holding NaN or infinities, with how many of each
+  (``output 0: 16 NaN, 2 -inf``): what a record line says of outputs compared as values."""
+  out = []
+  for i, x in enumerate(expected or ()):
+    counts = checkers.nonfinite_counts(x)
+    if counts:
+      out.append(f"output {i}: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
+  return tuple(out)
+
+
 def _check_shardings_against_jit(case: _case.Case, exp: Any, inputs: list[np.ndarray],
                                  shardings: dict[str, Any]) -> None:
   """Refuse to record output shardings that differ from those of ``jax.jit`` of the case."""

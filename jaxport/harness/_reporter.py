@@ -12,6 +12,7 @@ from typing import Any
 from jaxport.harness import _update
 from jaxport.report import RunReport
 from jaxport.report._model import OTHER_HOST_KEY
+from jaxport.report._visible import visible
 
 
 def write_json(report: dict[str, Any], path: str | os.PathLike) -> None:
@@ -35,6 +36,8 @@ def text_lines(run: RunReport) -> list[str]:
   if report["mode"] == "record":
     for r in report["recorded"]:
       lines.append(f"  {r['action']:9s} {r['entry_id'] or 'case ' + r['case_id']}")
+      if r["action"] in ("written", "unchanged"):
+        lines.extend(f"      {m}" for m in r["message"].splitlines())
     lines.append(f"recorded {s.get('written', 0)} new, {s.get('unchanged', 0)} unchanged, "
                  f"{s.get('conflict', 0)} conflicting entries")
   else:
@@ -76,4 +79,5 @@ def text_lines(run: RunReport) -> list[str]:
   if report["skips"]:
     lines.append("skip ledger:")
     lines.extend(f"  {k['what']}: {k['why']}" for k in report["skips"])
-  return lines
+  # Case code's messages are shown, never obeyed: control and bidirectional characters escaped.
+  return [visible(line) for line in lines]

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 from jaxport._isolation._process import add_lifeline_option, serve_as_child
 from jaxport.errors import WorkerAnswerError
-from jaxport.harness._protocol import Answer, FailureKind, RecordAnswer, WorkerFailure, dump_answer
+from jaxport.harness._protocol import (Answer, FailureKind, RecordAnswer, ReplayAnswer,
+                                       WorkerFailure, dump_answer)
 from jaxport.harness._requests import (ArtifactsRequest, CasesRequest, DevicesRequest,
                                        RecordRequest, ReplayRequest, Request, load_request,
                                        request_id_of)
@@ -85,7 +86,7 @@ def _handle(engine: ReplayEngine, request: Request) -> Answer:
                                  engine.registry.checkers)
     entry = GoldenStore(request.staging).write_entry(
         rec.manifest, rec.blob, rec.inputs, rec.expected, rec.module_text, rec.shardings)
-    return RecordAnswer(entry.entry_id)
+    return RecordAnswer(entry.entry_id, _recording.nonfinite_lines(rec.expected))
   if isinstance(request, ArtifactsRequest):
     return _artifacts.write(engine, request)
   if isinstance(request, CasesRequest):
@@ -142,6 +143,14 @@ def _features(entry) -> dict:
     return {"features": features_of_blob(entry.blob(), entry.manifest).to_dict()}
   except JaxportError as e:
     return {"features_error": str(e)}
+
+
+def _with_config_changes(answer: Answer, changes: list[str]) -> Answer:
+  """``answer`` with the jax settings its request's case changed (a replay or a recording
+  carries them; another answer has no case to name)."""
+  if changes and isinstance(answer, (ReplayAnswer, RecordAnswer)):
+    return dataclasses.replace(answer, config_changes=tuple(changes))
+  return answer
 
 
 def _traceback_of(e: Exception) -> str:
@@ -247,6 +256,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
   engine = _engine.ReplayEngine(Project.from_json(json.loads(args.project)),
                                 threads=args.share_executables and _usable_cores() > 1)
   _warm_up(engine)
+  # What every entry starts from: a setting a case changes is put back after its request.
+  baseline = _jax_setup.ConfigSnapshot()
   _collect_less()
   kernels = NativeKernels(engine, pending=not args.cold_start)
   capture = _OutputCapture()
@@ -273,6 +284,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
           FailureKind.CASE_CODE, f"the case's code raised {type(e).__name__}({e}) while the "
           "worker handled the request; a case (its function, inputs or checker) must return or "
           "raise an Exception, never end the process", traceback=traceback.format_exc())
+    # Between requests nothing traces on the reader thread: jax's settings go back here.
+    answer = _with_config_changes(answer, baseline.restore())
     # Why a memo in front of jax stays off here; the session's report carries each line.
     answers.write(json.dumps(dump_answer(answer, _jax_setup.replacement_notices(),
                                          request_id=request_id, entry_id=entry_id,

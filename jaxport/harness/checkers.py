@@ -84,6 +84,71 @@ def _abs_errors(want: np.ndarray, got: np.ndarray) -> np.ndarray:
   return err
 
 
+def _finite(x: np.ndarray) -> np.ndarray:
+  """Where ``x`` is finite (every element of an integer or boolean array is)."""
+  return np.isfinite(x) if x.dtype.kind in "fc" else np.ones(x.shape, bool)
+
+
+def _value_kind(x: np.ndarray) -> np.ndarray:
+  """Each element of ``x`` named as a value class: finite, NaN, +inf, -inf (a complex element
+  with an infinite part and no NaN is ``inf``)."""
+  kinds = np.full(x.shape, "finite", dtype=object)
+  if x.dtype.kind not in "fc":
+    return kinds
+  if x.dtype.kind == "c":
+    kinds[np.isinf(x)] = "inf"
+  else:
+    kinds[np.isposinf(x)] = "+inf"
+    kinds[np.isneginf(x)] = "-inf"
+  kinds[np.isnan(x)] = "NaN"
+  return kinds
+
+
+def _nonfinite_differences(want: np.ndarray, got: np.ndarray, finite: np.ndarray) -> list[str]:
+  """One phrase per kind of non-finite difference between ``got`` and the recorded ``want``
+  (``3 NaN where the golden is finite``); non-finite elements that match (NaN and NaN, the
+  same infinity, a complex element equal part by part) are no difference."""
+  if np.all(finite):
+    return []
+  if want.dtype.kind == "c":
+    same = _same_parts(want.real, got.real) & _same_parts(want.imag, got.imag)
+  else:
+    same = _same_parts(want, got)
+  differ = ~finite & ~same
+  if not np.any(differ):
+    return []
+  pairs: dict[tuple[str, str], int] = {}
+  for k_got, k_want in zip(_value_kind(got)[differ], _value_kind(want)[differ]):
+    pairs[(k_got, k_want)] = pairs.get((k_got, k_want), 0) + 1
+  out = []
+  for (k_got, k_want), n in sorted(pairs.items()):
+    if k_got == k_want:  # complex: the same class, other values
+      out.append(f"{n} {k_got} element(s) that differ from the golden's {k_want}")
+    else:
+      out.append(f"{n} {k_got} where the golden is {k_want}")
+  return out
+
+
+def _same_parts(want: np.ndarray, got: np.ndarray) -> np.ndarray:
+  """Where two real arrays hold the same value, NaN counting as equal to NaN."""
+  return (want == got) | (np.isnan(want) & np.isnan(got))
+
+
+def nonfinite_counts(x) -> dict[str, int]:
+  """How many NaN, +inf and -inf ``x`` holds, only the classes present (a complex element
+  with a NaN part counts as NaN, else one with an infinite part as ``inf``)."""
+  x = np.asarray(x)
+  if x.dtype.kind not in "fc" or x.size == 0:
+    return {}
+  kinds = _value_kind(wide(x))
+  out = {}
+  for name in ("NaN", "+inf", "-inf", "inf"):
+    n = int(np.sum(kinds == name))
+    if n:
+      out[name] = n
+  return out
+
+
 @dataclasses.dataclass(frozen=True)
 class ErrorFigures:
   """How far one replayed array is from the recorded one: the largest and mean absolute
@@ -139,6 +204,11 @@ class Judge:
   def close(self, what: str, want, got, norm: float = 0.0) -> None:
     """``got`` equals ``want`` within rtol/atol, elementwise; report counts and errors otherwise.
 
+    Non-finite values compare as values: NaN matches NaN and an infinity the same infinity.
+    A non-finite element where the recorded one differs (NaN where it is finite, +inf where
+    it is -inf...) is a difference named as such; the error figures cover only the elements
+    finite on both sides.
+
     ``norm``: a magnitude every element's error may be relative to (a spectrum's
     largest value: Weyl's bound moves each eigenvalue by up to the norm of the
     perturbation, so tiny eigenvalues get the absolute error of the largest).
@@ -149,15 +219,19 @@ class Judge:
       return
     if want.size == 0:
       return
-    err = _abs_errors(want, got)
-    self.max_abs_err = max(self.max_abs_err, float(np.nanmax(err)) if err.size else 0.0)
-    bad = ~(err <= self.atol + self.rtol * np.maximum(np.abs(wide(want)), norm))
+    w, g = wide(want), wide(got)
+    finite = _finite(w) & _finite(g)
+    parts = _nonfinite_differences(w, g, finite)
+    err = np.abs(g[finite] - w[finite])
+    self.max_abs_err = max(self.max_abs_err, float(np.max(err, initial=0.0)))
+    bad = ~(err <= self.atol + self.rtol * np.maximum(np.abs(w[finite]), norm))
     if np.any(bad):
-      figures = error_figures(want, got)
-      self.problems.append(
-          f"{what}: {int(bad.sum())} of {bad.size} elements differ beyond rtol={self.rtol:g}, "
-          f"atol={self.atol:g}; max abs err {figures.max_abs:.3g}, mean abs err "
-          f"{figures.mean_abs:.3g}, max rel err {figures.max_rel:.3g}")
+      figures = error_figures(w[finite], g[finite])
+      parts.insert(0, f"{int(bad.sum())} of {want.size} elements differ beyond rtol={self.rtol:g}, "
+                      f"atol={self.atol:g}; max abs err {figures.max_abs:.3g}, mean abs err "
+                      f"{figures.mean_abs:.3g}, max rel err {figures.max_rel:.3g}")
+    if parts:
+      self.problems.append(f"{what}: " + "; ".join(parts))
 
   def residual(self, what: str, residual) -> None:
     """An invariant's residual is within the scaled tolerance ``residual_tol``."""

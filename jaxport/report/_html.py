@@ -16,6 +16,7 @@ from jaxport.report._entries import EntryResult, about_current_lowering
 from jaxport.report._model import RunReport
 from jaxport.report._sections import host_line
 from jaxport.report._svg import status_chart
+from jaxport.report._visible import visible
 from jaxport.report._views import (
     ENTRY_STATUSES, CellStatus, Matrix, build_history, build_matrix, build_note, entry_anchor,
     entry_status, order_runs, passing_groups, run_labels, source_name, target_anchor, window_rows)
@@ -58,7 +59,9 @@ def _status_css() -> str:
 
 
 def _e(text: object) -> str:
-  return escape(str(text), quote=True)
+  """``text`` for the page: markup escaped, control and bidirectional characters shown as
+  their escapes."""
+  return escape(visible(text), quote=True)
 
 
 def _href(entry_id: str) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from jaxport.report._model import RunReport
 from jaxport.report._sections import host_line
+from jaxport.report._visible import visible
 from jaxport.report._views import (
     ENTRY_STATUSES, CellStatus, build_history, build_matrix, build_note, entry_status,
     failure_onsets, order_runs, run_labels, source_name, window_rows)
@@ -42,15 +43,16 @@ _PLAIN_CODE = re.compile(r"[\w.,:;/+=@ -]+")
 
 
 def _text(text: object) -> str:
-  """A report string safe anywhere in the summary, table cells included: one line, no markup."""
-  line = " ".join(str(text).split())
+  """A report string safe anywhere in the summary, table cells included: one line, no markup,
+  control and bidirectional characters shown as their escapes."""
+  line = " ".join(visible(text).split())
   line = "".join(_HTML_ENTITIES.get(c, c) for c in line)
   return _MARKDOWN_SYNTAX.sub(r"\\\1", line)
 
 
 def _code(text: object) -> str:
   """A report string (an id, a target) in a code span, or as :func:`_text` if it is not plain."""
-  line = " ".join(str(text).split())
+  line = " ".join(visible(text).split())
   return f"`{line}`" if _PLAIN_CODE.fullmatch(line) else _text(line)
 
 

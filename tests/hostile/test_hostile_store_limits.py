@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 import types
@@ -308,6 +309,37 @@ def test_the_staging_folder_is_removed_when_writing_the_recordings_is_interrupte
   finally:
     session.close()
     shutil.rmtree(staging, ignore_errors=True)
+
+
+_UNCLOSED_RECORDER = """
+import sys
+from jaxport.harness._recorder import Recorder
+recorder = Recorder(None, None, None, None, [])
+print(recorder._staging_root(), flush=True)
+if sys.argv[1] == "dropped":
+  del recorder
+  import gc; gc.collect()
+  print("dropped", flush=True)
+  input()  # the process lives on: the folder went with the recorder
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "dropped"])
+def test_a_staging_folder_never_closed_does_not_outlive_its_recorder(tmp_path, how):
+  env = {**os.environ, "TMPDIR": str(tmp_path)}
+  proc = subprocess.Popen([sys.executable, "-c", _UNCLOSED_RECORDER, how], env=env,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+  try:
+    staging = Path(proc.stdout.readline().strip())
+    assert staging.parent == tmp_path and staging.name.startswith("jaxport-harness-staging-")
+    if how == "dropped":
+      assert proc.stdout.readline().strip() == "dropped"
+      assert not staging.exists()
+    proc.communicate("\n", timeout=60)
+  finally:
+    proc.kill()
+  assert proc.returncode == 0
+  assert not list(tmp_path.glob("jaxport-harness-staging-*"))
 
 
 # --- 6. a writer killed at any moment leaves only whole entries ---------------------------------

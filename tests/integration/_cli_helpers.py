@@ -16,6 +16,7 @@ from jaxport.export import _mlir
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.golden._store import GoldenStore
+from jaxport.harness import Case, _case
 from jaxport.serde import _read
 
 RECORD_DATE = datetime.date(2026, 6, 1)
@@ -52,8 +53,13 @@ def qr_input() -> np.ndarray:
 
 def write_qr_entry(store: GoldenStore, *, case_id: str = "qr_f32",
                    record_date: datetime.date = RECORD_DATE, signatures=None, blob=None,
-                   comparison: Comparison = Comparison("allclose", 1e-5, 1e-6)):
+                   comparison: Comparison | None = None):
+  """A QR entry in ``store``; its comparison settings are, unless given, those a recording of
+  the QR case (``qr_fun`` on ``qr_input``) writes, so that an audit finds none changed."""
   exp = qr_exported()
+  if comparison is None:
+    case = Case(case_id, "qr", qr_fun, lambda: ((qr_input(),), {}))
+    comparison = Comparison(*_case.comparison_of(case, [qr_input()]))
   blob = bytes(exp.serialize()) if blob is None else blob
   x = qr_input()
   expected = [np.asarray(o) for o in jax.jit(qr_fun)(x)]

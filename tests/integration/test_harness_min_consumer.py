@@ -128,16 +128,15 @@ def _replayed_with(tmp_path, monkeypatch, min_consumer, **changes):
     hs.close()
 
 
-def test_features_that_cannot_be_read_warn_an_entry_with_a_min_consumer_naming_why(
+def test_features_that_cannot_be_read_fail_an_entry_with_a_min_consumer_naming_the_error(
     tmp_path, monkeypatch):
   outcome = _replayed_with(tmp_path, monkeypatch, _range()[0], features=None,
                            features_error="module bytes: truncated")
-  # Not measured is not a break: a warning, which fails under --compat-strict.
-  assert outcome.status == Status.WARN, outcome.messages
-  assert not outcome.has(FindingKind.BELOW_MIN_CONSUMER)
-  (found,) = outcome.of_kind(FindingKind.MIN_CONSUMER_UNKNOWN)
-  assert "cannot be computed from its blob (module bytes: truncated)" in found.message
-  assert status_of(outcome.kinds, Policy(strict=True)) == Status.FAIL
+  # The case's promise cannot be checked: a failure, not a warning.
+  assert outcome.status == Status.FAIL, outcome.messages
+  assert not outcome.has(FindingKind.MIN_CONSUMER_UNKNOWN)
+  (found,) = outcome.of_kind(FindingKind.BELOW_MIN_CONSUMER)
+  assert "cannot be read from its blob (module bytes: truncated)" in found.message
 
 
 def test_features_that_cannot_be_read_for_the_report_only_are_a_skip_naming_why(

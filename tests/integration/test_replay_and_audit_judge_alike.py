@@ -3,7 +3,9 @@ findings but for those only running an entry can make (one judge, ``jaxport.harn
 
 The store holds a clean entry, an expired one, one whose case's lowering changed since (other
 custom calls, the same results), the same change in an entry another jax release recorded
-(jax's change, not the function's), one whose calling contract changed too, and an entry whose custom-call target nothing promises any more
+(jax's change, not the function's), one whose calling contract changed too, one whose calling
+contract alone changed (its output a tuple now), and an entry whose custom-call target nothing
+promises any more
 (jax 0.4.30's LAPACK kernel, which runs today only after ``jaxport.upgrade``)."""
 
 import dataclasses
@@ -47,18 +49,23 @@ def contract(a):
   return CONTRACT
 
 
+def contract_only(a):
+  return ONLY
+
+
 def cases():
   return [Case("clean", "judged", chol, square),
           Case("expired", "judged", jnp.sin, square),
           Case("changed", "judged", changing, square),
           Case("other_release", "judged", changing, square),
-          Case("contract", "judged", contract, square)]
+          Case("contract", "judged", contract, square),
+          Case("contract_only", "judged", contract_only, square)]
 """
 # Today the function calls QR's kernels too, for the same results; and one returns Q as well,
 # another output tree.
-BEFORE = {"LOWERING": "chol(a)", "CONTRACT": "chol(a)"}
+BEFORE = {"LOWERING": "chol(a)", "CONTRACT": "chol(a)", "ONLY": "jnp.sin(a)"}
 AFTER = {"LOWERING": "chol(a) + 0 * jnp.linalg.qr(a)[1]",
-         "CONTRACT": "chol(a), jnp.linalg.qr(a)[0]"}
+         "CONTRACT": "chol(a), jnp.linalg.qr(a)[0]", "ONLY": "(jnp.sin(a),)"}
 
 
 def _cases(change: dict[str, str]) -> str:
@@ -106,7 +113,7 @@ def test_a_replay_and_an_audit_of_one_store_judge_each_entry_alike(pytester, tmp
   audit = json.loads(capsys.readouterr().out)
   audited = {a["artifact"]: a for a in audit["artifacts"]}
 
-  assert sorted(audited) == sorted(replayed) and len(replayed) == 6
+  assert sorted(audited) == sorted(replayed) and len(replayed) == 7
   by_case = {e["case_id"]: e["entry_id"] for e in replayed.values()}
   for entry_id, r in replayed.items():
     a = audited[entry_id]
@@ -118,7 +125,7 @@ def test_a_replay_and_an_audit_of_one_store_judge_each_entry_alike(pytester, tmp
         entry_id, audit_kinds, r["kinds"])
   statuses = {case: replayed[entry_id]["status"] for case, entry_id in by_case.items()}
   assert statuses == {"clean": "pass", "expired": "warn", "changed": "fail",
-                      "other_release": "pass", "contract": "fail",
+                      "other_release": "pass", "contract": "fail", "contract_only": "fail",
                       "release_cholesky_f32": "warn"}
   kinds = {case: audited[entry_id]["findings"] for case, entry_id in by_case.items()}
   assert {f["kind"] for f in kinds["clean"]} == set()
@@ -126,11 +133,13 @@ def test_a_replay_and_an_audit_of_one_store_judge_each_entry_alike(pytester, tmp
   assert {f["kind"] for f in kinds["changed"]} == {"lowering_drift"}
   assert {f["kind"] for f in kinds["other_release"]} == {"producer_drift"}
   assert {f["kind"] for f in kinds["release_cholesky_f32"]} == {"stale_target"}
-  assert {f["kind"] for f in kinds["contract"]} == {"lowering_drift"}
+  assert {f["kind"] for f in kinds["contract"]} == {"lowering_drift", "signature_change"}
+  assert {f["kind"] for f in kinds["contract_only"]} == {"signature_change"}
+  assert replayed[by_case["contract_only"]]["kinds"] == ["signature_change"]
   assert "signature_change" in replayed[by_case["contract"]]["kinds"]
   assert "upgraded" in replayed[by_case["release_cholesky_f32"]]["kinds"]
   assert by_case["other_release"] == other_id
   # The changed function fails both; nothing else does.
   assert replay.ret == 1 and rc == 1
   assert sorted(a["artifact"] for a in audit["artifacts"] if not a["ok"]) == sorted(
-      [by_case["changed"], by_case["contract"]])
+      [by_case["changed"], by_case["contract"], by_case["contract_only"]])

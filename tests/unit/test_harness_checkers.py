@@ -252,3 +252,45 @@ def test_jax_layout_checkers_recover_the_operand_from_the_recorded_results(compl
   assert checkers.check("jax_eigh", [], [batch_v, batch_w], [flipped, batch_w], rtol=RTOL, atol=ATOL).ok
   assert not checkers.check("jax_eigh", [], [batch_v, batch_w], [flipped, batch_w[::-1] * 2],
                             rtol=RTOL, atol=ATOL).ok
+
+
+@pytest.mark.parametrize("golden", [
+    np.full(16, np.nan, np.float32),
+    np.array([-np.inf, 0.5, np.inf, np.nan], np.float32),
+    np.array([np.nan + 1j, complex(np.inf, 2.0), 1 + 1j], np.complex64),
+], ids=["all_nan", "mixed", "complex"])
+def test_allclose_matches_non_finite_values_as_values(golden):
+  verdict = checkers.check("allclose", [], [golden], [golden.copy()], rtol=1e-6, atol=1e-6)
+  assert verdict.ok, verdict.problems
+  assert verdict.max_abs_err == 0.0
+
+
+def test_allclose_names_non_finite_values_where_the_golden_differs():
+  golden = np.array([1.0, 2.0, 3.0, 4.0, np.inf, np.nan, -np.inf], np.float32)
+  replay = np.array([np.nan, np.nan, np.nan, np.inf, -np.inf, 6.0, -np.inf], np.float32)
+  verdict = checkers.check("allclose", [], [golden], [replay], rtol=1e-6, atol=1e-6)
+  assert not verdict.ok
+  (line,) = verdict.problems
+  assert "3 NaN where the golden is finite" in line
+  assert "1 +inf where the golden is finite" in line
+  assert "1 -inf where the golden is +inf" in line
+  assert "1 finite where the golden is NaN" in line
+  # The matched -inf and no finite pair differ: no error figures, and none of them infinite.
+  assert "beyond rtol" not in line
+  assert verdict.max_abs_err == 0.0
+
+
+def test_allclose_figures_leave_matched_non_finite_elements_out():
+  golden = np.array([np.nan, np.inf, 1.0, 2.0])
+  replay = np.array([np.nan, np.inf, 1.5, 2.0])
+  verdict = checkers.check("allclose", [], [golden], [replay], rtol=1e-6, atol=1e-6)
+  (line,) = verdict.problems
+  assert line.startswith("output 0: 1 of 4 elements differ beyond")
+  assert "max abs err 0.5" in line and "nan" not in line.lower()
+  assert verdict.max_abs_err == 0.5
+
+
+def test_nonfinite_counts_name_each_class_present():
+  assert checkers.nonfinite_counts(np.array([np.nan, np.nan, np.inf, -np.inf, 1.0])) == {
+      "NaN": 2, "+inf": 1, "-inf": 1}
+  assert checkers.nonfinite_counts(np.arange(3)) == {}

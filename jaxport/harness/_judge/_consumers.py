@@ -32,6 +32,17 @@ def measured_releases() -> tuple[str, ...]:
   return tuple(f.version for f in table_releases() if f.measured)
 
 
+def unreadable_features_finding(min_consumer: str, error: str) -> Finding:
+  """The failure of an entry whose case promises ``min_consumer`` while the features its blob
+  needs of a consumer do not read (``error``): the promise cannot be checked, so it is not
+  kept, whatever the readers did."""
+  return Finding(FindingKind.BELOW_MIN_CONSUMER, Subject.CONSUMERS,
+                 f"min_consumer {min_consumer}: what the entry needs of a consumer cannot be "
+                 f"read from its blob ({error}), so that it runs on jax {min_consumer} cannot "
+                 "be checked; inspect it with `jaxport inspect ENTRY`, and record the case "
+                 "again if its blob is at fault")
+
+
 def min_consumer_findings(min_consumer: str, platform: str, range_: RunsOn | None,
                           measured: tuple[str, ...], producer: str | None,
                           why: str | None = None,

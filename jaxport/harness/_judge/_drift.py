@@ -4,10 +4,13 @@ An entry another jax release recorded, whose results today's module still comput
 is not run), differs because jax's lowering changed (``producer_drift``, reported only). A
 lowering-only entry promises its signatures, so a difference breaks it (unless it was
 imported: another function than the case it is compared with). Anything else is the
-function's change (``lowering_drift``). The replay and ``jaxport audit`` both judge a
-difference here."""
+function's change (``lowering_drift``). A difference of the calling contract is the
+function's (``signature_change``), but for what the jax release writes differently. The replay
+and ``jaxport audit`` both judge a difference here."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from jaxport._vocabulary import Finding, FindingKind, Subject
 from jaxport.golden._manifest import Manifest
@@ -35,3 +38,23 @@ def lowering_difference(manifest: Manifest, consumer: str | None, lead: str, lin
           if manifest.lowering_only and manifest.imported_from is None
           else FindingKind.LOWERING_DRIFT)
   return Finding(kind, Subject.TODAY, f"{lead}: {line}", detail=line)
+
+
+def contract_findings(manifest: Manifest, consumer: str | None, by_function: Sequence[str],
+                      by_jax: Sequence[str], newest: bool) -> tuple[list[Finding], list[str]]:
+  """The findings and skip lines of a difference of today's calling contract from the entry's:
+  ``by_function``, what the function's owner changed (trees, types, shardings, effects, the
+  comparison settings), and ``by_jax``, what the jax release writes differently. An entry
+  older than its case's newest promised an earlier contract: only a skip line says so."""
+  lead = f"calling contract of case {manifest.case_id}"
+  findings = [Finding(FindingKind.PRODUCER_DRIFT if manifest.producer.jax != consumer
+                      else FindingKind.SIGNATURE_CHANGE, Subject.TODAY, f"{lead}: {line}",
+                      detail=line) for line in by_jax]
+  skips = []
+  if by_function and not newest:
+    skips.append(f"earlier contract: case {manifest.case_id}'s calling contract changed since "
+                 f"this entry ({'; '.join(by_function)}); it is judged by its readers and "
+                 "recorded outputs only")
+  findings += [Finding(FindingKind.SIGNATURE_CHANGE, Subject.TODAY, f"{lead}: {line}",
+                       detail=line) for line in (by_function if newest else ())]
+  return findings, skips

@@ -101,6 +101,9 @@ def _with_consumers(outcome: Outcome, answer: ReplayAnswer | WorkerFailure,
       outcome = outcome.replace(skips=outcome.skips + (
           f"the releases the entry runs on are not computed: {why}",))
     return outcome
+  if answer.features is None and answer.features_error is not None:
+    found = [_consumers.unreadable_features_finding(entry.min_consumer, answer.features_error)]
+    return outcome.replace(findings=outcome.findings + tuple(found))
   found = _consumers.min_consumer_findings(entry.min_consumer, m.platform, range_,
                                            _consumers.measured_releases(), m.producer.jax,
                                            why=why, features=features)

@@ -20,7 +20,7 @@ from jaxport.harness._protocol import (EnvelopeRead, FailureKind, ReaderResult, 
 from jaxport.harness._requests import ReplayRequest
 from jaxport.harness._verdicts import Outcome
 from jaxport.harness._judge._age import age_findings, days_to_expiry
-from jaxport.harness._judge._drift import lowering_difference
+from jaxport.harness._judge._drift import contract_findings, lowering_difference
 from jaxport.harness._judge._targets import not_stable_finding
 
 K = FindingKind
@@ -218,6 +218,8 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
       for target, verdict in sorted(read.target_verdicts.items()):
         if verdict == TargetVerdict.NOT_STABLE:
           findings.append(not_stable_finding(target, read.platforms or (), S.READER))
+    for line in answer.config_changes:
+      add(K.JAX_CONFIG_CHANGED, S.WORKER, line)
     cur = answer.today
     if cur is None or not cur.available:
       # Asked for and missing is an incomplete answer, a failure above, never a skip.
@@ -237,16 +239,10 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
       results_match = cur.numerics is None or cur.numerics.ok
       findings += [lowering_difference(manifest, consumer, f"current lowering{against}", line,
                                        results_match) for line in cur.signature_diff]
-      for line in cur.contract_by_jax:
-        add(K.PRODUCER_DRIFT if manifest.producer.jax != consumer else K.SIGNATURE_CHANGE,
-            S.TODAY, f"calling contract of case {manifest.case_id}: {line}", detail=line)
-      if cur.contract_diff and not newest:
-        skips.append(f"earlier contract: case {manifest.case_id}'s calling contract changed since "
-                     f"this entry ({'; '.join(cur.contract_diff)}); it is judged by its readers "
-                     "and recorded outputs only")
-      for line in cur.contract_diff if newest else ():
-        add(K.SIGNATURE_CHANGE, S.TODAY, f"calling contract of case {manifest.case_id}: {line}",
-            detail=line)
+      found, skipped = contract_findings(manifest, consumer, cur.contract_diff,
+                                         cur.contract_by_jax, newest)
+      findings += found
+      skips += skipped
       gone = sorted(set(recorded_targets) - set(cur.targets))
       if gone:
         add(K.STALE_TARGET, S.TODAY,
