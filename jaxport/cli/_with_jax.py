@@ -86,7 +86,8 @@ def _replay_in_release_env(version: str, python: Path, project: Path, home: Path
       return code or 1
     verdicts = _measured.verdicts_of_report(written, version)
     skipped = _measured.kernel_skips(written, version)
-    _measured.remember(home, store, version, verdicts)
+    _measured.remember(home, store, version, verdicts,
+                       _measured.replayed_blobs(written, version))
     if report is not None:
       Path(report).parent.mkdir(parents=True, exist_ok=True)
       shutil.copyfile(written, report)

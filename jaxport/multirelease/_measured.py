@@ -52,12 +52,14 @@ def _blob_sha256(store: GoldenStore, entry_id: str) -> str | None:
 
 
 def remember(project: Path, store_root: Path, version: str,
-             verdicts: Mapping[str, tuple[bool, str] | None]) -> int:
+             verdicts: Mapping[str, tuple[bool, str] | None],
+             replayed: Mapping[str, str | None] | None = None) -> int:
   """Add ``verdicts`` (entry id -> (runs, detail)) measured under ``version`` to the project's
   measurements, replacing what an earlier replay there measured (None: this replay could not
   measure the entry, and the earlier measurement goes); how many were kept. Each is keyed by
   the sha256 of the blob as it reads now (one that does not read is not kept) and names this
-  jaxport release as its judge."""
+  jaxport release as its judge. ``replayed``: entry id -> the sha256 of the blob the run
+  replayed, where its report names it; a blob that reads otherwise now is not kept."""
   store = GoldenStore(store_root)
   today = datetime.date.today()
   kept = 0
@@ -69,6 +71,11 @@ def remember(project: Path, store_root: Path, version: str,
         continue
       runs, detail = verdict
       sha = _blob_sha256(store, entry_id)
+      ran_on = (replayed or {}).get(entry_id)
+      if sha is not None and ran_on is not None and ran_on != sha:
+        logger.warning("not keeping the measurement of %s: the run replayed the blob %s, the "
+                       "store now holds %s", entry_id, ran_on, sha)
+        sha = None
       if sha is None:
         measured = measured.without(entry_id, version)
         continue
@@ -100,6 +107,12 @@ def verdicts_of_report(report_path: Path, version: str
     out[e.entry_id] = ((False, f"[{bad[0].kind}] {bad[0].message}") if bad
                        else (True, f"replayed by the harness under jax {version}"))
   return out
+
+
+def replayed_blobs(report_path: Path, version: str) -> dict[str, str | None]:
+  """Entry id -> the sha256 of the blob the run under ``version`` replayed (None: its report
+  does not name it)."""
+  return {e.entry_id: e.blob_sha256 for e in _report_under(report_path, version).entries}
 
 
 def kernel_skips(report_path: Path, version: str) -> dict[str, str]:

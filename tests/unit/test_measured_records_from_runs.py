@@ -128,6 +128,13 @@ def test_a_record_is_keyed_by_the_blob_as_read_not_the_manifests_claim(tmp_path)
   assert keeping.remember(project, project / "golden", RELEASE, {entry_id: (True, "ran")}) == 1
   (kept,) = read_measured(project).entries[entry_id].values()
   assert kept.blob_sha256 == hashlib.sha256(blob.read_bytes()).hexdigest()
+  # A run that replayed another blob than the store holds now keeps nothing for it.
+  other = "0" * 64
+  assert keeping.remember(project, project / "golden", RELEASE, {entry_id: (False, "x")},
+                          {entry_id: other}) == 0
+  assert read_measured(project).entries == {}
+  assert keeping.remember(project, project / "golden", RELEASE, {entry_id: (True, "ran")},
+                          {entry_id: kept.blob_sha256}) == 1
   # Bytes that are not the manifest's: nothing is kept, and the earlier record goes.
   blob.write_bytes(b"not the recorded blob")
   assert keeping.remember(project, project / "golden", RELEASE, {entry_id: (False, "x")}) == 0
