@@ -3,7 +3,9 @@
 ``merge SHARD.json... -o RUN.json`` writes the report of the whole run; with
 ``--project DIR`` it also runs the session-level checks the shards deferred
 (coverage, tripwire, missing and orphaned cases) against the project's store and
-cases, with the code an unsharded run uses, and fails as that run would;
+cases, with the code an unsharded run uses, checks each entry against the store (held, with
+the blob the shard replayed), and fails as that run would; without it the merge checks
+none of that, says so in its output and report, and still fails a run with a failing entry;
 ``render RUN.json [EARLIER.json...] --html OUT.html --markdown OUT.md`` writes
 the page and the job summary (Markdown to stdout when no output is named).
 Registration is self-contained: ``_main`` calls :func:`add_parser` and
@@ -22,7 +24,7 @@ from typing import Any
 
 from jaxport import report
 from jaxport._progress import track
-from jaxport.errors import ReportError
+from jaxport.errors import JaxportError, ReportError
 from jaxport.report._files import write_text_atomically
 from jaxport.report._merge import check_complete
 from jaxport.golden._entry_id import platform_of
@@ -31,6 +33,11 @@ logger = logging.getLogger(__name__)
 
 COMMAND = "report"
 STDOUT = "-"
+# What a merge without --project says of itself, in its output and in the merged report: it
+# joined what the shards say, and checked none of it against a store.
+NOT_CHECKED = ("merged without --project: the coverage, the tripwire, the missing cases and the "
+               "entries themselves were not checked against a store; the merged report holds "
+               "what the shards say. Merge with --project DIR to check them.")
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -75,6 +82,9 @@ def _merge(args: argparse.Namespace) -> int:
   shards = _load_all(args.shards, "reading shard")
   if args.project is None:
     merged = report.merge_reports(shards)
+    merged = dataclasses.replace(
+        merged, session_warnings=(*merged.session_warnings, NOT_CHECKED))
+    logger.warning("%s", NOT_CHECKED)
   else:
     from jaxport.cli import _project  # imports pytest, which only --project needs
     merged = merge_and_check(shards, _project.read(args.project),
@@ -84,8 +94,6 @@ def _merge(args: argparse.Namespace) -> int:
   logger.info("merged %d shard reports into %s: %d entries replayed of %d present, %d failed, "
               "%d session failures", len(args.shards), out, s.replayed, s.present,
               s.counts[report.Status.FAIL], len(merged.session_failures))
-  if args.project is None:
-    return 0
   for failure in merged.session_failures:
     logger.info("SESSION FAIL %s", failure)
   return 0 if merged.ok else 1
@@ -113,6 +121,7 @@ def merge_and_check(shards: Sequence[report.RunReport], project: Any,
     raise ReportError(f"the shards saw {merged.summary.present} {platform} entries but the "
                       f"store {store} holds {len(present)}; merge against the "
                       "store the shards replayed (--store).")
+  against_store = _entries_against_store(merged.entries, GoldenStore(store), set(present))
   cases = Relowerer(project.case_modules, project.paths, FROM_PROJECT)
   cases.load()  # the project's code: a module that fails to import is one error naming it
   registry = cases.registry
@@ -130,8 +139,33 @@ def merge_and_check(shards: Sequence[report.RunReport], project: Any,
   return dataclasses.replace(
       merged, targets=targets, lowering_only_targets=other,
       skips=(*(x for x in merged.skips if x not in deferred), *checks.skips),
-      session_failures=(*merged.session_failures, *checks.failures),
+      session_failures=(*merged.session_failures, *against_store, *checks.failures),
       session_warnings=(*sorted(merged.session_warnings), *checks.warnings))
+
+
+def _entries_against_store(entries: Sequence[report.EntryResult], store: Any,
+                           present: set[str]) -> list[str]:
+  """A session failure for each entry of the merged run that the store does not hold, or whose
+  blob in the store is not the one the shard replayed (where its report names that blob)."""
+  from jaxport.golden import EntryId
+  from jaxport.golden._entry import sha256_hex
+  failures = []
+  for e in entries:
+    if e.entry_id not in present:
+      failures.append(f"entry {e.entry_id} is in the shards' reports but not in the store "
+                      f"{store.root}: the reports are not of this store (or were edited)")
+      continue
+    if e.blob_sha256 is None:
+      continue
+    try:
+      held = sha256_hex(store.entry(EntryId.parse(e.entry_id)).blob())
+    except (ReportError, ValueError, OSError, JaxportError) as err:
+      failures.append(f"entry {e.entry_id}: its blob in the store does not read: {err}")
+      continue
+    if held != e.blob_sha256:
+      failures.append(f"entry {e.entry_id}: the shard replayed the blob {e.blob_sha256}, the "
+                      f"store holds {held}: the reports are not of this store (or were edited)")
+  return failures
 
 
 def _render(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -51,22 +52,71 @@ def run(action: str, *, version: str, platform: str, report: str | None, project
   home = config.root or project
   if runs_jaxport(version):
     python = ensure_project_env(version, project)
-    with tempfile.TemporaryDirectory(prefix="jaxport-with-jax-") as tmp:
-      report_path = report if report is not None or action == "record" else str(
-          Path(tmp) / "report.json")
-      cmd = pytest_command(str(python), report_path)
+    if action == "record":
+      cmd = pytest_command(str(python), report)
       logger.info("running in %s with jax %s: %s", project, version, " ".join(cmd))
-      code = run_forwarding_signals(cmd, project, env=release_env())
-      if action == "replay" and Path(report_path).is_file():
-        _measured.remember(home, config.store, version,
-                           _measured.verdicts_of_report(Path(report_path), version))
-    return code
+      return run_forwarding_signals(cmd, project, env=release_env())
+    return _replay_in_release_env(version, python, project, home, config.store, report,
+                                  pytest_command)
   if action == "record":
     raise JaxportError(
         f"record --with-jax {version}: recording runs jaxport's harness, which runs on jax "
         f"{MIN_JAX} and newer. Record with one of those (or the running jax); replay "
         f"--with-jax {version} replays the project's entries with that release's own jax.export.")
   return replay_old_release(version, config, home, report)
+
+
+def _replay_in_release_env(version: str, python: Path, project: Path, home: Path, store: Path,
+                           report: str | None,
+                           pytest_command: Callable[[str, str | None], list[str]]) -> int:
+  """Replay the project's items in the release environment; keep what this run measured.
+
+  The harness writes its report into a folder this run made, so only a report this run wrote
+  is read (a file an earlier run left at ``report`` is never taken for it), and it must be
+  the report of a run under ``version``. It is then copied to ``report``."""
+  with tempfile.TemporaryDirectory(prefix="jaxport-with-jax-") as tmp:
+    written = Path(tmp) / "report.json"
+    cmd = pytest_command(str(python), str(written))
+    logger.info("running in %s with jax %s: %s", project, version, " ".join(cmd))
+    code = run_forwarding_signals(cmd, project, env=release_env())
+    if not written.is_file():
+      logger.error("the replay under jax %s wrote no report (exit code %d): nothing was "
+                   "measured, and no measurement is kept%s", version, code,
+                   "" if report is None else f"; {report} is not this run's report")
+      return code or 1
+    verdicts = _measured.verdicts_of_report(written, version)
+    skipped = _measured.kernel_skips(written, version)
+    _measured.remember(home, store, version, verdicts,
+                       _measured.replayed_blobs(written, version))
+    if report is not None:
+      Path(report).parent.mkdir(parents=True, exist_ok=True)
+      shutil.copyfile(written, report)
+    return _code_with_kernel_skips(code, written, version, skipped)
+  return code
+
+
+def _code_with_kernel_skips(code: int, report_path: Path, version: str,
+                            skipped: dict[str, str]) -> int:
+  """The replay's exit code once the entries whose project kernel did not register under
+  ``version`` count as skipped, not failed: 1 when every entry was skipped so (nothing was
+  measured, which is not a pass); 0 when they were the run's only failures."""
+  if not skipped:
+    return code
+  from jaxport.report import Status, load_report
+  for entry_id, why in skipped.items():
+    sys.stdout.write(f"jax {version}: skip  {entry_id}: {why}\n")
+  run = load_report(report_path)
+  sys.stdout.write(f"jax {version}: {len(skipped)} of {len(run.entries)} entries skipped: the "
+                   "project's native kernel does not register under this release; they are not "
+                   "measured\n")
+  if len(skipped) == len(run.entries):
+    logger.error("every entry replayed under jax %s was skipped (its project kernel does not "
+                 "register there): nothing was measured, which is not a pass", version)
+    return 1
+  others_failed = any(e.status is Status.FAIL and e.entry_id not in skipped for e in run.entries)
+  if code == 1 and not others_failed and not run.session_failures:
+    return 0
+  return code
 
 
 def replay_old_release(version: str, config: Project, home: Path, report: str | None) -> int:

@@ -58,6 +58,9 @@ class Outcome:
   # platform -> the jax releases the entry runs on, computed from the release table (None: not
   # computed in this run).
   runs_on: Mapping[str, tuple[str, ...]] | None = None
+  # The sha256 of the blob the worker replayed, as the entry's files verified (None: they did
+  # not read).
+  blob_sha256: str | None = None
 
   @property
   def kinds(self) -> tuple[FindingKind, ...]:
@@ -127,7 +130,8 @@ class Outcome:
         status=None if d["status"] is None else s.enum(Status, d["status"], at("status")),
         runs_on=None if d["runs_on"] is None else {
             p: s.strs(v, at(f"runs_on.{p}"))
-            for p, v in s.of(d["runs_on"], Mapping, at("runs_on")).items()})
+            for p, v in s.of(d["runs_on"], Mapping, at("runs_on")).items()},
+        blob_sha256=s.of(d["blob_sha256"], str, at("blob_sha256"), nullable=True))
 
   @classmethod
   def from_report_entry(cls, e: EntryResult) -> Outcome:
@@ -142,7 +146,7 @@ class Outcome:
                findings=tuple(e.findings),
                upgrade_rules=() if e.release is None else e.release.upgrade_rules,
                release=e.release, expected_failure=e.expected_failure, status=e.status,
-               runs_on=e.runs_on)
+               runs_on=e.runs_on, blob_sha256=e.blob_sha256)
 
   def report_entry(self) -> EntryResult:
     """The entry as the compat report lists it: the same record, typed, for the page."""
@@ -158,4 +162,5 @@ class Outcome:
         current_targets=self.current_targets, platforms=self.platforms,
         target_verdicts=self.target_verdicts, matched_case=self.matched_case,
         recorded_host=self.recorded_host, release=self.release,
-        expected_failure=self.expected_failure, runs_on=self.runs_on)
+        expected_failure=self.expected_failure, runs_on=self.runs_on,
+        blob_sha256=self.blob_sha256)

@@ -9,12 +9,16 @@ and ``runs_on`` takes it over the release table's prediction.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from jaxport._jaxcompat._version import JAXPORT_VERSION
 from jaxport._vocabulary import FindingKind, Subject
+from jaxport.errors import JaxportError
 from jaxport.golden import EntryId, GoldenStore
+from jaxport.multirelease._native import skip_reason, unregistered_kernel
 from jaxport.multirelease._replay import CRASH, ERROR, FAIL, PASS, RAN, SKIP
 from jaxport.releases import MeasuredRun, read_measured, write_measured
 from jaxport.releases._measured import updating
@@ -25,7 +29,8 @@ logger = logging.getLogger(__name__)
 # harness's reference reader) found: a break, changed numerics, or a blob it read only after
 # jaxport rewrote it. jaxport's reader, today's lowering, the entry's age and the project's
 # policy say nothing of it; a worker that failed (the project's modules did not load, a crash)
-# measured nothing.
+# measured nothing, and neither did a replay of an entry whose own files did not read (a golden
+# data error: nothing was deserialized or called).
 RELEASE_READER = "jax"
 _NOT_RUNNING = frozenset({FindingKind.COMPATIBILITY_BREAK, FindingKind.UPGRADED,
                           FindingKind.NUMERICS_CHANGE})
@@ -36,18 +41,25 @@ _UNMEASURED = (SKIP, CRASH, ERROR)
 
 
 def _blob_sha256(store: GoldenStore, entry_id: str) -> str | None:
+  """The sha256 of the entry's blob as read from the store (its bytes, checked against the
+  manifest's record); None when it does not read, and a measurement is then not kept."""
   try:
-    return store.entry(EntryId.parse(entry_id)).manifest.files.get("exported.bin")
-  except Exception as e:  # noqa: BLE001  (an unreadable entry is simply not remembered)
-    logger.info("not remembering %s: %s", entry_id, e)
+    blob = store.entry(EntryId.parse(entry_id)).blob()
+  except (JaxportError, ValueError, OSError) as e:
+    logger.warning("not keeping the measurement of %s: its blob does not read: %s", entry_id, e)
     return None
+  return hashlib.sha256(blob).hexdigest()
 
 
 def remember(project: Path, store_root: Path, version: str,
-             verdicts: Mapping[str, tuple[bool, str] | None]) -> int:
+             verdicts: Mapping[str, tuple[bool, str] | None],
+             replayed: Mapping[str, str | None] | None = None) -> int:
   """Add ``verdicts`` (entry id -> (runs, detail)) measured under ``version`` to the project's
   measurements, replacing what an earlier replay there measured (None: this replay could not
-  measure the entry, and the earlier measurement goes); how many were kept."""
+  measure the entry, and the earlier measurement goes); how many were kept. Each is keyed by
+  the sha256 of the blob as it reads now (one that does not read is not kept) and names this
+  jaxport release as its judge. ``replayed``: entry id -> the sha256 of the blob the run
+  replayed, where its report names it; a blob that reads otherwise now is not kept."""
   store = GoldenStore(store_root)
   today = datetime.date.today()
   kept = 0
@@ -59,10 +71,16 @@ def remember(project: Path, store_root: Path, version: str,
         continue
       runs, detail = verdict
       sha = _blob_sha256(store, entry_id)
+      ran_on = (replayed or {}).get(entry_id)
+      if sha is not None and ran_on is not None and ran_on != sha:
+        logger.warning("not keeping the measurement of %s: the run replayed the blob %s, the "
+                       "store now holds %s", entry_id, ran_on, sha)
+        sha = None
       if sha is None:
+        measured = measured.without(entry_id, version)
         continue
-      measured = measured.with_runs(entry_id, [MeasuredRun(version, runs,
-                                                           detail[:_DETAIL_CHARS], today, sha)])
+      measured = measured.with_runs(entry_id, [MeasuredRun(
+          version, runs, detail[:_DETAIL_CHARS], today, sha, JAXPORT_VERSION)])
       kept += 1
     path = write_measured(project, measured)
   logger.info("kept %d measurements under jax %s in %s", kept, version, path)
@@ -72,19 +90,60 @@ def remember(project: Path, store_root: Path, version: str,
 def verdicts_of_report(report_path: Path, version: str
                        ) -> dict[str, tuple[bool, str] | None]:
   """Entry id -> (runs, detail) from a harness report of a replay under ``version``, judged by
-  the release's own reader (None: it measured nothing of the entry)."""
-  from jaxport.report import load_report
-  report = load_report(report_path)
+  the release's own reader (None: it measured nothing of the entry, as for an entry whose
+  project kernel did not register there: :func:`kernel_skips`). A report of a run under another
+  jax is refused: it measured nothing of ``version``."""
+  report = _report_under(report_path, version)
+  skipped = _kernel_skips(report, version)
   out: dict[str, tuple[bool, str] | None] = {}
   for e in report.entries:
-    if RELEASE_READER not in report.readers or any(f.subject is Subject.WORKER
-                                                   for f in e.findings):
+    if e.entry_id in skipped or RELEASE_READER not in report.readers or any(
+        f.subject is Subject.WORKER or f.kind is FindingKind.GOLDEN_DATA_ERROR
+        for f in e.findings):
       out[e.entry_id] = None
       continue
     bad = [f for f in e.findings if f.subject is Subject.READER and f.reader == RELEASE_READER
            and f.kind in _NOT_RUNNING]
     out[e.entry_id] = ((False, f"[{bad[0].kind}] {bad[0].message}") if bad
                        else (True, f"replayed by the harness under jax {version}"))
+  return out
+
+
+def replayed_blobs(report_path: Path, version: str) -> dict[str, str | None]:
+  """Entry id -> the sha256 of the blob the run under ``version`` replayed (None: its report
+  does not name it)."""
+  return {e.entry_id: e.blob_sha256 for e in _report_under(report_path, version).entries}
+
+
+def kernel_skips(report_path: Path, version: str) -> dict[str, str]:
+  """Entry id -> why it is skipped: the entries of a report of a replay under ``version``
+  whose project native kernel did not register there (:mod:`._native`)."""
+  return _kernel_skips(_report_under(report_path, version), version)
+
+
+def _report_under(report_path: Path, version: str):
+  """The report at ``report_path``, which must be of a run under jax ``version``."""
+  from jaxport.errors import ReportError
+  from jaxport.report import load_report
+  report = load_report(report_path)
+  ran_under = report.versions.get("jax")
+  if ran_under != version:
+    raise ReportError(f"{report_path} is the report of a run under jax {ran_under}, not "
+                      f"{version}: nothing of jax {version} is kept from it. Replay again with "
+                      f"--with-jax {version}.")
+  return report
+
+
+def _kernel_skips(report, version: str) -> dict[str, str]:
+  out = {}
+  for e in report.entries:
+    for f in e.findings:
+      if f.subject is not Subject.READER or f.kind is not FindingKind.COMPATIBILITY_BREAK:
+        continue
+      target = unregistered_kernel(f.message, e.targets)
+      if target is not None:
+        out[e.entry_id] = skip_reason(target, version)
+        break
   return out
 
 

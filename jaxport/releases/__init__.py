@@ -31,6 +31,7 @@ from jaxport.releases._runs_on import Limit as Limit
 from jaxport.releases._runs_on import RunsOn as RunsOn
 from jaxport.releases._runs_on import blocker as blocker
 from jaxport.releases._runs_on import devices_seen as devices_seen
+from jaxport.releases._runs_on import jax_knows as jax_knows
 from jaxport.releases._runs_on import lazy_lapack_caveat as lazy_lapack_caveat
 from jaxport.releases._runs_on import runs_on as runs_on
 from jaxport.releases._table import ReleaseFacts as ReleaseFacts

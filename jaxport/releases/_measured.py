@@ -6,8 +6,10 @@ release table predicts where an entry runs (:func:`runs_on`), a measurement of t
 takes precedence and says so (:meth:`RunsOn.with_measured`): a measured run counts even where
 the prediction says the release refuses, a measured failure even where it says it runs.
 
-A measurement is tied to the entry's blob (its sha256): a file whose entry was written anew is
-not taken for it. The file is data only: strict JSON, refused naming the bad key, never run.
+A measurement is tied to the entry's blob (the sha256 of the bytes the replay read): a file whose
+entry was written anew is not taken for it. Each names the jaxport release that judged it, and
+a newer measurement of the entry under the same release replaces it. The file is data only:
+strict JSON, refused naming the bad key, never run.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from jaxport.releases._dates import parse_version
 
 # Relative to the project's root (where its pytest configuration lives).
 MEASURED_FILE = Path(".jaxport_cache") / "measured-releases.json"
-FORMAT = 1
+FORMAT = 2
 _FIX = "remove the file; `jaxport replay --with-jax VERSION` measures again"
 _STRICT = Strict(lambda where, what: ReleaseTableError(f"{MEASURED_FILE}: {where}: {what}; {_FIX}"))
 
@@ -40,22 +42,30 @@ class MeasuredRun:
   detail: str        # the failing stage and message, or what was replayed
   date: datetime.date
   blob_sha256: str
+  judged_by: str     # the jaxport release whose harness or replayer judged the run
 
   def to_json(self) -> dict[str, Any]:
     return {"runs": self.runs, "detail": self.detail, "date": self.date.isoformat(),
-            "blob_sha256": self.blob_sha256}
+            "blob_sha256": self.blob_sha256, "judged_by": self.judged_by}
 
   @classmethod
   def from_json(cls, release: str, d: Any, where: str) -> MeasuredRun:
-    d = _STRICT.obj(d, where, ("runs", "detail", "date", "blob_sha256"), ())
+    d = _STRICT.obj(d, where, ("runs", "detail", "date", "blob_sha256", "judged_by"), ())
     return cls(release, _STRICT.of(d["runs"], bool, f"{where}.runs"),
                _STRICT.of(d["detail"], str, f"{where}.detail"),
                _STRICT.date(d["date"], f"{where}.date"),
-               _STRICT.of(d["blob_sha256"], str, f"{where}.blob_sha256"))
+               _STRICT.of(d["blob_sha256"], str, f"{where}.blob_sha256"),
+               _STRICT.of(d["judged_by"], str, f"{where}.judged_by"))
+
+  @property
+  def verdict(self) -> str:
+    """``runs`` or ``does not run``, with the jaxport release that judged it."""
+    return f"{'runs' if self.runs else 'does not run'} (judged by jaxport {self.judged_by})"
 
   def __str__(self) -> str:
     verdict = "runs" if self.runs else f"does not run ({self.detail})"
-    return f"{self.release}: {verdict}, measured {self.date.isoformat()}"
+    return (f"{self.release}: {verdict}, measured {self.date.isoformat()} by jaxport "
+            f"{self.judged_by}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +103,9 @@ class MeasuredRuns:
   def from_json(cls, d: Any, where: str) -> MeasuredRuns:
     d = _STRICT.obj(d, where, ("format", "entries"), ())
     if _STRICT.count(d["format"], f"{where}.format") != FORMAT:
-      raise _STRICT.fail(f"{where}.format", f"expected {FORMAT}, got {d['format']}")
+      raise _STRICT.fail(f"{where}.format", f"expected {FORMAT}, got {d['format']}" + (
+          " (its records do not name the jaxport release that judged them)"
+          if d["format"] == 1 else ""))
     entries = {}
     for entry_id, runs in _STRICT.of(d["entries"], Mapping, f"{where}.entries").items():
       at = f"{where}.entries.{entry_id}"

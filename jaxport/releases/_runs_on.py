@@ -208,7 +208,7 @@ class RunsOn:
     runs = self.measured.get(platform, ())
     if runs:
       parts.append("measured, taking precedence over the table: "
-                   + ", ".join(f"{r.release} {'runs' if r.runs else 'does not run'}" for r in runs))
+                   + ", ".join(f"{r.release} {r.verdict}" for r in runs))
     return "; ".join(parts)
 
   def to_json(self) -> dict[str, Any]:
@@ -321,6 +321,12 @@ def _jax_knows(target: str, table: Iterable[ReleaseFacts]) -> bool:
   """Whether some release of the table registers or lists ``target``: jax's own, not a project's."""
   return any(target in (f.cpu_targets or ()) or target in f.cpu_xla_builtin_targets
              or any(target in listed for listed in f.stable_targets.values()) for f in table)
+
+
+def jax_knows(target: str) -> bool:
+  """Whether some release of the release table registers or lists ``target`` (else it is a
+  project's own, which the project registers itself)."""
+  return _jax_knows(target, table_releases())
 
 
 def _registered_by_project(features: ArtifactFeatures, declared: frozenset[str],

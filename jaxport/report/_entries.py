@@ -23,7 +23,7 @@ _ENTRY_KEYS = ("entry_id", "case_id", "family", "record_date", "status", "kinds"
                "findings", "days_to_expiry", "lowering_only", "targets", "current_targets",
                "platforms", "target_verdicts", "release", "expected_failure")
 # Columns newer than the first reports, read when present.
-_OPTIONAL_ENTRY_KEYS = ("matched_case", "recorded_host", "runs_on")
+_OPTIONAL_ENTRY_KEYS = ("matched_case", "recorded_host", "runs_on", "blob_sha256")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +55,9 @@ class EntryResult:
   # Platform -> the jax releases the entry runs on, as the run computed them from the release
   # table (None: not computed, or a report without them).
   runs_on: Mapping[str, tuple[str, ...]] | None = None
+  # The sha256 of the blob the run replayed, as its files verified (None: its files did not
+  # read, or a report without it).
+  blob_sha256: str | None = None
   # Keys of a newer report this release does not know, kept as read.
   extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -106,6 +109,7 @@ class EntryResult:
         recorded_host=STRICT.of(d.get("recorded_host"), Mapping, f"{where}.recorded_host",
                                 nullable=True),
         runs_on=runs_on_field(d.get("runs_on"), f"{where}.runs_on"),
+        blob_sha256=STRICT.of(d.get("blob_sha256"), str, f"{where}.blob_sha256", nullable=True),
         extra={k: v for k, v in d.items() if k not in _ENTRY_KEYS + _OPTIONAL_ENTRY_KEYS})
 
   def to_json(self) -> dict[str, Any]:
@@ -125,4 +129,5 @@ class EntryResult:
             **({} if self.matched_case is None else {"matched_case": self.matched_case}),
             **({} if self.recorded_host is None else {"recorded_host": dict(self.recorded_host)}),
             **({} if self.runs_on is None else
-               {"runs_on": {p: list(v) for p, v in self.runs_on.items()}})}
+               {"runs_on": {p: list(v) for p, v in self.runs_on.items()}}),
+            **({} if self.blob_sha256 is None else {"blob_sha256": self.blob_sha256})}

@@ -183,7 +183,7 @@ def _measured(project_root: Path, release: str, runs: bool) -> Path:
   from jaxport.releases import MeasuredRun, MeasuredRuns, write_measured
   sha = json.loads((GOLDEN / ENTRY / "manifest.json").read_text())["files"]["exported.bin"]
   run = MeasuredRun(release, runs, "ran" if runs else "run: refused by the test",
-                    datetime.date(2026, 11, 29), sha)
+                    datetime.date(2026, 11, 29), sha, "0.1.0")
   return write_measured(project_root, MeasuredRuns().with_runs(ENTRY, [run]))
 
 

@@ -9,6 +9,7 @@ import pytest
 from _harness_paths import HARNESS_TESTS, copy_cpu_entries  # first: puts the repository on sys.path
 
 from jaxport.cli import main  # noqa: E402
+from jaxport.cli._report import NOT_CHECKED  # noqa: E402
 from jaxport.report import load_report  # noqa: E402
 from _report_helpers import without_cache_count  # noqa: E402
 from jaxport._jaxcompat import _envelope as jax_envelope
@@ -51,9 +52,11 @@ def test_merging_two_disjoint_runs_equals_the_run_of_both(pytester, tmp_path, ca
   envelope = ("envelope",) if jax_envelope.REFUSES_EXPIRED else ()
   assert [e.release.upgrade_rules for e in merged.entries if e.release.upgrade_rules] == [
       (*envelope, "getrf")]
-  # Everything else too: the merged file is the report the run of both wrote.
-  assert (without_cache_count(json.loads((tmp_path / "merged.json").read_text()))
-          == without_cache_count(json.loads(both.read_text())))
+  # Everything else too: the merged file is the report the run of both wrote, and says what a
+  # merge without --project did not check.
+  merged_doc = json.loads((tmp_path / "merged.json").read_text())
+  assert merged_doc["session_warnings"].pop() == NOT_CHECKED
+  assert without_cache_count(merged_doc) == without_cache_count(json.loads(both.read_text()))
   assert "merged 2 shard reports" in capsys.readouterr().err
 
 

@@ -298,3 +298,21 @@ def test_a_superseded_entrys_difference_from_today_warns_even_when_strict():
   expired = _classify_answer(_answer(), window=10)
   assert K.EXPIRED in expired.kinds
   assert judging.status(expired, strict=True, superseded=True) is Status.FAIL
+
+
+def test_the_report_names_the_blob_the_worker_replayed_and_none_of_files_that_did_not_read():
+  from jaxport.golden._manifest import Manifest as Read
+  path = sorted((ROOT / "compat_data" / "cpu" / "lapack_potrf" / "cholesky_f32").glob(
+      "*/manifest.json"))[-1]
+  manifest = Read.from_json(path.read_text(), str(path))
+  sha = manifest.files["exported.bin"]
+  out = _classify_answer(_answer(), manifest=manifest)
+  assert out.blob_sha256 == sha
+  judged = out.replace(status=judging.status(out))
+  assert Outcome.from_json(json.loads(json.dumps(judged.to_json()))) == judged
+  assert judged.report_entry().to_json()["blob_sha256"] == sha
+  damaged = _classify_answer(WorkerFailure(FailureKind.GOLDEN_DATA, "exported.bin: sha256 "
+                                           "mismatch"), manifest=manifest)
+  assert damaged.blob_sha256 is None
+  assert "blob_sha256" not in damaged.replace(
+      status=judging.status(damaged)).report_entry().to_json()

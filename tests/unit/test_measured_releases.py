@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -25,7 +26,8 @@ ENTRY = "cpu/fam/case/2026-12-01_jax-0.10.2"
 
 
 def _run(release: str, runs: bool, sha: str = "s1", detail: str = "") -> MeasuredRun:
-  return MeasuredRun(release, runs, detail or ("ran" if runs else "deserialize: refused"), DAY, sha)
+  return MeasuredRun(release, runs, detail or ("ran" if runs else "deserialize: refused"), DAY, sha,
+                     "0.1.0")
 
 
 def test_measurements_round_trip_through_the_project_file(tmp_path):
@@ -45,24 +47,31 @@ def test_measurements_of_another_blob_are_not_taken_and_come_oldest_release_firs
   assert kept.of(ENTRY, None) == () and kept.of("cpu/other/x/2026-01-01_jax-0.9.2", "s1") == ()
 
 
+def _record(**changes) -> dict:
+  return {"runs": True, "detail": "", "date": "2026-12-04", "blob_sha256": "s",
+          "judged_by": "0.1.0", **changes}
+
+
 @pytest.mark.parametrize("doc, where", [
-    ({"format": 2, "entries": {}}, "format: expected 1"),
-    ({"format": 1}, "missing entries"),
-    ({"format": 1, "entries": {ENTRY: {"0.11.2": {"runs": "yes", "detail": "", "date": "2026-12-04",
-                                                  "blob_sha256": "s"}}}},
+    ({"format": 3, "entries": {}}, "format: expected 2"),
+    ({"format": 1, "entries": {}},
+     "format: expected 2, got 1 (its records do not name the jaxport release that judged them)"),
+    ({"format": 2}, "missing entries"),
+    ({"format": 2, "entries": {ENTRY: {"0.11.2": _record(runs="yes")}}},
      f"entries.{ENTRY}.0.11.2.runs: expected bool"),
-    ({"format": 1, "entries": {ENTRY: {"0.11.2": {"runs": True, "detail": "", "date": "today",
-                                                  "blob_sha256": "s"}}}},
+    ({"format": 2, "entries": {ENTRY: {"0.11.2": _record(date="today")}}},
      "0.11.2.date: expected a date"),
-    ({"format": 1, "entries": [], "extra": 1}, "unknown key 'extra'"),
-    ({"format": 1, "entries": {ENTRY: {"latest": {"runs": True, "detail": "", "date": "2026-12-04",
-                                                  "blob_sha256": "s"}}}},
+    ({"format": 2, "entries": {ENTRY: {"0.11.2": {k: v for k, v in _record().items()
+                                                  if k != "judged_by"}}}},
+     "missing judged_by"),
+    ({"format": 2, "entries": [], "extra": 1}, "unknown key 'extra'"),
+    ({"format": 2, "entries": {ENTRY: {"latest": _record()}}},
      f"entries.{ENTRY}: 'latest' is not a jax release")])
 def test_a_malformed_measurements_file_is_refused_naming_the_key(tmp_path, doc, where):
   path = tmp_path / rel.MEASURED_FILE
   path.parent.mkdir()
   path.write_text(json.dumps(doc))
-  with pytest.raises(ReleaseTableError, match=where.replace(".", r"\.")) as e:
+  with pytest.raises(ReleaseTableError, match=re.escape(where)) as e:
     read_measured(tmp_path)
   assert str(e.value).startswith(str(rel.MEASURED_FILE)) and "remove the file" in str(e.value)
   assert issubclass(ReleaseTableError, JaxportError)
@@ -75,8 +84,8 @@ def test_a_measurement_takes_precedence_over_the_prediction_both_ways():
   measured = predicted.with_measured("cpu", [_run("0.11.2", True), _run("0.12.0.1", True)])
   assert measured.releases["cpu"] == ("0.11.2", "0.12.0.1")
   assert measured.why_not("cpu", "0.11.2") is None
-  assert "measured, taking precedence over the table: 0.11.2 runs, 0.12.0.1 runs" in (
-      measured.summary("cpu"))
+  assert ("measured, taking precedence over the table: 0.11.2 runs (judged by jaxport 0.1.0), "
+          "0.12.0.1 runs (judged by jaxport 0.1.0)") in measured.summary("cpu")
   plain = rel.runs_on(artifact_features())
   assert plain.covers("cpu", "0.10.2")
   refused = plain.with_measured("cpu", [_run("0.10.2", False, detail="run: wrong operands")])
@@ -126,10 +135,16 @@ def test_remembering_ties_each_measurement_to_the_entrys_blob(tmp_path):
   assert read_measured(tmp_path).of(entry_id, sha) == ()
 
 
+def _under(jax: str, doc: dict) -> dict:
+  """A run report ``doc`` as a run under jax ``jax`` writes it."""
+  doc["versions"] = {**doc["versions"], "jax": jax, "jaxlib": jax}
+  return doc
+
+
 def test_a_harness_report_becomes_measurements_from_its_readers_findings_only(tmp_path):
   import _report_helpers as helpers
   path = tmp_path / "run.json"
-  path.write_text(json.dumps(helpers.run_report()))
+  path.write_text(json.dumps(_under("0.11.2", helpers.run_report())))
   got = keeping.verdicts_of_report(path, "0.11.2")
   by_case = {entry_id.split("/")[2] + "@" + entry_id.rsplit("-", 1)[1]: v
              for entry_id, v in got.items()}
@@ -141,7 +156,7 @@ def test_a_harness_report_becomes_measurements_from_its_readers_findings_only(tm
   assert by_case["svd_f32@0.9.2"] == (True, "replayed by the harness under jax 0.11.2")
   assert by_case["eigh_f32@0.10.2"][0] is True and by_case["cholesky_f32@0.10.2"][0] is True
   # A worker's failure, or a run without the release's reader, measured nothing.
-  doc = helpers.run_report()
+  doc = _under("0.11.2", helpers.run_report())
   doc["entries"][0]["findings"] = [{"kind": "compatibility_break", "subject": "worker",
                                     "message": "the case modules did not import", "reader": None,
                                     "detail": None}]
@@ -177,7 +192,8 @@ def test_inspect_of_a_projects_entry_shows_what_its_replays_measured(tmp_path, c
   project = tmp_path / "project"
   shutil.copytree(source, project / "golden" / entry_id)
   (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\njaxport_cases = ["cases"]\n'
-                                          'jaxport_store = "golden"\n')
+                                          'jaxport_store = "golden"\npythonpath = ["."]\n')
+  (project / "cases.py").write_text("def cases():\n  return []\n")
   sha = json.loads((source / "manifest.json").read_text())["files"]["exported.bin"]
   predicted = "0.11.2"
   write_measured(project, MeasuredRuns().with_runs(entry_id, [_run(predicted, False, sha=sha,
@@ -187,5 +203,15 @@ def test_inspect_of_a_projects_entry_shows_what_its_replays_measured(tmp_path, c
   info = json.loads(capsys.readouterr().out)
   assert predicted not in info["runs_on"]["cpu"]
   assert info["runs_on_limits"]["cpu"]["refused"][predicted] == "measured: run: refused here"
+  assert f"{predicted} does not run (judged by jaxport 0.1.0)" in info["runs_on_summary"]["cpu"]
+  assert main(["audit", str(project / "golden"), "--project", str(project)]) in (0, 1)
+  assert f"{predicted} does not run (judged by jaxport 0.1.0)" in capsys.readouterr().out
+  # A new measurement there, by another jaxport, replaces it.
+  write_measured(project, read_measured(project).with_runs(entry_id, [MeasuredRun(
+      predicted, True, "ran", DAY, sha, "0.2.0")]))
+  assert main(["inspect", str(project / "golden" / entry_id), "--project", str(project),
+               "--json"]) == 0
+  summary = json.loads(capsys.readouterr().out)["runs_on_summary"]["cpu"]
+  assert f"{predicted} runs (judged by jaxport 0.2.0)" in summary and "0.1.0" not in summary
   assert main(["inspect", str(project / "golden" / entry_id), "--json"]) == 0
   assert predicted in json.loads(capsys.readouterr().out)["runs_on"]["cpu"]  # the table's answer

@@ -1,7 +1,10 @@
 """``jaxport record/replay --with-jax``: thin calls into the multi-release tools."""
 
+import json
 import sys
 from pathlib import Path
+
+import _report_helpers as helpers
 
 from jaxport.cli import main
 
@@ -52,8 +55,15 @@ def test_in_a_project_a_served_release_runs_its_harness_in_the_release_environme
   built, ran = [], []
   monkeypatch.setattr(_with_jax, "ensure_project_env",
                       lambda v, p: built.append((v, p)) or Path("/envs/py"))
-  monkeypatch.setattr(_with_jax, "run_forwarding_signals",
-                      lambda cmd, cwd, env: ran.append((cmd, cwd, env)) or 0)
+  report = json.dumps({**helpers.run_report(entries=[]),
+                       "versions": {"jax": "0.11.2", "jaxlib": "0.11.2", "jaxport": "0.1.0"}})
+
+  def harness(cmd, cwd, env):  # the run under the release writes its report
+    ran.append((cmd, cwd, env))
+    Path(cmd[-3].split("=", 1)[1]).write_text(report)
+    return 0
+
+  monkeypatch.setattr(_with_jax, "run_forwarding_signals", harness)
   monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
   assert main(["replay", "--with-jax", "0.11.2", "--project", str(project), "--", "-n", "2"]) == 0
   assert built == [("0.11.2", project)]

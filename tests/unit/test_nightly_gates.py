@@ -116,6 +116,10 @@ def test_the_releases_template_plans_with_jaxport_matrix_and_merges_per_release(
   assert "jaxport matrix --releases" in text and "--plan --json" in text
   assert "fromJSON(needs.plan.outputs.matrix)" in text
   assert 'jaxport replay --with-jax "$JAX_RELEASE"' in text and "jaxport report merge" in text
+  # The merge checks the shards against the project: it checks the project out first.
+  merge_job = text[text.index("\n  merge:\n"):]
+  assert "jaxport report merge --project . " in merge_job
+  assert merge_job.index("actions/checkout@") < merge_job.index("jaxport report merge")
 
 
 def test_zizmor_finds_nothing_on_the_workflows():

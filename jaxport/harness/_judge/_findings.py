@@ -188,6 +188,8 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
   if isinstance(answer, WorkerFailure):
     findings.append(_failure_finding(answer))
   else:
+    # The worker verified the entry's files against the manifest before it replayed them.
+    facts["blob_sha256"] = manifest.files.get("exported.bin")
     hosts = _hosts(answer, manifest, entry_id)
     runs = not manifest.lowering_only and numerics_skipped is None
     for line in _inconsistencies(answer, request, runs, manifest.imported_from is not None):
