@@ -422,6 +422,10 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
                  f"(rtol {m.comparison.rtol:g}, atol {m.comparison.atol:g})"
                  + (", lowering only" if m.lowering_only else "")
                  + (f", imported from {m.imported_from.source}" if m.imported_from else ""))
+    if m.tolerances is not None:
+      lines.append("  tolerances per output:" + ("" if m.tolerances else " (none)"))
+      lines.extend(f"    {t.path} ({t.dtype}): rtol {t.rtol:g}, atol {t.atol:g}"
+                   for t in m.tolerances)
   lines.extend(artifact_runs_on.runs_on_lines(info))
   if args.mlir:
     lines.extend(info["mlir"].split("\n"))

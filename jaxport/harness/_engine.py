@@ -32,13 +32,13 @@ from jaxport.golden._host import Host, current_host
 from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.harness import _reference as _api, _corpus, _lowering
 from jaxport.harness import _contexts, _executables, _shardings, _stopwatch
-from jaxport.harness import _calling, _case
-from jaxport.harness._case_runs import (case_inputs, export_case, run_exported, run_exported_arrays,
-                                        storable)
+from jaxport.harness import _calling, _case, checkers
+from jaxport.harness._case_runs import export_case, run_exported, run_exported_arrays, storable
 from jaxport.harness._jax_setup import (case_jax_config, entry_jax_config, jax_config, keeps_config,
                                         warm_native_kernels)
 from jaxport.harness._judge import _targets
-from jaxport.harness._module_reads import ModuleReads, contract_change, same_computation
+from jaxport.harness._module_reads import (ModuleReads, contract_change, same_computation,
+                                           same_module_bytes, vjp_module)
 from jaxport.harness._project import Project, ProjectTargets
 from jaxport.harness._protocol import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer, Stage,
                                        TodayResult)
@@ -83,8 +83,9 @@ class ReplayEngine:
     # The cases replayed last, newest last: entries come in store order, a case's together,
     # so a few are enough, and the worker's memory stays flat however large the store.
     self._exports: collections.OrderedDict[str, tuple[Any, tuple] | str] = collections.OrderedDict()
-    # Each case's comparison settings as a recording of it today would write them.
-    self._settings: collections.OrderedDict[str, tuple[str, float, float]] = (
+    # Each case's comparison settings as a recording of it today would write them, by the
+    # recorded outputs' paths and dtypes.
+    self._settings: collections.OrderedDict[tuple, _case.CaseComparison | str] = (
         collections.OrderedDict())
     self._runs: collections.OrderedDict[tuple[str, str], list[np.ndarray] | str] = (
         collections.OrderedDict())
@@ -241,6 +242,7 @@ class ReplayEngine:
           exp = _api.deserialize(envelope.blob, reader=reader)
       reads.by_reader[reader] = bytes(exp.mlir_module_serialized)
       reads.contracts[reader] = _calling.contract_of(exp)
+      reads.vjps[reader] = vjp_module(exp)
     except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
       stage = Stage.DESERIALIZE if env_read is None else Stage.DESERIALIZE_REWRITTEN
       return ReaderResult(reader, stage, error=error_line(e), envelope=env_read)
@@ -274,8 +276,7 @@ class ReplayEngine:
       result = dataclasses.replace(result, stage=Stage.COMPARE)
     with watch.stage(_stopwatch.CHECK):
       actual = [storable(o) for o in arrays]
-      verdict = self.registry.checkers.check(m.comparison.mode, inputs, expected, actual,
-                                             rtol=m.comparison.rtol, atol=m.comparison.atol)
+      verdict = _judge_outputs(self.registry.checkers, m, inputs, expected, actual)
       problems = _shardings.compare(shardings, arrays) if shardings is not None else []
     return dataclasses.replace(result, numerics=Numerics.of(verdict), problems=tuple(problems))
 
@@ -324,6 +325,22 @@ class ReplayEngine:
       self._read_backs.move_to_end(case.case_id)
       return self._read_backs[case.case_id]
 
+  def _same_as_recorded(self, case: _case.Case, exp: Any, recorded_module: bytes,
+                        reads: ModuleReads | None) -> bool:
+    """Whether today's export computes what the entry's blob does up to source locations: its
+    module and, where the blob carries a VJP, the VJP's module too (a changed ``custom_vjp``
+    or ``custom_jvp`` rule leaves the function's module as it was)."""
+    if not same_computation(exp, recorded_module, reads):
+      return False
+    recorded_vjp = reads.vjps.get(_api.REFERENCE) if reads is not None else None
+    if recorded_vjp is None and case.vjp_order < 1:
+      return True
+    today = self._read_back_today(case, exp)
+    todays_vjp = None if isinstance(today, str) else vjp_module(today)
+    if recorded_vjp is None or todays_vjp is None:
+      return False
+    return same_module_bytes(todays_vjp, recorded_vjp, reads)
+
   def _today_ahead(self, case: _case.Case | None, m: Manifest, inputs: list[np.ndarray],
                    run: bool = True, reads: ModuleReads | None = None) -> None:
     """Export the case today, and (to ``run`` it) run that export when the entry comes from
@@ -337,7 +354,7 @@ class ReplayEngine:
     if isinstance(exported, str) or m.lowering_only or not run or m.producer.jax == installed_jax_version():
       return
     recorded = reads.by_reader.get(_api.REFERENCE) if reads is not None else None
-    if recorded is not None and same_computation(exported[0], recorded, reads):
+    if recorded is not None and self._same_as_recorded(case, exported[0], recorded, reads):
       return
     self._run_today(case, exported[0], inputs)
 
@@ -379,35 +396,61 @@ class ReplayEngine:
     if m.lowering_only or not run or contract.by_function:
       # A changed contract: the entry's inputs are not today's function's, nothing to run.
       return TodayResult(available=True, targets=targets, signature_diff=diff, **diff_kw)
-    if recorded_module is not None and same_computation(exp, recorded_module, reads):
-      # The entry's module up to source locations: its numerics are the readers' numerics.
+    if recorded_module is not None and self._same_as_recorded(case, exp, recorded_module, reads):
+      # The entry's modules up to source locations: its numerics are the readers' numerics.
       return TodayResult(available=True, targets=targets, signature_diff=diff, same_module=True,
                          **diff_kw)
     actual = self._run_today(case, exp, inputs)
     if isinstance(actual, str):
       return TodayResult(available=True, targets=targets, signature_diff=diff,
                          error=f"running the current lowering failed: {actual}", **diff_kw)
-    verdict = self.registry.checkers.check(m.comparison.mode, inputs, expected, actual,
-                                           rtol=m.comparison.rtol, atol=m.comparison.atol)
+    verdict = _judge_outputs(self.registry.checkers, m, inputs, expected, actual)
     return TodayResult(available=True, targets=targets, signature_diff=diff,
                        numerics=Numerics.of(verdict), **diff_kw)
 
   def _settings_change(self, case: _case.Case, m: Manifest) -> tuple[str, ...]:
-    """How the case's comparison settings (checker, rtol, atol, as a recording of it today
-    would write them) differ from the entry's, one line each; a checker the project does not
-    know is named with the known ones."""
-    if case.case_id not in self._settings:
-      _keep(self._settings, case.case_id, _case.comparison_of(case, case_inputs(case)[2]))
-    checker, rtol, atol = self._settings[case.case_id]
-    rec = m.comparison
+    """How the case's settings a caller or a comparison depends on differ from the entry's,
+    one line each: its symbolic constraints, and its comparison (checker, tolerances) as a
+    recording of it today would write them; a checker the project does not know is named
+    with the known ones. An entry without per-output tolerances (before format 3) is
+    compared on the tolerances the case sets itself, not on defaults of another rule."""
     lines = []
-    if checker != rec.mode:
-      known = "" if checker in self.registry.checkers else (
+    old_constraints = list(m.constraints or ())
+    new_constraints = list(case.constraints or ())
+    if old_constraints != new_constraints:
+      lines.append(f"symbolic constraints {old_constraints} became {new_constraints}")
+    outputs = [(t.path, t.dtype) for t in m.tolerances or ()]
+    key = (case.case_id, tuple(outputs))
+    if key not in self._settings:
+      try:
+        found: _case.CaseComparison | str = _case.comparison_of(case, outputs)
+      except ValueError as e:
+        found = str(e)
+      _keep(self._settings, key, found)
+    today = self._settings[key]
+    if isinstance(today, str):
+      return (*lines, f"comparison: {today}")
+    rec = m.comparison
+    if today.checker != rec.mode:
+      known = "" if today.checker in self.registry.checkers else (
           f" (not a checker of the project; known: {sorted(self.registry.checkers)})")
-      lines.append(f"comparison: checker {rec.mode!r} became {checker!r}{known}")
-    for name, old, new in (("rtol", rec.rtol, rtol), ("atol", rec.atol, atol)):
+      lines.append(f"comparison: checker {rec.mode!r} became {today.checker!r}{known}")
+    if m.tolerances is None:
+      if case.rtol is not None and case.atol is not None:
+        for name, old, new in (("rtol", rec.rtol, case.rtol), ("atol", rec.atol, case.atol)):
+          if float(old) != float(new):
+            lines.append(f"comparison: {name} {old:g} became {new:g}")
+      if case.tolerances:
+        lines.append(f"comparison: tolerances per output {sorted(case.tolerances)} set, where "
+                     f"the entry compares all outputs with rtol {rec.rtol:g}, atol {rec.atol:g}")
+      return tuple(lines)
+    for name, old, new in (("rtol", rec.rtol, today.rtol), ("atol", rec.atol, today.atol)):
       if float(old) != float(new):
         lines.append(f"comparison: {name} {old:g} became {new:g}")
+    for was, now in zip(m.tolerances, today.outputs):
+      for name, old, new in (("rtol", was.rtol, now.rtol), ("atol", was.atol, now.atol)):
+        if float(old) != float(new):
+          lines.append(f"comparison: {was.path} {name} {old:g} became {new:g}")
     return tuple(lines)
 
   # --- the reader thread -----------------------------------------------------------------
@@ -436,6 +479,15 @@ TODAY_KEPT = 32
 # 313 entries uncleared, 284 MB when cleared every 64), so this bounds the growth to tens of
 # megabytes.
 JAX_CACHES_CLEARED_EVERY = 256
+
+
+def _judge_outputs(known: Any, m: Manifest, inputs, expected, actual) -> Any:
+  """The verdict of ``actual`` against the entry's recorded outputs: each output with its own
+  tolerances where the manifest records them, else all with its one comparison."""
+  outputs = None if m.tolerances is None else [
+      checkers.OutputTolerance(t.path, t.rtol, t.atol) for t in m.tolerances]
+  return known.check(m.comparison.mode, inputs, expected, actual, rtol=m.comparison.rtol,
+                     atol=m.comparison.atol, outputs=outputs)
 
 
 def _keep(memo: collections.OrderedDict, key: Any, value: Any) -> None:

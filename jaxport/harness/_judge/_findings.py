@@ -163,6 +163,18 @@ def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
   return out
 
 
+def _earlier_contract(case_id: str, diff: tuple[str, ...]) -> str:
+  """The skip line of an entry older than its case's newest whose contract or comparison
+  settings differ from today's case: what it is judged by, and, where only the comparison
+  differs, that its own recorded tolerances judge it, not the case's new ones."""
+  line = (f"earlier contract: case {case_id}'s calling contract changed since this entry "
+          f"({'; '.join(diff)}); it is judged by its readers and recorded outputs only")
+  if any(d.startswith("comparison:") for d in diff):
+    line += (", with the comparison it was recorded with (the case's new one judges the "
+             "entries recorded with it)")
+  return line
+
+
 def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, entry_id: str,
                 manifest: Manifest, today: datetime.date, window_days: int,
                 consumer: str | None, numerics_skipped: str | None = None,
@@ -240,10 +252,11 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
       for line in cur.contract_by_jax:
         add(K.PRODUCER_DRIFT if manifest.producer.jax != consumer else K.SIGNATURE_CHANGE,
             S.TODAY, f"calling contract of case {manifest.case_id}: {line}", detail=line)
-      if cur.contract_diff and not newest:
-        skips.append(f"earlier contract: case {manifest.case_id}'s calling contract changed since "
-                     f"this entry ({'; '.join(cur.contract_diff)}); it is judged by its readers "
-                     "and recorded outputs only")
+      # An older entry whose contract or comparison is no longer the case's: judged by its
+      # readers against its recorded outputs, with the tolerances it was recorded with.
+      earlier = bool(cur.contract_diff) and not newest
+      if earlier:
+        skips.append(_earlier_contract(manifest.case_id, cur.contract_diff))
       for line in cur.contract_diff if newest else ():
         add(K.SIGNATURE_CHANGE, S.TODAY, f"calling contract of case {manifest.case_id}: {line}",
             detail=line)
@@ -252,7 +265,7 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
         add(K.STALE_TARGET, S.TODAY,
             f"recorded targets {gone} are no longer emitted by today's lowering; "
             "record a new entry for the new lowering and keep this one until it expires")
-      num = cur.numerics
+      num = None if earlier else cur.numerics
       if num is not None and not num.ok:
         for p in num.problems:
           add(K.NUMERICS_CHANGE, S.TODAY, f"current lowering: {p}", detail=p)
