@@ -391,9 +391,10 @@ class ReplayEngine:
                                                              _corpus.shape_blind(sigs))))
     diff = tuple(_lowering.diff(m.custom_call_targets, sigs))
     contract = contract_change(self._read_back_today(case, exp), reads)
-    diff_kw = {"contract_diff": contract.by_function + self._settings_change(case, m),
+    calling = contract.by_function + _constraints_change(case, m)
+    diff_kw = {"contract_diff": calling + self._settings_change(case, m),
                "contract_by_jax": contract.by_jax}
-    if m.lowering_only or not run or contract.by_function:
+    if m.lowering_only or not run or calling:
       # A changed contract: the entry's inputs are not today's function's, nothing to run.
       return TodayResult(available=True, targets=targets, signature_diff=diff, **diff_kw)
     if recorded_module is not None and self._same_as_recorded(case, exp, recorded_module, reads):
@@ -409,16 +410,11 @@ class ReplayEngine:
                        numerics=Numerics.of(verdict), **diff_kw)
 
   def _settings_change(self, case: _case.Case, m: Manifest) -> tuple[str, ...]:
-    """How the case's settings a caller or a comparison depends on differ from the entry's,
-    one line each: its symbolic constraints, and its comparison (checker, tolerances) as a
-    recording of it today would write them; a checker the project does not know is named
-    with the known ones. An entry without per-output tolerances (before format 3) is
-    compared on the tolerances the case sets itself, not on defaults of another rule."""
-    lines = []
-    old_constraints = list(m.constraints or ())
-    new_constraints = list(case.constraints or ())
-    if old_constraints != new_constraints:
-      lines.append(f"symbolic constraints {old_constraints} became {new_constraints}")
+    """How the case's comparison settings (checker, tolerances, as a recording of it today
+    would write them) differ from the entry's, one line each; a checker the project does not
+    know is named with the known ones. An entry without per-output tolerances (before format
+    3) is compared on the tolerances the case sets itself, not on defaults of another rule."""
+    lines: list[str] = []
     outputs = [(t.path, t.dtype) for t in m.tolerances or ()]
     key = (case.case_id, tuple(outputs))
     if key not in self._settings:
@@ -479,6 +475,13 @@ TODAY_KEPT = 32
 # 313 entries uncleared, 284 MB when cleared every 64), so this bounds the growth to tens of
 # megabytes.
 JAX_CACHES_CLEARED_EVERY = 256
+
+
+def _constraints_change(case: _case.Case, m: Manifest) -> tuple[str, ...]:
+  """The change of the case's symbolic constraints since the entry, as a line of its calling
+  contract: a caller's shapes the entry accepted may be refused now (or the reverse)."""
+  old, new = list(m.constraints or ()), list(case.constraints or ())
+  return () if old == new else (f"symbolic constraints {old} became {new}",)
 
 
 def _judge_outputs(known: Any, m: Manifest, inputs, expected, actual) -> Any:
