@@ -5,7 +5,9 @@ The project is written on the fly: a ``custom_vjp`` and a ``custom_jvp`` functio
 their VJP (``vjp_order=1``), a function taking its typed PRNG key first, a bfloat16 function, a
 function with a tolerance set on one output path and a shape-polymorphic function with a
 symbolic constraint. Its recorded outputs are moved by one ulp where a default tolerance must
-let them pass; its gradient rules and constraint change where a verdict must catch them."""
+let them pass; its gradient rules and constraint change where a verdict must catch them. An
+entry of another jax release (simulated by rewriting its producer) differs from today's
+lowering by the user's own change: that is not passed as jax's."""
 
 import dataclasses
 import datetime
@@ -22,7 +24,7 @@ from jaxport.golden._manifest import EXPECTED_FILE, MANIFEST_FILE
 from jaxport.golden._npz import encode_arrays
 from jaxport.golden._store import GoldenStore
 
-from _downstream_project import write_project
+from _downstream_project import as_another_release, write_project
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
@@ -245,3 +247,75 @@ def test_after_a_tolerance_only_update_the_superseded_entry_agrees_with_its_skip
   # Judged by its readers and recorded outputs only: no verdict against today's function.
   assert "numerics_change" not in old["kinds"], old
   assert old["status"] == "pass" and ret == 0, old
+
+
+ATTRIBUTION_CASES = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.linalg import solve_triangular
+from jaxport.harness import Case, random_matrix
+
+
+def lower_and_rhs():
+  a = np.tril(random_matrix(0, (4, 4), np.float32)) + 4 * np.eye(4, dtype=np.float32)
+  return (a, random_matrix(1, (4, 2), np.float32)), {}
+
+
+def solve(a, b):
+  return SOLVE
+
+
+def halves(x):
+  return x[:, ::2] * 2
+
+
+def batch():
+  return (random_matrix(3, (2, 4), np.float32),), {}
+
+
+def cases():
+  return [Case("solve", "sci", solve, lower_and_rhs),
+          Case("halves", "sci", halves, batch, polymorphic_shapes=("b, 2*n",),
+               constraints=("b >= 2",))]
+"""
+# The same solution, asked of the kernel another way: other custom-call attributes.
+SOLVE_BEFORE = "solve_triangular(a, b, lower=True)"
+SOLVE_AFTER = "solve_triangular(a.T, b, lower=False, trans=1)"
+
+
+def _attribution_cases(solve: str, constraint: str = "b >= 2") -> str:
+  return textwrap.dedent(ATTRIBUTION_CASES).replace("SOLVE", solve).replace(
+      '"b >= 2"', f'"{constraint}"')
+
+
+def test_another_releases_lowering_difference_is_jaxs_only_with_evidence(pytester, tmp_path):
+  import jax
+  other = "0.10.1" if jax.__version__ != "0.10.1" else "0.10.2"
+  store = write_project(pytester, _attribution_cases(SOLVE_BEFORE))
+  assert _pytest(pytester, "--compat-record").ret == 0
+  solve_id = as_another_release(store, "solve", other)
+  halves_id = as_another_release(store, "halves", other)
+
+  # The user's own change of the kernel's attributes, and a tightened constraint, replayed
+  # against entries another release recorded: neither is passed as jax's.
+  (Path(pytester.path) / "mycases.py").write_text(_attribution_cases(SOLVE_AFTER, "b >= 3"))
+  ret, report, _ = _replay(pytester, tmp_path)
+  solve = report[solve_id]
+  assert "producer_drift" not in solve["kinds"], solve
+  assert "drift_unattributed" in solve["kinds"] and solve["status"] == "warn", solve
+  assert any("whose change this is is unknown" in m for m in solve["messages"]), solve
+  halves = report[halves_id]
+  assert halves["status"] == "fail" and "signature_change" in halves["kinds"], halves
+  assert any("symbolic constraints ['b >= 2'] became ['b >= 3']" in m
+             for m in halves["messages"]), halves
+  assert ret == 1
+
+  # With the case recorded by the installed jax as it lowers today, the older release's
+  # difference is jax's: today's lowering is that entry's.
+  assert _pytest(pytester, "--compat-record", "-k", "solve").ret == 0
+  ret, report, _ = _replay(pytester, tmp_path, "-k", "solve")
+  old, new = _by_case(report, "solve")
+  assert old["entry_id"] == solve_id and new["status"] == "pass", (old, new)
+  assert "producer_drift" in old["kinds"] and "drift_unattributed" not in old["kinds"], old
+  assert old["status"] == "pass", old
