@@ -65,6 +65,10 @@ class FindingKind(enum.StrEnum):
   # Within tolerance, not bitwise, on a host of another class than the recording one: a pass.
   NUMERICS_OTHER_HOST = "numerics_other_host"
   PRODUCER_DRIFT = "producer_drift"   # drift of an older release's entry: the release difference
+  # A lowering difference of another release's entry with no evidence that jax made it: no
+  # entry of the case recorded by the replaying jax has today's lowering. Warns (fails under
+  # --compat-strict): the function's owner may have changed it.
+  DRIFT_UNATTRIBUTED = "drift_unattributed"
   EXPIRED = "expired"
   FUTURE_DATE = "future_date"
   STALE_TARGET = "stale_target"
@@ -82,7 +86,8 @@ ALWAYS_FAIL = frozenset({_K.GOLDEN_DATA_ERROR, _K.COMPATIBILITY_BREAK, _K.EXPORT
                          _K.BELOW_MIN_CONSUMER})
 STRICT_FAIL = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE, _K.EXPIRED,
                          _K.FUTURE_DATE, _K.STALE_TARGET, _K.UNEXPECTED_PASS,
-                         _K.MIN_CONSUMER_UNKNOWN, _K.JAX_CONFIG_CHANGED})
+                         _K.MIN_CONSUMER_UNKNOWN, _K.JAX_CONFIG_CHANGED,
+                         _K.DRIFT_UNATTRIBUTED})
 # The kinds that say the case's function computes something else today.
 CHANGE_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE})
 # The kinds only running an entry can find: its results, today's export failing, an upgrade
@@ -100,7 +105,7 @@ NEVER_EXCUSED = frozenset({_K.EXPORT_ERROR, _K.GOLDEN_DATA_ERROR, _K.BELOW_MIN_C
 # lowering or readers that are not breaks.
 DRIFT_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE,
                          _K.NUMERICS_CHANGE,
-                         _K.NUMERICS_DRIFT, _K.PRODUCER_DRIFT})
+                         _K.NUMERICS_DRIFT, _K.PRODUCER_DRIFT, _K.DRIFT_UNATTRIBUTED})
 # Kinds of findings on an entry that jax.export of an older release recorded which are the
 # release difference itself: reported as producer drift, never a failure (nobody can
 # re-record with that release's lowering of today's case).

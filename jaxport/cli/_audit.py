@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from jaxport._jaxcompat._version import installed_jax_version
@@ -27,7 +28,8 @@ from jaxport.custom_calls import _registry
 from jaxport.errors import (ExpiredEnvelopeError, JaxportError, ModuleCrashError,
                             ModuleMemoryError, ModuleParserError, ModuleTimeoutError)
 from jaxport.golden import _signatures
-from jaxport.golden._entry import read_bounded
+from jaxport.golden._entry import entry_sort_key, read_bounded
+from jaxport.golden._entry_id import EntryId
 from jaxport.cli._artifacts import Artifact, deserialize
 from jaxport.cli._parser import InProcess
 from jaxport.cli._relower import Relowerer
@@ -82,15 +84,18 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
                    relowerer: Relowerer | None,
                    declared: ProjectTargets | None = None, reader: Any = None,
                    strict: bool = False, changes_fail: bool = True,
-                   newest: bool = True, measured: MeasuredRuns | None = None) -> dict[str, Any]:
+                   newest: bool = True, measured: MeasuredRuns | None = None,
+                   current: Mapping[str, Any] | None = None) -> dict[str, Any]:
   """The audit record of one artifact: targets, drift, expiry, its findings and the status
   the judge gives them, with problems (what fails it) and warnings; ``declared``: the
   targets the project guarantees, stable besides jaxport's table; ``reader``: what reads the
   module (the command's module parser child, ``cli._parser``; default: this process);
   ``newest``: the entry is its case's newest among those audited (an older one's drift only
   warns, as in the replay); ``measured``: the project's replays under other releases, which
-  take precedence over the release table in the entry's runs_on. A module that crashes or hangs the parser is a problem of this
-  artifact, typed in ``parser_failure``."""
+  take precedence over the release table in the entry's runs_on; ``current``: each case's
+  newest entry recorded by the installed jax, by case key (:func:`current_jax_entries`), the
+  evidence that another release's lowering difference is jax's. A module that crashes or
+  hangs the parser is a problem of this artifact, typed in ``parser_failure``."""
   reader = InProcess() if reader is None else reader
   found = _Found()
   rec: dict[str, Any] = {"artifact": art.label, "kind": "entry" if art.entry else "blob",
@@ -176,7 +181,8 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       found.findings.append(_targets.not_stable_finding(t["target"], platforms, Subject.READER))
       found.notes.append(f"custom-call target {t['target']}: if it is the project's own target, "
                          "list it in a stable-targets file (--stable-targets FILE)")
-  rec["drift"] = _drift(manifest, relowerer, found)
+  rec["drift"] = _drift(manifest, relowerer, found,
+                        _current_lowering(art, current or {}) if manifest is not None else None)
   if manifest is not None and exp is not None:
     _contract(manifest, exp, relowerer, found, newest)
   # The problems that are damaged or forged golden data, typed (each also in ``problems``).
@@ -298,10 +304,40 @@ def _manifest_mismatch(recorded: Any, module: tuple[Any, ...]) -> dict[str, Any]
 LEAD = "signature drift against today's lowering"
 
 
-def _drift(manifest: Any, relowerer: Relowerer | None, found: _Found) -> dict[str, Any]:
+def current_jax_entries(artifacts: list[Artifact], consumer: str | None) -> dict[str, Any]:
+  """Each case's newest entry among those audited that ``consumer`` (the installed jax)
+  recorded, by case key (``platform/family/case``)."""
+  mine: dict[str, Any] = {}
+  for a in artifacts:
+    if a.entry is None:
+      continue
+    entry_id = EntryId.parse(a.entry.entry_id)
+    if entry_id.producer != consumer:
+      continue
+    held = mine.get(entry_id.case_key)
+    if held is None or entry_sort_key(held.entry_id) < entry_sort_key(a.entry.entry_id):
+      mine[entry_id.case_key] = a.entry
+  return mine
+
+
+def _current_lowering(art: Artifact, current: Mapping[str, Any]) -> tuple | None:
+  """The custom-call signatures of the artifact's case's entry recorded by the installed jax
+  (None: none, or it cannot be read: its own audit says why)."""
+  entry = current.get(EntryId.parse(art.entry.entry_id).case_key) if art.entry else None
+  if entry is None:
+    return None
+  try:
+    return tuple(entry.manifest.custom_call_targets)
+  except JaxportError:
+    return None
+
+
+def _drift(manifest: Any, relowerer: Relowerer | None, found: _Found,
+           current: tuple | None = None) -> dict[str, Any]:
   """Today's custom-call signatures of the entry's case against the recorded ones, each
-  difference judged by the judge's drift rule (``_judge._drift``); a change of partitioner
-  metadata only is a note."""
+  difference judged by the judge's drift rule (``_judge._drift``, with ``current``, the
+  signatures of the case's entry recorded by the installed jax, as its evidence); a change of
+  partitioner metadata only is a note."""
   if manifest is None:
     return {"checked": False, "reason": "only golden entries record signatures"}
   recorded = manifest.custom_call_targets
@@ -316,20 +352,22 @@ def _drift(manifest: Any, relowerer: Relowerer | None, found: _Found) -> dict[st
     return {"checked": False,
             "reason": f"no case {manifest.case_id!r} in {relowerer.source}"}
   try:
-    current = relowerer.signatures(case)
+    current_sigs = relowerer.signatures(case)
   except Exception as e:  # Report and go on: one case's lowering must not hide the others.
     msg = f"re-lowering case {manifest.case_id} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     found.notes.append(msg)
     return {"checked": False, "reason": msg}
-  changes = _signatures.drift(recorded, current)
+  changes = _signatures.drift(recorded, current_sigs)
   consumer = installed_jax_version()
+  evidence = _drift_rule.lowers_as_current_entry(manifest, [str(c) for c in changes], current)
   for c in changes:
     if c.metadata_only:
       found.notes.append(f"{LEAD}: {c} (partitioner metadata only)")
     else:
       # Audit runs nothing: like a replay's entry that is not run, its results are not
       # found to differ.
-      found.findings.append(_drift_rule.lowering_difference(manifest, consumer, LEAD, str(c)))
+      found.findings.append(_drift_rule.lowering_difference(manifest, consumer, LEAD, str(c),
+                                                            evidence=evidence))
   return {"checked": True, "differences": [str(c) for c in changes]}
 
 
@@ -345,7 +383,8 @@ def _contract(manifest: Any, exp: Any, relowerer: Relowerer | None, found: _Foun
     return
   try:
     diff = _calling.diff(_calling.contract_of(exp), relowerer.contract(case))
-    settings = _calling.comparison_change(manifest.comparison, relowerer.comparison(case),
+    outputs = [(t.path, t.dtype) for t in manifest.tolerances or ()]
+    settings = _calling.comparison_change(manifest, relowerer.comparison(case, outputs), case,
                                           relowerer.checkers)
   except Exception as e:  # Report and go on: one case's export must not hide the others.
     found.notes.append(f"calling contract of case {manifest.case_id} not compared: "

@@ -30,7 +30,7 @@ from jaxport.cli import _audit as audit
 from jaxport.corpus import _import as importer
 from jaxport import _progress
 from jaxport._progress import track
-from jaxport._jaxcompat._version import MIN_JAX, distribution_version
+from jaxport._jaxcompat._version import MIN_JAX, distribution_version, installed_jax_version
 from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._entry_id import EntryId
@@ -315,10 +315,12 @@ def _audit(args, extra) -> int:
     newest = audit.newest_of(artifacts)
     changes_fail = project is None or project.on_change is OnChange.FAIL
     measured = _measured_of(project)
+    current = audit.current_jax_entries(artifacts, installed_jax_version())
     records = [audit.audit_artifact(art, today=today, window_days=args.window_days,
                                     relowerer=relowerer, declared=declared, reader=parser,
                                     strict=args.strict, changes_fail=changes_fail,
-                                    newest=art.label in newest, measured=measured)
+                                    newest=art.label in newest, measured=measured,
+                                    current=current)
                for art in track(artifacts, "auditing", lambda a: a.label)]
   if args.json:
     _print_json({"today": today.isoformat(), "window_days": args.window_days,
@@ -422,6 +424,10 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
                  f"(rtol {m.comparison.rtol:g}, atol {m.comparison.atol:g})"
                  + (", lowering only" if m.lowering_only else "")
                  + (f", imported from {m.imported_from.source}" if m.imported_from else ""))
+    if m.tolerances is not None:
+      lines.append("  tolerances per output:" + ("" if m.tolerances else " (none)"))
+      lines.extend(f"    {t.path} ({t.dtype}): rtol {t.rtol:g}, atol {t.atol:g}"
+                   for t in m.tolerances)
   lines.extend(artifact_runs_on.runs_on_lines(info))
   if args.mlir:
     lines.extend(info["mlir"].split("\n"))

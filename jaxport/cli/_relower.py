@@ -23,7 +23,7 @@ from jaxport.errors import GoldenDataError
 from jaxport.cli._artifacts import deserialize
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import CustomCallSignature
-from jaxport.harness import _calling, _case, _case_runs, _jax_setup
+from jaxport.harness import _calling, _case_runs, _jax_setup
 from jaxport.harness._registry import CaseRegistry
 
 logger = logging.getLogger(__name__)
@@ -121,11 +121,11 @@ class Relowerer:
     exp = self._export(case)
     return _calling.contract_of(deserialize(bytes(exp.serialize(vjp_order=case.vjp_order))))
 
-  def comparison(self, case: Any) -> tuple[str, float, float]:
-    """The case's comparison settings (checker, rtol, atol) as a recording of it today would
-    write them."""
+  def comparison(self, case: Any, outputs: Any) -> Any:
+    """The case's comparison settings as a recording of it today would write them for the
+    entry's ``outputs`` (``_calling.comparison_today``)."""
     with _on_path(self.paths):
-      return _case.comparison_of(case, _case_runs.case_inputs(case)[2])
+      return _calling.comparison_today(case, outputs)
 
   @property
   def checkers(self) -> Any:

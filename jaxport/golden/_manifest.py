@@ -32,9 +32,14 @@ from jaxport.golden._host import Host
 #   2 (2026-12) optional ``host`` (the recording machine, ``_host.Host``) and
 #     ``min_consumer`` (the oldest jax release the entry must run on); later optional
 #     fields join this version, each absent from the entries that do not have it.
-FORMAT_VERSION = 2
+#   3 (2026-12) optional ``tolerances``: each recorded output's path, dtype and tolerances
+#     (the VJP's outputs after the function's). An entry with them compares each output with
+#     its own; one without them (every entry of formats 1 and 2) compares all outputs with
+#     ``comparison``'s one rtol and atol.
+FORMAT_VERSION = 3
 # The first format version that may hold each optional field.
-_OPTIONAL_SINCE = {"jax_config": 1, "revision": 1, "host": 2, "min_consumer": 2}
+_OPTIONAL_SINCE = {"jax_config": 1, "revision": 1, "host": 2, "min_consumer": 2,
+                   "tolerances": 3}
 
 MANIFEST_FILE = "manifest.json"
 BLOB_FILE = "exported.bin"
@@ -115,6 +120,20 @@ class Comparison:
 
 
 @dataclasses.dataclass(frozen=True)
+class OutputTolerance:
+  """How one recorded output is compared: its path (``output[0]``; ``vjp1:args[0]`` for the
+  output of the VJP of order 1 for the input ``args[0]``), its dtype and its tolerances."""
+
+  path: str
+  dtype: str
+  rtol: float
+  atol: float
+
+  def to_dict(self) -> dict[str, Any]:
+    return {"path": self.path, "dtype": self.dtype, "rtol": self.rtol, "atol": self.atol}
+
+
+@dataclasses.dataclass(frozen=True)
 class ArraySpec:
   """Shape and dtype name of one array stored in an npz file."""
 
@@ -178,6 +197,9 @@ class Manifest:
   host: Host | None = None
   # The oldest jax release the entry must run on (a case's ``min_consumer``), or None.
   min_consumer: str | None = None
+  # Each recorded output's comparison (format 3), in the order of the expected outputs; None:
+  # one comparison for all outputs (``comparison``), as every entry of formats 1 and 2.
+  tolerances: tuple[OutputTolerance, ...] | None = None
 
   def __post_init__(self):
     if isinstance(self.record_date, str):
@@ -191,6 +213,8 @@ class Manifest:
       object.__setattr__(self, "polymorphic_shapes", tuple(self.polymorphic_shapes))
     if self.constraints is not None:
       object.__setattr__(self, "constraints", tuple(self.constraints))
+    if self.tolerances is not None:
+      object.__setattr__(self, "tolerances", tuple(self.tolerances))
     if self.jax_config is not None:
       object.__setattr__(self, "jax_config", MappingProxyType(dict(sorted(self.jax_config.items()))))
     object.__setattr__(self, "files", MappingProxyType(dict(sorted(self.files.items()))))
@@ -252,6 +276,9 @@ def _to_dict(m: Manifest) -> dict[str, Any]:
     optional["host"] = m.host.to_json() if isinstance(m.host, Host) else m.host
   if m.min_consumer is not None:
     optional["min_consumer"] = m.min_consumer
+  if m.tolerances is not None:
+    optional["tolerances"] = [t.to_dict() if isinstance(t, OutputTolerance) else t
+                              for t in m.tolerances]
   return {
       **optional,
       "format_version": m.format_version,
@@ -306,6 +333,8 @@ def _from_dict(d: dict[str, Any]) -> Manifest:
       revision=d.get("revision"),
       host=None if d.get("host") is None else Host.from_json(d["host"], "manifest"),
       min_consumer=d.get("min_consumer"),
+      tolerances=None if d.get("tolerances") is None else tuple(
+          OutputTolerance(t["path"], t["dtype"], t["rtol"], t["atol"]) for t in d["tolerances"]),
   )
 
 
@@ -374,6 +403,37 @@ JAX_CONFIG_KEYS = ("jax_enable_x64", "jax_use_shardy_partitioner")
 _PRODUCER_KEYS = tuple(f.name for f in dataclasses.fields(Producer))
 
 
+def _is_tolerance(v: Any) -> bool:
+  return not isinstance(v, bool) and isinstance(v, (int, float)) and 0 <= v < float("inf")
+
+
+def _check_tolerances(d: dict[str, Any], where: str) -> None:
+  """``tolerances``: one object of path, dtype, rtol and atol per expected output, with
+  distinct paths."""
+  tols = d["tolerances"]
+  if not isinstance(tols, (list, tuple)):
+    raise _bad(where, "tolerances", "a list of {path, dtype, rtol, atol}", tols)
+  paths = []
+  for i, t in enumerate(tols):
+    f = f"tolerances[{i}]"
+    if isinstance(t, OutputTolerance):
+      t = t.to_dict()
+    _check_keys(t, where, f, ("path", "dtype", "rtol", "atol"))
+    for k in ("path", "dtype"):
+      if not isinstance(t[k], str) or not t[k]:
+        raise _bad(where, f"{f}.{k}", "a non-empty string", t[k])
+    for k in ("rtol", "atol"):
+      if not _is_tolerance(t[k]):
+        raise _bad(where, f"{f}.{k}", "a finite number >= 0", t[k])
+    paths.append(t["path"])
+  if len(set(paths)) != len(paths):
+    raise _bad(where, "tolerances", "one entry per output path", paths)
+  expected = d.get("arrays", {}).get("expected") if isinstance(d.get("arrays"), dict) else None
+  if isinstance(expected, (list, tuple)) and expected and len(expected) != len(tols):
+    raise _bad(where, "tolerances", f"one entry per expected output ({len(expected)})",
+               f"{len(tols)} entries")
+
+
 def _validate(d: dict[str, Any], where: str) -> None:
   """Check every field of a manifest dict; raise GoldenDataError on the first problem."""
   _check_keys({k: v for k, v in d.items() if k not in _OPTIONAL_TOP_KEYS}, where, "manifest",
@@ -406,6 +466,8 @@ def _validate(d: dict[str, Any], where: str) -> None:
   if "min_consumer" in d and not (isinstance(d["min_consumer"], str)
                                   and _VERSION_RE.fullmatch(d["min_consumer"])):
     raise _bad(where, "min_consumer", "a jax release such as '0.9.2'", d["min_consumer"])
+  if "tolerances" in d:
+    _check_tolerances(d, where)
   for field in ("case_id", "family"):
     if not is_safe_name(d[field]):
       raise _bad(where, field, "a name of letters, digits, '_', '.', '+', '-' (a directory name)",

@@ -7,15 +7,16 @@ a later lowering can be compared with what was recorded.
 
 from __future__ import annotations
 
-import dataclasses
-import re
-from collections.abc import Iterable
-
 from jaxport.custom_calls import _walk
 from jaxport.export import _mlir
 from jaxport.golden._manifest import CustomCallSignature
+from jaxport.golden._signature_drift import (DOCUMENTATION_LINK, METADATA_ATTRIBUTES,
+                                             PROSE_ATTRIBUTES, SignatureChange, describe, drift,
+                                             normalized, sort_key)
 
-# Recorded separately as the target name; not part of a signature's attributes.
+__all__ = ["DOCUMENTATION_LINK", "METADATA_ATTRIBUTES", "PROSE_ATTRIBUTES", "SignatureChange",
+           "describe", "drift", "normalized", "signatures", "sort_key"]
+
 _SKIPPED_ATTRIBUTES = ("call_target_name",)
 
 
@@ -30,81 +31,3 @@ def signatures(mlir_module_serialized: bytes) -> tuple[CustomCallSignature, ...]
         attributes={k: v for k, v in _walk.attribute_texts(op) if k not in _SKIPPED_ATTRIBUTES})
         for op in _walk.custom_call_ops(module)}
   return tuple(sorted(found, key=sort_key))
-
-
-def sort_key(s: CustomCallSignature) -> tuple:
-  """A total order on signatures: target, types, then attributes."""
-  return (s.target, s.operand_types, s.result_types, tuple(s.attributes.items()))
-
-
-def describe(s: CustomCallSignature) -> str:
-  """``target(operand types) -> (result types)``, one line."""
-  return f"{s.target}({', '.join(s.operand_types)}) -> ({', '.join(s.result_types)})"
-
-
-# Attributes that carry partitioner metadata rather than the call's ABI: a change
-# in these alone is reported but does not break a serialized call.
-METADATA_ATTRIBUTES = frozenset({"sdy.sharding_rule", "sdy.sharding", "mhlo.sharding"})
-
-
-# Attributes whose text jax writes for people, not for the call: a documentation link in
-# them moves with jax's documentation (``export/shape_poly.html`` became
-# ``501/shape-polymorphism.html`` in jax 0.12, ``jax.readthedocs.io`` became
-# ``docs.jax.dev``) while the call stays the same, so links are compared as one placeholder.
-PROSE_ATTRIBUTES = frozenset({"error_message"})
-DOCUMENTATION_LINK = "<documentation link>"
-_LINK = re.compile(r"https?://[^\s\"'\\]+")
-
-
-def normalized(s: CustomCallSignature) -> CustomCallSignature:
-  """``s`` as signatures are compared: the links inside its prose attributes replaced by
-  :data:`DOCUMENTATION_LINK`; everything else (the predicate, operands, results) as it is."""
-  if not PROSE_ATTRIBUTES & s.attributes.keys():
-    return s
-  return dataclasses.replace(s, attributes={
-      k: _LINK.sub(DOCUMENTATION_LINK, v) if k in PROSE_ATTRIBUTES and isinstance(v, str) else v
-      for k, v in s.attributes.items()})
-
-
-@dataclasses.dataclass(frozen=True)
-class SignatureChange:
-  """One difference between recorded and current custom-call signatures."""
-
-  target: str
-  message: str
-  metadata_only: bool = False
-
-  def __str__(self) -> str:
-    return self.message
-
-
-def drift(recorded: Iterable[CustomCallSignature],
-          current: Iterable[CustomCallSignature]) -> list[SignatureChange]:
-  """How the current signatures differ from the recorded ones, one change per target; a
-  documentation link inside a prose attribute (:func:`normalized`) is no difference."""
-  recorded, current = set(map(normalized, recorded)), set(map(normalized, current))
-  rec = {s.target for s in recorded}
-  cur = {s.target for s in current}
-  changes = [SignatureChange(t, f"target {t} was recorded but the current lowering no longer emits it")
-             for t in sorted(rec - cur)]
-  changes += [SignatureChange(t, f"target {t} is emitted by the current lowering but was not recorded")
-              for t in sorted(cur - rec)]
-  for t in sorted(rec & cur):
-    old = sorted((s for s in recorded if s.target == t), key=sort_key)
-    new = sorted((s for s in current if s.target == t), key=sort_key)
-    if old == new:
-      continue
-    old_attrs = {k: v for s in old for k, v in s.attributes.items()}
-    new_attrs = {k: v for s in new for k, v in s.attributes.items()}
-    changed = sorted(k for k in old_attrs.keys() | new_attrs.keys()
-                     if old_attrs.get(k) != new_attrs.get(k))
-    same_types = [describe(s) for s in old] == [describe(s) for s in new]
-    metadata_only = same_types and bool(changed) and set(changed) <= METADATA_ATTRIBUTES
-    if same_types:
-      message = (f"target {t} changed signature (changed attributes {changed}; types unchanged: "
-                 f"{[describe(s) for s in new]})")
-    else:
-      message = (f"target {t} changed signature: recorded {[describe(s) for s in old]}, now "
-                 f"{[describe(s) for s in new]}" + (f"; attributes differing: {changed}" if changed else ""))
-    changes.append(SignatureChange(t, message, metadata_only))
-  return changes

@@ -18,6 +18,8 @@ from typing import Any
 
 import jax
 
+from jaxport.harness import _case
+
 
 @dataclasses.dataclass(frozen=True)
 class CallingContract:
@@ -115,19 +117,46 @@ def diff(recorded: CallingContract, today: CallingContract) -> ContractDiff:
   return ContractDiff(tuple(mine), tuple(jaxs))
 
 
-def comparison_change(recorded: Any, today: tuple[str, float, float],
+def comparison_today(case: Any, outputs: Any) -> Any:
+  """What a recording of ``case`` with ``outputs`` (``(path, dtype)`` pairs) would write as its
+  comparison (``_case.CaseComparison``), or why it cannot (a path of the case's tolerances
+  that names no output)."""
+  try:
+    return _case.comparison_of(case, outputs)
+  except ValueError as e:
+    return str(e)
+
+
+def comparison_change(recorded: Any, today: Any, case: Any,
                       known: Collection[str]) -> tuple[str, ...]:
-  """How a case's comparison settings today (checker, rtol, atol, as a recording of it would
-  write them) differ from an entry's ``recorded`` ones (its manifest's ``comparison``), one
-  line each; a checker not ``known`` to the project is named as such. Part of the contract:
-  the entry promises to be judged as it was recorded."""
-  checker, rtol, atol = today
-  lines = []
-  if checker != recorded.mode:
-    unknown = "" if checker in known else (
+  """How a case's comparison settings today differ from an entry's manifest ``recorded``, one
+  line each. ``today`` is what a recording of ``case`` would write (``_case.comparison_of``
+  on the entry's outputs), or why it cannot be worked out (a string). A checker not
+  ``known`` to the project is named as such. An entry without per-output tolerances (before
+  golden format 3) is compared on the tolerances the case sets itself, not on defaults of
+  another rule. Part of the contract: the entry promises to be judged as it was recorded."""
+  if isinstance(today, str):
+    return (f"comparison: {today}",)
+  rec = recorded.comparison
+  lines: list[str] = []
+  if today.checker != rec.mode:
+    unknown = "" if today.checker in known else (
         f" (not a checker of the project; known: {sorted(known)})")
-    lines.append(f"comparison: checker {recorded.mode!r} became {checker!r}{unknown}")
-  for name, old, new in (("rtol", recorded.rtol, rtol), ("atol", recorded.atol, atol)):
+    lines.append(f"comparison: checker {rec.mode!r} became {today.checker!r}{unknown}")
+  if recorded.tolerances is None:
+    if case.rtol is not None and case.atol is not None:
+      for name, old, new in (("rtol", rec.rtol, case.rtol), ("atol", rec.atol, case.atol)):
+        if float(old) != float(new):
+          lines.append(f"comparison: {name} {old:g} became {new:g}")
+    if case.tolerances:
+      lines.append(f"comparison: tolerances per output {sorted(case.tolerances)} set, where "
+                   f"the entry compares all outputs with rtol {rec.rtol:g}, atol {rec.atol:g}")
+    return tuple(lines)
+  for name, old, new in (("rtol", rec.rtol, today.rtol), ("atol", rec.atol, today.atol)):
     if float(old) != float(new):
       lines.append(f"comparison: {name} {old:g} became {new:g}")
+  for was, now in zip(recorded.tolerances, today.outputs):
+    for name, old, new in (("rtol", was.rtol, now.rtol), ("atol", was.atol, now.atol)):
+      if float(old) != float(new):
+        lines.append(f"comparison: {was.path} {name} {old:g} became {new:g}")
   return tuple(lines)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -102,8 +103,10 @@ class Case:
   min_consumer: str | None = None
   record_range: tuple[str, str | None] | None = None
   for_jax: str | None = None
+  tolerances: Mapping[str, tuple[float, float]] | None = None
 
   def __post_init__(self):
+    self._check_tolerances()
     for name in ("min_consumer", "for_jax"):
       value = getattr(self, name)
       if value is not None and not _RELEASE_RE.fullmatch(str(value)):
@@ -119,6 +122,20 @@ class Case:
           f"Case {self.case_id}: lowering_only={self.lowering_only} but it is exported for "
           f"{self.platforms} from host {self.host_platform}; lowering-only cases are exactly "
           "those exported only for platforms the host cannot run.")
+
+  def _check_tolerances(self) -> None:
+    if self.tolerances is None:
+      return
+    if not isinstance(self.tolerances, Mapping):
+      raise ValueError(f"Case {self.case_id}: tolerances={self.tolerances!r} is not a mapping "
+                       "of output path to (rtol, atol), such as {'output[0]': (1e-3, 1e-5)}.")
+    for path, pair in self.tolerances.items():
+      ok = (isinstance(path, str) and bool(path) and isinstance(pair, (tuple, list))
+            and len(pair) == 2 and all(_is_tolerance(x) for x in pair))
+      if not ok:
+        raise ValueError(f"Case {self.case_id}: tolerances[{path!r}]={pair!r}: give an output "
+                         "path such as 'output[0]' or 'vjp1:args[0]' and a pair (rtol, atol) "
+                         "of finite numbers >= 0.")
 
   def _check_record_range(self) -> None:
     if self.record_range is None:
@@ -175,20 +192,97 @@ def random_matrix(seed: int, shape: tuple[int, ...], dtype) -> np.ndarray:
   return r.standard_normal(shape).astype(dtype)
 
 
+def _is_tolerance(x: Any) -> bool:
+  return (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+          and x >= 0)
+
+
+# (rtol, atol) by dtype name: a few hundred ulps of a small matrix computation for the wide
+# types, a few ulps for the 16-bit ones (a few hundred would let any value pass).
+_DEFAULTS = {
+    "float64": (1e-10, 1e-12), "complex128": (1e-10, 1e-12),
+    "float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5),
+    "float16": (1e-2, 1e-3),
+    "bfloat16": (5e-2, 1e-2),
+}
+
+
+def _dtype_name(dtype: Any) -> str:
+  """The name of ``dtype`` (a numpy or ml_dtypes dtype, a scalar type or a dtype name)."""
+  if isinstance(dtype, str):
+    return dtype
+  name = getattr(dtype, "name", None)
+  if isinstance(name, str) and not isinstance(dtype, type):
+    return name
+  return np.dtype(dtype).name
+
+
+_NARROW_FLOAT = re.compile(r"float[0-9]+_e[0-9]+m([1-9][0-9]*).*")
+
+
+def _narrow_float_tolerance(name: str) -> tuple[float, float] | None:
+  """(rtol, atol) of an 8-, 6- or 4-bit float type (``float8_e4m3fn``...): four of its ulps
+  relative and one absolute (its epsilon, from the mantissa bits its name gives); None for
+  a name of no such type."""
+  narrow = _NARROW_FLOAT.fullmatch(name)
+  if narrow is None:
+    return None
+  eps = 2.0 ** -int(narrow.group(1))
+  return 4 * eps, eps
+
+
 def default_tolerance(dtype) -> tuple[float, float]:
-  """(rtol, atol) for results of ``dtype``: a few hundred ulps of a small matrix computation."""
-  dtype = np.dtype(dtype)
-  if dtype in (np.dtype(np.float64), np.dtype(np.complex128)):
-    return 1e-10, 1e-12
-  if dtype in (np.dtype(np.float32), np.dtype(np.complex64)):
-    return 1e-4, 1e-5
-  return 0.0, 0.0
+  """(rtol, atol) for results of ``dtype``: each float and complex dtype its own (bfloat16
+  and float16 included); integer, bool and PRNG key outputs (stored as their integer key
+  data) are compared exactly."""
+  name = _dtype_name(dtype)
+  if name in _DEFAULTS:
+    return _DEFAULTS[name]
+  return _narrow_float_tolerance(name) or (0.0, 0.0)
 
 
-def comparison_of(case: Case, inputs: Sequence[np.ndarray]) -> tuple[str, float, float]:
-  """``(checker, rtol, atol)`` a recording of ``case`` on ``inputs`` writes into its manifest:
-  the case's own tolerances, else :func:`default_tolerance` of its first input's dtype."""
-  rtol, atol = case.rtol, case.atol
-  if rtol is None or atol is None:
-    rtol, atol = default_tolerance(inputs[0].dtype if len(inputs) else np.float32)
-  return case.checker, rtol, atol
+@dataclasses.dataclass(frozen=True)
+class OutputComparison:
+  """How one output is compared: its path (``output[0]``, ``output['loss']``, or
+  ``vjp1:args[0]`` for the VJP's output of order 1 for the input ``args[0]``), the dtype it
+  was recorded with, and its tolerances."""
+
+  path: str
+  dtype: str
+  rtol: float
+  atol: float
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseComparison:
+  """What a recording of a case writes into its manifest: the checker, the tolerances of
+  checkers that judge the outputs together (the case's own, else the loosest default among
+  its outputs), and each output's (:class:`OutputComparison`)."""
+
+  checker: str
+  rtol: float
+  atol: float
+  outputs: tuple[OutputComparison, ...] = ()
+
+
+def comparison_of(case: Case, outputs: Sequence[tuple[str, Any]]) -> CaseComparison:
+  """How a recording of ``case`` with ``outputs`` (``(path, dtype)`` of each recorded output,
+  the VJP's after the function's) compares them: each output by the case's tolerance of its
+  path, else the case's own ``rtol``/``atol``, else :func:`default_tolerance` of its own
+  dtype. A path of ``case.tolerances`` that names no output is refused, naming the paths."""
+  given = dict(case.tolerances or {})
+  paths = [p for p, _ in outputs]
+  unknown = sorted(set(given) - set(paths))
+  if unknown:
+    raise ValueError(f"case {case.case_id}: tolerances for {unknown}, which are no outputs of "
+                     f"the case; its outputs are {paths}. Nothing was recorded.")
+  own = None if case.rtol is None or case.atol is None else (float(case.rtol), float(case.atol))
+  per_output = []
+  for path, dtype in outputs:
+    name = _dtype_name(dtype)
+    rtol, atol = given.get(path) or own or default_tolerance(name)
+    per_output.append(OutputComparison(path, name, float(rtol), float(atol)))
+  if own is None:
+    own = (max((o.rtol for o in per_output), default=0.0),
+           max((o.atol for o in per_output), default=0.0))
+  return CaseComparison(case.checker, own[0], own[1], tuple(per_output))

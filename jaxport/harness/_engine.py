@@ -32,13 +32,13 @@ from jaxport.golden._host import Host, current_host
 from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.harness import _reference as _api, _corpus, _lowering
 from jaxport.harness import _contexts, _executables, _shardings, _stopwatch
-from jaxport.harness import _calling, _case
-from jaxport.harness._case_runs import (case_inputs, export_case, run_exported, run_exported_arrays,
-                                        storable)
+from jaxport.harness import _calling, _case, checkers
+from jaxport.harness._case_runs import export_case, run_exported, run_exported_arrays, storable
 from jaxport.harness._jax_setup import (case_jax_config, entry_jax_config, jax_config, keeps_config,
                                         warm_native_kernels)
 from jaxport.harness._judge import _targets
-from jaxport.harness._module_reads import ModuleReads, contract_change, same_computation
+from jaxport.harness._module_reads import (ModuleReads, contract_change, same_computation,
+                                           same_module_bytes, vjp_module)
 from jaxport.harness._project import Project, ProjectTargets
 from jaxport.harness._protocol import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer, Stage,
                                        TodayResult)
@@ -83,8 +83,9 @@ class ReplayEngine:
     # The cases replayed last, newest last: entries come in store order, a case's together,
     # so a few are enough, and the worker's memory stays flat however large the store.
     self._exports: collections.OrderedDict[str, tuple[Any, tuple] | str] = collections.OrderedDict()
-    # Each case's comparison settings as a recording of it today would write them.
-    self._settings: collections.OrderedDict[str, tuple[str, float, float]] = (
+    # Each case's comparison settings as a recording of it today would write them, by the
+    # recorded outputs' paths and dtypes.
+    self._settings: collections.OrderedDict[tuple, _case.CaseComparison | str] = (
         collections.OrderedDict())
     self._runs: collections.OrderedDict[tuple[str, str], list[np.ndarray] | str] = (
         collections.OrderedDict())
@@ -241,6 +242,7 @@ class ReplayEngine:
           exp = _api.deserialize(envelope.blob, reader=reader)
       reads.by_reader[reader] = bytes(exp.mlir_module_serialized)
       reads.contracts[reader] = _calling.contract_of(exp)
+      reads.vjps[reader] = vjp_module(exp)
     except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
       stage = Stage.DESERIALIZE if env_read is None else Stage.DESERIALIZE_REWRITTEN
       return ReaderResult(reader, stage, error=error_line(e), envelope=env_read)
@@ -274,8 +276,7 @@ class ReplayEngine:
       result = dataclasses.replace(result, stage=Stage.COMPARE)
     with watch.stage(_stopwatch.CHECK):
       actual = [storable(o) for o in arrays]
-      verdict = self.registry.checkers.check(m.comparison.mode, inputs, expected, actual,
-                                             rtol=m.comparison.rtol, atol=m.comparison.atol)
+      verdict = _judge_outputs(self.registry.checkers, m, inputs, expected, actual)
       problems = _shardings.compare(shardings, arrays) if shardings is not None else []
     return dataclasses.replace(result, numerics=Numerics.of(verdict), problems=tuple(problems))
 
@@ -324,6 +325,22 @@ class ReplayEngine:
       self._read_backs.move_to_end(case.case_id)
       return self._read_backs[case.case_id]
 
+  def _same_as_recorded(self, case: _case.Case, exp: Any, recorded_module: bytes,
+                        reads: ModuleReads | None) -> bool:
+    """Whether today's export computes what the entry's blob does up to source locations: its
+    module and, where the blob carries a VJP, the VJP's module too (a changed ``custom_vjp``
+    or ``custom_jvp`` rule leaves the function's module as it was)."""
+    if not same_computation(exp, recorded_module, reads):
+      return False
+    recorded_vjp = reads.vjps.get(_api.REFERENCE) if reads is not None else None
+    if recorded_vjp is None and case.vjp_order < 1:
+      return True
+    today = self._read_back_today(case, exp)
+    todays_vjp = None if isinstance(today, str) else vjp_module(today)
+    if recorded_vjp is None or todays_vjp is None:
+      return False
+    return same_module_bytes(todays_vjp, recorded_vjp, reads)
+
   def _today_ahead(self, case: _case.Case | None, m: Manifest, inputs: list[np.ndarray],
                    run: bool = True, reads: ModuleReads | None = None) -> None:
     """Export the case today, and (to ``run`` it) run that export when the entry comes from
@@ -337,7 +354,7 @@ class ReplayEngine:
     if isinstance(exported, str) or m.lowering_only or not run or m.producer.jax == installed_jax_version():
       return
     recorded = reads.by_reader.get(_api.REFERENCE) if reads is not None else None
-    if recorded is not None and same_computation(exported[0], recorded, reads):
+    if recorded is not None and self._same_as_recorded(case, exported[0], recorded, reads):
       return
     self._run_today(case, exported[0], inputs)
 
@@ -374,31 +391,32 @@ class ReplayEngine:
                                                              _corpus.shape_blind(sigs))))
     diff = tuple(_lowering.diff(m.custom_call_targets, sigs))
     contract = contract_change(self._read_back_today(case, exp), reads)
-    diff_kw = {"contract_diff": contract.by_function + self._settings_change(case, m),
+    calling = contract.by_function + _constraints_change(case, m)
+    diff_kw = {"contract_diff": calling + self._settings_change(case, m),
                "contract_by_jax": contract.by_jax}
-    if m.lowering_only or not run or contract.by_function:
+    if m.lowering_only or not run or calling:
       # A changed contract: the entry's inputs are not today's function's, nothing to run.
       return TodayResult(available=True, targets=targets, signature_diff=diff, **diff_kw)
-    if recorded_module is not None and same_computation(exp, recorded_module, reads):
-      # The entry's module up to source locations: its numerics are the readers' numerics.
+    if recorded_module is not None and self._same_as_recorded(case, exp, recorded_module, reads):
+      # The entry's modules up to source locations: its numerics are the readers' numerics.
       return TodayResult(available=True, targets=targets, signature_diff=diff, same_module=True,
                          **diff_kw)
     actual = self._run_today(case, exp, inputs)
     if isinstance(actual, str):
       return TodayResult(available=True, targets=targets, signature_diff=diff,
                          error=f"running the current lowering failed: {actual}", **diff_kw)
-    verdict = self.registry.checkers.check(m.comparison.mode, inputs, expected, actual,
-                                           rtol=m.comparison.rtol, atol=m.comparison.atol)
+    verdict = _judge_outputs(self.registry.checkers, m, inputs, expected, actual)
     return TodayResult(available=True, targets=targets, signature_diff=diff,
                        numerics=Numerics.of(verdict), **diff_kw)
 
   def _settings_change(self, case: _case.Case, m: Manifest) -> tuple[str, ...]:
-    """How the case's comparison settings (checker, rtol, atol, as a recording of it today
+    """How the case's comparison settings (checker, tolerances, as a recording of it today
     would write them) differ from the entry's, one line each (``_calling.comparison_change``)."""
-    if case.case_id not in self._settings:
-      _keep(self._settings, case.case_id, _case.comparison_of(case, case_inputs(case)[2]))
-    return _calling.comparison_change(m.comparison, self._settings[case.case_id],
-                                      self.registry.checkers)
+    outputs = [(t.path, t.dtype) for t in m.tolerances or ()]
+    key = (case.case_id, tuple(outputs))
+    if key not in self._settings:
+      _keep(self._settings, key, _calling.comparison_today(case, outputs))
+    return _calling.comparison_change(m, self._settings[key], case, self.registry.checkers)
 
   # --- the reader thread -----------------------------------------------------------------
 
@@ -426,6 +444,22 @@ TODAY_KEPT = 32
 # 313 entries uncleared, 284 MB when cleared every 64), so this bounds the growth to tens of
 # megabytes.
 JAX_CACHES_CLEARED_EVERY = 256
+
+
+def _constraints_change(case: _case.Case, m: Manifest) -> tuple[str, ...]:
+  """The change of the case's symbolic constraints since the entry, as a line of its calling
+  contract: a caller's shapes the entry accepted may be refused now (or the reverse)."""
+  old, new = list(m.constraints or ()), list(case.constraints or ())
+  return () if old == new else (f"symbolic constraints {old} became {new}",)
+
+
+def _judge_outputs(known: Any, m: Manifest, inputs, expected, actual) -> Any:
+  """The verdict of ``actual`` against the entry's recorded outputs: each output with its own
+  tolerances where the manifest records them, else all with its one comparison."""
+  outputs = None if m.tolerances is None else [
+      checkers.OutputTolerance(t.path, t.rtol, t.atol) for t in m.tolerances]
+  return known.check(m.comparison.mode, inputs, expected, actual, rtol=m.comparison.rtol,
+                     atol=m.comparison.atol, outputs=outputs)
 
 
 def _keep(memo: collections.OrderedDict, key: Any, value: Any) -> None:

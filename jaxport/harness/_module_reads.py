@@ -12,10 +12,24 @@ from jaxport.export import _mlir
 from jaxport.golden._manifest import CustomCallSignature
 from jaxport.harness import _reference as _api, _calling, _lowering
 
+
 def same_computation(exp: Any, recorded_module: bytes, reads: ModuleReads | None = None) -> bool:
   """Whether today's module and the recorded one differ at most in their source locations
   (the recorded one's text read through the entry's ``reads``)."""
-  today = bytes(exp.mlir_module_serialized)
+  return same_module_bytes(bytes(exp.mlir_module_serialized), recorded_module, reads)
+
+
+def vjp_module(exp: Any) -> bytes | None:
+  """The module of the VJP an Exported carries (of order 1), or None when it carries none."""
+  if not exp.has_vjp():
+    return None
+  return bytes(exp.vjp().mlir_module_serialized)
+
+
+def same_module_bytes(today: bytes, recorded_module: bytes,
+                      reads: ModuleReads | None = None) -> bool:
+  """Whether module bytes ``today`` and the recorded ones differ at most in their source
+  locations."""
   if today == recorded_module:
     return True
   reads = reads if reads is not None else ModuleReads()
@@ -36,6 +50,8 @@ class ModuleReads:
     self.by_reader: dict[str, bytes] = {}
     # Each reader's calling contract of the blob (``_calling``), for today's comparison.
     self.contracts: dict[str, _calling.CallingContract] = {}
+    # Each reader's module of the VJP the blob carries (None: it carries none).
+    self.vjps: dict[str, bytes | None] = {}
     self._lock = threading.Lock()
     self._views: dict[tuple[str, bytes], Any] = {}
 

@@ -15,8 +15,8 @@ import jax
 import numpy as np
 
 from jaxport import _versions
-from jaxport.golden._manifest import Comparison, Manifest, Producer
-from jaxport.harness import _case, _lowering, _shardings, checkers
+from jaxport.golden._manifest import Comparison, Manifest, OutputTolerance, Producer
+from jaxport.harness import _calling, _case, _lowering, _shardings, checkers
 from jaxport.harness import _reference as _api
 from jaxport.harness._case_runs import (callable_leaves, case_inputs, export_case, jit_kwargs,
                                         run_exported_arrays, storable)
@@ -75,15 +75,18 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
     if _shardings.num_devices(exp) > 1:
       shardings = _shardings.record(exp, outs)
       _check_shardings_against_jit(case, exp, inputs, shardings)
-  checker, rtol, atol = _case.comparison_of(case, inputs)
+  comparison = _case.comparison_of(case, output_paths(exp, case.vjp_order, expected or []))
+  tolerances = None if expected is None else tuple(
+      OutputTolerance(o.path, o.dtype, o.rtol, o.atol) for o in comparison.outputs)
   manifest = Manifest(
       case_id=case.case_id, family=case.family, platform=case.host_platform, record_date=today,
       producer=Producer.current(), host=replay_host(case.host_platform),
       calling_convention_version=exp.calling_convention_version,
       serialization_version=_versions.serialization_layout_version(), custom_call_targets=sigs,
       polymorphic_shapes=case.polymorphic_shapes, constraints=case.constraints,
-      lowering_only=case.lowering_only, comparison=Comparison(checker, rtol, atol),
-      jax_config=config, min_consumer=getattr(case, "min_consumer", None))
+      lowering_only=case.lowering_only,
+      comparison=Comparison(comparison.checker, comparison.rtol, comparison.atol),
+      jax_config=config, min_consumer=getattr(case, "min_consumer", None), tolerances=tolerances)
   return Recording(manifest, blob, inputs, expected, exp.mlir_module(), shardings)
 
 
@@ -96,6 +99,20 @@ def nonfinite_lines(expected: list[np.ndarray] | None) -> tuple[str, ...]:
     if counts:
       out.append(f"output {i}: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
   return tuple(out)
+
+
+def output_paths(exp: Any, vjp_order: int,
+                 outputs: list[np.ndarray]) -> list[tuple[str, Any]]:
+  """``(path, dtype)`` of each recorded output: the function's by their output paths, then,
+  with a VJP, the VJP's of order 1 by the input each is the cotangent of
+  (``vjp1:args[0]``). Outputs of another count than the contract says get ``output[i]``."""
+  contract = _calling.contract_of(exp)
+  paths = [p for p, _ in contract.outputs]
+  if vjp_order >= 1:
+    paths += [f"vjp1:{p}" for p, _ in contract.inputs]
+  if len(paths) != len(outputs):
+    paths = [f"output[{i}]" for i in range(len(outputs))]
+  return [(p, o.dtype) for p, o in zip(paths, outputs)]
 
 
 def _check_shardings_against_jit(case: _case.Case, exp: Any, inputs: list[np.ndarray],

@@ -26,7 +26,8 @@ from jaxport._records import Strict
 from jaxport._vocabulary import RecordAction
 from jaxport.errors import GoldenDataError, HarnessWarning, JaxportError, WorkerAnswerError
 from jaxport.golden._entry_id import EntryId
-from jaxport.golden._manifest import Manifest
+from jaxport.golden._entry import entry_sort_key
+from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _devices, _jax_corpus, _update
 from jaxport.harness._device_check import DeviceCheck, check_devices
@@ -278,9 +279,29 @@ class HarnessSession:
                                 "exports_today": int(answer.today is not None)}
       outcome = _judge.judge(entry_id, answer, request, _judge.EntryContext(
           manifest, newest=newest, min_consumer=self._min_consumer(manifest),
-          numerics_skipped=not_run), self._run_context())
+          numerics_skipped=not_run, current_jax=self._current_jax_lowering(entry_id, manifest)),
+          self._run_context())
     self._outcomes[entry_id] = outcome
     return outcome
+
+  def _current_jax_lowering(self, entry_id: str,
+                            manifest: Manifest) -> tuple[CustomCallSignature, ...] | None:
+    """For an entry another jax release recorded, the custom-call signatures of its case's
+    newest entry recorded by the installed jax (None: none, or the entry is the installed
+    jax's own): the evidence that a lowering difference of the entry is jax's."""
+    consumer = installed_jax_version()
+    if manifest.producer.jax in (None, consumer):
+      return None
+    key = EntryId.parse(entry_id).case_key
+    mine = sorted((e for e in self.entry_ids()
+                   if EntryId.parse(e).case_key == key and EntryId.parse(e).producer == consumer),
+                  key=entry_sort_key)
+    if not mine:
+      return None
+    try:
+      return tuple(self.pool.manifest(mine[-1]).custom_call_targets)
+    except GoldenDataError:  # its own replay says what is wrong with it
+      return None
 
   def _replay_request(self, entry_id: str,
                       manifest: Manifest) -> tuple[ReplayRequest, str | None]:

@@ -24,6 +24,7 @@ release's virtual environment, where jaxport is not installed, load it by its pa
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import keyword
 import re
@@ -185,6 +186,27 @@ def _all_bitwise_equal(expected: Sequence[np.ndarray], actual: Sequence[np.ndarr
       bitwise_equal(w, g) for w, g in zip(expected, actual))
 
 
+@dataclasses.dataclass(frozen=True)
+class OutputTolerance:
+  """One output's path (``output[0]``; ``vjp1:args[0]`` for the VJP's of order 1 for the
+  input ``args[0]``) and the tolerances it is compared with."""
+
+  path: str
+  rtol: float
+  atol: float
+
+
+_VJP_PATH = re.compile(r"vjp([0-9]+):(.*)")
+
+
+def output_label(path: str) -> str:
+  """An output path as problems name it: a VJP's output says so, with its order."""
+  vjp = _VJP_PATH.fullmatch(path)
+  if vjp is None:
+    return path
+  return f"VJP output {vjp.group(2)} (order {vjp.group(1)})"
+
+
 class Judge:
   """Collects problems and the largest direct difference while a checker runs.
 
@@ -195,11 +217,31 @@ class Judge:
   condition. ``problems`` holds one line per failure, with numbers.
   """
 
-  def __init__(self, rtol: float, atol: float, scale: float = 1.0, size: int = 1):
+  def __init__(self, rtol: float, atol: float, scale: float = 1.0, size: int = 1,
+               outputs: Sequence[OutputTolerance] | None = None):
     self.rtol, self.atol = rtol, atol
     self.residual_tol = atol + rtol * max(1.0, scale) * max(1, size)
     self.problems: list[str] = []
     self.max_abs_err = 0.0
+    # Each output's path and tolerances, where the entry records them (None: one for all).
+    self.outputs = None if outputs is None else tuple(outputs)
+
+  def name_of(self, i: int) -> str:
+    """How problems name output ``i``: by its path where the entry records it."""
+    if self.outputs is None or i >= len(self.outputs):
+      return f"output {i}"
+    return output_label(self.outputs[i].path)
+
+  @contextlib.contextmanager
+  def output(self, i: int) -> Iterator[str]:
+    """Judge output ``i`` with its own tolerances (where the entry records them); its name."""
+    saved = self.rtol, self.atol
+    if self.outputs is not None and i < len(self.outputs):
+      self.rtol, self.atol = self.outputs[i].rtol, self.outputs[i].atol
+    try:
+      yield self.name_of(i)
+    finally:
+      self.rtol, self.atol = saved
 
   def close(self, what: str, want, got, norm: float = 0.0) -> None:
     """``got`` equals ``want`` within rtol/atol, elementwise; report counts and errors otherwise.
@@ -283,7 +325,8 @@ class Judged:
   judge: JudgingFunction
 
   def __call__(self, inputs: Sequence[np.ndarray], expected: Sequence[np.ndarray],
-               actual: Sequence[np.ndarray], *, rtol: float, atol: float) -> Verdict:
+               actual: Sequence[np.ndarray], *, rtol: float, atol: float,
+               outputs: Sequence[OutputTolerance] | None = None) -> Verdict:
     expected = [np.asarray(x) for x in expected]
     actual = [np.asarray(x) for x in actual]
     # Residuals scale with the operand; a module that builds its operand itself
@@ -292,13 +335,14 @@ class Judged:
         x for x in expected if x.dtype.kind in "fc" and x.size]
     scale = max((float(np.max(np.abs(wide(np.asarray(x))))) for x in sized), default=1.0)
     size = max((max(np.shape(x)) for x in (inputs or expected) if np.ndim(x)), default=1)
-    j = Judge(rtol, atol, scale, size)
+    j = Judge(rtol, atol, scale, size, outputs)
     if len(actual) != len(expected):
       j.problems.append(f"{len(actual)} outputs, recorded {len(expected)}")
     else:
       for i, (w, g) in enumerate(zip(expected, actual)):
         if w.shape != g.shape or w.dtype != g.dtype:
-          j.problems.append(f"output {i}: {g.dtype}{list(g.shape)}, recorded {w.dtype}{list(w.shape)}")
+          j.problems.append(f"{j.name_of(i)}: {g.dtype}{list(g.shape)}, recorded "
+                            f"{w.dtype}{list(w.shape)}")
     if not j.problems:
       self.judge(j, inputs, expected, actual)
     return j.verdict(_all_bitwise_equal(expected, actual))
@@ -339,7 +383,8 @@ def _eye_like(m: np.ndarray) -> np.ndarray:
 
 def _allclose(j, inputs, want, got):
   for i, (w, g) in enumerate(zip(want, got)):
-    j.close(f"output {i}", w, g)
+    with j.output(i) as what:
+      j.close(what, w, g)
 
 
 def _cholesky(j, inputs, want, got):
@@ -601,16 +646,22 @@ class CheckerRegistry(Mapping[str, Checker]):
     return sum(1 for _ in self)
 
   def check(self, name: str, inputs: Sequence[np.ndarray], expected: Sequence[np.ndarray],
-            actual: Sequence[np.ndarray], *, rtol: float, atol: float) -> Verdict:
+            actual: Sequence[np.ndarray], *, rtol: float, atol: float,
+            outputs: Sequence[OutputTolerance] | None = None) -> Verdict:
     """Judge ``actual`` against ``expected`` with the checker ``name``; a name this registry
-    does not know, or a checker that returns no Verdict, is a failed verdict."""
+    does not know, or a checker that returns no Verdict, is a failed verdict. ``outputs``:
+    each output's path and tolerances, where the entry records them; a checker made with
+    :func:`judged` compares each output with its own, any other gets ``rtol``/``atol``."""
     checker = self.get(name)
     if checker is None:
       return Verdict(False, False, 0.0,
                      (f"unknown checker {name!r} in the manifest; known: {sorted(self)}",))
     expected = [np.asarray(x) for x in expected]
     actual = [np.asarray(x) for x in actual]
-    verdict = checker(inputs, expected, actual, rtol=rtol, atol=atol)
+    if outputs is not None and isinstance(checker, Judged):
+      verdict = checker(inputs, expected, actual, rtol=rtol, atol=atol, outputs=outputs)
+    else:
+      verdict = checker(inputs, expected, actual, rtol=rtol, atol=atol)
     if not isinstance(verdict, Verdict):
       return Verdict(False, False, 0.0, (
           f"checker {name!r} returned {type(verdict).__name__}, not a "

@@ -1,8 +1,12 @@
 """A downstream project written into a pytester folder, as ``docs/downstream.md`` describes
 one: the pytest configuration that opts in, the golden test file and a case module."""
 
+import dataclasses
+import shutil
 from pathlib import Path
 
+from jaxport.golden import EntryId
+from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 
 GOLDEN_TESTS = "from jaxport.harness.testing import test_record, test_replay  # noqa: F401\n"
@@ -37,3 +41,15 @@ from jaxport.harness import Case, random_matrix
 def square():
   return (random_matrix(0, (3, 3), np.float32),), {}
 """
+
+
+def as_another_release(store: GoldenStore, case_id: str, release: str) -> str:
+  """Move ``case_id``'s only entry to ``release``'s name, its manifest saying ``release``
+  recorded it; its new id."""
+  (entry,) = [e for e in store.entries() if e.manifest.case_id == case_id]
+  m = entry.manifest
+  m = dataclasses.replace(m, producer=dataclasses.replace(m.producer, jax=release, jaxlib=release))
+  target = entry.path.parent / m.dir_name
+  shutil.move(entry.path, target)
+  (target / MANIFEST_FILE).write_text(m.to_json())
+  return store.entry(EntryId.parse(str(target.relative_to(store.root)))).entry_id

@@ -2,7 +2,7 @@
 
 ``examples/downstream`` is copied outside the repository and driven by its own
 ``run.sh`` with the installed ``jaxport``: record, replay, then a changed
-function and a tampered entry must fail by name. A project that has not opted
+function, a changed gradient rule and a tampered entry must fail by name. A project that has not opted
 in must see pytest exactly as without jaxport: same output, no jax or jaxport
 imported, and ``--compat-*`` options refused with a clear usage error. This
 repository's own harness runs without pytest-xdist.
@@ -29,7 +29,7 @@ BIN = Path(sys.executable).parent
 CLI = BIN / "jaxport"
 # The cases every copy records; the native one only where run.sh can compile it.
 CASES = {"layers/mlp", "layers/normalize_rows", "linalg/whiten_f32", "linalg/whiten_f64",
-         "stats/update_stats"}
+         "stats/update_stats", "noise/soft_clip", "noise/jitter"}
 NATIVE_CASE = "native/softsign"
 CHILD_TIMEOUT_S = 300
 
@@ -147,6 +147,13 @@ def test_downstream_example_records_replays_and_fails_on_a_changed_function_and_
   assert _manifest(entries["layers/normalize_rows"])["comparison"]["mode"] == "rows_normalized"
   if NATIVE_CASE in entries:
     assert targets[NATIVE_CASE] == {"tinyops_softsign"}
+  # The gradient is recorded after the outputs, and each output has its dtype's tolerance,
+  # the key-first function's float32 output too (its key data is compared exactly).
+  tolerances = {case: [(t["path"], t["dtype"], t["rtol"]) for t in _manifest(e)["tolerances"]]
+                for case, e in entries.items()}
+  assert tolerances["noise/soft_clip"] == [("output", "float32", 1e-4),
+                                           ("vjp1:args[0]", "float32", 1e-4)]
+  assert tolerances["noise/jitter"] == [("output", "float32", 1e-4)]
 
   passing = tmp_path / "passing.json"
   replayed = _run([run_sh, "replay", f"--compat-report={passing}"], project)
@@ -163,6 +170,10 @@ def test_downstream_example_records_replays_and_fails_on_a_changed_function_and_
   source = layers.read_text()
   assert "jax.nn.relu" in source
   layers.write_text(source.replace("jax.nn.relu", "jax.nn.gelu"))
+  noise = project / "tinyops" / "noise.py"
+  rule = noise.read_text()
+  assert "jnp.maximum(1 - jnp.tanh(x) ** 2, 0.1)" in rule
+  noise.write_text(rule.replace("jnp.maximum(1 - jnp.tanh(x) ** 2, 0.1)", "1 - jnp.tanh(x) ** 2"))
   blob = entries["linalg/whiten_f32"] / "exported.bin"
   data = bytearray(blob.read_bytes())
   data[len(data) // 2] ^= 0x01
@@ -174,7 +185,10 @@ def test_downstream_example_records_replays_and_fails_on_a_changed_function_and_
   assert broken.returncode == 1, out
   mlp_id = f"cpu/layers/mlp/{entries['layers/mlp'].name}"
   whiten_id = f"cpu/linalg/whiten_f32/{entries['linalg/whiten_f32'].name}"
-  assert _failed_ids(report) == sorted([mlp_id, whiten_id]), out
+  clip_id = f"cpu/noise/soft_clip/{entries['noise/soft_clip'].name}"
+  assert _failed_ids(report) == sorted([mlp_id, whiten_id, clip_id]), out
+  assert f"FAIL {clip_id}" in out
+  assert "[numerics_change] current lowering: VJP output args[0] (order 1)" in out, out
   assert f"FAIL {mlp_id}" in out and f"FAIL {whiten_id}" in out
   assert "[numerics_change] current lowering" in out
   assert re.search(r"golden data error: .*exported\.bin: sha256 mismatch", out), out

@@ -48,7 +48,7 @@ def test_the_committed_store_was_recorded_by_jax_0_11_2():
   assert families == {"flax", "optax", "equinox", "lapack"}
 
 
-def test_the_models_store_replays_green_and_jax_side_differences_name_both_releases(
+def test_the_models_store_replays_without_failure_and_release_differences_name_both_releases(
     example, tmp_path):
   import jax
   report_file = tmp_path / "report.json"
@@ -60,10 +60,13 @@ def test_the_models_store_replays_green_and_jax_side_differences_name_both_relea
   report = json.loads(report_file.read_text())
   assert report["summary"]["replayed"] == 8 and report["session_failures"] == []
   for entry in report["entries"]:
-    assert entry["status"] == "pass", entry
+    # Under another jax, with no entry of that jax to show today's lowering, a lowering
+    # difference is not known to be jax's: a warning, never a failure.
+    unattributed = "drift_unattributed" in entry["kinds"]
+    assert entry["status"] == ("warn" if unattributed else "pass"), entry
     assert not {"lowering_drift", "signature_change", "numerics_change"} & set(entry["kinds"])
-  for item in report["drift"]:  # what jax changed between the releases, said as such
-    assert item["kind"] == "producer_drift", item
+  for item in report["drift"]:  # a difference between the releases, said as such
+    assert item["kind"] in ("producer_drift", "drift_unattributed"), item
     if jax.__version__ != RECORDED_BY:
       assert f"recorded by jax {RECORDED_BY}, lowered today by jax {jax.__version__}" in (
           item["detail"]), item

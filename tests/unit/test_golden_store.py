@@ -15,7 +15,7 @@ import pytest
 from jaxport.errors import GoldenDataError
 from jaxport.golden import EntryId, _entry, _npz, _store
 from jaxport.golden._manifest import (
-    Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
+    FORMAT_VERSION, Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
 from jaxport.golden._entry import Entry
 from jaxport.golden._store import GoldenStore
 
@@ -504,7 +504,7 @@ def test_the_manifest_is_parsed_once_per_version_of_its_file(entry, monkeypatch)
   path = entry.path / "manifest.json"
   text = path.read_text()
   path.unlink()
-  path.write_text(text.replace('"format_version": 2', '"format_version": 99'))
+  path.write_text(text.replace(f'"format_version": {FORMAT_VERSION}', '"format_version": 99'))
   with pytest.raises(GoldenDataError, match="format_version"):
     entry.manifest
   assert len(parses) == 2

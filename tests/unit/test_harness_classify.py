@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from _harness_paths import repo_project  # noqa: E402
 from jaxport._vocabulary import Subject  # noqa: E402
 from jaxport.golden._host import Host  # noqa: E402
+from jaxport.golden._signatures import drift  # noqa: E402
 from jaxport.golden._manifest import (Comparison, CustomCallSignature, Manifest,  # noqa: E402
                                       Producer)
 from jaxport.harness._protocol import (FailureKind, Numerics, ReaderResult,  # noqa: E402
@@ -66,7 +67,7 @@ def _answer(readers=None, host=None, **today):
                       today=TodayResult(**cur), host=host, seconds=0.0, timings={})
 
 
-def _classify_answer(answer, manifest=None, window=180):
+def _classify_answer(answer, manifest=None, window=180, current_jax=None):
   entry_id = "cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2"
   # Asked of exactly the readers that answered, and today's lowering where there is one.
   answered = getattr(answer, "readers", ("jaxport", "jax"))  # a failure answers none
@@ -74,7 +75,8 @@ def _classify_answer(answer, manifest=None, window=180):
                         tuple(getattr(r, "reader", r) for r in answered),
                         current=getattr(answer, "today", True) is not None)
   return judging.findings(answer, asked, entry_id=entry_id,
-                            manifest=manifest or _manifest(), today=TODAY, window_days=window)
+                            manifest=manifest or _manifest(), today=TODAY, window_days=window,
+                            current_jax=current_jax)
 
 
 def test_clean_replay_passes_with_days_to_expiry():
@@ -158,20 +160,35 @@ def test_signature_change_breaks_a_lowering_only_entry():
   assert any("lowering-only" in s for s in out.skips)
 
 
-def test_a_signature_change_of_another_releases_entry_is_producer_drift_naming_both():
-  line = "target shape_assertion changed signature (changed attributes ['error_message'])"
+def test_a_signature_change_of_another_releases_entry_is_jaxs_only_where_evidence_says_so():
+  # Today's lowering: the recorded kernel with another attribute.
+  today = CustomCallSignature(SIG.target, SIG.operand_types, SIG.result_types,
+                              {**SIG.attributes, "mode": "moved"})
+  (line,) = [str(c) for c in drift((SIG,), (today,))]
   for lowering_only in (False, True):
     readers = None if not lowering_only else [
         ReaderResult(r, Stage.MODULE, target_verdicts={}) for r in ("jaxport", "jax")]
     answer = _answer(readers, signature_diff=(line,),
                      numerics=None if lowering_only else Numerics(True, True, 0.0),
                      same_module=False)
-    out = _classify_answer(answer, _manifest(lowering_only=lowering_only, producer=OTHER_JAX))
+    manifest = _manifest(lowering_only=lowering_only, producer=OTHER_JAX)
+    # The case's entry recorded by the replaying jax lowers as today: jax's change.
+    out = _classify_answer(answer, manifest, current_jax=(today,))
     assert out.kinds == (K.PRODUCER_DRIFT,), out.messages
-    (drift,) = out.findings
-    assert f"recorded by jax {OTHER_JAX}, lowered today by jax {THIS_JAX}" in drift.message
-    assert drift.detail == line
+    (found,) = out.findings
+    assert f"recorded by jax {OTHER_JAX}, lowered today by jax {THIS_JAX}" in found.message
+    assert found.detail == line
     assert judging.status(out, strict=True) is Status.PASS
+    # No such entry, or one that lowers as the old entry (the function changed since): whose
+    # change it is is unknown, a warning.
+    for current in (None, (SIG,)):
+      out = _classify_answer(answer, manifest, current_jax=current)
+      assert out.kinds == (K.DRIFT_UNATTRIBUTED,), out.messages
+      (found,) = out.findings
+      assert "whose change this is is unknown" in found.message and found.detail == line
+      assert f"recorded by jax {OTHER_JAX}, lowered today by jax {THIS_JAX}" in found.message
+      assert judging.status(out) is Status.WARN
+      assert judging.status(out, strict=True) is Status.FAIL
 
 
 def test_a_signature_change_of_another_releases_entry_whose_results_moved_is_the_functions():

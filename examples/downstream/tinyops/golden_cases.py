@@ -11,11 +11,12 @@ re-record on the same jax is byte-identical) and names the custom-call targets
 its lowering must reach.
 """
 
+import jax
 import numpy as np
 
 import jaxport
 from jaxport.harness import Case, Judge, judged, random_matrix
-from tinyops import RunningStats, layers, linalg, native, stats
+from tinyops import RunningStats, layers, linalg, native, noise, stats
 
 
 @judged
@@ -59,6 +60,13 @@ def cases() -> list[Case]:
            lambda: ((random_matrix(8, (16, 4), np.float64),), {}),
            targets=("lapack_dpotrf_ffi",), enable_x64=True),
       Case("update_stats", "stats", stats.update_stats, _stats_inputs),
+      # vjp_order=1 records the gradient too (for cotangents of ones), so a changed backward
+      # rule fails even where the function's own outputs stay the same.
+      Case("soft_clip", "noise", noise.soft_clip,
+           lambda: ((random_matrix(10, (4, 4), np.float32) * 3,), {}), vjp_order=1),
+      # The key comes first; the float32 output still gets float32's default tolerance.
+      Case("jitter", "noise", noise.jitter,
+           lambda: ((jax.random.key(0), random_matrix(11, (8,), np.float32)), {})),
   ]
   if native.available():
     # jaxport refuses to export a custom call that no stable table lists, unless the case

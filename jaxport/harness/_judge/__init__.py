@@ -32,8 +32,9 @@ Kinds, from worst to mildest:
                            its blob, or the release table does not measure that
                            release. A warning, a failure with ``--strict``.
   ``signature_change``     today's export is called with other input or output
-                           trees, dtypes, shapes, shardings or effects than the
-                           entry (its calling contract, ``_calling``): fails and
+                           trees, dtypes, shapes, shardings, effects or symbolic
+                           constraints than the entry (its calling contract,
+                           ``_calling``), or compared otherwise: fails and
                            warns as ``lowering_drift`` does. An entry older than
                            its case's newest is judged by its readers and
                            recorded outputs only (a skip line, "earlier
@@ -65,9 +66,14 @@ Kinds, from worst to mildest:
                            ``envelope``). Reported only.
   ``producer_drift``       a lowering difference of an entry recorded by
                            another jax release whose results today's module
-                           still computes (``_jax_side``), or a stale target an
-                           expectations table attributes to an old release:
-                           jax's change, not the function's. Reported only.
+                           still computes, where the case's entry recorded by
+                           the replaying jax lowers as today (``_drift``), or a
+                           stale target an expectations table attributes to an
+                           old release: jax's change, not the function's.
+                           Reported only.
+  ``drift_unattributed``   the same difference without that evidence: whose
+                           change it is is unknown. A warning, a failure with
+                           ``--strict``.
 A project whose policy is that a changed function fails (``OnChange.FAIL``, the
 default outside jaxport's own repository) fails ``lowering_drift`` and
 ``numerics_change`` without ``--strict``.

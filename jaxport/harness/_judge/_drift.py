@@ -1,39 +1,63 @@
 """A difference between an entry's recorded lowering and today's: whose change it is.
 
 An entry another jax release recorded, whose results today's module still computes (or that
-is not run), differs because jax's lowering changed (``producer_drift``, reported only). A
-lowering-only entry promises its signatures, so a difference breaks it (unless it was
-imported: another function than the case it is compared with). Anything else is the
-function's change (``lowering_drift``). A difference of the calling contract is the
-function's (``signature_change``), but for what the jax release writes differently. The replay
-and ``jaxport audit`` both judge a difference here."""
+is not run), differs because jax's lowering changed (``producer_drift``, reported only) where
+there is evidence: today's lowering is that of the case's entry recorded by the replaying jax,
+so the function's owner did not change it since. Without that evidence, whose change it is is
+unknown (``drift_unattributed``, a warning). A lowering-only entry promises its signatures, so
+a difference breaks it (unless it was imported: another function than the case it is compared
+with). Anything else is the function's change (``lowering_drift``). A difference of the calling
+contract is the function's (``signature_change``), but for what the jax release writes
+differently. The replay and ``jaxport audit`` both judge a difference here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+
+from jaxport.golden._signature_drift import drift
 
 from jaxport._vocabulary import Finding, FindingKind, Subject
-from jaxport.golden._manifest import Manifest
+from jaxport.golden._manifest import CustomCallSignature, Manifest
 
 
 def jax_side(manifest: Manifest, consumer: str | None, results_match: bool = True) -> str | None:
-  """Why a lowering difference of this entry is jax's change rather than the function's, or
-  None when it may be the function's. A function changed in the same upgrade without
-  changing its results cannot be told apart from this (docs/harness.md)."""
+  """Why a lowering difference of this entry may be jax's change rather than the function's,
+  or None when it may only be the function's: another release recorded it, and the results
+  still match."""
   producer = manifest.producer.jax
   if producer is None or consumer is None or producer == consumer or not results_match:
     return None
-  return (f"recorded by jax {producer}, lowered today by jax {consumer}: a change of jax's "
-          "lowering between the two releases, the results still match")
+  return f"recorded by jax {producer}, lowered today by jax {consumer}"
+
+
+def lowers_as_current_entry(manifest: Manifest, today_lines: Iterable[str],
+                            current: Sequence[CustomCallSignature] | None) -> bool:
+  """The evidence that a difference is jax's: today's lowering, as its differences from this
+  entry (``today_lines``) describe it, is the lowering of the case's entry recorded by the
+  replaying jax (its signatures ``current``; None: the case has no such entry)."""
+  if current is None:
+    return False
+  return sorted(str(c) for c in drift(manifest.custom_call_targets, current)) == sorted(
+      today_lines)
 
 
 def lowering_difference(manifest: Manifest, consumer: str | None, lead: str, line: str,
-                        results_match: bool = True) -> Finding:
-  """The finding of one difference ``line`` of today's lowering from the entry's."""
+                        results_match: bool = True, evidence: bool = False) -> Finding:
+  """The finding of one difference ``line`` of today's lowering from the entry's.
+  ``evidence``: today's lowering is that of the case's entry recorded by ``consumer``
+  (:func:`lowers_as_current_entry`)."""
   by_jax = jax_side(manifest, consumer, results_match)
+  if by_jax is not None and evidence:
+    return Finding(FindingKind.PRODUCER_DRIFT, Subject.TODAY,
+                   f"{lead}: {line} ({by_jax}: a change of jax's lowering between the two "
+                   f"releases, the results still match and the case's entry recorded by jax "
+                   f"{consumer} lowers as today)", detail=line)
   if by_jax is not None:
-    return Finding(FindingKind.PRODUCER_DRIFT, Subject.TODAY, f"{lead}: {line} ({by_jax})",
-                   detail=line)
+    return Finding(FindingKind.DRIFT_UNATTRIBUTED, Subject.TODAY,
+                   f"{lead}: {line} ({by_jax}: whose change this is is unknown, jax's or the "
+                   f"function's, since no entry of this case recorded by jax {consumer} lowers "
+                   f"as today; record the case under jax {consumer} (--compat-update) to "
+                   "compare with it)", detail=line)
   kind = (FindingKind.COMPATIBILITY_BREAK
           if manifest.lowering_only and manifest.imported_from is None
           else FindingKind.LOWERING_DRIFT)
@@ -52,9 +76,13 @@ def contract_findings(manifest: Manifest, consumer: str | None, by_function: Seq
                       detail=line) for line in by_jax]
   skips = []
   if by_function and not newest:
-    skips.append(f"earlier contract: case {manifest.case_id}'s calling contract changed since "
-                 f"this entry ({'; '.join(by_function)}); it is judged by its readers and "
-                 "recorded outputs only")
+    line = (f"earlier contract: case {manifest.case_id}'s calling contract changed since this "
+            f"entry ({'; '.join(by_function)}); it is judged by its readers and recorded outputs "
+            "only")
+    if any(d.startswith("comparison:") for d in by_function):
+      line += (", with the comparison it was recorded with (the case's new one judges the "
+               "entries recorded with it)")
+    skips.append(line)
   findings += [Finding(FindingKind.SIGNATURE_CHANGE, Subject.TODAY, f"{lead}: {line}",
                        detail=line) for line in (by_function if newest else ())]
   return findings, skips

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
-from jaxport.golden._manifest import Manifest
+from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.harness._expectations import Table
 from jaxport.harness._judge import _consumers
 from jaxport.harness._judge._corpus_known import with_jax_skip
@@ -47,12 +47,16 @@ class RunContext:
 @dataclasses.dataclass(frozen=True)
 class EntryContext:
   """What the judge knows of one entry besides the worker's answer: its manifest, whether it
-  is its case's newest, the oldest consumer its case promises, and why its numerics are not
-  run (an accelerator's entry in a CPU run; None when they are)."""
+  is its case's newest, the oldest consumer its case promises, why its numerics are not
+  run (an accelerator's entry in a CPU run; None when they are), and the lowering of its
+  case's entry recorded by the installed jax."""
   manifest: Manifest
   newest: bool = True
   min_consumer: str | None = None
   numerics_skipped: str | None = None
+  # The custom-call signatures of the case's newest entry recorded by the installed jax (None:
+  # none), the evidence that another release's lowering difference is jax's.
+  current_jax: tuple[CustomCallSignature, ...] | None = None
 
 
 def judge(entry_id: str, answer: ReplayAnswer | WorkerFailure, request: ReplayRequest,
@@ -62,7 +66,8 @@ def judge(entry_id: str, answer: ReplayAnswer | WorkerFailure, request: ReplayRe
   m = entry.manifest
   outcome = findings_of(answer, request, entry_id=entry_id, manifest=m, today=run.today,
                         window_days=run.window_days, consumer=run.consumer,
-                        numerics_skipped=entry.numerics_skipped, newest=entry.newest)
+                        numerics_skipped=entry.numerics_skipped, newest=entry.newest,
+                        current_jax=entry.current_jax)
   if run.expectations is not None:
     outcome = with_release(outcome, m, today=run.today, consumer=run.consumer,
                            table=run.expectations)

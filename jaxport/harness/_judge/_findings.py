@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from collections.abc import Sequence
 from typing import Any
 
 from jaxport._isolation._process import exit_text
@@ -14,13 +15,14 @@ from jaxport.golden._host import Host
 from jaxport.harness import _reader_policy
 from jaxport._vocabulary import Finding, FindingKind, Subject, TargetVerdict
 from jaxport.golden._entry_id import EntryId
-from jaxport.golden._manifest import Manifest
+from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.harness._protocol import (EnvelopeRead, FailureKind, ReaderResult, ReplayAnswer, Stage,
                                        WorkerFailure)
 from jaxport.harness._requests import ReplayRequest
 from jaxport.harness._verdicts import Outcome
 from jaxport.harness._judge._age import age_findings, days_to_expiry
-from jaxport.harness._judge._drift import contract_findings, lowering_difference
+from jaxport.harness._judge._drift import (contract_findings, lowering_difference,
+                                            lowers_as_current_entry)
 from jaxport.harness._judge._targets import not_stable_finding
 
 K = FindingKind
@@ -166,15 +168,18 @@ def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
 def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, entry_id: str,
                 manifest: Manifest, today: datetime.date, window_days: int,
                 consumer: str | None, numerics_skipped: str | None = None,
-                newest: bool = True) -> Outcome:
+                newest: bool = True,
+                current_jax: Sequence[CustomCallSignature] | None = None) -> Outcome:
   """The outcome of one entry (the worker's ``answer`` to its replay ``request``): kinds
   found, messages, skips and staleness; no status yet. Every part the request asked for must
   be in the answer (``_inconsistencies``). ``newest``: the entry is its case's newest (an
   older one whose calling contract differs from today's is judged by its readers only).
   ``numerics_skipped``: why an entry with recorded outputs was checked the way lowering-only
   entries are (an accelerator's entry in a CPU run), for the skip ledger. ``consumer``: the
-  installed jax's release. A :class:`WorkerFailure` (a crash, an error, an answer that did
-  not read) is an error verdict."""
+  installed jax's release; ``current_jax``: the custom-call signatures of the case's newest
+  entry recorded by it (None: none), the evidence a lowering difference of another release's
+  entry is jax's. A :class:`WorkerFailure` (a crash, an error, an answer that did not read)
+  is an error verdict."""
   record_date = manifest.record_date
   recorded_targets = sorted({s.target for s in manifest.custom_call_targets})
   findings: list[Finding] = []
@@ -239,18 +244,22 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
       # lowering, not the user the function.
       against = f" of case {cur.matched_case}" if cur.matched_case else ""
       results_match = cur.numerics is None or cur.numerics.ok
+      evidence = lowers_as_current_entry(manifest, cur.signature_diff, current_jax)
       findings += [lowering_difference(manifest, consumer, f"current lowering{against}", line,
-                                       results_match) for line in cur.signature_diff]
+                                       results_match, evidence) for line in cur.signature_diff]
       found, skipped = contract_findings(manifest, consumer, cur.contract_diff,
                                          cur.contract_by_jax, newest)
       findings += found
       skips += skipped
+      # An older entry whose contract or comparison is no longer the case's is judged by its
+      # readers against its recorded outputs, with the tolerances it was recorded with.
+      earlier = bool(cur.contract_diff) and not newest
       gone = sorted(set(recorded_targets) - set(cur.targets))
       if gone:
         add(K.STALE_TARGET, S.TODAY,
             f"recorded targets {gone} are no longer emitted by today's lowering; "
             "record a new entry for the new lowering and keep this one until it expires")
-      num = cur.numerics
+      num = None if earlier else cur.numerics
       if num is not None and not num.ok:
         for p in num.problems:
           add(K.NUMERICS_CHANGE, S.TODAY, f"current lowering: {p}", detail=p)

@@ -1,0 +1,89 @@
+"""Comparing custom-call signatures: their order, their text, what a difference is, and the
+changes between two sets of them. Free of jax, so that the pytest process judges drift
+without importing it (the signatures themselves are read from modules by ``_signatures``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+
+from jaxport.golden._manifest import CustomCallSignature
+
+
+def sort_key(s: CustomCallSignature) -> tuple:
+  """A total order on signatures: target, types, then attributes."""
+  return (s.target, s.operand_types, s.result_types, tuple(s.attributes.items()))
+
+
+def describe(s: CustomCallSignature) -> str:
+  """``target(operand types) -> (result types)``, one line."""
+  return f"{s.target}({', '.join(s.operand_types)}) -> ({', '.join(s.result_types)})"
+
+
+# Attributes that carry partitioner metadata rather than the call's ABI: a change
+# in these alone is reported but does not break a serialized call.
+METADATA_ATTRIBUTES = frozenset({"sdy.sharding_rule", "sdy.sharding", "mhlo.sharding"})
+
+
+# Attributes whose text jax writes for people, not for the call: a documentation link in
+# them moves with jax's documentation (``export/shape_poly.html`` became
+# ``501/shape-polymorphism.html`` in jax 0.12, ``jax.readthedocs.io`` became
+# ``docs.jax.dev``) while the call stays the same, so links are compared as one placeholder.
+PROSE_ATTRIBUTES = frozenset({"error_message"})
+DOCUMENTATION_LINK = "<documentation link>"
+_LINK = re.compile(r"https?://[^\s\"'\\]+")
+
+
+def normalized(s: CustomCallSignature) -> CustomCallSignature:
+  """``s`` as signatures are compared: the links inside its prose attributes replaced by
+  :data:`DOCUMENTATION_LINK`; everything else (the predicate, operands, results) as it is."""
+  if not PROSE_ATTRIBUTES & s.attributes.keys():
+    return s
+  return dataclasses.replace(s, attributes={
+      k: _LINK.sub(DOCUMENTATION_LINK, v) if k in PROSE_ATTRIBUTES and isinstance(v, str) else v
+      for k, v in s.attributes.items()})
+
+
+@dataclasses.dataclass(frozen=True)
+class SignatureChange:
+  """One difference between recorded and current custom-call signatures."""
+
+  target: str
+  message: str
+  metadata_only: bool = False
+
+  def __str__(self) -> str:
+    return self.message
+
+
+def drift(recorded: Iterable[CustomCallSignature],
+          current: Iterable[CustomCallSignature]) -> list[SignatureChange]:
+  """How the current signatures differ from the recorded ones, one change per target; a
+  documentation link inside a prose attribute (:func:`normalized`) is no difference."""
+  recorded, current = set(map(normalized, recorded)), set(map(normalized, current))
+  rec = {s.target for s in recorded}
+  cur = {s.target for s in current}
+  changes = [SignatureChange(t, f"target {t} was recorded but the current lowering no longer emits it")
+             for t in sorted(rec - cur)]
+  changes += [SignatureChange(t, f"target {t} is emitted by the current lowering but was not recorded")
+              for t in sorted(cur - rec)]
+  for t in sorted(rec & cur):
+    old = sorted((s for s in recorded if s.target == t), key=sort_key)
+    new = sorted((s for s in current if s.target == t), key=sort_key)
+    if old == new:
+      continue
+    old_attrs = {k: v for s in old for k, v in s.attributes.items()}
+    new_attrs = {k: v for s in new for k, v in s.attributes.items()}
+    changed = sorted(k for k in old_attrs.keys() | new_attrs.keys()
+                     if old_attrs.get(k) != new_attrs.get(k))
+    same_types = [describe(s) for s in old] == [describe(s) for s in new]
+    metadata_only = same_types and bool(changed) and set(changed) <= METADATA_ATTRIBUTES
+    if same_types:
+      message = (f"target {t} changed signature (changed attributes {changed}; types unchanged: "
+                 f"{[describe(s) for s in new]})")
+    else:
+      message = (f"target {t} changed signature: recorded {[describe(s) for s in old]}, now "
+                 f"{[describe(s) for s in new]}" + (f"; attributes differing: {changed}" if changed else ""))
+    changes.append(SignatureChange(t, message, metadata_only))
+  return changes
