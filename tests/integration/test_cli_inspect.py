@@ -173,3 +173,25 @@ def test_an_entry_copied_out_of_its_store_is_refused_naming_where_it_should_be(t
     Entry(loose, "loose").manifest
   rc, out, _ = run(capsys, "inspect", str(entry.path))
   assert rc == 0 and entry.entry_id in out
+
+
+def test_the_stored_symbolic_constraints_are_shown_beside_the_shapes(tmp_path, capsys):
+  import jaxport
+  a, b = jaxport.symbolic_shape("a, b", constraints=("a >= b", "b <= 8"))
+  exp = jaxport.export(jax.jit(lambda x: x[:, :1] * 2))(
+      jax.ShapeDtypeStruct((a, b), np.float32))
+  path = tmp_path / "sym.bin"
+  path.write_bytes(exp.serialize())
+  rc, out, _ = run(capsys, "inspect", str(path), "--json")
+  assert rc == 0
+  info = json.loads(out)["exported"]
+  assert info["in_avals"] == ["float32[a,b]"]
+  assert info["symbolic_constraints"] == ["a >= b", "b <= 8"]
+  rc, out, _ = run(capsys, "inspect", str(path))
+  assert "  symbolic_constraints: \n    a >= b\n    b <= 8\n" in out
+  static = tmp_path / "static.bin"
+  static.write_bytes(jaxport.export(jax.jit(jnp.sin))(
+      jax.ShapeDtypeStruct((2,), np.float32)).serialize())
+  rc, out, _ = run(capsys, "inspect", str(static))
+  assert rc == 0 and "  symbolic_constraints: (none)\n" in out
+
