@@ -47,8 +47,10 @@ def run(action: str, *, version: str, platform: str, report: str | None, project
     raise JaxportError(f"--with-jax {version} --platform {platform}: the release environments "
                        "hold the CPU jaxlib only; use --platform cpu")
   config = _harness_run.read_project(project, f"{action} --with-jax")
-  # Measurements live beside the project's pytest configuration, where the harness reads them.
+  # Measurements live beside the project's pytest configuration, where the harness reads them,
+  # or in the folder --compat-cache-dir names.
   home = config.root or project
+  cache_dir = cache_dir_of(extra, project)
   if runs_jaxport(version):
     python = ensure_project_env(version, project)
     with tempfile.TemporaryDirectory(prefix="jaxport-with-jax-") as tmp:
@@ -59,17 +61,33 @@ def run(action: str, *, version: str, platform: str, report: str | None, project
       code = run_forwarding_signals(cmd, project, env=release_env())
       if action == "replay" and Path(report_path).is_file():
         _measured.remember(home, config.store, version,
-                           _measured.verdicts_of_report(Path(report_path), version))
+                           _measured.verdicts_of_report(Path(report_path), version), cache_dir)
     return code
   if action == "record":
     raise JaxportError(
         f"record --with-jax {version}: recording runs jaxport's harness, which runs on jax "
         f"{MIN_JAX} and newer. Record with one of those (or the running jax); replay "
         f"--with-jax {version} replays the project's entries with that release's own jax.export.")
-  return replay_old_release(version, config, home, report)
+  return replay_old_release(version, config, home, report, cache_dir)
 
 
-def replay_old_release(version: str, config: Project, home: Path, report: str | None) -> int:
+def cache_dir_of(extra: list[str], project: Path) -> Path | None:
+  """The folder ``--compat-cache-dir`` names among pytest's arguments (relative to the
+  project, where pytest runs), or None."""
+  flag = "--compat-cache-dir"
+  for i, arg in enumerate(extra):
+    if arg.startswith(flag + "="):
+      value = arg[len(flag) + 1:]
+    elif arg == flag and i + 1 < len(extra):
+      value = extra[i + 1]
+    else:
+      continue
+    return (project / value).resolve()
+  return None
+
+
+def replay_old_release(version: str, config: Project, home: Path, report: str | None,
+                       cache_dir: Path | None = None) -> int:
   """Replay the project's CPU entries with jax ``version``'s own ``jax.export``; 1 if any fails."""
   from jaxport.golden import GoldenStore
   store = config.store
@@ -80,7 +98,7 @@ def replay_old_release(version: str, config: Project, home: Path, report: str | 
   python = _envs.ensure_venv(version)
   with tempfile.TemporaryDirectory(prefix=f"jaxport-replay-{version}-") as tmp:
     rows = replay_with(str(python), store, ids, Path(tmp))
-  _measured.remember(home, store, version, _measured.verdicts_of_rows(rows, version))
+  _measured.remember(home, store, version, _measured.verdicts_of_rows(rows, version), cache_dir)
   counts: dict[str, int] = {}
   for row in rows:
     counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
