@@ -43,7 +43,8 @@ def text_lines(run: RunReport) -> list[str]:
         f"{s['drift']} drift within tolerance, {s['warn']} warn, {s['xfail']} expected failures, "
         f"{s['fail']} fail" + (f"; {s['upgraded']} ran after jaxport.upgrade" if s.get("upgraded") else "")
         + (f"; {s[OTHER_HOST_KEY]} of the passes matched within tolerance, not bitwise, on "
-           "another host class than the recording one" if s.get(OTHER_HOST_KEY) else "")
+           "another host class, or with other software (jaxlib, XLA_FLAGS), than the recording one"
+           if s.get(OTHER_HOST_KEY) else "")
         + run.summary.work_line())
     t = report["targets"]
     covered = set(t["covered"])
