@@ -158,3 +158,11 @@ def test_the_docs_yamllint_command_passes_every_workflow_and_template():
                          *map(str, WORKFLOWS), str(TEMPLATE), str(RELEASES_TEMPLATE)],
                         capture_output=True, text=True, timeout=120)
   assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+
+
+def test_the_templates_pinned_leg_says_it_pins_only_what_the_project_pins():
+  text = TEMPLATE.read_text()
+  assert "it tests one\n          # release only where the project pins jax" in text
+  pinned = text[text.index("            pinned)"):text.index("            newest)")]
+  assert "as the project's" in pinned and '>> "$GITHUB_STEP_SUMMARY"' in pinned
+  assert "pin jax there (jax==X.Y.Z)" in pinned
