@@ -42,6 +42,11 @@ class DeserializationError(JaxportError, ValueError):
   """A blob is not a valid serialized Exported."""
 
 
+class UnregisteredTypeError(DeserializationError):
+  """A valid blob names a pytree type the reading process has no serialization registration
+  for (a project's own type, registered when its code is imported)."""
+
+
 class ExpiredEnvelopeError(DeserializationError):
   """The installed jax refuses this envelope as older than its 6-month window; ``jaxport upgrade`` revives it."""
 

@@ -85,6 +85,17 @@ def _aval(aval: Any) -> str:
     return str(aval)
 
 
+def _symbolic_constraints(exp: Any) -> list[str]:
+  """The explicit constraints of the symbolic scope the avals share, as the blob stores them
+  (empty for static shapes, or symbolic ones with no constraint given)."""
+  for aval in (*exp.in_avals, *exp.out_avals):
+    for d in getattr(aval, "shape", ()):
+      scope = getattr(d, "scope", None)
+      if scope is not None:
+        return list(getattr(scope, "constraints", ()))
+  return []
+
+
 # The key of ``describe_exported`` that says what its ``serialization_version`` is.
 HEADER_NOTE_KEY = "serialization_version_meaning"
 
@@ -136,6 +147,7 @@ def describe_exported(exp: Any, blob: bytes, recorded_layout: int | None = None,
       "in_avals": [_aval(a) for a in exp.in_avals],
       "out_tree": str(exp.out_tree),
       "out_avals": [_aval(a) for a in exp.out_avals],
+      "symbolic_constraints": _symbolic_constraints(exp),
       "in_shardings": [None if s is None else str(s) for s in in_sh],
       "out_shardings": [None if s is None else str(s) for s in out_sh],
       "ordered_effects": [str(e) for e in exp.ordered_effects],

@@ -257,7 +257,9 @@ def _vacuous_comparison(entry: Any, manifest: Any) -> str | None:
             "recorded one by all of its size" + fix)
   try:
     import numpy as np
-    floats = [np.abs(np.asarray(x, dtype=np.float64)) for x in entry.expected_outputs()
+    # The magnitude of a complex output is its modulus (a cast to float would drop the
+    # imaginary part, with numpy's ComplexWarning).
+    floats = [np.abs(np.asarray(x)).astype(np.float64) for x in entry.expected_outputs()
               if np.asarray(x).dtype.kind in "fc" and np.asarray(x).size]
   except (JaxportError, ValueError, TypeError):
     return None  # unreadable outputs are the entry's verification problem, reported there

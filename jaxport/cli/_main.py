@@ -32,7 +32,7 @@ from jaxport import _progress
 from jaxport._progress import track
 from jaxport._jaxcompat._version import MIN_JAX, distribution_version, installed_jax_version
 from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
-from jaxport.errors import GoldenDataError, JaxportError
+from jaxport.errors import GoldenDataError, JaxportError, UnregisteredTypeError
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
@@ -112,11 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Describe a serialized Exported: a blob file, a golden entry "
                                  "directory, or an entry id under --root.")
   p.add_argument("artifact", metavar="BLOB_OR_ENTRY")
-  p.add_argument("--root", default=DEFAULT_ROOT, help="golden store for entry ids (default compat_data)")
+  p.add_argument("--root", default=None,
+                 help="golden store for entry ids (default: the jaxport_store of --project, "
+                      "else compat_data)")
   p.add_argument("--mlir", action="store_true", help="also print the StableHLO text")
   _stable_targets_option(p, "the project registers them itself, so the releases the artifact "
                             "runs on are not limited by them")
-  _add_project(p, "its jaxport_stable_targets count as with --stable-targets, and what its "
+  _add_project(p, "entry ids are looked up in its jaxport_store, its case modules are "
+                  "imported (they register its pytree types; this runs the project's code), "
+                  "its jaxport_stable_targets count as with --stable-targets, and what its "
                   "replays under other releases measured for the entry takes precedence in "
                   "the releases it runs on")
   p.add_argument("--json", action="store_true", help="print JSON")
@@ -350,6 +354,16 @@ def _store_of(project: Project, option: str) -> Path:
   return project.store
 
 
+def _import_project_types(project: Project, parser: Any) -> None:
+  """Import the project's case modules here and in ``parser``'s child: they register the
+  pytree and effect types its entries need to deserialize (only when an artifact needs one,
+  so that inspecting other artifacts runs none of the project's code)."""
+  cases = _relower.Relowerer(tuple(project.case_modules), project.paths, _relower.FROM_PROJECT)
+  cases.load()
+  if cases.registry is not None:
+    parser.import_modules(cases.registry.modules, cases.paths)
+
+
 def _stable_targets_option(p: argparse.ArgumentParser, meaning: str) -> None:
   p.add_argument("--stable-targets", default=None, metavar="FILE",
                  help="JSON file of the custom-call targets the project guarantees "
@@ -365,6 +379,7 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
   """``jaxport inspect``, its module read by ``parser`` (a crash there is the artifact's error)."""
   path = Path(args.artifact)
   entry = None
+  project = _read_project(args)
   if path.is_file():
     blob = path.read_bytes()
   elif path.is_dir() and (path / MANIFEST_FILE).exists():
@@ -376,11 +391,21 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
     raise GoldenDataError(f"{path}: no such file or directory (nor an entry id "
                           "'<platform>/<family>/<case_id>/<YYYY-MM-DD>[.<revision>]_jax-<version>').")
   else:
-    entry = GoldenStore(args.root).entry(EntryId.parse(args.artifact.strip("/")))
+    root = args.root or (_store_of(project, "--root") if project is not None else DEFAULT_ROOT)
+    entry = GoldenStore(root).entry(EntryId.parse(args.artifact.strip("/")))
   if entry is not None:
     entry.verify()
     blob = entry.blob()
-  exp = _artifacts.deserialize(blob)
+  try:
+    exp = _artifacts.deserialize(blob)
+  except UnregisteredTypeError as e:
+    if project is None:
+      raise UnregisteredTypeError(
+          f"{e}\nA project's own pytree type is registered when its case modules are "
+          "imported: pass --project DIR (the project's directory) to inspect its "
+          "entries.") from None
+    _import_project_types(project, parser)
+    exp = _artifacts.deserialize(blob)
   recorded = entry.manifest.serialization_version if entry is not None else None
   label = entry.entry_id if entry else str(path)
   info: dict[str, Any] = {"artifact": label,
@@ -388,7 +413,6 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
                                                                    reader=parser, label=label)}
   if entry is not None:
     info["manifest"] = json.loads(entry.manifest.to_json())
-  project = _read_project(args)
   declared = project.targets if project is not None else None
   if args.stable_targets:
     given = ProjectTargets.read(args.stable_targets)

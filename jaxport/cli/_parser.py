@@ -92,6 +92,9 @@ class InProcess:
     ``project_targets`` registered by the project, ``measured`` replays taking precedence."""
     return _features.runs_on_record(blob, manifest, project_targets, measured)
 
+  def import_modules(self, modules: tuple[str, ...], paths: tuple[str, ...] = ()) -> None:
+    """Nothing to do: the caller imported ``modules`` in this process already."""
+
   def start(self) -> None:
     """Nothing to start in this process."""
 

@@ -48,8 +48,10 @@ def run(action: str, *, version: str, platform: str, report: str | None, project
     raise JaxportError(f"--with-jax {version} --platform {platform}: the release environments "
                        "hold the CPU jaxlib only; use --platform cpu")
   config = _harness_run.read_project(project, f"{action} --with-jax")
-  # Measurements live beside the project's pytest configuration, where the harness reads them.
+  # Measurements live beside the project's pytest configuration, where the harness reads them,
+  # or in the folder --compat-cache-dir names.
   home = config.root or project
+  cache_dir = cache_dir_of(extra, project)
   if runs_jaxport(version):
     python = ensure_project_env(version, project)
     if action == "record":
@@ -57,18 +59,19 @@ def run(action: str, *, version: str, platform: str, report: str | None, project
       logger.info("running in %s with jax %s: %s", project, version, " ".join(cmd))
       return run_forwarding_signals(cmd, project, env=release_env())
     return _replay_in_release_env(version, python, project, home, config.store, report,
-                                  pytest_command)
+                                  pytest_command, cache_dir)
   if action == "record":
     raise JaxportError(
         f"record --with-jax {version}: recording runs jaxport's harness, which runs on jax "
         f"{MIN_JAX} and newer. Record with one of those (or the running jax); replay "
         f"--with-jax {version} replays the project's entries with that release's own jax.export.")
-  return replay_old_release(version, config, home, report)
+  return replay_old_release(version, config, home, report, cache_dir)
 
 
 def _replay_in_release_env(version: str, python: Path, project: Path, home: Path, store: Path,
                            report: str | None,
-                           pytest_command: Callable[[str, str | None], list[str]]) -> int:
+                           pytest_command: Callable[[str, str | None], list[str]],
+                           cache_dir: Path | None = None) -> int:
   """Replay the project's items in the release environment; keep what this run measured.
 
   The harness writes its report into a folder this run made, so only a report this run wrote
@@ -87,12 +90,11 @@ def _replay_in_release_env(version: str, python: Path, project: Path, home: Path
     verdicts = _measured.verdicts_of_report(written, version)
     skipped = _measured.kernel_skips(written, version)
     _measured.remember(home, store, version, verdicts,
-                       _measured.replayed_blobs(written, version))
+                       _measured.replayed_blobs(written, version), cache_dir=cache_dir)
     if report is not None:
       Path(report).parent.mkdir(parents=True, exist_ok=True)
       shutil.copyfile(written, report)
     return _code_with_kernel_skips(code, written, version, skipped)
-  return code
 
 
 def _code_with_kernel_skips(code: int, report_path: Path, version: str,
@@ -119,7 +121,23 @@ def _code_with_kernel_skips(code: int, report_path: Path, version: str,
   return code
 
 
-def replay_old_release(version: str, config: Project, home: Path, report: str | None) -> int:
+def cache_dir_of(extra: list[str], project: Path) -> Path | None:
+  """The folder ``--compat-cache-dir`` names among pytest's arguments (relative to the
+  project, where pytest runs), or None."""
+  flag = "--compat-cache-dir"
+  for i, arg in enumerate(extra):
+    if arg.startswith(flag + "="):
+      value = arg[len(flag) + 1:]
+    elif arg == flag and i + 1 < len(extra):
+      value = extra[i + 1]
+    else:
+      continue
+    return (project / value).resolve()
+  return None
+
+
+def replay_old_release(version: str, config: Project, home: Path, report: str | None,
+                       cache_dir: Path | None = None) -> int:
   """Replay the project's CPU entries with jax ``version``'s own ``jax.export``; 1 if any fails."""
   from jaxport.golden import GoldenStore
   store = config.store
@@ -130,7 +148,8 @@ def replay_old_release(version: str, config: Project, home: Path, report: str | 
   python = _envs.ensure_venv(version)
   with tempfile.TemporaryDirectory(prefix=f"jaxport-replay-{version}-") as tmp:
     rows = replay_with(str(python), store, ids, Path(tmp))
-  _measured.remember(home, store, version, _measured.verdicts_of_rows(rows, version))
+  _measured.remember(home, store, version, _measured.verdicts_of_rows(rows, version),
+                     cache_dir=cache_dir)
   counts: dict[str, int] = {}
   for row in rows:
     counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1

@@ -87,6 +87,15 @@ class Host:
     """Whether ``other`` computes bit for bit as this host does: every field known, and equal."""
     return other is not None and self.fully_known and other.fully_known and self == other
 
+  def same_machine(self, other: Host | None) -> bool:
+    """Whether ``other`` is a machine of this one's class (CPU vendor, model and flags, and the
+    accelerator's kind, all known and equal), whatever jaxlib and XLA_FLAGS each ran."""
+    def machine(h: Host) -> tuple[Any, ...]:
+      kind = h.accelerator.device_kind if h.accelerator is not None else ""
+      return (h.cpu_vendor, h.cpu_model, h.cpu_flags, kind)
+    return (other is not None and None not in machine(self)
+            and machine(self) == machine(other))
+
   def differences(self, other: Host | None) -> tuple[str, ...]:
     """The fields that make ``other`` another class than this host, unknown ones included."""
     if other is None:

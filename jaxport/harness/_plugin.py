@@ -33,6 +33,8 @@ WORKER_CACHE_KEY = "jaxport_compile_cache"
 ENTRY_FIXTURE = "golden_entry"
 CASE_FIXTURE = "golden_case"
 COMPAT_FIXTURES = frozenset({ENTRY_FIXTURE, CASE_FIXTURE})
+# The one golden replay item of a project that has recorded nothing yet.
+NO_STORE = "no-golden-store-yet"
 
 session_key = pytest.StashKey[HarnessSession]()
 _restore_signals = pytest.StashKey[Callable[[], None]]()
@@ -125,10 +127,7 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
       raise pytest.UsageError(
           f"--compat-store={root}: no such directory, so there is no golden store to replay. "
           "Pass the path of an existing store, or record one with --compat-record.")
-    raise pytest.UsageError(
-        f"no golden store yet: {entry.INI_STORE} names {root}, which does not exist. Record "
-        "the project's cases first with `pytest --compat-record`, review the new entries and "
-        "commit them; later runs replay them.")
+    raise pytest.UsageError(_no_store_message(root))
   get = config.getoption
   partial = bool(get("keyword") or get("markexpr") or get("deselect", None)
                  or any("::" in str(a) for a in config.args))
@@ -139,6 +138,25 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
                                     else _base(config).resolve() / DEFAULT_FOLDER),
                  project_root=_base(config).resolve(),
                  artifacts_dir=artifacts.resolve() if artifacts is not None else None)
+
+
+def _no_store_message(root: Path) -> str:
+  return (f"no golden store yet: {entry.INI_STORE} names {root}, which does not exist. Record "
+          "the project's cases first with `pytest --compat-record`, review the new entries and "
+          "commit them; later runs replay them.")
+
+
+def store_not_recorded(config: pytest.Config) -> str | None:
+  """Why there is nothing to replay yet, when the project's own store (no ``--compat-store``)
+  does not exist and the run neither records nor imports the jax corpus; else None.
+
+  Such a run is not a usage error: the project's other tests run, and each golden test item
+  fails alone with this message, naming the command that records."""
+  s = settings(config)
+  if s.record or s.store or s.jax_corpus or config.stash.get(session_key, None) is not None:
+    return None
+  root = project(config).store
+  return None if root.is_dir() else _no_store_message(root)
 
 
 def _pytest_strict(config: pytest.Config) -> bool:
@@ -222,7 +240,8 @@ def pytest_configure(config: pytest.Config) -> None:
     _start(config, corpus.root, corpus)
     _check_platform(config)
   else:
-    _options(config)
+    if store_not_recorded(config) is None:
+      _options(config)
     if "platform" in s.given:
       # Asked for by name: refuse a platform this machine lacks now, as a usage error, not
       # later inside the collection of the golden tests.
@@ -254,6 +273,8 @@ def _started(config: pytest.Config) -> HarnessSession | None:
 def pytest_configure_node(node) -> None:
   """xdist: workers replay the store the controller imported the corpus into, and share its
   compile cache."""
+  if store_not_recorded(node.config) is not None:
+    return  # each worker's golden items fail alone, naming the record command
   session = harness_session(node.config)
   if session.corpus is not None:
     node.workerinput[CORPUS_ROOT_KEY] = str(session.corpus.root)
@@ -291,6 +312,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _parametrize(metafunc: pytest.Metafunc) -> None:
+  if store_not_recorded(metafunc.config) is not None:
+    # One item that fails naming the record command (in compat_harness); no session.
+    if ENTRY_FIXTURE in metafunc.fixturenames:
+      metafunc.parametrize(ENTRY_FIXTURE, [NO_STORE], ids=[NO_STORE])
+    if CASE_FIXTURE in metafunc.fixturenames:
+      metafunc.parametrize(CASE_FIXTURE, [None], ids=["replay-mode"])
+    return
   session = harness_session(metafunc.config)
   session.used = True
   if ENTRY_FIXTURE in metafunc.fixturenames:
@@ -323,6 +351,8 @@ def pytest_collection(session: pytest.Session) -> None:
   if (config.pluginmanager.has_plugin("dsession") or config.option.collectonly
       or settings(config).record or settings(config).cold
       or not _asks_for_golden_tests(config)):
+    return
+  if store_not_recorded(config) is not None:
     return
   try:
     hs = harness_session(config)
@@ -419,7 +449,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 def _entry_of(item: pytest.Item | None) -> str | None:
   callspec = getattr(item, "callspec", None)
   entry_id = callspec.params.get(ENTRY_FIXTURE) if callspec is not None else None
-  return entry_id if isinstance(entry_id, str) else None
+  return entry_id if isinstance(entry_id, str) and entry_id != NO_STORE else None
 
 
 _ORDER = pytest.StashKey[dict[str, int]]()
@@ -441,9 +471,23 @@ def _ahead(item: pytest.Item, nextitem: pytest.Item) -> list[str]:
   return [e for e in map(_entry_of, items[at + 1:at + 1 + LOOKAHEAD]) if e is not None]
 
 
+class _NothingRecorded:
+  """What the golden replay item gets before the project's first record: its replay fails,
+  naming the command that records."""
+
+  def __init__(self, message: str):
+    self.message = message
+
+  def check_replay(self, entry_id: str) -> None:
+    pytest.fail(f"jaxport compat harness: {self.message}", pytrace=False)
+
+
 @pytest.fixture
-def compat_harness(request) -> HarnessSession:
+def compat_harness(request) -> HarnessSession | _NothingRecorded:
   """The run's harness session (golden test items call its ``check_replay``/``check_record``)."""
+  missing = store_not_recorded(request.config)
+  if missing is not None:
+    return _NothingRecorded(missing)
   return harness_session(request.config)
 
 

@@ -23,6 +23,7 @@ from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _update
 from jaxport.harness._protocol import RecordAnswer, WorkerFailure
+from jaxport.harness._record_hints import hint_for
 from jaxport.harness._registry import CaseRegistry
 from jaxport.harness._requests import RecordRequest
 from jaxport.harness._worker_pool import WorkerPool, printed
@@ -79,9 +80,10 @@ class Recorder:
     if isinstance(answer, WorkerFailure):
       why = answer.why
       detail = without_repeat(answer.traceback or answer.stderr_tail, why)
+      fix = hint_for(f"{why}\n{detail}")
       result = {"case_id": case_id, "entry_id": None, "action": RecordAction.ERROR,
-                "message": f"recording failed: {why}" + (f"\n{detail}" if detail else "")
-                + printed(output)}
+                "message": f"recording failed: {why}" + (f"\n{fix}" if fix else "")
+                + (f"\n{detail}" if detail else "") + printed(output)}
     else:
       entry_id = answer.entry_id
       result = {"case_id": case_id, "entry_id": entry_id, "action": RecordAction.WRITTEN,

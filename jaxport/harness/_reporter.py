@@ -46,7 +46,8 @@ def text_lines(run: RunReport) -> list[str]:
         f"{s['drift']} drift within tolerance, {s['warn']} warn, {s['xfail']} expected failures, "
         f"{s['fail']} fail" + (f"; {s['upgraded']} ran after jaxport.upgrade" if s.get("upgraded") else "")
         + (f"; {s[OTHER_HOST_KEY]} of the passes matched within tolerance, not bitwise, on "
-           "another host class than the recording one" if s.get(OTHER_HOST_KEY) else "")
+           "another host class, or with other software (jaxlib, XLA_FLAGS), than the recording one"
+           if s.get(OTHER_HOST_KEY) else "")
         + run.summary.work_line())
     t = report["targets"]
     covered = set(t["covered"])
@@ -72,7 +73,11 @@ def text_lines(run: RunReport) -> list[str]:
     lines.append(f"SESSION FAIL {f}")
   if report["mode"] == "replay" and s["warn"]:
     # Derived from the counts, not stored, so that merged shard reports stay exact.
-    lines.append(f"session warning: {s['warn']} entries have drift or staleness findings; "
+    # Under --compat-strict only the findings strictness does not reach still warn.
+    lines.append(f"session warning: {s['warn']} entries have findings that stay warnings under "
+                 "--compat-strict (a changed function whose case has a newer entry, or a change "
+                 "--compat-update records anew)" if report["strict"] else
+                 f"session warning: {s['warn']} entries have drift or staleness findings; "
                  "they fail with --compat-strict")
   for w in report["session_warnings"]:
     lines.append(f"session warning: {w}")

@@ -30,6 +30,7 @@ from jaxport.golden._entry import entry_sort_key
 from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _devices, _jax_corpus, _update
+from jaxport.harness._cache_folder import DEFAULT_FOLDER
 from jaxport.harness._device_check import DeviceCheck, check_devices
 from jaxport.harness._judge import _entry as _judge
 from jaxport.harness import _expectations as expected_status
@@ -339,8 +340,16 @@ class HarnessSession:
           expectations=(None if project.expectations is None
                         else expected_status.load_table(project.expectations)),
           project_targets=project.targets,
-          measured=MeasuredRuns() if project.root is None else read_measured(project.root))
+          measured=MeasuredRuns() if project.root is None else read_measured(
+              project.root, self._measured_folder()))
     return self._context
+
+  def _measured_folder(self) -> Path | None:
+    """The folder --compat-cache-dir names, where ``replay --with-jax`` then keeps the
+    project's measurements; None for the project's own ``.jaxport_cache``."""
+    o = self.options
+    default = o.project_root / DEFAULT_FOLDER if o.project_root is not None else None
+    return None if o.compile_cache_dir in (None, default) else o.compile_cache_dir
 
   def _min_consumer(self, manifest: Manifest) -> str | None:
     case = self.case_facts().case(manifest.case_id)

@@ -4,8 +4,8 @@ The candidate consumers are the installable releases of jaxport's release table 
 (both ends included), in version order. Each probe replays the entry with that release's own
 ``jax.export`` in its environment (:mod:`jaxport.multirelease._envs` builds it when missing;
 ``available_only`` keeps the releases already built, plus this interpreter's jax). Bisection
-assumes that once a release breaks the entry later ones do too, and so probes about log2(n)
-releases: the two ends, then midpoints. The answer names the last release that passed, the
+assumes that once a release breaks the entry later ones do too, and so probes
+ceil(log2(n + 1)) releases, each the midpoint of those still in doubt. The answer names the last release that passed, the
 first that failed, and that release's stage (deserialize, run, compare) and message.
 
 A blob with its inputs and expected outputs (``np.savez`` positional arrays) becomes a
@@ -111,19 +111,18 @@ def bisect(releases: list[str], probe: Callable[[str], Probe]) -> tuple[str | No
       logger.info("jax %s: %s", v, probes[v].outcome)
     return probes[v]
 
-  ordered = lambda: [probes[v] for v in releases if v in probes]  # noqa: E731
-  if not at(0).ok:
-    return None, at(0), ordered()
-  if at(len(releases) - 1).ok:
-    return releases[-1], None, ordered()
-  good, bad = 0, len(releases) - 1
-  while bad - good > 1:
-    mid = (good + bad) // 2
+  # The first failing index lies in [lo, hi] (hi == n: none fails); each probe halves that
+  # range, so n releases take ceil(log2(n + 1)) probes, the ends included only when reached.
+  lo, hi = 0, len(releases)
+  while lo < hi:
+    mid = (lo + hi) // 2
     if at(mid).ok:
-      good = mid
+      lo = mid + 1
     else:
-      bad = mid
-  return releases[good], at(bad), ordered()
+      hi = mid
+  ordered = [probes[v] for v in releases if v in probes]
+  # Both sides of the answer were probed: lo - 1 passed (lo > 0), lo failed (lo < n).
+  return (releases[lo - 1] if lo else None, at(lo) if lo < len(releases) else None, ordered)
 
 
 def consumers(versions: list[str], *, available_only: bool, venvs: Path | None) -> dict[str, str]:

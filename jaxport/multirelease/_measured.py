@@ -53,18 +53,20 @@ def _blob_sha256(store: GoldenStore, entry_id: str) -> str | None:
 
 def remember(project: Path, store_root: Path, version: str,
              verdicts: Mapping[str, tuple[bool, str] | None],
-             replayed: Mapping[str, str | None] | None = None) -> int:
+             replayed: Mapping[str, str | None] | None = None,
+             cache_dir: Path | None = None) -> int:
   """Add ``verdicts`` (entry id -> (runs, detail)) measured under ``version`` to the project's
-  measurements, replacing what an earlier replay there measured (None: this replay could not
-  measure the entry, and the earlier measurement goes); how many were kept. Each is keyed by
-  the sha256 of the blob as it reads now (one that does not read is not kept) and names this
-  jaxport release as its judge. ``replayed``: entry id -> the sha256 of the blob the run
-  replayed, where its report names it; a blob that reads otherwise now is not kept."""
+  measurements (in ``cache_dir``, the run's --compat-cache-dir, when given), replacing what an
+  earlier replay there measured (None: this replay could not measure the entry, and the
+  earlier measurement goes); how many were kept. Each is keyed by the sha256 of the blob as it
+  reads now (one that does not read is not kept) and names this jaxport release as its judge.
+  ``replayed``: entry id -> the sha256 of the blob the run replayed, where its report names it;
+  a blob that reads otherwise now is not kept."""
   store = GoldenStore(store_root)
   today = datetime.date.today()
   kept = 0
-  with updating(project):
-    measured = read_measured(project)
+  with updating(project, cache_dir):
+    measured = read_measured(project, cache_dir)
     for entry_id, verdict in verdicts.items():
       if verdict is None:
         measured = measured.without(entry_id, version)
@@ -82,7 +84,7 @@ def remember(project: Path, store_root: Path, version: str,
       measured = measured.with_runs(entry_id, [MeasuredRun(
           version, runs, detail[:_DETAIL_CHARS], today, sha, JAXPORT_VERSION)])
       kept += 1
-    path = write_measured(project, measured)
+    path = write_measured(project, measured, cache_dir)
   logger.info("kept %d measurements under jax %s in %s", kept, version, path)
   return kept
 

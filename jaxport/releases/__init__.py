@@ -24,6 +24,7 @@ from jaxport.releases._dates import window_position as window_position
 from jaxport.releases._measured import MEASURED_FILE as MEASURED_FILE
 from jaxport.releases._measured import MeasuredRun as MeasuredRun
 from jaxport.releases._measured import MeasuredRuns as MeasuredRuns
+from jaxport.releases._measured import measured_path as measured_path
 from jaxport.releases._measured import read_measured as read_measured
 from jaxport.releases._measured import write_measured as write_measured
 from jaxport.releases._runs_on import ArtifactFeatures as ArtifactFeatures

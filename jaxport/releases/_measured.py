@@ -27,7 +27,8 @@ from jaxport._records import Strict
 from jaxport.errors import JaxportError, ReleaseTableError
 from jaxport.releases._dates import parse_version
 
-# Relative to the project's root (where its pytest configuration lives).
+# Relative to the project's root (where its pytest configuration lives); in the folder
+# --compat-cache-dir names instead, where a run names one.
 MEASURED_FILE = Path(".jaxport_cache") / "measured-releases.json"
 FORMAT = 2
 _FIX = "remove the file; `jaxport replay --with-jax VERSION` measures again"
@@ -124,20 +125,31 @@ def _release(text: str, where: str) -> str:
   return text
 
 
-def read_measured(project_root: str | os.PathLike) -> MeasuredRuns:
+def measured_path(project_root: str | os.PathLike,
+                  cache_dir: str | os.PathLike | None = None) -> Path:
+  """Where the project's measurements live: in ``cache_dir`` (the run's --compat-cache-dir,
+  which keeps jaxport's files out of the project) or in the project's ``.jaxport_cache``."""
+  if cache_dir is not None:
+    return Path(cache_dir) / MEASURED_FILE.name
+  return Path(project_root) / MEASURED_FILE
+
+
+def read_measured(project_root: str | os.PathLike,
+                  cache_dir: str | os.PathLike | None = None) -> MeasuredRuns:
   """The project's measurements; none when it has no file yet."""
-  path = Path(project_root) / MEASURED_FILE
+  path = measured_path(project_root, cache_dir)
   if not path.exists():
     return MeasuredRuns()
   return MeasuredRuns.from_json(_json.load_file(path, str(path), ReleaseTableError, _FIX),
                                 "measured")
 
 
-def write_measured(project_root: str | os.PathLike, measured: MeasuredRuns) -> Path:
+def write_measured(project_root: str | os.PathLike, measured: MeasuredRuns,
+                   cache_dir: str | os.PathLike | None = None) -> Path:
   """Write the project's measurements whole (to a temporary file of its own, then renamed)."""
   import json
   import tempfile
-  path = Path(project_root) / MEASURED_FILE
+  path = measured_path(project_root, cache_dir)
   path.parent.mkdir(parents=True, exist_ok=True)
   fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
   with os.fdopen(fd, "w") as f:
@@ -147,11 +159,12 @@ def write_measured(project_root: str | os.PathLike, measured: MeasuredRuns) -> P
 
 
 @contextlib.contextmanager
-def updating(project_root: str | os.PathLike) -> Iterator[None]:
+def updating(project_root: str | os.PathLike,
+             cache_dir: str | os.PathLike | None = None) -> Iterator[None]:
   """Hold the project's measurements for one read, change and write (another process
   replaying the same project waits)."""
   import fcntl
-  path = Path(project_root) / MEASURED_FILE
+  path = measured_path(project_root, cache_dir)
   path.parent.mkdir(parents=True, exist_ok=True)
   with open(path.with_name(f".{path.name}.lock"), "w") as lock:
     fcntl.flock(lock, fcntl.LOCK_EX)

@@ -11,16 +11,23 @@ BAR = 28
 GAP = 14
 HEIGHT = 160
 LEFT = 44
-BOTTOM = 46
 TOP = 12
+# The labels run down from the axis, one per bar: the width an 11px character takes at most,
+# so the space below the axis fits the longest label whole.
+CHAR_WIDTH = 7
+LABEL_GAP = 8
 
 
 def status_chart(labels: Sequence[str], counts: Sequence[dict[CellStatus, int]]) -> str:
-  """One stacked bar per run (oldest left), an axis with the largest total, a legend."""
+  """One stacked bar per run (oldest left), an axis with the largest total, a legend.
+
+  Each run's label is written downwards under its bar (labels of runs that share a date, such
+  as ``2026-11-22 #2``, are as long as any), so neighbours never overlap and none is cut off."""
   n = len(labels)
   most = max((sum(c.values()) for c in counts), default=0) or 1
   width = LEFT + n * (BAR + GAP) + GAP + 170
-  total_h = TOP + HEIGHT + BOTTOM
+  bottom = LABEL_GAP + CHAR_WIDTH * max((len(x) for x in labels), default=0) + LABEL_GAP
+  total_h = TOP + HEIGHT + bottom
   scale = HEIGHT / most
   parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" '
            f'height="{total_h}" viewBox="0 0 {width} {total_h}" role="img" '
@@ -43,8 +50,8 @@ def status_chart(labels: Sequence[str], counts: Sequence[dict[CellStatus, int]])
     total = sum(c.values())
     parts.append(f'<text x="{x + BAR / 2}" y="{y - 3:.2f}" text-anchor="middle" class="axis">'
                  f'{total}</text>')
-    parts.append(f'<text transform="translate({x + BAR / 2},{TOP + HEIGHT + 8}) rotate(35)" '
-                 f'class="axis">{escape(label)}</text>')
+    parts.append(f'<text transform="translate({x + BAR / 2 - 4},{TOP + HEIGHT + LABEL_GAP}) '
+                 f'rotate(90)" class="axis">{escape(label)}</text>')
   lx = LEFT + n * (BAR + GAP) + GAP + 16
   for j, s in enumerate(ENTRY_STATUSES):
     ly = TOP + 6 + j * 20

@@ -32,7 +32,8 @@ from jaxport._jaxcompat._version import installed_jax_version
 from jaxport import _limits
 from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport._jaxcompat import _mesh as jax_mesh
-from jaxport.errors import DeserializationError, ExpiredEnvelopeError, ExpiredEnvelopeWarning
+from jaxport.errors import (DeserializationError, ExpiredEnvelopeError, ExpiredEnvelopeWarning,
+                            UnregisteredTypeError)
 from jaxport.export._disabled_checks import DisabledSafetyCheck
 from jaxport.export._exported import Exported
 from jaxport.serde import _layout, _pytrees, _verify, _wire
@@ -560,13 +561,13 @@ def _read_node(p: list[Any], where: str) -> Any:
   raise _bad(f"unknown pytree node kind {kind}", f"{where}.kind")
 
 
-def _unregistered(name: str, where: str) -> DeserializationError:
+def _unregistered(name: str, where: str) -> UnregisteredTypeError:
   """jax's message for an unknown serialized node name, then where it is and the fix.
 
   The blob itself is valid: the reading process lacks a registration, often
   because the producer registered the type with ``jax.export`` only.
   """
-  return DeserializationError(
+  return UnregisteredTypeError(
       "Cannot deserialize a PyTreeDef containing an "
       f"unregistered type `{name}`. "
       "Use `export.register_pytree_node_serialization` or "

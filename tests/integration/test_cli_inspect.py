@@ -1,6 +1,7 @@
 """`jaxport inspect`: describe blobs (jax's and jaxport's) and golden entries."""
 
 import datetime
+import sys
 import json
 import re
 
@@ -17,6 +18,8 @@ from jaxport.cli import main
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.golden._store import GoldenStore
+
+pytest_plugins = ["pytester"]
 
 
 def run(capsys, *argv):
@@ -173,3 +176,76 @@ def test_an_entry_copied_out_of_its_store_is_refused_naming_where_it_should_be(t
     Entry(loose, "loose").manifest
   rc, out, _ = run(capsys, "inspect", str(entry.path))
   assert rc == 0 and entry.entry_id in out
+
+
+def test_the_stored_symbolic_constraints_are_shown_beside_the_shapes(tmp_path, capsys):
+  import jaxport
+  a, b = jaxport.symbolic_shape("a, b", constraints=("a >= b", "b <= 8"))
+  exp = jaxport.export(jax.jit(lambda x: x[:, :1] * 2))(
+      jax.ShapeDtypeStruct((a, b), np.float32))
+  path = tmp_path / "sym.bin"
+  path.write_bytes(exp.serialize())
+  rc, out, _ = run(capsys, "inspect", str(path), "--json")
+  assert rc == 0
+  info = json.loads(out)["exported"]
+  assert info["in_avals"] == ["float32[a,b]"]
+  assert info["symbolic_constraints"] == ["a >= b", "b <= 8"]
+  rc, out, _ = run(capsys, "inspect", str(path))
+  assert "  symbolic_constraints: \n    a >= b\n    b <= 8\n" in out
+  static = tmp_path / "static.bin"
+  static.write_bytes(jaxport.export(jax.jit(jnp.sin))(
+      jax.ShapeDtypeStruct((2,), np.float32)).serialize())
+  rc, out, _ = run(capsys, "inspect", str(static))
+  assert rc == 0 and "  symbolic_constraints: (none)\n" in out
+
+
+PYTREE_CASES = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+import jaxport
+from jaxport.harness import Case, random_matrix
+
+
+class Params:
+  def __init__(self, w):
+    self.w = w
+
+
+jax.tree_util.register_pytree_node(Params, lambda p: ((p.w,), None), lambda _, c: Params(*c))
+jaxport.register_pytree_node_serialization(
+    Params, serialized_name="mycases.Params", serialize_auxdata=lambda _: b"",
+    deserialize_auxdata=lambda _: None)
+
+
+def inputs():
+  return (Params(random_matrix(0, (3,), np.float32)),), {}
+
+
+def cases():
+  return [Case("dense", "mine", lambda p: Params(jnp.sin(p.w)), inputs)]
+"""
+
+
+@pytest.mark.slow
+def test_an_entry_of_the_projects_pytree_type_opens_by_id_from_the_projects_store(pytester):
+  from _downstream_project import write_project
+  store = write_project(pytester, PYTREE_CASES)
+  recorded = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--compat-record")
+  assert recorded.ret == 0, recorded.stdout.str()
+  (entry,) = store.entries()
+  # A child process: the project's case module registers its type where it is imported.
+  cli = ["-c", "import sys; from jaxport.cli import main; sys.exit(main(sys.argv[1:]))"]
+  by_id = pytester.run(sys.executable, *cli, "inspect", "--project", str(pytester.path),
+                       entry.entry_id, "--json")
+  assert by_id.ret == 0, by_id.stderr.str()
+  info = json.loads(by_id.stdout.str())
+  assert info["artifact"] == entry.entry_id and "Params" in info["exported"]["in_tree"]
+  by_dir = pytester.run(sys.executable, *cli, "inspect", "--project", str(pytester.path),
+                        str(entry.path))
+  assert by_dir.ret == 0 and "CustomNode(Params" in by_dir.stdout.str()
+  bare = pytester.run(sys.executable, *cli, "inspect", str(entry.path))
+  assert bare.ret == 2
+  err = bare.stderr.str()
+  assert "unregistered type `mycases.Params`" in err and "pass --project DIR" in err
+  assert "Traceback" not in err

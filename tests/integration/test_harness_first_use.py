@@ -120,15 +120,24 @@ def test_an_absent_platform_is_a_usage_error_without_a_traceback(pytester):
   assert "Traceback" not in text and "pluggy" not in text
 
 
-def test_before_the_first_record_the_message_says_how_to_record(pytester):
+def test_before_the_first_record_other_tests_run_and_the_golden_item_names_the_record_command(
+    pytester):
   _project(pytester)
+  pytester.makepyfile(test_units="def test_unit():\n  assert 1 + 1 == 2\n")
   result = _run(pytester)
-  assert result.ret == 4
+  assert result.ret == 1   # the golden item failed; not a usage error stopping every test
+  result.assert_outcomes(passed=1, failed=1)
   text = _text(result)
   assert "no golden store yet: jaxport_store names" in text
   assert "pytest --compat-record" in text and "--compat-store=" not in text
+  assert "Traceback" not in text
+  units = _run(pytester, "test_units.py")
+  assert units.ret == 0
+  units.assert_outcomes(passed=1)
   explicit = _run(pytester, f"--compat-store={pytester.path / 'elsewhere'}")
-  assert "elsewhere: no such directory" in _text(explicit)
+  assert explicit.ret == 4 and "elsewhere: no such directory" in _text(explicit)
+  assert _run(pytester, "--compat-record").ret == 0
+  _run(pytester).assert_outcomes(passed=2)
 
 
 def test_collect_only_judges_nothing(pytester):

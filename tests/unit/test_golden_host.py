@@ -172,3 +172,18 @@ def test_runtime_versions_are_read_from_the_client_platform_version():
   assert _host.runtime_version("cuda 12080") == "12.8"
   assert _host.runtime_version("rocm 60300") == "6.3.0"
   assert _host.runtime_version("<unknown>") is None and _host.runtime_version(None) is None
+
+
+def test_a_replay_on_the_recording_machine_with_another_jaxlib_is_not_called_another_host_class():
+  from jaxport.harness._judge._findings import _Hosts
+  newer = dataclasses.replace(HOST, jaxlib="0.99.0")
+  assert HOST.same_machine(newer) and not HOST.same_class(newer)
+  why = _Hosts(HOST, newer).why_not
+  assert "another host class" not in why
+  assert why.startswith("recorded on a machine of this class with other software (jaxlib ")
+  assert "0.99.0" in why
+  other_cpu = dataclasses.replace(newer, cpu_model="Another CPU")
+  assert not HOST.same_machine(other_cpu)
+  assert _Hosts(HOST, other_cpu).why_not.startswith("recorded on another host class (cpu_model")
+  assert not HOST.same_machine(None)
+  assert not dataclasses.replace(HOST, cpu_model=None).same_machine(HOST)

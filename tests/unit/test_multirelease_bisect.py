@@ -1,5 +1,6 @@
 """Bisecting a golden entry over jax releases: the range, the search and the answer."""
 
+import math
 import sys
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def test_bisection_finds_the_first_failing_release_in_few_probes(first_bad):
   good, bad, probes = bisect(releases, _prober(first_bad, releases, calls))
   assert bad.release == releases[first_bad] and good == releases[first_bad - 1]
   assert bad.error == f"broken in {releases[first_bad]}"
-  assert len(calls) == len(set(calls)) <= 2 + 4  # the two ends, then log2(17) midpoints
+  assert len(calls) == len(set(calls)) <= math.ceil(math.log2(len(releases) + 1))
   assert [p.release for p in probes] == [v for v in releases if v in calls]
 
 
@@ -53,7 +54,20 @@ def test_bisection_reports_no_break_and_a_break_at_the_start():
   good, bad, probes = bisect(releases, _prober(None, releases, []))
   assert (good, bad) == ("0.7.2", None) and len(probes) == 2
   good, bad, probes = bisect(releases, _prober(0, releases, []))
-  assert good is None and bad.release == "0.5.3" and len(probes) == 1
+  assert good is None and bad.release == "0.5.3" and len(probes) == 2
+
+
+@pytest.mark.parametrize("first_bad", [None, *range(6)])
+def test_six_releases_take_three_probes_wherever_the_break_is(first_bad):
+  releases = ["0.8.3", "0.9.0", "0.9.1", "0.9.2", "0.10.0", "0.10.1"]
+  calls: list[str] = []
+  good, bad, _ = bisect(releases, _prober(first_bad, releases, calls))
+  assert len(calls) <= 3
+  if first_bad is None:
+    assert (good, bad) == ("0.10.1", None)
+  else:
+    assert bad.release == releases[first_bad]
+    assert good == (releases[first_bad - 1] if first_bad else None)
 
 
 def _bisected(monkeypatch, argv: list[str]) -> dict:
@@ -125,6 +139,6 @@ def test_a_run_without_comparison_counts_and_an_entry_no_release_can_replay_is_r
   monkeypatch.setattr(bisect_release, "consumers", lambda versions, **kw: {v: "py" for v in versions})
   monkeypatch.setattr(bisect_release, "replay_with", lambda *a, **kw: [
       {"outcome": "skip", "stage": "deserialize", "error": "a pytree type of the project"}])
-  with pytest.raises(bisect_release.BisectError, match="cannot be bisected: jax 0.9.2's replayer "
+  with pytest.raises(bisect_release.BisectError, match="cannot be bisected: jax 0.10.0's replayer "
                                                        "cannot replay it \\(a pytree type"):
     bisect_release.run_bisect("cpu/f/c/2026-01-01_jax-0.10.2", ["0.9.2", "0.10.0"], store=tmp_path)

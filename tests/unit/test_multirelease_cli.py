@@ -152,3 +152,26 @@ def test_the_matrix_refuses_no_shards(capsys):
 def test_the_matrix_refuses_an_empty_range(capsys):
   assert main(["matrix", "--releases", "0.12.0..0.11.0", "--plan"]) == 2
   assert "the range holds no installable release" in capsys.readouterr().err
+
+
+def test_with_a_cache_dir_the_measurements_go_there_not_into_the_project(monkeypatch, tmp_path):
+  from jaxport.cli import _with_jax
+  from jaxport.golden import GoldenStore
+  from jaxport.releases import measured_path
+  project = _project(tmp_path)
+
+  class Listed:
+    entry_id = "cpu/fam/case/2026-01-01_jax-0.10.2"
+
+  monkeypatch.setattr(GoldenStore, "entries", lambda self, platform: [Listed()])
+  monkeypatch.setattr(_with_jax._envs, "ensure_venv", lambda v: Path(f"/envs/{v}/python"))
+  monkeypatch.setattr(_with_jax, "replay_with", lambda python, store, ids, work: [
+      {"entry_id": ids[0], "outcome": "pass", "stage": "compare"}])
+  cache = tmp_path / "elsewhere" / "cache"
+  for extra in ([f"--compat-cache-dir={cache}"], ["--compat-cache-dir", str(cache)]):
+    assert main(["replay", "--with-jax", "0.8.3", "--project", str(project), "--", *extra]) == 0
+    assert (cache / "measured-releases.json").is_file()
+    assert not (project / ".jaxport_cache").exists()
+  assert measured_path(project, cache) == cache / "measured-releases.json"
+  assert main(["replay", "--with-jax", "0.8.3", "--project", str(project)]) == 0
+  assert measured_path(project).is_file()

@@ -96,7 +96,7 @@ def test_every_workflow_pins_its_actions_gates_and_keeps_no_credentials(path):
 
 def test_the_nightly_installs_nightlies_from_the_index_it_is_given():
   text = (ROOT / ".github" / "workflows" / "nightly-compat.yml").read_text()
-  assert "JAX_NIGHTLY_INDEX: https://us-python.pkg.dev/" in text
+  assert "JAX_NIGHTLY_INDEX: >-\n    https://us-python.pkg.dev/" in text
   assert "jax: [pinned, newest, nightly]" in text and "prerelease" not in text
   steps = (ROOT / ".ci" / "nightly_steps.py").read_text()
   assert 'os.environ.get("JAX_NIGHTLY_INDEX")' in steps and '"--extra-index-url", index' in steps
@@ -135,3 +135,38 @@ def test_zizmor_finds_nothing_on_the_workflows():
                         capture_output=True, text=True, timeout=300)
   assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
   assert "No findings to report" in done.stdout + done.stderr
+
+
+def _docs_yamllint_config() -> str:
+  """The ``-d`` configuration of the yamllint command docs/multi-release.md gives."""
+  text = (ROOT / "docs" / "multi-release.md").read_text()
+  (config,) = re.findall(r'^yamllint -d "(\{.*\})" \.github/workflows/$', text, re.M)
+  return config
+
+
+def test_the_docs_yamllint_line_limit_holds_in_every_workflow_and_template():
+  limit = int(re.search(r"line-length: \{max: (\d+)\}", _docs_yamllint_config()).group(1))
+  long = [f"{path.relative_to(ROOT)}:{n}: {len(line)} characters"
+          for path in (*WORKFLOWS, TEMPLATE, RELEASES_TEMPLATE)
+          for n, line in enumerate(path.read_text().splitlines(), 1)
+          # yamllint's default lets a line that is one word past its indent run long (a URL).
+          if len(line) > limit and " " in line.strip()]
+  assert long == [], f"lines over the docs' yamllint limit of {limit}: {long}"
+
+
+def test_the_docs_yamllint_command_passes_every_workflow_and_template():
+  if importlib.util.find_spec("yamllint") is None:
+    pytest.skip("yamllint is not installed (pip install yamllint, as docs/multi-release.md "
+                "says); the line-limit test above checks what it would find here")
+  done = subprocess.run([sys.executable, "-m", "yamllint", "-d", _docs_yamllint_config(),
+                         *map(str, WORKFLOWS), str(TEMPLATE), str(RELEASES_TEMPLATE)],
+                        capture_output=True, text=True, timeout=120)
+  assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+
+
+def test_the_templates_pinned_leg_says_it_pins_only_what_the_project_pins():
+  text = TEMPLATE.read_text()
+  assert "it tests one\n          # release only where the project pins jax" in text
+  pinned = text[text.index("            pinned)"):text.index("            newest)")]
+  assert "as the project's" in pinned and '>> "$GITHUB_STEP_SUMMARY"' in pinned
+  assert "pin jax there (jax==X.Y.Z)" in pinned

@@ -192,3 +192,12 @@ def test_harness_summary_derives_the_warning_from_the_counts_not_the_report():
   assert data["session_warnings"] == [] and data["summary"]["warn"] == 1
   assert ("session warning: 1 entries have drift or staleness findings; they fail with --compat-strict"
           in reporter.text_lines(RunReport.from_json(data)))
+
+
+def test_harness_summary_under_strict_does_not_say_warnings_would_fail_with_strict():
+  from jaxport.harness import _reporter as reporter
+  data = helpers.run_report()
+  data["strict"] = True
+  text = "\n".join(reporter.text_lines(RunReport.from_json(data)))
+  assert "fail with --compat-strict" not in text
+  assert "1 entries have findings that stay warnings under --compat-strict" in text

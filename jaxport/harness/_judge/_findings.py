@@ -56,8 +56,12 @@ class _Hosts:
       return "the entry's recording host is unknown (recorded before hosts were kept, or imported)"
     if self.replayed is None:
       return "the replay host is unknown"
-    return "recorded on another host class (" + "; ".join(
-        self.recorded.differences(self.replayed)) + ")"
+    differences = "; ".join(self.recorded.differences(self.replayed))
+    if self.recorded.same_machine(self.replayed):
+      # The machine's class is the recording one's: only the software around XLA changed.
+      return (f"recorded on a machine of this class with other software ({differences}), which "
+              "compiles to other code")
+    return f"recorded on another host class ({differences})"
 
 
 def _hosts(answer: ReplayAnswer, manifest: Manifest, where: str) -> _Hosts:
