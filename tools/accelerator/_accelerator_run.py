@@ -93,7 +93,7 @@ def _crosscheck_entry(entry: Entry, case: Any, cpu: Any) -> dict[str, Any]:
   import jax
   import numpy as np
 
-  from jaxport.harness import _engine, checkers
+  from jaxport.harness import _case_runs, _jax_setup, checkers
 
   m = entry.manifest
   c = m.comparison
@@ -109,13 +109,13 @@ def _crosscheck_entry(entry: Entry, case: Any, cpu: Any) -> dict[str, Any]:
             "why": "a case with a VJP or several devices is not computed on one CPU device here"}
   try:
     inputs, recorded = entry.inputs(), entry.expected_outputs()
-    args, kwargs, today = _engine.case_inputs(case)
+    args, kwargs, today = _case_runs.case_inputs(case)
     if len(today) != len(inputs) or not all(
         np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(today, inputs)):
       return {**out, "status": "error",
               "why": "the entry's inputs are not the case's inputs of today: record it again"}
-    config = {**_engine.entry_jax_config(m), **dict(case.jax_flags)}
-    with _engine.jax_config(config), jax.default_device(cpu):
+    config = {**_jax_setup.entry_jax_config(m), **dict(case.jax_flags)}
+    with _jax_setup.jax_config(config), jax.default_device(cpu):
       a, k = jax.tree.unflatten(jax.tree.structure((args, kwargs)), inputs)
       computed = [np.asarray(x) for x in jax.tree.leaves(jax.jit(case.fun)(*a, **k))]
   except Exception as e:  # noqa: BLE001  (the finding is the report's)
