@@ -78,7 +78,10 @@ def test_an_entry_of_a_removed_target_replays_as_upgraded_and_the_summary_counts
     report = hs.build_report()
   finally:
     hs.close()
-  assert outcome.status == "pass" and "upgraded" in outcome.kinds
+  assert "upgraded" in outcome.kinds
+  # Without an entry of the case recorded by the running jax, whose the lowering change is
+  # cannot be told: a warning, and nothing else.
+  assert outcome.status == ("warn" if "drift_unattributed" in outcome.kinds else "pass")
   assert outcome.release.verdict == "upgraded"
   # jax 0.11.1 and newer also refuse the jax 0.4.30 envelope as expired: it is rewritten first.
   envelope = ("envelope",) if jax_envelope.REFUSES_EXPIRED else ()
