@@ -13,7 +13,9 @@ How to add a golden case for a new custom-call target ``foo_ffi``:
    ``_features.py`` (export features), ``_lowering_only.py`` (targets of a
    platform this machine cannot run; jax lowers them anyway), ``_cuda.py`` (the
    cuda rows of ``_lowering_only.py`` run on a cuda machine: give a new cuda row
-   its checker there), ``_sharding.py``
+   its checker there), ``_tpu.py`` (the tpu rows run on a TPU, Pallas kernels,
+   TPU-specific programs; a Pallas case gives its interpreted kernel as the CPU
+   reference), ``_sharding.py``
    (multi-device targets: set ``num_devices``, ``jit_kwargs``, ``use_shardy``). Add a new module
    for a new family and list it in ``_MODULES`` below.
 2. Write the function with ``jax.numpy``/``jax.lax`` so that its lowering emits
@@ -44,11 +46,11 @@ import dataclasses
 import functools
 
 from jaxport.harness import Case, CaseRegistry
-from harness.cases import _cuda, _features, _lapack, _lowering_only, _sharding
+from harness.cases import _cuda, _features, _lapack, _lowering_only, _sharding, _tpu
 from harness.cases._lowering_only import UNREACHABLE as UNREACHABLE
 from harness.tools import release_cases
 
-_MODULES = (_lapack, _features, _lowering_only, _cuda, _sharding)
+_MODULES = (_lapack, _features, _lowering_only, _cuda, _tpu, _sharding)
 
 
 def cases() -> list[Case]:
@@ -71,6 +73,13 @@ def all_cases() -> dict[str, Case]:
 def cases_for(host_platform: str) -> list[Case]:
   """The cases recorded and replayed on machines of ``host_platform``, sorted by id."""
   return _registry().cases_for(host_platform)
+
+
+def cpu_reference(case_id: str):
+  """The function the CPU computes to cross-check an accelerator case's recorded outputs: the
+  case's own, unless only the accelerator runs it (a Pallas kernel: its interpreted form)."""
+  found = case(case_id)
+  return _tpu.cpu_reference(case_id) or (found.fun if found is not None else None)
 
 
 def case(case_id: str) -> Case | None:

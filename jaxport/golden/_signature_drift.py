@@ -79,11 +79,27 @@ def drift(recorded: Iterable[CustomCallSignature],
                      if old_attrs.get(k) != new_attrs.get(k))
     same_types = [describe(s) for s in old] == [describe(s) for s in new]
     metadata_only = same_types and bool(changed) and set(changed) <= METADATA_ATTRIBUTES
+    name = f"target {t}{_kernels(old, new)}"
     if same_types:
-      message = (f"target {t} changed signature (changed attributes {changed}; types unchanged: "
+      message = (f"{name} changed signature (changed attributes {changed}; types unchanged: "
                  f"{[describe(s) for s in new]})")
     else:
-      message = (f"target {t} changed signature: recorded {[describe(s) for s in old]}, now "
+      message = (f"{name} changed signature: recorded {[describe(s) for s in old]}, now "
                  f"{[describe(s) for s in new]}" + (f"; attributes differing: {changed}" if changed else ""))
     changes.append(SignatureChange(t, message, metadata_only))
   return changes
+
+
+# The attribute that names the kernel a call runs (a Pallas TPU kernel's ``tpu_custom_call``).
+KERNEL_NAME_ATTRIBUTE = "kernel_name"
+
+
+def _kernels(old: Iterable[CustomCallSignature], new: Iterable[CustomCallSignature]) -> str:
+  """`` (kernel 'matmul')``: the kernels the differing calls of a target run, where their
+  signatures name them (a Pallas kernel's call changes with its Mosaic payload, one opaque
+  attribute, so the kernel's name is what says which kernel changed); "" where none does."""
+  names = sorted({s.attributes[KERNEL_NAME_ATTRIBUTE].strip('"')
+                  for s in (*old, *new) if KERNEL_NAME_ATTRIBUTE in s.attributes})
+  if not names:
+    return ""
+  return f" (kernel {', '.join(repr(n) for n in names)})"

@@ -67,17 +67,23 @@ ARCHIVE_ROOT = "compat_data"
 # --- crosscheck --------------------------------------------------------------------------
 
 
-def crosscheck(store: Path, platform: str, repo_store: Path) -> dict[str, Any]:
-  """Every new entry of ``platform`` in ``store`` (one ``repo_store`` does not hold) judged
-  against its case's result on the CPU."""
+def crosscheck(store: Path, platform: str) -> dict[str, Any]:
+  """Every entry of ``platform`` in ``store`` (the repository's, seeded, and the new ones)
+  judged against its case's result on the CPU."""
   import jax
 
   import harness.cases as repository
 
   cpu = jax.devices("cpu")[0]
   problems: list[str] = []
-  entries = [_crosscheck_entry(e, repository.case(e.manifest.case_id), cpu)
-             for e in _new_entries(GoldenStore(store), platform, repo_store, problems)]
+  try:
+    listed = GoldenStore(store).entries(platform=platform)
+  except JaxportError as e:
+    problems.append(f"the work store cannot be listed: {e}")
+    listed = []
+  entries = [_crosscheck_entry(e, repository.case(e.manifest.case_id),
+                               repository.cpu_reference(e.manifest.case_id), cpu)
+             for e in listed]
   return {"platform": platform, "cpu_device": str(cpu), "entries": entries, "problems": problems,
           "cases": {c.case_id: sorted(c.targets) for c in repository.cases_for(platform)},
           "unreachable": dict(repository.UNREACHABLE)}
@@ -88,8 +94,10 @@ def _first_line(e: BaseException) -> str:
   return f"{type(e).__name__}: {lines[0] if lines else ''}"[:1000]
 
 
-def _crosscheck_entry(entry: Entry, case: Any, cpu: Any) -> dict[str, Any]:
-  """One entry's recorded outputs and the case's CPU result on the entry's own inputs."""
+def _crosscheck_entry(entry: Entry, case: Any, reference: Any, cpu: Any) -> dict[str, Any]:
+  """One entry's recorded outputs and the CPU result of the case's ``reference`` function (its
+  own, or a Pallas kernel interpreted) on the entry's own inputs, judged with the checker and
+  the tolerance of each output the entry records."""
   import jax
   import numpy as np
 
@@ -117,11 +125,22 @@ def _crosscheck_entry(entry: Entry, case: Any, cpu: Any) -> dict[str, Any]:
     config = {**_jax_setup.entry_jax_config(m), **dict(case.jax_flags)}
     with _jax_setup.jax_config(config), jax.default_device(cpu):
       a, k = jax.tree.unflatten(jax.tree.structure((args, kwargs)), inputs)
-      computed = [np.asarray(x) for x in jax.tree.leaves(jax.jit(case.fun)(*a, **k))]
+      computed = [np.asarray(x) for x in jax.tree.leaves(jax.jit(reference)(*a, **k))]
   except Exception as e:  # noqa: BLE001  (the finding is the report's)
     return {**out, "status": "error", "why": f"computing the case on the CPU failed: {_first_line(e)}"}
-  cpu_vs_recorded = checkers.check(c.mode, inputs, recorded, computed, rtol=c.rtol, atol=c.atol)
-  recorded_vs_cpu = checkers.check(c.mode, inputs, computed, recorded, rtol=c.rtol, atol=c.atol)
+  per_output = None if m.tolerances is None else [
+      checkers.OutputTolerance(t.path, t.rtol, t.atol) for t in m.tolerances]
+  if per_output is not None:
+    out["tolerances"] = {t.path: [t.rtol, t.atol] for t in m.tolerances}
+  # The flags the case computes under, the matrix-product precision among them (the module
+  # holds it too, as each product's precision).
+  out["jax_flags"] = {name: value for name, value in case.jax_flags}
+
+  def judged(want: Any, got: Any) -> Any:
+    return checkers.BUILTIN.check(c.mode, inputs, want, got, rtol=c.rtol, atol=c.atol,
+                                     outputs=per_output)
+
+  cpu_vs_recorded, recorded_vs_cpu = judged(recorded, computed), judged(computed, recorded)
   ok = cpu_vs_recorded.ok and recorded_vs_cpu.ok
   return {**out, "status": "pass" if ok else "fail",
           "cpu_against_recorded": cpu_vs_recorded.to_json(),
@@ -311,7 +330,6 @@ def main(argv: Sequence[str] | None = None) -> int:
   c.add_argument("--store", required=True, type=Path)
   c.add_argument("--platform", required=True)
   c.add_argument("--out", required=True, type=Path)
-  c.add_argument("--repo-store", type=Path, default=REPO_ROOT / "compat_data")
   s = actions.add_parser("summarize", help="write the archive and the report")
   s.add_argument("--work", required=True, type=Path)
   s.add_argument("--out", required=True, type=Path)
@@ -321,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   args = parser.parse_args(argv)
   logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
   if args.action == "crosscheck":
-    result = crosscheck(args.store, args.platform, args.repo_store)
+    result = crosscheck(args.store, args.platform)
     args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     bad = [x["entry_id"] for x in result["entries"] if x["status"] not in ("pass", "skipped")]
     logger.info("crosscheck: %d entries, %d not passing %s", len(result["entries"]), len(bad), bad)
