@@ -58,11 +58,19 @@ CHECKERS = {"eigh_f32": "eigh", "qr_f32": "qr", "lu_f32": "lu", "approx_top_k_f3
 DEFAULT_PRECISION = (("jax_default_matmul_precision", "default"),)
 HIGHEST_PRECISION = (("jax_default_matmul_precision", "highest"),)
 _BF16_PASSES = (2e-2, 2e-2)
+# Sums of n products of unit-normal numbers are about sqrt(n) in size; bfloat16 passes lose
+# about 2**-8 of each, so the absolute error grows with n (measured on a v5e against the CPU:
+# 0.084 for n = 64, 0.048 for a 27-term convolution, 0.17 for n = 256).
+_BF16_SUMS_64 = (2e-2, 1e-1)
+_BF16_SUMS_256 = (2e-2, 2.5e-1)
+# The TPU's tanh and log approximations (8.1e-5 from the CPU's for softplus * tanh).
+_TPU_TRANSCENDENTALS = (1e-3, 1e-4)
 WHY_TOLERANCE = {
     "matmul_f32_default": "float32 products at default precision run as bfloat16 passes on a "
                           "TPU, against float32 on the CPU",
     "pallas_matmul_f32": "the kernel's jnp.dot runs at default precision on the MXU",
     "conv_f32": "the convolution runs at default precision on the MXU",
+    "cpu_and_tpu_f32": "the TPU approximates tanh and log otherwise than the CPU",
     "eigh_f32": "the TPU's Jacobi eigensolver runs its products at default precision",
     "qr_f32": "the TPU's Householder QR runs its products at default precision",
     "lu_f32": "the TPU's blocked LU runs its products at default precision",
@@ -129,8 +137,10 @@ def _pallas_gather_rows(rows, x, interpret: bool = False):
   """Blocks of ``_ROWS`` rows of ``x`` picked by the prefetched block numbers ``rows``, doubled."""
   spec = pltpu.PrefetchScalarGridSpec(
       num_scalar_prefetch=1, grid=(rows.shape[0],),
-      in_specs=[pl.BlockSpec((_ROWS, x.shape[1]), lambda i, rows_ref: (rows_ref[i], 0))],
-      out_specs=pl.BlockSpec((_ROWS, x.shape[1]), lambda i, rows_ref: (i, 0)))
+      # Block indices are int32 (a Python 0 would be int64 with 64-bit types on, which Mosaic
+      # refuses).
+      in_specs=[pl.BlockSpec((_ROWS, x.shape[1]), lambda i, rows_ref: (rows_ref[i], jnp.int32(0)))],
+      out_specs=pl.BlockSpec((_ROWS, x.shape[1]), lambda i, rows_ref: (i, jnp.int32(0))))
   return pl.pallas_call(
       _pinned(_gather_kernel, 2000), grid_spec=spec,
       out_shape=jax.ShapeDtypeStruct((rows.shape[0] * _ROWS, x.shape[1]), x.dtype),
@@ -279,19 +289,19 @@ def _positive():
 # (suffix, function, inputs, targets, checker, (rtol, atol) or None, jax flags, platforms)
 _PROGRAMS = (
     ("pallas_matmul_f32", _pallas_matmul, _matrices(61, 256), ("tpu_custom_call",), "allclose",
-     _BF16_PASSES, DEFAULT_PRECISION, None),
+     _BF16_SUMS_256, DEFAULT_PRECISION, None),
     ("pallas_prefetch_gather_f32", _pallas_gather_rows, _gather_inputs, ("tpu_custom_call",),
      "allclose", None, (), None),
     ("pallas_fma_bf16", _pallas_fma_bf16, _bf16_matrices(62, (16, 128)), ("tpu_custom_call",),
      "allclose", None, (), None),
     ("matmul_bf16", _matmul, _bf16_matrices(63, (64, 64)), (), "allclose", None,
      DEFAULT_PRECISION, None),
-    ("matmul_f32_default", _matmul, _matrices(64, 64), (), "allclose", _BF16_PASSES,
+    ("matmul_f32_default", _matmul, _matrices(64, 64), (), "allclose", _BF16_SUMS_64,
      DEFAULT_PRECISION, None),
     ("matmul_f32_highest", _matmul, _matrices(65, 64), (), "allclose", None, HIGHEST_PRECISION,
      None),
     ("dot_int8", _int8_dot, _int8_matrices, (), "allclose", None, (), None),
-    ("conv_f32", _conv, _conv_inputs, (), "allclose", _BF16_PASSES, DEFAULT_PRECISION, None),
+    ("conv_f32", _conv, _conv_inputs, (), "allclose", _BF16_SUMS_64, DEFAULT_PRECISION, None),
     ("sort_f32", _sort, _vector(66, (4, 64)), (), "allclose", None, (), None),
     ("top_k_f32", _top_k, _vector(67, (4, 64)), (), "top_k", None, (), None),
     ("cumsum_f32", _cumsum, _vector(68, (16, 16)), (), "allclose", None, (), None),
@@ -300,8 +310,8 @@ _PROGRAMS = (
     ("scatter_add_f32", _scatter_add, _scatter_inputs, (), "allclose", None, (), None),
     ("gather_f32", _take, _take_inputs, (), "allclose", None, (), None),
     ("while_loop_f32", _newton_sqrt, _positive, (), "allclose", None, (), None),
-    ("cpu_and_tpu_f32", _softplus, _vector(70, (8, 16)), (), "allclose", None, (),
-     ("cpu", "tpu")),
+    ("cpu_and_tpu_f32", _softplus, _vector(70, (8, 16)), (), "allclose", _TPU_TRANSCENDENTALS,
+     (), ("cpu", "tpu")),
 )
 
 

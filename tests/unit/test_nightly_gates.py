@@ -173,3 +173,15 @@ def test_the_templates_pinned_leg_says_it_pins_only_what_the_project_pins():
   pinned = text[text.index("            pinned)"):text.index("            newest)")]
   assert "as the project's" in pinned and '>> "$GITHUB_STEP_SUMMARY"' in pinned
   assert "pin jax there (jax==X.Y.Z)" in pinned
+
+
+def test_the_nightly_tpu_job_is_off_without_a_runner_label_and_runs_the_accelerator_script():
+  text = (ROOT / ".github" / "workflows" / "nightly-compat.yml").read_text()
+  start = text.index("\n  record-replay-tpu:\n")
+  job = text[start:text.index("\n  release-matrix:\n")]
+  assert "vars.TPU_RUNNER_LABEL != ''" in job
+  assert '"${{ vars.TPU_RUNNER_LABEL }}"' in job
+  flat = " ".join(job.split())
+  assert "tools/accelerator/replay_on_accelerator.sh reports/tpu --platform=tpu" in flat
+  assert "-n " not in flat and "jax[tpu]==" in flat
+  assert "-c .ci/constraints-py311.txt" in flat

@@ -76,11 +76,7 @@ def crosscheck(store: Path, platform: str) -> dict[str, Any]:
 
   cpu = jax.devices("cpu")[0]
   problems: list[str] = []
-  try:
-    listed = GoldenStore(store).entries(platform=platform)
-  except JaxportError as e:
-    problems.append(f"the work store cannot be listed: {e}")
-    listed = []
+  listed = _all_entries(GoldenStore(store), platform, problems)
   entries = [_crosscheck_entry(e, repository.case(e.manifest.case_id),
                                repository.cpu_reference(e.manifest.case_id), cpu)
              for e in listed]
@@ -177,15 +173,22 @@ def read_steps(path: Path) -> list[dict[str, Any]]:
   return steps
 
 
+def _all_entries(store: GoldenStore, platform: str, problems: list[str]) -> list[Entry]:
+  """The entries of ``platform`` in ``store`` (none where it cannot be listed, said once)."""
+  try:
+    return store.entries(platform=platform)
+  except JaxportError as e:
+    message = f"the work store cannot be listed: {e}"
+    if message not in problems:
+      problems.append(message)
+    return []
+
+
 def _new_entries(store: GoldenStore, platform: str, repo_store: Path,
                  problems: list[str]) -> list[Entry]:
   """The entries of ``platform`` in ``store`` that the repository's store does not hold."""
-  try:
-    entries = store.entries(platform=platform)
-  except JaxportError as e:
-    problems.append(f"the work store cannot be listed: {e}")
-    return []
-  return [e for e in entries if not (repo_store / e.entry_id).exists()]
+  return [e for e in _all_entries(store, platform, problems)
+          if not (repo_store / e.entry_id).exists()]
 
 
 def write_archive(entries: Sequence[Entry], path: Path) -> list[str]:
@@ -204,8 +207,9 @@ def _by_id(items: Any, key: str = "entry_id") -> dict[str, Any]:
 def _target_rows(platform: str, entries: Sequence[Entry], cross: Mapping[str, Any],
                  replayed: Mapping[str, Any], check: Mapping[str, Any] | None,
                  record: Mapping[str, Any] | None, filtered: bool) -> list[dict[str, Any]]:
-  """Per stable target of ``platform``: the new entries with outputs that call it, their
-  cross-check and replay, or why there is none (``UNREACHABLE``, a failed recording)."""
+  """Per stable target of ``platform``: the entries with outputs that call it (the
+  repository's and the new ones), their cross-check and replay, or why there is none
+  (``UNREACHABLE``, a failed recording)."""
   unreachable = (check or {}).get("unreachable", {})
   case_targets = (check or {}).get("cases", {})
   failed = {r["case_id"]: r.get("message", "") for r in (record or {}).get("recorded", ())
@@ -254,6 +258,8 @@ def summarize(work: Path, out: Path, platform: str, cases_filter: str | None,
   imported = _load(work / CORPUS_IMPORT, problems)
   entries = _new_entries(GoldenStore(work / STORE), platform, repo_store, problems)
   archived = write_archive(entries, out / ARCHIVE)
+  # Coverage counts every entry of the work store, the repository's (seeded) and the new ones.
+  every = _all_entries(GoldenStore(work / STORE), platform, problems)
   for name, file in HARNESS_REPORTS.items():
     if (work / file).is_file():
       shutil.copyfile(work / file, out / file)
@@ -262,7 +268,7 @@ def summarize(work: Path, out: Path, platform: str, cases_filter: str | None,
   cross = _by_id((check or {}).get("entries"))
   replayed = _by_id((harness["replay"] or {}).get("entries"))
   filtered = bool(cases_filter)
-  targets = _target_rows(platform, entries, cross, replayed, check, harness["record"], filtered)
+  targets = _target_rows(platform, every, cross, replayed, check, harness["record"], filtered)
   hosts = [e.manifest.host.to_json() for e in entries
            if not e.manifest.lowering_only and e.manifest.host is not None]
   corpus = _harness_part(harness["corpus"])

@@ -1,0 +1,22 @@
+#loc1 = loc("approx_top_k")
+#loc2 = loc("a")
+#loc5 = loc("approx_top_k:"(#loc1))
+module @jit__approx_max_k attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func @top_k_gt_f32_comparator(%arg0: tensor<f32> loc("approx_top_k:"(#loc1)), %arg1: tensor<f32> loc("approx_top_k:"(#loc1)), %arg2: tensor<i32> loc("approx_top_k:"(#loc1)), %arg3: tensor<i32> loc("approx_top_k:"(#loc1))) -> tensor<i1> {
+    %0 = stablehlo.compare GT, %arg0, %arg1 : (tensor<f32>, tensor<f32>) -> tensor<i1> loc(#loc5)
+    return %0 : tensor<i1> loc(#loc5)
+  } loc(#loc5)
+  func.func public @main(%arg0: tensor<4x4xf32> loc("a")) -> (tensor<4x2xf32> {jax.result_info = "result[0]"}, tensor<4x2xi32> {jax.result_info = "result[1]"}) {
+    %cst = stablehlo.constant dense<0xFF800000> : tensor<f32> loc(#loc8)
+    %c = stablehlo.constant dense<-1> : tensor<i32> loc(#loc8)
+    %0 = stablehlo.iota dim = 1 : tensor<4x4xi32> loc(#loc8)
+    %1:2 = stablehlo.custom_call @ApproxTopK(%arg0, %0, %cst, %c) {called_computations = [@top_k_gt_f32_comparator], mhlo.backend_config = {aggregate_to_topk = true, recall_target = 0.949999988 : f32, reduction_dim = 1 : i64, reduction_input_size_override = -1 : i64, top_k = 2 : i64}} : (tensor<4x4xf32>, tensor<4x4xi32>, tensor<f32>, tensor<i32>) -> (tensor<4x2xf32>, tensor<4x2xi32>) loc(#loc8)
+    return %1#0, %1#1 : tensor<4x2xf32>, tensor<4x2xi32> loc(#loc7)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc3 = loc("_lowering_only.py":72:9)
+#loc4 = loc("<frozen runpy>":88:4)
+#loc6 = loc("jit(_approx_max_k)"(#loc3))
+#loc7 = loc("jit(_approx_max_k)"(#loc4))
+#loc8 = loc("approx_top_k"(#loc6))

@@ -1,0 +1,15 @@
+#loc1 = loc("key")
+module @jit__rng_bits attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<4xui32> loc("key")) -> (tensor<4x8xui32> {jax.result_info = "result"}) {
+    %0 = stablehlo.reshape %arg0 : (tensor<4xui32>) -> tensor<2x2xui32> loc(#loc6)
+    %1 = stablehlo.bitcast_convert %0 : (tensor<2x2xui32>) -> tensor<2xui64> loc(#loc6)
+    %output_state, %output = stablehlo.rng_bit_generator %1, algorithm = THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4x8xui32>) loc(#loc6)
+    return %output : tensor<4x8xui32> loc(#loc5)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc2 = loc("_tpu.py":256:12)
+#loc3 = loc("<frozen runpy>":88:4)
+#loc4 = loc("jit(_rng_bits)"(#loc2))
+#loc5 = loc("jit(_rng_bits)"(#loc3))
+#loc6 = loc("rng_bit_generator"(#loc4))
