@@ -41,7 +41,8 @@ from jaxport.harness._protocol import (Answer, FailureKind, RecordAnswer, Replay
 from jaxport.harness._requests import (ArtifactsRequest, CasesRequest, DevicesRequest,
                                        RecordRequest, ReplayRequest, Request, load_request,
                                        request_id_of)
-from jaxport.harness._worker_client import ANSWER_FD_FLAG, COLD_START_FLAG
+from jaxport.harness import _stage_marks
+from jaxport.harness._worker_client import ANSWER_FD_FLAG, COLD_START_FLAG, STAGE_FD_FLAG
 
 if TYPE_CHECKING:
   from jaxport.harness._engine import ReplayEngine
@@ -246,9 +247,14 @@ def main(argv: list[str] | None = None) -> NoReturn:
                       help="lower and compile nothing before the first request (cold replay)")
   parser.add_argument(ANSWER_FD_FLAG, dest="answer_fd", type=int, required=True, metavar="FD",
                       help="the write end of the pipe the answers go to (not stdout)")
+  parser.add_argument(STAGE_FD_FLAG, dest="stage_fd", type=int, default=None, metavar="FD",
+                      help="a file to leave word of the stages in progress in, which the "
+                           "session reads if this process dies (jaxport.harness._stage_marks)")
   add_lifeline_option(parser)
   args = parser.parse_args(argv)
   answers = serve_as_child(args.lifeline, args.answer_fd)
+  if args.stage_fd is not None:
+    _stage_marks.install(args.stage_fd)
   from jaxport.harness import _engine, _jax_setup
   from jaxport.harness._project import Project
   _jax_setup.configure_jax(args.compile_cache, share_executables=args.share_executables,
@@ -269,6 +275,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     try:
       raw = json.loads(line)
       request_id = request_id_of(raw)
+      _stage_marks.MARKS.begin(request_id)
       echo = raw.get("entry_id") if isinstance(raw, dict) else None
       entry_id = echo if isinstance(echo, str) else None
       request_id, request = load_request(raw)
@@ -295,7 +302,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
   sys.stderr.flush()
   # Nothing is left to write: skip the interpreter's teardown (jax's and XLA's clean-up take
   # most of a second per worker, which every run would wait for).
-  os._exit(0)
+  _stage_marks.exit_now(0)
 
 
 if __name__ == "__main__":
