@@ -119,7 +119,8 @@ def _stage_text(stage: str) -> str:
 def _crash_finding(failure: WorkerFailure) -> Finding:
   """The finding of a worker that died, by the stage it left word of (``_stage_marks``): the
   stage whose thread called ``os._exit``, else the stages in progress. A death in a reader's
-  replay, alone or beside another stage, is a compatibility break naming the reader; one in
+  replay, alone or beside another stage, is a compatibility break naming the reader (in its
+  message: a crash is never excused as a reader's own failure can be); one in
   the case's own code or today's export alone is the entry's export error, the recorded
   entry not at fault; without word, a compatibility break of the worker."""
   tail = failure.stderr_tail.strip()
@@ -128,13 +129,13 @@ def _crash_finding(failure: WorkerFailure) -> Finding:
   stages = (failure.exited_in,) if failure.exited_in is not None else failure.stages
   readers = [r for r in map(stage_reader, stages) if r is not None]
   during = " and ".join(_stage_text(s) for s in stages)
-  ended = ("was ended by a call of os._exit" if failure.exited_in is not None
-           else "died (a native crash, or case code that ended its process with a signal)")
+  ended = "was ended by a call of os._exit" if failure.exited_in is not None else "stopped"
   if readers:
-    return Finding(K.COMPATIBILITY_BREAK, S.READER,
+    # Named in the message, not as the finding's reader: a crash is never excused as a
+    # reader's failure is (the forward gap, an expectations row).
+    return Finding(K.COMPATIBILITY_BREAK, S.WORKER,
                    f"{', '.join(readers)} reader{'s' if len(readers) > 1 else ''}: the worker "
-                   f"process {ended} during {during} ({how}); {stderr}",
-                   readers[0] if len(readers) == 1 else None)
+                   f"process {ended} during {during} ({how}); {stderr}")
   if stages:
     return Finding(K.EXPORT_ERROR, S.TODAY,
                    f"the worker process {ended} during {during} ({how}), while no reader "
