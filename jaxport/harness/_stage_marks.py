@@ -42,6 +42,8 @@ READER_PREFIX = "reader:"
 SLOT_BYTES = 4096
 # The most stages one record lists (two threads, each with one innermost stage; room to spare).
 MAX_STAGES = 16
+# Seconds ``os._exit`` waits for the marks' lock before it ends the process without word.
+EXIT_LOCK_WAIT_S = 1.0
 _READER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _KEYS = ("request_id", "stages", "exited_in")
 
@@ -80,6 +82,8 @@ class StageMarks:
 
   def __init__(self, fd: int | None = None) -> None:
     self._fd = fd
+    # The process that writes: a process case code forks inherits the file and writes nothing.
+    self._pid = os.getpid()
     self._lock = threading.Lock()
     self._request_id: int | None = None
     self._stacks: dict[int, list[str]] = {}
@@ -88,6 +92,7 @@ class StageMarks:
     """Write to ``fd`` from now on."""
     with self._lock:
       self._fd = fd
+      self._pid = os.getpid()
 
   def begin(self, request_id: int | None) -> None:
     """A new request: no stage in progress."""
@@ -115,13 +120,19 @@ class StageMarks:
         self._write(None)
 
   def exiting(self) -> None:
-    """This thread is about to end the process (``os._exit``): leave its stage."""
-    with self._lock:
+    """This thread is about to end the process (``os._exit``): leave its stage. The lock is
+    waited for a moment only, so that an exit never hangs on it (a process forked while
+    another thread held it holds it forever)."""
+    if not self._lock.acquire(timeout=EXIT_LOCK_WAIT_S):
+      return
+    try:
       stack = self._stacks.get(threading.get_ident())
       self._write(stack[-1] if stack else None)
+    finally:
+      self._lock.release()
 
   def _write(self, exited_in: str | None) -> None:
-    if self._fd is None:
+    if self._fd is None or os.getpid() != self._pid:
       return
     stages = sorted({stack[-1] for stack in self._stacks.values() if stack})
     record = {"request_id": self._request_id, "stages": stages[:MAX_STAGES],

@@ -101,3 +101,18 @@ def test_os_exit_in_an_installed_process_names_the_stage_of_its_thread(slot):
   assert done.returncode == 3
   assert read_marks(slot, 11) == Marks(("case_code", "reader:jaxport"), "case_code")
 
+
+
+def test_a_process_forked_by_case_code_leaves_no_word_in_its_parents_file(slot):
+  marks = StageMarks(slot)
+  marks.begin(4)
+  with marks.stage(CASE_CODE):
+    pid = os.fork()
+    if pid == 0:  # the child: whatever it marks or however it exits, the parent's word stays
+      try:
+        with marks.stage(TODAY):
+          marks.exiting()
+      finally:
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert read_marks(slot, 4) == Marks(("case_code",), None)
