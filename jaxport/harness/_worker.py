@@ -13,7 +13,9 @@ each. A watchdog thread exits the process when the pipe from its parent reports 
 so the worker never outlives the process that started it.
 
 The worker is started as ``python -m jaxport.harness._worker --project JSON --answer-fd FD
-[--share-executables] [--compile-cache DIR] [--cold-start]``, in the project's directory
+[--stage-fd FD] [--share-executables] [--compile-cache DIR] [--cold-start]``; with
+``--stage-fd`` it keeps word of the stages in progress in that file (``_stage_marks``), which
+the session reads if it dies. It runs in the project's directory
 with the project's paths on ``PYTHONPATH``, so that it imports the case modules the session
 lists; with ``--share-executables`` each distinct module is compiled once in the process
 and, given two cores, an entry's readers run side by side, and with a directory, compiled
