@@ -103,6 +103,8 @@ def test_os_exit_in_an_installed_process_names_the_stage_of_its_thread(slot):
 
 
 
+# The child only marks and exits, on no lock another thread holds: the fork is safe here.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_a_process_forked_by_case_code_leaves_no_word_in_its_parents_file(slot):
   marks = StageMarks(slot)
   marks.begin(4)
