@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -33,6 +34,7 @@ from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.harness import _reference as _api, _corpus, _lowering
 from jaxport.harness import _contexts, _executables, _shardings, _stopwatch
 from jaxport.harness import _calling, _case, checkers
+from jaxport.harness._stage_marks import CASE_CODE, TODAY, reader_stage, stage
 from jaxport.harness._case_runs import export_case, run_exported, run_exported_arrays, storable
 from jaxport.harness._jax_setup import (case_jax_config, entry_jax_config, jax_config, keeps_config,
                                         warm_native_kernels)
@@ -168,27 +170,28 @@ class ReplayEngine:
       readable = blob if envelope is None else envelope.blob
       # An old record whose targets jaxlib dropped will fail to run: its upgraded run starts
       # now, beside the doomed attempt, and is used only if the record indeed fails.
-      ahead = ({r: self._ahead(functools.partial(upgrade_ahead, r, readable, inputs, watch))
+      ahead = ({r: self._ahead(_in_stage(reader_stage(r), functools.partial(
+                    upgrade_ahead, r, readable, inputs, watch)))
                 for r in names}
                if self._executor is not None and run and upgradable(m) else {})
 
       def read(some: list[str]) -> None:
         for r in some:
-          with _contexts.lowering_for(r):
+          with stage(reader_stage(r)), _contexts.lowering_for(r):
             results[r] = self._read(r, blob, inputs, expected, m, reads, shardings, watch,
                                     ahead.get(r), envelope, run)
 
       case = self.case_of(m) if today else None
 
       def compare_today() -> None:
-        with watch.stage(_stopwatch.CURRENT):
+        with stage(TODAY), watch.stage(_stopwatch.CURRENT):
           todays.append(self._today(case, m, inputs, expected,
                                     reads.by_reader.get(_api.REFERENCE), run, reads))
 
       alongside = today and keeps_config(case)
 
       def early() -> None:
-        with watch.stage(_stopwatch.CURRENT):
+        with stage(TODAY), watch.stage(_stopwatch.CURRENT):
           self._today_ahead(case, m, inputs, run, reads)
 
       try:
@@ -287,7 +290,8 @@ class ReplayEngine:
     with self._today_lock, _contexts.lowering_for(_TODAYS_CONTEXTS):
       if case.case_id not in self._exports:
         try:
-          exp = export_case(case)
+          with stage(CASE_CODE):  # its inputs and function, traced and lowered
+            exp = export_case(case)
           found: tuple[Any, tuple] | str = (exp, _lowering.signatures(exp.mlir_module_serialized))
         except Exception as e:  # noqa: BLE001
           found = error_line(e)
@@ -458,8 +462,19 @@ def _judge_outputs(known: Any, m: Manifest, inputs, expected, actual) -> Any:
   tolerances where the manifest records them, else all with its one comparison."""
   outputs = None if m.tolerances is None else [
       checkers.OutputTolerance(t.path, t.rtol, t.atol) for t in m.tolerances]
-  return known.check(m.comparison.mode, inputs, expected, actual, rtol=m.comparison.rtol,
-                     atol=m.comparison.atol, outputs=outputs)
+  # A checker the project registered is the case's own code.
+  own = checkers.BUILTIN.get(m.comparison.mode) is None
+  with stage(CASE_CODE) if own else contextlib.nullcontext():
+    return known.check(m.comparison.mode, inputs, expected, actual, rtol=m.comparison.rtol,
+                       atol=m.comparison.atol, outputs=outputs)
+
+
+def _in_stage(name: str, work: Callable[[], Any]) -> Callable[[], Any]:
+  """``work`` run with ``name`` in progress on whichever thread runs it."""
+  def run() -> Any:
+    with stage(name):
+      return work()
+  return run
 
 
 def _keep(memo: collections.OrderedDict, key: Any, value: Any) -> None:

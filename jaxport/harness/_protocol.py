@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from jaxport._records import Strict
 from jaxport._vocabulary import TargetVerdict
 from jaxport.errors import WorkerAnswerError
+from jaxport.harness._stage_marks import is_stage
 
 
 class Stage(enum.StrEnum):
@@ -52,6 +53,13 @@ def _verdict_map(value: Any, where: str) -> Mapping[str, TargetVerdict] | None:
     return None
   return {_S.of(k, str, where): _S.enum(TargetVerdict, v, f"{where}.{k}")
           for k, v in _S.of(value, dict, where).items()}
+
+
+def _stage(value: str, where: str) -> str:
+  """``value`` if it is a stage of ``_stage_marks``' vocabulary."""
+  if not is_stage(value):
+    raise _S.fail(where, f"expected a stage (case_code, today, reader:NAME), got {value!r}")
+  return value
 
 
 # --- records --------------------------------------------------------------------------------
@@ -327,10 +335,16 @@ class WorkerFailure:
   returncode: int | None = None
   stderr_tail: str = ""
   traceback: str = ""
+  # A crash: the stages the worker was in when it died (``_stage_marks``: the case's code,
+  # today's export, a reader), and the stage whose thread called ``os._exit``; empty and
+  # None when it left no word.
+  stages: tuple[str, ...] = ()
+  exited_in: str | None = None
 
   def to_json(self) -> dict[str, Any]:
     return {"kind": str(self.kind), "why": self.why, "returncode": self.returncode,
-            "stderr_tail": self.stderr_tail, "traceback": self.traceback}
+            "stderr_tail": self.stderr_tail, "traceback": self.traceback,
+            "stages": list(self.stages), "exited_in": self.exited_in}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> WorkerFailure:
@@ -339,7 +353,11 @@ class WorkerFailure:
                                                                        f"{where}.why"),
                _S.of(d["returncode"], int, f"{where}.returncode", nullable=True),
                _S.of(d["stderr_tail"], str, f"{where}.stderr_tail"),
-               _S.of(d["traceback"], str, f"{where}.traceback"))
+               _S.of(d["traceback"], str, f"{where}.traceback"),
+               tuple(_stage(s, f"{where}.stages[{i}]")
+                     for i, s in enumerate(_S.strs(d["stages"], f"{where}.stages"))),
+               None if d["exited_in"] is None else _stage(
+                   _S.of(d["exited_in"], str, f"{where}.exited_in"), f"{where}.exited_in"))
 
 
 @dataclasses.dataclass(frozen=True)

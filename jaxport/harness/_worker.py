@@ -13,7 +13,9 @@ each. A watchdog thread exits the process when the pipe from its parent reports 
 so the worker never outlives the process that started it.
 
 The worker is started as ``python -m jaxport.harness._worker --project JSON --answer-fd FD
-[--share-executables] [--compile-cache DIR] [--cold-start]``, in the project's directory
+[--stage-fd FD] [--share-executables] [--compile-cache DIR] [--cold-start]``; with
+``--stage-fd`` it keeps word of the stages in progress in that file (``_stage_marks``), which
+the session reads if it dies. It runs in the project's directory
 with the project's paths on ``PYTHONPATH``, so that it imports the case modules the session
 lists; with ``--share-executables`` each distinct module is compiled once in the process
 and, given two cores, an entry's readers run side by side, and with a directory, compiled
@@ -41,7 +43,8 @@ from jaxport.harness._protocol import (Answer, FailureKind, RecordAnswer, Replay
 from jaxport.harness._requests import (ArtifactsRequest, CasesRequest, DevicesRequest,
                                        RecordRequest, ReplayRequest, Request, load_request,
                                        request_id_of)
-from jaxport.harness._worker_client import ANSWER_FD_FLAG, COLD_START_FLAG
+from jaxport.harness import _stage_marks
+from jaxport.harness._worker_client import ANSWER_FD_FLAG, COLD_START_FLAG, STAGE_FD_FLAG
 
 if TYPE_CHECKING:
   from jaxport.harness._engine import ReplayEngine
@@ -246,9 +249,14 @@ def main(argv: list[str] | None = None) -> NoReturn:
                       help="lower and compile nothing before the first request (cold replay)")
   parser.add_argument(ANSWER_FD_FLAG, dest="answer_fd", type=int, required=True, metavar="FD",
                       help="the write end of the pipe the answers go to (not stdout)")
+  parser.add_argument(STAGE_FD_FLAG, dest="stage_fd", type=int, default=None, metavar="FD",
+                      help="a file to leave word of the stages in progress in, which the "
+                           "session reads if this process dies (jaxport.harness._stage_marks)")
   add_lifeline_option(parser)
   args = parser.parse_args(argv)
   answers = serve_as_child(args.lifeline, args.answer_fd)
+  if args.stage_fd is not None:
+    _stage_marks.install(args.stage_fd)
   from jaxport.harness import _engine, _jax_setup
   from jaxport.harness._project import Project
   _jax_setup.configure_jax(args.compile_cache, share_executables=args.share_executables,
@@ -269,6 +277,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     try:
       raw = json.loads(line)
       request_id = request_id_of(raw)
+      _stage_marks.MARKS.begin(request_id)
       echo = raw.get("entry_id") if isinstance(raw, dict) else None
       entry_id = echo if isinstance(echo, str) else None
       request_id, request = load_request(raw)
@@ -295,7 +304,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
   sys.stderr.flush()
   # Nothing is left to write: skip the interpreter's teardown (jax's and XLA's clean-up take
   # most of a second per worker, which every run would wait for).
-  os._exit(0)
+  _stage_marks.exit_now(0)
 
 
 if __name__ == "__main__":

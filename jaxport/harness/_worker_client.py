@@ -47,6 +47,7 @@ from jaxport.harness._devices import FORCE_DEVICES_FLAG, worker_environment
 from jaxport.harness._protocol import (Answer, FailureKind, WireAnswer, WorkerFailure, load_answer,
                                        malformed)
 from jaxport.harness._requests import Request, dump_request
+from jaxport.harness._stage_marks import read_marks
 
 if TYPE_CHECKING:
   from jaxport.harness._project import Project
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
 COLD_START_FLAG = "--cold-start"
 ANSWER_FD_FLAG = "--answer-fd"
+STAGE_FD_FLAG = "--stage-fd"
 STDERR_TAIL_CHARS = 4000
 # Seconds a worker whose answers ended has to exit on its own before it is killed.
 EXIT_GRACE_S = 5.0
@@ -141,6 +143,8 @@ class WorkerClient:
     self.share_executables = share_executables
     self._proc: subprocess.Popen | None = None
     self._stderr = None
+    # The unlinked file the worker leaves word of its stages in (``_stage_marks``).
+    self._stages = None
     self._answers = None  # the read end of the worker's answer pipe
     self._lifeline: int | None = None
     # Request ids, unique over this client's workers: an answer of a dead worker's request
@@ -171,6 +175,9 @@ class WorkerClient:
     self._ahead = collections.deque(p for p in self._ahead if p.reply is not None)
     env[_PARENT_PID_ENV] = str(os.getpid())
     self._stderr = tempfile.TemporaryFile(mode="w+b")
+    if self._stages is not None:
+      self._stages.close()
+    self._stages = tempfile.TemporaryFile(mode="w+b")
     flags = ["--compile-cache", str(self.compile_cache)] if self.compile_cache is not None else []
     if self.share_executables:
       flags.append("--share-executables")
@@ -184,10 +191,10 @@ class WorkerClient:
       self._proc = subprocess.Popen(
           [sys.executable, "-m", "jaxport.harness._worker", "--project",
            json.dumps(self.project.to_json()), *flags, LIFELINE_FLAG, str(read_end),
-           ANSWER_FD_FLAG, str(answers_write)],
+           ANSWER_FD_FLAG, str(answers_write), STAGE_FD_FLAG, str(self._stages.fileno())],
           cwd=self.project.root or Path.cwd(),
           env=env, stdin=subprocess.PIPE, stdout=self._stderr, stderr=self._stderr, text=True,
-          pass_fds=(read_end, answers_write),
+          pass_fds=(read_end, answers_write, self._stages.fileno()),
           # Its own process group: what case code forks dies with it (kill_group), and a
           # Ctrl-C at the terminal reaches the session, which stops its workers itself.
           start_new_session=True)
@@ -351,8 +358,13 @@ class WorkerClient:
   def _crashed(self, why: str, pending: _Pending | None = None,
                exiting: bool = False) -> Reply:
     code = self._kill(keep=pending, exiting=exiting)
+    # Where the dead worker was in the request, as it left word (read once it is gone).
+    marks = (read_marks(self._stages.fileno(), pending.request_id)
+             if pending is not None and self._stages is not None else None)
     return Reply(WorkerFailure(FailureKind.CRASHED, why, returncode=code,
-                               stderr_tail=self._stderr_tail()), ())
+                               stderr_tail=self._stderr_tail(),
+                               stages=marks.stages if marks else (),
+                               exited_in=marks.exited_in if marks else None), ())
 
   def _refused(self, failure: WorkerFailure, pending: _Pending) -> Reply:
     """``failure`` as the reply of the awaited request ``pending``, the worker whose answers no
@@ -373,3 +385,6 @@ class WorkerClient:
     if self._stderr is not None:
       self._stderr.close()
       self._stderr = None
+    if self._stages is not None:
+      self._stages.close()
+      self._stages = None

@@ -72,15 +72,20 @@ def test_case_code_that_ends_the_process_is_named_as_the_cases_failure(pytester,
   assert "written   cpu/mine/b_fine/2026-12-02" in text
 
 
-def test_case_code_that_kills_its_process_is_a_dead_worker_with_its_own_exit_status(
-    pytester, tmp_path, monkeypatch):
+@pytest.mark.parametrize("sharing", [(), ("--compat-no-cache",)], ids=["threads", "no-cache"])
+def test_case_code_that_kills_its_process_is_the_cases_export_error_with_its_exit_status(
+    pytester, tmp_path, monkeypatch, sharing):
   _recorded_then_ending(pytester, monkeypatch, "os._exit(3)")
   report_file = tmp_path / "report.json"
-  assert pytester.runpytest_subprocess(*RUN, f"--compat-report={report_file}").ret == 1
+  assert pytester.runpytest_subprocess(*RUN, *sharing, f"--compat-report={report_file}").ret == 1
   entries = {e["case_id"]: e for e in json.loads(report_file.read_text())["entries"]}
-  text = "\n".join(entries["a_exiting"]["messages"])
-  assert "the worker process died while replaying (the worker exited, exit code 3" in text, text
-  assert "os._exit" in text and "SIGKILL" not in text
+  exiting = entries["a_exiting"]
+  text = "\n".join(exiting["messages"])
+  # The recorded entry was never at fault: the case's function ended the process when traced.
+  assert exiting["status"] == "fail" and exiting["kinds"] == ["export_error"], exiting
+  assert "was ended by a call of os._exit during the case's own code" in text, text
+  assert "the worker exited, exit code 3" in text and "SIGKILL" not in text, text
+  assert "reader" not in text.split("while no reader")[0], text
   assert entries["b_fine"]["status"] == "pass", entries["b_fine"]
 
 

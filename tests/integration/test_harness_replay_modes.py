@@ -136,6 +136,10 @@ def test_cold_replay_isolates_a_crash_that_a_warm_worker_hides(pytester, monkeyp
   crashed = by_id[f"cpu/{CHOLESKY}"]
   assert crashed["kinds"] == ["compatibility_break"]
   assert "cold replay with the jaxport reader in a fresh process" in crashed["messages"][0]
+  # The worker left word that it died in the reader's replay: the break names that reader.
+  assert crashed["messages"][0].startswith(
+      "[compatibility_break] jaxport reader: the worker process stopped during the jaxport "
+      "reader's replay of the recorded entry"), crashed["messages"][0]
   # The signal by name, and the stack faulthandler wrote when it arrived.
   assert "killed by SIGSEGV (signal 11)" in crashed["messages"][0]
   assert "Fatal Python error: Segmentation fault" in crashed["messages"][0]

@@ -227,6 +227,49 @@ def test_a_crash_is_a_break_and_damaged_golden_data_a_golden_data_error():
   assert judging.status(out, strict=False) is Status.FAIL
 
 
+def _died(stages=(), exited_in=None):
+  return _classify_answer(WorkerFailure(FailureKind.CRASHED, "the worker exited", returncode=3,
+                                        stderr_tail="last words", stages=stages,
+                                        exited_in=exited_in))
+
+
+def test_a_death_in_the_cases_own_code_or_todays_export_is_its_export_error():
+  for stages, exited_in, named in [(("case_code",), None, "the case's own code"),
+                                   (("today",), None, "today's export of the case"),
+                                   (("reader:jax", "case_code"), "case_code",
+                                    "was ended by a call of os._exit during the case's own code")]:
+    out = _died(stages, exited_in)
+    assert out.kinds == (K.EXPORT_ERROR,), (stages, out.messages)
+    (finding,) = out.findings
+    assert finding.subject is Subject.TODAY and finding.reader is None
+    assert named in finding.message and "exit code 3" in finding.message, finding.message
+    assert "last words" in finding.message
+    assert judging.status(out, strict=False) is Status.FAIL
+
+
+def test_a_death_during_a_reader_stays_a_break_naming_the_reader():
+  for stages, exited_in, reader in [(("reader:jaxport",), None, "jaxport"),
+                                    (("case_code", "reader:jax"), None, "jax"),
+                                    (("today",), "reader:jax", "jax")]:
+    out = _died(stages, exited_in)
+    assert out.kinds == (K.COMPATIBILITY_BREAK,), (stages, out.messages)
+    (finding,) = out.findings
+    # Named in the message; as a crash it is never excused as a reader's own failure can be.
+    assert finding.subject is Subject.WORKER and finding.reader is None, finding
+    assert finding.message.startswith(f"{reader} reader: the worker process "), finding.message
+    assert f"the {reader} reader's replay of the recorded entry" in finding.message
+    assert judging.status(out, strict=False) is Status.FAIL
+  both = _died(("reader:jax", "reader:jaxport")).findings[0]
+  assert both.kind is K.COMPATIBILITY_BREAK
+  assert both.message.startswith("jax, jaxport readers: "), both.message
+
+
+def test_a_death_without_word_of_its_stage_is_a_break_of_the_worker():
+  (finding,) = _died().findings
+  assert finding.kind is K.COMPATIBILITY_BREAK and finding.subject is Subject.WORKER
+  assert "the worker process died while replaying" in finding.message
+
+
 def test_removed_case_is_in_the_skip_ledger():
   out = _classify_answer(ReplayAnswer(readers=(_reader("jaxport"), _reader("jax")),
                                       today=TodayResult(available=False, reason="case gone"),

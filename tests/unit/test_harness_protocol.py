@@ -70,7 +70,9 @@ CASES = ProjectCases(
 
 def test_answers_cross_the_boundary_whole():
   for answer in (_passing(), RecordAnswer("cpu/f/c/2026-05-01_jax-0.10.2"), CASES,
-                 WorkerFailure(FailureKind.CRASHED, "no answer", returncode=-9, stderr_tail="x")):
+                 WorkerFailure(FailureKind.CRASHED, "no answer", returncode=-9, stderr_tail="x"),
+                 WorkerFailure(FailureKind.CRASHED, "the worker exited", returncode=3,
+                               stages=("case_code", "reader:jax"), exited_in="case_code")):
     wire = load_answer(_wire(answer))
     assert wire.answer == answer and wire.notices == ("a notice",)
     assert (wire.request_id, wire.entry_id, wire.output) == (1, ENTRY_ID, "printed\n")
@@ -111,6 +113,20 @@ def test_a_malformed_answer_is_an_error_verdict_naming_the_key(name):
     status, messages = _verdict(_mutated(change), strict=strict)
     assert status is Status.FAIL, (name, messages)
   assert len(messages) == 1 and "answer" in messages[0] and named in messages[0], messages
+
+
+@pytest.mark.parametrize("change, named", [
+    (lambda b: b.update(stages=["typing"]), "typing"),
+    (lambda b: b.update(stages=["reader:../x"]), "reader:../x"),
+    (lambda b: b.update(exited_in="today's"), "exited_in"),
+    (lambda b: b.update(stages="today"), "stages"),
+    (lambda b: b.pop("exited_in"), "exited_in"),
+])
+def test_a_failure_naming_a_stage_outside_the_vocabulary_does_not_read(change, named):
+  wire = _wire(WorkerFailure(FailureKind.CRASHED, "the worker exited", stages=("today",)))
+  change(wire["body"])
+  with pytest.raises(WorkerAnswerError, match=named.replace(".", r"\.")):
+    load_answer(json.loads(json.dumps(wire)))
 
 
 def test_the_listed_cases_answer_by_id_and_host_platform():

@@ -19,6 +19,7 @@ from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.harness._protocol import (EnvelopeRead, FailureKind, ReaderResult, ReplayAnswer, Stage,
                                        WorkerFailure)
 from jaxport.harness._requests import ReplayRequest
+from jaxport.harness._stage_marks import CASE_CODE, TODAY, stage_reader
 from jaxport.harness._verdicts import Outcome
 from jaxport.harness._judge._age import age_findings, days_to_expiry
 from jaxport.harness._judge._drift import (contract_findings, lowering_difference,
@@ -104,15 +105,51 @@ def _envelope_finding(reader: str, env: EnvelopeRead, consumer: str | None) -> F
                  f"{env.reason}; {policy.describe(consumer, env.layout)})", reader)
 
 
+# What each stage a worker can die in is, as a finding names it.
+_STAGE_TEXT = {CASE_CODE: "the case's own code (its inputs, its function traced for today's "
+                          "export, or its checker)",
+               TODAY: "today's export of the case (lowered, serialized, read back and run)"}
+
+
+def _stage_text(stage: str) -> str:
+  reader = stage_reader(stage)
+  return f"the {reader} reader's replay of the recorded entry" if reader else _STAGE_TEXT[stage]
+
+
+def _crash_finding(failure: WorkerFailure) -> Finding:
+  """The finding of a worker that died, by the stage it left word of (``_stage_marks``): the
+  stage whose thread called ``os._exit``, else the stages in progress. A death in a reader's
+  replay, alone or beside another stage, is a compatibility break naming the reader (in its
+  message: a crash is never excused as a reader's own failure can be); one in
+  the case's own code or today's export alone is the entry's export error, the recorded
+  entry not at fault; without word, a compatibility break of the worker."""
+  tail = failure.stderr_tail.strip()
+  stderr = f"its last stderr lines:\n{tail}" if tail else "it wrote nothing to stderr"
+  how = f"{failure.why}, {exit_text(failure.returncode)}"
+  stages = (failure.exited_in,) if failure.exited_in is not None else failure.stages
+  readers = [r for r in map(stage_reader, stages) if r is not None]
+  during = " and ".join(_stage_text(s) for s in stages)
+  ended = "was ended by a call of os._exit" if failure.exited_in is not None else "stopped"
+  if readers:
+    # Named in the message, not as the finding's reader: a crash is never excused as a
+    # reader's failure is (the forward gap, an expectations row).
+    return Finding(K.COMPATIBILITY_BREAK, S.WORKER,
+                   f"{', '.join(readers)} reader{'s' if len(readers) > 1 else ''}: the worker "
+                   f"process {ended} during {during} ({how}); {stderr}")
+  if stages:
+    return Finding(K.EXPORT_ERROR, S.TODAY,
+                   f"the worker process {ended} during {during} ({how}), while no reader "
+                   "replayed the recorded entry; a case (its function, inputs or checker) must "
+                   f"return or raise an Exception, never end the process; {stderr}")
+  return Finding(K.COMPATIBILITY_BREAK, S.WORKER,
+                 f"the worker process died while replaying ({how}: a native crash, or case "
+                 f"code that ended its process with os._exit or a signal); {stderr}")
+
+
 def _failure_finding(failure: WorkerFailure) -> Finding:
   """The finding of a request that got no replay answer."""
   if failure.kind is FailureKind.CRASHED:
-    tail = failure.stderr_tail.strip()
-    return Finding(K.COMPATIBILITY_BREAK, S.WORKER,
-                   f"the worker process died while replaying ({failure.why}, "
-                   f"{exit_text(failure.returncode)}: a native crash, or case code that ended "
-                   "its process with os._exit or a signal); "
-                   + (f"its last stderr lines:\n{tail}" if tail else "it wrote nothing to stderr"))
+    return _crash_finding(failure)
   if failure.kind is FailureKind.GOLDEN_DATA:
     return Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA, f"golden data error: {failure.why}")
   if failure.kind is FailureKind.CASE_CODE:
