@@ -94,14 +94,15 @@ def _replay_in_release_env(version: str, python: Path, project: Path, home: Path
     if report is not None:
       Path(report).parent.mkdir(parents=True, exist_ok=True)
       shutil.copyfile(written, report)
-    return _code_with_kernel_skips(code, written, version, skipped)
+    return _code_with_kernel_skips(code, written, version, skipped, python)
 
 
 def _code_with_kernel_skips(code: int, report_path: Path, version: str,
-                            skipped: dict[str, str]) -> int:
+                            skipped: dict[str, str], python: Path) -> int:
   """The replay's exit code once the entries whose project kernel did not register under
   ``version`` count as skipped, not failed: 1 when every entry was skipped so (nothing was
-  measured, which is not a pass); 0 when they were the run's only failures."""
+  measured, which is not a pass); 0 when they were the run's only failures. The summary names
+  the release environment's ``python``, whose jax's FFI headers the kernel is rebuilt with."""
   if not skipped:
     return code
   from jaxport.report import Status, load_report
@@ -110,7 +111,8 @@ def _code_with_kernel_skips(code: int, report_path: Path, version: str,
   run = load_report(report_path)
   sys.stdout.write(f"jax {version}: {len(skipped)} of {len(run.entries)} entries skipped: the "
                    "project's native kernel does not register under this release; they are not "
-                   "measured\n")
+                   f"measured. To measure them, build the kernel with {python} (its jax's "
+                   "headers: jax.ffi.include_dir()) and replay again\n")
   if len(skipped) == len(run.entries):
     logger.error("every entry replayed under jax %s was skipped (its project kernel does not "
                  "register there): nothing was measured, which is not a pass", version)
