@@ -300,7 +300,7 @@ class HarnessSession:
     if not mine:
       return None
     try:
-      return tuple(self.pool.manifest(mine[-1]).custom_call_targets)
+      return tuple(self.pool.manifest(mine[-1], keep=True).custom_call_targets)
     except GoldenDataError:  # its own replay says what is wrong with it
       return None
 
@@ -311,8 +311,9 @@ class HarnessSession:
     they are)."""
     # An accelerator's entry in a CPU run, or one needing more devices than an accelerator
     # machine has: read and compared, not run.
-    not_run = (_devices.numerics_skip(self.options.settings.platform, _platform_of(entry_id))
-               or self.devices().shortfall(self._devices_of(entry_id, manifest)))
+    not_run = _devices.numerics_skip(self.options.settings.platform, _platform_of(entry_id))
+    if not_run is None and self.options.settings.platform != "cpu":
+      not_run = self.devices().shortfall(self._devices_of(entry_id, manifest))
     features = None
     if self._min_consumer(manifest) is not None:
       features = FeaturesWanted.MIN_CONSUMER

@@ -61,6 +61,8 @@ class WorkerPool:
     # The manifests read last (those of the entries ahead, read when their workers are
     # prepared, and the current one's), so that an entry's manifest is read once here.
     self._manifests: collections.OrderedDict[str, Manifest] = collections.OrderedDict()
+    # Manifests kept for the whole run (``manifest(keep=True)``): one entry per case at most.
+    self._kept: dict[str, Manifest] = {}
     self._cache_checked = False
     # The run's entries whose workers start with the next replay (``expect``).
     self._expected: list[str] = []
@@ -153,10 +155,16 @@ class WorkerPool:
     while len(self._manifests) > _MANIFESTS_KEPT:
       self._manifests.popitem(last=False)
 
-  def manifest(self, entry_id: str) -> Manifest:
-    """The entry's validated manifest, read once while it is among the last few asked for."""
+  def manifest(self, entry_id: str, keep: bool = False) -> Manifest:
+    """The entry's validated manifest, read once while it is among the last few asked for;
+    ``keep``: kept for the whole run (a case's entry of the installed jax, which the judging
+    of the case's older entries asks for before its own replay reads it)."""
+    if entry_id in self._kept:
+      return self._kept[entry_id]
     if entry_id not in self._manifests:
       self._keep_manifest(entry_id, self.store.entry(EntryId.parse(entry_id)).manifest)
+    if keep:
+      self._kept[entry_id] = self._manifests[entry_id]
     return self._manifests[entry_id]
 
   # --- ahead of the entries ----------------------------------------------------

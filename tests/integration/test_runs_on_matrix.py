@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import datetime
 import json
 import sys
 from pathlib import Path
@@ -34,9 +35,14 @@ from harness.tools.matrix import load_summary, producer_label  # noqa: E402
 
 
 def _rows():
+  """The entries the matrix measured, by producer: those recorded by its measurement day (an
+  entry recorded since is measured by the matrix's next run)."""
+  measured_on = datetime.date.fromisoformat(load_summary()["measured"])
   rows = collections.defaultdict(list)
   for e in GoldenStore(STORE).entries("cpu"):
     m = e.manifest
+    if m.record_date > measured_on:
+      continue
     rows[producer_label({"jax": m.producer.jax, "jaxport": m.producer.jaxport})].append(
         (e.entry_id.split("/")[2], m.lowering_only, features_of_blob(e.blob(), m)))
   return rows

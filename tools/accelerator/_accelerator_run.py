@@ -60,6 +60,8 @@ NOT_NEEDED = "none"
 # The steps that work on the platform's own cases, and the verdicts they decide.
 STORE_STEPS = ("record", "crosscheck", "replay")
 STORE_VERDICTS = ("targets", "crosscheck", "replay")
+# The record actions after which a case's entry is in the work store as the case is today.
+TAKEN_ACTIONS = ("written", "unchanged")
 # Where the archive's entries go, relative to the repository root (``tar xzf`` there).
 ARCHIVE_ROOT = "compat_data"
 
@@ -67,8 +69,9 @@ ARCHIVE_ROOT = "compat_data"
 # --- crosscheck --------------------------------------------------------------------------
 
 
-def crosscheck(store: Path, platform: str) -> dict[str, Any]:
-  """Every entry of ``platform`` in ``store`` (the repository's, seeded, and the new ones)
+def crosscheck(store: Path, platform: str, record_report: Path) -> dict[str, Any]:
+  """Every entry of ``platform`` in ``store`` whose case this run's record step took (its
+  report, ``record_report``: written now, or unchanged from the repository's seeded entry)
   judged against its case's result on the CPU."""
   import jax
 
@@ -76,13 +79,23 @@ def crosscheck(store: Path, platform: str) -> dict[str, Any]:
 
   cpu = jax.devices("cpu")[0]
   problems: list[str] = []
-  listed = _all_entries(GoldenStore(store), platform, problems)
+  taken = _recorded_cases(_load(record_report, problems))
+  listed = [e for e in _all_entries(GoldenStore(store), platform, problems)
+            if e.manifest.case_id in taken]
   entries = [_crosscheck_entry(e, repository.case(e.manifest.case_id),
                                repository.cpu_reference(e.manifest.case_id), cpu)
              for e in listed]
   return {"platform": platform, "cpu_device": str(cpu), "entries": entries, "problems": problems,
           "cases": {c.case_id: sorted(c.targets) for c in repository.cases_for(platform)},
           "unreachable": dict(repository.UNREACHABLE)}
+
+
+def _recorded_cases(report: Any) -> set[str]:
+  """The cases a record step's harness report says it recorded or found unchanged."""
+  if not isinstance(report, Mapping):
+    return set()
+  return {r["case_id"] for r in report.get("recorded", ()) if isinstance(r, Mapping)
+          and isinstance(r.get("case_id"), str) and r.get("action") in TAKEN_ACTIONS}
 
 
 def _first_line(e: BaseException) -> str:
@@ -258,8 +271,11 @@ def summarize(work: Path, out: Path, platform: str, cases_filter: str | None,
   imported = _load(work / CORPUS_IMPORT, problems)
   entries = _new_entries(GoldenStore(work / STORE), platform, repo_store, problems)
   archived = write_archive(entries, out / ARCHIVE)
-  # Coverage counts every entry of the work store, the repository's (seeded) and the new ones.
-  every = _all_entries(GoldenStore(work / STORE), platform, problems)
+  # Coverage counts the entries this run took: the repository's (seeded) that it cross-checked,
+  # and the new ones.
+  new_ids = {e.entry_id for e in entries}
+  every = [e for e in _all_entries(GoldenStore(work / STORE), platform, problems)
+           if e.entry_id in new_ids or e.entry_id in _by_id((check or {}).get("entries"))]
   for name, file in HARNESS_REPORTS.items():
     if (work / file).is_file():
       shutil.copyfile(work / file, out / file)
@@ -336,6 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   c.add_argument("--store", required=True, type=Path)
   c.add_argument("--platform", required=True)
   c.add_argument("--out", required=True, type=Path)
+  c.add_argument("--record-report", required=True, type=Path,
+                 help="the record step's harness report: the cases it took are cross-checked")
   s = actions.add_parser("summarize", help="write the archive and the report")
   s.add_argument("--work", required=True, type=Path)
   s.add_argument("--out", required=True, type=Path)
@@ -345,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   args = parser.parse_args(argv)
   logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
   if args.action == "crosscheck":
-    result = crosscheck(args.store, args.platform)
+    result = crosscheck(args.store, args.platform, args.record_report)
     args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     bad = [x["entry_id"] for x in result["entries"] if x["status"] not in ("pass", "skipped")]
     logger.info("crosscheck: %d entries, %d not passing %s", len(result["entries"]), len(bad), bad)

@@ -213,7 +213,8 @@ else
     "--compat-report=$work/compat-record.json" "${selection[@]}"
   # The CPU result, computed with jax held to the CPU (on a TPU the chip stays closed).
   step crosscheck 80 env JAX_PLATFORMS=cpu "$py" tools/accelerator/_accelerator_run.py \
-    crosscheck --store "$work/store" --platform "$platform" --out "$work/crosscheck.json"
+    crosscheck --store "$work/store" --platform "$platform" --out "$work/crosscheck.json" \
+    --record-report "$work/compat-record.json"
   step replay 120 "${harness[@]}" "--compat-store=$work/store" \
     "--compat-report=$work/compat-replay.json" "${selection[@]}" "${parallel[@]}"
 fi
