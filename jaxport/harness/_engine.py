@@ -19,7 +19,7 @@ import functools
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -29,7 +29,7 @@ from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.export._checks import disabled_targets
 from jaxport.golden import _soundness
 from jaxport.golden._host import Host, current_host
-from jaxport.golden._manifest import CustomCallSignature, Manifest
+from jaxport.golden._manifest import Manifest
 from jaxport.harness import _reference as _api, _corpus, _lowering
 from jaxport.harness import _contexts, _executables, _shardings, _stopwatch
 from jaxport.harness import _calling, _case, checkers
@@ -38,7 +38,7 @@ from jaxport.harness._jax_setup import (case_jax_config, entry_jax_config, jax_c
                                         warm_native_kernels)
 from jaxport.harness._module_reads import (ModuleReads, contract_change, same_computation,
                                            same_module_bytes, vjp_module)
-from jaxport.harness._project import Project, ProjectTargets
+from jaxport.harness._project import Project
 from jaxport.harness._protocol import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer, Stage,
                                        TodayResult)
 from jaxport.harness._registry import CaseRegistry
