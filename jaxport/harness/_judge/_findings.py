@@ -141,7 +141,7 @@ def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
   """What a well-formed replay answer leaves out of what its ``request`` asked for, or of what
   its entry needs judged, one line each: a reader asked for that did not answer, a reader
   nobody asked for, a reader that neither failed nor got to its last stage (``compare`` with
-  numerics for an entry that is run, ``module`` for one that is not, target verdicts in both),
+  numerics for an entry that is run, ``module`` for one that is not, the targets as read in both),
   today's lowering asked for and missing, or neither run nor found to be the entry's own
   module, the blob's features asked for and neither read nor refused. An answer that leaves
   out a judgement fails; it never passes by omission, and never as a skip."""

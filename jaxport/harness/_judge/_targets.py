@@ -1,6 +1,6 @@
 """Whether anything promises that a custom-call target of an entry keeps working: jaxport's
 stable-target table, the project's declarations, or the artifact's own
-``disabled_safety_checks``. The replay (through the worker's target verdicts) and
+``disabled_safety_checks``. The replay (from the module as the worker read it) and
 ``jaxport audit`` both judge a target here."""
 
 from __future__ import annotations
