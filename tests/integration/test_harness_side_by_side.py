@@ -20,7 +20,7 @@ sys.path.insert(0, "tests/integration")
 from _harness_paths import repo_project
 from jaxport.golden import EntryId, GoldenStore
 from jaxport.harness import _engine, _jax_setup
-from _judging import reproduced
+from jaxport.harness._judge._findings import reproduced
 
 _jax_setup.configure_jax(share_executables=True)
 _jax_setup.warm_native_kernels()  # as a long-lived worker starts

@@ -25,7 +25,7 @@ from jaxport.harness import _devices, _shardings  # noqa: E402
 from jaxport.errors import GoldenDataError  # noqa: E402
 from jaxport.golden._manifest import Comparison, Manifest, Producer  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
-from _judging import reproduced
+from _judging import reproduced  # noqa: E402
 
 if not _sharding_child.in_child():
   import jax
