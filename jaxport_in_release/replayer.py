@@ -7,8 +7,10 @@ Run by :mod:`jaxport.multirelease._replay`, normally inside an older release's e
 It reads entries without jaxport (which needs a newer jax): the manifest as
 JSON, every file checked against its sha256, npz files without pickle. Each
 entry is deserialized with the release's own ``jax.export.deserialize``,
-called on the stored inputs as ``jaxport/harness/_contract.py`` says, and judged
-with ``jaxport/harness/checkers.py`` (numpy only). One JSON line per entry is appended and flushed before the next entry
+called on the stored inputs as ``jaxport/harness/_contract.py`` says, and its outputs
+compared with ``jaxport/harness/checkers.py`` (numpy only). Each line holds results only (how
+far the entry got, what went wrong there, whether it matched); jaxport's judge
+(``jaxport.harness._judge._release_runs``) makes its status. One JSON line per entry is appended and flushed before the next entry
 starts, so a native crash loses only the entry that caused it.
 """
 
@@ -116,15 +118,17 @@ def replay(root: str, entry_id: str, release, contract, checkers) -> dict:
   start = time.perf_counter()
   result = {"entry_id": entry_id}
 
-  def done(outcome: str, stage: str, error: str | None = None, **more):
-    result.update(outcome=outcome, stage=stage, error=error,
-                  seconds=round(time.perf_counter() - start, 3), **more)
+  def done(stage: str, error: str | None = None, **more):
+    """The result of the entry: how far it got (``stage``), what went wrong there, and
+    whatever else was found (results only: jaxport's judge weighs them)."""
+    result.update(stage=stage, error=error, seconds=round(time.perf_counter() - start, 3),
+                  **more)
     return result
 
   try:
     manifest, files = read_entry(root, entry_id)
   except Exception as e:  # noqa: BLE001  (a broken entry is a finding, not a crash)
-    return done("error", "verify", f"{type(e).__name__}: {e}")
+    return done("verify", f"{type(e).__name__}: {e}")
   result["producer"] = manifest["producer"]
   result["imported_from"] = manifest.get("imported_from")
   try:
@@ -132,30 +136,29 @@ def replay(root: str, entry_id: str, release, contract, checkers) -> dict:
   except Exception as e:  # noqa: BLE001
     if _UNREGISTERED_PYTREE in str(e):
       # A type its producer registers for serialization; this process knows only jax's own.
-      return done("skip", "deserialize", _first_line(e) + " (the release replayer registers no "
-                  "project's pytree types; a consumer that does can load it)")
-    return done("fail", "deserialize", _first_line(e))
+      return done("deserialize", not_replayable=_first_line(e) + " (the release replayer "
+                  "registers no project's pytree types; a consumer that does can load it)")
+    return done("deserialize", _first_line(e))
   devices = int(getattr(exp, "nr_devices", 1))
   if devices > 1:
     # Placing sharded inputs needs each release's own mesh API; the harness replays these.
-    return done("skip", "devices", f"exported for {devices} devices; the release replayer "
-                "calls single-device entries only")
+    return done("devices", not_replayable=f"exported for {devices} devices; the release "
+                "replayer calls single-device entries only")
   if manifest["lowering_only"]:
-    return done("pass", "deserialize")
+    return done("deserialize")
   try:
     inputs = decode_arrays(files["inputs.npz"], manifest["arrays"]["inputs"])
     expected = decode_arrays(files["expected.npz"], manifest["arrays"]["expected"])
     actual = contract.run_exported(exp, inputs, call=release.call)
   except Exception as e:  # noqa: BLE001
-    return done("fail", "run", _first_line(e))
+    return done("run", _first_line(e))
   cmp = manifest["comparison"]
   if cmp["mode"] not in checkers.BUILTIN:
-    return done("ran", "compare", f"loaded and ran; outputs not compared: checker "
+    return done("compare", not_compared=f"loaded and ran; outputs not compared: checker "
                 f"{cmp['mode']!r} is the project's own, which the release replayer does not have")
   verdict = checkers.check(cmp["mode"], inputs, expected, actual, rtol=cmp["rtol"], atol=cmp["atol"])
-  if not verdict.ok:
-    return done("fail", "compare", "; ".join(verdict.problems)[:500])
-  return done("pass", "compare", exact=verdict.exact)
+  return done("compare", matched=bool(verdict.ok), exact=bool(verdict.exact),
+              problems="; ".join(verdict.problems)[:500] or None)
 
 
 def _first_line(e: BaseException) -> str:
@@ -192,7 +195,7 @@ def main(argv=None) -> int:
       try:
         result = replay(args.root, entry_id, release, contract, checkers)
       except Exception as e:  # noqa: BLE001
-        result = {"entry_id": entry_id, "outcome": "error", "stage": "harness",
+        result = {"entry_id": entry_id, "stage": "harness",
                   "error": _first_line(e) + "\n" + traceback.format_exc()[-1000:]}
       out.write(json.dumps(result, sort_keys=True) + "\n")
       out.flush()

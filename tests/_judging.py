@@ -7,6 +7,9 @@ from jaxport.harness._judge._status import Policy, status_of
 
 CONSUMER = installed_jax_version()
 
+# Whether the judge finds one reader's replay read, ran and matched.
+reproduced = _findings.reproduced
+
 
 def findings(answer, request, **kwargs):
   """The outcome ``findings_of`` builds from a worker's answer, before its status."""

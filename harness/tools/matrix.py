@@ -3,8 +3,10 @@
 A producer is who recorded an entry (``jax 0.9.2`` for entries recorded by
 that release's own ``jax.export``, ``jaxport 0.1.0 / jax 0.10.2`` for entries
 the current build recorded); a consumer is the jax release that replayed it.
-Each cell counts outcomes and says whether jax's policy requires the pair to
-work: backward up to 6 months, forward up to 3 weeks (``_releases``).
+Each cell is a view of the judge's outcomes of its rows (``jaxport.harness._judge.
+_release_runs``): it counts their statuses, says whether jax's policy requires the pair to work
+(backward up to 6 months, forward up to 3 weeks, ``_releases``), and carries the judge's status
+of the cell.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from jaxport._vocabulary import Status
 from jaxport.golden._entry_id import EntryId
 from jaxport.harness import _releases
+from jaxport.harness._judge._release_runs import ReleaseRun, cell_status, judge_row
 
-MATRIX_FORMAT = 1
-OUTCOMES = ("pass", "fail", "error", "crash", "skip")
+MATRIX_FORMAT = 2
+# The count of a cell's entries the release replayer could not replay there (no status).
+NOT_REPLAYED = "not_replayed"
 # Error messages name the exported function; group failures without it.
 _FUNCTION_NAME = re.compile(r"Function '?[\w<>.]+'? ")
 
@@ -40,24 +45,27 @@ def _version_key(version: str | None) -> tuple:
 
 
 def build_matrix(results: dict[str, list[dict[str, Any]]], today: datetime.date) -> dict[str, Any]:
-  """The matrix of per-entry ``results`` keyed by consumer jax version."""
+  """The matrix of per-entry ``results`` (the release replayer's rows) keyed by consumer jax
+  version, each row as the judge weighs it."""
   cells: dict[str, dict[str, dict[str, Any]]] = {}
   producers: dict[str, str | None] = {}
+  judged: dict[tuple[str, str], list[ReleaseRun]] = {}
   for consumer, rows in results.items():
     for r in rows:
       producer = r.get("producer") or {}
       label = producer_label(producer) if producer else "unknown"
       producers[label] = producer.get("jax")
       cell = cells.setdefault(label, {}).setdefault(consumer, {
-          **{k: 0 for k in OUTCOMES}, "total": 0, "failures": []})
-      outcome = r.get("outcome", "error")
-      cell[outcome if outcome in OUTCOMES else "error"] += 1
+          **{str(s): 0 for s in Status}, NOT_REPLAYED: 0, "total": 0, "failures": []})
+      run = judge_row(r, consumer)
+      judged.setdefault((label, consumer), []).append(run)
+      cell[NOT_REPLAYED if run.status is None else str(run.status)] += 1
       cell["total"] += 1
-      if outcome == "skip":
-        cell.setdefault("skipped", []).append({"entry_id": r["entry_id"], "why": r.get("error")})
-      elif outcome != "pass":
-        cell["failures"].append({"entry_id": r["entry_id"], "outcome": outcome,
-                                 "stage": r.get("stage"), "error": r.get("error")})
+      if run.status is None:
+        cell.setdefault("skipped", []).append({"entry_id": run.entry_id, "why": run.detail})
+      elif not run.passed:
+        cell["failures"].append({"entry_id": run.entry_id, "status": str(run.status),
+                                 "stage": run.stage, "error": run.error or run.detail})
   consumers = sorted(results, key=_version_key)
   ordered = sorted(producers, key=lambda p: (_version_key(producers[p]), p))
   for label in ordered:
@@ -70,19 +78,24 @@ def build_matrix(results: dict[str, list[dict[str, Any]]], today: datetime.date)
         pass
       cell["window"] = None if window is None else window.to_dict()
       cell["must_pass"] = bool(window and window.inside_window)
-      cell["policy_ok"] = not cell["must_pass"] or cell["pass"] == cell["total"] - cell["skip"]
+      cell["status"] = str(cell_status(judged[(label, consumer)], cell["must_pass"]))
   return {"format": MATRIX_FORMAT, "today": today.isoformat(), "producers": ordered,
           "consumers": consumers, "cells": cells}
+
+
+def violates_policy(cell: dict[str, Any]) -> bool:
+  """The judge failed the cell: a pair jax's policy requires to work does not."""
+  return Status(cell["status"]) is Status.FAIL
 
 
 def _cell_text(cell: dict[str, Any] | None) -> str:
   if cell is None:
     return "-"
-  text = f"{cell['pass']}/{cell['total'] - cell['skip']}"
-  if cell["skip"]:
-    text += f" (+{cell['skip']} skipped)"
+  text = f"{cell['pass']}/{cell['total'] - cell[NOT_REPLAYED]}"
+  if cell[NOT_REPLAYED]:
+    text += f" (+{cell[NOT_REPLAYED]} skipped)"
   if cell["must_pass"]:
-    text += " *" if cell["policy_ok"] else " * POLICY"
+    text += " * POLICY" if violates_policy(cell) else " *"
   return text
 
 
@@ -102,7 +115,7 @@ def render_text(matrix: dict[str, Any]) -> str:
   for p in matrix["producers"]:
     for c, cell in matrix["cells"].get(p, {}).items():
       for f in cell["failures"]:
-        reason = _FUNCTION_NAME.sub("Function <f> ", (f.get("error") or f["outcome"]).splitlines()[0])[:160]
+        reason = _FUNCTION_NAME.sub("Function <f> ", (f.get("error") or f["status"]).splitlines()[0])[:160]
         reasons.setdefault((p, c, reason), []).append(EntryId.parse(f["entry_id"]).case_id)
   if reasons:
     lines += ["", "Failures by producer, consumer and reason:"]
@@ -125,7 +138,8 @@ def summarize(matrix: dict[str, Any]) -> dict[str, Any]:
   for p in matrix["producers"]:
     for c, cell in matrix["cells"].get(p, {}).items():
       cells.setdefault(p, {})[c] = {
-          "passed": cell["pass"], "replayed": cell["total"] - cell["skip"], "skipped": cell["skip"],
+          "passed": cell["pass"], "replayed": cell["total"] - cell[NOT_REPLAYED],
+          "skipped": cell[NOT_REPLAYED],
           "must_pass": cell["must_pass"],
           "failing_cases": sorted({EntryId.parse(f["entry_id"]).case_id for f in cell["failures"]})}
   return {"format": SUMMARY_FORMAT, "measured": matrix["today"], "producers": matrix["producers"],

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
   print(text_path.read_text())
   print(f"wrote {json_path} and {text_path}")
   violations = [(p, c) for p in m["producers"] for c, cell in m["cells"][p].items()
-                if not cell["policy_ok"]]
+                if matrix.violates_policy(cell)]
   return 1 if violations else 0
 
 

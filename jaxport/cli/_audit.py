@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jaxport._jaxcompat._version import installed_jax_version
-from jaxport._vocabulary import ALL_TARGETS, Finding, FindingKind, Status, Subject, TargetVerdict
+from jaxport._vocabulary import ALL_TARGETS, TargetVerdict
 from jaxport.custom_calls import _registry
 from jaxport.errors import (ExpiredEnvelopeError, JaxportError, ModuleCrashError,
                             ModuleMemoryError, ModuleParserError, ModuleTimeoutError)
@@ -35,9 +35,9 @@ from jaxport.cli._parser import InProcess
 from jaxport.cli._relower import Relowerer
 from jaxport.export._checks import disabled_targets
 from jaxport.harness import _calling
+from jaxport.golden import _soundness
 from jaxport.harness._judge import _age, _targets
-from jaxport.harness._judge import _drift as _drift_rule
-from jaxport.harness._judge._status import Policy, severity, status_of
+from jaxport.harness._judge._artifact import ArtifactFindings, audit_policy
 from jaxport.harness._project import ProjectTargets
 from jaxport.harness._update import newest_entries
 from jaxport.releases import MeasuredRuns
@@ -45,10 +45,6 @@ from jaxport.releases import _features as artifact_runs_on
 from jaxport.upgrades import upgrade_envelope
 
 logger = logging.getLogger(__name__)
-
-# The kind of a problem that is damaged or forged golden data (the harness's finding kind).
-GOLDEN_DATA_ERROR = str(FindingKind.GOLDEN_DATA_ERROR)
-
 
 def _own(declared: ProjectTargets | None, platforms: list[str]) -> frozenset[str]:
   """The targets the project declares for any of ``platforms``: it registers them itself."""
@@ -97,7 +93,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   evidence that another release's lowering difference is jax's. A module that crashes or
   hangs the parser is a problem of this artifact, typed in ``parser_failure``."""
   reader = InProcess() if reader is None else reader
-  found = _Found()
+  found = ArtifactFindings()
   rec: dict[str, Any] = {"artifact": art.label, "kind": "entry" if art.entry else "blob",
                          "path": str(art.path)}
   sigs = None
@@ -106,13 +102,13 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   allowed: frozenset[str] = frozenset()
   manifest = None
   data_errors: list[dict[str, Any]] = []
-  policy = Policy(strict=strict, changes_fail=changes_fail and newest, superseded=not newest)
+  policy = audit_policy(strict, changes_fail, newest)
   if art.problem is not None:
     found.damaged(art.problem)
     rec.update(kind="store folder", platforms=[], custom_call_targets=[],
                drift={"checked": False, "reason": "not a golden entry"},
                golden_data_errors=[])
-    return found.judged(rec, policy)
+    return {**rec, **found.judged(policy).to_json()}
   if relowerer is not None:
     relowerer.load()
   if art.entry is not None:
@@ -143,21 +139,21 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
         _note_parser_failure(rec, e)
         found.unreadable(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
       else:
-        mismatch = _manifest_mismatch(manifest.custom_call_targets, sigs)
-        if mismatch is not None:
-          found.damaged(mismatch["message"])
-          data_errors.append(mismatch)
+        # Golden verification of the entry as read, as the replay's worker verifies it.
+        disagreement = _soundness.manifest_disagreement(manifest.custom_call_targets, sigs)
+        if disagreement is not None:
+          data_errors.append(found.disagreement(disagreement))
       rec["host_platform"] = manifest.platform
       rec["record_date"] = manifest.record_date.isoformat()
       rec["producer_jax"] = manifest.producer.jax
       days_left = _age.days_to_expiry(manifest.record_date, today, window_days)
       rec["days_to_expiry"] = days_left
-      found.findings += _age.age_findings(manifest.record_date, today, window_days)
+      found.aged(manifest.record_date, today, window_days)
       if manifest.record_date <= today and 0 <= days_left < _age.SOON_DAYS:
         found.notes.append(f"expires in {days_left} days (window {window_days} days)")
       vacuous = _vacuous_comparison(snapshot, manifest)
       if vacuous is not None:
-        found.damaged(vacuous)
+        found.golden([vacuous])
   else:
     try:
       blob = read_bounded(art.path, str(art.path), "MAX_BLOB_BYTES")
@@ -177,8 +173,8 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   for t in rec["custom_call_targets"]:
     if t.get("explanation"):
       found.notes.append(f"custom-call target {t['target']}: {t['explanation']}")
+    found.target(t["target"], platforms, t["ok"])
     if not t["ok"]:
-      found.findings.append(_targets.not_stable_finding(t["target"], platforms, Subject.READER))
       found.notes.append(f"custom-call target {t['target']}: if it is the project's own target, "
                          "list it in a stable-targets file (--stable-targets FILE)")
   rec["drift"] = _drift(manifest, relowerer, found,
@@ -187,10 +183,10 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
     _contract(manifest, exp, relowerer, found, newest)
   # The problems that are damaged or forged golden data, typed (each also in ``problems``).
   rec["golden_data_errors"] = data_errors
-  return found.judged(rec, policy)
+  return {**rec, **found.judged(policy).to_json()}
 
 
-def _read(blob: bytes, found: _Found) -> Any:
+def _read(blob: bytes, found: ArtifactFindings) -> Any:
   """The Exported in ``blob``; an envelope the installed jax refuses as expired is read as the
   replay reads it, after ``jaxport.upgrade_envelope`` rewrote it (a note says so)."""
   try:
@@ -202,36 +198,6 @@ def _read(blob: bytes, found: _Found) -> Any:
     return exp
 
 
-class _Found:
-  """What auditing one artifact found: the judge's findings, and notes that judge nothing
-  (an entry expiring soon, a target its producer vouches for, drift of metadata only)."""
-
-  def __init__(self) -> None:
-    self.findings: list[Finding] = []
-    self.notes: list[str] = []
-
-  def damaged(self, message: str) -> None:
-    self.findings.append(Finding(FindingKind.GOLDEN_DATA_ERROR, Subject.GOLDEN_DATA, message))
-
-  def unreadable(self, message: str) -> None:
-    self.findings.append(Finding(FindingKind.COMPATIBILITY_BREAK, Subject.READER, message))
-
-  def judged(self, rec: dict[str, Any], policy: Policy) -> dict[str, Any]:
-    """``rec`` with the findings, the status the judge gives them, and the problems (what
-    fails the artifact) and warnings they make."""
-    status = status_of((f.kind for f in self.findings), policy)
-    rec["findings"] = [f.to_json() for f in self.findings]
-    rec["status"] = str(status)
-    rec["problems"] = [f.message for f in self.findings
-                       if severity(f.kind, policy) is Status.FAIL]
-    # Everything else found, the judge's warnings first, then what is reported only.
-    rec["warnings"] = self.notes + [
-        f.message for level in (Status.WARN, Status.DRIFT, Status.PASS)
-        for f in self.findings if severity(f.kind, policy) is level]
-    rec["ok"] = status is not Status.FAIL
-    return rec
-
-
 def newest_of(artifacts: list[Artifact]) -> set[str]:
   """The labels of the artifacts that are their case's newest entry among those audited (and
   of every bare blob): an older entry's drift from today's function only warns."""
@@ -241,33 +207,14 @@ def newest_of(artifacts: list[Artifact]) -> set[str]:
 
 
 def _vacuous_comparison(entry: Any, manifest: Any) -> str | None:
-  """Why the entry's comparison would pass any outputs, or None: checker ``none`` on an entry
-  that is run, a relative tolerance of 1 or more, or an absolute one as large as the expected
-  outputs themselves. The manifest's digest is unkeyed (whoever edits the store can sign it
-  again), so this is what audit checks of a comparison's worth."""
-  if manifest.lowering_only:
-    return None
-  c = manifest.comparison
-  fix = "; record the case again with a checker and tolerances that can fail"
-  if c.mode == "none":
-    return ("the comparison is vacuous: checker 'none' on an entry that is run passes any "
-            "outputs" + fix)
-  if c.rtol >= 1:
-    return (f"the comparison is vacuous: rtol {c.rtol:g} lets an output differ from the "
-            "recorded one by all of its size" + fix)
+  """Golden verification's vacuous-comparison rule (``jaxport.golden._soundness``) on the
+  entry's recorded outputs; outputs that do not read are the entry's verification problem,
+  reported there."""
   try:
-    import numpy as np
-    # The magnitude of a complex output is its modulus (a cast to float would drop the
-    # imaginary part, with numpy's ComplexWarning).
-    floats = [np.abs(np.asarray(x)).astype(np.float64) for x in entry.expected_outputs()
-              if np.asarray(x).dtype.kind in "fc" and np.asarray(x).size]
+    expected = entry.expected_outputs()
   except (JaxportError, ValueError, TypeError):
-    return None  # unreadable outputs are the entry's verification problem, reported there
-  magnitude = max((float(x.max()) for x in floats), default=0.0)
-  if c.atol > 0 and c.atol >= max(magnitude, 1.0 if magnitude == 0 else 0.0):
-    return (f"the comparison is vacuous: atol {c.atol:g} is as large as the recorded outputs "
-            f"themselves (largest {magnitude:g}), so outputs of that size all pass" + fix)
-  return None
+    return None
+  return _soundness.vacuous_comparison(manifest, expected)
 
 
 # The kind of ``parser_failure`` of each error of the module parser child.
@@ -280,26 +227,6 @@ def _note_parser_failure(rec: dict[str, Any], e: BaseException) -> None:
   kind = next((k for cls, k in _PARSER_FAILURES if isinstance(e, cls)), None)
   if kind is not None:
     rec["parser_failure"] = {"kind": kind, "error": type(e).__name__, "message": str(e)}
-
-
-def _manifest_mismatch(recorded: Any, module: tuple[Any, ...]) -> dict[str, Any] | None:
-  """A golden-data-error record when the manifest's ``custom_call_targets`` (``recorded``)
-  are not the signatures of the entry's module (``module``); None when they agree."""
-  recorded = tuple(sorted(set(recorded), key=_signatures.sort_key))
-  if set(recorded) == set(module):
-    return None
-  changes = _signatures.drift(recorded, module)
-  rec_targets = sorted({s.target for s in recorded})
-  mod_targets = sorted({s.target for s in module})
-  details = "; ".join(str(c).replace("the current lowering", "the module")
-                      for c in changes) or "the signatures differ"
-  message = (f"{GOLDEN_DATA_ERROR}: manifest.json's custom_call_targets disagree with the "
-             f"module in exported.bin: the manifest lists {rec_targets}, the module calls "
-             f"{mod_targets} ({details}); stability is judged from the module. The manifest "
-             "was edited or written for another module: re-record the entry (jaxport record) "
-             "and remove this one")
-  return {"kind": GOLDEN_DATA_ERROR, "message": message, "manifest_targets": rec_targets,
-          "module_targets": mod_targets}
 
 
 # How audit leads a difference of today's custom-call signatures from the recorded ones.
@@ -334,7 +261,7 @@ def _current_lowering(art: Artifact, current: Mapping[str, Any]) -> tuple | None
     return None
 
 
-def _drift(manifest: Any, relowerer: Relowerer | None, found: _Found,
+def _drift(manifest: Any, relowerer: Relowerer | None, found: ArtifactFindings,
            current: tuple | None = None) -> dict[str, Any]:
   """Today's custom-call signatures of the entry's case against the recorded ones, each
   difference judged by the judge's drift rule (``_judge._drift``, with ``current``, the
@@ -361,19 +288,16 @@ def _drift(manifest: Any, relowerer: Relowerer | None, found: _Found,
     return {"checked": False, "reason": msg}
   changes = _signatures.drift(recorded, current_sigs)
   consumer = installed_jax_version()
-  evidence = _drift_rule.lowers_as_current_entry(manifest, [str(c) for c in changes], current)
+  lines = [str(c) for c in changes]
   for c in changes:
     if c.metadata_only:
       found.notes.append(f"{LEAD}: {c} (partitioner metadata only)")
     else:
-      # Audit runs nothing: like a replay's entry that is not run, its results are not
-      # found to differ.
-      found.findings.append(_drift_rule.lowering_difference(manifest, consumer, LEAD, str(c),
-                                                            evidence=evidence))
+      found.lowering_difference(manifest, consumer, LEAD, str(c), current, lines)
   return {"checked": True, "differences": [str(c) for c in changes]}
 
 
-def _contract(manifest: Any, exp: Any, relowerer: Relowerer | None, found: _Found,
+def _contract(manifest: Any, exp: Any, relowerer: Relowerer | None, found: ArtifactFindings,
               newest: bool) -> None:
   """The entry's calling contract (as read from its blob) against today's export of its case,
   with its comparison settings, judged as the replay judges it (``_judge._drift``). Nothing
@@ -392,16 +316,15 @@ def _contract(manifest: Any, exp: Any, relowerer: Relowerer | None, found: _Foun
     found.notes.append(f"calling contract of case {manifest.case_id} not compared: "
                        f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     return
-  findings, skips = _drift_rule.contract_findings(
-      manifest, installed_jax_version(), diff.by_function + settings, diff.by_jax, newest)
-  found.findings += findings
-  found.notes += skips
+  found.contract(manifest, installed_jax_version(), diff.by_function + settings, diff.by_jax,
+                 newest)
 
 
 def format_text(records: list[dict[str, Any]], window_days: int) -> str:
   out = []
   for r in records:
-    out.append(("ok      " if r["ok"] else "PROBLEM ") + r["artifact"])
+    # The judge's status of the artifact, after the line's lead.
+    out.append(("ok      " if r["ok"] else "PROBLEM ") + f"{r['artifact']}  [{r['status']}]")
     if r["platforms"]:
       line = f"  platforms: {', '.join(r['platforms'])}"
       if r.get("host_platform") and r["platforms"] != [r["host_platform"]]:

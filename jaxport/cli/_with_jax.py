@@ -25,13 +25,13 @@ from jaxport.errors import JaxportError
 from jaxport.harness._project import Project
 from jaxport.multirelease import _envs, _measured
 from jaxport.multirelease._project_env import ensure_project_env
-from jaxport.multirelease._replay import PASS, RAN, SKIP, release_env, replay_with
+from jaxport.harness._judge._release_runs import judge_row
+from jaxport.multirelease._replay import release_env, replay_with
 from jaxport.releases import parse_version
 
 logger = logging.getLogger(__name__)
-# The outcomes of the release replayer that are not problems: reproduced, ran (outputs not
-# compared: the project's own checker), not replayable there (a project's pytree type).
-_NOT_PROBLEMS = (PASS, RAN, SKIP)
+# How a row the release replayer could not replay there is shown (it has no status).
+NOT_REPLAYED = "not replayed"
 
 
 def runs_jaxport(version: str) -> bool:
@@ -152,15 +152,18 @@ def replay_old_release(version: str, config: Project, home: Path, report: str | 
     rows = replay_with(str(python), store, ids, Path(tmp))
   _measured.remember(home, store, version, _measured.verdicts_of_rows(rows, version),
                      cache_dir=cache_dir)
+  runs = [judge_row(row, version) for row in rows]
   counts: dict[str, int] = {}
-  for row in rows:
-    counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
-    detail = "" if row["outcome"] == PASS else f" at {row.get('stage')}: {row.get('error')}"
-    sys.stdout.write(f"jax {version}: {row['outcome']:<5} {row['entry_id']}{detail}\n")
-  problems = sum(n for outcome, n in counts.items() if outcome not in _NOT_PROBLEMS)
+  for r in runs:
+    shown = NOT_REPLAYED if r.status is None else str(r.status)
+    counts[shown] = counts.get(shown, 0) + 1
+    detail = "" if r.passed else f" at {r.stage}: {r.error if r.status else r.detail}"
+    sys.stdout.write(f"jax {version}: {shown:<5} {r.entry_id}{detail}\n")
+  problems = sum(r.failed for r in runs)
   sys.stdout.write(f"jax {version}: {len(rows)} entries: " + ", ".join(
-      f"{counts.get(o, 0)} {o}" for o in (*_NOT_PROBLEMS, *sorted(set(counts) - set(_NOT_PROBLEMS))))
-      + "\n")
+      f"{n} {shown}" for shown, n in sorted(counts.items())) + "\n")
   if report is not None:
-    Path(report).write_text(json.dumps({"jax": version, "entries": rows}, indent=2) + "\n")
+    entries = [{**row, "status": None if r.status is None else str(r.status)}
+               for row, r in zip(rows, runs)]
+    Path(report).write_text(json.dumps({"jax": version, "entries": entries}, indent=2) + "\n")
   return 1 if problems else 0

@@ -20,17 +20,17 @@ import functools
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
 from jaxport._jaxcompat._version import installed_jax_version
-from jaxport._vocabulary import TargetVerdict
 from jaxport.export._checks import disabled_targets
+from jaxport.golden import _soundness
 from jaxport.golden._host import Host, current_host
-from jaxport.golden._manifest import CustomCallSignature, Manifest
+from jaxport.golden._manifest import Manifest
 from jaxport.harness import _reference as _api, _corpus, _lowering
 from jaxport.harness import _contexts, _executables, _shardings, _stopwatch
 from jaxport.harness import _calling, _case, checkers
@@ -38,10 +38,9 @@ from jaxport.harness._stage_marks import CASE_CODE, TODAY, reader_stage, stage
 from jaxport.harness._case_runs import export_case, run_exported, run_exported_arrays, storable
 from jaxport.harness._jax_setup import (case_jax_config, entry_jax_config, jax_config, keeps_config,
                                         warm_native_kernels)
-from jaxport.harness._judge import _targets
 from jaxport.harness._module_reads import (ModuleReads, contract_change, same_computation,
                                            same_module_bytes, vjp_module)
-from jaxport.harness._project import Project, ProjectTargets
+from jaxport.harness._project import Project
 from jaxport.harness._protocol import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer, Stage,
                                        TodayResult)
 from jaxport.harness._registry import CaseRegistry
@@ -81,7 +80,6 @@ class ReplayEngine:
 
   def __init__(self, project: Project | None = None, *, threads: bool = False):
     self.registry = CaseRegistry(project.case_modules if project is not None else ())
-    self.targets = project.targets if project is not None else ProjectTargets()
     # The cases replayed last, newest last: entries come in store order, a case's together,
     # so a few are enough, and the worker's memory stays flat however large the store.
     self._exports: collections.OrderedDict[str, tuple[Any, tuple] | str] = collections.OrderedDict()
@@ -125,15 +123,6 @@ class ReplayEngine:
     if _corpus.is_corpus_dataset(m):
       return _corpus.matching_case(m.imported_from.details, self.lookup_case)
     return self.lookup_case(m.case_id)
-
-  def target_verdicts(self, sigs: Sequence[CustomCallSignature], platforms: Sequence[str],
-                      allowed: frozenset[str] = frozenset()) -> dict[str, TargetVerdict]:
-    """Per target of an entry's module (the judge's ``_targets``): stable on the platforms it was
-    lowered for (by jaxport's table or the project's declarations), allowed by the module's own
-    ``disabled_safety_checks`` (``allowed``; ``ALL`` allows every target), or not stable."""
-    return {t: _targets.target_verdict(_targets.target_statuses(t, platforms, self.targets,
-                                                                allowed))
-            for t in _lowering.targets(sigs)}
 
   # --- one entry -------------------------------------------------------------------------
 
@@ -206,6 +195,7 @@ class ReplayEngine:
     self._bound_jax_caches()
     host = replay_host(m.platform if run else "cpu").to_json()
     return ReplayAnswer(readers=tuple(results[r] for r in names),
+                        golden_problems=golden_problems(entry, reads),
                         today=todays[0] if todays else None, host=host,
                         seconds=time.perf_counter() - start, timings=dict(watch.seconds),
                         from_cache=_executables.loaded_from_cache() - cached_before)
@@ -250,20 +240,17 @@ class ReplayEngine:
       stage = Stage.DESERIALIZE if env_read is None else Stage.DESERIALIZE_REWRITTEN
       return ReaderResult(reader, stage, error=error_line(e), envelope=env_read)
     # Every entry's targets are judged, run or not: one that runs today may still be one
-    # nothing promises to keep working.
+    # nothing promises to keep working. The module as read is what the judge weighs.
     targets = {"platforms": tuple(exp.platforms),
-               "target_verdicts": self.target_verdicts(
-                   m.custom_call_targets, exp.platforms,
-                   disabled_targets(exp.disabled_safety_checks))}
+               "allowed_targets": tuple(sorted(disabled_targets(exp.disabled_safety_checks)))}
     if m.lowering_only or not run:
       try:
-        drift = _lowering.diff(m.custom_call_targets, reads.signatures(reads.by_reader[reader]))
+        # Its signatures are what a lowering-only entry promises: a module that does not
+        # parse is this reader's error (golden verification compares them with the manifest).
+        reads.signatures(reads.by_reader[reader])
       except Exception as e:  # noqa: BLE001
         return ReaderResult(reader, Stage.MODULE, error=error_line(e), envelope=env_read)
-      return ReaderResult(
-          reader, Stage.MODULE, envelope=env_read,
-          problems=tuple(f"the module read back differs from the manifest: {d}" for d in drift),
-          **targets)
+      return ReaderResult(reader, Stage.MODULE, envelope=env_read, **targets)
     result = ReaderResult(reader, Stage.COMPARE, envelope=env_read, **targets)
     try:
       with watch.stage(_stopwatch.CALL):
@@ -503,3 +490,24 @@ class _Ahead:
     entry, whose jax configuration it runs under)."""
     if self._future is not None and not self._future.cancel():
       concurrent.futures.wait([self._future])
+
+
+def golden_problems(entry, reads: ModuleReads) -> tuple[str, ...]:
+  """Golden verification of the entry as its readers read it (``jaxport.golden._soundness``):
+  the manifest's custom-call signatures against each distinct module read, and whether its
+  comparison could fail at all. Results for the judge, one line each."""
+  m = entry.manifest
+  out = []
+  for module in dict.fromkeys(reads.by_reader.values()):
+    try:
+      sigs = reads.signatures(module)
+    except Exception:  # noqa: BLE001  (a module that does not parse: its reader's result)
+      continue
+    disagreement = _soundness.manifest_disagreement(m.custom_call_targets, sigs)
+    if disagreement is not None:
+      out.append(disagreement.message)
+      break
+  vacuous = _soundness.vacuous_comparison(m, entry.expected_outputs())
+  if vacuous is not None:
+    out.append(vacuous)
+  return tuple(out)

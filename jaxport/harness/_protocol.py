@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from jaxport._records import Strict
-from jaxport._vocabulary import TargetVerdict
 from jaxport.errors import WorkerAnswerError
 from jaxport.harness._stage_marks import is_stage
 
@@ -44,15 +43,6 @@ class FailureKind(enum.StrEnum):
 # --- strict reading -------------------------------------------------------------------------
 
 _S = Strict.raising(WorkerAnswerError)
-
-
-def _verdict_map(value: Any, where: str) -> Mapping[str, TargetVerdict] | None:
-  """A lowering-only replay's verdicts: target -> :class:`TargetVerdict`, each value one of the
-  enum's (a misspelt verdict does not read), or null."""
-  if value is None:
-    return None
-  return {_S.of(k, str, where): _S.enum(TargetVerdict, v, f"{where}.{k}")
-          for k, v in _S.of(value, dict, where).items()}
 
 
 def _stage(value: str, where: str) -> str:
@@ -140,8 +130,10 @@ class ReaderResult:
 
   ``error``: the stage that failed, as one line (None when it did not fail); ``numerics``:
   the comparison of the outputs (stage ``compare``); ``problems``: what the module read back
-  or a sharding check found wrong; ``platforms`` and ``target_verdicts``: a lowering-only
-  replay's module (target -> a ``jaxport._vocabulary.TargetVerdict`` value)."""
+  or a sharding check found wrong; ``platforms`` and ``allowed_targets``: the module as read,
+  the platforms it was lowered for and the custom-call targets its ``disabled_safety_checks``
+  allow (``ALL``: every one; None: the module was not read). Results only: the judge weighs
+  them (``jaxport.harness._judge``)."""
   reader: str
   stage: Stage
   error: str | None = None
@@ -151,13 +143,7 @@ class ReaderResult:
   envelope: EnvelopeRead | None = None
   upgraded: UpgradedRun | None = None
   platforms: tuple[str, ...] | None = None
-  target_verdicts: Mapping[str, TargetVerdict] | None = None
-
-  @property
-  def ok(self) -> bool:
-    """Whether the replay read, ran and matched (or, lowering-only, read as recorded)."""
-    return (self.error is None and not self.problems
-            and (self.numerics is None or self.numerics.ok))
+  allowed_targets: tuple[str, ...] | None = None
 
   def to_json(self) -> dict[str, Any]:
     return {"reader": self.reader, "stage": str(self.stage), "error": self.error,
@@ -167,8 +153,8 @@ class ReaderResult:
             "envelope": None if self.envelope is None else self.envelope.to_json(),
             "upgraded": None if self.upgraded is None else self.upgraded.to_json(),
             "platforms": None if self.platforms is None else list(self.platforms),
-            "target_verdicts": None if self.target_verdicts is None else {
-                t: str(v) for t, v in self.target_verdicts.items()}}
+            "allowed_targets": (None if self.allowed_targets is None
+                                else list(self.allowed_targets))}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> ReaderResult:
@@ -183,7 +169,7 @@ class ReaderResult:
         envelope=None if d["envelope"] is None else EnvelopeRead.from_json(d["envelope"], f"{where}.envelope"),
         upgraded=None if d["upgraded"] is None else UpgradedRun.from_json(d["upgraded"], f"{where}.upgraded"),
         platforms=_S.strs(d["platforms"], f"{where}.platforms", nullable=True),
-        target_verdicts=_verdict_map(d["target_verdicts"], f"{where}.target_verdicts"))
+        allowed_targets=_S.strs(d["allowed_targets"], f"{where}.allowed_targets", nullable=True))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,10 +238,14 @@ class ReplayAnswer:
   # jax settings the case's code changed while the entry was replayed, one line each (the
   # worker put them back before the next entry).
   config_changes: tuple[str, ...] = ()
+  # What golden verification (``jaxport.golden._soundness``) found of the entry as read: its
+  # manifest disagreeing with its module, a comparison that passes any outputs; one line each.
+  golden_problems: tuple[str, ...] = ()
 
   def to_json(self) -> dict[str, Any]:
     return {"readers": [r.to_json() for r in self.readers], "from_cache": self.from_cache,
             "config_changes": list(self.config_changes),
+            "golden_problems": list(self.golden_problems),
             "today": None if self.today is None else self.today.to_json(),
             "host": None if self.host is None else dict(self.host), "seconds": self.seconds,
             "timings": dict(self.timings),
@@ -279,7 +269,8 @@ class ReplayAnswer:
         from_cache=_S.of(d["from_cache"], int, f"{where}.from_cache"),
         features=_S.of(d["features"], dict, f"{where}.features", nullable=True),
         features_error=_S.of(d["features_error"], str, f"{where}.features_error", nullable=True),
-        config_changes=_S.strs(d["config_changes"], f"{where}.config_changes"))
+        config_changes=_S.strs(d["config_changes"], f"{where}.config_changes"),
+        golden_problems=_S.strs(d["golden_problems"], f"{where}.golden_problems"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,7 +27,9 @@ import numpy as np
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.multirelease import _envs
-from jaxport.multirelease._replay import ERROR, PASS, RAN, SKIP, replay_with
+from jaxport._vocabulary import Status
+from jaxport.harness._judge._release_runs import ReleaseRun, judge_row
+from jaxport.multirelease._replay import replay_with
 from jaxport.releases import parse_version, releases
 
 logger = logging.getLogger(__name__)
@@ -41,15 +43,20 @@ class BisectError(JaxportError, ValueError):
 class Probe:
   """One release's replay of the entry."""
   release: str
-  outcome: str          # "pass", "fail", "error", "crash", "skip"
+  status: Status        # the judge's status of the release replayer's row
   stage: str | None
   error: str | None
+
+  @classmethod
+  def of(cls, release: str, run: ReleaseRun) -> Probe:
+    """The probe of ``release`` from the judge's outcome of its replayer row."""
+    return cls(release, run.status, run.stage, run.error)
 
   @property
   def ok(self) -> bool:
     """It loaded and ran there (and reproduced, unless the entry's checker is the project's
-    own, which the release replayer does not have)."""
-    return self.outcome in (PASS, RAN)
+    own, which the release replayer does not have): the judge passed it."""
+    return self.status is Status.PASS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +78,7 @@ class Bisection:
     lines = [f"{self.entry_id}: bisected over {len(self.releases)} releases "
              f"({self.releases[0]} .. {self.releases[-1]}), {len(self.probes)} probed"]
     for p in self.probes:
-      lines.append(f"  jax {p.release}: {p.outcome}" + (f" at {p.stage}: {p.error}" if not p.ok else ""))
+      lines.append(f"  jax {p.release}: {p.status}" + (f" at {p.stage}: {p.error}" if not p.ok else ""))
     if self.first_bad is None:
       lines.append("no break: every probed release loads, runs and reproduces the entry")
     elif self.last_good is None:
@@ -108,7 +115,7 @@ def bisect(releases: list[str], probe: Callable[[str], Probe]) -> tuple[str | No
     v = releases[i]
     if v not in probes:
       probes[v] = probe(v)
-      logger.info("jax %s: %s", v, probes[v].outcome)
+      logger.info("jax %s: %s", v, probes[v].status)
     return probes[v]
 
   # The first failing index lies in [lo, hi] (hi == n: none fails); each probe halves that
@@ -159,10 +166,11 @@ def run_bisect(entry_id: str, versions: list[str], *, store: Path, available_onl
     python = consumers([version], available_only=False, venvs=venvs)[version]
     with tempfile.TemporaryDirectory(prefix=f"jaxport-bisect-{version}-") as tmp:
       row = replay_with(python, store, [entry_id], Path(tmp), effects=effects)[0]
-    if row.get("outcome") == SKIP:
+    run = judge_row(row, version)
+    if run.status is None:
       raise BisectError(f"{entry_id} cannot be bisected: jax {version}'s replayer cannot replay "
-                        f"it ({row.get('error')})")
-    return Probe(version, row.get("outcome", ERROR), row.get("stage"), row.get("error"))
+                        f"it ({run.detail})")
+    return Probe.of(version, run)
 
   last_good, first_bad, probes = bisect(versions, probe)
   return Bisection(entry_id, tuple(versions), last_good, first_bad, tuple(probes))

@@ -19,7 +19,7 @@ from jaxport._vocabulary import FindingKind, Subject
 from jaxport.errors import JaxportError
 from jaxport.golden import EntryId, GoldenStore
 from jaxport.multirelease._native import skip_reason, unregistered_kernel
-from jaxport.multirelease._replay import CRASH, ERROR, FAIL, PASS, RAN, SKIP
+from jaxport.harness._judge._release_runs import judge_row
 from jaxport.releases import MeasuredRun, read_measured, write_measured
 from jaxport.releases._measured import updating
 
@@ -35,9 +35,6 @@ RELEASE_READER = "jax"
 _NOT_RUNNING = frozenset({FindingKind.COMPATIBILITY_BREAK, FindingKind.UPGRADED,
                           FindingKind.NUMERICS_CHANGE})
 _DETAIL_CHARS = 300
-# The release replayer's outcomes that measure nothing: not replayable there (skip), and the
-# replaying process's own failures (a crash or time-out while on the entry, an unreadable entry).
-_UNMEASURED = (SKIP, CRASH, ERROR)
 
 
 def _blob_sha256(store: GoldenStore, entry_id: str) -> str | None:
@@ -151,18 +148,10 @@ def _kernel_skips(report, version: str) -> dict[str, str]:
 
 def verdicts_of_rows(rows: Iterable[Mapping], version: str
                      ) -> dict[str, tuple[bool, str] | None]:
-  """Entry id -> (runs, detail) from the release replayer's rows under ``version`` (None: the
-  replayer could not measure it)."""
+  """Entry id -> (runs, detail) from the release replayer's rows under ``version``, as the
+  judge weighs each (``_judge._release_runs``; None: the replayer measured nothing of it)."""
   out: dict[str, tuple[bool, str] | None] = {}
   for row in rows:
-    outcome = row.get("outcome")
-    if outcome in _UNMEASURED or outcome not in (PASS, RAN, FAIL):
-      out[row["entry_id"]] = None
-      continue
-    if outcome == PASS:
-      out[row["entry_id"]] = (True, f"replayed by jax {version}'s own jax.export")
-    elif outcome == RAN:
-      out[row["entry_id"]] = (True, f"run by jax {version}'s own jax.export: {row.get('error')}")
-    else:
-      out[row["entry_id"]] = (False, f"{row.get('stage')}: {row.get('error')}")
+    run = judge_row(row, version)
+    out[run.entry_id] = None if run.runs is None else (run.runs, run.detail)
   return out

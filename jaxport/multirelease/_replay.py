@@ -18,16 +18,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jaxport.errors import JaxportError
+from jaxport.harness._release_rows import PROCESS
 
 logger = logging.getLogger(__name__)
 
 # A package of its own beside jaxport: it drives the release's jax.export, which jaxport (a
 # reimplementation of it) never imports.
 REPLAYER = Path(__file__).resolve().parents[2] / "jaxport_in_release" / "replayer.py"
-# What the release replayer says of an entry (a row's "outcome"): reproduced; loaded and ran
-# (outputs not compared: the project's own checker); not replayable there; failed to load, run
-# or reproduce; its files unreadable or the replayer's own error; the process died on it.
-PASS, RAN, SKIP, FAIL, ERROR, CRASH = "pass", "ran", "skip", "fail", "error", "crash"
+# The replayer's rows are results only (``jaxport.harness._release_rows``); the judge
+# (``jaxport.harness._judge._release_runs``) makes each entry's status.
 # The seconds one entry may take in the replaying process (deserialize, compile, call).
 ENTRY_TIMEOUT_S = 300
 
@@ -58,7 +57,7 @@ def read_results(path: Path) -> dict[str, dict]:
       else:
         finished[row["entry_id"]] = row
   for entry_id in started:
-    finished.setdefault(entry_id, {"entry_id": entry_id, "outcome": CRASH, "stage": "process",
+    finished.setdefault(entry_id, {"entry_id": entry_id, "stage": PROCESS,
                                    "error": "the replaying process died on this entry"})
   return finished
 

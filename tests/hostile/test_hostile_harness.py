@@ -205,7 +205,7 @@ def _replayed_manifest(record_date: datetime.date) -> Manifest:
 def test_an_entry_dated_in_the_future_is_a_finding_that_fails_when_strict(strict, status):
   today = datetime.date(2026, 12, 1)
   answer = ReplayAnswer(
-      readers=(ReaderResult("jaxport", Stage.COMPARE, target_verdicts={}, numerics=Numerics(True, True, 0.0)),),
+      readers=(ReaderResult("jaxport", Stage.COMPARE, platforms=("cpu",), allowed_targets=(), numerics=Numerics(True, True, 0.0)),),
       today=TodayResult(available=False, reason="not a registered case"), host=None,
       seconds=0.0, timings={})
   asked = ReplayRequest(str(ROOT / "compat_data"), REAL_ENTRIES[0], ("jaxport",))

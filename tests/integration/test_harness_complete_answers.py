@@ -43,12 +43,12 @@ def _cut(case_id, answer):
   if case_id == "b_bogus_reader":
     return dataclasses.replace(answer, readers=(dataclasses.replace(readers["jaxport"],
                                                                     reader="bogus"),))
-  if case_id == "c_no_target_verdicts":
+  if case_id == "c_no_targets_as_read":
     return dataclasses.replace(answer, readers=tuple(
-        dataclasses.replace(r, target_verdicts=None) for r in answer.readers))
-  if case_id == "d_misspelt_verdict":
+        dataclasses.replace(r, allowed_targets=None) for r in answer.readers))
+  if case_id == "d_mistyped_targets":
     return dataclasses.replace(answer, readers=tuple(
-        dataclasses.replace(r, target_verdicts={"my_target": "not-stable"})
+        dataclasses.replace(r, allowed_targets=("my_target", 3))
         for r in answer.readers))
   return answer
 
@@ -70,9 +70,9 @@ def cases():
   sines = lambda a: jnp.sin(a) * 3
   return [Case("a_reference_reader_missing", "mine", sines, square),
           Case("b_bogus_reader", "mine", sines, square),
-          Case("c_no_target_verdicts", "mine", sines, square, platforms=("cuda",),
+          Case("c_no_targets_as_read", "mine", sines, square, platforms=("cuda",),
                lowering_only=True),
-          Case("d_misspelt_verdict", "mine", sines, square, platforms=("cuda",),
+          Case("d_mistyped_targets", "mine", sines, square, platforms=("cuda",),
                lowering_only=True),
           Case("e_clean", "mine", sines, square)]
 """
@@ -83,9 +83,9 @@ MISSING = {
                                    "today's lowering was asked for and is missing"],
     "b_bogus_reader": ["a reader named 'bogus', which was not asked for",
                        "the jaxport reader was asked for and did not answer"],
-    "c_no_target_verdicts": ["the jaxport reader's module has no target verdicts",
-                             "the jax reader's module has no target verdicts"],
-    "d_misspelt_verdict": ["target_verdicts.my_target: expected one of", "'not-stable'"],
+    "c_no_targets_as_read": ["the jaxport reader's module has no targets as read",
+                             "the jax reader's module has no targets as read"],
+    "d_mistyped_targets": ["allowed_targets[1]: expected", "got 3"],
 }
 
 
@@ -123,8 +123,8 @@ def test_an_answer_leaving_out_a_part_asked_for_fails_its_own_entry_naming_the_p
 def _forged(entry_id: str, request_id: int) -> str:
   """A well-formed passing replay answer for ``entry_id``, as a worker would write it."""
   exact = Numerics(ok=True, exact=True, max_abs_err=0.0)
-  answer = ReplayAnswer(readers=(ReaderResult("jaxport", Stage.COMPARE, target_verdicts={}, numerics=exact),
-                                 ReaderResult("jax", Stage.COMPARE, target_verdicts={}, numerics=exact)),
+  answer = ReplayAnswer(readers=(ReaderResult("jaxport", Stage.COMPARE, platforms=("cpu",), allowed_targets=(), numerics=exact),
+                                 ReaderResult("jax", Stage.COMPARE, platforms=("cpu",), allowed_targets=(), numerics=exact)),
                         today=TodayResult(available=True, same_module=True), host=None,
                         seconds=0.0, timings={})
   return json.dumps(dump_answer(answer, [], request_id=request_id, entry_id=entry_id))

@@ -25,6 +25,8 @@ from jaxport.golden._store import GoldenStore  # noqa: E402
 from jaxport.harness import _case_runs, _coverage, _engine, _jax_setup, _lowering, default_tolerance  # noqa: E402
 from jaxport.harness._protocol import Stage  # noqa: E402
 from jaxport.custom_calls import _registry  # noqa: E402
+from _judging import reproduced  # noqa: E402
+from jaxport.harness._judge._targets import module_target_verdicts  # noqa: E402
 
 TODAY = datetime.date(2026, 12, 1)
 GPU_HOST = Host(cpu_vendor="GenuineIntel", cpu_model="Some Xeon", cpu_flags=("avx", "avx2"),
@@ -79,10 +81,13 @@ def test_a_cuda_entry_in_a_cpu_worker_is_read_not_run(tmp_path):
     answer = engine.replay(store.entry(EntryId.parse(written.entry_id)).snapshot(), run=False)
   finally:
     engine.close()
-  assert [r.ok for r in answer.readers] == [True, True], answer.readers
+  assert [reproduced(r) for r in answer.readers] == [True, True], answer.readers
   assert all(r.stage is Stage.MODULE and r.platforms == ("cuda",) for r in answer.readers)
   assert all(r.numerics is None for r in answer.readers)
-  assert all(r.target_verdicts == {"cusolver_potrf_ffi": "stable"} for r in answer.readers)
+  # Each reader reports the module as read; the judge finds its target stable from it.
+  assert all(module_target_verdicts(written.manifest.custom_call_targets, r.platforms, None,
+                                    r.allowed_targets) == {"cusolver_potrf_ffi": "stable"}
+             for r in answer.readers)
   assert answer.today.signature_diff == () and answer.today.numerics is None
   assert answer.host.get("accelerator") is None, "the replaying host is this CPU host"
 

@@ -104,7 +104,7 @@ def test_each_report_section_means_one_thing(tmp_path):
           "xla_flags": ""}
   # Recorded and replayed on one host class: within tolerance but not bitwise is drift.
   drifting = judging.findings(
-      ReplayAnswer(readers=(ReaderResult("jax", Stage.COMPARE, target_verdicts={},
+      ReplayAnswer(readers=(ReaderResult("jax", Stage.COMPARE, platforms=("cpu",), allowed_targets=(),
                                          numerics=Numerics(ok=True, exact=False,
                                                            max_abs_err=1e-7)),),
                    today=TodayResult(available=False, reason="case gone"), host=host,

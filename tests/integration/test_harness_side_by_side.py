@@ -20,6 +20,7 @@ sys.path.insert(0, "tests/integration")
 from _harness_paths import repo_project
 from jaxport.golden import EntryId, GoldenStore
 from jaxport.harness import _engine, _jax_setup
+from jaxport.harness._judge._findings import reproduced
 
 _jax_setup.configure_jax(share_executables=True)
 _jax_setup.warm_native_kernels()  # as a long-lived worker starts
@@ -30,7 +31,7 @@ for threads in (True, False):
   for entry_id in sys.argv[1:]:
     answer = engine.replay(store.entry(EntryId.parse(entry_id)))
     d = {k: v for k, v in answer.to_json().items() if k not in ("seconds", "timings")}
-    answers[f"{entry_id} {threads}"] = {**d, "ok": [r.ok for r in answer.readers]}
+    answers[f"{entry_id} {threads}"] = {**d, "ok": [reproduced(r) for r in answer.readers]}
   engine.close()
 print(json.dumps(answers))
 '''

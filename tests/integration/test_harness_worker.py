@@ -16,6 +16,7 @@ from jaxport.harness._protocol import FailureKind  # noqa: E402
 from jaxport.harness._requests import CasesRequest, ReplayRequest  # noqa: E402
 from jaxport.harness._worker_client import WorkerClient  # noqa: E402
 from _harness_paths import repo_project  # noqa: E402
+from _judging import reproduced  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -40,13 +41,13 @@ def test_a_worker_killed_between_requests_is_replaced_without_failing_the_next()
   client = WorkerClient(repo_project(), timeout_s=120)
   try:
     first = client.request(REQUEST).answer
-    assert [r.ok for r in first.readers] == [True, True]
+    assert [reproduced(r) for r in first.readers] == [True, True]
     pid = client.pid
     os.kill(pid, signal.SIGKILL)
     client._proc.wait()  # dead before the next request (one killed with a request is below)
     again = client.request(REQUEST).answer
     assert client.pid != pid
-    assert [r.ok for r in again.readers] == [True, True]
+    assert [reproduced(r) for r in again.readers] == [True, True]
   finally:
     client.close()
 
@@ -63,7 +64,7 @@ def test_a_stuck_worker_fails_one_request_and_is_replaced():
     client.timeout_s = 120
     again = client.request(REQUEST).answer
     assert client.pid != pid
-    assert [r.ok for r in again.readers] == [True, True]
+    assert [reproduced(r) for r in again.readers] == [True, True]
   finally:
     client.close()
 
@@ -89,14 +90,14 @@ def test_a_request_sent_ahead_is_answered_and_another_request_keeps_the_answers_
     assert client.send_ahead(REQUEST)
     assert not client.send_ahead(MISSING)  # one ahead at most by default: not sent
     first = client.request(REQUEST).answer
-    assert [r.ok for r in first.readers] == [True, True]
+    assert [reproduced(r) for r in first.readers] == [True, True]
     # Another request than the one ahead is answered after it: the answer ahead is read and
     # kept, and each request gets its own answer.
     assert client.send_ahead(REQUEST)
     unknown = client.request(UNKNOWN).answer
     assert unknown.kind is FailureKind.HARNESS and "unknown request op" in unknown.why
     again = client.request(REQUEST).answer
-    assert [r.ok for r in again.readers] == [True, True]
+    assert [reproduced(r) for r in again.readers] == [True, True]
   finally:
     client.close()
 
@@ -108,7 +109,7 @@ def test_requests_ahead_are_answered_in_order_and_those_passed_over_are_dropped(
     assert client.send_ahead(MISSING, most=2)  # ahead already
     assert not client.send_ahead(UNKNOWN, most=2)
     replayed = client.request(REQUEST).answer  # MISSING's answer, before it, is dropped
-    assert [r.ok for r in replayed.readers] == [True, True]
+    assert [reproduced(r) for r in replayed.readers] == [True, True]
     missing = client.request(MISSING).answer  # asked again
     assert missing.kind is FailureKind.GOLDEN_DATA and "no such entry" in missing.why
   finally:
@@ -138,7 +139,7 @@ def test_a_worker_that_dies_on_the_request_ahead_fails_that_request_only(
   crashed = client.request(REQUEST).answer
   assert crashed.kind is FailureKind.CRASHED and crashed.returncode == -signal.SIGKILL
   again = client.request(REQUEST).answer
-  assert client.pid != pid and [r.ok for r in again.readers] == [True, True]
+  assert client.pid != pid and [reproduced(r) for r in again.readers] == [True, True]
 
 
 def test_a_request_behind_one_the_worker_died_on_goes_to_a_fresh_worker(

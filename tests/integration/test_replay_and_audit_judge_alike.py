@@ -4,10 +4,15 @@ findings but for those only running an entry can make (one judge, ``jaxport.harn
 The store holds a clean entry, an expired one, one whose case's lowering changed since (other
 custom calls, the same results), the same change in an entry another jax release recorded
 (whose change it is is unknown: no entry of the case recorded by the replaying jax lowers as
-today), one whose calling contract changed too, one whose calling contract alone changed (its
-output a tuple now), and an entry whose custom-call target nothing promises any more (jax
-0.4.30's LAPACK kernel, which runs today only after ``jaxport.upgrade``)."""
+today), the same change in an entry another jax release recorded where the case's entry
+recorded by the replaying jax lowers as today (a producer drift: jax's change), one whose
+calling contract changed too, one whose calling contract alone changed (its output a tuple
+now), an entry whose custom-call target nothing promises any more (jax 0.4.30's LAPACK
+kernel, which runs today only after ``jaxport.upgrade``), an entry whose manifest lists other
+custom calls than its module makes, and one whose comparison passes any outputs (both signed
+again: the digest is unkeyed, so golden verification finds them)."""
 
+import dataclasses
 import datetime
 import json
 import shutil
@@ -18,6 +23,7 @@ import jax
 import pytest
 
 from jaxport.cli._main import main
+from jaxport.golden._manifest import MANIFEST_FILE, Comparison
 from jaxport.golden._store import GoldenStore
 from jaxport._vocabulary import RUN_ONLY_KINDS
 
@@ -55,6 +61,9 @@ def cases():
           Case("expired", "judged", jnp.sin, square),
           Case("changed", "judged", changing, square),
           Case("other_release", "judged", changing, square),
+          Case("producer", "judged", changing, square),
+          Case("forged_targets", "judged", chol, square),
+          Case("vacuous", "judged", chol, square),
           Case("contract", "judged", contract, square),
           Case("contract_only", "judged", contract_only, square)]
 """
@@ -82,14 +91,34 @@ def _fresh_sources(monkeypatch):
   monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
 
 
+def _forge(store: GoldenStore, case_id: str, **fields) -> str:
+  """Rewrite ``case_id``'s only entry's manifest with ``fields``, signed again; its id."""
+  (entry,) = [e for e in store.entries() if e.manifest.case_id == case_id]
+  (entry.path / MANIFEST_FILE).write_text(
+      dataclasses.replace(entry.manifest, **fields).to_json())
+  entry.verify()  # the forgery passes the digests: golden verification must find it
+  return entry.entry_id
+
+
 def test_a_replay_and_an_audit_of_one_store_judge_each_entry_alike(pytester, tmp_path, capsys):
   store = write_project(pytester, _cases(BEFORE))
   assert _pytest(pytester, LONG_AGO, "--compat-record", "-k", "expired").ret == 0
   assert _pytest(pytester, TODAY, "--compat-record", "-k", "not expired").ret == 0
   other = "0.10.1" if jax.__version__ != "0.10.1" else "0.10.2"
   other_id = as_another_release(store, "other_release", other)
+  producer_id = as_another_release(store, "producer", other)
+  (forged,) = [e for e in store.entries() if e.manifest.case_id == "forged_targets"]
+  sig = forged.manifest.custom_call_targets[0]
+  forged_id = _forge(store, "forged_targets", custom_call_targets=tuple(
+      dataclasses.replace(s, target="lapack_sgeqrf_ffi") if s == sig else s
+      for s in forged.manifest.custom_call_targets))
+  vacuous_id = _forge(store, "vacuous", comparison=Comparison("allclose", 1.0, 0.0))
   shutil.copytree(REPO / "compat_data" / OLD_KERNEL, store.root / OLD_KERNEL)
-  (Path(pytester.path) / "mycases.py").write_text(_cases(AFTER))
+  # Today's function: the forged entry's case is gone (its module alone is judged), and the
+  # case of the producer drift is recorded by the replaying jax as it lowers today.
+  (Path(pytester.path) / "mycases.py").write_text(_cases(AFTER).replace(
+      '          Case("forged_targets", "judged", chol, square),\n', ""))
+  assert _pytest(pytester, TODAY, "--compat-record", "-k", "producer").ret == 0
 
   report_file = tmp_path / "replay.json"
   replay = _pytest(pytester, TODAY, f"--compat-report={report_file}")
@@ -99,8 +128,9 @@ def test_a_replay_and_an_audit_of_one_store_judge_each_entry_alike(pytester, tmp
   audit = json.loads(capsys.readouterr().out)
   audited = {a["artifact"]: a for a in audit["artifacts"]}
 
-  assert sorted(audited) == sorted(replayed) and len(replayed) == 7
-  by_case = {e["case_id"]: e["entry_id"] for e in replayed.values()}
+  assert sorted(audited) == sorted(replayed) and len(replayed) == 11
+  by_case = {e["case_id"]: e["entry_id"] for e in replayed.values()
+             if e["entry_id"] != producer_id}
   for entry_id, r in replayed.items():
     a = audited[entry_id]
     audit_kinds = sorted({f["kind"] for f in a["findings"]})
@@ -112,7 +142,11 @@ def test_a_replay_and_an_audit_of_one_store_judge_each_entry_alike(pytester, tmp
   statuses = {case: replayed[entry_id]["status"] for case, entry_id in by_case.items()}
   assert statuses == {"clean": "pass", "expired": "warn", "changed": "fail",
                       "other_release": "warn", "contract": "fail", "contract_only": "fail",
-                      "release_cholesky_f32": "warn"}
+                      "release_cholesky_f32": "warn", "producer": "pass",
+                      "forged_targets": "fail", "vacuous": "fail"}
+  assert (by_case["forged_targets"], by_case["vacuous"]) == (forged_id, vacuous_id)
+  assert replayed[producer_id]["status"] == "pass"
+  assert {f["kind"] for f in audited[producer_id]["findings"]} == {"producer_drift"}
   kinds = {case: audited[entry_id]["findings"] for case, entry_id in by_case.items()}
   assert {f["kind"] for f in kinds["clean"]} == set()
   assert {f["kind"] for f in kinds["expired"]} == {"expired"}
@@ -121,11 +155,21 @@ def test_a_replay_and_an_audit_of_one_store_judge_each_entry_alike(pytester, tmp
   assert {f["kind"] for f in kinds["release_cholesky_f32"]} == {"stale_target"}
   assert {f["kind"] for f in kinds["contract"]} == {"lowering_drift", "signature_change"}
   assert {f["kind"] for f in kinds["contract_only"]} == {"signature_change"}
+  assert {f["kind"] for f in kinds["producer"]} == set()
+  assert {f["kind"] for f in kinds["forged_targets"]} == {"golden_data_error"}
+  assert "golden_data_error" in {f["kind"] for f in kinds["vacuous"]}
+  # Golden verification says the same of both in the replay and in the audit.
+  for case, words in (("forged_targets", "custom_call_targets disagree with the module"),
+                      ("vacuous", "the comparison is vacuous: rtol 1")):
+    (said,) = [f["message"] for f in kinds[case] if f["kind"] == "golden_data_error"]
+    assert words in said
+    assert said in [f["message"] for f in replayed[by_case[case]]["findings"]], case
   assert replayed[by_case["contract_only"]]["kinds"] == ["signature_change"]
   assert "signature_change" in replayed[by_case["contract"]]["kinds"]
   assert "upgraded" in replayed[by_case["release_cholesky_f32"]]["kinds"]
   assert by_case["other_release"] == other_id
-  # The changed function fails both; nothing else does.
+  # The changed function and the forged golden data fail both; nothing else does.
   assert replay.ret == 1 and rc == 1
   assert sorted(a["artifact"] for a in audit["artifacts"] if not a["ok"]) == sorted(
-      [by_case["changed"], by_case["contract"], by_case["contract_only"]])
+      [by_case["changed"], by_case["contract"], by_case["contract_only"],
+       by_case["forged_targets"], by_case["vacuous"]])

@@ -24,7 +24,7 @@ from jaxport.errors import WorkerAnswerError
 ENTRY = "cpu/mine/sines_f32/2026-12-01_jax-0.10.2"
 OTHER = "cpu/mine/cosines_f32/2026-12-01_jax-0.10.2"
 EXACT = Numerics(ok=True, exact=True, max_abs_err=0.0)
-PASSING = ReplayAnswer(readers=(ReaderResult("jaxport", Stage.COMPARE, target_verdicts={}, numerics=EXACT),),
+PASSING = ReplayAnswer(readers=(ReaderResult("jaxport", Stage.COMPARE, platforms=("cpu",), allowed_targets=(), numerics=EXACT),),
                        today=TodayResult(available=True, same_module=True), host=None,
                        seconds=0.0, timings={})
 REPLAY = ReplayRequest("store", ENTRY, ("jaxport",))

@@ -56,7 +56,7 @@ def _reader(name, stage=Stage.COMPARE, ok=True, exact=True, max_abs_err=0.0, pro
   if error is not None:
     return ReaderResult(name, stage, error=error, **kw)
   return ReaderResult(name, stage, numerics=Numerics(ok, exact, max_abs_err, tuple(problems)),
-                      **{"target_verdicts": {}, **kw})
+                      **{"platforms": ("cpu",), "allowed_targets": (), **kw})
 
 
 def _answer(readers=None, host=None, **today):
@@ -167,7 +167,7 @@ def test_a_signature_change_of_another_releases_entry_is_jaxs_only_where_evidenc
   (line,) = [str(c) for c in drift((SIG,), (today,))]
   for lowering_only in (False, True):
     readers = None if not lowering_only else [
-        ReaderResult(r, Stage.MODULE, target_verdicts={}) for r in ("jaxport", "jax")]
+        ReaderResult(r, Stage.MODULE, platforms=("cpu",), allowed_targets=()) for r in ("jaxport", "jax")]
     answer = _answer(readers, signature_diff=(line,),
                      numerics=None if lowering_only else Numerics(True, True, 0.0),
                      same_module=False)

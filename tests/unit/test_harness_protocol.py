@@ -44,8 +44,8 @@ def _manifest() -> Manifest:
 def _passing() -> ReplayAnswer:
   exact = Numerics(ok=True, exact=True, max_abs_err=0.0)
   return ReplayAnswer(
-      readers=(ReaderResult("jaxport", Stage.COMPARE, target_verdicts={}, numerics=exact),
-               ReaderResult("jax", Stage.COMPARE, target_verdicts={}, numerics=exact)),
+      readers=(ReaderResult("jaxport", Stage.COMPARE, platforms=("cpu",), allowed_targets=(), numerics=exact),
+               ReaderResult("jax", Stage.COMPARE, platforms=("cpu",), allowed_targets=(), numerics=exact)),
       today=TodayResult(available=True, targets=("lapack_spotrf_ffi",), same_module=True),
       host=None, seconds=1.5, timings={"call": 0.5})
 
@@ -173,7 +173,7 @@ def test_a_failure_answer_classifies_by_its_kind():
 def test_findings_carry_their_subject():
   answer = ReplayAnswer(
       readers=(ReaderResult("jaxport", Stage.RUN, error="RuntimeError: boom"),
-               ReaderResult("jax", Stage.COMPARE, target_verdicts={}, numerics=Numerics(True, True, 0.0))),
+               ReaderResult("jax", Stage.COMPARE, platforms=("cpu",), allowed_targets=(), numerics=Numerics(True, True, 0.0))),
       today=TodayResult(available=True, targets=(), signature_diff=("target x: removed",)),
       host=None, seconds=0.0, timings={})
   outcome = judging.findings(answer, REQUEST, entry_id=ENTRY_ID, manifest=_manifest(),
@@ -268,8 +268,8 @@ def test_a_well_formed_answer_that_leaves_out_a_judgement_fails(name):
 
 def test_a_lowering_only_entry_is_complete_at_the_module_stage():
   answer = dataclasses.replace(
-      _passing(), readers=(ReaderResult("jaxport", Stage.MODULE, target_verdicts={}),
-                           ReaderResult("jax", Stage.MODULE, target_verdicts={})),
+      _passing(), readers=(ReaderResult("jaxport", Stage.MODULE, platforms=("cpu",), allowed_targets=()),
+                           ReaderResult("jax", Stage.MODULE, platforms=("cpu",), allowed_targets=())),
       today=TodayResult(available=True, targets=("lapack_spotrf_ffi",)))
   manifest = dataclasses.replace(_manifest(), lowering_only=True)
   outcome = judging.findings(answer, REQUEST, entry_id=ENTRY_ID, manifest=manifest,

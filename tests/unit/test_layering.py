@@ -444,6 +444,94 @@ def test_only_the_judge_builds_or_changes_a_verdict():
   assert [w for p in JUDGE.rglob("*.py") for w in _verdict_writes(p)]
 
 
+# The vocabulary the judge chooses from: a finding's kind and an entry's status. The
+# vocabulary module defines them (and the sets of kinds each status rule names).
+VOCABULARY = PACKAGE / "_vocabulary.py"
+JUDGED = {"Status", "FindingKind"}
+# Where a member of the vocabulary is chosen rather than read: what a function returns, what
+# a name, a keyword or a dict's value is given.
+_CHOOSING = (ast.Return, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.keyword, ast.Yield,
+             ast.Lambda, ast.NamedExpr)
+# What a member passes through on its way there: a collection, a conditional, a boolean.
+_THROUGH = (ast.Tuple, ast.Set, ast.List, ast.IfExp, ast.BoolOp, ast.Starred)
+
+
+def _vocabulary_names(tree: ast.AST) -> set[str]:
+  """``Status`` and ``FindingKind`` and the names a module gives them (``K = FindingKind``,
+  ``import ... as``)."""
+  names = set(JUDGED)
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and (
+        node.value.id in JUDGED):
+      names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    if isinstance(node, ast.ImportFrom):
+      names |= {a.asname for a in node.names if a.name in JUDGED and a.asname}
+  return names
+
+
+def verdict_choices(source: str, where: str) -> list[str]:
+  """Where ``source`` builds a ``Finding`` or chooses a ``Status`` or ``FindingKind``
+  member: returns it, assigns it, passes it as a keyword or a dict's value. Reading one
+  (comparing with it, asking whether an outcome has it, mapping it to what a page shows,
+  ``Status(text)`` from JSON) is no choice."""
+  tree = ast.parse(source)
+  names = _vocabulary_names(tree)
+  parents = {c: node for node in ast.walk(tree) for c in ast.iter_child_nodes(node)}
+  found = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Call):
+      f = node.func
+      if (f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)) == "Finding":
+        found.append(f"{where}:{node.lineno}: builds a Finding")
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id in names and node.attr.isupper()):
+      continue
+    child, parent = node, parents.get(node)
+    while isinstance(parent, _THROUGH) and not (
+        isinstance(parent, ast.IfExp) and child is parent.test):
+      child, parent = parent, parents.get(parent)
+    if isinstance(parent, _CHOOSING) or (
+        isinstance(parent, ast.Dict) and any(child is v for v in parent.values)):
+      found.append(f"{where}:{node.lineno}: chooses {node.value.id}.{node.attr}")
+  return found
+
+
+def test_only_the_judge_builds_a_finding_or_chooses_a_status_or_kind():
+  outside = [p for p in PACKAGE.rglob("*.py") if JUDGE not in p.parents and p != VOCABULARY]
+  assert not [w for p in outside
+              for w in verdict_choices(p.read_text(encoding="utf-8"),
+                                       str(p.relative_to(PACKAGE.parent)))]
+  # The check sees what it looks for: the judge does build findings and choose statuses.
+  inside = [w for p in JUDGE.rglob("*.py")
+            for w in verdict_choices(p.read_text(encoding="utf-8"), p.name)]
+  assert any("builds a Finding" in w for w in inside)
+  assert any("chooses Status." in w for w in inside)
+  assert any("chooses FindingKind." in w or "chooses K." in w for w in inside)
+
+
+@pytest.mark.parametrize("planted", [
+    "f = Finding(FindingKind.EXPIRED, Subject.TODAY, 'old')",
+    "def status(x):\n  return Status.PASS if x else Status.FAIL",
+    "K = FindingKind\nfound = dataclasses.replace(found, kind=K.NUMERICS_DRIFT)",
+    "record = {'status': Status.WARN}",
+    "from jaxport._vocabulary import Status as S\nverdict = S.FAIL",
+], ids=["a finding", "a returned status", "a kind by an alias", "a dict value", "an import alias"])
+def test_the_judge_rule_catches_a_planted_choice(planted):
+  assert verdict_choices(planted, "planted.py"), planted
+
+
+@pytest.mark.parametrize("read", [
+    "failed = outcome.status is Status.FAIL",
+    "K = FindingKind\nbad = [f for f in e.findings if f.kind in (K.COMPATIBILITY_BREAK, K.UPGRADED)]",
+    "upgraded = outcome.has(FindingKind.UPGRADED)",
+    "shown = {Status.PASS: 'ok', Status.FAIL: 'PROBLEM'}",
+    "status = Status(d['status'])",
+    "finding = Finding.from_json(d)",
+], ids=["a comparison", "membership", "a query", "a display key", "from JSON", "a finding read"])
+def test_the_judge_rule_lets_reading_and_displaying_be(read):
+  assert verdict_choices(read, "read.py") == []
+
+
 COMPAT = PACKAGE / "_jaxcompat"
 
 

@@ -109,15 +109,38 @@ def test_min_consumer_follows_the_measurement():
 
 
 def test_replayer_rows_become_measurements():
-  rows = [{"entry_id": "a", "outcome": "pass"}, {"entry_id": "b", "outcome": "fail",
-                                                  "stage": "deserialize", "error": "too old"},
-          {"entry_id": "c", "outcome": "skip"}, {"entry_id": "d", "outcome": "ran", "error": "own"},
-          {"entry_id": "e", "outcome": "crash", "stage": "process"},
-          {"entry_id": "f", "outcome": "error", "stage": "verify"}]
+  rows = [{"entry_id": "a", "stage": "compare", "matched": True},
+          {"entry_id": "b", "stage": "deserialize", "error": "too old"},
+          {"entry_id": "c", "stage": "devices", "not_replayable": "two devices"},
+          {"entry_id": "d", "stage": "compare", "not_compared": "own"},
+          {"entry_id": "e", "stage": "process", "error": "died"},
+          {"entry_id": "f", "stage": "verify", "error": "sha256"},
+          {"entry_id": "g", "stage": "compare", "matched": False, "problems": "off by 1"},
+          {"entry_id": "h", "stage": "teleport"}]
   got = keeping.verdicts_of_rows(rows, "0.8.3")
   assert got == {"a": (True, "replayed by jax 0.8.3's own jax.export"),
                  "b": (False, "deserialize: too old"), "c": None,
-                 "d": (True, "run by jax 0.8.3's own jax.export: own"), "e": None, "f": None}
+                 "d": (True, "run by jax 0.8.3's own jax.export: own"), "e": None, "f": None,
+                 "g": (False, "compare: off by 1"), "h": None}
+
+
+def test_a_measured_release_record_takes_the_judges_status():
+  from jaxport._vocabulary import Status
+  from jaxport.harness._judge._release_runs import judge_row
+  rows = {"reproduced": ({"entry_id": "a", "stage": "compare", "matched": True}, Status.PASS),
+          "own checker": ({"entry_id": "b", "stage": "compare", "not_compared": "own"},
+                          Status.PASS),
+          "broke": ({"entry_id": "c", "stage": "run", "error": "no kernel"}, Status.FAIL),
+          "crashed": ({"entry_id": "d", "stage": "process", "error": "died"}, Status.FAIL),
+          "not replayable": ({"entry_id": "e", "stage": "devices", "not_replayable": "2"}, None),
+          "unreadable row": ({"entry_id": "f", "stage": 3}, Status.FAIL)}
+  for name, (row, status) in rows.items():
+    run = judge_row(row, "0.8.3")
+    assert run.status is status, (name, run)
+    # What is kept as measured is what the judge says of the row, and nothing else.
+    kept = keeping.verdicts_of_rows([row], "0.8.3")[row["entry_id"]]
+    assert kept == (None if run.runs is None else (run.runs, run.detail)), name
+    assert (kept is not None and kept[0]) == (status is Status.PASS), name
 
 
 def test_remembering_ties_each_measurement_to_the_entrys_blob(tmp_path):
@@ -180,8 +203,8 @@ def test_the_release_replayer_runs_an_entry_of_a_projects_own_checker_without_co
   work = tmp_path / "work"
   work.mkdir()
   (row,) = replay_with(sys.executable, tmp_path / "store", [entry_id], work)
-  assert (row["outcome"], row["stage"]) == ("ran", "compare"), row
-  assert "checker 'my_projects_checker' is the project's own" in row["error"]
+  assert (row["stage"], row["error"], row.get("matched")) == ("compare", None, None), row
+  assert "checker 'my_projects_checker' is the project's own" in row["not_compared"]
   assert keeping.verdicts_of_rows([row], "0.10.2")[entry_id][0] is True
 
 

@@ -50,12 +50,13 @@ def test_a_record_whose_module_does_not_parse_is_a_refused_upgrade_not_a_harness
   import dataclasses
   from jaxport.harness import _stopwatch, _upgraded_run
   from jaxport.harness._protocol import ReaderResult, Stage
+  from jaxport.harness._judge._findings import reproduced
   exp = jaxport.export(jax.jit(jnp.sin))(np.ones(3, np.float32))
   broken = dataclasses.replace(exp, mlir_module_serialized=_module()[:40] + b"\xff" * 30)
   run = _upgraded_run.upgrade_and_run(broken, [np.ones(3, np.float32)], _stopwatch.Stopwatch())
   assert run.refused is not None and "cannot be parsed" in run.refused
   failed = ReaderResult("jaxport", Stage.RUN, error="DeserializationError: before")
   result, arrays = run.taken(failed)
-  assert arrays is None and not result.ok and result.stage is Stage.RUN
+  assert arrays is None and not reproduced(result) and result.stage is Stage.RUN
   assert result.error == "DeserializationError: before"
   assert "cannot be parsed" in result.upgrade_refused

@@ -16,6 +16,8 @@ from jaxport.errors import JaxportError  # noqa: E402
 from jaxport.golden import EntryId  # noqa: E402
 from jaxport.multirelease import _bisect as bisect_release  # noqa: E402
 from jaxport.multirelease._bisect import Probe, bisect, releases_in  # noqa: E402
+from jaxport._vocabulary import Status  # noqa: E402
+from jaxport.harness._judge._release_runs import judge_row  # noqa: E402
 
 
 def test_releases_in_a_range_are_the_known_ones_in_version_order():
@@ -33,7 +35,7 @@ def _prober(first_bad: int | None, releases: list[str], calls: list[str]):
   def probe(v: str) -> Probe:
     calls.append(v)
     bad = first_bad is not None and releases.index(v) >= first_bad
-    return Probe(v, "fail" if bad else "pass", "run" if bad else "compare",
+    return Probe(v, Status.FAIL if bad else Status.PASS, "run" if bad else "compare",
                  f"broken in {v}" if bad else None)
   return probe
 
@@ -131,14 +133,17 @@ def test_a_blob_with_inputs_and_outputs_becomes_an_entry_to_bisect(tmp_path):
 
 def test_a_run_without_comparison_counts_and_an_entry_no_release_can_replay_is_refused(
     monkeypatch, tmp_path):
-  assert Probe("0.9.2", "ran", "compare", "project's own checker").ok
-  assert not Probe("0.9.2", "crash", "process", "died").ok
+  own = {"entry_id": "e", "stage": "compare", "not_compared": "project's own checker"}
+  assert Probe.of("0.9.2", judge_row(own, "0.9.2")).ok
+  died = {"entry_id": "e", "stage": "process", "error": "died"}
+  assert not Probe.of("0.9.2", judge_row(died, "0.9.2")).ok
   entry = tmp_path / "cpu" / "f" / "c" / "2026-01-01_jax-0.10.2"
   entry.mkdir(parents=True)
   (entry / "manifest.json").write_text("{}")
   monkeypatch.setattr(bisect_release, "consumers", lambda versions, **kw: {v: "py" for v in versions})
   monkeypatch.setattr(bisect_release, "replay_with", lambda *a, **kw: [
-      {"outcome": "skip", "stage": "deserialize", "error": "a pytree type of the project"}])
+      {"entry_id": "cpu/f/c/2026-01-01_jax-0.10.2", "stage": "deserialize",
+       "not_replayable": "a pytree type of the project"}])
   with pytest.raises(bisect_release.BisectError, match="cannot be bisected: jax 0.10.0's replayer "
                                                        "cannot replay it \\(a pytree type"):
     bisect_release.run_bisect("cpu/f/c/2026-01-01_jax-0.10.2", ["0.9.2", "0.10.0"], store=tmp_path)

@@ -19,9 +19,17 @@ OLD = {"jax": "0.5.3", "jaxlib": "0.5.3", "jaxport": None}
 CURRENT = {"jax": "0.10.2", "jaxlib": "0.10.2", "jaxport": "0.1.0"}
 
 
-def _row(entry, producer, outcome="pass", error=None):
+# What the release replayer writes of an entry that reproduced, failed, took its process down,
+# or could not be replayed there (results only: the judge makes the status).
+_RESULTS = {"pass": lambda why: {"stage": "compare", "matched": True},
+            "fail": lambda why: {"stage": "run", "error": why},
+            "crash": lambda why: {"stage": "process", "error": why},
+            "skip": lambda why: {"stage": "devices", "not_replayable": why}}
+
+
+def _row(entry, producer, result="pass", why=None):
   return {"entry_id": f"cpu/fam/{entry}/2026-11-29_jax-{producer['jax']}", "producer": producer,
-          "outcome": outcome, "stage": "run", "error": error}
+          **_RESULTS[result](why)}
 
 
 @pytest.fixture
@@ -41,21 +49,22 @@ def test_matrix_counts_orders_and_judges_the_window(results):
   old_on_pinned = m["cells"]["jax 0.5.3"]["0.10.2"]
   assert (old_on_pinned["pass"], old_on_pinned["fail"], old_on_pinned["total"]) == (1, 1, 2)
   # 0.5.3 -> 0.10.2 is more than six months: failures are allowed by the policy.
-  assert old_on_pinned["must_pass"] is False and old_on_pinned["policy_ok"] is True
+  assert old_on_pinned["must_pass"] is False and old_on_pinned["status"] == "warn"
   assert old_on_pinned["window"]["gap_days"] == 455
   # Same release: inside the window, all pass.
   same = m["cells"]["jaxport 0.1.0 / jax 0.10.2"]["0.10.2"]
-  assert same["must_pass"] and same["policy_ok"]
+  assert same["must_pass"] and same["status"] == "pass"
   # A consumer 91 days older is outside the 3-week forward window: the crash is reported, not a violation.
   forward = m["cells"]["jaxport 0.1.0 / jax 0.10.2"]["0.9.2"]
   assert forward["window"]["direction"] == "forward" and not forward["must_pass"]
-  assert forward["crash"] == 1 and forward["failures"][0]["outcome"] == "crash"
+  assert forward["fail"] == 1 and forward["failures"][0]["stage"] == "process"
+  assert forward["status"] == "warn" and not matrix.violates_policy(forward)
 
 
 def test_a_failure_inside_the_window_is_a_policy_violation():
   m = matrix.build_matrix({"0.10.2": [_row("a", {"jax": "0.10.0"}, "fail", "boom")]}, TODAY)
   cell = m["cells"]["jax 0.10.0"]["0.10.2"]
-  assert cell["must_pass"] and not cell["policy_ok"]
+  assert cell["must_pass"] and cell["status"] == "fail" and matrix.violates_policy(cell)
   assert "1 POLICY" not in matrix.render_text(m) and "0/1 * POLICY" in matrix.render_text(m)
 
 
@@ -63,9 +72,22 @@ def test_skipped_entries_are_counted_apart():
   rows = [_row("a", CURRENT), _row("s", CURRENT, "skip", "exported for 8 devices")]
   m = matrix.build_matrix({"0.10.2": rows}, TODAY)
   cell = m["cells"]["jaxport 0.1.0 / jax 0.10.2"]["0.10.2"]
-  assert (cell["pass"], cell["skip"], cell["total"], cell["policy_ok"]) == (1, 1, 2, True)
+  assert (cell["pass"], cell["not_replayed"], cell["total"], cell["status"]) == (1, 1, 2, "pass")
   assert cell["failures"] == [] and cell["skipped"][0]["why"] == "exported for 8 devices"
   assert "| 1/1 (+1 skipped) * |" in matrix.render_text(m)
+
+
+def test_a_matrix_cell_takes_the_judges_status():
+  from jaxport.harness._judge._release_runs import cell_status, judge_row
+  rows = [_row("a", {"jax": "0.10.0"}), _row("b", {"jax": "0.10.0"}, "crash", "died"),
+          _row("c", {"jax": "0.10.0"}, "skip", "8 devices")]
+  for inside, consumer in ((True, "0.10.2"), (False, "0.20.0")):
+    cell = matrix.build_matrix({consumer: rows}, TODAY)["cells"]["jax 0.10.0"][consumer]
+    judged = cell_status([judge_row(r, consumer) for r in rows], cell["must_pass"])
+    assert cell["must_pass"] is inside and cell["status"] == str(judged)
+    assert cell["status"] == ("fail" if inside else "warn")
+    # The counts are the judge's statuses of the rows, and nothing else.
+    assert (cell["pass"], cell["fail"], cell["not_replayed"]) == (1, 1, 1)
 
 
 def test_failures_are_grouped_without_function_names():
@@ -114,7 +136,7 @@ with open(a.out, "a") as out:
     out.write(json.dumps({"entry_id": i, "started": True}) + "\\n"); out.flush()
     if "/b/" in i:
       os._exit(139)
-    out.write(json.dumps({"entry_id": i, "outcome": "pass", "stage": "compare"}) + "\\n")
+    out.write(json.dumps({"entry_id": i, "stage": "compare", "matched": True}) + "\\n")
 '''
 
 
@@ -128,8 +150,8 @@ def test_replay_driver_survives_a_native_crash(tmp_path, monkeypatch):
   work.mkdir()
   rows = replay_with_jax.replay_with(sys.executable, root, ids, work)
   assert [r["entry_id"] for r in rows] == ids
-  by_case = {r["entry_id"].split("/")[2] + r["entry_id"][-6:]: r["outcome"] for r in rows}
-  assert by_case == {"a0.10.2": "pass", "a-0.5.3": "pass", "b0.10.2": "crash"}
+  by_case = {r["entry_id"].split("/")[2] + r["entry_id"][-6:]: r["stage"] for r in rows}
+  assert by_case == {"a0.10.2": "compare", "a-0.5.3": "compare", "b0.10.2": "process"}
   # Producers come from the manifests when the replayer could not say.
   assert rows[-1]["producer"] == CURRENT
 
@@ -146,7 +168,7 @@ def test_replay_with_jax_end_to_end_with_this_interpreter(tmp_path, monkeypatch)
   m = json.loads((out / "matrix.json").read_text())
   (producer,) = m["producers"]
   cell = m["cells"][producer][m["consumers"][0]]
-  assert (cell["pass"], cell["total"], cell["must_pass"], cell["policy_ok"]) == (1, 1, True, True)
+  assert (cell["pass"], cell["total"], cell["must_pass"], cell["status"]) == (1, 1, True, "pass")
   assert "1/1 *" in (out / "matrix.md").read_text()
 
 

@@ -1,10 +1,12 @@
 """The one judge of an entry: from the worker's answer to the entry's outcome and status.
 
 The session hands it each replayed entry (``_entry.judge``: the request, the worker's answer,
-the manifest and the run's context) and stores what it returns; ``jaxport audit`` judges an
-artifact's age, targets and drift with the same functions (``_age``, ``_targets``,
-``_drift``, ``_status``). Nothing else builds or changes a verdict (the layering test holds
-it).
+the manifest and the run's context) and stores what it returns; ``jaxport audit`` hands it what
+it read of an artifact (``_artifact``), judged with the same rules (``_age``, ``_targets``,
+``_drift``, golden verification's problems, ``_status``); the release replayer's rows and the
+matrix's cells get their status from ``_release_runs``. The worker, audit and the release
+replayer return results only: nothing else builds a finding or chooses a status or a kind
+(the layering test holds it).
 
 Steps, one module each: the answer's findings (``_findings``), its age (``_age``), its
 targets (``_targets``), its lowering's differences from today's (``_drift``), its producer

@@ -67,7 +67,7 @@ def judge(entry_id: str, answer: ReplayAnswer | WorkerFailure, request: ReplayRe
   outcome = findings_of(answer, request, entry_id=entry_id, manifest=m, today=run.today,
                         window_days=run.window_days, consumer=run.consumer,
                         numerics_skipped=entry.numerics_skipped, newest=entry.newest,
-                        current_jax=entry.current_jax)
+                        current_jax=entry.current_jax, declared=run.project_targets)
   if run.expectations is not None:
     outcome = with_release(outcome, m, today=run.today, consumer=run.consumer,
                            table=run.expectations)

@@ -24,7 +24,8 @@ from jaxport.harness._verdicts import Outcome
 from jaxport.harness._judge._age import age_findings, days_to_expiry
 from jaxport.harness._judge._drift import (contract_findings, lowering_difference,
                                             lowers_as_current_entry)
-from jaxport.harness._judge._targets import not_stable_finding
+from jaxport.harness._judge._targets import module_target_verdicts, not_stable_finding
+from jaxport.harness._project import ProjectTargets
 
 K = FindingKind
 S = Subject
@@ -71,6 +72,17 @@ def _hosts(answer: ReplayAnswer, manifest: Manifest, where: str) -> _Hosts:
                 None if replayed is None else Host.from_json(replayed, f"{where}: worker answer"))
 
 
+def broke(r: ReaderResult) -> bool:
+  """Whether one reader's replay, that did not fail at a stage, is a break all the same: the
+  module or a sharding check found something wrong, or its outputs are outside tolerance."""
+  return bool(r.problems) or (r.numerics is not None and not r.numerics.ok)
+
+
+def reproduced(r: ReaderResult) -> bool:
+  """Whether one reader's replay read, ran and matched (lowering-only: read)."""
+  return r.error is None and not broke(r)
+
+
 def _reader_findings(r: ReaderResult, hosts: _Hosts) -> list[Finding]:
   """The breaks and drifts of one reader's replay."""
   name = r.reader
@@ -78,7 +90,7 @@ def _reader_findings(r: ReaderResult, hosts: _Hosts) -> list[Finding]:
     refused = f" (upgrade refused: {r.upgrade_refused})" if r.upgrade_refused else ""
     return [Finding(K.COMPATIBILITY_BREAK, S.READER,
                     f"{name} reader: {r.stage} failed: {r.error}{refused}", name)]
-  if not r.ok:
+  if broke(r):
     problems = (*(r.numerics.problems if r.numerics is not None else ()), *r.problems)
     return [Finding(K.COMPATIBILITY_BREAK, S.READER, f"{name} reader: {p}", name)
             for p in problems or ["results rejected"]]
@@ -166,7 +178,7 @@ def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
   """What a well-formed replay answer leaves out of what its ``request`` asked for, or of what
   its entry needs judged, one line each: a reader asked for that did not answer, a reader
   nobody asked for, a reader that neither failed nor got to its last stage (``compare`` with
-  numerics for an entry that is run, ``module`` for one that is not, target verdicts in both),
+  numerics for an entry that is run, ``module`` for one that is not, the targets as read in both),
   today's lowering asked for and missing, or neither run nor found to be the entry's own
   module, the blob's features asked for and neither read nor refused. An answer that leaves
   out a judgement fails; it never passes by omission, and never as a skip."""
@@ -192,8 +204,8 @@ def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
                  f"(expected {last!s})")
     elif runs and r.numerics is None:
       out.append(f"the {r.reader} reader's comparison has no numerics")
-    elif r.target_verdicts is None:
-      out.append(f"the {r.reader} reader's module has no target verdicts")
+    elif r.allowed_targets is None:
+      out.append(f"the {r.reader} reader's module has no targets as read")
   today = answer.today
   if request.current and today is None:
     out.append("today's lowering was asked for and is missing")
@@ -210,7 +222,8 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
                 manifest: Manifest, today: datetime.date, window_days: int,
                 consumer: str | None, numerics_skipped: str | None = None,
                 newest: bool = True,
-                current_jax: Sequence[CustomCallSignature] | None = None) -> Outcome:
+                current_jax: Sequence[CustomCallSignature] | None = None,
+                declared: ProjectTargets | None = None) -> Outcome:
   """The outcome of one entry (the worker's ``answer`` to its replay ``request``): kinds
   found, messages, skips and staleness; no status yet. Every part the request asked for must
   be in the answer (``_inconsistencies``). ``newest``: the entry is its case's newest (an
@@ -219,7 +232,7 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
   entries are (an accelerator's entry in a CPU run), for the skip ledger. ``consumer``: the
   installed jax's release; ``current_jax``: the custom-call signatures of the case's newest
   entry recorded by it (None: none), the evidence a lowering difference of another release's
-  entry is jax's. A :class:`WorkerFailure` (a crash, an error, an answer that did not read)
+  entry is jax's; ``declared``: the project's stable targets (``_targets``). A :class:`WorkerFailure` (a crash, an error, an answer that did not read)
   is an error verdict."""
   record_date = manifest.record_date
   recorded_targets = sorted({s.target for s in manifest.custom_call_targets})
@@ -240,6 +253,7 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
     runs = not manifest.lowering_only and numerics_skipped is None
     for line in _inconsistencies(answer, request, runs, manifest.imported_from is not None):
       add(K.COMPATIBILITY_BREAK, S.WORKER, f"the worker's answer is incomplete: {line}")
+    findings += [golden_problem(p) for p in answer.golden_problems]
     for r in answer.readers:
       found = _reader_findings(r, hosts)
       findings += found
@@ -255,15 +269,17 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
                                   f"after jaxport.upgrade (rules {', '.join(up.rules)}); before: "
                                   f"{up.error_before}", r.reader)
     # The targets of the module as read: every entry's, whether it runs here or not.
-    read = next((r for r in answer.readers if r.target_verdicts is not None), None)
+    read = next((r for r in answer.readers if r.allowed_targets is not None), None)
+    verdicts = None if read is None else module_target_verdicts(
+        manifest.custom_call_targets, read.platforms or (), declared, read.allowed_targets)
     if manifest.lowering_only or numerics_skipped is not None:
       skips.append(numerics_skipped or
                    "numerics not compared: lowering-only entry (its platform cannot run here)")
       if read is not None:
         facts["platforms"] = tuple(read.platforms or ())
-        facts["target_verdicts"] = {t: str(v) for t, v in read.target_verdicts.items()}
+        facts["target_verdicts"] = {t: str(v) for t, v in verdicts.items()}
     if read is not None:
-      for target, verdict in sorted(read.target_verdicts.items()):
+      for target, verdict in sorted(verdicts.items()):
         if verdict == TargetVerdict.NOT_STABLE:
           findings.append(not_stable_finding(target, read.platforms or (), S.READER))
     for line in answer.config_changes:
@@ -315,6 +331,12 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
                  recorded_host=None if manifest.host is None else manifest.host.to_json(),
                  replay_host=None if isinstance(answer, WorkerFailure) else answer.host,
                  findings=tuple(findings), skips=tuple(skips), **facts)
+
+
+def golden_problem(message: str) -> Finding:
+  """The finding of what golden verification says of an entry as read (its manifest against
+  its module, its comparison's worth): damage to the golden data."""
+  return Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA, f"{K.GOLDEN_DATA_ERROR}: {message}")
 
 
 def unreadable_outcome(entry_id: str, error: Exception) -> Outcome:

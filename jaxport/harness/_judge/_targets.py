@@ -1,6 +1,6 @@
 """Whether anything promises that a custom-call target of an entry keeps working: jaxport's
 stable-target table, the project's declarations, or the artifact's own
-``disabled_safety_checks``. The replay (through the worker's target verdicts) and
+``disabled_safety_checks``. The replay (from the module as the worker read it) and
 ``jaxport audit`` both judge a target here."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from jaxport._vocabulary import ALL_TARGETS, ANY_PLATFORM, Finding, FindingKind, Subject, TargetVerdict
 from jaxport.custom_calls import _registry
 from jaxport.errors import JaxportError
+from jaxport.golden._manifest import CustomCallSignature
 from jaxport.harness._project import ProjectTargets
 
 
@@ -68,6 +69,16 @@ def target_verdict(statuses: Mapping[str, TargetStatus]) -> TargetVerdict:
   if TargetStatus.ALLOWED in found:
     return TargetVerdict.ALLOWED_BY_DISABLED_CHECKS
   return TargetVerdict.NOT_STABLE
+
+
+def module_target_verdicts(sigs: Iterable[CustomCallSignature], platforms: Iterable[str],
+                           declared: ProjectTargets | None,
+                           allowed: Iterable[str]) -> dict[str, TargetVerdict]:
+  """Each custom-call target of ``sigs`` (an entry's) and its verdict on the ``platforms`` its
+  module was lowered for, with the targets its ``disabled_safety_checks`` allow."""
+  platforms, allowed = tuple(platforms), frozenset(allowed)
+  return {t: target_verdict(target_statuses(t, platforms, declared, allowed))
+          for t in sorted({s.target for s in sigs})}
 
 
 def not_stable_finding(target: str, platforms: Iterable[str], subject: Subject,

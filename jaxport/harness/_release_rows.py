@@ -1,0 +1,64 @@
+"""The release replayer's result of one entry (``jaxport_in_release/replayer.py``), typed.
+
+The replayer runs in another release's environment and writes one JSON line per entry:
+how far the entry got, what went wrong there, whether its outputs were compared and
+matched. Results only; the judge (``jaxport.harness._judge._release_runs``) makes its status.
+Reading fails closed: a line that does not read is kept as the replayer's own error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from jaxport._records import Strict
+from jaxport.errors import JaxportError
+
+# The stages of a row that are the replaying process's own, not the entry's replay: its files
+# did not verify, the replayer raised, the process died on the entry.
+VERIFY, HARNESS, PROCESS = "verify", "harness", "process"
+STAGES = (VERIFY, "deserialize", "devices", "run", "compare", HARNESS, PROCESS)
+
+
+class ReleaseRowError(JaxportError, ValueError):
+  """A release replayer's line that does not read as a row of this module."""
+
+
+_S = Strict.raising(ReleaseRowError)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseRow:
+  """One entry's replay by a release's own ``jax.export``.
+
+  ``stage``: how far it got; ``error``: what went wrong there (None: nothing);
+  ``not_replayable``: why the replayer cannot replay it in that release (a multi-device
+  entry, a project's pytree type); ``not_compared``: why its outputs were run and not
+  compared (the project's own checker); ``matched`` and ``problems``: the comparison's
+  result (None: nothing compared)."""
+  entry_id: str
+  stage: str
+  error: str | None = None
+  not_replayable: str | None = None
+  not_compared: str | None = None
+  matched: bool | None = None
+  problems: str | None = None
+
+  @classmethod
+  def from_json(cls, row: Mapping[str, Any]) -> ReleaseRow:
+    """The row of a replayer's line; one that does not read is a ``harness`` row naming why."""
+    entry_id = str(row.get("entry_id")) if isinstance(row, Mapping) else "?"
+    try:
+      d = _S.obj(row, "release replayer row", required=("entry_id", "stage"))
+      stage = _S.of(d["stage"], str, "stage")
+      if stage not in STAGES:
+        raise _S.fail("stage", f"expected one of {list(STAGES)}, got {stage!r}")
+      return cls(_S.of(d["entry_id"], str, "entry_id"), stage,
+                 _S.of(d.get("error"), str, "error", nullable=True),
+                 _S.of(d.get("not_replayable"), str, "not_replayable", nullable=True),
+                 _S.of(d.get("not_compared"), str, "not_compared", nullable=True),
+                 _S.of(d.get("matched"), bool, "matched", nullable=True),
+                 _S.of(d.get("problems"), str, "problems", nullable=True))
+    except ReleaseRowError as e:
+      return cls(entry_id, HARNESS, f"the release replayer's row does not read: {e}")
