@@ -81,3 +81,21 @@ def test_there_is_a_tpu_case_for_every_stable_tpu_target():
   covered = {t for c in _tpu.cases() if c.host_platform == "tpu" for t in c.targets}
   assert set(_registry.stable_targets("tpu")) <= covered
   assert len([c for c in _tpu.cases() if c.host_platform == "tpu"]) >= 20
+
+
+def test_a_recorded_tpu_entrys_outputs_moved_past_its_tolerance_fail_its_checker():
+  from jaxport.golden import GoldenStore
+  entry = next(e for e in GoldenStore(ROOT / "compat_data").entries(platform="tpu")
+               if e.manifest.case_id == "tpu_run_matmul_f32_highest")
+  m = entry.manifest
+  per_output = [checkers.OutputTolerance(t.path, t.rtol, t.atol) for t in m.tolerances or ()]
+  recorded = entry.expected_outputs()
+
+  def verdict(got):
+    return checkers.BUILTIN.check(m.comparison.mode, entry.inputs(), recorded, got,
+                                  rtol=m.comparison.rtol, atol=m.comparison.atol,
+                                  outputs=per_output or None)
+
+  assert verdict(recorded).ok
+  moved = verdict([np.asarray(x) * 1.5 + 1.0 for x in recorded])
+  assert not moved.ok and "differ beyond" in moved.problems[0]
