@@ -125,22 +125,25 @@ def test_injected_changes_and_tampering_are_detected(pytester, golden, tmp_path)
   blob.write_bytes(bytes(data))
 
   result = _run(pytester, root, "-k", SELECT)
-  result.assert_outcomes(passed=3, failed=3, warnings=1)
+  # The edited signature of the cpu entry disagrees with its own module: damaged golden data,
+  # as audit judges it too.
+  result.assert_outcomes(passed=2, failed=4)
   out = result.stdout.str()
+  assert f"test_replay.py::test_replay[{changed_target.entry_id}]" in out
+  assert "custom_call_targets disagree with the module in exported.bin" in out
   assert f"test_replay.py::test_replay[{changed_output.entry_id}]" in out
   assert "1 of 16 elements differ beyond rtol=0.0001" in out
   assert f"test_replay.py::test_replay[{changed_cuda.entry_id}]" in out
   assert "target cusolver_potrf_ffi changed signature" in out
   assert f"test_replay.py::test_replay[{ids['eigh_c64']}]" in out
   assert "exported.bin" in out and "sha256" in out
-  assert f"WARN {changed_target.entry_id}" in out
+  assert f"FAIL {changed_target.entry_id}" in out
 
-  # The changed target is an older entry of its case (the case's newest is unchanged): its
-  # difference from today's function is expected and warns even when strict, so a store that
-  # keeps superseded entries can pass --compat-strict.
+  # Damaged golden data fails whatever the policy: an older entry of its case (the case's
+  # newest is unchanged) is not excused by --compat-strict's allowance for superseded entries.
   strict = _run(pytester, root, "-k", SELECT, "--compat-strict")
-  strict.assert_outcomes(passed=3, failed=3, warnings=1)
-  assert f"WARN {changed_target.entry_id}" in strict.stdout.str()
+  strict.assert_outcomes(passed=2, failed=4)
+  assert f"FAIL {changed_target.entry_id}" in strict.stdout.str()
 
 
 def test_record_is_append_only_and_byte_identical(pytester, tmp_path):

@@ -336,7 +336,7 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
 def golden_problem(message: str) -> Finding:
   """The finding of what golden verification says of an entry as read (its manifest against
   its module, its comparison's worth): damage to the golden data."""
-  return Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA, f"{K.GOLDEN_DATA_ERROR}: {message}")
+  return Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA, message)
 
 
 def unreadable_outcome(entry_id: str, error: Exception) -> Outcome:
