@@ -27,10 +27,12 @@ from jaxport.releases._features import RunsOnRecord, features_of_blob, runs_on_r
 from jaxport.releases._runs_on import devices_seen
 
 REPO = Path(__file__).resolve().parents[2]
+# The measured matrix the repository keeps (matrix-summary.json of jaxport matrix --producers).
+SUMMARY = REPO / "harness" / "release_matrix.json"
 STORE = REPO / "compat_data"
 sys.path.insert(0, str(REPO))
 import harness.cases  # noqa: E402,F401  (registers the effects some entries carry)
-from harness.tools.matrix import load_summary, producer_label  # noqa: E402
+from jaxport.multirelease._matrix import load_summary, producer_label  # noqa: E402
 
 
 def _rows():
@@ -66,7 +68,7 @@ def _predicted_cell(entries, consumer: str, table=None) -> tuple[int, set[str]]:
 
 
 def test_every_measured_cell_agrees_with_the_computed_range(rows):
-  summary = load_summary()
+  summary = load_summary(SUMMARY)
   measured = {f.version for f in releases() if f.measured}
   wrong = []
   cells = 0
@@ -105,7 +107,7 @@ def test_editing_one_table_field_changes_the_computed_cell(rows, consumer, produ
 
 
 def _measured(producer: str, consumer: str) -> tuple[int, set[str]]:
-  cell = load_summary()["cells"][producer][consumer]
+  cell = load_summary(SUMMARY)["cells"][producer][consumer]
   return cell["replayed"], set(cell["failing_cases"])
 
 
