@@ -36,12 +36,12 @@ def _load_settings():
 _settings, _IMPORT_WARNINGS = _load_settings()
 if _settings is not None:
   from jaxport.harness._settings import (
-      INI_BUILTIN_TARGETS, INI_CASES, INI_EXPECTATIONS, INI_ON_CHANGE, INI_STORE, INI_TARGETS,
-      INI_TESTS, PLATFORMS, dest)
+      INI_BUILTIN_TARGETS, INI_CASES, INI_EFFECTS, INI_EXPECTATIONS, INI_ON_CHANGE,
+      INI_RELEASE_CASES, INI_STORE, INI_TARGETS, INI_TESTS, PLATFORMS, dest)
 
-__all__ = ["INI_BUILTIN_TARGETS", "INI_CASES", "INI_EXPECTATIONS", "INI_ON_CHANGE", "INI_STORE",
-           "INI_TARGETS", "INI_TESTS", "PLATFORMS", "PLUGIN_NAME", "dest", "hypothesis_profile",
-           "opted_in"]
+__all__ = ["INI_BUILTIN_TARGETS", "INI_CASES", "INI_EFFECTS", "INI_EXPECTATIONS", "INI_ON_CHANGE",
+           "INI_RELEASE_CASES", "INI_STORE", "INI_TARGETS", "INI_TESTS", "PLATFORMS", "PLUGIN_NAME",
+           "dest", "hypothesis_profile", "opted_in"]
 
 PLUGIN_NAME = "jaxport-harness"
 
@@ -66,6 +66,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="jaxport: coverage also requires every target of jaxport's own table")
   parser.addini(INI_TESTS, type="args", default=[],
                 help="jaxport: files holding the golden test items (what --compat-only runs)")
+  parser.addini(INI_RELEASE_CASES, type="args", default=[],
+                help="jaxport: modules whose cases() record --with-jax records with each "
+                     "release's own jax.export")
+  parser.addini(INI_EFFECTS, type="args", default=[],
+                help="jaxport: modules of the effect types the project's functions use, "
+                     "imported first by a release's replayer")
 
 
 def opted_in(config: pytest.Config) -> bool:

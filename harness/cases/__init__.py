@@ -48,7 +48,7 @@ import functools
 from jaxport.harness import Case, CaseRegistry
 from harness.cases import _cuda, _features, _lapack, _lowering_only, _sharding, _tpu
 from harness.cases._lowering_only import UNREACHABLE as UNREACHABLE
-from harness.tools import release_cases
+from harness.cases import release_cases
 
 _MODULES = (_lapack, _features, _lowering_only, _cuda, _tpu, _sharding)
 

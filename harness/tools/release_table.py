@@ -56,7 +56,8 @@ from typing import Any
 if __package__ in (None, ""):
   sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.tools import _venvs, reader_policy
+from harness.tools._reader_samples import sample_blobs
+from jaxport.multirelease import _envs
 from harness.tools._release_scripts import MEASURE_SCRIPT, PROBE_SCRIPT
 from jaxport._vocabulary import PLATFORMS
 from jaxport.custom_calls import _registry
@@ -183,7 +184,7 @@ def reader_facts(got: dict[str, Any]) -> dict[str, Any]:
 
 def _pythons_for(version: str) -> list[str | None]:
   """Base Pythons to try, in order: the release's usual one, then 3.11 to 3.13 under pyenv."""
-  root = _venvs.pyenv_root()
+  root = _envs.pyenv_root()
   extra = []
   if root is not None:
     for minor in ("3.11", "3.12", "3.13"):
@@ -198,13 +199,13 @@ def build_venv(version: str, scratch: Path) -> tuple[Path | None, str | None]:
     if base is not None:
       os.environ["JAXPORT_RELEASE_PYTHON"] = base
     try:
-      return _venvs.ensure_venv(version, scratch), None
+      return _envs.ensure_venv(version, scratch), None
     except Exception as e:  # pip's failure, kept as the reason
       text = str(e)
       line = next((ln.strip() for ln in text.splitlines() if "No matching distribution" in ln
                    or "Could not find a version" in ln), text.strip().splitlines()[-1] if text.strip() else "")
       reasons.append(f"{base or 'default Python'}: {line[:200]}")
-      shutil.rmtree(_venvs.venv_dir(version, scratch), ignore_errors=True)
+      shutil.rmtree(_envs.venv_dir(version, scratch), ignore_errors=True)
     finally:
       os.environ.pop("JAXPORT_RELEASE_PYTHON", None)
   if all(f"jaxlib=={version}" in r for r in reasons):
@@ -219,16 +220,16 @@ def build_venv(version: str, scratch: Path) -> tuple[Path | None, str | None]:
 def _build_with_own_extra(version: str, scratch: Path) -> Path | None:
   """The python of a venv with ``jax[cpu]==version`` (and the rest of the release's pins but
   jaxlib's), or None when pip refuses that too."""
-  d = _venvs.venv_dir(version, scratch)
+  d = _envs.venv_dir(version, scratch)
   shutil.rmtree(d, ignore_errors=True)
-  reqs = [f"jax[cpu]=={version}", *(r for r in _venvs.requirements(version)
+  reqs = [f"jax[cpu]=={version}", *(r for r in _envs.requirements(version)
                                    if not r.startswith(("jax==", "jaxlib==")))]
   try:
-    base = _venvs.find_python(version)
+    base = _envs.find_python(version)
     subprocess.run([base, "-m", "venv", str(d)], check=True, capture_output=True, text=True)
     subprocess.run([str(d / "bin" / "python"), "-m", "pip", "install", "--quiet", *reqs],
                    check=True, capture_output=True, text=True, timeout=1800)
-  except (subprocess.CalledProcessError, subprocess.TimeoutExpired, _venvs.VenvError) as e:
+  except (subprocess.CalledProcessError, subprocess.TimeoutExpired, _envs.VenvError) as e:
     logger.info("jax %s: jax[cpu] install failed too: %s", version, str(e)[-300:])
     shutil.rmtree(d, ignore_errors=True)
     return None
@@ -312,7 +313,7 @@ def reader_samples(tmp: Path, samples: dict[str, tuple[str, Path]]) -> dict[str,
              "nr_devices_short" if short == 1 and not long_ else None)
     if field is not None:
       by_field.setdefault(field, str(blob))
-  written = tmp / f"jax-{LAST}.bin"     # reader_policy.sample_blobs wrote it with jax LAST
+  written = tmp / f"jax-{LAST}.bin"     # sample_blobs wrote it with jax LAST
   module = bytes(read_any_envelope(written.read_bytes())[0].mlir_module_serialized)
   module_path = tmp / f"jax-{LAST}.mlirbc"
   module_path.write_bytes(module)
@@ -328,8 +329,8 @@ def reader_samples(tmp: Path, samples: dict[str, tuple[str, Path]]) -> dict[str,
 
 def _python_for(version: str, scratch: Path) -> tuple[Path | None, str | None, bool]:
   """(python, not-installable reason, whether it was built here) for ``version``'s venv."""
-  if _venvs.is_ready(version):
-    return _venvs.venv_python(version), None, False
+  if _envs.is_ready(version):
+    return _envs.venv_python(version), None, False
   python, reason = build_venv(version, scratch)
   return python, reason, True
 
@@ -361,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
   doc["method"] = METHOD
   today = datetime.date.today().isoformat()
   with tempfile.TemporaryDirectory() as tmp:
-    samples = reader_policy.sample_blobs(Path(tmp), LAST)
+    samples = sample_blobs(Path(tmp), LAST)
     doc["layouts_written_by"] = {layout: producer for layout, (producer, _) in samples.items()}
     header = {layout: read_serialization_version(path.read_bytes())
               for layout, (_, path) in samples.items()}
@@ -394,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
                         len(doc["releases"][version]["cpu_targets"]))
         finally:
           if built and not args.keep_venvs:
-            shutil.rmtree(_venvs.venv_dir(version, args.scratch), ignore_errors=True)
+            shutil.rmtree(_envs.venv_dir(version, args.scratch), ignore_errors=True)
       doc["measured_on"] = today
       _write(doc, args.out)
   print(f"wrote {args.out} ({len(doc['releases'])} releases)")

@@ -2,7 +2,8 @@
 
 Each probe replays the entry with one release's own ``jax.export`` in that release's
 environment, built on demand in the machine's cache (:mod:`jaxport.multirelease`); it works
-in any project, and on a store or a blob given by path.
+in any project, and on a store or a blob given by path. The project's effect modules
+(``jaxport_effect_modules``) are imported first in each probe, when a project is read.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ import json
 import logging
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 
 from jaxport.cli import _harness_run
 from jaxport.errors import JaxportError
+from jaxport.harness._project import Project
 from jaxport.multirelease._bisect import entry_from_blob, releases_in, run_bisect
 
 logger = logging.getLogger(__name__)
@@ -46,19 +47,24 @@ def add_parser(add) -> None:
                       "directory)")
 
 
-def _store(args) -> Path:
-  if args.root is not None:
-    return Path(args.root).resolve()
-  return _harness_run.read_project(args.project or ".", "bisect ENTRY").store
+def _project(args, by_id: bool) -> Project | None:
+  """The project ``--project`` names, or the working directory's when the entry is an id with
+  no ``--root``; None when nothing needs it (a store, entry or blob given by path)."""
+  if args.project is None and (not by_id or args.root is not None):
+    return None
+  return _harness_run.read_project(args.project or ".", "bisect ENTRY")
 
 
-def run(args, effects: Mapping[str, str] | None = None) -> int:
-  """Bisect the entry or blob ``args`` name; ``effects`` as for the release replayer."""
+def run(args) -> int:
+  """Bisect the entry or blob ``args`` name."""
   if (args.entry is None) == (args.blob is None):
     raise JaxportError("bisect: name either an ENTRY or --blob (with --inputs and --expected)")
   if args.blob is not None and (args.inputs is None or args.expected is None):
     raise JaxportError("bisect: --blob needs --inputs and --expected")
   envs = Path(args.envs).resolve() if args.envs else None
+  by_id = args.blob is None and not (Path(args.entry) / "manifest.json").is_file()
+  project = _project(args, by_id)
+  effects = project.effect_files() if project is not None else None
   versions = releases_in(args.releases)
   with tempfile.TemporaryDirectory(prefix="jaxport-bisect-store-") as tmp:
     if args.blob is not None:
@@ -69,7 +75,8 @@ def run(args, effects: Mapping[str, str] | None = None) -> int:
       entry = Path(args.entry).resolve()
       entry_id, store = "/".join(entry.parts[-4:]), entry.parents[3]
     else:
-      entry_id, store = args.entry.strip("/"), _store(args)
+      entry_id = args.entry.strip("/")
+      store = Path(args.root).resolve() if args.root is not None else project.store
     result = run_bisect(entry_id, versions, store=store, available_only=args.available_only,
                         venvs=envs, effects=effects)
   sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n" if args.json else result.text())

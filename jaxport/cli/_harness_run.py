@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 from jaxport._signals import run_forwarding_signals
-from jaxport.cli import _checkout
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.harness._project import Project
 
@@ -59,23 +58,6 @@ def _pytest_args(extra: list[str]) -> list[str]:
   return [a for a in extra if a != "--"]
 
 
-def release_tool_command(action: str, *, with_jax: str, report: str | None,
-                         extra: list[str]) -> list[str]:
-  """``record``/``replay`` with another jax release: the multi-release tools of jaxport's
-  repository (``docs/multi-release.md``); for ``replay``, ``report`` is the matrix's folder."""
-  extra = _pytest_args(extra)
-  if action == "record":
-    return [sys.executable, _checkout.release_tool(_with_jax_tool(action)), "--jax", with_jax,
-            *extra]
-  out = Path(report or f"reports/with-jax-{with_jax}").resolve()
-  return [sys.executable, _checkout.release_tool(_with_jax_tool(action)), "--jax", with_jax,
-          "--out", str(out), *extra]
-
-
-def _with_jax_tool(action: str) -> str:
-  return f"{action}_with_jax.py"
-
-
 def read_project(directory: str | os.PathLike, why: str) -> Project:
   """The harness project configured in ``directory`` (as pytest reads it), or a JaxportError
   saying ``why`` it was needed when this Python cannot import pytest."""
@@ -102,22 +84,19 @@ def run(action: str, *, platform: str, report: str | None, extra: list[str],
         project: str | None = None, with_jax: str | None = None) -> int:
   """Run the project's golden items, with this jax or (``with_jax``) another release's."""
   root = project_dir(project)
-  if with_jax is not None and not _checkout.has_tool(root, _with_jax_tool(action)):
+  if with_jax is not None:
     from jaxport.cli import _with_jax
     return _with_jax.run(
         action, version=with_jax, platform=platform, report=report, project=root, extra=extra,
         pytest_command=lambda python, report_path: pytest_command(
             action, platform=platform, report=report_path, project=root, extra=extra,
             python=python))
-  if with_jax is not None:  # jaxport's own checkout: its tools record and replay its own data
-    cmd = release_tool_command(action, with_jax=with_jax, report=report, extra=extra)
-  else:
-    missing = missing_packages(extra)
-    if missing:
-      raise JaxportError(
-          f"{action} runs the harness under pytest, but {sys.executable} cannot import "
-          f"{', '.join(missing)}. Install it: pip install {' '.join(missing)} "
-          "(or jaxport's test extra).")
-    cmd = pytest_command(action, platform=platform, report=report, project=root, extra=extra)
+  missing = missing_packages(extra)
+  if missing:
+    raise JaxportError(
+        f"{action} runs the harness under pytest, but {sys.executable} cannot import "
+        f"{', '.join(missing)}. Install it: pip install {' '.join(missing)} "
+        "(or jaxport's test extra).")
+  cmd = pytest_command(action, platform=platform, report=report, project=root, extra=extra)
   logger.info("running in %s: %s", root, " ".join(cmd))
   return run_forwarding_signals(cmd, root)

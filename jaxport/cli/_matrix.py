@@ -5,19 +5,26 @@ run here one after another, or written out with ``--plan`` as the cells of a CI 
 (``--json``: ``{"include": [...]}`` for a GitHub Actions ``strategy.matrix``), each cell one
 job whose shard reports ``jaxport report merge`` joins per release. Releases before the oldest
 jaxport runs on replay with their own ``jax.export`` and are not sharded.
+
+``--producers`` asks another question of the same releases: every entry of the project's store
+read by each release's own ``jax.export`` (never jaxport), tabulated producer x consumer
+(:mod:`jaxport.multirelease._producers`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import shlex
 import sys
 from pathlib import Path
 
+from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.cli import _harness_run, _with_jax
 from jaxport.errors import JaxportError
 from jaxport.multirelease._bisect import releases_in
+from jaxport.multirelease import _envs, _matrix, _producers
 from jaxport.multirelease._envs import PYTHON_311, python_need
 
 # The Python a CI job of a release sets up: the one the release installs on.
@@ -48,7 +55,7 @@ def add_parser(add) -> None:
           description="Replay the project's golden entries under each jax release of a range, "
                       "each in its own environment (as replay --with-jax does); --plan writes "
                       "the cells out as a CI job matrix instead of running them.")
-  p.add_argument("--releases", required=True, metavar="FIRST..LAST", help="e.g. 0.11.0..0.12.0.1")
+  p.add_argument("--releases", default=None, metavar="FIRST..LAST", help="e.g. 0.11.0..0.12.0.1")
   p.add_argument("--project", default=".", metavar="DIR",
                  help="the project whose pytest configuration opts into the harness (default: "
                       "the working directory); the plan's commands name it as given")
@@ -59,6 +66,20 @@ def add_parser(add) -> None:
   p.add_argument("--plan", action="store_true", help="print the cells instead of running them")
   p.add_argument("--json", action="store_true",
                  help="with --plan: {\"include\": [...]} for a CI strategy.matrix")
+  g = p.add_argument_group("the producer x consumer matrix")
+  g.add_argument("--producers", action="store_true",
+                 help="replay every cpu entry of the project's store with each release's own "
+                      "jax.export and write matrix.json, matrix.md and matrix-summary.json to "
+                      "--out; exit 1 when a pair jax's window covers fails")
+  g.add_argument("--expected-releases", action="store_true",
+                 help="with --producers: also every release of the project's expected-status "
+                      "table (jaxport_expectations)")
+  g.add_argument("--current", action="store_true",
+                 help="with --producers: also the running jax")
+  g.add_argument("--current-build-only", action="store_true",
+                 help="with --producers: only the entries jaxport recorded (the forward check)")
+  g.add_argument("--today", default=None, metavar="YYYY-MM-DD",
+                 help="with --producers: the day window ages count to (default: today)")
 
 
 def cells(versions: list[str], shards: int, out: str) -> list[Cell]:
@@ -80,6 +101,16 @@ def cells(versions: list[str], shards: int, out: str) -> list[Cell]:
 
 
 def run(args, extra) -> int:
+  if args.producers:
+    return run_producers(args)
+  producer_only = [f for f, given in (("--expected-releases", args.expected_releases),
+                                      ("--current", args.current),
+                                      ("--current-build-only", args.current_build_only),
+                                      ("--today", args.today)) if given]
+  if producer_only:
+    raise JaxportError(f"matrix {' '.join(producer_only)}: only with --producers")
+  if args.releases is None:
+    raise JaxportError("matrix: name the releases, --releases FIRST..LAST (e.g. 0.11.0..0.12.0.1)")
   planned = cells(releases_in(args.releases), args.shards, args.out)
   if args.plan:
     rows = [c.to_json(args.project) for c in planned]
@@ -105,3 +136,45 @@ def run(args, extra) -> int:
   for (jax, shard), verdict in verdicts.items():
     sys.stdout.write(f"jax {jax}{f' shard {shard}' if shard else ''}: {verdict}\n")
   return 0 if all(v == "passed" for v in verdicts.values()) else 1
+
+
+def producer_consumers(args, config) -> dict[str, str]:
+  """The consumer releases of ``--producers`` (version -> python), their environments built."""
+  versions = releases_in(args.releases) if args.releases else []
+  if args.expected_releases:
+    if config.expectations is None:
+      raise JaxportError("matrix --expected-releases: the project names no expected-status table "
+                         "(jaxport_expectations); name the releases with --releases")
+    from jaxport.harness._expectations import load_table
+    versions += [v for v in load_table(config.expectations).releases if v not in versions]
+  consumers = {v: str(_envs.ensure_venv(v)) for v in versions}
+  if args.current:
+    consumers[installed_jax_version()] = sys.executable
+  if not consumers:
+    raise JaxportError("matrix --producers: name at least one consumer: --releases FIRST..LAST, "
+                       "--expected-releases or --current")
+  return consumers
+
+
+def run_producers(args) -> int:
+  """``matrix --producers``: the project's cpu entries under each release's own jax.export."""
+  if args.plan or args.shards != 1:
+    raise JaxportError("matrix --producers runs every release here, whole: leave out --plan and "
+                       "--shards")
+  try:
+    today = datetime.date.fromisoformat(args.today) if args.today else datetime.date.today()
+  except ValueError:
+    raise JaxportError(f"matrix --today {args.today}: expected a date, YYYY-MM-DD") from None
+  config = _harness_run.read_project(args.project, "matrix --producers")
+  entry_ids = _producers.select_entries(config.store, "cpu", args.current_build_only)
+  if not entry_ids:
+    raise JaxportError(f"matrix --producers: no {'jaxport-recorded ' if args.current_build_only else ''}"
+                       f"entries under {config.store / 'cpu'}; record some first")
+  measured = _producers.measure(producer_consumers(args, config), config.store, entry_ids, today,
+                                effects=config.effect_files())
+  json_path, text_path = _matrix.write(measured, args.out)
+  sys.stdout.write(text_path.read_text())
+  sys.stdout.write(f"wrote {json_path}, {text_path} and {json_path.parent / 'matrix-summary.json'}\n")
+  violations = [(p, c) for p in measured["producers"] for c, cell in measured["cells"][p].items()
+                if _matrix.violates_policy(cell)]
+  return 1 if violations else 0

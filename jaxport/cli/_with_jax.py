@@ -5,7 +5,9 @@ release's environment (:mod:`jaxport.multirelease._project_env`: the release's j
 this jaxport, pytest and the project's requirements): the same items, judged the same way, with
 the other jax. For an older release, ``replay`` asks that release's own ``jax.export`` to
 deserialize, call and reproduce each entry of the project's store (the release replayer);
-``record`` needs jaxport's harness and refuses, naming the oldest release it can use.
+``record`` needs jaxport's harness and refuses, naming the oldest release it can use. A project
+that lists release cases (``jaxport_release_cases``) records those with the release's own
+``jax.export`` instead, under any release (:mod:`jaxport.multirelease._record`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def run(action: str, *, version: str, platform: str, report: str | None, project
     raise JaxportError(f"--with-jax {version} --platform {platform}: the release environments "
                        "hold the CPU jaxlib only; use --platform cpu")
   config = _harness_run.read_project(project, f"{action} --with-jax")
+  if action == "record" and config.release_case_modules:
+    return record_release_cases(version, config, report, extra)
   # Measurements live beside the project's pytest configuration, where the harness reads them,
   # or in the folder --compat-cache-dir names.
   home = config.root or project
@@ -147,9 +151,10 @@ def replay_old_release(version: str, config: Project, home: Path, report: str | 
   if not ids:
     raise JaxportError(f"replay --with-jax {version}: the project's store {store} has no cpu "
                        "entries; record some first (jaxport record)")
+  effects = config.effect_files()
   python = _envs.ensure_venv(version)
   with tempfile.TemporaryDirectory(prefix=f"jaxport-replay-{version}-") as tmp:
-    rows = replay_with(str(python), store, ids, Path(tmp))
+    rows = replay_with(str(python), store, ids, Path(tmp), effects=effects)
   _measured.remember(home, store, version, _measured.verdicts_of_rows(rows, version),
                      cache_dir=cache_dir)
   runs = [judge_row(row, version) for row in rows]
@@ -167,3 +172,35 @@ def replay_old_release(version: str, config: Project, home: Path, report: str | 
                for row, r in zip(rows, runs)]
     Path(report).write_text(json.dumps({"jax": version, "entries": entries}, indent=2) + "\n")
   return 1 if problems else 0
+
+
+def record_release_cases(version: str, config: Project, report: str | None,
+                         extra: list[str]) -> int:
+  """Record the project's release cases (``jaxport_release_cases``) with jax ``version``'s own
+  ``jax.export`` into its store; ``extra`` may name cases (``--case ID``, repeatable)."""
+  from jaxport.multirelease import _record
+  if report is not None:
+    raise JaxportError(f"record --with-jax {version} --compat-report {report}: recording the "
+                       "project's release cases writes no harness report; leave the option out")
+  cases = case_ids(extra, version)
+  files = [config.module_file(name, "jaxport_release_cases") for name in config.release_case_modules]
+  result = _record.record(version, config.store, files, cases=cases)
+  sys.stdout.write(_record.summary(result))
+  return 0
+
+
+def case_ids(extra: list[str], version: str) -> list[str]:
+  """The case ids ``--case ID`` (or ``--case=ID``) names among the arguments after the
+  command; anything else is refused, since no pytest runs."""
+  ids, rest = [], [a for a in extra if a != "--"]
+  while rest:
+    arg = rest.pop(0)
+    if arg.startswith("--case="):
+      ids.append(arg[len("--case="):])
+    elif arg == "--case" and rest:
+      ids.append(rest.pop(0))
+    else:
+      raise JaxportError(f"record --with-jax {version}: {arg!r}: recording the project's release "
+                         "cases runs no pytest and takes only --case ID (repeatable) after the "
+                         "command")
+  return ids

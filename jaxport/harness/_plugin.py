@@ -82,6 +82,8 @@ def _read_project(config: pytest.Config) -> Project:
 
   try:
     modules = module_names(config.getini(entry.INI_CASES))
+    release_cases = module_names(config.getini(entry.INI_RELEASE_CASES), entry.INI_RELEASE_CASES)
+    effects = module_names(config.getini(entry.INI_EFFECTS), entry.INI_EFFECTS)
     store = path(entry.INI_STORE)
     if store is None:
       raise GoldenDataError(f"{entry.INI_CASES} is set but {entry.INI_STORE} is not: name the "
@@ -105,7 +107,8 @@ def _read_project(config: pytest.Config) -> Project:
   return Project(case_modules=modules, store=store, targets=targets, on_change=on_change,
                  require_builtin_targets=bool(config.getini(entry.INI_BUILTIN_TARGETS)),
                  expectations=path(entry.INI_EXPECTATIONS), root=base, paths=paths,
-                 targets_file=targets_file)
+                 targets_file=targets_file, release_case_modules=release_cases,
+                 effect_modules=effects)
 
 
 def _within(p: str, base: Path) -> bool:

@@ -95,6 +95,9 @@ class Project:
   does not). ``expectations``: a table of producer releases' expected failures.
   ``paths``: directories the worker puts on ``sys.path`` to import the case modules.
   ``targets_file``: the file ``targets`` was read from (named in coverage failures).
+  ``release_case_modules``: modules whose ``cases()`` each release's own ``jax.export``
+  records (``record --with-jax``). ``effect_modules``: modules of the effect types the
+  project's functions use, which a release's replayer imports before reading an entry.
   """
 
   case_modules: tuple[str, ...]
@@ -106,6 +109,25 @@ class Project:
   root: Path | None = None
   paths: tuple[str, ...] = ()
   targets_file: Path | None = None
+  release_case_modules: tuple[str, ...] = ()
+  effect_modules: tuple[str, ...] = ()
+
+  def module_file(self, name: str, key: str) -> Path:
+    """The source file of the project's module ``name`` (listed under ``key``), found on the
+    project's paths without importing it: a release's own interpreter loads it by path."""
+    parts = name.split(".")
+    for base in (*self.paths, *([str(self.root)] if self.root else [])):
+      for candidate in (Path(base, *parts).with_suffix(".py"), Path(base, *parts, "__init__.py")):
+        if candidate.is_file():
+          return candidate.resolve()
+    raise GoldenDataError(f"{key}: no module {name!r} on the project's paths "
+                          f"({', '.join(self.paths) or self.root}); list a module file of the "
+                          "project, importable from its configuration's folder or pythonpath")
+
+  def effect_files(self) -> dict[str, str]:
+    """Each effect module of the project and its file, as a release's replayer takes them."""
+    return {name: str(self.module_file(name, "jaxport_effect_modules"))
+            for name in self.effect_modules}
 
   def to_json(self) -> dict[str, Any]:
     return {"case_modules": list(self.case_modules), "store": str(self.store),
@@ -113,7 +135,9 @@ class Project:
             "require_builtin_targets": self.require_builtin_targets,
             "expectations": str(self.expectations) if self.expectations else None,
             "root": str(self.root) if self.root else None, "paths": list(self.paths),
-            "targets_file": str(self.targets_file) if self.targets_file else None}
+            "targets_file": str(self.targets_file) if self.targets_file else None,
+            "release_case_modules": list(self.release_case_modules),
+            "effect_modules": list(self.effect_modules)}
 
   @classmethod
   def from_json(cls, data: Any, where: str = "project") -> Project:
@@ -138,16 +162,20 @@ class Project:
                require_builtin_targets=s.of(data["require_builtin_targets"], bool,
                                             f"{where}.require_builtin_targets"),
                expectations=path("expectations"), root=path("root"),
-               paths=s.strs(data["paths"], f"{where}.paths"), targets_file=path("targets_file"))
+               paths=s.strs(data["paths"], f"{where}.paths"), targets_file=path("targets_file"),
+               release_case_modules=s.strs(data["release_case_modules"],
+                                           f"{where}.release_case_modules"),
+               effect_modules=s.strs(data["effect_modules"], f"{where}.effect_modules"))
 
 
-def module_names(value: Sequence[str] | str) -> tuple[str, ...]:
-  """Case module names from an ini value (a list, or names separated by spaces or commas)."""
+def module_names(value: Sequence[str] | str, key: str = "jaxport_cases") -> tuple[str, ...]:
+  """Module names from the ini value of ``key`` (a list, or names separated by spaces or
+  commas)."""
   if isinstance(value, str):
     value = [value]
   names = tuple(n for item in value for n in item.replace(",", " ").split())
   for n in names:
     if not all(part.isidentifier() for part in n.split(".")):
-      raise GoldenDataError(f"jaxport_cases: {n!r} is not a module name; list importable "
+      raise GoldenDataError(f"{key}: {n!r} is not a module name; list importable "
                             "modules such as mypkg.golden_cases")
   return names

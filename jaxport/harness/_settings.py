@@ -37,6 +37,11 @@ INI_ON_CHANGE = "jaxport_on_change"
 INI_EXPECTATIONS = "jaxport_expectations"
 INI_BUILTIN_TARGETS = "jaxport_require_builtin_targets"
 INI_TESTS = "jaxport_tests"
+# What the multi-release commands need beyond the harness: modules whose cases each release's
+# own jax.export records (record --with-jax), and modules of the effect types the project's
+# functions use, which a release's replayer imports first (replay --with-jax, bisect, matrix).
+INI_RELEASE_CASES = "jaxport_release_cases"
+INI_EFFECTS = "jaxport_effect_modules"
 
 DEFAULT_PLATFORM = "cpu"
 # Megabytes (MiB) of ``--compat-worker-memory-mb``: the default limit, and the range allowed

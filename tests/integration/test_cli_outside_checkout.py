@@ -1,6 +1,7 @@
-"""``jaxport bisect`` and ``jaxport record/replay --with-jax`` work in any project: outside
-jaxport's own checkout they never run a file of the project that looks like jaxport's tools,
-and what they cannot do is refused with a message, exit 2 and no traceback."""
+"""``jaxport bisect`` and ``jaxport record/replay --with-jax`` work in any project the same way,
+through ``jaxport.multirelease``: they never run a file of the project that looks like a
+release tool, whatever the project is named, and what they cannot do is refused with a
+message, exit 2 and no traceback."""
 
 from __future__ import annotations
 
@@ -9,18 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jaxport.cli import _checkout
-
 TOOLS = ("bisect_release.py", "record_with_jax.py", "replay_with_jax.py")
 
 
-def _downstream_project(root: Path) -> Path:
-  """A project that is not a jaxport checkout, even with files where a checkout has its tools."""
+def _downstream_project(root: Path, name: str = "downstream", ini: str = "") -> Path:
+  """A project with files named like release tools, which nothing may run."""
   root.mkdir(parents=True, exist_ok=True)
-  (root / "pyproject.toml").write_text('[project]\nname = "downstream"\n\n'
+  (root / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n\n'
                                        '[tool.pytest.ini_options]\njaxport_cases = ["cases"]\n'
-                                       'jaxport_store = "golden"\n')
-  tools = root.joinpath(*_checkout.RELEASE_TOOLS)
+                                       f'jaxport_store = "golden"\n{ini}')
+  tools = root / "harness" / "tools"
   tools.mkdir(parents=True)
   for name in TOOLS:
     (tools / name).write_text("raise SystemExit('must not run')\n")
@@ -76,16 +75,19 @@ def test_bisect_of_an_unknown_entry_names_the_store(tmp_path):
   assert str(project / "golden") in proc.stderr
 
 
-def test_a_checkout_is_recognised_by_its_distribution_name(tmp_path):
-  project = _downstream_project(tmp_path)
-  assert not _checkout.is_checkout(project) and not _checkout.has_tool(project, TOOLS[0])
-  (project / "pyproject.toml").write_text('[project]\nname = "jaxport"\n')
-  assert _checkout.has_tool(project, TOOLS[0])
-  assert not _checkout.has_tool(project, "no_such_tool.py")
+def test_a_project_named_jaxport_goes_through_multirelease_too(tmp_path):
+  project = _downstream_project(tmp_path / "project", name="jaxport")
+  proc = _jaxport(project, "replay", "--with-jax", "0.8.3",
+                  JAXPORT_RELEASE_ENVS=str(tmp_path / "envs"))
+  _refused(proc, "has no cpu entries; record some first")
+  proc = _jaxport(project, "record", "--with-jax", "0.8.3")
+  _refused(proc, "recording runs jaxport's harness")
 
 
-def test_the_repository_itself_is_a_checkout():
-  root = Path(__file__).resolve().parents[2]
-  assert _checkout.is_checkout(root)
-  for name in TOOLS:
-    assert _checkout.has_tool(root, name)
+def test_an_effect_module_the_project_does_not_hold_is_named(tmp_path):
+  project = _downstream_project(tmp_path / "project",
+                                ini='jaxport_effect_modules = ["mypkg.effects"]\n')
+  proc = _jaxport(project, "bisect", "cpu/f/c/2026-01-01_jax-0.10.2", "--releases", "0.8.2..0.8.3",
+                  JAXPORT_RELEASE_ENVS=str(tmp_path / "envs"))
+  _refused(proc, "jaxport_effect_modules: no module 'mypkg.effects' on the project's paths")
+  assert not (tmp_path / "envs").exists()

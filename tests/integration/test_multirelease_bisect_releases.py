@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness.tools import _venvs  # noqa: E402
+from jaxport.multirelease import _envs as _venvs  # noqa: E402
 from jaxport.cli import main  # noqa: E402
 
 ENTRY = "cpu/lapack_trsm/release_triangular_solve_f32/2026-11-29_jax-0.5.3"
@@ -30,12 +30,12 @@ BUILD = os.environ.get("JAXPORT_BUILD_RELEASE_VENVS") == "1"
 @pytest.mark.slow
 @pytest.mark.skipif(not BUILD and not all(_venvs.is_ready(v) for v in NEEDED),
                     reason=f"release venvs for jax {', '.join(NEEDED)} are not built; build them with "
-                           "python harness/tools/record_with_jax.py --jax VERSION, or set "
+                           "jaxport record --with-jax VERSION, or set "
                            "JAXPORT_BUILD_RELEASE_VENVS=1")
 def test_bisect_finds_the_release_that_broke_the_three_operand_trsm(capfd, monkeypatch):
   monkeypatch.chdir(ROOT)
   argv = ["bisect", ENTRY, "--releases", f"0.5.3..{md.version('jax')}", "--json", "--envs",
-          str(_venvs.DEFAULT_ROOT)]
+          str(_venvs.default_root())]
   if not BUILD:
     argv.append("--available-only")
   rc = main(argv)

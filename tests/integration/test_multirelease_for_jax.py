@@ -1,6 +1,6 @@
 """Artifacts exported with ``for_jax="0.9.2"`` load and compute the same in jax 0.9.2 itself.
 
-Every release case that the consumer can express (``harness/tools/release_cases.py``)
+Every release case that the consumer can express (``harness/cases/release_cases.py``)
 is exported here, under whatever jax runs the test, with
 ``jaxport.export(..., for_jax=CONSUMER)``, serialized, and then read in the
 consumer's own venv by its ``jax.export.deserialize`` and called there with
@@ -28,8 +28,9 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 import jaxport  # noqa: E402
-from harness.tools import _venvs, release_cases  # noqa: E402
-from harness.tools.record_with_jax import release_env  # noqa: E402
+from harness.cases import release_cases  # noqa: E402
+from jaxport.multirelease import _envs as _venvs  # noqa: E402
+from jaxport.multirelease._replay import release_env  # noqa: E402
 from jaxport.export import _for_jax, _mlir  # noqa: E402
 from jaxport.harness import _contract  # noqa: E402
 from jaxport.releases import _table as release_table  # noqa: E402
@@ -77,8 +78,8 @@ def _write_case(folder: Path, case, for_jax: str | None) -> str:
 def _needs_venv(consumer: str):
   return pytest.param(consumer, id=consumer, marks=pytest.mark.skipif(
       not BUILD and not _venvs.is_ready(consumer),
-      reason=f"the release venv of jax {consumer} is not built; build it with python "
-             f"harness/tools/record_with_jax.py --jax {consumer}, or set "
+      reason=f"the release venv of jax {consumer} is not built; build it with "
+             f"jaxport record --with-jax {consumer}, or set "
              "JAXPORT_BUILD_RELEASE_VENVS=1"))
 
 

@@ -28,16 +28,18 @@ from jaxport.releases._features import RunsOnRecord, features_of_blob, runs_on_r
 from jaxport.releases._runs_on import devices_seen
 
 REPO = Path(__file__).resolve().parents[2]
+# The measured matrix the repository keeps (matrix-summary.json of jaxport matrix --producers).
+SUMMARY = REPO / "harness" / "release_matrix.json"
 STORE = REPO / "compat_data"
 sys.path.insert(0, str(REPO))
 import harness.cases  # noqa: E402,F401  (registers the effects some entries carry)
-from harness.tools.matrix import load_summary, producer_label  # noqa: E402
+from jaxport.multirelease._matrix import load_summary, producer_label  # noqa: E402
 
 
 def _rows():
   """The entries the matrix measured, by producer: those recorded by its measurement day (an
   entry recorded since is measured by the matrix's next run)."""
-  measured_on = datetime.date.fromisoformat(load_summary()["measured"])
+  measured_on = datetime.date.fromisoformat(load_summary(SUMMARY)["measured"])
   rows = collections.defaultdict(list)
   for e in GoldenStore(STORE).entries("cpu"):
     m = e.manifest
@@ -72,7 +74,7 @@ def _predicted_cell(entries, consumer: str, table=None) -> tuple[int, set[str]]:
 
 
 def test_every_measured_cell_agrees_with_the_computed_range(rows):
-  summary = load_summary()
+  summary = load_summary(SUMMARY)
   measured = {f.version for f in releases() if f.measured}
   wrong = []
   cells = 0
@@ -111,7 +113,7 @@ def test_editing_one_table_field_changes_the_computed_cell(rows, consumer, produ
 
 
 def _measured(producer: str, consumer: str) -> tuple[int, set[str]]:
-  cell = load_summary()["cells"][producer][consumer]
+  cell = load_summary(SUMMARY)["cells"][producer][consumer]
   return cell["replayed"], set(cell["failing_cases"])
 
 

@@ -60,7 +60,7 @@ def test_audit_reports_drift_of_an_older_release_entry_as_a_warning(tmp_path, ca
   producer = "0.8.3" if jax.__version__ == "0.9.2" else "0.9.2"
   entry = _copy_entry(tmp_path, f"cpu/feature_shape_poly/release_poly_gram_f32/2026-11-29_jax-{producer}")
   (tmp_path / "x64_release_cases.py").write_text(
-      "import dataclasses\nfrom harness.tools import release_cases\n\n\ndef cases():\n"
+      "import dataclasses\nfrom harness.cases import release_cases\n\n\ndef cases():\n"
       "  return [dataclasses.replace(c, enable_x64=True) for c in release_cases.cases()]\n")
   monkeypatch.syspath_prepend(str(tmp_path))
   rc, out, _ = run(capsys, "audit", str(entry), "--json", "--today", "2026-11-29",

@@ -113,7 +113,7 @@ def test_the_contract_imports_only_numpy_and_public_jax():
 
 
 def test_the_release_scripts_load_the_packaged_contract_and_checkers():
-  from harness.tools import _recorder
+  from jaxport_in_release import recorder as _recorder
   from jaxport_in_release import replayer as _replayer
   for script in (_recorder, _replayer):
     assert Path(script._release.CONTRACT) == Path(_contract.__file__)

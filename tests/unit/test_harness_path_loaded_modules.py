@@ -1,7 +1,7 @@
 """The case type and the checkers load by their paths without jaxport, as release venvs do.
 
 The scripts that record and replay inside an older jax release's virtual environment
-(``harness/tools/_release_jax.py``) load ``jaxport/harness/_case.py`` and
+(``jaxport_in_release/release_jax.py``) load ``jaxport/harness/_case.py`` and
 ``jaxport/harness/checkers.py`` by path, where jaxport is not installed. Each must then
 import only the standard library and numpy: an ast check of their imports, and a fresh
 interpreter that loads them by path and uses them without importing jaxport.
@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "jaxport" / "harness"
 CASE = HARNESS / "_case.py"
 CHECKERS = HARNESS / "checkers.py"
-RELEASE_TOOLS = ROOT / "harness" / "tools"
+# The release scripts run with their folder first on sys.path, as the recorder does.
+RELEASE_SCRIPTS = ROOT / "jaxport_in_release"
+RELEASE_CASES = ROOT / "harness" / "cases" / "release_cases.py"
 
 
 def _top_level_imports(path: Path) -> set[str]:
@@ -47,7 +49,7 @@ def _run(code: str) -> dict:
   """Run ``code`` in a fresh interpreter (no site customisation of this session's path) and
   return the JSON it prints last."""
   proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                        timeout=300, cwd=str(RELEASE_TOOLS))
+                        timeout=300, cwd=str(RELEASE_SCRIPTS))
   assert proc.returncode == 0, proc.stderr
   return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -105,7 +107,7 @@ print(json.dumps({{"jaxport": loaded("jaxport"), "jax": loaded("jax"),
 def test_the_release_cases_build_where_jaxport_cannot_be_imported():
   """As in an older release's venv: the cases are the path-loaded Case, with the disabled
   checks of the release's own export module."""
-  out = _run(_LOAD + """
+  out = _run(_LOAD + f"RELEASE_CASES = {str(RELEASE_CASES)!r}\n" + """
 import importlib.abc
 class NoJaxport(importlib.abc.MetaPathFinder):
   def find_spec(self, name, path=None, target=None):
@@ -114,7 +116,7 @@ class NoJaxport(importlib.abc.MetaPathFinder):
     return None
 sys.meta_path.insert(0, NoJaxport())
 sys.path.insert(0, ".")
-release_cases = load("release_cases", "release_cases.py")
+release_cases = load("release_cases", RELEASE_CASES)
 cases = {c.case_id: c for c in release_cases.all_cases()}
 c = cases["release_hessenberg_f64"]
 print(json.dumps({"jaxport": loaded("jaxport"), "type": type(c).__module__,

@@ -1,4 +1,5 @@
-"""``jaxport record/replay --with-jax``: thin calls into the multi-release tools."""
+"""``jaxport record/replay --with-jax`` and ``jaxport matrix``: every project, this repository
+included, goes through ``jaxport.multirelease``."""
 
 import json
 import sys
@@ -9,26 +10,84 @@ import _report_helpers as helpers
 from jaxport.cli import main
 
 
-def test_record_with_jax_runs_the_recorder_tool(monkeypatch, tmp_path, fake_harness_run):
-  calls = fake_harness_run()
-  monkeypatch.chdir(tmp_path)
-  assert main(["record", "--with-jax", "0.9.2", "--", "--case", "release_lu_f32"]) == 0
-  (cmd, cwd), = calls
-  assert cmd == [sys.executable, "harness/tools/record_with_jax.py", "--jax", "0.9.2",
-                 "--case", "release_lu_f32"]
-  assert Path(cwd) == tmp_path
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
-def test_replay_with_jax_writes_the_matrix_where_the_report_goes(monkeypatch, tmp_path, fake_harness_run):
-  calls = fake_harness_run()
-  monkeypatch.chdir(tmp_path)
-  assert main(["replay", "--with-jax", "0.8.3", "--compat-report", "out/fwd",
-               "--current-build-only"]) == 0
-  assert main(["replay", "--with-jax", "0.8.3"]) == 0
-  (first, _), (second, _) = calls
-  assert first == [sys.executable, "harness/tools/replay_with_jax.py", "--jax", "0.8.3", "--out",
-                   str((tmp_path / "out" / "fwd").resolve()), "--current-build-only"]
-  assert second[-1] == str((tmp_path / "reports" / "with-jax-0.8.3").resolve())
+def _simulated_release_env(monkeypatch, version: str, report_entries: list) -> tuple[list, list]:
+  """Stand in for the release environment of ``version``: building it is recorded, and the
+  harness run there writes a report of ``report_entries`` under that jax."""
+  from jaxport.cli import _with_jax
+  built, ran = [], []
+  monkeypatch.setattr(_with_jax, "ensure_project_env",
+                      lambda v, p: built.append((v, p)) or Path("/envs/py"))
+  report = json.dumps({**helpers.run_report(entries=report_entries),
+                       "versions": {"jax": version, "jaxlib": version, "jaxport": "0.1.0"}})
+
+  def harness(cmd, cwd, env):
+    ran.append((cmd, cwd, env))
+    written = [a.split("=", 1)[1] for a in cmd if a.startswith("--compat-report=")]
+    Path(written[0]).write_text(report)
+    return 0
+
+  monkeypatch.setattr(_with_jax, "run_forwarding_signals", harness)
+  return built, ran
+
+
+def test_replay_with_jax_in_this_repository_runs_its_harness_through_multirelease(
+    monkeypatch, tmp_path):
+  from jaxport.multirelease import _measured
+  built, ran = _simulated_release_env(monkeypatch, "0.11.2", [])
+  kept = []
+  monkeypatch.setattr(_measured, "remember", lambda *a, **k: kept.append((a, k)))
+  assert main(["replay", "--with-jax", "0.11.2", "--project", str(REPOSITORY),
+               "--compat-report", str(tmp_path / "r.json")]) == 0
+  assert built == [("0.11.2", REPOSITORY)]
+  (cmd, cwd, _), = ran
+  assert cmd[:5] == ["/envs/py", "-m", "pytest", str(REPOSITORY), "--compat-only"]
+  assert cwd == REPOSITORY
+  assert not any("harness/tools" in a for a in cmd)
+  (args, _), = kept  # what it measured is kept in the repository's store, as in any project
+  assert args[1] == REPOSITORY / "compat_data" and args[2] == "0.11.2"
+  assert json.loads((tmp_path / "r.json").read_text())["versions"]["jax"] == "0.11.2"
+
+
+def test_record_with_jax_records_the_release_cases_the_project_lists(monkeypatch, capsys):
+  from jaxport.multirelease import _record
+  from jaxport.multirelease._staging import ImportResult
+  seen = []
+  monkeypatch.setattr(_record, "record", lambda version, store, files, cases: seen.append(
+      (version, store, files, cases)) or ImportResult([], ["cpu/f/c/d"], {"release_x": "why"}))
+  assert main(["record", "--with-jax", "0.9.2", "--project", str(REPOSITORY), "--",
+               "--case", "release_lu_f32", "--case=release_qr_f32"]) == 0
+  (version, store, files, cases), = seen
+  assert (version, store) == ("0.9.2", REPOSITORY / "compat_data")
+  assert files == [REPOSITORY / "harness" / "cases" / "release_cases.py"]
+  assert cases == ["release_lu_f32", "release_qr_f32"]
+  assert capsys.readouterr().out == "exists  cpu/f/c/d\nskipped release_x: why\n"
+
+
+def test_record_with_jax_of_release_cases_refuses_pytest_arguments(capsys):
+  assert main(["record", "--with-jax", "0.9.2", "--project", str(REPOSITORY), "--",
+               "-k", "lu"]) == 2
+  assert "takes only --case ID" in capsys.readouterr().err
+
+
+def test_an_older_release_replays_this_repository_with_its_effect_modules(monkeypatch, tmp_path):
+  from jaxport.cli import _with_jax
+  from jaxport.golden import GoldenStore
+
+  class Listed:
+    entry_id = "cpu/fam/case/2026-01-01_jax-0.10.2"
+
+  monkeypatch.setattr(GoldenStore, "entries", lambda self, platform: [Listed()])
+  monkeypatch.setattr(_with_jax._envs, "ensure_venv", lambda v: Path(f"/envs/{v}/python"))
+  seen = []
+  monkeypatch.setattr(_with_jax, "replay_with", lambda python, store, ids, work, effects: seen.append(
+      effects) or [{"entry_id": ids[0], "outcome": "pass", "stage": "compare"}])
+  assert main(["replay", "--with-jax", "0.8.3", "--project", str(REPOSITORY), "--",
+               f"--compat-cache-dir={tmp_path}"]) == 0
+  assert seen == [{"harness.cases._effects":
+                   str(REPOSITORY / "harness" / "cases" / "_effects.py")}]
 
 
 def test_without_the_flag_the_harness_runs_as_before(monkeypatch, tmp_path, fake_harness_run):
@@ -87,12 +146,12 @@ def test_in_a_project_an_older_release_replays_with_its_own_export(monkeypatch, 
           "fail": {"stage": "deserialize", "error": "too old"}}
   for outcome, code in (("pass", 0), ("fail", 1)):
     seen = []
-    monkeypatch.setattr(_with_jax, "replay_with", lambda python, store, ids, work: seen.append(
-        (python, store, ids)) or [{"entry_id": ids[0], **rows[outcome]}])
+    monkeypatch.setattr(_with_jax, "replay_with", lambda python, store, ids, work, effects: seen.append(
+        (python, store, ids, effects)) or [{"entry_id": ids[0], **rows[outcome]}])
     report = tmp_path / f"{outcome}.json"
     assert main(["replay", "--with-jax", "0.8.3", "--project", str(project),
                  "--compat-report", str(report)]) == code
-    assert seen == [("/envs/0.8.3/python", project / "golden", [Listed.entry_id])]
+    assert seen == [("/envs/0.8.3/python", project / "golden", [Listed.entry_id], {})]
     out = capsys.readouterr().out
     # The judge's status of each entry, counted.
     assert f"jax 0.8.3: 1 entries: 1 {outcome}\n" in out
@@ -166,7 +225,7 @@ def test_with_a_cache_dir_the_measurements_go_there_not_into_the_project(monkeyp
 
   monkeypatch.setattr(GoldenStore, "entries", lambda self, platform: [Listed()])
   monkeypatch.setattr(_with_jax._envs, "ensure_venv", lambda v: Path(f"/envs/{v}/python"))
-  monkeypatch.setattr(_with_jax, "replay_with", lambda python, store, ids, work: [
+  monkeypatch.setattr(_with_jax, "replay_with", lambda python, store, ids, work, effects: [
       {"entry_id": ids[0], "stage": "compare", "matched": True}])
   cache = tmp_path / "elsewhere" / "cache"
   for extra in ([f"--compat-cache-dir={cache}"], ["--compat-cache-dir", str(cache)]):

@@ -11,9 +11,13 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness.tools import matrix, replay_with_jax  # noqa: E402
+from jaxport.multirelease import _matrix as matrix  # noqa: E402
+from jaxport.multirelease import _producers  # noqa: E402
 from jaxport.multirelease import _replay  # noqa: E402
 
+# The measured matrix kept in the repository: what expected-status rows cite and the
+# multi-release page shows.
+SUMMARY = ROOT / "harness" / "release_matrix.json"
 TODAY = datetime.date(2026, 11, 29)
 OLD = {"jax": "0.5.3", "jaxlib": "0.5.3", "jaxport": None}
 CURRENT = {"jax": "0.10.2", "jaxlib": "0.10.2", "jaxport": "0.1.0"}
@@ -118,8 +122,8 @@ def _store(root: Path):
 
 def test_select_entries_keeps_the_current_build_for_the_forward_check(tmp_path):
   root = _store(tmp_path / "store")
-  assert len(replay_with_jax.select_entries(root, "cpu", False)) == 3
-  assert replay_with_jax.select_entries(root, "cpu", True) == [
+  assert len(_producers.select_entries(root, "cpu", False)) == 3
+  assert _producers.select_entries(root, "cpu", True) == [
       "cpu/fam/a/2026-11-29_jax-0.10.2", "cpu/fam/b/2026-11-29_jax-0.10.2"]
 
 
@@ -145,10 +149,10 @@ def test_replay_driver_survives_a_native_crash(tmp_path, monkeypatch):
   fake = tmp_path / "fake_replayer.py"
   fake.write_text(FAKE_REPLAYER)
   monkeypatch.setattr(_replay, "REPLAYER", fake)
-  ids = replay_with_jax.select_entries(root, "cpu", False)
+  ids = _producers.select_entries(root, "cpu", False)
   work = tmp_path / "work"
   work.mkdir()
-  rows = replay_with_jax.replay_with(sys.executable, root, ids, work)
+  rows = _replay.replay_with(sys.executable, root, ids, work)
   assert [r["entry_id"] for r in rows] == ids
   by_case = {r["entry_id"].split("/")[2] + r["entry_id"][-6:]: r["stage"] for r in rows}
   assert by_case == {"a0.10.2": "compare", "a-0.5.3": "compare", "b0.10.2": "process"}
@@ -157,14 +161,20 @@ def test_replay_driver_survives_a_native_crash(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # runs the recorder (and replayer) in a child interpreter
-def test_replay_with_jax_end_to_end_with_this_interpreter(tmp_path, monkeypatch):
-  from harness.tools import record_with_jax
-  store = tmp_path / "store"
-  monkeypatch.setattr(record_with_jax._venvs, "ensure_venv", lambda v, root=None: Path(sys.executable))
-  record_with_jax.record("0.10.2", store, cases=["release_cholesky_f32"], date="2026-02-03")
+def test_the_producer_matrix_end_to_end_with_this_interpreter(tmp_path, monkeypatch):
+  from jaxport.cli import main
+  from jaxport.multirelease import _envs, _record
+  project = tmp_path / "project"
+  project.mkdir()
+  (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\njaxport_cases = ["cases"]\n'
+                                          'jaxport_store = "store"\n')
+  store = project / "store"
+  monkeypatch.setattr(_envs, "ensure_venv", lambda v, root=None: Path(sys.executable))
+  _record.record("0.10.2", store, [ROOT / "harness" / "cases" / "release_cases.py"],
+                 cases=["release_cholesky_f32"], date="2026-02-03")
   out = tmp_path / "matrix"
-  assert replay_with_jax.main(["--current", "--store", str(store), "--out", str(out),
-                               "--today", "2026-11-29"]) == 0
+  assert main(["matrix", "--producers", "--current", "--project", str(project), "--out", str(out),
+               "--today", "2026-11-29"]) == 0
   m = json.loads((out / "matrix.json").read_text())
   (producer,) = m["producers"]
   cell = m["cells"][producer][m["consumers"][0]]
@@ -184,7 +194,7 @@ def test_a_summary_keeps_counts_and_failing_cases_without_messages(results):
 
 def test_every_row_for_some_consumers_cites_its_cell_of_the_committed_matrix():
   from harness.tools import expected_status
-  summary = matrix.load_summary()
+  summary = matrix.load_summary(SUMMARY)
   table = expected_status.load_table()
   cited = [r for r in table.rules if r.consumers is not None]
   for rule in cited:
@@ -198,4 +208,4 @@ def test_every_row_for_some_consumers_cites_its_cell_of_the_committed_matrix():
 
 def test_the_multi_release_page_shows_the_committed_matrix():
   page = (ROOT / "docs" / "multi-release.md").read_text()
-  assert matrix.summary_table(matrix.load_summary()) in page
+  assert matrix.summary_table(matrix.load_summary(SUMMARY)) in page

@@ -16,19 +16,23 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness.tools import _recorder, _venvs, release_cases, staging  # noqa: E402
+from harness.cases import release_cases  # noqa: E402
+from jaxport.multirelease import _envs as _venvs  # noqa: E402
+from jaxport.multirelease import _record, _staging as staging  # noqa: E402
+from jaxport_in_release import recorder as _recorder  # noqa: E402
 from jaxport.golden import EntryId
 from jaxport.errors import GoldenDataError  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
 
 CASES = ("release_cholesky_f32", "release_vjp_tanh_f32")
+CASES_FILE = str(ROOT / "harness" / "cases" / "release_cases.py")
 
 
 @pytest.fixture(scope="module")
 def staged(tmp_path_factory):
   """A staging folder with two cases, as the recorder writes it."""
   out = tmp_path_factory.mktemp("staging") / "run"
-  rc = _recorder.main(["--out", str(out), "--date", "2026-01-02"] +
+  rc = _recorder.main(["--out", str(out), "--date", "2026-01-02", "--cases-file", CASES_FILE] +
                       [a for c in CASES for a in ("--case", c)])
   assert rc == 0
   return out
@@ -54,7 +58,7 @@ def test_recorder_writes_plain_files(staged):
   assert "lapack_spotrf_ffi" in text
   # Locations name the case's lines, never the recording script's or the contract's.
   assert 'loc("release_cases.py"' in text
-  assert not [n for n in ("_recorder.py", "_release_jax.py", "_contract.py") if f'"{n}"' in text]
+  assert not [n for n in ("recorder.py", "release_jax.py", "_contract.py") if f'"{n}"' in text]
   # The VJP case stores the primal output followed by the input cotangent.
   with np.load(staged / "release_vjp_tanh_f32" / "expected.npz", allow_pickle=False) as npz:
     assert npz.files == ["arr_0", "arr_1"] and npz["arr_1"].shape == (6,)
@@ -117,10 +121,9 @@ def test_recorder_skips_with_a_reason_what_a_release_cannot_express(tmp_path, mo
 
   def failing(*a):
     raise NotImplementedError("no lu in this release")
-  monkeypatch.setattr(release_cases, "all_cases", lambda: [
+  monkeypatch.setattr(_recorder, "load_cases", lambda paths: [
       dataclasses.replace(broken, fun=failing)])
-  monkeypatch.setattr(_recorder, "_load_cases_module", lambda: release_cases)
-  assert _recorder.main(["--out", str(tmp_path / "s")]) == 0
+  assert _recorder.main(["--out", str(tmp_path / "s"), "--cases-file", CASES_FILE]) == 0
   skipped = json.loads((tmp_path / "s" / "skipped.json").read_text())
   assert skipped == {"release_lu_f32": "NotImplementedError: no lu in this release"}
 
@@ -130,9 +133,8 @@ def test_recorder_skips_the_cases_whose_record_range_leaves_out_its_jax(tmp_path
   legacy = cases["release_lu_f64"]
   assert legacy.record_range == release_cases.LEGACY_RANGE
   future = dataclasses.replace(cases["release_lu_f32"], record_range=("99.0.0", None))
-  monkeypatch.setattr(release_cases, "all_cases", lambda: [legacy, future])
-  monkeypatch.setattr(_recorder, "_load_cases_module", lambda: release_cases)
-  assert _recorder.main(["--out", str(tmp_path / "s")]) == 0
+  monkeypatch.setattr(_recorder, "load_cases", lambda paths: [legacy, future])
+  assert _recorder.main(["--out", str(tmp_path / "s"), "--cases-file", CASES_FILE]) == 0
   skipped = json.loads((tmp_path / "s" / "skipped.json").read_text())
   assert skipped == {"release_lu_f64": "recorded only by jax <= 0.4.30",
                      "release_lu_f32": "needs jax >= 99.0.0"}
@@ -160,16 +162,17 @@ def test_venv_requirements_follow_the_release():
 
 @pytest.mark.slow  # runs the recorder in a child interpreter
 def test_record_with_jax_end_to_end_with_this_interpreter(tmp_path, monkeypatch):
-  from harness.tools import record_with_jax
   monkeypatch.setattr(_venvs, "ensure_venv", lambda version, root=None: Path(sys.executable))
   store = tmp_path / "store"
-  assert record_with_jax.main(["--jax", "0.10.2", "--case", "release_lu_f32", "--store", str(store),
-                               "--date", "2026-02-03"]) == 0
+  first = _record.record("0.10.2", store, [Path(CASES_FILE)], cases=["release_lu_f32"],
+                         date="2026-02-03")
+  assert "wrote   cpu/lapack_getrf/release_lu_f32/2026-02-03_jax-" in _record.summary(first)
   (entry,) = GoldenStore(store).entries()
   assert entry.entry_id.startswith("cpu/lapack_getrf/release_lu_f32/2026-02-03_jax-")
   entry.verify()
   # The store is append-only: recording the same day again leaves the entry as it is.
-  again = record_with_jax.record("0.10.2", store, cases=["release_lu_f32"], date="2026-02-03")
+  again = _record.record("0.10.2", store, [Path(CASES_FILE)], cases=["release_lu_f32"],
+                         date="2026-02-03")
   assert again.written == () and again.existing == (entry.entry_id,)
 
 
@@ -179,3 +182,8 @@ def test_a_failing_venv_build_names_the_command_and_the_fix(tmp_path, monkeypatc
   with pytest.raises(_venvs.VenvError, match=want):
     _venvs.ensure_venv("0.9.2", tmp_path)
   assert not _venvs.is_ready("0.9.2", tmp_path)
+
+
+def test_the_recorder_refuses_a_case_id_two_case_modules_list(tmp_path):
+  with pytest.raises(SystemExit, match="release_cholesky_f32.*listed by both"):
+    _recorder.load_cases([CASES_FILE, CASES_FILE])

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness.tools import release_cases  # noqa: E402
+from harness.cases import release_cases  # noqa: E402
 from harness.tools import expected_status  # noqa: E402
 from jaxport.harness import _releases  # noqa: E402
 from jaxport.harness._expectations import Expectation, parse_table  # noqa: E402
@@ -228,7 +228,7 @@ def test_every_release_recorded_every_case_it_can_express():
       want = table.recordable(producer, case) and cases[case].recordable_by(producer)
       assert ((producer, case) in recorded) == want, (
           f"jax {producer} / {case}: recorded={not want}, but the table says recordable={want}; "
-          f"run python harness/tools/record_with_jax.py --jax {producer}")
+          f"run jaxport record --with-jax {producer}")
   for rule in table.rules:
     for case in rule.cases:
       assert (rule.producer, case) in recorded, f"a row for a missing entry: {rule}"

@@ -7,7 +7,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness.tools import suites_with_jax  # noqa: E402
+from tools.release_suites import suites_with_jax  # noqa: E402
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
@@ -46,17 +46,17 @@ def test_table_has_a_row_per_release_and_lists_failures():
 def test_list_prints_each_releases_python_and_fails_when_one_is_missing(monkeypatch, tmp_path, capsys):
   def find(version):
     if version == "0.12.0.1":
-      raise suites_with_jax._venvs.VenvError("No Python 3.12 or newer found for the venv of jax 0.12.0.1")
+      raise suites_with_jax._envs.VenvError("No Python 3.12 or newer found for the venv of jax 0.12.0.1")
     return "/usr/bin/python3.11"
 
-  monkeypatch.setattr(suites_with_jax._venvs, "find_python", find)
+  monkeypatch.setattr(suites_with_jax._envs, "find_python", find)
   argv = ["--list", "--venvs", str(tmp_path), "--jax", "0.9.2", "--jax", "0.12.0.1"]
   assert suites_with_jax.main(argv) == 1
   lines = capsys.readouterr().out.splitlines()
   assert lines[0].split() == ["0.9.2", "Python", "3.11", "venv", "to", "build", "with",
                               "/usr/bin/python3.11"]
   assert lines[1].startswith("0.12.0.1   Python 3.12 or newer   MISSING: No Python 3.12 or newer")
-  monkeypatch.setattr(suites_with_jax._venvs, "find_python", lambda version: "/p")
+  monkeypatch.setattr(suites_with_jax._envs, "find_python", lambda version: "/p")
   assert suites_with_jax.main(["--list", "--venvs", str(tmp_path)]) == 0
   listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
   assert tuple(listed) == suites_with_jax.supported_releases()
@@ -65,7 +65,7 @@ def test_list_prints_each_releases_python_and_fails_when_one_is_missing(monkeypa
 def test_a_release_whose_venv_cannot_be_built_fails_its_row_and_the_others_run(monkeypatch, tmp_path):
   def ensure(version, root=None):
     if version == "0.11.0":
-      raise suites_with_jax._venvs.VenvError("No Python 3.12 or newer found for the venv of jax 0.11.0")
+      raise suites_with_jax._envs.VenvError("No Python 3.12 or newer found for the venv of jax 0.11.0")
     return Path(f"/venvs/{version}/bin/python")
 
   ran = []

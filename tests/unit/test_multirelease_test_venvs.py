@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from harness.tools import _test_venvs, _venvs  # noqa: E402
+from jaxport.multirelease import _envs as _venvs  # noqa: E402
+from tools.release_suites import _test_venvs  # noqa: E402
 
 
 class Builds(list):

@@ -3,9 +3,8 @@
 Run with jax 0.4.25, the newest release that still produces these versions
 (through its ``jax_serialization_version`` flag):
 
-    python -c "from harness.tools import _venvs; _venvs.ensure_venv('0.4.25')"
-    .jax-venvs/jax-0.4.25/bin/python tests/data/calling_conventions/make_records.py \
-        tests/data/calling_conventions
+    PY=$(python -c "from jaxport.multirelease import _envs; print(_envs.ensure_venv('0.4.25'))")
+    "$PY" tests/data/calling_conventions/make_records.py tests/data/calling_conventions
 
 Each record is ``f(x) = (sin(x) * 2, sum(x, axis=0))`` for ``x: f32[b, 3]``,
 exported for ``("cpu", "tpu")`` so that its ``main`` takes a platform index and

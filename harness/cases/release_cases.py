@@ -1,10 +1,11 @@
 """Cases that older jax releases can record, using only jax's public API.
 
-This module is executed inside a virtual environment holding an older jax
-release (see ``record_with_jax.py``), so it imports nothing from jaxport's
-package or from the rest of the repository: only ``jax``, ``jax.numpy``,
-``numpy``, and the case type ``jaxport/harness/_case.py`` (numpy only), loaded
-by its path there (``_release_jax.case_type``). Its cases are plain
+This module is executed inside the environment of an older jax release (it is
+this repository's ``jaxport_release_cases``, recorded by ``jaxport record
+--with-jax``), so it imports nothing from jaxport's package or from the rest of
+the repository: only ``jax``, ``jax.numpy``, ``numpy``, and the case type
+``jaxport/harness/_case.py`` (numpy only), loaded by its path there
+(``jaxport_in_release/release_jax.py``: ``case_type``). Its cases are plain
 ``jaxport.harness.Case`` values, so the harness's case registry lists them too
 (``cases()``), and entries of older producers are replayed against today's
 lowering of the same function.
@@ -25,7 +26,7 @@ Adding a case, step by step:
      ``MIN_JAX`` on) if older releases lack an API, or if only older releases
      should record it (the dtype variants of the legacy LAPACK cases,
      ``LEGACY_RANGE``); set ``enable_x64`` for 64-bit inputs.
-  3. Record it: ``python harness/tools/record_with_jax.py --jax 0.9.2``.
+  3. Record it: ``jaxport record --with-jax 0.9.2``.
   4. Add a row to ``harness/expected_status.json`` if a producer is expected
      to fail under the current build, with the reason.
 """
@@ -37,12 +38,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-# What the release scripts share. Run in a release's venv, this folder is on sys.path;
-# imported by the harness and the tests, the repository's package is.
+# What the release scripts share. Loaded by the recorder in a release's environment, the
+# recorder's folder is on sys.path; imported by the harness and the tests, the package is.
 try:
-  import _release_jax as _release
+  import release_jax as _release
 except ImportError:
-  from harness.tools import _release_jax as _release
+  from jaxport_in_release import release_jax as _release
 
 Case = _release.case_type()
 

@@ -1,9 +1,9 @@
 """Run jaxport's test suite and the CPU harness replay under each supported jax release.
 
-    python harness/tools/suites_with_jax.py --supported --out reports/releases
-    python harness/tools/suites_with_jax.py --jax 0.9.2 --jax 0.10.1 --out reports/releases
-    python harness/tools/suites_with_jax.py --jax 0.10.0 --suite tests -- -k vmap
-    python harness/tools/suites_with_jax.py --supported --list   # each release's Python, no run
+    python tools/release_suites/suites_with_jax.py --supported --out reports/releases
+    python tools/release_suites/suites_with_jax.py --jax 0.9.2 --jax 0.10.1 --out reports/releases
+    python tools/release_suites/suites_with_jax.py --jax 0.10.0 --suite tests -- -k vmap
+    python tools/release_suites/suites_with_jax.py --supported --list   # each release's Python, no run
 
 Each release runs in its test venv ``.jax-venvs/test-jax-<version>`` (the
 release venv's jax plus the ``test`` extra, see ``_test_venvs.py``) with this
@@ -13,7 +13,7 @@ For each release it runs ``pytest tests/`` and ``pytest harness/
 a table of release x passed/failed/skipped per suite. The exit status is 1 if
 any suite failed under any release.
 
-Each release's venvs are built on the Python it installs on (``_venvs.python_need``):
+Each release's venvs are built on the Python it installs on (``_envs.python_need``):
 3.11 for jax 0.10.2 and older, 3.12 or newer for 0.11.0 and newer, so one run
 covers every release jaxport serves when both are installed. A release
 whose venv cannot be built (its Python missing, say) is a failed row naming the
@@ -36,7 +36,8 @@ from pathlib import Path
 if __package__ in (None, ""):
   sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.tools import _test_venvs, _venvs  # noqa: E402
+from jaxport.multirelease import _envs  # noqa: E402
+from tools.release_suites import _test_venvs  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ def read_junit(path: Path, suite: str, returncode: int) -> SuiteResult:
 def suite_env() -> dict[str, str]:
   """The environment for a release's pytest: this repository first on PYTHONPATH, CPU only."""
   env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")}
-  env["PYTHONPATH"] = os.pathsep.join([str(_venvs.REPO_ROOT)] + (
+  env["PYTHONPATH"] = os.pathsep.join([str(_test_venvs.REPO_ROOT)] + (
       [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
   env["JAX_PLATFORMS"] = "cpu"
   return env
@@ -107,15 +108,15 @@ def setup_failure(suite: str, error: Exception) -> SuiteResult:
 
 def describe(version: str, root: str | os.PathLike | None = None) -> tuple[bool, str]:
   """One ``--list`` line for jax ``version``: its Python and what is built; False if it cannot build."""
-  need = _venvs.python_need(version)
+  need = _envs.python_need(version)
   test_dir = _test_venvs.test_venv_dir(version, root)
-  if _venvs.is_ready(version, root):
-    built = f"venv ready (Python {_venvs.base_version(_venvs.venv_dir(version, root)) or '?'})"
+  if _envs.is_ready(version):
+    built = f"venv ready (Python {_envs.base_version(_envs.venv_dir(version)) or '?'})"
     built += ", test venv built" if (test_dir / "bin" / "python").exists() else ""
     return True, f"{version:<10} {str(need):<22} {built}"
   try:
-    python = _venvs.find_python(version)
-  except _venvs.VenvError as e:
+    python = _envs.find_python(version)
+  except _envs.VenvError as e:
     return False, f"{version:<10} {str(need):<22} MISSING: {e}"
   return True, f"{version:<10} {str(need):<22} venv to build with {python}"
 
@@ -128,7 +129,7 @@ def run_suite(python: str, suite: str, out: Path, label: str, workers: str,
          f"--junitxml={junit}", *extra]
   logger.info("jax %s, %s: %s", label, suite, " ".join(cmd))
   with log.open("w") as f:
-    proc = subprocess.run(cmd, cwd=_venvs.REPO_ROOT, env=suite_env(), stdout=f,
+    proc = subprocess.run(cmd, cwd=_test_venvs.REPO_ROOT, env=suite_env(), stdout=f,
                           stderr=subprocess.STDOUT)
   result = read_junit(junit, suite, proc.returncode)
   logger.info("jax %s, %s: %d passed, %d failed, %d errors, %d skipped (log %s)", label, suite,
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--current", action="store_true", help="also this interpreter's jax")
   parser.add_argument("--suite", choices=[*SUITES, "all"], default="all")
   parser.add_argument("-n", "--workers", default="2", help="pytest-xdist workers per run")
-  parser.add_argument("--venvs", default=None, help="folder of the release and test venvs")
+  parser.add_argument("--venvs", default=None, help="folder of the test venvs (default: this checkout's .jax-venvs)")
   parser.add_argument("--out", help="folder for releases.json, releases.md and logs")
   parser.add_argument("--list", action="store_true",
                       help="print each release's Python and venv state, run nothing "
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
   for v in releases:
     try:
       pythons[v] = str(_test_venvs.ensure_test_venv(v, args.venvs))
-    except _venvs.VenvError as e:
+    except _envs.VenvError as e:
       logger.error("jax %s: %s", v, e)
       results[v] = [setup_failure(s, e) for s in suites]
   if args.current:

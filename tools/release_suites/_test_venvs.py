@@ -1,14 +1,15 @@
 """Test venvs: a release venv's jax plus the test tools, without touching the release venv.
 
-A test venv ``.jax-venvs/test-jax-<version>/`` is a fresh venv whose
+A test venv ``.jax-venvs/test-jax-<version>/`` of this checkout is a fresh venv whose
 site-packages holds the ``test`` extra of ``pyproject.toml`` (pytest,
-hypothesis, xdist, flatc) and a ``.pth`` line that appends the release venv's
-site-packages (``.jax-venvs/jax-<version>/``, built by :mod:`_venvs`). The
+hypothesis, xdist, flatc) and a ``.pth`` line that appends the release environment's
+site-packages (``jax-<version>/`` of the machine's release environments, built by
+:mod:`jaxport.multirelease._envs`). The
 release venv stays exactly as built, so recording and replaying with it are
 unaffected, and jax/jaxlib are downloaded once per release. The test venv is
 created by the release venv's own interpreter, so both have the same base
 Python (3.11 up to jax 0.10.2, 3.12 or newer from 0.11.0; see
-:func:`_venvs.python_need`) and the release's compiled wheels load. jaxport is
+:func:`jaxport.multirelease._envs.python_need`) and the release's compiled wheels load. jaxport is
 installed editable without dependencies, for its ``jaxport`` console script and
 its pytest entry point; the runner also puts the repository first on
 ``PYTHONPATH``. A venv is rebuilt when the test extra or ``pyproject.toml`` (its
@@ -26,30 +27,34 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from harness.tools import _venvs
+from jaxport.multirelease import _envs
+from jaxport.releases import parse_version
 
 logger = logging.getLogger(__name__)
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Where this checkout keeps its test venvs (git-ignored).
+TEST_ROOT = REPO_ROOT / ".jax-venvs"
 _MARKER = ".jaxport-test-ready"
 _PTH_NAME = "jaxport_release_jax.pth"
 
 
-def extra_requirements(pyproject: Path = _venvs.REPO_ROOT / "pyproject.toml") -> list[str]:
+def extra_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
   """The requirements of the ``test`` extra, read from ``pyproject.toml``."""
   data = tomllib.loads(pyproject.read_text())
   return list(data["project"]["optional-dependencies"]["test"])
 
 
-def _ready_marker(pyproject: Path = _venvs.REPO_ROOT / "pyproject.toml") -> str:
+def _ready_marker(pyproject: Path = REPO_ROOT / "pyproject.toml") -> str:
   """What a test venv built from the current ``pyproject.toml`` records as built."""
   digest = hashlib.sha256(pyproject.read_bytes()).hexdigest()
-  return (" ".join(extra_requirements(pyproject)) + f" jaxport@{_venvs.REPO_ROOT}"
+  return (" ".join(extra_requirements(pyproject)) + f" jaxport@{REPO_ROOT}"
           + f" pyproject-sha256={digest}\n")
 
 
 def test_venv_dir(version: str, root: str | os.PathLike | None = None) -> Path:
-  _venvs.parse_version(version)
-  return Path(root or _venvs.DEFAULT_ROOT) / f"test-jax-{version}"
+  parse_version(version)
+  return Path(root or TEST_ROOT) / f"test-jax-{version}"
 
 
 def _site_packages(python: Path) -> str:
@@ -59,24 +64,25 @@ def _site_packages(python: Path) -> str:
 
 
 def ensure_test_venv(version: str, root: str | os.PathLike | None = None) -> Path:
-  """The python of a ready test venv for jax ``version``, creating it (and its release venv) if needed."""
-  release_python = _venvs.ensure_venv(version, root)
+  """The python of a ready test venv for jax ``version`` in ``root`` (default: this checkout's
+  ``.jax-venvs``), creating it (and the release's environment) if needed."""
+  release_python = _envs.ensure_venv(version)
   d = test_venv_dir(version, root)
   python = d / "bin" / "python"
   wanted = _ready_marker()
   marker = d / _MARKER
-  same_base = _venvs.base_version(d) == _venvs.base_version(release_python.parent.parent)
+  same_base = _envs.base_version(d) == _envs.base_version(release_python.parent.parent)
   if marker.is_file() and marker.read_text() == wanted and python.exists() and same_base:
     return python
   if d.exists():
     logger.info("rebuilding test venv %s", d)
     shutil.rmtree(d)
   # `venv` run by a venv's python builds on that venv's base interpreter.
-  _venvs._run([str(release_python), "-m", "venv", str(d)], f"creating the test venv for jax {version}")
+  _envs._run([str(release_python), "-m", "venv", str(d)], f"creating the test venv for jax {version}")
   (Path(_site_packages(python)) / _PTH_NAME).write_text(_site_packages(release_python) + "\n")
-  _venvs._run([str(python), "-m", "pip", "install", "--quiet", *extra_requirements()],
+  _envs._run([str(python), "-m", "pip", "install", "--quiet", *extra_requirements()],
               f"installing the test extra into {d}")
-  _venvs._run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(_venvs.REPO_ROOT)],
+  _envs._run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(REPO_ROOT)],
               f"installing jaxport's console script into {d}")
   marker.write_text(wanted)
   return python

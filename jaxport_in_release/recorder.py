@@ -1,8 +1,9 @@
-"""Record release cases with the jax installed in THIS interpreter's venv.
+"""Record a project's release cases with the jax installed in THIS interpreter's environment.
 
-Run by ``record_with_jax.py`` inside an older release's virtual environment:
+Run by ``jaxport record --with-jax`` (``jaxport.multirelease._record``) inside a release's
+environment, over the case modules the project lists in ``jaxport_release_cases``:
 
-    python harness/tools/_recorder.py --out STAGING [--case ID ...]
+    python jaxport_in_release/recorder.py --out STAGING --cases-file CASES.py [--case ID ...]
 
 It uses only that release's public export API and writes, per case, a
 staging folder ``STAGING/<case_id>/`` with ``exported.bin``, ``inputs.npz``,
@@ -31,19 +32,29 @@ import traceback
 import numpy as np
 
 STAGING_FORMAT = 1
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 # What the release scripts share (the replay contract among it). Run as a script, this
-# folder is first on sys.path; imported by the tests, the repository's package is.
+# folder is first on sys.path; imported, the package is.
 try:
-  import _release_jax as _release
+  import release_jax as _release
 except ImportError:
-  from harness.tools import _release_jax as _release
+  from jaxport_in_release import release_jax as _release
 
 
-def _load_cases_module():
-  return _release.load_by_path("release_cases", os.path.join(HERE, "release_cases.py"))
+def load_cases(paths) -> list:
+  """The cases of each case module file in ``paths`` (its ``cases()``), in order; a case id
+  listed twice is refused."""
+  cases, seen = [], {}
+  for i, path in enumerate(paths):
+    module = _release.load_by_path(f"jaxport_release_cases_{i}", os.path.abspath(path))
+    for case in module.cases():
+      if case.case_id in seen:
+        raise SystemExit(f"release case {case.case_id!r} is listed by both {seen[case.case_id]} "
+                         f"and {path}; give each case its own id")
+      seen[case.case_id] = path
+      cases.append(case)
+  return cases
 
 
 def exclude_from_locations(paths) -> bool:
@@ -181,6 +192,8 @@ def write_staged(out_dir: str, payload: dict) -> None:
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--out", required=True, help="staging folder to create")
+  parser.add_argument("--cases-file", action="append", required=True,
+                      help="a case module file whose cases() to record (repeatable)")
   parser.add_argument("--case", action="append", default=[], help="only these case ids")
   parser.add_argument("--platform", default="cpu")
   parser.add_argument("--date", default=None, help="record date (ISO), default today")
@@ -196,7 +209,7 @@ def main(argv=None) -> int:
   exclude_from_locations(
       [os.path.abspath(__file__), _release.__file__, _release.CONTRACT])
   release = contract.ReleaseExport(_release.export_module())
-  cases = _load_cases_module().all_cases()
+  cases = load_cases(args.cases_file)
   if args.case:
     unknown = sorted(set(args.case) - {c.case_id for c in cases})
     if unknown:

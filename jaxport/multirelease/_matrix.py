@@ -126,9 +126,6 @@ def render_text(matrix: dict[str, Any]) -> str:
 
 
 SUMMARY_FORMAT = 1
-# The measured matrix kept in the repository: what expected-status rows cite and the
-# multi-release page shows.
-SUMMARY = Path(__file__).resolve().parents[1] / "release_matrix.json"
 
 
 def summarize(matrix: dict[str, Any]) -> dict[str, Any]:
@@ -146,8 +143,8 @@ def summarize(matrix: dict[str, Any]) -> dict[str, Any]:
           "consumers": matrix["consumers"], "cells": cells}
 
 
-def load_summary(path: str | os.PathLike = SUMMARY) -> dict[str, Any]:
-  """The committed summary (``summarize``) of the last measured matrix."""
+def load_summary(path: str | os.PathLike) -> dict[str, Any]:
+  """A kept summary (``summarize``, ``matrix-summary.json``) of a measured matrix."""
   data = json.loads(Path(path).read_text())
   if data.get("format") != SUMMARY_FORMAT:
     raise ValueError(f"{path}: not a matrix summary of format {SUMMARY_FORMAT}")
@@ -180,22 +177,3 @@ def write(matrix: dict[str, Any], out_dir: str | os.PathLike) -> tuple[Path, Pat
   (out / "matrix-summary.json").write_text(json.dumps(summarize(matrix), indent=1, sort_keys=True)
                                            + "\n")
   return json_path, text_path
-
-
-def main(argv: list[str] | None = None) -> int:
-  """``python -m harness.tools.matrix summarize MATRIX_JSON [OUT]``: keep a measured matrix's
-  summary (default: harness/release_matrix.json) and print its table."""
-  import argparse
-  p = argparse.ArgumentParser(description=main.__doc__)
-  p.add_argument("command", choices=["summarize"])
-  p.add_argument("matrix", type=Path)
-  p.add_argument("out", type=Path, nargs="?", default=SUMMARY)
-  args = p.parse_args(argv)
-  summary = summarize(json.loads(args.matrix.read_text()))
-  args.out.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
-  print(summary_table(summary), end="")
-  return 0
-
-
-if __name__ == "__main__":
-  raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Import a staging folder written by an older jax release into the golden store.
 
-``_recorder.py`` runs inside an older release's venv and writes plain files
+The recorder (``jaxport_in_release/recorder.py``) runs inside a release's environment and writes plain files
 (see its docstring). This module runs in the jaxport venv: it validates those
 files (JSON and pickle-free npz only), computes the custom-call signatures
 with jaxport's module walk, and writes each case with
@@ -76,14 +76,14 @@ def _read_json(path: Path) -> Any:
 
 
 def read_staging(path: str | Path) -> Staging:
-  """Parse and validate a staging directory written by ``_recorder.py``."""
+  """Parse and validate a staging directory written by the recorder."""
   root = Path(path)
   info = _read_json(root / "producer.json")
   if not isinstance(info, dict) or info.get("staging_format") != STAGING_FORMAT:
     raise GoldenDataError(
         f"staging file {root / 'producer.json'}: staging_format expected {STAGING_FORMAT}, got "
         f"{info.get('staging_format') if isinstance(info, dict) else info!r}; record again with "
-        "this checkout's harness/tools/_recorder.py.")
+        "the recorder of this jaxport (jaxport record --with-jax).")
   p = info.get("producer")
   fields = [f.name for f in dataclasses.fields(Producer) if f.name != "jaxport"]
   if not isinstance(p, dict) or set(p) != set(fields):
@@ -135,7 +135,7 @@ def manifest_for(staging: Staging, case: StagedCase,
   """The store manifest of one staged case (files and arrays are filled in by the store)."""
   m = case.meta
   details = {"fun_name": m["fun_name"], "platforms": ",".join(m["platforms"]),
-             "vjp_order": int(m["vjp_order"]), "recorder": "harness/tools/record_with_jax.py"}
+             "vjp_order": int(m["vjp_order"]), "recorder": "jaxport record --with-jax"}
   return Manifest(
       case_id=m["case_id"], family=m["family"], platform=m["platform"],
       record_date=staging.record_date, producer=staging.producer,
