@@ -21,11 +21,10 @@ from jaxport._signals import interrupts_held, stop_once
 from jaxport.errors import GoldenDataError, JaxportError, SettingsError
 from jaxport.harness import _devices, _jax_corpus, _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
-from jaxport.harness._cache_folder import DEFAULT_FOLDER
 from jaxport.harness._registry import missing_modules
-from jaxport.harness._session import WORKER_OUTPUT_KEY, HarnessSession, Options
+from jaxport.harness._session import WORKER_OUTPUT_KEY, HarnessSession
 from jaxport.harness._worker_pool import LOOKAHEAD
-from jaxport.harness._settings import Settings
+from jaxport.harness._settings import Options, Settings
 # How the controller tells xdist workers where it imported the corpus and where executables are.
 CORPUS_ROOT_KEY = "jaxport_jax_corpus_root"
 WORKER_CACHE_KEY = "jaxport_compile_cache"
@@ -134,13 +133,10 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
   get = config.getoption
   partial = bool(get("keyword") or get("markexpr") or get("deselect", None)
                  or any("::" in str(a) for a in config.args))
-  artifacts = config.invocation_params.dir / s.artifacts if s.artifacts else None
-  return Options(s, golden_root=root.resolve(), today=s.day(),
-                 strict=s.strict or _pytest_strict(config), partial=partial,
-                 compile_cache_dir=(Path(s.cache_dir).resolve() if s.cache_dir
-                                    else _base(config).resolve() / DEFAULT_FOLDER),
-                 project_root=_base(config).resolve(),
-                 artifacts_dir=artifacts.resolve() if artifacts is not None else None)
+  return Options.for_run(s, golden_root=root.resolve(), partial=partial,
+                         project_root=_base(config).resolve(),
+                         invocation_dir=config.invocation_params.dir,
+                         pytest_strict=_pytest_strict(config))
 
 
 def _no_store_message(root: Path) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jaxport.errors import GoldenDataError
 from jaxport.harness import _coverage as coverage
@@ -19,6 +19,7 @@ from jaxport.harness import _expectations as expected_status
 from jaxport.harness import _reference as _api
 from jaxport.harness._project import Project
 from jaxport.harness._protocol import ProjectCases
+from jaxport.harness._settings import Options
 from jaxport.harness._verdicts import Outcome
 from jaxport._jaxcompat._version import distribution_version, installed_jax_version
 from jaxport.report import (
@@ -28,9 +29,6 @@ from jaxport.report import _coverage as run_coverage
 from jaxport.golden._entry_id import producer_of
 from jaxport.report._model import other_host_passes
 from jaxport.report._sections import RECORD_ACTIONS
-
-if TYPE_CHECKING:
-  from jaxport.harness._session import Options
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +106,7 @@ def build_run_report(facts: RunFacts) -> RunReport:
         entries=outcomes, present=present, case_ids=case_ids,
         checked_case_ids=[c.case_id for p in _devices.checked_platforms(o.settings.platform)
                           for c in facts.cases.cases_for(p)],
-        strict=o.strict)
+        strict=o.settings.strict)
     failures += checks.failures
     warns += checks.warnings
     skips += checks.skips
@@ -129,9 +127,9 @@ def build_run_report(facts: RunFacts) -> RunReport:
   return RunReport(
       mode="record" if o.settings.record else "update" if o.settings.update else "replay",
       platform=o.settings.platform,
-      today=o.today,
+      today=o.settings.today,
       compat_window_days=o.settings.window_days,
-      strict=o.strict,
+      strict=o.settings.strict,
       readers=tuple(_api.readers()),
       producer=_api.PRIMARY,
       versions={"jax": installed_jax_version(),
@@ -156,7 +154,7 @@ def build_run_report(facts: RunFacts) -> RunReport:
           for u in sorted(facts.updates, key=lambda u: u.change.case_id))),
       declared_targets={k: tuple(v) for k, v in project.targets.by_platform.items()},
       release_windows={p: Window.from_json(w, p) for p, w in expected_status.release_windows(
-          (producer_of(x.entry_id) for x in outcomes), o.today).items()})
+          (producer_of(x.entry_id) for x in outcomes), o.settings.today).items()})
 
 
 def _distinct(items: Any) -> list[Any]:

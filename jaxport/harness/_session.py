@@ -11,8 +11,6 @@ the same report.
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
 import json
 import logging
 import warnings
@@ -41,7 +39,7 @@ from jaxport.harness._project import OnChange, Project
 from jaxport.harness._recorder import Recorder
 from jaxport.harness._registry import CaseRegistry
 from jaxport.harness._run_report import RunFacts, build_run_report
-from jaxport.harness._settings import Settings
+from jaxport.harness._settings import Options
 from jaxport.harness._shard import costs_json
 from jaxport.harness._verdicts import Outcome
 from jaxport.harness._worker_pool import WorkerPool, printed
@@ -55,28 +53,6 @@ from jaxport.harness._requests import (ArtifactsRequest, CasesRequest, FeaturesW
 logger = logging.getLogger(__name__)
 
 WORKER_OUTPUT_KEY = "jaxport_harness"
-
-
-@dataclasses.dataclass(frozen=True)
-class Options:
-  """What one session runs with: the run's settings as resolved (``_settings.Settings``, each
-  under its option's own name) and what the plugin derived from them and pytest's
-  configuration."""
-
-  settings: Settings
-  golden_root: Path
-  today: datetime.date
-  # The settings' --compat-strict, or pytest's own strict mode.
-  strict: bool
-  # A narrowed selection (-k, -m, --deselect, node ids): whole-store checks are deferred.
-  partial: bool
-  # Where workers keep compiled executables for later runs (the project's .jaxport_cache/xla
-  # unless --compat-cache-dir names another); unused in cold or uncached replay.
-  compile_cache_dir: Path | None = None
-  # The project's root, below which the cache folder's parents are made private too.
-  project_root: Path | None = None
-  # Where each failing entry's artifacts go (``--compat-artifacts``, resolved), or None.
-  artifacts_dir: Path | None = None
 
 
 class HarnessSession:
@@ -98,7 +74,7 @@ class HarnessSession:
     self.corpus = corpus
     self._outcomes: dict[str, Outcome] = {}
     self._session_failures: list[str] = []
-    self.recorder = Recorder(self.store, self.pool, self.registry, options.today,
+    self.recorder = Recorder(self.store, self.pool, self.registry, options.settings.today,
                              self._session_failures)
     self._present: list[str] | None = None
     self._listing_failed = False
@@ -336,8 +312,9 @@ class HarnessSession:
     if self._context is None:
       o, project = self.options, self.project
       self._context = _judge.RunContext(
-          today=o.today, window_days=o.settings.window_days, consumer=installed_jax_version(),
-          strict=o.strict, updating=o.settings.update, changes_fail=project.on_change is OnChange.FAIL,
+          today=o.settings.today, window_days=o.settings.window_days,
+          consumer=installed_jax_version(), strict=o.settings.strict,
+          updating=o.settings.update, changes_fail=project.on_change is OnChange.FAIL,
           expectations=(None if project.expectations is None
                         else expected_status.load_table(project.expectations)),
           project_targets=project.targets,
@@ -349,8 +326,9 @@ class HarnessSession:
     """The folder --compat-cache-dir names, where ``replay --with-jax`` then keeps the
     project's measurements; None for the project's own ``.jaxport_cache``."""
     o = self.options
+    folder = Path(o.settings.cache_dir) if o.settings.cache_dir else None
     default = o.project_root / DEFAULT_FOLDER if o.project_root is not None else None
-    return None if o.compile_cache_dir in (None, default) else o.compile_cache_dir
+    return None if folder in (None, default) else folder
 
   def _min_consumer(self, manifest: Manifest) -> str | None:
     case = self.case_facts().case(manifest.case_id)
@@ -382,19 +360,20 @@ class HarnessSession:
   def _write_artifacts(self, entry_id: str) -> str:
     """Have a worker write a failed entry's artifacts (``--compat-artifacts``); the line that
     says where they are, or why there are none ("" without the option)."""
-    if self.options.artifacts_dir is None:
+    artifacts = self.options.settings.artifacts
+    if artifacts is None:
       return ""
     try:
       num_devices = self.pool.devices_needed(entry_id)
     except GoldenDataError:
       num_devices = 1
     request = ArtifactsRequest(
-        str(self.options.golden_root), entry_id, str(self.options.artifacts_dir),
+        str(self.options.golden_root), entry_id, artifacts,
         run=_devices.numerics_skip(self.options.settings.platform, _platform_of(entry_id)) is None)
     answer = self.pool.answer(self.pool.worker(num_devices).request(request), ArtifactsAnswer)
     if isinstance(answer, ArtifactsAnswer):
       return f"\nartifacts: {answer.folder}"
-    left = left_behind(self.options.artifacts_dir, entry_id)
+    left = left_behind(Path(artifacts), entry_id)
     if left is None:
       return f"\nartifacts: none written ({answer.why})"
     folder, files, writing = left

@@ -4,8 +4,13 @@ validator, the ``jaxport_*`` configuration keys, and the named presets.
 The pytest entry point (``jaxport_pytest``) declares its options from :data:`FIELDS`, the
 plugin resolves them into one :class:`Settings` (defaults, then the preset, then the options
 given), and help text, documentation and the CLI quote the defaults from here. Jax-free, and
-of jaxport it imports only leaves (``_vocabulary``, ``_limits``, ``errors``) and the
-shard parser, so that every pytest run can load it.
+of jaxport it imports only leaves (``_vocabulary``, ``_limits``, ``errors``), the
+shard parser and the cache folder's default, so that every pytest run can load it.
+
+A harness session runs with :class:`Options`: the settings resolved for the run once, here
+(the run's date, pytest's own strict mode, absolute folders), and what pytest's configuration
+adds (the golden store's root, a narrowed selection, the project's root). Every setting is read
+under its option's own name, ``options.settings.X``.
 
 A preset (``--compat-preset NAME``) is a named set of option values plus the Hypothesis
 profile it selects for a project's property tests; options given on the command line
@@ -27,6 +32,7 @@ from typing import Any
 from jaxport import _limits
 from jaxport._vocabulary import EXPIRY_WINDOW_DAYS, MAX_WORKER_TIMEOUT_S, PLATFORMS, WORKER_TIMEOUT_S
 from jaxport.errors import SettingsError
+from jaxport.harness._cache_folder import DEFAULT_FOLDER
 from jaxport.harness._shard import Shard, ShardError, read_costs
 
 # The configuration keys of a project ([tool.pytest.ini_options] or pytest.ini).
@@ -471,3 +477,46 @@ def _check_together(s: Settings) -> None:
   if s.cache_dir and s.no_cache:
     raise SettingsError("--compat-cache-dir and --compat-no-cache contradict each other; "
                         "pass one.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+  """What one harness session runs with: the run's settings resolved for the run (made by
+  :meth:`for_run`; each read as ``options.settings.X``) and what pytest's configuration adds."""
+
+  settings: Settings
+  golden_root: Path
+  # A narrowed selection (-k, -m, --deselect, node ids): whole-store checks are deferred.
+  partial: bool
+  # The project's root, below which the cache folder's parents are made private too.
+  project_root: Path | None = None
+
+  def __post_init__(self) -> None:
+    if self.settings.today is None:
+      raise SettingsError("a harness session's settings must be resolved for the run (they "
+                          "hold no date): make its options with Options.for_run")
+
+  @classmethod
+  def for_run(cls, settings: Settings, *, golden_root: Path, partial: bool = False,
+              project_root: Path | None = None, invocation_dir: Path | None = None,
+              pytest_strict: bool = False) -> Options:
+    """The options of a run with ``settings``: the settings whose value depends on the run
+    resolved once, so that every part of the session reads the same one.
+
+    ``today`` is the run's date (``--compat-today``, else the day the run starts);
+    ``strict`` holds in pytest's own strict mode too; ``artifacts`` and ``cache_dir`` are
+    absolute, relative paths read from ``invocation_dir`` (where pytest was started, by
+    default the working directory), and ``cache_dir`` defaults to ``.jaxport_cache/xla``
+    under ``project_root`` (none without a project root, or with ``--compat-no-cache``)."""
+    base = invocation_dir if invocation_dir is not None else Path.cwd()
+    if settings.cache_dir:
+      cache_dir: Path | None = base / settings.cache_dir
+    elif project_root is not None and not settings.no_cache:
+      cache_dir = project_root / DEFAULT_FOLDER
+    else:
+      cache_dir = None
+    run = dataclasses.replace(
+        settings, today=settings.day(), strict=settings.strict or pytest_strict,
+        cache_dir=None if cache_dir is None else str(cache_dir.resolve()),
+        artifacts=str((base / settings.artifacts).resolve()) if settings.artifacts else None)
+    return cls(run, golden_root=golden_root, partial=partial, project_root=project_root)

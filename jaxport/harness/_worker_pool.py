@@ -13,7 +13,7 @@ import collections
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jaxport import _limits
 from jaxport.errors import GoldenDataError
@@ -26,10 +26,8 @@ from jaxport.harness._cache_folder import private_folder
 from jaxport.harness._project import Project
 from jaxport.harness._protocol import FailureKind, ReplayAnswer, WorkerFailure, wrong_kind
 from jaxport.harness._requests import ReplayRequest
+from jaxport.harness._settings import Options
 from jaxport.harness._worker_client import Reply, WorkerClient
-
-if TYPE_CHECKING:
-  from jaxport.harness._session import Options
 
 # How many entries ahead of the current one ``prepare`` looks for the workers they need: a
 # worker for another device count takes seconds to start, several entries' replays.
@@ -117,11 +115,11 @@ class WorkerPool:
     default the project's ``.jaxport_cache/xla``), made private on first use; None in cold
     or uncached replay, or where the folder cannot be made private."""
     o = self.options
-    if not self.shares_executables or o.compile_cache_dir is None:
+    if not self.shares_executables or not o.settings.cache_dir:
       return None
     if not self._cache_checked:
       self._cache_checked = True
-      self._cache_dir = private_folder(o.compile_cache_dir, o.project_root)
+      self._cache_dir = private_folder(Path(o.settings.cache_dir), o.project_root)
     return self._cache_dir
 
   # --- what an entry needs -----------------------------------------------------

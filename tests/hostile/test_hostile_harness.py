@@ -24,8 +24,8 @@ from jaxport.golden import EntryId
 from jaxport.errors import SettingsError
 from jaxport.harness import _settings
 from jaxport.harness._requests import ReplayRequest
-from jaxport.harness._session import HarnessSession, Options
-from jaxport.harness._settings import Settings
+from jaxport.harness._session import HarnessSession
+from jaxport.harness._settings import Options, Settings
 from jaxport.report import FindingKind
 from jaxport.harness._worker_client import WorkerClient
 from jaxport.golden._manifest import INPUTS_FILE, Manifest
@@ -124,9 +124,9 @@ def test_the_worker_refuses_an_npz_bomb_as_golden_data(tmp_path):
 def _options(root: Path, **changes) -> Options:
   """The options of a session on ``root``; ``changes`` are settings."""
   settings = Settings(**{"platform": "cpu", "record": True, "window_days": 180,
-                         "worker_timeout_s": 60.0, **changes})
-  return Options(settings, golden_root=root, today=datetime.date.today(), strict=False,
-                 partial=True)
+                         "worker_timeout_s": 60.0,
+                         "today": datetime.date.today(), **changes})
+  return Options.for_run(settings, golden_root=root, partial=True)
 
 
 def _queued_recording(store_root: Path):

@@ -13,8 +13,8 @@ from jaxport import _json
 from jaxport.cli import main
 from jaxport.errors import GoldenDataError, ReportError
 from jaxport.golden._manifest import MANIFEST_FILE, Manifest
-from jaxport.harness._session import HarnessSession, Options
-from jaxport.harness._settings import Settings
+from jaxport.harness._session import HarnessSession
+from jaxport.harness._settings import Options, Settings
 from jaxport.harness._project import ProjectTargets
 from jaxport.report import FindingKind, load_report
 
@@ -104,9 +104,10 @@ def test_an_unreadable_number_in_a_manifest_fails_only_that_entry_in_the_harness
   bad = copy_entry(root, REAL_ENTRIES[0])
   good = copy_entry(root, REAL_ENTRIES[1])
   _spoil_manifest(bad, name)
-  session = HarnessSession(Options(
-      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0), golden_root=root,
-      today=datetime.date.today(), strict=False, partial=True),
+  session = HarnessSession(Options.for_run(
+      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0,
+               today=datetime.date.today()),
+      golden_root=root, partial=True),
       repo_project(root))
   try:
     assert FindingKind.GOLDEN_DATA_ERROR in session.replay(bad.entry_id).kinds

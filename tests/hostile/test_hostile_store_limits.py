@@ -29,8 +29,8 @@ from jaxport.golden._manifest import BLOB_FILE, INPUTS_FILE, MANIFEST_FILE, Arra
 from jaxport.golden._npz import decode_arrays
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _plugin
-from jaxport.harness._session import HarnessSession, Options
-from jaxport.harness._settings import Settings
+from jaxport.harness._session import HarnessSession
+from jaxport.harness._settings import Options, Settings
 from jaxport.report import FindingKind
 
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
@@ -225,9 +225,9 @@ def test_the_listing_skips_a_bad_folder_and_names_it(store_with_a_bad_folder):
 def _options(root: Path, **changes) -> Options:
   """The options of a session on ``root``; ``changes`` are settings."""
   settings = Settings(**{"platform": "cpu", "record": False, "window_days": 180,
-                         "worker_timeout_s": 60.0, **changes})
-  return Options(settings, golden_root=root, today=datetime.date.today(), strict=False,
-                 partial=True)
+                         "worker_timeout_s": 60.0,
+                         "today": datetime.date.today(), **changes})
+  return Options.for_run(settings, golden_root=root, partial=True)
 
 
 @pytest.mark.parametrize("store_with_a_bad_folder", BAD_NAMES[1:], indirect=True, ids=["RLO"])

@@ -18,8 +18,8 @@ from jaxport.golden import EntryId
 from jaxport.harness import Case  # noqa: E402
 from jaxport.harness._judge._status import Policy, status_of  # noqa: E402
 from jaxport.harness._protocol import ReplayAnswer  # noqa: E402
-from jaxport.harness._session import HarnessSession, Options  # noqa: E402
-from jaxport.harness._settings import Settings  # noqa: E402
+from jaxport.harness._session import HarnessSession  # noqa: E402
+from jaxport.harness._settings import Options, Settings  # noqa: E402
 from jaxport.releases import runs_on  # noqa: E402
 from jaxport.releases._features import features_of_blob  # noqa: E402
 from jaxport.report import FindingKind, Status  # noqa: E402
@@ -35,9 +35,10 @@ def _session(root: Path, min_consumer: str | None, monkeypatch,
   project = repo_project(root)
   if project_root is not None:
     project = dataclasses.replace(project, root=project_root)
-  hs = HarnessSession(Options(
-      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0), golden_root=root,
-      today=datetime.date(2026, 11, 29), strict=False, partial=False), project)
+  hs = HarnessSession(Options.for_run(
+      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0,
+               today=datetime.date(2026, 11, 29)),
+      golden_root=root, partial=False), project)
   listed = hs.case_facts
 
   def case_facts():

@@ -17,8 +17,8 @@ from jaxport.harness import _plugin, _worker_pool
 from jaxport.harness._project import OnChange, Project
 from jaxport.harness._protocol import FailureKind, ProjectCases, WorkerFailure
 from jaxport.harness._requests import CasesRequest
-from jaxport.harness._session import HarnessSession, Options
-from jaxport.harness._settings import Settings
+from jaxport.harness._session import HarnessSession
+from jaxport.harness._settings import Options, Settings
 from jaxport.harness._worker_client import Reply
 
 ONE_DEVICE = "lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
@@ -31,9 +31,10 @@ def session(tmp_path, monkeypatch):
   starts are recorded (by device count), not started."""
   root = copy_cpu_entries([ONE_DEVICE, EIGHT_DEVICES], tmp_path / "store")
   project = Project(case_modules=(), store=root, on_change=OnChange.WARN, root=root)
-  hs = HarnessSession(Options(
-      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0), golden_root=root,
-      today=datetime.date(2026, 11, 29), strict=False, partial=True), project)
+  hs = HarnessSession(Options.for_run(
+      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0,
+               today=datetime.date(2026, 11, 29)),
+      golden_root=root, partial=True), project)
   started: list[int] = []
   monkeypatch.setattr(_worker_pool.WorkerClient, "start", lambda self: started.append(self.num_devices))
   hs.started = started

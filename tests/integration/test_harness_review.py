@@ -11,8 +11,8 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from jaxport.harness import _reporter as reporter  # noqa: E402
-from jaxport.harness._session import HarnessSession, Options  # noqa: E402
-from jaxport.harness._settings import Settings  # noqa: E402
+from jaxport.harness._session import HarnessSession  # noqa: E402
+from jaxport.harness._settings import Options, Settings  # noqa: E402
 from jaxport._jaxcompat import _envelope as jax_envelope
 from _harness_paths import repo_project  # noqa: E402
 
@@ -21,9 +21,10 @@ ENTRY = "cpu/lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
 
 
 def _session(root: Path) -> HarnessSession:
-  return HarnessSession(Options(
-      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0), golden_root=root,
-      today=datetime.date(2026, 11, 29), strict=False, partial=False),
+  return HarnessSession(Options.for_run(
+      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0,
+               today=datetime.date(2026, 11, 29)),
+      golden_root=root, partial=False),
       repo_project(root))
 
 

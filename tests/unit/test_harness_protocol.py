@@ -188,11 +188,12 @@ def test_findings_carry_their_subject():
 
 def _session(root):
   from jaxport.harness._project import OnChange, Project
-  from jaxport.harness._session import HarnessSession, Options
-  from jaxport.harness._settings import Settings
-  return HarnessSession(Options(
-      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0), golden_root=root,
-      today=datetime.date(2026, 11, 29), strict=False, partial=True),
+  from jaxport.harness._session import HarnessSession
+  from jaxport.harness._settings import Options, Settings
+  return HarnessSession(Options.for_run(
+      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0,
+               today=datetime.date(2026, 11, 29)),
+      golden_root=root, partial=True),
       Project(case_modules=(), store=root, on_change=OnChange.WARN, root=root))
 
 

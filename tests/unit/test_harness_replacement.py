@@ -21,8 +21,8 @@ from jaxport.harness import _contexts, _executables, _jax_setup  # noqa: E402
 from jaxport.harness import _reporter as reporter  # noqa: E402
 from jaxport.harness._protocol import FailureKind, ReplayAnswer, WorkerFailure  # noqa: E402
 from jaxport.harness._replacement import Replacement, spelling  # noqa: E402
-from jaxport.harness._session import HarnessSession, Options  # noqa: E402
-from jaxport.harness._settings import Settings  # noqa: E402
+from jaxport.harness._session import HarnessSession  # noqa: E402
+from jaxport.harness._settings import Options, Settings  # noqa: E402
 from jaxport.harness._worker_client import Reply  # noqa: E402
 from jaxport.harness._project import OnChange, Project  # noqa: E402
 
@@ -233,9 +233,10 @@ def test_the_engine_names_each_memo_that_stays_off(monkeypatch, no_sharing):
 
 def _session(root: Path) -> HarnessSession:
   project = Project(case_modules=(), store=root, on_change=OnChange.WARN, root=root)
-  return HarnessSession(Options(
-      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0), golden_root=root,
-      today=datetime.date(2026, 11, 29), strict=False, partial=True), project)
+  return HarnessSession(Options.for_run(
+      Settings(platform="cpu", window_days=180, worker_timeout_s=60.0,
+               today=datetime.date(2026, 11, 29)),
+      golden_root=root, partial=True), project)
 
 
 NOTICE = ("compile memo off: jax's compile_or_get_cached has signature (backend, computation), "

@@ -248,3 +248,28 @@ def test_a_preset_the_projects_conftest_registers_is_selected_by_name(pytester, 
   chosen = _plugin.settings(config)
   assert chosen.preset == "team" and chosen.cold and chosen.strict
   assert chosen.report == "compat-report.json"
+
+
+def test_a_sessions_options_resolve_the_settings_that_depend_on_the_run_once(tmp_path):
+  given = resolve({"artifacts": "kept", "today": "2026-11-29"})
+  options = _settings.Options.for_run(given, golden_root=tmp_path / "golden", partial=True,
+                                      project_root=tmp_path, invocation_dir=tmp_path / "here",
+                                      pytest_strict=True)
+  s = options.settings
+  # Each under its option's own name: pytest's strict mode implies --compat-strict, a
+  # relative folder is read from where pytest started, the cache defaults into the project.
+  assert s.strict and s.today == datetime.date(2026, 11, 29)
+  assert s.artifacts == str((tmp_path / "here" / "kept").resolve())
+  assert s.cache_dir == str((tmp_path / ".jaxport_cache" / "xla").resolve())
+  assert not hasattr(options, "today") and not hasattr(options, "strict")
+  plain = _settings.Options.for_run(resolve({}), golden_root=tmp_path)
+  assert not plain.settings.strict and plain.settings.today is not None
+  assert plain.settings.cache_dir is None and plain.settings.artifacts is None
+  uncached = _settings.Options.for_run(resolve({"no_cache": True}), golden_root=tmp_path,
+                                       project_root=tmp_path)
+  assert uncached.settings.cache_dir is None
+
+
+def test_options_refuse_settings_not_resolved_for_the_run(tmp_path):
+  with pytest.raises(SettingsError, match="Options.for_run"):
+    _settings.Options(resolve({}), golden_root=tmp_path, partial=False)

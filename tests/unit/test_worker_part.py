@@ -12,8 +12,8 @@ import pytest
 from jaxport._vocabulary import Finding, FindingKind, Status, Subject
 from jaxport.errors import WorkerAnswerError
 from jaxport.harness._project import Project
-from jaxport.harness._session import HarnessSession, Options, _read_worker_part
-from jaxport.harness._settings import Settings
+from jaxport.harness._session import HarnessSession, _read_worker_part
+from jaxport.harness._settings import Options, Settings
 from jaxport.harness._verdicts import Outcome
 
 ENTRY = "cpu/mine/gram/2026-11-30_jax-0.10.2"
@@ -67,9 +67,9 @@ def test_a_malformed_part_is_refused_naming_the_field(changes, named):
 
 
 def test_a_part_that_does_not_read_fails_the_run_and_judges_none_of_it(tmp_path):
-  hs = HarnessSession(Options(Settings(platform="cpu", window_days=180), golden_root=tmp_path,
-                              today=datetime.date(2026, 12, 1), strict=False, partial=False),
-                      Project(case_modules=("mycases",), store=tmp_path))
+  hs = HarnessSession(Options.for_run(
+      Settings(platform="cpu", window_days=180, today=datetime.date(2026, 12, 1)),
+      golden_root=tmp_path, partial=False), Project(case_modules=("mycases",), store=tmp_path))
   broken = json.loads(_part())
   del broken["outcomes"][ENTRY]["status"]
   hs.merge(json.dumps(broken))
