@@ -1,9 +1,9 @@
 """The run's report, built from what a session collected: outcomes, recordings, checks.
 
 The builder takes one :class:`RunFacts` (the session fills it at the end of the
-run, after any xdist merge) and returns the typed :class:`RunReport`; it runs
-the end-of-run checks (coverage, missing cases, the corpus tripwire) that only
-the whole run can make. It is deterministic: entries and records are sorted.
+run, after any xdist merge, with each entry's :class:`EntryRun`) and returns the
+typed :class:`RunReport`; it runs the end-of-run checks (coverage, missing cases,
+the corpus tripwire) that only the whole run can make. It is deterministic: entries and records are sorted.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from jaxport.harness import _coverage as coverage
 from jaxport.harness import _devices, _jax_corpus, _update
 from jaxport.harness import _expectations as expected_status
 from jaxport.harness import _reference as _api
+from jaxport.harness._entry_run import EntryRun
 from jaxport.harness._project import Project
 from jaxport.harness._protocol import ProjectCases
 from jaxport.harness._settings import Options
@@ -36,7 +37,8 @@ class RunFacts:
   """What one run collected, as the report builder takes it."""
   options: Options
   project: Project
-  outcomes: Mapping[str, Outcome]
+  # entry -> its replay: the outcome, and what the replay did (summed into the summary).
+  runs: Mapping[str, EntryRun]
   # The entries the run checks, present in the store.
   present: Sequence[str]
   failures: Sequence[str]
@@ -48,13 +50,12 @@ class RunFacts:
   corpus: _jax_corpus.CorpusImport | None
   recorded: Mapping[str, Mapping[str, Any]]
   updates: Sequence[_update.Update]
-  # entry -> what its replay did (``from_cache``, ``reader_runs``, ``exports_today``).
-  work: Mapping[str, Mapping[str, int]]
   # Whether executables were kept in a cross-run compile cache.
   cache_used: bool
 
   def worked(self, what: str) -> int:
-    return sum(work[what] for work in self.work.values())
+    """The run's total of one of the things a replay did (``_entry_run.WORK``)."""
+    return sum(getattr(run, what) for run in self.runs.values())
 
 
 def build_run_report(facts: RunFacts) -> RunReport:
@@ -62,7 +63,7 @@ def build_run_report(facts: RunFacts) -> RunReport:
   o, project = facts.options, facts.project
   failures = list(facts.failures)
   warns: list[str] = sorted(facts.notices)
-  outcomes = [facts.outcomes[k] for k in sorted(facts.outcomes)]
+  outcomes: list[Outcome] = [facts.runs[k].outcome for k in sorted(facts.runs)]
   present = list(facts.present)
   skips = [Skip(out.entry_id, why) for out in outcomes for why in out.skips]
   if isinstance(facts.cases, GoldenDataError):

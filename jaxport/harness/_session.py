@@ -11,6 +11,7 @@ the same report.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import warnings
@@ -30,6 +31,7 @@ from jaxport.golden._store import GoldenStore
 from jaxport.harness import _devices, _jax_corpus, _update
 from jaxport.harness._cache_folder import DEFAULT_FOLDER
 from jaxport.harness._device_check import DeviceCheck, check_devices
+from jaxport.harness._entry_run import EntryRun
 from jaxport.harness._judge import _entry as _judge
 from jaxport.harness import _expectations as expected_status
 from jaxport.harness import _reference as _api
@@ -72,21 +74,14 @@ class HarnessSession:
     self._facts_asked = False
     # jax's corpus imported for this run (controller only; workers get its root in the options).
     self.corpus = corpus
-    self._outcomes: dict[str, Outcome] = {}
+    # entry -> its replay in this run: outcome, seconds, what the replay did, and what its
+    # test item has yet to report (a worker's output, why it is an expected failure).
+    self._runs: dict[str, EntryRun] = {}
     self._session_failures: list[str] = []
     self.recorder = Recorder(self.store, self.pool, self.registry, options.settings.today,
                              self._session_failures)
     self._present: list[str] | None = None
     self._listing_failed = False
-    self._seconds: dict[str, float] = {}
-    # What the worker printed while replaying the entry replayed last (shown if it fails).
-    self._output: dict[str, str] = {}
-    # entry -> why it is an expected failure, from its replay until its test report takes it.
-    self._xfailed: dict[str, str] = {}
-    self._parts: dict[str, dict[str, float]] = {}
-    # entry -> what its replay did: executables loaded from the compile cache, readers' runs
-    # and today's exports (summed into the report's summary).
-    self._work: dict[str, dict[str, int]] = {}
     self._newest_ids: dict[str, str] | None = None
     self._context: _judge.RunContext | None = None
     self.report: RunReport | None = None
@@ -228,7 +223,7 @@ class HarnessSession:
                 "item's failure says why)")
 
   def replay(self, entry_id: str) -> Outcome:
-    """Replay one entry in the worker and judge the answer; the outcome is kept."""
+    """Replay one entry in the worker and judge the answer; the entry's run is kept."""
     # A changed function fails the case's newest entry only: older ones stay, differing from
     # today's function, until pruned.
     newest = self._newest().get(EntryId.parse(entry_id).case_id) == entry_id
@@ -236,7 +231,7 @@ class HarnessSession:
       num_devices = self.pool.devices_needed(entry_id)
       manifest = self.pool.manifest(entry_id)
     except GoldenDataError as e:
-      outcome = _judge.judge_unreadable(entry_id, e, self._run_context(), newest=newest)
+      run = EntryRun(_judge.judge_unreadable(entry_id, e, self._run_context(), newest=newest))
     else:
       request, not_run = self._replay_request(entry_id, manifest)
       if self.options.settings.cold:
@@ -244,22 +239,21 @@ class HarnessSession:
           self.pool.close()  # each reader's fresh worker opens the device in turn
         answer, output = self.pool.replay_cold(request, num_devices)
       else:
-        reply = self.pool.replay(request, num_devices, self._outcomes.__contains__,
+        reply = self.pool.replay(request, num_devices, self._runs.__contains__,
                                  lambda e, m: self._replay_request(e, m)[0])
         answer, output = self.pool.answer(reply, ReplayAnswer), reply.output
-      self._output = {entry_id: output}
-      if isinstance(answer, ReplayAnswer):
-        self._seconds[entry_id] = answer.seconds
-        self._parts[entry_id] = dict(answer.timings)
-        self._work[entry_id] = {"from_cache": answer.from_cache,
-                                "reader_runs": len(answer.readers),
-                                "exports_today": int(answer.today is not None)}
       outcome = _judge.judge(entry_id, answer, request, _judge.EntryContext(
           manifest, newest=newest, min_consumer=self._min_consumer(manifest),
           numerics_skipped=not_run, current_jax=self._current_jax_lowering(entry_id, manifest)),
           self._run_context())
-    self._outcomes[entry_id] = outcome
-    return outcome
+      if isinstance(answer, ReplayAnswer):
+        run = EntryRun(outcome, seconds=answer.seconds, parts=dict(answer.timings),
+                       from_cache=answer.from_cache, reader_runs=len(answer.readers),
+                       exports_today=int(answer.today is not None), output=output)
+      else:
+        run = EntryRun(outcome, output=output)
+    self._runs[entry_id] = run
+    return run.outcome
 
   def _current_jax_lowering(self, entry_id: str,
                             manifest: Manifest) -> tuple[CustomCallSignature, ...] | None:
@@ -336,23 +330,36 @@ class HarnessSession:
 
   def take_expected_failure(self, entry_id: str) -> str | None:
     """Why the entry just replayed is an expected failure (None: it is not), once."""
-    return self._xfailed.pop(entry_id, None)
+    run = self._runs.get(entry_id)
+    if run is None or run.xfailed is None:
+      return None
+    self._runs[entry_id] = dataclasses.replace(run, xfailed=None)
+    return run.xfailed
+
+  def _take_output(self, entry_id: str) -> str:
+    """What the worker printed while replaying the entry, once (the run keeps it no longer)."""
+    run = self._runs[entry_id]
+    if run.output:
+      self._runs[entry_id] = dataclasses.replace(run, output="")
+    return run.output
 
   def check_replay(self, entry_id: str) -> None:
     """The body of one replay test item: fail, warn or pass."""
     self._device_gate()
     outcome = self.replay(entry_id)
+    output = self._take_output(entry_id)
     text = "\n".join(outcome.messages)
     if outcome.status in (Status.FAIL, Status.WARN):
       text += _update.change_hint(outcome, self.options.settings.update,
                                   newest=self._newest().get(outcome.case_id) == entry_id)
     if outcome.status is Status.FAIL:
-      text += self._write_artifacts(entry_id) + printed(self._output.get(entry_id, ""))
+      text += self._write_artifacts(entry_id) + printed(output)
       pytest.fail(f"golden entry {entry_id}:\n{text}", pytrace=False)
     if outcome.status is Status.XFAIL:
       # Reported as xfailed by the plugin's report hook: pytest.xfail() would have pytest
       # format a traceback, with the source of every frame, for each expected failure.
-      self._xfailed[entry_id] = f"expected failure: {outcome.expected_failure}"
+      self._runs[entry_id] = dataclasses.replace(
+          self._runs[entry_id], xfailed=f"expected failure: {outcome.expected_failure}")
       return
     if outcome.status is Status.WARN:
       warnings.warn(HarnessWarning(f"golden entry {entry_id}:\n{text}"), stacklevel=2)
@@ -401,17 +408,18 @@ class HarnessSession:
     """``--compat-update``, at the end of the run (serial run or xdist controller): record a
     new entry of every changed or new case and write it into the store, append-only."""
     self.recorder.apply_updates(_update.changed_cases(
-        self._outcomes, self.entry_ids(), self.case_ids(),
+        {k: run.outcome for k, run in self._runs.items()}, self.entry_ids(), self.case_ids(),
         include_new=not (self.options.partial or self._listing_failed)))
 
   # --- xdist -------------------------------------------------------------------
 
   def worker_output(self) -> str:
-    return json.dumps({"outcomes": {k: o.to_json() for k, o in self._outcomes.items()},
+    """This xdist worker's part of the run, for its controller (:meth:`merge` reads it): each
+    entry's run, the recordings, the session's failures and the workers' notices."""
+    return json.dumps({"runs": {k: run.to_json() for k, run in self._runs.items()},
                        "recorded": self.recorder.recorded,
                        "session_failures": self._session_failures,
-                       "seconds": self._seconds, "parts": self._parts,
-                       "work": self._work, "notices": self.pool.notices})
+                       "notices": self.pool.notices})
 
   def merge(self, payload: str) -> None:
     """Take in an xdist worker's part of the run. A part that does not read fails the run,
@@ -423,11 +431,8 @@ class HarnessSession:
       self._session_failures.append(f"an xdist worker's results do not read, so its entries "
                                     f"are not judged: {e}")
       return
-    self._outcomes.update(part["outcomes"])
+    self._runs.update(part["runs"])
     self.recorder.recorded.update(part["recorded"])
-    self._seconds.update(part["seconds"])
-    self._parts.update(part["parts"])
-    self._work.update(part["work"])
     self._session_failures.extend(f for f in part["session_failures"]
                                   if f not in self._session_failures)
     self.pool.take_notices(part["notices"])
@@ -442,10 +447,10 @@ class HarnessSession:
     except GoldenDataError as e:
       cases = e
     self.report = build_run_report(RunFacts(
-        options=self.options, project=self.project, outcomes=self._outcomes, present=present,
+        options=self.options, project=self.project, runs=self._runs, present=present,
         failures=self._session_failures, notices=self.pool.notices, cases=cases,
         listing_failed=self._listing_failed, corpus=self.corpus,
-        recorded=self.recorder.recorded, updates=self.recorder.updates, work=self._work,
+        recorded=self.recorder.recorded, updates=self.recorder.updates,
         cache_used=self.compile_cache_dir() is not None))
     return self.report
 
@@ -455,7 +460,10 @@ class HarnessSession:
     if self.options.settings.report:
       write_report(report, self.options.settings.report)
     if self.options.settings.timings:
-      reporter.write_json(costs_json(self._seconds, self._parts), self.options.settings.timings)
+      timed = {k: run for k, run in self._runs.items() if run.seconds is not None}
+      reporter.write_json(costs_json({k: run.seconds for k, run in timed.items()},
+                                     {k: run.parts for k, run in timed.items()}),
+                          self.options.settings.timings)
     return bool(report.session_failures)
 
   def close(self) -> None:
@@ -478,18 +486,14 @@ _PART = Strict.raising(WorkerAnswerError)
 def _read_worker_part(payload: str) -> dict[str, Any]:
   """An xdist worker's part of the run (:meth:`HarnessSession.worker_output`), read strictly."""
   s = _PART
-  d = s.obj(json.loads(payload), "part", ("outcomes", "recorded", "session_failures", "seconds",
-                                          "parts", "work", "notices"), ())
+  d = s.obj(json.loads(payload), "part", ("runs", "recorded", "session_failures", "notices"), ())
 
   def values_of(value: Any, where: str, read: Callable[[Any, str], Any]) -> dict[str, Any]:
     return {k: read(v, f"{where}.{k}") for k, v in s.of(value, Mapping, where).items()}
 
   return {
-      "outcomes": values_of(d["outcomes"], "part.outcomes", Outcome.from_json),
+      "runs": values_of(d["runs"], "part.runs", EntryRun.from_json),
       "recorded": values_of(d["recorded"], "part.recorded",
                             lambda v, at: dict(s.of(v, Mapping, at))),
       "session_failures": s.strs(d["session_failures"], "part.session_failures"),
-      "seconds": values_of(d["seconds"], "part.seconds", s.number),
-      "parts": values_of(d["parts"], "part.parts", lambda v, at: values_of(v, at, s.number)),
-      "work": values_of(d["work"], "part.work", lambda v, at: values_of(v, at, s.count)),
       "notices": s.strs(d["notices"], "part.notices")}

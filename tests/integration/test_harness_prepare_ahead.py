@@ -170,7 +170,7 @@ def test_nothing_is_sent_ahead_in_a_cold_replay_or_for_an_entry_already_replayed
   monkeypatch.setattr(session, "options", cold)
   monkeypatch.setattr(session.pool, "replay_cold", lambda request, num_devices: (WorkerFailure(
       FailureKind.GOLDEN_DATA, "not replayed in this test"), ""))
-  session._outcomes.clear()
+  session._runs.clear()
   session.prepare(second)
   session.replay(first)
   assert len(requests_seen) == 4

@@ -11,6 +11,7 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from jaxport.harness import _reporter as reporter  # noqa: E402
+from jaxport.harness._entry_run import EntryRun  # noqa: E402
 from jaxport.harness._session import HarnessSession  # noqa: E402
 from jaxport.harness._settings import Options, Settings  # noqa: E402
 from jaxport._jaxcompat import _envelope as jax_envelope
@@ -127,9 +128,8 @@ def test_each_report_section_means_one_thing(tmp_path):
   outcomes = {o.entry_id: o.replace(status=judging.status(o, strict=False))
               for o in (drifting, xfailed)}
   # Outcomes arrive as an xdist worker sends them.
-  hs.merge(json.dumps({"outcomes": {k: o.to_json() for k, o in outcomes.items()}, "recorded": {},
-                       "session_failures": [], "seconds": {}, "parts": {}, "work": {},
-                       "notices": []}))
+  hs.merge(json.dumps({"runs": {k: EntryRun(o).to_json() for k, o in outcomes.items()},
+                       "recorded": {}, "session_failures": [], "notices": []}))
   run = hs.build_report()
   report = run.to_json()
   # drift: only the drift kinds (expiry is staleness, in the entry's findings).

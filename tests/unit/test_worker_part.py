@@ -1,16 +1,19 @@
-"""What an xdist worker sends its controller is read strictly: an outcome or a part with a
-missing, unknown or mistyped field is refused naming it, and the run fails instead of judging
-what was left."""
+"""What an xdist worker sends its controller is read strictly: an entry's run, its outcome or
+the part holding them with a missing, unknown or mistyped field is refused naming it, and the
+run fails instead of judging what was left."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
+import re
 
 import pytest
 
 from jaxport._vocabulary import Finding, FindingKind, Status, Subject
 from jaxport.errors import WorkerAnswerError
+from jaxport.harness._entry_run import EntryRun
 from jaxport.harness._project import Project
 from jaxport.harness._session import HarnessSession, _read_worker_part
 from jaxport.harness._settings import Options, Settings
@@ -22,20 +25,46 @@ OUTCOME = Outcome(entry_id=ENTRY, case_id="gram", family="mine", record_date="20
                   findings=(Finding(FindingKind.NUMERICS_DRIFT, Subject.READER, "drift",
                                     reader="jax"),),
                   status=Status.WARN, runs_on={"cpu": ("0.10.2",)})
+RUN = EntryRun(OUTCOME, seconds=1.5, parts={"call": 1.0}, from_cache=1, reader_runs=2,
+               exports_today=1, output="printed by the case\n", xfailed=None)
 
 
-def _part(**changes):
-  part = {"outcomes": {ENTRY: OUTCOME.to_json()}, "recorded": {}, "session_failures": [],
-          "seconds": {ENTRY: 1.5}, "parts": {ENTRY: {"call": 1.0}},
-          "work": {ENTRY: {"from_cache": 1}}, "notices": []}
+def _part(runs=None, **changes):
+  part = {"runs": {ENTRY: (RUN if runs is None else runs).to_json()}, "recorded": {},
+          "session_failures": [], "notices": []}
   part.update(changes)
   return json.dumps(part)
 
 
+def _session(root) -> HarnessSession:
+  return HarnessSession(Options.for_run(
+      Settings(platform="cpu", window_days=180, today=datetime.date(2026, 12, 1)),
+      golden_root=root, partial=False), Project(case_modules=("mycases",), store=root))
+
+
 def test_an_outcome_and_a_part_read_back_as_written():
   assert Outcome.from_json(json.loads(json.dumps(OUTCOME.to_json()))) == OUTCOME
-  part = _read_worker_part(_part())
-  assert part["outcomes"] == {ENTRY: OUTCOME} and part["seconds"] == {ENTRY: 1.5}
+  assert _read_worker_part(_part())["runs"] == {ENTRY: RUN}
+
+
+@pytest.mark.parametrize("run", [
+    RUN, EntryRun(OUTCOME), EntryRun(OUTCOME, xfailed="expected failure: removed target")],
+    ids=["replayed", "no-answer", "xfailed"])
+def test_an_entrys_run_crosses_from_an_xdist_worker_to_its_controller_whole(tmp_path, run):
+  worker, controller = _session(tmp_path), _session(tmp_path)
+  worker._runs[ENTRY] = run
+  controller.merge(worker.worker_output())
+  assert controller._runs == {ENTRY: run}
+  assert not controller._session_failures
+
+
+@pytest.mark.parametrize("field", [f.name for f in dataclasses.fields(EntryRun)])
+def test_a_part_whose_run_misses_a_field_is_refused_naming_it(field):
+  d = json.loads(_part())
+  del d["runs"][ENTRY][field]
+  with pytest.raises(WorkerAnswerError,
+                     match=re.escape(f"part.runs.{ENTRY}: missing {field}")):
+    _read_worker_part(json.dumps(d))
 
 
 @pytest.mark.parametrize("change, named", [
@@ -55,25 +84,31 @@ def test_a_malformed_outcome_is_refused_naming_the_field(change, named):
     Outcome.from_json(d)
 
 
-@pytest.mark.parametrize("changes, named", [
-    ({"outcomes": None}, "part.outcomes: expected Mapping"),
-    ({"seconds": {ENTRY: "fast"}}, "part.seconds"),
-    ({"work": {ENTRY: {"from_cache": -1}}}, "part.work"),
-    ({"notices": "x"}, "part.notices"),
-], ids=["outcomes", "seconds", "work", "notices"])
-def test_a_malformed_part_is_refused_naming_the_field(changes, named):
+@pytest.mark.parametrize("change, named", [
+    (lambda p: p.update(runs=None), "part.runs: expected Mapping"),
+    (lambda p: p.pop("runs"), "part: missing runs"),
+    (lambda p: p["runs"][ENTRY].update(seconds="fast"), r"part.runs.*\.seconds: expected"),
+    (lambda p: p["runs"][ENTRY]["parts"].update(call=True), r"part.runs.*\.parts.call"),
+    (lambda p: p["runs"][ENTRY].update(from_cache=-1), r"part.runs.*\.from_cache: expected a count"),
+    (lambda p: p["runs"][ENTRY].update(output=None), r"part.runs.*\.output: expected str"),
+    (lambda p: p["runs"][ENTRY].update(extra=1), r"part.runs.*: unknown key 'extra'"),
+    (lambda p: p["runs"][ENTRY]["outcome"].pop("status"), r"part.runs.*\.outcome: missing status"),
+    (lambda p: p.update(notices="x"), "part.notices"),
+], ids=["runs", "no-runs", "seconds", "parts", "work", "output", "unknown-field", "outcome",
+        "notices"])
+def test_a_malformed_part_is_refused_naming_the_field(change, named):
+  d = json.loads(_part())
+  change(d)
   with pytest.raises(WorkerAnswerError, match=named):
-    _read_worker_part(_part(**changes))
+    _read_worker_part(json.dumps(d))
 
 
 def test_a_part_that_does_not_read_fails_the_run_and_judges_none_of_it(tmp_path):
-  hs = HarnessSession(Options.for_run(
-      Settings(platform="cpu", window_days=180, today=datetime.date(2026, 12, 1)),
-      golden_root=tmp_path, partial=False), Project(case_modules=("mycases",), store=tmp_path))
+  hs = _session(tmp_path)
   broken = json.loads(_part())
-  del broken["outcomes"][ENTRY]["status"]
+  del broken["runs"][ENTRY]["outcome"]["status"]
   hs.merge(json.dumps(broken))
-  assert hs.used and hs._outcomes == {}
+  assert hs.used and hs._runs == {}
   assert any("xdist worker's results do not read" in f and "missing status" in f
              for f in hs._session_failures)
 
