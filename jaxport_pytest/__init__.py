@@ -76,7 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def opted_in(config: pytest.Config) -> bool:
   """Whether the project's pytest configuration names case modules."""
-  return _settings is not None and bool(config.getini(INI_CASES))
+  return _settings is not None and _settings.opted_in(config)
 
 
 def _given(config: pytest.Config) -> list[str]:

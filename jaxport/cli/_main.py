@@ -24,6 +24,7 @@ from typing import Any
 
 from jaxport.cli import _native_logs  # noqa: F401  (first: before anything loads jaxlib)
 from jaxport.cli import _artifacts, _bisect, _harness_run, _matrix, _parser, _prune as pruner, _relower
+from jaxport.cli import _with_jax
 from jaxport.cli import _report
 from jaxport.cli import _upgrade as upgrader
 from jaxport.cli import _audit as audit
@@ -538,8 +539,11 @@ def _pruned_because(args, today: datetime.date) -> str:
 
 
 def _harness(args, extra) -> int:
+  if args.with_jax is not None:
+    return _with_jax.run_project(args.command, version=args.with_jax, platform=args.platform,
+                                 report=args.compat_report, extra=extra, project=args.project)
   return _harness_run.run(args.command, platform=args.platform, report=args.compat_report,
-                          extra=extra, project=args.project, with_jax=args.with_jax)
+                          extra=extra, project=args.project)
 
 
 def _upgrade(args, extra) -> int:

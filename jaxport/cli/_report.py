@@ -24,6 +24,7 @@ from typing import Any
 
 from jaxport import report
 from jaxport._progress import track
+from jaxport.cli._harness_run import read_project
 from jaxport.errors import JaxportError, ReportError
 from jaxport.report._files import write_text_atomically
 from jaxport.report._merge import check_complete
@@ -86,8 +87,7 @@ def _merge(args: argparse.Namespace) -> int:
         merged, session_warnings=(*merged.session_warnings, NOT_CHECKED))
     logger.warning("%s", NOT_CHECKED)
   else:
-    from jaxport.cli import _project  # imports pytest, which only --project needs
-    merged = merge_and_check(shards, _project.read(args.project),
+    merged = merge_and_check(shards, read_project(args.project, "report merge --project"),
                              None if args.store is None else Path(args.store))
   report.write_report(merged, out)
   s = merged.summary

@@ -41,6 +41,17 @@ def runs_jaxport(version: str) -> bool:
   return parse_version(version) >= parse_version(MIN_JAX)
 
 
+def run_project(action: str, *, version: str, platform: str, report: str | None,
+                extra: list[str], project: str | None) -> int:
+  """``action --with-jax version`` in the project the command line names (default: the working
+  directory), with the harness's own pytest command line."""
+  root = _harness_run.project_dir(project)
+  return run(action, version=version, platform=platform, report=report, project=root, extra=extra,
+             pytest_command=lambda python, report_path: _harness_run.pytest_command(
+                 action, platform=platform, report=report_path, project=root, extra=extra,
+                 python=python))
+
+
 def run(action: str, *, version: str, platform: str, report: str | None, project: Path,
         extra: list[str], pytest_command: Callable[[str, str | None], list[str]]) -> int:
   """Run ``action`` with jax ``version`` for ``project``; ``pytest_command(python, report)``

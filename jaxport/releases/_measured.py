@@ -25,7 +25,7 @@ from typing import Any
 from jaxport import _json
 from jaxport._records import Strict
 from jaxport.errors import JaxportError, ReleaseTableError
-from jaxport.releases._dates import parse_version
+from jaxport.releases._version_text import parse_version
 
 # Relative to the project's root (where its pytest configuration lives); in the folder
 # --compat-cache-dir names instead, where a run names one.

@@ -69,7 +69,7 @@ INIT_IMPORTS_ALLOWED = {
     "jaxport.upgrades": {"jaxport.upgrades._envelope", "jaxport.upgrades._upgrade"},
     "jaxport.releases": {"jaxport.errors", "jaxport.releases._builds", "jaxport.releases._dates",
                          "jaxport.releases._measured", "jaxport.releases._runs_on",
-                         "jaxport.releases._table"},
+                         "jaxport.releases._table", "jaxport.releases._version_text"},
     "jaxport.golden": {"jaxport._lazy", "jaxport.golden._entry_id", "jaxport.golden._manifest",
                        "jaxport.golden._entry", "jaxport.golden._signatures",
                        "jaxport.golden._store"},
