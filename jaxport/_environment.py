@@ -27,14 +27,10 @@ INSTALLER_ENV = "JAXPORT_INSTALLER"
 INSTALLERS = ("uv", "pip")
 
 
-def _get(name: str) -> str | None:
-  return os.environ.get(name)
-
-
 def worker_parent_pid() -> int | None:
   """The id of the process that started this child (``JAXPORT_WORKER_PARENT_PID``), or None
   when it is unset; a value that is no process id is a ``SettingsError``."""
-  text = _get(PARENT_PID_ENV)
+  text = os.environ.get(PARENT_PID_ENV)
   if text is None:
     return None
   try:
@@ -51,7 +47,7 @@ def parser_faults() -> dict[str, str]:
   """The faults planted for the module parser child (``JAXPORT_TEST_PARSER_FAULT``):
   sha256 -> kind; items without both parts are passed over."""
   out = {}
-  for item in (_get(PARSER_FAULT_ENV) or "").split(","):
+  for item in (os.environ.get(PARSER_FAULT_ENV) or "").split(","):
     kind, _, digest = item.strip().partition(":")
     if kind and digest:
       out[digest.lower()] = kind
@@ -61,20 +57,20 @@ def parser_faults() -> dict[str, str]:
 def release_envs() -> Path | None:
   """The folder ``JAXPORT_RELEASE_ENVS`` names for the release environments (made absolute),
   or None when it is unset or empty."""
-  named = _get(RELEASE_ENVS_ENV)
+  named = os.environ.get(RELEASE_ENVS_ENV)
   return Path(named).expanduser().resolve() if named else None
 
 
 def release_python() -> str | None:
   """The base Python ``JAXPORT_RELEASE_PYTHON`` names for every release environment, or None
   when it is unset or empty."""
-  return _get(RELEASE_PYTHON_ENV) or None
+  return os.environ.get(RELEASE_PYTHON_ENV) or None
 
 
 def installer_choice(error: type[JaxportError] = SettingsError) -> str | None:
   """``uv`` or ``pip`` as ``JAXPORT_INSTALLER`` insists, or None to choose (unset or empty);
   any other value is an ``error`` naming the ones allowed."""
-  choice = (_get(INSTALLER_ENV) or "").strip().lower()
+  choice = (os.environ.get(INSTALLER_ENV) or "").strip().lower()
   if choice and choice not in INSTALLERS:
     raise error(f"{INSTALLER_ENV}={choice!r} is not an installer jaxport uses; set it to "
                 "uv or pip, or unset it to use uv where one is found.")
