@@ -33,6 +33,7 @@ from jaxport import _progress
 from jaxport._progress import track
 from jaxport._jaxcompat._version import MIN_JAX, distribution_version, installed_jax_version
 from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
+from jaxport.releases import releases
 from jaxport.errors import GoldenDataError, JaxportError, UnregisteredTypeError
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import MANIFEST_FILE
@@ -64,7 +65,6 @@ def _non_negative(text: str) -> int:
 def _installable_release(text: str) -> str:
   """A jax release the release table lists as installable (what ``--with-jax`` builds a venv
   for); anything else is refused naming them, before any venv is made."""
-  from jaxport.releases import releases
   known = [f.version for f in releases() if f.installable]
   if text not in known:
     raise argparse.ArgumentTypeError(f"{text!r} is not a jax release jaxport knows how to "

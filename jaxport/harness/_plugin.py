@@ -531,7 +531,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         f"'{GOLDEN_TESTS_LINE}' (and be listed in {INI_TESTS}).", yellow=True)
   if hs is None or hs.report is None:
     return
-  from jaxport.harness import _reporter
+  from jaxport.harness import _reporter  # local: loaded only by a run that shows a report
   terminalreporter.section("jaxport compat harness")
   for line in _reporter.text_lines(hs.report):
     terminalreporter.write_line(line)

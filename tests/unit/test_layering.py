@@ -788,7 +788,8 @@ def test_the_variable_rule_catches_a_planted_read(planted):
 
 def test_the_variable_rule_lets_a_child_environment_be_written():
   written = ("import os\nenv = dict(os.environ)\n"
-             "env['JAXPORT_WORKER_PARENT_PID'] = str(os.getpid())\nos.environ['JAXPORT_INSTALLER'] = 'pip'\nflags = os.environ.get('XLA_FLAGS')")
+             "env['JAXPORT_WORKER_PARENT_PID'] = str(os.getpid())\n"
+             "os.environ['JAXPORT_INSTALLER'] = 'pip'\nflags = os.environ.get('XLA_FLAGS')")
   assert variable_reads(written, "written.py") == []
 
 
