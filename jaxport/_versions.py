@@ -42,7 +42,7 @@ DEFAULT_CALLING_CONVENTION_VERSION = 10
 
 def serialization_layout_version() -> int:
   """The layout jaxport writes under the installed jax: 12 where jax writes 12, else 11."""
-  from jaxport._jaxcompat import _envelope
+  from jaxport._jaxcompat import _envelope  # local: it imports jax; this leaf must not
   return _envelope.REAL_HEADER_VERSION if _envelope.WRITES_VERSION_12 else 11
 
 
@@ -54,7 +54,7 @@ def layout_of_header(header: int, recorded: int | None = None) -> int | None:
   ``recorded``, a golden manifest's ``serialization_version`` (the layout the
   recorder wrote), names one of them.
   """
-  from jaxport._jaxcompat import _envelope
+  from jaxport._jaxcompat import _envelope  # local: it imports jax; this leaf must not
   legacy = _envelope.LEGACY_HEADER_VERSION
   if header <= 0:
     return None

@@ -42,7 +42,7 @@ def case_type() -> type:
   """jaxport's ``Case``: the installed package's where jaxport imports (so that the harness's
   case registry takes these cases as its own), else ``jaxport/harness/_case.py`` by its path."""
   try:
-    from jaxport.harness import Case
+    from jaxport.harness import Case  # local: jaxport is optional in a release's environment
   except ImportError:  # an older release's venv: jaxport is not installed (or refuses that jax)
     return load_by_path("jaxport_case", CASE).Case
   return Case

@@ -25,7 +25,7 @@ def _load_settings():
   with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     try:
-      from jaxport.harness import _settings
+      from jaxport.harness import _settings  # local: a refused jax leaves the plugin inert
     except ImportError:  # jaxport.JaxVersionError: a jax older than jaxport supports
       for name in [m for m in sys.modules if m == "jaxport" or m.startswith("jaxport.")]:
         del sys.modules[name]
@@ -76,7 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def opted_in(config: pytest.Config) -> bool:
   """Whether the project's pytest configuration names case modules."""
-  return _settings is not None and bool(config.getini(INI_CASES))
+  return _settings is not None and _settings.opted_in(config)
 
 
 def _given(config: pytest.Config) -> list[str]:
@@ -108,7 +108,7 @@ def pytest_configure(config: pytest.Config) -> None:
     return
   for w in _IMPORT_WARNINGS:
     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-  from jaxport.harness import _plugin
+  from jaxport.harness import _plugin  # local: only an opted-in project loads the plugin
   if not config.pluginmanager.has_plugin(PLUGIN_NAME):
     config.pluginmanager.register(_plugin, PLUGIN_NAME)
 

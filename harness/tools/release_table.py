@@ -64,7 +64,8 @@ from jaxport.custom_calls import _registry
 from jaxport.releases import _table
 from jaxport.releases._features import module_dialects as _mlir_dialects
 from jaxport.releases._runs_on import target_platform
-from jaxport.releases._dates import BACKWARD_WINDOW_DAYS, parse_version
+from jaxport.releases._dates import BACKWARD_WINDOW_DAYS
+from jaxport.releases._version_text import parse_version
 from jaxport.export import _mlir
 from jaxport.serde import _read, _verify
 from jaxport.serde._read import read_serialization_version

@@ -19,9 +19,10 @@ import time
 import weakref
 from typing import NamedTuple
 
-# The environment variable naming the process that started a child, and the child's flag
-# naming its end of the lifeline pipe.
-PARENT_PID_ENV = "JAXPORT_WORKER_PARENT_PID"
+from jaxport._environment import PARENT_PID_ENV, worker_parent_pid
+
+# The child's flag naming its end of the lifeline pipe (the variable naming the process that
+# started it is PARENT_PID_ENV, of jaxport._environment).
 LIFELINE_FLAG = "--lifeline-fd"
 _PR_SET_PDEATHSIG = 1  # prctl option, from linux/prctl.h
 # Seconds between two reads of a busy child's resident memory.
@@ -80,7 +81,8 @@ def serve_as_child(lifeline_fd: int | None, answer_fd: int | None = None):
   not inherited by processes the child starts), else the original stdout, with stray prints
   (from native code too) sent to stderr."""
   report_fatal_signals()
-  die_with_parent(lifeline_fd, int(os.environ.get(PARENT_PID_ENV, os.getppid())))
+  parent = worker_parent_pid()
+  die_with_parent(lifeline_fd, os.getppid() if parent is None else parent)
   if answer_fd is not None:
     os.set_inheritable(answer_fd, False)
     return os.fdopen(answer_fd, "w", buffering=1)

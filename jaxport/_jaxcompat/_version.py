@@ -82,4 +82,13 @@ def installed_jax_version() -> str:
     return jax.__version__
 
 
+
+def installed_jaxlib_version() -> str | None:
+  """The version of the jaxlib this process runs: the imported one's (what jax loaded), else the
+  installed distribution's, read without importing it; None when none is installed."""
+  module = sys.modules.get("jaxlib.version")
+  found = getattr(module, "__version__", None)
+  return found if isinstance(found, str) else distribution_version("jaxlib")
+
+
 check_jax_version(installed_jax_version())

@@ -67,8 +67,8 @@ def read_project(directory: str | os.PathLike, why: str) -> Project:
         f"{why} reads the project's pytest configuration, but {sys.executable} cannot import "
         f"{', '.join(missing)}. Install it: pip install {' '.join(missing)} (or jaxport's test "
         "extra), or name what it reads from there by hand.")
-  from jaxport.cli import _project  # imports pytest
-  return _project.read(str(directory))
+  from jaxport.cli import _project  # local: it imports pytest, optional (checked above)
+  return _project.read(project_dir(str(directory)), str(directory))
 
 
 def project_dir(project: str | None) -> Path:
@@ -81,16 +81,9 @@ def project_dir(project: str | None) -> Path:
 
 
 def run(action: str, *, platform: str, report: str | None, extra: list[str],
-        project: str | None = None, with_jax: str | None = None) -> int:
-  """Run the project's golden items, with this jax or (``with_jax``) another release's."""
+        project: str | None = None) -> int:
+  """Run the project's golden items with this jax (another release's: ``jaxport.cli._with_jax``)."""
   root = project_dir(project)
-  if with_jax is not None:
-    from jaxport.cli import _with_jax
-    return _with_jax.run(
-        action, version=with_jax, platform=platform, report=report, project=root, extra=extra,
-        pytest_command=lambda python, report_path: pytest_command(
-            action, platform=platform, report=report_path, project=root, extra=extra,
-            python=python))
   missing = missing_packages(extra)
   if missing:
     raise JaxportError(

@@ -24,6 +24,7 @@ from typing import Any
 
 from jaxport.cli import _native_logs  # noqa: F401  (first: before anything loads jaxlib)
 from jaxport.cli import _artifacts, _bisect, _harness_run, _matrix, _parser, _prune as pruner, _relower
+from jaxport.cli import _with_jax
 from jaxport.cli import _report
 from jaxport.cli import _upgrade as upgrader
 from jaxport.cli import _audit as audit
@@ -32,6 +33,7 @@ from jaxport import _progress
 from jaxport._progress import track
 from jaxport._jaxcompat._version import MIN_JAX, distribution_version, installed_jax_version
 from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
+from jaxport.releases import releases
 from jaxport.errors import GoldenDataError, JaxportError, UnregisteredTypeError
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import MANIFEST_FILE
@@ -63,7 +65,6 @@ def _non_negative(text: str) -> int:
 def _installable_release(text: str) -> str:
   """A jax release the release table lists as installable (what ``--with-jax`` builds a venv
   for); anything else is refused naming them, before any venv is made."""
-  from jaxport.releases import releases
   known = [f.version for f in releases() if f.installable]
   if text not in known:
     raise argparse.ArgumentTypeError(f"{text!r} is not a jax release jaxport knows how to "
@@ -538,8 +539,11 @@ def _pruned_because(args, today: datetime.date) -> str:
 
 
 def _harness(args, extra) -> int:
+  if args.with_jax is not None:
+    return _with_jax.run_project(args.command, version=args.with_jax, platform=args.platform,
+                                 report=args.compat_report, extra=extra, project=args.project)
   return _harness_run.run(args.command, platform=args.platform, report=args.compat_report,
-                          extra=extra, project=args.project, with_jax=args.with_jax)
+                          extra=extra, project=args.project)
 
 
 def _upgrade(args, extra) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.cli import _harness_run, _with_jax
+from jaxport.harness._expectations import load_table
 from jaxport.errors import JaxportError
 from jaxport.multirelease._bisect import releases_in
 from jaxport.multirelease import _envs, _matrix, _producers
@@ -145,7 +146,6 @@ def producer_consumers(args, config) -> dict[str, str]:
     if config.expectations is None:
       raise JaxportError("matrix --expected-releases: the project names no expected-status table "
                          "(jaxport_expectations); name the releases with --releases")
-    from jaxport.harness._expectations import load_table
     versions += [v for v in load_table(config.expectations).releases if v not in versions]
   consumers = {v: str(_envs.ensure_venv(v)) for v in versions}
   if args.current:

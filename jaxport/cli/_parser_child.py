@@ -31,6 +31,7 @@ import traceback
 from pathlib import Path
 from typing import Any, NoReturn
 
+from jaxport._environment import parser_faults
 from jaxport._isolation._process import add_lifeline_option, serve_as_child
 from jaxport.cli import _upgrade
 from jaxport.cli._parser import IMPORT_FLAG, PATH_FLAG, InProcess, decode, encode
@@ -40,19 +41,8 @@ from jaxport.golden._manifest import Manifest
 from jaxport.releases import MeasuredRun
 from jaxport.upgrades import read_any_envelope
 
-FAULT_ENV = "JAXPORT_TEST_PARSER_FAULT"
 _GROW_STEP = 64 << 20
 _GROW_MAX = 32 << 30
-
-
-def _faults() -> dict[str, str]:
-  """The planted faults: sha256 -> kind."""
-  out = {}
-  for item in os.environ.get(FAULT_ENV, "").split(","):
-    kind, _, digest = item.strip().partition(":")
-    if kind and digest:
-      out[digest.lower()] = kind
-  return out
 
 
 def _plant(faults: dict[str, str], data: bytes, blob: bool) -> None:
@@ -122,7 +112,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
   parser.add_argument(PATH_FLAG, dest="paths", action="append", default=[])
   args = parser.parse_args(argv)
   answers = serve_as_child(args.lifeline)
-  faults = _faults()
+  faults = parser_faults()
   ready: dict[str, Any] = {"ready": True}
   if args.modules:
     try:

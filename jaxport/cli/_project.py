@@ -12,11 +12,11 @@ Nothing is collected or run; the project's ``conftest.py`` loads, as under pytes
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
 import jaxport_pytest as entry
-from jaxport.cli._harness_run import project_dir
 from jaxport.errors import GoldenDataError
 from jaxport.harness import _plugin
 from jaxport.harness._project import Project
@@ -52,10 +52,10 @@ class _Reader:
     return 0
 
 
-def read(directory: str) -> Project:
-  """The project whose pytest configuration governs ``directory``; a directory that is not an
-  opted-in project, or a configuration pytest refuses, is a ``GoldenDataError`` saying why."""
-  root = project_dir(directory)
+def read(root: Path, directory: str) -> Project:
+  """The project whose pytest configuration governs ``root``, the folder the command line
+  named ``directory``; a folder that is not an opted-in project, or a configuration pytest
+  refuses, is a ``GoldenDataError`` saying why."""
   reader = _Reader()
   saved = list(sys.path)
   try:

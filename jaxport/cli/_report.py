@@ -24,6 +24,13 @@ from typing import Any
 
 from jaxport import report
 from jaxport._progress import track
+from jaxport.cli._harness_run import read_project
+from jaxport.cli._relower import FROM_PROJECT, Relowerer
+from jaxport.golden._store import GoldenStore
+from jaxport.harness import _coverage as coverage
+from jaxport.harness import _devices
+from jaxport.golden import EntryId
+from jaxport.golden._entry import sha256_hex
 from jaxport.errors import JaxportError, ReportError
 from jaxport.report._files import write_text_atomically
 from jaxport.report._merge import check_complete
@@ -86,8 +93,7 @@ def _merge(args: argparse.Namespace) -> int:
         merged, session_warnings=(*merged.session_warnings, NOT_CHECKED))
     logger.warning("%s", NOT_CHECKED)
   else:
-    from jaxport.cli import _project  # imports pytest, which only --project needs
-    merged = merge_and_check(shards, _project.read(args.project),
+    merged = merge_and_check(shards, read_project(args.project, "report merge --project"),
                              None if args.store is None else Path(args.store))
   report.write_report(merged, out)
   s = merged.summary
@@ -104,10 +110,6 @@ def merge_and_check(shards: Sequence[report.RunReport], project: Any,
   """The report of the whole run from its shards' reports, with the session-level checks
   the shards deferred run on it against ``project`` (a ``jaxport.harness.Project``) and its
   store (or ``store``), as the harness session runs them at the end of an unsharded run."""
-  from jaxport.cli._relower import FROM_PROJECT, Relowerer
-  from jaxport.golden._store import GoldenStore
-  from jaxport.harness import _coverage as coverage
-  from jaxport.harness import _devices
 
   check_complete(shards)
   merged = report.merge_reports(shards)
@@ -147,8 +149,6 @@ def _entries_against_store(entries: Sequence[report.EntryResult], store: Any,
                            present: set[str]) -> list[str]:
   """A session failure for each entry of the merged run that the store does not hold, or whose
   blob in the store is not the one the shard replayed (where its report names that blob)."""
-  from jaxport.golden import EntryId
-  from jaxport.golden._entry import sha256_hex
   failures = []
   for e in entries:
     if e.entry_id not in present:

@@ -25,6 +25,9 @@ from jaxport._signals import run_forwarding_signals
 from jaxport.cli import _harness_run
 from jaxport.errors import JaxportError
 from jaxport.harness._project import Project
+from jaxport.report import Status, load_report
+from jaxport.golden import GoldenStore
+from jaxport.multirelease import _record
 from jaxport.multirelease import _envs, _measured
 from jaxport.multirelease._project_env import ensure_project_env
 from jaxport.harness._judge._release_runs import judge_row
@@ -39,6 +42,17 @@ NOT_REPLAYED = "not replayed"
 def runs_jaxport(version: str) -> bool:
   """Whether jaxport's harness itself runs on jax ``version``."""
   return parse_version(version) >= parse_version(MIN_JAX)
+
+
+def run_project(action: str, *, version: str, platform: str, report: str | None,
+                extra: list[str], project: str | None) -> int:
+  """``action --with-jax version`` in the project the command line names (default: the working
+  directory), with the harness's own pytest command line."""
+  root = _harness_run.project_dir(project)
+  return run(action, version=version, platform=platform, report=report, project=root, extra=extra,
+             pytest_command=lambda python, report_path: _harness_run.pytest_command(
+                 action, platform=platform, report=report_path, project=root, extra=extra,
+                 python=python))
 
 
 def run(action: str, *, version: str, platform: str, report: str | None, project: Path,
@@ -109,7 +123,6 @@ def _code_with_kernel_skips(code: int, report_path: Path, version: str,
   the release environment's ``python``, whose jax's FFI headers the kernel is rebuilt with."""
   if not skipped:
     return code
-  from jaxport.report import Status, load_report
   for entry_id, why in skipped.items():
     sys.stdout.write(f"jax {version}: skip  {entry_id}: {why}\n")
   run = load_report(report_path)
@@ -145,7 +158,6 @@ def cache_dir_of(extra: list[str], project: Path) -> Path | None:
 def replay_old_release(version: str, config: Project, home: Path, report: str | None,
                        cache_dir: Path | None = None) -> int:
   """Replay the project's CPU entries with jax ``version``'s own ``jax.export``; 1 if any fails."""
-  from jaxport.golden import GoldenStore
   store = config.store
   ids = [e.entry_id for e in GoldenStore(store).entries("cpu")]
   if not ids:
@@ -178,7 +190,6 @@ def record_release_cases(version: str, config: Project, report: str | None,
                          extra: list[str]) -> int:
   """Record the project's release cases (``jaxport_release_cases``) with jax ``version``'s own
   ``jax.export`` into its store; ``extra`` may name cases (``--case ID``, repeatable)."""
-  from jaxport.multirelease import _record
   if report is not None:
     raise JaxportError(f"record --with-jax {version} --compat-report {report}: recording the "
                        "project's release cases writes no harness report; leave the option out")

@@ -41,7 +41,7 @@ from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport.custom_calls import _registry, _walk
 from jaxport.errors import ExportError, ReleaseTableError
 from jaxport.export import _checks, _mlir
-from jaxport.releases import _dates as release_dates
+from jaxport.releases._version_text import parse_version
 from jaxport.releases import _table as release_table
 
 logger = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ def _facts(for_jax: str) -> Any:
   if not isinstance(for_jax, str) or not for_jax:
     raise ExportError(f"for_jax must name a jax release such as '0.9.2', got {for_jax!r}.")
   try:
-    release_dates.parse_version(for_jax)
+    parse_version(for_jax)
   except ValueError as e:
     raise ReleaseTableError(f"for_jax={for_jax!r}: {e}") from None
   try:
@@ -298,7 +298,7 @@ def check_record(exported: Any, target: ConsumerTarget) -> None:
   release that reads named shardings as unspecified."""
   if target.facts is None or exported.nr_devices <= 1:
     return
-  if release_dates.parse_version(target.release) < release_dates.parse_version(OLDEST_SHARDED_CONSUMER):
+  if parse_version(target.release) < parse_version(OLDEST_SHARDED_CONSUMER):
     raise ExportError(
         f"Cannot export '{exported.fun_name}' for jax {target.release}: it runs on "
         f"{exported.nr_devices} devices, and that release reads shardings only as HloSharding "

@@ -24,7 +24,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from jaxport._jaxcompat._version import distribution_version
+from jaxport._jaxcompat._version import installed_jaxlib_version
 from jaxport._records import Strict
 from jaxport.errors import GoldenDataError
 
@@ -289,6 +289,6 @@ def current_host(platform: str = "cpu", jaxlib: str | None = None) -> Host:
   except OSError:
     vendor = model = flags = None
   return Host(cpu_vendor=vendor, cpu_model=model, cpu_flags=flags,
-              jaxlib=jaxlib if jaxlib is not None else distribution_version("jaxlib"),
+              jaxlib=jaxlib if jaxlib is not None else installed_jaxlib_version(),
               xla_flags=os.environ.get("XLA_FLAGS", "").strip(),
               accelerator=None if platform == "cpu" else _accelerator(platform))

@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from jaxport._jaxcompat._version import distribution_version, installed_jax_version
+from jaxport._jaxcompat._version import (distribution_version, installed_jax_version,
+                                         installed_jaxlib_version)
 from jaxport import _json
 from jaxport._records import Strict, quote
 from jaxport._vocabulary import PLATFORMS
@@ -82,7 +83,7 @@ class Producer:
   def current(cls) -> "Producer":
     """The versions installed in this process."""
     version = distribution_version
-    return cls(jax=installed_jax_version(), jaxlib=version("jaxlib"),
+    return cls(jax=installed_jax_version(), jaxlib=installed_jaxlib_version(),
                jaxport=version("jaxport"), numpy=version("numpy"), scipy=version("scipy"),
                python=".".join(map(str, sys.version_info[:3])))
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from jaxport._files import is_partial, write_replacing
 from jaxport.errors import GoldenDataError
 from jaxport.golden._entry_id import split_parts
 
@@ -62,14 +61,7 @@ def entry_folder(root: Path, entry_id: str) -> Path:
 
 def write_file(folder: Path, name: str, data: bytes) -> None:
   """``folder/name`` holding ``data``, written under a temporary name and renamed into place."""
-  fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-  try:
-    with os.fdopen(fd, "wb") as f:
-      f.write(data)
-    os.replace(tmp, folder / name)
-  except BaseException:
-    Path(tmp).unlink(missing_ok=True)
-    raise
+  write_replacing(folder / name, data, private=True)
 
 
 def write_summary(folder: Path, entry_id: str, reader: str, files: Sequence[str],
@@ -89,7 +81,7 @@ def left_behind(root: Path, entry_id: str) -> tuple[Path, tuple[str, ...], str |
   if folder.is_symlink() or not folder.is_dir():
     return None
   files = tuple(sorted(p.name for p in folder.iterdir()
-                       if p.is_file() and not p.name.startswith(".tmp-")
+                       if p.is_file() and not is_partial(p.name)
                        and p.name != SUMMARY_FILE))
   writing = None
   try:

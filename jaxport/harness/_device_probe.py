@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from jaxport._isolation._process import PARENT_PID_ENV
+from jaxport._environment import worker_parent_pid
 from jaxport.harness._devices import harness_platform
 from jaxport.harness._protocol import DevicesAnswer
 
@@ -52,7 +52,7 @@ def library_holders(library: str, proc: Path = Path("/proc")) -> list[str]:
   """The processes other than this one that have a shared library whose name starts with
   ``library`` mapped, each as "pid N (command line)", the pytest process that started this
   worker named as such. Processes whose maps cannot be read are passed over."""
-  me, parent = os.getpid(), os.environ.get(PARENT_PID_ENV, "")
+  me, parent = os.getpid(), worker_parent_pid()
   found: list[str] = []
   try:
     pids = sorted(int(p.name) for p in proc.iterdir() if p.name.isdigit())
@@ -62,7 +62,7 @@ def library_holders(library: str, proc: Path = Path("/proc")) -> list[str]:
     if pid == me or not _maps(proc / str(pid), library):
       continue
     command = _command(proc / str(pid))
-    who = ("the pytest process that runs this harness" if str(pid) == parent
+    who = ("the pytest process that runs this harness" if pid == parent
            else "another process")
     found.append(f"{who}, pid {pid} ({command})")
     if len(found) == _HOLDERS_NAMED:

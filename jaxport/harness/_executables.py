@@ -56,7 +56,7 @@ from jaxport._jaxcompat._compilation import cache_key as _cache_key
 from jaxport._jaxcompat._compilation import compiler as _compiler
 from jaxlib.mlir import ir
 
-from jaxport._jaxcompat._version import installed_jax_version
+from jaxport._jaxcompat._version import installed_jax_version, installed_jaxlib_version
 from jaxport.harness._compile_errors import KeptErrors, keepable
 from jaxport.harness._replacement import Replacement
 from jaxport.harness._sharing_index import SharingIndex
@@ -189,8 +189,7 @@ _KEY_SETTINGS = ("jax_compilation_cache_include_metadata_in_key",
 def _across_runs_salt() -> bytes:
   """What decides a request's key besides the request and stays for the process: the jax
   and jaxlib versions, and this module's code (which reads jax's key)."""
-  from jaxlib import version as jaxlib_version
-  return "\0".join([installed_jax_version(), jaxlib_version.__version__,
+  return "\0".join([installed_jax_version(), installed_jaxlib_version() or "",
                      hashlib.sha256(Path(__file__).read_bytes()).hexdigest()]).encode()
 
 

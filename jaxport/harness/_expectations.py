@@ -211,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description="Print the compat-window table of a compat report.")
   parser.add_argument("report", help="the JSON report a run wrote with --compat-report=FILE")
   args = parser.parse_args(argv)
+  # local: only this command reads a report; the harness's pytest side never loads these
   from jaxport.report import load_report
   from jaxport.report._markdown import window_table
   from jaxport.report._views import window_rows

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-import jaxport_pytest as entry
 from jaxport._signals import interrupts_held, stop_once
 from jaxport.errors import GoldenDataError, JaxportError, SettingsError
 from jaxport.harness import _devices, _jax_corpus, _settings
@@ -24,7 +23,9 @@ from jaxport.harness._project import OnChange, Project, ProjectTargets, module_n
 from jaxport.harness._registry import missing_modules
 from jaxport.harness._session import WORKER_OUTPUT_KEY, HarnessSession
 from jaxport.harness._worker_pool import LOOKAHEAD
-from jaxport.harness._settings import Options, Settings
+from jaxport.harness._settings import (
+    INI_BUILTIN_TARGETS, INI_CASES, INI_EFFECTS, INI_EXPECTATIONS, INI_ON_CHANGE,
+    INI_RELEASE_CASES, INI_STORE, INI_TARGETS, INI_TESTS, Options, Settings, opted_in)
 # How the controller tells xdist workers where it imported the corpus and where executables are.
 CORPUS_ROOT_KEY = "jaxport_jax_corpus_root"
 WORKER_CACHE_KEY = "jaxport_compile_cache"
@@ -80,32 +81,32 @@ def _read_project(config: pytest.Config) -> Project:
     return (base / value).resolve() if value else None
 
   try:
-    modules = module_names(config.getini(entry.INI_CASES))
-    release_cases = module_names(config.getini(entry.INI_RELEASE_CASES), entry.INI_RELEASE_CASES)
-    effects = module_names(config.getini(entry.INI_EFFECTS), entry.INI_EFFECTS)
-    store = path(entry.INI_STORE)
+    modules = module_names(config.getini(INI_CASES))
+    release_cases = module_names(config.getini(INI_RELEASE_CASES), INI_RELEASE_CASES)
+    effects = module_names(config.getini(INI_EFFECTS), INI_EFFECTS)
+    store = path(INI_STORE)
     if store is None:
-      raise GoldenDataError(f"{entry.INI_CASES} is set but {entry.INI_STORE} is not: name the "
+      raise GoldenDataError(f"{INI_CASES} is set but {INI_STORE} is not: name the "
                             "golden store directory (relative to the configuration file)")
-    targets_file = path(entry.INI_TARGETS)
+    targets_file = path(INI_TARGETS)
     targets = ProjectTargets.read(targets_file) if targets_file else ProjectTargets()
     try:
-      on_change = OnChange(config.getini(entry.INI_ON_CHANGE))
+      on_change = OnChange(config.getini(INI_ON_CHANGE))
     except ValueError:
-      raise GoldenDataError(f"{entry.INI_ON_CHANGE} = {config.getini(entry.INI_ON_CHANGE)!r}: "
+      raise GoldenDataError(f"{INI_ON_CHANGE} = {config.getini(INI_ON_CHANGE)!r}: "
                             f"expected one of {[c.value for c in OnChange]}") from None
-    missing = [p for p in config.getini(entry.INI_TESTS) if not (base / p).exists()]
+    missing = [p for p in config.getini(INI_TESTS) if not (base / p).exists()]
     if missing:
       raise GoldenDataError(
-          f"{entry.INI_TESTS} names {missing}, which do not exist (relative to {base}): create "
+          f"{INI_TESTS} names {missing}, which do not exist (relative to {base}): create "
           f"each golden test file with the line '{GOLDEN_TESTS_LINE}', or name the files that "
           "hold it")
   except GoldenDataError as e:
     raise pytest.UsageError(f"jaxport compat harness configuration: {e}") from None
   paths = tuple(dict.fromkeys([str(base), *(p for p in sys.path if p and _within(p, base))]))
   return Project(case_modules=modules, store=store, targets=targets, on_change=on_change,
-                 require_builtin_targets=bool(config.getini(entry.INI_BUILTIN_TARGETS)),
-                 expectations=path(entry.INI_EXPECTATIONS), root=base, paths=paths,
+                 require_builtin_targets=bool(config.getini(INI_BUILTIN_TARGETS)),
+                 expectations=path(INI_EXPECTATIONS), root=base, paths=paths,
                  targets_file=targets_file, release_case_modules=release_cases,
                  effect_modules=effects)
 
@@ -140,7 +141,7 @@ def _options(config: pytest.Config, corpus_root: Path | None = None) -> Options:
 
 
 def _no_store_message(root: Path) -> str:
-  return (f"no golden store yet: {entry.INI_STORE} names {root}, which does not exist. Record "
+  return (f"no golden store yet: {INI_STORE} names {root}, which does not exist. Record "
           "the project's cases first with `pytest --compat-record`, review the new entries and "
           "commit them; later runs replay them.")
 
@@ -226,7 +227,7 @@ def pytest_configure(config: pytest.Config) -> None:
   missing = missing_modules(proj.case_modules, proj.paths)
   if missing:
     raise pytest.UsageError(
-        f"jaxport compat harness configuration: case module(s) {missing} of {entry.INI_CASES} "
+        f"jaxport compat harness configuration: case module(s) {missing} of {INI_CASES} "
         f"cannot be found (looked in {proj.root} and on sys.path); check the spelling in the "
         "pytest configuration, or install the package that holds them")
   s = settings(config)
@@ -376,7 +377,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def _asks_for_golden_tests(config: pytest.Config) -> bool:
-  listed = config.getini(entry.INI_TESTS)
+  listed = config.getini(INI_TESTS)
   if not listed:
     return False
   base = config.inipath.parent if config.inipath else config.rootpath
@@ -518,15 +519,15 @@ GOLDEN_TESTS_LINE = "from jaxport.harness.testing import test_record, test_repla
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
   hs = _started(config)
-  if (exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and entry.opted_in(config)
+  if (exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and opted_in(config)
       and (hs is None or not hs.used)):
     terminalreporter.write_line(
-        f"jaxport compat harness: the project opts in ({entry.INI_CASES}) but pytest collected "
+        f"jaxport compat harness: the project opts in ({INI_CASES}) but pytest collected "
         f"no golden test item: a test file among the paths pytest collects must hold the line "
-        f"'{GOLDEN_TESTS_LINE}' (and be listed in {entry.INI_TESTS}).", yellow=True)
+        f"'{GOLDEN_TESTS_LINE}' (and be listed in {INI_TESTS}).", yellow=True)
   if hs is None or hs.report is None:
     return
-  from jaxport.harness import _reporter
+  from jaxport.harness import _reporter  # local: loaded only by a run that shows a report
   terminalreporter.section("jaxport compat harness")
   for line in _reporter.text_lines(hs.report):
     terminalreporter.write_line(line)

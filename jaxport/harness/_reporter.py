@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from jaxport._files import write_replacing
 from jaxport.harness import _update
 from jaxport.report import RunReport
 from jaxport.report._model import OTHER_HOST_KEY
@@ -19,11 +19,8 @@ def write_json(report: dict[str, Any], path: str | os.PathLike) -> None:
   """Write the report atomically (sorted keys, so serial and parallel runs compare equal)."""
   path = Path(path)
   path.parent.mkdir(parents=True, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-  with os.fdopen(fd, "w") as f:
-    json.dump(report, f, indent=2, sort_keys=True)
-    f.write("\n")
-  os.replace(tmp, path)
+  text = json.dumps(report, indent=2, sort_keys=True) + "\n"
+  write_replacing(path, text.encode(), private=True)
 
 
 def text_lines(run: RunReport) -> list[str]:

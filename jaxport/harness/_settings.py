@@ -49,6 +49,11 @@ INI_TESTS = "jaxport_tests"
 INI_RELEASE_CASES = "jaxport_release_cases"
 INI_EFFECTS = "jaxport_effect_modules"
 
+
+def opted_in(config: Any) -> bool:
+  """Whether the project's pytest configuration (a ``pytest.Config``) names case modules."""
+  return bool(config.getini(INI_CASES))
+
 DEFAULT_PLATFORM = "cpu"
 # Megabytes (MiB) of ``--compat-worker-memory-mb``: the default limit, and the range allowed
 # (under 64 MiB the interpreter and jax alone pass it; past a pebibyte is a mistake).

@@ -56,13 +56,14 @@ OUTPUT_TAIL_CHARS = 4000
 
 def _handle(engine: ReplayEngine, request: Request) -> Answer:
   """The typed answer to one request."""
+  # local: jax and the engine load only once the child serves (stacks, lifeline set up)
   from jaxport.harness import _artifacts, _recording, _stopwatch
   from jaxport.errors import GoldenDataError
   from jaxport.golden._entry_id import EntryId
   from jaxport.golden._store import GoldenStore
 
   if isinstance(request, DevicesRequest):
-    from jaxport.harness import _device_probe
+    from jaxport.harness import _device_probe  # local: as above
     return _device_probe.probe()
   try:
     engine.load_cases()
@@ -140,6 +141,7 @@ class _OutputCapture:
 def _features(entry) -> dict:
   """What the entry's blob says it needs of a consumer (``jaxport.releases``), read here since
   it parses the module: ``{"features": ...}``, or ``{"features_error": why}``."""
+  # local: jax and the engine load only once the child serves (stacks, lifeline set up)
   from jaxport.errors import JaxportError
   from jaxport.releases._features import features_of_blob
   try:
@@ -160,6 +162,7 @@ def _traceback_of(e: Exception) -> str:
   """What a failure quotes of ``e``'s traceback: for jaxport's own errors, whose message names
   the problem and the fix, only the frames of the project's code (the case that led there);
   for anything else, all of it."""
+  # local: jax and the engine load only once the child serves (stacks, lifeline set up)
   from jaxport.errors import JaxportError
   from jaxport.harness._registry import project_frames
   if isinstance(e, JaxportError):
@@ -257,6 +260,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
   answers = serve_as_child(args.lifeline, args.answer_fd)
   if args.stage_fd is not None:
     _stage_marks.install(args.stage_fd)
+  # local: jax and the engine load only once the child serves (stacks, lifeline set up)
   from jaxport.harness import _engine, _jax_setup
   from jaxport.harness._project import Project
   _jax_setup.configure_jax(args.compile_cache, share_executables=args.share_executables,

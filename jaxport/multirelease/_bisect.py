@@ -31,6 +31,10 @@ from jaxport._vocabulary import Status
 from jaxport.harness._judge._release_runs import ReleaseRun, judge_row
 from jaxport.multirelease._replay import replay_with
 from jaxport.releases import parse_version, releases
+from jaxport.upgrades import read_any_envelope
+from jaxport.golden._manifest import Comparison, Manifest, Producer
+from jaxport.golden._signatures import signatures
+from jaxport.golden._store import GoldenStore
 
 logger = logging.getLogger(__name__)
 
@@ -179,10 +183,6 @@ def run_bisect(entry_id: str, versions: list[str], *, store: Path, available_onl
 def entry_from_blob(blob: Path, inputs: Path, expected: Path, store: Path, *, rtol: float,
                     atol: float) -> str:
   """Write ``blob`` with its inputs and outputs as a golden entry of ``store``; its id."""
-  from jaxport.upgrades import read_any_envelope
-  from jaxport.golden._manifest import Comparison, Manifest, Producer
-  from jaxport.golden._signatures import signatures
-  from jaxport.golden._store import GoldenStore
   data = blob.read_bytes()
   exp, _ = read_any_envelope(data)  # any age: the releases it is bisected over may read it
   unknown = Producer(jax=None, jaxlib=None, jaxport=None, numpy=None, scipy=None, python=None)

@@ -33,6 +33,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from jaxport._environment import (INSTALLER_ENV, RELEASE_PYTHON_ENV, installer_choice, release_envs,
+                                  release_python)
 from jaxport.errors import JaxportError
 from jaxport.releases import parse_version
 
@@ -40,9 +42,6 @@ logger = logging.getLogger(__name__)
 
 _MARKER = ".jaxport-release-ready"
 _OWNER = ".jaxport-owner"
-_BASE_PYTHON_VAR = "JAXPORT_RELEASE_PYTHON"
-_ROOT_VAR = "JAXPORT_RELEASE_ENVS"
-_INSTALLER_VAR = "JAXPORT_INSTALLER"
 # The first jax release the package index serves only for Python 3.12 and newer.
 FIRST_PY312_RELEASE = (0, 11, 0)
 _PYENV_VERSION_RE = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
@@ -92,9 +91,9 @@ def requirements(version: str) -> list[str]:
 def default_root() -> Path:
   """The machine's cache of release environments: ``$JAXPORT_RELEASE_ENVS``, else
   ``$XDG_CACHE_HOME/jaxport/release-envs`` (``~/.cache/jaxport/release-envs``)."""
-  named = os.environ.get(_ROOT_VAR)
-  if named:
-    return Path(named).expanduser().resolve()
+  named = release_envs()
+  if named is not None:
+    return named
   cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
   return (Path(cache) / "jaxport" / "release-envs").resolve()
 
@@ -154,13 +153,10 @@ class Installer:
 def installer() -> Installer:
   """uv when one runs (``JAXPORT_INSTALLER=uv`` insists on it), pip otherwise
   (``JAXPORT_INSTALLER=pip`` insists on pip)."""
-  choice = os.environ.get(_INSTALLER_VAR, "").strip().lower()
-  if choice not in ("", "uv", "pip"):
-    raise VenvError(f"{_INSTALLER_VAR}={choice!r} is not an installer jaxport uses; set it to "
-                    "uv or pip, or unset it to use uv where one is found.")
+  choice = installer_choice(VenvError)
   uv = None if choice == "pip" else find_uv()
   if choice == "uv" and uv is None:
-    raise VenvError(f"{_INSTALLER_VAR}=uv, but no uv runs here: install it (pip install uv) or "
+    raise VenvError(f"{INSTALLER_ENV}=uv, but no uv runs here: install it (pip install uv) or "
                     "unset the variable to build with pip.")
   return Installer("uv", uv) if uv is not None else Installer("pip")
 
@@ -260,17 +256,17 @@ def find_python(version: str) -> str:
   ``$(pyenv root)/versions``, each run to read its version (a pyenv shim with
   no version selected does not run and is passed over).
   """
-  name = os.environ.get(_BASE_PYTHON_VAR)
+  name = release_python()
   if name:
     found = shutil.which(name)
     if found is None:
-      raise VenvError(f"{_BASE_PYTHON_VAR}={name} is not an interpreter on PATH (wanted for jax "
+      raise VenvError(f"{RELEASE_PYTHON_ENV}={name} is not an interpreter on PATH (wanted for jax "
                       f"{version}, which needs {python_need(version)}); set it to the path of one, "
                       "or unset it to let the harness look for one.")
     got = interpreter_version(found)
     if got is not None and not python_need(version).accepts(got):
-      logger.warning("%s=%s is Python %d.%d; jax %s installs on %s", _BASE_PYTHON_VAR, name, *got,
-                     version, python_need(version))
+      logger.warning("%s=%s is Python %d.%d; jax %s installs on %s", RELEASE_PYTHON_ENV, name,
+                     *got, version, python_need(version))
     return found
   need = python_need(version)
   tried: list[str] = []
@@ -355,7 +351,7 @@ def missing_python(version: str, need: PythonNeed, tried: list[str]) -> VenvErro
       f"No {need} found for the venv of jax {version} ({why}). Looked for {where}"
       + (f"; tried {', '.join(tried)}" if tried else "") + ". "
       f"Install one (pyenv install {minor}, or your system's python{minor} package) and run again, "
-      f"or set {_BASE_PYTHON_VAR} to the path of a {need} interpreter.")
+      f"or set {RELEASE_PYTHON_ENV} to the path of a {need} interpreter.")
 
 
 def _run(cmd: list[str], what: str) -> None:

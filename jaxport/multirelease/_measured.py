@@ -16,12 +16,13 @@ from pathlib import Path
 
 from jaxport._jaxcompat._version import JAXPORT_VERSION
 from jaxport._vocabulary import FindingKind, Subject
-from jaxport.errors import JaxportError
+from jaxport.errors import JaxportError, ReportError
 from jaxport.golden import EntryId, GoldenStore
 from jaxport.multirelease._native import skip_reason, unregistered_kernel
 from jaxport.harness._judge._release_runs import judge_row
 from jaxport.releases import MeasuredRun, read_measured, write_measured
 from jaxport.releases._measured import updating
+from jaxport.report import load_report
 
 logger = logging.getLogger(__name__)
 
@@ -122,8 +123,6 @@ def kernel_skips(report_path: Path, version: str) -> dict[str, str]:
 
 def _report_under(report_path: Path, version: str):
   """The report at ``report_path``, which must be of a run under jax ``version``."""
-  from jaxport.errors import ReportError
-  from jaxport.report import load_report
   report = load_report(report_path)
   ran_under = report.versions.get("jax")
   if ran_under != version:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jaxport.errors import JaxportError
+from jaxport.golden._store import GoldenStore
 from jaxport.multirelease import _envs
 from jaxport.multirelease._replay import release_env
 from jaxport.multirelease._staging import ImportResult, import_staging
@@ -51,7 +52,6 @@ def record(version: str, store_root: Path, case_files: Sequence[Path], *,
            date: str | None = None, keep_staging: Path | None = None) -> ImportResult:
   """Record ``cases`` (all by default) of ``case_files`` with jax ``version`` into
   ``store_root``; ``venvs`` is the folder of release environments (default: the machine's)."""
-  from jaxport.golden._store import GoldenStore
   python = _envs.ensure_venv(version, venvs)
   with tempfile.TemporaryDirectory(prefix=f"jaxport-staging-{version}-") as tmp:
     staging = Path(keep_staging) if keep_staging else Path(tmp) / "staging"

@@ -21,6 +21,7 @@ from jaxport.golden._host import current_host
 from jaxport.golden._manifest import (
     Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
 from jaxport.golden._entry import Entry
+from jaxport.golden._signatures import signatures as module_signatures
 from jaxport.golden._store import GoldenStore
 from jaxport.multirelease._bisect import load_arrays
 
@@ -126,7 +127,6 @@ def read_staging(path: str | Path) -> Staging:
 
 def signatures(module_bytes: bytes) -> tuple[CustomCallSignature, ...]:
   """The custom-call signatures of a serialized module, computed as for every other entry."""
-  from jaxport.golden._signatures import signatures as module_signatures
   return module_signatures(module_bytes)
 
 

@@ -16,11 +16,11 @@ import importlib.metadata as md
 import importlib.util
 import logging
 import os
-import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from jaxport._files import replacing
 from jaxport.multirelease._envs import VenvError
 
 logger = logging.getLogger(__name__)
@@ -100,16 +100,14 @@ def running_wheel(folder: str | os.PathLike) -> Path:
   if wheel.is_file():
     return wheel
   where.mkdir(parents=True, exist_ok=True)
-  fd, partial = tempfile.mkstemp(prefix=f".{wheel.name}.", dir=where)  # one per process
-  os.close(fd)
   info = f"{DISTRIBUTION}-{version}.dist-info"
-  with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+  with replacing(wheel, private=True) as f, zipfile.ZipFile(
+      f, "w", compression=zipfile.ZIP_DEFLATED) as zf:  # one temporary file per process
     record = []
     for name, data in members:
       zf.writestr(name, data)
       record.append(_record_line(name, data))
     record.append(f"{info}/RECORD,,")
     zf.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
-  os.replace(partial, wheel)
   logger.info("made a wheel of the running jaxport: %s", wheel)
   return wheel

@@ -18,7 +18,7 @@ from jaxport.releases._dates import BACKWARD_WINDOW_DAYS as BACKWARD_WINDOW_DAYS
 from jaxport.releases._dates import FORWARD_WINDOW_DAYS as FORWARD_WINDOW_DAYS
 from jaxport.releases._dates import RELEASE_DATES as RELEASE_DATES
 from jaxport.releases._dates import WindowPosition as WindowPosition
-from jaxport.releases._dates import parse_version as parse_version
+from jaxport.releases._version_text import parse_version as parse_version
 from jaxport.releases._dates import release_date as release_date
 from jaxport.releases._dates import window_position as window_position
 from jaxport.releases._measured import MEASURED_FILE as MEASURED_FILE

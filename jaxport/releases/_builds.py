@@ -13,7 +13,7 @@ import dataclasses
 import datetime
 import re
 
-from jaxport.releases._dates import VERSION_RE
+from jaxport.releases._version_text import VERSION_RE
 from jaxport.releases._table import releases as table_releases
 
 # ``.devYYYYMMDD`` after the release numbers (jax's nightly wheels).

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import re
 from collections.abc import Iterator, Mapping
+
+from jaxport.releases._table import load
+from jaxport.releases._version_text import parse_version
+
 
 class _TableDates(Mapping[str, str]):
   """Release -> its first upload date (ISO text), read from the release table on first use:
@@ -23,7 +26,6 @@ class _TableDates(Mapping[str, str]):
     self._read: tuple[object, Mapping[str, str]] | None = None  # (the table, its dates)
 
   def _dates(self) -> Mapping[str, str]:
-    from jaxport.releases._table import load   # the table imports this module
     table = load()
     if self._read is None or self._read[0] is not table:
       self._read = (table, {f.version: f.date.isoformat() for f in table.facts})
@@ -46,17 +48,6 @@ RELEASE_DATES: Mapping[str, str] = _TableDates()
 # (backward, counted as 183 days) or up to three weeks older (forward).
 BACKWARD_WINDOW_DAYS = 183
 FORWARD_WINDOW_DAYS = 21
-
-# MAJOR.MINOR.PATCH and jax's optional fourth number (0.12.0.1).
-VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def parse_version(version: str) -> tuple[int, ...]:
-  """``"0.9.2"`` -> ``(0, 9, 2)``; a ValueError naming the format otherwise."""
-  m = VERSION_RE.fullmatch(str(version))
-  if m is None:
-    raise ValueError(f"jax version {version!r} is not of the form MAJOR.MINOR.PATCH (e.g. 0.9.2).")
-  return tuple(int(g) for g in m.groups() if g is not None)
 
 
 def release_date(version: str) -> datetime.date:

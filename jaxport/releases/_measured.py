@@ -17,15 +17,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from jaxport import _json
+from jaxport._files import write_replacing
 from jaxport._records import Strict
 from jaxport.errors import JaxportError, ReleaseTableError
-from jaxport.releases._dates import parse_version
+from jaxport.releases._version_text import parse_version
 
 # Relative to the project's root (where its pytest configuration lives); in the folder
 # --compat-cache-dir names instead, where a run names one.
@@ -147,14 +149,10 @@ def read_measured(project_root: str | os.PathLike,
 def write_measured(project_root: str | os.PathLike, measured: MeasuredRuns,
                    cache_dir: str | os.PathLike | None = None) -> Path:
   """Write the project's measurements whole (to a temporary file of its own, then renamed)."""
-  import json
-  import tempfile
   path = measured_path(project_root, cache_dir)
   path.parent.mkdir(parents=True, exist_ok=True)
-  fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-  with os.fdopen(fd, "w") as f:
-    f.write(json.dumps(measured.to_json(), indent=1, sort_keys=True) + "\n")
-  os.replace(partial, path)
+  text = json.dumps(measured.to_json(), indent=1, sort_keys=True) + "\n"
+  write_replacing(path, text.encode(), private=True)
   return path
 
 

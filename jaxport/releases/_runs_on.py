@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from jaxport._vocabulary import ALL_TARGETS
-from jaxport.releases._dates import parse_version
+from jaxport.releases._version_text import parse_version
 from jaxport.releases._measured import MeasuredRun
 from jaxport._vocabulary import PLATFORMS
 from jaxport.releases._table import ReleaseFacts, releases as table_releases

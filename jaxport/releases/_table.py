@@ -21,7 +21,7 @@ from jaxport import _json
 from jaxport._jaxcompat._version import MAX_TESTED_JAX, MIN_JAX
 from jaxport._records import Strict
 from jaxport.errors import ReleaseTableError
-from jaxport.releases._dates import parse_version
+from jaxport.releases._version_text import parse_version
 
 FORMAT_VERSION = 1
 TABLE_FILE = Path(__file__).with_name("release_table.json")

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 
+from jaxport._files import replacing
 from jaxport.errors import JaxportError, ReportError
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -57,24 +57,13 @@ def write_atomically(path: str | os.PathLike, data: bytes,
   """
   path = Path(path)
   check_output(path, error)
-  tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-  created = False
   try:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(tmp, "xb") as f:
-      created = True
+    with replacing(path) as f:
       f.write(data)
-    check_output(path, error)  # once more, right before the rename
-    os.replace(tmp, path)
-    created = False
+      check_output(path, error)  # once more, right before the rename
   except OSError as e:
     raise _cannot_write(path, e, error) from None
-  finally:
-    if created:
-      try:
-        tmp.unlink(missing_ok=True)
-      except OSError:
-        pass
 
 
 def write_text_atomically(path: str | os.PathLike, text: str,

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from jaxport._vocabulary import RecordAction
+from jaxport.errors import GoldenDataError
+from jaxport.golden._host import Host
 from jaxport.report._fields import STRICT, bad, iso, str_map
 
 
@@ -272,8 +274,6 @@ class Updated:
 
 def host_line(record: Mapping[str, Any] | None) -> str:
   """One line naming a host record of a report (an entry's recording host, a replay host)."""
-  from jaxport.golden._host import Host   # jax-free
-  from jaxport.errors import GoldenDataError
   if record is None:
     return "unknown"
   try:

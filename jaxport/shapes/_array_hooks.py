@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-  from jaxport.shapes._expr import DimExpr
+from jaxport.shapes._terms import Expression
 
 
 class _ArrayHooks:
   """How non-dimension operands (traced arrays) are handled; set by the jax bridge."""
 
   is_array: Callable[[Any], bool] = staticmethod(lambda x: False)
-  as_array: Callable[[DimExpr], Any] | None = None
+  as_array: Callable[[Expression], Any] | None = None
   array_max: Callable[[Any, Any], Any] = staticmethod(max)
   array_min: Callable[[Any, Any], Any] = staticmethod(min)
 
@@ -25,7 +24,7 @@ class _ArrayHooks:
 hooks = _ArrayHooks()
 
 
-def install_array_hooks(*, is_array: Callable[[Any], bool], as_array: Callable[[DimExpr], Any],
+def install_array_hooks(*, is_array: Callable[[Any], bool], as_array: Callable[[Expression], Any],
                         array_max: Callable[[Any, Any], Any],
                         array_min: Callable[[Any, Any], Any]) -> None:
   """Lets expressions mix with arrays: ``is_array(x)`` picks them out, ``as_array(e)``

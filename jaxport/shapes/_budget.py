@@ -8,13 +8,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
-
 from jaxport import _limits
 from jaxport.errors import ShapeError
-
-if TYPE_CHECKING:
-  from jaxport.shapes._expr import DimExpr
+from jaxport.shapes._terms import Expression
 
 
 class WorkMeter:
@@ -65,7 +61,7 @@ def spec_work_exceeded(limit: str) -> ShapeError:
       "sums need far more. Write the shapes with fewer nested max/min or shorter sums.")
 
 
-def product_too_large(e1: DimExpr, e2: DimExpr) -> ShapeError:
+def product_too_large(e1: Expression, e2: Expression) -> ShapeError:
   """The refusal of a multiplication that would form too many products of terms."""
   n1, n2 = len(e1.terms), len(e2.terms)
   return ShapeError(

@@ -23,8 +23,10 @@ from typing import Any
 from jaxport import _limits
 from jaxport.shapes._array_hooks import hooks, is_int_like
 from jaxport.shapes._budget import charge_parsing, exponent_too_large, product_too_large
+from jaxport.shapes._evaluate import UnknownVariable, add, mul, value_max_min
 from jaxport.shapes._jaxerr import InconclusiveDimensionOperation, inconclusive
-from jaxport.shapes._terms import FLOORDIV, MAX, MIN, MOD, ONE, Factor, Term, merge_sorted
+from jaxport.shapes._terms import (FLOORDIV, MAX, MIN, MOD, ONE, Factor, Term, merge_sorted,
+                                   rule_updates, sorted_pairs)
 
 
 # Units of work (about a microsecond each, see jaxport._limits) of forming one product of
@@ -362,7 +364,6 @@ class DimExpr:
 
   def _evaluate(self, env: dict[str, Any]) -> Any:
     """The value under ``env`` (variable name -> int, expression or array)."""
-    from jaxport.shapes._evaluate import evaluate  # imported here: _evaluate imports this module
     return evaluate(self, env)
 
   def dimension_as_value(self) -> Any:
@@ -379,32 +380,6 @@ class DimExpr:
 DimSize = int | DimExpr
 
 
-def sorted_pairs(coeffs: dict) -> list[tuple[Any, int]]:
-  """Nonzero ``(key object, coefficient)`` pairs of ``coeffs``, largest first."""
-  return sorted(((t, c) for t, c in coeffs.items() if c != 0),
-                key=lambda p: p[0].key, reverse=True)
-
-
-def _rule_updates(t: Term, k: int, rules: dict) -> list[tuple[Term, int]] | None:
-  """The changes the scope's rewrite rules make to the term ``k*t``, or None."""
-  rule = rules.get(t)
-  if rule is not None:
-    after, k_after = rule
-    if k % k_after == 0:
-      return [(t, -k)] + [(t2, c2 * (k // k_after)) for t2, c2 in after.terms]
-  if len(t.factors) <= 1:
-    return None
-  for f, e in t.factors:
-    single = Term(((f, e),))
-    rule = rules.get(single)
-    if rule is not None:
-      after, k_after = rule
-      if k % k_after == 0:
-        rest = t.divide(single)
-        return [(t, -k)] + [(t2.mul(rest), c2 * (k // k_after)) for t2, c2 in after.terms]
-  return None
-
-
 def normalize(terms: Sequence[tuple[Term, int]], scope: Any) -> DimSize:
   """An int or a DimExpr from sorted nonzero terms, applying the scope's rewrite rules.
 
@@ -413,7 +388,7 @@ def normalize(terms: Sequence[tuple[Term, int]], scope: Any) -> DimSize:
   rules = scope._normalization_rules
   if rules:
     for t, k in terms:
-      updates = _rule_updates(t, k, rules)
+      updates = rule_updates(t, k, rules)
       if updates:
         coeffs = dict(terms)
         for t1, k1 in updates:
@@ -581,3 +556,44 @@ def dim_min(d1: DimSize, d2: DimSize) -> DimSize:
   if isinstance(d2, DimExpr):
     return d2.rmin(d1)
   return min(d1, d2)
+
+
+def _eval_factor(f: Factor, env: dict[str, Any], scope: Any) -> Any:
+  if f.var is not None:
+    if f.var in env:
+      return env[f.var]
+    rewritten = DimExpr.from_var(f.var, scope)
+    if not isinstance(rewritten, DimExpr):
+      return rewritten
+    if rewritten.to_var() != f.var:
+      return evaluate(rewritten, env)
+    raise UnknownVariable(f.var, env.keys())
+  v1, v2 = (evaluate(o, env) for o in f.operands)
+  if f.operation == FLOORDIV:
+    return divmod(v1, v2)[0]
+  if f.operation == MOD:
+    return divmod(v1, v2)[1]
+  if isinstance(v1, (int, DimExpr)) and isinstance(v2, (int, DimExpr)):
+    return dim_max(v1, v2) if f.operation == MAX else dim_min(v1, v2)
+  return value_max_min(f.operation, v1, v2)
+
+
+def evaluate_term(t: Term, env: dict[str, Any], scope: Any) -> Any:
+  """The value of the term ``t`` with variables taken from ``env``."""
+  acc: Any = 1
+  for f, e in t.factors:
+    v = _eval_factor(f, env, scope)
+    for _ in range(e):
+      acc = mul(acc, v)
+  return acc
+
+
+def evaluate(e: DimSize, env: dict[str, Any]) -> Any:
+  """The value of ``e`` with variables taken from ``env`` (name -> int, expression or traced
+  array); raises ``UnknownVariable`` for a variable it leaves out."""
+  if not isinstance(e, DimExpr):
+    return operator.index(e)
+  acc: Any = 0
+  for t, k in e.terms:
+    acc = add(acc, mul(evaluate_term(t, env, e.scope), k))
+  return acc

@@ -23,8 +23,8 @@ from typing import Any
 from jaxport._jaxcompat import _messages as jax_messages
 from jaxport.errors import ShapeError
 from jaxport.shapes import _decision
-from jaxport.shapes._evaluate import UnknownVariable, evaluate, evaluate_term
-from jaxport.shapes._expr import DimExpr, DimSize
+from jaxport.shapes._evaluate import UnknownVariable
+from jaxport.shapes._expr import DimExpr, DimSize, evaluate, evaluate_term
 
 MAX_ERROR_MESSAGE_INPUTS = 32
 _SHAPES_MISMATCH = "Input shapes do not match the polymorphic shapes specification. "

@@ -8,12 +8,25 @@ sums and products are made of. Nothing here decides comparisons or normalizes: t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from jaxport.shapes._jaxerr import inconclusive
 
-if TYPE_CHECKING:
-  from jaxport.shapes._expr import DimExpr
+
+class Expression(Protocol):
+  """What the parts, the budgets and the array hooks need of a whole expression
+  (``jaxport.shapes._expr.DimExpr``, which is made of these parts and so sits above them)."""
+
+  @property
+  def key(self) -> tuple: ...
+
+  @property
+  def size(self) -> int: ...
+
+  @property
+  def terms(self) -> tuple[tuple[Term, int], ...]: ...
+
+  def _get_vars(self) -> set[str]: ...
 
 
 FLOORDIV = "floordiv"
@@ -45,7 +58,7 @@ class Factor(_Keyed):
   __slots__ = ("var", "operation", "operands", "key", "size", "_hash")
 
   def __init__(self, var: str | None = None, operation: str | None = None,
-               operands: tuple[DimExpr, ...] = ()):
+               operands: tuple[Expression, ...] = ()):
     self.var = var
     self.operation = operation
     self.operands = operands
@@ -185,3 +198,29 @@ def merge_sorted(pairs1: Sequence[tuple[Any, int]], k1: int,
   acc.extend((x, c * k1) for x, c in pairs1[i1:] if c != 0)
   acc.extend((x, c * k2) for x, c in pairs2[i2:] if c != 0)
   return acc
+
+
+def sorted_pairs(coeffs: dict) -> list[tuple[Any, int]]:
+  """Nonzero ``(key object, coefficient)`` pairs of ``coeffs``, largest first."""
+  return sorted(((t, c) for t, c in coeffs.items() if c != 0),
+                key=lambda p: p[0].key, reverse=True)
+
+
+def rule_updates(t: Term, k: int, rules: dict) -> list[tuple[Term, int]] | None:
+  """The changes the scope's rewrite rules make to the term ``k*t``, or None."""
+  rule = rules.get(t)
+  if rule is not None:
+    after, k_after = rule
+    if k % k_after == 0:
+      return [(t, -k)] + [(t2, c2 * (k // k_after)) for t2, c2 in after.terms]
+  if len(t.factors) <= 1:
+    return None
+  for f, e in t.factors:
+    single = Term(((f, e),))
+    rule = rules.get(single)
+    if rule is not None:
+      after, k_after = rule
+      if k % k_after == 0:
+        rest = t.divide(single)
+        return [(t, -k)] + [(t2.mul(rest), c2 * (k // k_after)) for t2, c2 in after.terms]
+  return None

@@ -24,7 +24,8 @@ import jaxport
 from _build import GOLDEN, REAL_ENTRIES, copy_entry, replace_files
 from _sandbox import CHILD_TIME_LIMIT_S, ROOT, limited
 from jaxport.cli import main
-from jaxport.cli import _parser, _parser_child
+from jaxport._environment import PARSER_FAULT_ENV
+from jaxport.cli import _parser
 from jaxport.corpus import _jax_testdata
 from jaxport.errors import (DeserializationError, ModuleCrashError, ModuleMemoryError,
                             ModuleParserError, ModuleTimeoutError)
@@ -60,7 +61,7 @@ def module_of(blob: bytes) -> bytes:
 
 def plant(monkeypatch, *faults: tuple[str, bytes]) -> None:
   """Plants a fault in the module parser child for each (kind, module or blob bytes)."""
-  monkeypatch.setenv(_parser_child.FAULT_ENV, ",".join(
+  monkeypatch.setenv(PARSER_FAULT_ENV, ",".join(
       f"{kind}:{hashlib.sha256(data).hexdigest()}" for kind, data in faults))
 
 

@@ -37,8 +37,7 @@ from jaxport._jaxcompat._errors import InconclusiveDimensionOperation  # jax.err
 import jaxport
 from jaxport.shapes import _bridge
 from jaxport.shapes._decision import bounds
-from jaxport.shapes._evaluate import evaluate
-from jaxport.shapes._expr import DimExpr
+from jaxport.shapes._expr import DimExpr, evaluate
 from jaxport.shapes._terms import Term
 
 SEED = 20261129

@@ -8,8 +8,7 @@ from jaxport._jaxcompat._errors import InconclusiveDimensionOperation  # jax.err
 
 import jaxport
 from jaxport.shapes._decision import bounds
-from jaxport.shapes._evaluate import evaluate
-from jaxport.shapes._expr import DimExpr
+from jaxport.shapes._expr import DimExpr, evaluate
 
 VARS = ("a", "b", "c")
 

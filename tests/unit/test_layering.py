@@ -25,7 +25,7 @@ LAYERS = (
     ("leaves", ("jaxport.errors", "jaxport._config", "jaxport._versions", "jaxport._jaxcompat",
                 "jaxport._progress", "jaxport._lazy",
                 "jaxport._limits", "jaxport._bounded", "jaxport._json", "jaxport._records",
-                "jaxport._vocabulary")),
+                "jaxport._vocabulary", "jaxport._files", "jaxport._environment")),
     ("releases", ("jaxport.releases",)),
     ("shapes", ("jaxport.shapes",)),
     ("custom_calls", ("jaxport.custom_calls",)),
@@ -69,7 +69,7 @@ INIT_IMPORTS_ALLOWED = {
     "jaxport.upgrades": {"jaxport.upgrades._envelope", "jaxport.upgrades._upgrade"},
     "jaxport.releases": {"jaxport.errors", "jaxport.releases._builds", "jaxport.releases._dates",
                          "jaxport.releases._measured", "jaxport.releases._runs_on",
-                         "jaxport.releases._table"},
+                         "jaxport.releases._table", "jaxport.releases._version_text"},
     "jaxport.golden": {"jaxport._lazy", "jaxport.golden._entry_id", "jaxport.golden._manifest",
                        "jaxport.golden._entry", "jaxport.golden._signatures",
                        "jaxport.golden._store"},
@@ -578,35 +578,264 @@ def test_only_the_entry_id_module_splits_entry_ids():
   assert _slash_splits(ENTRY_ID_MODULE)  # the check sees what it looks for
 
 
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-  """One import cycle of ``graph`` (module -> modules it imports), as the modules along it,
-  or None."""
-  done: set[str] = set()
-
-  def visit(module: str, path: list[str]) -> list[str] | None:
-    for imported in sorted(graph.get(module, ())):
-      if imported in path:
-        return path[path.index(imported):] + [imported]
-      if imported not in done:
-        found = visit(imported, path + [imported])
-        if found:
-          return found
-    done.add(module)
-    return None
-
-  for module in sorted(graph):
-    found = None if module in done else visit(module, [module])
-    if found:
-      return found
-  return None
+# The import-cycle rule: no cycle among jaxport's modules (and the pytest entry point), counting
+# imports in functions and under TYPE_CHECKING, but the record's one documented upward arrow
+# (RECORD to RECORD_METHOD_MODULES).
+ENTRY_POINT = "jaxport_pytest"
+ENTRY_POINT_FILE = PACKAGE.parent / "jaxport_pytest" / "__init__.py"
 
 
-def test_the_harness_modules_import_one_another_without_a_cycle():
-  # Imports under TYPE_CHECKING and inside functions count: a circle of them is still a
-  # circle of modules that each need the others to be understood.
-  harness = {m for m in IMPORTS if m.startswith("jaxport.harness.")}
-  graph = {m: {d for _, d, _, _ in _jaxport_imports(m) if d in harness and d != m}
-           for m in harness}
-  assert _cycle(graph) is None, " -> ".join(_cycle(graph))
-  # The check sees a circle where there is one.
-  assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+def cycles(table: dict[str, set[str]]) -> list[list[str]]:
+  """Each strongly connected group of ``table`` (module -> the modules it imports) with more
+  than one module, as one cycle through it: a path of imports from its first module (in
+  sorted order) back to it. Tarjan's algorithm, iterative so a deep table cannot overflow."""
+  index: dict[str, int] = {}
+  low: dict[str, int] = {}
+  stack: list[str] = []
+  on_stack: set[str] = set()
+  groups: list[set[str]] = []
+  for root in sorted(table):
+    if root in index:
+      continue
+    work = [(root, iter(sorted(table.get(root, ()))))]
+    index[root] = low[root] = len(index)
+    stack.append(root)
+    on_stack.add(root)
+    while work:
+      node, targets = work[-1]
+      step = next(targets, None)
+      if step is not None:
+        if step not in index:
+          index[step] = low[step] = len(index)
+          stack.append(step)
+          on_stack.add(step)
+          work.append((step, iter(sorted(table.get(step, ())))))
+        elif step in on_stack:
+          low[node] = min(low[node], index[step])
+        continue
+      work.pop()
+      if work:
+        low[work[-1][0]] = min(low[work[-1][0]], low[node])
+      if low[node] == index[node]:
+        group = set()
+        while True:
+          member = stack.pop()
+          on_stack.discard(member)
+          group.add(member)
+          if member == node:
+            break
+        if len(group) > 1:
+          groups.append(group)
+  return [_cycle_through(sorted(g), g, table) for g in groups]
+
+
+def _cycle_through(members: list[str], group: set[str], table: dict[str, set[str]]) -> list[str]:
+  """A shortest path of imports inside ``group`` from its first member back to it."""
+  start = members[0]
+  came_from: dict[str, str] = {}
+  todo = [start]
+  while todo:
+    nxt = []
+    for node in todo:
+      for target in sorted(table.get(node, ())):
+        if target not in group or target in came_from:
+          continue
+        came_from[target] = node
+        nxt.append(target)
+    if start in came_from:
+      break
+    todo = nxt
+  path, node = [start], came_from[start]
+  while node != start:
+    path.append(node)
+    node = came_from[node]
+  return [start, *reversed(path[1:]), start]
+
+
+def _entry_point_imports() -> list[tuple[int, str, str, bool]]:
+  visitor = _Imports(ENTRY_POINT, True)
+  visitor.visit(ast.parse(ENTRY_POINT_FILE.read_text(), filename=str(ENTRY_POINT_FILE)))
+  return visitor.found
+
+
+def import_table() -> dict[str, set[str]]:
+  """Module -> the jaxport modules (and the entry point) it imports, anywhere in it."""
+  found = {m: [(name, runtime) for _, name, _, runtime in IMPORTS[m]] for m in IMPORTS}
+  found[ENTRY_POINT] = [(name, runtime) for _, name, _, runtime in _entry_point_imports()]
+  table: dict[str, set[str]] = {}
+  for module, names in found.items():
+    targets = set()
+    for name, _ in names:
+      if name == ENTRY_POINT or name.startswith(ENTRY_POINT + "."):
+        targets.add(ENTRY_POINT)
+      elif name == "jaxport" or name.startswith("jaxport."):
+        targets.add(_resolve(name))
+    targets.discard(module)
+    if module == RECORD:
+      targets -= set(RECORD_METHOD_MODULES)
+    table[module] = targets
+  return table
+
+
+def test_no_import_cycle_but_the_records():
+  found = cycles(import_table())
+  assert not found, ("import cycles (move the shared piece to a lower module):\n"
+                     + "\n".join(" -> ".join(c) for c in found))
+
+
+def test_the_cycle_rule_finds_a_planted_cycle_and_names_its_path():
+  table = {"a": {"b"}, "b": {"c", "d"}, "c": {"a"}, "d": set(), "e": {"e2"}, "e2": {"e"},
+           "f": {"a"}}
+  assert sorted(cycles(table)) == [["a", "b", "c", "a"], ["e", "e2", "e"]]
+  assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+  # The live table holds the documented one once its upward arrow is put back.
+  table = import_table()
+  table[RECORD] |= set(RECORD_METHOD_MODULES)
+  assert any(RECORD in c for c in cycles(table))
+
+
+def test_the_cycle_rule_counts_imports_in_functions_and_under_type_checking():
+  planted = {"jaxport._limits": "import typing\nif typing.TYPE_CHECKING:\n"
+                                "  from jaxport.errors import JaxportError\n",
+             "jaxport.errors": "def f():\n  from jaxport._limits import name\n"}
+  table = {}
+  for module, source in planted.items():
+    visitor = _Imports(module, False)
+    visitor.visit(ast.parse(source))
+    table[module] = {_resolve(n) for _, n, _, _ in visitor.found}
+  assert cycles(table) == [["jaxport._limits", "jaxport.errors", "jaxport._limits"]]
+
+
+# The JAXPORT_* variables: read only in the one module that names them (writing one into a
+# child's environment may happen anywhere).
+ENVIRONMENT_MODULE = PACKAGE / "_environment.py"
+PYTHON_TREES = (PACKAGE, PACKAGE.parent / "jaxport_pytest", PACKAGE.parent / "jaxport_in_release")
+VARIABLE_PREFIX = "JAXPORT_"
+
+
+def _python_files() -> list[pathlib.Path]:
+  return [p for tree in PYTHON_TREES for p in sorted(tree.rglob("*.py"))]
+
+
+def variable_names(source: str) -> set[str]:
+  """The names ``source`` binds to a ``"JAXPORT_..."`` literal (``ROOT_ENV = "JAXPORT_..."``)."""
+  return {t.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Assign)
+          and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+          and node.value.value.startswith(VARIABLE_PREFIX)
+          for t in node.targets if isinstance(t, ast.Name)}
+
+
+def _is_environ(node: ast.AST) -> bool:
+  return ((isinstance(node, ast.Attribute) and node.attr == "environ")
+          or (isinstance(node, ast.Name) and node.id == "environ"))
+
+
+def variable_reads(source: str, where: str, names: set[str] = frozenset()) -> list[str]:
+  """Where ``source`` reads a JAXPORT_* variable of the process environment (``os.environ.get``,
+  ``os.environ[...]``, ``in os.environ``, ``os.getenv``), its key a ``"JAXPORT_..."`` literal
+  or one of ``names`` (the names bound to such a literal)."""
+  def named(key: ast.AST | None) -> bool:
+    return ((isinstance(key, ast.Constant) and isinstance(key.value, str)
+             and key.value.startswith(VARIABLE_PREFIX))
+            or (isinstance(key, ast.Name) and key.id in names)
+            or (isinstance(key, ast.Attribute) and key.attr in names))
+
+  found = []
+  for node in ast.walk(ast.parse(source)):
+    key = None
+    if isinstance(node, ast.Call) and node.args:
+      f = node.func
+      if (isinstance(f, ast.Attribute) and f.attr in ("get", "pop") and _is_environ(f.value)) or (
+          (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) == "getenv"):
+        key = node.args[0]
+    elif isinstance(node, ast.Subscript) and _is_environ(node.value) and isinstance(
+        node.ctx, ast.Load):
+      key = node.slice
+    elif isinstance(node, ast.Compare) and any(_is_environ(c) for c in node.comparators) and any(
+        isinstance(o, (ast.In, ast.NotIn)) for o in node.ops):
+      key = node.left
+    if named(key):
+      found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+  return found
+
+
+def test_jaxport_variables_are_read_only_in_the_environment_module():
+  names = set().union(*(variable_names(p.read_text()) for p in _python_files()))
+  wrong = [w for p in _python_files() if p != ENVIRONMENT_MODULE
+           for w in variable_reads(p.read_text(), str(p.relative_to(PACKAGE.parent)), names)]
+  assert not wrong, ("read JAXPORT_* variables through jaxport._environment's accessors:\n"
+                     + "\n".join(wrong))
+  # The check sees what it looks for: the environment module reads them.
+  assert variable_reads(ENVIRONMENT_MODULE.read_text(), "_environment.py", names)
+
+
+@pytest.mark.parametrize("planted", [
+    "import os\nroot = os.environ.get('JAXPORT_RELEASE_ENVS')",
+    "import os\nroot = os.environ['JAXPORT_RELEASE_ENVS']",
+    "import os\nset_here = 'JAXPORT_INSTALLER' in os.environ",
+    "import os\npython = os.getenv('JAXPORT_RELEASE_PYTHON', 'python3')",
+    "from os import environ\nROOT_ENV = 'JAXPORT_RELEASE_ENVS'\nroot = environ.get(ROOT_ENV)",
+], ids=["get", "subscript", "membership", "getenv", "a named constant"])
+def test_the_variable_rule_catches_a_planted_read(planted):
+  assert variable_reads(planted, "planted.py", variable_names(planted)), planted
+
+
+def test_the_variable_rule_lets_a_child_environment_be_written():
+  written = ("import os\nenv = dict(os.environ)\n"
+             "env['JAXPORT_WORKER_PARENT_PID'] = str(os.getpid())\n"
+             "os.environ['JAXPORT_INSTALLER'] = 'pip'\nflags = os.environ.get('XLA_FLAGS')")
+  assert variable_reads(written, "written.py") == []
+
+
+def jaxlib_version_reads(source: str, where: str) -> list[str]:
+  """Where ``source`` reads jaxlib's version itself: ``jaxlib.version`` (imported or as an
+  attribute), ``jaxlib.__version__``, or a ``...version("jaxlib")`` call."""
+  found = []
+  for node in ast.walk(ast.parse(source)):
+    text = None
+    if isinstance(node, ast.Attribute) and (
+        (node.attr in ("version", "__version__") and ast.unparse(node.value) == "jaxlib")
+        or (node.attr == "__version__" and ast.unparse(node.value).startswith("jaxlib"))):
+      text = ast.unparse(node)
+    elif isinstance(node, ast.ImportFrom) and (node.module == "jaxlib.version" or (
+        node.module == "jaxlib" and any(a.name in ("version", "__version__") for a in node.names))):
+      text = f"from {node.module} import ..."
+    elif isinstance(node, ast.Import) and any(a.name == "jaxlib.version" for a in node.names):
+      text = "import jaxlib.version"
+    elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and (
+        node.args[0].value == "jaxlib") and (
+        node.func.attr if isinstance(node.func, ast.Attribute)
+        else getattr(node.func, "id", "")).endswith("version"):
+      text = ast.unparse(node)
+    if text is not None:
+      found.append(f"{where}:{node.lineno}: {text}")
+  return found
+
+
+# Where jaxlib's version may be read outside _jaxcompat, each with its reason.
+JAXLIB_READERS_OUTSIDE_COMPAT = {
+    PACKAGE.parent / "jaxport_in_release" / "recorder.py":
+        "it runs in a release's environment, where jaxport (and so _jaxcompat) is not installed",
+}
+
+
+def test_the_jaxlib_version_is_read_only_behind_jaxcompat():
+  outside = [p for p in _python_files()
+             if COMPAT not in p.parents and p not in JAXLIB_READERS_OUTSIDE_COMPAT]
+  wrong = [w for p in outside
+           for w in jaxlib_version_reads(p.read_text(), str(p.relative_to(PACKAGE.parent)))]
+  assert not wrong, ("read jaxlib's version with _jaxcompat._version.installed_jaxlib_version:\n"
+                     + "\n".join(wrong))
+  assert [w for p in COMPAT.rglob("*.py") for w in jaxlib_version_reads(p.read_text(), p.name)]
+
+
+@pytest.mark.parametrize("planted", [
+    "from jaxlib import version as jaxlib_version\nkey = jaxlib_version.__version__",
+    "import jaxlib\nkey = jaxlib.__version__",
+    "import jaxlib.version\nkey = jaxlib.version.__version__",
+    "from importlib.metadata import version\nkey = version('jaxlib')",
+    "version = distribution_version\nkey = version('jaxlib')",
+], ids=["from jaxlib import version", "jaxlib.__version__", "jaxlib.version", "metadata",
+        "an aliased reader"])
+def test_the_jaxlib_rule_catches_a_planted_read(planted):
+  assert jaxlib_version_reads(planted, "planted.py"), planted

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from jaxport.golden import EntryId, GoldenStore
-from jaxport.releases._dates import parse_version
+from jaxport.releases._version_text import parse_version
 from jaxport.releases._features import features_of_blob, runs_on_record
 from jaxport.releases._runs_on import EAGER_LAPACK_FROM, lazy_lapack_caveat
 

@@ -9,7 +9,7 @@ from jaxport._jaxcompat._errors import InconclusiveDimensionOperation  # jax.err
 import jaxport
 from jaxport.errors import ShapeError
 from jaxport.shapes._decision import bounds
-from jaxport.shapes._evaluate import evaluate
+from jaxport.shapes._expr import evaluate
 
 
 def dims(spec, constraints=()):

@@ -3,8 +3,7 @@
 import pytest
 from jaxport._jaxcompat._errors import InconclusiveDimensionOperation  # jax.errors from jax 0.10.1
 
-from jaxport.shapes._evaluate import evaluate
-from jaxport.shapes._expr import DimExpr
+from jaxport.shapes._expr import DimExpr, evaluate
 from jaxport.shapes._parser import parse_shape
 from jaxport.shapes._scope import SymbolicScope
 
