@@ -14,7 +14,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 # jaxport's harness modules that need only numpy and the release's public jax API.
 PACKAGE = os.path.join(os.path.dirname(HERE), "jaxport", "harness")
-CONTRACT = os.path.join(PACKAGE, "_contract.py")
+CONTRACT = os.path.join(PACKAGE, "_worker", "_contract.py")
 CHECKERS = os.path.join(PACKAGE, "checkers.py")
 CASE = os.path.join(PACKAGE, "_case.py")
 
@@ -29,7 +29,7 @@ def load_by_path(name: str, path: str):
 
 
 def contract():
-  """jaxport's replay contract (``jaxport/harness/_contract.py``)."""
+  """jaxport's replay contract (``jaxport/harness/_worker/_contract.py``)."""
   return load_by_path("jaxport_replay_contract", CONTRACT)
 
 

@@ -145,7 +145,7 @@ def producer_consumers(args, config) -> dict[str, str]:
     if config.expectations is None:
       raise JaxportError("matrix --expected-releases: the project names no expected-status table "
                          "(jaxport_expectations); name the releases with --releases")
-    from jaxport.harness._expectations import load_table
+    from jaxport.harness._judge._expectations import load_table
     versions += [v for v in load_table(config.expectations).releases if v not in versions]
   consumers = {v: str(_envs.ensure_venv(v)) for v in versions}
   if args.current:

@@ -106,7 +106,7 @@ def merge_and_check(shards: Sequence[report.RunReport], project: Any,
   store (or ``store``), as the harness session runs them at the end of an unsharded run."""
   from jaxport.cli._relower import FROM_PROJECT, Relowerer
   from jaxport.golden._store import GoldenStore
-  from jaxport.harness import _coverage as coverage
+  from jaxport.harness._controller import _coverage as coverage
   from jaxport.harness import _devices
 
   check_complete(shards)

@@ -12,12 +12,12 @@ from jaxport._vocabulary import FindingKind, Status, Subject
 from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
 import _judging as judging
 from jaxport.errors import WorkerAnswerError
-from jaxport.harness._protocol import (ArtifactsAnswer, CaseFacts, FailureKind, Numerics,
-                                       ProjectCases, ReaderResult, RecordAnswer, ReplayAnswer,
-                                       Stage, TodayResult, WorkerFailure, dump_answer,
-                                       load_answer)
-from jaxport.harness._requests import FeaturesWanted, ReplayRequest
-from jaxport.harness._worker_client import Reply, read_answer
+from jaxport.harness._protocol._answers import (ArtifactsAnswer, CaseFacts, FailureKind, Numerics,
+                                                ProjectCases, ReaderResult, RecordAnswer,
+                                                ReplayAnswer, Stage, TodayResult, WorkerFailure,
+                                                dump_answer, load_answer)
+from jaxport.harness._protocol._requests import FeaturesWanted, ReplayRequest
+from jaxport.harness._controller._worker_client import Reply, read_answer
 
 TODAY = datetime.date(2026, 6, 1)
 THIS_JAX = md.version("jax")
@@ -188,8 +188,8 @@ def test_findings_carry_their_subject():
 
 def _session(root):
   from jaxport.harness._project import OnChange, Project
-  from jaxport.harness._session import HarnessSession, Options
-  from jaxport.harness._settings import Settings
+  from jaxport.harness._controller._session import HarnessSession, Options
+  from jaxport.harness._controller._settings import Settings
   return HarnessSession(Options(
       Settings(platform="cpu", window_days=180, worker_timeout_s=60.0), golden_root=root,
       today=datetime.date(2026, 11, 29), strict=False, partial=True),

@@ -44,7 +44,7 @@ LAYERS = (
 )
 
 # The harness's independent second reader: the one module that may import jax.export.
-REFERENCE_READER = "jaxport.harness._reference"
+REFERENCE_READER = "jaxport.harness._worker._reference"
 
 # The one documented exception: the record imports the modules that implement its
 # methods; those (and what they import) must never import the record back.
@@ -74,7 +74,7 @@ INIT_IMPORTS_ALLOWED = {
                        "jaxport.golden._entry", "jaxport.golden._signatures",
                        "jaxport.golden._store"},
     "jaxport.harness": {"jaxport._lazy", "jaxport.harness._case", "jaxport.harness._project",
-                        "jaxport.harness._registry", "jaxport.harness._settings",
+                        "jaxport.harness._registry", "jaxport.harness._controller._settings",
                         "jaxport.harness.checkers"},
 }
 
@@ -301,7 +301,7 @@ def test_nothing_imports_jax_export():
 
 # The session's side of the worker boundary: jax-free by what they import, not by where an
 # import is placed (the worker itself, ``_worker``, imports the engine and jax).
-JAX_FREE_BY_STRUCTURE = ("jaxport.harness._worker_client", "jaxport.harness._worker_pool")
+JAX_FREE_BY_STRUCTURE = ("jaxport.harness._controller._worker_client", "jaxport.harness._controller._worker_pool")
 MODULE_LEVEL = "at module level"
 
 
@@ -345,13 +345,13 @@ def _jax_reached(module: str) -> list[str]:
 
 @pytest.mark.parametrize("module", JAX_FREE_BY_STRUCTURE)
 def test_the_session_side_of_the_worker_reaches_no_jax(module):
-  assert "jaxport.harness._engine" not in _reached(module)
+  assert "jaxport.harness._worker._engine" not in _reached(module)
   wrong = _jax_reached(module)
   assert not wrong, f"importing {module} reaches jax:\n" + "\n".join(wrong)
 
 
 def test_the_reach_of_an_import_sees_jax():
-  assert _jax_reached("jaxport.harness._engine")
+  assert _jax_reached("jaxport.harness._worker._engine")
 
 
 def test_shapes_core_imports_no_jax():
@@ -557,7 +557,7 @@ def test_installed_versions_are_read_only_behind_jaxcompat():
 
 ENTRY_ID_MODULE = PACKAGE / "golden" / "_entry_id.py"
 # Modules splitting other '/'-separated text, each with what it splits.
-OTHER_SLASHED_TEXT = {PACKAGE / "harness" / "_shard.py": "a shard spec I/N"}
+OTHER_SLASHED_TEXT = {PACKAGE / "harness" / "_controller" / "_shard.py": "a shard spec I/N"}
 
 
 def _slash_splits(path: pathlib.Path) -> list[str]:

@@ -11,9 +11,9 @@ import numpy as np
 
 from jaxport.errors import DeserializationError, UpgradeError
 from jaxport.golden._manifest import Manifest
-from jaxport.harness import _reference as _api, _contexts, _lowering, _stopwatch
-from jaxport.harness._case_runs import run_exported_arrays
-from jaxport.harness._protocol import EnvelopeRead, ReaderResult, Stage, UpgradedRun
+from jaxport.harness._worker import _reference as _api, _contexts, _lowering, _stopwatch
+from jaxport.harness._worker._case_runs import run_exported_arrays
+from jaxport.harness._protocol._answers import EnvelopeRead, ReaderResult, Stage, UpgradedRun
 from jaxport.upgrades import (EnvelopeRewrite, UpgradeReport, expired_reason, rewritable_targets,
                               rewrite_envelope, upgrade_with_report)
 

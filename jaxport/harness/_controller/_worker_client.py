@@ -44,18 +44,17 @@ from jaxport._isolation._process import kill_group, stop
 from jaxport._isolation._process import readline as _readline
 from jaxport.errors import WorkerAnswerError
 from jaxport.harness._devices import FORCE_DEVICES_FLAG, worker_environment
-from jaxport.harness._protocol import (Answer, FailureKind, WireAnswer, WorkerFailure, load_answer,
-                                       malformed)
-from jaxport.harness._requests import Request, dump_request
-from jaxport.harness._stage_marks import read_marks
+from jaxport.harness._protocol._answers import (Answer, FailureKind, WireAnswer, WorkerFailure,
+                                                load_answer, malformed)
+from jaxport.harness._protocol._command import (ANSWER_FD_FLAG, COLD_START_FLAG, STAGE_FD_FLAG,
+                                                WORKER_MODULE)
+from jaxport.harness._protocol._requests import Request, dump_request
+from jaxport.harness._protocol._stage_marks import read_marks
 
 if TYPE_CHECKING:
   from jaxport.harness._project import Project
 
 
-COLD_START_FLAG = "--cold-start"
-ANSWER_FD_FLAG = "--answer-fd"
-STAGE_FD_FLAG = "--stage-fd"
 STDERR_TAIL_CHARS = 4000
 # Seconds a worker whose answers ended has to exit on its own before it is killed.
 EXIT_GRACE_S = 5.0
@@ -189,7 +188,7 @@ class WorkerClient:
       # stdout and stderr both go to one file: what the worker's code prints is kept there
       # (and quoted with the request it was printed under), never read as an answer.
       self._proc = subprocess.Popen(
-          [sys.executable, "-m", "jaxport.harness._worker", "--project",
+          [sys.executable, "-m", WORKER_MODULE, "--project",
            json.dumps(self.project.to_json()), *flags, LIFELINE_FLAG, str(read_end),
            ANSWER_FD_FLAG, str(answers_write), STAGE_FD_FLAG, str(self._stages.fileno())],
           cwd=self.project.root or Path.cwd(),

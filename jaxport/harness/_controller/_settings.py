@@ -27,7 +27,7 @@ from typing import Any
 from jaxport import _limits
 from jaxport._vocabulary import EXPIRY_WINDOW_DAYS, MAX_WORKER_TIMEOUT_S, PLATFORMS, WORKER_TIMEOUT_S
 from jaxport.errors import SettingsError
-from jaxport.harness._shard import Shard, ShardError, read_costs
+from jaxport.harness._controller._shard import Shard, ShardError, read_costs
 
 # The configuration keys of a project ([tool.pytest.ini_options] or pytest.ini).
 INI_CASES = "jaxport_cases"

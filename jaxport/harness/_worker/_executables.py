@@ -23,9 +23,9 @@ neither digest shares more than jax's key would.
 
 With a cross-run compile cache (:func:`keep_across_runs_in`), a module that fails to compile
 because it calls a custom-call target jaxlib removed keeps its error there too
-(``jaxport.harness._compile_errors``), so a later run raises it again without compiling; and
+(``jaxport.harness._worker._compile_errors``), so a later run raises it again without compiling; and
 each request's key is kept there by a digest of the request as it stands
-(``jaxport.harness._sharing_index``), so a later run that sends the same request takes its
+(``jaxport.harness._worker._sharing_index``), so a later run that sends the same request takes its
 key without printing the module or computing jax's key.
 
 jax's key is taken of the module without the argument and result attributes
@@ -57,9 +57,9 @@ from jaxport._jaxcompat._compilation import compiler as _compiler
 from jaxlib.mlir import ir
 
 from jaxport._jaxcompat._version import installed_jax_version
-from jaxport.harness._compile_errors import KeptErrors, keepable
-from jaxport.harness._replacement import Replacement
-from jaxport.harness._sharing_index import SharingIndex
+from jaxport.harness._worker._compile_errors import KeptErrors, keepable
+from jaxport.harness._worker._replacement import Replacement
+from jaxport.harness._worker._sharing_index import SharingIndex
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from jaxport.harness import _update
+from jaxport.harness._controller import _update
 from jaxport.report import RunReport
 from jaxport.report._model import OTHER_HOST_KEY
 from jaxport.report._visible import visible

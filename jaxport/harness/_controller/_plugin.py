@@ -1,7 +1,7 @@
 """The compat harness as a pytest plugin: options resolved, then delegation to the session.
 
 Registered by the light entry point ``jaxport_pytest`` only in a project that
-opted in. The :class:`~jaxport.harness._session.HarnessSession` is made on first
+opted in. The :class:`~jaxport.harness._controller._session.HarnessSession` is made on first
 use (a golden test item, an xdist worker's results), so a run of the project's
 other tests does no harness work and prints nothing.
 """
@@ -19,13 +19,14 @@ import pytest
 import jaxport_pytest as entry
 from jaxport._signals import interrupts_held, stop_once
 from jaxport.errors import GoldenDataError, JaxportError, SettingsError
-from jaxport.harness import _devices, _jax_corpus, _settings
+from jaxport.harness import _devices
+from jaxport.harness._controller import _jax_corpus, _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
-from jaxport.harness._cache_folder import DEFAULT_FOLDER
+from jaxport.harness._controller._cache_folder import DEFAULT_FOLDER
 from jaxport.harness._registry import missing_modules
-from jaxport.harness._session import WORKER_OUTPUT_KEY, HarnessSession, Options
-from jaxport.harness._worker_pool import LOOKAHEAD
-from jaxport.harness._settings import Settings
+from jaxport.harness._controller._session import WORKER_OUTPUT_KEY, HarnessSession, Options
+from jaxport.harness._controller._worker_pool import LOOKAHEAD
+from jaxport.harness._controller._settings import Settings
 # How the controller tells xdist workers where it imported the corpus and where executables are.
 CORPUS_ROOT_KEY = "jaxport_jax_corpus_root"
 WORKER_CACHE_KEY = "jaxport_compile_cache"
@@ -530,7 +531,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         f"'{GOLDEN_TESTS_LINE}' (and be listed in {entry.INI_TESTS}).", yellow=True)
   if hs is None or hs.report is None:
     return
-  from jaxport.harness import _reporter
+  from jaxport.harness._controller import _reporter
   terminalreporter.section("jaxport compat harness")
   for line in _reporter.text_lines(hs.report):
     terminalreporter.write_line(line)

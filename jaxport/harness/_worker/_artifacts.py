@@ -30,13 +30,14 @@ from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import MODULE_FILE
 from jaxport.golden._npz import encode_arrays
 from jaxport.golden._store import GoldenStore
-from jaxport.harness import _case_runs, _engine, _jax_setup
-from jaxport.harness import _reference as _api
-from jaxport.harness._artifact_folder import (
-    DIFF_FILE, OBTAINED_FILE, RAW_DIFF_FILE, SUMMARY_FILE, TODAY_MODULE_FILE, entry_folder,
-    write_file as _write, write_summary)
-from jaxport.harness._protocol import ArtifactsAnswer, FailureKind, WorkerFailure
-from jaxport.harness._requests import ArtifactsRequest
+from jaxport.harness._worker import _case_runs, _engine, _jax_setup
+from jaxport.harness._worker import _reference as _api
+from jaxport.harness._protocol._artifact_folder import (DIFF_FILE, OBTAINED_FILE, RAW_DIFF_FILE,
+                                                        SUMMARY_FILE, TODAY_MODULE_FILE,
+                                                        entry_folder, write_file as _write,
+                                                        write_summary)
+from jaxport.harness._protocol._answers import ArtifactsAnswer, FailureKind, WorkerFailure
+from jaxport.harness._protocol._requests import ArtifactsRequest
 
 def _error_line(e: BaseException) -> str:
   text = str(e).strip().splitlines()

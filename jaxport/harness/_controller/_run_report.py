@@ -13,12 +13,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jaxport.errors import GoldenDataError
-from jaxport.harness import _coverage as coverage
-from jaxport.harness import _devices, _jax_corpus, _update
-from jaxport.harness import _expectations as expected_status
-from jaxport.harness import _reference as _api
+from jaxport.harness._controller import _coverage as coverage
+from jaxport.harness import _devices
+from jaxport.harness._controller import _jax_corpus, _update
+from jaxport.harness._judge import _expectations as expected_status
+from jaxport.harness._protocol import _readers
 from jaxport.harness._project import Project
-from jaxport.harness._protocol import ProjectCases
+from jaxport.harness._protocol._answers import ProjectCases
 from jaxport.harness._verdicts import Outcome
 from jaxport._jaxcompat._version import distribution_version, installed_jax_version
 from jaxport.report import (
@@ -30,7 +31,7 @@ from jaxport.report._model import other_host_passes
 from jaxport.report._sections import RECORD_ACTIONS
 
 if TYPE_CHECKING:
-  from jaxport.harness._session import Options
+  from jaxport.harness._controller._session import Options
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,8 +133,8 @@ def build_run_report(facts: RunFacts) -> RunReport:
       today=o.today,
       compat_window_days=o.settings.window_days,
       strict=o.strict,
-      readers=tuple(_api.readers()),
-      producer=_api.PRIMARY,
+      readers=tuple(_readers.readers()),
+      producer=_readers.PRIMARY,
       versions={"jax": installed_jax_version(),
                 **{d: distribution_version(d) for d in ("jaxlib", "jaxport", "numpy")}},
       entries=tuple(x.report_entry() for x in outcomes),

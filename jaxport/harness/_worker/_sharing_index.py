@@ -1,7 +1,7 @@
 """Which compile requests earlier runs found to be one computation, kept beside the cross-run
 compile cache.
 
-The executables memo (``jaxport.harness._executables``) shares one executable among a
+The executables memo (``jaxport.harness._worker._executables``) shares one executable among a
 process's compile requests whose modules are one computation (equal up to source locations),
 under a sharing key: jax's cache key of the module, which for the small modules of golden
 entries costs about as much as compiling them. A warm run sends the same requests again. This
@@ -30,7 +30,7 @@ import logging
 import re
 from pathlib import Path
 
-from jaxport.harness._kept_json import keep_json, kept_names, read_kept
+from jaxport.harness._worker._kept_json import keep_json, kept_names, read_kept
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from jaxport._jaxcompat._version import installed_jax_version
 from jaxport import _json
 from jaxport._records import Strict
 from jaxport.errors import ExpectedStatusError
-from jaxport.harness import _releases
+from jaxport.harness._judge import _releases
 
 TABLE_FORMAT = 1
 

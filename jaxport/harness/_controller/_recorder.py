@@ -21,12 +21,12 @@ from jaxport.errors import GoldenDataError
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
-from jaxport.harness import _update
-from jaxport.harness._protocol import RecordAnswer, WorkerFailure
-from jaxport.harness._record_hints import hint_for
+from jaxport.harness._controller import _update
+from jaxport.harness._protocol._answers import RecordAnswer, WorkerFailure
+from jaxport.harness._controller._record_hints import hint_for
 from jaxport.harness._registry import CaseRegistry
-from jaxport.harness._requests import RecordRequest
-from jaxport.harness._worker_pool import WorkerPool, printed
+from jaxport.harness._protocol._requests import RecordRequest
+from jaxport.harness._controller._worker_pool import WorkerPool, printed
 
 if TYPE_CHECKING:
   import datetime

@@ -29,28 +29,30 @@ from jaxport.golden._entry_id import EntryId
 from jaxport.golden._entry import entry_sort_key
 from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.golden._store import GoldenStore
-from jaxport.harness import _devices, _jax_corpus, _update
-from jaxport.harness._cache_folder import DEFAULT_FOLDER
-from jaxport.harness._device_check import DeviceCheck, check_devices
+from jaxport.harness import _devices
+from jaxport.harness._controller import _jax_corpus, _update
+from jaxport.harness._controller._cache_folder import DEFAULT_FOLDER
+from jaxport.harness._controller._device_check import DeviceCheck, check_devices
 from jaxport.harness._judge import _entry as _judge
-from jaxport.harness import _expectations as expected_status
-from jaxport.harness import _reference as _api
+from jaxport.harness._judge import _expectations as expected_status
+from jaxport.harness._protocol import _readers
 from jaxport.releases import MeasuredRuns, read_measured
-from jaxport.harness import _reporter as reporter
+from jaxport.harness._controller import _reporter as reporter
 from jaxport.harness._project import OnChange, Project
-from jaxport.harness._recorder import Recorder
+from jaxport.harness._controller._recorder import Recorder
 from jaxport.harness._registry import CaseRegistry
-from jaxport.harness._run_report import RunFacts, build_run_report
-from jaxport.harness._settings import Settings
-from jaxport.harness._shard import costs_json
+from jaxport.harness._controller._run_report import RunFacts, build_run_report
+from jaxport.harness._controller._settings import Settings
+from jaxport.harness._controller._shard import costs_json
 from jaxport.harness._verdicts import Outcome
-from jaxport.harness._worker_pool import WorkerPool, printed
+from jaxport.harness._controller._worker_pool import WorkerPool, printed
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.report import RunReport, Status, write_report
-from jaxport.harness._protocol import ArtifactsAnswer, FailureKind, ProjectCases, ReplayAnswer
-from jaxport.harness._artifact_folder import left_behind
-from jaxport.harness._requests import (ArtifactsRequest, CasesRequest, FeaturesWanted,
-                                       ReplayRequest)
+from jaxport.harness._protocol._answers import (ArtifactsAnswer, FailureKind, ProjectCases,
+                                                ReplayAnswer)
+from jaxport.harness._protocol._artifact_folder import left_behind
+from jaxport.harness._protocol._requests import (ArtifactsRequest, CasesRequest, FeaturesWanted,
+                                                 ReplayRequest)
 
 logger = logging.getLogger(__name__)
 
@@ -319,7 +321,7 @@ class HarnessSession:
       features = FeaturesWanted.MIN_CONSUMER
     elif self.options.settings.report:
       features = FeaturesWanted.REPORT
-    return ReplayRequest(str(self.options.golden_root), entry_id, tuple(_api.readers()),
+    return ReplayRequest(str(self.options.golden_root), entry_id, tuple(_readers.readers()),
                          run=not_run is None, features=features), not_run
 
   def _devices_of(self, entry_id: str, manifest: Manifest) -> int:

@@ -9,8 +9,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxport.harness import _reference as _api, _case, _contract, _shardings
-from jaxport.harness._jax_setup import case_jax_config, jax_config
+from jaxport.harness._worker import _reference as _api, _contract, _shardings
+from jaxport.harness import _case
+from jaxport.harness._worker._jax_setup import case_jax_config, jax_config
 
 # The replay contract (storable leaves, cotangents, float0), shared with the scripts that
 # record and replay inside older jax releases.
@@ -21,7 +22,7 @@ callable_leaves = _contract.callable_leaves
 def run_exported_arrays(exp: Any, leaves: list[np.ndarray]) -> list[Any]:
   """Call ``exp`` on the flat stored inputs (and its VJP, if any) as the replay contract
   says; the flat output arrays, with their shardings. Multi-device records get their
-  inputs placed as recorded (``jaxport.harness._shardings``)."""
+  inputs placed as recorded (``jaxport.harness._worker._shardings``)."""
   return _contract.run_exported_arrays(exp, leaves, place=_shardings.placed_call_args)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from jaxport.export import _mlir
 from jaxport.golden._manifest import CustomCallSignature
-from jaxport.harness import _reference as _api, _calling, _lowering
+from jaxport.harness._worker import _reference as _api, _calling, _lowering
 
 
 def same_computation(exp: Any, recorded_module: bytes, reads: ModuleReads | None = None) -> bool:

@@ -16,12 +16,13 @@ import numpy as np
 
 from jaxport import _versions
 from jaxport.golden._manifest import Comparison, Manifest, OutputTolerance, Producer
-from jaxport.harness import _calling, _case, _lowering, _shardings, checkers
-from jaxport.harness import _reference as _api
-from jaxport.harness._case_runs import (callable_leaves, case_inputs, export_case, jit_kwargs,
-                                        run_exported_arrays, storable)
-from jaxport.harness._engine import replay_host
-from jaxport.harness._jax_setup import case_jax_config, jax_config
+from jaxport.harness._worker import _calling, _lowering, _shardings
+from jaxport.harness import _case, checkers
+from jaxport.harness._worker import _reference as _api
+from jaxport.harness._worker._case_runs import (callable_leaves, case_inputs, export_case,
+                                                jit_kwargs, run_exported_arrays, storable)
+from jaxport.harness._worker._engine import replay_host
+from jaxport.harness._worker._jax_setup import case_jax_config, jax_config
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Any
 from jaxport._jaxcompat._lowering import mlir as _jax_mlir
 
 from jaxport.export._mlir import SCRATCH_CONTEXT_USES
-from jaxport.harness._replacement import Replacement
+from jaxport.harness._worker._replacement import Replacement
 
 _reader: contextvars.ContextVar[str] = contextvars.ContextVar("jaxport_lowering_reader",
                                                               default="")

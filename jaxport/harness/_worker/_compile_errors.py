@@ -30,7 +30,7 @@ from pathlib import Path
 
 import jax
 
-from jaxport.harness._kept_json import keep_json, kept_names, read_kept
+from jaxport.harness._worker._kept_json import keep_json, kept_names, read_kept
 from jaxport.upgrades import rewritable_targets
 
 logger = logging.getLogger(__name__)

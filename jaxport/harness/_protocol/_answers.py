@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from jaxport._records import Strict
 from jaxport.errors import WorkerAnswerError
-from jaxport.harness._stage_marks import is_stage
+from jaxport.harness._protocol._stage_marks import is_stage
 
 
 class Stage(enum.StrEnum):

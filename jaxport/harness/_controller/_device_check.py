@@ -16,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 
 from jaxport.harness import _devices
-from jaxport.harness._protocol import DevicesAnswer, WorkerFailure
-from jaxport.harness._requests import DevicesRequest
-from jaxport.harness._worker_pool import WorkerPool
+from jaxport.harness._protocol._answers import DevicesAnswer, WorkerFailure
+from jaxport.harness._protocol._requests import DevicesRequest
+from jaxport.harness._controller._worker_pool import WorkerPool
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,8 +3,8 @@
 The harness records with jaxport (``export`` + ``Exported.serialize``) and
 replays every entry twice: with jaxport's reader and with ``jax.export``'s, an
 independent implementation of the same wire format. Everything else in the
-harness goes through this module, so changing who produces the golden data is a
-one-line edit here.
+worker goes through this module; who produces the golden data and who reads it
+are named in ``jaxport.harness._protocol._readers``, which the session asks with.
 """
 
 from __future__ import annotations
@@ -13,13 +13,11 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-# Who records golden entries and who is the primary reader.
-PRIMARY = "jaxport"
-# The independent second reader every entry is also replayed with.
-REFERENCE = "jax"
+from jaxport.harness._protocol._readers import PRIMARY, REFERENCE, readers
 
-# Each reader's module, imported when first used: the pytest side of a run only
-# names the readers, and never imports jax.
+__all__ = ["PRIMARY", "REFERENCE", "readers", "export", "deserialize", "symbolic_args_specs"]
+
+# Each reader's module, imported when first used.
 _MODULES = {"jaxport": "jaxport", "jax": "jax.export"}
 
 
@@ -29,11 +27,6 @@ def _module(reader: str):
   except KeyError:
     raise ValueError(f"Unknown reader {reader!r}; expected one of {sorted(_MODULES)}.") from None
   return importlib.import_module(name)
-
-
-def readers() -> tuple[str, ...]:
-  """The readers every entry is replayed with, primary first."""
-  return (PRIMARY, REFERENCE)
 
 
 def export(fun_jit: Callable, *, platforms=None, disabled_checks=(), producer: str = PRIMARY,

@@ -21,15 +21,15 @@ from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import SHARDINGS_FILE, Manifest
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _devices
-from jaxport.harness import _reference as _api
-from jaxport.harness._cache_folder import private_folder
+from jaxport.harness._protocol import _readers
+from jaxport.harness._controller._cache_folder import private_folder
 from jaxport.harness._project import Project
-from jaxport.harness._protocol import FailureKind, ReplayAnswer, WorkerFailure, wrong_kind
-from jaxport.harness._requests import ReplayRequest
-from jaxport.harness._worker_client import Reply, WorkerClient
+from jaxport.harness._protocol._answers import FailureKind, ReplayAnswer, WorkerFailure, wrong_kind
+from jaxport.harness._protocol._requests import ReplayRequest
+from jaxport.harness._controller._worker_client import Reply, WorkerClient
 
 if TYPE_CHECKING:
-  from jaxport.harness._session import Options
+  from jaxport.harness._controller._session import Options
 
 # How many entries ahead of the current one ``prepare`` looks for the workers they need: a
 # worker for another device count takes seconds to start, several entries' replays.
@@ -260,7 +260,7 @@ class WorkerPool:
     """Each reader in its own fresh worker, deserializing and calling before anything else
     (today's export runs after the last reader); a failure is that entry's answer. Also
     what the workers printed."""
-    readers = _api.readers()
+    readers = _readers.readers()
     parts: list[ReplayAnswer] = []
     output = ""
     for i, reader in enumerate(readers):

@@ -1,9 +1,9 @@
 """Replaying golden entries; runs inside the isolated worker.
 
 Everything here may execute native code (XLA compilation, LAPACK), so the
-session never calls it directly: it goes through ``jaxport.harness._worker``.
-The worker's :class:`ReplayEngine` owns the project's cases, today's exports
-and the reader thread; its answers are the typed records of ``_protocol``.
+session never calls it directly: it goes through the worker process
+(``jaxport.harness._worker``). The worker's :class:`ReplayEngine` owns the project's cases,
+today's exports and the reader thread; its answers are the typed records of ``_protocol``.
 The jax configuration is ``_jax_setup``'s, the export and the call ``_case_runs``'
 (recording, ``_recording``, shares both), what is read from module bytes
 ``_module_reads``', and what happens to a record its reader could not run
@@ -31,21 +31,23 @@ from jaxport.export._checks import disabled_targets
 from jaxport.golden import _soundness
 from jaxport.golden._host import Host, current_host
 from jaxport.golden._manifest import Manifest
-from jaxport.harness import _reference as _api, _corpus, _lowering
-from jaxport.harness import _contexts, _executables, _shardings, _stopwatch
-from jaxport.harness import _calling, _case, checkers
-from jaxport.harness._stage_marks import CASE_CODE, TODAY, reader_stage, stage
-from jaxport.harness._case_runs import export_case, run_exported, run_exported_arrays, storable
-from jaxport.harness._jax_setup import (case_jax_config, entry_jax_config, jax_config, keeps_config,
-                                        warm_native_kernels)
-from jaxport.harness._module_reads import (ModuleReads, contract_change, same_computation,
-                                           same_module_bytes, vjp_module)
+from jaxport.harness._worker import _reference as _api, _corpus, _lowering
+from jaxport.harness._worker import _contexts, _executables, _shardings, _stopwatch
+from jaxport.harness._worker import _calling
+from jaxport.harness import _case, checkers
+from jaxport.harness._protocol._stage_marks import CASE_CODE, TODAY, reader_stage, stage
+from jaxport.harness._worker._case_runs import (export_case, run_exported, run_exported_arrays,
+                                                storable)
+from jaxport.harness._worker._jax_setup import (case_jax_config, entry_jax_config, jax_config,
+                                                keeps_config, warm_native_kernels)
+from jaxport.harness._worker._module_reads import (ModuleReads, contract_change, same_computation,
+                                                   same_module_bytes, vjp_module)
 from jaxport.harness._project import Project
-from jaxport.harness._protocol import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer, Stage,
-                                       TodayResult)
+from jaxport.harness._protocol._answers import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer,
+                                                Stage, TodayResult)
 from jaxport.harness._registry import CaseRegistry
-from jaxport.harness._upgraded_run import (Envelope, error_line, expired_envelope, upgradable,
-                                           upgrade_ahead, upgrade_and_run)
+from jaxport.harness._worker._upgraded_run import (Envelope, error_line, expired_envelope,
+                                                   upgradable, upgrade_ahead, upgrade_and_run)
 
 
 @functools.lru_cache(maxsize=None)

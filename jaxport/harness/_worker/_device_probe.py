@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jaxport._isolation._process import PARENT_PID_ENV
 from jaxport.harness._devices import harness_platform
-from jaxport.harness._protocol import DevicesAnswer
+from jaxport.harness._protocol._answers import DevicesAnswer
 
 # The shared library a process that holds a TPU chip has mapped.
 _TPU_LIBRARY = "libtpu"

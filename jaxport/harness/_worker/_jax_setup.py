@@ -11,7 +11,8 @@ from typing import Any
 import jax
 
 from jaxport._jaxcompat import _lapack as jax_lapack
-from jaxport.harness import _cache_folder, _case, _contexts, _executables
+from jaxport.harness import _case
+from jaxport.harness._worker import _cache_files, _contexts, _executables
 from jaxport.golden._manifest import Manifest
 
 # Module locations name files without their directories, so golden modules do
@@ -41,7 +42,7 @@ def configure_jax(compile_cache_dir: str | None = None, share_executables: bool 
 
   With ``share_executables``, a module compiled once in this process (the second reader's
   identical module, an entry of another producer with the same computation, today's
-  re-export) is not compiled again (``jaxport.harness._executables``). With
+  re-export) is not compiled again (``jaxport.harness._worker._executables``). With
   ``compile_cache_dir``, compiled executables are also kept in jax's persistent
   compilation cache there, for other processes and later runs; an unreadable cache
   entry is compiled again. Both are keyed by the module itself, so only the executable
@@ -64,7 +65,7 @@ def configure_jax(compile_cache_dir: str | None = None, share_executables: bool 
     jax.config.update("jax_enable_compilation_cache", False)
   if compile_cache_dir is not None:
     # A link, pipe or device where jax expects an executable is dropped before any lookup.
-    _cache_folder.drop_irregular(Path(compile_cache_dir))
+    _cache_files.drop_irregular(Path(compile_cache_dir))
     if share_executables:
       _executables.keep_across_runs_in(Path(compile_cache_dir))
     for name, value in (("jax_compilation_cache_dir", compile_cache_dir),

@@ -1,10 +1,10 @@
 """The isolated worker process that executes entries; the session's side is ``_worker_client``,
 which starts it, watches its memory and outlives its crashes.
 
-Requests are the typed records of ``jaxport.harness._requests`` (replay an entry, record a
+Requests are the typed records of ``jaxport.harness._protocol._requests`` (replay an entry, record a
 case into a staging store, write a failed entry's artifacts, list the cases), each read as
 one JSON line from stdin with an id the client gives it. The answer is one of the typed
-records of ``jaxport.harness._protocol``, written as one JSON line on a pipe of its own
+records of ``jaxport.harness._protocol._answers``, written as one JSON line on a pipe of its own
 (never stdout, so nothing the case code prints can pass for an answer) with the request's id
 and entry id echoed, the tail of what the worker wrote to stdout and stderr while it handled
 the request, and the worker's ``notices``: why a memo the worker puts in front of jax stays
@@ -20,7 +20,7 @@ with the project's paths on ``PYTHONPATH``, so that it imports the case modules 
 lists; with ``--share-executables`` each distinct module is compiled once in the process
 and, given two cores, an entry's readers run side by side, and with a directory, compiled
 executables are also shared through jax's persistent compilation cache there
-(``jaxport.harness._jax_setup.configure_jax``).
+(``jaxport.harness._worker._jax_setup.configure_jax``).
 """
 
 from __future__ import annotations
@@ -38,16 +38,16 @@ from typing import TYPE_CHECKING, NoReturn
 
 from jaxport._isolation._process import add_lifeline_option, serve_as_child
 from jaxport.errors import WorkerAnswerError
-from jaxport.harness._protocol import (Answer, FailureKind, RecordAnswer, ReplayAnswer,
-                                       WorkerFailure, dump_answer)
-from jaxport.harness._requests import (ArtifactsRequest, CasesRequest, DevicesRequest,
-                                       RecordRequest, ReplayRequest, Request, load_request,
-                                       request_id_of)
-from jaxport.harness import _stage_marks
-from jaxport.harness._worker_client import ANSWER_FD_FLAG, COLD_START_FLAG, STAGE_FD_FLAG
+from jaxport.harness._protocol._answers import (Answer, FailureKind, RecordAnswer, ReplayAnswer,
+                                                WorkerFailure, dump_answer)
+from jaxport.harness._protocol._requests import (ArtifactsRequest, CasesRequest, DevicesRequest,
+                                                 RecordRequest, ReplayRequest, Request,
+                                                 load_request, request_id_of)
+from jaxport.harness._protocol import _stage_marks
+from jaxport.harness._protocol._command import ANSWER_FD_FLAG, COLD_START_FLAG, STAGE_FD_FLAG
 
 if TYPE_CHECKING:
-  from jaxport.harness._engine import ReplayEngine
+  from jaxport.harness._worker._engine import ReplayEngine
 
 
 # The most of a request's own output (the case code's prints, jax's warnings) an answer carries.
@@ -56,13 +56,13 @@ OUTPUT_TAIL_CHARS = 4000
 
 def _handle(engine: ReplayEngine, request: Request) -> Answer:
   """The typed answer to one request."""
-  from jaxport.harness import _artifacts, _recording, _stopwatch
+  from jaxport.harness._worker import _artifacts, _recording, _stopwatch
   from jaxport.errors import GoldenDataError
   from jaxport.golden._entry_id import EntryId
   from jaxport.golden._store import GoldenStore
 
   if isinstance(request, DevicesRequest):
-    from jaxport.harness import _device_probe
+    from jaxport.harness._worker import _device_probe
     return _device_probe.probe()
   try:
     engine.load_cases()
@@ -251,13 +251,14 @@ def main(argv: list[str] | None = None) -> NoReturn:
                       help="the write end of the pipe the answers go to (not stdout)")
   parser.add_argument(STAGE_FD_FLAG, dest="stage_fd", type=int, default=None, metavar="FD",
                       help="a file to leave word of the stages in progress in, which the "
-                           "session reads if this process dies (jaxport.harness._stage_marks)")
+                           "session reads if this process dies "
+                           "(jaxport.harness._protocol._stage_marks)")
   add_lifeline_option(parser)
   args = parser.parse_args(argv)
   answers = serve_as_child(args.lifeline, args.answer_fd)
   if args.stage_fd is not None:
     _stage_marks.install(args.stage_fd)
-  from jaxport.harness import _engine, _jax_setup
+  from jaxport.harness._worker import _engine, _jax_setup
   from jaxport.harness._project import Project
   _jax_setup.configure_jax(args.compile_cache, share_executables=args.share_executables,
                         own_process=True)
