@@ -1,15 +1,14 @@
 """Recording: cases recorded into staging, the write queue into the store, and ``--compat-update``.
 
-A worker records a case into a staging store outside the golden one; the
-recorder compares the staged entry with what the store holds for the same day,
-queues it, and writes the queue into the store at the end of the run
-(append-only). A recording that cannot be written is never lost: its staging
+A worker records a case into a staging store outside the golden one and compares
+it with what the store holds for the same day (the comparison parses modules, which
+needs jax); the recorder queues it, and writes the queue into the store at the end of
+the run (append-only). A recording that cannot be written is never lost: its staging
 store is kept and the session failure names it.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import weakref
@@ -19,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from jaxport._vocabulary import RecordAction
 from jaxport.errors import GoldenDataError
 from jaxport.golden._entry_id import EntryId
-from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 from jaxport.harness._controller import _update
 from jaxport.harness._protocol._answers import RecordAnswer, WorkerFailure
@@ -71,7 +69,8 @@ class Recorder:
     """A worker's recording of ``case_id`` into staging, and what it printed meanwhile."""
     case = self.registry.case(case_id)
     reply = self.pool.worker(case.num_devices if case is not None else 1).request(
-        RecordRequest(case_id, self.today.isoformat(), str(self._staging_root())))
+        RecordRequest(case_id, self.today.isoformat(), str(self._staging_root()),
+                      str(self.store.root)))
     return self.pool.answer(reply, RecordAnswer), reply.output
 
   def record(self, case_id: str) -> dict[str, Any]:
@@ -89,17 +88,10 @@ class Recorder:
       result = {"case_id": case_id, "entry_id": entry_id, "action": RecordAction.WRITTEN,
                 "message": "\n".join(filter(None, (nonfinite_message(answer.nonfinite),
                                                     *answer.config_changes)))}
-      try:
-        # The day's newest revision of the case is what today's recording is compared with.
-        staged = GoldenStore(self._staging_root()).entry(EntryId.parse(entry_id))
-        same_day = self.store.same_day(staged.manifest)
-        existing = same_day[-1].path if same_day else self.store.entry(EntryId.parse(entry_id)).path
-        if same_day:
-          entry_id = result["entry_id"] = same_day[-1].entry_id
-      except GoldenDataError:
-        existing = None  # absent, or refused (a link): writing it reports why
-      if existing is not None:
-        differing = differing_files(self._staging_root() / entry_id, existing)
+      # The worker compared the recording with the day's newest revision of the case.
+      if answer.compared_with is not None:
+        entry_id = result["entry_id"] = answer.compared_with
+        differing = list(answer.differing)
         if differing:
           result.update(action=RecordAction.CONFLICT, message=(
               f"{entry_id} already exists and today's recording differs in {differing}. The "
@@ -171,11 +163,10 @@ class Recorder:
       staged = GoldenStore(self._staging_root()).entry(EntryId.parse(answer.entry_id))
       snapshot = staged.snapshot()
       manifest = snapshot.manifest
-      # Only the day's newest revision counts: a change reverted the same day is the
-      # revision after it, never the older revision it happens to equal.
-      newest = self.store.same_day(manifest)[-1:]
-      if newest and not differing_files(staged.path, newest[0].path):
-        return _update.Update(change, RecordAction.UNCHANGED, newest[0].entry_id,
+      # Only the day's newest revision counts (the worker compared with it): a change
+      # reverted the same day is the revision after it, never the older one it equals.
+      if answer.compared_with is not None and not answer.differing:
+        return _update.Update(change, RecordAction.UNCHANGED, answer.compared_with,
                               "today's recording equals the newest entry of the same day",
                               targets=_update.targets_of(manifest))
       written = self.store.adopt(snapshot, self.store.next_revision(manifest))
@@ -204,46 +195,6 @@ def nonfinite_message(lines: tuple[str, ...]) -> str:
   if not lines:
     return ""
   return "recorded non-finite values: " + "; ".join(lines)
-
-
-def differing_files(staged: Path, existing: Path) -> list[str]:
-  """Files that differ between two entry directories: the blob and the module text compared
-  without their source locations (two comment lines above a case move them), the manifest
-  without its digest, revision and those two files' digests, every other file byte for byte."""
-  names = sorted({p.name for p in staged.iterdir()} | {p.name for p in existing.iterdir()})
-  out = []
-  for name in names:
-    a, b = staged / name, existing / name
-    if not (a.is_file() and b.is_file()):
-      out.append(name)
-    elif name == MANIFEST_FILE:
-      if _manifest_payload(a) != _manifest_payload(b):
-        out.append(name)
-    elif name in LOCATED_FILES:
-      if not _same_without_locations(name, a.read_bytes(), b.read_bytes()):
-        out.append(name)
-    elif a.read_bytes() != b.read_bytes():
-      out.append(name)
-  return out
-
-
-def _same_without_locations(name: str, a: bytes, b: bytes) -> bool:
-  if a == b:
-    return True
-  # Parsing modules imports jax, which the pytest side does not otherwise (its light imports).
-  from jaxport.golden import _locations
-  return _locations.same_without_locations(name, a, b)
-
-
-def _manifest_payload(path: Path) -> dict:
-  d = json.loads(path.read_text())
-  d.pop("digest", None)
-  d.pop("revision", None)  # the entry's name among those of its day, not what it holds
-  files = d.get("files")
-  if isinstance(files, dict):
-    # Digests of files that carry source locations: those files are compared without them.
-    d["files"] = {k: v for k, v in files.items() if k not in LOCATED_FILES}
-  return d
 
 
 def without_repeat(traceback_text: str, message: str) -> str:

@@ -278,21 +278,30 @@ class RecordAnswer:
   """The worker's recording of one case: the id of the entry it wrote into the staging store,
   per output holding NaN or infinities, how many of each (``output 0: 16 NaN``; empty when
   every recorded value is finite), and the jax settings the case's code changed while it was
-  recorded (put back before the next request), one line each."""
+  recorded (put back before the next request), one line each. ``compared_with``: the day's
+  newest entry of the case in the golden store, which the recording was compared with (None
+  where the store holds none, or refuses to list them), and ``differing`` the files in which
+  the two differ (source locations left out: parsing modules needs jax, which only the worker
+  imports)."""
   entry_id: str
   nonfinite: tuple[str, ...] = ()
   config_changes: tuple[str, ...] = ()
+  compared_with: str | None = None
+  differing: tuple[str, ...] = ()
 
   def to_json(self) -> dict[str, Any]:
     return {"entry_id": self.entry_id, "nonfinite": list(self.nonfinite),
-            "config_changes": list(self.config_changes)}
+            "config_changes": list(self.config_changes), "compared_with": self.compared_with,
+            "differing": list(self.differing)}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> RecordAnswer:
     d = _S.record(cls, d, where)
     return cls(_S.of(d["entry_id"], str, f"{where}.entry_id"),
                _S.strs(d["nonfinite"], f"{where}.nonfinite"),
-               _S.strs(d["config_changes"], f"{where}.config_changes"))
+               _S.strs(d["config_changes"], f"{where}.config_changes"),
+               _S.of(d["compared_with"], str, f"{where}.compared_with", nullable=True),
+               _S.strs(d["differing"], f"{where}.differing"))
 
 
 @dataclasses.dataclass(frozen=True)

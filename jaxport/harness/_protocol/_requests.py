@@ -100,11 +100,14 @@ class ReplayRequest:
 
 @dataclasses.dataclass(frozen=True)
 class RecordRequest(_Plain, _OfNoEntry):
-  """Record case ``case_id`` as of ``today`` (ISO date) into the staging store at ``staging``."""
+  """Record case ``case_id`` as of ``today`` (ISO date) into the staging store at ``staging``,
+  and compare the recording with the day's newest entry of the case in the golden store at
+  ``store`` (none where empty)."""
   op: ClassVar[str] = "record"
   case_id: str
   today: str
   staging: str
+  store: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -56,7 +56,7 @@ OUTPUT_TAIL_CHARS = 4000
 
 def _handle(engine: ReplayEngine, request: Request) -> Answer:
   """The typed answer to one request."""
-  from jaxport.harness._worker import _artifacts, _recording, _stopwatch
+  from jaxport.harness._worker import _artifacts, _recording, _same_entry, _stopwatch
   from jaxport.errors import GoldenDataError
   from jaxport.golden._entry_id import EntryId
   from jaxport.golden._store import GoldenStore
@@ -89,7 +89,10 @@ def _handle(engine: ReplayEngine, request: Request) -> Answer:
                                  engine.registry.checkers)
     entry = GoldenStore(request.staging).write_entry(
         rec.manifest, rec.blob, rec.inputs, rec.expected, rec.module_text, rec.shardings)
-    return RecordAnswer(entry.entry_id, _recording.nonfinite_lines(rec.expected))
+    compared_with, differing = (_same_entry.compare_with_store(entry, request.store)
+                                if request.store else (None, ()))
+    return RecordAnswer(entry.entry_id, _recording.nonfinite_lines(rec.expected),
+                        compared_with=compared_with, differing=differing)
   if isinstance(request, ArtifactsRequest):
     return _artifacts.write(engine, request)
   if isinstance(request, CasesRequest):
