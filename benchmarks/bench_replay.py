@@ -184,8 +184,8 @@ import jax.export
 jax.config.update("jax_enable_x64", True)
 import jaxport
 from jaxport.golden._store import GoldenStore
-from jaxport.harness._case_runs import export_case
-from jaxport.harness._jax_setup import configure_jax
+from jaxport.harness._worker._case_runs import export_case
+from jaxport.harness._worker._jax_setup import configure_jax
 configure_jax(sys.argv[4], share_executables=True, own_process=True)  # as a worker does
 from jaxport.harness._registry import CaseRegistry
 store, prepared = GoldenStore(sys.argv[1]), Path(sys.argv[3])

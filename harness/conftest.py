@@ -1,6 +1,6 @@
 """This repository's short spellings of the harness's options.
 
-The harness itself is jaxport's pytest plugin (``jaxport.harness._plugin``); the
+The harness itself is jaxport's pytest plugin (``jaxport.harness._controller._plugin``); the
 repository opts in from ``pyproject.toml``. ``--platform`` and ``--record``
 stay as the spellings of ``--compat-platform`` and ``--compat-record`` so that
 ``pytest harness/ --platform=cpu`` keeps working.

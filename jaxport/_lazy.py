@@ -1,6 +1,6 @@
 """Public names of a package resolved on first use, so that importing the package stays cheap.
 
-``import jaxport.harness._plugin`` (what every pytest run of an opted-in project
+``import jaxport.harness._controller._plugin`` (what every pytest run of an opted-in project
 does, in the controller and in each xdist worker) must not pay for importing jax
 when that process never traces or runs anything. A package lists its public
 names with the module that defines each; :func:`attach` gives it the module

@@ -92,7 +92,7 @@ MAX_JSON_NESTING = 64
 # 10,000-entry store's report is some 20 MB.
 MAX_REPORT_BYTES = 1 * 2**30
 
-# --- harness (jaxport.harness._shard, jaxport.harness._worker) ------------------
+# --- harness (jaxport.harness._controller._shard, jaxport.harness._worker) -------
 
 # Most shards in ``--compat-shard=I/N``. A CI matrix has tens of jobs; a store
 # has at most thousands of cases, so past this every further shard is empty.

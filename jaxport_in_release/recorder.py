@@ -12,7 +12,7 @@ pickle), ``module.mlir``, ``module.mlirbc`` (the module bytes inside the blob,
 for the importer's custom-call walk) and ``case.json``; plus ``STAGING/producer.json``
 (versions, record date) and ``STAGING/skipped.json`` (cases this release
 cannot express, with the reason). jaxport is not imported (it needs a newer
-jax than the one recording); its replay contract ``jaxport/harness/_contract.py``
+jax than the one recording); its replay contract ``jaxport/harness/_worker/_contract.py``
 (numpy and public jax only) is loaded by its path, so an entry is recorded
 exactly as the harness records one: the expected outputs are those of the blob
 read back, with a VJP's outputs appended.

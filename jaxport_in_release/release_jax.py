@@ -14,7 +14,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 # jaxport's harness modules that need only numpy and the release's public jax API.
 PACKAGE = os.path.join(os.path.dirname(HERE), "jaxport", "harness")
-CONTRACT = os.path.join(PACKAGE, "_contract.py")
+CONTRACT = os.path.join(PACKAGE, "_worker", "_contract.py")
 CHECKERS = os.path.join(PACKAGE, "checkers.py")
 CASE = os.path.join(PACKAGE, "_case.py")
 
@@ -29,7 +29,7 @@ def load_by_path(name: str, path: str):
 
 
 def contract():
-  """jaxport's replay contract (``jaxport/harness/_contract.py``)."""
+  """jaxport's replay contract (``jaxport/harness/_worker/_contract.py``)."""
   return load_by_path("jaxport_replay_contract", CONTRACT)
 
 
@@ -42,7 +42,7 @@ def case_type() -> type:
   """jaxport's ``Case``: the installed package's where jaxport imports (so that the harness's
   case registry takes these cases as its own), else ``jaxport/harness/_case.py`` by its path."""
   try:
-    from jaxport.harness import Case  # local: jaxport is optional in a release's environment
+    from jaxport.harness import Case# local: jaxport is optional in a release's environment
   except ImportError:  # an older release's venv: jaxport is not installed (or refuses that jax)
     return load_by_path("jaxport_case", CASE).Case
   return Case

@@ -7,7 +7,7 @@ Run by :mod:`jaxport.multirelease._replay`, normally inside an older release's e
 It reads entries without jaxport (which needs a newer jax): the manifest as
 JSON, every file checked against its sha256, npz files without pickle. Each
 entry is deserialized with the release's own ``jax.export.deserialize``,
-called on the stored inputs as ``jaxport/harness/_contract.py`` says, and its outputs
+called on the stored inputs as ``jaxport/harness/_worker/_contract.py`` says, and its outputs
 compared with ``jaxport/harness/checkers.py`` (numpy only). Each line holds results only (how
 far the entry got, what went wrong there, whether it matched); jaxport's judge
 (``jaxport.harness._judge._release_runs``) makes its status. One JSON line per entry is appended and flushed before the next entry

@@ -2,11 +2,11 @@
 
 Every pytest run in an environment with jaxport installed loads this module, so
 it imports no jax and of jaxport only the jax-free settings table
-``jaxport.harness._settings`` (every option's name, default, help and validator, the
+``jaxport.harness._controller._settings`` (every option's name, default, help and validator, the
 presets, the platforms): it declares the namespaced ``--compat-*`` options and the
 ``jaxport_*`` configuration keys, and only in a project that opted in (``jaxport_cases``
 in its pytest configuration) registers the harness plugin proper,
-``jaxport.harness._plugin``. See ``docs/downstream.md``.
+``jaxport.harness._controller._plugin``. See ``docs/downstream.md``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _load_settings():
   with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     try:
-      from jaxport.harness import _settings  # local: a refused jax leaves the plugin inert
+      from jaxport.harness._controller import _settings  # local: a refused jax leaves the plugin inert
     except ImportError:  # jaxport.JaxVersionError: a jax older than jaxport supports
       for name in [m for m in sys.modules if m == "jaxport" or m.startswith("jaxport.")]:
         del sys.modules[name]
@@ -35,9 +35,10 @@ def _load_settings():
 
 _settings, _IMPORT_WARNINGS = _load_settings()
 if _settings is not None:
-  from jaxport.harness._settings import (
-      INI_BUILTIN_TARGETS, INI_CASES, INI_EFFECTS, INI_EXPECTATIONS, INI_ON_CHANGE,
-      INI_RELEASE_CASES, INI_STORE, INI_TARGETS, INI_TESTS, PLATFORMS, dest)
+  from jaxport.harness._controller._settings import (INI_BUILTIN_TARGETS, INI_CASES, INI_EFFECTS,
+                                                     INI_EXPECTATIONS, INI_ON_CHANGE,
+                                                     INI_RELEASE_CASES, INI_STORE, INI_TARGETS,
+                                                     INI_TESTS, PLATFORMS, dest)
 
 __all__ = ["INI_BUILTIN_TARGETS", "INI_CASES", "INI_EFFECTS", "INI_EXPECTATIONS", "INI_ON_CHANGE",
            "INI_RELEASE_CASES", "INI_STORE", "INI_TARGETS", "INI_TESTS", "PLATFORMS", "PLUGIN_NAME",
@@ -108,7 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
     return
   for w in _IMPORT_WARNINGS:
     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-  from jaxport.harness import _plugin  # local: only an opted-in project loads the plugin
+  from jaxport.harness._controller import _plugin  # local: only an opted-in project loads the plugin
   if not config.pluginmanager.has_plugin(PLUGIN_NAME):
     config.pluginmanager.register(_plugin, PLUGIN_NAME)
 

@@ -16,7 +16,7 @@ from harness.fuzz.shape_trees import Env
 from harness.fuzz.strategies import SpecCase
 
 if TYPE_CHECKING:
-  from jaxport.harness._replacement import Replacement
+  from jaxport.harness._worker._replacement import Replacement
 
 
 # ---------------------------------------------------------------------------
@@ -247,10 +247,10 @@ def _no_static_check(self: Any, eval: Any) -> None:  # noqa: A002  (jax's parame
 
 @functools.cache
 def static_check_off() -> Replacement:
-  """The :class:`jaxport.harness._replacement.Replacement` that turns jax's static shape
+  """The :class:`jaxport.harness._worker._replacement.Replacement` that turns jax's static shape
   check off while on (made on first use: this module imports jax lazily)."""
   from jax._src.export import shape_poly
-  from jaxport.harness._replacement import Replacement
+  from jaxport.harness._worker._replacement import Replacement
   return Replacement(shape_poly.ShapeConstraints, "check_statically", _no_static_check,
                      written_for=CHECK_STATICALLY_SIGNATURES,
                      what="the static shape check bypass")

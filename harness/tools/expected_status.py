@@ -2,8 +2,8 @@
 
     python -m harness.tools.expected_status RUN.json
 
-The table's reader is the harness's (``jaxport.harness._expectations``; the judge holds each entry to it); the
-repository names its table with ``jaxport_expectations`` in ``pyproject.toml``.
+The table's reader is the harness's (``jaxport.harness._judge._expectations``; the judge
+holds each entry to it); the repository names its table with ``jaxport_expectations`` in ``pyproject.toml``.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from jaxport.harness import _expectations
-from jaxport.harness._expectations import *  # noqa: F401,F403  (the judging API, for the tools)
+from jaxport.harness._judge import _expectations
+from jaxport.harness._judge._expectations import *  # noqa: F401,F403  (the judging API)
 
 TABLE_PATH = Path(__file__).resolve().parents[1] / "expected_status.json"
 

@@ -28,7 +28,7 @@ from harness.tools import release_table  # noqa: E402
 from harness.tools._reader_samples import run_script, sample_blobs  # noqa: E402
 from jaxport.multirelease import _envs  # noqa: E402
 from jaxport.releases import served_releases  # noqa: E402
-from jaxport.harness import _reader_policy
+from jaxport.harness._judge import _reader_policy
 from jaxport.upgrades import LAYOUTS
 
 # Run in a release's venv: read each blob with that release's jax.export, print JSON.

@@ -34,12 +34,12 @@ from jaxport.cli._artifacts import Artifact, deserialize
 from jaxport.cli._parser import InProcess
 from jaxport.cli._relower import Relowerer
 from jaxport.export._checks import disabled_targets
-from jaxport.harness import _calling
+from jaxport.harness._worker import _calling
 from jaxport.golden import _soundness
 from jaxport.harness._judge import _age, _targets
 from jaxport.harness._judge._artifact import ArtifactFindings, audit_policy
 from jaxport.harness._project import ProjectTargets
-from jaxport.harness._update import newest_entries
+from jaxport.harness._controller._update import newest_entries
 from jaxport.releases import MeasuredRuns
 from jaxport.releases import _features as artifact_runs_on
 from jaxport.upgrades import upgrade_envelope

@@ -38,7 +38,7 @@ from jaxport.errors import GoldenDataError, JaxportError, UnregisteredTypeError
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
-from jaxport.harness import _settings
+from jaxport.harness._controller import _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets
 from jaxport.releases import _features as artifact_runs_on
 from jaxport.releases import MeasuredRuns, read_measured

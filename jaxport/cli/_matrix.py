@@ -22,7 +22,7 @@ from pathlib import Path
 
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.cli import _harness_run, _with_jax
-from jaxport.harness._expectations import load_table
+from jaxport.harness._judge._expectations import load_table
 from jaxport.errors import JaxportError
 from jaxport.multirelease._bisect import releases_in
 from jaxport.multirelease import _envs, _matrix, _producers

@@ -4,7 +4,7 @@
 configuration file (``pyproject.toml`` ``[tool.pytest.ini_options]``,
 ``pytest.ini``, ``setup.cfg``, ``tox.ini``) as it does for ``pytest DIR`` and
 applies its ``pythonpath``, and the harness plugin's own reader
-(:func:`jaxport.harness._plugin.project`) turns the ``jaxport_*`` options into
+(:func:`jaxport.harness._controller._plugin.project`) turns the ``jaxport_*`` options into
 the :class:`~jaxport.harness.Project`, so the two cannot read it differently.
 Nothing is collected or run; the project's ``conftest.py`` loads, as under pytest.
 """
@@ -18,7 +18,7 @@ import pytest
 
 import jaxport_pytest as entry
 from jaxport.errors import GoldenDataError
-from jaxport.harness import _plugin
+from jaxport.harness._controller import _plugin
 from jaxport.harness._project import Project
 
 # pytest's own options while it only reads the configuration: no output capture (the

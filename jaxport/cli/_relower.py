@@ -23,7 +23,7 @@ from jaxport.errors import GoldenDataError
 from jaxport.cli._artifacts import deserialize
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import CustomCallSignature
-from jaxport.harness import _calling, _case_runs, _jax_setup
+from jaxport.harness._worker import _calling, _case_runs, _jax_setup
 from jaxport.harness._registry import CaseRegistry
 
 logger = logging.getLogger(__name__)

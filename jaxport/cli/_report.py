@@ -27,7 +27,7 @@ from jaxport._progress import track
 from jaxport.cli._harness_run import read_project
 from jaxport.cli._relower import FROM_PROJECT, Relowerer
 from jaxport.golden._store import GoldenStore
-from jaxport.harness import _coverage as coverage
+from jaxport.harness._controller import _coverage as coverage
 from jaxport.harness import _devices
 from jaxport.golden import EntryId
 from jaxport.golden._entry import sha256_hex

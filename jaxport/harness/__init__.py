@@ -19,7 +19,7 @@ _EXPORTS = {
     "Project": "jaxport.harness._project",
     "ProjectTargets": "jaxport.harness._project",
     "CaseRegistry": "jaxport.harness._registry",
-    "register_preset": "jaxport.harness._settings",
+    "register_preset": "jaxport.harness._controller._settings",
     "Checker": "jaxport.harness.checkers",
     "CheckerRegistry": "jaxport.harness.checkers",
     "Judge": "jaxport.harness.checkers",
@@ -29,27 +29,15 @@ _EXPORTS = {
 }
 
 if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
-  from jaxport.harness._case import (
-      Case as Case,
-      default_tolerance as default_tolerance,
-      random_matrix as random_matrix,
-      rng as rng,
-  )
-  from jaxport.harness._project import (
-      OnChange as OnChange,
-      Project as Project,
-      ProjectTargets as ProjectTargets,
-  )
+  from jaxport.harness._case import (Case as Case, default_tolerance as default_tolerance,
+                                     random_matrix as random_matrix, rng as rng)
+  from jaxport.harness._project import (OnChange as OnChange, Project as Project,
+                                        ProjectTargets as ProjectTargets)
   from jaxport.harness._registry import CaseRegistry as CaseRegistry
-  from jaxport.harness._settings import register_preset as register_preset
-  from jaxport.harness.checkers import (
-      Checker as Checker,
-      CheckerRegistry as CheckerRegistry,
-      Judge as Judge,
-      Verdict as Verdict,
-      judged as judged,
-      register_checker as register_checker,
-  )
+  from jaxport.harness._controller._settings import register_preset as register_preset
+  from jaxport.harness.checkers import (Checker as Checker, CheckerRegistry as CheckerRegistry,
+                                        Judge as Judge, Verdict as Verdict, judged as judged,
+                                        register_checker as register_checker)
 
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = _lazy.attach(globals(), _EXPORTS)

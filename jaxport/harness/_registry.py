@@ -16,7 +16,7 @@ from jaxport._vocabulary import PLATFORMS
 from jaxport.errors import GoldenDataError
 from jaxport.harness import checkers as _checkers
 from jaxport.harness._case import Case
-from jaxport.harness._protocol import CaseFacts, ProjectCases
+from jaxport.harness._protocol._answers import CaseFacts, ProjectCases
 
 
 class CaseRegistry:

@@ -20,7 +20,7 @@ from typing import Any
 
 from jaxport._vocabulary import Status
 from jaxport.golden._entry_id import EntryId
-from jaxport.harness import _releases
+from jaxport.harness._judge import _releases
 from jaxport.harness._judge._release_runs import ReleaseRun, cell_status, judge_row
 
 MATRIX_FORMAT = 2

@@ -18,14 +18,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jaxport.errors import JaxportError
-from jaxport.harness._release_rows import PROCESS
+from jaxport.harness._protocol._release_rows import PROCESS
 
 logger = logging.getLogger(__name__)
 
 # A package of its own beside jaxport: it drives the release's jax.export, which jaxport (a
 # reimplementation of it) never imports.
 REPLAYER = Path(__file__).resolve().parents[2] / "jaxport_in_release" / "replayer.py"
-# The replayer's rows are results only (``jaxport.harness._release_rows``); the judge
+# The replayer's rows are results only (``jaxport.harness._protocol._release_rows``); the judge
 # (``jaxport.harness._judge._release_runs``) makes each entry's status.
 # The seconds one entry may take in the replaying process (deserialize, compile, call).
 ENTRY_TIMEOUT_S = 300

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from jaxport.harness import _cache_folder
-from jaxport.harness._kept_json import read_kept
-from jaxport.harness._sharing_index import FOLDER_NAME, SharingIndex
+from jaxport.harness._worker import _cache_files
+from jaxport.harness._worker._kept_json import read_kept
+from jaxport.harness._worker._sharing_index import FOLDER_NAME, SharingIndex
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX files")
 
@@ -55,7 +55,7 @@ def test_cache_files_that_are_not_regular_files_are_dropped_and_links_not_follow
   (cache / "plain_key-cache").write_bytes(b"an executable")
   (cache / "unrelated").symlink_to(target)
 
-  dropped = _cache_folder.drop_irregular(cache)
+  dropped = _cache_files.drop_irregular(cache)
   assert sorted(dropped) == ["fifo_key-cache", "linked_key-atime", "linked_key-cache"]
   assert sorted(p.name for p in cache.iterdir()) == ["plain_key-cache", "unrelated"]
   assert target.read_bytes() == b"not the cache's"
@@ -66,5 +66,5 @@ def test_a_cache_folder_that_is_a_link_is_left_alone(tmp_path):
   real.mkdir()
   os.mkfifo(real / "key-cache")
   (tmp_path / "cache").symlink_to(real)
-  assert _cache_folder.drop_irregular(tmp_path / "cache") == []
+  assert _cache_files.drop_irregular(tmp_path / "cache") == []
   assert Path(real / "key-cache").exists()

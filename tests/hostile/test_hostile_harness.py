@@ -22,15 +22,15 @@ from _sandbox import CHILD_TIME_LIMIT_S, ROOT
 import _judging as judging
 from jaxport.golden import EntryId
 from jaxport.errors import SettingsError
-from jaxport.harness import _settings
-from jaxport.harness._requests import ReplayRequest
-from jaxport.harness._session import HarnessSession
-from jaxport.harness._settings import Options, Settings
+from jaxport.harness._controller import _settings
+from jaxport.harness._protocol._requests import ReplayRequest
+from jaxport.harness._controller._session import HarnessSession
+from jaxport.harness._controller._settings import Options, Settings
 from jaxport.report import FindingKind
-from jaxport.harness._worker_client import WorkerClient
+from jaxport.harness._controller._worker_client import WorkerClient
 from jaxport.golden._manifest import INPUTS_FILE, Manifest
-from jaxport.harness._protocol import (FailureKind, Numerics, ReaderResult, ReplayAnswer, Stage,
-                                       TodayResult, WorkerFailure)
+from jaxport.harness._protocol._answers import (FailureKind, Numerics, ReaderResult, ReplayAnswer,
+                                                Stage, TodayResult, WorkerFailure)
 from jaxport.golden._store import GoldenStore
 
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
@@ -86,8 +86,8 @@ def test_the_worker_dies_with_the_process_that_started_it(looping_store, sig):
 import json, sys
 sys.path.insert(0, {str(ROOT)!r})
 from jaxport.harness._project import Project
-from jaxport.harness._requests import CasesRequest, ReplayRequest
-from jaxport.harness._worker_client import WorkerClient
+from jaxport.harness._protocol._requests import CasesRequest, ReplayRequest
+from jaxport.harness._controller._worker_client import WorkerClient
 client = WorkerClient(Project(("harness.cases",), {str(root)!r}, root={str(ROOT)!r},
                               paths=({str(ROOT)!r},)), timeout_s=3600)
 client.request(CasesRequest())

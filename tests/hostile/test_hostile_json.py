@@ -13,8 +13,8 @@ from jaxport import _json
 from jaxport.cli import main
 from jaxport.errors import GoldenDataError, ReportError
 from jaxport.golden._manifest import MANIFEST_FILE, Manifest
-from jaxport.harness._session import HarnessSession
-from jaxport.harness._settings import Options, Settings
+from jaxport.harness._controller._session import HarnessSession
+from jaxport.harness._controller._settings import Options, Settings
 from jaxport.harness._project import ProjectTargets
 from jaxport.report import FindingKind, load_report
 

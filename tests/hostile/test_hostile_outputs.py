@@ -25,7 +25,7 @@ from _build import REAL_ENTRIES, copy_entry
 from jaxport.cli import main
 from jaxport.errors import ReportError
 from jaxport.golden._store import GoldenStore
-from jaxport.harness._shard import Shard, ShardError, split
+from jaxport.harness._controller._shard import Shard, ShardError, split
 from jaxport.report import RunReport, render_markdown
 from jaxport.report import _files
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from jaxport.errors import ExpectedStatusError, GoldenDataError, ReportError, ShardError
-from jaxport.harness._expectations import load_table
+from jaxport.harness._judge._expectations import load_table
 from jaxport.harness._project import ProjectTargets
-from jaxport.harness._shard import read_costs
+from jaxport.harness._controller._shard import read_costs
 from jaxport.report import load_report
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo") or not Path("/dev/zero").exists(),

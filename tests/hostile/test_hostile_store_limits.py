@@ -28,9 +28,9 @@ from jaxport.golden import _entry, _npz, _store
 from jaxport.golden._manifest import BLOB_FILE, INPUTS_FILE, MANIFEST_FILE, ArraySpec
 from jaxport.golden._npz import decode_arrays
 from jaxport.golden._store import GoldenStore
-from jaxport.harness import _plugin
-from jaxport.harness._session import HarnessSession
-from jaxport.harness._settings import Options, Settings
+from jaxport.harness._controller import _plugin
+from jaxport.harness._controller._session import HarnessSession
+from jaxport.harness._controller._settings import Options, Settings
 from jaxport.report import FindingKind
 
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
@@ -313,7 +313,7 @@ def test_the_staging_folder_is_removed_when_writing_the_recordings_is_interrupte
 
 _UNCLOSED_RECORDER = """
 import sys
-from jaxport.harness._recorder import Recorder
+from jaxport.harness._controller._recorder import Recorder
 recorder = Recorder(None, None, None, None, [])
 print(recorder._staging_root(), flush=True)
 if sys.argv[1] == "dropped":

@@ -19,11 +19,11 @@ from _sandbox import CHILD_TIME_LIMIT_S, ROOT
 from jaxport import _limits
 from jaxport.errors import SettingsError
 from jaxport._isolation._process import rss_bytes
-from jaxport.harness import _settings
+from jaxport.harness._controller import _settings
 from jaxport.harness._project import Project
-from jaxport.harness._protocol import FailureKind, RecordAnswer, dump_answer
-from jaxport.harness._requests import RecordRequest
-from jaxport.harness._worker_client import WorkerClient
+from jaxport.harness._protocol._answers import FailureKind, RecordAnswer, dump_answer
+from jaxport.harness._protocol._requests import RecordRequest
+from jaxport.harness._controller._worker_client import WorkerClient
 
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from _downstream_project import write_project  # noqa: E402

@@ -245,7 +245,8 @@ def test_a_project_without_opt_in_runs_pytest_as_if_jaxport_were_absent(tmp_path
   # defaults); nothing of jax, and not the harness plugin, is loaded.
   loaded = json.loads((project / "modules.json").read_text())
   assert [m for m in loaded if m.split(".")[0] == "jax"] == [], loaded
-  assert "jaxport.harness._plugin" not in loaded and "jaxport.harness._session" not in loaded
+  assert "jaxport.harness._controller._plugin" not in loaded
+  assert "jaxport.harness._controller._session" not in loaded
   assert "jaxport" not in "\n".join(_normalized(_output(with_plugin)))
   without_plugin = _run([*pytest_cmd, "-p", "no:jaxport"], project)
   assert without_plugin.returncode == 0, _output(without_plugin)

@@ -21,7 +21,7 @@ from _jax_releases import JAX_WRITES_JAXPORTS_LAYOUT, same_bytes_as_jax
 from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport.errors import ExpiredEnvelopeError, GoldenDataError
 from jaxport.golden import Entry
-from jaxport.harness import _reader_policy
+from jaxport.harness._judge import _reader_policy
 from jaxport.serde import _read, _write
 from jaxport.upgrades import (EnvelopeRewrite, envelope_layout, expired_reason, read_any_envelope,
                               upgrade_envelope)

@@ -11,8 +11,8 @@ import pytest
 
 from jaxport.golden import EntryId
 from jaxport.golden._store import GoldenStore
-from jaxport.harness._protocol import (Numerics, ReaderResult, ReplayAnswer, Stage, TodayResult,
-                                       dump_answer)
+from jaxport.harness._protocol._answers import (Numerics, ReaderResult, ReplayAnswer, Stage,
+                                                TodayResult, dump_answer)
 
 from _downstream_project import write_project
 
@@ -29,7 +29,7 @@ import dataclasses, os
 import jax.numpy as jnp
 import numpy as np
 from jaxport.harness import Case, random_matrix
-from jaxport.harness import _engine
+from jaxport.harness._worker import _engine
 
 
 def square():

@@ -22,8 +22,10 @@ from jaxport import _versions  # noqa: E402
 from jaxport.golden._host import Accelerator, Host  # noqa: E402
 from jaxport.golden._manifest import Comparison, Manifest, Producer  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
-from jaxport.harness import _case_runs, _coverage, _engine, _jax_setup, _lowering, default_tolerance  # noqa: E402
-from jaxport.harness._protocol import Stage  # noqa: E402
+from jaxport.harness._worker import _case_runs, _engine, _jax_setup, _lowering
+from jaxport.harness._controller import _coverage
+from jaxport.harness import default_tolerance
+from jaxport.harness._protocol._answers import Stage  # noqa: E402
 from jaxport.custom_calls import _registry  # noqa: E402
 from _judging import reproduced  # noqa: E402
 from jaxport.harness._judge._targets import module_target_verdicts  # noqa: E402

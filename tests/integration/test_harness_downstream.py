@@ -19,7 +19,8 @@ import pytest
 from jaxport.golden import EntryId
 from jaxport.errors import CustomCallError
 from jaxport.golden._store import GoldenStore
-from jaxport.harness import Case, _recording, random_matrix
+from jaxport.harness import Case, random_matrix
+from jaxport.harness._worker import _recording
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow

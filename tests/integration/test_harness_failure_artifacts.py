@@ -14,7 +14,7 @@ import pytest
 from _downstream_project import write_project  # noqa: E402
 from jaxport.golden import EntryId
 from jaxport.golden._manifest import EXPECTED_FILE
-from jaxport.harness import _artifact_folder
+from jaxport.harness._protocol import _artifact_folder
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow

@@ -14,9 +14,11 @@ if str(ROOT) not in sys.path:
 
 import jaxport  # noqa: E402
 import _judging as judging  # noqa: E402
-from jaxport.harness import _case_runs, _corpus, _engine, _jax_corpus, checkers  # noqa: E402
-from jaxport.harness import _reference as _api  # noqa: E402
-from jaxport.harness._requests import ReplayRequest  # noqa: E402
+from jaxport.harness._worker import _case_runs, _corpus, _engine
+from jaxport.harness._controller import _jax_corpus
+from jaxport.harness import checkers
+from jaxport.harness._worker import _reference as _api
+from jaxport.harness._protocol._requests import ReplayRequest  # noqa: E402
 from jaxport.report import FindingKind  # noqa: E402
 from jaxport import _versions  # noqa: E402
 from jaxport.corpus import _import, _jax_testdata  # noqa: E402

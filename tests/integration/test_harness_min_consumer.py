@@ -15,11 +15,11 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from jaxport.golden import EntryId
-from jaxport.harness import Case  # noqa: E402
+from jaxport.harness import Case# noqa: E402
 from jaxport.harness._judge._status import Policy, status_of  # noqa: E402
-from jaxport.harness._protocol import ReplayAnswer  # noqa: E402
-from jaxport.harness._session import HarnessSession  # noqa: E402
-from jaxport.harness._settings import Options, Settings  # noqa: E402
+from jaxport.harness._protocol._answers import ReplayAnswer  # noqa: E402
+from jaxport.harness._controller._session import HarnessSession  # noqa: E402
+from jaxport.harness._controller._settings import Options, Settings  # noqa: E402
 from jaxport.releases import runs_on  # noqa: E402
 from jaxport.releases._features import features_of_blob  # noqa: E402
 from jaxport.report import FindingKind, Status  # noqa: E402
@@ -85,7 +85,7 @@ def test_a_case_refuses_a_min_consumer_that_is_not_a_release():
 
 def test_a_recording_keeps_its_case_min_consumer_in_the_manifest():
   import numpy as np
-  from jaxport.harness import _recording
+  from jaxport.harness._worker import _recording
   case = Case(case_id="double", family="f", fun=lambda x: 2 * x,
               make_inputs=lambda: ((np.ones((2,), np.float32),), {}), min_consumer="0.9.2")
   rec = _recording.record_case(case, datetime.date(2026, 11, 29))
@@ -162,7 +162,7 @@ def test_features_asked_for_and_left_out_of_the_answer_fail_the_entry(tmp_path, 
 
 def test_a_case_written_for_its_min_consumer_runs_on_it():
   import numpy as np
-  from jaxport.harness import _recording
+  from jaxport.harness._worker import _recording
   oldest = "0.9.2"
   case = Case(case_id="double", family="f", fun=lambda x: 2 * x,
               make_inputs=lambda: ((np.ones((2,), np.float32),), {}), min_consumer=oldest,

@@ -13,13 +13,13 @@ import pytest
 from _harness_paths import GOLDEN_CPU as ROOT_CPU, copy_cpu_entries
 
 from jaxport.golden._entry import Entry
-from jaxport.harness import _plugin, _worker_pool
+from jaxport.harness._controller import _plugin, _worker_pool
 from jaxport.harness._project import OnChange, Project
-from jaxport.harness._protocol import FailureKind, ProjectCases, WorkerFailure
-from jaxport.harness._requests import CasesRequest
-from jaxport.harness._session import HarnessSession
-from jaxport.harness._settings import Options, Settings
-from jaxport.harness._worker_client import Reply
+from jaxport.harness._protocol._answers import FailureKind, ProjectCases, WorkerFailure
+from jaxport.harness._protocol._requests import CasesRequest
+from jaxport.harness._controller._session import HarnessSession
+from jaxport.harness._controller._settings import Options, Settings
+from jaxport.harness._controller._worker_client import Reply
 
 ONE_DEVICE = "lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
 EIGHT_DEVICES = "sharding_gspmd/shard_map_gspmd/2026-11-29_jax-0.10.2"

@@ -31,7 +31,7 @@ RECORD = '''
 import datetime, json, sys
 from pathlib import Path
 import jaxport
-from jaxport.harness import _case_runs, _jax_setup, _recording
+from jaxport.harness._worker import _case_runs, _jax_setup, _recording
 import located_cases
 
 _jax_setup.configure_jax()
@@ -56,8 +56,8 @@ def _edited_copy(root: Path) -> Path:
   """A copy of jaxport whose harness engine, contract and export code moved down by some lines."""
   copy = root / "jaxport"
   shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-  for name in ("harness/_case_runs.py", "harness/_jax_setup.py", "harness/_recording.py", "harness/_contract.py",
-               "export/_lower.py"):
+  for name in ("harness/_worker/_case_runs.py", "harness/_worker/_jax_setup.py",
+               "harness/_worker/_recording.py", "harness/_worker/_contract.py", "export/_lower.py"):
     path = copy / name
     path.write_text("\n" * 17 + path.read_text())
   return root

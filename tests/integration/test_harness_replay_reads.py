@@ -14,8 +14,9 @@ from _harness_paths import ROOT, repo_project
 
 from jaxport.errors import DeserializationError
 from jaxport.golden import EntryId, GoldenStore
-from jaxport.harness import _case_runs, _engine, _executables, _jax_setup, _lowering, _module_reads
-from jaxport.harness._protocol import Stage
+from jaxport.harness._worker import (_case_runs, _engine, _executables, _jax_setup, _lowering,
+                                     _module_reads)
+from jaxport.harness._protocol._answers import Stage
 
 ENTRY = "cpu/feature_pytrees/kwargs_pytree/2026-11-29_jax-0.10.2"
 OTHERS = ("cpu/lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2",
@@ -113,7 +114,7 @@ def test_clearing_jax_caches_keeps_the_executables_memo():
 CONFIGURED = '''
 import json, sys
 import jax
-from jaxport.harness import _jax_setup
+from jaxport.harness._worker import _jax_setup
 _jax_setup.configure_jax(sys.argv[1] or None, share_executables=True, own_process=sys.argv[2] == "1")
 print(json.dumps([jax.config.jax_enable_compilation_cache, jax.config.jax_compilation_cache_dir]))
 '''

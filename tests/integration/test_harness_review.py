@@ -10,10 +10,10 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from jaxport.harness import _reporter as reporter  # noqa: E402
-from jaxport.harness._entry_run import EntryRun  # noqa: E402
-from jaxport.harness._session import HarnessSession  # noqa: E402
-from jaxport.harness._settings import Options, Settings  # noqa: E402
+from jaxport.harness._controller import _reporter as reporter  # noqa: E402
+from jaxport.harness._controller._entry_run import EntryRun  # noqa: E402
+from jaxport.harness._controller._session import HarnessSession  # noqa: E402
+from jaxport.harness._controller._settings import Options, Settings  # noqa: E402
 from jaxport._jaxcompat import _envelope as jax_envelope
 from _harness_paths import repo_project  # noqa: E402
 
@@ -98,8 +98,9 @@ def test_each_report_section_means_one_thing(tmp_path):
   from jaxport.golden._host import Host
   from jaxport.golden._manifest import Comparison, Manifest, Producer
   import _judging as judging
-  from jaxport.harness._protocol import Numerics, ReaderResult, ReplayAnswer, Stage, TodayResult
-  from jaxport.harness._requests import ReplayRequest
+  from jaxport.harness._protocol._answers import (Numerics, ReaderResult, ReplayAnswer, Stage,
+                                                  TodayResult)
+  from jaxport.harness._protocol._requests import ReplayRequest
   from jaxport.report import FindingKind
   hs = _session(tmp_path)
   host = {"cpu_vendor": "V", "cpu_model": "M", "cpu_flags": ["avx2"], "jaxlib": "0.10.2",

@@ -19,7 +19,7 @@ import json, sys
 sys.path.insert(0, "tests/integration")
 from _harness_paths import repo_project
 from jaxport.golden import EntryId, GoldenStore
-from jaxport.harness import _engine, _jax_setup
+from jaxport.harness._worker import _engine, _jax_setup
 from jaxport.harness._judge._findings import reproduced
 
 _jax_setup.configure_jax(share_executables=True)

@@ -17,7 +17,7 @@ import jaxport  # noqa: E402
 from harness.cases import _tpu  # noqa: E402
 import harness.cases as repository  # noqa: E402
 from jaxport.golden import _signatures  # noqa: E402
-from jaxport.harness import checkers  # noqa: E402
+from jaxport.harness import checkers# noqa: E402
 
 _X = np.ones((256, 256), np.float32)
 

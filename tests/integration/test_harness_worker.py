@@ -12,9 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from jaxport.harness._protocol import FailureKind  # noqa: E402
-from jaxport.harness._requests import CasesRequest, ReplayRequest  # noqa: E402
-from jaxport.harness._worker_client import WorkerClient  # noqa: E402
+from jaxport.harness._protocol._answers import FailureKind  # noqa: E402
+from jaxport.harness._protocol._requests import CasesRequest, ReplayRequest  # noqa: E402
+from jaxport.harness._controller._worker_client import WorkerClient  # noqa: E402
 from _harness_paths import repo_project  # noqa: E402
 from _judging import reproduced  # noqa: E402
 

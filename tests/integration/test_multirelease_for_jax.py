@@ -32,7 +32,7 @@ from harness.cases import release_cases  # noqa: E402
 from jaxport.multirelease import _envs as _venvs  # noqa: E402
 from jaxport.multirelease._replay import release_env  # noqa: E402
 from jaxport.export import _for_jax, _mlir  # noqa: E402
-from jaxport.harness import _contract  # noqa: E402
+from jaxport.harness._worker import _contract
 from jaxport.releases import _table as release_table  # noqa: E402
 
 OLDEST = _for_jax.oldest_consumer()

@@ -21,7 +21,7 @@ import pytest
 
 import _report_helpers as helpers
 from jaxport.cli import main
-from jaxport.harness._releases import RELEASE_DATES
+from jaxport.harness._judge._releases import RELEASE_DATES
 from jaxport.report._views import UNLISTED_GROUP, CellStatus
 
 pytest_plugins = ["pytester"]

@@ -21,7 +21,8 @@ if str(REPO_ROOT) not in sys.path:
   sys.path.insert(0, str(REPO_ROOT))
 
 from jaxport.golden import EntryId
-from jaxport.harness import _devices, _shardings  # noqa: E402
+from jaxport.harness import _devices
+from jaxport.harness._worker import _shardings
 from jaxport.errors import GoldenDataError  # noqa: E402
 from jaxport.golden._manifest import Comparison, Manifest, Producer  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
@@ -99,7 +100,7 @@ if not _sharding_child.in_child():
 
 else:
   from _jax_releases import skip_without_memory_kinds_on_cpu_mesh
-  from jaxport.harness import _case_runs, _engine, _jax_setup, _module_reads, _recording
+  from jaxport.harness._worker import _case_runs, _engine, _jax_setup, _module_reads, _recording
   from harness.cases import case as lookup_case
 
   _jax_setup.configure_jax()

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from jaxport.harness import checkers  # noqa: E402
+from jaxport.harness import checkers# noqa: E402
 from jaxport.upgrades import upgrade_envelope
 
 STORE = GoldenStore(ROOT / "compat_data")

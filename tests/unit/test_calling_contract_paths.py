@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxport
-from jaxport.harness import _calling
+from jaxport.harness._worker import _calling
 
 
 def _contract(fun, *args):

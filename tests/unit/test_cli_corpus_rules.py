@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from jaxport.harness import checkers  # noqa: E402
+from jaxport.harness import checkers# noqa: E402
 from jaxport.corpus import _corpus_rules, _poly_specs  # noqa: E402
 
 

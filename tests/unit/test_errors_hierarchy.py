@@ -91,9 +91,9 @@ def test_the_walk_finds_a_planted_stray_exception_and_warning():
 
 
 @pytest.mark.parametrize("module, name", [
-    ("jaxport.harness._shard", "ShardError"),
-    ("jaxport.harness._session", "HarnessWarning"),
-    ("jaxport.harness._expectations", "ExpectedStatusError"),
+    ("jaxport.harness._controller._shard", "ShardError"),
+    ("jaxport.harness._controller._session", "HarnessWarning"),
+    ("jaxport.harness._judge._expectations", "ExpectedStatusError"),
     ("jaxport._json", "JsonError"),
     ("jaxport.upgrades._table", "RuleTableError"),
 ])

@@ -42,7 +42,7 @@ def text_matches(source: str, filename: str) -> list[str]:
 
 def _files():
   yield from sorted((ROOT / "jaxport" / "report").glob("*.py"))
-  yield ROOT / "jaxport" / "harness" / "_update.py"
+  yield ROOT / "jaxport" / "harness" / "_controller" / "_update.py"
 
 
 def test_no_report_or_update_code_matches_on_finding_text():

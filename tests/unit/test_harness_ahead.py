@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from jaxport.harness import _engine
+from jaxport.harness._worker import _engine
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ import textwrap
 import pytest
 
 from jaxport.harness._project import Project
-from jaxport.harness._protocol import (FailureKind, Numerics, ReaderResult, RecordAnswer,
-                                       ReplayAnswer, Stage, TodayResult, dump_answer)
-from jaxport.harness._requests import (FeaturesWanted, RecordRequest, ReplayRequest,
-                                       dump_request, load_request)
-from jaxport.harness._worker_client import WorkerClient
+from jaxport.harness._protocol._answers import (FailureKind, Numerics, ReaderResult, RecordAnswer,
+                                                ReplayAnswer, Stage, TodayResult, dump_answer)
+from jaxport.harness._protocol._requests import (FeaturesWanted, RecordRequest, ReplayRequest,
+                                                 dump_request, load_request)
+from jaxport.harness._controller._worker_client import WorkerClient
 from jaxport.errors import WorkerAnswerError
 
 ENTRY = "cpu/mine/sines_f32/2026-12-01_jax-0.10.2"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from jaxport.errors import GoldenDataError
-from jaxport.harness import _artifact_folder
-from jaxport.harness._artifact_folder import entry_folder, folder_name
+from jaxport.harness._protocol import _artifact_folder
+from jaxport.harness._protocol._artifact_folder import entry_folder, folder_name
 
 HOSTILE_IDS = ["..", "../..", "../outside", "/etc/passwd", "//abs", "a/../../b", ".", "",
                "cpu/f/c/../../../../x", "..\\..\\win", "cpu/f/.hidden/d", "a\x00b", "caf\u00e9/x",

@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 from harness.cases import _lapack, all_cases  # noqa: E402
 from jaxport.golden._entry import Entry, entry_sort_key  # noqa: E402
 from jaxport.golden._store import GoldenStore  # noqa: E402
-from jaxport.harness import _contract, _corpus  # noqa: E402
+from jaxport.harness._worker import _contract, _corpus
 
 COMPAT_DATA = ROOT / "compat_data"
 

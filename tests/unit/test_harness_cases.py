@@ -10,9 +10,9 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 import pytest  # noqa: E402
 
-from jaxport.harness import _coverage as coverage  # noqa: E402
+from jaxport.harness._controller import _coverage as coverage
 from harness.cases import all_cases, cases_for  # noqa: E402
-from jaxport.harness import _case  # noqa: E402
+from jaxport.harness import _case# noqa: E402
 from _harness_paths import repo_project  # noqa: E402
 
 

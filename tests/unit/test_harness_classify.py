@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from jaxport.harness import _coverage as coverage  # noqa: E402
+from jaxport.harness._controller import _coverage as coverage
 import _judging as judging  # noqa: E402
 from jaxport.report import _coverage as run_coverage  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
@@ -20,10 +20,10 @@ from jaxport.golden._host import Host  # noqa: E402
 from jaxport.golden._signatures import drift  # noqa: E402
 from jaxport.golden._manifest import (Comparison, CustomCallSignature, Manifest,  # noqa: E402
                                       Producer)
-from jaxport.harness._protocol import (FailureKind, Numerics, ReaderResult,  # noqa: E402
+from jaxport.harness._protocol._answers import (FailureKind, Numerics, ReaderResult,  # noqa: E402
                                        ReplayAnswer, Stage, TodayResult, UpgradedRun,
                                        WorkerFailure)
-from jaxport.harness._requests import ReplayRequest  # noqa: E402
+from jaxport.harness._protocol._requests import ReplayRequest  # noqa: E402
 from jaxport.harness._verdicts import Outcome  # noqa: E402
 from jaxport.report import Finding, FindingKind as K, Status  # noqa: E402
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from jax._src.interpreters import mlir as jax_mlir
 
-from jaxport.harness import _contexts
+from jaxport.harness._worker import _contexts
 
 X = np.linspace(0, 1, 8, dtype=np.float32)
 

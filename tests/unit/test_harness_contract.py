@@ -16,7 +16,8 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 import jaxport  # noqa: E402
-from jaxport.harness import _contract  # noqa: E402
+from jaxport.harness import checkers
+from jaxport.harness._worker import _contract
 
 
 def test_cotangents_are_ones_for_inexact_outputs_and_float0_for_the_others():
@@ -117,5 +118,5 @@ def test_the_release_scripts_load_the_packaged_contract_and_checkers():
   from jaxport_in_release import replayer as _replayer
   for script in (_recorder, _replayer):
     assert Path(script._release.CONTRACT) == Path(_contract.__file__)
-    assert Path(script._release.CHECKERS) == Path(_contract.__file__).with_name("checkers.py")
+    assert Path(script._release.CHECKERS) == Path(checkers.__file__)
   assert _replayer._release.contract().run_exported.__doc__ == _contract.run_exported.__doc__

@@ -8,10 +8,11 @@ import re
 import pytest
 
 from jaxport._isolation._process import PARENT_PID_ENV
-from jaxport.harness import _device_probe, _devices
-from jaxport.harness._device_check import check_devices
-from jaxport.harness._protocol import DevicesAnswer
-from jaxport.harness._requests import DevicesRequest
+from jaxport.harness._worker import _device_probe
+from jaxport.harness import _devices
+from jaxport.harness._controller._device_check import check_devices
+from jaxport.harness._protocol._answers import DevicesAnswer
+from jaxport.harness._protocol._requests import DevicesRequest
 
 
 @pytest.mark.parametrize("backend,version,platform", [

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxport.harness import _executables
+from jaxport.harness._worker import _executables
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import jax
 import numpy as np
 import pytest
 
-from jaxport.harness import _compile_errors, _executables
-from jaxport.harness._compile_errors import FOLDER_NAME, MAX_BYTES, KeptErrors, keepable
+from jaxport.harness._worker import _compile_errors, _executables
+from jaxport.harness._worker._compile_errors import FOLDER_NAME, MAX_BYTES, KeptErrors, keepable
 
 
 def _untyped_call(target):

@@ -12,12 +12,12 @@ from jaxport._vocabulary import FindingKind, Status, Subject
 from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
 import _judging as judging
 from jaxport.errors import WorkerAnswerError
-from jaxport.harness._protocol import (ArtifactsAnswer, CaseFacts, FailureKind, Numerics,
-                                       ProjectCases, ReaderResult, RecordAnswer, ReplayAnswer,
-                                       Stage, TodayResult, WorkerFailure, dump_answer,
-                                       load_answer)
-from jaxport.harness._requests import FeaturesWanted, ReplayRequest
-from jaxport.harness._worker_client import Reply, read_answer
+from jaxport.harness._protocol._answers import (ArtifactsAnswer, CaseFacts, FailureKind, Numerics,
+                                                ProjectCases, ReaderResult, RecordAnswer,
+                                                ReplayAnswer, Stage, TodayResult, WorkerFailure,
+                                                dump_answer, load_answer)
+from jaxport.harness._protocol._requests import FeaturesWanted, ReplayRequest
+from jaxport.harness._controller._worker_client import Reply, read_answer
 
 TODAY = datetime.date(2026, 6, 1)
 THIS_JAX = md.version("jax")
@@ -69,7 +69,10 @@ CASES = ProjectCases(
 
 
 def test_answers_cross_the_boundary_whole():
-  for answer in (_passing(), RecordAnswer("cpu/f/c/2026-05-01_jax-0.10.2"), CASES,
+  for answer in (_passing(), RecordAnswer("cpu/f/c/2026-05-01_jax-0.10.2"),
+                 RecordAnswer("cpu/f/c/2026-05-01_jax-0.10.2",
+                              compared_with="cpu/f/c/2026-05-01_jax-0.10.2_2",
+                              differing=("module.mlir",)), CASES,
                  WorkerFailure(FailureKind.CRASHED, "no answer", returncode=-9, stderr_tail="x"),
                  WorkerFailure(FailureKind.CRASHED, "the worker exited", returncode=3,
                                stages=("case_code", "reader:jax"), exited_in="case_code")):
@@ -188,8 +191,8 @@ def test_findings_carry_their_subject():
 
 def _session(root):
   from jaxport.harness._project import OnChange, Project
-  from jaxport.harness._session import HarnessSession
-  from jaxport.harness._settings import Options, Settings
+  from jaxport.harness._controller._session import HarnessSession
+  from jaxport.harness._controller._settings import Options, Settings
   return HarnessSession(Options.for_run(
       Settings(platform="cpu", window_days=180, worker_timeout_s=60.0,
                today=datetime.date(2026, 11, 29)),

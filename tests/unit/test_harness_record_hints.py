@@ -2,7 +2,7 @@
 
 import pytest
 
-from jaxport.harness._record_hints import hint_for
+from jaxport.harness._controller._record_hints import hint_for
 
 DEVICES = ("ValueError: Function main was exported for 8 devices and is called in a context "
            "with 1 devices. This is disallowed because ...")

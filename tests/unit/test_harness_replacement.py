@@ -17,13 +17,14 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from harness.fuzz import shape_impls as fuzz  # noqa: E402
-from jaxport.harness import _contexts, _executables, _jax_setup  # noqa: E402
-from jaxport.harness import _reporter as reporter  # noqa: E402
-from jaxport.harness._protocol import FailureKind, ReplayAnswer, WorkerFailure  # noqa: E402
-from jaxport.harness._replacement import Replacement, spelling  # noqa: E402
-from jaxport.harness._session import HarnessSession  # noqa: E402
-from jaxport.harness._settings import Options, Settings  # noqa: E402
-from jaxport.harness._worker_client import Reply  # noqa: E402
+from jaxport.harness._worker import _contexts, _executables, _jax_setup  # noqa: E402
+from jaxport.harness._controller import _reporter as reporter  # noqa: E402
+from jaxport.harness._protocol._answers import (  # noqa: E402
+    FailureKind, ReplayAnswer, WorkerFailure)
+from jaxport.harness._worker._replacement import Replacement, spelling  # noqa: E402
+from jaxport.harness._controller._session import HarnessSession  # noqa: E402
+from jaxport.harness._controller._settings import Options, Settings  # noqa: E402
+from jaxport.harness._controller._worker_client import Reply  # noqa: E402
 from jaxport.harness._project import OnChange, Project  # noqa: E402
 
 
@@ -101,7 +102,7 @@ def test_the_compile_memo_stays_off_over_another_signature(monkeypatch, caplog, 
                                                            other):
   fake = _fake_module("compile_or_get_cached", other)
   monkeypatch.setattr(_executables.COMPILE, "owner", fake)
-  with caplog.at_level(logging.WARNING, logger="jaxport.harness._replacement"):
+  with caplog.at_level(logging.WARNING, logger="jaxport.harness._worker._replacement"):
     assert _executables.share_within_process() is False
   assert fake.compile_or_get_cached is other
   status = _executables.COMPILE.status
@@ -140,7 +141,7 @@ def test_the_compile_memo_turns_on_and_off_over_its_signature(monkeypatch, no_sh
 def test_the_context_pool_stays_off_over_another_signature(monkeypatch, caplog, no_sharing):
   fake = _fake_module("make_ir_context", _make_ir_context_with_arg)
   monkeypatch.setattr(_contexts.MAKE_CONTEXT, "owner", fake)
-  with caplog.at_level(logging.WARNING, logger="jaxport.harness._replacement"):
+  with caplog.at_level(logging.WARNING, logger="jaxport.harness._worker._replacement"):
     assert _contexts.reuse_within_process() is False
   assert fake.make_ir_context is _make_ir_context_with_arg
   reason = _contexts.MAKE_CONTEXT.status.reason
@@ -280,9 +281,9 @@ def test_a_replay_answer_with_a_notice_reaches_the_report(tmp_path, monkeypatch)
 
 
 def test_a_worker_sharing_executables_answers_with_its_notices_and_has_none_on_this_jax(tmp_path):
-  from jaxport.harness._protocol import ProjectCases
-  from jaxport.harness._requests import CasesRequest
-  from jaxport.harness._worker_client import WorkerClient
+  from jaxport.harness._protocol._answers import ProjectCases
+  from jaxport.harness._protocol._requests import CasesRequest
+  from jaxport.harness._controller._worker_client import WorkerClient
   client = WorkerClient(_session(tmp_path).project, timeout_s=120, share_executables=True)
   try:
     answer, notices, _ = client.request(CasesRequest())

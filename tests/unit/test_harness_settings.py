@@ -17,8 +17,8 @@ import pytest
 import jaxport_pytest
 from jaxport._vocabulary import EXPIRY_WINDOW_DAYS, WORKER_TIMEOUT_S
 from jaxport.errors import JaxportError, SettingsError
-from jaxport.harness import _settings
-from jaxport.harness._settings import FIELDS, FIELDS_BY_NAME, PRESETS, Settings, resolve
+from jaxport.harness._controller import _settings
+from jaxport.harness._controller._settings import FIELDS, FIELDS_BY_NAME, PRESETS, Settings, resolve
 
 pytest_plugins = ["pytester"]
 
@@ -146,7 +146,7 @@ def test_a_preset_in_a_project_that_has_not_opted_in_is_a_usage_error(pytester):
 
 
 def test_importing_the_entry_point_and_the_settings_loads_no_jax():
-  code = ("import json, sys, jaxport_pytest, jaxport.harness._settings; "
+  code = ("import json, sys, jaxport_pytest, jaxport.harness._controller._settings; "
           "print(json.dumps(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.'))))")
   proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
   assert proc.returncode == 0, proc.stderr[-2000:]
@@ -244,7 +244,7 @@ def test_a_preset_the_projects_conftest_registers_is_selected_by_name(pytester, 
                         "parent='nightly')\n")
   config = pytester.parseconfig("--compat-preset=team")
   assert jaxport_pytest.hypothesis_profile(config) == "nightly"
-  from jaxport.harness import _plugin
+  from jaxport.harness._controller import _plugin
   chosen = _plugin.settings(config)
   assert chosen.preset == "team" and chosen.cold and chosen.strict
   assert chosen.report == "compat-report.json"

@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from jaxport.harness._shard import Shard, ShardError, costs_json, read_costs, split  # noqa: E402
+from jaxport.harness._controller._shard import (  # noqa: E402
+    Shard, ShardError, costs_json, read_costs, split)
 
 # Two cases with eight releases each and singles, as a store holds them.
 IDS = ([f"cpu/lapack_potrf/release_cholesky_f32/2026-11-29_jax-0.{v}" for v in range(8)]
@@ -74,7 +75,7 @@ def test_costs_round_trip_through_the_timings_file_and_bad_files_are_refused(tmp
 
 def test_several_costs_files_are_merged_and_the_option_keeps_each(tmp_path):
   import argparse
-  from jaxport.harness import _settings
+  from jaxport.harness._controller import _settings
   first, second = tmp_path / "s1.json", tmp_path / "s2.json"
   first.write_text(json.dumps(costs_json({IDS[0]: 1.0, IDS[1]: 2.0}, {})))
   second.write_text(json.dumps(costs_json({IDS[1]: 3.0, IDS[2]: 0.5}, {})))

@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxport.harness import _executables
-from jaxport.harness import _sharing_index
-from jaxport.harness._sharing_index import FOLDER_NAME, MAX_BYTES, SharingIndex
+from jaxport.harness._worker import _executables
+from jaxport.harness._worker import _sharing_index
+from jaxport.harness._worker._sharing_index import FOLDER_NAME, MAX_BYTES, SharingIndex
 
 
 @pytest.fixture

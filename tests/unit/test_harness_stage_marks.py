@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from jaxport.harness._stage_marks import (CASE_CODE, SLOT_BYTES, TODAY, Marks, StageMarks,
-                                          read_marks, reader_stage)
+from jaxport.harness._protocol._stage_marks import (CASE_CODE, SLOT_BYTES, TODAY, Marks, StageMarks,
+                                                    read_marks, reader_stage)
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def test_os_exit_in_an_installed_process_names_the_stage_of_its_thread(slot):
   leaves that thread's stage; the main thread's stage stays in progress beside it."""
   code = textwrap.dedent(f"""
       import os, sys, threading
-      from jaxport.harness import _stage_marks as sm
+      from jaxport.harness._protocol import _stage_marks as sm
       sm.install({slot})
       sm.MARKS.begin(11)
       def case_code():

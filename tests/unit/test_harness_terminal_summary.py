@@ -1,7 +1,7 @@
 """The harness's terminal summary says what the run found in words that cannot mislead."""
 
 import _report_helpers as helpers
-from jaxport.harness import _reporter
+from jaxport.harness._controller import _reporter
 from jaxport.report import RunReport
 
 

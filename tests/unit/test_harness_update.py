@@ -3,9 +3,9 @@
 import pytest
 
 import _judging as judging
-from jaxport.harness import _update
+from jaxport.harness._controller import _update
 from jaxport._vocabulary import RecordAction
-from jaxport.harness._update import CaseChange, Update
+from jaxport.harness._controller._update import CaseChange, Update
 from jaxport.harness._verdicts import Outcome
 from jaxport.report import Finding, FindingKind as K, Subject
 from jaxport.report import PlatformTargets, Skip, Status, Targets
@@ -131,7 +131,8 @@ def test_the_report_section_round_trips_through_the_text_summary():
 
 def test_a_cases_jax_configuration_names_x64_always_and_the_partitioner_when_chosen():
   import numpy as np
-  from jaxport.harness import Case, _jax_setup
+  from jaxport.harness import Case
+  from jaxport.harness._worker import _jax_setup
   def make():
     return (np.ones(2, np.float32),), {}
   plain = Case("c", "f", lambda x: x, make)

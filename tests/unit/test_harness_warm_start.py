@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from jaxport.harness import _worker, _worker_client
+from jaxport.harness._worker import _main as _worker
+from jaxport.harness._controller import _worker_client
 from jaxport.harness._project import Project
-from jaxport.harness._requests import CasesRequest, RecordRequest, ReplayRequest
+from jaxport.harness._protocol._requests import CasesRequest, RecordRequest, ReplayRequest
 
 
 class _Engine:

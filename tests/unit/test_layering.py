@@ -38,13 +38,15 @@ LAYERS = (
     ("public face", ("jaxport",)),
     ("report", ("jaxport.report",)),
     ("corpus", ("jaxport.corpus",)),
+    # What crosses the harness's pipe: both of its processes import it, it imports neither.
+    ("harness protocol", ("jaxport.harness._protocol",)),
     ("harness", ("jaxport.harness",)),
     ("multirelease", ("jaxport.multirelease",)),
     ("cli", ("jaxport.cli",)),
 )
 
 # The harness's independent second reader: the one module that may import jax.export.
-REFERENCE_READER = "jaxport.harness._reference"
+REFERENCE_READER = "jaxport.harness._worker._reference"
 
 # The one documented exception: the record imports the modules that implement its
 # methods; those (and what they import) must never import the record back.
@@ -74,7 +76,7 @@ INIT_IMPORTS_ALLOWED = {
                        "jaxport.golden._entry", "jaxport.golden._signatures",
                        "jaxport.golden._store"},
     "jaxport.harness": {"jaxport._lazy", "jaxport.harness._case", "jaxport.harness._project",
-                        "jaxport.harness._registry", "jaxport.harness._settings",
+                        "jaxport.harness._registry", "jaxport.harness._controller._settings",
                         "jaxport.harness.checkers"},
 }
 
@@ -299,9 +301,6 @@ def test_nothing_imports_jax_export():
   assert not wrong, "jaxport reimplements jax.export and must not import it:\n" + "\n".join(wrong)
 
 
-# The session's side of the worker boundary: jax-free by what they import, not by where an
-# import is placed (the worker itself, ``_worker``, imports the engine and jax).
-JAX_FREE_BY_STRUCTURE = ("jaxport.harness._worker_client", "jaxport.harness._worker_pool")
 MODULE_LEVEL = "at module level"
 
 
@@ -343,15 +342,150 @@ def _jax_reached(module: str) -> list[str]:
           if runtime and where == MODULE_LEVEL and (name == "jax" or name.startswith("jax."))]
 
 
-@pytest.mark.parametrize("module", JAX_FREE_BY_STRUCTURE)
-def test_the_session_side_of_the_worker_reaches_no_jax(module):
-  assert "jaxport.harness._engine" not in _reached(module)
-  wrong = _jax_reached(module)
-  assert not wrong, f"importing {module} reaches jax:\n" + "\n".join(wrong)
-
-
 def test_the_reach_of_an_import_sees_jax():
-  assert _jax_reached("jaxport.harness._engine")
+  assert _jax_reached("jaxport.harness._worker._engine")
+
+
+# The harness split by process (docs/architecture.md): the controller runs in pytest's process
+# and never imports jax; the worker process imports jax and nothing of the controller's; what
+# crosses the pipe is in the protocol package, which both import.
+HARNESS = "jaxport.harness"
+CONTROLLER = "jaxport.harness._controller"
+WORKER = "jaxport.harness._worker"
+# An import table: module -> (line, imported name, where, runtime) for each import statement.
+ImportTable = dict[str, list[tuple[int, str, str, bool]]]
+
+
+def _within(module: str, package: str) -> bool:
+  return module == package or module.startswith(package + ".")
+
+
+def _is_jax(name: str) -> bool:
+  return name.split(".")[0] in ("jax", "jaxlib")
+
+
+def _table_module(table: ImportTable, name: str) -> str | None:
+  """The module of ``table`` that importing ``name`` runs (the longest prefix it holds)."""
+  while name not in table and "." in name:
+    name = name.rsplit(".", 1)[0]
+  return name if name in table else None
+
+
+def controller_reach_problems(table: ImportTable, controller: str = CONTROLLER,
+                              worker: str = WORKER) -> list[str]:
+  """Where the controller package reaches jax or the worker package. From each of its modules
+  the imports that run are followed: a harness module's at module level and inside functions
+  (a function may run in pytest's process), another module's at module level, and every
+  module's parent packages; never an import under ``TYPE_CHECKING``. No module reached may
+  import jax or jaxlib at module level, nor a controller module even inside a function, and no
+  module of the worker package may be reached at all."""
+  via: dict[str, str] = {}
+  todo = [(m, m) for m in table if _within(m, controller)]
+  while todo:
+    module, importer = todo.pop()
+    if module in via:
+      continue
+    via[module] = importer
+    parts = module.split(".")
+    todo += [(".".join(parts[:i]), module) for i in range(1, len(parts))
+             if ".".join(parts[:i]) in table]
+    for _, name, where, runtime in table[module]:
+      target = _table_module(table, name)
+      if runtime and target is not None and (where == MODULE_LEVEL or _within(module, HARNESS)):
+        todo.append((target, module))
+  wrong = []
+  for module in sorted(via):
+    if _within(module, worker):
+      wrong.append(f"{module}: a worker module, reached from the controller (imported by "
+                   f"{via[module]})")
+    wrong += [f"{module}:{line} ({where}): imports {name} (reached from the controller through "
+              f"{via[module]})" for line, name, where, runtime in table[module]
+              if runtime and _is_jax(name)
+              and (where == MODULE_LEVEL or _within(module, controller))]
+  return wrong
+
+
+def worker_controller_imports(table: ImportTable, controller: str = CONTROLLER,
+                              worker: str = WORKER) -> list[str]:
+  """Where a module of the worker package imports one of the controller package, at any level
+  (inside functions and under ``TYPE_CHECKING`` too)."""
+  return [f"{module}:{line} ({where}): imports {name}" for module in sorted(table)
+          if _within(module, worker) for line, name, where, _ in table[module]
+          if _within(name, controller)]
+
+
+def test_the_controller_package_reaches_no_jax_and_no_worker_module():
+  table = {m: _plain_imports(m) for m in IMPORTS}
+  assert any(_within(m, CONTROLLER) for m in table)
+  wrong = controller_reach_problems(table)
+  assert not wrong, "pytest's process must not import jax:\n" + "\n".join(wrong)
+
+
+def test_the_worker_package_imports_nothing_of_the_controller():
+  wrong = worker_controller_imports(IMPORTS)
+  assert not wrong, "the worker must not import the controller:\n" + "\n".join(wrong)
+
+
+def test_the_controller_rule_sees_jax_in_the_real_tree():
+  # The worker package, read as if it ran in pytest's process, reaches jax.
+  table = {m: _plain_imports(m) for m in IMPORTS}
+  assert controller_reach_problems(table, controller=WORKER, worker="jaxport.nothing")
+
+
+_C = CONTROLLER + "._planted"
+_PLANTED_REACH = {
+    "jax inside a controller function": {_C: [(3, "jax", "in f()", True)]},
+    "a harness module imported in a function imports jax": {
+        _C: [(3, "jaxport.harness._shared", "in f()", True)],
+        "jaxport.harness._shared": [(1, "jax.numpy", MODULE_LEVEL, True)]},
+    "a module outside the harness imported in a function imports jax": {
+        _C: [(3, "jaxport.golden._parsing", "in f()", True)],
+        "jaxport.golden._parsing": [(1, "jaxlib.mlir", MODULE_LEVEL, True)]},
+    "two steps away": {
+        _C: [(3, "jaxport.harness._shared", MODULE_LEVEL, True)],
+        "jaxport.harness._shared": [(5, "jaxport.golden._parsing", "in g()", True)],
+        "jaxport.golden._parsing": [(1, "jax", MODULE_LEVEL, True)]},
+    "a worker module": {
+        _C: [(3, WORKER + "._engine", "in f()", True)], WORKER + "._engine": []},
+    "through a parent package": {
+        _C: [(3, "jaxport.sub._leaf", MODULE_LEVEL, True)], "jaxport.sub._leaf": [],
+        "jaxport.sub": [(1, "jax", MODULE_LEVEL, True)]},
+}
+
+
+@pytest.mark.parametrize("table", list(_PLANTED_REACH.values()), ids=list(_PLANTED_REACH))
+def test_the_controller_rule_catches_a_planted_reach(table):
+  assert controller_reach_problems(table), table
+
+
+_NOT_REACHED = {
+    "under TYPE_CHECKING": {_C: [(3, "jax", MODULE_LEVEL, False)]},
+    "jax in a function of a module outside the harness": {
+        _C: [(3, "jaxport.golden._store", MODULE_LEVEL, True)],
+        "jaxport.golden._store": [(9, "jax", "in read()", True)]},
+    "a function-level import of a module outside the harness": {
+        _C: [(3, "jaxport.golden._store", MODULE_LEVEL, True)],
+        "jaxport.golden._store": [(9, "jaxport.golden._parsing", "in read()", True)],
+        "jaxport.golden._parsing": [(1, "jax", MODULE_LEVEL, True)]},
+    "a worker module no controller module imports": {
+        _C: [], WORKER + "._engine": [(1, "jax", MODULE_LEVEL, True)]},
+}
+
+
+@pytest.mark.parametrize("table", list(_NOT_REACHED.values()), ids=list(_NOT_REACHED))
+def test_the_controller_rule_follows_only_what_runs(table):
+  assert controller_reach_problems(table) == []
+
+
+@pytest.mark.parametrize("where,runtime", [(MODULE_LEVEL, True), ("in f()", True),
+                                           (MODULE_LEVEL, False)],
+                         ids=["module level", "in a function", "under TYPE_CHECKING"])
+def test_the_worker_rule_catches_a_planted_controller_import(where, runtime):
+  table = {WORKER + "._planted": [(4, CONTROLLER + "._session", where, runtime)],
+           CONTROLLER + "._session": []}
+  assert worker_controller_imports(table)
+  assert worker_controller_imports({WORKER + "._planted": [
+      (4, "jaxport.harness._protocol._answers", where, runtime)]}) == []
 
 
 def test_shapes_core_imports_no_jax():
@@ -557,7 +691,7 @@ def test_installed_versions_are_read_only_behind_jaxcompat():
 
 ENTRY_ID_MODULE = PACKAGE / "golden" / "_entry_id.py"
 # Modules splitting other '/'-separated text, each with what it splits.
-OTHER_SLASHED_TEXT = {PACKAGE / "harness" / "_shard.py": "a shard spec I/N"}
+OTHER_SLASHED_TEXT = {PACKAGE / "harness" / "_controller" / "_shard.py": "a shard spec I/N"}
 
 
 def _slash_splits(path: pathlib.Path) -> list[str]:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from jaxport.errors import GoldenDataError
-from jaxport.harness import _devices, _plugin
+from jaxport.harness import _devices
+from jaxport.harness._controller import _plugin
 from jaxport.harness._registry import CaseRegistry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,11 +31,11 @@ def _run(script: str, env: dict | None = None) -> dict:
 @pytest.mark.parametrize("statement", [
     "import jaxport",
     "import jaxport.harness",
-    "import jaxport.harness._plugin",
-    "import jaxport.harness._worker_client, jaxport.harness._worker_pool",
+    "import jaxport.harness._controller._plugin",
+    "import jaxport.harness._controller._worker_client, jaxport.harness._controller._worker_pool",
     "import jaxport.golden; jaxport.golden.GoldenStore; jaxport.golden.Manifest",
     "import jaxport.report; jaxport.report.load_report",
-    "from jaxport.harness import _reference; _reference.readers()",
+    "from jaxport.harness._protocol import _readers; _readers.readers()",
 ])
 def test_the_pytest_side_imports_no_jax(statement):
   loaded = _run(f"""

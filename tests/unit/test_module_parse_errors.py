@@ -48,8 +48,8 @@ def test_damaged_bytes_are_called_damaged():
 
 def test_a_record_whose_module_does_not_parse_is_a_refused_upgrade_not_a_harness_error():
   import dataclasses
-  from jaxport.harness import _stopwatch, _upgraded_run
-  from jaxport.harness._protocol import ReaderResult, Stage
+  from jaxport.harness._worker import _stopwatch, _upgraded_run
+  from jaxport.harness._protocol._answers import ReaderResult, Stage
   from jaxport.harness._judge._findings import reproduced
   exp = jaxport.export(jax.jit(jnp.sin))(np.ones(3, np.float32))
   broken = dataclasses.replace(exp, mlir_module_serialized=_module()[:40] + b"\xff" * 30)

@@ -13,8 +13,8 @@ if str(ROOT) not in sys.path:
 
 from harness.cases import release_cases  # noqa: E402
 from harness.tools import expected_status  # noqa: E402
-from jaxport.harness import _releases  # noqa: E402
-from jaxport.harness._expectations import Expectation, parse_table  # noqa: E402
+from jaxport.harness._judge import _releases
+from jaxport.harness._judge._expectations import Expectation, parse_table  # noqa: E402
 from jaxport.harness._judge import _release  # noqa: E402
 import _judging as judging  # noqa: E402
 from jaxport._jaxcompat._version import installed_jax_version  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 
 import jaxport.releases as rel
 from jaxport.errors import JaxportError, ReleaseTableError
-from jaxport.harness import _releases
+from jaxport.harness._judge import _releases
 from jaxport.releases import _table
 from _artifact_features import artifact_features
 from jaxport.releases._runs_on import CustomCall

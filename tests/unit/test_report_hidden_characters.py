@@ -2,7 +2,7 @@
 escaped in the HTML page, the Markdown summary and the terminal summary, never written raw."""
 
 import _report_helpers as helpers
-from jaxport.harness import _reporter
+from jaxport.harness._controller import _reporter
 from jaxport.report import RunReport
 from jaxport.report._html import render_html
 from jaxport.report._markdown import render_markdown

@@ -187,7 +187,7 @@ def test_harness_summary_derives_the_warning_from_the_counts_not_the_report():
   root = str(Path(__file__).resolve().parents[2])
   if root not in sys.path:
     sys.path.insert(0, root)
-  from jaxport.harness import _reporter as reporter
+  from jaxport.harness._controller import _reporter as reporter
   data = helpers.run_report()
   assert data["session_warnings"] == [] and data["summary"]["warn"] == 1
   assert ("session warning: 1 entries have drift or staleness findings; they fail with --compat-strict"
@@ -195,7 +195,7 @@ def test_harness_summary_derives_the_warning_from_the_counts_not_the_report():
 
 
 def test_harness_summary_under_strict_does_not_say_warnings_would_fail_with_strict():
-  from jaxport.harness import _reporter as reporter
+  from jaxport.harness._controller import _reporter as reporter
   data = helpers.run_report()
   data["strict"] = True
   text = "\n".join(reporter.text_lines(RunReport.from_json(data)))

@@ -7,7 +7,7 @@ import pytest
 
 import _report_helpers as helpers
 from jaxport.errors import ReportError
-from jaxport.harness import _expectations as expected_status
+from jaxport.harness._judge import _expectations as expected_status
 from jaxport.report import RunReport, merge_reports, render_html, render_markdown
 from jaxport.report import _views
 

@@ -13,10 +13,10 @@ import pytest
 
 from jaxport._vocabulary import Finding, FindingKind, Status, Subject
 from jaxport.errors import WorkerAnswerError
-from jaxport.harness._entry_run import EntryRun
+from jaxport.harness._controller._entry_run import EntryRun
 from jaxport.harness._project import Project
-from jaxport.harness._session import HarnessSession, _read_worker_part
-from jaxport.harness._settings import Options, Settings
+from jaxport.harness._controller._session import HarnessSession, _read_worker_part
+from jaxport.harness._controller._settings import Options, Settings
 from jaxport.harness._verdicts import Outcome
 
 ENTRY = "cpu/mine/gram/2026-11-30_jax-0.10.2"

@@ -110,7 +110,8 @@ def _crosscheck_entry(entry: Entry, case: Any, reference: Any, cpu: Any) -> dict
   import jax
   import numpy as np
 
-  from jaxport.harness import _case_runs, _jax_setup, checkers
+  from jaxport.harness._worker import _case_runs, _jax_setup
+  from jaxport.harness import checkers
 
   m = entry.manifest
   c = m.comparison

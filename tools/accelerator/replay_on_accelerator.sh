@@ -174,7 +174,7 @@ fi
 
 step probe 60 "$py" -c "
 import jax, jaxport
-from jaxport.harness import _device_probe
+from jaxport.harness._worker import _device_probe
 from jaxport.golden._host import current_host
 print('jax', jax.__version__, 'backend', jax.default_backend(), jax.devices())
 print('harness platform', _device_probe.probe().platform)
@@ -219,7 +219,7 @@ else
     "--compat-report=$work/compat-replay.json" "${selection[@]}" "${parallel[@]}"
 fi
 
-corpus_dir="$(JAX_PLATFORMS=cpu "$py" -c 'from jaxport.harness._jax_corpus import corpus_dir; print(corpus_dir())' 2>>"$log")"
+corpus_dir="$(JAX_PLATFORMS=cpu "$py" -c 'from jaxport.harness._controller._jax_corpus import corpus_dir; print(corpus_dir())' 2>>"$log")"
 sources=("$corpus_dir")
 if [ -n "$corpus_files" ]; then
   IFS=, read -r -a names <<<"$corpus_files"

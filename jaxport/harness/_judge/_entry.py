@@ -7,15 +7,15 @@ import dataclasses
 import datetime
 
 from jaxport.golden._manifest import CustomCallSignature, Manifest
-from jaxport.harness._expectations import Table
+from jaxport.harness._judge._expectations import Table
 from jaxport.harness._judge import _consumers
 from jaxport.harness._judge._corpus_known import with_jax_skip
 from jaxport.harness._judge._findings import findings_of, unreadable_outcome
 from jaxport.harness._judge._release import with_release
 from jaxport.harness._judge._status import Policy, status_of
 from jaxport.harness._project import ProjectTargets
-from jaxport.harness._protocol import ReplayAnswer, WorkerFailure
-from jaxport.harness._requests import FeaturesWanted, ReplayRequest
+from jaxport.harness._protocol._answers import ReplayAnswer, WorkerFailure
+from jaxport.harness._protocol._requests import FeaturesWanted, ReplayRequest
 from jaxport.harness._verdicts import Outcome
 from jaxport.releases import MeasuredRuns
 

@@ -12,18 +12,18 @@ from typing import Any
 
 from jaxport._isolation._process import exit_text
 from jaxport.golden._host import Host
-from jaxport.harness import _reader_policy
+from jaxport.harness._judge import _reader_policy
 from jaxport._vocabulary import Finding, FindingKind, Subject, TargetVerdict
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import CustomCallSignature, Manifest
-from jaxport.harness._protocol import (EnvelopeRead, FailureKind, ReaderResult, ReplayAnswer, Stage,
-                                       WorkerFailure)
-from jaxport.harness._requests import ReplayRequest
-from jaxport.harness._stage_marks import CASE_CODE, TODAY, stage_reader
+from jaxport.harness._protocol._answers import (EnvelopeRead, FailureKind, ReaderResult,
+                                                ReplayAnswer, Stage, WorkerFailure)
+from jaxport.harness._protocol._requests import ReplayRequest
+from jaxport.harness._protocol._stage_marks import CASE_CODE, TODAY, stage_reader
 from jaxport.harness._verdicts import Outcome
 from jaxport.harness._judge._age import age_findings, days_to_expiry
 from jaxport.harness._judge._drift import (contract_findings, lowering_difference,
-                                            lowers_as_current_entry)
+                                           lowers_as_current_entry)
 from jaxport.harness._judge._targets import module_target_verdicts, not_stable_finding
 from jaxport.harness._project import ProjectTargets
 

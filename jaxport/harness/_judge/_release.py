@@ -26,8 +26,8 @@ import re
 from jaxport._vocabulary import (RELEASE_DIFFERENCE_KINDS, ExpectationVerdict, Finding,
                                  FindingKind, Subject)
 from jaxport.golden._manifest import Manifest
-from jaxport.harness import _expectations, _releases
-from jaxport.harness._expectations import EXPECT_FAIL, EXPECT_PASS, Expectation, Table
+from jaxport.harness._judge import _expectations, _releases
+from jaxport.harness._judge._expectations import EXPECT_FAIL, EXPECT_PASS, Expectation, Table
 from jaxport.harness._verdicts import Outcome
 from jaxport.report import Release, Window
 

@@ -1,7 +1,7 @@
 """An entry's replay by another release's own ``jax.export`` (the release replayer's row):
 its status, and what it measured of whether the entry runs there.
 
-The replayer reports results only (``jaxport.harness._release_rows``). An entry that
+The replayer reports results only (``jaxport.harness._protocol._release_rows``). An entry that
 reproduced, or ran where the project's own checker cannot be had, passes and runs there; one
 that failed to load, run or reproduce fails and does not run there; the replayer's own failure
 (its files did not verify, it raised, the process died on the entry) fails and measured
@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jaxport._vocabulary import Status
-from jaxport.harness._release_rows import HARNESS, PROCESS, VERIFY, ReleaseRow
+from jaxport.harness._protocol._release_rows import HARNESS, PROCESS, VERIFY, ReleaseRow
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,91 @@
+"""What a replay reads from module bytes, once per entry: custom-call signatures, the text
+without locations compared with today's lowering, and the calling contract's change."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from jaxport.export import _mlir
+from jaxport.golden._manifest import CustomCallSignature
+from jaxport.harness._worker import _reference as _api, _calling, _lowering
+
+
+def same_computation(exp: Any, recorded_module: bytes, reads: ModuleReads | None = None) -> bool:
+  """Whether today's module and the recorded one differ at most in their source locations
+  (the recorded one's text read through the entry's ``reads``)."""
+  return same_module_bytes(bytes(exp.mlir_module_serialized), recorded_module, reads)
+
+
+def vjp_module(exp: Any) -> bytes | None:
+  """The module of the VJP an Exported carries (of order 1), or None when it carries none."""
+  if not exp.has_vjp():
+    return None
+  return bytes(exp.vjp().mlir_module_serialized)
+
+
+def same_module_bytes(today: bytes, recorded_module: bytes,
+                      reads: ModuleReads | None = None) -> bool:
+  """Whether module bytes ``today`` and the recorded ones differ at most in their source
+  locations."""
+  if today == recorded_module:
+    return True
+  reads = reads if reads is not None else ModuleReads()
+  try:
+    return _todays_text(today) == reads.text_without_locations(recorded_module)
+  except Exception:  # noqa: BLE001  (unparsable: not known to be the same; run it)
+    return False
+
+
+class ModuleReads:
+  """The modules one entry's readers handed back, and what the replay reads from module
+  bytes, each read at most once per entry: both readers normally hand back the same module,
+  whose signatures (lowering-only entries) and text without locations (the comparison with
+  today's lowering) are then parsed once. Each reader still deserializes and calls with its
+  own code; only these read-only views are shared."""
+
+  def __init__(self) -> None:
+    self.by_reader: dict[str, bytes] = {}
+    # Each reader's calling contract of the blob (``_calling``), for today's comparison.
+    self.contracts: dict[str, _calling.CallingContract] = {}
+    # Each reader's module of the VJP the blob carries (None: it carries none).
+    self.vjps: dict[str, bytes | None] = {}
+    self._lock = threading.Lock()
+    self._views: dict[tuple[str, bytes], Any] = {}
+
+  def _once(self, what: str, module: bytes, read: Callable[[bytes], Any]) -> Any:
+    key = (what, module)
+    with self._lock:
+      if key in self._views:
+        return self._views[key]
+    value = read(module)  # an error is raised to each caller, nothing kept
+    with self._lock:
+      return self._views.setdefault(key, value)
+
+  def signatures(self, module: bytes) -> tuple[CustomCallSignature, ...]:
+    """The module's custom-call signatures (``_lowering.signatures``)."""
+    return self._once("signatures", bytes(module), _lowering.signatures)
+
+  def text_without_locations(self, module: bytes) -> str:
+    """The module's text without locations (``_mlir.module_text_without_locations``)."""
+    return self._once("text", bytes(module), _mlir.module_text_without_locations)
+
+
+@functools.lru_cache(maxsize=16)
+def _todays_text(module: bytes) -> str:
+  """Today's module of a case without locations (its entries come one after another)."""
+  return _mlir.module_text_without_locations(module)
+
+
+def contract_change(today: Any, reads: ModuleReads) -> _calling.ContractDiff:
+  """How the calling contract of today's export, serialized and read back as a consumer reads
+  it (``today``; its error text where it does not read back), differs from the entry's as the
+  reference reader (else another) read it; no difference when no reader read the entry, or
+  today's export does not read back (their failures say why)."""
+  recorded = reads.contracts.get(_api.REFERENCE) or next(iter(list(reads.contracts.values())),
+                                                          None)
+  if recorded is None or isinstance(today, str):
+    return _calling.ContractDiff()
+  return _calling.diff(recorded, _calling.contract_of(today))
