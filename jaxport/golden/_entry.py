@@ -47,7 +47,7 @@ class Entry:
 
   def __init__(self, path: str | os.PathLike, entry_id: str | None = None):
     self.path = Path(path)
-    self.entry_id = entry_id or "/".join(self.path.parts[-4:])
+    self.entry_id = entry_id or str(EntryId.from_folder(self.path))
     # The manifest last parsed, under the identity of the file it was parsed from.
     self._parsed: tuple[tuple[int, int, int], Manifest] | None = None
 

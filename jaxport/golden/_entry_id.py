@@ -7,6 +7,8 @@ id's parts the same way and none of them splits the text itself.
 from __future__ import annotations
 
 import dataclasses
+import os
+import pathlib
 import re
 
 # The folder name of an entry: record date, optional same-day revision, producing jax release.
@@ -39,6 +41,17 @@ class EntryId:
     """The id the last four parts of a '/'-separated path name (an entry folder's path
     inside its store); ValueError when it has fewer."""
     return cls.parse("/".join(split_parts(path_text)[-4:]))
+
+  @classmethod
+  def from_folder(cls, folder: str | os.PathLike) -> EntryId:
+    """The id of the entry whose folder is ``folder``: its last four path parts
+    (``<store>/<platform>/<family>/<case_id>/<folder>``); ValueError when it has fewer."""
+    path = pathlib.PurePath(folder)
+    parts = path.parts[1 if path.anchor else 0:][-4:]
+    if len(parts) != 4:
+      raise ValueError(f"{os.fspath(folder)!r} is not an entry folder; expected "
+                       f"'<store>/<platform>/<family>/<case_id>/{FOLDER_FORM}'")
+    return cls(*parts)
 
   def __str__(self) -> str:
     return f"{self.platform}/{self.family}/{self.case_id}/{self.folder}"

@@ -508,3 +508,11 @@ def test_the_manifest_is_parsed_once_per_version_of_its_file(entry, monkeypatch)
   with pytest.raises(GoldenDataError, match="format_version"):
     entry.manifest
   assert len(parses) == 2
+
+
+def test_an_entry_folders_id_is_its_last_four_path_parts(store, entry):
+  assert EntryId.from_folder(entry.path) == EntryId.parse(str(entry.entry_id))
+  assert EntryId.from_folder("store/cpu/linalg/qr_f32/2026-06-01_jax-0.10.2") == EntryId(
+      "cpu", "linalg", "qr_f32", "2026-06-01_jax-0.10.2")
+  with pytest.raises(ValueError, match="not an entry folder"):
+    EntryId.from_folder("/qr_f32/2026-06-01_jax-0.10.2")

@@ -576,3 +576,49 @@ def test_only_the_entry_id_module_splits_entry_ids():
   assert not [w for p in PACKAGE.rglob("*.py")
               if p != ENTRY_ID_MODULE and p not in OTHER_SLASHED_TEXT for w in _slash_splits(p)]
   assert _slash_splits(ENTRY_ID_MODULE)  # the check sees what it looks for
+
+
+def hand_built_ids(source: str, where: str) -> list[str]:
+  """Where ``source`` assembles an entry id from path parts itself: ``"/".join(...)`` over a
+  ``.parts`` slice or over ``split_parts(...)`` (``EntryId.from_folder`` makes the id of an
+  entry folder)."""
+  found = []
+  for node in ast.walk(ast.parse(source)):
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "join" and isinstance(node.func.value, ast.Constant)
+            and node.func.value.value == "/" and node.args):
+      continue
+    joined = node.args[0]
+    for sub in ast.walk(joined):
+      if (isinstance(sub, ast.Attribute) and sub.attr == "parts") or (
+          isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
+          and sub.func.id == "split_parts"):
+        found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+        break
+  return found
+
+
+def test_no_module_builds_an_entry_id_by_hand():
+  assert not [w for p in PACKAGE.rglob("*.py") if p != ENTRY_ID_MODULE
+              for w in hand_built_ids(p.read_text(encoding="utf-8"),
+                                      str(p.relative_to(PACKAGE.parent)))]
+  # The check sees what it looks for: the entry id's own module does join parts.
+  assert hand_built_ids(ENTRY_ID_MODULE.read_text(encoding="utf-8"), "_entry_id.py")
+
+
+@pytest.mark.parametrize("planted", [
+    'entry_id = "/".join(path.parts[-4:])',
+    'entry_id = "/".join(folder.resolve().relative_to(root).parts[-4:])',
+    'key = "/".join(split_parts(text)[:3])',
+    'ids.append("/".join(list(manifest.parent.parts)[-4:]))',
+], ids=["a parts slice", "a relative path's parts", "split text", "a list of parts"])
+def test_the_entry_id_rule_catches_a_planted_hand_built_id(planted):
+  assert hand_built_ids(planted, "planted.py"), planted
+
+
+@pytest.mark.parametrize("other", [
+    'line = "/".join(str(counts.get(k, 0)) for k in ("export", "call"))',
+    'entry_id = str(EntryId.from_folder(path))',
+], ids=["counts", "the constructor"])
+def test_the_entry_id_rule_lets_other_joins_be(other):
+  assert hand_built_ids(other, "other.py") == []
