@@ -19,7 +19,7 @@ from jaxport.harness import _expectations as expected_status
 from jaxport.harness import _reference as _api
 from jaxport.harness._project import Project
 from jaxport.harness._protocol import ProjectCases
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 from jaxport._jaxcompat._version import distribution_version, installed_jax_version
 from jaxport.report import (
     DRIFT_KINDS, CorpusImport, DriftItem, FindingKind, Recorded, RunReport, ShardRef,
@@ -38,7 +38,7 @@ class RunFacts:
   """What one run collected, as the report builder takes it."""
   options: Options
   project: Project
-  outcomes: Mapping[str, Outcome]
+  outcomes: Mapping[str, EntryResult]
   # The entries the run checks, present in the store.
   present: Sequence[str]
   failures: Sequence[str]
@@ -136,7 +136,7 @@ def build_run_report(facts: RunFacts) -> RunReport:
       producer=_api.PRIMARY,
       versions={"jax": installed_jax_version(),
                 **{d: distribution_version(d) for d in ("jaxlib", "jaxport", "numpy")}},
-      entries=tuple(x.report_entry() for x in outcomes),
+      entries=tuple(outcomes),
       targets=targets,
       skips=tuple(skips),
       drift=tuple(DriftItem(x.entry_id, str(f.kind), f.message)

@@ -43,7 +43,7 @@ from jaxport.harness._registry import CaseRegistry
 from jaxport.harness._run_report import RunFacts, build_run_report
 from jaxport.harness._settings import Settings
 from jaxport.harness._shard import costs_json
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 from jaxport.harness._worker_pool import WorkerPool, printed
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.report import RunReport, Status, write_report
@@ -96,7 +96,7 @@ class HarnessSession:
     self._facts_asked = False
     # jax's corpus imported for this run (controller only; workers get its root in the options).
     self.corpus = corpus
-    self._outcomes: dict[str, Outcome] = {}
+    self._outcomes: dict[str, EntryResult] = {}
     self._session_failures: list[str] = []
     self.recorder = Recorder(self.store, self.pool, self.registry, options.today,
                              self._session_failures)
@@ -251,7 +251,7 @@ class HarnessSession:
     pytest.skip(f"not run: the {check.platform} device is not usable here (the first golden "
                 "item's failure says why)")
 
-  def replay(self, entry_id: str) -> Outcome:
+  def replay(self, entry_id: str) -> EntryResult:
     """Replay one entry in the worker and judge the answer; the outcome is kept."""
     # A changed function fails the case's newest entry only: older ones stay, differing from
     # today's function, until pruned.
@@ -428,7 +428,7 @@ class HarnessSession:
   # --- xdist -------------------------------------------------------------------
 
   def worker_output(self) -> str:
-    return json.dumps({"outcomes": {k: o.to_json() for k, o in self._outcomes.items()},
+    return json.dumps({"outcomes": {k: o.to_part_json() for k, o in self._outcomes.items()},
                        "recorded": self.recorder.recorded,
                        "session_failures": self._session_failures,
                        "seconds": self._seconds, "parts": self._parts,
@@ -506,7 +506,7 @@ def _read_worker_part(payload: str) -> dict[str, Any]:
     return {k: read(v, f"{where}.{k}") for k, v in s.of(value, Mapping, where).items()}
 
   return {
-      "outcomes": values_of(d["outcomes"], "part.outcomes", Outcome.from_json),
+      "outcomes": values_of(d["outcomes"], "part.outcomes", EntryResult.from_part_json),
       "recorded": values_of(d["recorded"], "part.recorded",
                             lambda v, at: dict(s.of(v, Mapping, at))),
       "session_failures": s.strs(d["session_failures"], "part.session_failures"),

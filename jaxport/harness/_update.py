@@ -24,7 +24,7 @@ from jaxport._vocabulary import RecordAction, Subject
 from jaxport.golden._manifest import Manifest
 from jaxport.golden._entry import entry_sort_key
 from jaxport._vocabulary import CHANGE_KINDS
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 from jaxport.report import FindingKind, PlatformTargets, Skip, Targets
 
 # The flag that records a new entry for each changed case.
@@ -43,7 +43,7 @@ class CaseChange:
   numerics: tuple[str, ...] = ()
 
   @classmethod
-  def from_outcome(cls, outcome: Outcome) -> CaseChange:
+  def from_outcome(cls, outcome: EntryResult) -> CaseChange:
     """The change an entry's replay outcome shows against today's lowering of its case."""
     recorded = set(outcome.targets)
     today = set(outcome.current_targets or ())
@@ -113,7 +113,7 @@ def settled(targets: Targets, other_targets: Mapping[str, PlatformTargets], case
   return targets, other, [c for c in case_ids if c not in updated], skips
 
 
-def _findings(outcome: Outcome, kind: FindingKind) -> tuple[str, ...]:
+def _findings(outcome: EntryResult, kind: FindingKind) -> tuple[str, ...]:
   """The differences an outcome's findings of ``kind`` name (their details; a message without
   one, whole)."""
   return tuple(f.detail if f.detail is not None else f.message for f in outcome.of_kind(kind))
@@ -127,7 +127,7 @@ def newest_entries(entry_ids: Iterable[str]) -> dict[str, str]:
   return out
 
 
-def changed_cases(outcomes: Mapping[str, Outcome], present: Iterable[str],
+def changed_cases(outcomes: Mapping[str, EntryResult], present: Iterable[str],
                   case_ids: Iterable[str], include_new: bool) -> list[CaseChange]:
   """The registered cases to record again: those whose newest entry's replay shows a change,
   and, with ``include_new``, those without any entry; sorted by case id."""
@@ -145,7 +145,7 @@ def changed_cases(outcomes: Mapping[str, Outcome], present: Iterable[str],
   return out
 
 
-def change_hint(outcome: Outcome, updating: bool, newest: bool) -> str:
+def change_hint(outcome: EntryResult, updating: bool, newest: bool) -> str:
   """A line for a replay message whose entry shows a changed case: what it means and what to
   run if the change is intended (``newest``: the entry is its case's newest)."""
   case_id = outcome.case_id

@@ -6,7 +6,7 @@ import _judging as judging
 from jaxport.harness import _update
 from jaxport._vocabulary import RecordAction
 from jaxport.harness._update import CaseChange, Update
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 from jaxport.report import Finding, FindingKind as K, Subject
 from jaxport.report import PlatformTargets, Skip, Status, Targets
 
@@ -17,7 +17,7 @@ REVISED = "cpu/mine/gram/2026-11-30.2_jax-0.10.2"
 
 def outcome(entry_id, *kinds, targets=("a",), current=("a",)):
   _, family, case_id, _ = entry_id.split("/")
-  return Outcome(entry_id=entry_id, case_id=case_id, family=family, record_date=None,
+  return EntryResult(entry_id=entry_id, case_id=case_id, family=family, record_date=None,
                  days_to_expiry=None, lowering_only=False, targets=tuple(targets),
                  current_targets=tuple(current),
                  findings=tuple(Finding(k, Subject.TODAY, f"current lowering: {k} of {entry_id}",

@@ -413,22 +413,22 @@ def test_the_repository_harness_cases_use_only_what_a_downstream_project_can():
 
 # The one judge of an entry: only it builds an outcome or changes its verdict.
 JUDGE = PACKAGE / "harness" / "_judge"
-# The outcome record itself (its JSON readers rebuild what the judge made).
-OUTCOME_RECORD = PACKAGE / "harness" / "_verdicts.py"
+# The entry's record itself (its JSON readers rebuild what the judge made).
+OUTCOME_RECORD = PACKAGE / "report" / "_entries.py"
 # What an outcome's verdict is made of.
 VERDICT_FIELDS = {"status", "findings", "expected_failure", "release", "runs_on"}
 
 
 def _verdict_writes(path: pathlib.Path) -> list[str]:
-  """Where ``path`` builds an ``Outcome`` or replaces a verdict field of one."""
+  """Where ``path`` builds an ``EntryResult`` or replaces a verdict field of one."""
   found = []
   for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
     if not isinstance(node, ast.Call):
       continue
     name = node.func.id if isinstance(node.func, ast.Name) else (
         node.func.attr if isinstance(node.func, ast.Attribute) else None)
-    if name == "Outcome":
-      found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: builds an Outcome")
+    if name == "EntryResult":
+      found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: builds an EntryResult")
     if name == "replace" and {k.arg for k in node.keywords} & VERDICT_FIELDS:
       found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: replaces "
                    f"{sorted({k.arg for k in node.keywords} & VERDICT_FIELDS)}")

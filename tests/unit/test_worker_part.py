@@ -14,10 +14,10 @@ from jaxport.errors import WorkerAnswerError
 from jaxport.harness._project import Project
 from jaxport.harness._session import HarnessSession, Options, _read_worker_part
 from jaxport.harness._settings import Settings
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 
 ENTRY = "cpu/mine/gram/2026-11-30_jax-0.10.2"
-OUTCOME = Outcome(entry_id=ENTRY, case_id="gram", family="mine", record_date="2026-11-30",
+OUTCOME = EntryResult(entry_id=ENTRY, case_id="gram", family="mine", record_date=datetime.date(2026, 11, 30),
                   days_to_expiry=150, lowering_only=False, targets=("a",), current_targets=("a",),
                   findings=(Finding(FindingKind.NUMERICS_DRIFT, Subject.READER, "drift",
                                     reader="jax"),),
@@ -25,7 +25,7 @@ OUTCOME = Outcome(entry_id=ENTRY, case_id="gram", family="mine", record_date="20
 
 
 def _part(**changes):
-  part = {"outcomes": {ENTRY: OUTCOME.to_json()}, "recorded": {}, "session_failures": [],
+  part = {"outcomes": {ENTRY: OUTCOME.to_part_json()}, "recorded": {}, "session_failures": [],
           "seconds": {ENTRY: 1.5}, "parts": {ENTRY: {"call": 1.0}},
           "work": {ENTRY: {"from_cache": 1}}, "notices": []}
   part.update(changes)
@@ -33,7 +33,7 @@ def _part(**changes):
 
 
 def test_an_outcome_and_a_part_read_back_as_written():
-  assert Outcome.from_json(json.loads(json.dumps(OUTCOME.to_json()))) == OUTCOME
+  assert EntryResult.from_part_json(json.loads(json.dumps(OUTCOME.to_part_json()))) == OUTCOME
   part = _read_worker_part(_part())
   assert part["outcomes"] == {ENTRY: OUTCOME} and part["seconds"] == {ENTRY: 1.5}
 
@@ -49,10 +49,10 @@ def test_an_outcome_and_a_part_read_back_as_written():
 ], ids=["no-status", "unknown-status", "targets-text", "bool-days", "finding-kind",
         "finding-field", "unknown-field"])
 def test_a_malformed_outcome_is_refused_naming_the_field(change, named):
-  d = json.loads(json.dumps(OUTCOME.to_json()))
+  d = json.loads(json.dumps(OUTCOME.to_part_json()))
   change(d)
   with pytest.raises(WorkerAnswerError, match=named):
-    Outcome.from_json(d)
+    EntryResult.from_part_json(d)
 
 
 @pytest.mark.parametrize("changes, named", [
