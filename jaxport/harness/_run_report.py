@@ -22,8 +22,8 @@ from jaxport.harness._protocol import ProjectCases
 from jaxport.report._entries import EntryResult
 from jaxport._jaxcompat._version import distribution_version, installed_jax_version
 from jaxport.report import (
-    DRIFT_KINDS, CorpusImport, DriftItem, FindingKind, Recorded, RunReport, ShardRef,
-    Skip, Status, Summary, Updated, Window)
+    DRIFT_KINDS, DriftItem, FindingKind, Recorded, RunReport, ShardRef,
+    Skip, Status, Summary, Window)
 from jaxport.report import _coverage as run_coverage
 from jaxport.golden._entry_id import producer_of
 from jaxport.report._model import other_host_passes
@@ -147,13 +147,11 @@ def build_run_report(facts: RunFacts) -> RunReport:
       summary=summary,
       shard=None if o.settings.shard is None else ShardRef(o.settings.shard.index, o.settings.shard.count),
       lowering_only_targets=other,
-      jax_corpus=(None if facts.corpus is None
-                  else CorpusImport.from_json(facts.corpus.to_json(), "jax_corpus")),
+      jax_corpus=None if facts.corpus is None else facts.corpus.report_section(),
       replay_hosts=tuple(_distinct(x.replay_host for x in outcomes
                                    if x.replay_host is not None)),
       updated=(None if not o.settings.update else tuple(
-          Updated.from_json(u.to_json(), u.change.case_id)
-          for u in sorted(facts.updates, key=lambda u: u.change.case_id))),
+          u.report_item() for u in sorted(facts.updates, key=lambda u: u.change.case_id))),
       declared_targets={k: tuple(v) for k, v in project.targets.by_platform.items()},
       release_windows={p: Window.from_json(w, p) for p, w in expected_status.release_windows(
           (producer_of(x.entry_id) for x in outcomes), o.today).items()})

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from jaxport.golden._entry_id import EntryId
 from jaxport._vocabulary import RecordAction, Subject
@@ -25,7 +24,7 @@ from jaxport.golden._manifest import Manifest
 from jaxport.golden._entry import entry_sort_key
 from jaxport._vocabulary import CHANGE_KINDS
 from jaxport.report._entries import EntryResult
-from jaxport.report import FindingKind, PlatformTargets, Skip, Targets
+from jaxport.report import FindingKind, PlatformTargets, Skip, Targets, Updated
 
 # The flag that records a new entry for each changed case.
 UPDATE_FLAG = "--compat-update"
@@ -78,12 +77,13 @@ class Update:
   # change says what differs).
   targets: tuple[str, ...] = ()
 
-  def to_json(self) -> dict[str, Any]:
+  def report_item(self) -> Updated:
+    """The update as the report's ``updated`` section lists it."""
     c = self.change
-    return {"case_id": c.case_id, "since": c.since, "entry_id": self.entry_id,
-            "action": str(self.action), "message": self.message,
-            "targets_added": list(c.targets_added), "targets_removed": list(c.targets_removed),
-            "signature_changes": list(c.signature_changes), "numerics": list(c.numerics)}
+    return Updated(case_id=c.case_id, since=c.since, entry_id=self.entry_id,
+                   action=str(self.action), message=self.message,
+                   targets_added=c.targets_added, targets_removed=c.targets_removed,
+                   signature_changes=c.signature_changes, numerics=c.numerics)
 
 
 def targets_of(manifest: Manifest) -> tuple[str, ...]:
@@ -170,19 +170,18 @@ def change_hint(outcome: EntryResult, updating: bool, newest: bool) -> str:
           "'jaxport prune --superseded' removes it); otherwise fix the function.")
 
 
-def text_lines(updated: Iterable[Mapping[str, Any]]) -> list[str]:
+def text_lines(updated: Iterable[Updated]) -> list[str]:
   """The terminal summary of an update run's ``updated`` section."""
   updated = list(updated)
   if not updated:
     return ["updated no case: no newest entry differs from today's function"]
   lines = [f"updated {len(updated)} case(s):"]
   for u in updated:
-    change = CaseChange(u["case_id"], u["since"], tuple(u["targets_added"]),
-                        tuple(u["targets_removed"]), tuple(u["signature_changes"]),
-                        tuple(u["numerics"]))
-    lines.append(f"  {u['action']:9s} {u['entry_id'] or u['case_id']}"
-                 + (f" (since {u['since']})" if u["since"] else " (new case)"))
+    change = CaseChange(u.case_id, u.since, u.targets_added, u.targets_removed,
+                        u.signature_changes, u.numerics)
+    lines.append(f"  {u.action:9s} {u.entry_id or u.case_id}"
+                 + (f" (since {u.since})" if u.since else " (new case)"))
     lines += [f"      {line.splitlines()[0]}" for line in change.summary()]
-    if u["message"]:
-      lines.append(f"      {u['message'].splitlines()[0]}")
+    if u.message:
+      lines.append(f"      {u.message.splitlines()[0]}")
   return lines

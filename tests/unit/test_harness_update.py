@@ -118,10 +118,10 @@ def test_a_broken_artifact_is_not_told_to_record_a_new_entry():
   assert _update.change_hint(crashed, updating=False, newest=True) == ""
 
 
-def test_the_report_section_round_trips_through_the_text_summary():
+def test_the_report_section_shows_in_the_text_summary():
   u = Update(CaseChange("gram", NEW, ("c",), (), ("target c is new",), ("3 of 9 differ",)),
              RecordAction.WRITTEN, REVISED)
-  lines = _update.text_lines([u.to_json()])
+  lines = _update.text_lines([u.report_item()])
   assert lines == ["updated 1 case(s):", f"  written   {REVISED} (since {NEW})",
                    "      targets added ['c'], removed []", "      signature: target c is new",
                    "      numerics: 3 of 9 differ"]
