@@ -18,9 +18,11 @@ FOLDER_FORM = "<YYYY-MM-DD>[.<revision>]_jax-<version>"
 UNKNOWN_PRODUCER = "unknown"
 
 
-@dataclasses.dataclass(frozen=True, order=True)
+@dataclasses.dataclass(frozen=True)
 class EntryId:
-  """The four parts of an entry id. ``str(entry_id)`` is the id's text."""
+  """The four parts of an entry id. ``str(entry_id)`` is the id's text, and ids sort as their
+  texts do (``a-x/...`` before ``a/...``), so that a report lists entries in one order whether
+  it holds ids or reads their text."""
 
   platform: str
   family: str
@@ -55,6 +57,24 @@ class EntryId:
 
   def __str__(self) -> str:
     return f"{self.platform}/{self.family}/{self.case_id}/{self.folder}"
+
+  def _text_of(self, other: object) -> str:
+    if not isinstance(other, EntryId):
+      raise TypeError(f"an EntryId is compared only with an EntryId, not "
+                      f"{type(other).__name__} {other!r}; EntryId.parse(text) reads an id's text.")
+    return str(other)
+
+  def __lt__(self, other: object) -> bool:
+    return str(self) < self._text_of(other)
+
+  def __le__(self, other: object) -> bool:
+    return str(self) <= self._text_of(other)
+
+  def __gt__(self, other: object) -> bool:
+    return str(self) > self._text_of(other)
+
+  def __ge__(self, other: object) -> bool:
+    return str(self) >= self._text_of(other)
 
   @property
   def parts(self) -> tuple[str, str, str, str]:

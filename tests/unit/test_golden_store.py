@@ -516,3 +516,20 @@ def test_an_entry_folders_id_is_its_last_four_path_parts(store, entry):
       "cpu", "linalg", "qr_f32", "2026-06-01_jax-0.10.2")
   with pytest.raises(ValueError, match="not an entry folder"):
     EntryId.from_folder("/qr_f32/2026-06-01_jax-0.10.2")
+
+
+def test_entry_ids_sort_as_their_texts_do():
+  texts = ["a/f/c/2026-06-01_jax-0.10.2", "a-x/f/c/2026-06-01_jax-0.10.2",
+           "a/f-b/c/2026-06-01_jax-0.10.2", "a/f/c_2/2026-06-01_jax-0.10.2",
+           "a/f/c/2026-06-01.2_jax-0.10.2"]
+  ids = [EntryId.parse(t) for t in texts]
+  assert [str(i) for i in sorted(ids)] == sorted(texts)
+  # As parts, ("a", ...) would come first; as text "a-x/" comes before "a/".
+  assert EntryId.parse("a-x/f/c/d") < EntryId.parse("a/f/c/d")
+  assert max(ids) == EntryId.parse(max(texts))
+
+
+def test_an_entry_id_compared_with_text_is_a_type_error_naming_the_parser():
+  with pytest.raises(TypeError, match=r"EntryId\.parse"):
+    EntryId.parse("a/f/c/d") < "a/f/c/e"
+  assert EntryId.parse("a/f/c/d") != "a/f/c/d"
