@@ -32,7 +32,7 @@ class Artifact:
   @property
   def label(self) -> str:
     if self.entry is not None:
-      return self.entry.entry_id
+      return str(self.entry.entry_id)
     text = str(self.path)
     return text if text.isascii() and text.isprintable() else ascii(text)
 
@@ -40,7 +40,7 @@ class Artifact:
 def entry_at(path: Path) -> Entry:
   """The entry whose directory is ``path`` (its id from the last four path components)."""
   resolved = path.resolve()
-  return Entry(path, str(EntryId.from_folder(resolved)))
+  return Entry(path, EntryId.from_folder(resolved))
 
 
 def looks_like_entry_id(text: str) -> bool:

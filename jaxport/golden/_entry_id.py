@@ -10,6 +10,7 @@ import dataclasses
 import os
 import pathlib
 import re
+from typing import Any
 
 # The folder name of an entry: record date, optional same-day revision, producing jax release.
 FOLDER_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?:\.([2-9]|[1-9]\d{1,2}))?_jax-(.+)")
@@ -91,6 +92,29 @@ class EntryId:
     """The jax release the folder names (``..._jax-0.10.2``), or ``unknown``."""
     m = FOLDER_RE.fullmatch(self.folder)
     return m.group(3) if m else UNKNOWN_PRODUCER
+
+
+def require_entry_id(value: object, where: str) -> EntryId:
+  """``value`` if it is an :class:`EntryId`; TypeError naming ``where`` and the parser for
+  anything else (an id's text is parsed where it is read, not where it is used)."""
+  if not isinstance(value, EntryId):
+    raise TypeError(f"{where} takes an EntryId, not {type(value).__name__} {value!r}; "
+                    "EntryId.parse(text) reads an id's text.")
+  return value
+
+
+def read_entry_id(strict: Any, value: Any, where: str, nullable: bool = False) -> EntryId | None:
+  """The entry id whose text ``value`` is, in decoded JSON (a request, an answer, a part file);
+  ``strict`` (a :class:`jaxport._records.Strict`) raises its error naming ``where`` for anything
+  else."""
+  text = strict.of(value, str, where, nullable=nullable)
+  if text is None:
+    return None
+  try:
+    return EntryId.parse(text)
+  except ValueError:
+    raise strict.fail(where, f"expected an entry id '<platform>/<family>/<case_id>/"
+                             f"{FOLDER_FORM}', got {text!r}") from None
 
 
 def split_parts(text: str) -> list[str]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jaxport.errors import GoldenDataError
+from jaxport.golden._entry_id import EntryId
 from jaxport.harness import _coverage as coverage
 from jaxport.harness import _devices, _jax_corpus, _update
 from jaxport.harness import _expectations as expected_status
@@ -25,7 +26,6 @@ from jaxport.report import (
     DRIFT_KINDS, DriftItem, FindingKind, Recorded, RunReport, ShardRef,
     Skip, Status, Summary, Window)
 from jaxport.report import _coverage as run_coverage
-from jaxport.golden._entry_id import producer_of
 from jaxport.report._model import other_host_passes
 from jaxport.report._sections import RECORD_ACTIONS
 
@@ -38,9 +38,9 @@ class RunFacts:
   """What one run collected, as the report builder takes it."""
   options: Options
   project: Project
-  outcomes: Mapping[str, EntryResult]
+  outcomes: Mapping[EntryId, EntryResult]
   # The entries the run checks, present in the store.
-  present: Sequence[str]
+  present: Sequence[EntryId]
   failures: Sequence[str]
   # What the workers said about themselves.
   notices: Sequence[str]
@@ -51,7 +51,7 @@ class RunFacts:
   recorded: Mapping[str, Mapping[str, Any]]
   updates: Sequence[_update.Update]
   # entry -> what its replay did (``from_cache``, ``reader_runs``, ``exports_today``).
-  work: Mapping[str, Mapping[str, int]]
+  work: Mapping[EntryId, Mapping[str, int]]
   # Whether executables were kept in a cross-run compile cache.
   cache_used: bool
 
@@ -66,7 +66,7 @@ def build_run_report(facts: RunFacts) -> RunReport:
   warns: list[str] = sorted(facts.notices)
   outcomes = [facts.outcomes[k] for k in sorted(facts.outcomes)]
   present = list(facts.present)
-  skips = [Skip(out.entry_id, why) for out in outcomes for why in out.skips]
+  skips = [Skip(str(out.entry_id), why) for out in outcomes for why in out.skips]
   if isinstance(facts.cases, GoldenDataError):
     # Every item failed on it already; the report says it once and skips what needs cases.
     cases, unreachable = None, {}
@@ -154,7 +154,7 @@ def build_run_report(facts: RunFacts) -> RunReport:
           u.report_item() for u in sorted(facts.updates, key=lambda u: u.change.case_id))),
       declared_targets={k: tuple(v) for k, v in project.targets.by_platform.items()},
       release_windows={p: Window.from_json(w, p) for p, w in expected_status.release_windows(
-          (producer_of(x.entry_id) for x in outcomes), o.today).items()})
+          (x.entry_id.producer for x in outcomes), o.today).items()})
 
 
 def _distinct(items: Any) -> list[Any]:

@@ -35,7 +35,7 @@ class CaseChange:
   """What the replay found changed in one case since ``since`` (None: the case had no entry)."""
 
   case_id: str
-  since: str | None
+  since: EntryId | None
   targets_added: tuple[str, ...] = ()
   targets_removed: tuple[str, ...] = ()
   signature_changes: tuple[str, ...] = ()
@@ -71,7 +71,7 @@ class Update:
 
   change: CaseChange
   action: RecordAction  # written, unchanged or error (a session failure says why)
-  entry_id: str | None = None
+  entry_id: EntryId | None = None
   message: str = ""
   # The custom-call targets of the case's entry now in the store (not reported: the
   # change says what differs).
@@ -119,15 +119,15 @@ def _findings(outcome: EntryResult, kind: FindingKind) -> tuple[str, ...]:
   return tuple(f.detail if f.detail is not None else f.message for f in outcome.of_kind(kind))
 
 
-def newest_entries(entry_ids: Iterable[str]) -> dict[str, str]:
+def newest_entries(entry_ids: Iterable[EntryId]) -> dict[str, EntryId]:
   """The newest entry id of each case (by case id), in the store's order."""
-  out: dict[str, str] = {}
+  out: dict[str, EntryId] = {}
   for entry_id in sorted(entry_ids, key=entry_sort_key):
-    out[EntryId.parse(entry_id).case_id] = entry_id
+    out[entry_id.case_id] = entry_id
   return out
 
 
-def changed_cases(outcomes: Mapping[str, EntryResult], present: Iterable[str],
+def changed_cases(outcomes: Mapping[EntryId, EntryResult], present: Iterable[EntryId],
                   case_ids: Iterable[str], include_new: bool) -> list[CaseChange]:
   """The registered cases to record again: those whose newest entry's replay shows a change,
   and, with ``include_new``, those without any entry; sorted by case id."""

@@ -10,7 +10,7 @@ from typing import Any
 from jaxport._records import Strict
 from jaxport._vocabulary import Finding, FindingKind, Status, Subject
 from jaxport.errors import WorkerAnswerError
-from jaxport.golden._entry_id import EntryId, platform_of, producer_of
+from jaxport.golden._entry_id import EntryId, read_entry_id, require_entry_id
 from jaxport.report._fields import STRICT, bad, findings_field, iso, runs_on_field, str_map
 from jaxport.report._sections import Release
 
@@ -37,7 +37,7 @@ class EntryResult:
   ``upgrade_rules`` and ``replay_host`` are the run's own (the report lists skips in its
   ledger, the upgrade rules in ``release`` and the replay hosts once per run).
   """
-  entry_id: str
+  entry_id: EntryId
   case_id: str
   family: str
   record_date: datetime.date | None
@@ -79,6 +79,9 @@ class EntryResult:
   # Keys of a newer report this release does not know, kept as read.
   extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
+  def __post_init__(self) -> None:
+    require_entry_id(self.entry_id, "EntryResult")
+
   @property
   def kinds(self) -> tuple[str, ...]:
     """The kinds found, sorted, each once."""
@@ -105,24 +108,24 @@ class EntryResult:
   @property
   def platform(self) -> str:
     """The platform whose store holds the entry (the first part of its id)."""
-    return platform_of(self.entry_id)
+    return self.entry_id.platform
 
   @property
   def producer(self) -> str:
     """The jax release that recorded the entry, or ``unknown``."""
     if self.release is not None and self.release.producer:
       return self.release.producer
-    return producer_of(self.entry_id)
+    return self.entry_id.producer
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> EntryResult:
     STRICT.obj(d, where, _ENTRY_KEYS)
-    entry_id = STRICT.of(d["entry_id"], str, f"{where}.entry_id")
+    text = STRICT.of(d["entry_id"], str, f"{where}.entry_id")
     try:
-      EntryId.parse(entry_id)
+      entry_id = EntryId.parse(text)
     except ValueError:
       raise bad(f"{where}.entry_id",
-                 f"expected platform/family/case/date_jax-version, got {entry_id!r}") from None
+                 f"expected platform/family/case/date_jax-version, got {text!r}") from None
     status = STRICT.of(d["status"], str, f"{where}.status")
     if status not in {str(s) for s in Status}:
       raise bad(f"{where}.status", f"expected one of {', '.join(Status)}, got {status!r}")
@@ -157,7 +160,7 @@ class EntryResult:
     """The entry as the report file lists it (a judged entry only)."""
     if self.status is None:
       raise ValueError(f"{self.entry_id}: the entry was never judged (no status)")
-    return {**self.extra, "entry_id": self.entry_id, "case_id": self.case_id, "family": self.family,
+    return {**self.extra, "entry_id": str(self.entry_id), "case_id": self.case_id, "family": self.family,
             "record_date": iso(self.record_date), "status": str(self.status),
             "kinds": [str(k) for k in self.kinds], "messages": list(self.messages),
             "findings": [f.to_json() for f in self.findings],
@@ -181,7 +184,7 @@ class EntryResult:
     worker's outcomes for the controller; :meth:`from_part_json` reads it back)."""
     if self.listed_kinds is not None or self.listed_messages is not None or self.extra:
       raise ValueError(f"{self.entry_id}: an entry read from a report file is no run's part")
-    return {"entry_id": self.entry_id, "case_id": self.case_id, "family": self.family,
+    return {"entry_id": str(self.entry_id), "case_id": self.case_id, "family": self.family,
             "record_date": iso(self.record_date), "days_to_expiry": self.days_to_expiry,
             "lowering_only": self.lowering_only, "targets": list(self.targets),
             "current_targets": _listed(self.current_targets),
@@ -211,7 +214,7 @@ class EntryResult:
 
     release = d["release"]
     return cls(
-        entry_id=s.of(d["entry_id"], str, at("entry_id")),
+        entry_id=read_entry_id(s, d["entry_id"], at("entry_id")),
         case_id=s.of(d["case_id"], str, at("case_id")),
         family=s.of(d["family"], str, at("family")),
         record_date=s.date(d["record_date"], at("record_date"), nullable=True),

@@ -16,6 +16,7 @@ from jaxport.report import _coverage as run_coverage  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from _harness_paths import repo_project  # noqa: E402
 from jaxport._vocabulary import Subject  # noqa: E402
+from jaxport.golden import EntryId  # noqa: E402
 from jaxport.golden._host import Host  # noqa: E402
 from jaxport.golden._signatures import drift  # noqa: E402
 from jaxport.golden._manifest import (Comparison, CustomCallSignature, Manifest,  # noqa: E402
@@ -68,7 +69,7 @@ def _answer(readers=None, host=None, **today):
 
 
 def _classify_answer(answer, manifest=None, window=180, current_jax=None):
-  entry_id = "cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2"
+  entry_id = EntryId.parse("cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2")
   # Asked of exactly the readers that answered, and today's lowering where there is one.
   answered = getattr(answer, "readers", ("jaxport", "jax"))  # a failure answers none
   asked = ReplayRequest("compat_data", entry_id,
@@ -278,13 +279,15 @@ def test_removed_case_is_in_the_skip_ledger():
 
 
 def test_coverage_counts_the_replayed_entries():
-  replayed = EntryResult("a", "c", "f", None, None, False, ("t1",), ("t1", "t3"))
+  a, b = EntryId.parse("cpu/f/c/2026-01-01_jax-0.10.2"), EntryId.parse("cpu/f/d/2026-01-01_jax-0.10.2")
+  replayed = EntryResult(a, "c", "f", None, None, False, ("t1",), ("t1", "t3"))
   cov = run_coverage.target_coverage([replayed], ["t1", "t2"])
   assert cov.covered == ("t1",)
   assert cov.missing_required == ("t2",)
   assert cov.missing_reachable == ("t3",)
-  assert run_coverage.tripwire(["a", "b"], [replayed]) == ["b"]
-  assert run_coverage.cases_without_entries(["x", "y"], ["cpu/f/x/2026-01-01_jax-1"]) == ["y"]
+  assert run_coverage.tripwire([a, b], [replayed]) == [b]
+  assert run_coverage.cases_without_entries(["x", "y"],
+                                            [EntryId.parse("cpu/f/x/2026-01-01_jax-1")]) == ["y"]
 
 
 def test_required_cpu_targets_are_the_48_lapack_ffi_targets():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from jaxport.golden import EntryId
 from jaxport.harness import _worker, _worker_client
 from jaxport.harness._project import Project
 from jaxport.harness._requests import CasesRequest, RecordRequest, ReplayRequest
@@ -29,7 +30,7 @@ class _Engine:
       raise RuntimeError("no LAPACK here")
 
 
-_REPLAY = ReplayRequest(root="store", entry_id="cpu/f/c/2026-01-01_jax-0.10.2",
+_REPLAY = ReplayRequest(root="store", entry_id=EntryId.parse("cpu/f/c/2026-01-01_jax-0.10.2"),
                         readers=("jaxport",))
 
 

@@ -13,6 +13,7 @@ if str(ROOT) not in sys.path:
 
 from harness.cases import release_cases  # noqa: E402
 from harness.tools import expected_status  # noqa: E402
+from jaxport.golden import EntryId
 from jaxport.harness import _releases  # noqa: E402
 from jaxport.harness._expectations import Expectation, parse_table  # noqa: E402
 from jaxport.harness._judge import _release  # noqa: E402
@@ -120,7 +121,7 @@ def test_judge_every_verdict():
 
 
 def _outcome(*findings, **more):
-  return EntryResult("cpu/f/c1/2026-01-01_jax-0.5.3", "c1", "f", datetime.date(2026, 1, 1), 100, False, (),
+  return EntryResult(EntryId.parse("cpu/f/c1/2026-01-01_jax-0.5.3"), "c1", "f", datetime.date(2026, 1, 1), 100, False, (),
                  findings=tuple(findings), **more)
 
 

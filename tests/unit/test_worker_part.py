@@ -11,13 +11,14 @@ import pytest
 
 from jaxport._vocabulary import Finding, FindingKind, Status, Subject
 from jaxport.errors import WorkerAnswerError
+from jaxport.golden import EntryId
 from jaxport.harness._project import Project
 from jaxport.harness._session import HarnessSession, Options, _read_worker_part
 from jaxport.harness._settings import Settings
 from jaxport.report._entries import EntryResult
 
 ENTRY = "cpu/mine/gram/2026-11-30_jax-0.10.2"
-OUTCOME = EntryResult(entry_id=ENTRY, case_id="gram", family="mine", record_date=datetime.date(2026, 11, 30),
+OUTCOME = EntryResult(entry_id=EntryId.parse(ENTRY), case_id="gram", family="mine", record_date=datetime.date(2026, 11, 30),
                   days_to_expiry=150, lowering_only=False, targets=("a",), current_targets=("a",),
                   findings=(Finding(FindingKind.NUMERICS_DRIFT, Subject.READER, "drift",
                                     reader="jax"),),
@@ -35,7 +36,8 @@ def _part(**changes):
 def test_an_outcome_and_a_part_read_back_as_written():
   assert EntryResult.from_part_json(json.loads(json.dumps(OUTCOME.to_part_json()))) == OUTCOME
   part = _read_worker_part(_part())
-  assert part["outcomes"] == {ENTRY: OUTCOME} and part["seconds"] == {ENTRY: 1.5}
+  entry_id = EntryId.parse(ENTRY)
+  assert part["outcomes"] == {entry_id: OUTCOME} and part["seconds"] == {entry_id: 1.5}
 
 
 @pytest.mark.parametrize("change, named", [

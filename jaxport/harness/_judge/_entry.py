@@ -59,7 +59,7 @@ class EntryContext:
   current_jax: tuple[CustomCallSignature, ...] | None = None
 
 
-def judge(entry_id: str, answer: ReplayAnswer | WorkerFailure, request: ReplayRequest,
+def judge(entry_id: EntryId, answer: ReplayAnswer | WorkerFailure, request: ReplayRequest,
           entry: EntryContext, run: RunContext) -> EntryResult:
   """The judged outcome of one replayed entry: its findings, release verdict, the releases
   it runs on, and its status."""
@@ -76,7 +76,7 @@ def judge(entry_id: str, answer: ReplayAnswer | WorkerFailure, request: ReplayRe
   return _with_status(outcome, run.policy(entry.newest))
 
 
-def judge_unreadable(entry_id: str, error: Exception, run: RunContext,
+def judge_unreadable(entry_id: EntryId, error: Exception, run: RunContext,
                      newest: bool = True) -> EntryResult:
   """The judged outcome of an entry whose golden data cannot even be read."""
   return _with_status(unreadable_outcome(entry_id, error), run.policy(newest))
@@ -98,7 +98,7 @@ def _with_consumers(outcome: EntryResult, answer: ReplayAnswer | WorkerFailure,
   range_, why, features = _consumers.releases_run_on(answer.features, answer.features_error,
                                                      run.project_targets.stable(m.platform))
   if range_ is not None:
-    range_ = range_.with_measured(m.platform, run.measured.of(outcome.entry_id,
+    range_ = range_.with_measured(m.platform, run.measured.of(str(outcome.entry_id),
                                                               m.files.get("exported.bin")))
     outcome = outcome.replace(runs_on=dict(range_.releases))
   if request.features is FeaturesWanted.REPORT or entry.min_consumer is None:

@@ -218,7 +218,7 @@ def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
   return out
 
 
-def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, entry_id: str,
+def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, entry_id: EntryId,
                 manifest: Manifest, today: datetime.date, window_days: int,
                 consumer: str | None, numerics_skipped: str | None = None,
                 newest: bool = True,
@@ -339,9 +339,9 @@ def golden_problem(message: str) -> Finding:
   return Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA, message)
 
 
-def unreadable_outcome(entry_id: str, error: Exception) -> EntryResult:
+def unreadable_outcome(entry_id: EntryId, error: Exception) -> EntryResult:
   """The outcome of an entry whose golden data cannot even be read."""
-  parts = EntryId.parse(entry_id)
+  parts = entry_id
   return EntryResult(entry_id=entry_id, case_id=parts.case_id, family=parts.family, record_date=None,
                  days_to_expiry=None, lowering_only=None, targets=(),
                  findings=(Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA,
