@@ -18,7 +18,8 @@ import numpy as np
 
 from jaxport import _bounded, _limits
 from jaxport.errors import GoldenDataError
-from jaxport.golden._entry_id import FOLDER_FORM as _DIR_FORM, FOLDER_RE as _DIR_RE, EntryId
+from jaxport.golden._entry_id import (FOLDER_FORM as _DIR_FORM, FOLDER_RE as _DIR_RE, EntryId,
+                                      require_entry_id)
 from jaxport.golden._manifest import (BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE,
                                       MODULE_FILE, SHARDINGS_FILE, Manifest, _parse_json)
 from jaxport.golden._npz import ZIP_MEMBER_OVERHEAD, check_array_dtypes, decode_arrays
@@ -33,7 +34,7 @@ def entry_sort_key(entry_id: EntryId) -> tuple:
   """Platform, family, case, record date, revision, producer jax release (numerically, so
   0.9.2 comes before 0.10.2): the store's order, a case's entries oldest first and a
   same-day update after the entry it follows. Raises for a malformed directory name."""
-  _require_id(entry_id, "entry_sort_key")
+  require_entry_id(entry_id, "entry_sort_key")
   platform, family, case_id, name = entry_id.parts
   m = _DIR_RE.fullmatch(name)
   if m is None:
@@ -41,13 +42,6 @@ def entry_sort_key(entry_id: EntryId) -> tuple:
   revision = int(m.group(2)) if m.group(2) else 1
   release = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in m.group(3).split("."))
   return (platform, family, case_id, m.group(1), revision, release)
-
-
-def _require_id(entry_id: object, where: str) -> None:
-  """TypeError, naming the parser, for an entry id given as anything but an EntryId."""
-  if not isinstance(entry_id, EntryId):
-    raise TypeError(f"{where} takes an EntryId, not {type(entry_id).__name__} {entry_id!r}; "
-                    "EntryId.parse(text) reads an id's text.")
 
 
 class Entry:
@@ -61,7 +55,7 @@ class Entry:
       except ValueError:
         pass  # a folder with fewer than four above it: its manifest says where it belongs
     else:
-      _require_id(entry_id, "Entry")
+      require_entry_id(entry_id, "Entry")
     self._id = entry_id
     # The manifest last parsed, under the identity of the file it was parsed from.
     self._parsed: tuple[tuple[int, int, int], Manifest] | None = None

@@ -40,12 +40,6 @@ class EntryId:
     return cls(*parts)
 
   @classmethod
-  def from_tail(cls, path_text: str) -> EntryId:
-    """The id the last four parts of a '/'-separated path name (an entry folder's path
-    inside its store); ValueError when it has fewer."""
-    return cls.parse("/".join(split_parts(path_text)[-4:]))
-
-  @classmethod
   def from_folder(cls, folder: str | os.PathLike) -> EntryId:
     """The id of the entry whose folder is ``folder``: its last four path parts
     (``<store>/<platform>/<family>/<case_id>/<folder>``); ValueError when it has fewer."""
@@ -122,23 +116,3 @@ def split_parts(text: str) -> list[str]:
   text check them; :meth:`EntryId.parse` takes only four non-empty ones)."""
   return text.split("/")
 
-
-def platform_of(entry_id: str) -> str:
-  """The platform of an entry id's text (its first part), without checking the rest."""
-  return entry_id.partition("/")[0]
-
-
-def case_of(entry_id: str) -> str:
-  """The case id of an entry id's text ("" for text that is not an entry id)."""
-  try:
-    return EntryId.parse(entry_id).case_id
-  except ValueError:
-    return ""
-
-
-def producer_of(entry_id: str) -> str:
-  """The jax release an entry id's folder names, or ``unknown``."""
-  try:
-    return EntryId.parse(entry_id).producer
-  except ValueError:
-    return UNKNOWN_PRODUCER

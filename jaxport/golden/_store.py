@@ -35,7 +35,7 @@ from typing import Any
 
 from jaxport.errors import GoldenDataError
 from jaxport.golden._entry import Entry, Snapshot, entry_sort_key, listdir, sha256_hex
-from jaxport.golden._entry_id import FOLDER_FORM, FOLDER_RE, EntryId
+from jaxport.golden._entry_id import FOLDER_FORM, FOLDER_RE, EntryId, require_entry_id
 from jaxport.golden._manifest import (
     BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE, MODULE_FILE, PLATFORMS, SHARDINGS_FILE,
     FIRST_REVISION, MAX_REVISION, Manifest, _pretty, is_safe_name)
@@ -212,10 +212,7 @@ class GoldenStore:
 
   def entry(self, entry_id: EntryId) -> Entry:
     """The entry ``entry_id`` names (``EntryId.parse`` reads an id's text)."""
-    if not isinstance(entry_id, EntryId):
-      raise TypeError(f"GoldenStore.entry takes an EntryId, not {type(entry_id).__name__} "
-                      f"{entry_id!r}; EntryId.parse(text) reads an id's text.")
-    parts = entry_id.parts
+    parts = require_entry_id(entry_id, "GoldenStore.entry").parts
     if not all(is_safe_name(x) for x in parts):
       raise GoldenDataError(
           f"bad entry id {str(entry_id)!r}; expected '<platform>/<family>/<case_id>/{_DIR_FORM}'.")
