@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
+from jaxport.golden import EntryId  # noqa: E402
 from jaxport.harness._controller import _reporter as reporter  # noqa: E402
 from jaxport.harness._controller._entry_run import EntryRun  # noqa: E402
 from jaxport.harness._controller._session import HarnessSession  # noqa: E402
@@ -38,7 +39,7 @@ def test_a_stray_file_in_the_store_fails_once_with_the_fix_and_the_entries_besid
   _copy(tmp_path, ENTRY)
   (tmp_path / "cpu" / "lapack_potrf" / "notes.txt").write_text("x")
   hs = _session(tmp_path)
-  assert hs.entry_ids() == [ENTRY]
+  assert hs.entry_ids() == [EntryId.parse(ENTRY)]
   report = hs.build_report().to_json()
   strays = [f for f in report["session_failures"] if "notes.txt" in f]
   assert len(strays) == 1, report["session_failures"]
@@ -52,7 +53,7 @@ def test_an_unreadable_entry_has_no_expiry_and_is_not_reported_as_expiring(tmp_p
   data["comparison"]["rtol"] = 1.0
   manifest.write_text(json.dumps(data, sort_keys=True))
   hs = _session(tmp_path)
-  outcome = hs.replay(ENTRY)
+  outcome = hs.replay(EntryId.parse(ENTRY))
   assert outcome.status == "fail"
   assert outcome.days_to_expiry is None
   text = "\n".join(reporter.text_lines(hs.build_report()))
@@ -76,7 +77,7 @@ def test_an_entry_of_a_removed_target_replays_as_upgraded_and_the_summary_counts
   _copy(tmp_path, entry_id)
   hs = _session(tmp_path)
   try:
-    outcome = hs.replay(entry_id)
+    outcome = hs.replay(EntryId.parse(entry_id))
     report = hs.build_report()
   finally:
     hs.close()
@@ -129,17 +130,17 @@ def test_each_report_section_means_one_thing(tmp_path):
   outcomes = {o.entry_id: o.replace(status=judging.status(o, strict=False))
               for o in (drifting, xfailed)}
   # Outcomes arrive as an xdist worker sends them.
-  hs.merge(json.dumps({"runs": {k: EntryRun(o).to_json() for k, o in outcomes.items()},
+  hs.merge(json.dumps({"runs": {str(k): EntryRun(o).to_json() for k, o in outcomes.items()},
                        "recorded": {}, "session_failures": [], "notices": []}))
   run = hs.build_report()
   report = run.to_json()
   # drift: only the drift kinds (expiry is staleness, in the entry's findings).
   assert [(d["entry_id"], d["kind"]) for d in report["drift"]] == [(drifting.entry_id, "numerics_drift")]
   # skips: what was not checked; an expected failure was replayed, its reason is on the entry.
-  assert [s["what"] for s in report["skips"] if s["what"].startswith("cpu/")] == [drifting.entry_id]
+  assert [s["what"] for s in report["skips"] if s["what"].startswith("cpu/")] == [str(drifting.entry_id)]
   by_id = {e["entry_id"]: e for e in report["entries"]}
-  assert by_id[xfailed.entry_id]["status"] == "xfail"
-  assert by_id[xfailed.entry_id]["expected_failure"] == "removed target"
-  assert by_id[drifting.entry_id]["kinds"] == ["expired", "numerics_drift"]
+  assert by_id[str(xfailed.entry_id)]["status"] == "xfail"
+  assert by_id[str(xfailed.entry_id)]["expected_failure"] == "removed target"
+  assert by_id[str(drifting.entry_id)]["kinds"] == ["expired", "numerics_drift"]
   text = "\n".join(reporter.text_lines(run))
   assert f"XFAIL {xfailed.entry_id}: removed target" in text
