@@ -112,7 +112,7 @@ def test_a_cpu_run_checks_cuda_entries_lowering_only_and_passes_them(tmp_path):
   run = _cpu_run(store.root, report_path)
   report = json.loads(report_path.read_text())
   entries = {e["entry_id"]: e for e in report["entries"]}
-  assert sorted(entries) == sorted([*ids, bad]), run.stdout[-3000:]
+  assert sorted(entries) == sorted(str(i) for i in [*ids, bad]), run.stdout[-3000:]
   for entry_id, e in entries.items():
     assert e["status"] == "pass", (entry_id, e["messages"])
     assert e["lowering_only"] is False and e["platforms"] == ["cuda"]

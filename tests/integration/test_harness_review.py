@@ -107,14 +107,15 @@ def test_each_report_section_means_one_thing(tmp_path):
   host = {"cpu_vendor": "V", "cpu_model": "M", "cpu_flags": ["avx2"], "jaxlib": "0.10.2",
           "xla_flags": ""}
   # Recorded and replayed on one host class: within tolerance but not bitwise is drift.
+  drifting_id = EntryId.parse("cpu/f/drifting/2026-11-01_jax-0.10.2")
   drifting = judging.findings(
       ReplayAnswer(readers=(ReaderResult("jax", Stage.COMPARE, platforms=("cpu",), allowed_targets=(),
                                          numerics=Numerics(ok=True, exact=False,
                                                            max_abs_err=1e-7)),),
                    today=TodayResult(available=False, reason="case gone"), host=host,
                    seconds=0.0, timings={}),
-      ReplayRequest(str(tmp_path), "cpu/f/drifting/2026-11-01_jax-0.10.2", ("jax",)),
-      entry_id="cpu/f/drifting/2026-11-01_jax-0.10.2", today=datetime.date(2026, 11, 29),
+      ReplayRequest(str(tmp_path), drifting_id, ("jax",)),
+      entry_id=drifting_id, today=datetime.date(2026, 11, 29),
       manifest=Manifest(case_id="drifting", family="f", platform="cpu",
                         record_date=datetime.date(2026, 1, 1),
                         producer=Producer(jax="0.10.2", jaxlib="0.10.2", jaxport=None, numpy=None,
@@ -125,7 +126,8 @@ def test_each_report_section_means_one_thing(tmp_path):
                         host=Host.from_json(host, "test manifest")),
       window_days=180)
   assert set(drifting.kinds) == {FindingKind.NUMERICS_DRIFT, FindingKind.EXPIRED}
-  xfailed = drifting.replace(entry_id="cpu/f/xfailed/2026-11-01_jax-0.4.30", findings=(),
+  xfailed = drifting.replace(entry_id=EntryId.parse("cpu/f/xfailed/2026-11-01_jax-0.4.30"),
+                             findings=(),
                              skips=(), expected_failure="removed target")
   outcomes = {o.entry_id: o.replace(status=judging.status(o, strict=False))
               for o in (drifting, xfailed)}
@@ -135,7 +137,8 @@ def test_each_report_section_means_one_thing(tmp_path):
   run = hs.build_report()
   report = run.to_json()
   # drift: only the drift kinds (expiry is staleness, in the entry's findings).
-  assert [(d["entry_id"], d["kind"]) for d in report["drift"]] == [(drifting.entry_id, "numerics_drift")]
+  assert [(d["entry_id"], d["kind"]) for d in report["drift"]] == [
+      (str(drifting.entry_id), "numerics_drift")]
   # skips: what was not checked; an expected failure was replayed, its reason is on the entry.
   assert [s["what"] for s in report["skips"] if s["what"].startswith("cpu/")] == [str(drifting.entry_id)]
   by_id = {e["entry_id"]: e for e in report["entries"]}
