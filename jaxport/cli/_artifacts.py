@@ -11,7 +11,7 @@ import jaxport
 from jaxport import _versions
 from jaxport.errors import GoldenDataError
 from jaxport.golden import _signatures
-from jaxport.golden._entry_id import split_parts
+from jaxport.golden._entry_id import EntryId, split_parts
 from jaxport.golden._manifest import MANIFEST_FILE, PLATFORMS, is_safe_name
 from jaxport.golden._entry import Entry
 from jaxport.golden._store import GoldenStore
@@ -32,7 +32,7 @@ class Artifact:
   @property
   def label(self) -> str:
     if self.entry is not None:
-      return self.entry.entry_id
+      return str(self.entry.entry_id)
     text = str(self.path)
     return text if text.isascii() and text.isprintable() else ascii(text)
 
@@ -40,7 +40,7 @@ class Artifact:
 def entry_at(path: Path) -> Entry:
   """The entry whose directory is ``path`` (its id from the last four path components)."""
   resolved = path.resolve()
-  return Entry(path, "/".join(resolved.relative_to(resolved.anchor).parts[-4:]))
+  return Entry(path, EntryId.from_folder(resolved))
 
 
 def looks_like_entry_id(text: str) -> bool:

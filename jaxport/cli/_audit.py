@@ -132,7 +132,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
         allowed = disabled_targets(exp.disabled_safety_checks)
         sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
         runs = () if measured is None or art.entry is None else measured.of(
-            art.entry.entry_id, manifest.files.get("exported.bin"))
+            str(art.entry.entry_id), manifest.files.get("exported.bin"))
         rec.update(reader.runs_on_record(blob, manifest, art.label, _own(declared, platforms),
                                          runs).to_json())
       except (JaxportError, NotImplementedError) as e:
@@ -240,7 +240,7 @@ def current_jax_entries(artifacts: list[Artifact], consumer: str | None) -> dict
   for a in artifacts:
     if a.entry is None:
       continue
-    entry_id = EntryId.parse(a.entry.entry_id)
+    entry_id = a.entry.entry_id
     if entry_id.producer != consumer:
       continue
     held = mine.get(entry_id.case_key)
@@ -252,7 +252,7 @@ def current_jax_entries(artifacts: list[Artifact], consumer: str | None) -> dict
 def _current_lowering(art: Artifact, current: Mapping[str, Any]) -> tuple | None:
   """The custom-call signatures of the artifact's case's entry recorded by the installed jax
   (None: none, or it cannot be read: its own audit says why)."""
-  entry = current.get(EntryId.parse(art.entry.entry_id).case_key) if art.entry else None
+  entry = current.get(art.entry.entry_id.case_key) if art.entry else None
   if entry is None:
     return None
   try:

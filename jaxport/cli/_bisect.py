@@ -16,6 +16,7 @@ from pathlib import Path
 
 from jaxport.cli import _harness_run
 from jaxport.errors import JaxportError
+from jaxport.golden._entry_id import EntryId
 from jaxport.harness._project import Project
 from jaxport.multirelease._bisect import entry_from_blob, releases_in, run_bisect
 
@@ -73,7 +74,7 @@ def run(args) -> int:
                                  rtol=args.rtol, atol=args.atol)
     elif (Path(args.entry) / "manifest.json").is_file():
       entry = Path(args.entry).resolve()
-      entry_id, store = "/".join(entry.parts[-4:]), entry.parents[3]
+      entry_id, store = str(EntryId.from_folder(entry)), entry.parents[3]
     else:
       entry_id = args.entry.strip("/")
       store = Path(args.root).resolve() if args.root is not None else project.store

@@ -408,7 +408,7 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
     _import_project_types(project, parser)
     exp = _artifacts.deserialize(blob)
   recorded = entry.manifest.serialization_version if entry is not None else None
-  label = entry.entry_id if entry else str(path)
+  label = str(entry.entry_id) if entry else str(path)
   info: dict[str, Any] = {"artifact": label,
                           "exported": _artifacts.describe_exported(exp, blob, recorded,
                                                                    reader=parser, label=label)}
@@ -421,7 +421,7 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
   own = frozenset(t for p in exp.platforms for t in declared.stable(p)) if declared else frozenset()
   measured = _measured_of(project)
   runs = () if measured is None or entry is None else measured.of(
-      entry.entry_id, entry.manifest.files.get("exported.bin"))
+      str(entry.entry_id), entry.manifest.files.get("exported.bin"))
   info.update(parser.runs_on_record(blob, entry.manifest if entry is not None else None, label,
                                     own, runs).to_json())
   if args.mlir:
@@ -506,10 +506,10 @@ def _prune(args, extra) -> int:
       return EXIT_INTERRUPTED
   future = [] if args.dated_in_future else store.dated_after(today)
   if args.json:
-    _print_json({"removed" if args.yes else "would_remove": [e.entry_id for e in expired],
+    _print_json({"removed" if args.yes else "would_remove": [str(e.entry_id) for e in expired],
                  "dry_run": not args.yes, "today": today.isoformat(),
                  "older_than_days": args.older_than_days, "cases": args.case,
-                 "dated_in_future": [e.entry_id for e in future]})
+                 "dated_in_future": [str(e.entry_id) for e in future]})
   else:
     verb = "removed" if args.yes else "would remove"
     for e in expired:
@@ -519,7 +519,7 @@ def _prune(args, extra) -> int:
                      + ("" if args.yes or not expired else "; pass --yes to remove them") + ".\n")
     if future:
       sys.stdout.write(f"{len(future)} entr{'y is' if len(future) == 1 else 'ies are'} dated after "
-                       f"{today} ({', '.join(e.entry_id for e in future)}); a record date in the "
+                       f"{today} ({', '.join(str(e.entry_id) for e in future)}); a record date in the "
                        "future is wrong; pass --dated-in-future to remove them.\n")
   return EXIT_OK
 

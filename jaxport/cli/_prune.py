@@ -24,8 +24,8 @@ class Interrupted(JaxportError):
     self.remaining = tuple(remaining)
 
   def message(self) -> str:
-    done = ", ".join(e.entry_id for e in self.removed) or "none"
-    left = ", ".join(e.entry_id for e in self.remaining)
+    done = ", ".join(str(e.entry_id) for e in self.removed) or "none"
+    left = ", ".join(str(e.entry_id) for e in self.remaining)
     return (f"interrupted; removed {len(self.removed)} of "
             f"{len(self.removed) + len(self.remaining)} entries ({done})"
             + (f"; not removed: {left}. Run 'jaxport prune --yes' again to remove them."
@@ -46,7 +46,7 @@ def remove_entries(store: GoldenStore, entries: Sequence[Entry]) -> list[Entry]:
       if not os.path.lexists(e.path):
         removed.append(e)
         continue
-      before = ", ".join(x.entry_id for x in removed) or "none"
+      before = ", ".join(str(x.entry_id) for x in removed) or "none"
       later = len(entries) - i - 1
       raise GoldenDataError(
           f"{e.entry_id}: cannot remove it from the golden store {store.root} "

@@ -34,7 +34,6 @@ from jaxport.golden._entry import sha256_hex
 from jaxport.errors import JaxportError, ReportError
 from jaxport.report._files import write_text_atomically
 from jaxport.report._merge import check_complete
-from jaxport.golden._entry_id import platform_of
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +117,7 @@ def merge_and_check(shards: Sequence[report.RunReport], project: Any,
   store = project.store if store is None else store
   entries, _ = GoldenStore(store).listing(
       platform=checked[0] if len(checked) == 1 else None)
-  present = [e.entry_id for e in entries if platform_of(e.entry_id) in checked]
+  present = [e.entry_id for e in entries if e.entry_id.platform in checked]
   if len(present) != merged.summary.present:
     raise ReportError(f"the shards saw {merged.summary.present} {platform} entries but the "
                       f"store {store} holds {len(present)}; merge against the "
@@ -158,7 +157,7 @@ def _entries_against_store(entries: Sequence[report.EntryResult], store: Any,
     if e.blob_sha256 is None:
       continue
     try:
-      held = sha256_hex(store.entry(EntryId.parse(e.entry_id)).blob())
+      held = sha256_hex(store.entry(e.entry_id).blob())
     except (ReportError, ValueError, OSError, JaxportError) as err:
       failures.append(f"entry {e.entry_id}: its blob in the store does not read: {err}")
       continue

@@ -134,7 +134,7 @@ def _code_with_kernel_skips(code: int, report_path: Path, version: str,
     logger.error("every entry replayed under jax %s was skipped (its project kernel does not "
                  "register there): nothing was measured, which is not a pass", version)
     return 1
-  others_failed = any(e.status is Status.FAIL and e.entry_id not in skipped for e in run.entries)
+  others_failed = any(e.status is Status.FAIL and str(e.entry_id) not in skipped for e in run.entries)
   if code == 1 and not others_failed and not run.session_failures:
     return 0
   return code
@@ -159,7 +159,7 @@ def replay_old_release(version: str, config: Project, home: Path, report: str | 
                        cache_dir: Path | None = None) -> int:
   """Replay the project's CPU entries with jax ``version``'s own ``jax.export``; 1 if any fails."""
   store = config.store
-  ids = [e.entry_id for e in GoldenStore(store).entries("cpu")]
+  ids = [str(e.entry_id) for e in GoldenStore(store).entries("cpu")]
   if not ids:
     raise JaxportError(f"replay --with-jax {version}: the project's store {store} has no cpu "
                        "entries; record some first (jaxport record)")

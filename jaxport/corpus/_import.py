@@ -210,7 +210,7 @@ def import_dataset(store: GoldenStore, ds: _jax_testdata.Dataset, *, mode: str |
   inputs = list(f["inputs"])
   expected = None if lowering_only else outputs
   if (store.root / manifest.relative_dir).exists():
-    existing = store.entry(EntryId.parse(manifest.relative_dir))
+    existing = store.entry(manifest.entry_id)
     differing = _differing_files(existing, blob, inputs, expected, f["mlir_module_text"])
     if differing:
       raise GoldenDataError(

@@ -18,7 +18,8 @@ import numpy as np
 
 from jaxport import _bounded, _limits
 from jaxport.errors import GoldenDataError
-from jaxport.golden._entry_id import FOLDER_FORM as _DIR_FORM, FOLDER_RE as _DIR_RE, EntryId
+from jaxport.golden._entry_id import (FOLDER_FORM as _DIR_FORM, FOLDER_RE as _DIR_RE, EntryId,
+                                      require_entry_id)
 from jaxport.golden._manifest import (BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE,
                                       MODULE_FILE, SHARDINGS_FILE, Manifest, _parse_json)
 from jaxport.golden._npz import ZIP_MEMBER_OVERHEAD, check_array_dtypes, decode_arrays
@@ -29,11 +30,12 @@ def sha256_hex(data: bytes) -> str:
   return hashlib.sha256(data).hexdigest()
 
 
-def entry_sort_key(entry_id: str) -> tuple:
+def entry_sort_key(entry_id: EntryId) -> tuple:
   """Platform, family, case, record date, revision, producer jax release (numerically, so
   0.9.2 comes before 0.10.2): the store's order, a case's entries oldest first and a
   same-day update after the entry it follows. Raises for a malformed directory name."""
-  platform, family, case_id, name = EntryId.from_tail(entry_id).parts
+  require_entry_id(entry_id, "entry_sort_key")
+  platform, family, case_id, name = entry_id.parts
   m = _DIR_RE.fullmatch(name)
   if m is None:
     raise GoldenDataError(f"{entry_id}: entry directory name is not '{_DIR_FORM}'.")
@@ -45,14 +47,21 @@ def entry_sort_key(entry_id: str) -> tuple:
 class Entry:
   """One golden entry on disk. Readers verify sha256 before returning data."""
 
-  def __init__(self, path: str | os.PathLike, entry_id: str | None = None):
+  def __init__(self, path: str | os.PathLike, entry_id: EntryId | None = None):
     self.path = Path(path)
-    self.entry_id = entry_id or "/".join(self.path.parts[-4:])
+    if entry_id is None:
+      try:
+        entry_id = EntryId.from_folder(self.path)
+      except ValueError:
+        pass  # a folder with fewer than four above it: its manifest says where it belongs
+    else:
+      require_entry_id(entry_id, "Entry")
+    self._id = entry_id
     # The manifest last parsed, under the identity of the file it was parsed from.
     self._parsed: tuple[tuple[int, int, int], Manifest] | None = None
 
   def __repr__(self) -> str:
-    return f"Entry({self.entry_id!r})"
+    return f"Entry({str(self._id or self.path)!r})"
 
   def __eq__(self, other: object) -> bool:
     return isinstance(other, Entry) and self.path == other.path
@@ -80,8 +89,16 @@ class Entry:
     revision = self._dir_match().group(2)
     return int(revision) if revision else 1
 
+  @property
+  def entry_id(self) -> EntryId:
+    """The entry's id: as given, or the last four parts of its folder's path."""
+    if self._id is None:
+      raise GoldenDataError(f"{self.path}: not an entry folder; an entry lies in "
+                            f"<store>/<platform>/<family>/<case_id>/{_DIR_FORM}.")
+    return self._id
+
   def _where(self, name: str) -> str:
-    return f"golden entry {self.entry_id}: {name}"
+    return f"golden entry {self._id or self.path}: {name}"
 
   @property
   def manifest(self) -> Manifest:
@@ -98,15 +115,14 @@ class Entry:
     check_array_dtypes(m, where)
     if not m.files:
       raise GoldenDataError(f"{where}: 'files' is empty; a stored entry lists its files' sha256.")
-    try:
-      expected_id = str(EntryId.from_tail(self.entry_id))
-    except ValueError:
+    if self._id is None:
       raise GoldenDataError(
           f"{where}: the manifest describes {m.relative_dir!r}, but the entry's folder "
           f"{self.path.absolute()} does not end in <platform>/<family>/<case_id>/{_DIR_FORM}. "
           "An entry is read where a golden store keeps it: copy it with its four folders "
           f"(inspect STORE/{m.relative_dir}), or inspect its exported.bin as a bare "
-          "blob.") from None
+          "blob.")
+    expected_id = str(self._id)
     if m.relative_dir != expected_id:
       raise GoldenDataError(
           f"{where}: the manifest describes {m.relative_dir!r} (platform/family/case_id/"
@@ -231,7 +247,7 @@ class Snapshot:
   """An entry's files as :meth:`Entry.snapshot` read and verified them; the same reading
   methods as :class:`Entry`, answered from memory (arrays decoded afresh for each call)."""
 
-  def __init__(self, entry_id: str, manifest: Manifest, files: dict[str, bytes],
+  def __init__(self, entry_id: EntryId, manifest: Manifest, files: dict[str, bytes],
                decoded: dict[str, Any]) -> None:
     self.entry_id = entry_id
     self.manifest = manifest
@@ -239,7 +255,7 @@ class Snapshot:
     self._decoded = decoded
 
   def __repr__(self) -> str:
-    return f"Snapshot({self.entry_id!r})"
+    return f"Snapshot({str(self.entry_id)!r})"
 
   def blob(self) -> bytes:
     return self._files[BLOB_FILE]

@@ -25,6 +25,7 @@ from jaxport import _json
 from jaxport._records import Strict, quote
 from jaxport._vocabulary import PLATFORMS
 from jaxport.errors import GoldenDataError
+from jaxport.golden._entry_id import EntryId
 from jaxport.golden._host import Host
 
 # Bump when the layout of an entry or of this manifest changes incompatibly,
@@ -235,8 +236,13 @@ class Manifest:
 
   @property
   def relative_dir(self) -> str:
-    """``<platform>/<family>/<case_id>/<dir_name>``, the stable id of the entry."""
-    return f"{self.platform}/{self.family}/{self.case_id}/{self.dir_name}"
+    """``<platform>/<family>/<case_id>/<dir_name>``, the stable id of the entry, as text."""
+    return str(self.entry_id)
+
+  @property
+  def entry_id(self) -> EntryId:
+    """The id of the entry the manifest describes."""
+    return EntryId(self.platform, self.family, self.case_id, self.dir_name)
 
   def to_json(self) -> str:
     """Stable, human-diffable JSON (sorted keys) with the ``digest`` field added."""

@@ -35,7 +35,7 @@ from typing import Any
 
 from jaxport.errors import GoldenDataError
 from jaxport.golden._entry import Entry, Snapshot, entry_sort_key, listdir, sha256_hex
-from jaxport.golden._entry_id import FOLDER_FORM, FOLDER_RE, EntryId
+from jaxport.golden._entry_id import FOLDER_FORM, FOLDER_RE, EntryId, require_entry_id
 from jaxport.golden._manifest import (
     BLOB_FILE, EXPECTED_FILE, INPUTS_FILE, MANIFEST_FILE, MODULE_FILE, PLATFORMS, SHARDINGS_FILE,
     FIRST_REVISION, MAX_REVISION, Manifest, _pretty, is_safe_name)
@@ -149,7 +149,7 @@ class GoldenStore:
                   f"{_shown(d)}: entry directory name is not '{_DIR_FORM}'. Move it out of "
                   "the store, or rename it to start with '.' so that listing ignores it.")))
               continue
-            found.append(Entry(d, f"{p.name}/{fam.name}/{case.name}/{d.name}"))
+            found.append(Entry(d, EntryId(p.name, fam.name, case.name, d.name)))
     return sorted(found, key=lambda e: entry_sort_key(e.entry_id)), problems
 
   def same_day(self, manifest: Manifest) -> list[Entry]:
@@ -165,7 +165,7 @@ class GoldenStore:
       if m is None:
         raise GoldenDataError(f"{d}: entry directory name is not '{_DIR_FORM}'.")
       if f"{m.group(1)}_jax-{m.group(3)}" == first:
-        found.append(Entry(d, f"{manifest.platform}/{manifest.family}/{manifest.case_id}/{d.name}"))
+        found.append(Entry(d, EntryId(manifest.platform, manifest.family, manifest.case_id, d.name)))
     return sorted(found, key=lambda e: entry_sort_key(e.entry_id))
 
   def next_revision(self, manifest: Manifest) -> Manifest:
@@ -212,17 +212,14 @@ class GoldenStore:
 
   def entry(self, entry_id: EntryId) -> Entry:
     """The entry ``entry_id`` names (``EntryId.parse`` reads an id's text)."""
-    if not isinstance(entry_id, EntryId):
-      raise TypeError(f"GoldenStore.entry takes an EntryId, not {type(entry_id).__name__} "
-                      f"{entry_id!r}; EntryId.parse(text) reads an id's text.")
-    parts = entry_id.parts
+    parts = require_entry_id(entry_id, "GoldenStore.entry").parts
     if not all(is_safe_name(x) for x in parts):
       raise GoldenDataError(
           f"bad entry id {str(entry_id)!r}; expected '<platform>/<family>/<case_id>/{_DIR_FORM}'.")
     path = self._inside(parts)
     if not path.is_dir():
       raise GoldenDataError(f"golden entry {entry_id}: no such entry under {self.root}.")
-    return Entry(path, str(entry_id))
+    return Entry(path, entry_id)
 
   def _inside(self, parts: Sequence[str], create_parents: bool = False) -> Path:
     """``root/parts...``, checked to be real directories down to the first missing one.
@@ -267,7 +264,7 @@ class GoldenStore:
     must be None exactly when ``manifest.lowering_only``. ``shardings``, a
     JSON object, is stored as ``shardings.json`` when given.
     """
-    entry_id = manifest.relative_dir
+    entry_id = manifest.entry_id
     if (expected is None) != manifest.lowering_only:
       raise GoldenDataError(
           f"golden entry {entry_id}: lowering_only={manifest.lowering_only} but expected outputs "
@@ -278,7 +275,7 @@ class GoldenStore:
     if not isinstance(module_text, str):
       raise GoldenDataError(
           f"golden entry {entry_id}: module_text must be str, got {type(module_text).__name__}.")
-    final = self._inside(list(EntryId.parse(entry_id).parts))
+    final = self._inside(list(entry_id.parts))
     if os.path.lexists(final):
       raise _exists(entry_id, final)
 
@@ -309,8 +306,8 @@ class GoldenStore:
   def _commit(self, manifest: Manifest, payload: Mapping[str, bytes]) -> Entry:
     """Write ``payload`` and ``manifest`` into a temporary folder inside the case's folder,
     make them durable, and rename it into place; never over an existing entry."""
-    entry_id = manifest.relative_dir
-    final = self._inside(list(EntryId.parse(entry_id).parts))
+    entry_id = manifest.entry_id
+    final = self._inside(list(entry_id.parts))
     if os.path.lexists(final):
       raise _exists(entry_id, final)
     case_dir = final.parent
@@ -319,7 +316,7 @@ class GoldenStore:
       try:
         if not self.root.is_dir():
           self.root.mkdir(parents=True)
-        self._inside(list(EntryId.parse(entry_id).parts), create_parents=True)
+        self._inside(list(entry_id.parts), create_parents=True)
         tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{final.name}-", dir=case_dir))
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; entries are shared data.
         for name in sorted(payload):
@@ -381,7 +378,7 @@ class GoldenStore:
                if (not any_rule
                    or (older_than_days is not None and (today - e.record_date).days > older_than_days)
                    or (dated_in_future and e.record_date > today) or e in replaced)
-               and (not cases or EntryId.parse(e.entry_id).case_id in cases)]
+               and (not cases or e.entry_id.case_id in cases)]
     if dry_run:
       return expired
     for e in expired:
@@ -446,7 +443,7 @@ def _unwritable(path: Path, error: OSError) -> GoldenDataError:
       "store writable, or pass another store.")
 
 
-def _exists(entry_id: str, path: Path) -> GoldenDataError:
+def _exists(entry_id: EntryId, path: Path) -> GoldenDataError:
   return GoldenDataError(
       f"golden entry {entry_id}: {path} already exists. The golden store is append-only and "
       "never overwrites an entry; record on another day or with another jax version, or remove "

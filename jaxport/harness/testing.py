@@ -10,10 +10,13 @@ single skipped item). They need the project to have opted in (see
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+  from jaxport.golden import EntryId
 
 
-def test_replay(compat_harness: Any, golden_entry: str) -> None:
+def test_replay(compat_harness: Any, golden_entry: EntryId) -> None:
   """Replay one golden entry with every reader and judge it."""
   compat_harness.check_replay(golden_entry)
 

@@ -194,7 +194,7 @@ def entry_from_blob(blob: Path, inputs: Path, expected: Path, store: Path, *, rt
       comparison=Comparison("allclose", rtol, atol))
   entry = GoldenStore(store).write_entry(manifest, data, load_arrays(inputs), load_arrays(expected),
                                          exp.mlir_module())
-  return entry.entry_id
+  return str(entry.entry_id)
 
 
 def load_arrays(path: Path) -> list[np.ndarray]:

@@ -97,14 +97,14 @@ def verdicts_of_report(report_path: Path, version: str
   skipped = _kernel_skips(report, version)
   out: dict[str, tuple[bool, str] | None] = {}
   for e in report.entries:
-    if e.entry_id in skipped or RELEASE_READER not in report.readers or any(
+    if str(e.entry_id) in skipped or RELEASE_READER not in report.readers or any(
         f.subject is Subject.WORKER or f.kind is FindingKind.GOLDEN_DATA_ERROR
         for f in e.findings):
-      out[e.entry_id] = None
+      out[str(e.entry_id)] = None
       continue
     bad = [f for f in e.findings if f.subject is Subject.READER and f.reader == RELEASE_READER
            and f.kind in _NOT_RUNNING]
-    out[e.entry_id] = ((False, f"[{bad[0].kind}] {bad[0].message}") if bad
+    out[str(e.entry_id)] = ((False, f"[{bad[0].kind}] {bad[0].message}") if bad
                        else (True, f"replayed by the harness under jax {version}"))
   return out
 
@@ -140,7 +140,7 @@ def _kernel_skips(report, version: str) -> dict[str, str]:
         continue
       target = unregistered_kernel(f.message, e.targets)
       if target is not None:
-        out[e.entry_id] = skip_reason(target, version)
+        out[str(e.entry_id)] = skip_reason(target, version)
         break
   return out
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxport.errors import GoldenDataError
+from jaxport.golden._entry_id import EntryId
 from jaxport.multirelease import _matrix, _replay
 
 logger = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ def select_entries(root: Path, platform: str, current_build_only: bool) -> list[
                               "from version control or remove it") from None
       if not isinstance(producer, dict) or not producer.get("jaxport"):
         continue
-    ids.append("/".join(manifest.parent.parts[-4:]))
+    ids.append(str(EntryId.from_folder(manifest.parent)))
   return ids
 
 

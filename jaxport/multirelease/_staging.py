@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxport.errors import GoldenDataError
+from jaxport.golden._entry_id import EntryId
 from jaxport.golden._host import current_host
 from jaxport.golden._manifest import (
     Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
@@ -63,7 +64,7 @@ class Staging:
 @dataclasses.dataclass(frozen=True)
 class ImportResult:
   written: tuple[Entry, ...]
-  existing: tuple[str, ...]     # entry ids already in the store (append-only: left as is)
+  existing: tuple[EntryId, ...]  # entry ids already in the store (append-only: left as is)
   skipped: dict[str, str]       # case id -> why the producer could not record it
 
 
@@ -158,7 +159,7 @@ def import_staging(path: str | Path, store: GoldenStore) -> ImportResult:
     blob = (case.path / "exported.bin").read_bytes()
     manifest = manifest_for(staging, case, signatures((case.path / "module.mlirbc").read_bytes()))
     if (store.root / manifest.relative_dir).exists():
-      existing.append(manifest.relative_dir)
+      existing.append(manifest.entry_id)
       continue
     expected = None if manifest.lowering_only else load_arrays(case.path / "expected.npz")
     entry = store.write_entry(manifest, blob, load_arrays(case.path / "inputs.npz"), expected,

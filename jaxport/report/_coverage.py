@@ -9,16 +9,16 @@ entries replayed in the run count; an entry skipped or deselected covers nothing
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from jaxport.golden._entry_id import case_of, platform_of
+from jaxport.golden._entry_id import EntryId, require_entry_id
 from jaxport.report._sections import PlatformTargets, Skip, Targets
 
 
 class Covering(Protocol):
   """What coverage reads of one replayed entry (an outcome or a report entry)."""
-  entry_id: str
+  entry_id: EntryId
   targets: tuple[str, ...]
   current_targets: tuple[str, ...] | None
   lowering_only: bool | None
@@ -62,25 +62,30 @@ def lowering_only_coverage(entries: Iterable[Covering], required: Mapping[str, I
   return out
 
 
-def tripwire(present: Iterable[str], entries: Iterable[Covering]) -> list[str]:
+def _ids(entry_ids: Iterable[EntryId], where: str) -> list[EntryId]:
+  """``entry_ids`` as a list, each checked to be an :class:`EntryId`."""
+  return [require_entry_id(e, where) for e in entry_ids]
+
+
+def tripwire(present: Iterable[EntryId], entries: Iterable[Covering]) -> list[EntryId]:
   """Entries present in the store for the run's platforms that the run did not replay."""
-  return sorted(set(present) - {e.entry_id for e in entries})
+  return sorted(set(_ids(present, "tripwire")) - {e.entry_id for e in entries})
 
 
-def cases_without_entries(case_ids: Iterable[str], present: Iterable[str]) -> list[str]:
+def cases_without_entries(case_ids: Iterable[str], present: Iterable[EntryId]) -> list[str]:
   """Registered cases with no golden entry at all: their targets are unguarded."""
-  return sorted(set(case_ids) - {case_of(e) for e in present})
+  return sorted(set(case_ids) - {e.case_id for e in _ids(present, "cases_without_entries")})
 
 
-def orphaned_entries(case_ids: Iterable[str], present: Iterable[str]) -> list[str]:
+def orphaned_entries(case_ids: Iterable[str], present: Iterable[EntryId]) -> list[EntryId]:
   """Entries in the store whose case no case module registers any more."""
   registered = set(case_ids)
-  return sorted(e for e in present if case_of(e) not in registered)
+  return sorted(e for e in _ids(present, "orphaned_entries") if e.case_id not in registered)
 
 
-def orphan_message(orphans: list[str]) -> str:
+def orphan_message(orphans: list[EntryId]) -> str:
   """The session warning (a failure with --compat-strict) for entries of removed cases."""
-  cases = sorted({case_of(e) for e in orphans})
+  cases = sorted({e.case_id for e in _ids(orphans, "orphan_message")})
   return (f"{len(orphans)} entries belong to cases no case module registers any more "
           f"({abbreviate(cases)}): their replay compares no current lowering. Put the cases "
           "back in cases(), or remove the entries (jaxport prune) once nothing needs them")
@@ -92,12 +97,12 @@ def unreachable_skips(platform: str, other: Mapping[str, PlatformTargets]) -> li
           for p, cov in other.items() for t, why in cov.unreachable.items()]
 
 
-def device_store_skips(platform: str, present: Iterable[str]) -> list[Skip]:
+def device_store_skips(platform: str, present: Iterable[EntryId]) -> list[Skip]:
   """Skip-ledger lines for the accelerators' entries a ``platform`` run checks without running
   them (a CPU run): their coverage of the platform's stable targets is judged by a run on it."""
   counts: dict[str, int] = {}
-  for entry_id in present:
-    other = platform_of(entry_id)
+  for entry_id in _ids(present, "device_store_skips"):
+    other = entry_id.platform
     if other != platform:
       counts[other] = counts.get(other, 0) + 1
   return [Skip(f"coverage of the {other} entries",
@@ -107,7 +112,7 @@ def device_store_skips(platform: str, present: Iterable[str]) -> list[Skip]:
           for other, n in sorted(counts.items())]
 
 
-def session_failures(platform: str, targets: Targets, present: list[str],
+def session_failures(platform: str, targets: Targets, present: list[EntryId],
                      entries: list[Covering], case_ids: list[str],
                      other: Mapping[str, PlatformTargets] | None = None, *,
                      declared: Iterable[str] = (), targets_file: str | None = None) -> list[str]:
@@ -117,6 +122,7 @@ def session_failures(platform: str, targets: Targets, present: list[str],
   :func:`lowering_only_coverage`. The project's ``declared`` stable targets, when missing, get a
   failure of their own naming ``targets_file``.
   """
+  present = _ids(present, "session_failures")
   failures = []
   record = f"pytest --compat-platform={platform} --compat-record"
   declared = set(declared)
@@ -157,7 +163,8 @@ def session_failures(platform: str, targets: Targets, present: list[str],
   return failures
 
 
-def abbreviate(ids: list[str], limit: int = 10) -> str:
-  """At most ``limit`` ids, then how many more, so a summary line stays readable."""
+def abbreviate(ids: Sequence[object], limit: int = 10) -> str:
+  """At most ``limit`` ids (entry ids or names), then how many more, so a summary line stays
+  readable."""
   more = len(ids) - limit
-  return ", ".join(ids[:limit]) + (f" and {more} more" if more > 0 else "")
+  return ", ".join(map(str, ids[:limit])) + (f" and {more} more" if more > 0 else "")

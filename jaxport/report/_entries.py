@@ -7,8 +7,10 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from jaxport._vocabulary import Finding, Status, Subject
-from jaxport.golden._entry_id import EntryId, platform_of, producer_of
+from jaxport._records import Strict
+from jaxport._vocabulary import Finding, FindingKind, Status, Subject
+from jaxport.errors import WorkerAnswerError
+from jaxport.golden._entry_id import EntryId, read_entry_id, require_entry_id
 from jaxport.report._fields import STRICT, bad, findings_field, iso, runs_on_field, str_map
 from jaxport.report._sections import Release
 
@@ -28,60 +30,102 @@ _OPTIONAL_ENTRY_KEYS = ("matched_case", "recorded_host", "runs_on", "blob_sha256
 
 @dataclasses.dataclass(frozen=True)
 class EntryResult:
-  """The outcome of replaying one golden entry in one run."""
-  entry_id: str
+  """What replaying one golden entry in one run found, and (once judged) its status.
+
+  The harness's judge (``jaxport.harness._judge``) builds it from the worker's answer and
+  gives it its status; the session keeps it and the report lists it. ``skips``,
+  ``upgrade_rules`` and ``replay_host`` are the run's own (the report lists skips in its
+  ledger, the upgrade rules in ``release`` and the replay hosts once per run).
+  """
+  entry_id: EntryId
   case_id: str
   family: str
   record_date: datetime.date | None
-  status: Status
-  kinds: tuple[str, ...]
-  messages: tuple[str, ...]
   days_to_expiry: int | None
   lowering_only: bool | None
   targets: tuple[str, ...]
-  current_targets: tuple[str, ...] | None
-  release: Release | None
-  expected_failure: str | None
-  # What the replay found, each with its subject (which reader, today's lowering, ...).
-  findings: tuple[Finding, ...] = ()
+  current_targets: tuple[str, ...] | None = None
   # The platforms the entry's module was exported for (None: not known to the run).
   platforms: tuple[str, ...] | None = None
   # Target -> its verdict today (stable, declared, ...), as the run judged it; None: not judged.
   target_verdicts: Mapping[str, str] | None = None
   # The case today's lowering of an imported entry was compared with (None: its own, or none).
   matched_case: str | None = None
+  # What the replay found, each with its subject (which reader, today's lowering, ...).
+  findings: tuple[Finding, ...] = ()
+  # What was not checked for the entry and why.
+  skips: tuple[str, ...] = ()
+  # The rules jaxport.upgrade applied before the entry ran.
+  upgrade_rules: tuple[str, ...] = ()
   # The manifest's record of the machine that recorded the entry; None when unknown.
   recorded_host: Mapping[str, Any] | None = None
+  # The host that replayed it (the worker's record).
+  replay_host: Mapping[str, Any] | None = None
+  # The producer-release annotation of a project with an expectations table.
+  release: Release | None = None
+  # The reason an expected failure is excused.
+  expected_failure: str | None = None
+  # None until the judge sets it.
+  status: Status | None = None
   # Platform -> the jax releases the entry runs on, as the run computed them from the release
   # table (None: not computed, or a report without them).
   runs_on: Mapping[str, tuple[str, ...]] | None = None
   # The sha256 of the blob the run replayed, as its files verified (None: its files did not
   # read, or a report without it).
   blob_sha256: str | None = None
+  # The kinds and messages as a report file listed them (None: derived from ``findings``).
+  listed_kinds: tuple[str, ...] | None = None
+  listed_messages: tuple[str, ...] | None = None
   # Keys of a newer report this release does not know, kept as read.
   extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+  def __post_init__(self) -> None:
+    require_entry_id(self.entry_id, "EntryResult")
+
+  @property
+  def kinds(self) -> tuple[str, ...]:
+    """The kinds found, sorted, each once."""
+    if self.listed_kinds is not None:
+      return self.listed_kinds
+    return tuple(sorted(set(f.kind for f in self.findings)))
+
+  @property
+  def messages(self) -> tuple[str, ...]:
+    """The findings as report text, in the order found."""
+    if self.listed_messages is not None:
+      return self.listed_messages
+    return tuple(f.text for f in self.findings)
+
+  def has(self, kind: FindingKind) -> bool:
+    return any(f.kind == kind for f in self.findings)
+
+  def of_kind(self, kind: FindingKind) -> tuple[Finding, ...]:
+    return tuple(f for f in self.findings if f.kind == kind)
+
+  def replace(self, **changes: Any) -> EntryResult:
+    return dataclasses.replace(self, **changes)
 
   @property
   def platform(self) -> str:
     """The platform whose store holds the entry (the first part of its id)."""
-    return platform_of(self.entry_id)
+    return self.entry_id.platform
 
   @property
   def producer(self) -> str:
     """The jax release that recorded the entry, or ``unknown``."""
     if self.release is not None and self.release.producer:
       return self.release.producer
-    return producer_of(self.entry_id)
+    return self.entry_id.producer
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> EntryResult:
     STRICT.obj(d, where, _ENTRY_KEYS)
-    entry_id = STRICT.of(d["entry_id"], str, f"{where}.entry_id")
+    text = STRICT.of(d["entry_id"], str, f"{where}.entry_id")
     try:
-      EntryId.parse(entry_id)
+      entry_id = EntryId.parse(text)
     except ValueError:
       raise bad(f"{where}.entry_id",
-                 f"expected platform/family/case/date_jax-version, got {entry_id!r}") from None
+                 f"expected platform/family/case/date_jax-version, got {text!r}") from None
     status = STRICT.of(d["status"], str, f"{where}.status")
     if status not in {str(s) for s in Status}:
       raise bad(f"{where}.status", f"expected one of {', '.join(Status)}, got {status!r}")
@@ -91,8 +135,8 @@ class EntryResult:
         family=STRICT.of(d["family"], str, f"{where}.family"),
         record_date=STRICT.date(d["record_date"], f"{where}.record_date", nullable=True),
         status=Status(status),
-        kinds=STRICT.strs(d["kinds"], f"{where}.kinds"),
-        messages=STRICT.strs(d["messages"], f"{where}.messages"),
+        listed_kinds=STRICT.strs(d["kinds"], f"{where}.kinds"),
+        listed_messages=STRICT.strs(d["messages"], f"{where}.messages"),
         findings=findings_field(d["findings"], f"{where}.findings"),
         platforms=STRICT.strs(d["platforms"], f"{where}.platforms", nullable=True),
         target_verdicts=str_map(d["target_verdicts"], f"{where}.target_verdicts"),
@@ -113,9 +157,12 @@ class EntryResult:
         extra={k: v for k, v in d.items() if k not in _ENTRY_KEYS + _OPTIONAL_ENTRY_KEYS})
 
   def to_json(self) -> dict[str, Any]:
-    return {**self.extra, "entry_id": self.entry_id, "case_id": self.case_id, "family": self.family,
+    """The entry as the report file lists it (a judged entry only)."""
+    if self.status is None:
+      raise ValueError(f"{self.entry_id}: the entry was never judged (no status)")
+    return {**self.extra, "entry_id": str(self.entry_id), "case_id": self.case_id, "family": self.family,
             "record_date": iso(self.record_date), "status": str(self.status),
-            "kinds": list(self.kinds), "messages": list(self.messages),
+            "kinds": [str(k) for k in self.kinds], "messages": list(self.messages),
             "findings": [f.to_json() for f in self.findings],
             "days_to_expiry": self.days_to_expiry, "lowering_only": self.lowering_only,
             "targets": list(self.targets),
@@ -131,3 +178,73 @@ class EntryResult:
             **({} if self.runs_on is None else
                {"runs_on": {p: list(v) for p, v in self.runs_on.items()}}),
             **({} if self.blob_sha256 is None else {"blob_sha256": self.blob_sha256})}
+
+  def to_part_json(self) -> dict[str, Any]:
+    """Everything the run keeps of the entry, for a part file between processes (one xdist
+    worker's outcomes for the controller; :meth:`from_part_json` reads it back)."""
+    if self.listed_kinds is not None or self.listed_messages is not None or self.extra:
+      raise ValueError(f"{self.entry_id}: an entry read from a report file is no run's part")
+    return {"entry_id": str(self.entry_id), "case_id": self.case_id, "family": self.family,
+            "record_date": iso(self.record_date), "days_to_expiry": self.days_to_expiry,
+            "lowering_only": self.lowering_only, "targets": list(self.targets),
+            "current_targets": _listed(self.current_targets),
+            "platforms": _listed(self.platforms),
+            "target_verdicts": None if self.target_verdicts is None else dict(self.target_verdicts),
+            "matched_case": self.matched_case,
+            "findings": [f.to_json() for f in self.findings], "skips": list(self.skips),
+            "upgrade_rules": list(self.upgrade_rules),
+            "recorded_host": None if self.recorded_host is None else dict(self.recorded_host),
+            "replay_host": None if self.replay_host is None else dict(self.replay_host),
+            "release": None if self.release is None else self.release.to_json(),
+            "expected_failure": self.expected_failure,
+            "status": None if self.status is None else str(self.status),
+            "runs_on": (None if self.runs_on is None
+                        else {p: list(v) for p, v in self.runs_on.items()}),
+            "blob_sha256": self.blob_sha256}
+
+  @classmethod
+  def from_part_json(cls, d: Any, where: str = "outcome") -> EntryResult:
+    """What :meth:`to_part_json` wrote, read strictly: a missing, unknown or mistyped field
+    is a :class:`WorkerAnswerError` naming it, never an entry judged on what was left."""
+    s = _PART
+    d = s.obj(d, where, _PART_KEYS, ())
+
+    def at(key: str) -> str:
+      return f"{where}.{key}"
+
+    release = d["release"]
+    return cls(
+        entry_id=read_entry_id(s, d["entry_id"], at("entry_id")),
+        case_id=s.of(d["case_id"], str, at("case_id")),
+        family=s.of(d["family"], str, at("family")),
+        record_date=s.date(d["record_date"], at("record_date"), nullable=True),
+        days_to_expiry=s.of(d["days_to_expiry"], int, at("days_to_expiry"), nullable=True),
+        lowering_only=s.of(d["lowering_only"], bool, at("lowering_only"), nullable=True),
+        targets=s.strs(d["targets"], at("targets")),
+        current_targets=s.strs(d["current_targets"], at("current_targets"), nullable=True),
+        platforms=s.strs(d["platforms"], at("platforms"), nullable=True),
+        target_verdicts=s.str_map(d["target_verdicts"], at("target_verdicts"), nullable=True),
+        matched_case=s.of(d["matched_case"], str, at("matched_case"), nullable=True),
+        findings=tuple(Finding.from_json(f, at(f"findings[{i}]"), s)
+                       for i, f in enumerate(s.of(d["findings"], list, at("findings")))),
+        skips=s.strs(d["skips"], at("skips")),
+        upgrade_rules=s.strs(d["upgrade_rules"], at("upgrade_rules")),
+        recorded_host=s.of(d["recorded_host"], Mapping, at("recorded_host"), nullable=True),
+        replay_host=s.of(d["replay_host"], Mapping, at("replay_host"), nullable=True),
+        release=None if release is None else Release.from_json(release, at("release")),
+        expected_failure=s.of(d["expected_failure"], str, at("expected_failure"), nullable=True),
+        status=None if d["status"] is None else s.enum(Status, d["status"], at("status")),
+        runs_on=None if d["runs_on"] is None else {
+            p: s.strs(v, at(f"runs_on.{p}"))
+            for p, v in s.of(d["runs_on"], Mapping, at("runs_on")).items()},
+        blob_sha256=s.of(d["blob_sha256"], str, at("blob_sha256"), nullable=True))
+
+
+# A part file's keys: every field a run keeps (not what only a report file lists).
+_PART_KEYS = tuple(f.name for f in dataclasses.fields(EntryResult)
+                   if f.name not in ("listed_kinds", "listed_messages", "extra"))
+_PART = Strict.raising(WorkerAnswerError)
+
+
+def _listed(items: tuple[str, ...] | None) -> list[str] | None:
+  return None if items is None else list(items)

@@ -11,6 +11,7 @@ from typing import Any
 from jaxport._records import Strict
 from jaxport._vocabulary import Finding
 from jaxport.errors import ReportError
+from jaxport.golden._entry_id import EntryId
 
 # The report format this package reads and writes (the harness writes it too). Format 2 adds
 # typed findings (kind, subject, message, reader) to each entry, and the run's shard.
@@ -24,6 +25,22 @@ def bad(where: str, what: str) -> ReportError:
 
 # The field readers, raising :func:`bad`.
 STRICT = Strict(bad)
+
+
+def read_entry_id(value: Any, where: str, nullable: bool = False) -> EntryId | None:
+  """An entry id's text in a report file, as the id it names."""
+  text = STRICT.of(value, str, where, nullable=nullable)
+  if text is None:
+    return None
+  try:
+    return EntryId.parse(text)
+  except ValueError:
+    raise bad(where, f"expected platform/family/case/date_jax-version, got {text!r}") from None
+
+
+def id_text(entry_id: EntryId | None) -> str | None:
+  """The text a report file holds for an entry id (None stays null)."""
+  return None if entry_id is None else str(entry_id)
 
 
 def iso(d: datetime.date | None) -> str | None:

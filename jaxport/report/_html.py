@@ -12,6 +12,7 @@ from html import escape
 from urllib.parse import quote
 
 from jaxport._vocabulary import FindingKind
+from jaxport.golden._entry_id import EntryId
 from jaxport.report._entries import EntryResult, about_current_lowering
 from jaxport.report._model import RunReport
 from jaxport.report._sections import host_line
@@ -64,7 +65,7 @@ def _e(text: object) -> str:
   return escape(visible(text), quote=True)
 
 
-def _href(entry_id: str) -> str:
+def _href(entry_id: EntryId) -> str:
   return "#" + quote(entry_anchor(entry_id), safe="/:._-")
 
 

@@ -75,7 +75,7 @@ def merge_reports(reports: Sequence[RunReport]) -> RunReport:
       entries=tuple(entries),
       recorded=tuple(sorted(recorded, key=lambda x: x.case_id)),
       targets=coverage.target_coverage(entries, first.targets.required),
-      skips=_skips(reports, order),
+      skips=_skips(reports, {str(k): i for k, i in order.items()}),
       drift=tuple(sorted((d for r in reports for d in r.drift), key=lambda d: order[d.entry_id])),
       session_failures=_union(r.session_failures for r in reports),
       session_warnings=_union(r.session_warnings for r in reports),
@@ -160,7 +160,7 @@ def _lowering_only(shared: Mapping[str, PlatformTargets], entries: Sequence[Entr
       entries, {p: c.required for p, c in shared.items()}, unreachable)
 
 
-def _skips(reports: Sequence[RunReport], order: dict[str, int]) -> tuple[Skip, ...]:
+def _skips(reports: Sequence[RunReport], order: Mapping[str, int]) -> tuple[Skip, ...]:
   """The skip ledger: run-wide lines that come before the entries' lines, the entries' lines in
   entry order, then the run-wide lines that come after them (each run-wide line once)."""
   leading: list[Skip] = []

@@ -10,8 +10,9 @@ from typing import Any
 
 from jaxport._vocabulary import RecordAction
 from jaxport.errors import GoldenDataError
+from jaxport.golden._entry_id import EntryId, require_entry_id
 from jaxport.golden._host import Host
-from jaxport.report._fields import STRICT, bad, iso, str_map
+from jaxport.report._fields import STRICT, bad, id_text, iso, read_entry_id, str_map
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,26 +192,34 @@ class Skip:
 @dataclasses.dataclass(frozen=True)
 class DriftItem:
   """A drift finding (a kind of :data:`DRIFT_KINDS`) of one entry, listed run-wide."""
-  entry_id: str
+  entry_id: EntryId
   kind: str
   detail: str
+
+  def __post_init__(self) -> None:
+    require_entry_id(self.entry_id, "DriftItem")
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> DriftItem:
     STRICT.obj(d, where, ("entry_id", "kind", "detail"))
-    return cls(*(STRICT.of(d[k], str, f"{where}.{k}") for k in ("entry_id", "kind", "detail")))
+    return cls(read_entry_id(d["entry_id"], f"{where}.entry_id"),
+               *(STRICT.of(d[k], str, f"{where}.{k}") for k in ("kind", "detail")))
 
   def to_json(self) -> dict[str, Any]:
-    return {"entry_id": self.entry_id, "kind": self.kind, "detail": self.detail}
+    return {"entry_id": str(self.entry_id), "kind": self.kind, "detail": self.detail}
 
 
 @dataclasses.dataclass(frozen=True)
 class Recorded:
   """What recording one case did (record mode): written, unchanged, conflict or error."""
   case_id: str
-  entry_id: str | None
+  entry_id: EntryId | None
   action: RecordAction
   message: str
+
+  def __post_init__(self) -> None:
+    if self.entry_id is not None:
+      require_entry_id(self.entry_id, "Recorded")
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Recorded:
@@ -219,12 +228,12 @@ class Recorded:
     if action not in {str(a) for a in RecordAction}:
       raise bad(f"{where}.action", f"expected one of {', '.join(RecordAction)}, got {action!r}")
     return cls(STRICT.of(d["case_id"], str, f"{where}.case_id"),
-               STRICT.of(d["entry_id"], str, f"{where}.entry_id", nullable=True),
+               read_entry_id(d["entry_id"], f"{where}.entry_id", nullable=True),
                RecordAction(action),
                STRICT.of(d["message"], str, f"{where}.message"))
 
   def to_json(self) -> dict[str, Any]:
-    return {"case_id": self.case_id, "entry_id": self.entry_id, "action": str(self.action),
+    return {"case_id": self.case_id, "entry_id": id_text(self.entry_id), "action": str(self.action),
             "message": self.message}
 
 
@@ -232,13 +241,17 @@ class Recorded:
 RECORD_ACTIONS = tuple(str(a) for a in RecordAction)
 
 
+# The fields of :class:`Updated` that hold entry ids.
+_UPDATED_IDS = ("since", "entry_id")
+
+
 @dataclasses.dataclass(frozen=True)
 class Updated:
   """What an update run did for one changed case: the entry it differed from (``since``, None
   for a case without entries), the new entry, and what changed."""
   case_id: str
-  since: str | None
-  entry_id: str | None
+  since: EntryId | None
+  entry_id: EntryId | None
   action: str
   message: str
   targets_added: tuple[str, ...]
@@ -246,17 +259,24 @@ class Updated:
   signature_changes: tuple[str, ...]
   numerics: tuple[str, ...]
 
+  def __post_init__(self) -> None:
+    for name in _UPDATED_IDS:
+      if getattr(self, name) is not None:
+        require_entry_id(getattr(self, name), f"Updated.{name}")
+
   @classmethod
   def from_json(cls, d: Any, where: str) -> Updated:
     names = tuple(f.name for f in dataclasses.fields(cls))
     STRICT.obj(d, where, names)
     lists = ("targets_added", "targets_removed", "signature_changes", "numerics")
     return cls(**{n: STRICT.strs(d[n], f"{where}.{n}") if n in lists else
-                  STRICT.of(d[n], str, f"{where}.{n}", nullable=n in ("since", "entry_id"))
+                  read_entry_id(d[n], f"{where}.{n}", nullable=True) if n in _UPDATED_IDS else
+                  STRICT.of(d[n], str, f"{where}.{n}")
                   for n in names})
 
   def to_json(self) -> dict[str, Any]:
-    return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+    return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else
+            id_text(v) if f.name in _UPDATED_IDS else v
             for f in dataclasses.fields(self)}
 
   def change_lines(self) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS, Status
 from jaxport.custom_calls import _registry
 from jaxport.errors import ReportError
 from jaxport.releases import build_of
-from jaxport.golden._entry_id import UNKNOWN_PRODUCER
+from jaxport.golden._entry_id import UNKNOWN_PRODUCER, EntryId, require_entry_id
 from jaxport.report._entries import EntryResult
 from jaxport.report._model import RunReport
 
@@ -301,16 +301,16 @@ def passing_groups(report: RunReport) -> tuple[PassingGroup, ...]:
                for t, p in keys)
 
 
-def entry_anchor(entry_id: str) -> str:
+def entry_anchor(entry_id: EntryId) -> str:
   """The id of an entry's details on the page (entry ids contain no spaces)."""
-  return "entry:" + entry_id
+  return "entry:" + str(require_entry_id(entry_id, "entry_anchor"))
 
 
 @dataclasses.dataclass(frozen=True)
 class FailureOnset:
   """An entry failing in the newest run, and the run that first showed the failure: the oldest
   of the unbroken run of failing reports that ends with the newest one."""
-  entry_id: str
+  entry_id: EntryId
   first: RunReport
   # Whether the newest run is the first to show it (the run before passed it, or lacked it).
   new: bool

@@ -88,11 +88,12 @@ sys.path.insert(0, {str(ROOT)!r})
 from jaxport.harness._project import Project
 from jaxport.harness._protocol._requests import CasesRequest, ReplayRequest
 from jaxport.harness._controller._worker_client import WorkerClient
+from jaxport.golden import EntryId
 client = WorkerClient(Project(("harness.cases",), {str(root)!r}, root={str(ROOT)!r},
                               paths=({str(ROOT)!r},)), timeout_s=3600)
 client.request(CasesRequest())
 print(client.pid, flush=True)
-client.request(ReplayRequest({str(root)!r}, {entry_id!r}, ("jaxport", "jax")))
+client.request(ReplayRequest({str(root)!r}, EntryId.parse({str(entry_id)!r}), ("jaxport", "jax")))
 """], stdout=subprocess.PIPE, text=True)
   worker = None
   try:
@@ -136,7 +137,7 @@ def _queued_recording(store_root: Path):
   staging = session.recorder._staging_root()
   entry_id = REAL_ENTRIES[0]
   copy_entry(staging, entry_id)
-  session.recorder._write_queue.append(entry_id)
+  session.recorder._write_queue.append(EntryId.parse(entry_id))
   session.recorder.recorded["cholesky_f32"] = {"case_id": "cholesky_f32", "entry_id": entry_id,
                                        "action": "written", "message": ""}
   return session, staging, entry_id
@@ -208,8 +209,9 @@ def test_an_entry_dated_in_the_future_is_a_finding_that_fails_when_strict(strict
       readers=(ReaderResult("jaxport", Stage.COMPARE, platforms=("cpu",), allowed_targets=(), numerics=Numerics(True, True, 0.0)),),
       today=TodayResult(available=False, reason="not a registered case"), host=None,
       seconds=0.0, timings={})
-  asked = ReplayRequest(str(ROOT / "compat_data"), REAL_ENTRIES[0], ("jaxport",))
-  outcome = judging.findings(answer, asked, entry_id=REAL_ENTRIES[0],
+  entry_id = EntryId.parse(REAL_ENTRIES[0])
+  asked = ReplayRequest(str(ROOT / "compat_data"), entry_id, ("jaxport",))
+  outcome = judging.findings(answer, asked, entry_id=entry_id,
                                manifest=_replayed_manifest(datetime.date(2099, 1, 1)),
                                today=today, window_days=180)
   assert FindingKind.FUTURE_DATE in outcome.kinds

@@ -93,8 +93,8 @@ def test_an_unreadable_number_in_a_manifest_is_one_entry_problem_in_audit(tmp_pa
   rc = main(["audit", str(root), "--json", "--no-drift", "--today", "2026-12-01"])
   records = {r["artifact"]: r for r in json.loads(capsys.readouterr().out)["artifacts"]}
   assert rc == 1
-  assert not records[bad.entry_id]["ok"]
-  assert any("digits" in p or "not finite" in p for p in records[bad.entry_id]["problems"])
+  assert not records[str(bad.entry_id)]["ok"]
+  assert any("digits" in p or "not finite" in p for p in records[str(bad.entry_id)]["problems"])
   assert records[REAL_ENTRIES[1]]["ok"], records[REAL_ENTRIES[1]]
 
 

@@ -127,10 +127,10 @@ def test_audit_of_a_store_reports_a_hanging_entry_and_audits_the_others(tmp_path
                      "--parse-timeout", "1.5")
   assert rc == 1
   records = {r["artifact"]: r for r in json.loads(out)["artifacts"]}
-  stuck = records[hanging.entry_id]
+  stuck = records[str(hanging.entry_id)]
   assert stuck["parser_failure"]["kind"] == "timeout"
   assert "--parse-timeout=1.5 s" in stuck["problems"][0]
-  assert records[other.entry_id]["ok"], records[other.entry_id]["problems"]
+  assert records[str(other.entry_id)]["ok"], records[str(other.entry_id)]["problems"]
   assert_clean(err)
 
 
@@ -333,8 +333,8 @@ def test_the_harness_fails_a_crash_like_entry_by_name_and_replays_the_others(tmp
       "-k", "cholesky_f32 or kwargs_pytree")
   report = json.loads((tmp_path / "report.json").read_text())
   by_id = {e["entry_id"]: e for e in report["entries"]}
-  assert by_id[other.entry_id]["status"] == "pass", by_id[other.entry_id]
-  failed = by_id[crashing.entry_id]
+  assert by_id[str(other.entry_id)]["status"] == "pass", by_id[str(other.entry_id)]
+  failed = by_id[str(crashing.entry_id)]
   assert failed["status"] == "fail" and failed["messages"], failed
   # A crash names its signal; a jaxlib that refuses the bytes says they cannot be parsed.
   assert any("killed by SIGSEGV (signal 11)" in m or "cannot be parsed" in m

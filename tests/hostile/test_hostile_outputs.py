@@ -24,6 +24,7 @@ import _report_helpers as helpers
 from _build import REAL_ENTRIES, copy_entry
 from jaxport.cli import main
 from jaxport.errors import ReportError
+from jaxport.golden import EntryId
 from jaxport.golden._store import GoldenStore
 from jaxport.harness._controller._shard import Shard, ShardError, split
 from jaxport.report import RunReport, render_markdown
@@ -181,7 +182,7 @@ def test_render_into_a_read_only_folder_is_a_named_error(capsys, tmp_path, repor
 # --- 3. prune --yes: a failing removal names where it stopped; an interrupt exits 130 --------
 
 @pytest.fixture
-def expired_store(tmp_path) -> tuple[Path, list[str]]:
+def expired_store(tmp_path) -> tuple[Path, list[EntryId]]:
   """A store of three real entries, all expired as of 2100."""
   root = tmp_path / "store"
   for entry_id in REAL_ENTRIES:
@@ -248,11 +249,11 @@ def test_a_huge_shard_count_is_a_usage_error_naming_the_limit():
   with pytest.raises(ShardError, match=r"jaxport\._limits\.MAX_SHARDS = 10000"):
     Shard.parse("1/100000000")
   with pytest.raises(ShardError, match="MAX_SHARDS"):
-    split(["cpu/f/c/2026-01-01_jax-0.1"], 100_000_000)
+    split([EntryId.parse("cpu/f/c/2026-01-01_jax-0.1")], 100_000_000)
 
 
 def test_selecting_from_a_huge_shard_count_allocates_nothing_per_shard():
-  ids = [f"cpu/fam/case{i}/2026-01-01_jax-0.1" for i in range(3)]
+  ids = [EntryId.parse(f"cpu/fam/case{i}/2026-01-01_jax-0.1") for i in range(3)]
   start = time.monotonic()
   assert Shard(1, 10**12).select(ids) == [ids[0]]
   assert Shard(10**12, 10**12).select(ids) == []

@@ -22,6 +22,7 @@ import pytest
 
 from _build import REAL_ENTRIES, _npy_header, copy_entry, replace_files
 from _sandbox import ROOT, limited, needs_proc
+from jaxport.golden import EntryId
 from jaxport.cli import main
 from jaxport.errors import GoldenDataError
 from jaxport.golden import _entry, _npz, _store
@@ -71,7 +72,7 @@ def test_a_huge_sparse_file_is_refused_by_its_size_under_a_memory_limit(tmp_path
       from jaxport.golden import EntryId
       from jaxport.golden._store import GoldenStore
       limit_memory(256 * 2**20)
-      entry = GoldenStore({str(tmp_path / "store")!r}).entry(EntryId.parse({entry.entry_id!r}))
+      entry = GoldenStore({str(tmp_path / "store")!r}).entry(EntryId.parse({str(entry.entry_id)!r}))
       try:
         entry.blob()
       except GoldenDataError as e:
@@ -200,7 +201,7 @@ def test_audit_reports_a_bad_folder_and_audits_the_other_entries(store_with_a_ba
   assert rc == 1
   records = json.loads(out)["artifacts"]
   by_path = {r["path"]: r for r in records}
-  assert {e.entry_id for e in good} <= {r["artifact"] for r in records}
+  assert {str(e.entry_id) for e in good} <= {r["artifact"] for r in records}
   assert all(r["ok"] for r in records if r["path"] != str(bad)), records
   problem = by_path[str(bad)]
   assert not problem["ok"]
@@ -267,7 +268,7 @@ def test_a_write_interrupted_mid_way_removes_its_temporary_folder(tmp_path, monk
   with pytest.raises(KeyboardInterrupt):
     store.write_entry(source.manifest, source.blob(), source.inputs(), source.expected_outputs(),
                       source.module_text())
-  case_dir = store.root / source.entry_id.rsplit("/", 1)[0]
+  case_dir = store.root / source.entry_id.case_key
   assert len(calls) == 2 and _tmp_dirs(case_dir) == []
   assert store.entries() == []
 
@@ -275,7 +276,7 @@ def test_a_write_interrupted_mid_way_removes_its_temporary_folder(tmp_path, monk
 def test_a_later_write_removes_stale_temporary_folders_and_keeps_young_ones(tmp_path):
   source = copy_entry(tmp_path / "real")
   store = GoldenStore(tmp_path / "store")
-  case_dir = store.root / source.entry_id.rsplit("/", 1)[0]
+  case_dir = store.root / source.entry_id.case_key
   stale, young = case_dir / ".tmp-2026-01-01_jax-0.10.2-killed", case_dir / ".tmp-prune-busy"
   for d in (stale, young):
     d.mkdir(parents=True)
@@ -295,7 +296,7 @@ def test_the_staging_folder_is_removed_when_writing_the_recordings_is_interrupte
   staging = session.recorder._staging_root()
   entry_id = REAL_ENTRIES[0]
   copy_entry(staging, entry_id)
-  session.recorder._write_queue.append(entry_id)
+  session.recorder._write_queue.append(EntryId.parse(entry_id))
 
   def interrupted(*args, **kwargs):
     raise KeyboardInterrupt
@@ -365,7 +366,7 @@ def test_a_writer_killed_with_sigkill_leaves_only_whole_entries(tmp_path, after)
   source = copy_entry(tmp_path / "real")
   root = tmp_path / "store"
   proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(tmp_path / "real"), str(root),
-                           source.entry_id], stdout=subprocess.PIPE, text=True)
+                           str(source.entry_id)], stdout=subprocess.PIPE, text=True)
   try:
     for _ in range(after):
       assert proc.stdout.readline(), "the writer stopped before it was killed"

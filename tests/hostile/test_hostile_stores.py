@@ -125,7 +125,7 @@ def test_the_writer_refuses_a_linked_case_folder(tmp_path):
   outside = tmp_path / "outside"
   outside.mkdir()
   root = tmp_path / "store"
-  platform, family, case, _ = source.entry_id.split("/")
+  platform, family, case, _ = source.entry_id.parts
   (root / platform / family).mkdir(parents=True)
   os.symlink(outside, root / platform / family / case)
   with pytest.raises(GoldenDataError, match="symbolic link"):
@@ -144,7 +144,7 @@ def test_a_deep_manifest_is_one_entry_problem_and_audit_goes_on(tmp_path, capsys
   rc, out, _ = run(capsys, "audit", root, "--json", "--no-drift", "--today", "2026-12-01")
   records = {r["artifact"]: r for r in json.loads(out)["artifacts"]}
   assert rc == 1
-  assert any("MAX_JSON_NESTING" in p for p in records[deep.entry_id]["problems"])
+  assert any("MAX_JSON_NESTING" in p for p in records[str(deep.entry_id)]["problems"])
   assert records[REAL_ENTRIES[1]]["ok"], records[REAL_ENTRIES[1]]
 
 

@@ -18,6 +18,7 @@ import pytest
 from _sandbox import CHILD_TIME_LIMIT_S, ROOT
 from jaxport import _limits
 from jaxport.errors import SettingsError
+from jaxport.golden import EntryId
 from jaxport._isolation._process import rss_bytes
 from jaxport.harness._controller import _settings
 from jaxport.harness._project import Project
@@ -47,7 +48,7 @@ GROWING_CHILD = textwrap.dedent("""
 """)
 # A child that answers one request at once, as a worker writes a record answer, echoing the
 # request's id.
-ANSWERED = RecordAnswer("cpu/mine/sines_f32/2026-12-01_jax-0.10.2")
+ANSWERED = RecordAnswer(EntryId.parse("cpu/mine/sines_f32/2026-12-01_jax-0.10.2"))
 ANSWERING_CHILD = ("import json, sys; rid = json.loads(sys.stdin.readline())['request_id']; "
                    f"answer = {dump_answer(ANSWERED, [], request_id=None)!r}; "
                    "print(json.dumps({**answer, 'request_id': rid}), flush=True)\n")

@@ -43,7 +43,7 @@ def square():
 """
 
 
-def as_another_release(store: GoldenStore, case_id: str, release: str) -> str:
+def as_another_release(store: GoldenStore, case_id: str, release: str) -> EntryId:
   """Move ``case_id``'s only entry to ``release``'s name, its manifest saying ``release``
   recorded it; its new id."""
   (entry,) = [e for e in store.entries() if e.manifest.case_id == case_id]

@@ -64,7 +64,7 @@ def test_the_dry_run_records_crosschecks_and_replays_into_an_archive_a_report_an
   assert {e.manifest.case_id for e in unpacked} == {"cholesky_f32", "cuda_cholesky_f32"}
   for e in unpacked:
     e.verify()
-  assert sorted(report["archive"]["entries"]) == sorted(e.entry_id for e in unpacked)
+  assert sorted(report["archive"]["entries"]) == sorted(str(e.entry_id) for e in unpacked)
   checked = {c["case_id"]: c for c in report["crosscheck"]}
   assert checked["cholesky_f32"]["status"] == "pass"
   assert checked["cholesky_f32"]["cpu_against_recorded"]["ok"]

@@ -34,7 +34,7 @@ def test_cpu_files_from_the_jax_wheel_import_and_replay(tmp_path, capsys):
   assert "reading" in err
   store = GoldenStore(out_dir)
   entries = store.entries()
-  assert [e.entry_id for e in entries][:2] == [
+  assert [str(e.entry_id) for e in entries][:2] == [
       "cpu/cholesky_lapack_potrf/jax_c128/2024-05-31_jax-unknown",
       "cpu/cholesky_lapack_potrf/jax_c64/2024-05-31_jax-unknown"]
   f32 = store.entry(EntryId.parse("cpu/qr_lapack_geqrf/jax_f32/2025-04-02_jax-unknown"))

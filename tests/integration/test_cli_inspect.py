@@ -3,6 +3,7 @@
 import datetime
 import sys
 import json
+import pathlib
 import re
 
 import jax
@@ -59,7 +60,7 @@ def test_entry_by_directory_and_by_id_with_mlir(tmp_path, capsys):
   assert "lapack_sgeqrf_ffi(tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<3xf32>)" in out
   assert (f"manifest: case qr_f32, family qr, recorded 2026-06-01 with jax {jax.__version__}, "
           "comparison allclose") in out
-  rc, out, _ = run(capsys, "inspect", "--root", str(store.root), entry.entry_id, "--json", "--mlir")
+  rc, out, _ = run(capsys, "inspect", "--root", str(store.root), str(entry.entry_id), "--json", "--mlir")
   info = json.loads(out)
   assert rc == 0
   assert info["manifest"]["case_id"] == "qr_f32" and len(info["manifest"]["digest"]) == 64
@@ -160,7 +161,8 @@ def test_a_blobs_strings_reach_the_terminal_escaped(tmp_path, capsys):
   assert "f\\x1b[31mred\\nruns on cpu: every release (FAKE LINE)\\r" in out
 
 
-def test_an_entry_copied_out_of_its_store_is_refused_naming_where_it_should_be(tmp_path, capsys):
+def test_an_entry_copied_out_of_its_store_is_refused_naming_where_it_should_be(tmp_path, capsys,
+                                                                               monkeypatch):
   import shutil
   from jaxport.errors import GoldenDataError
   from jaxport.golden._entry import Entry
@@ -169,13 +171,14 @@ def test_an_entry_copied_out_of_its_store_is_refused_naming_where_it_should_be(t
   shutil.copytree(entry.path, loose)
   rc, out, err = run(capsys, "inspect", str(loose))
   assert rc == 2 and out == "" and "Traceback" not in err
-  assert f"the manifest describes {entry.entry_id!r}" in err
+  assert f"the manifest describes {str(entry.entry_id)!r}" in err
   # Fewer than four folders above it (a copy near the file system's root) names the layout.
+  monkeypatch.chdir(tmp_path)
   with pytest.raises(GoldenDataError, match=r"does not end in <platform>/<family>/<case_id>/.*"
-                     r"inspect STORE/" + re.escape(entry.entry_id)):
-    Entry(loose, "loose").manifest
+                     r"inspect STORE/" + re.escape(str(entry.entry_id))):
+    Entry(pathlib.Path("loose")).manifest
   rc, out, _ = run(capsys, "inspect", str(entry.path))
-  assert rc == 0 and entry.entry_id in out
+  assert rc == 0 and str(entry.entry_id) in out
 
 
 def test_the_stored_symbolic_constraints_are_shown_beside_the_shapes(tmp_path, capsys):
@@ -237,10 +240,10 @@ def test_an_entry_of_the_projects_pytree_type_opens_by_id_from_the_projects_stor
   # A child process: the project's case module registers its type where it is imported.
   cli = ["-c", "import sys; from jaxport.cli import main; sys.exit(main(sys.argv[1:]))"]
   by_id = pytester.run(sys.executable, *cli, "inspect", "--project", str(pytester.path),
-                       entry.entry_id, "--json")
+                       str(entry.entry_id), "--json")
   assert by_id.ret == 0, by_id.stderr.str()
   info = json.loads(by_id.stdout.str())
-  assert info["artifact"] == entry.entry_id and "Params" in info["exported"]["in_tree"]
+  assert info["artifact"] == str(entry.entry_id) and "Params" in info["exported"]["in_tree"]
   by_dir = pytester.run(sys.executable, *cli, "inspect", "--project", str(pytester.path),
                         str(entry.path))
   assert by_dir.ret == 0 and "CustomNode(Params" in by_dir.stdout.str()

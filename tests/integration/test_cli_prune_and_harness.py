@@ -61,7 +61,7 @@ def test_prune_yes_removes_and_reports_json(store, capsys):
   report = json.loads(out)
   assert rc == 0 and report["dry_run"] is False
   assert report["removed"] == [f"cpu/f/edge/2025-12-03_jax-{JAX}", f"cpu/f/old/2025-04-27_jax-{JAX}"]
-  assert [e.entry_id.split("/")[2] for e in store.entries()] == ["new"]
+  assert [e.entry_id.case_id for e in store.entries()] == ["new"]
   assert not (store.root / "cpu" / "f" / "old").exists()
 
 
@@ -78,8 +78,8 @@ def test_prune_superseded_removes_what_an_update_left_behind(store, capsys):
       "2 entries older than 365 days as of 2026-06-01 or superseded; pass --yes to remove them."]
   rc, out, _ = run(capsys, "prune", "--older-than-days", "365", "--superseded", "--root",
                    str(store.root), "--today", TODAY.isoformat(), "--yes")
-  assert [e.entry_id.split("/")[2:] for e in store.entries()] == [
-      ["edge", f"2025-12-03_jax-{JAX}"], ["new", updated.entry_id.split("/")[3]]]
+  assert [list(e.entry_id.parts[2:]) for e in store.entries()] == [
+      ["edge", f"2025-12-03_jax-{JAX}"], ["new", updated.entry_id.folder]]
 
 
 def test_prune_superseded_alone_needs_no_age_rule(store, capsys):
@@ -97,7 +97,7 @@ def test_prune_one_case_removes_every_entry_of_it_and_narrows_the_other_rules(st
   rc, out, _ = run(capsys, "prune", "--case", "new", "--root", str(store.root),
                    "--today", TODAY.isoformat(), "--yes")
   assert rc == 0 and out.splitlines()[-1] == "1 entry of case new."
-  assert sorted(e.entry_id.split("/")[2] for e in store.entries()) == ["edge", "old"]
+  assert sorted(e.entry_id.case_id for e in store.entries()) == ["edge", "old"]
   rc, out, _ = run(capsys, "prune", "--case", "edge", "--older-than-days", "0", "--root",
                    str(store.root), "--today", TODAY.isoformat())
   assert out.splitlines() == [f"would remove cpu/f/edge/2025-12-03_jax-{JAX}",
@@ -157,7 +157,7 @@ def test_prune_with_project_prunes_the_store_its_configuration_names(tmp_path, m
   assert rc == 0
   assert out.splitlines() == [f"removed cpu/f/old/2025-04-27_jax-{JAX}",
                               "1 entry older than 180 days as of 2026-06-01."]
-  assert [e.entry_id.split("/")[2] for e in store.entries()] == ["new"]
+  assert [e.entry_id.case_id for e in store.entries()] == ["new"]
   # --root still names another store; a project without a recorded store says how to get one.
   rc, out, _ = run(capsys, "prune", "--project", str(project), "--root", str(store.root),
                    "--older-than-days", "1", "--today", TODAY.isoformat())

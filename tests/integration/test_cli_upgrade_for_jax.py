@@ -131,8 +131,8 @@ def test_upgrading_for_a_release_lacking_a_target_is_refused_naming_both(table):
 
 def test_cli_upgrade_for_jax_rewrites_legacy_targets_then_retargets(tmp_path, capsys):
   entry = next(e for e in GoldenStore(ROOT / "compat_data").entries()
-               if e.entry_id.startswith("cpu/lapack_geev/release_eig_f32/")
-               and e.entry_id.endswith("_jax-0.4.30"))
+               if str(e.entry_id).startswith("cpu/lapack_geev/release_eig_f32/")
+               and str(e.entry_id).endswith("_jax-0.4.30"))
   out = tmp_path / "eig.bin"
   rc, text, err = _run(capsys, "upgrade", str(entry.path), "--for-jax", "0.9.2", "-o", str(out),
                        "--json")

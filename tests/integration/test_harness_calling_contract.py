@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from _downstream_project import write_project
+from jaxport.golden import EntryId
 from jaxport.golden._entry import entry_sort_key
 
 pytest_plugins = ["pytester"]
@@ -76,7 +77,8 @@ def _run(pytester, tmp_path, name, *args):
 
 def _by_case(report, newest_only=True):
   out = {}
-  for e in sorted(report["entries"], key=lambda e: entry_sort_key(e["entry_id"])):
+  for e in sorted(report["entries"],
+                  key=lambda e: entry_sort_key(EntryId.parse(e["entry_id"]))):
     out.setdefault(e["case_id"], []).append(e)
   return {c: (es[-1] if newest_only else es) for c, es in out.items()}
 

@@ -120,7 +120,7 @@ def test_an_answer_leaving_out_a_part_asked_for_fails_its_own_entry_naming_the_p
   result.stdout.fnmatch_lines(["*4 failed*"])
 
 
-def _forged(entry_id: str, request_id: int) -> str:
+def _forged(entry_id: EntryId, request_id: int) -> str:
   """A well-formed passing replay answer for ``entry_id``, as a worker would write it."""
   exact = Numerics(ok=True, exact=True, max_abs_err=0.0)
   answer = ReplayAnswer(readers=(ReaderResult("jaxport", Stage.COMPARE, platforms=("cpu",), allowed_targets=(), numerics=exact),
@@ -155,9 +155,9 @@ def cases():
 """
 
 
-def _break_outputs(store: GoldenStore, entry_id: str) -> None:
+def _break_outputs(store: GoldenStore, entry_id: EntryId) -> None:
   """Write the entry again with expected outputs no replay computes (a re-digested entry)."""
-  e = store.entry(EntryId.parse(entry_id))
+  e = store.entry(entry_id)
   m, blob, inputs, module = e.manifest, e.blob(), e.inputs(), e.module_text()
   wrong = [np.asarray(o) * 2 + 1 for o in e.expected_outputs()]
   for p in sorted(e.path.iterdir()):

@@ -80,7 +80,7 @@ def test_a_cuda_entry_in_a_cpu_worker_is_read_not_run(tmp_path):
   # Outputs no device could compute: a run would reject them, a check without running cannot.
   written = write_cuda_entry(store, "cuda_run_cholesky_f32", [np.full((4, 4), 7.0, np.float32)])
   try:
-    answer = engine.replay(store.entry(EntryId.parse(written.entry_id)).snapshot(), run=False)
+    answer = engine.replay(store.entry(written.entry_id).snapshot(), run=False)
   finally:
     engine.close()
   assert [reproduced(r) for r in answer.readers] == [True, True], answer.readers
@@ -112,7 +112,7 @@ def test_a_cpu_run_checks_cuda_entries_lowering_only_and_passes_them(tmp_path):
   run = _cpu_run(store.root, report_path)
   report = json.loads(report_path.read_text())
   entries = {e["entry_id"]: e for e in report["entries"]}
-  assert sorted(entries) == sorted([*ids, bad]), run.stdout[-3000:]
+  assert sorted(entries) == sorted(str(i) for i in [*ids, bad]), run.stdout[-3000:]
   for entry_id, e in entries.items():
     assert e["status"] == "pass", (entry_id, e["messages"])
     assert e["lowering_only"] is False and e["platforms"] == ["cuda"]

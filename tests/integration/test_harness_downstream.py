@@ -107,7 +107,7 @@ def test_a_changed_function_fails_until_update_records_a_revision(pytester, tmp_
   result = _run(pytester, "--compat-record")
   assert result.ret == 0, result.stdout.str()
   first = f"cpu/mine/gram_f32/{TODAY}_jax-{JAX}"
-  assert [e.entry_id for e in store.entries()] == [first]
+  assert [str(e.entry_id) for e in store.entries()] == [first]
 
   # The function changes: a downstream project's golden test fails, naming the case and the fix.
   _cases(pytester, GRAM_FACTORED)
@@ -127,7 +127,7 @@ def test_a_changed_function_fails_until_update_records_a_revision(pytester, tmp_
   assert result.ret == 0, result.stdout.str()
   revised = f"cpu/mine/gram_f32/{TODAY}.2_jax-{JAX}"
   new = f"cpu/mine/new_f32/{TODAY}_jax-{JAX}"
-  assert [e.entry_id for e in store.entries()] == [first, revised, new]
+  assert [str(e.entry_id) for e in store.entries()] == [first, revised, new]
   after = _digests(store)
   assert {k: after[k] for k in before} == before, "the old entry was changed"
   assert store.entry(EntryId.parse(revised)).manifest.revision == 2

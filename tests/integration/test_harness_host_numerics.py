@@ -75,10 +75,10 @@ def _run(pytester, *args):
                                        *args)
 
 
-def _replace_entry(store: GoldenStore, entry_id: str, expected=None, **manifest_changes):
+def _replace_entry(store: GoldenStore, entry_id: EntryId, expected=None, **manifest_changes):
   """Write the entry again in place with other expected outputs or manifest fields; the store
   computes the files' hashes and the digest anew (a re-digested entry)."""
-  e = store.entry(EntryId.parse(entry_id))
+  e = store.entry(entry_id)
   m, blob, inputs, module = e.manifest, e.blob(), e.inputs(), e.module_text()
   expected = e.expected_outputs() if expected is None else expected
   for p in sorted(e.path.iterdir()):
@@ -99,7 +99,7 @@ def test_one_ulp_is_drift_on_the_recording_host_class_and_a_pass_on_another(pyte
   store = write_project(pytester, textwrap.dedent(CASES))
   assert _run(pytester, "--compat-record").ret == 0
   (entry_id,) = [e.entry_id for e in store.entries()]
-  recorded = store.entry(EntryId.parse(entry_id)).manifest.host
+  recorded = store.entry(entry_id).manifest.host
   assert recorded is not None
   if cpu is None:
     assert recorded.same_class(current_host("cpu"))
@@ -115,7 +115,7 @@ def test_one_ulp_is_drift_on_the_recording_host_class_and_a_pass_on_another(pyte
   assert report["replay_hosts"] == [recorded.to_json()]
 
   # One output one ulp off, on the host class that recorded it: the bits changed here.
-  (out,) = store.entry(EntryId.parse(entry_id)).expected_outputs()
+  (out,) = store.entry(entry_id).expected_outputs()
   bumped = out.copy()
   bumped.flat[0] = np.nextafter(bumped.flat[0], np.float32(np.inf))
   _replace_entry(store, entry_id, expected=[bumped])

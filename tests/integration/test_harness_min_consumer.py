@@ -60,7 +60,7 @@ def test_a_min_consumer_older_than_the_range_fails_naming_the_release_and_the_fa
     tmp_path, monkeypatch):
   oldest = "0.4.26"
   assert oldest not in _range()
-  outcome = _session(tmp_path, oldest, monkeypatch).replay(ENTRY)
+  outcome = _session(tmp_path, oldest, monkeypatch).replay(EntryId.parse(ENTRY))
   assert outcome.status == Status.FAIL
   found = [f for f in outcome.findings if f.kind == FindingKind.BELOW_MIN_CONSUMER]
   assert len(found) == 1, outcome.messages
@@ -72,7 +72,7 @@ def test_a_min_consumer_within_the_range_adds_no_finding(tmp_path, monkeypatch):
   got = _range()
   inside = got[0]
   assert {"0.10.2"} <= set(got)
-  outcome = _session(tmp_path, inside, monkeypatch).replay(ENTRY)
+  outcome = _session(tmp_path, inside, monkeypatch).replay(EntryId.parse(ENTRY))
   assert FindingKind.BELOW_MIN_CONSUMER not in outcome.kinds, outcome.messages
   assert outcome.status == Status.PASS, outcome.messages
 
@@ -124,7 +124,7 @@ def _replayed_with(tmp_path, monkeypatch, min_consumer, **changes):
       hs.options, settings=dataclasses.replace(hs.options.settings, report=tmp_path / "report.json"))
   _features_replaced(hs, monkeypatch, **changes)
   try:
-    return hs.replay(ENTRY)
+    return hs.replay(EntryId.parse(ENTRY))
   finally:
     hs.close()
 
@@ -174,7 +174,7 @@ def test_a_case_written_for_its_min_consumer_runs_on_it():
 
 
 def test_the_below_min_consumer_hint_names_the_case_option(tmp_path, monkeypatch):
-  outcome = _session(tmp_path, "0.4.26", monkeypatch).replay(ENTRY)
+  outcome = _session(tmp_path, "0.4.26", monkeypatch).replay(EntryId.parse(ENTRY))
   (found,) = outcome.of_kind(FindingKind.BELOW_MIN_CONSUMER)
   assert "Case(..., for_jax='0.4.26')" in found.message
 
@@ -194,7 +194,7 @@ def test_a_measured_run_takes_precedence_over_the_predicted_refusal(tmp_path, mo
   oldest = table[table.index(_range()[0]) - 1]  # the release just below the predicted range
   assert oldest not in _range()
   _measured(tmp_path / "project", oldest, runs=True)
-  outcome = _session(tmp_path / "store", oldest, monkeypatch, tmp_path / "project").replay(ENTRY)
+  outcome = _session(tmp_path / "store", oldest, monkeypatch, tmp_path / "project").replay(EntryId.parse(ENTRY))
   assert FindingKind.BELOW_MIN_CONSUMER not in outcome.kinds, outcome.messages
   assert oldest in outcome.runs_on["cpu"]
 
@@ -202,7 +202,7 @@ def test_a_measured_run_takes_precedence_over_the_predicted_refusal(tmp_path, mo
 def test_a_measured_failure_takes_precedence_over_the_predicted_run(tmp_path, monkeypatch):
   assert "0.10.2" in _range()
   _measured(tmp_path / "project", "0.10.2", runs=False)
-  outcome = _session(tmp_path / "store", "0.10.2", monkeypatch, tmp_path / "project").replay(ENTRY)
+  outcome = _session(tmp_path / "store", "0.10.2", monkeypatch, tmp_path / "project").replay(EntryId.parse(ENTRY))
   assert outcome.status == Status.FAIL
   (found,) = [f for f in outcome.findings if f.kind == FindingKind.BELOW_MIN_CONSUMER]
   assert "does not run on jax 0.10.2 (cpu): measured: run: refused by the test" in found.message

@@ -12,6 +12,7 @@ import types
 import pytest
 from _harness_paths import GOLDEN_CPU as ROOT_CPU, copy_cpu_entries
 
+from jaxport.golden import EntryId
 from jaxport.golden._entry import Entry
 from jaxport.harness._controller import _plugin, _worker_pool
 from jaxport.harness._project import OnChange, Project
@@ -23,6 +24,11 @@ from jaxport.harness._controller._worker_client import Reply
 
 ONE_DEVICE = "lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
 EIGHT_DEVICES = "sharding_gspmd/shard_map_gspmd/2026-11-29_jax-0.10.2"
+
+
+def _id(rest: str) -> EntryId:
+  """The id of the CPU entry ``rest`` (``family/case/folder``) names."""
+  return EntryId.parse("cpu/" + rest)
 
 
 @pytest.fixture
@@ -42,12 +48,12 @@ def session(tmp_path, monkeypatch):
 
 
 def test_the_workers_of_entries_ahead_are_started_with_the_next_ones(session):
-  session.prepare(f"cpu/{ONE_DEVICE}", [f"cpu/{EIGHT_DEVICES}"])
+  session.prepare(_id(ONE_DEVICE), [_id(EIGHT_DEVICES)])
   assert sorted(set(session.started)) == [1, 8]
 
 
 def test_without_entries_ahead_only_the_next_entrys_worker_starts(session):
-  session.prepare(f"cpu/{ONE_DEVICE}")
+  session.prepare(_id(ONE_DEVICE))
   assert set(session.started) == {1}
 
 
@@ -62,7 +68,7 @@ def _collected(session, entry_ids, **config):
   return types.SimpleNamespace(config=cfg, items=items)
 
 
-FAR = [f"cpu/{ONE_DEVICE}"] * (2 * _worker_pool.LOOKAHEAD) + [f"cpu/{EIGHT_DEVICES}"]
+FAR = [_id(ONE_DEVICE)] * (2 * _worker_pool.LOOKAHEAD) + [_id(EIGHT_DEVICES)]
 
 
 def test_every_worker_of_a_collected_run_starts_once_with_its_first_replay(
@@ -78,7 +84,7 @@ def test_every_worker_of_a_collected_run_starts_once_with_its_first_replay(
 
 def test_an_xdist_worker_starts_no_workers_for_items_the_controller_may_give_others(
     session, requests_seen):
-  entries = [f"cpu/{ONE_DEVICE}", f"cpu/{EIGHT_DEVICES}"]
+  entries = [_id(ONE_DEVICE), _id(EIGHT_DEVICES)]
   _plugin.pytest_collection_finish(_collected(session, entries, workerinput={}))
   session.replay(entries[0])
   assert 8 not in session.started
@@ -87,7 +93,7 @@ def test_an_xdist_worker_starts_no_workers_for_items_the_controller_may_give_oth
 def test_an_unreadable_entry_ahead_does_not_stop_the_others(session, tmp_path):
   broken = Path(session.options.golden_root) / "cpu" / EIGHT_DEVICES / "manifest.json"
   broken.write_text("{")
-  session.prepare(f"cpu/{ONE_DEVICE}", [f"cpu/{EIGHT_DEVICES}", f"cpu/{ONE_DEVICE}"])
+  session.prepare(_id(ONE_DEVICE), [_id(EIGHT_DEVICES), _id(ONE_DEVICE)])
   assert set(session.started) == {1}
 
 
@@ -100,8 +106,8 @@ def test_an_entry_without_shardings_prepared_ahead_has_its_manifest_read_once(se
     return manifest.fget(entry)
 
   monkeypatch.setattr(Entry, "manifest", property(counted))
-  entry_id = f"cpu/{ONE_DEVICE}"
-  session.prepare(f"cpu/{EIGHT_DEVICES}", [entry_id])
+  entry_id = _id(ONE_DEVICE)
+  session.prepare(_id(EIGHT_DEVICES), [entry_id])
   assert session.pool.manifest(entry_id).case_id == "cholesky_f32"
   assert session.pool.devices_needed(entry_id) == 1
   assert reads.count(entry_id) == 1
@@ -147,7 +153,7 @@ def requests_seen(session, monkeypatch):
 
 def test_the_next_entrys_request_is_sent_to_its_worker_before_the_current_answer_is_awaited(
     session, requests_seen):
-  first, second = f"cpu/{ONE_DEVICE}", f"cpu/{EIGHT_DEVICES}"
+  first, second = _id(ONE_DEVICE), _id(EIGHT_DEVICES)
   session.prepare(first)  # at collection
   session.prepare(second)  # as the first item starts, for the item after it
   session.replay(first)
@@ -159,7 +165,7 @@ def test_the_next_entrys_request_is_sent_to_its_worker_before_the_current_answer
 
 def test_nothing_is_sent_ahead_in_a_cold_replay_or_for_an_entry_already_replayed(
     session, requests_seen, monkeypatch):
-  first, second = f"cpu/{ONE_DEVICE}", f"cpu/{EIGHT_DEVICES}"
+  first, second = _id(ONE_DEVICE), _id(EIGHT_DEVICES)
   session.replay(second)
   session.prepare(second)
   session.replay(first)
@@ -183,7 +189,7 @@ SECOND_ONE_DEVICE = "lapack_potrf/cholesky_f64/2026-11-29_jax-0.10.2"
 def test_entries_ahead_go_to_their_worker_in_order_and_none_passes_a_full_one(
     session, requests_seen, monkeypatch, most, sent):
   copy_cpu_entries([SECOND_ONE_DEVICE], Path(session.options.golden_root))
-  ids = {"A1": f"cpu/{ONE_DEVICE}", "A2": f"cpu/{SECOND_ONE_DEVICE}", "E": f"cpu/{EIGHT_DEVICES}"}
+  ids = {"A1": _id(ONE_DEVICE), "A2": _id(SECOND_ONE_DEVICE), "E": _id(EIGHT_DEVICES)}
   monkeypatch.setattr(_worker_pool, "AHEAD_PER_WORKER", most)
   session.prepare(ids["A2"], [ids["A1"], ids["E"]])
   session.replay(ids["E"])
@@ -203,7 +209,7 @@ def test_each_manifest_of_a_run_is_read_once_however_far_ahead_it_is_looked_at(
   monkeypatch.setattr(_worker_pool, "LOOKAHEAD", 4)
   monkeypatch.setattr(_worker_pool, "_MANIFESTS_KEPT", 5)
   monkeypatch.setattr(_worker_pool, "AHEAD_PER_WORKER", 2)
-  ids = [f"cpu/{e}" for e in MANY]
+  ids = [_id(e) for e in MANY]
   assert len(ids) > 2 * _worker_pool.LOOKAHEAD
   copy_cpu_entries(MANY, Path(session.options.golden_root))
   reads = []

@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
+from jaxport.golden import EntryId  # noqa: E402
 from jaxport.harness._controller import _reporter as reporter  # noqa: E402
 from jaxport.harness._controller._entry_run import EntryRun  # noqa: E402
 from jaxport.harness._controller._session import HarnessSession  # noqa: E402
@@ -38,7 +39,7 @@ def test_a_stray_file_in_the_store_fails_once_with_the_fix_and_the_entries_besid
   _copy(tmp_path, ENTRY)
   (tmp_path / "cpu" / "lapack_potrf" / "notes.txt").write_text("x")
   hs = _session(tmp_path)
-  assert hs.entry_ids() == [ENTRY]
+  assert hs.entry_ids() == [EntryId.parse(ENTRY)]
   report = hs.build_report().to_json()
   strays = [f for f in report["session_failures"] if "notes.txt" in f]
   assert len(strays) == 1, report["session_failures"]
@@ -52,7 +53,7 @@ def test_an_unreadable_entry_has_no_expiry_and_is_not_reported_as_expiring(tmp_p
   data["comparison"]["rtol"] = 1.0
   manifest.write_text(json.dumps(data, sort_keys=True))
   hs = _session(tmp_path)
-  outcome = hs.replay(ENTRY)
+  outcome = hs.replay(EntryId.parse(ENTRY))
   assert outcome.status == "fail"
   assert outcome.days_to_expiry is None
   text = "\n".join(reporter.text_lines(hs.build_report()))
@@ -76,7 +77,7 @@ def test_an_entry_of_a_removed_target_replays_as_upgraded_and_the_summary_counts
   _copy(tmp_path, entry_id)
   hs = _session(tmp_path)
   try:
-    outcome = hs.replay(entry_id)
+    outcome = hs.replay(EntryId.parse(entry_id))
     report = hs.build_report()
   finally:
     hs.close()
@@ -106,14 +107,15 @@ def test_each_report_section_means_one_thing(tmp_path):
   host = {"cpu_vendor": "V", "cpu_model": "M", "cpu_flags": ["avx2"], "jaxlib": "0.10.2",
           "xla_flags": ""}
   # Recorded and replayed on one host class: within tolerance but not bitwise is drift.
+  drifting_id = EntryId.parse("cpu/f/drifting/2026-11-01_jax-0.10.2")
   drifting = judging.findings(
       ReplayAnswer(readers=(ReaderResult("jax", Stage.COMPARE, platforms=("cpu",), allowed_targets=(),
                                          numerics=Numerics(ok=True, exact=False,
                                                            max_abs_err=1e-7)),),
                    today=TodayResult(available=False, reason="case gone"), host=host,
                    seconds=0.0, timings={}),
-      ReplayRequest(str(tmp_path), "cpu/f/drifting/2026-11-01_jax-0.10.2", ("jax",)),
-      entry_id="cpu/f/drifting/2026-11-01_jax-0.10.2", today=datetime.date(2026, 11, 29),
+      ReplayRequest(str(tmp_path), drifting_id, ("jax",)),
+      entry_id=drifting_id, today=datetime.date(2026, 11, 29),
       manifest=Manifest(case_id="drifting", family="f", platform="cpu",
                         record_date=datetime.date(2026, 1, 1),
                         producer=Producer(jax="0.10.2", jaxlib="0.10.2", jaxport=None, numpy=None,
@@ -124,22 +126,24 @@ def test_each_report_section_means_one_thing(tmp_path):
                         host=Host.from_json(host, "test manifest")),
       window_days=180)
   assert set(drifting.kinds) == {FindingKind.NUMERICS_DRIFT, FindingKind.EXPIRED}
-  xfailed = drifting.replace(entry_id="cpu/f/xfailed/2026-11-01_jax-0.4.30", findings=(),
+  xfailed = drifting.replace(entry_id=EntryId.parse("cpu/f/xfailed/2026-11-01_jax-0.4.30"),
+                             findings=(),
                              skips=(), expected_failure="removed target")
   outcomes = {o.entry_id: o.replace(status=judging.status(o, strict=False))
               for o in (drifting, xfailed)}
   # Outcomes arrive as an xdist worker sends them.
-  hs.merge(json.dumps({"runs": {k: EntryRun(o).to_json() for k, o in outcomes.items()},
+  hs.merge(json.dumps({"runs": {str(k): EntryRun(o).to_json() for k, o in outcomes.items()},
                        "recorded": {}, "session_failures": [], "notices": []}))
   run = hs.build_report()
   report = run.to_json()
   # drift: only the drift kinds (expiry is staleness, in the entry's findings).
-  assert [(d["entry_id"], d["kind"]) for d in report["drift"]] == [(drifting.entry_id, "numerics_drift")]
+  assert [(d["entry_id"], d["kind"]) for d in report["drift"]] == [
+      (str(drifting.entry_id), "numerics_drift")]
   # skips: what was not checked; an expected failure was replayed, its reason is on the entry.
-  assert [s["what"] for s in report["skips"] if s["what"].startswith("cpu/")] == [drifting.entry_id]
+  assert [s["what"] for s in report["skips"] if s["what"].startswith("cpu/")] == [str(drifting.entry_id)]
   by_id = {e["entry_id"]: e for e in report["entries"]}
-  assert by_id[xfailed.entry_id]["status"] == "xfail"
-  assert by_id[xfailed.entry_id]["expected_failure"] == "removed target"
-  assert by_id[drifting.entry_id]["kinds"] == ["expired", "numerics_drift"]
+  assert by_id[str(xfailed.entry_id)]["status"] == "xfail"
+  assert by_id[str(xfailed.entry_id)]["expected_failure"] == "removed target"
+  assert by_id[str(drifting.entry_id)]["kinds"] == ["expired", "numerics_drift"]
   text = "\n".join(reporter.text_lines(run))
   assert f"XFAIL {xfailed.entry_id}: removed target" in text

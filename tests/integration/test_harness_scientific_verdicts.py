@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from jaxport.cli._main import main
+from jaxport.golden import EntryId
 from jaxport.golden._entry import entry_sort_key, sha256_hex
 from jaxport.golden._manifest import EXPECTED_FILE, MANIFEST_FILE
 from jaxport.golden._npz import encode_arrays
@@ -132,7 +133,7 @@ def _replay(pytester, tmp_path, *args) -> tuple[int, dict, list[dict]]:
 
 def _by_case(report: dict, case_id: str) -> list[dict]:
   return sorted((e for e in report.values() if e["case_id"] == case_id),
-                key=lambda e: entry_sort_key(e["entry_id"]))
+                key=lambda e: entry_sort_key(EntryId.parse(e["entry_id"])))
 
 
 def _move_by_one_ulp(store: GoldenStore, case_id: str) -> None:
@@ -301,11 +302,11 @@ def test_another_releases_lowering_difference_is_jaxs_only_with_evidence(pyteste
   # against entries another release recorded: neither is passed as jax's.
   (Path(pytester.path) / "mycases.py").write_text(_attribution_cases(SOLVE_AFTER, "b >= 3"))
   ret, report, _ = _replay(pytester, tmp_path)
-  solve = report[solve_id]
+  solve = report[str(solve_id)]
   assert "producer_drift" not in solve["kinds"], solve
   assert "drift_unattributed" in solve["kinds"] and solve["status"] == "warn", solve
   assert any("whose change this is is unknown" in m for m in solve["messages"]), solve
-  halves = report[halves_id]
+  halves = report[str(halves_id)]
   assert halves["status"] == "fail" and "signature_change" in halves["kinds"], halves
   assert any("symbolic constraints ['b >= 2'] became ['b >= 3']" in m
              for m in halves["messages"]), halves
@@ -316,6 +317,6 @@ def test_another_releases_lowering_difference_is_jaxs_only_with_evidence(pyteste
   assert _pytest(pytester, "--compat-record", "-k", "solve").ret == 0
   ret, report, _ = _replay(pytester, tmp_path, "-k", "solve")
   old, new = _by_case(report, "solve")
-  assert old["entry_id"] == solve_id and new["status"] == "pass", (old, new)
+  assert old["entry_id"] == str(solve_id) and new["status"] == "pass", (old, new)
   assert "producer_drift" in old["kinds"] and "drift_unattributed" not in old["kinds"], old
   assert old["status"] == "pass", old

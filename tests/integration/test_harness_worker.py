@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
+from jaxport.golden import EntryId  # noqa: E402
 from jaxport.harness._protocol._answers import FailureKind  # noqa: E402
 from jaxport.harness._protocol._requests import CasesRequest, ReplayRequest  # noqa: E402
 from jaxport.harness._controller._worker_client import WorkerClient  # noqa: E402
@@ -21,7 +22,7 @@ from _judging import reproduced  # noqa: E402
 pytestmark = pytest.mark.slow
 
 ENTRY = next(p for p in sorted((ROOT / "compat_data/cpu/lapack_potrf/cholesky_f32").iterdir()))
-REQUEST = ReplayRequest(str(ROOT / "compat_data"), f"cpu/lapack_potrf/cholesky_f32/{ENTRY.name}",
+REQUEST = ReplayRequest(str(ROOT / "compat_data"), EntryId.from_folder(ENTRY),
                         ("jaxport", "jax"))
 
 
@@ -34,7 +35,8 @@ class _UnknownOp:
     return {}
 
 
-MISSING = dataclasses.replace(REQUEST, entry_id="cpu/lapack_potrf/cholesky_f32/2000-01-01_jax-0.1")
+MISSING = dataclasses.replace(
+    REQUEST, entry_id=EntryId.parse("cpu/lapack_potrf/cholesky_f32/2000-01-01_jax-0.1"))
 
 
 def test_a_worker_killed_between_requests_is_replaced_without_failing_the_next():

@@ -23,6 +23,7 @@ import jax
 import pytest
 
 from jaxport.cli._main import main
+from jaxport.golden import EntryId
 from jaxport.golden._manifest import MANIFEST_FILE, Comparison
 from jaxport.golden._store import GoldenStore
 from jaxport._vocabulary import RUN_ONLY_KINDS
@@ -91,7 +92,7 @@ def _fresh_sources(monkeypatch):
   monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
 
 
-def _forge(store: GoldenStore, case_id: str, **fields) -> str:
+def _forge(store: GoldenStore, case_id: str, **fields) -> EntryId:
   """Rewrite ``case_id``'s only entry's manifest with ``fields``, signed again; its id."""
   (entry,) = [e for e in store.entries() if e.manifest.case_id == case_id]
   (entry.path / MANIFEST_FILE).write_text(
@@ -130,7 +131,7 @@ def test_a_replay_and_an_audit_of_one_store_judge_each_entry_alike(pytester, tmp
 
   assert sorted(audited) == sorted(replayed) and len(replayed) == 11
   by_case = {e["case_id"]: e["entry_id"] for e in replayed.values()
-             if e["entry_id"] != producer_id}
+             if e["entry_id"] != str(producer_id)}
   for entry_id, r in replayed.items():
     a = audited[entry_id]
     audit_kinds = sorted({f["kind"] for f in a["findings"]})
@@ -144,9 +145,9 @@ def test_a_replay_and_an_audit_of_one_store_judge_each_entry_alike(pytester, tmp
                       "other_release": "warn", "contract": "fail", "contract_only": "fail",
                       "release_cholesky_f32": "warn", "producer": "pass",
                       "forged_targets": "fail", "vacuous": "fail"}
-  assert (by_case["forged_targets"], by_case["vacuous"]) == (forged_id, vacuous_id)
-  assert replayed[producer_id]["status"] == "pass"
-  assert {f["kind"] for f in audited[producer_id]["findings"]} == {"producer_drift"}
+  assert (by_case["forged_targets"], by_case["vacuous"]) == (str(forged_id), str(vacuous_id))
+  assert replayed[str(producer_id)]["status"] == "pass"
+  assert {f["kind"] for f in audited[str(producer_id)]["findings"]} == {"producer_drift"}
   kinds = {case: audited[entry_id]["findings"] for case, entry_id in by_case.items()}
   assert {f["kind"] for f in kinds["clean"]} == set()
   assert {f["kind"] for f in kinds["expired"]} == {"expired"}
@@ -167,7 +168,7 @@ def test_a_replay_and_an_audit_of_one_store_judge_each_entry_alike(pytester, tmp
   assert replayed[by_case["contract_only"]]["kinds"] == ["signature_change"]
   assert "signature_change" in replayed[by_case["contract"]]["kinds"]
   assert "upgraded" in replayed[by_case["release_cholesky_f32"]]["kinds"]
-  assert by_case["other_release"] == other_id
+  assert by_case["other_release"] == str(other_id)
   # The changed function and the forged golden data fail both; nothing else does.
   assert replay.ret == 1 and rc == 1
   assert sorted(a["artifact"] for a in audit["artifacts"] if not a["ok"]) == sorted(

@@ -46,7 +46,7 @@ def _rows():
     if m.record_date > measured_on:
       continue
     rows[producer_label({"jax": m.producer.jax, "jaxport": m.producer.jaxport})].append(
-        (e.entry_id.split("/")[2], m.lowering_only, features_of_blob(e.blob(), m)))
+        (e.entry_id.case_id, m.lowering_only, features_of_blob(e.blob(), m)))
   return rows
 
 
@@ -126,12 +126,12 @@ def test_every_golden_entry_has_a_computed_range():
 
 
 def test_inspect_json_carries_runs_on_and_the_limits(capsys):
-  entry = next(e for e in GoldenStore(STORE).entries("cpu") if e.entry_id.endswith("_jax-0.9.2")
-               and "release_qr_f32" in e.entry_id)
-  assert main(["inspect", entry.entry_id, "--root", str(STORE), "--json"]) == 0
+  entry = next(e for e in GoldenStore(STORE).entries("cpu") if str(e.entry_id).endswith("_jax-0.9.2")
+               and "release_qr_f32" == e.entry_id.case_id)
+  assert main(["inspect", str(entry.entry_id), "--root", str(STORE), "--json"]) == 0
   info = json.loads(capsys.readouterr().out)
   assert "0.9.2" in info["runs_on"]["cpu"]
   limits = info["runs_on_limits"]["cpu"]
   assert limits["lower"] is None or limits["lower"].split(":")[0] not in info["runs_on"]["cpu"]
-  assert main(["inspect", entry.entry_id, "--root", str(STORE)]) == 0
+  assert main(["inspect", str(entry.entry_id), "--root", str(STORE)]) == 0
   assert "runs on cpu: " in capsys.readouterr().out

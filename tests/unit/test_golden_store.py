@@ -61,7 +61,7 @@ def resign(entry: Entry, **changes) -> None:
 
 
 def test_round_trip_keeps_every_array_dtype_shape_and_value(store, entry):
-  assert entry.entry_id == "cpu/qr/qr_f32/2026-06-01_jax-0.10.2"
+  assert entry.entry_id == EntryId.parse("cpu/qr/qr_f32/2026-06-01_jax-0.10.2")
   assert entry.path == store.root / "cpu/qr/qr_f32/2026-06-01_jax-0.10.2"
   assert sorted(os.listdir(entry.path)) == [
       "expected.npz", "exported.bin", "inputs.npz", "manifest.json", "module.mlir"]
@@ -102,12 +102,12 @@ def test_entries_are_sorted_and_filtered(store):
   for case, fam, plat in [("b", "qr", "cpu"), ("a", "qr", "cpu"), ("a", "eig", "cpu"),
                           ("a", "qr", "tpu")]:
     store.write_entry(make_manifest(case_id=case, family=fam, platform=plat), b"x", [], [], "")
-  ids = [e.entry_id for e in store.entries()]
+  ids = [str(e.entry_id) for e in store.entries()]
   assert ids == sorted(ids) and len(ids) == 4
-  assert ids == sorted(ids, key=_entry.entry_sort_key)
-  assert [e.entry_id.split("/")[:3] for e in store.entries(platform="cpu", family="qr")] == [
+  assert ids == [str(i) for i in sorted(map(EntryId.parse, ids), key=_entry.entry_sort_key)]
+  assert [list(e.entry_id.parts[:3]) for e in store.entries(platform="cpu", family="qr")] == [
       ["cpu", "qr", "a"], ["cpu", "qr", "b"]]
-  assert [e.entry_id for e in store.entries(platform="tpu")] == ["tpu/qr/a/2026-06-01_jax-0.10.2"]
+  assert [str(e.entry_id) for e in store.entries(platform="tpu")] == ["tpu/qr/a/2026-06-01_jax-0.10.2"]
   assert store.entry(EntryId.parse("tpu/qr/a/2026-06-01_jax-0.10.2")).inputs() == []
 
 
@@ -124,7 +124,7 @@ def test_a_same_day_entry_gets_the_next_revision_and_never_overwrites(store, ent
   first = entry.manifest
   assert store.next_revision(make_manifest()).revision == 2
   second = store.write_entry(store.next_revision(make_manifest()), b"other", INPUTS, EXPECTED, "b")
-  assert second.entry_id == "cpu/qr/qr_f32/2026-06-01.2_jax-0.10.2"
+  assert str(second.entry_id) == "cpu/qr/qr_f32/2026-06-01.2_jax-0.10.2"
   assert second.manifest.revision == 2 and second.revision == 2 and entry.revision == 1
   assert json.loads((second.path / "manifest.json").read_text())["revision"] == 2
   assert "revision" not in json.loads((entry.path / "manifest.json").read_text())
@@ -145,7 +145,7 @@ def test_revisions_sort_after_the_entry_they_follow(store):
   store.write_entry(make_manifest(record_date=DAY - datetime.timedelta(1)), b"x", [], [], "")
   older_jax = dataclasses.replace(make_manifest().producer, jax="0.9.2")
   store.write_entry(make_manifest(producer=older_jax), b"x", [], [], "")
-  assert [e.entry_id.rsplit("/", 1)[1] for e in store.entries()] == [
+  assert [e.entry_id.folder for e in store.entries()] == [
       "2026-05-31_jax-0.10.2", "2026-06-01_jax-0.9.2", "2026-06-01_jax-0.10.2",
       "2026-06-01.2_jax-0.10.2", "2026-06-01.3_jax-0.10.2", "2026-06-01.10_jax-0.10.2"]
   assert store.next_revision(make_manifest()).revision == 11
@@ -463,7 +463,7 @@ def test_a_snapshot_answers_as_the_entry_from_the_bytes_it_verified(entry):
 
 
 def test_looking_an_entry_up_by_its_text_is_a_type_error_naming_the_parser(store, entry):
-  text = entry.entry_id
+  text = str(entry.entry_id)
   with pytest.raises(TypeError, match=r"takes an EntryId, not str.*EntryId\.parse"):
     store.entry(text)
   assert store.entry(EntryId.parse(text)) == entry
@@ -508,3 +508,28 @@ def test_the_manifest_is_parsed_once_per_version_of_its_file(entry, monkeypatch)
   with pytest.raises(GoldenDataError, match="format_version"):
     entry.manifest
   assert len(parses) == 2
+
+
+def test_an_entry_folders_id_is_its_last_four_path_parts(store, entry):
+  assert EntryId.from_folder(entry.path) == EntryId.parse(str(entry.entry_id))
+  assert EntryId.from_folder("store/cpu/linalg/qr_f32/2026-06-01_jax-0.10.2") == EntryId(
+      "cpu", "linalg", "qr_f32", "2026-06-01_jax-0.10.2")
+  with pytest.raises(ValueError, match="not an entry folder"):
+    EntryId.from_folder("/qr_f32/2026-06-01_jax-0.10.2")
+
+
+def test_entry_ids_sort_as_their_texts_do():
+  texts = ["a/f/c/2026-06-01_jax-0.10.2", "a-x/f/c/2026-06-01_jax-0.10.2",
+           "a/f-b/c/2026-06-01_jax-0.10.2", "a/f/c_2/2026-06-01_jax-0.10.2",
+           "a/f/c/2026-06-01.2_jax-0.10.2"]
+  ids = [EntryId.parse(t) for t in texts]
+  assert [str(i) for i in sorted(ids)] == sorted(texts)
+  # As parts, ("a", ...) would come first; as text "a-x/" comes before "a/".
+  assert EntryId.parse("a-x/f/c/d") < EntryId.parse("a/f/c/d")
+  assert max(ids) == EntryId.parse(max(texts))
+
+
+def test_an_entry_id_compared_with_text_is_a_type_error_naming_the_parser():
+  with pytest.raises(TypeError, match=r"EntryId\.parse"):
+    EntryId.parse("a/f/c/d") < "a/f/c/e"
+  assert EntryId.parse("a/f/c/d") != "a/f/c/d"

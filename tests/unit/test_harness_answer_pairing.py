@@ -13,6 +13,7 @@ import textwrap
 
 import pytest
 
+from jaxport.golden import EntryId
 from jaxport.harness._project import Project
 from jaxport.harness._protocol._answers import (FailureKind, Numerics, ReaderResult, RecordAnswer,
                                                 ReplayAnswer, Stage, TodayResult, dump_answer)
@@ -21,7 +22,7 @@ from jaxport.harness._protocol._requests import (FeaturesWanted, RecordRequest, 
 from jaxport.harness._controller._worker_client import WorkerClient
 from jaxport.errors import WorkerAnswerError
 
-ENTRY = "cpu/mine/sines_f32/2026-12-01_jax-0.10.2"
+ENTRY = EntryId.parse("cpu/mine/sines_f32/2026-12-01_jax-0.10.2")
 OTHER = "cpu/mine/cosines_f32/2026-12-01_jax-0.10.2"
 EXACT = Numerics(ok=True, exact=True, max_abs_err=0.0)
 PASSING = ReplayAnswer(readers=(ReaderResult("jaxport", Stage.COMPARE, platforms=("cpu",), allowed_targets=(), numerics=EXACT),),
@@ -100,7 +101,7 @@ def test_an_answer_for_another_request_fails_the_awaited_one_and_restarts_the_wo
 
 
 def test_forged_answers_printed_on_stdout_are_never_read():
-  forged = _answer_line(RecordAnswer(OTHER)) + "\n" + _answer_line(PASSING) + "\n"
+  forged = _answer_line(RecordAnswer(EntryId.parse(OTHER))) + "\n" + _answer_line(PASSING) + "\n"
   client = _ChildClient(_child(_answer_line(RecordAnswer(ENTRY), entry_id="null"),
                                printed=forged * 50))
   try:

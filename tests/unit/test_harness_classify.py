@@ -16,6 +16,7 @@ from jaxport.report import _coverage as run_coverage  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from _harness_paths import repo_project  # noqa: E402
 from jaxport._vocabulary import Subject  # noqa: E402
+from jaxport.golden import EntryId  # noqa: E402
 from jaxport.golden._host import Host  # noqa: E402
 from jaxport.golden._signatures import drift  # noqa: E402
 from jaxport.golden._manifest import (Comparison, CustomCallSignature, Manifest,  # noqa: E402
@@ -24,7 +25,7 @@ from jaxport.harness._protocol._answers import (FailureKind, Numerics, ReaderRes
                                        ReplayAnswer, Stage, TodayResult, UpgradedRun,
                                        WorkerFailure)
 from jaxport.harness._protocol._requests import ReplayRequest  # noqa: E402
-from jaxport.harness._verdicts import Outcome  # noqa: E402
+from jaxport.report._entries import EntryResult  # noqa: E402
 from jaxport.report import Finding, FindingKind as K, Status  # noqa: E402
 
 TODAY = datetime.date(2026, 6, 1)
@@ -68,7 +69,7 @@ def _answer(readers=None, host=None, **today):
 
 
 def _classify_answer(answer, manifest=None, window=180, current_jax=None):
-  entry_id = "cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2"
+  entry_id = EntryId.parse("cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2")
   # Asked of exactly the readers that answered, and today's lowering where there is one.
   answered = getattr(answer, "readers", ("jaxport", "jax"))  # a failure answers none
   asked = ReplayRequest("compat_data", entry_id,
@@ -278,13 +279,15 @@ def test_removed_case_is_in_the_skip_ledger():
 
 
 def test_coverage_counts_the_replayed_entries():
-  replayed = Outcome("a", "c", "f", None, None, False, ("t1",), ("t1", "t3"))
+  a, b = EntryId.parse("cpu/f/c/2026-01-01_jax-0.10.2"), EntryId.parse("cpu/f/d/2026-01-01_jax-0.10.2")
+  replayed = EntryResult(a, "c", "f", None, None, False, ("t1",), ("t1", "t3"))
   cov = run_coverage.target_coverage([replayed], ["t1", "t2"])
   assert cov.covered == ("t1",)
   assert cov.missing_required == ("t2",)
   assert cov.missing_reachable == ("t3",)
-  assert run_coverage.tripwire(["a", "b"], [replayed]) == ["b"]
-  assert run_coverage.cases_without_entries(["x", "y"], ["cpu/f/x/2026-01-01_jax-1"]) == ["y"]
+  assert run_coverage.tripwire([a, b], [replayed]) == [b]
+  assert run_coverage.cases_without_entries(["x", "y"],
+                                            [EntryId.parse("cpu/f/x/2026-01-01_jax-1")]) == ["y"]
 
 
 def test_required_cpu_targets_are_the_48_lapack_ffi_targets():
@@ -315,7 +318,7 @@ def test_an_outcome_crosses_the_process_boundary_unchanged():
                                   _reader("jax", exact=False, max_abs_err=1e-7)],
                                  signature_diff=("target t changed signature: ...",)))
   out = out.replace(status=judging.status(out, strict=False))
-  assert Outcome.from_json(json.loads(json.dumps(out.to_json()))) == out
+  assert EntryResult.from_part_json(json.loads(json.dumps(out.to_part_json()))) == out
   assert out.findings[0] == Finding(K.UPGRADED, Subject.READER, out.findings[0].message, "jaxport")
 
 
@@ -323,10 +326,10 @@ def test_the_report_entry_is_what_the_report_reader_reads_back():
   from jaxport.report import EntryResult
   out = _classify_answer(_answer([_reader("jaxport"), _reader("jax", ok=False, problems=["bad"])]))
   out = out.replace(status=judging.status(out, strict=False))
-  entry = EntryResult.from_json(json.loads(json.dumps(out.report_entry().to_json())), "entry")
+  entry = EntryResult.from_json(json.loads(json.dumps(out.to_json())), "entry")
   assert entry.status is Status.FAIL and entry.kinds == ("compatibility_break",)
   assert entry.findings == out.findings
-  assert entry == out.report_entry()
+  assert entry.to_json() == out.to_json()
 
 
 def test_a_project_requires_only_the_targets_it_declares_unless_it_asks_for_jaxports_table():
@@ -339,15 +342,16 @@ def test_a_project_requires_only_the_targets_it_declares_unless_it_asks_for_jaxp
   assert {"my_kernel", "lapack_spotrf_ffi"} <= set(coverage.required_targets("cpu", both))
 
 
-def test_an_outcome_read_back_from_its_report_entry_is_unchanged():
-  from jaxport.report import EntryResult
+def test_a_judged_entry_read_back_from_its_report_file_lists_the_same():
   out = _classify_answer(_answer([_reader("jaxport"), _reader("jax", ok=False, problems=["bad"])]),
                          _manifest(lowering_only=False))
   out = out.replace(status=judging.status(out, strict=False))
-  back = Outcome.from_report_entry(
-      EntryResult.from_json(json.loads(json.dumps(out.report_entry().to_json())), "entry"))
-  assert back == out and back.findings[0].reader == "jax"
-  assert Outcome.from_report_entry(out.report_entry()) == out
+  back = EntryResult.from_json(json.loads(json.dumps(out.to_json())), "entry")
+  assert back.findings[0].reader == "jax"
+  assert (back.kinds, back.messages) == (out.kinds, out.messages)
+  # The file holds every field but the run's own (skips, upgrade rules, the replay host).
+  assert back.replace(listed_kinds=None, listed_messages=None) == out.replace(
+      skips=(), upgrade_rules=(), replay_host=None)
 
 
 def test_a_superseded_entrys_difference_from_today_warns_even_when_strict():
@@ -369,10 +373,10 @@ def test_the_report_names_the_blob_the_worker_replayed_and_none_of_files_that_di
   out = _classify_answer(_answer(), manifest=manifest)
   assert out.blob_sha256 == sha
   judged = out.replace(status=judging.status(out))
-  assert Outcome.from_json(json.loads(json.dumps(judged.to_json()))) == judged
-  assert judged.report_entry().to_json()["blob_sha256"] == sha
+  assert EntryResult.from_part_json(json.loads(json.dumps(judged.to_part_json()))) == judged
+  assert judged.to_json()["blob_sha256"] == sha
   damaged = _classify_answer(WorkerFailure(FailureKind.GOLDEN_DATA, "exported.bin: sha256 "
                                            "mismatch"), manifest=manifest)
   assert damaged.blob_sha256 is None
   assert "blob_sha256" not in damaged.replace(
-      status=judging.status(damaged)).report_entry().to_json()
+      status=judging.status(damaged)).to_json()

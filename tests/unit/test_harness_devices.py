@@ -8,6 +8,7 @@ import re
 import pytest
 
 from jaxport._isolation._process import PARENT_PID_ENV
+from jaxport.golden import EntryId
 from jaxport.harness._worker import _device_probe
 from jaxport.harness import _devices
 from jaxport.harness._controller._device_check import check_devices
@@ -118,8 +119,9 @@ def test_a_cpu_run_checks_the_accelerators_entries_and_an_accelerator_run_only_i
 
 def test_the_skip_ledger_leaves_the_accelerators_coverage_to_their_own_runs():
   from jaxport.report import _coverage
-  present = ["cpu/f/a/2026-01-01_jax-0.10.2", "cuda/run_cuda/b/2026-01-01_jax-0.11.2",
-             "cuda/run_cuda/c/2026-01-01_jax-0.11.2"]
+  present = [EntryId.parse(text) for text in (
+      "cpu/f/a/2026-01-01_jax-0.10.2", "cuda/run_cuda/b/2026-01-01_jax-0.11.2",
+      "cuda/run_cuda/c/2026-01-01_jax-0.11.2")]
   (line,) = _coverage.device_store_skips("cpu", present)
   assert line.what == "coverage of the cuda entries"
   assert "--compat-platform=cuda" in line.why and "checked its 2 entries" in line.why

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from jaxport._vocabulary import FindingKind, Status, Subject
+from jaxport.golden import EntryId
 from jaxport.golden._manifest import Comparison, CustomCallSignature, Manifest, Producer
 import _judging as judging
 from jaxport.errors import WorkerAnswerError
@@ -21,7 +22,7 @@ from jaxport.harness._controller._worker_client import Reply, read_answer
 
 TODAY = datetime.date(2026, 6, 1)
 THIS_JAX = md.version("jax")
-ENTRY_ID = "cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2"
+ENTRY_ID = EntryId.parse("cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2")
 SIG = CustomCallSignature("lapack_spotrf_ffi", ("tensor<4x4xf32>",),
                           ("tensor<4x4xf32>", "tensor<i32>"), {})
 
@@ -69,9 +70,9 @@ CASES = ProjectCases(
 
 
 def test_answers_cross_the_boundary_whole():
-  for answer in (_passing(), RecordAnswer("cpu/f/c/2026-05-01_jax-0.10.2"),
-                 RecordAnswer("cpu/f/c/2026-05-01_jax-0.10.2",
-                              compared_with="cpu/f/c/2026-05-01_jax-0.10.2_2",
+  for answer in (_passing(), RecordAnswer(EntryId.parse("cpu/f/c/2026-05-01_jax-0.10.2")),
+                 RecordAnswer(EntryId.parse("cpu/f/c/2026-05-01_jax-0.10.2"),
+                              compared_with=EntryId.parse("cpu/f/c/2026-05-01_jax-0.10.2_2"),
                               differing=("module.mlir",)), CASES,
                  WorkerFailure(FailureKind.CRASHED, "no answer", returncode=-9, stderr_tail="x"),
                  WorkerFailure(FailureKind.CRASHED, "the worker exited", returncode=3,
@@ -228,7 +229,7 @@ def test_a_replay_answered_with_another_kind_of_answer_is_an_error_verdict(tmp_p
                   tmp_path / entry_id)
   hs = _session(tmp_path)
   monkeypatch.setattr(hs.pool, "worker", lambda num_devices=1: _Answering(answer))
-  outcome = hs.replay(entry_id)
+  outcome = hs.replay(EntryId.parse(entry_id))
   assert outcome.status is Status.FAIL, outcome.messages
   assert [(f.kind, f.subject) for f in outcome.findings] == [(FindingKind.COMPATIBILITY_BREAK,
                                                               Subject.WORKER)]

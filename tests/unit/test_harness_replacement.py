@@ -17,6 +17,7 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from harness.fuzz import shape_impls as fuzz  # noqa: E402
+from jaxport.golden import EntryId
 from jaxport.harness._worker import _contexts, _executables, _jax_setup  # noqa: E402
 from jaxport.harness._controller import _reporter as reporter  # noqa: E402
 from jaxport.harness._protocol._answers import (  # noqa: E402
@@ -276,7 +277,7 @@ def test_a_replay_answer_with_a_notice_reaches_the_report(tmp_path, monkeypatch)
       return Reply(WorkerFailure(FailureKind.HARNESS, "not replayed in this test"), (NOTICE,))
 
   monkeypatch.setattr(hs.pool, "worker", lambda num_devices=1: Worker())
-  hs.replay(entry_id)
+  hs.replay(EntryId.parse(entry_id))
   assert hs.build_report().session_warnings == (NOTICE,)
 
 

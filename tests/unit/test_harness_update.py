@@ -3,21 +3,22 @@
 import pytest
 
 import _judging as judging
+from jaxport.golden import EntryId
 from jaxport.harness._controller import _update
 from jaxport._vocabulary import RecordAction
 from jaxport.harness._controller._update import CaseChange, Update
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 from jaxport.report import Finding, FindingKind as K, Subject
 from jaxport.report import PlatformTargets, Skip, Status, Targets
 
-OLD = "cpu/mine/gram/2026-11-29_jax-0.10.2"
-NEW = "cpu/mine/gram/2026-11-30_jax-0.10.2"
-REVISED = "cpu/mine/gram/2026-11-30.2_jax-0.10.2"
+OLD = EntryId.parse("cpu/mine/gram/2026-11-29_jax-0.10.2")
+NEW = EntryId.parse("cpu/mine/gram/2026-11-30_jax-0.10.2")
+REVISED = EntryId.parse("cpu/mine/gram/2026-11-30.2_jax-0.10.2")
 
 
 def outcome(entry_id, *kinds, targets=("a",), current=("a",)):
-  _, family, case_id, _ = entry_id.split("/")
-  return Outcome(entry_id=entry_id, case_id=case_id, family=family, record_date=None,
+  family, case_id = entry_id.family, entry_id.case_id
+  return EntryResult(entry_id=entry_id, case_id=case_id, family=family, record_date=None,
                  days_to_expiry=None, lowering_only=False, targets=tuple(targets),
                  current_targets=tuple(current),
                  findings=tuple(Finding(k, Subject.TODAY, f"current lowering: {k} of {entry_id}",
@@ -25,11 +26,14 @@ def outcome(entry_id, *kinds, targets=("a",), current=("a",)):
 
 
 def test_the_newest_entry_of_a_case_goes_by_date_revision_then_release():
-  ids = [REVISED, "cpu/mine/gram/2026-11-30_jax-0.9.2", NEW, OLD, "cpu/mine/other/2026-01-01_jax-0.4.30",
-         "cpu/mine/gram/2026-11-30.10_jax-0.10.2"]
-  assert _update.newest_entries(ids) == {"gram": "cpu/mine/gram/2026-11-30.10_jax-0.10.2",
-                                         "other": "cpu/mine/other/2026-01-01_jax-0.4.30"}
-  assert _update.newest_entries([NEW, "cpu/mine/gram/2026-11-30_jax-0.9.2"]) == {"gram": NEW}
+  ids = [REVISED, EntryId.parse("cpu/mine/gram/2026-11-30_jax-0.9.2"), NEW, OLD,
+         EntryId.parse("cpu/mine/other/2026-01-01_jax-0.4.30"),
+         EntryId.parse("cpu/mine/gram/2026-11-30.10_jax-0.10.2")]
+  assert _update.newest_entries(ids) == {
+      "gram": EntryId.parse("cpu/mine/gram/2026-11-30.10_jax-0.10.2"),
+      "other": EntryId.parse("cpu/mine/other/2026-01-01_jax-0.4.30")}
+  assert _update.newest_entries([NEW, EntryId.parse("cpu/mine/gram/2026-11-30_jax-0.9.2")]) == {
+      "gram": NEW}
 
 
 def test_a_case_changed_when_its_newest_entry_differs_from_todays_function():
@@ -50,7 +54,7 @@ def test_a_case_changed_when_its_newest_entry_differs_from_todays_function():
 
 
 def test_new_cases_only_when_asked_and_unregistered_cases_never():
-  present = [NEW, "cpu/mine/gone/2026-11-30_jax-0.10.2"]
+  present = [NEW, EntryId.parse("cpu/mine/gone/2026-11-30_jax-0.10.2")]
   outcomes = {p: outcome(p, K.LOWERING_DRIFT) for p in present}
   got = _update.changed_cases(outcomes, present, ["gram", "fresh"], include_new=True)
   assert [(c.case_id, c.since) for c in got] == [("fresh", None), ("gram", NEW)]
@@ -118,10 +122,10 @@ def test_a_broken_artifact_is_not_told_to_record_a_new_entry():
   assert _update.change_hint(crashed, updating=False, newest=True) == ""
 
 
-def test_the_report_section_round_trips_through_the_text_summary():
+def test_the_report_section_shows_in_the_text_summary():
   u = Update(CaseChange("gram", NEW, ("c",), (), ("target c is new",), ("3 of 9 differ",)),
              RecordAction.WRITTEN, REVISED)
-  lines = _update.text_lines([u.to_json()])
+  lines = _update.text_lines([u.report_item()])
   assert lines == ["updated 1 case(s):", f"  written   {REVISED} (since {NEW})",
                    "      targets added ['c'], removed []", "      signature: target c is new",
                    "      numerics: 3 of 9 differ"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from jaxport.golden import EntryId
 from jaxport.harness._worker import _main as _worker
 from jaxport.harness._controller import _worker_client
 from jaxport.harness._project import Project
@@ -30,7 +31,7 @@ class _Engine:
       raise RuntimeError("no LAPACK here")
 
 
-_REPLAY = ReplayRequest(root="store", entry_id="cpu/f/c/2026-01-01_jax-0.10.2",
+_REPLAY = ReplayRequest(root="store", entry_id=EntryId.parse("cpu/f/c/2026-01-01_jax-0.10.2"),
                         readers=("jaxport",))
 
 

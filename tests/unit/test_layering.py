@@ -547,22 +547,22 @@ def test_the_repository_harness_cases_use_only_what_a_downstream_project_can():
 
 # The one judge of an entry: only it builds an outcome or changes its verdict.
 JUDGE = PACKAGE / "harness" / "_judge"
-# The outcome record itself (its JSON readers rebuild what the judge made).
-OUTCOME_RECORD = PACKAGE / "harness" / "_verdicts.py"
+# The entry's record itself (its JSON readers rebuild what the judge made).
+OUTCOME_RECORD = PACKAGE / "report" / "_entries.py"
 # What an outcome's verdict is made of.
 VERDICT_FIELDS = {"status", "findings", "expected_failure", "release", "runs_on"}
 
 
 def _verdict_writes(path: pathlib.Path) -> list[str]:
-  """Where ``path`` builds an ``Outcome`` or replaces a verdict field of one."""
+  """Where ``path`` builds an ``EntryResult`` or replaces a verdict field of one."""
   found = []
   for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
     if not isinstance(node, ast.Call):
       continue
     name = node.func.id if isinstance(node.func, ast.Name) else (
         node.func.attr if isinstance(node.func, ast.Attribute) else None)
-    if name == "Outcome":
-      found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: builds an Outcome")
+    if name == "EntryResult":
+      found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: builds an EntryResult")
     if name == "replace" and {k.arg for k in node.keywords} & VERDICT_FIELDS:
       found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: replaces "
                    f"{sorted({k.arg for k in node.keywords} & VERDICT_FIELDS)}")
@@ -973,3 +973,49 @@ def test_the_jaxlib_version_is_read_only_behind_jaxcompat():
         "an aliased reader"])
 def test_the_jaxlib_rule_catches_a_planted_read(planted):
   assert jaxlib_version_reads(planted, "planted.py"), planted
+
+
+def hand_built_ids(source: str, where: str) -> list[str]:
+  """Where ``source`` assembles an entry id from path parts itself: ``"/".join(...)`` over a
+  ``.parts`` slice or over ``split_parts(...)`` (``EntryId.from_folder`` makes the id of an
+  entry folder)."""
+  found = []
+  for node in ast.walk(ast.parse(source)):
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "join" and isinstance(node.func.value, ast.Constant)
+            and node.func.value.value == "/" and node.args):
+      continue
+    joined = node.args[0]
+    for sub in ast.walk(joined):
+      if (isinstance(sub, ast.Attribute) and sub.attr == "parts") or (
+          isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
+          and sub.func.id == "split_parts"):
+        found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+        break
+  return found
+
+
+def test_no_module_builds_an_entry_id_by_hand():
+  # The entry id's own module included: an id is made from its four parts by EntryId itself
+  # (the planted cases below show the check sees what it looks for).
+  assert not [w for p in PACKAGE.rglob("*.py")
+              for w in hand_built_ids(p.read_text(encoding="utf-8"),
+                                      str(p.relative_to(PACKAGE.parent)))]
+
+
+@pytest.mark.parametrize("planted", [
+    'entry_id = "/".join(path.parts[-4:])',
+    'entry_id = "/".join(folder.resolve().relative_to(root).parts[-4:])',
+    'key = "/".join(split_parts(text)[:3])',
+    'ids.append("/".join(list(manifest.parent.parts)[-4:]))',
+], ids=["a parts slice", "a relative path's parts", "split text", "a list of parts"])
+def test_the_entry_id_rule_catches_a_planted_hand_built_id(planted):
+  assert hand_built_ids(planted, "planted.py"), planted
+
+
+@pytest.mark.parametrize("other", [
+    'line = "/".join(str(counts.get(k, 0)) for k in ("export", "call"))',
+    'entry_id = str(EntryId.from_folder(path))',
+], ids=["counts", "the constructor"])
+def test_the_entry_id_rule_lets_other_joins_be(other):
+  assert hand_built_ids(other, "other.py") == []

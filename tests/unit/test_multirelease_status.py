@@ -13,7 +13,8 @@ if str(ROOT) not in sys.path:
 
 from harness.cases import release_cases  # noqa: E402
 from harness.tools import expected_status  # noqa: E402
-from jaxport.harness._judge import _releases
+from jaxport.golden import EntryId
+from jaxport.harness._judge import _releases  # noqa: E402
 from jaxport.harness._judge._expectations import Expectation, parse_table  # noqa: E402
 from jaxport.harness._judge import _release  # noqa: E402
 import _judging as judging  # noqa: E402
@@ -21,7 +22,7 @@ from jaxport._jaxcompat._version import installed_jax_version  # noqa: E402
 from jaxport.harness._judge._release import expectation_judgement  # noqa: E402
 from jaxport._vocabulary import Subject as S  # noqa: E402
 from jaxport.golden._manifest import Comparison, ImportSource, Manifest, Producer  # noqa: E402
-from jaxport.harness._verdicts import Outcome  # noqa: E402
+from jaxport.report._entries import EntryResult  # noqa: E402
 from jaxport.report import Finding, FindingKind as K, Status, load_report  # noqa: E402
 from jaxport.report._markdown import window_table  # noqa: E402
 from jaxport.report._views import window_rows  # noqa: E402
@@ -120,7 +121,7 @@ def test_judge_every_verdict():
 
 
 def _outcome(*findings, **more):
-  return Outcome("cpu/f/c1/2026-01-01_jax-0.5.3", "c1", "f", "2026-01-01", 100, False, (),
+  return EntryResult(EntryId.parse("cpu/f/c1/2026-01-01_jax-0.5.3"), "c1", "f", datetime.date(2026, 1, 1), 100, False, (),
                  findings=tuple(findings), **more)
 
 

@@ -8,6 +8,7 @@ import pytest
 
 import _report_helpers as helpers
 from jaxport.errors import JaxportError, ReportError
+from jaxport.golden import EntryId
 from jaxport.report import RunReport, ShardRef
 from jaxport.report import _coverage as coverage
 from jaxport.report._merge import check_complete
@@ -15,7 +16,7 @@ from jaxport.report._merge import check_complete
 
 @dataclasses.dataclass(frozen=True)
 class _Entry:
-  entry_id: str
+  entry_id: EntryId
   targets: tuple[str, ...]
   current_targets: tuple[str, ...] | None = None
   lowering_only: bool | None = False
@@ -23,19 +24,22 @@ class _Entry:
 
 
 def test_target_coverage_names_the_required_and_reachable_targets_no_entry_covers():
-  entries = [_Entry("cpu/f/a/2026-01-01_jax-1", ("t1",), ("t1", "t3"))]
+  a, b = EntryId.parse("cpu/f/a/2026-01-01_jax-1"), EntryId.parse("cpu/f/b/2026-01-01_jax-1")
+  entries = [_Entry(a, ("t1",), ("t1", "t3"))]
   cov = coverage.target_coverage(entries, ["t2", "t1"])
   assert cov.required == ("t1", "t2") and cov.covered == ("t1",)
   assert cov.missing_required == ("t2",) and cov.missing_reachable == ("t3",)
-  assert coverage.tripwire(["cpu/f/a/2026-01-01_jax-1", "cpu/f/b/2026-01-01_jax-1"],
-                           entries) == ["cpu/f/b/2026-01-01_jax-1"]
-  assert coverage.cases_without_entries(["a", "y"], ["cpu/f/a/2026-01-01_jax-1"]) == ["y"]
+  assert coverage.tripwire([a, b], entries) == [b]
+  assert coverage.cases_without_entries(["a", "y"], [a]) == ["y"]
 
 
 def test_lowering_only_coverage_counts_only_lowering_only_entries_for_that_platform():
-  entries = [_Entry("cpu/f/a/d_jax-1", ("k1",), lowering_only=True, platforms=("tpu",)),
-             _Entry("cpu/f/b/d_jax-1", ("k2",), lowering_only=False, platforms=("tpu",)),
-             _Entry("cpu/f/c/d_jax-1", ("k3",), lowering_only=True, platforms=("cuda",))]
+  entries = [_Entry(EntryId.parse("cpu/f/a/d_jax-1"), ("k1",), lowering_only=True,
+                    platforms=("tpu",)),
+             _Entry(EntryId.parse("cpu/f/b/d_jax-1"), ("k2",), lowering_only=False,
+                    platforms=("tpu",)),
+             _Entry(EntryId.parse("cpu/f/c/d_jax-1"), ("k3",), lowering_only=True,
+                    platforms=("cuda",))]
   got = coverage.lowering_only_coverage(entries, {"tpu": ["k1", "k2", "k4"]}, {"k4": "no host"})
   tpu = got["tpu"]
   assert tpu.covered == ("k1",) and tpu.missing == ("k2",) and dict(tpu.unreachable) == {

@@ -44,7 +44,7 @@ def test_each_failure_names_the_first_nightly_that_showed_it():
   onsets = {o.entry_id: o for o in _views.failure_onsets(runs)}
   failing_now = {e.entry_id for e in runs[-1].entries if e.status.value == "fail"}
   assert set(onsets) == failing_now and failing_now
-  qr = next(i for i in onsets if "qr_f32" in i)
+  qr = next(i for i in onsets if i.case_id == "qr_f32")
   # QR passed the first two nights and fails from the third on.
   assert onsets[qr].first_jax == NIGHTLIES[2] and not onsets[qr].new
   md = render_markdown(runs[-1], runs[:-1])

@@ -170,7 +170,7 @@ def test_the_matrix_shows_each_row_s_computed_range_beside_the_measured_cells():
       newest = e["entry_id"].endswith("0.10.2")
       e["runs_on"] = {"cpu": ["0.8.3", "0.9.2", "0.10.2"] if newest else ["0.9.2", "0.10.2"]}
   report = RunReport.from_json(helpers.run_report(entries=entries), "r.json")
-  got = {e.entry_id: e.runs_on for e in report.entries}
+  got = {str(e.entry_id): e.runs_on for e in report.entries}
   assert got["cpu/lapack_potrf/cholesky_f32/2026-10-01_jax-0.10.2"] == {
       "cpu": ("0.8.3", "0.9.2", "0.10.2")}
   page = render_html(report)

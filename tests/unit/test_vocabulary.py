@@ -123,8 +123,7 @@ def test_only_the_verdicts_that_let_a_run_pass_are_ok():
 
 def test_the_report_and_the_harness_use_the_vocabularys_classes():
   from jaxport import report
-  from jaxport.harness import _verdicts
   from jaxport.harness._judge import _findings
   from jaxport.report import _entries
   assert report.FindingKind is vocab.FindingKind and report.Status is vocab.Status
-  assert _findings.Finding is _verdicts.Finding is _entries.Finding is vocab.Finding
+  assert _findings.Finding is _entries.Finding is vocab.Finding

@@ -13,15 +13,16 @@ import pytest
 
 from jaxport._vocabulary import Finding, FindingKind, Status, Subject
 from jaxport.errors import WorkerAnswerError
+from jaxport.golden import EntryId
 from jaxport.harness._controller._entry_run import EntryRun
 from jaxport.harness._project import Project
 from jaxport.harness._controller._session import HarnessSession, _read_worker_part
 from jaxport.harness._controller._settings import Options, Settings
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 
 ENTRY = "cpu/mine/gram/2026-11-30_jax-0.10.2"
-OUTCOME = Outcome(entry_id=ENTRY, case_id="gram", family="mine", record_date="2026-11-30",
-                  days_to_expiry=150, lowering_only=False, targets=("a",), current_targets=("a",),
+OUTCOME = EntryResult(entry_id=EntryId.parse(ENTRY), case_id="gram", family="mine",
+                  record_date=datetime.date(2026, 11, 30), days_to_expiry=150, lowering_only=False, targets=("a",), current_targets=("a",),
                   findings=(Finding(FindingKind.NUMERICS_DRIFT, Subject.READER, "drift",
                                     reader="jax"),),
                   status=Status.WARN, runs_on={"cpu": ("0.10.2",)})
@@ -43,8 +44,8 @@ def _session(root) -> HarnessSession:
 
 
 def test_an_outcome_and_a_part_read_back_as_written():
-  assert Outcome.from_json(json.loads(json.dumps(OUTCOME.to_json()))) == OUTCOME
-  assert _read_worker_part(_part())["runs"] == {ENTRY: RUN}
+  assert EntryResult.from_part_json(json.loads(json.dumps(OUTCOME.to_part_json()))) == OUTCOME
+  assert _read_worker_part(_part())["runs"] == {EntryId.parse(ENTRY): RUN}
 
 
 @pytest.mark.parametrize("run", [
@@ -52,9 +53,9 @@ def test_an_outcome_and_a_part_read_back_as_written():
     ids=["replayed", "no-answer", "xfailed"])
 def test_an_entrys_run_crosses_from_an_xdist_worker_to_its_controller_whole(tmp_path, run):
   worker, controller = _session(tmp_path), _session(tmp_path)
-  worker._runs[ENTRY] = run
+  worker._runs[EntryId.parse(ENTRY)] = run
   controller.merge(worker.worker_output())
-  assert controller._runs == {ENTRY: run}
+  assert controller._runs == {EntryId.parse(ENTRY): run}
   assert not controller._session_failures
 
 
@@ -78,10 +79,10 @@ def test_a_part_whose_run_misses_a_field_is_refused_naming_it(field):
 ], ids=["no-status", "unknown-status", "targets-text", "bool-days", "finding-kind",
         "finding-field", "unknown-field"])
 def test_a_malformed_outcome_is_refused_naming_the_field(change, named):
-  d = json.loads(json.dumps(OUTCOME.to_json()))
+  d = json.loads(json.dumps(OUTCOME.to_part_json()))
   change(d)
   with pytest.raises(WorkerAnswerError, match=named):
-    Outcome.from_json(d)
+    EntryResult.from_part_json(d)
 
 
 @pytest.mark.parametrize("change, named", [

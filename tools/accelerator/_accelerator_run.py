@@ -115,7 +115,7 @@ def _crosscheck_entry(entry: Entry, case: Any, reference: Any, cpu: Any) -> dict
 
   m = entry.manifest
   c = m.comparison
-  out: dict[str, Any] = {"entry_id": entry.entry_id, "case_id": m.case_id,
+  out: dict[str, Any] = {"entry_id": str(entry.entry_id), "case_id": m.case_id,
                          "targets": sorted({s.target for s in m.custom_call_targets}),
                          "checker": c.mode, "rtol": c.rtol, "atol": c.atol}
   if m.lowering_only:
@@ -202,7 +202,7 @@ def _new_entries(store: GoldenStore, platform: str, repo_store: Path,
                  problems: list[str]) -> list[Entry]:
   """The entries of ``platform`` in ``store`` that the repository's store does not hold."""
   return [e for e in _all_entries(store, platform, problems)
-          if not (repo_store / e.entry_id).exists()]
+          if not (repo_store / str(e.entry_id)).exists()]
 
 
 def write_archive(entries: Sequence[Entry], path: Path) -> list[str]:
@@ -211,7 +211,7 @@ def write_archive(entries: Sequence[Entry], path: Path) -> list[str]:
     for e in entries:
       for f in sorted(e.path.iterdir()):
         tar.add(f, arcname=f"{ARCHIVE_ROOT}/{e.entry_id}/{f.name}", recursive=False)
-  return [e.entry_id for e in entries]
+  return [str(e.entry_id) for e in entries]
 
 
 def _by_id(items: Any, key: str = "entry_id") -> dict[str, Any]:
@@ -230,7 +230,7 @@ def _target_rows(platform: str, entries: Sequence[Entry], cross: Mapping[str, An
             if r.get("action") in ("error", "conflict")}
   rows = []
   for target in sorted(_registry.stable_targets(platform)):
-    ids = [e.entry_id for e in entries if not e.manifest.lowering_only
+    ids = [str(e.entry_id) for e in entries if not e.manifest.lowering_only
            and target in {s.target for s in e.manifest.custom_call_targets}]
     row: dict[str, Any] = {"target": target, "entries": ids,
                            "crosscheck": {i: cross.get(i, {}).get("status") for i in ids},
@@ -274,9 +274,10 @@ def summarize(work: Path, out: Path, platform: str, cases_filter: str | None,
   archived = write_archive(entries, out / ARCHIVE)
   # Coverage counts the entries this run took: the repository's (seeded) that it cross-checked,
   # and the new ones.
-  new_ids = {e.entry_id for e in entries}
+  new_ids = {str(e.entry_id) for e in entries}
+  checked = _by_id((check or {}).get("entries"))
   every = [e for e in _all_entries(GoldenStore(work / STORE), platform, problems)
-           if e.entry_id in new_ids or e.entry_id in _by_id((check or {}).get("entries"))]
+           if str(e.entry_id) in new_ids or str(e.entry_id) in checked]
   for name, file in HARNESS_REPORTS.items():
     if (work / file).is_file():
       shutil.copyfile(work / file, out / file)

@@ -15,7 +15,7 @@ from typing import Any
 
 from jaxport._records import Strict
 from jaxport.errors import WorkerAnswerError
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 
 _STRICT = Strict.raising(WorkerAnswerError)
 
@@ -27,7 +27,7 @@ WORK = ("from_cache", "reader_runs", "exports_today")
 class EntryRun:
   """One entry's replay in this run."""
 
-  outcome: Outcome
+  outcome: EntryResult
   # Seconds the worker's replay took, and per part of it (``--compat-timings``); None and
   # empty where no replay answer came (the entry's golden data did not read, the worker died).
   seconds: float | None = None
@@ -43,7 +43,7 @@ class EntryRun:
 
   def to_json(self) -> dict[str, Any]:
     """Every field, for the boundary between processes (:meth:`from_json` reads it back)."""
-    return {"outcome": self.outcome.to_json(), "seconds": self.seconds,
+    return {"outcome": self.outcome.to_part_json(), "seconds": self.seconds,
             "parts": dict(self.parts), "from_cache": self.from_cache,
             "reader_runs": self.reader_runs, "exports_today": self.exports_today,
             "output": self.output, "xfailed": self.xfailed}
@@ -56,7 +56,7 @@ class EntryRun:
     seconds = s.of(d["seconds"], (int, float), f"{where}.seconds", nullable=True)
     parts = s.of(d["parts"], Mapping, f"{where}.parts")
     return cls(
-        outcome=Outcome.from_json(d["outcome"], f"{where}.outcome"),
+        outcome=EntryResult.from_part_json(d["outcome"], f"{where}.outcome"),
         seconds=None if seconds is None else float(seconds),
         parts={k: s.number(v, f"{where}.parts.{k}") for k, v in parts.items()},
         **{w: s.count(d[w], f"{where}.{w}") for w in WORK},

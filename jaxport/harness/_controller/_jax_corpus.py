@@ -28,6 +28,7 @@ from pathlib import Path
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.errors import CorpusImportError
 from jaxport.harness._devices import worker_environment
+from jaxport.report._sections import CorpusImport as ReportedImport
 
 # How long the import's child process may take (it parses each artifact under its own limit).
 IMPORT_TIMEOUT_S = 900
@@ -52,9 +53,11 @@ class CorpusImport:
   skipped: tuple[str, ...]
   failed: tuple[str, ...]
 
-  def to_json(self) -> dict:
-    return {"source": self.source, "jax": self.jax_version, "imported": self.imported,
-            "duplicates": list(self.duplicates), "skipped": list(self.skipped), "failed": list(self.failed)}
+  def report_section(self) -> ReportedImport:
+    """The import as the report's ``jax_corpus`` section lists it (the store's path is the
+    run's own)."""
+    return ReportedImport(source=self.source, jax=self.jax_version, imported=self.imported,
+                          duplicates=self.duplicates, skipped=self.skipped, failed=self.failed)
 
 
 def corpus_dir() -> Path:

@@ -18,6 +18,7 @@ import pytest
 
 from jaxport._signals import interrupts_held, stop_once
 from jaxport.errors import GoldenDataError, JaxportError, SettingsError
+from jaxport.golden._entry_id import EntryId
 from jaxport.harness import _devices
 from jaxport.harness._controller import _jax_corpus, _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
@@ -327,7 +328,8 @@ def _parametrize(metafunc: pytest.Metafunc) -> None:
       ids, params = ["record-mode"], [pytest.param(None, marks=pytest.mark.skip(
           reason="record mode writes entries; run without --compat-record to replay"))]
     else:
-      ids = params = session.selected_entry_ids()
+      params = session.selected_entry_ids()
+      ids = [str(e) for e in params]  # the test ids users select with -k: the ids' texts
       if params and not metafunc.config.option.collectonly:
         session.prepare(params[0])  # the worker loads while pytest collects the rest
       if not metafunc.config.option.collectonly:
@@ -430,7 +432,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
   entries a little further ahead (``LOOKAHEAD``), where this process runs its items in order."""
   hs = _started(item.config)
   entry_id = _entry_of(nextitem)
-  if hs is not None and isinstance(entry_id, str):
+  if hs is not None and entry_id is not None:
     hs.prepare(entry_id, _ahead(item, nextitem))
 
 
@@ -447,16 +449,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
       report.wasxfail = reason
 
 
-def _entry_of(item: pytest.Item | None) -> str | None:
+def _entry_of(item: pytest.Item | None) -> EntryId | None:
   callspec = getattr(item, "callspec", None)
   entry_id = callspec.params.get(ENTRY_FIXTURE) if callspec is not None else None
-  return entry_id if isinstance(entry_id, str) and entry_id != NO_STORE else None
+  return entry_id if isinstance(entry_id, EntryId) else None
 
 
 _ORDER = pytest.StashKey[dict[str, int]]()
 
 
-def _ahead(item: pytest.Item, nextitem: pytest.Item) -> list[str]:
+def _ahead(item: pytest.Item, nextitem: pytest.Item) -> list[EntryId]:
   """The golden entries of the items that run after ``nextitem`` (up to ``LOOKAHEAD``); none
   in an xdist worker, whose next items the controller hands out as it goes."""
   config = item.config
@@ -479,7 +481,7 @@ class _NothingRecorded:
   def __init__(self, message: str):
     self.message = message
 
-  def check_replay(self, entry_id: str) -> None:
+  def check_replay(self, entry_id: EntryId) -> None:
     pytest.fail(f"jaxport compat harness: {self.message}", pytrace=False)
 
 

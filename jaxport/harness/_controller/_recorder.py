@@ -44,7 +44,7 @@ class Recorder:
     # case id -> what recording it did (a ``Recorded`` record's JSON).
     self.recorded: dict[str, dict[str, Any]] = {}
     self.updates: list[_update.Update] = []
-    self._write_queue: list[str] = []
+    self._write_queue: list[EntryId] = []
     self._staging: Path | None = None
     # Removes the staging folder when the recorder is dropped or the process exits without
     # close() (an interrupted run, a session never closed); detached where it is kept.
@@ -85,12 +85,13 @@ class Recorder:
                 + (f"\n{detail}" if detail else "") + printed(output)}
     else:
       entry_id = answer.entry_id
-      result = {"case_id": case_id, "entry_id": entry_id, "action": RecordAction.WRITTEN,
+      result = {"case_id": case_id, "entry_id": str(entry_id), "action": RecordAction.WRITTEN,
                 "message": "\n".join(filter(None, (nonfinite_message(answer.nonfinite),
                                                     *answer.config_changes)))}
       # The worker compared the recording with the day's newest revision of the case.
       if answer.compared_with is not None:
-        entry_id = result["entry_id"] = answer.compared_with
+        entry_id = answer.compared_with
+        result["entry_id"] = str(entry_id)
         differing = list(answer.differing)
         if differing:
           result.update(action=RecordAction.CONFLICT, message=(
@@ -117,19 +118,19 @@ class Recorder:
     failed, raced = [], []
     for entry_id in self._write_queue:
       try:
-        self.store.adopt(staging.entry(EntryId.parse(entry_id)).snapshot())
+        self.store.adopt(staging.entry(entry_id).snapshot())
       except GoldenDataError as e:
         (raced if self._written_meanwhile(entry_id) else failed).append(entry_id)
         self.failures.append(f"writing {entry_id} failed: {e}")
         for r in self.recorded.values():
-          if r["entry_id"] == entry_id:
+          if r["entry_id"] == str(entry_id):
             r.update(action=RecordAction.ERROR, message=str(e))
     self._write_queue.clear()
     if raced:
       self.failures.append(
           f"{len(raced)} recording(s) were written meanwhile by another recording of the same "
-          f"store ({', '.join(raced)}); this run's are kept in {self._staging}, a golden store "
-          "of the same layout: compare the two (module.mlir, manifest.json), and record again "
+          f"store ({', '.join(map(str, raced))}); this run's are kept in {self._staging}, a "
+          "golden store of the same layout: compare the two (module.mlir, manifest.json), and record again "
           "if they differ.")
     if failed:
       self.failures.append(
@@ -139,11 +140,11 @@ class Recorder:
     if raced or failed:
       self._keep_staging()  # kept: close() must not remove it
 
-  def _written_meanwhile(self, entry_id: str) -> bool:
+  def _written_meanwhile(self, entry_id: EntryId) -> bool:
     """Whether ``entry_id`` stands in the store now (another recording wrote it after this
     run found it absent)."""
     try:
-      self.store.entry(EntryId.parse(entry_id))
+      self.store.entry(entry_id)
     except GoldenDataError:
       return False
     return True
@@ -160,7 +161,7 @@ class Recorder:
     if isinstance(answer, WorkerFailure):
       return self._update_failed(change, f"recording failed: {answer.why}")
     try:
-      staged = GoldenStore(self._staging_root()).entry(EntryId.parse(answer.entry_id))
+      staged = GoldenStore(self._staging_root()).entry(answer.entry_id)
       snapshot = staged.snapshot()
       manifest = snapshot.manifest
       # Only the day's newest revision counts (the worker compared with it): a change

@@ -10,8 +10,7 @@ from typing import Any
 
 from jaxport._files import write_replacing
 from jaxport.harness._controller import _update
-from jaxport.report import RunReport
-from jaxport.report._model import OTHER_HOST_KEY
+from jaxport.report import RunReport, Status
 from jaxport.report._visible import visible
 
 
@@ -25,61 +24,63 @@ def write_json(report: dict[str, Any], path: str | os.PathLike) -> None:
 
 def text_lines(run: RunReport) -> list[str]:
   """A short human summary: counts, then every failure, warning, drift and skip (read off the
-  report's JSON form, the one the run writes)."""
-  report = run.to_json()
-  s = report["summary"]
-  lines = [f"jaxport compat harness, platform {report['platform']}, readers "
-           f"{', '.join(report['readers'])}, jax {report['versions'].get('jax')}"]
-  if report["mode"] == "record":
-    for r in report["recorded"]:
-      lines.append(f"  {r['action']:9s} {r['entry_id'] or 'case ' + r['case_id']}")
-      if r["action"] in ("written", "unchanged"):
-        lines.extend(f"      {m}" for m in r["message"].splitlines())
-    lines.append(f"recorded {s.get('written', 0)} new, {s.get('unchanged', 0)} unchanged, "
-                 f"{s.get('conflict', 0)} conflicting entries")
+  typed report the run writes)."""
+  s = run.summary
+  lines = [f"jaxport compat harness, platform {run.platform}, readers "
+           f"{', '.join(run.readers)}, jax {run.versions.get('jax')}"]
+  if run.mode == "record":
+    for r in run.recorded:
+      lines.append(f"  {str(r.action):9s} {r.entry_id or 'case ' + r.case_id}")
+      if r.action in ("written", "unchanged"):
+        lines.extend(f"      {m}" for m in r.message.splitlines())
+    lines.append(f"recorded {s.actions.get('written', 0)} new, {s.actions.get('unchanged', 0)} "
+                 f"unchanged, {s.actions.get('conflict', 0)} conflicting entries")
   else:
+    n = s.counts
     lines.append(
-        f"{s['replayed']} entries replayed of {s['present']} present: {s['pass']} pass, "
-        f"{s['drift']} drift within tolerance, {s['warn']} warn, {s['xfail']} expected failures, "
-        f"{s['fail']} fail" + (f"; {s['upgraded']} ran after jaxport.upgrade" if s.get("upgraded") else "")
-        + (f"; {s[OTHER_HOST_KEY]} of the passes matched within tolerance, not bitwise, on "
+        f"{s.replayed} entries replayed of {s.present} present: {n[Status.PASS]} pass, "
+        f"{n[Status.DRIFT]} drift within tolerance, {n[Status.WARN]} warn, "
+        f"{n[Status.XFAIL]} expected failures, {n[Status.FAIL]} fail"
+        + (f"; {s.upgraded} ran after jaxport.upgrade" if s.upgraded else "")
+        + (f"; {s.other_host} of the passes matched within tolerance, not bitwise, on "
            "another host class, or with other software (jaxlib, XLA_FLAGS), than the recording one"
-           if s.get(OTHER_HOST_KEY) else "")
-        + run.summary.work_line())
-    t = report["targets"]
-    covered = set(t["covered"])
-    missing = [x for x in t["required"] if x not in covered]
-    lines.append(f"targets: {len(t['required']) - len(missing)} of {len(t['required'])} required "
+           if s.other_host else "")
+        + s.work_line())
+    t = run.targets
+    covered = set(t.covered)
+    missing = [x for x in t.required if x not in covered]
+    lines.append(f"targets: {len(t.required) - len(missing)} of {len(t.required)} required "
                  "covered" + (f" (missing {', '.join(missing)})" if missing else "")
-                 + f", {len(t['covered'])} covered in all, {len(t['reachable'])} reached by "
+                 + f", {len(t.covered)} covered in all, {len(t.reachable)} reached by "
                  "today's lowering")
-    for e in report["entries"]:
-      if e["status"] in ("fail", "warn"):
-        lines.append(f"  {e['status'].upper()} {e['entry_id']}")
-        lines.extend(f"      {m.splitlines()[0]}" for m in e["messages"])
-    for e in report["entries"]:
-      if e["status"] == "xfail":
-        lines.append(f"  XFAIL {e['entry_id']}: {e['expected_failure']}")
-    expiring = [e for e in report["entries"]
-                if e["days_to_expiry"] is not None and 0 <= e["days_to_expiry"] <= 30]
+    for e in run.entries:
+      if e.status in (Status.FAIL, Status.WARN):
+        lines.append(f"  {str(e.status).upper()} {e.entry_id}")
+        lines.extend(f"      {m.splitlines()[0]}" for m in e.messages)
+    for e in run.entries:
+      if e.status is Status.XFAIL:
+        lines.append(f"  XFAIL {e.entry_id}: {e.expected_failure}")
+    expiring = [e for e in run.entries
+                if e.days_to_expiry is not None and 0 <= e.days_to_expiry <= 30]
     for e in expiring:
-      lines.append(f"  expires in {e['days_to_expiry']} days: {e['entry_id']}")
-    if report["mode"] == "update":
-      lines.extend(_update.text_lines(report["updated"]))
-  for f in report["session_failures"]:
+      lines.append(f"  expires in {e.days_to_expiry} days: {e.entry_id}")
+    if run.mode == "update":
+      lines.extend(_update.text_lines(run.updated or ()))
+  for f in run.session_failures:
     lines.append(f"SESSION FAIL {f}")
-  if report["mode"] == "replay" and s["warn"]:
+  if run.mode == "replay" and s.counts[Status.WARN]:
     # Derived from the counts, not stored, so that merged shard reports stay exact.
     # Under --compat-strict only the findings strictness does not reach still warn.
-    lines.append(f"session warning: {s['warn']} entries have findings that stay warnings under "
+    warned = s.counts[Status.WARN]
+    lines.append(f"session warning: {warned} entries have findings that stay warnings under "
                  "--compat-strict (a changed function whose case has a newer entry, or a change "
-                 "--compat-update records anew)" if report["strict"] else
-                 f"session warning: {s['warn']} entries have drift or staleness findings; "
+                 "--compat-update records anew)" if run.strict else
+                 f"session warning: {warned} entries have drift or staleness findings; "
                  "they fail with --compat-strict")
-  for w in report["session_warnings"]:
+  for w in run.session_warnings:
     lines.append(f"session warning: {w}")
-  if report["skips"]:
+  if run.skips:
     lines.append("skip ledger:")
-    lines.extend(f"  {k['what']}: {k['why']}" for k in report["skips"])
+    lines.extend(f"  {k.what}: {k.why}" for k in run.skips)
   # Case code's messages are shown, never obeyed: control and bidirectional characters escaped.
   return [visible(line) for line in lines]

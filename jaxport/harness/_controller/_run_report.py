@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jaxport.errors import GoldenDataError
+from jaxport.golden._entry_id import EntryId
 from jaxport.harness._controller import _coverage as coverage
 from jaxport.harness import _devices
 from jaxport.harness._controller import _jax_corpus, _update
@@ -22,13 +23,12 @@ from jaxport.harness._judge import _expectations as expected_status
 from jaxport.harness._protocol import _readers
 from jaxport.harness._project import Project
 from jaxport.harness._protocol._answers import ProjectCases
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 from jaxport._jaxcompat._version import distribution_version, installed_jax_version
 from jaxport.report import (
-    DRIFT_KINDS, CorpusImport, DriftItem, FindingKind, Recorded, RunReport, ShardRef,
-    Skip, Status, Summary, Updated, Window)
+    DRIFT_KINDS, DriftItem, FindingKind, Recorded, RunReport, ShardRef,
+    Skip, Status, Summary, Window)
 from jaxport.report import _coverage as run_coverage
-from jaxport.golden._entry_id import producer_of
 from jaxport.report._model import other_host_passes
 from jaxport.report._sections import RECORD_ACTIONS
 
@@ -39,9 +39,9 @@ class RunFacts:
   options: Options
   project: Project
   # entry -> its replay: the outcome, and what the replay did (summed into the summary).
-  runs: Mapping[str, EntryRun]
+  runs: Mapping[EntryId, EntryRun]
   # The entries the run checks, present in the store.
-  present: Sequence[str]
+  present: Sequence[EntryId]
   failures: Sequence[str]
   # What the workers said about themselves.
   notices: Sequence[str]
@@ -64,9 +64,9 @@ def build_run_report(facts: RunFacts) -> RunReport:
   o, project = facts.options, facts.project
   failures = list(facts.failures)
   warns: list[str] = sorted(facts.notices)
-  outcomes: list[Outcome] = [facts.runs[k].outcome for k in sorted(facts.runs)]
+  outcomes: list[EntryResult] = [facts.runs[k].outcome for k in sorted(facts.runs)]
   present = list(facts.present)
-  skips = [Skip(out.entry_id, why) for out in outcomes for why in out.skips]
+  skips = [Skip(str(out.entry_id), why) for out in outcomes for why in out.skips]
   if isinstance(facts.cases, GoldenDataError):
     # Every item failed on it already; the report says it once and skips what needs cases.
     cases, unreachable = None, {}
@@ -136,7 +136,7 @@ def build_run_report(facts: RunFacts) -> RunReport:
       producer=_readers.PRIMARY,
       versions={"jax": installed_jax_version(),
                 **{d: distribution_version(d) for d in ("jaxlib", "jaxport", "numpy")}},
-      entries=tuple(x.report_entry() for x in outcomes),
+      entries=tuple(outcomes),
       targets=targets,
       skips=tuple(skips),
       drift=tuple(DriftItem(x.entry_id, str(f.kind), f.message)
@@ -147,16 +147,14 @@ def build_run_report(facts: RunFacts) -> RunReport:
       summary=summary,
       shard=None if o.settings.shard is None else ShardRef(o.settings.shard.index, o.settings.shard.count),
       lowering_only_targets=other,
-      jax_corpus=(None if facts.corpus is None
-                  else CorpusImport.from_json(facts.corpus.to_json(), "jax_corpus")),
+      jax_corpus=None if facts.corpus is None else facts.corpus.report_section(),
       replay_hosts=tuple(_distinct(x.replay_host for x in outcomes
                                    if x.replay_host is not None)),
       updated=(None if not o.settings.update else tuple(
-          Updated.from_json(u.to_json(), u.change.case_id)
-          for u in sorted(facts.updates, key=lambda u: u.change.case_id))),
+          u.report_item() for u in sorted(facts.updates, key=lambda u: u.change.case_id))),
       declared_targets={k: tuple(v) for k, v in project.targets.by_platform.items()},
       release_windows={p: Window.from_json(w, p) for p, w in expected_status.release_windows(
-          (producer_of(x.entry_id) for x in outcomes), o.settings.today).items()})
+          (x.entry_id.producer for x in outcomes), o.settings.today).items()})
 
 
 def _distinct(items: Any) -> list[Any]:

@@ -24,7 +24,7 @@ import pytest
 from jaxport._records import Strict
 from jaxport._vocabulary import RecordAction
 from jaxport.errors import GoldenDataError, HarnessWarning, JaxportError, WorkerAnswerError
-from jaxport.golden._entry_id import EntryId
+from jaxport.golden._entry_id import EntryId, read_entry_id, require_entry_id
 from jaxport.golden._entry import entry_sort_key
 from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.golden._store import GoldenStore
@@ -44,7 +44,7 @@ from jaxport.harness._registry import CaseRegistry
 from jaxport.harness._controller._run_report import RunFacts, build_run_report
 from jaxport.harness._controller._settings import Options
 from jaxport.harness._controller._shard import costs_json
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 from jaxport.harness._controller._worker_pool import WorkerPool, printed
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.report import RunReport, Status, write_report
@@ -78,11 +78,11 @@ class HarnessSession:
     self.corpus = corpus
     # entry -> its replay in this run: outcome, seconds, what the replay did, and what its
     # test item has yet to report (a worker's output, why it is an expected failure).
-    self._runs: dict[str, EntryRun] = {}
+    self._runs: dict[EntryId, EntryRun] = {}
     self._session_failures: list[str] = []
     self.recorder = Recorder(self.store, self.pool, self.registry, options.settings.today,
                              self._session_failures)
-    self._present: list[str] | None = None
+    self._present: list[EntryId] | None = None
     self._listing_failed = False
     self._newest_ids: dict[str, str] | None = None
     self._context: _judge.RunContext | None = None
@@ -107,7 +107,7 @@ class HarnessSession:
 
   # --- selection ---------------------------------------------------------------
 
-  def entry_ids(self) -> list[str]:
+  def entry_ids(self) -> list[EntryId]:
     """Ids of the golden entries the run checks, sorted: those recorded for the platform and,
     in a CPU run, the accelerators' entries, checked without running them."""
     if self._present is None:
@@ -115,7 +115,7 @@ class HarnessSession:
       try:
         entries, problems = self.store.listing(
             platform=platforms[0] if len(platforms) == 1 else None)
-        self._present = [e.entry_id for e in entries if _platform_of(e.entry_id) in platforms]
+        self._present = [e.entry_id for e in entries if e.entry_id.platform in platforms]
         # A folder out of place fails the run on its own; the entries beside it replay.
         self._session_failures.extend(
             f"the golden store holds something that is not an entry (not replayed): {p.message}"
@@ -126,14 +126,14 @@ class HarnessSession:
         self._present = []
     return self._present
 
-  def selected_entry_ids(self) -> list[str]:
+  def selected_entry_ids(self) -> list[EntryId]:
     """Ids of the entries this process replays: all of them, or this shard's part."""
     present = self.entry_ids()
     if self.options.settings.shard is None:
       return present
     return self.options.settings.shard.select(present, self.options.settings.costs)
 
-  def _newest(self) -> dict[str, str]:
+  def _newest(self) -> dict[str, EntryId]:
     """The newest entry id of each case with entries on the platform."""
     if self._newest_ids is None:
       self._newest_ids = _update.newest_entries(self.entry_ids())
@@ -193,11 +193,11 @@ class HarnessSession:
 
   # --- replay ------------------------------------------------------------------
 
-  def prepare(self, entry_id: str, ahead: Sequence[str] = ()) -> None:
+  def prepare(self, entry_id: EntryId, ahead: Sequence[EntryId] = ()) -> None:
     """Start the workers ``entry_id`` and the entries ``ahead`` of it will need."""
     self.pool.prepare(entry_id, ahead)
 
-  def expect(self, entry_ids: Iterable[str]) -> None:
+  def expect(self, entry_ids: Iterable[EntryId]) -> None:
     """The entries this process replays, in order, once known: every worker they need starts
     with the first replay."""
     self.pool.expect(entry_ids)
@@ -224,11 +224,12 @@ class HarnessSession:
     pytest.skip(f"not run: the {check.platform} device is not usable here (the first golden "
                 "item's failure says why)")
 
-  def replay(self, entry_id: str) -> Outcome:
+  def replay(self, entry_id: EntryId) -> EntryResult:
     """Replay one entry in the worker and judge the answer; the entry's run is kept."""
+    require_entry_id(entry_id, "HarnessSession.replay")
     # A changed function fails the case's newest entry only: older ones stay, differing from
     # today's function, until pruned.
-    newest = self._newest().get(EntryId.parse(entry_id).case_id) == entry_id
+    newest = self._newest().get(entry_id.case_id) == entry_id
     try:
       num_devices = self.pool.devices_needed(entry_id)
       manifest = self.pool.manifest(entry_id)
@@ -257,7 +258,7 @@ class HarnessSession:
     self._runs[entry_id] = run
     return run.outcome
 
-  def _current_jax_lowering(self, entry_id: str,
+  def _current_jax_lowering(self, entry_id: EntryId,
                             manifest: Manifest) -> tuple[CustomCallSignature, ...] | None:
     """For an entry another jax release recorded, the custom-call signatures of its case's
     newest entry recorded by the installed jax (None: none, or the entry is the installed
@@ -265,9 +266,8 @@ class HarnessSession:
     consumer = installed_jax_version()
     if manifest.producer.jax in (None, consumer):
       return None
-    key = EntryId.parse(entry_id).case_key
     mine = sorted((e for e in self.entry_ids()
-                   if EntryId.parse(e).case_key == key and EntryId.parse(e).producer == consumer),
+                   if e.case_key == entry_id.case_key and e.producer == consumer),
                   key=entry_sort_key)
     if not mine:
       return None
@@ -276,14 +276,14 @@ class HarnessSession:
     except GoldenDataError:  # its own replay says what is wrong with it
       return None
 
-  def _replay_request(self, entry_id: str,
+  def _replay_request(self, entry_id: EntryId,
                       manifest: Manifest) -> tuple[ReplayRequest, str | None]:
     """The worker's replay request for an entry (every reader, today's lowering, the blob's
     features where its releases are wanted), and why its numerics are not run (None when
     they are)."""
     # An accelerator's entry in a CPU run, or one needing more devices than an accelerator
     # machine has: read and compared, not run.
-    not_run = _devices.numerics_skip(self.options.settings.platform, _platform_of(entry_id))
+    not_run = _devices.numerics_skip(self.options.settings.platform, entry_id.platform)
     if not_run is None and self.options.settings.platform != "cpu":
       not_run = self.devices().shortfall(self._devices_of(entry_id, manifest))
     features = None
@@ -294,7 +294,7 @@ class HarnessSession:
     return ReplayRequest(str(self.options.golden_root), entry_id, tuple(_readers.readers()),
                          run=not_run is None, features=features), not_run
 
-  def _devices_of(self, entry_id: str, manifest: Manifest) -> int:
+  def _devices_of(self, entry_id: EntryId, manifest: Manifest) -> int:
     """The devices an entry's replay needs: its recorded shardings' count, or the count an
     imported dataset states."""
     details = getattr(manifest.imported_from, "details", None)
@@ -330,7 +330,7 @@ class HarnessSession:
     case = self.case_facts().case(manifest.case_id)
     return manifest.min_consumer or (case.min_consumer if case is not None else None)
 
-  def take_expected_failure(self, entry_id: str) -> str | None:
+  def take_expected_failure(self, entry_id: EntryId) -> str | None:
     """Why the entry just replayed is an expected failure (None: it is not), once."""
     run = self._runs.get(entry_id)
     if run is None or run.xfailed is None:
@@ -338,14 +338,14 @@ class HarnessSession:
     self._runs[entry_id] = dataclasses.replace(run, xfailed=None)
     return run.xfailed
 
-  def _take_output(self, entry_id: str) -> str:
+  def _take_output(self, entry_id: EntryId) -> str:
     """What the worker printed while replaying the entry, once (the run keeps it no longer)."""
     run = self._runs[entry_id]
     if run.output:
       self._runs[entry_id] = dataclasses.replace(run, output="")
     return run.output
 
-  def check_replay(self, entry_id: str) -> None:
+  def check_replay(self, entry_id: EntryId) -> None:
     """The body of one replay test item: fail, warn or pass."""
     self._device_gate()
     outcome = self.replay(entry_id)
@@ -366,7 +366,7 @@ class HarnessSession:
     if outcome.status is Status.WARN:
       warnings.warn(HarnessWarning(f"golden entry {entry_id}:\n{text}"), stacklevel=2)
 
-  def _write_artifacts(self, entry_id: str) -> str:
+  def _write_artifacts(self, entry_id: EntryId) -> str:
     """Have a worker write a failed entry's artifacts (``--compat-artifacts``); the line that
     says where they are, or why there are none ("" without the option)."""
     artifacts = self.options.settings.artifacts
@@ -378,7 +378,7 @@ class HarnessSession:
       num_devices = 1
     request = ArtifactsRequest(
         str(self.options.golden_root), entry_id, artifacts,
-        run=_devices.numerics_skip(self.options.settings.platform, _platform_of(entry_id)) is None)
+        run=_devices.numerics_skip(self.options.settings.platform, entry_id.platform) is None)
     answer = self.pool.answer(self.pool.worker(num_devices).request(request), ArtifactsAnswer)
     if isinstance(answer, ArtifactsAnswer):
       return f"\nartifacts: {answer.folder}"
@@ -418,7 +418,7 @@ class HarnessSession:
   def worker_output(self) -> str:
     """This xdist worker's part of the run, for its controller (:meth:`merge` reads it): each
     entry's run, the recordings, the session's failures and the workers' notices."""
-    return json.dumps({"runs": {k: run.to_json() for k, run in self._runs.items()},
+    return json.dumps({"runs": {str(k): run.to_json() for k, run in self._runs.items()},
                        "recorded": self.recorder.recorded,
                        "session_failures": self._session_failures,
                        "notices": self.pool.notices})
@@ -477,11 +477,6 @@ class HarnessSession:
       self.recorder.close()
 
 
-def _platform_of(entry_id: str) -> str:
-  """The platform folder of an entry id (``<platform>/<family>/<case_id>/<dir>``)."""
-  return EntryId.parse(entry_id).platform
-
-
 _PART = Strict.raising(WorkerAnswerError)
 
 
@@ -493,8 +488,11 @@ def _read_worker_part(payload: str) -> dict[str, Any]:
   def values_of(value: Any, where: str, read: Callable[[Any, str], Any]) -> dict[str, Any]:
     return {k: read(v, f"{where}.{k}") for k, v in s.of(value, Mapping, where).items()}
 
+  def by_entry(value: Any, where: str, read: Callable[[Any, str], Any]) -> dict[EntryId, Any]:
+    return {read_entry_id(s, k, f"{where} key"): v for k, v in values_of(value, where, read).items()}
+
   return {
-      "runs": values_of(d["runs"], "part.runs", EntryRun.from_json),
+      "runs": by_entry(d["runs"], "part.runs", EntryRun.from_json),
       "recorded": values_of(d["recorded"], "part.recorded",
                             lambda v, at: dict(s.of(v, Mapping, at))),
       "session_failures": s.strs(d["session_failures"], "part.session_failures"),

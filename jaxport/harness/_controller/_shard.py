@@ -53,18 +53,14 @@ class Shard:
   def __str__(self) -> str:
     return f"{self.index}/{self.count}"
 
-  def select(self, entry_ids: Iterable[str], costs: Mapping[str, float] | None = None) -> list[str]:
-    """The entry ids of this shard, sorted."""
+  def select(self, entry_ids: Iterable[EntryId],
+             costs: Mapping[str, float] | None = None) -> list[EntryId]:
+    """The entry ids of this shard, sorted (``costs``: seconds by an id's text)."""
     return sorted(_deal(entry_ids, self.count, costs).get(self.index - 1, []))
 
 
-def _case_key(entry_id: str) -> str:
-  """``platform/family/case_id`` of an entry id (its date and release folder dropped)."""
-  return EntryId.parse(entry_id).case_key
-
-
-def split(entry_ids: Iterable[str], count: int,
-          costs: Mapping[str, float] | None = None) -> list[list[str]]:
+def split(entry_ids: Iterable[EntryId], count: int,
+          costs: Mapping[str, float] | None = None) -> list[list[EntryId]]:
   """All ``count`` shards' entry ids: cases dealt largest first to the least-loaded shard."""
   if not 1 <= count <= _limits.MAX_SHARDS:
     raise ShardError(f"{count} shards: expected 1 to {_limits.name('MAX_SHARDS')}.")
@@ -72,8 +68,8 @@ def split(entry_ids: Iterable[str], count: int,
   return [dealt.get(s, []) for s in range(count)]
 
 
-def _deal(entry_ids: Iterable[str], count: int,
-          costs: Mapping[str, float] | None) -> dict[int, list[str]]:
+def _deal(entry_ids: Iterable[EntryId], count: int,
+          costs: Mapping[str, float] | None) -> dict[int, list[EntryId]]:
   """The non-empty shards of :func:`split` by 0-based index, in time and memory independent of
   ``count``.
 
@@ -82,13 +78,13 @@ def _deal(entry_ids: Iterable[str], count: int,
   """
   costs = dict(costs or {})
   ids = sorted(set(entry_ids))
-  known = [costs[i] for i in ids if i in costs]
+  known = [costs[str(i)] for i in ids if str(i) in costs]
   default = statistics.median(known) if known else 1.0
-  cases: dict[str, list[str]] = {}
+  cases: dict[str, list[EntryId]] = {}
   for entry_id in ids:
-    cases.setdefault(_case_key(entry_id), []).append(entry_id)
-  cost = {k: sum(costs.get(i, default) for i in members) for k, members in cases.items()}
-  shards: dict[int, list[str]] = {}
+    cases.setdefault(entry_id.case_key, []).append(entry_id)
+  cost = {k: sum(costs.get(str(i), default) for i in members) for k, members in cases.items()}
+  shards: dict[int, list[EntryId]] = {}
   loads = [(0.0, s) for s in range(min(count, len(cases)))]  # a heap: least load, lowest index
   for key in sorted(cases, key=lambda k: (-cost[k], k)):
     load, target = loads[0]
@@ -117,8 +113,9 @@ def read_costs(path: str | Path) -> dict[str, float]:
   return seconds
 
 
-def costs_json(seconds: Mapping[str, float], parts: Mapping[str, Mapping[str, float]]) -> dict:
+def costs_json(seconds: Mapping[EntryId, float],
+               parts: Mapping[EntryId, Mapping[str, float]]) -> dict:
   """The ``--compat-timings`` file: seconds per entry, and per part of each entry's replay."""
   return {"format": COSTS_FORMAT,
-          "seconds": {k: round(seconds[k], 4) for k in sorted(seconds)},
-          "parts": {k: {p: round(v, 4) for p, v in parts[k].items()} for k in sorted(parts)}}
+          "seconds": {str(k): round(seconds[k], 4) for k in sorted(seconds)},
+          "parts": {str(k): {p: round(v, 4) for p, v in parts[k].items()} for k in sorted(parts)}}

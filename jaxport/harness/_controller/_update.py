@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from jaxport.golden._entry_id import EntryId
 from jaxport._vocabulary import RecordAction, Subject
 from jaxport.golden._manifest import Manifest
 from jaxport.golden._entry import entry_sort_key
 from jaxport._vocabulary import CHANGE_KINDS
-from jaxport.harness._verdicts import Outcome
-from jaxport.report import FindingKind, PlatformTargets, Skip, Targets
+from jaxport.report._entries import EntryResult
+from jaxport.report import FindingKind, PlatformTargets, Skip, Targets, Updated
 
 # The flag that records a new entry for each changed case.
 UPDATE_FLAG = "--compat-update"
@@ -36,14 +35,14 @@ class CaseChange:
   """What the replay found changed in one case since ``since`` (None: the case had no entry)."""
 
   case_id: str
-  since: str | None
+  since: EntryId | None
   targets_added: tuple[str, ...] = ()
   targets_removed: tuple[str, ...] = ()
   signature_changes: tuple[str, ...] = ()
   numerics: tuple[str, ...] = ()
 
   @classmethod
-  def from_outcome(cls, outcome: Outcome) -> CaseChange:
+  def from_outcome(cls, outcome: EntryResult) -> CaseChange:
     """The change an entry's replay outcome shows against today's lowering of its case."""
     recorded = set(outcome.targets)
     today = set(outcome.current_targets or ())
@@ -72,18 +71,19 @@ class Update:
 
   change: CaseChange
   action: RecordAction  # written, unchanged or error (a session failure says why)
-  entry_id: str | None = None
+  entry_id: EntryId | None = None
   message: str = ""
   # The custom-call targets of the case's entry now in the store (not reported: the
   # change says what differs).
   targets: tuple[str, ...] = ()
 
-  def to_json(self) -> dict[str, Any]:
+  def report_item(self) -> Updated:
+    """The update as the report's ``updated`` section lists it."""
     c = self.change
-    return {"case_id": c.case_id, "since": c.since, "entry_id": self.entry_id,
-            "action": str(self.action), "message": self.message,
-            "targets_added": list(c.targets_added), "targets_removed": list(c.targets_removed),
-            "signature_changes": list(c.signature_changes), "numerics": list(c.numerics)}
+    return Updated(case_id=c.case_id, since=c.since, entry_id=self.entry_id,
+                   action=str(self.action), message=self.message,
+                   targets_added=c.targets_added, targets_removed=c.targets_removed,
+                   signature_changes=c.signature_changes, numerics=c.numerics)
 
 
 def targets_of(manifest: Manifest) -> tuple[str, ...]:
@@ -113,21 +113,21 @@ def settled(targets: Targets, other_targets: Mapping[str, PlatformTargets], case
   return targets, other, [c for c in case_ids if c not in updated], skips
 
 
-def _findings(outcome: Outcome, kind: FindingKind) -> tuple[str, ...]:
+def _findings(outcome: EntryResult, kind: FindingKind) -> tuple[str, ...]:
   """The differences an outcome's findings of ``kind`` name (their details; a message without
   one, whole)."""
   return tuple(f.detail if f.detail is not None else f.message for f in outcome.of_kind(kind))
 
 
-def newest_entries(entry_ids: Iterable[str]) -> dict[str, str]:
+def newest_entries(entry_ids: Iterable[EntryId]) -> dict[str, EntryId]:
   """The newest entry id of each case (by case id), in the store's order."""
-  out: dict[str, str] = {}
+  out: dict[str, EntryId] = {}
   for entry_id in sorted(entry_ids, key=entry_sort_key):
-    out[EntryId.parse(entry_id).case_id] = entry_id
+    out[entry_id.case_id] = entry_id
   return out
 
 
-def changed_cases(outcomes: Mapping[str, Outcome], present: Iterable[str],
+def changed_cases(outcomes: Mapping[EntryId, EntryResult], present: Iterable[EntryId],
                   case_ids: Iterable[str], include_new: bool) -> list[CaseChange]:
   """The registered cases to record again: those whose newest entry's replay shows a change,
   and, with ``include_new``, those without any entry; sorted by case id."""
@@ -145,7 +145,7 @@ def changed_cases(outcomes: Mapping[str, Outcome], present: Iterable[str],
   return out
 
 
-def change_hint(outcome: Outcome, updating: bool, newest: bool) -> str:
+def change_hint(outcome: EntryResult, updating: bool, newest: bool) -> str:
   """A line for a replay message whose entry shows a changed case: what it means and what to
   run if the change is intended (``newest``: the entry is its case's newest)."""
   case_id = outcome.case_id
@@ -170,19 +170,18 @@ def change_hint(outcome: Outcome, updating: bool, newest: bool) -> str:
           "'jaxport prune --superseded' removes it); otherwise fix the function.")
 
 
-def text_lines(updated: Iterable[Mapping[str, Any]]) -> list[str]:
+def text_lines(updated: Iterable[Updated]) -> list[str]:
   """The terminal summary of an update run's ``updated`` section."""
   updated = list(updated)
   if not updated:
     return ["updated no case: no newest entry differs from today's function"]
   lines = [f"updated {len(updated)} case(s):"]
   for u in updated:
-    change = CaseChange(u["case_id"], u["since"], tuple(u["targets_added"]),
-                        tuple(u["targets_removed"]), tuple(u["signature_changes"]),
-                        tuple(u["numerics"]))
-    lines.append(f"  {u['action']:9s} {u['entry_id'] or u['case_id']}"
-                 + (f" (since {u['since']})" if u["since"] else " (new case)"))
+    change = CaseChange(u.case_id, u.since, u.targets_added, u.targets_removed,
+                        u.signature_changes, u.numerics)
+    lines.append(f"  {u.action:9s} {u.entry_id or u.case_id}"
+                 + (f" (since {u.since})" if u.since else " (new case)"))
     lines += [f"      {line.splitlines()[0]}" for line in change.summary()]
-    if u["message"]:
-      lines.append(f"      {u['message'].splitlines()[0]}")
+    if u.message:
+      lines.append(f"      {u.message.splitlines()[0]}")
   return lines

@@ -43,6 +43,7 @@ from jaxport._isolation._process import PARENT_PID_ENV as _PARENT_PID_ENV
 from jaxport._isolation._process import kill_group, stop
 from jaxport._isolation._process import readline as _readline
 from jaxport.errors import WorkerAnswerError
+from jaxport.golden._entry_id import EntryId
 from jaxport.harness._devices import FORCE_DEVICES_FLAG, worker_environment
 from jaxport.harness._protocol._answers import (Answer, FailureKind, WireAnswer, WorkerFailure,
                                                 load_answer, malformed)
@@ -94,7 +95,7 @@ class _Pending:
   reply: Reply | None = None
 
 
-def _named(request_id: int | None, entry_id: str | None) -> str:
+def _named(request_id: int | None, entry_id: EntryId | None) -> str:
   """``request 7 (entry cpu/...)``: a request as a protocol failure names it."""
   return f"request {request_id}" + (f" (entry {entry_id})" if entry_id else "")
 
@@ -251,7 +252,7 @@ class WorkerClient:
     self._ahead.append(_Pending(request, request_id, time.monotonic()))
     return True
 
-  def holds_ahead(self, entry_id: str) -> bool:
+  def holds_ahead(self, entry_id: EntryId) -> bool:
     """Whether a request of the entry ``entry_id`` was sent ahead and not yet asked for."""
     return any(p.request.entry_id == entry_id for p in self._ahead)
 

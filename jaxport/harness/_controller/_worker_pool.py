@@ -124,50 +124,50 @@ class WorkerPool:
 
   # --- what an entry needs -----------------------------------------------------
 
-  def devices_needed(self, entry_id: str) -> int:
+  def devices_needed(self, entry_id: EntryId) -> int:
     """The host devices an entry's replay needs (read once per entry)."""
     if entry_id not in self._devices:
       manifest = self.manifest(entry_id)
       # Only an entry with recorded shardings may need more than one device (reading them
       # reads the manifest again).
-      shardings = (self.store.entry(EntryId.parse(entry_id)).shardings()
+      shardings = (self.store.entry(entry_id).shardings()
                    if SHARDINGS_FILE in manifest.files else None)
       self._devices[entry_id] = _devices.devices_needed(shardings)
     return self._devices[entry_id]
 
-  def _devices_foreseen(self, entry_id: str) -> int:
+  def _devices_foreseen(self, entry_id: EntryId) -> int:
     """The host devices an entry will need, as far as starting its worker early goes: one for
     an entry without a shardings file, known without reading its manifest (which its replay
     reads, and refuses there if it lists a shardings file that is missing)."""
     if entry_id in self._devices:
       return self._devices[entry_id]
     if entry_id not in self._without_shardings:
-      entry = self.store.entry(EntryId.parse(entry_id))
+      entry = self.store.entry(entry_id)
       if (entry.path / SHARDINGS_FILE).exists():
         return self.devices_needed(entry_id)
       self._without_shardings.add(entry_id)
     return 1
 
-  def _keep_manifest(self, entry_id: str, manifest: Manifest) -> None:
+  def _keep_manifest(self, entry_id: EntryId, manifest: Manifest) -> None:
     self._manifests[entry_id] = manifest
     while len(self._manifests) > _MANIFESTS_KEPT:
       self._manifests.popitem(last=False)
 
-  def manifest(self, entry_id: str, keep: bool = False) -> Manifest:
+  def manifest(self, entry_id: EntryId, keep: bool = False) -> Manifest:
     """The entry's validated manifest, read once while it is among the last few asked for;
     ``keep``: kept for the whole run (a case's entry of the installed jax, which the judging
     of the case's older entries asks for before its own replay reads it)."""
     if entry_id in self._kept:
       return self._kept[entry_id]
     if entry_id not in self._manifests:
-      self._keep_manifest(entry_id, self.store.entry(EntryId.parse(entry_id)).manifest)
+      self._keep_manifest(entry_id, self.store.entry(entry_id).manifest)
     if keep:
       self._kept[entry_id] = self._manifests[entry_id]
     return self._manifests[entry_id]
 
   # --- ahead of the entries ----------------------------------------------------
 
-  def prepare(self, entry_id: str, ahead: Sequence[str] = ()) -> None:
+  def prepare(self, entry_id: EntryId, ahead: Sequence[EntryId] = ()) -> None:
     """Start the worker ``entry_id`` will need, so that it loads jax and the project's cases
     while the current entry replays (a no-op when that worker runs already), and those the
     entries ``ahead`` of it need (the ones that run after it, in order, when the caller
@@ -176,14 +176,14 @@ class WorkerPool:
     self._upcoming = [entry_id, *ahead]
     self.start_workers_for(self._upcoming)
 
-  def expect(self, entry_ids: Iterable[str]) -> None:
+  def expect(self, entry_ids: Iterable[EntryId]) -> None:
     """The entries this process replays, in order, once pytest has collected them: every
     worker they need is started as soon as the first entry's requests are sent (reading
     their manifests then keeps no worker waiting), however far down the run its first entry
     comes (a worker takes longer to start than ``LOOKAHEAD`` entries of a warm replay)."""
     self._expected = list(entry_ids)
 
-  def start_workers_for(self, entry_ids: Iterable[str]) -> None:
+  def start_workers_for(self, entry_ids: Iterable[EntryId]) -> None:
     """Start now each worker the entries ``entry_ids`` need that is not running."""
     if self.options.settings.cold or self.options.settings.record:
       return

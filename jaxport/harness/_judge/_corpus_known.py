@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from jaxport._vocabulary import ALWAYS_FAIL
 from jaxport.golden._manifest import Manifest
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 
 # The prefix of an entry's ``imported_from.source`` that marks jax's corpus.
 _CORPUS_SOURCE = "jax:"
@@ -35,7 +35,7 @@ def skipped_by_jax(manifest: Manifest) -> str | None:
   return SKIPPED_BY_JAX.get(parts[1]) if len(parts) > 1 else None
 
 
-def with_jax_skip(outcome: Outcome, manifest: Manifest) -> Outcome:
+def with_jax_skip(outcome: EntryResult, manifest: Manifest) -> EntryResult:
   """``outcome`` with a failure of a dataset jax's suite skips turned into an expected
   failure naming jax's reason (the status follows from it)."""
   reason = skipped_by_jax(manifest)

@@ -16,7 +16,7 @@ from jaxport.harness._judge._status import Policy, status_of
 from jaxport.harness._project import ProjectTargets
 from jaxport.harness._protocol._answers import ReplayAnswer, WorkerFailure
 from jaxport.harness._protocol._requests import FeaturesWanted, ReplayRequest
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 from jaxport.releases import MeasuredRuns
 
 @dataclasses.dataclass(frozen=True)
@@ -59,8 +59,8 @@ class EntryContext:
   current_jax: tuple[CustomCallSignature, ...] | None = None
 
 
-def judge(entry_id: str, answer: ReplayAnswer | WorkerFailure, request: ReplayRequest,
-          entry: EntryContext, run: RunContext) -> Outcome:
+def judge(entry_id: EntryId, answer: ReplayAnswer | WorkerFailure, request: ReplayRequest,
+          entry: EntryContext, run: RunContext) -> EntryResult:
   """The judged outcome of one replayed entry: its findings, release verdict, the releases
   it runs on, and its status."""
   m = entry.manifest
@@ -76,19 +76,19 @@ def judge(entry_id: str, answer: ReplayAnswer | WorkerFailure, request: ReplayRe
   return _with_status(outcome, run.policy(entry.newest))
 
 
-def judge_unreadable(entry_id: str, error: Exception, run: RunContext,
-                     newest: bool = True) -> Outcome:
+def judge_unreadable(entry_id: EntryId, error: Exception, run: RunContext,
+                     newest: bool = True) -> EntryResult:
   """The judged outcome of an entry whose golden data cannot even be read."""
   return _with_status(unreadable_outcome(entry_id, error), run.policy(newest))
 
 
-def _with_status(outcome: Outcome, policy: Policy) -> Outcome:
+def _with_status(outcome: EntryResult, policy: Policy) -> EntryResult:
   return outcome.replace(status=status_of(outcome.kinds, policy,
                                           expected_failure=bool(outcome.expected_failure)))
 
 
-def _with_consumers(outcome: Outcome, answer: ReplayAnswer | WorkerFailure,
-                    request: ReplayRequest, entry: EntryContext, run: RunContext) -> Outcome:
+def _with_consumers(outcome: EntryResult, answer: ReplayAnswer | WorkerFailure,
+                    request: ReplayRequest, entry: EntryContext, run: RunContext) -> EntryResult:
   """``outcome`` with the releases the entry runs on (for the report) and a
   ``below_min_consumer`` finding when they leave out the oldest consumer its case promises.
   Releases wanted for the report only and not computed are a skip line naming why."""
@@ -98,7 +98,7 @@ def _with_consumers(outcome: Outcome, answer: ReplayAnswer | WorkerFailure,
   range_, why, features = _consumers.releases_run_on(answer.features, answer.features_error,
                                                      run.project_targets.stable(m.platform))
   if range_ is not None:
-    range_ = range_.with_measured(m.platform, run.measured.of(outcome.entry_id,
+    range_ = range_.with_measured(m.platform, run.measured.of(str(outcome.entry_id),
                                                               m.files.get("exported.bin")))
     outcome = outcome.replace(runs_on=dict(range_.releases))
   if request.features is FeaturesWanted.REPORT or entry.min_consumer is None:

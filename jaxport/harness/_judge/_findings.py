@@ -20,7 +20,7 @@ from jaxport.harness._protocol._answers import (EnvelopeRead, FailureKind, Reade
                                                 ReplayAnswer, Stage, WorkerFailure)
 from jaxport.harness._protocol._requests import ReplayRequest
 from jaxport.harness._protocol._stage_marks import CASE_CODE, TODAY, stage_reader
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 from jaxport.harness._judge._age import age_findings, days_to_expiry
 from jaxport.harness._judge._drift import (contract_findings, lowering_difference,
                                            lowers_as_current_entry)
@@ -218,12 +218,12 @@ def _inconsistencies(answer: ReplayAnswer, request: ReplayRequest, runs: bool,
   return out
 
 
-def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, entry_id: str,
+def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *, entry_id: EntryId,
                 manifest: Manifest, today: datetime.date, window_days: int,
                 consumer: str | None, numerics_skipped: str | None = None,
                 newest: bool = True,
                 current_jax: Sequence[CustomCallSignature] | None = None,
-                declared: ProjectTargets | None = None) -> Outcome:
+                declared: ProjectTargets | None = None) -> EntryResult:
   """The outcome of one entry (the worker's ``answer`` to its replay ``request``): kinds
   found, messages, skips and staleness; no status yet. Every part the request asked for must
   be in the answer (``_inconsistencies``). ``newest``: the entry is its case's newest (an
@@ -324,8 +324,8 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
         kind, message = _inexact("current lowering", num.max_abs_err, hosts)
         add(kind, S.TODAY, message)
   findings += age_findings(record_date, today, window_days)
-  return Outcome(entry_id=entry_id, case_id=manifest.case_id, family=manifest.family,
-                 record_date=record_date.isoformat(),
+  return EntryResult(entry_id=entry_id, case_id=manifest.case_id, family=manifest.family,
+                 record_date=record_date,
                  days_to_expiry=days_to_expiry(record_date, today, window_days),
                  lowering_only=manifest.lowering_only, targets=tuple(recorded_targets),
                  recorded_host=None if manifest.host is None else manifest.host.to_json(),
@@ -339,10 +339,10 @@ def golden_problem(message: str) -> Finding:
   return Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA, message)
 
 
-def unreadable_outcome(entry_id: str, error: Exception) -> Outcome:
+def unreadable_outcome(entry_id: EntryId, error: Exception) -> EntryResult:
   """The outcome of an entry whose golden data cannot even be read."""
-  parts = EntryId.parse(entry_id)
-  return Outcome(entry_id=entry_id, case_id=parts.case_id, family=parts.family, record_date=None,
+  parts = entry_id
+  return EntryResult(entry_id=entry_id, case_id=parts.case_id, family=parts.family, record_date=None,
                  days_to_expiry=None, lowering_only=None, targets=(),
                  findings=(Finding(K.GOLDEN_DATA_ERROR, S.GOLDEN_DATA,
                                    f"golden data error: {error}"),))

@@ -28,7 +28,7 @@ from jaxport._vocabulary import (RELEASE_DIFFERENCE_KINDS, ExpectationVerdict, F
 from jaxport.golden._manifest import Manifest
 from jaxport.harness._judge import _expectations, _releases
 from jaxport.harness._judge._expectations import EXPECT_FAIL, EXPECT_PASS, Expectation, Table
-from jaxport.harness._verdicts import Outcome
+from jaxport.report._entries import EntryResult
 from jaxport.report import Release, Window
 
 V = ExpectationVerdict
@@ -107,8 +107,8 @@ def _outside_forward_window(window: _releases.WindowPosition) -> Judgement:
                    "window: reported, not required to pass")
 
 
-def with_release(outcome: Outcome, manifest: Manifest, *, today: datetime.date,
-                 consumer: str | None, table: Table) -> Outcome:
+def with_release(outcome: EntryResult, manifest: Manifest, *, today: datetime.date,
+                 consumer: str | None, table: Table) -> EntryResult:
   """``outcome`` with its release annotation (window position, expectation, verdict) and
   the verdict applied.
 

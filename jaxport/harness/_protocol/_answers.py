@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from jaxport._records import Strict
 from jaxport.errors import WorkerAnswerError
+from jaxport.golden._entry_id import EntryId, read_entry_id, require_entry_id
 from jaxport.harness._protocol._stage_marks import is_stage
 
 
@@ -283,24 +284,30 @@ class RecordAnswer:
   where the store holds none, or refuses to list them), and ``differing`` the files in which
   the two differ (source locations left out: parsing modules needs jax, which only the worker
   imports)."""
-  entry_id: str
+  entry_id: EntryId
   nonfinite: tuple[str, ...] = ()
   config_changes: tuple[str, ...] = ()
-  compared_with: str | None = None
+  compared_with: EntryId | None = None
   differing: tuple[str, ...] = ()
 
+  def __post_init__(self) -> None:
+    require_entry_id(self.entry_id, "RecordAnswer")
+    if self.compared_with is not None:
+      require_entry_id(self.compared_with, "RecordAnswer.compared_with")
+
   def to_json(self) -> dict[str, Any]:
-    return {"entry_id": self.entry_id, "nonfinite": list(self.nonfinite),
-            "config_changes": list(self.config_changes), "compared_with": self.compared_with,
+    return {"entry_id": str(self.entry_id), "nonfinite": list(self.nonfinite),
+            "config_changes": list(self.config_changes),
+            "compared_with": None if self.compared_with is None else str(self.compared_with),
             "differing": list(self.differing)}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> RecordAnswer:
     d = _S.record(cls, d, where)
-    return cls(_S.of(d["entry_id"], str, f"{where}.entry_id"),
+    return cls(read_entry_id(_S, d["entry_id"], f"{where}.entry_id"),
                _S.strs(d["nonfinite"], f"{where}.nonfinite"),
                _S.strs(d["config_changes"], f"{where}.config_changes"),
-               _S.of(d["compared_with"], str, f"{where}.compared_with", nullable=True),
+               read_entry_id(_S, d["compared_with"], f"{where}.compared_with", nullable=True),
                _S.strs(d["differing"], f"{where}.differing"))
 
 
@@ -452,16 +459,17 @@ class WireAnswer(NamedTuple):
   answer: Answer
   notices: tuple[str, ...]
   request_id: int | None
-  entry_id: str | None
+  entry_id: EntryId | None
   output: str
 
 
 def dump_answer(answer: Answer, notices: list[str], *, request_id: int | None,
-                entry_id: str | None = None, output: str = "") -> dict[str, Any]:
+                entry_id: EntryId | None = None, output: str = "") -> dict[str, Any]:
   """The JSON object one answer crosses the boundary as: the record, the worker's notices, the
   echo of the request it answers, and the output written while it was handled."""
   return {"type": _TYPE_OF[type(answer)], "body": answer.to_json(), "notices": list(notices),
-          "request_id": request_id, "entry_id": entry_id, "output": output}
+          "request_id": request_id, "entry_id": None if entry_id is None else str(entry_id),
+          "output": output}
 
 
 def load_answer(d: Any) -> WireAnswer:
@@ -477,7 +485,7 @@ def load_answer(d: Any) -> WireAnswer:
   return WireAnswer(cls.from_json(d["body"], f"worker answer ({d['type']})"),
                     _S.strs(d["notices"], "notices"),
                     _S.of(d["request_id"], int, "worker answer: request_id", nullable=True),
-                    _S.of(d["entry_id"], str, "worker answer: entry_id", nullable=True),
+                    read_entry_id(_S, d["entry_id"], "worker answer: entry_id", nullable=True),
                     _S.of(d["output"], str, "worker answer: output"))
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from jaxport._files import is_partial, write_replacing
 from jaxport.errors import GoldenDataError
-from jaxport.golden._entry_id import split_parts
+from jaxport.golden._entry_id import EntryId, split_parts
 
 OBTAINED_FILE = "obtained.npz"
 TODAY_MODULE_FILE = "today.mlir"
@@ -29,10 +29,12 @@ MAX_NAME_CHARS = 120
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-def folder_name(entry_id: str) -> str:
-  """One plain folder name for ``entry_id``: its parts joined by ``__``, characters outside
-  ``A-Za-z0-9._-`` replaced, no leading dot, never ``.`` or ``..``; an id that needed any
-  of that (or is long) gets a digest of itself appended, so distinct ids stay distinct."""
+def folder_name(entry_id: EntryId | str) -> str:
+  """One plain folder name for ``entry_id`` (an id, or text that may name one): its parts
+  joined by ``__``, characters outside ``A-Za-z0-9._-`` replaced, no leading dot, never ``.``
+  or ``..``; an id that needed any of that (or is long) gets a digest of itself appended, so
+  distinct ids stay distinct."""
+  entry_id = str(entry_id)
   parts = split_parts(entry_id.replace("\\", "/"))
   kept = [p for p in parts if p not in ("", ".", "..")]
   cleaned = [_UNSAFE.sub("_", p).lstrip(".") or "_" for p in kept]
@@ -44,13 +46,13 @@ def folder_name(entry_id: str) -> str:
   return name
 
 
-def entry_folder(root: Path, entry_id: str) -> Path:
+def entry_folder(root: Path, entry_id: EntryId) -> Path:
   """The artifacts folder of ``entry_id`` directly under ``root``, made if missing; a link or
   a file in its place is refused (GoldenDataError naming it)."""
   root.mkdir(parents=True, exist_ok=True)
   folder = root / folder_name(entry_id)
   if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-    raise GoldenDataError(f"{folder}: the artifacts folder of {entry_id!r} is taken by a link or "
+    raise GoldenDataError(f"{folder}: the artifacts folder of {str(entry_id)!r} is taken by a link or "
                           "a file; remove it or pass another --compat-artifacts directory.")
   folder.mkdir(exist_ok=True)
   if folder.resolve().parent != root.resolve():
@@ -64,16 +66,16 @@ def write_file(folder: Path, name: str, data: bytes) -> None:
   write_replacing(folder / name, data, private=True)
 
 
-def write_summary(folder: Path, entry_id: str, reader: str, files: Sequence[str],
+def write_summary(folder: Path, entry_id: EntryId, reader: str, files: Sequence[str],
                   problems: Sequence[str], writing: str | None = None) -> None:
   """``artifacts.json``: the entry, the reader, the files written, why any is missing, and the
   file being written now (None once all are done)."""
-  summary = {"entry_id": entry_id, "reader": reader, "files": sorted(files),
+  summary = {"entry_id": str(entry_id), "reader": reader, "files": sorted(files),
              "problems": list(problems), "writing": writing}
   write_file(folder, SUMMARY_FILE, (json.dumps(summary, indent=1, sort_keys=True) + "\n").encode())
 
 
-def left_behind(root: Path, entry_id: str) -> tuple[Path, tuple[str, ...], str | None] | None:
+def left_behind(root: Path, entry_id: EntryId) -> tuple[Path, tuple[str, ...], str | None] | None:
   """What an interrupted writer left of ``entry_id``'s artifacts under ``root``: the folder, the
   whole files in it, and the file it was writing (from ``artifacts.json``); None when there is
   no such folder or it is empty."""

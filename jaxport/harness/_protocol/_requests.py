@@ -21,28 +21,43 @@ from typing import Any, ClassVar
 
 from jaxport._records import Strict
 from jaxport.errors import WorkerAnswerError
+from jaxport.golden._entry_id import EntryId, read_entry_id, require_entry_id
 
 
 _S = Strict.raising(WorkerAnswerError)
 
 
-# The JSON types of the fields of the requests read by :func:`_plain`, by annotation.
-_PLAIN_TYPES = {"str": str, "bool": bool}
+def _read_id(value: Any, where: str) -> EntryId:
+  return read_entry_id(_S, value, where)
+
+
+def _read_str(value: Any, where: str) -> str:
+  return _S.of(value, str, where)
+
+
+def _read_bool(value: Any, where: str) -> bool:
+  return _S.of(value, bool, where)
+
+
+# The readers of the fields of the requests read by :func:`_plain`, by annotation.
+_PLAIN_READERS = {"str": _read_str, "bool": _read_bool, "EntryId": _read_id}
 
 
 def _plain(cls: type, d: Any, where: str) -> Any:
-  """A request whose fields are all text or switches, read strictly: every field present,
-  nothing else, each of its annotated type."""
+  """A request whose fields are all text, switches or entry ids, read strictly: every field
+  present, nothing else, each of its annotated type."""
   d = _S.record(cls, d, where)
-  return cls(**{f.name: _S.of(d[f.name], _PLAIN_TYPES[f.type], f"{where}.{f.name}")
+  return cls(**{f.name: _PLAIN_READERS[f.type](d[f.name], f"{where}.{f.name}")
                 for f in dataclasses.fields(cls)})
 
 
 class _Plain:
-  """A request whose fields are all text or switches, written and read field by field."""
+  """A request whose fields are all text, switches or entry ids, written and read field by
+  field (an entry id as its text)."""
 
   def to_json(self) -> dict[str, Any]:
-    return dataclasses.asdict(self)
+    return {f.name: str(v) if isinstance(v := getattr(self, f.name), EntryId) else v
+            for f in dataclasses.fields(self)}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Any:
@@ -71,14 +86,17 @@ class ReplayRequest:
   wanted, None when they are not."""
   op: ClassVar[str] = "replay"
   root: str
-  entry_id: str
+  entry_id: EntryId
   readers: tuple[str, ...]
   current: bool = True
   run: bool = True
   features: FeaturesWanted | None = None
 
+  def __post_init__(self) -> None:
+    require_entry_id(self.entry_id, "ReplayRequest")
+
   def to_json(self) -> dict[str, Any]:
-    return {"root": self.root, "entry_id": self.entry_id, "readers": list(self.readers),
+    return {"root": self.root, "entry_id": str(self.entry_id), "readers": list(self.readers),
             "current": self.current, "run": self.run,
             "features": None if self.features is None else str(self.features)}
 
@@ -91,8 +109,8 @@ class ReplayRequest:
     except ValueError:
       raise WorkerAnswerError(f"{where}.features: expected one of "
                               f"{', '.join(FeaturesWanted)} or null, got {features!r}") from None
-    return cls(_S.of(d["root"], str, f"{where}.root"), _S.of(d["entry_id"], str,
-                                                             f"{where}.entry_id"),
+    return cls(_S.of(d["root"], str, f"{where}.root"),
+               _read_id(d["entry_id"], f"{where}.entry_id"),
                _S.strs(d["readers"], f"{where}.readers"), _S.of(d["current"], bool,
                                                                 f"{where}.current"),
                _S.of(d["run"], bool, f"{where}.run"), wanted)
@@ -116,9 +134,12 @@ class ArtifactsRequest(_Plain):
   ``dir``; ``run``: whether the obtained outputs can be computed here."""
   op: ClassVar[str] = "artifacts"
   root: str
-  entry_id: str
+  entry_id: EntryId
   dir: str
   run: bool = True
+
+  def __post_init__(self) -> None:
+    require_entry_id(self.entry_id, "ArtifactsRequest")
 
 
 @dataclasses.dataclass(frozen=True)

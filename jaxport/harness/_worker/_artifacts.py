@@ -26,7 +26,6 @@ from pathlib import Path
 
 from jaxport.errors import GoldenDataError
 from jaxport.export import _mlir
-from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import MODULE_FILE
 from jaxport.golden._npz import encode_arrays
 from jaxport.golden._store import GoldenStore
@@ -69,7 +68,7 @@ def write(engine: _engine.ReplayEngine,
     files.append(name)
 
   try:
-    entry = GoldenStore(request.root).entry(EntryId.parse(entry_id))
+    entry = GoldenStore(request.root).entry(entry_id)
     manifest = entry.manifest
   except GoldenDataError as e:
     problems.append(f"the entry cannot be read: {_error_line(e)}")

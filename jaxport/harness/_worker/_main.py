@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from jaxport._isolation._process import add_lifeline_option, serve_as_child
 from jaxport.errors import WorkerAnswerError
+from jaxport.golden._entry_id import EntryId
 from jaxport.harness._protocol._answers import (Answer, FailureKind, RecordAnswer, ReplayAnswer,
                                                 WorkerFailure, dump_answer)
 from jaxport.harness._protocol._requests import (ArtifactsRequest, CasesRequest, DevicesRequest,
@@ -59,7 +60,6 @@ def _handle(engine: ReplayEngine, request: Request) -> Answer:
   # local: jax and the engine load only once the child serves (stacks, lifeline set up)
   from jaxport.harness._worker import _artifacts, _recording, _same_entry, _stopwatch
   from jaxport.errors import GoldenDataError
-  from jaxport.golden._entry_id import EntryId
   from jaxport.golden._store import GoldenStore
 
   if isinstance(request, DevicesRequest):
@@ -73,7 +73,7 @@ def _handle(engine: ReplayEngine, request: Request) -> Answer:
     watch = _stopwatch.Stopwatch()
     try:
       with watch.stage(_stopwatch.VERIFY):
-        entry = GoldenStore(request.root).entry(EntryId.parse(request.entry_id)).snapshot()
+        entry = GoldenStore(request.root).entry(request.entry_id).snapshot()
     except GoldenDataError as e:
       return WorkerFailure(FailureKind.GOLDEN_DATA, str(e))
     answer = engine.replay(entry, readers=request.readers, today=request.current, watch=watch,
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
       request_id = request_id_of(raw)
       _stage_marks.MARKS.begin(request_id)
       echo = raw.get("entry_id") if isinstance(raw, dict) else None
-      entry_id = echo if isinstance(echo, str) else None
+      entry_id = _echoed_id(echo)
       request_id, request = load_request(raw)
       kernels.before(request)
       answer = _handle(engine, request)
@@ -315,5 +315,15 @@ def main(argv: list[str] | None = None) -> NoReturn:
   _stage_marks.exit_now(0)
 
 
+def _echoed_id(echo: object) -> EntryId | None:
+  """The entry id a request names, for the answer to echo (None where it names none that reads:
+  the request then fails to load, and its answer says why)."""
+  try:
+    return EntryId.parse(echo) if isinstance(echo, str) else None
+  except ValueError:
+    return None
+
+
 if __name__ == "__main__":
   main()
+

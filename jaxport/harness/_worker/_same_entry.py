@@ -14,11 +14,12 @@ from pathlib import Path
 from jaxport.errors import GoldenDataError
 from jaxport.golden import _locations
 from jaxport.golden._entry import Entry
+from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import LOCATED_FILES, MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 
 
-def compare_with_store(staged: Entry, store_root: str) -> tuple[str | None, tuple[str, ...]]:
+def compare_with_store(staged: Entry, store_root: str) -> tuple[EntryId | None, tuple[str, ...]]:
   """The day's newest entry of ``staged``'s case in the store at ``store_root`` and the files
   in which the two differ; (None, ()) where the store holds no entry of that day, or refuses
   to list them (a link: writing the recording there reports why)."""
