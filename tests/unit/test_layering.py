@@ -1019,3 +1019,59 @@ def test_the_entry_id_rule_catches_a_planted_hand_built_id(planted):
 ], ids=["counts", "the constructor"])
 def test_the_entry_id_rule_lets_other_joins_be(other):
   assert hand_built_ids(other, "other.py") == []
+
+
+def uncommented_local_imports(source: str, where: str) -> list[str]:
+  """Where ``source`` imports a jaxport module inside a function with no comment saying why:
+  none on the import's own lines, nor on the line above the run of imports it belongs to."""
+  lines = source.splitlines()
+  local: list[ast.stmt] = []
+
+  def visit(node: ast.AST, in_function: bool) -> None:
+    for child in ast.iter_child_nodes(node):
+      if in_function and isinstance(child, (ast.Import, ast.ImportFrom)):
+        names = ([child.module or ""] if isinstance(child, ast.ImportFrom)
+                 else [a.name for a in child.names])
+        if (isinstance(child, ast.ImportFrom) and child.level) or any(
+            n == "jaxport" or n.startswith("jaxport.") for n in names):
+          local.append(child)
+      visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+  visit(ast.parse(source), False)
+  import_lines = {n for node in local for n in range(node.lineno, node.end_lineno + 1)}
+  found = []
+  for node in local:
+    if any("#" in lines[n - 1] for n in range(node.lineno, node.end_lineno + 1)):
+      continue
+    above = node.lineno - 1
+    while above in import_lines:
+      above -= 1
+    if above >= 1 and lines[above - 1].strip().startswith("#"):
+      continue
+    found.append(f"{where}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+  return found
+
+
+def test_a_function_local_import_of_jaxport_says_why():
+  wrong = [w for m in IMPORTS if m not in GENERATED
+           for w in uncommented_local_imports(MODULES[m].read_text(),
+                                              str(MODULES[m].relative_to(PACKAGE.parent)))]
+  entry_point = uncommented_local_imports(ENTRY_POINT_FILE.read_text(), "jaxport_pytest")
+  assert not wrong + entry_point, (
+      "import these at module level, or say in a comment why they must stay local:\n"
+      + "\n".join(wrong + entry_point))
+
+
+@pytest.mark.parametrize("planted, caught", [
+    ("def f():\n  from jaxport.golden import EntryId\n  return EntryId\n", True),
+    ("def f():\n  import jaxport.errors\n", True),
+    ("class C:\n  def f(self):\n    from . import _store\n", True),
+    ("def f():\n  # local: imports jax, which pytest's process must not\n"
+     "  from jaxport.export import _lower\n  from jaxport.calling import _call\n", False),
+    ("def f():\n  from jaxport.export import _lower  # local: imports jax\n", False),
+    ("def f():\n  import json\n", False),
+    ("from jaxport import errors\n", False),
+], ids=["from-import", "import", "relative in a method", "a commented run", "a trailing comment",
+        "not jaxport", "module level"])
+def test_the_local_import_rule_catches_a_planted_uncommented_import(planted, caught):
+  assert bool(uncommented_local_imports(planted, "planted.py")) is caught
