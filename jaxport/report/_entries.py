@@ -120,12 +120,7 @@ class EntryResult:
   @classmethod
   def from_json(cls, d: Any, where: str) -> EntryResult:
     STRICT.obj(d, where, _ENTRY_KEYS)
-    text = STRICT.of(d["entry_id"], str, f"{where}.entry_id")
-    try:
-      entry_id = EntryId.parse(text)
-    except ValueError:
-      raise bad(f"{where}.entry_id",
-                 f"expected platform/family/case/date_jax-version, got {text!r}") from None
+    entry_id = read_entry_id(STRICT, d["entry_id"], f"{where}.entry_id")
     status = STRICT.of(d["status"], str, f"{where}.status")
     if status not in {str(s) for s in Status}:
       raise bad(f"{where}.status", f"expected one of {', '.join(Status)}, got {status!r}")

@@ -11,6 +11,7 @@ from typing import Any
 from jaxport._records import Strict
 from jaxport._vocabulary import Finding
 from jaxport.errors import ReportError
+from jaxport.golden import _entry_id
 from jaxport.golden._entry_id import EntryId
 
 # The report format this package reads and writes (the harness writes it too). Format 2 adds
@@ -28,14 +29,8 @@ STRICT = Strict(bad)
 
 
 def read_entry_id(value: Any, where: str, nullable: bool = False) -> EntryId | None:
-  """An entry id's text in a report file, as the id it names."""
-  text = STRICT.of(value, str, where, nullable=nullable)
-  if text is None:
-    return None
-  try:
-    return EntryId.parse(text)
-  except ValueError:
-    raise bad(where, f"expected platform/family/case/date_jax-version, got {text!r}") from None
+  """An entry id's text in a report file, as the id it names (a refusal is a ``ReportError``)."""
+  return _entry_id.read_entry_id(STRICT, value, where, nullable=nullable)
 
 
 def id_text(entry_id: EntryId | None) -> str | None:
