@@ -20,7 +20,9 @@ import pytest
 from _build import REAL_ENTRIES, copy_entry, loops_forever, npz_bomb, replace_files, write_entry
 from _sandbox import CHILD_TIME_LIMIT_S, ROOT
 import _judging as judging
+from jaxport._vocabulary import RecordAction
 from jaxport.golden import EntryId
+from jaxport.report._sections import Recorded
 from jaxport.errors import SettingsError
 from jaxport.harness._controller import _settings
 from jaxport.harness._protocol._requests import ReplayRequest
@@ -138,8 +140,8 @@ def _queued_recording(store_root: Path):
   entry_id = REAL_ENTRIES[0]
   copy_entry(staging, entry_id)
   session.recorder._write_queue.append(EntryId.parse(entry_id))
-  session.recorder.recorded["cholesky_f32"] = {"case_id": "cholesky_f32", "entry_id": entry_id,
-                                       "action": "written", "message": ""}
+  session.recorder.recorded["cholesky_f32"] = Recorded(
+      "cholesky_f32", EntryId.parse(entry_id), RecordAction.WRITTEN, "")
   return session, staging, entry_id
 
 

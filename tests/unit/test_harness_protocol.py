@@ -243,8 +243,8 @@ def test_a_recording_answered_with_another_kind_of_answer_is_an_error(tmp_path, 
   hs = _session(tmp_path)
   monkeypatch.setattr(hs.pool, "worker", lambda num_devices=1: _Answering(answer))
   result = hs.record("cholesky_f32")
-  assert result["action"] == "error" and result["entry_id"] is None, result
-  assert f"expected a record answer, got {type(answer).__name__}" in result["message"]
+  assert result.action == "error" and result.entry_id is None, result
+  assert f"expected a record answer, got {type(answer).__name__}" in result.message
 
 
 INCOMPLETE = {

@@ -9,11 +9,12 @@ store is kept and the session failure names it.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jaxport._vocabulary import RecordAction
 from jaxport.errors import GoldenDataError
@@ -25,6 +26,7 @@ from jaxport.harness._controller._record_hints import hint_for
 from jaxport.harness._registry import CaseRegistry
 from jaxport.harness._protocol._requests import RecordRequest
 from jaxport.harness._controller._worker_pool import WorkerPool, printed
+from jaxport.report._sections import Recorded
 
 if TYPE_CHECKING:
   import datetime
@@ -41,8 +43,8 @@ class Recorder:
     self.today = today
     # The session's failures, which a write that fails adds to.
     self.failures = failures
-    # case id -> what recording it did (a ``Recorded`` record's JSON).
-    self.recorded: dict[str, dict[str, Any]] = {}
+    # case id -> what recording it did.
+    self.recorded: dict[str, Recorded] = {}
     self.updates: list[_update.Update] = []
     self._write_queue: list[EntryId] = []
     self._staging: Path | None = None
@@ -73,28 +75,28 @@ class Recorder:
                       str(self.store.root)))
     return self.pool.answer(reply, RecordAnswer), reply.output
 
-  def record(self, case_id: str) -> dict[str, Any]:
+  def record(self, case_id: str) -> Recorded:
     """Record ``case_id`` into staging and queue it; an identical existing entry is left alone."""
     answer, output = self._record_in_staging(case_id)
     if isinstance(answer, WorkerFailure):
       why = answer.why
       detail = without_repeat(answer.traceback or answer.stderr_tail, why)
       fix = hint_for(f"{why}\n{detail}")
-      result = {"case_id": case_id, "entry_id": None, "action": RecordAction.ERROR,
-                "message": f"recording failed: {why}" + (f"\n{fix}" if fix else "")
-                + (f"\n{detail}" if detail else "") + printed(output)}
+      result = Recorded(case_id, None, RecordAction.ERROR,
+                        f"recording failed: {why}" + (f"\n{fix}" if fix else "")
+                        + (f"\n{detail}" if detail else "") + printed(output))
     else:
       entry_id = answer.entry_id
-      result = {"case_id": case_id, "entry_id": str(entry_id), "action": RecordAction.WRITTEN,
-                "message": "\n".join(filter(None, (nonfinite_message(answer.nonfinite),
-                                                    *answer.config_changes)))}
+      result = Recorded(case_id, entry_id, RecordAction.WRITTEN,
+                        "\n".join(filter(None, (nonfinite_message(answer.nonfinite),
+                                                 *answer.config_changes))))
       # The worker compared the recording with the day's newest revision of the case.
       if answer.compared_with is not None:
         entry_id = answer.compared_with
-        result["entry_id"] = str(entry_id)
+        result = dataclasses.replace(result, entry_id=entry_id)
         differing = list(answer.differing)
         if differing:
-          result.update(action=RecordAction.CONFLICT, message=(
+          result = dataclasses.replace(result, action=RecordAction.CONFLICT, message=(
               f"{entry_id} already exists and today's recording differs in {differing}. The "
               "store never overwrites an entry (source locations are not compared, so a moved "
               "case is not a cause). Usual causes: the lowering or the results changed today, "
@@ -102,7 +104,7 @@ class Recorder:
               "where the function's lowering or results changed on purpose, --compat-update "
               "records it as the day's next revision."))
         else:
-          result["action"] = RecordAction.UNCHANGED
+          result = dataclasses.replace(result, action=RecordAction.UNCHANGED)
       else:
         self._write_queue.append(entry_id)
     self.recorded[case_id] = result
@@ -122,9 +124,10 @@ class Recorder:
       except GoldenDataError as e:
         (raced if self._written_meanwhile(entry_id) else failed).append(entry_id)
         self.failures.append(f"writing {entry_id} failed: {e}")
-        for r in self.recorded.values():
-          if r["entry_id"] == str(entry_id):
-            r.update(action=RecordAction.ERROR, message=str(e))
+        for case_id, r in self.recorded.items():
+          if r.entry_id == entry_id:
+            self.recorded[case_id] = dataclasses.replace(r, action=RecordAction.ERROR,
+                                                         message=str(e))
     self._write_queue.clear()
     if raced:
       self.failures.append(

@@ -49,7 +49,7 @@ class RunFacts:
   cases: ProjectCases | GoldenDataError
   listing_failed: bool
   corpus: _jax_corpus.CorpusImport | None
-  recorded: Mapping[str, Mapping[str, Any]]
+  recorded: Mapping[str, Recorded]
   updates: Sequence[_update.Update]
   # Whether executables were kept in a cross-run compile cache.
   cache_used: bool
@@ -115,8 +115,7 @@ def build_run_report(facts: RunFacts) -> RunReport:
   if facts.corpus is not None:
     skips.extend(Skip("jax corpus import", why) for why in facts.corpus.skipped)
     failures.extend(f"jax corpus import failed: {why}" for why in facts.corpus.failed)
-  recorded = tuple(Recorded.from_json(r, f"recorded {r['case_id']}")
-                   for r in sorted(facts.recorded.values(), key=lambda r: r["case_id"]))
+  recorded = tuple(sorted(facts.recorded.values(), key=lambda r: r.case_id))
   summary = Summary(
       counts={s: sum(1 for x in outcomes if x.status is s) for s in Status},
       present=len(present), replayed=len(outcomes),

@@ -48,6 +48,7 @@ from jaxport.report._entries import EntryResult
 from jaxport.harness._controller._worker_pool import WorkerPool, printed
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.report import RunReport, Status, write_report
+from jaxport.report._sections import Recorded
 from jaxport.harness._protocol._answers import (ArtifactsAnswer, FailureKind, ProjectCases,
                                                 ReplayAnswer)
 from jaxport.harness._protocol._artifact_folder import left_behind
@@ -392,15 +393,15 @@ class HarnessSession:
 
   # --- record and update -------------------------------------------------------
 
-  def record(self, case_id: str) -> dict[str, Any]:
+  def record(self, case_id: str) -> Recorded:
     """Record ``case_id`` into staging and queue it (see :class:`Recorder`)."""
     return self.recorder.record(case_id)
 
   def check_record(self, case_id: str) -> None:
     self._device_gate()
     result = self.record(case_id)
-    if result["action"] in (RecordAction.ERROR, RecordAction.CONFLICT):
-      pytest.fail(f"case {case_id}: {result['message']}", pytrace=False)
+    if result.action in (RecordAction.ERROR, RecordAction.CONFLICT):
+      pytest.fail(f"case {case_id}: {result.message}", pytrace=False)
 
   def flush_writes(self) -> None:
     """Write every queued recording into the golden store (atomic, append-only)."""
@@ -419,7 +420,7 @@ class HarnessSession:
     """This xdist worker's part of the run, for its controller (:meth:`merge` reads it): each
     entry's run, the recordings, the session's failures and the workers' notices."""
     return json.dumps({"runs": {str(k): run.to_json() for k, run in self._runs.items()},
-                       "recorded": self.recorder.recorded,
+                       "recorded": {k: r.to_json() for k, r in self.recorder.recorded.items()},
                        "session_failures": self._session_failures,
                        "notices": self.pool.notices})
 
@@ -493,7 +494,6 @@ def _read_worker_part(payload: str) -> dict[str, Any]:
 
   return {
       "runs": by_entry(d["runs"], "part.runs", EntryRun.from_json),
-      "recorded": values_of(d["recorded"], "part.recorded",
-                            lambda v, at: dict(s.of(v, Mapping, at))),
+      "recorded": values_of(d["recorded"], "part.recorded", Recorded.from_json),
       "session_failures": s.strs(d["session_failures"], "part.session_failures"),
       "notices": s.strs(d["notices"], "part.notices")}
