@@ -7,6 +7,7 @@ id's parts the same way and none of them splits the text itself.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import pathlib
 import re
@@ -19,6 +20,7 @@ FOLDER_FORM = "<YYYY-MM-DD>[.<revision>]_jax-<version>"
 UNKNOWN_PRODUCER = "unknown"
 
 
+@functools.total_ordering
 @dataclasses.dataclass(frozen=True)
 class EntryId:
   """The four parts of an entry id. ``str(entry_id)`` is the id's text, and ids sort as their
@@ -53,23 +55,11 @@ class EntryId:
   def __str__(self) -> str:
     return f"{self.platform}/{self.family}/{self.case_id}/{self.folder}"
 
-  def _text_of(self, other: object) -> str:
+  def __lt__(self, other: object) -> bool:
     if not isinstance(other, EntryId):
       raise TypeError(f"an EntryId is compared only with an EntryId, not "
                       f"{type(other).__name__} {other!r}; EntryId.parse(text) reads an id's text.")
-    return str(other)
-
-  def __lt__(self, other: object) -> bool:
-    return str(self) < self._text_of(other)
-
-  def __le__(self, other: object) -> bool:
-    return str(self) <= self._text_of(other)
-
-  def __gt__(self, other: object) -> bool:
-    return str(self) > self._text_of(other)
-
-  def __ge__(self, other: object) -> bool:
-    return str(self) >= self._text_of(other)
+    return str(self) < str(other)
 
   @property
   def parts(self) -> tuple[str, str, str, str]:

@@ -54,6 +54,7 @@ def opted_in(config: Any) -> bool:
   """Whether the project's pytest configuration (a ``pytest.Config``) names case modules."""
   return bool(config.getini(INI_CASES))
 
+
 DEFAULT_PLATFORM = "cpu"
 # Megabytes (MiB) of ``--compat-worker-memory-mb``: the default limit, and the range allowed
 # (under 64 MiB the interpreter and jax alone pass it; past a pebibyte is a mistake).
