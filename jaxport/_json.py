@@ -110,9 +110,11 @@ def load(text: str | bytes, where: str, error: type[Exception], fix: str = "", *
 
 
 def load_file(path: str | os.PathLike, where: str, error: type[Exception], fix: str = "",
-              **limits: str) -> Any:
+              follow_links: bool = True, **limits: str) -> Any:
   """:func:`load` of the file at ``path``, read by :func:`jaxport._bounded.read_regular` (a
-  regular file, refused by its size before it is read): ``error`` names ``where`` for a file
-  that cannot be read, is not a regular file, is too large or is not strict JSON."""
-  text = read_regular(path, where, error, limits.get("bytes_limit", "MAX_JSON_BYTES"))
+  regular file, refused by its size before it is read; a link too unless ``follow_links``):
+  ``error`` names ``where`` for a file that cannot be read, is not a regular file, is too
+  large or is not strict JSON."""
+  text = read_regular(path, where, error, limits.get("bytes_limit", "MAX_JSON_BYTES"),
+                      follow_links=follow_links)
   return load(text, where, error, fix, **limits)

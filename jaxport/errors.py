@@ -142,5 +142,10 @@ class ShardError(JaxportError, ValueError):
   """A shard specification (``--compat-shard``) or a costs file the harness cannot use."""
 
 
+class PrivatePathError(JaxportError, ValueError):
+  """A folder or lock file jaxport keeps for itself (the private cache, a build lock) is a
+  symbolic link or not a regular file: jaxport neither follows it nor writes through it."""
+
+
 class HarnessWarning(JaxportWarning):
   """A harness finding that fails only with ``--compat-strict``: drift, staleness, expiry."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import sys
 import tempfile
@@ -142,7 +143,8 @@ def _code_with_kernel_skips(code: int, report_path: Path, version: str,
 
 def cache_dir_of(extra: list[str], project: Path) -> Path | None:
   """The folder ``--compat-cache-dir`` names among pytest's arguments (relative to the
-  project, where pytest runs), or None."""
+  project, where pytest runs), or None. Made absolute, not resolved: a link there is left for
+  the measurements' readers and writers to refuse, never followed."""
   flag = "--compat-cache-dir"
   for i, arg in enumerate(extra):
     if arg.startswith(flag + "="):
@@ -151,7 +153,7 @@ def cache_dir_of(extra: list[str], project: Path) -> Path | None:
       value = extra[i + 1]
     else:
       continue
-    return (project / value).resolve()
+    return Path(os.path.abspath(project / value))
   return None
 
 

@@ -33,6 +33,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from jaxport._files import holding_lock
 from jaxport._environment import (INSTALLER_ENV, RELEASE_PYTHON_ENV, installer_choice, release_envs,
                                   release_python)
 from jaxport.errors import JaxportError
@@ -185,19 +186,11 @@ def find_uv() -> str | None:
 @contextlib.contextmanager
 def _locked(d: Path, wait: bool = True) -> Iterator[bool]:
   """Hold ``d``'s build lock: two processes building one environment take turns. Without
-  ``wait``, a lock another process holds is not taken (the context gives False)."""
-  import fcntl  # POSIX only: imported where an environment is built, not by the command line
+  ``wait``, a lock another process holds is not taken (the context gives False). A link at the
+  lock file is refused, never followed (``jaxport._files.holding_lock``)."""
   d.parent.mkdir(parents=True, exist_ok=True)
-  with open(d.parent / f".{d.name}.lock", "w") as lock:
-    try:
-      fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-    except BlockingIOError:
-      yield False
-      return
-    try:
-      yield True
-    finally:
-      fcntl.flock(lock, fcntl.LOCK_UN)
+  with holding_lock(d.parent / f".{d.name}.lock", wait=wait) as held:
+    yield held
 
 
 def ensure_venv(version: str, root: str | os.PathLike | None = None,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jaxport._jaxcompat._version import JAXPORT_VERSION
 from jaxport._vocabulary import FindingKind, Subject
-from jaxport.errors import JaxportError, ReportError
+from jaxport.errors import JaxportError, PrivatePathError, ReportError
 from jaxport.golden import EntryId, GoldenStore
 from jaxport.multirelease._native import skip_reason, unregistered_kernel
 from jaxport.harness._judge._release_runs import judge_row
@@ -59,8 +59,20 @@ def remember(project: Path, store_root: Path, version: str,
   earlier measurement goes); how many were kept. Each is keyed by the sha256 of the blob as it
   reads now (one that does not read is not kept) and names this jaxport release as its judge.
   ``replayed``: entry id -> the sha256 of the blob the run replayed, where its report names it;
-  a blob that reads otherwise now is not kept."""
-  store = GoldenStore(store_root)
+  a blob that reads otherwise now is not kept. Where the measurements' folder or lock is a
+  link, none is kept, and the log says so naming it."""
+  try:
+    return _remember(project, GoldenStore(store_root), version, verdicts, replayed or {},
+                     cache_dir)
+  except PrivatePathError as e:  # the run's own verdicts stand; only keeping them is refused
+    logger.warning("no measurement under jax %s is kept: %s", version, e)
+    return 0
+
+
+def _remember(project: Path, store: GoldenStore, version: str,
+              verdicts: Mapping[str, tuple[bool, str] | None], replayed: Mapping[str, str | None],
+              cache_dir: Path | None) -> int:
+  """:func:`remember`, a link at the measurements' folder or lock refused."""
   today = datetime.date.today()
   kept = 0
   with updating(project, cache_dir):
@@ -71,7 +83,7 @@ def remember(project: Path, store_root: Path, version: str,
         continue
       runs, detail = verdict
       sha = _blob_sha256(store, entry_id)
-      ran_on = (replayed or {}).get(entry_id)
+      ran_on = replayed.get(entry_id)
       if sha is not None and ran_on is not None and ran_on != sha:
         logger.warning("not keeping the measurement of %s: the run replayed the blob %s, the "
                        "store now holds %s", entry_id, ran_on, sha)

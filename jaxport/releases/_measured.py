@@ -9,7 +9,9 @@ the prediction says the release refuses, a measured failure even where it says i
 A measurement is tied to the entry's blob (the sha256 of the bytes the replay read): a file whose
 entry was written anew is not taken for it. Each names the jaxport release that judged it, and
 a newer measurement of the entry under the same release replaces it. The file is data only:
-strict JSON, refused naming the bad key, never run.
+strict JSON, refused naming the bad key, never run, and read and written only where neither
+its folder nor a folder between it and the project's root is a link (``PrivatePathError``
+naming the link: nothing is read or written through it).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxport import _json
-from jaxport._files import write_replacing
+from jaxport._files import holding_lock, refuse_links, write_replacing
 from jaxport._records import Strict
 from jaxport.errors import JaxportError, ReleaseTableError
 from jaxport.releases._version_text import parse_version
@@ -136,20 +138,30 @@ def measured_path(project_root: str | os.PathLike,
   return Path(project_root) / MEASURED_FILE
 
 
+def _checked_path(project_root: str | os.PathLike,
+                  cache_dir: str | os.PathLike | None) -> Path:
+  """:func:`measured_path`, refused (``PrivatePathError``) where its folder, or one between it
+  and the project's root, is a link."""
+  path = measured_path(project_root, cache_dir)
+  refuse_links(path.parent, project_root, "the measurements of replays under other releases")
+  return path
+
+
 def read_measured(project_root: str | os.PathLike,
                   cache_dir: str | os.PathLike | None = None) -> MeasuredRuns:
-  """The project's measurements; none when it has no file yet."""
-  path = measured_path(project_root, cache_dir)
-  if not path.exists():
+  """The project's measurements; none when it has no file yet. A file that is a link, or not
+  strict JSON of this form, is refused (``ReleaseTableError`` naming it and the fix)."""
+  path = _checked_path(project_root, cache_dir)
+  if not os.path.lexists(path):
     return MeasuredRuns()
-  return MeasuredRuns.from_json(_json.load_file(path, str(path), ReleaseTableError, _FIX),
-                                "measured")
+  return MeasuredRuns.from_json(_json.load_file(path, str(path), ReleaseTableError, _FIX,
+                                                follow_links=False), "measured")
 
 
 def write_measured(project_root: str | os.PathLike, measured: MeasuredRuns,
                    cache_dir: str | os.PathLike | None = None) -> Path:
   """Write the project's measurements whole (to a temporary file of its own, then renamed)."""
-  path = measured_path(project_root, cache_dir)
+  path = _checked_path(project_root, cache_dir)
   path.parent.mkdir(parents=True, exist_ok=True)
   text = json.dumps(measured.to_json(), indent=1, sort_keys=True) + "\n"
   write_replacing(path, text.encode(), private=True)
@@ -160,13 +172,8 @@ def write_measured(project_root: str | os.PathLike, measured: MeasuredRuns,
 def updating(project_root: str | os.PathLike,
              cache_dir: str | os.PathLike | None = None) -> Iterator[None]:
   """Hold the project's measurements for one read, change and write (another process
-  replaying the same project waits)."""
-  import fcntl
-  path = measured_path(project_root, cache_dir)
+  replaying the same project waits); a link at the lock file is refused, never followed."""
+  path = _checked_path(project_root, cache_dir)
   path.parent.mkdir(parents=True, exist_ok=True)
-  with open(path.with_name(f".{path.name}.lock"), "w") as lock:
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    try:
-      yield
-    finally:
-      fcntl.flock(lock, fcntl.LOCK_UN)
+  with holding_lock(path.with_name(f".{path.name}.lock")):
+    yield
