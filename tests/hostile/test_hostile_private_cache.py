@@ -1,22 +1,40 @@
 """The private cache (``.jaxport_cache``, or the folder ``--compat-cache-dir`` names) is never
 reached through a link, and its lock files are opened without following one: a link there is
-refused, naming it, before anything is read or written through it."""
+refused, naming it, before anything is read or written through it, and the run goes on without
+the cache and without measurements, its entries replayed and judged as always."""
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from _sandbox import CHILD_TIME_LIMIT_S, ROOT
 from jaxport.cli import _with_jax
 from jaxport.errors import PrivatePathError, ReleaseTableError
+from jaxport.harness._controller._settings import Options, resolve
 from jaxport.multirelease import _envs
 from jaxport.multirelease import _measured as multirelease_measured
 from jaxport.releases import MeasuredRuns, read_measured, write_measured
 from jaxport.releases._measured import MEASURED_FILE, updating
 
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+from _downstream_project import CASE_PRELUDE, GOLDEN_TESTS, pyproject  # noqa: E402
+
+TODAY = "2026-12-01"
 KEPT = b"outside the project, not jaxport's\n"
+CASES = CASE_PRELUDE + textwrap.dedent("""
+    def cases():
+      return [Case("sines_f32", "mine", lambda a: jnp.sin(a) * 3, square),
+              Case("cosines_f32", "mine", lambda a: jnp.cos(a) + 1, square),
+              Case("squares_f32", "mine", lambda a: a @ a, square)]
+    """)
 
 
 def _outside(tmp_path: Path) -> Path:
@@ -88,6 +106,40 @@ def _linked(project: Path, folder: str, outside: Path) -> Path:
   return link
 
 
+@pytest.mark.parametrize("folder, cache_dir", [
+    (".jaxport_cache", None), (".jaxport_cache/xla", None), ("build", "build/cache"),
+    ("build/cache", "build/cache")],
+    ids=["jaxport-cache", "its-xla-folder", "a-folder-above-the-cache-dir", "the-cache-dir"])
+def test_a_run_refuses_a_private_cache_reached_through_a_link_naming_it(tmp_path, folder,
+                                                                       cache_dir):
+  project, outside = tmp_path / "project", _outside(tmp_path)
+  if cache_dir == "build/cache" and folder == "build":
+    (outside / "cache").mkdir()
+  link = _linked(project, folder, outside)
+  options = Options.for_run(resolve({"cache_dir": cache_dir}), golden_root=project / "golden",
+                            project_root=project, invocation_dir=project)
+  assert options.settings.cache_dir is None
+  assert options.cache_refused is not None and f"{link} is a symbolic link" in options.cache_refused
+  assert "without the compile cache and without measurements" in options.cache_refused
+  uncached = Options.for_run(resolve({"no_cache": True}), golden_root=project / "golden",
+                             project_root=project, invocation_dir=project)
+  if cache_dir is None and folder == ".jaxport_cache":  # the measurements are kept there too
+    assert uncached.cache_refused is not None
+
+
+def test_a_cache_dir_outside_the_project_that_is_a_link_is_refused(tmp_path):
+  project, outside = tmp_path / "project", _outside(tmp_path)
+  project.mkdir()
+  link = _linked(tmp_path, "elsewhere", outside)
+  options = Options.for_run(resolve({"cache_dir": str(link)}), golden_root=project / "golden",
+                            project_root=project, invocation_dir=project)
+  assert options.settings.cache_dir is None and str(link) in options.cache_refused
+  plain = Options.for_run(resolve({"cache_dir": str(tmp_path / "plain")}),
+                          golden_root=project / "golden", project_root=project,
+                          invocation_dir=project)
+  assert plain.cache_refused is None and plain.settings.cache_dir == str(tmp_path / "plain")
+
+
 @pytest.mark.parametrize("cache_dir", [None, "linked"], ids=["jaxport-cache", "cache-dir"])
 def test_measurements_are_neither_read_nor_written_through_a_link(tmp_path, cache_dir, caplog):
   project, outside = tmp_path / "project", _outside(tmp_path)
@@ -117,3 +169,56 @@ def test_a_measurements_file_that_is_a_link_is_refused_not_read(tmp_path):
   (project / MEASURED_FILE).symlink_to(outside / MEASURED_FILE.name)
   with pytest.raises(ReleaseTableError, match=f"{MEASURED_FILE.name}: cannot be read"):
     read_measured(project)
+
+
+# --- one downstream project's runs ---------------------------------------------------------
+
+def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess:
+  """A pytest session of the project, in a process of its own."""
+  env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "JAXPORT_"))}
+  return subprocess.run(
+      [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+       "-p", "no:randomly", "-rN", f"--compat-today={TODAY}", *args],
+      cwd=project, env=env, capture_output=True, text=True, timeout=CHILD_TIME_LIMIT_S)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+  """A downstream project with three cases, recorded once; each test leaves it as it found it."""
+  root = tmp_path_factory.mktemp("downstream")
+  (root / "pyproject.toml").write_text(pyproject())
+  (root / "test_golden.py").write_text(GOLDEN_TESTS)
+  (root / "mycases.py").write_text(CASES)
+  recorded = _pytest(root, "--compat-record")
+  assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-3000:]
+  return root
+
+
+def _text(result: subprocess.CompletedProcess) -> str:
+  return result.stdout + result.stderr
+
+
+def test_a_jaxport_cache_that_is_a_link_is_refused_once_and_the_entries_replay(project,
+                                                                              tmp_path):
+  outside = _outside(tmp_path)
+  (outside / MEASURED_FILE.name).write_text("{not the project's measurements")
+  kept = project / ".jaxport_cache"
+  moved = tmp_path / "kept_cache"
+  if kept.exists():
+    shutil.move(kept, moved)
+  kept.symlink_to(outside, target_is_directory=True)
+  try:
+    result = _pytest(project, "--compat-strict")
+  finally:
+    kept.unlink()
+    if moved.exists():
+      shutil.move(moved, kept)
+  text = _text(result)
+  assert "3 entries replayed of 3 present: 3 pass" in text, text[-3000:]
+  assert "3 passed" in text
+  # One refusal, a session warning that --compat-strict fails; nothing read or written there.
+  assert text.count(f"{kept} is a symbolic link") == 1, text[-3000:]
+  assert f"SESSION FAIL {kept} is a symbolic link" in text
+  assert result.returncode == 1
+  assert "Traceback" not in text and "executables loaded from the compile cache" not in text
+  assert sorted(p.name for p in outside.iterdir()) == [MEASURED_FILE.name, "precious"]

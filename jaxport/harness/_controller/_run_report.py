@@ -45,6 +45,9 @@ class RunFacts:
   failures: Sequence[str]
   # What the workers said about themselves.
   notices: Sequence[str]
+  # What the run went on without (a private cache reached through a link, a measurements file
+  # that does not read): warnings, failures under --compat-strict.
+  warnings: Sequence[str]
   # The project's cases, or why its case modules could not be loaded.
   cases: ProjectCases | GoldenDataError
   listing_failed: bool
@@ -64,6 +67,7 @@ def build_run_report(facts: RunFacts) -> RunReport:
   o, project = facts.options, facts.project
   failures = list(facts.failures)
   warns: list[str] = sorted(facts.notices)
+  (failures if o.settings.strict else warns).extend(facts.warnings)
   outcomes: list[EntryResult] = [facts.runs[k].outcome for k in sorted(facts.runs)]
   present = list(facts.present)
   skips = [Skip(str(out.entry_id), why) for out in outcomes for why in out.skips]

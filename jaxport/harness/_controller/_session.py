@@ -81,6 +81,7 @@ class HarnessSession:
     # test item has yet to report (a worker's output, why it is an expected failure).
     self._runs: dict[EntryId, EntryRun] = {}
     self._session_failures: list[str] = []
+    self._measured: MeasuredRuns | None = None
     self.recorder = Recorder(self.store, self.pool, self.registry, options.settings.today,
                              self._session_failures)
     self._present: list[EntryId] | None = None
@@ -314,10 +315,17 @@ class HarnessSession:
           updating=o.settings.update, changes_fail=project.on_change is OnChange.FAIL,
           expectations=(None if project.expectations is None
                         else expected_status.load_table(project.expectations)),
-          project_targets=project.targets,
-          measured=MeasuredRuns() if project.root is None else read_measured(
-              project.root, self._measured_folder()))
+          project_targets=project.targets, measured=self._measurements())
     return self._context
+
+  def _measurements(self) -> MeasuredRuns:
+    """The project's measurements of replays under other releases, read once: none without a
+    project root or where the private cache was refused."""
+    if self._measured is None:
+      root, folder = self.project.root, self._measured_folder()
+      self._measured = (read_measured(root, folder) if root is not None
+                        and self.options.cache_refused is None else MeasuredRuns())
+    return self._measured
 
   def _measured_folder(self) -> Path | None:
     """The folder --compat-cache-dir names, where ``replay --with-jax`` then keeps the
@@ -449,9 +457,11 @@ class HarnessSession:
       cases: ProjectCases | GoldenDataError = self.case_facts()
     except GoldenDataError as e:
       cases = e
+    refused = self.options.cache_refused
     self.report = build_run_report(RunFacts(
         options=self.options, project=self.project, runs=self._runs, present=present,
-        failures=self._session_failures, notices=self.pool.notices, cases=cases,
+        failures=self._session_failures, notices=self.pool.notices,
+        warnings=[refused] if refused else [], cases=cases,
         listing_failed=self._listing_failed, corpus=self.corpus,
         recorded=self.recorder.recorded, updates=self.recorder.updates,
         cache_used=self.compile_cache_dir() is not None))

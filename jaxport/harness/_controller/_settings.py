@@ -4,7 +4,7 @@ validator, the ``jaxport_*`` configuration keys, and the named presets.
 The pytest entry point (``jaxport_pytest``) declares its options from :data:`FIELDS`, the
 plugin resolves them into one :class:`Settings` (defaults, then the preset, then the options
 given), and help text, documentation and the CLI quote the defaults from here. Jax-free, and
-of jaxport it imports only leaves (``_vocabulary``, ``_limits``, ``errors``), the
+of jaxport it imports only leaves (``_vocabulary``, ``_limits``, ``errors``, ``_files``), the
 shard parser and the cache folder's default, so that every pytest run can load it.
 
 A harness session runs with :class:`Options`: the settings resolved for the run once, here
@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from jaxport import _limits
+from jaxport._files import refuse_links
 from jaxport._vocabulary import EXPIRY_WINDOW_DAYS, MAX_WORKER_TIMEOUT_S, PLATFORMS, WORKER_TIMEOUT_S
-from jaxport.errors import SettingsError
+from jaxport.errors import PrivatePathError, SettingsError
 from jaxport.harness._controller._cache_folder import DEFAULT_FOLDER
 from jaxport.harness._controller._shard import Shard, ShardError, read_costs
 
@@ -496,6 +497,9 @@ class Options:
   partial: bool
   # The project's root, below which the cache folder's parents are made private too.
   project_root: Path | None = None
+  # Why the run keeps no compile cache and reads no measurements: its private folder is reached
+  # through a link (said once, as a session warning); None where nothing was refused.
+  cache_refused: str | None = None
 
   def __post_init__(self) -> None:
     if self.settings.today is None:
@@ -513,7 +517,12 @@ class Options:
     ``strict`` holds in pytest's own strict mode too; ``artifacts`` and ``cache_dir`` are
     absolute, relative paths read from ``invocation_dir`` (where pytest was started, by
     default the working directory), and ``cache_dir`` defaults to ``.jaxport_cache/xla``
-    under ``project_root`` (none without a project root, or with ``--compat-no-cache``)."""
+    under ``project_root`` (none without a project root, or with ``--compat-no-cache``).
+
+    The private folder (``cache_dir``, else the project's ``.jaxport_cache``, which keeps the
+    measurements) is refused where it, or a folder between it and ``project_root``, is a link,
+    before anything is read or written there: the run then keeps no cache and reads no
+    measurements, and ``cache_refused`` says why."""
     base = invocation_dir if invocation_dir is not None else Path.cwd()
     if settings.cache_dir:
       cache_dir: Path | None = base / settings.cache_dir
@@ -521,8 +530,18 @@ class Options:
       cache_dir = project_root / DEFAULT_FOLDER
     else:
       cache_dir = None
+    private = cache_dir if cache_dir is not None else (
+        None if project_root is None else project_root / DEFAULT_FOLDER.parent)
+    refused = None
+    if private is not None:
+      try:
+        refuse_links(private, project_root, "compiled executables and measurements")
+      except PrivatePathError as e:
+        refused, cache_dir = (f"{e}. This run keeps no executables for later runs and goes on "
+                              "without the compile cache and without measurements"), None
     run = dataclasses.replace(
         settings, today=settings.day(), strict=settings.strict or pytest_strict,
         cache_dir=None if cache_dir is None else str(cache_dir.resolve()),
         artifacts=str((base / settings.artifacts).resolve()) if settings.artifacts else None)
-    return cls(run, golden_root=golden_root, partial=partial, project_root=project_root)
+    return cls(run, golden_root=golden_root, partial=partial, project_root=project_root,
+               cache_refused=refused)
