@@ -1,7 +1,9 @@
 """The private cache (``.jaxport_cache``, or the folder ``--compat-cache-dir`` names) is never
 reached through a link, and its lock files are opened without following one: a link there is
 refused, naming it, before anything is read or written through it, and the run goes on without
-the cache and without measurements, its entries replayed and judged as always."""
+the cache and without measurements, its entries replayed and judged as always. A damaged
+measurements file is said once, as a session warning naming it, and every entry replays
+without it."""
 
 from __future__ import annotations
 
@@ -222,3 +224,21 @@ def test_a_jaxport_cache_that_is_a_link_is_refused_once_and_the_entries_replay(p
   assert result.returncode == 1
   assert "Traceback" not in text and "executables loaded from the compile cache" not in text
   assert sorted(p.name for p in outside.iterdir()) == [MEASURED_FILE.name, "precious"]
+
+
+def test_a_damaged_measurements_file_is_one_session_warning_and_every_entry_replays(project):
+  measured = project / MEASURED_FILE
+  measured.parent.mkdir(exist_ok=True)
+  measured.write_text('{"format": 2, "entries": []}\n')
+  try:
+    result = _pytest(project)
+  finally:
+    measured.unlink()
+  text = _text(result)
+  assert result.returncode == 0, text[-3000:]
+  assert "3 entries replayed of 3 present: 3 pass" in text and "3 passed" in text
+  assert "SESSION FAIL" not in text and "Traceback" not in text, text[-3000:]
+  assert "ReleaseTableError" not in text
+  (warning,) = [line for line in text.splitlines() if MEASURED_FILE.name in line]
+  assert warning.startswith("session warning: ")
+  assert "entries: expected" in warning and "remove the file" in warning, warning

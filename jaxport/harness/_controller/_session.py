@@ -36,7 +36,7 @@ from jaxport.harness._controller._entry_run import EntryRun
 from jaxport.harness._judge import _entry as _judge
 from jaxport.harness._judge import _expectations as expected_status
 from jaxport.harness._protocol import _readers
-from jaxport.releases import MeasuredRuns, read_measured
+from jaxport.releases import MeasuredRuns, measured_path, read_measured
 from jaxport.harness._controller import _reporter as reporter
 from jaxport.harness._project import OnChange, Project
 from jaxport.harness._controller._recorder import Recorder
@@ -81,6 +81,9 @@ class HarnessSession:
     # test item has yet to report (a worker's output, why it is an expected failure).
     self._runs: dict[EntryId, EntryRun] = {}
     self._session_failures: list[str] = []
+    # What the run went on without, said once (failures under --compat-strict): a
+    # measurements file that does not read. Each process finds it itself.
+    self._session_warnings: list[str] = []
     self._measured: MeasuredRuns | None = None
     self.recorder = Recorder(self.store, self.pool, self.registry, options.settings.today,
                              self._session_failures)
@@ -320,11 +323,19 @@ class HarnessSession:
 
   def _measurements(self) -> MeasuredRuns:
     """The project's measurements of replays under other releases, read once: none without a
-    project root or where the private cache was refused."""
+    project root or where the private cache was refused; none either where the file does not
+    read, which one session warning names with its fault and fix (each entry replays without
+    them, as with a damaged compile-cache file)."""
     if self._measured is None:
+      self._measured = MeasuredRuns()
       root, folder = self.project.root, self._measured_folder()
-      self._measured = (read_measured(root, folder) if root is not None
-                        and self.options.cache_refused is None else MeasuredRuns())
+      if root is not None and self.options.cache_refused is None:
+        try:
+          self._measured = read_measured(root, folder)
+        except (JaxportError, OSError) as e:
+          self._session_warnings.append(
+              f"the measurements file {measured_path(root, folder)} is not used: every entry "
+              f"is judged without measurements of replays under other releases. {e}")
     return self._measured
 
   def _measured_folder(self) -> Path | None:
@@ -457,11 +468,13 @@ class HarnessSession:
       cases: ProjectCases | GoldenDataError = self.case_facts()
     except GoldenDataError as e:
       cases = e
+    if not self.recording:
+      self._measurements()  # an xdist controller replays nothing, yet says what its workers did
     refused = self.options.cache_refused
     self.report = build_run_report(RunFacts(
         options=self.options, project=self.project, runs=self._runs, present=present,
         failures=self._session_failures, notices=self.pool.notices,
-        warnings=[refused] if refused else [], cases=cases,
+        warnings=[*([refused] if refused else []), *self._session_warnings], cases=cases,
         listing_failed=self._listing_failed, corpus=self.corpus,
         recorded=self.recorder.recorded, updates=self.recorder.updates,
         cache_used=self.compile_cache_dir() is not None))
