@@ -2,7 +2,9 @@
 readable by its owner only, since the executables in it are native code the workers load.
 
 A folder that cannot be made private (another user owns it, the checkout is read-only) is
-not used: the run then compiles as if no cache were kept, and says why in the log. Each worker
+not used: the run then compiles as if no cache were kept, and says why in the log. A folder
+reached through a link is refused before that, when the run's options are made
+(``_settings.Options.for_run``), as a session warning naming the link. Each worker
 drops the files in it that are not regular files before jax looks any up
 (``jaxport.harness._worker._cache_files``).
 """
