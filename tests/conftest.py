@@ -12,8 +12,10 @@ EXPORT_APIS = {"jax": jax.export, "jaxport": jaxport}
 
 # Added to the options of every pytest session a test starts (pytester's, the CLI's record and
 # replay): the projects those sessions run hold no Hypothesis tests, and Hypothesis's plugin
-# costs about a second of imports per session.
-CHILD_PYTEST_OPTIONS = "-p no:hypothesispytest"
+# costs about a second of imports per session. A session run in this process finds jaxport
+# imported already and would warn that pytest cannot rewrite its asserts; the sessions' own
+# warnings are what tests count.
+CHILD_PYTEST_OPTIONS = "-p no:hypothesispytest -W ignore::pytest.PytestAssertRewriteWarning"
 
 
 def _with_child_options(addopts: str | None) -> str:
@@ -29,8 +31,12 @@ def _lean_child_pytest_sessions():
 
 @pytest.fixture
 def pytester(pytester, monkeypatch):
-  """pytest's own, its sessions given ``CHILD_PYTEST_OPTIONS`` too (it clears PYTEST_ADDOPTS)."""
+  """pytest's own, its sessions given ``CHILD_PYTEST_OPTIONS`` too (it clears PYTEST_ADDOPTS).
+
+  Its folder is on ``sys.path`` for the sessions run in this process, as the working folder is
+  for ``python -m pytest`` started there: a project's case modules import from it alike."""
   monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_PYTEST_OPTIONS)
+  pytester.syspathinsert()
   return pytester
 
 

@@ -189,11 +189,11 @@ def test_a_sensible_worker_timeout_is_accepted():
 def test_a_missing_golden_root_and_a_zero_timeout_stop_the_session_with_their_reason(
     pytester, tmp_path):
   missing = tmp_path / "nowhere"
-  result = pytester.runpytest_subprocess(HARNESS_TESTS, f"--compat-store={missing}",
+  result = pytester.runpytest(HARNESS_TESTS, f"--compat-store={missing}",
                                          "-p", "no:cacheprovider")
   assert result.ret == pytest.ExitCode.USAGE_ERROR
   result.stderr.fnmatch_lines([f"*--compat-store={missing}: no such directory*"])
-  result = pytester.runpytest_subprocess(HARNESS_TESTS, "--compat-worker-timeout=0",
+  result = pytester.runpytest(HARNESS_TESTS, "--compat-worker-timeout=0",
                                          "-p", "no:cacheprovider")
   assert result.ret == pytest.ExitCode.USAGE_ERROR
   result.stderr.fnmatch_lines(["*--compat-worker-timeout=0: expected seconds above 0*"])

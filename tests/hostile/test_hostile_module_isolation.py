@@ -326,7 +326,7 @@ def test_the_harness_fails_a_crash_like_entry_by_name_and_replays_the_others(tmp
   crashing = copy_entry(tmp_path / "golden", MUTATED_ENTRY)
   replace_files(crashing, {BLOB_FILE: mutant_blobs()[73]})
   other = copy_entry(tmp_path / "golden", OTHER_ENTRY)
-  result = pytester.runpytest_subprocess(
+  result = pytester.runpytest(
       str(HARNESS_TESTS), f"--compat-store={tmp_path / 'golden'}", "-p", "no:cacheprovider",
       "-p", "no:randomly", "-W", "ignore::DeprecationWarning", f"--compat-today={TODAY}",
       f"--compat-report={tmp_path / 'report.json'}", f"--compat-worker-timeout={CHILD_TIME_LIMIT_S}",

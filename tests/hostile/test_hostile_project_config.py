@@ -29,14 +29,14 @@ def _project(pytester, ini: str, **files: str) -> None:
         "no-store"])
 def test_a_malformed_configuration_is_a_usage_error_naming_the_key(pytester, ini, files, message):
   _project(pytester, ini, **files)
-  result = pytester.runpytest_subprocess()
+  result = pytester.runpytest()
   assert result.ret == pytest.ExitCode.USAGE_ERROR
   assert message in result.stderr.str(), result.stderr.str()[-2000:]
 
 
 def test_a_case_module_that_cannot_be_imported_fails_the_run_naming_it(pytester):
   _project(pytester, "jaxport_cases = nowhere_cases\njaxport_store = golden")
-  result = pytester.runpytest_subprocess("--compat-record")
+  result = pytester.runpytest("--compat-record")
   out = result.stdout.str() + result.stderr.str()
   assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
   assert "case module(s) ['nowhere_cases'] of jaxport_cases cannot be found" in out, out[-3000:]
@@ -47,7 +47,7 @@ def test_a_store_given_as_a_list_is_a_usage_error_naming_the_key(pytester):
   pytester.makepyprojecttoml('[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n'
                              'jaxport_cases = ["mycases"]\njaxport_store = ["a", "b"]\n')
   pytester.makepyfile(test_golden="from jaxport.harness.testing import test_replay  # noqa: F401\n")
-  result = pytester.runpytest_subprocess()
+  result = pytester.runpytest()
   assert result.ret == pytest.ExitCode.USAGE_ERROR
   err = result.stderr.str()
   assert "jaxport_store = ['a', 'b']: expected one path (a string)" in err, err[-2000:]

@@ -68,6 +68,7 @@ class _ChildClient(WorkerClient):
     self._proc = subprocess.Popen([sys.executable, "-c", self.source], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=self._stderr, text=True)
     self._answers = self._proc.stdout  # the child answers on its stdout
+    self._requests = self._proc.stdin  # and reads its requests on stdin
 
 
 def test_a_worker_growing_past_its_memory_limit_is_killed_with_the_limit_named():
@@ -181,9 +182,9 @@ def cases():
 def test_an_entry_past_the_memory_limit_fails_with_it_and_the_next_entry_replays(pytester):
   write_project(pytester, CASES)
   run = ("-p", "no:cacheprovider", "--compat-today=2026-12-01")
-  recorded = pytester.runpytest_subprocess(*run, "--compat-record")
+  recorded = pytester.runpytest(*run, "--compat-record")
   assert recorded.ret == 0, recorded.stdout.str()
-  result = pytester.runpytest_subprocess(*run, "--compat-worker-memory-mb=512", "-rA")
+  result = pytester.runpytest(*run, "--compat-worker-memory-mb=512", "-rA")
   text = result.stdout.str() + result.stderr.str()
   assert "its memory (RSS) passed the limit --compat-worker-memory-mb=512" in text, text
   outcomes = result.parseoutcomes()

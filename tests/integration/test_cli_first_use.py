@@ -105,7 +105,7 @@ def test_audit_on_a_terminal_draws_the_bar_and_clears_it_for_messages(store, mon
 
 def test_harness_runs_show_progress_lines_instead_of_dots(pytester):
   pytester.makepyfile(test_three="def test_a(): pass\ndef test_b(): assert 0\ndef test_c(): pass\n")
-  result = pytester.runpytest_subprocess("-p", "no:randomly", *_harness_run.PROGRESS_ARGS)
+  result = pytester.runpytest("-p", "no:randomly", *_harness_run.PROGRESS_ARGS)
   out = result.stdout.str()
   for i, name in enumerate(("test_a", "test_b", "test_c"), 1):
     assert "harness [" in out and f"] {i}/3 test_three.py::{name}" in out

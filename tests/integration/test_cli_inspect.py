@@ -234,7 +234,7 @@ def cases():
 def test_an_entry_of_the_projects_pytree_type_opens_by_id_from_the_projects_store(pytester):
   from _downstream_project import write_project
   store = write_project(pytester, PYTREE_CASES)
-  recorded = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--compat-record")
+  recorded = pytester.runpytest("-p", "no:cacheprovider", "--compat-record")
   assert recorded.ret == 0, recorded.stdout.str()
   (entry,) = store.entries()
   # A child process: the project's case module registers its type where it is imported.

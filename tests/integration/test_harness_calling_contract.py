@@ -70,7 +70,7 @@ def _cases(key="w1", dtype="float32", column=False, swap=False):
 
 def _run(pytester, tmp_path, name, *args):
   report_file = tmp_path / f"{name}.json"
-  result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--compat-today={TODAY}",
+  result = pytester.runpytest("-p", "no:cacheprovider", f"--compat-today={TODAY}",
                                          f"--compat-report={report_file}", *args)
   return result, json.loads(report_file.read_text())
 
@@ -86,7 +86,7 @@ def _by_case(report, newest_only=True):
 def test_a_changed_calling_contract_fails_names_the_path_and_is_accepted_by_update(
     pytester, tmp_path):
   store = write_project(pytester, _cases())
-  assert pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--compat-today={TODAY}",
+  assert pytester.runpytest("-p", "no:cacheprovider", f"--compat-today={TODAY}",
                                        "--compat-record").ret == 0
   assert len(store.entries()) == 4
 
@@ -154,7 +154,7 @@ def cases():
 def test_changed_comparison_settings_are_a_case_change_and_a_checker_typo_names_the_known_ones(
     pytester, tmp_path):
   write_project(pytester, textwrap.dedent(SETTINGS.format(settings="")))
-  assert pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--compat-today={TODAY}",
+  assert pytester.runpytest("-p", "no:cacheprovider", f"--compat-today={TODAY}",
                                        "--compat-record").ret == 0
   for settings, named in ((", rtol=1e-2, atol=1e-3", ["comparison: rtol 0.0001 became 0.01",
                                                        "comparison: atol 1e-05 became 0.001"]),

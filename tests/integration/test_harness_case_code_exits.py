@@ -44,7 +44,7 @@ RUN = ("-p", "no:cacheprovider", "--compat-today=2026-12-01")
 def _recorded_then_ending(pytester, monkeypatch, ending: str) -> None:
   """Record the cases, then make ``a_exiting``'s function run ``ending`` from now on."""
   write_project(pytester, textwrap.dedent(CASES.replace("RAISED", ending)))
-  assert pytester.runpytest_subprocess(*RUN, "--compat-record").ret == 0
+  assert pytester.runpytest(*RUN, "--compat-record").ret == 0
   monkeypatch.setenv("CASE_EXITS", "1")
 
 
@@ -53,7 +53,7 @@ def test_case_code_that_ends_the_process_is_named_as_the_cases_failure(pytester,
                                                                       monkeypatch, raised):
   _recorded_then_ending(pytester, monkeypatch, f"raise {raised}")
   report_file = tmp_path / "report.json"
-  result = pytester.runpytest_subprocess(*RUN, f"--compat-report={report_file}")
+  result = pytester.runpytest(*RUN, f"--compat-report={report_file}")
   assert result.ret == 1
   entries = {e["case_id"]: e for e in json.loads(report_file.read_text())["entries"]}
   exiting = entries["a_exiting"]
@@ -64,7 +64,7 @@ def test_case_code_that_ends_the_process_is_named_as_the_cases_failure(pytester,
   assert entries["b_fine"]["status"] == "pass", entries["b_fine"]
 
   # Recording it names the same cause, and the other case is recorded.
-  recorded = pytester.runpytest_subprocess(*RUN, "--compat-record",
+  recorded = pytester.runpytest(*RUN, "--compat-record",
                                            "--compat-today=2026-12-02")
   text = recorded.stdout.str()
   assert recorded.ret == 1
@@ -77,7 +77,7 @@ def test_case_code_that_kills_its_process_is_the_cases_export_error_with_its_exi
     pytester, tmp_path, monkeypatch, sharing):
   _recorded_then_ending(pytester, monkeypatch, "os._exit(3)")
   report_file = tmp_path / "report.json"
-  assert pytester.runpytest_subprocess(*RUN, *sharing, f"--compat-report={report_file}").ret == 1
+  assert pytester.runpytest(*RUN, *sharing, f"--compat-report={report_file}").ret == 1
   entries = {e["case_id"]: e for e in json.loads(report_file.read_text())["entries"]}
   exiting = entries["a_exiting"]
   text = "\n".join(exiting["messages"])
@@ -123,9 +123,10 @@ def _gone(pid: int, deadline_s: float = 30.0) -> bool:
 def test_a_process_forked_by_case_code_does_not_outlive_the_session(pytester, tmp_path,
                                                                     monkeypatch):
   write_project(pytester, textwrap.dedent(FORKING_CASES))
-  assert pytester.runpytest_subprocess(*RUN, "--compat-record").ret == 0
+  assert pytester.runpytest(*RUN, "--compat-record").ret == 0
   pid_file = tmp_path / "forked.pid"
   monkeypatch.setenv("CASE_FORKS", str(pid_file))
+  # Its own process: the session's end, not this test process's, must take the fork with it.
   result = pytester.runpytest_subprocess(*RUN, timeout=240)
   assert result.ret == 0, result.stdout.str()[-3000:]
   assert _gone(int(pid_file.read_text())), "the forked process outlived the session"
@@ -135,7 +136,7 @@ def test_artifacts_cut_short_by_a_dying_worker_say_what_was_written(pytester, tm
                                                                     monkeypatch):
   _recorded_then_ending(pytester, monkeypatch, "os._exit(3)")
   out = tmp_path / "artifacts"
-  result = pytester.runpytest_subprocess(*RUN, f"--compat-artifacts={out}")
+  result = pytester.runpytest(*RUN, f"--compat-artifacts={out}")
   assert result.ret == 1
   (folder,) = [p for p in out.iterdir() if "a_exiting" in p.name]
   summary = json.loads((folder / "artifacts.json").read_text())

@@ -31,7 +31,7 @@ RUN = ("-p", "no:cacheprovider", "-p", "no:randomly", "--compat-today=2026-12-01
 
 
 def _replay(pytester, report: Path, *extra: str) -> dict:
-  pytester.runpytest_subprocess(*RUN, f"--compat-report={report}", *extra)
+  pytester.runpytest(*RUN, f"--compat-report={report}", *extra)
   return json.loads(report.read_text())
 
 
@@ -42,7 +42,7 @@ def _kept(folder: Path) -> set[str]:
 def test_runs_share_a_private_compile_cache_in_the_project_and_recompile_what_changed(
     pytester, tmp_path, monkeypatch):
   write_project(pytester, textwrap.dedent(CASES))
-  assert pytester.runpytest_subprocess(*RUN, "--compat-record").ret == 0
+  assert pytester.runpytest(*RUN, "--compat-record").ret == 0
   folder = Path(pytester.path) / ".jaxport_cache" / "xla"
   for f in (folder.parent, folder):
     assert stat.S_IMODE(f.stat().st_mode) == 0o700, oct(f.stat().st_mode)
@@ -78,5 +78,5 @@ def test_a_group_readable_cache_folder_is_closed_before_use(pytester, tmp_path):
   folder = Path(pytester.path) / ".jaxport_cache" / "xla"
   folder.mkdir(parents=True)
   folder.chmod(0o775)
-  assert pytester.runpytest_subprocess(*RUN, "--compat-record").ret == 0
+  assert pytester.runpytest(*RUN, "--compat-record").ret == 0
   assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and _kept(folder)

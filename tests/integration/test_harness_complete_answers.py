@@ -90,7 +90,7 @@ MISSING = {
 
 
 def _run(pytester, *args):
-  return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--compat-today={TODAY}", *args)
+  return pytester.runpytest("-p", "no:cacheprovider", f"--compat-today={TODAY}", *args)
 
 
 def _entries(report_file):

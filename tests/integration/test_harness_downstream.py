@@ -60,7 +60,7 @@ def _cases(pytester, body: str) -> None:
 
 
 def _run(pytester, *args):
-  return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--compat-today={TODAY}", *args)
+  return pytester.runpytest("-p", "no:cacheprovider", f"--compat-today={TODAY}", *args)
 
 
 def _digests(store: GoldenStore) -> dict[str, str]:
@@ -322,7 +322,9 @@ def test_a_warm_serial_replay_learns_the_cases_from_its_worker_without_importing
   (pytester.path / "jax_probe.py").write_text(JAX_PROBE)
   _cases(pytester, ONE_OLD_CONSUMER_AND_NEW)
 
-  result = _run(pytester, "-n", "0", "-p", "jax_probe")
+  # Its own process: the probe asks whether pytest's process imported jax, as this one has.
+  result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--compat-today={TODAY}",
+                                         "-n", "0", "-p", "jax_probe")
   assert result.ret == 1
   out = result.stdout.str()
   # The case's min_consumer and the list of registered cases both reached the session.

@@ -37,7 +37,7 @@ ENTRY_ID = f"cpu/mine/twice_f32/{TODAY}_jax-{jax.__version__}"
 
 
 def _run(pytester, *args):
-  return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--compat-today={TODAY}", *args)
+  return pytester.runpytest("-p", "no:cacheprovider", f"--compat-today={TODAY}", *args)
 
 
 @pytest.fixture

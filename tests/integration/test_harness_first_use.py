@@ -34,7 +34,7 @@ def _project(pytester, module="mycases", cases=SINES.format(extra=""), head=""):
 def _run(pytester, *args):
   # -rN: no short test summary, whose length depends on the terminal and on CI's environment
   # (pytest prints messages whole when CI is set), so counts of a message hold everywhere.
-  return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rN",
+  return pytester.runpytest("-p", "no:cacheprovider", "-rN",
                                        "--compat-today=2026-12-01", *args)
 
 

@@ -71,6 +71,7 @@ def shown_in_markdown(text: str) -> str:
 
 
 def _run(pytester, *args):
+  # Its own process: the session reads the host (FAKE_CPUINFO) once per process.
   return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--compat-today=2026-12-01",
                                        *args)
 

@@ -43,11 +43,11 @@ RUN = ("-p", "no:cacheprovider", "--compat-today=2026-12-01", "-p", "no:xdist")
 def test_a_setting_changed_by_one_case_leaves_the_later_entries_verdicts_alone(
     pytester, tmp_path, monkeypatch):
   write_project(pytester, textwrap.dedent(CASES))
-  assert pytester.runpytest_subprocess(*RUN, "--compat-record").ret == 0
+  assert pytester.runpytest(*RUN, "--compat-record").ret == 0
   monkeypatch.setenv("CASE_LEAKS", "1")
 
   report_file = tmp_path / "report.json"
-  result = pytester.runpytest_subprocess(*RUN, f"--compat-report={report_file}")
+  result = pytester.runpytest(*RUN, f"--compat-report={report_file}")
   entries = {e["case_id"]: e for e in json.loads(report_file.read_text())["entries"]}
   assert entries["b_promoting"]["status"] == "pass", entries["b_promoting"]
   assert entries["c_keyed"]["status"] == "pass", entries["c_keyed"]
@@ -60,7 +60,7 @@ def test_a_setting_changed_by_one_case_leaves_the_later_entries_verdicts_alone(
   # Recording again: the later cases' entries equal the first ones (no leaked PRNG in them),
   # and the case that changed the settings is told so.
   record_report = tmp_path / "record.json"
-  recorded = pytester.runpytest_subprocess(*RUN, "--compat-record",
+  recorded = pytester.runpytest(*RUN, "--compat-record",
                                            f"--compat-report={record_report}")
   assert recorded.ret == 0, recorded.stdout.str()[-3000:]
   by_case = {r["case_id"]: r for r in json.loads(record_report.read_text())["recorded"]}

@@ -149,7 +149,7 @@ def _datasets():
 def test_compat_jax_corpus_replays_the_installed_jax_corpus(pytester, tmp_path):
   datasets = _datasets()
   report = tmp_path / "report.json"
-  result = pytester.runpytest_subprocess(
+  result = pytester.runpytest(
       str(ROOT / "harness" / "test_replay.py"), "--platform=cpu", "--compat-jax-corpus",
       f"--compat-report={report}", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning",
       "-n", "2")
@@ -174,7 +174,7 @@ def test_compat_jax_corpus_replays_the_installed_jax_corpus(pytester, tmp_path):
 
 
 def test_compat_jax_corpus_refuses_a_store_or_record_mode(pytester, tmp_path):
-  result = pytester.runpytest_subprocess(
+  result = pytester.runpytest(
       str(ROOT / "harness" / "test_replay.py"), "--platform=cpu", "--compat-jax-corpus", "--record",
       "-p", "no:cacheprovider")
   assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -25,7 +25,7 @@ RUN = ("-p", "no:cacheprovider", "--compat-today=2026-12-01")
 def test_reproduced_non_finite_outputs_pass_and_their_counts_are_recorded(pytester, tmp_path):
   write_project(pytester, textwrap.dedent(CASES))
   record_report = tmp_path / "record.json"
-  recorded = pytester.runpytest_subprocess(*RUN, "--compat-record",
+  recorded = pytester.runpytest(*RUN, "--compat-record",
                                            f"--compat-report={record_report}")
   assert recorded.ret == 0, recorded.stdout.str()[-3000:]
   text = " ".join(recorded.stdout.str().split())
@@ -38,7 +38,7 @@ def test_reproduced_non_finite_outputs_pass_and_their_counts_are_recorded(pytest
   assert messages["finite"] == ""
 
   report_file = tmp_path / "report.json"
-  replayed = pytester.runpytest_subprocess(*RUN, f"--compat-report={report_file}")
+  replayed = pytester.runpytest(*RUN, f"--compat-report={report_file}")
   assert replayed.ret == 0, replayed.stdout.str()[-3000:]
   entries = {e["case_id"]: e for e in json.loads(report_file.read_text())["entries"]}
   assert {c: e["status"] for c, e in entries.items()} == {

@@ -67,7 +67,7 @@ def _run(pytester, monkeypatch, root: Path, *args, fault: str | None = None):
     (hooks / "sitecustomize.py").write_text(SITECUSTOMIZE)
     monkeypatch.setenv("PYTHONPATH", f"{hooks}:{ROOT}")
     monkeypatch.setenv("JAXPORT_TEST_FAULT", fault)
-  return pytester.runpytest_subprocess(
+  return pytester.runpytest(
       str(HARNESS_TESTS), f"--compat-store={root}", "-p", "no:cacheprovider", "-p", "no:randomly",
       "-W", "ignore::DeprecationWarning", "--compat-today=2026-11-30", *args)
 

@@ -120,7 +120,7 @@ def _cases(**change: str) -> str:
 
 
 def _pytest(pytester, *args):
-  return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--compat-today={TODAY}", *args)
+  return pytester.runpytest("-p", "no:cacheprovider", f"--compat-today={TODAY}", *args)
 
 
 def _replay(pytester, tmp_path, *args) -> tuple[int, dict, list[dict]]:

@@ -44,10 +44,14 @@ def _copy_entries(dest: Path) -> dict[str, str]:
   return ids
 
 
-def _run(pytester, root: Path, *args, node: str = ""):
-  return pytester.runpytest_subprocess(
-      f"{HARNESS_TESTS}{node}", f"--compat-store={root}", "-p", "no:cacheprovider", "-W",
-      "ignore::DeprecationWarning", *args)
+def _run(pytester, root: Path, *args, node: str = "", own_process: bool = False):
+  """A session of this repository's harness on ``root``, in this process unless
+  ``own_process``: a recording imports the repository's case modules into pytest's process
+  (jax's Pallas modules register their PRNG once per process), and xdist's workers find the
+  case modules on the path of a session started in the repository."""
+  run = pytester.runpytest_subprocess if own_process else pytester.runpytest
+  return run(f"{HARNESS_TESTS}{node}", f"--compat-store={root}", "-p", "no:cacheprovider", "-W",
+             "ignore::DeprecationWarning", *args)
 
 
 def _rewrite(store: GoldenStore, entry_id: str, days_earlier: int, **changes):
@@ -94,7 +98,8 @@ def test_parallel_report_equals_serial_report(pytester, golden, tmp_path):
   root, _ = golden
   serial, parallel = tmp_path / "serial.json", tmp_path / "parallel.json"
   _run(pytester, root, f"--compat-report={serial}", "-k", SELECT)
-  result = _run(pytester, root, f"--compat-report={parallel}", "-k", SELECT, "-n", "2")
+  result = _run(pytester, root, f"--compat-report={parallel}", "-k", SELECT, "-n", "2",
+                own_process=True)
   result.assert_outcomes(passed=3)
   assert json.loads(serial.read_text()) == json.loads(parallel.read_text())
 
@@ -150,18 +155,18 @@ def test_record_is_append_only_and_byte_identical(pytester, tmp_path):
   first, second = tmp_path / "first", tmp_path / "second"
   args = ("--record", "--compat-today=2026-01-02")
   node = "::test_record[cholesky_f32]"
-  result = _run(pytester, first, *args, node=node)
+  result = _run(pytester, first, *args, node=node, own_process=True)
   result.assert_outcomes(passed=1)
   result.stdout.fnmatch_lines(["*written   cpu/lapack_potrf/cholesky_f32/2026-01-02_jax-*"])
   entry = next((first / "cpu/lapack_potrf/cholesky_f32").iterdir())
   before = {p.name: p.read_bytes() for p in entry.iterdir()}
 
-  again = _run(pytester, first, *args, node=node)
+  again = _run(pytester, first, *args, node=node, own_process=True)
   again.assert_outcomes(passed=1)
   again.stdout.fnmatch_lines(["*unchanged cpu/lapack_potrf/cholesky_f32/2026-01-02_jax-*"])
   assert {p.name: p.read_bytes() for p in entry.iterdir()} == before
 
-  _run(pytester, second, *args, node=node).assert_outcomes(passed=1)
+  _run(pytester, second, *args, node=node, own_process=True).assert_outcomes(passed=1)
   other = next((second / "cpu/lapack_potrf/cholesky_f32").iterdir())
   assert (other / "exported.bin").read_bytes() == before["exported.bin"]
   assert (other / "module.mlir").read_bytes() == before["module.mlir"]
@@ -173,7 +178,7 @@ def test_record_is_append_only_and_byte_identical(pytester, tmp_path):
   store.write_entry(e.manifest, e.blob(), e.inputs(), [x + 1 for x in e.expected_outputs()],
                     e.module_text())
   existing = (third / "cpu/lapack_potrf/cholesky_f32" / entry.name / "expected.npz").read_bytes()
-  conflict = _run(pytester, third, *args, node=node)
+  conflict = _run(pytester, third, *args, node=node, own_process=True)
   conflict.assert_outcomes(failed=1)
   assert ("already exists and today's recording differs in ['expected.npz', 'manifest.json']"
           in conflict.stdout.str())
@@ -189,12 +194,12 @@ def test_record_is_append_only_and_byte_identical(pytester, tmp_path):
 
 
 def test_a_fuzz_only_run_has_no_compat_report_and_the_replay_cli_never_runs_the_fuzzers(pytester):
-  fuzz = pytester.runpytest_subprocess(
+  fuzz = pytester.runpytest(
       str(ROOT / "harness" / "fuzz" / "test_fuzz_parse.py"), "-p", "no:cacheprovider",
       "-k", "identity", "-W", "ignore::DeprecationWarning")
   assert fuzz.ret == pytest.ExitCode.OK
   assert "jaxport compat harness" not in fuzz.stdout.str()
-  only = pytester.runpytest_subprocess(
+  only = pytester.runpytest(
       str(ROOT), "--compat-only", "--collect-only", "-q", "-p", "no:cacheprovider")
   collected = [line for line in only.stdout.lines if "::" in line]
   assert collected and all(line.startswith("harness/test_replay.py::") for line in collected), (

@@ -42,7 +42,7 @@ def _cases(pytester, add_new: bool) -> None:
 
 
 def _run(pytester, *args):
-  return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rN",
+  return pytester.runpytest("-p", "no:cacheprovider", "-rN",
                                        f"--compat-today={TODAY}", *args)
 
 

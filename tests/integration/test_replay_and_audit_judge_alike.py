@@ -83,7 +83,7 @@ def _cases(change: dict[str, str]) -> str:
 
 
 def _pytest(pytester, today: datetime.date, *args):
-  return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--compat-today={today}", *args)
+  return pytester.runpytest("-p", "no:cacheprovider", f"--compat-today={today}", *args)
 
 
 @pytest.fixture(autouse=True)

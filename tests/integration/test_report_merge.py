@@ -26,7 +26,7 @@ SHARDS = ("cholesky_f64", "release_lu_f32")
 
 
 def _harness_report(pytester, root: Path, select: str, out: Path) -> Path:
-  result = pytester.runpytest_subprocess(
+  result = pytester.runpytest(
       str(HARNESS_TESTS), f"--compat-store={root}", "-p", "no:cacheprovider", "-p", "no:randomly",
       "-W", "ignore::DeprecationWarning", "--compat-today=2026-11-30", "-k", select,
       f"--compat-report={out}")

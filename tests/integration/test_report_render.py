@@ -307,9 +307,9 @@ def test_a_downstream_run_files_its_declared_targets_and_dates_its_release(pytes
   (pytester.path / "stable_targets.json").write_text(
       json.dumps({"cpu": ["lapack_sgeqp3_ffi"], "cuda": ["my_kernel"]}))
   run = ("-p", "no:cacheprovider", "--compat-today=2026-11-30")
-  assert pytester.runpytest_subprocess(*run, "--compat-record").ret == 0
+  assert pytester.runpytest(*run, "--compat-record").ret == 0
   report_file = tmp_path / "replay.json"
-  result = pytester.runpytest_subprocess(*run, f"--compat-report={report_file}")
+  result = pytester.runpytest(*run, f"--compat-report={report_file}")
   assert result.ret == 0, result.stdout.str()
   data = json.loads(report_file.read_text())
   assert data["declared_targets"] == {"cpu": ["lapack_sgeqp3_ffi"], "cuda": ["my_kernel"]}
