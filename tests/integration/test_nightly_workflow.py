@@ -42,6 +42,9 @@ def _env(tmp_path: Path, root: Path) -> dict[str, str]:
   return dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=str(ROOT),
               REPORTS=str(tmp_path / "reports"), GOLDEN_ROOT=str(root),
               HARNESS="harness/test_replay.py",
+              # One process a shard: four entries need no xdist workers, whose reports' merge
+              # test_harness_sessions checks (the parallel report equals the serial one).
+              WORKERS="0",
               PYTEST_ADDOPTS="--compat-today=2026-11-30 -p no:randomly -W ignore::DeprecationWarning")
 
 
