@@ -76,7 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def opted_in(config: pytest.Config) -> bool:
-  """Whether the project's pytest configuration names case modules."""
+  """Whether the project's pytest configuration opts in (case modules or a golden store)."""
   return _settings is not None and _settings.opted_in(config)
 
 

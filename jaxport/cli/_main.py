@@ -24,7 +24,7 @@ from typing import Any
 
 from jaxport.cli import _native_logs  # noqa: F401  (first: before anything loads jaxlib)
 from jaxport.cli import _artifacts, _bisect, _harness_run, _matrix, _parser, _prune as pruner, _relower
-from jaxport.cli import _with_jax
+from jaxport.cli import _import_artifacts, _with_jax
 from jaxport.cli import _report
 from jaxport.cli import _upgrade as upgrader
 from jaxport.cli import _audit as audit
@@ -143,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--atol", type=float, default=None, help="override the dtype-based atol")
   p.add_argument("--json", action="store_true", help="print JSON")
   _parser.add_options(p)
+  _import_artifacts.add_parser(add)
 
   p = add("prune", help="remove golden entries: expired, superseded, misdated or of one case "
                         "(dry run unless --yes)")
@@ -259,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         "say which entries to remove: --older-than-days DAYS (expired), --superseded (older "
         "entries of a case by the same jax release), --dated-in-future, or --case CASE_ID "
         "(every entry of that case); they combine, and --case narrows the others to that case")
+  if args.command == _import_artifacts.COMMAND and _import_artifacts.usage_error(args):
+    _chosen_parser(parser, args).error(_import_artifacts.usage_error(args))
   handler = _StderrHandler()
   handler.setFormatter(logging.Formatter("jaxport: %(message)s"))
   root_logger = logging.getLogger("jaxport")
@@ -566,6 +569,7 @@ _COMMANDS = {
     "audit": _audit,
     "inspect": _inspect,
     "import-jax-testdata": _import,
+    _import_artifacts.COMMAND: _import_artifacts.run,
     "prune": _prune,
     "record": _harness,
     "replay": _harness,

@@ -39,8 +39,9 @@ class _Reader:
       config.pluginmanager.register(entry)  # plugin autoloading is off: declare the options
     where = config.inipath or "no configuration file found"
     if not entry.opted_in(config):
-      self.problem = (f"its pytest configuration ({where}) sets no {entry.INI_CASES}, so it has "
-                      f"not opted into the jaxport compat harness; name its case modules and "
+      self.problem = (f"its pytest configuration ({where}) sets no {entry.INI_CASES} and no "
+                      f"{entry.INI_STORE}, so it has not opted into the jaxport compat harness; "
+                      f"name its case modules and "
                       f"store there, e.g. [tool.pytest.ini_options] {entry.INI_CASES} = "
                       f"[\"mypkg.golden_cases\"] and {entry.INI_STORE} = \"golden\" "
                       "(docs/downstream.md)")

@@ -135,7 +135,7 @@ def merge_and_check(shards: Sequence[report.RunReport], project: Any,
       platform, project, targets=targets, other=other, entries=merged.entries, present=present,
       case_ids=[c.case_id for c in registered],
       checked_case_ids=[c.case_id for p in checked for c in registry.cases_for(p)],
-      strict=merged.strict)
+      strict=merged.strict, imported=coverage.imported_artifacts(GoldenStore(store), present))
   deferred = {coverage.shard_skip(r.shard) for r in shards}
   return dataclasses.replace(
       merged, targets=targets, lowering_only_targets=other,

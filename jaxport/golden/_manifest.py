@@ -164,6 +164,15 @@ class ImportSource:
     return hash((self.source, tuple(self.details.items())))
 
 
+# What ``imported_from.source`` of a shipped artifact (``jaxport import-artifacts``) starts with.
+ARTIFACT_SOURCE = "artifact:"
+
+
+def is_imported_artifact(m: Manifest) -> bool:
+  """Whether an entry is a shipped artifact, imported with no case by design."""
+  return m.imported_from is not None and m.imported_from.source.startswith(ARTIFACT_SOURCE)
+
+
 @dataclasses.dataclass(frozen=True)
 class Manifest:
   """Everything known about one golden entry except its payload.

@@ -133,6 +133,56 @@ def decode_arrays(data: bytes, specs: Sequence[ArraySpec], where: str) -> list[n
     return out
 
 
+def _read_header(f: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
+  """The shape, Fortran order and dtype an open ``.npy`` member declares (its header only,
+  within ``MAX_NPY_HEADER_BYTES``); ``ValueError`` for a format not read or a pickled dtype."""
+  fmt = np.lib.format
+  version = fmt.read_magic(f)
+  if version == (1, 0):
+    shape, fortran, dt = fmt.read_array_header_1_0(f, max_header_size=_limits.MAX_NPY_HEADER_BYTES)
+  elif version == (2, 0):
+    shape, fortran, dt = fmt.read_array_header_2_0(f, max_header_size=_limits.MAX_NPY_HEADER_BYTES)
+  else:
+    raise ValueError(f".npy format version {version[0]}.{version[1]} is not read; "
+                     "jaxport writes 1.0 (numpy writes 2.0 for huge headers)")
+  if dt.hasobject:
+    raise ValueError(f"its header declares dtype {dt}, whose data is a pickle")
+  return tuple(shape), fortran, dt
+
+
+def positional_specs(data: bytes, where: str) -> tuple[ArraySpec, ...]:
+  """What each member of npz bytes as ``np.savez(f, *arrays)`` writes them (``arr_0``,
+  ``arr_1``...) declares, read from the headers alone: the file's arrays are then read by
+  :func:`decode_arrays` against these specs once the caller has checked them. Another member
+  name, a pickled or unnamed dtype, or a malformed file is a ``GoldenDataError`` naming it."""
+  try:
+    zf = zipfile.ZipFile(io.BytesIO(data))
+  except zipfile.BadZipFile as e:
+    raise GoldenDataError(f"{where}: not a valid npz (zip) file: {e}.") from None
+  with zf:
+    names = zf.namelist()
+    want = [f"arr_{i}.npy" for i in range(len(names))]
+    if sorted(names) != want:
+      raise GoldenDataError(
+          f"{where}: expected the members np.savez(f, *arrays) writes (arr_0.npy, arr_1.npy, "
+          f"...), got {names}; save the flattened leaves in order as positional arrays.")
+    specs = []
+    for member in want:
+      try:
+        with zf.open(member) as f:
+          shape, _, dt = _read_header(f)
+      except ValueError as e:
+        raise GoldenDataError(f"{where}: member {member} cannot be read without unpickling "
+                              f"or is malformed ({e}).") from None
+      except (zipfile.BadZipFile, EOFError, OSError) as e:
+        raise GoldenDataError(f"{where}: member {member} is corrupt: {e}.") from None
+      if _named_dtype(dt.name) is None:
+        raise GoldenDataError(f"{where}: member {member} holds dtype {dt}, which a golden "
+                              "entry cannot store.")
+      specs.append(ArraySpec(dtype=dt.name, shape=tuple(shape)))
+    return tuple(specs)
+
+
 def _read_member(zf: zipfile.ZipFile, member: str, spec: ArraySpec, where: str) -> np.ndarray:
   """One npz member as the array ``spec`` records. The ``.npy`` header is read first and its
   dtype and shape compared with ``spec`` (within ``MAX_ARRAY_BYTES``) before any memory is
@@ -141,21 +191,9 @@ def _read_member(zf: zipfile.ZipFile, member: str, spec: ArraySpec, where: str) 
   stored_dt = dt if dt.kind in "biufc" else np.dtype(f"<u{dt.itemsize}")
   _member_bound(zf.getinfo(member), spec, where)
   nbytes = _spec_nbytes(spec, dt)
-  fmt = np.lib.format
   try:
     with zf.open(member) as f:
-      version = fmt.read_magic(f)
-      if version == (1, 0):
-        shape, fortran, got_dt = fmt.read_array_header_1_0(
-            f, max_header_size=_limits.MAX_NPY_HEADER_BYTES)
-      elif version == (2, 0):
-        shape, fortran, got_dt = fmt.read_array_header_2_0(
-            f, max_header_size=_limits.MAX_NPY_HEADER_BYTES)
-      else:
-        raise ValueError(f".npy format version {version[0]}.{version[1]} is not read; "
-                         "jaxport writes 1.0 (numpy writes 2.0 for huge headers)")
-      if got_dt.hasobject:
-        raise ValueError(f"its header declares dtype {got_dt}, whose data is a pickle")
+      shape, fortran, got_dt = _read_header(f)
       if got_dt != stored_dt or tuple(shape) != tuple(spec.shape):
         raise GoldenDataError(
             f"{where} holds {got_dt} {tuple(shape)}, but the manifest records {spec.dtype} "

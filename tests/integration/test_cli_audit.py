@@ -494,7 +494,7 @@ def test_project_audit_errors_name_the_project_and_the_fix(tmp_path, project, ca
   assert rc == 2 and f"--project {tmp_path / 'nowhere'}: no such directory" in err
   (project / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
   rc, _, err = run(capsys, "audit", "--project", str(project))
-  assert rc == 2 and "sets no jaxport_cases, so it has not opted into the jaxport" in err
+  assert rc == 2 and "sets no jaxport_cases and no jaxport_store, so it has not opted into" in err
   (project / "pyproject.toml").write_text(PROJECT_CONFIG.replace('"golden"', '"unrecorded"'))
   rc, _, err = run(capsys, "audit", "--project", str(project))
   assert rc == 2 and "no golden store yet: jaxport_store of the project" in err

@@ -14,6 +14,7 @@ from typing import Any
 
 from jaxport.errors import GoldenDataError
 from jaxport.golden._entry_id import EntryId
+from jaxport.golden._store import GoldenStore
 from jaxport.harness._controller import _coverage as coverage
 from jaxport.harness import _devices
 from jaxport.harness._controller import _jax_corpus, _update
@@ -112,7 +113,8 @@ def build_run_report(facts: RunFacts) -> RunReport:
         entries=outcomes, present=present, case_ids=case_ids,
         checked_case_ids=[c.case_id for p in _devices.checked_platforms(o.settings.platform)
                           for c in facts.cases.cases_for(p)],
-        strict=o.settings.strict)
+        strict=o.settings.strict,
+        imported=coverage.imported_artifacts(GoldenStore(o.golden_root), present))
     failures += checks.failures
     warns += checks.warnings
     skips += checks.skips

@@ -52,8 +52,10 @@ INI_EFFECTS = "jaxport_effect_modules"
 
 
 def opted_in(config: Any) -> bool:
-  """Whether the project's pytest configuration (a ``pytest.Config``) names case modules."""
-  return bool(config.getini(INI_CASES))
+  """Whether the project's pytest configuration (a ``pytest.Config``) opts in: it names case
+  modules, or a golden store (a project whose entries are all imported artifacts has no case
+  module; ``jaxport_cases = []`` beside its store says so)."""
+  return bool(config.getini(INI_CASES)) or bool(config.getini(INI_STORE))
 
 
 DEFAULT_PLATFORM = "cpu"

@@ -15,7 +15,7 @@ from jaxport.golden._host import Host
 from jaxport.harness._judge import _reader_policy
 from jaxport._vocabulary import Finding, FindingKind, Subject, TargetVerdict
 from jaxport.golden._entry_id import EntryId
-from jaxport.golden._manifest import CustomCallSignature, Manifest
+from jaxport.golden._manifest import CustomCallSignature, Manifest, is_imported_artifact
 from jaxport.harness._protocol._answers import (EnvelopeRead, FailureKind, ReaderResult,
                                                 ReplayAnswer, Stage, WorkerFailure)
 from jaxport.harness._protocol._requests import ReplayRequest
@@ -287,7 +287,8 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
     cur = answer.today
     if cur is None or not cur.available:
       # Asked for and missing is an incomplete answer, a failure above, never a skip.
-      if cur is not None or not request.current:
+      # An imported artifact has no case by design: the run's ledger says so once for all.
+      if (cur is not None or not request.current) and not is_imported_artifact(manifest):
         why = "not asked for" if cur is None else (cur.reason or "unavailable")
         skips.append(f"current lowering not checked: {why}")
     elif cur.error is not None:
