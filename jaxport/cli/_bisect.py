@@ -1,5 +1,7 @@
 """``jaxport bisect ENTRY --releases A..B``: the first jax release that breaks a golden entry.
 
+A range of one release (``A..A``) checks that release: the exit status is 1 when it fails.
+
 Each probe replays the entry with one release's own ``jax.export`` in that release's
 environment, built on demand in the machine's cache (:mod:`jaxport.multirelease`); it works
 in any project, and on a store or a blob given by path. The project's effect modules
@@ -34,7 +36,8 @@ def add_parser(add) -> None:
   p.add_argument("--expected", default=None, help="with --blob: npz of the expected outputs")
   p.add_argument("--rtol", type=float, default=1e-5, help="with --blob: allclose rtol (default 1e-5)")
   p.add_argument("--atol", type=float, default=1e-5, help="with --blob: allclose atol (default 1e-5)")
-  p.add_argument("--releases", required=True, metavar="FIRST..LAST", help="e.g. 0.11.0..0.12.0.1")
+  p.add_argument("--releases", required=True, metavar="FIRST..LAST",
+                 help="e.g. 0.11.0..0.12.0.1; one release (0.12.0.1..0.12.0.1) checks it alone")
   p.add_argument("--available-only", action="store_true",
                  help="only releases whose environment is already built (and this jax)")
   p.add_argument("--root", default=None,
@@ -80,5 +83,8 @@ def run(args) -> int:
       store = Path(args.root).resolve() if args.root is not None else project.store
     result = run_bisect(entry_id, versions, store=store, available_only=args.available_only,
                         venvs=envs, effects=effects)
-  sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n" if args.json else result.text())
-  return 0
+  label = args.blob if args.blob is not None else None
+  sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n" if args.json
+                   else result.text(label))
+  # One release is a check: its verdict is the exit status. A bisection answers either way.
+  return 1 if len(result.releases) == 1 and not result.ok else 0

@@ -97,8 +97,11 @@ def _shown(path: Path) -> str:
 class GoldenStore:
   """The golden entries under one root directory (normally ``compat_data``)."""
 
-  def __init__(self, root: str | os.PathLike):
+  def __init__(self, root: str | os.PathLike, *, scratch: bool = False):
+    """``scratch``: a store a command makes for its own use and removes, whose writes are
+    logged at debug level only (a user never sees it)."""
     self.root = Path(root)
+    self.scratch = scratch
 
   def __repr__(self) -> str:
     return f"GoldenStore({str(self.root)!r})"
@@ -339,7 +342,7 @@ class GoldenStore:
       if tmp is not None:
         shutil.rmtree(tmp, ignore_errors=True)
     _remove_stale_temporaries(case_dir)
-    logger.info("wrote golden entry %s", entry_id)
+    logger.log(logging.DEBUG if self.scratch else logging.INFO, "wrote golden entry %s", entry_id)
     return Entry(final, entry_id)
 
   def superseded(self) -> list[Entry]:

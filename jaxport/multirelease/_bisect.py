@@ -9,7 +9,8 @@ ceil(log2(n + 1)) releases, each the midpoint of those still in doubt. The answe
 first that failed, and that release's stage (deserialize, run, compare) and message.
 
 A blob with its inputs and expected outputs (``np.savez`` positional arrays) becomes a
-temporary golden entry first (:func:`entry_from_blob`).
+temporary golden entry first (:func:`entry_from_blob`). A range of one release checks that
+release alone.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class Probe:
   @classmethod
   def of(cls, release: str, run: ReleaseRun) -> Probe:
     """The probe of ``release`` from the judge's outcome of its replayer row."""
-    return cls(release, run.status, run.stage, run.error)
+    return cls(release, run.status, run.stage, run.error or (None if run.passed else run.detail))
 
   @property
   def ok(self) -> bool:
@@ -78,8 +79,20 @@ class Bisection:
             "first_bad": None if self.first_bad is None else dataclasses.asdict(self.first_bad),
             "probes": [dataclasses.asdict(p) for p in self.probes]}
 
-  def text(self) -> str:
-    lines = [f"{self.entry_id}: bisected over {len(self.releases)} releases "
+  @property
+  def ok(self) -> bool:
+    """Every probed release loads, runs and reproduces the entry."""
+    return self.first_bad is None
+
+  def text(self, label: str | None = None) -> str:
+    """The answer in lines; ``label`` names the subject (default: the entry id)."""
+    label = label or self.entry_id
+    if len(self.releases) == 1:
+      (p,) = self.probes
+      verdict = (f"{p.status}: it loads, runs and reproduces its outputs" if p.ok
+                 else f"{p.status} at {p.stage}: {p.error}")
+      return f"{label}: checked under jax {p.release}: {verdict}\n"
+    lines = [f"{label}: bisected over {len(self.releases)} releases "
              f"({self.releases[0]} .. {self.releases[-1]}), {len(self.probes)} probed"]
     for p in self.probes:
       lines.append(f"  jax {p.release}: {p.status}" + (f" at {p.stage}: {p.error}" if not p.ok else ""))
@@ -154,7 +167,8 @@ def consumers(versions: list[str], *, available_only: bool, venvs: Path | None) 
 def run_bisect(entry_id: str, versions: list[str], *, store: Path, available_only: bool = False,
                venvs: Path | None = None, effects: Mapping[str, str] | None = None) -> Bisection:
   """Bisect ``entry_id`` of ``store`` over ``versions``, building the environments it probes
-  (in ``venvs``, default: the machine's cache) unless ``available_only``."""
+  (in ``venvs``, default: the machine's cache) unless ``available_only``; one release is
+  checked alone."""
   if not (store / entry_id / "manifest.json").is_file():
     raise BisectError(f"no golden entry {entry_id!r} under {store} (expected "
                       f"{store / entry_id / 'manifest.json'}); name an entry id of that store "
@@ -162,9 +176,9 @@ def run_bisect(entry_id: str, versions: list[str], *, store: Path, available_onl
   if available_only:
     built = consumers(versions, available_only=True, venvs=venvs)
     versions = [v for v in versions if v in built]
-  if len(versions) < 2:
-    raise BisectError(f"fewer than two releases to bisect over ({', '.join(versions) or 'none'}); "
-                      "widen --releases, or drop --available-only to build their environments")
+  if not versions:
+    raise BisectError("no release to check in the range; widen --releases, or drop "
+                      "--available-only to build their environments")
 
   def probe(version: str) -> Probe:
     python = consumers([version], available_only=False, venvs=venvs)[version]
@@ -192,8 +206,8 @@ def entry_from_blob(blob: Path, inputs: Path, expected: Path, store: Path, *, rt
       serialization_version=0, custom_call_targets=signatures(exp.mlir_module_serialized),
       polymorphic_shapes=None, constraints=None, lowering_only=False,
       comparison=Comparison("allclose", rtol, atol))
-  entry = GoldenStore(store).write_entry(manifest, data, load_arrays(inputs), load_arrays(expected),
-                                         exp.mlir_module())
+  entry = GoldenStore(store, scratch=True).write_entry(
+      manifest, data, load_arrays(inputs), load_arrays(expected), exp.mlir_module())
   return str(entry.entry_id)
 
 

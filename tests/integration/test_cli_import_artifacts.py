@@ -272,3 +272,19 @@ def test_naming_neither_or_both_stores_is_a_usage_error(where, tmp_path, capsys)
     main(["import-artifacts", str(tmp_path), *where])
   assert exc.value.code == 2
   assert "either --store DIR or --project DIR (not both)" in capsys.readouterr().err
+
+
+def test_bisect_of_a_blob_over_one_release_checks_it_and_exits_by_its_verdict(shipped, tmp_path):
+  artifacts, release = shipped[1], jax.__version__
+  args = ["bisect", "--blob", str(artifacts / "sin.bin"), "--inputs",
+          str(artifacts / "sin.inputs.npz"), "--releases", f"{release}..{release}"]
+  rc, out, err = _main(*args, "--expected", str(artifacts / "sin.expected.npz"))
+  assert rc == 0, out + err
+  assert out == f"{artifacts / 'sin.bin'}: checked under jax {release}: pass: it loads, runs " \
+                "and reproduces its outputs\n"
+  assert "wrote golden entry" not in err and "bisect/blob" not in out + err
+  np.savez(tmp_path / "wrong.npz", np.zeros((2, 3), np.float32))
+  rc, out, err = _main(*args, "--expected", str(tmp_path / "wrong.npz"))
+  assert rc == 1, out + err
+  assert f"checked under jax {release}: fail at compare: " in out
+  assert "elements differ beyond" in out

@@ -147,3 +147,24 @@ def test_a_run_without_comparison_counts_and_an_entry_no_release_can_replay_is_r
   with pytest.raises(bisect_release.BisectError, match="cannot be bisected: jax 0.10.0's replayer "
                                                        "cannot replay it \\(a pytree type"):
     bisect_release.run_bisect("cpu/f/c/2026-01-01_jax-0.10.2", ["0.9.2", "0.10.0"], store=tmp_path)
+
+
+def _one_release(monkeypatch, tmp_path, row: dict):
+  entry = tmp_path / "cpu" / "f" / "c" / "2026-01-01_jax-0.10.2"
+  entry.mkdir(parents=True, exist_ok=True)
+  (entry / "manifest.json").write_text("{}")
+  monkeypatch.setattr(bisect_release, "consumers", lambda versions, **kw: {v: "py" for v in versions})
+  monkeypatch.setattr(bisect_release, "replay_with", lambda *a, **kw: [
+      {"entry_id": "cpu/f/c/2026-01-01_jax-0.10.2", **row}])
+  return bisect_release.run_bisect("cpu/f/c/2026-01-01_jax-0.10.2", ["0.10.0"], store=tmp_path)
+
+
+def test_a_range_of_one_release_checks_that_release(monkeypatch, tmp_path):
+  passed = _one_release(monkeypatch, tmp_path, {"stage": "compare"})
+  assert passed.ok and [p.release for p in passed.probes] == ["0.10.0"]
+  assert passed.text("model.bin") == ("model.bin: checked under jax 0.10.0: pass: it loads, "
+                                      "runs and reproduces its outputs\n")
+  failed = _one_release(monkeypatch, tmp_path, {"stage": "deserialize", "error": "refused"})
+  assert not failed.ok
+  assert failed.text() == ("cpu/f/c/2026-01-01_jax-0.10.2: checked under jax 0.10.0: fail at "
+                           "deserialize: refused\n")
