@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tinyops' golden tests, run by jaxport's compat harness (installed with `pip install jaxport`).
+# tinyops' golden tests, run by jaxport's compat harness (installed from a checkout or a wheel of jaxport, see docs/downstream.md).
 #
 #   ./run.sh record [pytest arguments]   record a new dated golden entry per case into golden/
 #   ./run.sh replay [pytest arguments]   replay every entry against the installed jax and jaxlib
