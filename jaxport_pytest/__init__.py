@@ -37,11 +37,12 @@ _settings, _IMPORT_WARNINGS = _load_settings()
 if _settings is not None:
   from jaxport.harness._controller._settings import (INI_BUILTIN_TARGETS, INI_CASES, INI_EFFECTS,
                                                      INI_EXPECTATIONS, INI_ON_CHANGE,
-                                                     INI_RELEASE_CASES, INI_STORE, INI_TARGETS,
-                                                     INI_TESTS, PLATFORMS, dest)
+                                                     INI_RELEASE_CASES, INI_SHIPPED_EXPIRED,
+                                                     INI_STORE, INI_TARGETS, INI_TESTS, PLATFORMS,
+                                                     dest)
 
 __all__ = ["INI_BUILTIN_TARGETS", "INI_CASES", "INI_EFFECTS", "INI_EXPECTATIONS", "INI_ON_CHANGE",
-           "INI_RELEASE_CASES", "INI_STORE", "INI_TARGETS", "INI_TESTS", "PLATFORMS", "PLUGIN_NAME",
+           "INI_RELEASE_CASES", "INI_SHIPPED_EXPIRED", "INI_STORE", "INI_TARGETS", "INI_TESTS", "PLATFORMS", "PLUGIN_NAME",
            "dest", "hypothesis_profile", "opted_in"]
 
 PLUGIN_NAME = "jaxport-harness"
@@ -61,6 +62,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="jaxport: JSON file of the custom-call targets the project guarantees")
   parser.addini(INI_ON_CHANGE, default="fail",
                 help="jaxport: 'fail' (default) or 'warn' when a case's function changed")
+  parser.addini(INI_SHIPPED_EXPIRED, default="fail",
+                help="jaxport: 'fail' (default) or 'warn' when the installed jax refuses an "
+                     "imported artifact's envelope as expired")
   parser.addini(INI_EXPECTATIONS, default=None,
                 help="jaxport: JSON table of producer releases' expected failures")
   parser.addini(INI_BUILTIN_TARGETS, type="bool", default=False,

@@ -98,6 +98,8 @@ class Project:
   ``release_case_modules``: modules whose ``cases()`` each release's own ``jax.export``
   records (``record --with-jax``). ``effect_modules``: modules of the effect types the
   project's functions use, which a release's replayer imports before reading an entry.
+  ``shipped_expired_fails``: an imported artifact whose envelope the installed jax refuses as
+  expired fails (``jaxport_shipped_expired = "fail"``) rather than warns.
   """
 
   case_modules: tuple[str, ...]
@@ -111,6 +113,8 @@ class Project:
   targets_file: Path | None = None
   release_case_modules: tuple[str, ...] = ()
   effect_modules: tuple[str, ...] = ()
+  # An imported artifact the installed jax refuses as expired fails (True) or warns.
+  shipped_expired_fails: bool = True
 
   def module_file(self, name: str, key: str) -> Path:
     """The source file of the project's module ``name`` (listed under ``key``), found on the
@@ -137,7 +141,8 @@ class Project:
             "root": str(self.root) if self.root else None, "paths": list(self.paths),
             "targets_file": str(self.targets_file) if self.targets_file else None,
             "release_case_modules": list(self.release_case_modules),
-            "effect_modules": list(self.effect_modules)}
+            "effect_modules": list(self.effect_modules),
+            "shipped_expired_fails": self.shipped_expired_fails}
 
   @classmethod
   def from_json(cls, data: Any, where: str = "project") -> Project:
@@ -165,7 +170,9 @@ class Project:
                paths=s.strs(data["paths"], f"{where}.paths"), targets_file=path("targets_file"),
                release_case_modules=s.strs(data["release_case_modules"],
                                            f"{where}.release_case_modules"),
-               effect_modules=s.strs(data["effect_modules"], f"{where}.effect_modules"))
+               effect_modules=s.strs(data["effect_modules"], f"{where}.effect_modules"),
+               shipped_expired_fails=s.of(data["shipped_expired_fails"], bool,
+                                          f"{where}.shipped_expired_fails"))
 
 
 def module_names(value: Sequence[str] | str, key: str = "jaxport_cases") -> tuple[str, ...]:

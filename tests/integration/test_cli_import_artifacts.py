@@ -13,11 +13,16 @@ import numpy as np
 import pytest
 from jax import export
 
+from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport.cli import main
 from jaxport.golden._manifest import is_imported_artifact
 from jaxport.golden._store import GoldenStore
 
 pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
+# A blob jax 0.8.0 wrote (the envelope jax 0.11.1 and newer refuse as expired), with its arrays.
+OLD_ENTRY = ROOT / "compat_data/cpu/lapack_trsm/release_triangular_solve_f32/2026-11-29_jax-0.8.0"
 
 FAMILY = "serving"
 PYPROJECT = '[tool.pytest.ini_options]\njaxport_cases = []\njaxport_store = "golden"\n'
@@ -288,3 +293,31 @@ def test_bisect_of_a_blob_over_one_release_checks_it_and_exits_by_its_verdict(sh
   assert rc == 1, out + err
   assert f"checked under jax {release}: fail at compare: " in out
   assert "elements differ beyond" in out
+
+
+def test_a_shipped_envelope_jax_refuses_fails_naming_upgrade_and_its_upgraded_blob_passes(
+    pytester):
+  folder = pytester.path / "artifacts" / "legacy"
+  folder.mkdir(parents=True)
+  for stem in ("trsm", "trsm_upgraded"):
+    for name, suffix in (("inputs.npz", ".inputs.npz"), ("expected.npz", ".expected.npz")):
+      shutil.copy(OLD_ENTRY / name, folder / f"{stem}{suffix}")
+  shutil.copy(OLD_ENTRY / "exported.bin", folder / "trsm.bin")
+  rc, out, err = _main("upgrade", str(folder / "trsm.bin"), "-o", str(folder / "trsm_upgraded.bin"))
+  assert rc == 0, out + err
+  (pytester.path / "pyproject.toml").write_text(PYPROJECT)
+  (pytester.path / "test_golden.py").write_text(GOLDEN_TESTS)
+  rc, out, err = _main("import-artifacts", str(folder), "--project", str(pytester.path))
+  assert rc == 0 and "2 imported" in out, out + err
+  result = pytester.runpytest("-p", "no:cacheprovider")
+  text = result.stdout.str()
+  if jax_envelope.REFUSES_EXPIRED:  # jax 0.11.1 and newer: the shipped bytes do not load
+    assert "2 entries replayed of 2 present: 1 pass" in text and "1 fail" in text, text[-4000:]
+    assert "FAIL cpu/legacy/trsm/" in text
+    assert (f"[compatibility_break] jaxport reader: jax {jax.__version__} refuses this shipped "
+            "artifact as it is (envelope layout short-device-count") in text
+    assert "the rewrite `jaxport upgrade BLOB -o NEW.bin` makes" in text
+    assert result.ret == 1
+  else:  # an older jax reads the envelope as shipped
+    assert "2 entries replayed of 2 present: 2 pass" in text, text[-4000:]
+    assert "refuses this shipped artifact" not in text and result.ret == 0

@@ -57,7 +57,8 @@ def imported_skip(imported: Sequence[EntryId]) -> Skip:
   """The one skip-ledger line of a run's imported artifacts."""
   return Skip(TODAYS_EXPORT_CHECKS,
               f"{len(imported)} imported artifact{'' if len(imported) == 1 else 's'} "
-              "(jaxport import-artifacts) have no case function to export today, so these "
+              f"(jaxport import-artifacts) {'has' if len(imported) == 1 else 'have'} no case "
+              "function to export today, so these "
               "checks do not apply to them; they replay their shipped bytes against their "
               "inputs and outputs")
 

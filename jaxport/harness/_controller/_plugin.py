@@ -27,7 +27,8 @@ from jaxport.harness._controller._session import WORKER_OUTPUT_KEY, HarnessSessi
 from jaxport.harness._controller._worker_pool import LOOKAHEAD
 from jaxport.harness._controller._settings import (
     INI_BUILTIN_TARGETS, INI_CASES, INI_EFFECTS, INI_EXPECTATIONS, INI_ON_CHANGE,
-    INI_RELEASE_CASES, INI_STORE, INI_TARGETS, INI_TESTS, Options, Settings, opted_in)
+    INI_RELEASE_CASES, INI_SHIPPED_EXPIRED, INI_STORE, INI_TARGETS, INI_TESTS, Options, Settings,
+    opted_in)
 # How the controller tells xdist workers where it imported the corpus and where executables are.
 CORPUS_ROOT_KEY = "jaxport_jax_corpus_root"
 WORKER_CACHE_KEY = "jaxport_compile_cache"
@@ -97,6 +98,10 @@ def _read_project(config: pytest.Config) -> Project:
     except ValueError:
       raise GoldenDataError(f"{INI_ON_CHANGE} = {config.getini(INI_ON_CHANGE)!r}: "
                             f"expected one of {[c.value for c in OnChange]}") from None
+    shipped_expired = config.getini(INI_SHIPPED_EXPIRED)
+    if shipped_expired not in ("fail", "warn"):
+      raise GoldenDataError(f"{INI_SHIPPED_EXPIRED} = {shipped_expired!r}: expected 'fail' or "
+                            "'warn'")
     missing = [p for p in config.getini(INI_TESTS) if not (base / p).exists()]
     if missing:
       raise GoldenDataError(
@@ -110,7 +115,7 @@ def _read_project(config: pytest.Config) -> Project:
                  require_builtin_targets=bool(config.getini(INI_BUILTIN_TARGETS)),
                  expectations=path(INI_EXPECTATIONS), root=base, paths=paths,
                  targets_file=targets_file, release_case_modules=release_cases,
-                 effect_modules=effects)
+                 effect_modules=effects, shipped_expired_fails=shipped_expired == "fail")
 
 
 def _within(p: str, base: Path) -> bool:

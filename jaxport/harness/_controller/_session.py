@@ -318,7 +318,8 @@ class HarnessSession:
           updating=o.settings.update, changes_fail=project.on_change is OnChange.FAIL,
           expectations=(None if project.expectations is None
                         else expected_status.load_table(project.expectations)),
-          project_targets=project.targets, measured=self._measurements())
+          project_targets=project.targets, measured=self._measurements(),
+          shipped_expired_fails=project.shipped_expired_fails)
     return self._context
 
   def _measurements(self) -> MeasuredRuns:

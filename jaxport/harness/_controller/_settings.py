@@ -49,6 +49,9 @@ INI_TESTS = "jaxport_tests"
 # functions use, which a release's replayer imports first (replay --with-jax, bisect, matrix).
 INI_RELEASE_CASES = "jaxport_release_cases"
 INI_EFFECTS = "jaxport_effect_modules"
+# What an imported artifact whose envelope the running jax refuses as expired does: "fail"
+# (a shipped artifact is judged as shipped) or "warn".
+INI_SHIPPED_EXPIRED = "jaxport_shipped_expired"
 
 
 def opted_in(config: Any) -> bool:

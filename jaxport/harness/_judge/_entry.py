@@ -35,6 +35,8 @@ class RunContext:
   project_targets: ProjectTargets = dataclasses.field(default_factory=ProjectTargets)
   # What replays under other releases measured for the project's entries (``--with-jax``).
   measured: MeasuredRuns = dataclasses.field(default_factory=MeasuredRuns)
+  # An imported artifact the installed jax refuses as expired fails (else it warns).
+  shipped_expired_fails: bool = True
 
   def policy(self, newest: bool) -> Policy:
     """How strictly an entry is judged: its case's newest, or an older one."""
@@ -67,7 +69,8 @@ def judge(entry_id: EntryId, answer: ReplayAnswer | WorkerFailure, request: Repl
   outcome = findings_of(answer, request, entry_id=entry_id, manifest=m, today=run.today,
                         window_days=run.window_days, consumer=run.consumer,
                         numerics_skipped=entry.numerics_skipped, newest=entry.newest,
-                        current_jax=entry.current_jax, declared=run.project_targets)
+                        current_jax=entry.current_jax, declared=run.project_targets,
+                        shipped_expired_fails=run.shipped_expired_fails)
   if run.expectations is not None:
     outcome = with_release(outcome, m, today=run.today, consumer=run.consumer,
                            table=run.expectations)

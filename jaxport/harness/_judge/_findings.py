@@ -117,6 +117,19 @@ def _envelope_finding(reader: str, env: EnvelopeRead, consumer: str | None) -> F
                  f"{env.reason}; {policy.describe(consumer, env.layout)})", reader)
 
 
+def _shipped_envelope_finding(reader: str, env: EnvelopeRead, consumer: str | None,
+                              fails: bool) -> Finding:
+  """An imported artifact's envelope that jax refuses as it is: the fleet loads the shipped
+  bytes, not their rewrite, so it fails (or warns, as the project chose) naming the remedy."""
+  return Finding(
+      K.COMPATIBILITY_BREAK if fails else K.EXPIRED, S.READER,
+      f"{reader} reader: jax {consumer or 'installed'} refuses this shipped artifact as it is "
+      f"(envelope layout {env.layout}, header version {env.from_version}): {env.error_before.rstrip('. ')}. "
+      f"It loads and matches after the rewrite `jaxport upgrade BLOB -o NEW.bin` makes (header "
+      f"version {env.to_version}): ship that blob and import it as a new entry (jaxport "
+      "import-artifacts); jaxport_shipped_expired = \"warn\" makes this a warning", reader)
+
+
 # What each stage a worker can die in is, as a finding names it.
 _STAGE_TEXT = {CASE_CODE: "the case's own code (its inputs, its function traced for today's "
                           "export, or its checker)",
@@ -223,7 +236,8 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
                 consumer: str | None, numerics_skipped: str | None = None,
                 newest: bool = True,
                 current_jax: Sequence[CustomCallSignature] | None = None,
-                declared: ProjectTargets | None = None) -> EntryResult:
+                declared: ProjectTargets | None = None,
+                shipped_expired_fails: bool = True) -> EntryResult:
   """The outcome of one entry (the worker's ``answer`` to its replay ``request``): kinds
   found, messages, skips and staleness; no status yet. Every part the request asked for must
   be in the answer (``_inconsistencies``). ``newest``: the entry is its case's newest (an
@@ -232,7 +246,8 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
   entries are (an accelerator's entry in a CPU run), for the skip ledger. ``consumer``: the
   installed jax's release; ``current_jax``: the custom-call signatures of the case's newest
   entry recorded by it (None: none), the evidence a lowering difference of another release's
-  entry is jax's; ``declared``: the project's stable targets (``_targets``). A :class:`WorkerFailure` (a crash, an error, an answer that did not read)
+  entry is jax's; ``declared``: the project's stable targets (``_targets``);
+  ``shipped_expired_fails``: an imported artifact whose envelope jax refuses fails (else warns). A :class:`WorkerFailure` (a crash, an error, an answer that did not read)
   is an error verdict."""
   record_date = manifest.record_date
   recorded_targets = sorted({s.target for s in manifest.custom_call_targets})
@@ -261,7 +276,10 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
         continue
       if r.envelope is not None:
         facts["upgrade_rules"] = tuple(sorted({*facts.get("upgrade_rules", ()), ENVELOPE_RULE}))
-        findings.append(_envelope_finding(r.reader, r.envelope, consumer))
+        findings.append(
+            _shipped_envelope_finding(r.reader, r.envelope, consumer, shipped_expired_fails)
+            if is_imported_artifact(manifest) else
+            _envelope_finding(r.reader, r.envelope, consumer))
       if r.upgraded is not None:
         up = r.upgraded
         facts["upgrade_rules"] = tuple(sorted({*facts.get("upgrade_rules", ()), *up.rules}))
