@@ -25,6 +25,10 @@ from jaxport._environment import PARENT_PID_ENV, worker_parent_pid
 # started it is PARENT_PID_ENV, of jaxport._environment).
 LIFELINE_FLAG = "--lifeline-fd"
 _PR_SET_PDEATHSIG = 1  # prctl option, from linux/prctl.h
+# The signals whose stacks report_fatal_signals has faulthandler write.
+FATAL_SIGNALS = frozenset(getattr(signal, name) for name in
+                          ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGILL")
+                          if hasattr(signal, name))
 # Seconds between two reads of a busy child's resident memory.
 RSS_POLL_S = 0.2
 
@@ -60,8 +64,10 @@ def die_with_parent(lifeline_fd: int | None, parent_pid: int) -> None:
 def report_fatal_signals() -> None:
   """On SIGSEGV, SIGABRT, SIGBUS, SIGFPE or SIGILL, write the stack of every thread to stderr
   (the parent quotes its tail), with native frames where this Python's faulthandler can write
-  them."""
+  them. Called again, it takes those signals back from any handler set since (faulthandler
+  does nothing when asked to enable while it is on, even where its handlers were replaced)."""
   import faulthandler
+  faulthandler.disable()
   try:
     faulthandler.enable(file=sys.stderr, all_threads=True, c_stack=True)  # Python 3.14 and newer
   except TypeError:

@@ -47,10 +47,12 @@ Kinds, from worst to mildest:
                            otherwise a warning, a failure with ``--strict``.
   ``numerics_change``      today's lowering computes results outside tolerance.
                            A warning, a failure with ``--strict``.
-  ``jax_config_changed``   the case's code changed a jax setting with
-                           ``jax.config.update`` while the entry was replayed;
-                           the worker put it back before the next entry. A
-                           warning, a failure with ``--strict``.
+  ``jax_config_changed``   the case's code changed the worker's state while
+                           the entry was replayed (a jax setting or a jax
+                           context left entered, a warnings filter, a timer,
+                           a signal handler); the worker put it back before
+                           the next entry. A warning, a failure with
+                           ``--strict``.
   ``numerics_drift``       results within tolerance but not bitwise equal, on
                            a host of the recording host's class
                            (``jaxport.golden._host``). Reported only.

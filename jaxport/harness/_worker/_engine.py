@@ -100,6 +100,15 @@ class ReplayEngine:
     self._executor = (concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jaxport-reader")
                       if threads else None)
 
+  def each_thread(self, work: Callable[[], Any]) -> list[Any]:
+    """``work`` run here, then on the reader thread where there is one (waited for), with
+    its results in that order: for what is kept per thread, such as jax's context values.
+    Between entries only, when nothing else is queued there."""
+    results = [work()]
+    if self._executor is not None:
+      results.append(self._executor.submit(work).result())
+    return results
+
   def close(self) -> None:
     """Stop the reader thread."""
     if self._executor is not None:

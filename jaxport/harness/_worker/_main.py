@@ -10,7 +10,9 @@ and entry id echoed, the tail of what the worker wrote to stdout and stderr whil
 the request, and the worker's ``notices``: why a memo the worker puts in front of jax stays
 off in it (jax's function has another signature than the memo was written for), one line
 each. A watchdog thread exits the process when the pipe from its parent reports end of file,
-so the worker never outlives the process that started it.
+so the worker never outlives the process that started it. After each request the worker puts
+back what the case's code changed of the process (jax's configuration and contexts, warnings
+filters, timers, signal handlers: ``_process_state``), and the answer names each change.
 
 The worker is started as ``python -m jaxport.harness._worker --project JSON --answer-fd FD
 [--stage-fd FD] [--share-executables] [--compile-cache DIR] [--cold-start]``; with
@@ -265,15 +267,15 @@ def main(argv: list[str] | None = None) -> NoReturn:
   if args.stage_fd is not None:
     _stage_marks.install(args.stage_fd)
   # local: jax and the engine load only once the child serves (stacks, lifeline set up)
-  from jaxport.harness._worker import _engine, _jax_setup
+  from jaxport.harness._worker import _engine, _jax_setup, _process_state
   from jaxport.harness._project import Project
   _jax_setup.configure_jax(args.compile_cache, share_executables=args.share_executables,
                         own_process=True)
   engine = _engine.ReplayEngine(Project.from_json(json.loads(args.project)),
                                 threads=args.share_executables and _usable_cores() > 1)
   _warm_up(engine)
-  # What every entry starts from: a setting a case changes is put back after its request.
-  baseline = _jax_setup.ConfigSnapshot()
+  # What every entry starts from: what a case changes is put back after its request.
+  baseline = _process_state.EntryStart(engine.each_thread)
   _collect_less()
   kernels = NativeKernels(engine, pending=not args.cold_start)
   capture = _OutputCapture()
@@ -301,7 +303,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
           FailureKind.CASE_CODE, f"the case's code raised {type(e).__name__}({e}) while the "
           "worker handled the request; a case (its function, inputs or checker) must return or "
           "raise an Exception, never end the process", traceback=traceback.format_exc())
-    # Between requests nothing traces on the reader thread: jax's settings go back here.
+    # Between requests nothing runs on the reader thread: the process state goes back here.
     answer = _with_config_changes(answer, baseline.restore())
     # Why a memo in front of jax stays off here; the session's report carries each line.
     answers.write(json.dumps(dump_answer(answer, _jax_setup.replacement_notices(),
