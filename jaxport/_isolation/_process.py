@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import weakref
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from jaxport._environment import PARENT_PID_ENV, worker_parent_pid
 
@@ -97,11 +97,14 @@ def serve_as_child(lifeline_fd: int | None, answer_fd: int | None = None):
   return answers
 
 
-def stop(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
-  """End a child: close its input so that it exits, and kill it if it has not within
-  ``grace_s``."""
+def stop(proc: subprocess.Popen, grace_s: float = 30.0, requests: IO | None = None) -> None:
+  """End a child: close the file its requests come on (``requests``, the write end of a pipe
+  of its own where it has one, else its stdin) so that it exits, and kill it if it has not
+  within ``grace_s``."""
+  channel = requests if requests is not None else proc.stdin
   try:
-    proc.stdin.close()
+    if channel is not None:
+      channel.close()
   except OSError:
     pass
   try:

@@ -49,6 +49,7 @@ class _ChildClient(WorkerClient):
     finally:
       os.close(write_end)
     self._answers = os.fdopen(read_end, "rb", buffering=0)
+    self._requests = self._proc.stdin  # this child reads its requests on stdin
 
 
 def _child(answer_line: str, printed: str = "") -> str:

@@ -2,7 +2,8 @@
 
 Replaying runs native code (XLA, LAPACK); a crash there must fail one entry,
 not the pytest session. The session keeps one long-lived worker per pytest
-process and sends it one request at a time as a JSON line; if the worker dies,
+process and sends it one request at a time as a JSON line, on a pipe of the worker's own
+(its stdin is ``/dev/null``: case code that reads stdin never takes a request); if the worker dies,
 times out or its resident memory (RSS, polled about five times a second on Linux)
 passes ``jaxport._limits.MAX_WORKER_RSS_BYTES`` or ``--compat-worker-memory-mb``,
 that request fails with the worker's last stderr lines and the next request starts
@@ -47,8 +48,8 @@ from jaxport.golden._entry_id import EntryId
 from jaxport.harness._devices import FORCE_DEVICES_FLAG, worker_environment
 from jaxport.harness._protocol._answers import (Answer, FailureKind, WireAnswer, WorkerFailure,
                                                 load_answer, malformed)
-from jaxport.harness._protocol._command import (ANSWER_FD_FLAG, COLD_START_FLAG, STAGE_FD_FLAG,
-                                                WORKER_MODULE)
+from jaxport.harness._protocol._command import (ANSWER_FD_FLAG, COLD_START_FLAG,
+                                                REQUEST_FD_FLAG, STAGE_FD_FLAG, WORKER_MODULE)
 from jaxport.harness._protocol._requests import Request, dump_request
 from jaxport.harness._protocol._stage_marks import read_marks
 
@@ -146,6 +147,7 @@ class WorkerClient:
     # The unlinked file the worker leaves word of its stages in (``_stage_marks``).
     self._stages = None
     self._answers = None  # the read end of the worker's answer pipe
+    self._requests = None  # the write end of the worker's request pipe
     self._lifeline: int | None = None
     # Request ids, unique over this client's workers: an answer of a dead worker's request
     # can never pass for another's.
@@ -185,26 +187,31 @@ class WorkerClient:
       flags.append(COLD_START_FLAG)
     read_end, self._lifeline = os.pipe()
     answers_read, answers_write = os.pipe()
+    requests_read, requests_write = os.pipe()
     try:
       # stdout and stderr both go to one file: what the worker's code prints is kept there
       # (and quoted with the request it was printed under), never read as an answer.
       self._proc = subprocess.Popen(
           [sys.executable, "-m", WORKER_MODULE, "--project",
            json.dumps(self.project.to_json()), *flags, LIFELINE_FLAG, str(read_end),
-           ANSWER_FD_FLAG, str(answers_write), STAGE_FD_FLAG, str(self._stages.fileno())],
+           REQUEST_FD_FLAG, str(requests_read), ANSWER_FD_FLAG, str(answers_write),
+           STAGE_FD_FLAG, str(self._stages.fileno())],
           cwd=self.project.root or Path.cwd(),
-          env=env, stdin=subprocess.PIPE, stdout=self._stderr, stderr=self._stderr, text=True,
-          pass_fds=(read_end, answers_write, self._stages.fileno()),
+          env=env, stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
+          pass_fds=(read_end, requests_read, answers_write, self._stages.fileno()),
           # Its own process group: what case code forks dies with it (kill_group), and a
           # Ctrl-C at the terminal reaches the session, which stops its workers itself.
           start_new_session=True)
     except BaseException:
       os.close(answers_read)
+      os.close(requests_write)
       raise
     finally:
       os.close(read_end)
+      os.close(requests_read)
       os.close(answers_write)
     self._answers = os.fdopen(answers_read, "rb", buffering=0)
+    self._requests = os.fdopen(requests_write, "w", encoding="utf-8")
 
   def _close_pipes(self) -> None:
     if self._lifeline is not None:
@@ -213,6 +220,12 @@ class WorkerClient:
     if self._answers is not None:
       self._answers.close()
       self._answers = None
+    if self._requests is not None:
+      try:
+        self._requests.close()
+      except OSError:  # what was left unwritten: the worker is gone
+        pass
+      self._requests = None
 
   def _stderr_tail(self) -> str:
     if self._stderr is None:
@@ -291,9 +304,11 @@ class WorkerClient:
   def _send(self, request: Request) -> int | None:
     """Send ``request`` with a new id; the id, or None when the worker cannot take it."""
     request_id = next(self._ids)
+    if self._requests is None:
+      return None
     try:
-      self._proc.stdin.write(json.dumps(dump_request(request, request_id)) + "\n")
-      self._proc.stdin.flush()
+      self._requests.write(json.dumps(dump_request(request, request_id)) + "\n")
+      self._requests.flush()
     except (BrokenPipeError, OSError):
       return None
     return request_id
@@ -376,7 +391,7 @@ class WorkerClient:
     if self._proc is not None:
       if self._awaiting is not None or any(p.reply is None for p in self._ahead):
         self._proc.kill()  # busy with answers nobody will read
-      stop(self._proc)
+      stop(self._proc, requests=self._requests)
       kill_group(self._proc)
       self._proc = None
     self._ahead.clear()

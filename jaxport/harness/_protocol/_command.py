@@ -7,4 +7,6 @@ from __future__ import annotations
 WORKER_MODULE = "jaxport.harness._worker"
 COLD_START_FLAG = "--cold-start"
 ANSWER_FD_FLAG = "--answer-fd"
+# The read end of the pipe the requests come on (never stdin, which case code may read).
+REQUEST_FD_FLAG = "--request-fd"
 STAGE_FD_FLAG = "--stage-fd"

@@ -3,7 +3,8 @@ which starts it, watches its memory and outlives its crashes.
 
 Requests are the typed records of ``jaxport.harness._protocol._requests`` (replay an entry, record a
 case into a staging store, write a failed entry's artifacts, list the cases), each read as
-one JSON line from stdin with an id the client gives it. The answer is one of the typed
+one JSON line from a pipe of its own (never stdin, which is ``/dev/null``: a case that reads
+stdin gets end of file, never the next request) with an id the client gives it. The answer is one of the typed
 records of ``jaxport.harness._protocol._answers``, written as one JSON line on a pipe of its own
 (never stdout, so nothing the case code prints can pass for an answer) with the request's id
 and entry id echoed, the tail of what the worker wrote to stdout and stderr while it handled
@@ -14,8 +15,8 @@ so the worker never outlives the process that started it. After each request the
 back what the case's code changed of the process (jax's configuration and contexts, warnings
 filters, timers, signal handlers: ``_process_state``), and the answer names each change.
 
-The worker is started as ``python -m jaxport.harness._worker --project JSON --answer-fd FD
-[--stage-fd FD] [--share-executables] [--compile-cache DIR] [--cold-start]``; with
+The worker is started as ``python -m jaxport.harness._worker --project JSON --request-fd FD
+--answer-fd FD [--stage-fd FD] [--share-executables] [--compile-cache DIR] [--cold-start]``; with
 ``--stage-fd`` it keeps word of the stages in progress in that file (``_stage_marks``), which
 the session reads if it dies. It runs in the project's directory
 with the project's paths on ``PYTHONPATH``, so that it imports the case modules the session
@@ -47,7 +48,8 @@ from jaxport.harness._protocol._requests import (ArtifactsRequest, CasesRequest,
                                                  RecordRequest, ReplayRequest, Request,
                                                  load_request, request_id_of)
 from jaxport.harness._protocol import _stage_marks
-from jaxport.harness._protocol._command import ANSWER_FD_FLAG, COLD_START_FLAG, STAGE_FD_FLAG
+from jaxport.harness._protocol._command import (ANSWER_FD_FLAG, COLD_START_FLAG,
+                                                REQUEST_FD_FLAG, STAGE_FD_FLAG)
 
 if TYPE_CHECKING:
   from jaxport.harness._worker._engine import ReplayEngine
@@ -243,8 +245,8 @@ def _usable_cores() -> int:
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
-  """Serve requests from stdin until it closes, then exit; answers go to the answer pipe
-  only."""
+  """Serve requests from the request pipe until it closes, then exit; answers go to the answer
+  pipe only."""
   parser = argparse.ArgumentParser(prog="python -m jaxport.harness._worker")
   parser.add_argument("--project", required=True, metavar="JSON",
                       help="the project (case modules, store, paths) as JSON")
@@ -255,6 +257,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
                            "entry's readers side by side where two cores are free")
   parser.add_argument(COLD_START_FLAG, action="store_true",
                       help="lower and compile nothing before the first request (cold replay)")
+  parser.add_argument(REQUEST_FD_FLAG, dest="request_fd", type=int, required=True, metavar="FD",
+                      help="the read end of the pipe the requests come on (not stdin)")
   parser.add_argument(ANSWER_FD_FLAG, dest="answer_fd", type=int, required=True, metavar="FD",
                       help="the write end of the pipe the answers go to (not stdout)")
   parser.add_argument(STAGE_FD_FLAG, dest="stage_fd", type=int, default=None, metavar="FD",
@@ -264,6 +268,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
   add_lifeline_option(parser)
   args = parser.parse_args(argv)
   answers = serve_as_child(args.lifeline, args.answer_fd)
+  # Not inherited by what case code starts, which could otherwise take requests.
+  os.set_inheritable(args.request_fd, False)
+  requests = os.fdopen(args.request_fd, "r", encoding="utf-8")
   if args.stage_fd is not None:
     _stage_marks.install(args.stage_fd)
   # local: jax and the engine load only once the child serves (stacks, lifeline set up)
@@ -279,7 +286,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
   _collect_less()
   kernels = NativeKernels(engine, pending=not args.cold_start)
   capture = _OutputCapture()
-  for line in sys.stdin:
+  for line in requests:
     if not line.strip():
       continue
     capture.begin()
