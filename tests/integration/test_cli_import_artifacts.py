@@ -321,3 +321,20 @@ def test_a_shipped_envelope_jax_refuses_fails_naming_upgrade_and_its_upgraded_bl
   else:  # an older jax reads the envelope as shipped
     assert "2 entries replayed of 2 present: 2 pass" in text, text[-4000:]
     assert "refuses this shipped artifact" not in text and result.ret == 0
+
+
+def test_an_npz_holding_pickled_objects_is_refused_without_unpickling(shipped, tmp_path):
+  blob = _copy(shipped[1], "sin", tmp_path / FAMILY)
+  np.savez(blob.with_name("sin.inputs.npz"), np.array([object()], dtype=object))
+  out = _refused(blob, tmp_path / "store")
+  assert "sin.inputs.npz: member arr_0.npy cannot be read without unpickling" in out
+
+
+def test_an_imported_entry_is_checked_by_bisect_over_one_release(shipped):
+  project, release = shipped[0], jax.__version__
+  entry = _entries(project)["cholesky"]
+  rc, out, err = _main("bisect", str(entry.entry_id), "--root", str(project / "golden"),
+                       "--releases", f"{release}..{release}")
+  assert rc == 0, out + err
+  assert out == f"{entry.entry_id}: checked under jax {release}: pass: it loads, runs and " \
+                "reproduces its outputs\n"
