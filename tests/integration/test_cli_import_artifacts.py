@@ -338,3 +338,17 @@ def test_an_imported_entry_is_checked_by_bisect_over_one_release(shipped):
   assert rc == 0, out + err
   assert out == f"{entry.entry_id}: checked under jax {release}: pass: it loads, runs and " \
                 "reproduces its outputs\n"
+
+
+def test_a_blob_exported_only_for_another_platform_is_checked_without_running(tmp_path):
+  folder = tmp_path / FAMILY
+  folder.mkdir()
+  exp = export.export(jax.jit(jnp.sin), platforms=("tpu",))(X)
+  (folder / "tpu_sin.bin").write_bytes(exp.serialize())
+  rc, out, err = _main("import-artifacts", str(folder), "--store", str(tmp_path / "store"))
+  assert rc == 0, out + err
+  (entry,) = GoldenStore(tmp_path / "store").entries()
+  assert str(entry.entry_id).startswith("cpu/tpu_serving/tpu_sin/")
+  assert entry.manifest.lowering_only and entry.expected_outputs() is None
+  assert entry.manifest.imported_from.details["expected_from"].startswith(
+      "none: exported for ['tpu'], checked on cpu without running")

@@ -32,8 +32,9 @@ class Replayed:
 def _checks(present, imported, strict=False):
   """The session checks of a run that replayed every entry of ``present``."""
   return coverage.session_checks("cpu", Project((), Path("golden")), targets=NO_TARGETS, other={},
-                                 entries=[Replayed(e) for e in present], present=present, case_ids=[], checked_case_ids=[],
-                                 strict=strict, imported=imported)
+                                 entries=[Replayed(e) for e in present], present=present,
+                                 case_ids=[], checked_case_ids=[], strict=strict,
+                                 imported=imported)
 
 
 def test_imported_artifacts_are_not_orphans_and_are_told_once_that_todays_export_does_not_apply():

@@ -55,12 +55,13 @@ def imported_artifacts(store: GoldenStore, present: Iterable[EntryId]) -> tuple[
 
 def imported_skip(imported: Sequence[EntryId]) -> Skip:
   """The one skip-ledger line of a run's imported artifacts."""
+  one = len(imported) == 1
   return Skip(TODAYS_EXPORT_CHECKS,
-              f"{len(imported)} imported artifact{'' if len(imported) == 1 else 's'} "
-              f"(jaxport import-artifacts) {'has' if len(imported) == 1 else 'have'} no case "
-              "function to export today, so these "
-              "checks do not apply to them; they replay their shipped bytes against their "
-              "inputs and outputs")
+              f"{len(imported)} imported artifact{'' if one else 's'} (jaxport "
+              f"import-artifacts) {'has' if one else 'have'} no case function to export "
+              f"today, so these checks do not apply to {'it' if one else 'them'}; "
+              f"{'it replays its' if one else 'they replay their'} shipped bytes against "
+              f"{'its' if one else 'their'} inputs and outputs")
 
 
 def required_targets(platform: str, project: Project) -> list[str]:

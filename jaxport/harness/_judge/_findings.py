@@ -124,7 +124,8 @@ def _shipped_envelope_finding(reader: str, env: EnvelopeRead, consumer: str | No
   return Finding(
       K.COMPATIBILITY_BREAK if fails else K.EXPIRED, S.READER,
       f"{reader} reader: jax {consumer or 'installed'} refuses this shipped artifact as it is "
-      f"(envelope layout {env.layout}, header version {env.from_version}): {env.error_before.rstrip('. ')}. "
+      f"(envelope layout {env.layout}, header version {env.from_version}): "
+      f"{env.error_before.rstrip('. ')}. "
       f"It loads and matches after the rewrite `jaxport upgrade BLOB -o NEW.bin` makes (header "
       f"version {env.to_version}): ship that blob and import it as a new entry (jaxport "
       "import-artifacts); jaxport_shipped_expired = \"warn\" makes this a warning", reader)
