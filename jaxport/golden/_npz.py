@@ -114,13 +114,18 @@ def encode_arrays(arrays: Sequence[Any], where: str) -> tuple[bytes, tuple[Array
   return buf.getvalue(), tuple(specs)
 
 
-def decode_arrays(data: bytes, specs: Sequence[ArraySpec], where: str) -> list[np.ndarray]:
-  """Read npz bytes written by :func:`encode_arrays`, never unpickling; check against specs."""
+def _open_npz(data: bytes, where: str) -> zipfile.ZipFile:
+  """npz bytes opened as the zip file they are; a ``GoldenDataError`` naming ``where`` when
+  they are not one."""
   try:
-    zf = zipfile.ZipFile(io.BytesIO(data))
+    return zipfile.ZipFile(io.BytesIO(data))
   except zipfile.BadZipFile as e:
     raise GoldenDataError(f"{where}: not a valid npz (zip) file: {e}.") from None
-  with zf:
+
+
+def decode_arrays(data: bytes, specs: Sequence[ArraySpec], where: str) -> list[np.ndarray]:
+  """Read npz bytes written by :func:`encode_arrays`, never unpickling; check against specs."""
+  with _open_npz(data, where) as zf:
     names = zf.namelist()
     want = [f"arr_{i}.npy" for i in range(len(specs))]
     if sorted(names) != sorted(want) or len(set(names)) != len(names):
@@ -155,11 +160,7 @@ def positional_specs(data: bytes, where: str) -> tuple[ArraySpec, ...]:
   ``arr_1``...) declares, read from the headers alone: the file's arrays are then read by
   :func:`decode_arrays` against these specs once the caller has checked them. Another member
   name, a pickled or unnamed dtype, or a malformed file is a ``GoldenDataError`` naming it."""
-  try:
-    zf = zipfile.ZipFile(io.BytesIO(data))
-  except zipfile.BadZipFile as e:
-    raise GoldenDataError(f"{where}: not a valid npz (zip) file: {e}.") from None
-  with zf:
+  with _open_npz(data, where) as zf:
     names = zf.namelist()
     want = [f"arr_{i}.npy" for i in range(len(names))]
     if sorted(names) != want:
