@@ -71,7 +71,8 @@ def shown_in_markdown(text: str) -> str:
 
 
 def _run(pytester, *args):
-  # Its own process: the session reads the host (FAKE_CPUINFO) once per process.
+  # Its own process: the case module points jaxport's CPU information file at FAKE_CPUINFO in
+  # every process that imports it, and a recording imports it into pytest's process too.
   return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--compat-today=2026-12-01",
                                        *args)
 
