@@ -60,6 +60,10 @@ class FindingKind(enum.StrEnum):
   # Today's export is called with other input or output trees, dtypes, shapes, shardings or
   # effects than the entry: the artifact's calling contract changed. As a function change.
   SIGNATURE_CHANGE = "signature_change"
+  # Today's export is lowered for platforms the entry was not (and for all it was): the
+  # artifact changed, and every old caller still loads it. Warns (fails under --compat-strict);
+  # --compat-update records the case anew. A platform removed is a signature change.
+  PLATFORMS_ADDED = "platforms_added"
   NUMERICS_CHANGE = "numerics_change"
   NUMERICS_DRIFT = "numerics_drift"
   # Within tolerance, not bitwise, on a host of another class than the recording one: a pass.
@@ -87,9 +91,12 @@ ALWAYS_FAIL = frozenset({_K.GOLDEN_DATA_ERROR, _K.COMPATIBILITY_BREAK, _K.EXPORT
 STRICT_FAIL = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE, _K.EXPIRED,
                          _K.FUTURE_DATE, _K.STALE_TARGET, _K.UNEXPECTED_PASS,
                          _K.MIN_CONSUMER_UNKNOWN, _K.JAX_CONFIG_CHANGED,
-                         _K.DRIFT_UNATTRIBUTED})
+                         _K.DRIFT_UNATTRIBUTED, _K.PLATFORMS_ADDED})
 # The kinds that say the case's function computes something else today.
 CHANGE_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE})
+# The kinds whose case ``--compat-update`` records anew: a changed function, and an artifact
+# that today's export ships for more platforms (a warning, as no caller breaks).
+UPDATE_KINDS = CHANGE_KINDS | {_K.PLATFORMS_ADDED}
 # The kinds only running an entry can find: its results, today's export failing, an upgrade
 # that made it run, its case's min_consumer, the expectations table. ``jaxport audit`` reads an
 # artifact without running it (it lowers the case and compares the calling contract, as the
@@ -103,7 +110,7 @@ RUN_ONLY_KINDS = frozenset({_K.NUMERICS_CHANGE, _K.NUMERICS_DRIFT,
 NEVER_EXCUSED = frozenset({_K.EXPORT_ERROR, _K.GOLDEN_DATA_ERROR, _K.BELOW_MIN_CONSUMER})
 # The kinds the report's ``drift`` section lists: differences between an entry and today's
 # lowering or readers that are not breaks.
-DRIFT_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE,
+DRIFT_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.PLATFORMS_ADDED,
                          _K.NUMERICS_CHANGE,
                          _K.NUMERICS_DRIFT, _K.PRODUCER_DRIFT, _K.DRIFT_UNATTRIBUTED})
 # Kinds of findings on an entry that jax.export of an older release recorded which are the

@@ -3,7 +3,8 @@
 The run replays as usual. A case *changed* when the replay of its newest entry
 (the store's order: record date, revision, producer release) finds that
 today's function is called, lowers or computes something else (``signature_change``,
-``lowering_drift``, ``numerics_change``); a registered case without any entry is new. At the end
+``lowering_drift``, ``numerics_change``), or is exported for more platforms
+(``platforms_added``); a registered case without any entry is new. At the end
 of the run the session records one new entry of each changed or new case
 (the worker's record op, into staging, then the store's atomic append-only
 write; a second entry of the same day gets the next revision) and reports what
@@ -22,7 +23,7 @@ from jaxport.golden._entry_id import EntryId
 from jaxport._vocabulary import RecordAction, Subject
 from jaxport.golden._manifest import Manifest
 from jaxport.golden._entry import entry_sort_key
-from jaxport._vocabulary import CHANGE_KINDS
+from jaxport._vocabulary import UPDATE_KINDS
 from jaxport.report._entries import EntryResult
 from jaxport.report import FindingKind, PlatformTargets, Skip, Targets, Updated
 
@@ -50,6 +51,7 @@ class CaseChange:
                targets_added=tuple(sorted(today - recorded)),
                targets_removed=tuple(sorted(recorded - today)),
                signature_changes=(*_findings(outcome, FindingKind.SIGNATURE_CHANGE),
+                                  *_findings(outcome, FindingKind.PLATFORMS_ADDED),
                                   *_findings(outcome, FindingKind.LOWERING_DRIFT)),
                numerics=_findings(outcome, FindingKind.NUMERICS_CHANGE))
 
@@ -140,7 +142,7 @@ def changed_cases(outcomes: Mapping[EntryId, EntryResult], present: Iterable[Ent
         out.append(CaseChange(case_id, None))
       continue
     outcome = outcomes.get(entry_id)
-    if outcome is not None and set(outcome.kinds) & CHANGE_KINDS:
+    if outcome is not None and set(outcome.kinds) & UPDATE_KINDS:
       out.append(CaseChange.from_outcome(outcome))
   return out
 
@@ -158,7 +160,7 @@ def change_hint(outcome: EntryResult, updating: bool, newest: bool) -> str:
             "Find what broke (the message above names the reader and the stage), then pin the "
             "jax your consumers run or ship new artifacts; a break the project accepts goes in "
             "its expectations table (jaxport_expectations) as an expected failure")
-  if not set(outcome.kinds) & CHANGE_KINDS:
+  if not set(outcome.kinds) & UPDATE_KINDS:
     return ""
   if not newest:
     return (f"\ncase {case_id} has a newer entry; this older one differs from today's function "

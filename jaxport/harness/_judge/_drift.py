@@ -65,11 +65,14 @@ def lowering_difference(manifest: Manifest, consumer: str | None, lead: str, lin
 
 
 def contract_findings(manifest: Manifest, consumer: str | None, by_function: Sequence[str],
-                      by_jax: Sequence[str], newest: bool) -> tuple[list[Finding], list[str]]:
+                      by_jax: Sequence[str], newest: bool,
+                      platforms_added: Sequence[str] = ()) -> tuple[list[Finding], list[str]]:
   """The findings and skip lines of a difference of today's calling contract from the entry's:
-  ``by_function``, what the function's owner changed (trees, types, shardings, effects, the
-  comparison settings), and ``by_jax``, what the jax release writes differently. An entry
-  older than its case's newest promised an earlier contract: only a skip line says so."""
+  ``by_function``, what the function's owner changed (trees, types, shardings, effects,
+  platforms removed, the comparison settings), ``by_jax``, what the jax release writes
+  differently, and ``platforms_added``, platforms today's export adds (``platforms_added``:
+  the artifact changed, its callers still load it). An entry older than its case's newest
+  promised an earlier contract: only a skip line says so."""
   lead = f"calling contract of case {manifest.case_id}"
   findings = [Finding(FindingKind.PRODUCER_DRIFT if manifest.producer.jax != consumer
                       else FindingKind.SIGNATURE_CHANGE, Subject.TODAY, f"{lead}: {line}",
@@ -85,4 +88,8 @@ def contract_findings(manifest: Manifest, consumer: str | None, by_function: Seq
     skips.append(line)
   findings += [Finding(FindingKind.SIGNATURE_CHANGE, Subject.TODAY, f"{lead}: {line}",
                        detail=line) for line in (by_function if newest else ())]
+  findings += [Finding(FindingKind.PLATFORMS_ADDED, Subject.TODAY,
+                       f"{lead}: {line}: callers of the entry still load it, but the artifact "
+                       "changed; record it anew (--compat-update) to ship it", detail=line)
+               for line in (platforms_added if newest else ())]
   return findings, skips

@@ -325,7 +325,7 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
       findings += [lowering_difference(manifest, consumer, f"current lowering{against}", line,
                                        results_match, evidence) for line in cur.signature_diff]
       found, skipped = contract_findings(manifest, consumer, cur.contract_diff,
-                                         cur.contract_by_jax, newest)
+                                         cur.contract_by_jax, newest, cur.platforms_added)
       findings += found
       skips += skipped
       # An older entry whose contract or comparison is no longer the case's is judged by its

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from jaxport._vocabulary import (ALWAYS_FAIL, CHANGE_KINDS, NEVER_EXCUSED, STRICT_FAIL,
-                                 FindingKind, Status)
+                                 UPDATE_KINDS, FindingKind, Status)
 
 K = FindingKind
 
@@ -30,12 +30,12 @@ class Policy:
 
 def severity(kind: FindingKind, policy: Policy) -> Status:
   """What one finding of ``kind`` makes of an entry on its own under ``policy``."""
-  if kind in CHANGE_KINDS and policy.updating:
+  if kind in UPDATE_KINDS and policy.updating:
     return Status.WARN
   if kind in ALWAYS_FAIL or (policy.changes_fail and kind in CHANGE_KINDS):
     return Status.FAIL
   if kind in STRICT_FAIL:
-    if kind in CHANGE_KINDS and policy.superseded:
+    if kind in UPDATE_KINDS and policy.superseded:
       return Status.WARN
     return Status.FAIL if policy.strict else Status.WARN
   if kind is K.NUMERICS_DRIFT:

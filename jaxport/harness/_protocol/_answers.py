@@ -185,7 +185,8 @@ class TodayResult:
   output trees, types, shardings, effects) of today's export differs from the entry's, one
   line each (today's module is then not run: the entry's inputs are not its inputs);
   ``contract_by_jax``: the differences the jax release makes (the calling-convention
-  version)."""
+  version); ``platforms_added``: the platforms today's export is lowered for and the entry's
+  blob is not (one line; a platform removed is a line of ``contract_diff``)."""
   available: bool
   reason: str | None = None
   error: str | None = None
@@ -196,6 +197,7 @@ class TodayResult:
   numerics: Numerics | None = None
   contract_diff: tuple[str, ...] = ()
   contract_by_jax: tuple[str, ...] = ()
+  platforms_added: tuple[str, ...] = ()
 
   def to_json(self) -> dict[str, Any]:
     return {"available": self.available, "reason": self.reason, "error": self.error,
@@ -203,7 +205,8 @@ class TodayResult:
             "signature_diff": list(self.signature_diff), "same_module": self.same_module,
             "numerics": None if self.numerics is None else self.numerics.to_json(),
             "contract_diff": list(self.contract_diff),
-            "contract_by_jax": list(self.contract_by_jax)}
+            "contract_by_jax": list(self.contract_by_jax),
+            "platforms_added": list(self.platforms_added)}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> TodayResult:
@@ -218,7 +221,8 @@ class TodayResult:
         same_module=_S.of(d["same_module"], bool, f"{where}.same_module"),
         numerics=None if d["numerics"] is None else Numerics.from_json(d["numerics"], f"{where}.numerics"),
         contract_diff=_S.strs(d["contract_diff"], f"{where}.contract_diff"),
-        contract_by_jax=_S.strs(d["contract_by_jax"], f"{where}.contract_by_jax"))
+        contract_by_jax=_S.strs(d["contract_by_jax"], f"{where}.contract_by_jax"),
+        platforms_added=_S.strs(d["platforms_added"], f"{where}.platforms_added"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,9 @@ A golden entry promises more than its module: whoever calls the artifact passes 
 its input tree, dtypes and shapes, and reads outputs of its output tree. Renaming a key of a
 params dict leaves the module as it was and breaks every caller, so the harness compares the
 contract of the entry's blob with that of today's export of its case, path by path
-(``args[0]['w1']``, ``output[0]``), and names each difference.
+(``args[0]['w1']``, ``output[0]``), and names each difference. The platforms it is lowered for
+are part of it: a fleet of a platform the artifact no longer names cannot load it, while a
+platform added breaks no caller (:attr:`ContractDiff.platforms_added`).
 
 The calling-convention version is not the user's: a jax release writes the one it writes, so
 a difference there is reported apart (:attr:`ContractDiff.by_jax`).
@@ -24,22 +26,26 @@ from jaxport.harness import _case
 @dataclasses.dataclass(frozen=True)
 class CallingContract:
   """Inputs and outputs as ``(path, type)`` pairs in the order of the flat call, their
-  shardings (HLO sharding text, None for unspecified), the effects and the calling-convention
-  version."""
+  shardings (HLO sharding text, None for unspecified), the effects, the calling-convention
+  version and the platforms the module is lowered for (in the blob's order)."""
   inputs: tuple[tuple[str, str], ...]
   outputs: tuple[tuple[str, str], ...]
   in_shardings: tuple[str | None, ...]
   out_shardings: tuple[str | None, ...]
   effects: tuple[str, ...]
   calling_convention_version: int
+  platforms: tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True)
 class ContractDiff:
   """How today's contract differs from the recorded one: what the function's owner changed
-  (``by_function``, one line each) and what the jax release writes differently (``by_jax``)."""
+  (``by_function``, one line each; a platform removed among them), what the jax release
+  writes differently (``by_jax``), and the platforms today's export adds to the recorded ones
+  (``platforms_added``, one line; no caller of the entry breaks)."""
   by_function: tuple[str, ...] = ()
   by_jax: tuple[str, ...] = ()
+  platforms_added: tuple[str, ...] = ()
 
 
 def _type(aval: Any) -> str:
@@ -76,7 +82,21 @@ def contract_of(exported: Any) -> CallingContract:
       in_shardings=_shardings(exported.in_shardings_hlo),
       out_shardings=_shardings(exported.out_shardings_hlo),
       effects=tuple(sorted(str(e) for e in effects)),
-      calling_convention_version=int(exported.calling_convention_version))
+      calling_convention_version=int(exported.calling_convention_version),
+      platforms=tuple(str(p) for p in exported.platforms))
+
+
+def _platforms(recorded: tuple[str, ...], today: tuple[str, ...]) -> tuple[list[str], list[str]]:
+  """The platforms line of each kind: those today's export no longer names (its callers there
+  cannot load it), and those it names anew. Their order is not compared: a consumer's jax
+  picks its platform's lowering by name."""
+  removed = [p for p in recorded if p not in today]
+  added = [p for p in today if p not in recorded]
+  gone = ([f"platforms: {removed} removed ({list(recorded)} became {list(today)}): the "
+           f"artifact no longer loads on {', '.join(removed)}"] if removed else [])
+  new = ([f"platforms: {added} added ({list(recorded)} became {list(today)})"]
+         if added else [])
+  return gone, new
 
 
 def _side(prefix: str, recorded: tuple[tuple[str, str], ...],
@@ -110,11 +130,13 @@ def diff(recorded: CallingContract, today: CallingContract) -> ContractDiff:
                       f"{b or 'unspecified'}")
   if recorded.effects != today.effects:
     mine.append(f"effects: {list(recorded.effects)} became {list(today.effects)}")
+  removed, added = _platforms(recorded.platforms, today.platforms)
+  mine += removed
   jaxs = []
   if recorded.calling_convention_version != today.calling_convention_version:
     jaxs.append(f"calling convention version {recorded.calling_convention_version} became "
                 f"{today.calling_convention_version}")
-  return ContractDiff(tuple(mine), tuple(jaxs))
+  return ContractDiff(tuple(mine), tuple(jaxs), tuple(added))
 
 
 def comparison_today(case: Any, outputs: Any) -> Any:

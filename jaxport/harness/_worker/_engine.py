@@ -395,7 +395,7 @@ class ReplayEngine:
     contract = contract_change(self._read_back_today(case, exp), reads)
     calling = contract.by_function + _constraints_change(case, m)
     diff_kw = {"contract_diff": calling + self._settings_change(case, m),
-               "contract_by_jax": contract.by_jax}
+               "contract_by_jax": contract.by_jax, "platforms_added": contract.platforms_added}
     if m.lowering_only or not run or calling:
       # A changed contract: the entry's inputs are not today's function's, nothing to run.
       return TodayResult(available=True, targets=targets, signature_diff=diff, **diff_kw)
