@@ -36,11 +36,17 @@ Kinds, from worst to mildest:
   ``signature_change``     today's export is called with other input or output
                            trees, dtypes, shapes, shardings, effects or symbolic
                            constraints than the entry (its calling contract,
-                           ``_calling``), or compared otherwise: fails and
+                           ``_calling``), is lowered for fewer of the entry's
+                           platforms, or is compared otherwise: fails and
                            warns as ``lowering_drift`` does. An entry older than
                            its case's newest is judged by its readers and
                            recorded outputs only (a skip line, "earlier
                            contract").
+  ``platforms_added``      today's export of the case's newest entry is lowered
+                           for platforms the entry's blob is not (and for all
+                           it is): the artifact changed, its callers still load
+                           it. A warning, a failure with ``--strict``;
+                           ``--compat-update`` records the case anew.
   ``lowering_drift``       today's lowering uses other targets or other operand,
                            result or attribute signatures. Fails lowering-only
                            entries (their signatures are all they promise);
