@@ -2,10 +2,11 @@
 
 ``examples/downstream`` is copied outside the repository and driven by its own
 ``run.sh`` with the installed ``jaxport``: record, replay, then a changed
-function, a changed gradient rule and a tampered entry must fail by name. A project that has not opted
-in must see pytest exactly as without jaxport: same output, no jax or jaxport
-imported, and ``--compat-*`` options refused with a clear usage error. This
-repository's own harness runs without pytest-xdist.
+function, a changed gradient rule, a platform dropped from an export and a tampered
+entry must fail by name. A project that has not opted in must see pytest exactly as
+without jaxport: same output, no jax or jaxport imported, and ``--compat-*`` options
+refused with a clear usage error. This repository's own harness runs without
+pytest-xdist.
 """
 
 import importlib.metadata
@@ -28,8 +29,8 @@ EXAMPLE = ROOT / "examples" / "downstream"
 BIN = Path(sys.executable).parent
 CLI = BIN / "jaxport"
 # The cases every copy records; the native one only where run.sh can compile it.
-CASES = {"layers/mlp", "layers/normalize_rows", "linalg/whiten_f32", "linalg/whiten_f64",
-         "stats/update_stats", "noise/soft_clip", "noise/jitter"}
+CASES = {"layers/mlp", "layers/normalize_rows", "layers/serve_scores", "linalg/whiten_f32",
+         "linalg/whiten_f64", "stats/update_stats", "noise/soft_clip", "noise/jitter"}
 NATIVE_CASE = "native/softsign"
 CHILD_TIMEOUT_S = 300
 
@@ -163,6 +164,8 @@ def test_downstream_example_records_replays_and_fails_on_a_changed_function_and_
   assert _manifest(entries["layers/normalize_rows"])["comparison"]["mode"] == "rows_normalized"
   if NATIVE_CASE in entries:
     assert targets[NATIVE_CASE] == {"tinyops_softsign"}
+  served = jaxport.deserialize((entries["layers/serve_scores"] / "exported.bin").read_bytes())
+  assert served.platforms == ("cpu", "tpu")
   # The gradient is recorded after the outputs, and each output has its dtype's tolerance,
   # the key-first function's float32 output too (its key data is compared exactly).
   tolerances = {case: [(t["path"], t["dtype"], t["rtol"]) for t in _manifest(e)["tolerances"]]
@@ -190,6 +193,10 @@ def test_downstream_example_records_replays_and_fails_on_a_changed_function_and_
   rule = noise.read_text()
   assert "jnp.maximum(1 - jnp.tanh(x) ** 2, 0.1)" in rule
   noise.write_text(rule.replace("jnp.maximum(1 - jnp.tanh(x) ** 2, 0.1)", "1 - jnp.tanh(x) ** 2"))
+  cases_module = project / "tinyops" / "golden_cases.py"
+  cases_source = cases_module.read_text()
+  assert 'platforms=("cpu", "tpu")' in cases_source
+  cases_module.write_text(cases_source.replace('platforms=("cpu", "tpu")', 'platforms=("cpu",)'))
   blob = entries["linalg/whiten_f32"] / "exported.bin"
   data = bytearray(blob.read_bytes())
   data[len(data) // 2] ^= 0x01
@@ -202,7 +209,10 @@ def test_downstream_example_records_replays_and_fails_on_a_changed_function_and_
   mlp_id = f"cpu/layers/mlp/{entries['layers/mlp'].name}"
   whiten_id = f"cpu/linalg/whiten_f32/{entries['linalg/whiten_f32'].name}"
   clip_id = f"cpu/noise/soft_clip/{entries['noise/soft_clip'].name}"
-  assert _failed_ids(report) == sorted([mlp_id, whiten_id, clip_id]), out
+  scores_id = f"cpu/layers/serve_scores/{entries['layers/serve_scores'].name}"
+  assert _failed_ids(report) == sorted([mlp_id, whiten_id, clip_id, scores_id]), out
+  assert ("[signature_change] calling contract of case serve_scores: platforms: ['tpu'] "
+          "removed") in out, out
   assert f"FAIL {clip_id}" in out
   assert "[numerics_change] current lowering: VJP output args[0] (order 1)" in out, out
   assert f"FAIL {mlp_id}" in out and f"FAIL {whiten_id}" in out

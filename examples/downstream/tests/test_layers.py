@@ -20,3 +20,10 @@ def test_update_stats_matches_the_statistics_of_all_rows():
   stats = jax.jit(tinyops.update_stats)(tinyops.update_stats(start, rows[:5]), rows[5:])
   np.testing.assert_allclose(stats.mean, rows.mean(axis=0), rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(stats.m2 / stats.count, rows.var(axis=0), rtol=1e-4)
+
+
+def test_scores_of_each_row_sum_to_one():
+  rng = np.random.RandomState(2)
+  w = rng.standard_normal((8, 4)).astype(np.float32)
+  x = rng.standard_normal((5, 8)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(tinyops.scores(w, x)).sum(axis=-1), 1, rtol=1e-5)

@@ -51,6 +51,12 @@ def cases() -> list[Case]:
       Case("normalize_rows", "layers", layers.normalize_rows,
            lambda: ((random_matrix(7, (6, 8), np.float32),), {}),
            polymorphic_shapes=("b, 8",), checker="rows_normalized"),
+      # Shipped to CPU and TPU serving fleets: one artifact lowered for both (on any host), whose
+      # platforms are part of what its callers load. Dropping "tpu" fails the entry; adding a
+      # platform is a warning.
+      Case("serve_scores", "layers", layers.scores,
+           lambda: ((random_matrix(12, (8, 4), np.float32), random_matrix(13, (5, 8), np.float32)),
+                    {}), platforms=("cpu", "tpu")),
       # On CPU, Cholesky is LAPACK's potrf: the targets stable_targets.json guarantees.
       Case("whiten_f32", "linalg", linalg.whiten,
            lambda: ((random_matrix(8, (16, 4), np.float32),), {}),

@@ -1,4 +1,5 @@
-"""Dense layers: a two-layer perceptron and a row normalization for any batch size."""
+"""Dense layers: a two-layer perceptron, a row normalization for any batch size and the ranking
+scores the serving fleets load."""
 
 import jax
 import jax.numpy as jnp
@@ -14,3 +15,8 @@ def normalize_rows(x: jax.Array) -> jax.Array:
   mean = jnp.mean(x, axis=-1, keepdims=True)
   var = jnp.var(x, axis=-1, keepdims=True)
   return (x - mean) * jax.lax.rsqrt(var + 1e-5)
+
+
+def scores(w: jax.Array, x: jax.Array) -> jax.Array:
+  """Ranking scores: a linear layer's softmax over the candidates of each row."""
+  return jax.nn.softmax(x @ w, axis=-1)
