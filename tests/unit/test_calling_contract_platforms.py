@@ -16,6 +16,7 @@ import jaxport
 from jaxport.golden import EntryId
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.harness._controller import _update
+from jaxport.harness._judge._artifact import ArtifactFindings, audit_policy
 from jaxport.harness._protocol._answers import (Numerics, ReaderResult, ReplayAnswer, Stage,
                                                 TodayResult)
 from jaxport.harness._protocol._requests import ReplayRequest
@@ -118,3 +119,19 @@ def test_an_older_entry_with_fewer_platforms_than_today_is_no_finding():
 def test_the_platforms_added_travel_in_todays_answer():
   today = TodayResult(available=True, same_module=True, platforms_added=("platforms: x",))
   assert TodayResult.from_json(today.to_json(), "today") == today
+
+
+def test_audit_judges_a_platforms_change_as_the_replay_does():
+  found = ArtifactFindings()
+  found.contract(_manifest(), md.version("jax"), ("platforms: ['tpu'] removed",), (), True,
+                 ("platforms: ['cuda'] added",))
+  default = found.judged(audit_policy(strict=False, changes_fail=True, newest=True))
+  assert sorted(f.kind for f in default.findings) == [K.PLATFORMS_ADDED, K.SIGNATURE_CHANGE]
+  assert default.status is Status.FAIL and len(default.problems) == 1
+  assert any("['cuda'] added" in w for w in default.warnings)
+  added = ArtifactFindings()
+  added.contract(_manifest(), md.version("jax"), (), (), True, ("platforms: ['cuda'] added",))
+  assert added.judged(audit_policy(strict=False, changes_fail=True, newest=True)).status is (
+      Status.WARN)
+  assert added.judged(audit_policy(strict=True, changes_fail=True, newest=True)).status is (
+      Status.FAIL)
