@@ -76,9 +76,13 @@ class UnregisteredNodeError(SerializationError):
   and ``fix`` is the sentence naming what to do, for callers that word the refusal their way.
   """
 
-  def __init__(self, message: str, *, node_type: type, part: str, fix: str):
+  def __init__(self, message: str, *, node_type: type | None = None, part: str = "",
+               fix: str = ""):
     super().__init__(message)
     self.node_type, self.part, self.fix = node_type, part, fix
+
+  def __reduce__(self):  # pickled with its fields, which are keyword-only
+    return type(self), self.args, self.__dict__
 
 
 class ExportTypeError(ExportError, TypeError):
