@@ -68,6 +68,23 @@ class SerializationTypeError(SerializationError, TypeError):
   """A value of the wrong type stands where serialization needs another (non-string dict key)."""
 
 
+class UnregisteredNodeError(SerializationError):
+  """The arguments or results of an Exported hold a pytree node type with no serialization
+  registration, which ``jax.export`` refuses too (so jax's reader could not read the blob).
+
+  ``node_type`` is the type, ``part`` says where it is (``"arguments"`` or ``"results"``)
+  and ``fix`` is the sentence naming what to do, for callers that word the refusal their way.
+  """
+
+  def __init__(self, message: str, *, node_type: type | None = None, part: str = "",
+               fix: str = ""):
+    super().__init__(message)
+    self.node_type, self.part, self.fix = node_type, part, fix
+
+  def __reduce__(self):  # pickled with its fields, which are keyword-only
+    return type(self), self.args, self.__dict__
+
+
 class ExportTypeError(ExportError, TypeError):
   """An export argument has the wrong type (for example a non-string custom-call target)."""
 

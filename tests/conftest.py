@@ -58,6 +58,26 @@ def exporter(request):
 
 
 @pytest.fixture
+def unregistered_result_namedtuples(monkeypatch):
+  """jaxport's and jax.export's serialization registries with jax's own result namedtuples
+  (``EighResult`` and friends) registered in neither, as in a fresh process, whatever other
+  tests of this process registered; both registries are put back afterwards, so what the
+  test registers does not outlive it."""
+  from jax._src.export import _export as jax_registry  # the registries are not public
+  from jaxport.serde import _pytrees, _wire
+  results = set(_wire.jax_result_namedtuples().values())
+  for module, by_type, by_name in ((_pytrees, "_by_type", "_by_name"),
+                                   (jax_registry, "serialization_registry",
+                                    "deserialization_registry")):
+    types = getattr(module, by_type)
+    names = {n for n, reg in getattr(module, by_name).items()
+             if (reg.nodetype if module is _pytrees else reg[0]) in results}
+    monkeypatch.setattr(module, by_type, {t: r for t, r in types.items() if t not in results})
+    monkeypatch.setattr(module, by_name, {n: r for n, r in getattr(module, by_name).items()
+                                          if n not in names})
+
+
+@pytest.fixture
 def fake_harness_run(monkeypatch, tmp_path):
   """Record, instead of running, the commands ``jaxport record``/``replay`` start in
   ``tmp_path``. Call it with the exit status the fake run

@@ -3,9 +3,13 @@
 Built-in kinds (leaf, None, tuple, list, dict with string keys) need no
 registration. Other node types are written as a ``custom`` node holding the
 registered ``serialized_name`` and the bytes of ``serialize_auxdata``; reading
-looks the name up here. ``collections.OrderedDict`` and JAX's own result
-namedtuples (``jnp.linalg.eigh``'s ``EighResult`` and friends) are registered
-when this module is imported, so functions returning them serialize unchanged.
+looks the name up here. Every registration made here is made with ``jax.export``
+too (``_jax_registry``), so what jaxport writes, jax reads: a type jax.export
+would refuse to serialize, jaxport refuses too. ``collections.OrderedDict`` is
+registered in both when they are imported. JAX's own result namedtuples
+(``jnp.linalg.eigh``'s ``EighResult`` and friends), which jax does not register,
+are known here for reading only: under the names jaxport wrote them with before
+it refused them, so those blobs still read; writing one takes a registration.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any, TypeVar
 from jax import tree_util
 
 from jaxport.errors import SerializationError, SerializationTypeError
-from jaxport.serde import _wire
+from jaxport.serde import _jax_registry, _wire
 
 T = TypeVar("T")
 
@@ -43,6 +47,8 @@ class _Registration:
 
 _by_type: dict[type, _Registration] = {}
 _by_name: dict[str, _Registration] = {}
+# Read, never written: jax's own result namedtuples, by the names jaxport gave them.
+_read_only: dict[str, _Registration] = {}
 
 
 def _is_registered_pytree_node(nodetype: type) -> bool:
@@ -82,18 +88,8 @@ def _check_new(reg: _Registration) -> None:
         f"Previous registration was for type `{_by_name[reg.name].nodetype}`.")
 
 
-def _jax_registrar(jax_export: Any, function: str) -> Callable[..., Any]:
-  """``jax_export``'s registration ``function``; a clear error unless it is the ``jax.export`` module."""
-  register = getattr(jax_export, function, None)
-  if not callable(register):
-    raise SerializationTypeError(
-        f"jax_export must be the jax.export module, got {jax_export!r}. Pass "
-        "jax_export=jax.export (after import jax.export).")
-  return register
-
-
 def _register(reg: _Registration, also: Callable[[], Any] | None = None) -> None:
-  """Add ``reg``; ``also`` registers it elsewhere (with ``jax.export``) first.
+  """Add ``reg``; ``also`` registers it with ``jax.export`` first.
 
   jaxport's checks run before ``also`` and jaxport's entry is added only after
   ``also`` succeeded, so a refusal by either leaves both registries unchanged.
@@ -114,9 +110,11 @@ def register_pytree_node_serialization(
 
   ``nodetype`` must already be a registered pytree node unless ``from_children``
   (auxdata, children) -> node is given. Each type and each name may be
-  registered once. ``jax_export=jax.export`` registers the type with
-  ``jax.export`` as well, under the same name, so blobs carrying it read with
-  both libraries.
+  registered once. The type is registered with ``jax.export`` as well, under
+  the same name (with the ``jax.export`` that ``import jax`` loaded, or the
+  module passed as ``jax_export``), so that blobs carrying it read with both
+  libraries; one already registered with jax.export under this name stays so.
+  A process reading such blobs with plain jax registers the type there too.
   """
   if not isinstance(nodetype, type):
     raise SerializationTypeError(
@@ -147,13 +145,10 @@ def register_pytree_node_serialization(
         # jax's message, unchanged (including its missing space), then jaxport's fix.
         "If `from_children` is not present, you must call first"
         f"`jax.tree_util.register_pytree_node` for `{nodetype}`\n{fix}")
-  also = None
-  if jax_export is not None:
-    register = _jax_registrar(jax_export, "register_pytree_node_serialization")
-    extra = {} if from_children is None else {"from_children": from_children}
-    also = lambda: register(nodetype, serialized_name=serialized_name,  # noqa: E731
-                            serialize_auxdata=serialize_auxdata,
-                            deserialize_auxdata=deserialize_auxdata, **extra)
+  extra = {} if from_children is None else {"from_children": from_children}
+  also = _jax_registry.register(jax_export, "register_pytree_node_serialization", nodetype,
+                                serialized_name, serialize_auxdata=serialize_auxdata,
+                                deserialize_auxdata=deserialize_auxdata, **extra)
   _register(_Registration(nodetype, serialized_name, serialize_auxdata,
                           deserialize_auxdata, from_children), also)
   return nodetype
@@ -163,23 +158,25 @@ def register_namedtuple_serialization(nodetype: type[T], *, serialized_name: str
                                       jax_export: Any = None) -> type[T]:
   """Makes the namedtuple class ``nodetype`` serializable; its field names are the auxdata.
 
-  ``jax_export=jax.export`` registers it with ``jax.export`` too, under the same name.
+  Registered with ``jax.export`` too, under the same name, as
+  :func:`register_pytree_node_serialization` does.
   """
   if not _is_namedtuple(nodetype):
     raise SerializationError(
         "Use `jax.export.register_pytree_node_serialization` for types other than "
         f"`collections.namedtuple`.\nGot `{nodetype}`; with jaxport, use "
         "jaxport.register_pytree_node_serialization.")
-  also = None
-  if jax_export is not None:
-    register = _jax_registrar(jax_export, "register_namedtuple_serialization")
-    also = lambda: register(nodetype, serialized_name=serialized_name)  # noqa: E731
+  also = _jax_registry.register(jax_export, "register_namedtuple_serialization", nodetype,
+                                serialized_name)
+  _register(_namedtuple_registration(nodetype, serialized_name), also)
+  return nodetype
+
+
+def _namedtuple_registration(nodetype: type, serialized_name: str) -> _Registration:
   fields = tuple(nodetype._fields)
   encoded = json.dumps(list(fields)).encode("utf-8")
-  _register(_Registration(
-      nodetype, serialized_name, lambda _aux: encoded, _decode_json_names, None,
-      namedtuple_fields=fields), also)
-  return nodetype
+  return _Registration(nodetype, serialized_name, lambda _aux: encoded, _decode_json_names,
+                       None, namedtuple_fields=fields)
 
 
 def _decode_json_names(data: bytes) -> tuple[str, ...]:
@@ -203,18 +200,42 @@ def _serialize_ordereddict_keys(keys: Sequence[Any]) -> bytes:
 _register(_Registration(collections.OrderedDict, "collections.OrderedDict",
                         _serialize_ordereddict_keys, _decode_json_names, None))
 for _name, _cls in _wire.jax_result_namedtuples().items():
-  register_namedtuple_serialization(_cls, serialized_name=_name)
+  _read_only[_name] = _namedtuple_registration(_cls, _name)
 
 
 def registration_for_type(nodetype: Any) -> _Registration | None:
-  """The registration of ``nodetype``, or None."""
+  """The registration nodes of ``nodetype`` are written with, or None."""
   return _by_type.get(nodetype)
 
 
 def registration_for_name(name: str) -> _Registration | None:
-  """The registration under ``name``, or None."""
-  return _by_name.get(name)
+  """The registration a node serialized under ``name`` is read with, or None."""
+  return _by_name.get(name) or _read_only.get(name)
 
 
 def registered_names() -> list[str]:
-  return sorted(_by_name)
+  """Every name a node is read under."""
+  return sorted({*_by_name, *_read_only})
+
+
+def _read_only_name(nodetype: Any) -> str | None:
+  """The name jaxport once wrote ``nodetype`` under, for one of jax's own result
+  namedtuples that only reads now; None for any other type."""
+  return next((n for n, r in _read_only.items() if r.nodetype is nodetype), None)
+
+
+def unregistered_fix(nodetype: type) -> str:
+  """What to do about ``nodetype`` met unregistered in a tree being serialized: return
+  plain containers, or register it (with both libraries, in one call)."""
+  cls = getattr(nodetype, "__name__", repr(nodetype))
+  name = _read_only_name(nodetype) or (
+      f"{getattr(nodetype, '__module__', 'your_module')}.{getattr(nodetype, '__qualname__', cls)}")
+  if _is_namedtuple(nodetype):
+    how = "Return a tuple instead (tuple(result)), or register it"
+    call = f"jaxport.register_namedtuple_serialization({cls}, serialized_name={name!r})"
+  else:
+    how = "Return its contents as a tuple or dict instead, or register it"
+    call = (f"jaxport.register_pytree_node_serialization({cls}, serialized_name={name!r}, "
+            "serialize_auxdata=..., deserialize_auxdata=...)")
+  return (f"{how}: {call}, which registers it with jax.export too; a consumer reading the "
+          "blob with plain jax registers it under the same name as well")

@@ -575,9 +575,9 @@ def _unregistered(name: str, where: str) -> UnregisteredTypeError:
       f"The blob is valid, but jaxport has no serialization registration named `{name}` (at "
       f"{where}). A type registered with jax.export is not registered with jaxport: register it "
       f"with jaxport.register_pytree_node_serialization(YourType, serialized_name={name!r}, ...) "
-      "(or jaxport.register_namedtuple_serialization) before deserializing; pass "
-      "jax_export=jax.export to register it with both libraries in one call. Registered with "
-      f"jaxport: {_pytrees.registered_names()}.")
+      "(or jaxport.register_namedtuple_serialization) before deserializing; that one call "
+      "registers it with jax.export too, or keeps jax.export's registration under the same "
+      f"name. Registered with jaxport: {_pytrees.registered_names()}.")
 
 
 def _read_custom_node(p: list[Any], children: list[Any], where: str) -> Any:

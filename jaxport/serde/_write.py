@@ -22,7 +22,7 @@ from jaxport._jaxcompat._version import installed_jax_version
 from jaxport import _limits
 from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport._jaxcompat import _mesh as jax_mesh
-from jaxport.errors import SerializationError, SerializationTypeError
+from jaxport.errors import SerializationError, SerializationTypeError, UnregisteredNodeError
 from jaxport.serde import _builder, _pytrees, _wire
 from jaxport.serde import _schema_generated as fb
 
@@ -138,9 +138,9 @@ def _exported(b: _builder.Builder, exp: Any, vjp_order: int, jax_version: bool,
   _check_record(exp)
   uniques = _Uniques(exp)
   fun_name = b.CreateString(exp.fun_name)
-  in_tree = _pytreedef(b, exp.in_tree, depth + 1)
+  in_tree = _pytreedef(b, exp.in_tree, depth + 1, "arguments")
   in_avals = _vector_of(b, _aval, exp.in_avals)
-  out_tree = _pytreedef(b, exp.out_tree, depth + 1)
+  out_tree = _pytreedef(b, exp.out_tree, depth + 1, "results")
   out_avals = _vector_of(b, _aval, exp.out_avals)
   in_shardings = _vector_of(b, lambda b, s: _legacy_sharding(b, s, uniques),
                             exp._in_named_shardings)
@@ -239,9 +239,10 @@ def _constraints_of(exp: Any) -> tuple[str, ...]:
   return ()
 
 
-def _pytreedef(b: _builder.Builder, p: Any, depth: int) -> int:
+def _pytreedef(b: _builder.Builder, p: Any, depth: int, part: str) -> int:
   """The PyTreeDef table of ``p``, ``depth`` tables below the root; readers (jaxport's
-  and jax's) bound that depth, so a deeper tree is refused here rather than written."""
+  and jax's) bound that depth, so a deeper tree is refused here rather than written.
+  ``part``: the Exported's "arguments" or "results", which ``p`` is part of."""
   if depth > _limits.MAX_TABLE_DEPTH:
     raise SerializationError(
         f"Cannot serialize a pytree nested deeper than the limit "
@@ -250,7 +251,7 @@ def _pytreedef(b: _builder.Builder, p: Any, depth: int) -> int:
         "results into a shallower structure.")
   node_data = p.node_data()
   children = p.children()
-  children_off = (_vector_of(b, lambda b, c: _pytreedef(b, c, depth + 1), children)
+  children_off = (_vector_of(b, lambda b, c: _pytreedef(b, c, depth + 1, part), children)
                   if children else None)
   names_off = custom_name = custom_auxdata = None
   node_type = node_data[0] if node_data is not None else None
@@ -268,10 +269,7 @@ def _pytreedef(b: _builder.Builder, p: Any, depth: int) -> int:
   else:
     reg = _pytrees.registration_for_type(node_type)
     if reg is None:
-      raise SerializationError(
-          f"Cannot serialize PyTreeDef containing an unregistered type `{node_type}`. "
-          "Use `jaxport.register_pytree_node_serialization` or "
-          "`jaxport.register_namedtuple_serialization` to register it.")
+      raise _unregistered(node_type, part)
     kind = fb.PyTreeDefKind.custom
     custom_name = b.CreateString(reg.name)
     aux = reg.serialize_auxdata(node_data[1])
@@ -291,6 +289,19 @@ def _pytreedef(b: _builder.Builder, p: Any, depth: int) -> int:
   if custom_auxdata is not None:
     fb.PyTreeDefAddCustomAuxdata(b, custom_auxdata)
   return fb.PyTreeDefEnd(b)
+
+
+def _unregistered(node_type: type, part: str) -> UnregisteredNodeError:
+  """jax's refusal of ``node_type`` (jax.export refuses to write it too), then where it is
+  and the fix."""
+  fix = _pytrees.unregistered_fix(node_type)
+  return UnregisteredNodeError(
+      "Cannot serialize PyTreeDef containing an "
+      f"unregistered type `{node_type}`. "
+      "Use `export.register_pytree_node_serialization` or "
+      "`export.register_namedtuple_serialization`.\n"
+      f"The {part} hold it, and jax's deserialize reads a blob holding it only where the type "
+      f"is registered. {fix}.", node_type=node_type, part=part, fix=fix)
 
 
 def _dict_key(b: _builder.Builder, k: Any) -> int:

@@ -23,7 +23,7 @@ RECORD_DATE = datetime.date(2026, 6, 1)
 
 
 def qr_fun(x):
-  return jnp.linalg.qr(x)
+  return tuple(jnp.linalg.qr(x))  # jax.export serializes no QRResult unregistered
 
 
 @functools.cache

@@ -157,7 +157,7 @@ def test_missing_path_and_empty_directory_are_errors(tmp_path, capsys):
   assert rc == 2 and "no artifacts found" in err
 
 
-def _case_module(tmp_path, monkeypatch, name: str, fun: str = "lambda x: jnp.linalg.qr(x)",
+def _case_module(tmp_path, monkeypatch, name: str, fun: str = "lambda x: tuple(jnp.linalg.qr(x))",
                  inputs: str = "(qr_input(),)", case_id: str = "qr_f32") -> str:
   """A case module ``name`` on the path, registering one case ``case_id`` (``fun`` on ``inputs``,
   both Python source); its name, for ``--cases``."""
@@ -359,7 +359,7 @@ from jaxport.harness import Case
 
 def cases():
   x = np.arange(9, dtype=np.float32).reshape(3, 3) + np.eye(3, dtype=np.float32)
-  return [Case("qr_f32", "qr", lambda x: jnp.linalg.qr(x), lambda: ((x,), {}))]
+  return [Case("qr_f32", "qr", lambda x: tuple(jnp.linalg.qr(x)), lambda: ((x,), {}))]
 """
 PROJECT_CONFIG = """
 [tool.pytest.ini_options]

@@ -72,7 +72,7 @@ def _label_from(data):
 def test_one_call_registers_a_type_with_both_libraries():
   jaxport.register_pytree_node_serialization(
       Out, serialized_name="tests.parity.Out", serialize_auxdata=_label_bytes,
-      deserialize_auxdata=_label_from, jax_export=jax.export)
+      deserialize_auxdata=_label_from)
   for blob in (jaxport.export(jax.jit(_out_fun))(F32).serialize(),
                jax.export.export(jax.jit(_out_fun))(F32).serialize()):
     for reader in (jaxport.deserialize, jax.export.deserialize):
@@ -119,12 +119,14 @@ def test_a_refusal_by_either_library_registers_with_neither():
   jax.export.register_pytree_node_serialization(  # jax's registry was left untouched
       Plain, serialized_name="tests.parity.Plain", serialize_auxdata=lambda aux: b"",
       deserialize_auxdata=lambda data: None, from_children=lambda aux, children: Plain())
-  with pytest.raises(ValueError, match="Duplicate serialization registration for type"):
+  with pytest.raises(ValueError, match="^Duplicate serialization registration for type") as info:
     jaxport.register_pytree_node_serialization(
-        Plain, serialized_name="tests.parity.Plain", serialize_auxdata=lambda aux: b"",
+        Plain, serialized_name="tests.parity.Plain.renamed", serialize_auxdata=lambda aux: b"",
         deserialize_auxdata=lambda data: None, from_children=lambda aux, children: Plain(),
         jax_export=jax.export)
-  assert _pytrees.registration_for_name("tests.parity.Plain") is None
+  assert "serialized_name jax.export knows it by" in str(info.value)
+  assert _pytrees.registration_for_name("tests.parity.Plain.renamed") is None
+  assert _pytrees.registration_for_type(Plain) is None
   with pytest.raises(jaxport.JaxportError, match="jax_export must be the jax.export module"):
     jaxport.register_namedtuple_serialization(
         collections.namedtuple("P", "a"), serialized_name="tests.parity.P",

@@ -257,7 +257,10 @@ def test_an_unregistered_pytree_type_is_one_clear_message_without_jaxports_frame
   result = _run(pytester, "--compat-record")
   assert result.ret == 1
   text = _text(result)
-  assert ("case dense: recording failed: SerializationError: Cannot serialize PyTreeDef "
-          "containing an unregistered type `<class 'mycases.Params'>`") in text
-  assert "register_pytree_node_serialization" in text
+  assert ("case dense: recording failed: UnregisteredNodeError: case dense: its arguments "
+          "hold `<class 'mycases.Params'>`") in text
+  assert "jax.export refuses to serialize" in text
+  assert ("Return its contents as a tuple or dict instead, or register it: "
+          "jaxport.register_pytree_node_serialization(Params, "
+          "serialized_name='mycases.Params'") in text
   assert "serde/_write.py" not in text and "Traceback" not in text

@@ -9,6 +9,7 @@ also refuses.
 """
 
 import collections
+import dataclasses
 import re
 from typing import NamedTuple
 
@@ -56,16 +57,27 @@ def _register(api, nodetype, name):
 def _duplicate_type(api):
   node = _fresh_class()
   jax.tree_util.register_pytree_node(node, lambda n: ((), None), lambda aux, ch: node())
-  _register(api, node, "tests.messages.dup_type")
-  _register(api, node, "tests.messages.dup_type.again")
+  _register(api, node, f"tests.messages.dup_type.{api.name}")
+  _register(api, node, f"tests.messages.dup_type.{api.name}.again")
 
 
 def _duplicate_name(api):
   a, b = _fresh_class(), _fresh_class()
   for node in (a, b):
     jax.tree_util.register_pytree_node(node, lambda n: ((), None), lambda aux, ch, node=node: node())
-  _register(api, a, "tests.messages.dup_name")
-  _register(api, b, "tests.messages.dup_name")
+  _register(api, a, f"tests.messages.dup_name.{api.name}")
+  _register(api, b, f"tests.messages.dup_name.{api.name}")
+
+
+def _unregistered_namedtuple_out(api):
+  pair = collections.namedtuple("Pair", "a b")
+  api.mod.export(jax.jit(lambda x: pair(x, x)))(F32).serialize()
+
+
+def _unregistered_node_in(api):
+  node = dataclasses.make_dataclass("Node", ["x"], namespace={"__module__": __name__})
+  jax.tree_util.register_dataclass(node, data_fields=["x"], meta_fields=[])
+  api.mod.export(jax.jit(lambda n: n.x))(node(F32)).serialize()
 
 
 def _mixed_scopes(api):
@@ -146,6 +158,10 @@ REFUSALS = [
      lambda api: api.mod.register_namedtuple_serialization(
          _fresh_class(), serialized_name=f"tests.messages.not_namedtuple.{api.name}"), ValueError),
     ("serialize an OrderedDict with keys that are not strings", _ordered_dict_keys, Exception),
+    ("serialize results holding an unregistered namedtuple", _unregistered_namedtuple_out,
+     ValueError),
+    ("serialize arguments holding an unregistered pytree node", _unregistered_node_in,
+     ValueError),
     ("call with something that is not an Exported", lambda api: api.call(42), ValueError),
     ("call with a different pytree",
      lambda api: _sin_export(api).call(np.ones(3, np.float32), np.ones(3, np.float32)), ValueError),
@@ -161,8 +177,11 @@ REFUSALS = [
     ("parse an invalid symbolic shape", lambda api: api.mod.symbolic_shape("a + "), ValueError),
 ]
 
-# Object identities and source locations that necessarily differ between the two libraries.
+# Object identities and source locations that necessarily differ between the two libraries,
+# and the library's name in the serialized names each registers (jaxport registers with
+# jax.export too, so the two cannot register one name each).
 _IDENTITIES = [
+    (re.compile(r"(tests\.messages\.[\w.]+?)\.(jax|jaxport)\b"), r"\1.<api>"),
     (re.compile(r"scope \d+ created at [^\n]*"), "scope <scope>"),
     (re.compile(r" at 0x[0-9a-f]+"), " at <address>"),
     (re.compile(r'loc\([^\n]*'), "loc(<location>)"),

@@ -36,6 +36,7 @@ class Scaled:
     return cls(children[0], scale)
 
 
+# Registered with jax.export first, then with jaxport under the same name, which keeps jax's.
 for _register in (jax.export.register_namedtuple_serialization,
                   jaxport.register_namedtuple_serialization):
   _register(Pair, serialized_name="tests.cross.Pair")
@@ -45,11 +46,11 @@ for _register in (jax.export.register_pytree_node_serialization,
             serialize_auxdata=lambda s: str(s).encode(),
             deserialize_auxdata=lambda b: float(b.decode()))
 
-# jax does not pre-register its own result namedtuples; jaxport does, under
-# this name, so jax needs the same registration to read such blobs.
+# jax registers none of its own result namedtuples for serialization; registered through
+# jaxport, one is registered with jax.export too.
 from jax._src.numpy.linalg import EighResult  # noqa: E402
 
-jax.export.register_namedtuple_serialization(EighResult, serialized_name="jax.numpy.linalg.EighResult")
+jaxport.register_namedtuple_serialization(EighResult, serialized_name="jax.numpy.linalg.EighResult")
 
 RNG = np.random.default_rng(0)
 X4 = RNG.standard_normal(4).astype(np.float32)

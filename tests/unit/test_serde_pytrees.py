@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxport
-from jaxport.errors import SerializationError
+from jaxport.errors import SerializationError, UnregisteredNodeError
 from jaxport.serde import _pytrees
 
 
@@ -59,7 +59,7 @@ def test_registration_returns_the_type_for_decorator_use():
       deserialize_auxdata=lambda b: None) is Node
 
 
-def test_preregistered_names():
+def test_ordereddict_is_registered_and_jaxs_result_namedtuples_are_read_by_their_names():
   names = _pytrees.registered_names()
   assert "collections.OrderedDict" in names
   for n in ("EighResult", "SVDResult", "QRResult", "SlogdetResult"):
@@ -80,7 +80,24 @@ def test_ordereddict_keys_must_be_strings():
     exp.serialize()
 
 
-@pytest.mark.parametrize("fn", [jnp.linalg.svd, jnp.linalg.qr, jnp.linalg.slogdet, jnp.linalg.eigh])
-def test_jax_linalg_results_export_and_serialize(fn):
+LINALG_RESULTS = {"svd": jnp.linalg.svd, "qr": jnp.linalg.qr, "slogdet": jnp.linalg.slogdet,
+                  "eigh": jnp.linalg.eigh}
+
+
+@pytest.mark.parametrize("fn", LINALG_RESULTS.values(), ids=LINALG_RESULTS)
+def test_jax_linalg_results_are_refused_unregistered_and_old_blobs_still_read(
+    fn, unregistered_result_namedtuples, monkeypatch):
   exp = jaxport.export(jax.jit(fn))(jax.ShapeDtypeStruct((3, 3), jnp.float32))
-  assert jaxport.deserialize(exp.serialize()).out_tree == exp.out_tree
+  node_type = exp.out_tree.node_data()[0]
+  public = f"jax.numpy.linalg.{node_type.__name__}"
+  with pytest.raises(UnregisteredNodeError) as info:
+    exp.serialize()
+  assert info.value.node_type is node_type and info.value.part == "results"
+  assert (f"jaxport.register_namedtuple_serialization({node_type.__name__}, "
+          f"serialized_name={public!r})") in info.value.fix
+  assert "Return a tuple instead" in info.value.fix
+  # A blob an earlier jaxport wrote, with the type under its public name, still reads.
+  monkeypatch.setitem(_pytrees._by_type, node_type, _pytrees.registration_for_name(public))
+  old_blob = exp.serialize()
+  monkeypatch.delitem(_pytrees._by_type, node_type)
+  assert jaxport.deserialize(old_blob).out_tree == exp.out_tree

@@ -196,8 +196,12 @@ def test_pytrees_of_every_kind():
   assert "tests.serde.Box" in str(_write.serialize(exp))
 
 
-def test_jax_result_namedtuples_serialize():
+def test_jax_result_namedtuples_serialize_once_registered(unregistered_result_namedtuples):
   exp = jaxport.export(jax.jit(jnp.linalg.eigh))(jax.ShapeDtypeStruct((3, 3), jnp.float32))
+  with pytest.raises(SerializationError, match="unregistered type.*EighResult"):
+    _write.serialize(exp)
+  jaxport.register_namedtuple_serialization(exp.out_tree.node_data()[0],
+                                            serialized_name="jax.numpy.linalg.EighResult")
   got = roundtrip(exp)
   assert got.out_tree == exp.out_tree
   assert "EighResult" in str(got.out_tree)

@@ -2,8 +2,9 @@
 
 A serialized function records the tree structure of its arguments and results.
 A type of one's own must be registered twice: as a pytree node with jax, and
-for serialization under a stable name, with jaxport and with ``jax.export``
-(``jax_export=jax.export``), so that both can read the artifact back. The
+for serialization under a stable name, through jaxport, which registers it with
+``jax.export`` too, so that both can read the artifact back (a consumer loading
+it with plain jax registers it with ``jax.export`` under the same name). The
 registration runs when this module is imported, which happens whenever
 ``tinyops`` is: the harness's worker imports the case module, which imports
 ``tinyops``.
@@ -12,7 +13,6 @@ registration runs when this module is imported, which happens whenever
 import dataclasses
 
 import jax
-import jax.export
 import jax.numpy as jnp
 import jaxport
 
@@ -30,8 +30,7 @@ class RunningStats:
 # register_dataclass's auxiliary data is empty (RunningStats has no static fields).
 jaxport.register_pytree_node_serialization(
     RunningStats, serialized_name="tinyops.RunningStats",
-    serialize_auxdata=lambda aux: b"", deserialize_auxdata=lambda data: (),
-    jax_export=jax.export)
+    serialize_auxdata=lambda aux: b"", deserialize_auxdata=lambda data: ())
 
 
 def update_stats(stats: RunningStats, batch: jax.Array) -> RunningStats:

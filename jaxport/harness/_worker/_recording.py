@@ -15,6 +15,7 @@ import jax
 import numpy as np
 
 from jaxport import _versions
+from jaxport.errors import UnregisteredNodeError
 from jaxport.golden._manifest import Comparison, Manifest, OutputTolerance, Producer
 from jaxport.harness._worker import _calling, _lowering, _shardings
 from jaxport.harness import _case, checkers
@@ -60,7 +61,7 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
         f"{sorted(known)}, and a project adds its own in a case module's "
         "CHECKERS (or with jaxport.harness.register_checker). Nothing was recorded.")
   exp = export_case(case)
-  blob = bytes(exp.serialize(vjp_order=case.vjp_order))
+  blob = _serialized(case, exp)
   sigs = _lowering.signatures(exp.mlir_module_serialized)
   missing = sorted(set(case.targets) - set(_lowering.targets(sigs)))
   if missing:
@@ -89,6 +90,20 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
       comparison=Comparison(comparison.checker, comparison.rtol, comparison.atol),
       jax_config=config, min_consumer=getattr(case, "min_consumer", None), tolerances=tolerances)
   return Recording(manifest, blob, inputs, expected, exp.mlir_module(), shardings)
+
+
+def _serialized(case: _case.Case, exp: Any) -> bytes:
+  """The blob of ``exp``; a tree holding a node jax.export cannot serialize (jax's reader
+  of the entry would fail every replay) is refused naming the case, the type and the fix."""
+  try:
+    return bytes(exp.serialize(vjp_order=case.vjp_order))
+  except UnregisteredNodeError as e:
+    raise UnregisteredNodeError(
+        f"case {case.case_id}: its {e.part} hold `{e.node_type}`, a pytree node type with no "
+        "serialization registration, which jax.export refuses to serialize, so jax's reader "
+        f"could not read the entry. Nothing was recorded. {e.fix} (a registration belongs in "
+        "the case module, so that importing it registers the type).", node_type=e.node_type,
+        part=e.part, fix=e.fix) from None
 
 
 def nonfinite_lines(expected: list[np.ndarray] | None) -> tuple[str, ...]:
