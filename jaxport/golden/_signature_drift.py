@@ -45,6 +45,16 @@ def normalized(s: CustomCallSignature) -> CustomCallSignature:
       for k, v in s.attributes.items()})
 
 
+def gone_text(target: str) -> str:
+  """The difference of a recorded target today's lowering no longer emits."""
+  return f"target {target} was recorded but the current lowering no longer emits it"
+
+
+def added_text(target: str) -> str:
+  """The difference of a target today's lowering emits and the entry did not record."""
+  return f"target {target} is emitted by the current lowering but was not recorded"
+
+
 @dataclasses.dataclass(frozen=True)
 class SignatureChange:
   """One difference between recorded and current custom-call signatures."""
@@ -64,10 +74,8 @@ def drift(recorded: Iterable[CustomCallSignature],
   recorded, current = set(map(normalized, recorded)), set(map(normalized, current))
   rec = {s.target for s in recorded}
   cur = {s.target for s in current}
-  changes = [SignatureChange(t, f"target {t} was recorded but the current lowering no longer emits it")
-             for t in sorted(rec - cur)]
-  changes += [SignatureChange(t, f"target {t} is emitted by the current lowering but was not recorded")
-              for t in sorted(cur - rec)]
+  changes = [SignatureChange(t, gone_text(t)) for t in sorted(rec - cur)]
+  changes += [SignatureChange(t, added_text(t)) for t in sorted(cur - rec)]
   for t in sorted(rec & cur):
     old = sorted((s for s in recorded if s.target == t), key=sort_key)
     new = sorted((s for s in current if s.target == t), key=sort_key)

@@ -380,3 +380,39 @@ def test_the_report_names_the_blob_the_worker_replayed_and_none_of_files_that_di
   assert damaged.blob_sha256 is None
   assert "blob_sha256" not in damaged.replace(
       status=judging.status(damaged)).to_json()
+
+
+def test_a_target_the_installed_jaxlib_dropped_and_its_successor_are_jaxs_change():
+  import dataclasses
+  from jaxport.golden._signature_drift import added_text, gone_text
+  legacy = CustomCallSignature("lapack_spotrf", ("tensor<4x4xf32>",),
+                               ("tensor<4x4xf32>", "tensor<i32>"), {})
+  older = dataclasses.replace(_manifest(producer=OTHER_JAX), custom_call_targets=(legacy,))
+  diff = (gone_text("lapack_spotrf"), added_text("lapack_spotrf_ffi"))
+  rewrite = {"rule": "potrf", "legacy_target": "lapack_spotrf", "target": "lapack_spotrf_ffi",
+             "location": "loc", "dropped_operands": [], "attributes": {}}
+  up = UpgradedRun(("potrf",), "JaxRuntimeError: No registered implementation", (rewrite,))
+  upgraded = _classify_answer(_answer([_reader("jaxport", upgraded=up), _reader("jax", upgraded=up)],
+                                      signature_diff=diff), older)
+  assert K.DRIFT_UNATTRIBUTED not in upgraded.kinds
+  drift_lines = [f.message for f in upgraded.findings if f.kind == K.PRODUCER_DRIFT]
+  assert len(drift_lines) == 2 and all(
+      "no longer registers lapack_spotrf" in m and "rule potrf" in m for m in drift_lines)
+  assert set(upgraded.kinds) == {K.UPGRADED, K.PRODUCER_DRIFT, K.STALE_TARGET}
+  # Without this run's measurement that jaxlib dropped the target, whose change it is is unknown.
+  ran_as_recorded = _classify_answer(_answer(signature_diff=diff), older)
+  assert set(ran_as_recorded.kinds) == {K.DRIFT_UNATTRIBUTED, K.STALE_TARGET}
+
+
+def test_a_failing_entry_lists_what_fails_it_before_what_only_informs():
+  from jaxport.harness._judge._entry import EntryContext, RunContext, judge
+  entry_id = EntryId.parse("cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2")
+  answer = _answer([_reader("jaxport", exact=False, max_abs_err=1e-7, problems=()),
+                    _reader("jax", ok=False, problems=["output 0: 3 of 16 elements differ"])],
+                   host=HOST)
+  asked = ReplayRequest("compat_data", entry_id, ("jaxport", "jax"))
+  out = judge(entry_id, answer, asked, EntryContext(_manifest(host=HOST)),
+              RunContext(today=TODAY, window_days=180, consumer=judging.CONSUMER))
+  assert out.status is Status.FAIL and len(out.findings) >= 2
+  assert out.findings[0].kind == K.COMPATIBILITY_BREAK
+  assert "3 of 16 elements differ" in out.messages[0]

@@ -12,7 +12,7 @@ from jaxport.harness._judge import _consumers
 from jaxport.harness._judge._corpus_known import with_jax_skip
 from jaxport.harness._judge._findings import findings_of, unreadable_outcome
 from jaxport.harness._judge._release import with_release
-from jaxport.harness._judge._status import Policy, status_of
+from jaxport.harness._judge._status import Policy, status_of, worst_first
 from jaxport.harness._project import ProjectTargets
 from jaxport.harness._protocol._answers import ReplayAnswer, WorkerFailure
 from jaxport.harness._protocol._requests import FeaturesWanted, ReplayRequest
@@ -86,7 +86,11 @@ def judge_unreadable(entry_id: EntryId, error: Exception, run: RunContext,
 
 
 def _with_status(outcome: EntryResult, policy: Policy) -> EntryResult:
-  return outcome.replace(status=status_of(outcome.kinds, policy,
+  """``outcome`` with its status, and its findings worst first: what fails an entry is what
+  its first lines say, above the findings that only inform (another host's tiny differences)."""
+  findings = sorted(outcome.findings, key=lambda f: worst_first(f.kind, policy))
+  return outcome.replace(findings=tuple(findings),
+                         status=status_of(outcome.kinds, policy,
                                           expected_failure=bool(outcome.expected_failure)))
 
 
