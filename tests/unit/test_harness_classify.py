@@ -416,3 +416,25 @@ def test_a_failing_entry_lists_what_fails_it_before_what_only_informs():
   assert out.status is Status.FAIL and len(out.findings) >= 2
   assert out.findings[0].kind == K.COMPATIBILITY_BREAK
   assert "3 of 16 elements differ" in out.messages[0]
+
+
+def test_a_superseded_entry_that_warns_says_so_and_the_summary_names_prune():
+  import dataclasses
+  from jaxport.harness._controller import _reporter as reporter
+  from jaxport.harness._judge._entry import EntryContext, RunContext, judge, superseded_warning
+  from jaxport.report import RunReport
+  import _report_helpers as helpers
+  entry_id = EntryId.parse("cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2")
+  answer = _answer(signature_diff=("target lapack_spotrf_ffi changed signature: ...",))
+  asked = ReplayRequest("compat_data", entry_id, ("jaxport", "jax"))
+  run = RunContext(today=TODAY, window_days=180, consumer=judging.CONSUMER)
+  older = judge(entry_id, answer, asked, EntryContext(_manifest(), newest=False), run)
+  newest = judge(entry_id, answer, asked, EntryContext(_manifest(), newest=True), run)
+  assert older.status is Status.WARN and superseded_warning(older)
+  assert any("jaxport prune --superseded" in s for s in older.skips)
+  assert newest.status is Status.WARN and not superseded_warning(newest)
+  report = RunReport.from_json(helpers.run_report())
+  lines = reporter.text_lines(dataclasses.replace(report, entries=(older,)))
+  assert any("1 superseded entries" in line and "jaxport prune --superseded" in line
+             for line in lines)
+  assert not any("they fail with --compat-strict" in line for line in lines)
