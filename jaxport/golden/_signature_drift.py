@@ -45,6 +45,26 @@ def normalized(s: CustomCallSignature) -> CustomCallSignature:
       for k, v in s.attributes.items()})
 
 
+_DIMS_RE = re.compile(r"tensor<((?:[0-9?]+x)+)")
+_RULE_SIZES_RE = re.compile(r"(\b[a-z]+)=\d+")
+
+
+def _blind(text: str) -> str:
+  text = _DIMS_RE.sub(lambda m: "tensor<" + "?x" * m.group(1).count("x"), text)
+  return _RULE_SIZES_RE.sub(r"\1=?", text)
+
+
+def shape_blind(sigs: Iterable[CustomCallSignature]) -> tuple[CustomCallSignature, ...]:
+  """``sigs`` with every dimension size replaced by ``?`` (ranks, element types and
+  attributes kept): how an imported entry, another function of the same operation than the
+  case it is compared with, is compared with today's lowering."""
+  out = {CustomCallSignature(
+      target=s.target, operand_types=tuple(_blind(t) for t in s.operand_types),
+      result_types=tuple(_blind(t) for t in s.result_types),
+      attributes={k: _blind(v) for k, v in s.attributes.items()}) for s in sigs}
+  return tuple(sorted(out, key=sort_key))
+
+
 def gone_text(target: str) -> str:
   """The difference of a recorded target today's lowering no longer emits."""
   return f"target {target} was recorded but the current lowering no longer emits it"

@@ -438,3 +438,22 @@ def test_a_superseded_entry_that_warns_says_so_and_the_summary_names_prune():
   assert any("1 superseded entries" in line and "jaxport prune --superseded" in line
              for line in lines)
   assert not any("they fail with --compat-strict" in line for line in lines)
+
+
+def test_an_imported_entry_finds_its_evidence_by_shape_as_its_lowering_is_compared():
+  import dataclasses
+  from jaxport.golden._manifest import ImportSource
+  from jaxport.golden._signature_drift import drift, shape_blind
+  rule = "#sdy.op_sharding_rule<([i, j])->([k, l], []) {i=4, j=4, k=4, l=4}, custom>"
+  now = CustomCallSignature(SIG.target, SIG.operand_types, SIG.result_types,
+                            {"sdy.sharding_rule": rule})
+  older = dataclasses.replace(_manifest(producer=OTHER_JAX),
+                              imported_from=ImportSource("jax.export", {}))
+  # The worker compares an imported entry with today's lowering by shape.
+  today_lines = tuple(str(c) for c in drift(shape_blind(older.custom_call_targets),
+                                             shape_blind((now,))))
+  assert "?x?" in today_lines[0]
+  out = _classify_answer(_answer(signature_diff=today_lines), older, current_jax=(now,))
+  assert out.kinds == (K.PRODUCER_DRIFT,)
+  unknown = _classify_answer(_answer(signature_diff=today_lines), older, current_jax=(SIG,))
+  assert unknown.kinds == (K.DRIFT_UNATTRIBUTED,)

@@ -35,6 +35,7 @@ from jaxport.harness._worker import _reference as _api, _corpus, _lowering
 from jaxport.harness._worker import _contexts, _executables, _shardings, _stopwatch
 from jaxport.harness._worker import _calling
 from jaxport.harness import _case, checkers
+from jaxport.golden._signature_drift import shape_blind
 from jaxport.harness._worker._older_formats import OutputJudging, judging_of, recorded_judging
 from jaxport.harness._protocol._stage_marks import CASE_CODE, TODAY, reader_stage, stage
 from jaxport.harness._worker._case_runs import (export_case, run_exported, run_exported_arrays,
@@ -396,8 +397,8 @@ class ReplayEngine:
     if m.imported_from is not None:
       # Another function of the same operation: compare the custom calls, not sizes or numerics.
       return TodayResult(available=True, targets=targets, matched_case=case.case_id,
-                         signature_diff=tuple(_lowering.diff(_corpus.shape_blind(m.custom_call_targets),
-                                                             _corpus.shape_blind(sigs))))
+                         signature_diff=tuple(_lowering.diff(shape_blind(m.custom_call_targets),
+                                                             shape_blind(sigs))))
     diff = tuple(_lowering.diff(m.custom_call_targets, sigs))
     contract = contract_change(self._read_back_today(case, exp), reads)
     calling = contract.by_function + _constraints_change(case, m)
