@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxport import report
+from jaxport._vocabulary import FindingKind
 from jaxport._progress import track
 from jaxport.cli._harness_run import read_project
 from jaxport.cli._relower import FROM_PROJECT, Relowerer
@@ -155,6 +156,10 @@ def _entries_against_store(entries: Sequence[report.EntryResult], store: Any,
                       f"{store.root}: the reports are not of this store (or were edited)")
       continue
     if e.blob_sha256 is None:
+      if FindingKind.GOLDEN_DATA_ERROR not in e.kinds:
+        failures.append(f"entry {e.entry_id}: the shard's report names no blob_sha256, so the "
+                        "blob it replayed cannot be checked against the store; merge reports "
+                        "written by this jaxport (an older one's report lacks the field)")
       continue
     try:
       held = sha256_hex(store.entry(e.entry_id).blob())

@@ -45,6 +45,36 @@ def normalized(s: CustomCallSignature) -> CustomCallSignature:
       for k, v in s.attributes.items()})
 
 
+_DIMS_RE = re.compile(r"tensor<((?:[0-9?]+x)+)")
+_RULE_SIZES_RE = re.compile(r"(\b[a-z]+)=\d+")
+
+
+def _blind(text: str) -> str:
+  text = _DIMS_RE.sub(lambda m: "tensor<" + "?x" * m.group(1).count("x"), text)
+  return _RULE_SIZES_RE.sub(r"\1=?", text)
+
+
+def shape_blind(sigs: Iterable[CustomCallSignature]) -> tuple[CustomCallSignature, ...]:
+  """``sigs`` with every dimension size replaced by ``?`` (ranks, element types and
+  attributes kept): how an imported entry, another function of the same operation than the
+  case it is compared with, is compared with today's lowering."""
+  out = {CustomCallSignature(
+      target=s.target, operand_types=tuple(_blind(t) for t in s.operand_types),
+      result_types=tuple(_blind(t) for t in s.result_types),
+      attributes={k: _blind(v) for k, v in s.attributes.items()}) for s in sigs}
+  return tuple(sorted(out, key=sort_key))
+
+
+def gone_text(target: str) -> str:
+  """The difference of a recorded target today's lowering no longer emits."""
+  return f"target {target} was recorded but the current lowering no longer emits it"
+
+
+def added_text(target: str) -> str:
+  """The difference of a target today's lowering emits and the entry did not record."""
+  return f"target {target} is emitted by the current lowering but was not recorded"
+
+
 @dataclasses.dataclass(frozen=True)
 class SignatureChange:
   """One difference between recorded and current custom-call signatures."""
@@ -64,10 +94,8 @@ def drift(recorded: Iterable[CustomCallSignature],
   recorded, current = set(map(normalized, recorded)), set(map(normalized, current))
   rec = {s.target for s in recorded}
   cur = {s.target for s in current}
-  changes = [SignatureChange(t, f"target {t} was recorded but the current lowering no longer emits it")
-             for t in sorted(rec - cur)]
-  changes += [SignatureChange(t, f"target {t} is emitted by the current lowering but was not recorded")
-              for t in sorted(cur - rec)]
+  changes = [SignatureChange(t, gone_text(t)) for t in sorted(rec - cur)]
+  changes += [SignatureChange(t, added_text(t)) for t in sorted(cur - rec)]
   for t in sorted(rec & cur):
     old = sorted((s for s in recorded if s.target == t), key=sort_key)
     new = sorted((s for s in current if s.target == t), key=sort_key)

@@ -153,11 +153,18 @@ def nonfinite_counts(x) -> dict[str, int]:
 @dataclasses.dataclass(frozen=True)
 class ErrorFigures:
   """How far one replayed array is from the recorded one: the largest and mean absolute
-  error, and the largest error relative to the recorded element."""
+  error, and the largest error relative to the recorded element, over the elements recorded
+  nonzero (None where every recorded element is zero: no error is relative to zero)."""
 
   max_abs: float
   mean_abs: float
-  max_rel: float
+  max_rel: float | None
+
+  def text(self) -> str:
+    """The figures as a problem line states them."""
+    rel = ("max rel err not computed (every recorded element is zero)" if self.max_rel is None
+           else f"max rel err {self.max_rel:.3g}")
+    return f"max abs err {self.max_abs:.3g}, mean abs err {self.mean_abs:.3g}, {rel}"
 
 
 def error_figures(expected, actual) -> ErrorFigures:
@@ -170,8 +177,11 @@ def error_figures(expected, actual) -> ErrorFigures:
   if want.size == 0:
     return ErrorFigures(0.0, 0.0, 0.0)
   err = _abs_errors(want, got)
-  rel = err / np.maximum(np.abs(wide(want)), np.finfo(np.float64).tiny)
-  return ErrorFigures(float(np.nanmax(err)), float(np.nanmean(err)), float(np.nanmax(rel)))
+  magnitude = np.abs(wide(want))
+  nonzero = magnitude != 0
+  rel = (float(np.nanmax(err[nonzero] / magnitude[nonzero], initial=0.0))
+         if np.any(nonzero) else None)
+  return ErrorFigures(float(np.nanmax(err)), float(np.nanmean(err)), rel)
 
 
 def bitwise_equal(expected: np.ndarray, actual: np.ndarray) -> bool:
@@ -270,8 +280,7 @@ class Judge:
     if np.any(bad):
       figures = error_figures(w[finite], g[finite])
       parts.insert(0, f"{int(bad.sum())} of {want.size} elements differ beyond rtol={self.rtol:g}, "
-                      f"atol={self.atol:g}; max abs err {figures.max_abs:.3g}, mean abs err "
-                      f"{figures.mean_abs:.3g}, max rel err {figures.max_rel:.3g}")
+                      f"atol={self.atol:g}; {figures.text()}")
     if parts:
       self.problems.append(f"{what}: " + "; ".join(parts))
 

@@ -99,6 +99,12 @@ def _remember(project: Path, store: GoldenStore, version: str,
   return kept
 
 
+def not_run(entry, platform: str) -> bool:
+  """Whether a report's entry was only read: a lowering-only entry, or one of another platform
+  than the run's (its numerics need that platform's device)."""
+  return bool(entry.lowering_only) or entry.platform != platform
+
+
 def verdicts_of_report(report_path: Path, version: str
                        ) -> dict[str, tuple[bool, str] | None]:
   """Entry id -> (runs, detail) from a harness report of a replay under ``version``, judged by
@@ -109,6 +115,11 @@ def verdicts_of_report(report_path: Path, version: str
   skipped = _kernel_skips(report, version)
   out: dict[str, tuple[bool, str] | None] = {}
   for e in report.entries:
+    if not_run(e, report.platform):
+      # Read, not run (lowering-only, or an accelerator's entry in a run on another
+      # platform): whether it runs there was not measured.
+      out[str(e.entry_id)] = None
+      continue
     if str(e.entry_id) in skipped or RELEASE_READER not in report.readers or any(
         f.subject is Subject.WORKER or f.kind is FindingKind.GOLDEN_DATA_ERROR
         for f in e.findings):

@@ -84,6 +84,18 @@ def test_error_figures_measure_one_array_against_the_recorded_one():
     checkers.error_figures(np.zeros(2), np.zeros(3))
 
 
+def test_relative_error_leaves_out_elements_recorded_as_zero():
+  import ml_dtypes
+  some_zero = checkers.error_figures(np.array([0.0, 4.0]), np.array([1.0, 5.0]))
+  assert (some_zero.max_abs, some_zero.max_rel) == (1.0, 0.25)
+  zeros = np.zeros(4, ml_dtypes.bfloat16)
+  all_zero = checkers.error_figures(zeros, np.full(4, 0.5, ml_dtypes.bfloat16))
+  assert all_zero.max_rel is None and all_zero.max_abs == 0.5
+  assert "max rel err not computed (every recorded element is zero)" in all_zero.text()
+  verdict = checkers.BUILTIN["allclose"]([zeros], [zeros], [zeros + 1], rtol=1e-3, atol=1e-3)
+  assert "not computed" in verdict.problems[0] and "e+307" not in verdict.problems[0]
+
+
 def test_a_registry_refuses_a_taken_name_but_takes_the_same_checker_twice():
   registry = checkers.project_registry()
 

@@ -380,3 +380,80 @@ def test_the_report_names_the_blob_the_worker_replayed_and_none_of_files_that_di
   assert damaged.blob_sha256 is None
   assert "blob_sha256" not in damaged.replace(
       status=judging.status(damaged)).to_json()
+
+
+def test_a_target_the_installed_jaxlib_dropped_and_its_successor_are_jaxs_change():
+  import dataclasses
+  from jaxport.golden._signature_drift import added_text, gone_text
+  legacy = CustomCallSignature("lapack_spotrf", ("tensor<4x4xf32>",),
+                               ("tensor<4x4xf32>", "tensor<i32>"), {})
+  older = dataclasses.replace(_manifest(producer=OTHER_JAX), custom_call_targets=(legacy,))
+  diff = (gone_text("lapack_spotrf"), added_text("lapack_spotrf_ffi"))
+  rewrite = {"rule": "potrf", "legacy_target": "lapack_spotrf", "target": "lapack_spotrf_ffi",
+             "location": "loc", "dropped_operands": [], "attributes": {}}
+  up = UpgradedRun(("potrf",), "JaxRuntimeError: No registered implementation", (rewrite,))
+  upgraded = _classify_answer(_answer([_reader("jaxport", upgraded=up), _reader("jax", upgraded=up)],
+                                      signature_diff=diff), older)
+  assert K.DRIFT_UNATTRIBUTED not in upgraded.kinds
+  drift_lines = [f.message for f in upgraded.findings if f.kind == K.PRODUCER_DRIFT]
+  assert len(drift_lines) == 2 and all(
+      "no longer registers lapack_spotrf" in m and "rule potrf" in m for m in drift_lines)
+  assert set(upgraded.kinds) == {K.UPGRADED, K.PRODUCER_DRIFT, K.STALE_TARGET}
+  # Without this run's measurement that jaxlib dropped the target, whose change it is is unknown.
+  ran_as_recorded = _classify_answer(_answer(signature_diff=diff), older)
+  assert set(ran_as_recorded.kinds) == {K.DRIFT_UNATTRIBUTED, K.STALE_TARGET}
+
+
+def test_a_failing_entry_lists_what_fails_it_before_what_only_informs():
+  from jaxport.harness._judge._entry import EntryContext, RunContext, judge
+  entry_id = EntryId.parse("cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2")
+  answer = _answer([_reader("jaxport", exact=False, max_abs_err=1e-7, problems=()),
+                    _reader("jax", ok=False, problems=["output 0: 3 of 16 elements differ"])],
+                   host=HOST)
+  asked = ReplayRequest("compat_data", entry_id, ("jaxport", "jax"))
+  out = judge(entry_id, answer, asked, EntryContext(_manifest(host=HOST)),
+              RunContext(today=TODAY, window_days=180, consumer=judging.CONSUMER))
+  assert out.status is Status.FAIL and len(out.findings) >= 2
+  assert out.findings[0].kind == K.COMPATIBILITY_BREAK
+  assert "3 of 16 elements differ" in out.messages[0]
+
+
+def test_a_superseded_entry_that_warns_says_so_and_the_summary_names_prune():
+  import dataclasses
+  from jaxport.harness._controller import _reporter as reporter
+  from jaxport.harness._judge._entry import EntryContext, RunContext, judge, superseded_warning
+  from jaxport.report import RunReport
+  import _report_helpers as helpers
+  entry_id = EntryId.parse("cpu/lapack_potrf/cholesky_f32/2026-05-01_jax-0.10.2")
+  answer = _answer(signature_diff=("target lapack_spotrf_ffi changed signature: ...",))
+  asked = ReplayRequest("compat_data", entry_id, ("jaxport", "jax"))
+  run = RunContext(today=TODAY, window_days=180, consumer=judging.CONSUMER)
+  older = judge(entry_id, answer, asked, EntryContext(_manifest(), newest=False), run)
+  newest = judge(entry_id, answer, asked, EntryContext(_manifest(), newest=True), run)
+  assert older.status is Status.WARN and superseded_warning(older)
+  assert any("jaxport prune --superseded" in s for s in older.skips)
+  assert newest.status is Status.WARN and not superseded_warning(newest)
+  report = RunReport.from_json(helpers.run_report())
+  lines = reporter.text_lines(dataclasses.replace(report, entries=(older,)))
+  assert any("1 superseded entries" in line and "jaxport prune --superseded" in line
+             for line in lines)
+  assert not any("they fail with --compat-strict" in line for line in lines)
+
+
+def test_an_imported_entry_finds_its_evidence_by_shape_as_its_lowering_is_compared():
+  import dataclasses
+  from jaxport.golden._manifest import ImportSource
+  from jaxport.golden._signature_drift import drift, shape_blind
+  rule = "#sdy.op_sharding_rule<([i, j])->([k, l], []) {i=4, j=4, k=4, l=4}, custom>"
+  now = CustomCallSignature(SIG.target, SIG.operand_types, SIG.result_types,
+                            {"sdy.sharding_rule": rule})
+  older = dataclasses.replace(_manifest(producer=OTHER_JAX),
+                              imported_from=ImportSource("jax.export", {}))
+  # The worker compares an imported entry with today's lowering by shape.
+  today_lines = tuple(str(c) for c in drift(shape_blind(older.custom_call_targets),
+                                             shape_blind((now,))))
+  assert "?x?" in today_lines[0]
+  out = _classify_answer(_answer(signature_diff=today_lines), older, current_jax=(now,))
+  assert out.kinds == (K.PRODUCER_DRIFT,)
+  unknown = _classify_answer(_answer(signature_diff=today_lines), older, current_jax=(SIG,))
+  assert unknown.kinds == (K.DRIFT_UNATTRIBUTED,)

@@ -194,3 +194,20 @@ def test_kernel_skips_beside_measured_entries_are_not_failures(monkeypatch, tmp_
   assert list(read_measured(project).entries) == [other]
   # The summary says which python the kernel is rebuilt with to measure them.
   assert "build the kernel with /envs/py" in capsys.readouterr().out
+
+
+def test_an_entry_the_release_only_read_is_not_measured_as_running(tmp_path):
+  from jaxport.harness._judge._release_runs import judge_row
+  _, entry_id = _project(tmp_path)
+  doc = _report(entry_id, RELEASE)
+  doc["entries"][0]["lowering_only"] = True
+  assert keeping.verdicts_of_report(_write(tmp_path, doc), RELEASE) == {entry_id: None}
+  # An accelerator's entry in a cpu run was read, not run, too.
+  tpu = entry_id.replace("cpu/", "tpu/", 1)
+  doc = _report(tpu, RELEASE)
+  assert keeping.verdicts_of_report(_write(tmp_path, doc), RELEASE) == {tpu: None}
+  # The release replayer's row of a lowering-only entry stops at reading it.
+  read = judge_row({"entry_id": entry_id, "stage": "deserialize"}, RELEASE)
+  assert read.runs is None and str(read.status) == "pass" and "not run" in read.detail
+  ran = judge_row({"entry_id": entry_id, "stage": "compare", "matched": True}, RELEASE)
+  assert ran.runs is True

@@ -95,3 +95,11 @@ def test_a_merge_against_the_project_fails_an_entry_whose_blob_differs(tmp_path)
                                                          blob_sha256=sha))
   assert not any(entry_id in f and "blob" in f for f in failures), failures
   assert NOT_CHECKED not in load_report(tmp_path / "merged.json").session_warnings
+
+
+def test_a_merge_against_the_project_fails_an_entry_that_names_no_blob(tmp_path):
+  project, entry_id, _ = _project(tmp_path)
+  code, failures = _merge_against(project, tmp_path, _entry("x", "pass", entry_id=entry_id))
+  assert code == 1
+  assert any(f"entry {entry_id}: the shard's report names no blob_sha256" in f
+             for f in failures), failures

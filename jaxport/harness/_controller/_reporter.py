@@ -10,6 +10,7 @@ from typing import Any
 
 from jaxport._files import write_replacing
 from jaxport.harness._controller import _update
+from jaxport.harness._judge._entry import superseded_warning
 from jaxport.report import RunReport, Status
 from jaxport.report._visible import visible
 
@@ -72,11 +73,19 @@ def text_lines(run: RunReport) -> list[str]:
     # Derived from the counts, not stored, so that merged shard reports stay exact.
     # Under --compat-strict only the findings strictness does not reach still warn.
     warned = s.counts[Status.WARN]
-    lines.append(f"session warning: {warned} entries have findings that stay warnings under "
-                 "--compat-strict (a changed function whose case has a newer entry, or a change "
-                 "--compat-update records anew)" if run.strict else
-                 f"session warning: {warned} entries have drift or staleness findings; "
-                 "they fail with --compat-strict")
+    superseded = sum(1 for e in run.entries if superseded_warning(e))
+    if run.strict:
+      lines.append(f"session warning: {warned} entries have findings that stay warnings under "
+                   "--compat-strict (a changed function whose case has a newer entry, or a "
+                   "change --compat-update records anew)")
+    elif warned > superseded:
+      lines.append(f"session warning: {warned - superseded} entries have drift or staleness "
+                   "findings; they fail with --compat-strict")
+    if superseded and not run.strict:
+      lines.append(f"session warning: {superseded} superseded entries differ from today's "
+                   "function (their case has a newer entry, which judges it); they warn, also "
+                   "with --compat-strict; `jaxport prune --superseded` removes those a newer "
+                   "entry of the same jax release replaced")
   for w in run.session_warnings:
     lines.append(f"session warning: {w}")
   if run.skips:

@@ -12,9 +12,9 @@ differently. The replay and ``jaxport audit`` both judge a difference here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from jaxport.golden._signature_drift import drift
+from jaxport.golden._signature_drift import added_text, drift, gone_text, shape_blind
 
 from jaxport._vocabulary import Finding, FindingKind, Subject
 from jaxport.golden._manifest import CustomCallSignature, Manifest
@@ -37,16 +37,47 @@ def lowers_as_current_entry(manifest: Manifest, today_lines: Iterable[str],
   replaying jax (its signatures ``current``; None: the case has no such entry)."""
   if current is None:
     return False
-  return sorted(str(c) for c in drift(manifest.custom_call_targets, current)) == sorted(
-      today_lines)
+  recorded = manifest.custom_call_targets
+  if manifest.imported_from is not None:
+    # An imported entry is compared with today's lowering by shape (``shape_blind``).
+    recorded, current = shape_blind(recorded), shape_blind(current)
+  return sorted(str(c) for c in drift(recorded, current)) == sorted(today_lines)
+
+
+def replaced_by_jax(recorded: Iterable[str], today: Iterable[str],
+                    rewrites: Iterable[Mapping[str, object]], consumer: str | None) -> dict[str, str]:
+  """The lines of a lowering difference this run measured as jax's change, each with why: a
+  recorded target the installed jaxlib no longer registers (the entry's readers failed on it
+  and ran only after ``jaxport.upgrade`` rewrote it, ``rewrites``) that today's lowering no
+  longer emits, and its successor, which today's lowering emits in its place. A function's
+  owner cannot make jax emit a target its jaxlib no longer has."""
+  recorded, today = set(recorded), set(today)
+  lines = {}
+  for rewrite in rewrites:
+    legacy, successor = rewrite.get("legacy_target"), rewrite.get("target")
+    if not (isinstance(legacy, str) and isinstance(successor, str)):
+      continue
+    if legacy in recorded and legacy not in today and successor in today:
+      why = (f"jaxlib of jax {consumer or 'installed'} no longer registers {legacy}: this run's "
+             f"readers ran the entry only after jaxport.upgrade's rule {rewrite.get('rule')} "
+             f"rewrote it to {successor}, which jax's lowering emits in its place")
+      lines[gone_text(legacy)] = why
+      if successor not in recorded:
+        lines[added_text(successor)] = why
+  return lines
 
 
 def lowering_difference(manifest: Manifest, consumer: str | None, lead: str, line: str,
-                        results_match: bool = True, evidence: bool = False) -> Finding:
+                        results_match: bool = True, evidence: bool = False,
+                        jax_replaced: str | None = None) -> Finding:
   """The finding of one difference ``line`` of today's lowering from the entry's.
   ``evidence``: today's lowering is that of the case's entry recorded by ``consumer``
-  (:func:`lowers_as_current_entry`)."""
+  (:func:`lowers_as_current_entry`); ``jax_replaced``: why this run measured the line as
+  jax's change (:func:`replaced_by_jax`), None where it did not."""
   by_jax = jax_side(manifest, consumer, results_match)
+  if by_jax is not None and jax_replaced is not None:
+    return Finding(FindingKind.PRODUCER_DRIFT, Subject.TODAY,
+                   f"{lead}: {line} ({by_jax}: {jax_replaced})", detail=line)
   if by_jax is not None and evidence:
     return Finding(FindingKind.PRODUCER_DRIFT, Subject.TODAY,
                    f"{lead}: {line} ({by_jax}: a change of jax's lowering between the two "

@@ -12,11 +12,12 @@ from jaxport.harness._judge import _consumers
 from jaxport.harness._judge._corpus_known import with_jax_skip
 from jaxport.harness._judge._findings import findings_of, unreadable_outcome
 from jaxport.harness._judge._release import with_release
-from jaxport.harness._judge._status import Policy, status_of
+from jaxport.harness._judge._status import Policy, status_of, worst_first
 from jaxport.harness._project import ProjectTargets
 from jaxport.harness._protocol._answers import ReplayAnswer, WorkerFailure
 from jaxport.harness._protocol._requests import FeaturesWanted, ReplayRequest
 from jaxport.report._entries import EntryResult
+from jaxport.report import Status
 from jaxport.releases import MeasuredRuns
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +77,32 @@ def judge(entry_id: EntryId, answer: ReplayAnswer | WorkerFailure, request: Repl
                            table=run.expectations)
   outcome = with_jax_skip(outcome, m)
   outcome = _with_consumers(outcome, answer, request, entry, run)
-  return _with_status(outcome, run.policy(entry.newest))
+  policy = run.policy(entry.newest)
+  return _with_superseded(_with_status(outcome, policy), policy)
+
+
+# The lead of the skip line of an entry whose changes warn because its case has a newer entry.
+SUPERSEDED = "superseded: "
+
+
+def superseded_warning(outcome: EntryResult) -> bool:
+  """Whether an entry warns only as a superseded one: its case has a newer entry, which
+  judges today's function, so its own changes warn, also under --compat-strict."""
+  return outcome.status is Status.WARN and any(s.startswith(SUPERSEDED) for s in outcome.skips)
+
+
+def _with_superseded(outcome: EntryResult, policy: Policy) -> EntryResult:
+  """``outcome`` with the line saying it is superseded, where that is why it only warns: it
+  warns also under --compat-strict, which only an older entry's changes do."""
+  if not policy.superseded or policy.updating or outcome.status is not Status.WARN:
+    return outcome
+  if status_of(outcome.kinds, dataclasses.replace(policy, strict=True),
+               expected_failure=bool(outcome.expected_failure)) is not Status.WARN:
+    return outcome
+  return outcome.replace(skips=outcome.skips + (
+      f"{SUPERSEDED}case {outcome.case_id} has a newer entry, which judges today's function; "
+      "this entry's changes warn, also under --compat-strict (`jaxport prune --superseded` "
+      "removes the entries a newer one of the same jax release replaced)",))
 
 
 def judge_unreadable(entry_id: EntryId, error: Exception, run: RunContext,
@@ -86,7 +112,11 @@ def judge_unreadable(entry_id: EntryId, error: Exception, run: RunContext,
 
 
 def _with_status(outcome: EntryResult, policy: Policy) -> EntryResult:
-  return outcome.replace(status=status_of(outcome.kinds, policy,
+  """``outcome`` with its status, and its findings worst first: what fails an entry is what
+  its first lines say, above the findings that only inform (another host's tiny differences)."""
+  findings = sorted(outcome.findings, key=lambda f: worst_first(f.kind, policy))
+  return outcome.replace(findings=tuple(findings),
+                         status=status_of(outcome.kinds, policy,
                                           expected_failure=bool(outcome.expected_failure)))
 
 

@@ -23,7 +23,7 @@ from jaxport.harness._protocol._stage_marks import CASE_CODE, TODAY, stage_reade
 from jaxport.report._entries import EntryResult
 from jaxport.harness._judge._age import age_findings, days_to_expiry
 from jaxport.harness._judge._drift import (contract_findings, lowering_difference,
-                                           lowers_as_current_entry)
+                                           lowers_as_current_entry, replaced_by_jax)
 from jaxport.harness._judge._targets import module_target_verdicts, not_stable_finding
 from jaxport.harness._project import ProjectTargets
 
@@ -303,6 +303,8 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
           findings.append(not_stable_finding(target, read.platforms or (), S.READER))
     for line in answer.config_changes:
       add(K.JAX_CONFIG_CHANGED, S.WORKER, line)
+    if answer.comparison_note is not None:
+      skips.append(answer.comparison_note)
     cur = answer.today
     if cur is None or not cur.available:
       # Asked for and missing is an incomplete answer, a failure above, never a skip.
@@ -322,8 +324,12 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
       against = f" of case {cur.matched_case}" if cur.matched_case else ""
       results_match = cur.numerics is None or cur.numerics.ok
       evidence = lowers_as_current_entry(manifest, cur.signature_diff, current_jax)
+      by_jaxlib = replaced_by_jax(recorded_targets, cur.targets, [
+          w for r in answer.readers if r.upgraded is not None for w in r.upgraded.rewrites],
+          consumer)
       findings += [lowering_difference(manifest, consumer, f"current lowering{against}", line,
-                                       results_match, evidence) for line in cur.signature_diff]
+                                       results_match, evidence, by_jaxlib.get(line))
+                   for line in cur.signature_diff]
       found, skipped = contract_findings(manifest, consumer, cur.contract_diff,
                                          cur.contract_by_jax, newest, cur.platforms_added)
       findings += found

@@ -3,7 +3,7 @@ its status, and what it measured of whether the entry runs there.
 
 The replayer reports results only (``jaxport.harness._protocol._release_rows``). An entry that
 reproduced, or ran where the project's own checker cannot be had, passes and runs there; one
-that failed to load, run or reproduce fails and does not run there; the replayer's own failure
+only read (a lowering-only entry) passes and measured nothing of running; one that failed to load, run or reproduce fails and does not run there; the replayer's own failure
 (its files did not verify, it raised, the process died on the entry) fails and measured
 nothing; an entry the replayer cannot replay in that release has no status and measured
 nothing. ``jaxport replay --with-jax``, the kept measurements, bisection and the matrix all
@@ -18,6 +18,9 @@ from typing import Any
 
 from jaxport._vocabulary import Status
 from jaxport.harness._protocol._release_rows import HARNESS, PROCESS, VERIFY, ReleaseRow
+
+# The stage a row ends at without an error when the replayer only read the entry.
+READ_ONLY = "deserialize"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +58,10 @@ def judge_row(row: ReleaseRow | Mapping[str, Any], version: str) -> ReleaseRun:
     return out(Status.FAIL, False, f"{r.stage}: {r.error}")
   if r.matched is False:
     return out(Status.FAIL, False, f"{r.stage}: {r.problems}")
+  if r.stage == READ_ONLY:
+    # A lowering-only entry is read, never run: it measured nothing of running there.
+    return out(Status.PASS, None, f"read by jax {version}'s own jax.export, not run "
+                                  "(a lowering-only entry)")
   if r.not_compared is not None:
     return out(Status.PASS, True, f"run by jax {version}'s own jax.export: {r.not_compared}")
   return out(Status.PASS, True, f"replayed by jax {version}'s own jax.export")

@@ -47,6 +47,11 @@ def severity(kind: FindingKind, policy: Policy) -> Status:
 _ORDER = (Status.PASS, Status.DRIFT, Status.WARN, Status.FAIL)
 
 
+def worst_first(kind: FindingKind, policy: Policy) -> int:
+  """A sort key putting the findings that fail an entry before those that warn or inform."""
+  return -_ORDER.index(severity(kind, policy))
+
+
 def status_of(kinds: Iterable[FindingKind], policy: Policy,
               expected_failure: bool = False) -> Status:
   """The status of an entry with findings of ``kinds``: the worst severity among them, or

@@ -246,11 +246,15 @@ class ReplayAnswer:
   # What golden verification (``jaxport.golden._soundness``) found of the entry as read: its
   # manifest disagreeing with its module, a comparison that passes any outputs; one line each.
   golden_problems: tuple[str, ...] = ()
+  # Why the outputs were judged with other tolerances than the entry records (an entry of an
+  # older golden format whose case sets none: today's defaults), one line; None: as recorded.
+  comparison_note: str | None = None
 
   def to_json(self) -> dict[str, Any]:
     return {"readers": [r.to_json() for r in self.readers], "from_cache": self.from_cache,
             "config_changes": list(self.config_changes),
             "golden_problems": list(self.golden_problems),
+            "comparison_note": self.comparison_note,
             "today": None if self.today is None else self.today.to_json(),
             "host": None if self.host is None else dict(self.host), "seconds": self.seconds,
             "timings": dict(self.timings),
@@ -275,7 +279,9 @@ class ReplayAnswer:
         features=_S.of(d["features"], dict, f"{where}.features", nullable=True),
         features_error=_S.of(d["features_error"], str, f"{where}.features_error", nullable=True),
         config_changes=_S.strs(d["config_changes"], f"{where}.config_changes"),
-        golden_problems=_S.strs(d["golden_problems"], f"{where}.golden_problems"))
+        golden_problems=_S.strs(d["golden_problems"], f"{where}.golden_problems"),
+        comparison_note=_S.of(d["comparison_note"], str, f"{where}.comparison_note",
+                              nullable=True))
 
 
 @dataclasses.dataclass(frozen=True)

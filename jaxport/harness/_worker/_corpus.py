@@ -13,17 +13,11 @@ dataset's platform, operation, variant and dtype in the entry's
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from jaxport.harness import _case
-from jaxport.golden._manifest import CustomCallSignature, Manifest
-from jaxport.golden._signatures import sort_key
-
-_DIMS_RE = re.compile(r"tensor<((?:[0-9?]+x)+)")
-_RULE_SIZES_RE = re.compile(r"(\b[a-z]+)=\d+")
-
+from jaxport.golden._manifest import Manifest
 
 def candidate_ids(details: Mapping[str, Any]) -> list[str]:
   """Case ids that would match the dataset described by ``details``, best first."""
@@ -57,16 +51,3 @@ def matching_case(details: Mapping[str, Any] | None,
       return case
   return None
 
-
-def _blind(text: str) -> str:
-  text = _DIMS_RE.sub(lambda m: "tensor<" + "?x" * m.group(1).count("x"), text)
-  return _RULE_SIZES_RE.sub(r"\1=?", text)
-
-
-def shape_blind(sigs: Iterable[CustomCallSignature]) -> tuple[CustomCallSignature, ...]:
-  """``sigs`` with every dimension size replaced by ``?`` (ranks, element types and attributes kept)."""
-  out = {CustomCallSignature(
-      target=s.target, operand_types=tuple(_blind(t) for t in s.operand_types),
-      result_types=tuple(_blind(t) for t in s.result_types),
-      attributes={k: _blind(v) for k, v in s.attributes.items()}) for s in sigs}
-  return tuple(sorted(out, key=sort_key))

@@ -35,6 +35,8 @@ from jaxport.harness._worker import _reference as _api, _corpus, _lowering
 from jaxport.harness._worker import _contexts, _executables, _shardings, _stopwatch
 from jaxport.harness._worker import _calling
 from jaxport.harness import _case, checkers
+from jaxport.golden._signature_drift import shape_blind
+from jaxport.harness._worker._older_formats import OutputJudging, judging_of, recorded_judging
 from jaxport.harness._protocol._stage_marks import CASE_CODE, TODAY, reader_stage, stage
 from jaxport.harness._worker._case_runs import (export_case, run_exported, run_exported_arrays,
                                                 storable)
@@ -166,6 +168,7 @@ class ReplayEngine:
       results: dict[str, ReaderResult] = {}
       todays: list[TodayResult] = []
 
+      judging = judging_of(m, self.case_of(m) if run else None, expected)
       envelope = expired_envelope(blob)
       readable = blob if envelope is None else envelope.blob
       # An old record whose targets jaxlib dropped will fail to run: its upgraded run starts
@@ -179,14 +182,14 @@ class ReplayEngine:
         for r in some:
           with stage(reader_stage(r)), _contexts.lowering_for(r):
             results[r] = self._read(r, blob, inputs, expected, m, reads, shardings, watch,
-                                    ahead.get(r), envelope, run)
+                                    ahead.get(r), envelope, run, judging)
 
       case = self.case_of(m) if today else None
 
       def compare_today() -> None:
         with stage(TODAY), watch.stage(_stopwatch.CURRENT):
           todays.append(self._today(case, m, inputs, expected,
-                                    reads.by_reader.get(_api.REFERENCE), run, reads))
+                                    reads.by_reader.get(_api.REFERENCE), run, reads, judging))
 
       alongside = today and keeps_config(case)
 
@@ -207,6 +210,7 @@ class ReplayEngine:
     host = replay_host(m.platform if run else "cpu").to_json()
     return ReplayAnswer(readers=tuple(results[r] for r in names),
                         golden_problems=golden_problems(entry, reads),
+                        comparison_note=judging.note,
                         today=todays[0] if todays else None, host=host,
                         seconds=time.perf_counter() - start, timings=dict(watch.seconds),
                         from_cache=_executables.loaded_from_cache() - cached_before)
@@ -225,7 +229,8 @@ class ReplayEngine:
   def _read(self, reader: str, blob: bytes, inputs, expected, m: Manifest,
             reads: ModuleReads, shardings: dict[str, Any] | None = None,
             watch: _stopwatch.Stopwatch | None = None, ahead: _Ahead | None = None,
-            envelope: Envelope | None = None, run: bool = True) -> ReaderResult:
+            envelope: Envelope | None = None, run: bool = True,
+            judging: OutputJudging | None = None) -> ReaderResult:
     """Deserialize with ``reader`` and, unless lowering-only or not to ``run``, run and judge
     the outputs.
 
@@ -277,7 +282,7 @@ class ReplayEngine:
       result = dataclasses.replace(result, stage=Stage.COMPARE)
     with watch.stage(_stopwatch.CHECK):
       actual = [storable(o) for o in arrays]
-      verdict = _judge_outputs(self.registry.checkers, m, inputs, expected, actual)
+      verdict = _judge_outputs(self.registry.checkers, m, inputs, expected, actual, judging)
       problems = _shardings.compare(shardings, arrays) if shardings is not None else []
     return dataclasses.replace(result, numerics=Numerics.of(verdict), problems=tuple(problems))
 
@@ -362,7 +367,8 @@ class ReplayEngine:
 
   def _today(self, case: _case.Case | None, m: Manifest, inputs, expected,
              recorded_module: bytes | None, run: bool = True,
-             reads: ModuleReads | None = None) -> TodayResult:
+             reads: ModuleReads | None = None,
+             judging: OutputJudging | None = None) -> TodayResult:
     """Re-export the case now: targets, signature drift and (if runnable and to ``run``)
     numerics drift."""
     if case is None and _corpus.is_corpus_dataset(m):
@@ -376,11 +382,13 @@ class ReplayEngine:
                          reason=f"case {m.case_id} is no longer registered by the project's "
                                 "case modules")
     with jax_config(case_jax_config(case)):
-      return self._today_of_case(case, m, inputs, expected, recorded_module, run, reads)
+      return self._today_of_case(case, m, inputs, expected, recorded_module, run, reads,
+                                 judging)
 
   def _today_of_case(self, case: _case.Case, m: Manifest, inputs, expected,
                      recorded_module: bytes | None, run: bool = True,
-                     reads: ModuleReads | None = None) -> TodayResult:
+                     reads: ModuleReads | None = None,
+                     judging: OutputJudging | None = None) -> TodayResult:
     exported = self._export_today(case)
     if isinstance(exported, str):
       return TodayResult(available=True, error=f"re-export failed: {exported}")
@@ -389,8 +397,8 @@ class ReplayEngine:
     if m.imported_from is not None:
       # Another function of the same operation: compare the custom calls, not sizes or numerics.
       return TodayResult(available=True, targets=targets, matched_case=case.case_id,
-                         signature_diff=tuple(_lowering.diff(_corpus.shape_blind(m.custom_call_targets),
-                                                             _corpus.shape_blind(sigs))))
+                         signature_diff=tuple(_lowering.diff(shape_blind(m.custom_call_targets),
+                                                             shape_blind(sigs))))
     diff = tuple(_lowering.diff(m.custom_call_targets, sigs))
     contract = contract_change(self._read_back_today(case, exp), reads)
     calling = contract.by_function + _constraints_change(case, m)
@@ -407,7 +415,7 @@ class ReplayEngine:
     if isinstance(actual, str):
       return TodayResult(available=True, targets=targets, signature_diff=diff,
                          error=f"running the current lowering failed: {actual}", **diff_kw)
-    verdict = _judge_outputs(self.registry.checkers, m, inputs, expected, actual)
+    verdict = _judge_outputs(self.registry.checkers, m, inputs, expected, actual, judging)
     return TodayResult(available=True, targets=targets, signature_diff=diff,
                        numerics=Numerics.of(verdict), **diff_kw)
 
@@ -455,16 +463,16 @@ def _constraints_change(case: _case.Case, m: Manifest) -> tuple[str, ...]:
   return () if old == new else (f"symbolic constraints {old} became {new}",)
 
 
-def _judge_outputs(known: Any, m: Manifest, inputs, expected, actual) -> Any:
-  """The verdict of ``actual`` against the entry's recorded outputs: each output with its own
-  tolerances where the manifest records them, else all with its one comparison."""
-  outputs = None if m.tolerances is None else [
-      checkers.OutputTolerance(t.path, t.rtol, t.atol) for t in m.tolerances]
+def _judge_outputs(known: Any, m: Manifest, inputs, expected, actual,
+                   judging: OutputJudging | None = None) -> Any:
+  """The verdict of ``actual`` against the entry's recorded outputs, with the tolerances of
+  ``judging`` (default: the entry's own, :mod:`_older_formats`)."""
+  judging = judging or recorded_judging(m)
   # A checker the project registered is the case's own code.
   own = checkers.BUILTIN.get(m.comparison.mode) is None
   with stage(CASE_CODE) if own else contextlib.nullcontext():
-    return known.check(m.comparison.mode, inputs, expected, actual, rtol=m.comparison.rtol,
-                       atol=m.comparison.atol, outputs=outputs)
+    return known.check(m.comparison.mode, inputs, expected, actual, rtol=judging.rtol,
+                       atol=judging.atol, outputs=judging.outputs)
 
 
 def _in_stage(name: str, work: Callable[[], Any]) -> Callable[[], Any]:

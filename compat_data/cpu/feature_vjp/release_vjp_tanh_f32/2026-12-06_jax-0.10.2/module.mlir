@@ -1,0 +1,17 @@
+#loc1 = loc("x")
+module @jit_tanh_sum attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<6xf32> loc("x")) -> (tensor<f32> {jax.result_info = "result[0]"}) {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32> loc(#loc7)
+    %0 = stablehlo.tanh %arg0 : tensor<6xf32> loc(#loc8)
+    %1 = stablehlo.reduce(%0 init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<6xf32>, tensor<f32>) -> tensor<f32> loc(#loc7)
+    return %1 : tensor<f32> loc(#loc4)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc2 = loc("release_cases.py":280:12 to :29)
+#loc3 = loc("release_cases.py":280:12 to :23)
+#loc4 = loc("jit(tanh_sum)")
+#loc5 = loc("_make_vjp.<locals>.tanh_sum"(#loc2))
+#loc6 = loc("_make_vjp.<locals>.tanh_sum"(#loc3))
+#loc7 = loc("jit(tanh_sum)/reduce_sum"(#loc5))
+#loc8 = loc("jit(tanh_sum)/tanh"(#loc6))

@@ -1,0 +1,20 @@
+#loc = loc(unknown)
+#loc1 = loc("a")
+#loc2 = loc("b")
+module @jit_solve attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<4x4xf32> loc("a"), %arg1: tensor<4x2xf32> loc("b")) -> (tensor<4x2xf32> {jax.result_info = "result[0]"}) {
+    %0 = call @_solve_triangular(%arg0, %arg1) : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x2xf32> loc(#loc7)
+    return %0 : tensor<4x2xf32> loc(#loc4)
+  } loc(#loc)
+  func.func private @_solve_triangular(%arg0: tensor<4x4xf32> loc(unknown), %arg1: tensor<4x2xf32> loc(unknown)) -> tensor<4x2xf32> {
+    %0 = stablehlo.custom_call @lapack_strsm_ffi(%arg0, %arg1) {mhlo.backend_config = {diag = 78 : ui8, side = 76 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8}, mhlo.frontend_attributes = {num_batch_dims = "0"}, operand_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>], output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [], operand_index = 1, operand_tuple_indices = []>], result_layouts = [dense<[0, 1]> : tensor<2xindex>], sdy.sharding_rule = #sdy.op_sharding_rule<([i, j], [k, l])->([m, n]) {i=4, j=4, k=4, l=2, m=4, n=2}, custom>} : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x2xf32> loc(#loc5)
+    return %0 : tensor<4x2xf32> loc(#loc)
+  } loc(#loc9)
+} loc(#loc)
+#loc3 = loc("release_cases.py":220:12 to :50)
+#loc4 = loc("jit(solve)")
+#loc5 = loc("triangular_solve")
+#loc6 = loc("_make_triangular_solve.<locals>.solve"(#loc3))
+#loc7 = loc("jit(solve)/jit(_solve_triangular)"(#loc6))
+#loc8 = loc("jit(solve)/jit"(#loc6))
+#loc9 = loc("jit:"(#loc8))
