@@ -19,7 +19,7 @@ class Policy:
   ``strict``: warnings fail (``--strict``). ``changes_fail``: a changed function fails
   without ``--strict`` (the project's ``on_change = fail``, for a case's newest entry).
   ``superseded``: the case has a newer entry, so this one's differences from today's
-  function only warn. ``updating``: the run records every changed case anew
+  function, and an error of the checker it was recorded with, only warn. ``updating``: the run records every changed case anew
   (``--compat-update``), so a change warns, whatever else holds.
   """
   strict: bool = False
@@ -32,6 +32,10 @@ def severity(kind: FindingKind, policy: Policy) -> Status:
   """What one finding of ``kind`` makes of an entry on its own under ``policy``."""
   if kind in CHANGE_KINDS and policy.updating:
     return Status.WARN
+  if kind is K.CHECKER_ERROR and policy.superseded:
+    # Its manifest keeps the checker it was recorded with; the case's newer entry is judged
+    # with today's.
+    return Status.FAIL if policy.strict else Status.WARN
   if kind in ALWAYS_FAIL or (policy.changes_fail and kind in CHANGE_KINDS):
     return Status.FAIL
   if kind in STRICT_FAIL:
