@@ -152,3 +152,19 @@ def test_a_checkers_own_error_is_the_cases_refused_at_record_and_updated_once_fi
   assert (entries[new]["status"], entries[old]["status"]) == ("pass", "warn"), text[-3000:]
   assert entries[old]["kinds"] == ["checker_error"]
   assert ret == 0, text[-3000:]
+
+
+def test_the_release_replayer_judges_structured_checkers_with_a_vjp_alike(recorded):
+  """In-process, with the installed jax's export module: the script older releases run."""
+  from jaxport_in_release import replayer
+  root, _ = recorded
+  release = replayer._release
+  contract = release.contract()
+  store = GoldenStore(root / STORE)
+  for case_id in ("eigh_vjp", "cholesky_vjp"):
+    (entry,) = [e for e in store.entries() if e.manifest.case_id == case_id]
+    result = replayer.replay(str(store.root), str(entry.entry_id),
+                             contract.ReleaseExport(release.export_module()), contract,
+                             release.checkers())
+    assert (result["stage"], result["error"], result.get("matched")) == ("compare", None, True), (
+        result)
