@@ -132,11 +132,13 @@ def test_a_checkers_own_error_is_the_cases_refused_at_record_and_updated_once_fi
   (old,) = [str(e.entry_id) for e in store.entries() if e.manifest.case_id == "sines"]
 
   # The project's checker now raises, and the case chose another: the update's replay finds
-  # the entry's checker_error in one line, never a break, and records the case anew.
+  # the entry's checker_error in one line, never a break, and records the case anew (so the
+  # error only warns in that run).
   (Path(pytester.path) / "mycases.py").write_text(_cases(raises=True, checker="allclose"))
   ret, text, entries = _session(pytester, tmp_path, "update", "--compat-update")
+  assert ret == 0, text[-3000:]
   sines = entries[old]
-  assert (sines["status"], sines["kinds"]) == ("fail", ["checker_error", "signature_change"])
+  assert (sines["status"], sines["kinds"]) == ("warn", ["checker_error", "signature_change"])
   message = next(m for m in sines["messages"] if m.startswith("[checker_error]"))
   assert message.startswith("[checker_error] checker 'picky' raised ValueError: picky cannot "
                             "judge these outputs judging the ")

@@ -15,6 +15,7 @@ from jaxport.golden import EntryId
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.harness import checkers
 from jaxport.harness._controller import _update
+from jaxport.harness._judge._status import Policy, status_of
 from jaxport.harness._protocol._answers import (Numerics, ReaderResult, ReplayAnswer, Stage,
                                                 TodayResult)
 from jaxport.harness._protocol._requests import ReplayRequest
@@ -89,6 +90,12 @@ def test_the_finding_says_what_the_cases_checker_today_makes_of_the_recorded_out
   # Between xdist workers and their controller the outcome keeps it.
   back = EntryResult.from_part_json(json.loads(json.dumps(fixed.to_part_json())))
   assert back == fixed
+
+
+def test_an_update_run_warns_of_the_checker_error_of_a_case_it_records_anew():
+  fixed = _outcome([("jaxport", RAISING)], recorded_check=GOOD)
+  assert status_of(fixed.kinds, Policy(updating=True, checker_fixed=True)) is Status.WARN
+  assert status_of(fixed.kinds, Policy(updating=True)) is Status.FAIL
 
 
 def test_update_records_a_newest_entry_whose_checker_today_accepts_its_recorded_outputs():

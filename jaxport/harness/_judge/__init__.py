@@ -31,7 +31,8 @@ Kinds, from worst to mildest:
                            ``--compat-update`` records the case anew). Always
                            fails, and no expectations row excuses it; an entry
                            of a case with a newer entry warns (a failure with
-                           ``--strict``).
+                           ``--strict``), as does one whose case an update run
+                           records anew.
   ``below_min_consumer``   the case declares the oldest jax release its entries
                            must run on (``min_consumer``), and the entry's
                            computed range (``jaxport.releases.runs_on``) leaves

@@ -76,7 +76,10 @@ def judge(entry_id: EntryId, answer: ReplayAnswer | WorkerFailure, request: Repl
                            table=run.expectations)
   outcome = with_jax_skip(outcome, m)
   outcome = _with_consumers(outcome, answer, request, entry, run)
-  return _with_status(outcome, run.policy(entry.newest))
+  policy = run.policy(entry.newest)
+  if outcome.checker_fixed and entry.newest:
+    policy = dataclasses.replace(policy, checker_fixed=True)
+  return _with_status(outcome, policy)
 
 
 def judge_unreadable(entry_id: EntryId, error: Exception, run: RunContext,
