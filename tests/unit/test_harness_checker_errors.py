@@ -74,6 +74,17 @@ def test_a_checker_that_raised_is_one_checker_error_of_the_case_never_a_break():
   assert out.checker_fixed is None  # the worker did not say what today's checker makes of it
 
 
+def test_a_sharding_problem_beside_a_checker_error_is_still_a_break():
+  readers = (ReaderResult("jaxport", Stage.COMPARE, numerics=RAISING, platforms=("cpu",),
+                          allowed_targets=(), problems=("output 0 sharding: x became y",)),)
+  answer = ReplayAnswer(readers=readers, today=TodayResult(True, same_module=True), host=None,
+                        seconds=0.0, timings={})
+  out = judging.findings(answer, ReplayRequest("compat_data", ENTRY, ("jaxport",), current=True),
+                         entry_id=ENTRY, manifest=_manifest(), today=TODAY, window_days=180)
+  assert out.kinds == (K.CHECKER_ERROR, K.COMPATIBILITY_BREAK)
+  assert "jaxport reader: output 0 sharding: x became y" in out.messages[1]
+
+
 def test_a_superseded_entrys_checker_error_warns_and_fails_when_strict():
   out = _outcome([("jaxport", RAISING)])
   assert judging.status(out, superseded=True) is Status.WARN

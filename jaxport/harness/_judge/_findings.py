@@ -86,10 +86,12 @@ def reproduced(r: ReaderResult) -> bool:
 
 def _reader_findings(r: ReaderResult, hosts: _Hosts) -> list[Finding]:
   """The breaks and drifts of one reader's replay (a checker that raised on its outputs
-  judged nothing: :func:`checker_findings` says so)."""
+  judged nothing of them, which :func:`checker_findings` says; what the module or a sharding
+  check found wrong is a break all the same)."""
   name = r.reader
   if r.error is None and r.numerics is not None and r.numerics.checker_error is not None:
-    return []
+    return [Finding(K.COMPATIBILITY_BREAK, S.READER, f"{name} reader: {p}", name)
+            for p in r.problems]
   if r.error is not None:
     refused = f" (upgrade refused: {r.upgrade_refused})" if r.upgrade_refused else ""
     return [Finding(K.COMPATIBILITY_BREAK, S.READER,
