@@ -49,6 +49,10 @@ class FindingKind(enum.StrEnum):
   GOLDEN_DATA_ERROR = "golden_data_error"
   COMPATIBILITY_BREAK = "compatibility_break"
   EXPORT_ERROR = "export_error"
+  # The case's checker raised while it judged outputs (a reader's or today's): the case's
+  # code is at fault, not the entry or jax. Always fails; warns for an entry its case has
+  # a newer one of (the checker it was recorded with stays in its manifest).
+  CHECKER_ERROR = "checker_error"
   # The releases the entry runs on (computed from the release table) leave out its case's
   # min_consumer, or a release between that and the producer: always fails.
   BELOW_MIN_CONSUMER = "below_min_consumer"
@@ -87,7 +91,7 @@ class FindingKind(enum.StrEnum):
 # ``jaxport.harness._judge``).
 _K = FindingKind
 ALWAYS_FAIL = frozenset({_K.GOLDEN_DATA_ERROR, _K.COMPATIBILITY_BREAK, _K.EXPORT_ERROR,
-                         _K.BELOW_MIN_CONSUMER})
+                         _K.CHECKER_ERROR, _K.BELOW_MIN_CONSUMER})
 STRICT_FAIL = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE, _K.EXPIRED,
                          _K.FUTURE_DATE, _K.STALE_TARGET, _K.UNEXPECTED_PASS,
                          _K.MIN_CONSUMER_UNKNOWN, _K.JAX_CONFIG_CHANGED,
@@ -103,11 +107,13 @@ UPDATE_KINDS = CHANGE_KINDS | {_K.PLATFORMS_ADDED}
 # replay does), so these are all it cannot say.
 RUN_ONLY_KINDS = frozenset({_K.NUMERICS_CHANGE, _K.NUMERICS_DRIFT,
                             _K.NUMERICS_OTHER_HOST, _K.UPGRADED, _K.EXPORT_ERROR,
+                            _K.CHECKER_ERROR,
                             _K.UNEXPECTED_PASS, _K.BELOW_MIN_CONSUMER, _K.MIN_CONSUMER_UNKNOWN,
                             _K.JAX_CONFIG_CHANGED})
-# What no expectations-table row excuses: the case's own promise (min_consumer), damaged data
-# and a case that cannot be exported.
-NEVER_EXCUSED = frozenset({_K.EXPORT_ERROR, _K.GOLDEN_DATA_ERROR, _K.BELOW_MIN_CONSUMER})
+# What no expectations-table row excuses: the case's own promise (min_consumer), damaged data,
+# a case that cannot be exported and a checker that raises.
+NEVER_EXCUSED = frozenset({_K.EXPORT_ERROR, _K.CHECKER_ERROR, _K.GOLDEN_DATA_ERROR,
+                           _K.BELOW_MIN_CONSUMER})
 # The kinds the report's ``drift`` section lists: differences between an entry and today's
 # lowering or readers that are not breaks.
 DRIFT_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.PLATFORMS_ADDED,
@@ -125,6 +131,7 @@ class Subject(enum.StrEnum):
   WORKER = "worker"              # the process replaying it (a crash, an error of the harness)
   READER = "reader"              # one reader's replay of the recorded blob
   TODAY = "today"                # today's lowering of the entry's case
+  CHECKER = "checker"            # the case's checker, judging outputs (a reader's, today's)
   AGE = "age"                    # the entry's record date against today and the compat window
   CONSUMERS = "consumers"        # the jax releases the entry runs on, against its min_consumer
   EXPECTATION = "expectation"    # the project's expectations table for the producer release

@@ -60,6 +60,11 @@ class GoldenDataError(JaxportError, ValueError):
   """A golden entry under compat_data is missing, tampered with or malformed."""
 
 
+class CheckerError(JaxportError, ValueError):
+  """A case's checker raised, or rejects the outputs its case just recorded: nothing is
+  recorded."""
+
+
 class SerializationError(ExportError):
   """An Exported cannot be serialized (unregistered pytree node, effect, missing VJP)."""
 

@@ -156,7 +156,12 @@ def replay(root: str, entry_id: str, release, contract, checkers) -> dict:
   if cmp["mode"] not in checkers.BUILTIN:
     return done("compare", not_compared=f"loaded and ran; outputs not compared: checker "
                 f"{cmp['mode']!r} is the project's own, which the release replayer does not have")
-  verdict = checkers.check(cmp["mode"], inputs, expected, actual, rtol=cmp["rtol"], atol=cmp["atol"])
+  # Each output's path, so that a built-in checker judges the function's outputs and a VJP's
+  # by tolerance; all with the entry's one comparison, as before.
+  paths = [t["path"] for t in manifest.get("tolerances") or []]
+  outputs = [checkers.OutputTolerance(p, cmp["rtol"], cmp["atol"]) for p in paths] or None
+  verdict = checkers.BUILTIN.check(cmp["mode"], inputs, expected, actual, rtol=cmp["rtol"],
+                                   atol=cmp["atol"], outputs=outputs)
   return done("compare", matched=bool(verdict.ok), exact=bool(verdict.exact),
               problems="; ".join(verdict.problems)[:500] or None)
 

@@ -120,8 +120,10 @@ def verdicts_of_report(report_path: Path, version: str
       # platform): whether it runs there was not measured.
       out[str(e.entry_id)] = None
       continue
+    # A checker that raised judged nothing of the outputs: whether they reproduced is unknown.
     if str(e.entry_id) in skipped or RELEASE_READER not in report.readers or any(
-        f.subject is Subject.WORKER or f.kind is FindingKind.GOLDEN_DATA_ERROR
+        f.subject is Subject.WORKER
+        or f.kind in (FindingKind.GOLDEN_DATA_ERROR, FindingKind.CHECKER_ERROR)
         for f in e.findings):
       out[str(e.entry_id)] = None
       continue

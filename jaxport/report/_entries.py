@@ -73,6 +73,10 @@ class EntryResult:
   # The sha256 of the blob the run replayed, as its files verified (None: its files did not
   # read, or a report without it).
   blob_sha256: str | None = None
+  # Where a comparison of the entry failed with its checker's error: whether the case's
+  # checker today accepts the entry's own recorded outputs (``--compat-update`` then records
+  # the case anew); None where none did. The run's own, not listed in a report file.
+  checker_fixed: bool | None = None
   # The kinds and messages as a report file listed them (None: derived from ``findings``).
   listed_kinds: tuple[str, ...] | None = None
   listed_messages: tuple[str, ...] | None = None
@@ -195,7 +199,7 @@ class EntryResult:
             "status": None if self.status is None else str(self.status),
             "runs_on": (None if self.runs_on is None
                         else {p: list(v) for p, v in self.runs_on.items()}),
-            "blob_sha256": self.blob_sha256}
+            "blob_sha256": self.blob_sha256, "checker_fixed": self.checker_fixed}
 
   @classmethod
   def from_part_json(cls, d: Any, where: str = "outcome") -> EntryResult:
@@ -232,7 +236,8 @@ class EntryResult:
         runs_on=None if d["runs_on"] is None else {
             p: s.strs(v, at(f"runs_on.{p}"))
             for p, v in s.of(d["runs_on"], Mapping, at("runs_on")).items()},
-        blob_sha256=s.of(d["blob_sha256"], str, at("blob_sha256"), nullable=True))
+        blob_sha256=s.of(d["blob_sha256"], str, at("blob_sha256"), nullable=True),
+        checker_fixed=s.of(d["checker_fixed"], bool, at("checker_fixed"), nullable=True))
 
 
 # A part file's keys: every field a run keeps (not what only a report file lists).

@@ -294,3 +294,32 @@ def test_nonfinite_counts_name_each_class_present():
   assert checkers.nonfinite_counts(np.array([np.nan, np.nan, np.inf, -np.inf, 1.0])) == {
       "NaN": 2, "+inf": 1, "-inf": 1}
   assert checkers.nonfinite_counts(np.arange(3)) == {}
+
+
+def _with_vjp(paths, *cotangents):
+  """Each output's path and tolerances, the function's then its VJP's (as an entry names them)."""
+  return [checkers.OutputTolerance(p, RTOL, ATOL) for p in paths] + [
+      checkers.OutputTolerance(f"vjp1:args[{i}]", RTOL, ATOL) for i in range(len(cotangents))]
+
+
+@pytest.mark.parametrize("mode", ["eigh", "cholesky"])
+def test_structured_checkers_judge_the_function_outputs_and_a_vjp_by_tolerance(mode):
+  a = _hermitian(5) + 8 * np.eye(4)
+  primal = list(np.linalg.eigh(a)) if mode == "eigh" else [np.linalg.cholesky(a)]
+  paths = ["output[0]", "output[1]"][:len(primal)]
+  ct = _rng(6).standard_normal((4, 4))
+  outputs = _with_vjp(paths, ct)
+  same = checkers.BUILTIN.check(mode, [a], [*primal, ct], [*primal, ct.copy()], rtol=RTOL,
+                                atol=ATOL, outputs=outputs)
+  assert same.ok and same.exact, same.problems
+  off = checkers.BUILTIN.check(mode, [a], [*primal, ct], [*primal, ct + 1e-3], rtol=RTOL,
+                               atol=ATOL, outputs=outputs)
+  assert not off.ok
+  assert [p.split(":")[0] for p in off.problems] == ["VJP output args[0] (order 1)"]
+  # The structure of the function's outputs is still judged beside the VJP's.
+  bad = [p.copy() for p in primal]
+  bad[-1][0, 0] += 1.0
+  broken = checkers.BUILTIN.check(mode, [a], [*primal, ct], [*bad, ct], rtol=RTOL, atol=ATOL,
+                                  outputs=outputs)
+  assert not broken.ok
+  assert all(not p.startswith("VJP output") for p in broken.problems), broken.problems

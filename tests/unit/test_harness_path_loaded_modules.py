@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "jaxport" / "harness"
 CASE = HARNESS / "_case.py"
 CHECKERS = HARNESS / "checkers.py"
+JUDGES = HARNESS / "_builtin_judges.py"
 # The release scripts run with their folder first on sys.path, as the recorder does.
 RELEASE_SCRIPTS = ROOT / "jaxport_in_release"
 RELEASE_CASES = ROOT / "harness" / "cases" / "release_cases.py"
@@ -37,7 +38,8 @@ def _top_level_imports(path: Path) -> set[str]:
   return out
 
 
-@pytest.mark.parametrize("path", [CASE, CHECKERS], ids=["_case.py", "checkers.py"])
+@pytest.mark.parametrize("path", [CASE, CHECKERS, JUDGES],
+                         ids=["_case.py", "checkers.py", "_builtin_judges.py"])
 def test_the_module_imports_only_numpy_and_the_standard_library(path):
   foreign = {name for name in _top_level_imports(path)
              if name not in sys.stdlib_module_names and name != "numpy"}
@@ -97,11 +99,15 @@ checkers = load("path_loaded_checkers", {str(CHECKERS)!r})
 a = np.eye(3)
 good = checkers.check("allclose", [a], [a], [a], rtol=1e-6, atol=1e-6)
 bad = checkers.check("allclose", [a], [a], [a + 1], rtol=1e-6, atol=1e-6)
+w, v = np.linalg.eigh(a + a.T)
+eigh = checkers.check("eigh", [a + a.T], [w, v], [w, v], rtol=1e-6, atol=1e-6)
 print(json.dumps({{"jaxport": loaded("jaxport"), "jax": loaded("jax"),
-                  "good": [good.ok, good.exact], "bad": [bad.ok, bad.exact]}}))
+                  "good": [good.ok, good.exact], "bad": [bad.ok, bad.exact],
+                  "eigh": [eigh.ok, list(eigh.problems)]}}))
 """)
   assert out["jaxport"] == [] and out["jax"] == []
   assert out["good"] == [True, True] and out["bad"] == [False, False]
+  assert out["eigh"] == [True, []]  # a structured checker, from the sibling loaded by path
 
 
 def test_the_release_cases_build_where_jaxport_cannot_be_imported():

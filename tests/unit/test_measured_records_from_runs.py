@@ -122,6 +122,14 @@ def test_an_entry_whose_files_do_not_read_is_not_measured(monkeypatch, tmp_path)
   assert read_measured(project).entries == {}
 
 
+def test_an_entry_whose_checker_raised_is_not_measured(tmp_path):
+  entry_id = "cpu/feature_vjp/release_vjp_tanh_f32/2026-05-01_jax-0.10.2"
+  raised = _report(entry_id, RELEASE, "fail", [
+      "[checker_error] checker 'eigh' raised ValueError: x judging the jax reader's outputs"])
+  raised["entries"][0]["findings"][0].update(subject="checker", reader=None)
+  assert keeping.verdicts_of_report(_write(tmp_path, raised), RELEASE) == {entry_id: None}
+
+
 def test_a_record_is_keyed_by_the_blob_as_read_not_the_manifests_claim(tmp_path):
   project, entry_id = _project(tmp_path)
   blob = project / "golden" / entry_id / "exported.bin"

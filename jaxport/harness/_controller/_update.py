@@ -4,7 +4,9 @@ The run replays as usual. A case *changed* when the replay of its newest entry
 (the store's order: record date, revision, producer release) finds that
 today's function is called, lowers or computes something else (``signature_change``,
 ``lowering_drift``, ``numerics_change``), or is exported for more platforms
-(``platforms_added``); a registered case without any entry is new. At the end
+(``platforms_added``), or that its checker raised (``checker_error``) while the case's
+checker today accepts the entry's own recorded outputs (the checker was fixed); a
+registered case without any entry is new. At the end
 of the run the session records one new entry of each changed or new case
 (the worker's record op, into staging, then the store's atomic append-only
 write; a second entry of the same day gets the next revision) and reports what
@@ -53,7 +55,11 @@ class CaseChange:
                signature_changes=(*_findings(outcome, FindingKind.SIGNATURE_CHANGE),
                                   *_findings(outcome, FindingKind.PLATFORMS_ADDED),
                                   *_findings(outcome, FindingKind.LOWERING_DRIFT)),
-               numerics=_findings(outcome, FindingKind.NUMERICS_CHANGE))
+               numerics=(*_findings(outcome, FindingKind.NUMERICS_CHANGE),
+                         *(f"the entry's {error}; the case's checker today accepts its "
+                           "recorded outputs"
+                           for error in (_findings(outcome, FindingKind.CHECKER_ERROR)
+                                         if outcome.checker_fixed else ()))))
 
   def summary(self) -> list[str]:
     """Lines saying what changed, for the terminal and for messages."""
@@ -142,7 +148,7 @@ def changed_cases(outcomes: Mapping[EntryId, EntryResult], present: Iterable[Ent
         out.append(CaseChange(case_id, None))
       continue
     outcome = outcomes.get(entry_id)
-    if outcome is not None and set(outcome.kinds) & UPDATE_KINDS:
+    if outcome is not None and (set(outcome.kinds) & UPDATE_KINDS or outcome.checker_fixed):
       out.append(CaseChange.from_outcome(outcome))
   return out
 

@@ -23,6 +23,16 @@ Kinds, from worst to mildest:
                            recorded results (any reader); golden data that fails
                            verification; a worker crash. Always fails.
   ``export_error``         the case can no longer be exported today. Always fails.
+  ``checker_error``        the case's checker raised while it judged outputs (a
+                           reader's or today's): the case's code is at fault,
+                           not the entry or jax. One line names the checker and
+                           the exception, and what the case's checker today
+                           makes of the entry's own recorded outputs (accepted:
+                           ``--compat-update`` records the case anew). Always
+                           fails, and no expectations row excuses it; an entry
+                           of a case with a newer entry warns (a failure with
+                           ``--strict``), as does one whose case an update run
+                           records anew.
   ``below_min_consumer``   the case declares the oldest jax release its entries
                            must run on (``min_consumer``), and the entry's
                            computed range (``jaxport.releases.runs_on``) leaves

@@ -78,6 +78,8 @@ def judge(entry_id: EntryId, answer: ReplayAnswer | WorkerFailure, request: Repl
   outcome = with_jax_skip(outcome, m)
   outcome = _with_consumers(outcome, answer, request, entry, run)
   policy = run.policy(entry.newest)
+  if outcome.checker_fixed and entry.newest:
+    policy = dataclasses.replace(policy, checker_fixed=True)
   return _with_superseded(_with_status(outcome, policy), policy)
 
 

@@ -16,8 +16,9 @@ from jaxport.harness._judge import _reader_policy
 from jaxport._vocabulary import Finding, FindingKind, Subject, TargetVerdict
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._manifest import CustomCallSignature, Manifest, is_imported_artifact
-from jaxport.harness._protocol._answers import (EnvelopeRead, FailureKind, ReaderResult,
-                                                ReplayAnswer, Stage, WorkerFailure)
+from jaxport.harness._protocol._answers import (EnvelopeRead, FailureKind, Numerics,
+                                                ReaderResult, ReplayAnswer, Stage,
+                                                WorkerFailure)
 from jaxport.harness._protocol._requests import ReplayRequest
 from jaxport.harness._protocol._stage_marks import CASE_CODE, TODAY, stage_reader
 from jaxport.report._entries import EntryResult
@@ -84,8 +85,13 @@ def reproduced(r: ReaderResult) -> bool:
 
 
 def _reader_findings(r: ReaderResult, hosts: _Hosts) -> list[Finding]:
-  """The breaks and drifts of one reader's replay."""
+  """The breaks and drifts of one reader's replay (a checker that raised on its outputs
+  judged nothing of them, which :func:`checker_findings` says; what the module or a sharding
+  check found wrong is a break all the same)."""
   name = r.reader
+  if r.error is None and r.numerics is not None and r.numerics.checker_error is not None:
+    return [Finding(K.COMPATIBILITY_BREAK, S.READER, f"{name} reader: {p}", name)
+            for p in r.problems]
   if r.error is not None:
     refused = f" (upgrade refused: {r.upgrade_refused})" if r.upgrade_refused else ""
     return [Finding(K.COMPATIBILITY_BREAK, S.READER,
@@ -140,6 +146,40 @@ _STAGE_TEXT = {CASE_CODE: "the case's own code (its inputs, its function traced 
 def _stage_text(stage: str) -> str:
   reader = stage_reader(stage)
   return f"the {reader} reader's replay of the recorded entry" if reader else _STAGE_TEXT[stage]
+
+
+def checker_findings(answer: ReplayAnswer) -> list[Finding]:
+  """The case's checker that raised while it judged outputs (readers' or today's): one
+  finding per distinct error, naming the checker, the exception and whose outputs, in one
+  line, and what the case's checker today makes of the entry's own recorded outputs."""
+  where: dict[str, list[str]] = {}
+  for r in answer.readers:
+    if r.error is None and r.numerics is not None and r.numerics.checker_error is not None:
+      where.setdefault(r.numerics.checker_error, []).append(f"the {r.reader} reader's")
+  today = answer.today
+  if today is not None and today.numerics is not None and today.numerics.checker_error:
+    where.setdefault(today.numerics.checker_error, []).append("today's lowering's")
+  if not where:
+    return []
+  after = _recorded_check_text(today.recorded_check if today is not None else None)
+  return [Finding(K.CHECKER_ERROR, S.CHECKER,
+                  f"{error} judging {' and '.join(whose)} outputs: the case's checker is at "
+                  f"fault, not the entry or jax; {after}", detail=error)
+          for error, whose in where.items()]
+
+
+def _recorded_check_text(check: Numerics | None) -> str:
+  """What a checker finding says of the case's checker today on the entry's own outputs."""
+  if check is None:
+    return ("fix the checker or choose another (the case's checker=), then record the case "
+            "again")
+  if check.ok:
+    return ("the case's checker today accepts the entry's recorded outputs: --compat-update "
+            "records the case anew")
+  why = check.checker_error or "; ".join(check.problems) or "rejected"
+  return (f"the case's checker today fails on the entry's own recorded outputs too ({why}): "
+          "fix it or choose another (the case's checker=), then --compat-update records the "
+          "case anew")
 
 
 def _crash_finding(failure: WorkerFailure) -> Finding:
@@ -270,6 +310,10 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
     for line in _inconsistencies(answer, request, runs, manifest.imported_from is not None):
       add(K.COMPATIBILITY_BREAK, S.WORKER, f"the worker's answer is incomplete: {line}")
     findings += [golden_problem(p) for p in answer.golden_problems]
+    findings += checker_findings(answer)
+    if answer.today is not None and answer.today.recorded_check is not None:
+      check = answer.today.recorded_check
+      facts["checker_fixed"] = check.ok and check.checker_error is None
     for r in answer.readers:
       found = _reader_findings(r, hosts)
       findings += found
@@ -342,7 +386,9 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
         add(K.STALE_TARGET, S.TODAY,
             f"recorded targets {gone} are no longer emitted by today's lowering; "
             "record a new entry for the new lowering and keep this one until it expires")
-      num = None if earlier else cur.numerics
+      # A checker that raised judged nothing (checker_findings says so).
+      raised = cur.numerics is not None and cur.numerics.checker_error is not None
+      num = None if earlier or raised else cur.numerics
       if num is not None and not num.ok:
         for p in num.problems:
           add(K.NUMERICS_CHANGE, S.TODAY, f"current lowering: {p}", detail=p)

@@ -19,19 +19,29 @@ class Policy:
   ``strict``: warnings fail (``--strict``). ``changes_fail``: a changed function fails
   without ``--strict`` (the project's ``on_change = fail``, for a case's newest entry).
   ``superseded``: the case has a newer entry, so this one's differences from today's
-  function only warn. ``updating``: the run records every changed case anew
-  (``--compat-update``), so a change warns, whatever else holds.
+  function, and an error of the checker it was recorded with, only warn.
+  ``checker_fixed``: the entry is its case's newest and the case's checker today accepts its
+  recorded outputs, so an update run records the case anew and its checker error only warns.
+  ``updating``: the run records every changed case anew (``--compat-update``), so a change
+  warns, whatever else holds.
   """
   strict: bool = False
   changes_fail: bool = False
   superseded: bool = False
   updating: bool = False
+  checker_fixed: bool = False
 
 
 def severity(kind: FindingKind, policy: Policy) -> Status:
   """What one finding of ``kind`` makes of an entry on its own under ``policy``."""
   if kind in UPDATE_KINDS and policy.updating:
     return Status.WARN
+  if kind is K.CHECKER_ERROR and policy.updating and policy.checker_fixed:
+    return Status.WARN
+  if kind is K.CHECKER_ERROR and policy.superseded:
+    # Its manifest keeps the checker it was recorded with; the case's newer entry is judged
+    # with today's.
+    return Status.FAIL if policy.strict else Status.WARN
   if kind in ALWAYS_FAIL or (policy.changes_fail and kind in CHANGE_KINDS):
     return Status.FAIL
   if kind in STRICT_FAIL:

@@ -57,11 +57,19 @@ def _stage(value: str, where: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Numerics:
-  """One comparison of computed outputs with the recorded ones (a checker's verdict)."""
+  """One comparison of computed outputs with the recorded ones (a checker's verdict), or
+  ``checker_error``: the checker raised, as one line naming it and the exception (then not
+  ``ok``, and no problems: nothing was judged)."""
   ok: bool
   exact: bool
   max_abs_err: float
   problems: tuple[str, ...] = ()
+  checker_error: str | None = None
+
+  def __post_init__(self) -> None:
+    if self.checker_error is not None and (self.ok or self.problems):
+      raise WorkerAnswerError("numerics: a checker that raised judged nothing: not ok, and "
+                              "no problems")
 
   @classmethod
   def of(cls, verdict: Any) -> Numerics:
@@ -69,16 +77,23 @@ class Numerics:
     return cls(bool(verdict.ok), bool(verdict.exact), float(verdict.max_abs_err),
                tuple(verdict.problems))
 
+  @classmethod
+  def raised(cls, checker_error: str, exact: bool) -> Numerics:
+    """The record of a checker that raised (``exact``: the outputs are bitwise equal all the
+    same)."""
+    return cls(False, exact, 0.0, (), checker_error)
+
   def to_json(self) -> dict[str, Any]:
     return {"ok": self.ok, "exact": self.exact, "max_abs_err": self.max_abs_err,
-            "problems": list(self.problems)}
+            "problems": list(self.problems), "checker_error": self.checker_error}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Numerics:
     d = _S.record(cls, d, where)
     return cls(_S.of(d["ok"], bool, f"{where}.ok"), _S.of(d["exact"], bool, f"{where}.exact"),
                float(_S.of(d["max_abs_err"], (int, float), f"{where}.max_abs_err")),
-               _S.strs(d["problems"], f"{where}.problems"))
+               _S.strs(d["problems"], f"{where}.problems"),
+               _S.of(d["checker_error"], str, f"{where}.checker_error", nullable=True))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,7 +201,10 @@ class TodayResult:
   line each (today's module is then not run: the entry's inputs are not its inputs);
   ``contract_by_jax``: the differences the jax release makes (the calling-convention
   version); ``platforms_added``: the platforms today's export is lowered for and the entry's
-  blob is not (one line; a platform removed is a line of ``contract_diff``)."""
+  blob is not (one line; a platform removed is a line of ``contract_diff``).
+  ``recorded_check``: where a comparison of the entry's replay failed with its checker's
+  error, the case's checker today (with the comparison a recording of it would write)
+  judging the entry's recorded outputs against themselves; None otherwise."""
   available: bool
   reason: str | None = None
   error: str | None = None
@@ -198,9 +216,12 @@ class TodayResult:
   contract_diff: tuple[str, ...] = ()
   contract_by_jax: tuple[str, ...] = ()
   platforms_added: tuple[str, ...] = ()
+  recorded_check: Numerics | None = None
 
   def to_json(self) -> dict[str, Any]:
     return {"available": self.available, "reason": self.reason, "error": self.error,
+            "recorded_check": (None if self.recorded_check is None
+                               else self.recorded_check.to_json()),
             "targets": list(self.targets), "matched_case": self.matched_case,
             "signature_diff": list(self.signature_diff), "same_module": self.same_module,
             "numerics": None if self.numerics is None else self.numerics.to_json(),
@@ -222,7 +243,9 @@ class TodayResult:
         numerics=None if d["numerics"] is None else Numerics.from_json(d["numerics"], f"{where}.numerics"),
         contract_diff=_S.strs(d["contract_diff"], f"{where}.contract_diff"),
         contract_by_jax=_S.strs(d["contract_by_jax"], f"{where}.contract_by_jax"),
-        platforms_added=_S.strs(d["platforms_added"], f"{where}.platforms_added"))
+        platforms_added=_S.strs(d["platforms_added"], f"{where}.platforms_added"),
+        recorded_check=None if d["recorded_check"] is None else Numerics.from_json(
+            d["recorded_check"], f"{where}.recorded_check"))
 
 
 @dataclasses.dataclass(frozen=True)

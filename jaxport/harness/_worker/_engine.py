@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -33,10 +32,10 @@ from jaxport.golden._host import Host, current_host
 from jaxport.golden._manifest import Manifest
 from jaxport.harness._worker import _reference as _api, _corpus, _lowering
 from jaxport.harness._worker import _contexts, _executables, _shardings, _stopwatch
-from jaxport.harness._worker import _calling
-from jaxport.harness import _case, checkers
+from jaxport.harness._worker import _calling, _judging
+from jaxport.harness import _case
 from jaxport.golden._signature_drift import shape_blind
-from jaxport.harness._worker._older_formats import OutputJudging, judging_of, recorded_judging
+from jaxport.harness._worker._older_formats import OutputJudging, judging_of
 from jaxport.harness._protocol._stage_marks import CASE_CODE, TODAY, reader_stage, stage
 from jaxport.harness._worker._case_runs import (export_case, run_exported, run_exported_arrays,
                                                 storable)
@@ -206,6 +205,9 @@ class ReplayEngine:
           task.settle()
       if today and not alongside:
         compare_today()
+      if todays and run and expected is not None:
+        todays[0] = self._with_recorded_check(todays[0], case, m, inputs, expected,
+                                              tuple(results.values()))
     self._bound_jax_caches()
     host = replay_host(m.platform if run else "cpu").to_json()
     return ReplayAnswer(readers=tuple(results[r] for r in names),
@@ -282,9 +284,10 @@ class ReplayEngine:
       result = dataclasses.replace(result, stage=Stage.COMPARE)
     with watch.stage(_stopwatch.CHECK):
       actual = [storable(o) for o in arrays]
-      verdict = _judge_outputs(self.registry.checkers, m, inputs, expected, actual, judging)
+      numerics = _judging.judge_entry(self.registry.checkers, m, inputs, expected, actual,
+                                      judging)
       problems = _shardings.compare(shardings, arrays) if shardings is not None else []
-    return dataclasses.replace(result, numerics=Numerics.of(verdict), problems=tuple(problems))
+    return dataclasses.replace(result, numerics=numerics, problems=tuple(problems))
 
   # --- today's lowering ------------------------------------------------------------------
 
@@ -415,9 +418,27 @@ class ReplayEngine:
     if isinstance(actual, str):
       return TodayResult(available=True, targets=targets, signature_diff=diff,
                          error=f"running the current lowering failed: {actual}", **diff_kw)
-    verdict = _judge_outputs(self.registry.checkers, m, inputs, expected, actual, judging)
     return TodayResult(available=True, targets=targets, signature_diff=diff,
-                       numerics=Numerics.of(verdict), **diff_kw)
+                       numerics=_judging.judge_entry(self.registry.checkers, m, inputs,
+                                                     expected, actual, judging), **diff_kw)
+
+  def _with_recorded_check(self, today: TodayResult, case: _case.Case | None, m: Manifest,
+                           inputs, expected, readers: tuple[ReaderResult, ...]) -> TodayResult:
+    """``today`` with its ``recorded_check`` where a comparison of the entry failed with its
+    checker's error: the case's checker today, as a recording of it would compare, on the
+    entry's recorded outputs (whether a fixed checker accepts what the entry holds)."""
+    raised = [n for n in (*(r.numerics for r in readers), today.numerics)
+              if n is not None and n.checker_error is not None]
+    if not raised or case is None or not today.available or today.error is not None:
+      return today
+    outputs = [(t.path, t.dtype) for t in m.tolerances] if m.tolerances is not None else [
+        (f"output[{i}]", x.dtype) for i, x in enumerate(expected)]
+    comparison = _calling.comparison_today(case, outputs)
+    if isinstance(comparison, str):
+      check = Numerics(False, True, 0.0, (comparison,))
+    else:
+      check = _judging.judge_as_recorded(self.registry.checkers, comparison, inputs, expected)
+    return dataclasses.replace(today, recorded_check=check)
 
   def _settings_change(self, case: _case.Case, m: Manifest) -> tuple[str, ...]:
     """How the case's comparison settings (checker, tolerances, as a recording of it today
@@ -461,18 +482,6 @@ def _constraints_change(case: _case.Case, m: Manifest) -> tuple[str, ...]:
   contract: a caller's shapes the entry accepted may be refused now (or the reverse)."""
   old, new = list(m.constraints or ()), list(case.constraints or ())
   return () if old == new else (f"symbolic constraints {old} became {new}",)
-
-
-def _judge_outputs(known: Any, m: Manifest, inputs, expected, actual,
-                   judging: OutputJudging | None = None) -> Any:
-  """The verdict of ``actual`` against the entry's recorded outputs, with the tolerances of
-  ``judging`` (default: the entry's own, :mod:`_older_formats`)."""
-  judging = judging or recorded_judging(m)
-  # A checker the project registered is the case's own code.
-  own = checkers.BUILTIN.get(m.comparison.mode) is None
-  with stage(CASE_CODE) if own else contextlib.nullcontext():
-    return known.check(m.comparison.mode, inputs, expected, actual, rtol=judging.rtol,
-                       atol=judging.atol, outputs=judging.outputs)
 
 
 def _in_stage(name: str, work: Callable[[], Any]) -> Callable[[], Any]:

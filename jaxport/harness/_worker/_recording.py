@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import difflib
-from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -17,7 +16,8 @@ import numpy as np
 from jaxport import _versions
 from jaxport.errors import UnregisteredNodeError
 from jaxport.golden._manifest import Comparison, Manifest, OutputTolerance, Producer
-from jaxport.harness._worker import _calling, _lowering, _shardings
+from jaxport.errors import CheckerError
+from jaxport.harness._worker import _calling, _judging, _lowering, _shardings
 from jaxport.harness import _case, checkers
 from jaxport.harness._worker import _reference as _api
 from jaxport.harness._worker._case_runs import (callable_leaves, case_inputs, export_case,
@@ -39,7 +39,7 @@ class Recording:
 
 
 def record_case(case: _case.Case, today: datetime.date,
-                checker_registry: Mapping[str, Any] | None = None) -> Recording:
+                checker_registry: checkers.CheckerRegistry | None = None) -> Recording:
   """Export, serialize and (unless lowering-only) run ``case`` under its jax configuration;
   the entry to write. ``checker_registry``: the project's checkers (default: the built-in
   ones and those added with ``register_checker``)."""
@@ -51,7 +51,7 @@ def record_case(case: _case.Case, today: datetime.date,
 
 
 def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
-                 known: Mapping[str, Any]) -> Recording:
+                 known: checkers.CheckerRegistry) -> Recording:
   if case.checker not in known:
     # An entry is immutable: a checker named wrong would fail only at every later replay.
     near = difflib.get_close_matches(case.checker, list(known), n=1)
@@ -78,6 +78,8 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
       shardings = _shardings.record(exp, outs)
       _check_shardings_against_jit(case, exp, inputs, shardings)
   comparison = _case.comparison_of(case, output_paths(exp, case.vjp_order, expected or []))
+  if expected is not None:
+    _check_recorded(case, comparison, inputs, expected, known)
   tolerances = None if expected is None else tuple(
       OutputTolerance(o.path, o.dtype, o.rtol, o.atol) for o in comparison.outputs)
   manifest = Manifest(
@@ -104,6 +106,25 @@ def _serialized(case: _case.Case, exp: Any) -> bytes:
         f"could not read the entry. Nothing was recorded. {e.fix} (a registration belongs in "
         "the case module, so that importing it registers the type).", node_type=e.node_type,
         part=e.part, fix=e.fix) from None
+
+
+def _check_recorded(case: _case.Case, comparison: _case.CaseComparison,
+                    inputs: list[np.ndarray], expected: list[np.ndarray],
+                    known: checkers.CheckerRegistry) -> None:
+  """Refuse to record outputs the case's own checker rejects, or raises on, judged against
+  themselves: every replay of such an entry would fail on the checker, not on jax."""
+  verdict = _judging.judge_as_recorded(known, comparison, inputs, expected)
+  if verdict.checker_error is not None:
+    why = f"{verdict.checker_error} on the outputs just recorded"
+  elif not verdict.ok:
+    why = (f"checker {comparison.checker!r} rejects the outputs just recorded, judged against "
+           f"themselves: {'; '.join(verdict.problems) or 'no problem named'}")
+  else:
+    return
+  raise CheckerError(
+      f"case {case.case_id}: {why}. A checker judges the case's outputs (the function's, then "
+      "a VJP's); choose one that fits them (checker='allclose' compares elementwise), or fix "
+      "the case's function or the checker. Nothing was recorded.")
 
 
 def nonfinite_lines(expected: list[np.ndarray] | None) -> tuple[str, ...]:
