@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from jaxport.cli._main import main
 from jaxport.golden._store import GoldenStore
 
 from _downstream_project import GOLDEN_TESTS, STORE, pyproject
@@ -120,7 +121,7 @@ def _session(pytester, tmp_path, *args, today=TODAY):
 
 
 def test_changed_custom_rules_fail_unless_the_case_opts_out_and_int_inputs_store_no_cotangent(
-    copy, pytester, tmp_path):
+    copy, pytester, tmp_path, capsys):
   store = copy(**{"SCALE = 1.0": "SCALE = 1.5"})
   manifests = {e.manifest.case_id: e.manifest for e in store.entries()}
   assert [t.path for t in manifests["vjp_rule"].tolerances] == ["output", "vjp1:args[0]"]
@@ -139,6 +140,10 @@ def test_changed_custom_rules_fail_unless_the_case_opts_out_and_int_inputs_store
   stored = entry.expected_outputs()
   assert [a.dtype for a in stored] == [np.float32, np.int32, np.bool_, np.float32]
   entry.verify()
+  capsys.readouterr()
+  assert main(["inspect", str(entry.path)]) == 0
+  shown = capsys.readouterr().out
+  assert "inputs without a cotangent (no VJP output stored): args[1], args[2]" in shown, shown
 
   done, report = _session(pytester, tmp_path)
   status = {e["case_id"]: e["status"] for e in report["entries"]}

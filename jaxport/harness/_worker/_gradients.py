@@ -21,7 +21,7 @@ from jaxport.golden import _no_cotangent
 from jaxport.golden._manifest import Manifest
 from jaxport.golden._store import GoldenStore
 from jaxport.harness import _case
-from jaxport.harness._worker._case_runs import case_inputs
+from jaxport.harness._worker._case_runs import case_inputs, jit_kwargs
 from jaxport.harness._worker._contract import has_cotangent
 from jaxport.harness._worker._jax_setup import case_jax_config, jax_config
 
@@ -60,7 +60,9 @@ def recorded_gradients(case: _case.Case) -> Gradients:
   if not any(has_cotangent(_dtype(x)) for x in leaves):
     return Gradients(0)
   with jax_config({**case_jax_config(case), **dict(case.jax_flags)}):
-    rules = custom_rule_kinds(jax.make_jaxpr(case.fun)(*args, **kwargs))
+    # Traced as the export traces it: jitted with the case's own jit arguments (shardings).
+    jitted = jax.jit(case.fun, **jit_kwargs(case))
+    rules = custom_rule_kinds(jax.make_jaxpr(jitted)(*args, **kwargs))
   return Gradients(1 if rules else 0, rules)
 
 
