@@ -96,3 +96,15 @@ def test_inputs_without_a_cotangent_are_named_by_path_and_have_no_vjp_output_pat
   assert _recording.no_cotangent(exp) == ("args[1]", "kwargs['mask']")
   outputs = [np.zeros(3, np.float32)] * 2
   assert [p for p, _ in _recording.output_paths(exp, 1, outputs)] == ["output", "vjp1:args[0]"]
+
+
+def test_a_default_gradient_that_cannot_be_exported_is_refused_naming_the_opt_out():
+  def looped(x):  # reverse mode cannot go through a while_loop of dynamic trip count
+    return jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, smooth(c[1])), (0, x))[1]
+
+  with pytest.raises(ValueError, match=r"case c: its function holds a custom_jvp rule, so its "
+                                       r"gradients .* are recorded by default, but its VJP cannot "
+                                       r"be exported: .*while_loop.*Set vjp_order=0"):
+    _recording.record_case(_case(looped), datetime.date(2026, 12, 1))
+  recorded = _recording.record_case(_case(looped, vjp_order=0), datetime.date(2026, 12, 1))
+  assert recorded.manifest.no_cotangent is None

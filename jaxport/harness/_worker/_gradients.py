@@ -11,6 +11,7 @@ entry recorded without gradients is judged as it was recorded.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import numpy as np
@@ -64,6 +65,23 @@ def recorded_gradients(case: _case.Case) -> Gradients:
     jitted = jax.jit(case.fun, **jit_kwargs(case))
     rules = custom_rule_kinds(jax.make_jaxpr(jitted)(*args, **kwargs))
   return Gradients(1 if rules else 0, rules)
+
+
+def serialized(case: _case.Case, exp: Any, gradients: Gradients) -> bytes:
+  """The blob of ``exp`` with the VJPs of ``gradients``. Where the default asked for them and
+  the function has no VJP to export (a ``while_loop`` with a dynamic trip count, a primitive
+  without a differentiation rule), the recording is refused, naming the rule and the opt-out."""
+  try:
+    return bytes(exp.serialize(vjp_order=gradients.order))
+  except Exception as e:
+    if not gradients.by_default:
+      raise
+    rules = " and ".join(sorted(gradients.rules))
+    raise ValueError(
+        f"case {case.case_id}: its function holds a {rules} rule, so its gradients (the VJP of "
+        f"order 1) are recorded by default, but its VJP cannot be exported: "
+        f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}. Set vjp_order=0 on "
+        "the case to record it without gradients. Nothing was recorded.") from e
 
 
 def todays_order(case: _case.Case, entry_has_vjp: bool) -> int:

@@ -62,7 +62,7 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
         "CHECKERS (or with jaxport.harness.register_checker). Nothing was recorded.")
   gradients = _gradients.recorded_gradients(case)
   exp = export_case(case)
-  blob = bytes(exp.serialize(vjp_order=gradients.order))
+  blob = _gradients.serialized(case, exp, gradients)
   sigs = _lowering.signatures(exp.mlir_module_serialized)
   missing = sorted(set(case.targets) - set(_lowering.targets(sigs)))
   if missing:
