@@ -136,15 +136,18 @@ def record_case(contract, release, case, platform: str) -> dict:
   exp = contract.export_function(
       release.exporter, case.fun, tuple(inputs), {}, polymorphic_shapes=case.polymorphic_shapes,
       platforms=case.platforms, disabled_checks=case.disabled_checks)
-  blob = release.serialize(exp, case.vjp_order)
+  # A release records gradients only where the case asks for them (vjp_order unset is 0 here).
+  vjp_order = case.vjp_order or 0
+  blob = release.serialize(exp, vjp_order)
   expected = contract.run_exported(release.deserialize(blob), inputs, call=release.call)
   jitted = jax.jit(case.fun)
   direct = _as_arrays(jitted(*inputs))
-  if case.vjp_order >= 1:
+  if vjp_order >= 1:
     primal_out, pullback = jax.vjp(jitted, *inputs)
     cotangents = [contract.cotangent(o) for o in jax.tree_util.tree_leaves(primal_out)]
-    direct += _as_arrays(pullback(jax.tree_util.tree_unflatten(
+    grads = jax.tree_util.tree_leaves(pullback(jax.tree_util.tree_unflatten(
         jax.tree_util.tree_structure(primal_out), cotangents)))
+    direct += _as_arrays(contract.with_cotangent(grads, exp.in_avals))
   if len(direct) != len(expected):
     raise ValueError(f"{case.case_id}: the blob gives {len(expected)} outputs, jax.jit "
                      f"{len(direct)}")
@@ -164,7 +167,7 @@ def record_case(contract, release, case, platform: str) -> dict:
       "polymorphic_shapes": list(case.polymorphic_shapes) if case.polymorphic_shapes else None,
       "constraints": None,
       "lowering_only": False,
-      "vjp_order": case.vjp_order,
+      "vjp_order": vjp_order,
       "comparison": {"mode": case.checker, "rtol": case.rtol, "atol": case.atol},
       # The jax configuration it was exported and run under, to replay it under the same.
       "x64": bool(case.enable_x64),

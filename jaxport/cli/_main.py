@@ -456,6 +456,9 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
       lines.append("  tolerances per output:" + ("" if m.tolerances else " (none)"))
       lines.extend(f"    {t.path} ({t.dtype}): rtol {t.rtol:g}, atol {t.atol:g}"
                    for t in m.tolerances)
+    if m.no_cotangent is not None:
+      lines.append("  inputs without a cotangent (no VJP output stored): "
+                   + (", ".join(m.no_cotangent) or "none"))
   lines.extend(artifact_runs_on.runs_on_lines(info))
   if args.mlir:
     lines.extend(info["mlir"].split("\n"))

@@ -119,7 +119,7 @@ class Relowerer:
     """The calling contract of the case exported today, serialized and read back as a
     consumer reads it (as the replay compares it)."""
     exp = self._export(case)
-    return _calling.contract_of(deserialize(bytes(exp.serialize(vjp_order=case.vjp_order))))
+    return _calling.contract_of(deserialize(bytes(exp.serialize(vjp_order=case.vjp_order or 0))))
 
   def comparison(self, case: Any, outputs: Any) -> Any:
     """The case's comparison settings as a recording of it today would write them for the

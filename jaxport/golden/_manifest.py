@@ -25,6 +25,7 @@ from jaxport import _json
 from jaxport._records import Strict, quote
 from jaxport._vocabulary import PLATFORMS
 from jaxport.errors import GoldenDataError
+from jaxport.golden import _no_cotangent
 from jaxport.golden._entry_id import EntryId
 from jaxport.golden._host import Host
 
@@ -38,10 +39,12 @@ from jaxport.golden._host import Host
 #     (the VJP's outputs after the function's). An entry with them compares each output with
 #     its own; one without them (every entry of formats 1 and 2) compares all outputs with
 #     ``comparison``'s one rtol and atol.
-FORMAT_VERSION = 3
+#   4 (2026-12) optional ``no_cotangent``, present where the entry carries a VJP: the inputs
+#     (by path) with no cotangent (integers, bools, PRNG keys), whose VJP outputs are not stored.
+FORMAT_VERSION = 4
 # The first format version that may hold each optional field.
 _OPTIONAL_SINCE = {"jax_config": 1, "revision": 1, "host": 2, "min_consumer": 2,
-                   "tolerances": 3}
+                   "tolerances": 3, "no_cotangent": 4}
 
 MANIFEST_FILE = "manifest.json"
 BLOB_FILE = "exported.bin"
@@ -211,6 +214,9 @@ class Manifest:
   # Each recorded output's comparison (format 3), in the order of the expected outputs; None:
   # one comparison for all outputs (``comparison``), as every entry of formats 1 and 2.
   tolerances: tuple[OutputTolerance, ...] | None = None
+  # Where the entry carries a VJP (format 4): the inputs without a cotangent, by path, whose
+  # VJP outputs are not stored (``_no_cotangent``); None: no VJP, or an entry of formats 1-3.
+  no_cotangent: tuple[str, ...] | None = None
 
   def __post_init__(self):
     if isinstance(self.record_date, str):
@@ -226,6 +232,8 @@ class Manifest:
       object.__setattr__(self, "constraints", tuple(self.constraints))
     if self.tolerances is not None:
       object.__setattr__(self, "tolerances", tuple(self.tolerances))
+    if self.no_cotangent is not None:
+      object.__setattr__(self, "no_cotangent", tuple(self.no_cotangent))
     if self.jax_config is not None:
       object.__setattr__(self, "jax_config", MappingProxyType(dict(sorted(self.jax_config.items()))))
     object.__setattr__(self, "files", MappingProxyType(dict(sorted(self.files.items()))))
@@ -295,6 +303,8 @@ def _to_dict(m: Manifest) -> dict[str, Any]:
   if m.tolerances is not None:
     optional["tolerances"] = [t.to_dict() if isinstance(t, OutputTolerance) else t
                               for t in m.tolerances]
+  if m.no_cotangent is not None:
+    optional["no_cotangent"] = list(m.no_cotangent)
   return {
       **optional,
       "format_version": m.format_version,
@@ -351,6 +361,7 @@ def _from_dict(d: dict[str, Any]) -> Manifest:
       min_consumer=d.get("min_consumer"),
       tolerances=None if d.get("tolerances") is None else tuple(
           OutputTolerance(t["path"], t["dtype"], t["rtol"], t["atol"]) for t in d["tolerances"]),
+      no_cotangent=None if d.get("no_cotangent") is None else tuple(d["no_cotangent"]),
   )
 
 
@@ -484,6 +495,8 @@ def _validate(d: dict[str, Any], where: str) -> None:
     raise _bad(where, "min_consumer", "a jax release such as '0.9.2'", d["min_consumer"])
   if "tolerances" in d:
     _check_tolerances(d, where)
+  if "no_cotangent" in d:
+    _no_cotangent.check(d, where, _bad)
   for field in ("case_id", "family"):
     if not is_safe_name(d[field]):
       raise _bad(where, field, "a name of letters, digits, '_', '.', '+', '-' (a directory name)",

@@ -55,6 +55,13 @@ class Case:
   whose meshes need the worker's devices) and, to record GSPMD's custom calls,
   ``use_shardy=False`` (None keeps jax's default partitioner).
 
+  ``vjp_order``: the order of the gradients (VJPs) recorded and compared with the function's
+  outputs: 1 records the VJP of order 1 (for cotangents of ones), 0 none. Unset (None, the
+  default), a case whose function holds a custom derivative rule (``jax.custom_vjp`` or
+  ``jax.custom_jvp``, anywhere in its jaxpr) and takes a float input records its VJP of
+  order 1, since a changed rule leaves the function's own module as it was; any other
+  records none. Integer, bool and PRNG key inputs have no cotangent: none is stored for them.
+
   ``jax_flags``: ``(name, value)`` jax config flags set while the case is
   exported (a lowering some flag selects, e.g. the GPU threefry kernel).
 
@@ -93,7 +100,7 @@ class Case:
   polymorphic_shapes: tuple[str | None, ...] | None = None
   constraints: tuple[str, ...] | None = None
   lowering_only: bool = False
-  vjp_order: int = 0
+  vjp_order: int | None = None
   num_devices: int = 1
   jit_kwargs: Callable[[], dict[str, Any]] | None = None
   use_shardy: bool | None = None
@@ -107,6 +114,12 @@ class Case:
 
   def __post_init__(self):
     self._check_tolerances()
+    if self.vjp_order is not None and not (isinstance(self.vjp_order, int)
+                                           and not isinstance(self.vjp_order, bool)
+                                           and self.vjp_order >= 0):
+      raise ValueError(f"Case {self.case_id}: vjp_order={self.vjp_order!r} is not an order of "
+                       "gradients: give 0 (none), 1, or leave it unset (None: gradients where "
+                       "the function holds a custom derivative rule).")
     for name in ("min_consumer", "for_jax"):
       value = getattr(self, name)
       if value is not None and not _RELEASE_RE.fullmatch(str(value)):

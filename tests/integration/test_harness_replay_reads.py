@@ -78,9 +78,9 @@ def test_todays_export_is_read_back_once_for_runs_on_other_inputs(engine, store,
 
   monkeypatch.setattr(_engine._api, "deserialize", counted)
   with _jax_setup.jax_config(_jax_setup.case_jax_config(case)):
-    first = engine._run_today(case, exp, leaves)
+    first = engine._run_today(case, exp, leaves, 0)
     doubled = [x * 2 if np.issubdtype(x.dtype, np.floating) else x for x in leaves]
-    second = engine._run_today(case, exp, doubled)
+    second = engine._run_today(case, exp, doubled, 0)
     direct = _case_runs.run_exported(exp, doubled)
   assert not isinstance(first, str) and not isinstance(second, str)
   assert len(read_back) == 1

@@ -64,7 +64,7 @@ def _write_case(folder: Path, case, for_jax: str | None) -> str:
   exp = _contract.export_function(_exporter(for_jax), case.fun, tuple(inputs), {},
                                   polymorphic_shapes=case.polymorphic_shapes,
                                   platforms=case.platforms)
-  blob = bytes(exp.serialize(vjp_order=case.vjp_order))
+  blob = bytes(exp.serialize(vjp_order=case.vjp_order or 0))
   expected = _contract.run_exported(jaxport.deserialize(blob), inputs)
   folder.mkdir()
   (folder / "exported.bin").write_bytes(blob)

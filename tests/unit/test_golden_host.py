@@ -62,7 +62,7 @@ def test_a_host_record_round_trips_through_a_manifest_and_its_digest(tmp_path):
   entry = store.write_entry(make_manifest(host=HOST), b"blob", INPUTS, EXPECTED, "module @m {}\n")
   text = (entry.path / "manifest.json").read_text()
   d = json.loads(text)
-  assert d["format_version"] == FORMAT_VERSION == 3
+  assert d["format_version"] == FORMAT_VERSION == 4
   assert d["host"]["cpu_flags"] == ["avx", "avx2", "fma"]
   assert entry.manifest.host == HOST
   entry.verify()

@@ -52,6 +52,21 @@ def test_a_blob_with_a_vjp_runs_its_vjp_with_the_contract_cotangents():
   np.testing.assert_allclose(outs[2], np.cos(x), rtol=1e-6)
 
 
+def test_integer_bool_and_key_inputs_have_no_cotangent_and_their_vjp_outputs_are_left_out():
+  x, n, mask = np.arange(3, dtype=np.float32), np.arange(3, dtype=np.int32), np.ones(3, bool)
+  key = jax.random.key(0)
+  exp = _exported(lambda x, n, m, k: jnp.where(m, x * n, x) + jax.random.uniform(k, (3,)),
+                  x, n, mask, key)
+  stored = [x, n, mask, _contract.storable(key)]
+  outs = _contract.run_exported(exp, stored)
+  # The output, then the VJP's output for x alone: the others would be float0, holding nothing.
+  assert [o.dtype for o in outs] == [np.float32, np.float32]
+  np.testing.assert_allclose(outs[1], np.where(mask, n, 1).astype(np.float32))
+  assert [_contract.has_cotangent(a.dtype) for a in exp.in_avals] == [True, False, False, False]
+  with pytest.raises(ValueError, match="the VJP gives 1 outputs for 2 inputs"):
+    _contract.with_cotangent([x], exp.in_avals[:2])
+
+
 def test_a_blob_without_a_vjp_runs_only_the_call():
   x = np.arange(3, dtype=np.float32)
   assert len(_contract.run_exported(_exported(jnp.sin, x, vjp_order=0), [x])) == 1

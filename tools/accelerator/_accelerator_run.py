@@ -110,7 +110,7 @@ def _crosscheck_entry(entry: Entry, case: Any, reference: Any, cpu: Any) -> dict
   import jax
   import numpy as np
 
-  from jaxport.harness._worker import _case_runs, _jax_setup
+  from jaxport.harness._worker import _case_runs, _gradients, _jax_setup
   from jaxport.harness import checkers
 
   m = entry.manifest
@@ -122,7 +122,7 @@ def _crosscheck_entry(entry: Entry, case: Any, reference: Any, cpu: Any) -> dict
     return {**out, "status": "skipped", "why": "lowering-only entry: no recorded outputs"}
   if case is None:
     return {**out, "status": "error", "why": f"no registered case {m.case_id}"}
-  if case.vjp_order or case.num_devices > 1:
+  if case.vjp_order or case.num_devices > 1 or _gradients.entry_has_vjp(m):
     return {**out, "status": "skipped",
             "why": "a case with a VJP or several devices is not computed on one CPU device here"}
   try:

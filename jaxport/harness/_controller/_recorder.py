@@ -89,7 +89,7 @@ class Recorder:
       entry_id = answer.entry_id
       result = Recorded(case_id, entry_id, RecordAction.WRITTEN,
                         "\n".join(filter(None, (nonfinite_message(answer.nonfinite),
-                                                 *answer.config_changes))))
+                                                 *answer.config_changes, answer.gradients))))
       # The worker compared the recording with the day's newest revision of the case.
       if answer.compared_with is not None:
         entry_id = answer.compared_with
@@ -102,7 +102,8 @@ class Recorder:
               "case is not a cause). Usual causes: the lowering or the results changed today, "
               "or the build is not deterministic. Compare the module.mlir files to see which; "
               "where the function's lowering or results changed on purpose, --compat-update "
-              "records it as the day's next revision."))
+              "records it as the day's next revision."
+              + (f"\n{answer.gradients}" if answer.gradients else "")))
         else:
           result = dataclasses.replace(result, action=RecordAction.UNCHANGED)
       else:

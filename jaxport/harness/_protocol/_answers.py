@@ -316,12 +316,14 @@ class RecordAnswer:
   newest entry of the case in the golden store, which the recording was compared with (None
   where the store holds none, or refuses to list them), and ``differing`` the files in which
   the two differ (source locations left out: parsing modules needs jax, which only the worker
-  imports)."""
+  imports). ``gradients``: what the record line says of gradients the case records by
+  default while its newest stored entry holds none (empty otherwise: ``_gradients``)."""
   entry_id: EntryId
   nonfinite: tuple[str, ...] = ()
   config_changes: tuple[str, ...] = ()
   compared_with: EntryId | None = None
   differing: tuple[str, ...] = ()
+  gradients: str = ""
 
   def __post_init__(self) -> None:
     require_entry_id(self.entry_id, "RecordAnswer")
@@ -332,7 +334,7 @@ class RecordAnswer:
     return {"entry_id": str(self.entry_id), "nonfinite": list(self.nonfinite),
             "config_changes": list(self.config_changes),
             "compared_with": None if self.compared_with is None else str(self.compared_with),
-            "differing": list(self.differing)}
+            "differing": list(self.differing), "gradients": self.gradients}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> RecordAnswer:
@@ -341,7 +343,8 @@ class RecordAnswer:
                _S.strs(d["nonfinite"], f"{where}.nonfinite"),
                _S.strs(d["config_changes"], f"{where}.config_changes"),
                read_entry_id(_S, d["compared_with"], f"{where}.compared_with", nullable=True),
-               _S.strs(d["differing"], f"{where}.differing"))
+               _S.strs(d["differing"], f"{where}.differing"),
+               _S.of(d["gradients"], str, f"{where}.gradients"))
 
 
 @dataclasses.dataclass(frozen=True)

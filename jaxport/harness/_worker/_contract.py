@@ -5,7 +5,9 @@ it, reads the blob back and calls it on the case's inputs; the outputs are the
 entry's expected results. Replaying reads the blob and calls it on the stored
 inputs. When the blob carries a VJP, both also call the VJP with one cotangent
 per output (ones for inexact outputs, ``float0`` zeros for the others) and
-append its outputs, so the blob alone defines what is compared.
+append its outputs, so the blob alone defines what is compared. An integer, bool
+or PRNG key input has no cotangent (the VJP gives ``float0`` for it, which holds
+nothing): its VJP output is left out.
 
 Two kinds of process load this module: jaxport's harness worker (an ordinary
 import) and the scripts that record and replay inside an older jax release's
@@ -50,12 +52,26 @@ def callable_leaves(leaves: Sequence[np.ndarray], in_avals: Sequence[Any]) -> li
           for leaf, aval in zip(leaves, in_avals)]
 
 
+def has_cotangent(dtype: Any) -> bool:
+  """Whether a value of ``dtype`` has a cotangent that holds numbers: inexact types do;
+  integers, bools and PRNG keys get ``float0``, which holds nothing."""
+  return not is_key(dtype) and bool(jax.dtypes.issubdtype(dtype, np.inexact))
+
+
 def cotangent(out: Any) -> np.ndarray:
   """The cotangent the contract feeds the VJP for the output ``out``."""
   dtype = out.dtype
-  if is_key(dtype) or not jax.dtypes.issubdtype(dtype, np.inexact):
+  if not has_cotangent(dtype):
     return np.zeros(np.shape(out), dtype=jax.dtypes.float0)
   return np.ones(np.shape(out), dtype=dtype)
+
+
+def with_cotangent(grads: Sequence[Any], in_avals: Sequence[Any]) -> list[Any]:
+  """The VJP's outputs ``grads`` (one per input of ``in_avals``) of the inputs that have a
+  cotangent (:func:`has_cotangent`); the others are ``float0``, stored as nothing."""
+  if len(grads) != len(in_avals):
+    raise ValueError(f"the VJP gives {len(grads)} outputs for {len(in_avals)} inputs")
+  return [g for g, aval in zip(grads, in_avals) if has_cotangent(aval.dtype)]
 
 
 def _no_placement(exp: Any, leaves: list) -> tuple[list, contextlib.AbstractContextManager]:
@@ -68,7 +84,8 @@ def _method_call(exp: Any) -> Callable[..., Any]:
 
 def run_exported_arrays(exp: Any, leaves: Sequence[np.ndarray], *, place: Placement | None = None,
                         call: Caller | None = None) -> list[Any]:
-  """Call ``exp`` on the flat stored inputs, then its VJP if it has one; the flat outputs.
+  """Call ``exp`` on the flat stored inputs, then its VJP if it has one; the flat outputs
+(the VJP's of the inputs that have a cotangent: :func:`with_cotangent`).
 
   ``exp`` is any Exported (jaxport's or a jax release's). ``place`` puts the
   arguments of the call and of the VJP call where they must be (default:
@@ -88,7 +105,7 @@ def run_exported_arrays(exp: Any, leaves: Sequence[np.ndarray], *, place: Placem
     vjp = exp.vjp()
     vjp_args, vjp_context = place(vjp, [*args_flat, *(cotangent(o) for o in outs)])
     with vjp_context:
-      outs += jax.tree_util.tree_leaves(call(vjp)(*vjp_args))
+      outs += with_cotangent(jax.tree_util.tree_leaves(call(vjp)(*vjp_args)), exp.in_avals)
   return outs
 
 

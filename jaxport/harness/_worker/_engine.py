@@ -32,7 +32,7 @@ from jaxport.golden._host import Host, current_host
 from jaxport.golden._manifest import Manifest
 from jaxport.harness._worker import _reference as _api, _corpus, _lowering
 from jaxport.harness._worker import _contexts, _executables, _shardings, _stopwatch
-from jaxport.harness._worker import _calling, _judging
+from jaxport.harness._worker import _calling, _gradients, _judging
 from jaxport.harness import _case
 from jaxport.golden._signature_drift import shape_blind
 from jaxport.harness._worker._older_formats import OutputJudging, judging_of
@@ -305,13 +305,14 @@ class ReplayEngine:
       self._exports.move_to_end(case.case_id)
       return self._exports[case.case_id]
 
-  def _run_today(self, case: _case.Case, exp: Any,
-                 inputs: list[np.ndarray]) -> list[np.ndarray] | str:
-    """Outputs of today's lowering (serialized and read back) on ``inputs``, or the error text."""
-    key = (case.case_id, _inputs_digest(inputs))
+  def _run_today(self, case: _case.Case, exp: Any, inputs: list[np.ndarray],
+                 order: int) -> list[np.ndarray] | str:
+    """Outputs of today's lowering (serialized with VJPs of ``order`` and read back) on
+    ``inputs``, or the error text."""
+    key = (case.case_id, _inputs_digest(inputs), order)
     with self._today_lock, _contexts.lowering_for(_TODAYS_CONTEXTS):
       if key not in self._runs:
-        fresh = self._read_back_today(case, exp)
+        fresh = self._read_back_today(case, exp, order)
         try:
           found: list[np.ndarray] | str = (fresh if isinstance(fresh, str)
                                            else run_exported(fresh, inputs))
@@ -321,31 +322,33 @@ class ReplayEngine:
       self._runs.move_to_end(key)
       return self._runs[key]
 
-  def _read_back_today(self, case: _case.Case, exp: Any) -> Any | str:
-    """Today's export of ``case`` serialized and read back, as a consumer of today's lowering
-    would call it, or the error text; once per case kept (its entries' runs with other
-    inputs call the same one)."""
+  def _read_back_today(self, case: _case.Case, exp: Any, order: int) -> Any | str:
+    """Today's export of ``case`` serialized with VJPs of ``order`` and read back, as a
+    consumer of today's lowering would call it, or the error text; once per case and order
+    kept (its entries' runs with other inputs call the same one)."""
+    key = (case.case_id, order)
     with self._today_lock:
-      if case.case_id not in self._read_backs:
+      if key not in self._read_backs:
         try:
-          found: Any | str = _api.deserialize(exp.serialize(vjp_order=case.vjp_order))
+          found: Any | str = _api.deserialize(exp.serialize(vjp_order=order))
         except Exception as e:  # noqa: BLE001
           found = error_line(e)
-        _keep(self._read_backs, case.case_id, found)
-      self._read_backs.move_to_end(case.case_id)
-      return self._read_backs[case.case_id]
+        _keep(self._read_backs, key, found)
+      self._read_backs.move_to_end(key)
+      return self._read_backs[key]
 
   def _same_as_recorded(self, case: _case.Case, exp: Any, recorded_module: bytes,
-                        reads: ModuleReads | None) -> bool:
+                        reads: ModuleReads | None, m: Manifest) -> bool:
     """Whether today's export computes what the entry's blob does up to source locations: its
     module and, where the blob carries a VJP, the VJP's module too (a changed ``custom_vjp``
     or ``custom_jvp`` rule leaves the function's module as it was)."""
     if not same_computation(exp, recorded_module, reads):
       return False
     recorded_vjp = reads.vjps.get(_api.REFERENCE) if reads is not None else None
-    if recorded_vjp is None and case.vjp_order < 1:
+    order = _todays_order(case, m, reads)
+    if recorded_vjp is None and order < 1:
       return True
-    today = self._read_back_today(case, exp)
+    today = self._read_back_today(case, exp, order)
     todays_vjp = None if isinstance(today, str) else vjp_module(today)
     if recorded_vjp is None or todays_vjp is None:
       return False
@@ -364,9 +367,9 @@ class ReplayEngine:
     if isinstance(exported, str) or m.lowering_only or not run or m.producer.jax == installed_jax_version():
       return
     recorded = reads.by_reader.get(_api.REFERENCE) if reads is not None else None
-    if recorded is not None and self._same_as_recorded(case, exported[0], recorded, reads):
+    if recorded is not None and self._same_as_recorded(case, exported[0], recorded, reads, m):
       return
-    self._run_today(case, exported[0], inputs)
+    self._run_today(case, exported[0], inputs, _todays_order(case, m, reads))
 
   def _today(self, case: _case.Case | None, m: Manifest, inputs, expected,
              recorded_module: bytes | None, run: bool = True,
@@ -403,18 +406,20 @@ class ReplayEngine:
                          signature_diff=tuple(_lowering.diff(shape_blind(m.custom_call_targets),
                                                              shape_blind(sigs))))
     diff = tuple(_lowering.diff(m.custom_call_targets, sigs))
-    contract = contract_change(self._read_back_today(case, exp), reads)
+    order = _todays_order(case, m, reads)
+    contract = contract_change(self._read_back_today(case, exp, order), reads)
     calling = contract.by_function + _constraints_change(case, m)
     diff_kw = {"contract_diff": calling + self._settings_change(case, m),
                "contract_by_jax": contract.by_jax, "platforms_added": contract.platforms_added}
     if m.lowering_only or not run or calling:
       # A changed contract: the entry's inputs are not today's function's, nothing to run.
       return TodayResult(available=True, targets=targets, signature_diff=diff, **diff_kw)
-    if recorded_module is not None and self._same_as_recorded(case, exp, recorded_module, reads):
+    if recorded_module is not None and self._same_as_recorded(case, exp, recorded_module, reads,
+                                                              m):
       # The entry's modules up to source locations: its numerics are the readers' numerics.
       return TodayResult(available=True, targets=targets, signature_diff=diff, same_module=True,
                          **diff_kw)
-    actual = self._run_today(case, exp, inputs)
+    actual = self._run_today(case, exp, inputs, order)
     if isinstance(actual, str):
       return TodayResult(available=True, targets=targets, signature_diff=diff,
                          error=f"running the current lowering failed: {actual}", **diff_kw)
@@ -475,6 +480,17 @@ TODAY_KEPT = 32
 # 313 entries uncleared, 284 MB when cleared every 64), so this bounds the growth to tens of
 # megabytes.
 JAX_CACHES_CLEARED_EVERY = 256
+
+
+def _todays_order(case: _case.Case, m: Manifest, reads: ModuleReads | None) -> int:
+  """The order of VJPs today's lowering of ``case`` is compared with the entry at
+  (``_gradients.todays_order``): whether the entry carries a VJP as its reference reader read
+  it, else as its manifest says (a VJP output among its tolerances, or ``no_cotangent``)."""
+  if reads is not None and _api.REFERENCE in reads.vjps:
+    has_vjp = reads.vjps[_api.REFERENCE] is not None
+  else:
+    has_vjp = _gradients.entry_has_vjp(m)
+  return _gradients.todays_order(case, has_vjp)
 
 
 def _constraints_change(case: _case.Case, m: Manifest) -> tuple[str, ...]:

@@ -62,7 +62,8 @@ OUTPUT_TAIL_CHARS = 4000
 def _handle(engine: ReplayEngine, request: Request) -> Answer:
   """The typed answer to one request."""
   # local: jax and the engine load only once the child serves (stacks, lifeline set up)
-  from jaxport.harness._worker import _artifacts, _recording, _same_entry, _stopwatch
+  from jaxport.harness._worker import (_artifacts, _gradients, _recording, _same_entry,
+                                       _stopwatch)
   from jaxport.errors import GoldenDataError
   from jaxport.golden._store import GoldenStore
 
@@ -96,8 +97,11 @@ def _handle(engine: ReplayEngine, request: Request) -> Answer:
         rec.manifest, rec.blob, rec.inputs, rec.expected, rec.module_text, rec.shardings)
     compared_with, differing = (_same_entry.compare_with_store(entry, request.store)
                                 if request.store else (None, ()))
+    gradients = (_gradients.added_gradients_line(rec.manifest, rec.gradients, request.store,
+                                                 written=compared_with is None)
+                 if request.store else "")
     return RecordAnswer(entry.entry_id, _recording.nonfinite_lines(rec.expected),
-                        compared_with=compared_with, differing=differing)
+                        compared_with=compared_with, differing=differing, gradients=gradients)
   if isinstance(request, ArtifactsRequest):
     return _artifacts.write(engine, request)
   if isinstance(request, CasesRequest):

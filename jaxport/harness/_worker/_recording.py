@@ -17,7 +17,8 @@ from jaxport import _versions
 from jaxport.errors import UnregisteredNodeError
 from jaxport.golden._manifest import Comparison, Manifest, OutputTolerance, Producer
 from jaxport.errors import CheckerError
-from jaxport.harness._worker import _calling, _judging, _lowering, _shardings
+from jaxport.harness._worker import (_calling, _contract, _gradients, _judging, _lowering,
+                                     _shardings)
 from jaxport.harness import _case, checkers
 from jaxport.harness._worker import _reference as _api
 from jaxport.harness._worker._case_runs import (callable_leaves, case_inputs, export_case,
@@ -36,6 +37,7 @@ class Recording:
   expected: list[np.ndarray] | None
   module_text: str
   shardings: dict[str, Any] | None = None
+  gradients: _gradients.Gradients = _gradients.Gradients(0)
 
 
 def record_case(case: _case.Case, today: datetime.date,
@@ -60,8 +62,9 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
         + (f" (did you mean {near[0]!r}?)" if near else "") + f"; the known ones are "
         f"{sorted(known)}, and a project adds its own in a case module's "
         "CHECKERS (or with jaxport.harness.register_checker). Nothing was recorded.")
+  gradients = _gradients.recorded_gradients(case)
   exp = export_case(case)
-  blob = _serialized(case, exp)
+  blob = _serialized(case, exp, gradients)
   sigs = _lowering.signatures(exp.mlir_module_serialized)
   missing = sorted(set(case.targets) - set(_lowering.targets(sigs)))
   if missing:
@@ -77,7 +80,7 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
     if _shardings.num_devices(exp) > 1:
       shardings = _shardings.record(exp, outs)
       _check_shardings_against_jit(case, exp, inputs, shardings)
-  comparison = _case.comparison_of(case, output_paths(exp, case.vjp_order, expected or []))
+  comparison = _case.comparison_of(case, output_paths(exp, gradients.order, expected or []))
   if expected is not None:
     _check_recorded(case, comparison, inputs, expected, known)
   tolerances = None if expected is None else tuple(
@@ -90,15 +93,17 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
       polymorphic_shapes=case.polymorphic_shapes, constraints=case.constraints,
       lowering_only=case.lowering_only,
       comparison=Comparison(comparison.checker, comparison.rtol, comparison.atol),
-      jax_config=config, min_consumer=getattr(case, "min_consumer", None), tolerances=tolerances)
-  return Recording(manifest, blob, inputs, expected, exp.mlir_module(), shardings)
+      jax_config=config, min_consumer=getattr(case, "min_consumer", None), tolerances=tolerances,
+      no_cotangent=no_cotangent(exp) if gradients.order >= 1 else None)
+  return Recording(manifest, blob, inputs, expected, exp.mlir_module(), shardings, gradients)
 
 
-def _serialized(case: _case.Case, exp: Any) -> bytes:
-  """The blob of ``exp``; a tree holding a node jax.export cannot serialize (jax's reader
-  of the entry would fail every replay) is refused naming the case, the type and the fix."""
+def _serialized(case: _case.Case, exp: Any, gradients: _gradients.Gradients) -> bytes:
+  """The blob of ``exp`` with the VJPs of ``gradients``; a tree holding a node jax.export
+  cannot serialize (jax's reader of the entry would fail every replay) is refused naming the
+  case, the type and the fix."""
   try:
-    return bytes(exp.serialize(vjp_order=case.vjp_order))
+    return _gradients.serialized(case, exp, gradients)
   except UnregisteredNodeError as e:
     raise UnregisteredNodeError(
         f"case {case.case_id}: its {e.part} hold `{e.node_type}`, a pytree node type with no "
@@ -142,14 +147,24 @@ def output_paths(exp: Any, vjp_order: int,
                  outputs: list[np.ndarray]) -> list[tuple[str, Any]]:
   """``(path, dtype)`` of each recorded output: the function's by their output paths, then,
   with a VJP, the VJP's of order 1 by the input each is the cotangent of
-  (``vjp1:args[0]``). Outputs of another count than the contract says get ``output[i]``."""
+  (``vjp1:args[0]``), for the inputs that have one. Outputs of another count than the
+  contract says get ``output[i]``."""
   contract = _calling.contract_of(exp)
   paths = [p for p, _ in contract.outputs]
   if vjp_order >= 1:
-    paths += [f"vjp1:{p}" for p, _ in contract.inputs]
+    without = set(no_cotangent(exp))
+    paths += [f"vjp1:{p}" for p, _ in contract.inputs if p not in without]
   if len(paths) != len(outputs):
     paths = [f"output[{i}]" for i in range(len(outputs))]
   return [(p, o.dtype) for p, o in zip(paths, outputs)]
+
+
+def no_cotangent(exp: Any) -> tuple[str, ...]:
+  """The paths of ``exp``'s inputs that have no cotangent (integers, bools, PRNG keys): the
+  VJP's outputs for them are ``float0``, which holds nothing, and are not stored."""
+  contract = _calling.contract_of(exp)
+  return tuple(p for (p, _), aval in zip(contract.inputs, exp.in_avals)
+               if not _contract.has_cotangent(aval.dtype))
 
 
 def _check_shardings_against_jit(case: _case.Case, exp: Any, inputs: list[np.ndarray],
