@@ -29,7 +29,8 @@ def hlo_sharding_envelope(proto: bytes | None = None) -> bytes:
     proto = xla_client.HloSharding.replicate().to_proto().SerializeToString()
   b = _builder.Builder(1024)
   name = b.CreateString(rec.fun_name)
-  in_tree, out_tree = _write._pytreedef(b, rec.in_tree, 1), _write._pytreedef(b, rec.out_tree, 1)
+  in_tree = _write._pytreedef(b, rec.in_tree, 1, "arguments")
+  out_tree = _write._pytreedef(b, rec.out_tree, 1, "results")
   in_avals = _write._vector_of(b, _write._aval, rec.in_avals)
   out_avals = _write._vector_of(b, _write._aval, rec.out_avals)
 
