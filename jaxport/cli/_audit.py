@@ -25,12 +25,13 @@ from typing import Any
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport._vocabulary import ALL_TARGETS, TargetVerdict
 from jaxport.custom_calls import _registry
-from jaxport.errors import (ExpiredEnvelopeError, JaxportError, ModuleCrashError,
-                            ModuleMemoryError, ModuleParserError, ModuleTimeoutError)
+from jaxport.errors import (JaxportError, ModuleCrashError, ModuleMemoryError, ModuleParserError,
+                            ModuleTimeoutError)
 from jaxport.golden import _signatures
 from jaxport.golden._entry import entry_sort_key, read_bounded
-from jaxport.golden._entry_id import EntryId
-from jaxport.cli._artifacts import Artifact, deserialize
+from jaxport.golden._manifest import is_imported_artifact
+from jaxport.cli import _artifact_read
+from jaxport.cli._artifacts import Artifact
 from jaxport.cli._parser import InProcess
 from jaxport.cli._relower import Relowerer
 from jaxport.export._checks import disabled_targets
@@ -42,7 +43,8 @@ from jaxport.harness._project import ProjectTargets
 from jaxport.harness._controller._update import newest_entries
 from jaxport.releases import MeasuredRuns
 from jaxport.releases import _features as artifact_runs_on
-from jaxport.upgrades import upgrade_envelope
+from jaxport.releases._dates import window_exit
+from jaxport.harness._protocol._answers import EnvelopeRead
 
 logger = logging.getLogger(__name__)
 
@@ -81,28 +83,35 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
                    declared: ProjectTargets | None = None, reader: Any = None,
                    strict: bool = False, changes_fail: bool = True,
                    newest: bool = True, measured: MeasuredRuns | None = None,
-                   current: Mapping[str, Any] | None = None) -> dict[str, Any]:
-  """The audit record of one artifact: targets, drift, expiry, its findings and the status
-  the judge gives them, with problems (what fails it) and warnings; ``declared``: the
-  targets the project guarantees, stable besides jaxport's table; ``reader``: what reads the
-  module (the command's module parser child, ``cli._parser``; default: this process);
-  ``newest``: the entry is its case's newest among those audited (an older one's drift only
-  warns, as in the replay); ``measured``: the project's replays under other releases, which
-  take precedence over the release table in the entry's runs_on; ``current``: each case's
-  newest entry recorded by the installed jax, by case key (:func:`current_jax_entries`), the
-  evidence that another release's lowering difference is jax's. A module that crashes or
-  hangs the parser is a problem of this artifact, typed in ``parser_failure``."""
+                   current: Mapping[str, Any] | None = None,
+                   shipped_expired_fails: bool = True) -> dict[str, Any]:
+  """The audit record of one artifact: its versions (envelope layout, calling convention, the
+  jax that wrote it), whether the running jax reads it as it is, when it leaves that jax's
+  window, targets, drift, expiry, its findings and the status the judge gives them, with
+  problems (what fails it) and warnings; ``declared``: the targets the project guarantees,
+  stable besides jaxport's table; ``reader``: what reads the module (the command's module
+  parser child, ``cli._parser``; default: this process); ``newest``: the entry is its case's
+  newest among those audited (an older one's drift only warns, as in the replay);
+  ``measured``: the project's replays under other releases, which take precedence over the
+  release table in the entry's runs_on; ``current``: each case's newest entry recorded by the
+  installed jax, by case key (:func:`current_jax_entries`), the evidence that another
+  release's lowering difference is jax's; ``shipped_expired_fails``: a shipped artifact the
+  running jax refuses as it is fails (else warns, ``jaxport_shipped_expired = "warn"``). The
+  blob is read once (:func:`_artifact_read.read_artifact`). A module that crashes or hangs the
+  parser is a problem of this artifact, typed in ``parser_failure``."""
   reader = InProcess() if reader is None else reader
   found = ArtifactFindings()
   rec: dict[str, Any] = {"artifact": art.label, "kind": "entry" if art.entry else "blob",
                          "path": str(art.path)}
   sigs = None
-  exp = None
+  read = None
   platforms: list[str] = []
   allowed: frozenset[str] = frozenset()
   manifest = None
+  record_date = None
   data_errors: list[dict[str, Any]] = []
   policy = audit_policy(strict, changes_fail, newest)
+  consumer = installed_jax_version()
   if art.problem is not None:
     found.damaged(art.problem)
     rec.update(kind="store folder", platforms=[], custom_call_targets=[],
@@ -120,25 +129,23 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       found.damaged(str(e))
     if manifest is not None:
       platforms = [manifest.platform]
+      record_date = manifest.record_date
       # What the manifest says, until the module itself is read: stability is judged from
       # the module's own custom calls, which the manifest must match.
       sigs = manifest.custom_call_targets
       try:
         # The platforms the module was lowered for; the entry's platform is the
         # host that records and replays it (lowering-only entries differ).
-        blob = snapshot.blob()
-        exp = _read(blob, found)
-        platforms = list(exp.platforms)
-        allowed = disabled_targets(exp.disabled_safety_checks)
-        sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
-        runs = () if measured is None or art.entry is None else measured.of(
-            str(art.entry.entry_id), manifest.files.get("exported.bin"))
-        rec.update(reader.runs_on_record(blob, manifest, art.label, _own(declared, platforms),
-                                         runs).to_json())
+        read = _artifact_read.read_artifact(snapshot.blob(), reader, art.label)
       except (JaxportError, NotImplementedError) as e:
         _note_parser_failure(rec, e)
         found.unreadable(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
       else:
+        sigs = read.signatures
+        runs = () if measured is None else measured.of(
+            str(art.entry.entry_id), manifest.files.get("exported.bin"))
+        rec.update(read.runs_on(manifest, reader, art.label,
+                                _own(declared, list(read.exported.platforms)), runs).to_json())
         # Golden verification of the entry as read, as the replay's worker verifies it.
         disagreement = _soundness.manifest_disagreement(manifest.custom_call_targets, sigs)
         if disagreement is not None:
@@ -157,16 +164,22 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   else:
     try:
       blob = read_bounded(art.path, str(art.path), "MAX_BLOB_BYTES")
-      exp = _read(blob, found)
-      platforms = list(exp.platforms)
-      allowed = disabled_targets(exp.disabled_safety_checks)
-      sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
+      read = _artifact_read.read_artifact(blob, reader, art.label)
+      sigs = read.signatures
       rec["days_to_expiry"] = None
-      rec.update(reader.runs_on_record(blob, None, art.label,
-                                       _own(declared, platforms)).to_json())
+      rec.update(read.runs_on(None, reader, art.label,
+                              _own(declared, list(read.exported.platforms))).to_json())
     except (JaxportError, NotImplementedError, OSError) as e:
       _note_parser_failure(rec, e)
       found.unreadable(f"cannot read the blob: {type(e).__name__}: {e}")
+  if read is not None:
+    platforms = list(read.exported.platforms)
+    allowed = disabled_targets(read.exported.disabled_safety_checks)
+    rec.update(read.envelope_json())
+    if read.producer is None and manifest is not None:
+      rec["writing_jax"] = manifest.producer.jax
+    _judge_loading(read, manifest, consumer, found, shipped_expired_fails)
+    rec["window_exit"] = window_exit(record_date, consumer).to_json()
   rec["platforms"] = platforms
   targets = sorted({s.target for s in sigs}) if sigs is not None else []
   rec["custom_call_targets"] = [target_report(t, platforms, declared, allowed) for t in targets]
@@ -179,23 +192,26 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
                          "list it in a stable-targets file (--stable-targets FILE)")
   rec["drift"] = _drift(manifest, relowerer, found,
                         _current_lowering(art, current or {}) if manifest is not None else None)
-  if manifest is not None and exp is not None:
-    _contract(manifest, exp, relowerer, found, newest)
+  if manifest is not None and read is not None:
+    _contract(manifest, read.exported, relowerer, found, newest)
   # The problems that are damaged or forged golden data, typed (each also in ``problems``).
   rec["golden_data_errors"] = data_errors
   return {**rec, **found.judged(policy).to_json()}
 
 
-def _read(blob: bytes, found: ArtifactFindings) -> Any:
-  """The Exported in ``blob``; an envelope the installed jax refuses as expired is read as the
-  replay reads it, after ``jaxport.upgrade_envelope`` rewrote it (a note says so)."""
-  try:
-    return deserialize(blob)
-  except ExpiredEnvelopeError as e:
-    exp = deserialize(upgrade_envelope(blob))
-    found.notes.append(f"the envelope was refused as expired ({str(e).splitlines()[0]}); read "
-                       "after jaxport.upgrade_envelope rewrote it, as the replay reads it")
-    return exp
+def _judge_loading(read: _artifact_read.ArtifactRead, manifest: Any, consumer: str,
+                   found: ArtifactFindings, shipped_expired_fails: bool) -> None:
+  """What the running jax makes of the bytes as they are, judged: a bare blob or an imported
+  entry is judged as shipped, a recorded entry as the replay judges it (``upgraded``)."""
+  loading = read.loading
+  if loading.refusal is None:
+    return
+  shipped = manifest is None or is_imported_artifact(manifest)
+  r = loading.rewrite
+  env = None if r is None else EnvelopeRead(r.layout, r.from_version, r.to_version, r.reason,
+                                            r.producer, loading.refusal)
+  found.refused_as_is(env, consumer, shipped=shipped, shipped_fails=shipped_expired_fails,
+                      why_not=f"{loading.refusal}; {loading.upgrade_error}")
 
 
 def newest_of(artifacts: list[Artifact]) -> set[str]:
@@ -265,8 +281,8 @@ def _drift(manifest: Any, relowerer: Relowerer | None, found: ArtifactFindings,
            current: tuple | None = None) -> dict[str, Any]:
   """Today's custom-call signatures of the entry's case against the recorded ones, each
   difference judged by the judge's drift rule (``_judge._drift``, with ``current``, the
-  signatures of the case's entry recorded by the installed jax, as its evidence); a change of
-  partitioner metadata only is a note."""
+  signatures of the case's entry recorded by the installed jax, as its evidence), a change of
+  partitioner metadata only as any other, as the replay judges it."""
   if manifest is None:
     return {"checked": False, "reason": "only golden entries record signatures"}
   recorded = manifest.custom_call_targets
@@ -290,10 +306,7 @@ def _drift(manifest: Any, relowerer: Relowerer | None, found: ArtifactFindings,
   consumer = installed_jax_version()
   lines = [str(c) for c in changes]
   for c in changes:
-    if c.metadata_only:
-      found.notes.append(f"{LEAD}: {c} (partitioner metadata only)")
-    else:
-      found.lowering_difference(manifest, consumer, LEAD, str(c), current, lines)
+    found.lowering_difference(manifest, consumer, LEAD, str(c), current, lines)
   return {"checked": True, "differences": [str(c) for c in changes]}
 
 
@@ -320,6 +333,23 @@ def _contract(manifest: Any, exp: Any, relowerer: Relowerer | None, found: Artif
                  newest, diff.platforms_added)
 
 
+def version_lines(r: Mapping[str, Any]) -> list[str]:
+  """The lines of an artifact's versions: its envelope (layout, header version, calling
+  convention, the jax that wrote it), whether the running jax reads it as it is, and when it
+  leaves that jax's window."""
+  if "envelope_layout" not in r:
+    return []
+  lines = [f"  envelope: layout {r['envelope_layout']} (header version "
+           f"{r['serialization_version']}), calling convention "
+           f"{r['calling_convention_version']}, written by jax {r['writing_jax'] or 'unknown'}",
+           f"  read as it is by jax {installed_jax_version()}: "
+           f"{_artifact_read.loading_text(r)}"]
+  w = r["window_exit"]
+  lines.append(f"  leaves jax {w['consumer'] or 'installed'}'s window: "
+               + (w["why"] if w["date"] is None else f"{w['date']} ({w['why']})"))
+  return lines
+
+
 def format_text(records: list[dict[str, Any]], window_days: int) -> str:
   out = []
   for r in records:
@@ -336,6 +366,7 @@ def format_text(records: list[dict[str, Any]], window_days: int) -> str:
         line += (f"; expires in {d} days" if d >= 0 else f"; expired {-d} days ago") + \
                 f" ({window_days}-day window)"
       out.append(line)
+    out.extend(version_lines(r))
     for t in r["custom_call_targets"]:
       status = ", ".join(f"{p}: {s}" for p, s in t["status_by_platform"].items())
       out.append(f"  target {t['target']}: {status}")

@@ -27,6 +27,7 @@ from jaxport.cli import _artifacts, _bisect, _harness_run, _matrix, _parser, _pr
 from jaxport.cli import _import_artifacts, _with_jax
 from jaxport.cli import _report
 from jaxport.cli import _upgrade as upgrader
+from jaxport.cli import _artifact_read
 from jaxport.cli import _audit as audit
 from jaxport.corpus import _import as importer
 from jaxport import _progress
@@ -328,7 +329,9 @@ def _audit(args, extra) -> int:
                                     relowerer=relowerer, declared=declared, reader=parser,
                                     strict=args.strict, changes_fail=changes_fail,
                                     newest=art.label in newest, measured=measured,
-                                    current=current)
+                                    current=current,
+                                    shipped_expired_fails=(project is None
+                                                           or project.shipped_expired_fails))
                for art in track(artifacts, "auditing", lambda a: a.label)]
   if args.json:
     _print_json({"today": today.isoformat(), "window_days": args.window_days,
@@ -400,8 +403,9 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
   if entry is not None:
     entry.verify()
     blob = entry.blob()
+  label = str(entry.entry_id) if entry else str(path)
   try:
-    exp = _artifacts.deserialize(blob)
+    read = _artifact_read.read_artifact(blob, parser, label)
   except UnregisteredTypeError as e:
     if project is None:
       raise UnregisteredTypeError(
@@ -409,12 +413,16 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
           "imported: pass --project DIR (the project's directory) to inspect its "
           "entries.") from None
     _import_project_types(project, parser)
-    exp = _artifacts.deserialize(blob)
+    read = _artifact_read.read_artifact(blob, parser, label)
+  exp = read.exported
   recorded = entry.manifest.serialization_version if entry is not None else None
-  label = str(entry.entry_id) if entry else str(path)
+  # An envelope the running jax refuses as it is is described all the same, the refusal
+  # stated (``read_as_is``): inspecting is not loading.
   info: dict[str, Any] = {"artifact": label,
-                          "exported": _artifacts.describe_exported(exp, blob, recorded,
-                                                                   reader=parser, label=label)}
+                          "exported": _artifacts.describe_exported(
+                              exp, blob, recorded, reader=parser, label=label,
+                              signatures=read.signatures),
+                          "read_as_is": read.loading.to_json()}
   if entry is not None:
     info["manifest"] = json.loads(entry.manifest.to_json())
   declared = project.targets if project is not None else None
@@ -425,8 +433,8 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
   measured = _measured_of(project)
   runs = () if measured is None or entry is None else measured.of(
       str(entry.entry_id), entry.manifest.files.get("exported.bin"))
-  info.update(parser.runs_on_record(blob, entry.manifest if entry is not None else None, label,
-                                    own, runs).to_json())
+  info.update(read.runs_on(entry.manifest if entry is not None else None, parser, label, own,
+                           runs).to_json())
   if args.mlir:
     info["mlir"] = parser.module_text(bytes(exp.mlir_module_serialized), exp.fun_name, label)
   if args.json:
@@ -459,6 +467,7 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
     if m.no_cotangent is not None:
       lines.append("  inputs without a cotangent (no VJP output stored): "
                    + (", ".join(m.no_cotangent) or "none"))
+  lines.append(f"  read as it is by jax {installed_jax_version()}: {read.loading.text()}")
   lines.extend(artifact_runs_on.runs_on_lines(info))
   if args.mlir:
     lines.extend(info["mlir"].split("\n"))

@@ -106,6 +106,13 @@ def deserialize_expired(blob: bytes | bytearray | memoryview) -> Exported:
   return _read_root(_verify.decode(_as_bytes(blob)), "Exported", _READ_ALL)
 
 
+def deserialize_fields(table: list[Any], *, read_expired: bool = False) -> Exported:
+  """The Exported of an envelope already decoded (``_verify.decode``), as :func:`deserialize`
+  reads it (``read_expired``: as :func:`deserialize_expired` does): for readers that decode
+  a blob once and read several things of it."""
+  return _read_root(table, "Exported", _READ_ALL if read_expired else _JAX_POLICY)
+
+
 # How the reader treats an envelope the installed jax refuses as expired.
 _JAX_POLICY = "jax"
 _READ_ALL = "all"
