@@ -197,9 +197,10 @@ def test_drift_against_todays_lowering(store, capsys, monkeypatch, tmp_path):
   assert rc == 1 and "target lapack_sorgqr_ffi was recorded but the current lowering no longer emits it" in out
 
 
-def test_partitioner_metadata_drift_is_a_warning(store, capsys, monkeypatch, tmp_path):
+def test_partitioner_metadata_drift_is_judged_as_any_lowering_difference(store, capsys,
+                                                                        monkeypatch, tmp_path):
   # The entry's module (and so its manifest) lacks the partitioner's rules that today's
-  # lowering emits.
+  # lowering emits: the replay's judge makes it lowering drift, and so does the audit.
   blob, sigs = qr_rewritten(lambda text: re.sub(
       r", sdy\.sharding_rule = #sdy\.op_sharding_rule<.*?, custom>", "", text))
   assert all("sdy.sharding_rule" not in s.attributes for s in sigs)
@@ -208,11 +209,12 @@ def test_partitioner_metadata_drift_is_a_warning(store, capsys, monkeypatch, tmp
   rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
                    "--cases", cases, "--json")
   (art,) = json.loads(out)["artifacts"]
-  assert rc == 0 and art["problems"] == []
+  assert rc == 1 and art["status"] == "fail"
   assert len(art["drift"]["differences"]) == 2
   assert all("changed attributes ['sdy.sharding_rule']; types unchanged" in d
              for d in art["drift"]["differences"])
-  assert all(w.endswith("(partitioner metadata only)") for w in art["warnings"])
+  assert {f["kind"] for f in art["findings"]} == {"lowering_drift"}
+  assert not any("partitioner metadata only" in w for w in art["warnings"])
 
 
 def test_entry_lowered_for_another_platform_is_judged_on_that_platform(store, capsys):
