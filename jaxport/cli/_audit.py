@@ -32,6 +32,7 @@ from jaxport.golden._entry import entry_sort_key, read_bounded
 from jaxport.golden._manifest import is_imported_artifact
 from jaxport.cli import _artifact_read
 from jaxport.cli._artifacts import Artifact
+from jaxport.cli._audit_run import ArtifactRun
 from jaxport.cli._parser import InProcess
 from jaxport.cli._relower import Relowerer
 from jaxport.export._checks import disabled_targets
@@ -84,7 +85,8 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
                    strict: bool = False, changes_fail: bool = True,
                    newest: bool = True, measured: MeasuredRuns | None = None,
                    current: Mapping[str, Any] | None = None,
-                   shipped_expired_fails: bool = True) -> dict[str, Any]:
+                   shipped_expired_fails: bool = True,
+                   run: ArtifactRun | None = None) -> dict[str, Any]:
   """The audit record of one artifact: its versions (envelope layout, calling convention, the
   jax that wrote it), whether the running jax reads it as it is, when it leaves that jax's
   window, targets, drift, expiry, its findings and the status the judge gives them, with
@@ -96,7 +98,8 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   release table in the entry's runs_on; ``current``: each case's newest entry recorded by the
   installed jax, by case key (:func:`current_jax_entries`), the evidence that another
   release's lowering difference is jax's; ``shipped_expired_fails``: a shipped artifact the
-  running jax refuses as it is fails (else warns, ``jaxport_shipped_expired = "warn"``). The
+  running jax refuses as it is fails (else warns, ``jaxport_shipped_expired = "warn"``);
+  ``run``: what ``--run`` made of it (its sample inputs run, the outputs judged). The
   blob is read once (:func:`_artifact_read.read_artifact`). A module that crashes or hangs the
   parser is a problem of this artifact, typed in ``parser_failure``."""
   reader = InProcess() if reader is None else reader
@@ -180,6 +183,10 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       rec["writing_jax"] = manifest.producer.jax
     _judge_loading(read, manifest, consumer, found, shipped_expired_fails)
     rec["window_exit"] = window_exit(record_date, consumer).to_json()
+  if run is not None:
+    if run.run is not None:
+      found.ran(run.run)
+    rec["run"] = run.to_json()
   rec["platforms"] = platforms
   targets = sorted({s.target for s in sigs}) if sigs is not None else []
   rec["custom_call_targets"] = [target_report(t, platforms, declared, allowed) for t in targets]
@@ -374,6 +381,10 @@ def format_text(records: list[dict[str, Any]], window_days: int) -> str:
       out.append("  no custom-call targets")
     if "runs_on" in r:
       out.extend(artifact_runs_on.runs_on_lines(r))
+    if "run" in r:
+      ran = r["run"]
+      out.append(f"  run with its sample inputs: {ran['status'] if ran['ran'] else 'not run'} "
+                 f"({ran['detail']})")
     d = r["drift"]
     if d["checked"]:
       out.append("  drift: none" if not d["differences"] else "  drift: see problems and warnings")

@@ -29,6 +29,7 @@ from jaxport.cli import _report
 from jaxport.cli import _upgrade as upgrader
 from jaxport.cli import _artifact_read
 from jaxport.cli import _audit as audit
+from jaxport.cli import _audit_run
 from jaxport.corpus import _import as importer
 from jaxport import _progress
 from jaxport._progress import track
@@ -101,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
                       "drift; this imports and runs the project's code, which audit never does "
                       "otherwise; the module must be importable (installed or on PYTHONPATH; "
                       "with --project, also from the project's paths); adds to the project's")
+  p.add_argument("--run", action="store_true",
+                 help="also run the artifacts with sample inputs at hand (a store entry's, or "
+                      "NAME.inputs.npz and NAME.expected.npz beside NAME.bin) with the installed "
+                      "jax, in a process of their own, and judge their outputs")
   p.add_argument("--no-drift", action="store_true",
                  help="do not re-lower cases to compare custom-call signatures")
   _stable_targets_option(p, "they count as stable besides jaxport's table (and the "
@@ -325,13 +330,15 @@ def _audit(args, extra) -> int:
     changes_fail = project is None or project.on_change is OnChange.FAIL
     measured = _measured_of(project)
     current = audit.current_jax_entries(artifacts, installed_jax_version())
+    runs = _audit_run.run_in_scratch(artifacts) if args.run else {}
     records = [audit.audit_artifact(art, today=today, window_days=args.window_days,
                                     relowerer=relowerer, declared=declared, reader=parser,
                                     strict=args.strict, changes_fail=changes_fail,
                                     newest=art.label in newest, measured=measured,
                                     current=current,
                                     shipped_expired_fails=(project is None
-                                                           or project.shipped_expired_fails))
+                                                           or project.shipped_expired_fails),
+                                    run=runs.get(art.label))
                for art in track(artifacts, "auditing", lambda a: a.label)]
   if args.json:
     _print_json({"today": today.isoformat(), "window_days": args.window_days,

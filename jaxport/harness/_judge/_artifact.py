@@ -19,6 +19,7 @@ from typing import Any
 from jaxport._vocabulary import Finding, FindingKind, Status, Subject
 from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.golden._soundness import ManifestDisagreement
+from jaxport.harness._judge._release_runs import ReleaseRun
 from jaxport.harness._protocol._answers import EnvelopeRead
 from jaxport.harness._protocol._readers import PRIMARY
 from jaxport.harness._judge import _age, _drift, _findings, _targets
@@ -88,6 +89,13 @@ class ArtifactFindings:
                                                                 shipped_fails, ran=False))
     else:
       self._findings.append(_findings._envelope_finding(PRIMARY, env, consumer, ran=False))
+
+  def ran(self, run: ReleaseRun) -> None:
+    """The artifact run with its sample inputs (``audit --run``), its row judged by the
+    release rows' judge: one that failed to load, run or reproduce breaks it."""
+    if run.failed:
+      self._findings.append(Finding(FindingKind.COMPATIBILITY_BREAK, Subject.READER,
+                                    f"run with its sample inputs: {run.detail}"))
 
   def aged(self, record_date: datetime.date, today: datetime.date, window_days: int) -> None:
     """The entry's age against the compat window."""
