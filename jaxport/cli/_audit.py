@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport._vocabulary import ALL_TARGETS, TargetVerdict
 from jaxport.custom_calls import _registry
 from jaxport.errors import (JaxportError, ModuleCrashError, ModuleMemoryError, ModuleParserError,
-                            ModuleTimeoutError)
+                            ModuleTimeoutError, UnregisteredTypeError)
 from jaxport.golden import _signatures
 from jaxport.golden._entry import entry_sort_key, read_bounded
 from jaxport.golden._manifest import is_imported_artifact
@@ -34,7 +34,7 @@ from jaxport.cli import _artifact_read
 from jaxport.cli._artifacts import Artifact
 from jaxport.cli._audit_run import ArtifactRun
 from jaxport.cli._parser import InProcess
-from jaxport.cli._relower import Relowerer
+from jaxport.cli._relower import CasesInChild, Relowerer, Today
 from jaxport.export._checks import disabled_targets
 from jaxport.harness._worker import _calling
 from jaxport.golden import _soundness
@@ -80,13 +80,14 @@ def target_report(target: str, platforms: list[str], declared: ProjectTargets | 
 
 
 def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
-                   relowerer: Relowerer | None,
+                   relowerer: Relowerer | CasesInChild | None,
                    declared: ProjectTargets | None = None, reader: Any = None,
                    strict: bool = False, changes_fail: bool = True,
                    newest: bool = True, measured: MeasuredRuns | None = None,
                    current: Mapping[str, Any] | None = None,
                    shipped_expired_fails: bool = True,
-                   run: ArtifactRun | None = None) -> dict[str, Any]:
+                   run: ArtifactRun | None = None,
+                   load_types: Callable[[], bool] | None = None) -> dict[str, Any]:
   """The audit record of one artifact: its versions (envelope layout, calling convention, the
   jax that wrote it), whether the running jax reads it as it is, when it leaves that jax's
   window, targets, drift, expiry, its findings and the status the judge gives them, with
@@ -99,7 +100,9 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   installed jax, by case key (:func:`current_jax_entries`), the evidence that another
   release's lowering difference is jax's; ``shipped_expired_fails``: a shipped artifact the
   running jax refuses as it is fails (else warns, ``jaxport_shipped_expired = "warn"``);
-  ``run``: what ``--run`` made of it (its sample inputs run, the outputs judged). The
+  ``run``: what ``--run`` made of it (its sample inputs run, the outputs judged);
+  ``load_types``: imports the project's case modules here, for an entry of the project's own
+  pytree or effect types (True when there are any), only when one needs them. The
   blob is read once (:func:`_artifact_read.read_artifact`). A module that crashes or hangs the
   parser is a problem of this artifact, typed in ``parser_failure``."""
   reader = InProcess() if reader is None else reader
@@ -139,7 +142,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       try:
         # The platforms the module was lowered for; the entry's platform is the
         # host that records and replays it (lowering-only entries differ).
-        read = _artifact_read.read_artifact(snapshot.blob(), reader, art.label)
+        read = _read_with_types(snapshot.blob(), reader, art.label, load_types)
       except (JaxportError, NotImplementedError) as e:
         _note_parser_failure(rec, e)
         found.unreadable(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
@@ -167,7 +170,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   else:
     try:
       blob = read_bounded(art.path, str(art.path), "MAX_BLOB_BYTES")
-      read = _artifact_read.read_artifact(blob, reader, art.label)
+      read = _read_with_types(blob, reader, art.label, load_types)
       sigs = read.signatures
       rec["days_to_expiry"] = None
       rec.update(read.runs_on(None, reader, art.label,
@@ -197,13 +200,26 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
     if not t["ok"]:
       found.notes.append(f"custom-call target {t['target']}: if it is the project's own target, "
                          "list it in a stable-targets file (--stable-targets FILE)")
-  rec["drift"] = _drift(manifest, relowerer, found,
+  today = _today(manifest, read, relowerer, art.label)
+  rec["drift"] = _drift(manifest, relowerer, today, found,
                         _current_lowering(art, current or {}) if manifest is not None else None)
   if manifest is not None and read is not None:
-    _contract(manifest, read.exported, relowerer, found, newest)
+    _contract(manifest, today, found, newest)
   # The problems that are damaged or forged golden data, typed (each also in ``problems``).
   rec["golden_data_errors"] = data_errors
   return {**rec, **found.judged(policy).to_json()}
+
+
+def _read_with_types(blob: bytes, reader: Any, label: str,
+                     load_types: Callable[[], bool] | None) -> _artifact_read.ArtifactRead:
+  """The artifact read once; read again after the project's case modules were imported here
+  when it uses a pytree or effect type of the project's that is not registered."""
+  try:
+    return _artifact_read.read_artifact(blob, reader, label)
+  except UnregisteredTypeError:
+    if load_types is None or not load_types():
+      raise
+    return _artifact_read.read_artifact(blob, reader, label)
 
 
 def _judge_loading(read: _artifact_read.ArtifactRead, manifest: Any, consumer: str,
@@ -284,7 +300,23 @@ def _current_lowering(art: Artifact, current: Mapping[str, Any]) -> tuple | None
     return None
 
 
-def _drift(manifest: Any, relowerer: Relowerer | None, found: ArtifactFindings,
+def _today(manifest: Any, read: Any, relowerer: Any, label: str) -> Today | None:
+  """Today's export of the entry's case against the entry, from the case modules' process
+  (None: no case modules, or not an entry): its signatures, and the calling contract's
+  differences from the one ``read`` from the blob. A crash or hang of the project's code
+  there is said for this entry alone."""
+  if manifest is None or relowerer is None or relowerer.unavailable:
+    return None
+  recorded = (_calling.contract_of(read.exported)
+              if read is not None and manifest.imported_from is None else None)
+  try:
+    return relowerer.today(manifest, recorded, label)
+  except JaxportError as e:  # Report and go on: one case's lowering must not hide the others.
+    line = str(e).splitlines()[0] if str(e) else ""
+    return Today(True, lowering_error=f"{type(e).__name__}: {line}")
+
+
+def _drift(manifest: Any, relowerer: Any, today: Today | None, found: ArtifactFindings,
            current: tuple | None = None) -> dict[str, Any]:
   """Today's custom-call signatures of the entry's case against the recorded ones, each
   difference judged by the judge's drift rule (``_judge._drift``, with ``current``, the
@@ -297,19 +329,16 @@ def _drift(manifest: Any, relowerer: Relowerer | None, found: ArtifactFindings,
     return {"checked": False, "reason": "the manifest records no signatures"}
   if relowerer is None:
     return {"checked": False, "reason": "disabled (--no-drift)"}
-  case = relowerer.case(manifest.case_id)
   if relowerer.unavailable:
     return {"checked": False, "reason": relowerer.unavailable}
-  if case is None:
+  if today is None or not today.found:
     return {"checked": False,
             "reason": f"no case {manifest.case_id!r} in {relowerer.source}"}
-  try:
-    current_sigs = relowerer.signatures(case)
-  except Exception as e:  # Report and go on: one case's lowering must not hide the others.
-    msg = f"re-lowering case {manifest.case_id} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+  if today.signatures is None:
+    msg = f"re-lowering case {manifest.case_id} failed: {today.lowering_error}"
     found.notes.append(msg)
     return {"checked": False, "reason": msg}
-  changes = _signatures.drift(recorded, current_sigs)
+  changes = _signatures.drift(recorded, today.signatures)
   consumer = installed_jax_version()
   lines = [str(c) for c in changes]
   for c in changes:
@@ -317,27 +346,20 @@ def _drift(manifest: Any, relowerer: Relowerer | None, found: ArtifactFindings,
   return {"checked": True, "differences": [str(c) for c in changes]}
 
 
-def _contract(manifest: Any, exp: Any, relowerer: Relowerer | None, found: ArtifactFindings,
+def _contract(manifest: Any, today: Today | None, found: ArtifactFindings,
               newest: bool) -> None:
   """The entry's calling contract (as read from its blob) against today's export of its case,
   with its comparison settings, judged as the replay judges it (``_judge._drift``). Nothing
   is said where drift cannot be checked (the drift record says why)."""
-  if relowerer is None or relowerer.unavailable or manifest.imported_from is not None:
+  if (today is None or not today.found or today.signatures is None
+      or manifest.imported_from is not None):
     return
-  case = relowerer.case(manifest.case_id)
-  if case is None:
-    return
-  try:
-    diff = _calling.diff(_calling.contract_of(exp), relowerer.contract(case))
-    outputs = [(t.path, t.dtype) for t in manifest.tolerances or ()]
-    settings = _calling.comparison_change(manifest, relowerer.comparison(case, outputs), case,
-                                          relowerer.checkers)
-  except Exception as e:  # Report and go on: one case's export must not hide the others.
+  if today.contract_error is not None:
     found.notes.append(f"calling contract of case {manifest.case_id} not compared: "
-                       f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                       f"{today.contract_error}")
     return
-  found.contract(manifest, installed_jax_version(), diff.by_function + settings, diff.by_jax,
-                 newest, diff.platforms_added)
+  found.contract(manifest, installed_jax_version(), today.by_function, today.by_jax, newest,
+                 today.platforms_added)
 
 
 def version_lines(r: Mapping[str, Any]) -> list[str]:

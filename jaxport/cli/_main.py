@@ -307,12 +307,11 @@ def _audit(args, extra) -> int:
                        "golden entry or store), or --project DIR for the project's store.")
   if not paths:
     paths = [str(_store_of(project, "PATH"))]
-  # The case modules load even with --no-drift: they register the project's pytree and effect
-  # types, which its entries need to deserialize. A module that fails to import stops the
-  # audit, before any result.
+  # The case modules are imported and lowered in the module parser child, even with
+  # --no-drift (they register the project's pytree and effect types, which its entries need
+  # to deserialize); here only when an entry needs one of those types. A module that fails to
+  # import stops the audit, before any result.
   cases = _relowerer(args, project)
-  cases.load()
-  relowerer = None if args.no_drift else cases
   artifacts = [a for p in paths for a in _artifacts.find_artifacts(p)]
   if not artifacts:
     raise JaxportError(f"no artifacts found under {', '.join(paths)} (looked for golden "
@@ -322,8 +321,9 @@ def _audit(args, extra) -> int:
     given = ProjectTargets.read(args.stable_targets)
     declared = given if declared is None else declared.union(given)
   with _parser.from_args(args) as parser:
-    if cases.registry is not None:
-      parser.import_modules(cases.registry.modules, cases.paths)
+    in_child = _relower.CasesInChild(cases.modules, cases.paths, cases.source, parser)
+    in_child.load()
+    relowerer = None if args.no_drift else in_child
     if any(a.problem is None for a in artifacts):
       parser.start()  # one child reads every artifact's module; it imports jax meanwhile
     newest = audit.newest_of(artifacts)
@@ -338,7 +338,7 @@ def _audit(args, extra) -> int:
                                     current=current,
                                     shipped_expired_fails=(project is None
                                                            or project.shipped_expired_fails),
-                                    run=runs.get(art.label))
+                                    run=runs.get(art.label), load_types=cases.load_here)
                for art in track(artifacts, "auditing", lambda a: a.label)]
   if args.json:
     _print_json({"today": today.isoformat(), "window_days": args.window_days,

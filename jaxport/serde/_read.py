@@ -512,8 +512,10 @@ def _read_effect(eff: list[Any], where: str) -> Any:
   name = _text(eff[_EFFECT.type_name], f"{where}.type_name")
   cls = _wire.lowerable_effect_types().get(name)
   if cls is None:
-    raise _bad(f"effect type {name!r} is not a lowerable effect known to this process",
-               where, "Import the module defining the effect before deserializing.")
+    # A project's effect, registered when its code is imported: as a pytree type of its own.
+    raise UnregisteredTypeError(str(_bad(
+        f"effect type {name!r} is not a lowerable effect known to this process", where,
+        "Import the module defining the effect before deserializing.")))
   return _guard(where, f"the effect {name} (needs a nullary constructor)", cls)
 
 
