@@ -44,7 +44,8 @@ class DeserializationError(JaxportError, ValueError):
 
 class UnregisteredTypeError(DeserializationError):
   """A valid blob names a pytree type the reading process has no serialization registration
-  for (a project's own type, registered when its code is imported)."""
+  for, or an effect type it does not know (a project's own type, registered when its code is
+  imported)."""
 
 
 class ExpiredEnvelopeError(DeserializationError):

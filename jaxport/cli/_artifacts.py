@@ -117,16 +117,20 @@ def header_note(header: int, layout: int | None) -> str:
 
 
 def describe_exported(exp: Any, blob: bytes, recorded_layout: int | None = None, *,
-                      reader: Any = None, label: str = "") -> dict[str, Any]:
+                      reader: Any = None, label: str = "",
+                      signatures: Any = None) -> dict[str, Any]:
   """A JSON-ready description of a deserialized Exported (versions, avals, targets, ...).
 
   ``serialization_version`` is the header's number (3 for layouts 3 to 11, the layout from
   12); ``serialization_layout`` the layout, from the header or ``recorded_layout`` (a golden
   manifest's ``serialization_version``), None when neither says. ``reader`` reads the
   module's custom calls (``jaxport.cli._parser``; default: in this process), ``label`` names
-  the artifact in its verdicts.
+  the artifact in its verdicts; ``signatures``: the module's custom calls where the caller
+  read them already (they are not read again).
   """
-  if reader is None:
+  if signatures is not None:
+    sigs = signatures
+  elif reader is None:
     sigs = _signatures.signatures(exp.mlir_module_serialized)
   else:
     sigs = reader.signatures(bytes(exp.mlir_module_serialized), label)

@@ -19,20 +19,22 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport._vocabulary import ALL_TARGETS, TargetVerdict
 from jaxport.custom_calls import _registry
-from jaxport.errors import (ExpiredEnvelopeError, JaxportError, ModuleCrashError,
-                            ModuleMemoryError, ModuleParserError, ModuleTimeoutError)
+from jaxport.errors import (JaxportError, ModuleCrashError, ModuleMemoryError, ModuleParserError,
+                            ModuleTimeoutError, UnregisteredTypeError)
 from jaxport.golden import _signatures
 from jaxport.golden._entry import entry_sort_key, read_bounded
-from jaxport.golden._entry_id import EntryId
-from jaxport.cli._artifacts import Artifact, deserialize
+from jaxport.golden._manifest import is_imported_artifact
+from jaxport.cli import _artifact_read
+from jaxport.cli._artifacts import Artifact
+from jaxport.cli._audit_run import ArtifactRun
 from jaxport.cli._parser import InProcess
-from jaxport.cli._relower import Relowerer
+from jaxport.cli._relower import CasesInChild, Relowerer, Today
 from jaxport.export._checks import disabled_targets
 from jaxport.harness._worker import _calling
 from jaxport.golden import _soundness
@@ -42,7 +44,8 @@ from jaxport.harness._project import ProjectTargets
 from jaxport.harness._controller._update import newest_entries
 from jaxport.releases import MeasuredRuns
 from jaxport.releases import _features as artifact_runs_on
-from jaxport.upgrades import upgrade_envelope
+from jaxport.releases._dates import window_exit
+from jaxport.harness._protocol._answers import EnvelopeRead
 
 logger = logging.getLogger(__name__)
 
@@ -77,32 +80,44 @@ def target_report(target: str, platforms: list[str], declared: ProjectTargets | 
 
 
 def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
-                   relowerer: Relowerer | None,
+                   relowerer: Relowerer | CasesInChild | None,
                    declared: ProjectTargets | None = None, reader: Any = None,
                    strict: bool = False, changes_fail: bool = True,
                    newest: bool = True, measured: MeasuredRuns | None = None,
-                   current: Mapping[str, Any] | None = None) -> dict[str, Any]:
-  """The audit record of one artifact: targets, drift, expiry, its findings and the status
-  the judge gives them, with problems (what fails it) and warnings; ``declared``: the
-  targets the project guarantees, stable besides jaxport's table; ``reader``: what reads the
-  module (the command's module parser child, ``cli._parser``; default: this process);
-  ``newest``: the entry is its case's newest among those audited (an older one's drift only
-  warns, as in the replay); ``measured``: the project's replays under other releases, which
-  take precedence over the release table in the entry's runs_on; ``current``: each case's
-  newest entry recorded by the installed jax, by case key (:func:`current_jax_entries`), the
-  evidence that another release's lowering difference is jax's. A module that crashes or
-  hangs the parser is a problem of this artifact, typed in ``parser_failure``."""
+                   current: Mapping[str, Any] | None = None,
+                   shipped_expired_fails: bool = True,
+                   run: ArtifactRun | None = None,
+                   load_types: Callable[[], bool] | None = None) -> dict[str, Any]:
+  """The audit record of one artifact: its versions (envelope layout, calling convention, the
+  jax that wrote it), whether the running jax reads it as it is, when it leaves that jax's
+  window, targets, drift, expiry, its findings and the status the judge gives them, with
+  problems (what fails it) and warnings; ``declared``: the targets the project guarantees,
+  stable besides jaxport's table; ``reader``: what reads the module (the command's module
+  parser child, ``cli._parser``; default: this process); ``newest``: the entry is its case's
+  newest among those audited (an older one's drift only warns, as in the replay);
+  ``measured``: the project's replays under other releases, which take precedence over the
+  release table in the entry's runs_on; ``current``: each case's newest entry recorded by the
+  installed jax, by case key (:func:`current_jax_entries`), the evidence that another
+  release's lowering difference is jax's; ``shipped_expired_fails``: a shipped artifact the
+  running jax refuses as it is fails (else warns, ``jaxport_shipped_expired = "warn"``);
+  ``run``: what ``--run`` made of it (its sample inputs run, the outputs judged);
+  ``load_types``: imports the project's case modules here, for an entry of the project's own
+  pytree or effect types (True when there are any), only when one needs them. The
+  blob is read once (:func:`_artifact_read.read_artifact`). A module that crashes or hangs the
+  parser is a problem of this artifact, typed in ``parser_failure``."""
   reader = InProcess() if reader is None else reader
   found = ArtifactFindings()
   rec: dict[str, Any] = {"artifact": art.label, "kind": "entry" if art.entry else "blob",
                          "path": str(art.path)}
   sigs = None
-  exp = None
+  read = None
   platforms: list[str] = []
   allowed: frozenset[str] = frozenset()
   manifest = None
+  record_date = None
   data_errors: list[dict[str, Any]] = []
   policy = audit_policy(strict, changes_fail, newest)
+  consumer = installed_jax_version()
   if art.problem is not None:
     found.damaged(art.problem)
     rec.update(kind="store folder", platforms=[], custom_call_targets=[],
@@ -120,25 +135,23 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       found.damaged(str(e))
     if manifest is not None:
       platforms = [manifest.platform]
+      record_date = manifest.record_date
       # What the manifest says, until the module itself is read: stability is judged from
       # the module's own custom calls, which the manifest must match.
       sigs = manifest.custom_call_targets
       try:
         # The platforms the module was lowered for; the entry's platform is the
         # host that records and replays it (lowering-only entries differ).
-        blob = snapshot.blob()
-        exp = _read(blob, found)
-        platforms = list(exp.platforms)
-        allowed = disabled_targets(exp.disabled_safety_checks)
-        sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
-        runs = () if measured is None or art.entry is None else measured.of(
-            str(art.entry.entry_id), manifest.files.get("exported.bin"))
-        rec.update(reader.runs_on_record(blob, manifest, art.label, _own(declared, platforms),
-                                         runs).to_json())
+        read = _read_with_types(snapshot.blob(), reader, art.label, load_types)
       except (JaxportError, NotImplementedError) as e:
         _note_parser_failure(rec, e)
         found.unreadable(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
       else:
+        sigs = read.signatures
+        runs = () if measured is None else measured.of(
+            str(art.entry.entry_id), manifest.files.get("exported.bin"))
+        rec.update(read.runs_on(manifest, reader, art.label,
+                                _own(declared, list(read.exported.platforms)), runs).to_json())
         # Golden verification of the entry as read, as the replay's worker verifies it.
         disagreement = _soundness.manifest_disagreement(manifest.custom_call_targets, sigs)
         if disagreement is not None:
@@ -157,16 +170,26 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   else:
     try:
       blob = read_bounded(art.path, str(art.path), "MAX_BLOB_BYTES")
-      exp = _read(blob, found)
-      platforms = list(exp.platforms)
-      allowed = disabled_targets(exp.disabled_safety_checks)
-      sigs = reader.signatures(bytes(exp.mlir_module_serialized), art.label)
+      read = _read_with_types(blob, reader, art.label, load_types)
+      sigs = read.signatures
       rec["days_to_expiry"] = None
-      rec.update(reader.runs_on_record(blob, None, art.label,
-                                       _own(declared, platforms)).to_json())
+      rec.update(read.runs_on(None, reader, art.label,
+                              _own(declared, list(read.exported.platforms))).to_json())
     except (JaxportError, NotImplementedError, OSError) as e:
       _note_parser_failure(rec, e)
       found.unreadable(f"cannot read the blob: {type(e).__name__}: {e}")
+  if read is not None:
+    platforms = list(read.exported.platforms)
+    allowed = disabled_targets(read.exported.disabled_safety_checks)
+    rec.update(read.envelope_json())
+    if read.producer is None and manifest is not None:
+      rec["writing_jax"] = manifest.producer.jax
+    _judge_loading(read, manifest, consumer, found, shipped_expired_fails)
+    rec["window_exit"] = window_exit(record_date, consumer).to_json()
+  if run is not None:
+    if run.run is not None:
+      found.ran(run.run)
+    rec["run"] = run.to_json()
   rec["platforms"] = platforms
   targets = sorted({s.target for s in sigs}) if sigs is not None else []
   rec["custom_call_targets"] = [target_report(t, platforms, declared, allowed) for t in targets]
@@ -177,25 +200,41 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
     if not t["ok"]:
       found.notes.append(f"custom-call target {t['target']}: if it is the project's own target, "
                          "list it in a stable-targets file (--stable-targets FILE)")
-  rec["drift"] = _drift(manifest, relowerer, found,
+  today = _today(manifest, read, relowerer, art.label)
+  rec["drift"] = _drift(manifest, relowerer, today, found,
                         _current_lowering(art, current or {}) if manifest is not None else None)
-  if manifest is not None and exp is not None:
-    _contract(manifest, exp, relowerer, found, newest)
+  if manifest is not None and read is not None:
+    _contract(manifest, today, found, newest)
   # The problems that are damaged or forged golden data, typed (each also in ``problems``).
   rec["golden_data_errors"] = data_errors
   return {**rec, **found.judged(policy).to_json()}
 
 
-def _read(blob: bytes, found: ArtifactFindings) -> Any:
-  """The Exported in ``blob``; an envelope the installed jax refuses as expired is read as the
-  replay reads it, after ``jaxport.upgrade_envelope`` rewrote it (a note says so)."""
+def _read_with_types(blob: bytes, reader: Any, label: str,
+                     load_types: Callable[[], bool] | None) -> _artifact_read.ArtifactRead:
+  """The artifact read once; read again after the project's case modules were imported here
+  when it uses a pytree or effect type of the project's that is not registered."""
   try:
-    return deserialize(blob)
-  except ExpiredEnvelopeError as e:
-    exp = deserialize(upgrade_envelope(blob))
-    found.notes.append(f"the envelope was refused as expired ({str(e).splitlines()[0]}); read "
-                       "after jaxport.upgrade_envelope rewrote it, as the replay reads it")
-    return exp
+    return _artifact_read.read_artifact(blob, reader, label)
+  except UnregisteredTypeError:
+    if load_types is None or not load_types():
+      raise
+    return _artifact_read.read_artifact(blob, reader, label)
+
+
+def _judge_loading(read: _artifact_read.ArtifactRead, manifest: Any, consumer: str,
+                   found: ArtifactFindings, shipped_expired_fails: bool) -> None:
+  """What the running jax makes of the bytes as they are, judged: a bare blob or an imported
+  entry is judged as shipped, a recorded entry as the replay judges it (``upgraded``)."""
+  loading = read.loading
+  if loading.refusal is None:
+    return
+  shipped = manifest is None or is_imported_artifact(manifest)
+  r = loading.rewrite
+  env = None if r is None else EnvelopeRead(r.layout, r.from_version, r.to_version, r.reason,
+                                            r.producer, loading.refusal)
+  found.refused_as_is(env, consumer, shipped=shipped, shipped_fails=shipped_expired_fails,
+                      why_not=f"{loading.refusal}; {loading.upgrade_error}")
 
 
 def newest_of(artifacts: list[Artifact]) -> set[str]:
@@ -261,12 +300,28 @@ def _current_lowering(art: Artifact, current: Mapping[str, Any]) -> tuple | None
     return None
 
 
-def _drift(manifest: Any, relowerer: Relowerer | None, found: ArtifactFindings,
+def _today(manifest: Any, read: Any, relowerer: Any, label: str) -> Today | None:
+  """Today's export of the entry's case against the entry, from the case modules' process
+  (None: no case modules, or not an entry): its signatures, and the calling contract's
+  differences from the one ``read`` from the blob. A crash or hang of the project's code
+  there is said for this entry alone."""
+  if manifest is None or relowerer is None or relowerer.unavailable:
+    return None
+  recorded = (_calling.contract_of(read.exported)
+              if read is not None and manifest.imported_from is None else None)
+  try:
+    return relowerer.today(manifest, recorded, label)
+  except JaxportError as e:  # Report and go on: one case's lowering must not hide the others.
+    line = str(e).splitlines()[0] if str(e) else ""
+    return Today(True, lowering_error=f"{type(e).__name__}: {line}")
+
+
+def _drift(manifest: Any, relowerer: Any, today: Today | None, found: ArtifactFindings,
            current: tuple | None = None) -> dict[str, Any]:
   """Today's custom-call signatures of the entry's case against the recorded ones, each
   difference judged by the judge's drift rule (``_judge._drift``, with ``current``, the
-  signatures of the case's entry recorded by the installed jax, as its evidence); a change of
-  partitioner metadata only is a note."""
+  signatures of the case's entry recorded by the installed jax, as its evidence), a change of
+  partitioner metadata only as any other, as the replay judges it."""
   if manifest is None:
     return {"checked": False, "reason": "only golden entries record signatures"}
   recorded = manifest.custom_call_targets
@@ -274,50 +329,54 @@ def _drift(manifest: Any, relowerer: Relowerer | None, found: ArtifactFindings,
     return {"checked": False, "reason": "the manifest records no signatures"}
   if relowerer is None:
     return {"checked": False, "reason": "disabled (--no-drift)"}
-  case = relowerer.case(manifest.case_id)
   if relowerer.unavailable:
     return {"checked": False, "reason": relowerer.unavailable}
-  if case is None:
+  if today is None or not today.found:
     return {"checked": False,
             "reason": f"no case {manifest.case_id!r} in {relowerer.source}"}
-  try:
-    current_sigs = relowerer.signatures(case)
-  except Exception as e:  # Report and go on: one case's lowering must not hide the others.
-    msg = f"re-lowering case {manifest.case_id} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+  if today.signatures is None:
+    msg = f"re-lowering case {manifest.case_id} failed: {today.lowering_error}"
     found.notes.append(msg)
     return {"checked": False, "reason": msg}
-  changes = _signatures.drift(recorded, current_sigs)
+  changes = _signatures.drift(recorded, today.signatures)
   consumer = installed_jax_version()
   lines = [str(c) for c in changes]
   for c in changes:
-    if c.metadata_only:
-      found.notes.append(f"{LEAD}: {c} (partitioner metadata only)")
-    else:
-      found.lowering_difference(manifest, consumer, LEAD, str(c), current, lines)
+    found.lowering_difference(manifest, consumer, LEAD, str(c), current, lines)
   return {"checked": True, "differences": [str(c) for c in changes]}
 
 
-def _contract(manifest: Any, exp: Any, relowerer: Relowerer | None, found: ArtifactFindings,
+def _contract(manifest: Any, today: Today | None, found: ArtifactFindings,
               newest: bool) -> None:
   """The entry's calling contract (as read from its blob) against today's export of its case,
   with its comparison settings, judged as the replay judges it (``_judge._drift``). Nothing
   is said where drift cannot be checked (the drift record says why)."""
-  if relowerer is None or relowerer.unavailable or manifest.imported_from is not None:
+  if (today is None or not today.found or today.signatures is None
+      or manifest.imported_from is not None):
     return
-  case = relowerer.case(manifest.case_id)
-  if case is None:
-    return
-  try:
-    diff = _calling.diff(_calling.contract_of(exp), relowerer.contract(case))
-    outputs = [(t.path, t.dtype) for t in manifest.tolerances or ()]
-    settings = _calling.comparison_change(manifest, relowerer.comparison(case, outputs), case,
-                                          relowerer.checkers)
-  except Exception as e:  # Report and go on: one case's export must not hide the others.
+  if today.contract_error is not None:
     found.notes.append(f"calling contract of case {manifest.case_id} not compared: "
-                       f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                       f"{today.contract_error}")
     return
-  found.contract(manifest, installed_jax_version(), diff.by_function + settings, diff.by_jax,
-                 newest, diff.platforms_added)
+  found.contract(manifest, installed_jax_version(), today.by_function, today.by_jax, newest,
+                 today.platforms_added)
+
+
+def version_lines(r: Mapping[str, Any]) -> list[str]:
+  """The lines of an artifact's versions: its envelope (layout, header version, calling
+  convention, the jax that wrote it), whether the running jax reads it as it is, and when it
+  leaves that jax's window."""
+  if "envelope_layout" not in r:
+    return []
+  lines = [f"  envelope: layout {r['envelope_layout']} (header version "
+           f"{r['serialization_version']}), calling convention "
+           f"{r['calling_convention_version']}, written by jax {r['writing_jax'] or 'unknown'}",
+           f"  read as it is by jax {installed_jax_version()}: "
+           f"{_artifact_read.loading_text(r)}"]
+  w = r["window_exit"]
+  lines.append(f"  leaves jax {w['consumer'] or 'installed'}'s window: "
+               + (w["why"] if w["date"] is None else f"{w['date']} ({w['why']})"))
+  return lines
 
 
 def format_text(records: list[dict[str, Any]], window_days: int) -> str:
@@ -336,6 +395,7 @@ def format_text(records: list[dict[str, Any]], window_days: int) -> str:
         line += (f"; expires in {d} days" if d >= 0 else f"; expired {-d} days ago") + \
                 f" ({window_days}-day window)"
       out.append(line)
+    out.extend(version_lines(r))
     for t in r["custom_call_targets"]:
       status = ", ".join(f"{p}: {s}" for p, s in t["status_by_platform"].items())
       out.append(f"  target {t['target']}: {status}")
@@ -343,6 +403,10 @@ def format_text(records: list[dict[str, Any]], window_days: int) -> str:
       out.append("  no custom-call targets")
     if "runs_on" in r:
       out.extend(artifact_runs_on.runs_on_lines(r))
+    if "run" in r:
+      ran = r["run"]
+      out.append(f"  run with its sample inputs: {ran['status'] if ran['ran'] else 'not run'} "
+                 f"({ran['detail']})")
     d = r["drift"]
     if d["checked"]:
       out.append("  drift: none" if not d["differences"] else "  drift: see problems and warnings")

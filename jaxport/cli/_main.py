@@ -27,7 +27,9 @@ from jaxport.cli import _artifacts, _bisect, _harness_run, _matrix, _parser, _pr
 from jaxport.cli import _import_artifacts, _with_jax
 from jaxport.cli import _report
 from jaxport.cli import _upgrade as upgrader
+from jaxport.cli import _artifact_read
 from jaxport.cli import _audit as audit
+from jaxport.cli import _audit_run
 from jaxport.corpus import _import as importer
 from jaxport import _progress
 from jaxport._progress import track
@@ -100,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
                       "drift; this imports and runs the project's code, which audit never does "
                       "otherwise; the module must be importable (installed or on PYTHONPATH; "
                       "with --project, also from the project's paths); adds to the project's")
+  p.add_argument("--run", action="store_true",
+                 help="also run the artifacts with sample inputs at hand (a store entry's, or "
+                      "NAME.inputs.npz and NAME.expected.npz beside NAME.bin) with the installed "
+                      "jax, in a process of their own, and judge their outputs")
   p.add_argument("--no-drift", action="store_true",
                  help="do not re-lower cases to compare custom-call signatures")
   _stable_targets_option(p, "they count as stable besides jaxport's table (and the "
@@ -301,12 +307,11 @@ def _audit(args, extra) -> int:
                        "golden entry or store), or --project DIR for the project's store.")
   if not paths:
     paths = [str(_store_of(project, "PATH"))]
-  # The case modules load even with --no-drift: they register the project's pytree and effect
-  # types, which its entries need to deserialize. A module that fails to import stops the
-  # audit, before any result.
+  # The case modules are imported and lowered in the module parser child, even with
+  # --no-drift (they register the project's pytree and effect types, which its entries need
+  # to deserialize); here only when an entry needs one of those types. A module that fails to
+  # import stops the audit, before any result.
   cases = _relowerer(args, project)
-  cases.load()
-  relowerer = None if args.no_drift else cases
   artifacts = [a for p in paths for a in _artifacts.find_artifacts(p)]
   if not artifacts:
     raise JaxportError(f"no artifacts found under {', '.join(paths)} (looked for golden "
@@ -316,19 +321,24 @@ def _audit(args, extra) -> int:
     given = ProjectTargets.read(args.stable_targets)
     declared = given if declared is None else declared.union(given)
   with _parser.from_args(args) as parser:
-    if cases.registry is not None:
-      parser.import_modules(cases.registry.modules, cases.paths)
+    in_child = _relower.CasesInChild(cases.modules, cases.paths, cases.source, parser)
+    in_child.load()
+    relowerer = None if args.no_drift else in_child
     if any(a.problem is None for a in artifacts):
       parser.start()  # one child reads every artifact's module; it imports jax meanwhile
     newest = audit.newest_of(artifacts)
     changes_fail = project is None or project.on_change is OnChange.FAIL
     measured = _measured_of(project)
     current = audit.current_jax_entries(artifacts, installed_jax_version())
+    runs = _audit_run.run_in_scratch(artifacts) if args.run else {}
     records = [audit.audit_artifact(art, today=today, window_days=args.window_days,
                                     relowerer=relowerer, declared=declared, reader=parser,
                                     strict=args.strict, changes_fail=changes_fail,
                                     newest=art.label in newest, measured=measured,
-                                    current=current)
+                                    current=current,
+                                    shipped_expired_fails=(project is None
+                                                           or project.shipped_expired_fails),
+                                    run=runs.get(art.label), load_types=cases.load_here)
                for art in track(artifacts, "auditing", lambda a: a.label)]
   if args.json:
     _print_json({"today": today.isoformat(), "window_days": args.window_days,
@@ -400,8 +410,9 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
   if entry is not None:
     entry.verify()
     blob = entry.blob()
+  label = str(entry.entry_id) if entry else str(path)
   try:
-    exp = _artifacts.deserialize(blob)
+    read = _artifact_read.read_artifact(blob, parser, label)
   except UnregisteredTypeError as e:
     if project is None:
       raise UnregisteredTypeError(
@@ -409,12 +420,16 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
           "imported: pass --project DIR (the project's directory) to inspect its "
           "entries.") from None
     _import_project_types(project, parser)
-    exp = _artifacts.deserialize(blob)
+    read = _artifact_read.read_artifact(blob, parser, label)
+  exp = read.exported
   recorded = entry.manifest.serialization_version if entry is not None else None
-  label = str(entry.entry_id) if entry else str(path)
+  # An envelope the running jax refuses as it is is described all the same, the refusal
+  # stated (``read_as_is``): inspecting is not loading.
   info: dict[str, Any] = {"artifact": label,
-                          "exported": _artifacts.describe_exported(exp, blob, recorded,
-                                                                   reader=parser, label=label)}
+                          "exported": _artifacts.describe_exported(
+                              exp, blob, recorded, reader=parser, label=label,
+                              signatures=read.signatures),
+                          "read_as_is": read.loading.to_json()}
   if entry is not None:
     info["manifest"] = json.loads(entry.manifest.to_json())
   declared = project.targets if project is not None else None
@@ -425,8 +440,8 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
   measured = _measured_of(project)
   runs = () if measured is None or entry is None else measured.of(
       str(entry.entry_id), entry.manifest.files.get("exported.bin"))
-  info.update(parser.runs_on_record(blob, entry.manifest if entry is not None else None, label,
-                                    own, runs).to_json())
+  info.update(read.runs_on(entry.manifest if entry is not None else None, parser, label, own,
+                           runs).to_json())
   if args.mlir:
     info["mlir"] = parser.module_text(bytes(exp.mlir_module_serialized), exp.fun_name, label)
   if args.json:
@@ -459,6 +474,7 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
     if m.no_cotangent is not None:
       lines.append("  inputs without a cotangent (no VJP output stored): "
                    + (", ".join(m.no_cotangent) or "none"))
+  lines.append(f"  read as it is by jax {installed_jax_version()}: {read.loading.text()}")
   lines.extend(artifact_runs_on.runs_on_lines(info))
   if args.mlir:
     lines.extend(info["mlir"].split("\n"))

@@ -45,6 +45,7 @@ from jaxport.export import _mlir
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import CustomCallSignature
 from jaxport.releases import MeasuredRun, _features
+from jaxport.cli._relower import Today, contract_json
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ CHILD_MODULE = "jaxport.cli._parser_child"
 # The child's options naming the project's case modules and the directories they import from.
 IMPORT_FLAG = "--import-module"
 PATH_FLAG = "--import-path"
+# Where the case modules came from, as the child's import failure names it.
+SOURCE_FLAG = "--import-source"
 # The options that set the limits for one command, named by the verdicts they cause.
 TIMEOUT_OPTION = "--parse-timeout"
 MEMORY_OPTION = "--parse-memory-mb"
@@ -92,7 +95,8 @@ class InProcess:
     ``project_targets`` registered by the project, ``measured`` replays taking precedence."""
     return _features.runs_on_record(blob, manifest, project_targets, measured)
 
-  def import_modules(self, modules: tuple[str, ...], paths: tuple[str, ...] = ()) -> None:
+  def import_modules(self, modules: tuple[str, ...], paths: tuple[str, ...] = (),
+                     source: str | None = None) -> None:
     """Nothing to do: the caller imported ``modules`` in this process already."""
 
   def start(self) -> None:
@@ -127,6 +131,8 @@ class ModuleParser:
     self._cannot_start: ModuleParserError | None = None
     self._artifact: tuple[str, float] | None = None  # the artifact being read, its deadline
     self._imports: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    self._source: str | None = None
+    self._import_failed: str | None = None
 
   def __enter__(self) -> ModuleParser:
     return self
@@ -181,16 +187,43 @@ class ModuleParser:
                            _what_blob(blob), ("data", "report", "text"))
     return decode(answer["data"]), answer["report"], answer["text"]
 
+  def today(self, manifest: Any, recorded: Any, label: str) -> Any:
+    """Today's export of ``manifest``'s case against the entry (``recorded``: its calling
+    contract, or None), from the case modules this child imported
+    (``jaxport.cli._relower.Relowerer.today``); read strictly."""
+    answer = self._request({"op": "today", "manifest": manifest.to_json(), "where": label,
+                            "contract": None if recorded is None else contract_json(recorded)},
+                           label, f"today's export of case {manifest.case_id}", ("today",))
+    try:
+      return Today.from_json(answer["today"], f"{label}: today")
+    except ValueError as e:
+      self._kill()
+      raise ModuleParserError(f"the module parser answered with a malformed record: {e}") from None
+
+  def import_failure(self) -> str | None:
+    """Why the child could not import the modules of :meth:`import_modules` (None: it
+    imported them), starting it when none runs."""
+    if self._cannot_start is not None:
+      raise self._cannot_start
+    self.start()
+    if not self._ready:
+      self._wait_ready()
+    return self._import_failed
+
   # --- the process --------------------------------------------------------------------------
 
-  def import_modules(self, modules: tuple[str, ...], paths: tuple[str, ...] = ()) -> None:
+  def import_modules(self, modules: tuple[str, ...], paths: tuple[str, ...] = (),
+                     source: str | None = None) -> None:
     """Have every child import ``modules`` (from ``paths`` first) before its first read: a
     project's case modules register the pytree and effect types its entries need to
-    deserialize. Call it before :meth:`start`; a child already running is restarted."""
+    deserialize, and their cases are lowered there (:meth:`today`); ``source``: where they
+    came from, as an import failure names it. Call it before :meth:`start`; a child already
+    running is restarted."""
     wanted = (tuple(modules), tuple(paths))
-    if wanted == self._imports:
+    if wanted == self._imports and (source is None or source == self._source):
       return
     self._imports = wanted
+    self._source = source if source is not None else self._source
     if self._proc is not None:
       self._kill()
 
@@ -212,7 +245,8 @@ class ModuleParser:
       self._proc = subprocess.Popen(
           [sys.executable, "-m", CHILD_MODULE, LIFELINE_FLAG, str(read_end),
            *(a for m in self._imports[0] for a in (IMPORT_FLAG, m)),
-           *(a for p in self._imports[1] for a in (PATH_FLAG, p))],
+           *(a for p in self._imports[1] for a in (PATH_FLAG, p)),
+           *((SOURCE_FLAG, self._source) if self._source else ())],
           env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
           pass_fds=(read_end,))
     finally:
@@ -231,7 +265,8 @@ class ModuleParser:
     ready = _json_line(line) if line else {}
     if ready.get("ready"):
       self._ready = True
-      if ready.get("import_failed"):
+      self._import_failed = ready.get("import_failed")
+      if ready.get("import_failed") and self._source is None:
         logger.warning("the module parser process could not import the project's case modules "
                        "(%s); entries that need their pytree or effect types will not read",
                        ready["import_failed"])

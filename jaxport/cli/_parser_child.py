@@ -4,8 +4,9 @@ process so that a crash or a hang here ends this process, not the command.
 
 Requests (bytes as base64): ``{"op": "signatures", "module": ...}``, ``{"op": "module_text",
 "module": ..., "fun_name": ...}``, ``{"op": "runs_on", "blob": ..., "manifest": JSON or null,
-"where": ...}`` and ``{"op": "upgrade", "blob": ..., "for_jax": ..., "source": ..., "output":
-...}``. An answer holds the result, or ``"refused"`` (the class and message of a jaxport error,
+"where": ...}``, ``{"op": "upgrade", "blob": ..., "for_jax": ..., "source": ..., "output":
+...}`` and ``{"op": "today", "manifest": JSON, "contract": ..., "where": ...}`` (today's export
+of the entry's case, from the imported case modules: ``jaxport.cli._relower.Relowerer.today``). An answer holds the result, or ``"refused"`` (the class and message of a jaxport error,
 raised again by the command) or ``"error"`` (anything else, with its traceback). The first line
 written, ``{"ready": true}``, says the child has imported what it needs: jaxport and jax, and
 the modules named by ``--import-module`` (a project's case modules, which register the pytree
@@ -34,8 +35,8 @@ from typing import Any, NoReturn
 from jaxport._environment import parser_faults
 from jaxport._isolation._process import add_lifeline_option, serve_as_child
 from jaxport.cli import _upgrade
-from jaxport.cli._parser import IMPORT_FLAG, PATH_FLAG, InProcess, decode, encode
-from jaxport.cli._relower import Relowerer
+from jaxport.cli._parser import IMPORT_FLAG, PATH_FLAG, SOURCE_FLAG, InProcess, decode, encode
+from jaxport.cli._relower import FROM_CASES, Relowerer, contract_from_json
 from jaxport.errors import JaxportError
 from jaxport.golden._manifest import Manifest
 from jaxport.releases import MeasuredRun
@@ -67,9 +68,21 @@ def _plant(faults: dict[str, str], data: bytes, blob: bool) -> None:
     time.sleep(3600)
 
 
+# The case modules this child imported (``--import-module``), which ``today`` lowers.
+_CASES: list[Relowerer] = []
+
+
 def _handle(request: dict[str, Any], faults: dict[str, str]) -> dict[str, Any]:
   reads = InProcess()
   op = request.get("op")
+  if op == "today":
+    if not _CASES:
+      return {"error": "no case module was imported (--import-module)"}
+    where = request.get("where", "")
+    manifest = Manifest.from_json(request["manifest"], where)
+    recorded = request.get("contract")
+    recorded = None if recorded is None else contract_from_json(recorded, f"{where}: contract")
+    return {"today": _CASES[0].today(manifest, recorded, where).to_json()}
   if op in ("signatures", "module_text"):
     module = decode(request["module"])
     _plant(faults, module, blob=False)
@@ -110,15 +123,19 @@ def main(argv: list[str] | None = None) -> NoReturn:
   add_lifeline_option(parser)
   parser.add_argument(IMPORT_FLAG, dest="modules", action="append", default=[])
   parser.add_argument(PATH_FLAG, dest="paths", action="append", default=[])
+  parser.add_argument(SOURCE_FLAG, dest="source", default=FROM_CASES)
   args = parser.parse_args(argv)
   answers = serve_as_child(args.lifeline)
   faults = parser_faults()
   ready: dict[str, Any] = {"ready": True}
   if args.modules:
+    cases = Relowerer(tuple(args.modules), tuple(args.paths), args.source)
     try:
-      Relowerer(tuple(args.modules), tuple(args.paths)).load()
+      cases.load()
     except JaxportError as e:
       ready["import_failed"] = str(e)
+    else:
+      _CASES.append(cases)
   answers.write(json.dumps(ready) + "\n")
   for line in sys.stdin:
     if not line.strip():

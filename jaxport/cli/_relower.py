@@ -1,5 +1,10 @@
 """Today's lowering of a project's cases, for comparing custom-call signatures with an entry.
 
+The cases are imported and lowered only in the command's module parser child
+(:class:`CasesInChild`; the child runs :meth:`Relowerer.today`): the project's code never
+runs in the command's own process, and what today's export says crosses back as
+:class:`Today`, read strictly.
+
 Case modules are the project's code. Importing one runs it, so audit imports
 only the modules the user names: with ``jaxport audit --cases MODULE``
 (importable as installed or from ``PYTHONPATH``) or through the project the
@@ -14,11 +19,13 @@ pass with nothing checked.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from jaxport._records import Strict
 from jaxport.errors import GoldenDataError
 from jaxport.cli._artifacts import deserialize
 from jaxport.golden import _signatures
@@ -57,6 +64,7 @@ class Relowerer:
 
   def __init__(self, modules: tuple[str, ...], paths: Sequence[str] = (),
                source: str = FROM_CASES):
+    self.modules = tuple(modules)
     self.registry = CaseRegistry(modules) if modules else None
     self.paths = tuple(paths)
     self.source = source
@@ -85,12 +93,12 @@ class Relowerer:
     self._loaded = True
 
   def _where(self) -> str:
-    if self.source == FROM_CASES and not self.paths:
-      return ("--cases imports them from the installed packages and PYTHONPATH; pass "
-              "--project DIR to import them from the project's root and pytest pythonpath, as "
-              "the harness does, or set PYTHONPATH")
-    return (f"Looked in the project's paths {list(self.paths)}, then on sys.path; check "
-            "jaxport_cases and pytest's pythonpath in the project's configuration")
+    return _where(self.source, self.paths)
+
+  def load_here(self) -> bool:
+    """Import the case modules in this process (:meth:`load`); whether there are any."""
+    self.load()
+    return self.registry is not None
 
   def _registry(self) -> CaseRegistry | None:
     if self.unavailable is not None:
@@ -131,3 +139,156 @@ class Relowerer:
   def checkers(self) -> Any:
     """The project's checkers by name (none before its case modules are loaded)."""
     return self.registry.checkers if self.registry is not None else {}
+
+  def today(self, manifest: Any, recorded: _calling.CallingContract | None,
+            label: str = "") -> Today:
+    """What today's export of ``manifest``'s case says against the entry: its custom-call
+    signatures and, where ``recorded`` (the entry's calling contract) is given, the contract's
+    and the comparison settings' differences. A failure of the project's code is said in the
+    answer, for that entry alone (``label`` names the entry)."""
+    case = self.case(manifest.case_id)
+    if case is None:
+      return Today(False)
+    try:
+      sigs = self.signatures(case)
+    except Exception as e:  # noqa: BLE001  (the project's code: reported for this entry)
+      return Today(True, lowering_error=_line(e))
+    if recorded is None:
+      return Today(True, sigs)
+    try:
+      diff = _calling.diff(recorded, self.contract(case))
+      outputs = [(t.path, t.dtype) for t in manifest.tolerances or ()]
+      settings = _calling.comparison_change(manifest, self.comparison(case, outputs), case,
+                                            self.checkers)
+    except Exception as e:  # noqa: BLE001  (the project's code: reported for this entry)
+      return Today(True, sigs, contract_error=_line(e))
+    return Today(True, sigs, by_function=tuple(diff.by_function) + tuple(settings),
+                 by_jax=tuple(diff.by_jax), platforms_added=tuple(diff.platforms_added))
+
+
+def _where(source: str, paths: Sequence[str]) -> str:
+  """Where case modules of ``source`` were looked for, and how to fix it."""
+  if source == FROM_CASES and not paths:
+    return ("--cases imports them from the installed packages and PYTHONPATH; pass "
+            "--project DIR to import them from the project's root and pytest pythonpath, as "
+            "the harness does, or set PYTHONPATH")
+  return (f"Looked in the project's paths {list(paths)}, then on sys.path; check "
+          "jaxport_cases and pytest's pythonpath in the project's configuration")
+
+
+def _line(e: BaseException) -> str:
+  text = str(e).splitlines()
+  return f"{type(e).__name__}: {text[0] if text else ''}"
+
+
+_S = Strict.raising(ValueError)
+
+
+@dataclasses.dataclass(frozen=True)
+class Today:
+  """What today's export of an entry's case says (:meth:`Relowerer.today`): whether the case
+  exists (``found``), its custom-call ``signatures`` (None: ``lowering_error`` says why), and
+  its calling contract's differences from the entry's, what the function's owner changed
+  (``by_function``, with the comparison settings), what jax writes differently (``by_jax``)
+  and the platforms today's export adds (``platforms_added``), or ``contract_error``."""
+  found: bool
+  signatures: tuple[CustomCallSignature, ...] | None = None
+  lowering_error: str | None = None
+  by_function: tuple[str, ...] = ()
+  by_jax: tuple[str, ...] = ()
+  contract_error: str | None = None
+  platforms_added: tuple[str, ...] = ()
+
+  def to_json(self) -> dict[str, Any]:
+    return {"found": self.found, "lowering_error": self.lowering_error,
+            "signatures": None if self.signatures is None
+            else [s.to_dict() for s in self.signatures],
+            "by_function": list(self.by_function), "by_jax": list(self.by_jax),
+            "contract_error": self.contract_error,
+            "platforms_added": list(self.platforms_added)}
+
+  @classmethod
+  def from_json(cls, d: Any, where: str) -> Today:
+    """The answer ``to_json`` wrote; ``ValueError`` naming the field when it is not one."""
+    d = _S.obj(d, where, ("found", "lowering_error", "signatures", "by_function", "by_jax",
+                          "contract_error", "platforms_added"), ())
+    sigs = d["signatures"]
+    if sigs is not None:
+      sigs = tuple(_signature(x, f"{where}.signatures") for x in _S.of(sigs, list,
+                                                                        f"{where}.signatures"))
+    return cls(_S.of(d["found"], bool, f"{where}.found"), sigs,
+               _S.of(d["lowering_error"], str, f"{where}.lowering_error", nullable=True),
+               _S.strs(d["by_function"], f"{where}.by_function"),
+               _S.strs(d["by_jax"], f"{where}.by_jax"),
+               _S.of(d["contract_error"], str, f"{where}.contract_error", nullable=True),
+               _S.strs(d["platforms_added"], f"{where}.platforms_added"))
+
+
+def _signature(d: Any, where: str) -> CustomCallSignature:
+  d = _S.obj(d, where, ("target", "operand_types", "result_types", "attributes"), ())
+  attributes = _S.of(d["attributes"], dict, f"{where}.attributes")
+  return CustomCallSignature(target=_S.of(d["target"], str, f"{where}.target"),
+                             operand_types=_S.strs(d["operand_types"], f"{where}.operand_types"),
+                             result_types=_S.strs(d["result_types"], f"{where}.result_types"),
+                             attributes={_S.of(k, str, where): _S.of(v, str, f"{where}.{k}")
+                                         for k, v in attributes.items()})
+
+
+def contract_json(c: _calling.CallingContract) -> dict[str, Any]:
+  """A calling contract as it crosses to the module parser child."""
+  return {"inputs": [list(p) for p in c.inputs], "outputs": [list(p) for p in c.outputs],
+          "in_shardings": list(c.in_shardings), "out_shardings": list(c.out_shardings),
+          "effects": list(c.effects), "calling_convention_version": c.calling_convention_version,
+          "platforms": list(c.platforms)}
+
+
+def contract_from_json(d: Any, where: str) -> _calling.CallingContract:
+  """The contract :func:`contract_json` wrote; ``ValueError`` naming the field otherwise."""
+  d = _S.obj(d, where, ("inputs", "outputs", "in_shardings", "out_shardings", "effects",
+                        "calling_convention_version", "platforms"), ())
+
+  def pairs(key: str) -> tuple[tuple[str, str], ...]:
+    return tuple(tuple(_S.strs(p, f"{where}.{key}")) for p in _S.of(d[key], list,
+                                                                    f"{where}.{key}"))
+
+  def shardings(key: str) -> tuple[str | None, ...]:
+    return tuple(_S.of(x, str, f"{where}.{key}", nullable=True)
+                 for x in _S.of(d[key], list, f"{where}.{key}"))
+
+  return _calling.CallingContract(
+      pairs("inputs"), pairs("outputs"), shardings("in_shardings"), shardings("out_shardings"),
+      _S.strs(d["effects"], f"{where}.effects"),
+      _S.of(d["calling_convention_version"], int, f"{where}.calling_convention_version"),
+      _S.strs(d["platforms"], f"{where}.platforms"))
+
+
+class CasesInChild:
+  """The cases of ``modules`` as the command's module parser child (``parser``) imports and
+  lowers them: nothing of the project's code runs in this process. The same interface as
+  audit needs of a :class:`Relowerer`: ``load``, ``unavailable``, ``source``, ``today``."""
+
+  def __init__(self, modules: tuple[str, ...], paths: Sequence[str], source: str,
+               parser: Any):
+    self.modules = tuple(modules)
+    self.paths = tuple(paths)
+    self.source = source
+    self.parser = parser
+    self.unavailable: str | None = None if modules else Relowerer(()).unavailable
+    self._loaded = False
+
+  def load(self) -> None:
+    """Have the child import the case modules now; modules that fail to import there raise a
+    ``GoldenDataError`` naming them and where they were looked for."""
+    if not self.modules or self._loaded:
+      return
+    self.parser.import_modules(self.modules, self.paths, self.source)
+    failed = self.parser.import_failure()
+    if failed is not None:
+      raise GoldenDataError(failed)
+    self._loaded = True
+
+  def today(self, manifest: Any, recorded: _calling.CallingContract | None,
+            label: str) -> Today:
+    """:meth:`Relowerer.today`, done in the child."""
+    self.load()
+    return self.parser.today(manifest, recorded, label)

@@ -13,7 +13,8 @@ import dataclasses
 import datetime
 from collections.abc import Iterator, Mapping
 
-from jaxport.releases._table import load
+from jaxport.errors import ReleaseTableError
+from jaxport.releases._table import load, release_facts
 from jaxport.releases._version_text import parse_version
 
 
@@ -96,3 +97,44 @@ def window_position(producer: str, consumer: str, today: datetime.date) -> Windo
   return WindowPosition(producer=producer, producer_date=p_date, consumer=consumer,
                         consumer_date=c_date, age_days=(today - p_date).days, gap_days=gap,
                         direction=direction, inside_window=inside)
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowExit:
+  """When an artifact leaves ``consumer``'s window: its recording date plus the number of days
+  that release reads envelopes for (``expiry_days`` of the release table); ``date`` None when
+  it never does or that is unknown (``why`` says which)."""
+  consumer: str | None
+  window_days: int | None
+  date: datetime.date | None
+  why: str
+
+  def text(self) -> str:
+    if self.date is None:
+      return self.why
+    return f"{self.date.isoformat()} ({self.why})"
+
+  def to_json(self) -> dict:
+    return {"consumer": self.consumer, "window_days": self.window_days,
+            "date": None if self.date is None else self.date.isoformat(), "why": self.why}
+
+
+def window_exit(record_date: datetime.date | None, consumer: str | None) -> WindowExit:
+  """The day an artifact recorded on ``record_date`` (None: not known, as of a bare blob)
+  leaves the window of jax ``consumer`` (the running jax), from the release table."""
+  if consumer is None:
+    return WindowExit(None, None, None, "unknown: the running jax's version is not known")
+  try:
+    days = release_facts(consumer).expiry_days
+  except ReleaseTableError:
+    return WindowExit(consumer, None, None,
+                      f"unknown: jaxport's release table does not list jax {consumer}")
+  if days is None:
+    return WindowExit(consumer, None, None,
+                      f"none: jax {consumer} refuses no envelope for its age")
+  if record_date is None:
+    return WindowExit(consumer, days, None,
+                      f"unknown: a bare blob records no date (jax {consumer}'s window is "
+                      f"{days} days from it)")
+  return WindowExit(consumer, days, record_date + datetime.timedelta(days=days),
+                    f"recorded {record_date.isoformat()} + jax {consumer}'s {days}-day window")

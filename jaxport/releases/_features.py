@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from jaxport._records import Strict
@@ -106,17 +106,28 @@ def features_of_blob(blob: bytes | bytearray | memoryview, manifest: Any = None)
   fields = _verify.decode(blob)
   layout = layout_of_fields(fields)
   exp, _ = read_any_envelope(blob, layout=layout)
+  return features_of_read(fields, layout, exp, manifest)
+
+
+def features_of_read(fields: list[Any], layout: str, exp: Any, manifest: Any = None,
+                     signatures: Callable[[bytes], Sequence[Any]] = _signatures.signatures,
+                     main: Sequence[Any] | None = None) -> ArtifactFeatures:
+  """The features of an Exported whose envelope was decoded already (``fields``, of
+  ``layout``) and read (``exp``): nothing is decoded again. ``signatures`` parses a module
+  (the caller's module parser), ``main``: the signatures of ``exp``'s own module where the
+  caller parsed it already (it is not parsed again)."""
   known = _known_ops()
   modules = _modules(exp)
   ops: set[str] = set()
   calls: list[CustomCall] = []
   unreadable = False
   dialects: set[str] = set()
-  for module in modules:
+  for i, module in enumerate(modules):
     ops |= _vhlo_ops(module, known)
     dialects |= module_dialects(module)
     try:
-      calls += _calls(module)
+      sigs = main if i == 0 and main is not None else signatures(module)
+      calls += [CustomCall(s.target, _buffer_operands(s)) for s in sigs]
     except DeserializationError as e:
       logger.debug("custom calls from the manifest: %s", e)
       unreadable = True
@@ -148,23 +159,32 @@ def _safe_calls(module: bytes) -> list[CustomCall]:
     return []
 
 
+# How each platform's "runs on" is known: what ``jaxport replay --with-jax`` measured of the
+# entry (the rest of the range still from the table), or the release table's prediction alone.
+MEASURED = "measured"
+PREDICTED = "predicted"
+
+
 @dataclasses.dataclass(frozen=True)
 class RunsOnRecord:
   """What ``inspect --json`` and ``audit --json`` carry of the releases an artifact runs on:
   ``runs_on`` (platform -> releases), ``limits`` (the limiting factor at each end and of every
-  refusing release) and ``summary`` (one line per platform); or ``error``, why the blob's
-  features could not be read. It crosses from the module parser child as JSON, read back
-  strictly (:meth:`from_json`)."""
+  refusing release), ``summary`` (one line per platform) and ``basis`` (per platform,
+  :data:`MEASURED` where a ``--with-jax`` replay ran the entry, else :data:`PREDICTED`); or
+  ``error``, why the blob's features could not be read. It crosses from the module parser
+  child as JSON, read back strictly (:meth:`from_json`)."""
   runs_on: Mapping[str, tuple[str, ...]] | None
   limits: Mapping[str, Any] | None = None
   summary: Mapping[str, str] | None = None
   error: str | None = None
+  basis: Mapping[str, str] | None = None
 
   def to_json(self) -> dict[str, Any]:
     if self.runs_on is None:
       return {"runs_on": None, "runs_on_error": self.error}
     return {"runs_on": {p: list(v) for p, v in self.runs_on.items()},
-            "runs_on_limits": dict(self.limits or {}), "runs_on_summary": dict(self.summary or {})}
+            "runs_on_limits": dict(self.limits or {}), "runs_on_summary": dict(self.summary or {}),
+            "runs_on_basis": {p: (self.basis or {}).get(p, PREDICTED) for p in self.runs_on}}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> RunsOnRecord:
@@ -173,16 +193,23 @@ class RunsOnRecord:
     if strict.obj(d, where).get("runs_on") is None:
       d = strict.obj(d, where, ("runs_on", "runs_on_error"), ())
       return cls(None, error=strict.of(d["runs_on_error"], str, f"{where}.runs_on_error"))
-    d = strict.obj(d, where, ("runs_on", "runs_on_limits", "runs_on_summary"), ())
+    d = strict.obj(d, where, ("runs_on", "runs_on_limits", "runs_on_summary", "runs_on_basis"),
+                   ())
     releases = {p: strict.strs(v, f"{where}.runs_on.{p}")
                 for p, v in strict.of(d["runs_on"], dict, f"{where}.runs_on").items()}
     limits = strict.of(d["runs_on_limits"], dict, f"{where}.runs_on_limits")
     summary = strict.str_map(d["runs_on_summary"], f"{where}.runs_on_summary")
-    for key, value in (("runs_on_limits", limits), ("runs_on_summary", summary)):
+    basis = strict.str_map(d["runs_on_basis"], f"{where}.runs_on_basis")
+    for key, value in (("runs_on_limits", limits), ("runs_on_summary", summary),
+                       ("runs_on_basis", basis)):
       if set(value) != set(releases):
         raise strict.fail(f"{where}.{key}", f"expected the platforms of runs_on "
                                             f"{sorted(releases)}, got {sorted(value)}")
-    return cls(releases, limits, summary)
+    for platform, how in basis.items():
+      if how not in (MEASURED, PREDICTED):
+        raise strict.fail(f"{where}.runs_on_basis.{platform}",
+                          f"expected {MEASURED!r} or {PREDICTED!r}, got {how!r}")
+    return cls(releases, limits, summary, basis=basis)
 
 
 def runs_on_record(blob: bytes | bytearray | memoryview, manifest: Any = None,
@@ -193,6 +220,16 @@ def runs_on_record(blob: bytes | bytearray | memoryview, manifest: Any = None,
   under other releases, which take precedence on the entry's platform."""
   try:
     features = features_of_blob(blob, manifest)
+  except JaxportError as e:
+    return RunsOnRecord(None, error=f"{type(e).__name__}: {e}")
+  return runs_on_of(features, manifest, project_targets, measured)
+
+
+def runs_on_of(features: ArtifactFeatures, manifest: Any = None,
+               project_targets: Iterable[str] = (),
+               measured: Sequence[MeasuredRun] = ()) -> RunsOnRecord:
+  """:func:`runs_on_record` of features read already."""
+  try:
     got = runs_on(features, project_targets=project_targets)
     if manifest is not None:
       got = got.with_measured(manifest.platform, measured)
@@ -203,11 +240,20 @@ def runs_on_record(blob: bytes | bytearray | memoryview, manifest: Any = None,
   for platform, releases in got.releases.items():
     caveat = lazy_lapack_caveat(features, platform, releases)
     summary[platform] = got.summary(platform) + (f"; {caveat}" if caveat else "")
-  return RunsOnRecord(dict(got.releases), limits, summary)
+  basis = {p: MEASURED if got.measured.get(p) else PREDICTED for p in got.releases}
+  return RunsOnRecord(dict(got.releases), limits, summary, basis=basis)
 
 
 def runs_on_lines(record: dict[str, Any]) -> list[str]:
-  """The text lines of :func:`runs_on_record` for ``inspect`` and ``audit``."""
+  """The text lines of :func:`runs_on_record` for ``inspect`` and ``audit``: each platform's
+  range, marked measured (a ``--with-jax`` replay ran the entry) or predicted (the release
+  table's prediction alone)."""
   if record.get("runs_on") is None:
     return [f"  runs on: unknown ({record.get('runs_on_error')})"]
-  return [f"  runs on {platform}: {line}" for platform, line in record["runs_on_summary"].items()]
+  basis = record.get("runs_on_basis") or {}
+  return [f"  runs on {platform} ({_BASIS_TEXT[basis.get(platform, PREDICTED)]}): {line}"
+          for platform, line in record["runs_on_summary"].items()]
+
+
+_BASIS_TEXT = {MEASURED: "measured by --with-jax replays; other releases predicted",
+               PREDICTED: "predicted from the release table, not run"}

@@ -106,6 +106,13 @@ def deserialize_expired(blob: bytes | bytearray | memoryview) -> Exported:
   return _read_root(_verify.decode(_as_bytes(blob)), "Exported", _READ_ALL)
 
 
+def deserialize_fields(table: list[Any], *, read_expired: bool = False) -> Exported:
+  """The Exported of an envelope already decoded (``_verify.decode``), as :func:`deserialize`
+  reads it (``read_expired``: as :func:`deserialize_expired` does): for readers that decode
+  a blob once and read several things of it."""
+  return _read_root(table, "Exported", _READ_ALL if read_expired else _JAX_POLICY)
+
+
 # How the reader treats an envelope the installed jax refuses as expired.
 _JAX_POLICY = "jax"
 _READ_ALL = "all"
@@ -505,8 +512,10 @@ def _read_effect(eff: list[Any], where: str) -> Any:
   name = _text(eff[_EFFECT.type_name], f"{where}.type_name")
   cls = _wire.lowerable_effect_types().get(name)
   if cls is None:
-    raise _bad(f"effect type {name!r} is not a lowerable effect known to this process",
-               where, "Import the module defining the effect before deserializing.")
+    # A project's effect, registered when its code is imported: as a pytree type of its own.
+    raise UnregisteredTypeError(str(_bad(
+        f"effect type {name!r} is not a lowerable effect known to this process", where,
+        "Import the module defining the effect before deserializing.")))
   return _guard(where, f"the effect {name} (needs a nullary constructor)", cls)
 
 

@@ -3,9 +3,11 @@
 import collections
 import datetime
 import json
+import os
 import re
 import sys
 import textwrap
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -170,9 +172,16 @@ def _case_module(tmp_path, monkeypatch, name: str, fun: str = "lambda x: tuple(j
       def cases():
         return [Case({case_id!r}, "qr", {fun}, lambda: ({inputs}, {{}}))]
       """))
-  monkeypatch.syspath_prepend(str(tmp_path))
+  _importable_from(tmp_path, monkeypatch)
   monkeypatch.delitem(sys.modules, name, raising=False)
   return name
+
+
+def _importable_from(folder, monkeypatch) -> None:
+  """``folder`` (and this test folder, whose helpers case modules import) on the PYTHONPATH of
+  the processes audit starts: the case modules are imported in its module parser child."""
+  paths = [str(folder), str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+  monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
 
 
 def test_drift_against_todays_lowering(store, capsys, monkeypatch, tmp_path):
@@ -197,9 +206,10 @@ def test_drift_against_todays_lowering(store, capsys, monkeypatch, tmp_path):
   assert rc == 1 and "target lapack_sorgqr_ffi was recorded but the current lowering no longer emits it" in out
 
 
-def test_partitioner_metadata_drift_is_a_warning(store, capsys, monkeypatch, tmp_path):
+def test_partitioner_metadata_drift_is_judged_as_any_lowering_difference(store, capsys,
+                                                                        monkeypatch, tmp_path):
   # The entry's module (and so its manifest) lacks the partitioner's rules that today's
-  # lowering emits.
+  # lowering emits: the replay's judge makes it lowering drift, and so does the audit.
   blob, sigs = qr_rewritten(lambda text: re.sub(
       r", sdy\.sharding_rule = #sdy\.op_sharding_rule<.*?, custom>", "", text))
   assert all("sdy.sharding_rule" not in s.attributes for s in sigs)
@@ -208,11 +218,12 @@ def test_partitioner_metadata_drift_is_a_warning(store, capsys, monkeypatch, tmp
   rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
                    "--cases", cases, "--json")
   (art,) = json.loads(out)["artifacts"]
-  assert rc == 0 and art["problems"] == []
+  assert rc == 1 and art["status"] == "fail"
   assert len(art["drift"]["differences"]) == 2
   assert all("changed attributes ['sdy.sharding_rule']; types unchanged" in d
              for d in art["drift"]["differences"])
-  assert all(w.endswith("(partitioner metadata only)") for w in art["warnings"])
+  assert {f["kind"] for f in art["findings"]} == {"lowering_drift"}
+  assert not any("partitioner metadata only" in w for w in art["warnings"])
 
 
 def test_entry_lowered_for_another_platform_is_judged_on_that_platform(store, capsys):
@@ -267,7 +278,7 @@ def test_a_case_module_that_cannot_be_imported_is_an_error_not_a_pass(store, cap
 def test_a_case_module_that_raises_is_an_error_not_a_pass(store, capsys, monkeypatch, tmp_path):
   write_qr_entry(store)
   (tmp_path / "audit_cases_broken.py").write_text("raise ImportError('no module named mylib')\n")
-  monkeypatch.syspath_prepend(str(tmp_path))
+  _importable_from(tmp_path, monkeypatch)
   rc, out, err = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
                      "--cases", "audit_cases_broken")
   assert rc == 2 and out == "" and "no module named mylib" in err
@@ -402,12 +413,29 @@ def test_project_audit_reads_its_store_and_imports_its_cases_from_its_root(proje
 
 def test_project_audit_without_drift_still_imports_the_projects_cases(project, capsys):
   # The case modules register the project's pytree and effect types, which reading its
-  # artifacts may need, whether or not drift is checked.
+  # artifacts may need, whether or not drift is checked: the module parser child imports
+  # them, and one that does not import stops the audit.
   rc, out, err = run(capsys, "audit", "--project", str(project), "--no-drift", "--today",
                      TODAY.isoformat(), "--json")
   (art,) = json.loads(out)["artifacts"]
   assert rc == 0 and art["drift"]["checked"] is False, err
-  assert "mycases" in sys.modules
+  (project / "mycases.py").write_text("raise ImportError('no module named mylib')\n")
+  rc, out, err = run(capsys, "audit", "--project", str(project), "--no-drift", "--today",
+                     TODAY.isoformat())
+  assert rc == 2 and out == "" and "no module named mylib" in err
+
+
+def test_case_code_runs_only_in_a_worker_not_in_the_commands_process(store, capsys,
+                                                                   monkeypatch, tmp_path):
+  write_qr_entry(store)
+  bigger = _case_module(tmp_path, monkeypatch, "audit_cases_elsewhere",
+                        inputs="(np.eye(4, dtype=np.float32),)")
+  rc, out, _ = run(capsys, "audit", str(store.root), "--today", TODAY.isoformat(),
+                   "--cases", bigger, "--json")
+  (art,) = json.loads(out)["artifacts"]
+  # Today's lowering was compared (it differs), and the case module was never imported here.
+  assert rc == 1 and art["drift"]["checked"] is True and art["drift"]["differences"]
+  assert bigger not in sys.modules
 
 
 TREE_CASES = """

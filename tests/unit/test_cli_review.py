@@ -1,6 +1,7 @@
 """Command-line findings of the harness review: prune's store check, its help, audit of real entries."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -62,7 +63,9 @@ def test_audit_reports_drift_of_an_older_release_entry_as_a_warning(tmp_path, ca
   (tmp_path / "x64_release_cases.py").write_text(
       "import dataclasses\nfrom harness.cases import release_cases\n\n\ndef cases():\n"
       "  return [dataclasses.replace(c, enable_x64=True) for c in release_cases.cases()]\n")
-  monkeypatch.syspath_prepend(str(tmp_path))
+  # The case module is imported in audit's module parser child, which takes it from PYTHONPATH.
+  monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+      p for p in (str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH")) if p))
   rc, out, _ = run(capsys, "audit", str(entry), "--json", "--today", "2026-11-29",
                    "--cases", "x64_release_cases")
   record, = json.loads(out)["artifacts"]

@@ -227,8 +227,12 @@ def test_inspect_of_a_projects_entry_shows_what_its_replays_measured(tmp_path, c
   assert predicted not in info["runs_on"]["cpu"]
   assert info["runs_on_limits"]["cpu"]["refused"][predicted] == "measured: run: refused here"
   assert f"{predicted} does not run (judged by jaxport 0.1.0)" in info["runs_on_summary"]["cpu"]
+  # What a --with-jax replay measured marks the platform's range measured; without it, predicted.
+  assert info["runs_on_basis"] == {"cpu": "measured"}
   assert main(["audit", str(project / "golden"), "--project", str(project)]) in (0, 1)
-  assert f"{predicted} does not run (judged by jaxport 0.1.0)" in capsys.readouterr().out
+  out = capsys.readouterr().out
+  assert f"{predicted} does not run (judged by jaxport 0.1.0)" in out
+  assert "runs on cpu (measured by --with-jax replays; other releases predicted): " in out
   # A new measurement there, by another jaxport, replaces it.
   write_measured(project, read_measured(project).with_runs(entry_id, [MeasuredRun(
       predicted, True, "ran", DAY, sha, "0.2.0")]))
@@ -237,4 +241,8 @@ def test_inspect_of_a_projects_entry_shows_what_its_replays_measured(tmp_path, c
   summary = json.loads(capsys.readouterr().out)["runs_on_summary"]["cpu"]
   assert f"{predicted} runs (judged by jaxport 0.2.0)" in summary and "0.1.0" not in summary
   assert main(["inspect", str(project / "golden" / entry_id), "--json"]) == 0
-  assert predicted in json.loads(capsys.readouterr().out)["runs_on"]["cpu"]  # the table's answer
+  info = json.loads(capsys.readouterr().out)
+  assert predicted in info["runs_on"]["cpu"]  # the table's answer
+  assert info["runs_on_basis"] == {"cpu": "predicted"}
+  assert main(["audit", str(project / "golden")]) in (0, 1)
+  assert "runs on cpu (predicted from the release table, not run): " in capsys.readouterr().out

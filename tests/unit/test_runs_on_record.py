@@ -7,7 +7,7 @@ from jaxport.releases._features import RunsOnRecord
 
 GOOD = {"runs_on": {"cpu": ["0.10.2", "0.11.0"]},
         "runs_on_limits": {"cpu": {"lower": None, "upper": None, "refused": {}}},
-        "runs_on_summary": {"cpu": "0.10.2 to 0.11.0"}}
+        "runs_on_summary": {"cpu": "0.10.2 to 0.11.0"}, "runs_on_basis": {"cpu": "predicted"}}
 
 
 def test_a_record_and_an_error_read_back_as_written():
@@ -24,10 +24,13 @@ def test_a_record_and_an_error_read_back_as_written():
     ({**GOOD, "runs_on": {"cpu": "0.10.2"}}, "blob.runs_on"),
     ({**GOOD, "runs_on_limits": {}}, "blob.runs_on_limits"),
     ({**GOOD, "runs_on_summary": {"cpu": 3}}, "blob.runs_on_summary"),
+    ({**GOOD, "runs_on_basis": {}}, "blob.runs_on_basis"),
+    ({**GOOD, "runs_on_basis": {"cpu": "guessed"}}, "blob.runs_on_basis.cpu"),
     ({"runs_on": None}, "runs_on_error"),
     ({**GOOD, "extra": 1}, "blob: unknown key 'extra'"),
     ([], "expected an object"),
 ], ids=["no summary", "releases not a list", "no limits", "summary not text",
+        "no basis per platform", "a basis neither measured nor predicted",
         "no error", "an unknown key", "not an object"])
 def test_a_malformed_record_is_refused_naming_the_field(broken, named):
   with pytest.raises(ValueError, match=named):

@@ -19,7 +19,10 @@ from typing import Any
 from jaxport._vocabulary import Finding, FindingKind, Status, Subject
 from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.golden._soundness import ManifestDisagreement
-from jaxport.harness._judge import _age, _drift, _targets
+from jaxport.harness._judge._release_runs import ReleaseRun
+from jaxport.harness._protocol._answers import EnvelopeRead
+from jaxport.harness._protocol._readers import PRIMARY
+from jaxport.harness._judge import _age, _drift, _findings, _targets
 from jaxport.harness._judge._findings import golden_problem
 from jaxport.harness._judge._status import Policy, severity, status_of
 
@@ -46,7 +49,7 @@ class ArtifactJudgement:
 
 class ArtifactFindings:
   """What auditing one artifact found, as the judge's findings, and notes that judge nothing
-  (an entry expiring soon, a target its producer vouches for, drift of metadata only)."""
+  (an entry expiring soon, a target its producer vouches for)."""
 
   def __init__(self) -> None:
     self._findings: list[Finding] = []
@@ -70,6 +73,29 @@ class ArtifactFindings:
   def unreadable(self, message: str) -> None:
     """The artifact's module does not read."""
     self._findings.append(Finding(FindingKind.COMPATIBILITY_BREAK, Subject.READER, message))
+
+  def refused_as_is(self, env: EnvelopeRead | None, consumer: str | None, *, shipped: bool,
+                    shipped_fails: bool = True, why_not: str | None = None) -> None:
+    """The running jax refuses the artifact's envelope as it is. ``env``: the rewrite
+    ``jaxport upgrade`` makes, after which it loads (None: it does not load after it either,
+    ``why_not`` says why). ``shipped``: a bare blob or an imported entry, judged as shipped
+    (the fleet loads these bytes: it fails, or warns where the project chose so); a recorded
+    entry is judged as the replay judges it (read after the rewrite: upgraded)."""
+    if env is None:
+      self.unreadable(f"jax {consumer or 'installed'} refuses it as it is and `jaxport "
+                      f"upgrade` does not make it load: {why_not}")
+    elif shipped:
+      self._findings.append(_findings._shipped_envelope_finding(PRIMARY, env, consumer,
+                                                                shipped_fails, ran=False))
+    else:
+      self._findings.append(_findings._envelope_finding(PRIMARY, env, consumer, ran=False))
+
+  def ran(self, run: ReleaseRun) -> None:
+    """The artifact run with its sample inputs (``audit --run``), its row judged by the
+    release rows' judge: one that failed to load, run or reproduce breaks it."""
+    if run.failed:
+      self._findings.append(Finding(FindingKind.COMPATIBILITY_BREAK, Subject.READER,
+                                    f"run with its sample inputs: {run.detail}"))
 
   def aged(self, record_date: datetime.date, today: datetime.date, window_days: int) -> None:
     """The entry's age against the compat window."""

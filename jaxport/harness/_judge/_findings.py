@@ -106,9 +106,11 @@ def _reader_findings(r: ReaderResult, hosts: _Hosts) -> list[Finding]:
   return []
 
 
-def _envelope_finding(reader: str, env: EnvelopeRead, consumer: str | None) -> Finding:
+def _envelope_finding(reader: str, env: EnvelopeRead, consumer: str | None,
+                      ran: bool = True) -> Finding:
   """An expired envelope that read after its rewrite: upgraded, when the measured reader
-  policy of the installed jax predicts the refusal; a break when it says the layout reads."""
+  policy of the installed jax predicts the refusal; a break when it says the layout reads.
+  ``ran``: the rewrite was run and its outputs matched (an audit reads it only)."""
   policy = _reader_policy.load()
   reading = policy.reading(consumer, env.layout)
   what = (f"{reader} reader: the envelope (layout {env.layout}, header version "
@@ -118,21 +120,23 @@ def _envelope_finding(reader: str, env: EnvelopeRead, consumer: str | None) -> F
                    f"{what}; but {policy.describe(consumer, env.layout)}: "
                    "the reader's policy changed since it was measured", reader)
   return Finding(K.UPGRADED, S.READER,
-                 f"{what}; read and matched the recorded outputs after "
+                 f"{what}; read{' and matched the recorded outputs' if ran else ''} after "
                  f"jaxport.upgrade_envelope rewrote it (header version {env.to_version}; "
                  f"{env.reason}; {policy.describe(consumer, env.layout)})", reader)
 
 
 def _shipped_envelope_finding(reader: str, env: EnvelopeRead, consumer: str | None,
-                              fails: bool) -> Finding:
+                              fails: bool, ran: bool = True) -> Finding:
   """An imported artifact's envelope that jax refuses as it is: the fleet loads the shipped
-  bytes, not their rewrite, so it fails (or warns, as the project chose) naming the remedy."""
+  bytes, not their rewrite, so it fails (or warns, as the project chose) naming the remedy.
+  ``ran``: the rewrite was run and its outputs matched (an audit reads it only)."""
   return Finding(
       K.COMPATIBILITY_BREAK if fails else K.EXPIRED, S.READER,
       f"{reader} reader: jax {consumer or 'installed'} refuses this shipped artifact as it is "
       f"(envelope layout {env.layout}, header version {env.from_version}): "
       f"{env.error_before.rstrip('. ')}. "
-      f"It loads and matches after the rewrite `jaxport upgrade BLOB -o NEW.bin` makes (header "
+      f"It loads{' and matches' if ran else ''} after the rewrite `jaxport upgrade BLOB -o "
+      f"NEW.bin` makes (header "
       f"version {env.to_version}): ship that blob and import it as a new entry (jaxport "
       "import-artifacts); jaxport_shipped_expired = \"warn\" makes this a warning", reader)
 
