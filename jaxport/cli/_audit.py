@@ -317,7 +317,7 @@ def _contract(manifest: Any, exp: Any, relowerer: Relowerer | None, found: Artif
                        f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     return
   found.contract(manifest, installed_jax_version(), diff.by_function + settings, diff.by_jax,
-                 newest, diff.platforms_added)
+                 newest, diff.platforms_added, diff.donation_removed)
 
 
 def format_text(records: list[dict[str, Any]], window_days: int) -> str:

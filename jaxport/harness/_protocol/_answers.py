@@ -186,7 +186,9 @@ class TodayResult:
   line each (today's module is then not run: the entry's inputs are not its inputs);
   ``contract_by_jax``: the differences the jax release makes (the calling-convention
   version); ``platforms_added``: the platforms today's export is lowered for and the entry's
-  blob is not (one line; a platform removed is a line of ``contract_diff``)."""
+  blob is not (one line; a platform removed is a line of ``contract_diff``);
+  ``donation_removed``: the inputs the entry's module donates and today's does not (one line
+  each; a donation added is a line of ``contract_diff``)."""
   available: bool
   reason: str | None = None
   error: str | None = None
@@ -198,6 +200,7 @@ class TodayResult:
   contract_diff: tuple[str, ...] = ()
   contract_by_jax: tuple[str, ...] = ()
   platforms_added: tuple[str, ...] = ()
+  donation_removed: tuple[str, ...] = ()
 
   def to_json(self) -> dict[str, Any]:
     return {"available": self.available, "reason": self.reason, "error": self.error,
@@ -206,7 +209,8 @@ class TodayResult:
             "numerics": None if self.numerics is None else self.numerics.to_json(),
             "contract_diff": list(self.contract_diff),
             "contract_by_jax": list(self.contract_by_jax),
-            "platforms_added": list(self.platforms_added)}
+            "platforms_added": list(self.platforms_added),
+            "donation_removed": list(self.donation_removed)}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> TodayResult:
@@ -222,7 +226,8 @@ class TodayResult:
         numerics=None if d["numerics"] is None else Numerics.from_json(d["numerics"], f"{where}.numerics"),
         contract_diff=_S.strs(d["contract_diff"], f"{where}.contract_diff"),
         contract_by_jax=_S.strs(d["contract_by_jax"], f"{where}.contract_by_jax"),
-        platforms_added=_S.strs(d["platforms_added"], f"{where}.platforms_added"))
+        platforms_added=_S.strs(d["platforms_added"], f"{where}.platforms_added"),
+        donation_removed=_S.strs(d["donation_removed"], f"{where}.donation_removed"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -122,7 +122,7 @@ def output_paths(exp: Any, vjp_order: int,
   """``(path, dtype)`` of each recorded output: the function's by their output paths, then,
   with a VJP, the VJP's of order 1 by the input each is the cotangent of
   (``vjp1:args[0]``). Outputs of another count than the contract says get ``output[i]``."""
-  contract = _calling.contract_of(exp)
+  contract = _calling.contract_of(exp, donations=())  # its paths only
   paths = [p for p, _ in contract.outputs]
   if vjp_order >= 1:
     paths += [f"vjp1:{p}" for p, _ in contract.inputs]
