@@ -180,7 +180,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   rec["drift"] = _drift(manifest, relowerer, found,
                         _current_lowering(art, current or {}) if manifest is not None else None)
   if manifest is not None and exp is not None:
-    _contract(manifest, exp, relowerer, found, newest)
+    _contract(manifest, exp, relowerer, found, newest, reader, art.label)
   # The problems that are damaged or forged golden data, typed (each also in ``problems``).
   rec["golden_data_errors"] = data_errors
   return {**rec, **found.judged(policy).to_json()}
@@ -298,7 +298,7 @@ def _drift(manifest: Any, relowerer: Relowerer | None, found: ArtifactFindings,
 
 
 def _contract(manifest: Any, exp: Any, relowerer: Relowerer | None, found: ArtifactFindings,
-              newest: bool) -> None:
+              newest: bool, reader: Any, label: str) -> None:
   """The entry's calling contract (as read from its blob) against today's export of its case,
   with its comparison settings, judged as the replay judges it (``_judge._drift``). Nothing
   is said where drift cannot be checked (the drift record says why)."""
@@ -308,7 +308,9 @@ def _contract(manifest: Any, exp: Any, relowerer: Relowerer | None, found: Artif
   if case is None:
     return
   try:
-    diff = _calling.diff(_calling.contract_of(exp), relowerer.contract(case))
+    # The entry's module is parsed by the command's module parser (its donated arguments).
+    donated = reader.donations(bytes(exp.mlir_module_serialized), label)
+    diff = _calling.diff(_calling.contract_of(exp, donated), relowerer.contract(case))
     outputs = [(t.path, t.dtype) for t in manifest.tolerances or ()]
     settings = _calling.comparison_change(manifest, relowerer.comparison(case, outputs), case,
                                           relowerer.checkers)

@@ -2,7 +2,8 @@
 as JSON lines on stdin and answers each with one JSON line, doing the native reads in this
 process so that a crash or a hang here ends this process, not the command.
 
-Requests (bytes as base64): ``{"op": "signatures", "module": ...}``, ``{"op": "module_text",
+Requests (bytes as base64): ``{"op": "signatures", "module": ...}``, ``{"op": "donations",
+"module": ...}`` (which arguments of ``main`` are donated), ``{"op": "module_text",
 "module": ..., "fun_name": ...}``, ``{"op": "runs_on", "blob": ..., "manifest": JSON or null,
 "where": ...}`` and ``{"op": "upgrade", "blob": ..., "for_jax": ..., "source": ..., "output":
 ...}``. An answer holds the result, or ``"refused"`` (the class and message of a jaxport error,
@@ -70,11 +71,13 @@ def _plant(faults: dict[str, str], data: bytes, blob: bool) -> None:
 def _handle(request: dict[str, Any], faults: dict[str, str]) -> dict[str, Any]:
   reads = InProcess()
   op = request.get("op")
-  if op in ("signatures", "module_text"):
+  if op in ("signatures", "module_text", "donations"):
     module = decode(request["module"])
     _plant(faults, module, blob=False)
     if op == "signatures":
       return {"signatures": [s.to_dict() for s in reads.signatures(module, "")]}
+    if op == "donations":
+      return {"donations": list(reads.donations(module, ""))}
     return {"text": reads.module_text(module, request.get("fun_name"), "")}
   if op in ("runs_on", "upgrade"):
     blob = decode(request["blob"])

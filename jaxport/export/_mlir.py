@@ -116,6 +116,12 @@ def main_donations(module: ir.Module) -> tuple[bool, ...]:
   return ()
 
 
+def donations(serialized: bytes) -> tuple[bool, ...]:
+  """:func:`main_donations` of a serialized module."""
+  with scratch_context():
+    return main_donations(module_from_bytes(serialized))
+
+
 def text_and_donations(serialized: bytes) -> tuple[str, tuple[bool, ...]]:
   """:func:`module_text_without_locations` and :func:`main_donations` of a serialized module,
   from one parse (a replay compares both with today's)."""
