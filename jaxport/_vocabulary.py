@@ -68,6 +68,11 @@ class FindingKind(enum.StrEnum):
   # artifact changed, and every old caller still loads it. Warns (fails under --compat-strict);
   # --compat-update records the case anew. A platform removed is a signature change.
   PLATFORMS_ADDED = "platforms_added"
+  # Today's export no longer donates an input the entry's module donates: the artifact changed,
+  # and every old caller still calls it (it keeps the buffer). Warns (fails under
+  # --compat-strict); --compat-update records the case anew. A donation added is a signature
+  # change.
+  DONATION_REMOVED = "donation_removed"
   NUMERICS_CHANGE = "numerics_change"
   NUMERICS_DRIFT = "numerics_drift"
   # Within tolerance, not bitwise, on a host of another class than the recording one: a pass.
@@ -95,12 +100,13 @@ ALWAYS_FAIL = frozenset({_K.GOLDEN_DATA_ERROR, _K.COMPATIBILITY_BREAK, _K.EXPORT
 STRICT_FAIL = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE, _K.EXPIRED,
                          _K.FUTURE_DATE, _K.STALE_TARGET, _K.UNEXPECTED_PASS,
                          _K.MIN_CONSUMER_UNKNOWN, _K.JAX_CONFIG_CHANGED,
-                         _K.DRIFT_UNATTRIBUTED, _K.PLATFORMS_ADDED})
+                         _K.DRIFT_UNATTRIBUTED, _K.PLATFORMS_ADDED, _K.DONATION_REMOVED})
 # The kinds that say the case's function computes something else today.
 CHANGE_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE})
 # The kinds whose case ``--compat-update`` records anew: a changed function, and an artifact
-# that today's export ships for more platforms (a warning, as no caller breaks).
-UPDATE_KINDS = CHANGE_KINDS | {_K.PLATFORMS_ADDED}
+# that today's export ships for more platforms or donates fewer inputs (warnings, as no caller
+# breaks).
+UPDATE_KINDS = CHANGE_KINDS | {_K.PLATFORMS_ADDED, _K.DONATION_REMOVED}
 # The kinds only running an entry can find: its results, today's export failing, an upgrade
 # that made it run, its case's min_consumer, the expectations table. ``jaxport audit`` reads an
 # artifact without running it (it lowers the case and compares the calling contract, as the
@@ -117,6 +123,7 @@ NEVER_EXCUSED = frozenset({_K.EXPORT_ERROR, _K.CHECKER_ERROR, _K.GOLDEN_DATA_ERR
 # The kinds the report's ``drift`` section lists: differences between an entry and today's
 # lowering or readers that are not breaks.
 DRIFT_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.PLATFORMS_ADDED,
+                         _K.DONATION_REMOVED,
                          _K.NUMERICS_CHANGE,
                          _K.NUMERICS_DRIFT, _K.PRODUCER_DRIFT, _K.DRIFT_UNATTRIBUTED})
 # Kinds of findings on an entry that jax.export of an older release recorded which are the

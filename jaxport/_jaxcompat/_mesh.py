@@ -2,7 +2,8 @@
 
 ``AbstractDevice`` with or without a platform; ``Mesh.is_scalar``; the entries
 of a ``PartitionSpec`` (``spec.partitions`` from jax 0.10.2, which refuses
-``*spec`` when the spec has reduced or unreduced axes; private before); and
+``*spec`` when the spec has reduced or unreduced axes; private before), and those
+axes (absent before jax added them); and
 whether jax.export records HLO shardings besides the named ones.
 
 jax 0.10.1 added ``AbstractDevice.platform``; 0.10.0 and 0.9.x describe a
@@ -51,6 +52,12 @@ def partition_spec_entries(spec: Any) -> tuple[Any, ...]:
   if found is None:
     found = getattr(spec, "_partitions", None)
   return tuple(spec) if found is None else tuple(found)
+
+
+def partition_spec_reduced(spec: Any) -> tuple[frozenset[str], frozenset[str]]:
+  """The ``(unreduced, reduced)`` axes of a ``PartitionSpec`` (empty under a jax without them)."""
+  return (frozenset(getattr(spec, "unreduced", None) or ()),
+          frozenset(getattr(spec, "reduced", None) or ()))
 
 
 # jax.export records each sharding a second time as an HloSharding

@@ -200,7 +200,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
     if not t["ok"]:
       found.notes.append(f"custom-call target {t['target']}: if it is the project's own target, "
                          "list it in a stable-targets file (--stable-targets FILE)")
-  today = _today(manifest, read, relowerer, art.label)
+  today = _today(manifest, read, relowerer, reader, art.label)
   rec["drift"] = _drift(manifest, relowerer, today, found,
                         _current_lowering(art, current or {}) if manifest is not None else None)
   if manifest is not None and read is not None:
@@ -300,15 +300,21 @@ def _current_lowering(art: Artifact, current: Mapping[str, Any]) -> tuple | None
     return None
 
 
-def _today(manifest: Any, read: Any, relowerer: Any, label: str) -> Today | None:
+def _today(manifest: Any, read: Any, relowerer: Any, reader: Any, label: str) -> Today | None:
   """Today's export of the entry's case against the entry, from the case modules' process
   (None: no case modules, or not an entry): its signatures, and the calling contract's
-  differences from the one ``read`` from the blob. A crash or hang of the project's code
-  there is said for this entry alone."""
+  differences from the one ``read`` from the blob (its donated arguments read by the
+  command's module parser, ``reader``). A crash or hang of the project's code there is said
+  for this entry alone."""
   if manifest is None or relowerer is None or relowerer.unavailable:
     return None
-  recorded = (_calling.contract_of(read.exported)
-              if read is not None and manifest.imported_from is None else None)
+  recorded = None
+  if read is not None and manifest.imported_from is None:
+    try:
+      donated = reader.donations(bytes(read.exported.mlir_module_serialized), label)
+    except JaxportError:  # its module's own failure is said where its signatures are read
+      donated = ()
+    recorded = _calling.contract_of(read.exported, donated)
   try:
     return relowerer.today(manifest, recorded, label)
   except JaxportError as e:  # Report and go on: one case's lowering must not hide the others.
@@ -359,7 +365,7 @@ def _contract(manifest: Any, today: Today | None, found: ArtifactFindings,
                        f"{today.contract_error}")
     return
   found.contract(manifest, installed_jax_version(), today.by_function, today.by_jax, newest,
-                 today.platforms_added)
+                 today.platforms_added, today.donation_removed)
 
 
 def version_lines(r: Mapping[str, Any]) -> list[str]:

@@ -88,6 +88,10 @@ class InProcess:
     """The StableHLO text of a serialized module."""
     return _mlir.module_text(module, fun_name)
 
+  def donations(self, module: bytes, label: str) -> tuple[bool, ...]:
+    """Whether each argument of a serialized module's ``main`` is donated."""
+    return _mlir.donations(module)
+
   def runs_on_record(self, blob: bytes, manifest: Any, label: str,
                      project_targets: Iterable[str] = (),
                      measured: Sequence[MeasuredRun] = ()) -> _features.RunsOnRecord:
@@ -160,6 +164,16 @@ class ModuleParser:
     answer = self._request({"op": "module_text", "module": encode(module), "fun_name": fun_name},
                            label, _what_module(module), ("text",))
     return answer["text"]
+
+  def donations(self, module: bytes, label: str) -> tuple[bool, ...]:
+    """Whether each argument of a serialized module's ``main`` is donated."""
+    answer = self._request({"op": "donations", "module": encode(module)}, label,
+                           _what_module(module), ("donations",))
+    found = answer["donations"]
+    if not isinstance(found, list) or not all(isinstance(d, bool) for d in found):
+      raise ModuleParserError(f"{label}: the module parser answered donations {found!r}, "
+                              "not a list of booleans")
+    return tuple(found)
 
   def runs_on_record(self, blob: bytes, manifest: Any, label: str,
                      project_targets: Iterable[str] = (),

@@ -2,11 +2,13 @@
 as JSON lines on stdin and answers each with one JSON line, doing the native reads in this
 process so that a crash or a hang here ends this process, not the command.
 
-Requests (bytes as base64): ``{"op": "signatures", "module": ...}``, ``{"op": "module_text",
+Requests (bytes as base64): ``{"op": "signatures", "module": ...}``, ``{"op": "donations",
+"module": ...}`` (which arguments of ``main`` are donated), ``{"op": "module_text",
 "module": ..., "fun_name": ...}``, ``{"op": "runs_on", "blob": ..., "manifest": JSON or null,
 "where": ...}``, ``{"op": "upgrade", "blob": ..., "for_jax": ..., "source": ..., "output":
 ...}`` and ``{"op": "today", "manifest": JSON, "contract": ..., "where": ...}`` (today's export
-of the entry's case, from the imported case modules: ``jaxport.cli._relower.Relowerer.today``). An answer holds the result, or ``"refused"`` (the class and message of a jaxport error,
+of the entry's case, from the imported case modules: ``jaxport.cli._relower.Relowerer.today``).
+An answer holds the result, or ``"refused"`` (the class and message of a jaxport error,
 raised again by the command) or ``"error"`` (anything else, with its traceback). The first line
 written, ``{"ready": true}``, says the child has imported what it needs: jaxport and jax, and
 the modules named by ``--import-module`` (a project's case modules, which register the pytree
@@ -83,11 +85,13 @@ def _handle(request: dict[str, Any], faults: dict[str, str]) -> dict[str, Any]:
     recorded = request.get("contract")
     recorded = None if recorded is None else contract_from_json(recorded, f"{where}: contract")
     return {"today": _CASES[0].today(manifest, recorded, where).to_json()}
-  if op in ("signatures", "module_text"):
+  if op in ("signatures", "module_text", "donations"):
     module = decode(request["module"])
     _plant(faults, module, blob=False)
     if op == "signatures":
       return {"signatures": [s.to_dict() for s in reads.signatures(module, "")]}
+    if op == "donations":
+      return {"donations": list(reads.donations(module, ""))}
     return {"text": reads.module_text(module, request.get("fun_name"), "")}
   if op in ("runs_on", "upgrade"):
     blob = decode(request["blob"])

@@ -31,6 +31,7 @@ from jaxport.cli._artifacts import deserialize
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import CustomCallSignature
 from jaxport.harness._worker import _calling, _case_runs, _jax_setup
+from jaxport.harness._worker._sharding_contract import MeshTerms, ShardingTerms
 from jaxport.harness._registry import CaseRegistry
 
 logger = logging.getLogger(__name__)
@@ -163,7 +164,8 @@ class Relowerer:
     except Exception as e:  # noqa: BLE001  (the project's code: reported for this entry)
       return Today(True, sigs, contract_error=_line(e))
     return Today(True, sigs, by_function=tuple(diff.by_function) + tuple(settings),
-                 by_jax=tuple(diff.by_jax), platforms_added=tuple(diff.platforms_added))
+                 by_jax=tuple(diff.by_jax), platforms_added=tuple(diff.platforms_added),
+                 donation_removed=tuple(diff.donation_removed))
 
 
 def _where(source: str, paths: Sequence[str]) -> str:
@@ -190,7 +192,8 @@ class Today:
   exists (``found``), its custom-call ``signatures`` (None: ``lowering_error`` says why), and
   its calling contract's differences from the entry's, what the function's owner changed
   (``by_function``, with the comparison settings), what jax writes differently (``by_jax``)
-  and the platforms today's export adds (``platforms_added``), or ``contract_error``."""
+  the platforms today's export adds (``platforms_added``) and the inputs it no longer donates
+  (``donation_removed``), or ``contract_error``."""
   found: bool
   signatures: tuple[CustomCallSignature, ...] | None = None
   lowering_error: str | None = None
@@ -198,6 +201,7 @@ class Today:
   by_jax: tuple[str, ...] = ()
   contract_error: str | None = None
   platforms_added: tuple[str, ...] = ()
+  donation_removed: tuple[str, ...] = ()
 
   def to_json(self) -> dict[str, Any]:
     return {"found": self.found, "lowering_error": self.lowering_error,
@@ -205,13 +209,14 @@ class Today:
             else [s.to_dict() for s in self.signatures],
             "by_function": list(self.by_function), "by_jax": list(self.by_jax),
             "contract_error": self.contract_error,
-            "platforms_added": list(self.platforms_added)}
+            "platforms_added": list(self.platforms_added),
+            "donation_removed": list(self.donation_removed)}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> Today:
     """The answer ``to_json`` wrote; ``ValueError`` naming the field when it is not one."""
     d = _S.obj(d, where, ("found", "lowering_error", "signatures", "by_function", "by_jax",
-                          "contract_error", "platforms_added"), ())
+                          "contract_error", "platforms_added", "donation_removed"), ())
     sigs = d["signatures"]
     if sigs is not None:
       sigs = tuple(_signature(x, f"{where}.signatures") for x in _S.of(sigs, list,
@@ -221,7 +226,8 @@ class Today:
                _S.strs(d["by_function"], f"{where}.by_function"),
                _S.strs(d["by_jax"], f"{where}.by_jax"),
                _S.of(d["contract_error"], str, f"{where}.contract_error", nullable=True),
-               _S.strs(d["platforms_added"], f"{where}.platforms_added"))
+               _S.strs(d["platforms_added"], f"{where}.platforms_added"),
+               _S.strs(d["donation_removed"], f"{where}.donation_removed"))
 
 
 def _signature(d: Any, where: str) -> CustomCallSignature:
@@ -239,13 +245,60 @@ def contract_json(c: _calling.CallingContract) -> dict[str, Any]:
   return {"inputs": [list(p) for p in c.inputs], "outputs": [list(p) for p in c.outputs],
           "in_shardings": list(c.in_shardings), "out_shardings": list(c.out_shardings),
           "effects": list(c.effects), "calling_convention_version": c.calling_convention_version,
-          "platforms": list(c.platforms)}
+          "platforms": list(c.platforms), "in_named": _named_json(c.in_named),
+          "out_named": _named_json(c.out_named), "nr_devices": c.nr_devices,
+          "donated": list(c.donated)}
+
+
+def _spec_entry_json(p: Any) -> Any:
+  return list(p) if isinstance(p, tuple) else p
+
+
+def _named_json(named: Any) -> Any:
+  """Named shardings in a caller's terms (``_sharding_contract.ShardingTerms``) as JSON."""
+  if named is None:
+    return None
+  return [None if t is None else {
+      "mesh": {"axis_names": list(t.mesh.axis_names), "axis_sizes": list(t.mesh.axis_sizes),
+               "axis_types": list(t.mesh.axis_types)},
+      "spec": [_spec_entry_json(p) for p in t.spec], "unreduced": list(t.unreduced),
+      "reduced": list(t.reduced), "memory_kind": t.memory_kind} for t in named]
+
+
+def _named_from_json(d: Any, where: str) -> Any:
+  """The named shardings :func:`_named_json` wrote; ``ValueError`` naming the field."""
+  if d is None:
+    return None
+  out = []
+  for i, t in enumerate(_S.of(d, list, where)):
+    at = f"{where}[{i}]"
+    if t is None:
+      out.append(None)
+      continue
+    t = _S.obj(t, at, ("mesh", "spec", "unreduced", "reduced", "memory_kind"), ())
+    mesh = _S.obj(t["mesh"], f"{at}.mesh", ("axis_names", "axis_sizes", "axis_types"), ())
+    spec = []
+    for p in _S.of(t["spec"], list, f"{at}.spec"):
+      if isinstance(p, list):
+        spec.append(tuple(_S.strs(p, f"{at}.spec")))
+      else:
+        spec.append(_S.of(p, str, f"{at}.spec", nullable=True))
+    sizes = _S.of(mesh["axis_sizes"], list, f"{at}.mesh.axis_sizes")
+    out.append(ShardingTerms(
+        MeshTerms(_S.strs(mesh["axis_names"], f"{at}.mesh.axis_names"),
+                  tuple(_S.of(n, int, f"{at}.mesh.axis_sizes") for n in sizes),
+                  _S.strs(mesh["axis_types"], f"{at}.mesh.axis_types")),
+        tuple(spec), _S.strs(t["unreduced"], f"{at}.unreduced"),
+        _S.strs(t["reduced"], f"{at}.reduced"),
+        _S.of(t["memory_kind"], str, f"{at}.memory_kind", nullable=True)))
+  return tuple(out)
 
 
 def contract_from_json(d: Any, where: str) -> _calling.CallingContract:
   """The contract :func:`contract_json` wrote; ``ValueError`` naming the field otherwise."""
   d = _S.obj(d, where, ("inputs", "outputs", "in_shardings", "out_shardings", "effects",
-                        "calling_convention_version", "platforms"), ())
+                        "calling_convention_version", "platforms", "in_named", "out_named",
+                        "nr_devices", "donated"), ())
 
   def pairs(key: str) -> tuple[tuple[str, str], ...]:
     return tuple(tuple(_S.strs(p, f"{where}.{key}")) for p in _S.of(d[key], list,
@@ -259,7 +312,11 @@ def contract_from_json(d: Any, where: str) -> _calling.CallingContract:
       pairs("inputs"), pairs("outputs"), shardings("in_shardings"), shardings("out_shardings"),
       _S.strs(d["effects"], f"{where}.effects"),
       _S.of(d["calling_convention_version"], int, f"{where}.calling_convention_version"),
-      _S.strs(d["platforms"], f"{where}.platforms"))
+      _S.strs(d["platforms"], f"{where}.platforms"),
+      in_named=_named_from_json(d["in_named"], f"{where}.in_named"),
+      out_named=_named_from_json(d["out_named"], f"{where}.out_named"),
+      nr_devices=_S.of(d["nr_devices"], int, f"{where}.nr_devices"),
+      donated=_S.strs(d["donated"], f"{where}.donated"))
 
 
 class CasesInChild:

@@ -97,6 +97,39 @@ def module_text_without_locations(serialized: bytes) -> str:
     return module_from_bytes(serialized).operation.get_asm(enable_debug_info=False)
 
 
+# The argument attributes by which a module's ``main`` lets the compiled call reuse an input's
+# buffer: aliased to an output (``tf.aliasing_output = N``), or handed over for any output
+# (``jax.buffer_donor = true``, a multi-device function without output shardings).
+DONATION_ATTRIBUTES = ("tf.aliasing_output", "jax.buffer_donor")
+
+
+def main_donations(module: ir.Module) -> tuple[bool, ...]:
+  """Whether each argument of the module's public ``main`` is donated, in order (empty where
+  the module has no ``main``)."""
+  for op in module.body.operations:
+    if "sym_name" not in op.attributes or ir.StringAttr(op.attributes["sym_name"]).value != "main":
+      continue
+    if "arg_attrs" not in op.attributes:
+      return (False,) * len(op.regions[0].blocks[0].arguments)
+    return tuple(any(a in ir.DictAttr(d) for a in DONATION_ATTRIBUTES)
+                 for d in ir.ArrayAttr(op.attributes["arg_attrs"]))
+  return ()
+
+
+def donations(serialized: bytes) -> tuple[bool, ...]:
+  """:func:`main_donations` of a serialized module."""
+  with scratch_context():
+    return main_donations(module_from_bytes(serialized))
+
+
+def text_and_donations(serialized: bytes) -> tuple[str, tuple[bool, ...]]:
+  """:func:`module_text_without_locations` and :func:`main_donations` of a serialized module,
+  from one parse (a replay compares both with today's)."""
+  with scratch_context():
+    module = module_from_bytes(serialized)
+    return module.operation.get_asm(enable_debug_info=False), main_donations(module)
+
+
 def text_without_locations(text: str) -> str:
   """:func:`module_text_without_locations` of a module's text (an entry's ``module.mlir``);
   text that does not parse raises ``DeserializationError`` with the parser's message."""

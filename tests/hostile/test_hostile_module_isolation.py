@@ -220,6 +220,8 @@ def test_one_child_serves_every_artifact_and_a_fresh_one_follows_a_crash(monkeyp
     pid = parser.pid
     for i in range(5):
       assert parser.signatures(good, f"again {i}") == first
+    donated = parser.donations(good, "donations")
+    assert donated == _parser.InProcess().donations(good, "donations") and len(donated) >= 1
     assert parser.pid == pid and parser.starts == 1
     with pytest.raises(ModuleCrashError, match=r"^crashing: reading its StableHLO module"):
       parser.signatures(bad, "crashing")

@@ -4,9 +4,9 @@ The run replays as usual. A case *changed* when the replay of its newest entry
 (the store's order: record date, revision, producer release) finds that
 today's function is called, lowers or computes something else (``signature_change``,
 ``lowering_drift``, ``numerics_change``), or is exported for more platforms
-(``platforms_added``), or that its checker raised (``checker_error``) while the case's
-checker today accepts the entry's own recorded outputs (the checker was fixed); a
-registered case without any entry is new. At the end
+(``platforms_added``) or donates fewer inputs (``donation_removed``), or that its checker
+raised (``checker_error``) while the case's checker today accepts the entry's own recorded
+outputs (the checker was fixed); a registered case without any entry is new. At the end
 of the run the session records one new entry of each changed or new case
 (the worker's record op, into staging, then the store's atomic append-only
 write; a second entry of the same day gets the next revision) and reports what
@@ -54,6 +54,7 @@ class CaseChange:
                targets_removed=tuple(sorted(recorded - today)),
                signature_changes=(*_findings(outcome, FindingKind.SIGNATURE_CHANGE),
                                   *_findings(outcome, FindingKind.PLATFORMS_ADDED),
+                                  *_findings(outcome, FindingKind.DONATION_REMOVED),
                                   *_findings(outcome, FindingKind.LOWERING_DRIFT)),
                numerics=(*_findings(outcome, FindingKind.NUMERICS_CHANGE),
                          *(f"the entry's {error}; the case's checker today accepts its "

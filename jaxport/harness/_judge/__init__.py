@@ -57,6 +57,11 @@ Kinds, from worst to mildest:
                            it is): the artifact changed, its callers still load
                            it. A warning, a failure with ``--strict``;
                            ``--compat-update`` records the case anew.
+  ``donation_removed``     today's export of the case's newest entry no longer
+                           donates an input the entry's module donates: the
+                           artifact changed, its callers still call it. A
+                           warning, a failure with ``--strict``;
+                           ``--compat-update`` records the case anew.
   ``lowering_drift``       today's lowering uses other targets or other operand,
                            result or attribute signatures. Fails lowering-only
                            entries (their signatures are all they promise);

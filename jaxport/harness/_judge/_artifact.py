@@ -118,10 +118,11 @@ class ArtifactFindings:
                                                      evidence=evidence))
 
   def contract(self, manifest: Manifest, consumer: str | None, by_function: Sequence[str],
-               by_jax: Sequence[str], newest: bool, platforms_added: Sequence[str] = ()) -> None:
+               by_jax: Sequence[str], newest: bool, platforms_added: Sequence[str] = (),
+               donation_removed: Sequence[str] = ()) -> None:
     """A difference of today's calling contract from the entry's (``_drift``)."""
     findings, skips = _drift.contract_findings(manifest, consumer, by_function, by_jax, newest,
-                                               platforms_added)
+                                               platforms_added, donation_removed)
     self._findings += findings
     self.notes += skips
 

@@ -97,13 +97,16 @@ def lowering_difference(manifest: Manifest, consumer: str | None, lead: str, lin
 
 def contract_findings(manifest: Manifest, consumer: str | None, by_function: Sequence[str],
                       by_jax: Sequence[str], newest: bool,
-                      platforms_added: Sequence[str] = ()) -> tuple[list[Finding], list[str]]:
+                      platforms_added: Sequence[str] = (),
+                      donation_removed: Sequence[str] = ()) -> tuple[list[Finding], list[str]]:
   """The findings and skip lines of a difference of today's calling contract from the entry's:
   ``by_function``, what the function's owner changed (trees, types, shardings, effects,
   platforms removed, the comparison settings), ``by_jax``, what the jax release writes
   differently, and ``platforms_added``, platforms today's export adds (``platforms_added``:
-  the artifact changed, its callers still load it). An entry older than its case's newest
-  promised an earlier contract: only a skip line says so."""
+  the artifact changed, its callers still load it), and ``donation_removed``, inputs today's
+  export no longer donates (``donation_removed``: the artifact changed, its callers still call
+  it). An entry older than its case's newest promised an earlier contract: only a skip line
+  says so."""
   lead = f"calling contract of case {manifest.case_id}"
   findings = [Finding(FindingKind.PRODUCER_DRIFT if manifest.producer.jax != consumer
                       else FindingKind.SIGNATURE_CHANGE, Subject.TODAY, f"{lead}: {line}",
@@ -123,4 +126,8 @@ def contract_findings(manifest: Manifest, consumer: str | None, by_function: Seq
                        f"{lead}: {line}: callers of the entry still load it, but the artifact "
                        "changed; record it anew (--compat-update) to ship it", detail=line)
                for line in (platforms_added if newest else ())]
+  findings += [Finding(FindingKind.DONATION_REMOVED, Subject.TODAY,
+                       f"{lead}: {line}: callers of the entry still call it, but the artifact "
+                       "changed; record it anew (--compat-update) to ship it", detail=line)
+               for line in (donation_removed if newest else ())]
   return findings, skips

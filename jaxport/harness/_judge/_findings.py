@@ -379,7 +379,8 @@ def findings_of(answer: ReplayAnswer | WorkerFailure, request: ReplayRequest, *,
                                        results_match, evidence, by_jaxlib.get(line))
                    for line in cur.signature_diff]
       found, skipped = contract_findings(manifest, consumer, cur.contract_diff,
-                                         cur.contract_by_jax, newest, cur.platforms_added)
+                                         cur.contract_by_jax, newest, cur.platforms_added,
+                                         cur.donation_removed)
       findings += found
       skips += skipped
       # An older entry whose contract or comparison is no longer the case's is judged by its

@@ -201,7 +201,9 @@ class TodayResult:
   line each (today's module is then not run: the entry's inputs are not its inputs);
   ``contract_by_jax``: the differences the jax release makes (the calling-convention
   version); ``platforms_added``: the platforms today's export is lowered for and the entry's
-  blob is not (one line; a platform removed is a line of ``contract_diff``).
+  blob is not (one line; a platform removed is a line of ``contract_diff``);
+  ``donation_removed``: the inputs the entry's module donates and today's does not (one line
+  each; a donation added is a line of ``contract_diff``).
   ``recorded_check``: where a comparison of the entry's replay failed with its checker's
   error, the case's checker today (with the comparison a recording of it would write)
   judging the entry's recorded outputs against themselves; None otherwise."""
@@ -217,6 +219,7 @@ class TodayResult:
   contract_by_jax: tuple[str, ...] = ()
   platforms_added: tuple[str, ...] = ()
   recorded_check: Numerics | None = None
+  donation_removed: tuple[str, ...] = ()
 
   def to_json(self) -> dict[str, Any]:
     return {"available": self.available, "reason": self.reason, "error": self.error,
@@ -227,7 +230,8 @@ class TodayResult:
             "numerics": None if self.numerics is None else self.numerics.to_json(),
             "contract_diff": list(self.contract_diff),
             "contract_by_jax": list(self.contract_by_jax),
-            "platforms_added": list(self.platforms_added)}
+            "platforms_added": list(self.platforms_added),
+            "donation_removed": list(self.donation_removed)}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> TodayResult:
@@ -245,7 +249,8 @@ class TodayResult:
         contract_by_jax=_S.strs(d["contract_by_jax"], f"{where}.contract_by_jax"),
         platforms_added=_S.strs(d["platforms_added"], f"{where}.platforms_added"),
         recorded_check=None if d["recorded_check"] is None else Numerics.from_json(
-            d["recorded_check"], f"{where}.recorded_check"))
+            d["recorded_check"], f"{where}.recorded_check"),
+        donation_removed=_S.strs(d["donation_removed"], f"{where}.donation_removed"))
 
 
 @dataclasses.dataclass(frozen=True)

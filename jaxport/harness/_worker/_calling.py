@@ -6,7 +6,12 @@ params dict leaves the module as it was and breaks every caller, so the harness 
 contract of the entry's blob with that of today's export of its case, path by path
 (``args[0]['w1']``, ``output[0]``), and names each difference. The platforms it is lowered for
 are part of it: a fleet of a platform the artifact no longer names cannot load it, while a
-platform added breaks no caller (:attr:`ContractDiff.platforms_added`).
+platform added breaks no caller (:attr:`ContractDiff.platforms_added`). So are its shardings,
+in the caller's terms (mesh axes and PartitionSpecs, :mod:`_sharding_contract`), the device
+count, and the inputs it donates: a donation added lets the module reuse a buffer its callers
+may still read, while one removed breaks no caller (:attr:`ContractDiff.donation_removed`).
+jax's own ``Exported.call`` ignores an artifact's donation; runtimes that compile the module
+honour it.
 
 The calling-convention version is not the user's: a jax release writes the one it writes, so
 a difference there is reported apart (:attr:`ContractDiff.by_jax`).
@@ -20,14 +25,19 @@ from typing import Any
 
 import jax
 
+from jaxport.export import _mlir
 from jaxport.harness import _case
+from jaxport.harness._worker import _sharding_contract
+from jaxport.harness._worker._sharding_contract import ShardingTerms
 
 
 @dataclasses.dataclass(frozen=True)
 class CallingContract:
   """Inputs and outputs as ``(path, type)`` pairs in the order of the flat call, their
   shardings (HLO sharding text, None for unspecified), the effects, the calling-convention
-  version and the platforms the module is lowered for (in the blob's order)."""
+  version and the platforms the module is lowered for (in the blob's order); the named
+  shardings in a caller's terms (``in_named``/``out_named``, None where the record keeps HLO
+  shardings only), the device count, and the paths of the inputs ``main`` donates."""
   inputs: tuple[tuple[str, str], ...]
   outputs: tuple[tuple[str, str], ...]
   in_shardings: tuple[str | None, ...]
@@ -35,6 +45,10 @@ class CallingContract:
   effects: tuple[str, ...]
   calling_convention_version: int
   platforms: tuple[str, ...]
+  in_named: tuple[ShardingTerms | None, ...] | None = None
+  out_named: tuple[ShardingTerms | None, ...] | None = None
+  nr_devices: int = 1
+  donated: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,10 +56,12 @@ class ContractDiff:
   """How today's contract differs from the recorded one: what the function's owner changed
   (``by_function``, one line each; a platform removed among them), what the jax release
   writes differently (``by_jax``), and the platforms today's export adds to the recorded ones
-  (``platforms_added``, one line; no caller of the entry breaks)."""
+  (``platforms_added``, one line; no caller of the entry breaks), and the inputs no longer
+  donated (``donation_removed``, one line each; no caller breaks either)."""
   by_function: tuple[str, ...] = ()
   by_jax: tuple[str, ...] = ()
   platforms_added: tuple[str, ...] = ()
+  donation_removed: tuple[str, ...] = ()
 
 
 def _type(aval: Any) -> str:
@@ -72,18 +88,40 @@ def _shardings(shardings: Any) -> tuple[str | None, ...]:
   return tuple(None if s is None else str(s) for s in shardings)
 
 
-def contract_of(exported: Any) -> CallingContract:
-  """The calling contract of an ``Exported`` (jaxport's or jax.export's)."""
+def _donated(exported: Any, inputs: tuple[tuple[str, str], ...],
+             donations: tuple[bool, ...]) -> tuple[str, ...]:
+  """The paths of the inputs whose arguments of ``main`` are donated (``donations``, one per
+  argument of ``main``): the module's own arguments (a platform index, effect tokens) come
+  first, then one per input the module keeps."""
+  kept = tuple(exported.module_kept_var_idx)
+  offset = len(donations) - len(kept)
+  if offset < 0:
+    return ()
+  return tuple(inputs[i][0] for i, d in zip(kept, donations[offset:]) if d and i < len(inputs))
+
+
+def contract_of(exported: Any, donations: tuple[bool, ...] | None = None) -> CallingContract:
+  """The calling contract of an ``Exported`` (jaxport's or jax.export's). ``donations``: which
+  arguments of its module's ``main`` are donated, where the caller has parsed the module
+  already (``_mlir.text_and_donations``); read from the module otherwise."""
+  if donations is None:
+    donations = _mlir.text_and_donations(bytes(exported.mlir_module_serialized))[1]
+  inputs = _paths(exported.in_tree, exported.in_avals, "inputs")
+  named = _sharding_contract.named_terms(exported)
   effects = (*(f"ordered {e}" for e in exported.ordered_effects),
              *(f"unordered {e}" for e in exported.unordered_effects))
   return CallingContract(
-      inputs=_paths(exported.in_tree, exported.in_avals, "inputs"),
+      inputs=inputs,
       outputs=_paths(exported.out_tree, exported.out_avals, "outputs"),
       in_shardings=_shardings(exported.in_shardings_hlo),
       out_shardings=_shardings(exported.out_shardings_hlo),
       effects=tuple(sorted(str(e) for e in effects)),
       calling_convention_version=int(exported.calling_convention_version),
-      platforms=tuple(str(p) for p in exported.platforms))
+      platforms=tuple(str(p) for p in exported.platforms),
+      in_named=None if named is None else named[0],
+      out_named=None if named is None else named[1],
+      nr_devices=int(exported.nr_devices),
+      donated=_donated(exported, inputs, donations))
 
 
 def _platforms(recorded: tuple[str, ...], today: tuple[str, ...]) -> tuple[list[str], list[str]]:
@@ -119,7 +157,14 @@ def diff(recorded: CallingContract, today: CallingContract) -> ContractDiff:
   """How ``today``'s contract differs from the ``recorded`` one."""
   mine = _side("input ", recorded.inputs, today.inputs)
   mine += _side("", recorded.outputs, today.outputs)
-  if not mine:  # the same leaves: their shardings compare one by one
+  same_leaves = not mine
+  if not mine and None not in (recorded.in_named, recorded.out_named, today.in_named,
+                              today.out_named):
+    # the same leaves, named shardings on both sides: compared in a caller's terms
+    paths = [("input ", p) for p, _ in recorded.inputs] + [("", p) for p, _ in recorded.outputs]
+    mine += _sharding_contract.sharding_lines(paths, (*recorded.in_named, *recorded.out_named),
+                                              (*today.in_named, *today.out_named))
+  elif not mine:  # the same leaves: their HLO shardings compare one by one
     for prefix, paths, old, new in (("input ", recorded.inputs, recorded.in_shardings,
                                      today.in_shardings),
                                     ("", recorded.outputs, recorded.out_shardings,
@@ -128,6 +173,14 @@ def diff(recorded: CallingContract, today: CallingContract) -> ContractDiff:
         if a != b:
           mine.append(f"{prefix}{path} sharding: {a or 'unspecified'} became "
                       f"{b or 'unspecified'}")
+  if recorded.nr_devices != today.nr_devices:
+    mine.append(f"device count {recorded.nr_devices} became {today.nr_devices}")
+  mine += [f"input {p}: donated anew (the compiled module may reuse its buffer, which a caller "
+           "that reads it after the call still holds)" for p in today.donated
+           if same_leaves and p not in recorded.donated]
+  no_longer = [f"input {p}: no longer donated (the call keeps its buffer and needs memory for "
+               "its outputs besides)" for p in recorded.donated
+               if same_leaves and p not in today.donated]
   if recorded.effects != today.effects:
     mine.append(f"effects: {list(recorded.effects)} became {list(today.effects)}")
   removed, added = _platforms(recorded.platforms, today.platforms)
@@ -136,7 +189,7 @@ def diff(recorded: CallingContract, today: CallingContract) -> ContractDiff:
   if recorded.calling_convention_version != today.calling_convention_version:
     jaxs.append(f"calling convention version {recorded.calling_convention_version} became "
                 f"{today.calling_convention_version}")
-  return ContractDiff(tuple(mine), tuple(jaxs), tuple(added))
+  return ContractDiff(tuple(mine), tuple(jaxs), tuple(added), tuple(no_longer))
 
 
 def comparison_today(case: Any, outputs: Any) -> Any:

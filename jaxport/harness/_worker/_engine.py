@@ -252,7 +252,7 @@ class ReplayEngine:
           env_read = envelope.read(error_line(e))
           exp = _api.deserialize(envelope.blob, reader=reader)
       reads.by_reader[reader] = bytes(exp.mlir_module_serialized)
-      reads.contracts[reader] = _calling.contract_of(exp)
+      reads.contracts[reader] = _calling.contract_of(exp, _donations(reads, reader))
       reads.vjps[reader] = vjp_module(exp)
     except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
       stage = Stage.DESERIALIZE if env_read is None else Stage.DESERIALIZE_REWRITTEN
@@ -410,7 +410,8 @@ class ReplayEngine:
     contract = contract_change(self._read_back_today(case, exp, order), reads)
     calling = contract.by_function + _constraints_change(case, m)
     diff_kw = {"contract_diff": calling + self._settings_change(case, m),
-               "contract_by_jax": contract.by_jax, "platforms_added": contract.platforms_added}
+               "contract_by_jax": contract.by_jax, "platforms_added": contract.platforms_added,
+               "donation_removed": contract.donation_removed}
     if m.lowering_only or not run or calling:
       # A changed contract: the entry's inputs are not today's function's, nothing to run.
       return TodayResult(available=True, targets=targets, signature_diff=diff, **diff_kw)
@@ -491,6 +492,15 @@ def _todays_order(case: _case.Case, m: Manifest, reads: ModuleReads | None) -> i
   else:
     has_vjp = _gradients.entry_has_vjp(m)
   return _gradients.todays_order(case, has_vjp)
+
+
+def _donations(reads: ModuleReads, reader: str) -> tuple[bool, ...]:
+  """The donated arguments of the module ``reader`` read, from the parse its text comes from;
+  none where it does not parse (its run or signatures then fail with the parser's words)."""
+  try:
+    return reads.donations(reads.by_reader[reader])
+  except Exception:  # noqa: BLE001
+    return ()
 
 
 def _constraints_change(case: _case.Case, m: Manifest) -> tuple[str, ...]:

@@ -1,5 +1,6 @@
 """What a replay reads from module bytes, once per entry: custom-call signatures, the text
-without locations compared with today's lowering, and the calling contract's change."""
+without locations compared with today's lowering and the arguments ``main`` donates (one parse
+gives both), and the calling contract's change."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def same_module_bytes(today: bytes, recorded_module: bytes,
     return True
   reads = reads if reads is not None else ModuleReads()
   try:
-    return _todays_text(today) == reads.text_without_locations(recorded_module)
+    return _todays_view(today)[0] == reads.text_without_locations(recorded_module)
   except Exception:  # noqa: BLE001  (unparsable: not known to be the same; run it)
     return False
 
@@ -70,13 +71,19 @@ class ModuleReads:
 
   def text_without_locations(self, module: bytes) -> str:
     """The module's text without locations (``_mlir.module_text_without_locations``)."""
-    return self._once("text", bytes(module), _mlir.module_text_without_locations)
+    return self._once("view", bytes(module), _mlir.text_and_donations)[0]
+
+  def donations(self, module: bytes) -> tuple[bool, ...]:
+    """Whether each argument of the module's ``main`` is donated (``_mlir.main_donations``),
+    from the same parse as its text."""
+    return self._once("view", bytes(module), _mlir.text_and_donations)[1]
 
 
 @functools.lru_cache(maxsize=16)
-def _todays_text(module: bytes) -> str:
-  """Today's module of a case without locations (its entries come one after another)."""
-  return _mlir.module_text_without_locations(module)
+def _todays_view(module: bytes) -> tuple[str, tuple[bool, ...]]:
+  """Today's module of a case without locations, and its donated arguments (its entries come
+  one after another)."""
+  return _mlir.text_and_donations(module)
 
 
 def contract_change(today: Any, reads: ModuleReads) -> _calling.ContractDiff:
@@ -88,4 +95,8 @@ def contract_change(today: Any, reads: ModuleReads) -> _calling.ContractDiff:
                                                           None)
   if recorded is None or isinstance(today, str):
     return _calling.ContractDiff()
-  return _calling.diff(recorded, _calling.contract_of(today))
+  try:
+    donations = _todays_view(bytes(today.mlir_module_serialized))[1]
+  except Exception:  # noqa: BLE001  (read from the module by contract_of, which says why)
+    donations = None
+  return _calling.diff(recorded, _calling.contract_of(today, donations))

@@ -149,7 +149,7 @@ def output_paths(exp: Any, vjp_order: int,
   with a VJP, the VJP's of order 1 by the input each is the cotangent of
   (``vjp1:args[0]``), for the inputs that have one. Outputs of another count than the
   contract says get ``output[i]``."""
-  contract = _calling.contract_of(exp)
+  contract = _calling.contract_of(exp, donations=())  # its paths only
   paths = [p for p, _ in contract.outputs]
   if vjp_order >= 1:
     without = set(no_cotangent(exp))
