@@ -1,9 +1,10 @@
 """The Pallas TPU kernels jax ships (``jax.experimental.pallas.ops.tpu``) as golden cases.
 
-Each kernel is a tpu case with real outputs (recorded on a TPU, family ``run_tpu_kernels``)
-and a lowering-only case a CPU host records for each jax release (family
-``lowering_tpu_kernels``; ``tools/pallas_payloads.py`` compares their Mosaic payloads between
-releases). Both call the same function on the same inputs.
+Each kernel is a tpu case with real outputs (recorded on a TPU, family ``run_tpu_kernels``),
+in float32 and bfloat16 where it takes both; those of :data:`LOWERING_ONLY` also have a
+lowering-only case a CPU host records for each jax release (family ``lowering_tpu_kernels``;
+``tools/pallas_payloads.py`` compares their Mosaic payloads between releases). Both call the
+same function on the same inputs.
 
 Every case has a reference written with plain ``jax.numpy`` (:func:`cpu_reference`):
 attention as softmax(scale * QK^T) V with the kernel's mask, the grouped matmul as one
@@ -254,6 +255,8 @@ _GMM_K, _GMM_N = 128, 128
 
 
 def _gmm(lhs, rhs, group_sizes):
+  # gmm asks the default device whether it multiplies bfloat16: a CPU and a v5e both answer
+  # yes, so a CPU host lowers what a v5e does.
   kernel = _stable_module(f"{_OPS}.megablox.gmm")
   return kernel.gmm(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
                     tiling=(128, 128, 128))
