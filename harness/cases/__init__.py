@@ -15,7 +15,8 @@ How to add a golden case for a new custom-call target ``foo_ffi``:
    cuda rows of ``_lowering_only.py`` run on a cuda machine: give a new cuda row
    its checker there), ``_tpu.py`` (the tpu rows run on a TPU, Pallas kernels,
    TPU-specific programs; a Pallas case gives its interpreted kernel as the CPU
-   reference), ``_sharding.py``
+   reference), ``_tpu_kernels.py`` (jax's shipped Pallas TPU kernels, each with a
+   reference in plain ``jax.numpy`` and a lowering-only sibling), ``_sharding.py``
    (multi-device targets: set ``num_devices``, ``jit_kwargs``, ``use_shardy``). Add a new module
    for a new family and list it in ``_MODULES`` below.
 2. Write the function with ``jax.numpy``/``jax.lax`` so that its lowering emits
@@ -46,18 +47,21 @@ import dataclasses
 import functools
 
 from jaxport.harness import Case, CaseRegistry
-from harness.cases import _cuda, _features, _lapack, _lowering_only, _sharding, _tpu
+from harness.cases import (_cuda, _features, _lapack, _lowering_only, _sharding, _tpu,
+                           _tpu_kernels)
 from harness.cases._lowering_only import UNREACHABLE as UNREACHABLE
 from harness.cases import release_cases
 
-_MODULES = (_lapack, _features, _lowering_only, _cuda, _tpu, _sharding)
+_MODULES = (_lapack, _features, _lowering_only, _cuda, _tpu, _tpu_kernels, _sharding)
 
 
 def cases() -> list[Case]:
-  """Every case of the repository. jaxport's own were all recorded with 64-bit types on; the
-  release cases run as the releases' recorder ran them (their own ``enable_x64``)."""
-  own = [dataclasses.replace(c, enable_x64=True) for module in _MODULES for c in module.cases()]
-  return own + release_cases.cases()
+  """Every case of the repository. jaxport's own were all recorded with 64-bit types on, but
+  jax's shipped kernels, which are written for 32-bit types; the release cases run as the
+  releases' recorder ran them (their own ``enable_x64``)."""
+  own = [dataclasses.replace(c, enable_x64=True) for module in _MODULES
+         if module is not _tpu_kernels for c in module.cases()]
+  return own + _tpu_kernels.cases() + release_cases.cases()
 
 
 @functools.cache
@@ -77,9 +81,11 @@ def cases_for(host_platform: str) -> list[Case]:
 
 def cpu_reference(case_id: str):
   """The function the CPU computes to cross-check an accelerator case's recorded outputs: the
-  case's own, unless only the accelerator runs it (a Pallas kernel: its interpreted form)."""
+  case's own, unless only the accelerator runs it (a Pallas kernel of this repository: its
+  interpreted form; one of jax's shipped kernels: its reference in plain ``jax.numpy``)."""
   found = case(case_id)
-  return _tpu.cpu_reference(case_id) or (found.fun if found is not None else None)
+  return (_tpu.cpu_reference(case_id) or _tpu_kernels.cpu_reference(case_id)
+          or (found.fun if found is not None else None))
 
 
 def case(case_id: str) -> Case | None:
