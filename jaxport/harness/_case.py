@@ -77,6 +77,12 @@ class Case:
   With ``min_consumer`` it is how an entry reaches back to its oldest consumer. None (the
   default) writes for the installed jax.
 
+  ``lowering_twin``: the id of a lowering-only case that exports the same function for the
+  same platforms (an accelerator case's sibling a CPU host records under each jax release).
+  Where no entry of this case was recorded by the replaying jax (an accelerator's entry
+  replayed where no such machine runs that jax), the twin's entry recorded by it is the
+  evidence that a lowering difference of this case's older entries is jax's change.
+
   ``record_range``: the jax releases that record the case themselves, with their own
   public export API, in a venv of that release: ``(oldest, newest)``, with ``newest``
   None for no upper bound. None (the default): only the harness records it, with
@@ -111,6 +117,7 @@ class Case:
   record_range: tuple[str, str | None] | None = None
   for_jax: str | None = None
   tolerances: Mapping[str, tuple[float, float]] | None = None
+  lowering_twin: str | None = None
 
   def __post_init__(self):
     self._check_tolerances()
@@ -120,6 +127,10 @@ class Case:
       raise ValueError(f"Case {self.case_id}: vjp_order={self.vjp_order!r} is not an order of "
                        "gradients: give 0 (none), 1, or leave it unset (None: gradients where "
                        "the function holds a custom derivative rule).")
+    if self.lowering_twin is not None and (not isinstance(self.lowering_twin, str)
+                                           or self.lowering_twin == self.case_id):
+      raise ValueError(f"Case {self.case_id}: lowering_twin={self.lowering_twin!r} is not the id "
+                       "of another case (a lowering-only case exporting the same function)")
     for name in ("min_consumer", "for_jax"):
       value = getattr(self, name)
       if value is not None and not _RELEASE_RE.fullmatch(str(value)):

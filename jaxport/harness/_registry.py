@@ -126,7 +126,7 @@ class CaseRegistry:
     modules here; ``GoldenDataError`` when they fail to load)."""
     return ProjectCases(
         tuple(CaseFacts(c.case_id, c.host_platform, tuple(c.export_platforms()), c.lowering_only,
-                        c.min_consumer)
+                        c.min_consumer, c.lowering_twin)
               for c in sorted(self.by_id.values(), key=lambda c: c.case_id)),
         self.unreachable())
 

@@ -61,3 +61,16 @@ def test_a_shipped_kernels_payload_names_its_file_relative_to_site_packages():
   body = base64.b64decode(json.loads(config)["custom_call_config"]["body"])
   assert b"jax/experimental/pallas/ops/tpu/matmul.py" in body
   assert jax.__file__.encode() not in body and b"site-packages" not in body
+
+
+def test_each_kernel_case_names_a_lowering_twin_of_the_same_shapes_and_routes_it():
+  import dataclasses
+  from jaxport.harness._protocol._answers import CaseFacts
+  for case in _RUN:
+    twin = _LOWERING[case.lowering_twin]
+    (a, _), (b, _) = case.make_inputs(), twin.make_inputs()
+    assert [(x.shape, x.dtype) for x in a] == [(y.shape, y.dtype) for y in b], case.case_id
+  fact = CaseFacts(_RUN[0].case_id, "tpu", ("tpu",), False, None, _RUN[0].lowering_twin)
+  assert CaseFacts.from_json(json.loads(json.dumps(fact.to_json())), "facts") == fact
+  with pytest.raises(ValueError, match="lowering_twin"):
+    dataclasses.replace(_RUN[0], lowering_twin=_RUN[0].case_id)

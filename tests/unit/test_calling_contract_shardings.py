@@ -5,6 +5,7 @@ donates: a donation added is a ``signature_change``, one removed a ``donation_re
 warning that fails only under ``--compat-strict``. The functions are exported over an abstract
 mesh of eight devices, which the ordinary test process needs none of."""
 
+import dataclasses
 import datetime
 import importlib.metadata as md
 
@@ -194,3 +195,18 @@ def test_audit_judges_a_donation_removed_as_the_replay_does(base):
   assert default.status is Status.WARN
   assert found.judged(audit_policy(strict=True, changes_fail=True, newest=True)).status is (
       Status.FAIL)
+
+
+def test_a_one_device_output_in_default_memory_reads_as_unspecified():
+  one = _sharding_contract.ShardingTerms(
+      _sharding_contract.MeshTerms(("kernel",), (1,), ("Explicit",)), (None, None), (), (),
+      "device")
+  paths = [("", "output[0]")]
+  assert _sharding_contract.sharding_lines(paths, [None], [one]) == []
+  assert _sharding_contract.sharding_lines(paths, [one], [None]) == []
+  two = dataclasses.replace(one, mesh=_sharding_contract.MeshTerms(("data",), (2,),
+                                                                     ("Explicit",)))
+  assert _sharding_contract.sharding_lines(paths, [None], [two]) == [
+      "output[0]: unspecified became PartitionSpec(None, None) on mesh ('data': 2)"]
+  pinned = dataclasses.replace(one, memory_kind="pinned_host")
+  assert len(_sharding_contract.sharding_lines(paths, [None], [pinned])) == 1

@@ -266,8 +266,9 @@ class HarnessSession:
   def _current_jax_lowering(self, entry_id: EntryId,
                             manifest: Manifest) -> tuple[CustomCallSignature, ...] | None:
     """For an entry another jax release recorded, the custom-call signatures of its case's
-    newest entry recorded by the installed jax (None: none, or the entry is the installed
-    jax's own): the evidence that a lowering difference of the entry is jax's."""
+    newest entry recorded by the installed jax, else of its ``lowering_twin``'s (None: none,
+    or the entry is the installed jax's own): the evidence that a lowering difference of the
+    entry is jax's."""
     consumer = installed_jax_version()
     if manifest.producer.jax in (None, consumer):
       return None
@@ -275,11 +276,26 @@ class HarnessSession:
                    if e.case_key == entry_id.case_key and e.producer == consumer),
                   key=entry_sort_key)
     if not mine:
+      mine = self._twin_entries(manifest.case_id, consumer)
+    if not mine:
       return None
     try:
       return tuple(self.pool.manifest(mine[-1], keep=True).custom_call_targets)
     except GoldenDataError:  # its own replay says what is wrong with it
       return None
+
+  def _twin_entries(self, case_id: str, consumer: str) -> list[EntryId]:
+    """The entries recorded by jax ``consumer`` of the case's ``lowering_twin`` (a lowering-only
+    case exporting the same function), oldest first; none where it declares no twin."""
+    try:
+      case = self.case_facts().case(case_id)
+    except GoldenDataError:  # the case modules' failure is said once, where the run lists them
+      return []
+    if case is None or case.lowering_twin is None:
+      return []
+    return sorted((e for e in self.entry_ids()
+                   if e.case_id == case.lowering_twin and e.producer == consumer),
+                  key=entry_sort_key)
 
   def _replay_request(self, entry_id: EntryId,
                       manifest: Manifest) -> tuple[ReplayRequest, str | None]:

@@ -429,17 +429,19 @@ class ArtifactsAnswer:
 @dataclasses.dataclass(frozen=True)
 class CaseFacts:
   """What a process that routes entries needs to know of one case, without importing it (and
-  jax): its id, host, export platforms, whether it is lowering-only, its ``min_consumer``."""
+  jax): its id, host, export platforms, whether it is lowering-only, its ``min_consumer`` and
+  its ``lowering_twin``."""
   case_id: str
   host_platform: str
   export_platforms: tuple[str, ...]
   lowering_only: bool
   min_consumer: str | None
+  lowering_twin: str | None = None
 
   def to_json(self) -> dict[str, Any]:
     return {"case_id": self.case_id, "host_platform": self.host_platform,
             "export_platforms": list(self.export_platforms), "lowering_only": self.lowering_only,
-            "min_consumer": self.min_consumer}
+            "min_consumer": self.min_consumer, "lowering_twin": self.lowering_twin}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> CaseFacts:
@@ -448,7 +450,8 @@ class CaseFacts:
                _S.of(d["host_platform"], str, f"{where}.host_platform"),
                _S.strs(d["export_platforms"], f"{where}.export_platforms"),
                _S.of(d["lowering_only"], bool, f"{where}.lowering_only"),
-               _S.of(d["min_consumer"], str, f"{where}.min_consumer", nullable=True))
+               _S.of(d["min_consumer"], str, f"{where}.min_consumer", nullable=True),
+               _S.of(d["lowering_twin"], str, f"{where}.lowering_twin", nullable=True))
 
 
 @dataclasses.dataclass(frozen=True)

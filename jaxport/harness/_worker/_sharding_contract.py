@@ -113,6 +113,14 @@ def _mesh_lines(old: MeshTerms, new: MeshTerms) -> tuple[list[str], dict[str, st
   return lines, names
 
 
+def _one_device_whole(t: ShardingTerms | None) -> bool:
+  """Whether a named sharding places the whole array on one device as an unspecified one
+  does: a mesh of one device, in the device's default memory (jax 0.12 records the outputs of
+  a function lowered under a one-device abstract mesh so, where older releases record none)."""
+  return (t is not None and all(n == 1 for n in t.mesh.axis_sizes)
+          and t.memory_kind in (None, "device"))
+
+
 def _on(t: ShardingTerms) -> str:
   return f"{t.spec_text()} on mesh {t.mesh}"
 
@@ -136,6 +144,8 @@ def sharding_lines(paths: Sequence[tuple[str, str]], old: Sequence[ShardingTerms
     if a is None and b is None:
       continue
     if a is None or b is None:
+      if _one_device_whole(a) or _one_device_whole(b):
+        continue
       lines.append(f"{prefix}{path}: {'unspecified' if a is None else _on(a)} became "
                    f"{'unspecified' if b is None else _on(b)}")
       continue
