@@ -315,13 +315,19 @@ _PROGRAMS = (
 )
 
 
+# The Pallas programs a CPU host also exports, lowering-only, under each jax release (a
+# CPU-only jaxlib lowers a Pallas TPU kernel to its Mosaic payload; only a TPU compiles and
+# runs it): each tpu program's ``lowering_twin``, the evidence for its entries under a jax the
+# TPU machine did not record them with.
+PALLAS_TWINS = ("pallas_matmul_f32", "pallas_prefetch_gather_f32", "pallas_fma_bf16")
+
+
 def cases() -> list[Case]:
   """The tpu cases: the lowering-only table's tpu rows run, the Pallas kernels, the programs;
-  and the tiled matmul kernel exported on a CPU host, lowering-only (a CPU-only jaxlib lowers a
-  Pallas TPU kernel to its Mosaic payload; only a TPU compiles and runs it)."""
-  out = [Case(f"{PLATFORM}_pallas_matmul_f32", f"lowering_{PLATFORM}", _pallas_matmul,
-              _matrices(61, 256), targets=("tpu_custom_call",), platforms=(PLATFORM,),
-              lowering_only=True, checker="none", jax_flags=DEFAULT_PRECISION)]
+  and the Pallas programs exported on a CPU host, lowering-only (:data:`PALLAS_TWINS`)."""
+  out = [Case(f"{PLATFORM}_{suffix}", f"lowering_{PLATFORM}", fun, make, targets=targets,
+              platforms=(PLATFORM,), lowering_only=True, checker="none", jax_flags=flags)
+         for suffix, fun, make, targets, _, _, flags, _ in _PROGRAMS if suffix in PALLAS_TWINS]
   for platform, suffix, fun, make, targets, flags in _lowering_only._TABLE:
     if platform != PLATFORM or fun is None:
       continue
@@ -336,5 +342,6 @@ def cases() -> list[Case]:
     rtol, atol = tolerance or (None, None)
     out.append(Case(f"{PREFIX}{suffix}", FAMILY, fun, make, targets=targets, checker=checker,
                     rtol=rtol, atol=atol, host_platform=PLATFORM, platforms=platforms,
-                    jax_flags=flags))
+                    jax_flags=flags,
+                    lowering_twin=f"{PLATFORM}_{suffix}" if suffix in PALLAS_TWINS else None))
   return out

@@ -1,0 +1,14 @@
+#loc1 = loc("rows")
+#loc2 = loc("x")
+module @jit__pallas_gather_rows attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<3xi32> loc("rows"), %arg1: tensor<32x128xf32> loc("x")) -> (tensor<24x128xf32> {jax.result_info = "result"}) {
+    %0 = stablehlo.custom_call @tpu_custom_call(%arg0, %arg1) {backend_config = "{\22custom_call_config\22: {\22body\22: \22TUzvUgFNTElSMjMuMC4wZ2l0AAEnCQEDBQcBAwkDEwsNDxETFRcZGwPJoRUBlwcTEw8LCwsLCw8PCwsLUwsLDwsPCw8XDxMLD0sLDwtlhQszCw8LDwsLCxMbCxsLGxsPDw8XDw8PEx8LDwsTCwsPDwsXIwsPC1MLEwUJkWFhTQcDWQEVDwcPGyMHGx8fCwLmBx8DAw1jAwMNax1/gQUdBR8FIQUjBSUdJW0ddXcFJwUpBSsjBQUhCAAAAAAAAACAAAAAAAAAAAUtDREdJWUFLx0paQUxHSktFxFGHx8dhYcDAzM1BTMRBS0DETk7CT1DRUdJS00LT1GdU1UFNQEDlw0PYWZmaW5lX21hcDwoZDApIC0+IChkMCk+AGFmZmluZV9tYXA8KGQwLCBkMSkgLT4gKGQwLCBkMSk+AAU3IwUDEQMAAAAAAAAABTkRBQUFOxEFAQU9BT8FQQEFV1sDBRdZGx0JGQMFF10bHQkfAwUJIQsZAwUJIQsfEQEBHQ9nFScnFxHqII8RAwEdD28VKysDAw1zEwsQAAAAEAVDHXktBUUDA32fBUcFSR0PgxUvLwVLFxFGHwUDB4uNj5GTlQVNERMABU8jAQkhAQAAAAEAAAACAAAAAAAAAAVRIwEBASN0cHUuZGltZW5zaW9uX3NlbWFudGljczxhcmJpdHJhcnk+ACN0cHUubWVtb3J5X3NwYWNlPHNtZW0+ACN0cHUubWVtb3J5X3NwYWNlPHZtZW0+ACN0cHUuY29yZV90eXBlPHRjPgAjYXJpdGguZmFzdG1hdGg8bm9uZT4AAQICAwECBBeZAw0BPxebBSECBAtBCycFIQIECwUJAQcJCQEFBQEHBQEBAQkEzgIFAREBMQcDAQ0FEQE3BwMbLwkBAQcBCQEJAQMDEwUDAwMDEwUDAwkGEwMNBwUJCwMDFXEDCw8GFQMNAw8RBxV7Aw0FDREDAwcFAwMDAwcFAwMJBgcDDQcHFRcTBQeJCRMHFRcHAAEFEQFfBwMNFwUBAQcBCwYjAwMDAQ0GIwMBBQMFAwMBAwMBAwMBAwMBBwQBBQcJBREBYQcDCQ8FAQEHAQMDAQMDAQMDAQMDAQcEAQUBBQYDAQUBABYIUxEpCQsNEwkLHR0fIyEjKS0JCxkdGSUtAw0THSMXIxkjGRkVHw8NCR0RYnVpbHRpbgBzdGFibGVfbW9zYWljAHRwdQBhcml0aABtb2R1bGUAYXJpdGguY29uc3RhbnQAZnVuYy5mdW5jAGZ1bmMucmV0dXJuAHZlY3Rvci5sb2FkAGFyaXRoLmluZGV4X2Nhc3QAbWVtcmVmLmxvYWQAdmVjdG9yLmJyb2FkY2FzdABhcml0aC5tdWxmAHRwdS52ZWN0b3Jfc3RvcmUAZnVuY3Rpb25fdHlwZQBzeW1fbmFtZQB2YWx1ZQAAPGpheHBvcnQgdHB1IGtlcm5lbHM+AHRyYW5zZm9ybV9pbmRpY2VzAHRyYW5zZm9ybV8wAHdpbmRvd19ib3VuZHMAdHJhbnNmb3JtXzEAZ2V0OgBnZXQAc3RhYmxlX21vc2FpYy52ZXJzaW9uAGRpbWVuc2lvbl9zZW1hbnRpY3MAaXRlcmF0aW9uX2JvdW5kcwBzY2FsYXJfcHJlZmV0Y2gAc2NyYXRjaF9vcGVyYW5kcwBfZ2F0aGVyX2tlcm5lbAB0cHUuY29yZV90eXBlAHdpbmRvd19wYXJhbXMAbXVsOgBtdWwAZmFzdG1hdGgAc3dhcDoAc3dhcABhZGQAb3BlcmFuZFNlZ21lbnRTaXplcwBzdHJpZGVzAA==\22, \22serialization_format\22: 1, \22needs_layout_passes\22: true}}", kernel_name = "_gather_kernel", mhlo.frontend_attributes = {kernel_metadata = "{}"}, operand_layouts = [dense<0> : tensor<1xindex>, dense<[1, 0]> : tensor<2xindex>], result_layouts = [dense<[1, 0]> : tensor<2xindex>]} : (tensor<3xi32>, tensor<32x128xf32>) -> tensor<24x128xf32> loc(#loc7)
+    return %0 : tensor<24x128xf32> loc(#loc6)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc3 = loc("<jaxport tpu kernels>":2108:9)
+#loc4 = loc("<frozen runpy>":88:4)
+#loc5 = loc("jit(_pallas_gather_rows)"(#loc3))
+#loc6 = loc("jit(_pallas_gather_rows)"(#loc4))
+#loc7 = loc("pallas_call"(#loc5))

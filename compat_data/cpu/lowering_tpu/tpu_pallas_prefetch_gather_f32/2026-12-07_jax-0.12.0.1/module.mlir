@@ -1,0 +1,14 @@
+#loc1 = loc("rows")
+#loc2 = loc("x")
+module @jit__pallas_gather_rows attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<3xi32> loc("rows"), %arg1: tensor<32x128xf32> loc("x")) -> (tensor<24x128xf32> {jax.result_info = "result"}) {
+    %0 = stablehlo.custom_call @tpu_custom_call(%arg0, %arg1) {backend_config = "{\22custom_call_config\22: {\22body\22: \22TUzvUgFNTElSMjQuMC4wZ2l0AAEnCQEDBQcBAwkDEwsNDxETFRcZGwPVrRUBowcLExMPCwsLCw8PCwsLC1MLCw8LDwsPFw8bCw9LCw8LCwsLMwsPCw8LCxMbCxsLGxsPDw8XDwsPCw8LDw8PEx8LDwsTCwsPDwsXIwsPC1MLEwUJkWFhTQcDWQEVDwcPGyMHGx8fCwJSBx8FHQMDDWMDAw13HYuNBR8FIQUjBSUdJ3kdgYMFJwUpBSsFLSMFBSEIAAAAAAAAAIAAAAAAAAAABS8NER0nZQUxHStpBTMdKy8XEUYfHx2RkwMFNTcDFwU1EQU9AxE7PQs/RUdJS01PAxdRqVNVBTcBA6MNDy8JLxEFOSMFAxEDAAAAAAAAAAU7EQUFBT0RBQEFPwVBAQVXWwMFGVkdHwkbAwUZXR0fCSEDBQsjAxsDBQsjAyERAQEdD2cVKSkXEeogjx1tAQVDHXEBBUUddQEFRxEDAR0PexUtLQMDDX8TCxAAAAAQBUkdhS8FSwMDiasFTQVPHQ+PFTExBVEXEUYfBQMHl5mbnZ+hBVMREwAFVSMBCSEBAAAAAQAAAAIAAAAAAAAABVcjAQEBI3RwdS5kaW1lbnNpb25fc2VtYW50aWNzPGFyYml0cmFyeT4AI3RwdS5tZW1vcnlfc3BhY2U8c21lbT4AI3RwdS5tZW1vcnlfc3BhY2U8dm1lbT4AI3RwdS5jb3JlX3R5cGU8dGM+ACNhcml0aC5mYXN0bWF0aDxub25lPgABAgIDAQIEF6UDDQFBF6cFIQIEC0MLJwUhAgQLBQkBBwkJAQUFAQcFAQEBCQTOAgUBEQEzBwMBDQURATkHAxsvCQEBB2sJbwlzAwMTBwMDAwMTBwMDCQYTAw0HBQkLAwMVfQMLDwYVAw0DDxEHFYcDDQUNEQMDCQcDAwMDCQcDAwkGCQMNBwcVFxMFCZUJEwcVFwcAAQURAV8HAw0XBQEBBwELBiUDAwMBDQYlAwEFAwUDAwEFAwEDAwEFAwEHBAEFBwkFEQFhBwMJDwUBAQcBAwMBBQMBAwMBBQMBBwQBBQEFBgMBBQEAdghZESkJCw0TCQsNDRMdHSMhIyktCQsZHRklHy0DDR0TIxcjGSMZGRUfDw0JHRFidWlsdGluAHN0YWJsZV9tb3NhaWMAdHB1AGFyaXRoAG1vZHVsZQBhcml0aC5jb25zdGFudABmdW5jLmZ1bmMAZnVuYy5yZXR1cm4AdmVjdG9yLmxvYWQAYXJpdGguaW5kZXhfY2FzdABtZW1yZWYubG9hZAB2ZWN0b3IuYnJvYWRjYXN0AGFyaXRoLm11bGYAdHB1LnZlY3Rvcl9zdG9yZQBzeW1fbmFtZQBmdW5jdGlvbl90eXBlAHZhbHVlAAA8amF4cG9ydCB0cHUga2VybmVscz4AX2dhdGhlcl9rZXJuZWwAdHJhbnNmb3JtX2luZGljZXMAdHJhbnNmb3JtXzAAd2luZG93X2JvdW5kcwB0cmFuc2Zvcm1fMQBnZXQ6AGdldABzdGFibGVfbW9zYWljLnZlcnNpb24AZGltZW5zaW9uX3NlbWFudGljcwBpdGVyYXRpb25fYm91bmRzAHNjYWxhcl9wcmVmZXRjaABzY3JhdGNoX29wZXJhbmRzAHRwdS5jb3JlX3R5cGUAd2luZG93X3BhcmFtcwByb3dzX3JlZgB4X3JlZgBvX3JlZgBtdWw6AG11bABmYXN0bWF0aABzd2FwOgBzd2FwAGFkZABvcGVyYW5kU2VnbWVudFNpemVzAHN0cmlkZXMA\22, \22serialization_format\22: 1, \22needs_layout_passes\22: true}}", kernel_name = "_gather_kernel", mhlo.frontend_attributes = {kernel_metadata = "{}"}, operand_layouts = [dense<0> : tensor<1xindex>, dense<[1, 0]> : tensor<2xindex>], result_layouts = [dense<[1, 0]> : tensor<2xindex>]} : (tensor<3xi32>, tensor<32x128xf32>) -> tensor<24x128xf32> loc(#loc7)
+    return %0 : tensor<24x128xf32> loc(#loc6)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc3 = loc("<jaxport tpu kernels>":2108:9)
+#loc4 = loc("<frozen runpy>":88:4)
+#loc5 = loc("jit(_pallas_gather_rows)"(#loc3))
+#loc6 = loc("jit(_pallas_gather_rows)"(#loc4))
+#loc7 = loc("pallas_call"(#loc5))
