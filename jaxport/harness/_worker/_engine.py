@@ -40,7 +40,7 @@ from jaxport.harness._worker._older_formats import OutputJudging, judging_of, re
 from jaxport.harness._protocol._stage_marks import CASE_CODE, TODAY, reader_stage, stage
 from jaxport.harness._worker._case_runs import (export_case, run_exported, run_exported_arrays,
                                                 storable)
-from jaxport.harness._worker._jax_setup import (case_jax_config, entry_jax_config, jax_config,
+from jaxport.harness._worker._jax_setup import (calling_jax_config, case_jax_config, jax_config,
                                                 keeps_config, warm_native_kernels)
 from jaxport.harness._worker._module_reads import (ModuleReads, contract_change, same_computation,
                                                    same_module_bytes, vjp_module)
@@ -156,7 +156,7 @@ class ReplayEngine:
     cached_before = _executables.loaded_from_cache()
     watch = watch or _stopwatch.Stopwatch()
     m = entry.manifest
-    with _stopwatch.watching(watch), jax_config(entry_jax_config(m)):
+    with _stopwatch.watching(watch), jax_config(calling_jax_config(m)):
       blob = entry.blob()
       inputs = entry.inputs()
       expected = entry.expected_outputs() if run else None
