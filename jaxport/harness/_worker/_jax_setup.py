@@ -152,7 +152,12 @@ def calling_jax_config(m: Manifest) -> dict[str, Any]:
   own with Shardy on. jax's reader cannot call a GSPMD entry with GSPMD on (its call of a
   record over explicit mesh axes fails the verifier), and it imports GSPMD's custom calls
   with Shardy on, so a GSPMD case is exported with GSPMD and called with Shardy."""
-  return {**entry_jax_config(m), **_CALLING_PARTITIONER}
+  return calls_under(entry_jax_config(m))
+
+
+def calls_under(config: Mapping[str, Any]) -> dict[str, Any]:
+  """The configuration readers call an entry recorded under ``config`` with: Shardy on."""
+  return {**dict(config), **_CALLING_PARTITIONER}
 
 
 @contextlib.contextmanager
