@@ -26,11 +26,6 @@ def is_jit_object(obj: Any) -> bool:
   return callable(obj) and hasattr(obj, "_jit_info") and hasattr(obj, "lower")
 
 
-def wrapped_function(jitted: Any) -> Any:
-  """The function ``jitted`` wraps."""
-  return getattr(jitted, "__wrapped__", None)
-
-
 def jit_settings(jitted: Any) -> dict[str, Any]:
   """``jax.jit`` keyword arguments ``jitted`` was made with that differ from jax's defaults:
   a sharding or layout tree (its unspecified leaves as None) and the plain settings.

@@ -128,8 +128,8 @@ else:
   def test_gspmd_entries_replay_with_both_readers_under_shardy():
     # The entry's manifest keeps use_shardy=False; readers call it with Shardy on (jax's
     # reader fails the verifier calling an explicit-axes GSPMD record with GSPMD on).
-    gspmd = [e for e in SHARDED
-             if (STORE.entry(e).manifest.jax_config or {}).get("jax_use_shardy_partitioner") is False]
+    configs = {e: STORE.entry(e).manifest.jax_config or {} for e in SHARDED}
+    gspmd = [e for e in SHARDED if configs[e].get("jax_use_shardy_partitioner") is False]
     assert any("explicit_mesh" in str(e) for e in gspmd), gspmd
     for entry_id in gspmd:
       answer = ENGINE.replay(STORE.entry(entry_id), today=False)
