@@ -142,6 +142,15 @@ MAX_NR_DEVICES = 2**32 - 1
 # 1 and 4 to 10.
 MAX_FORMAT_VERSION = 2**16 - 1
 
+# --- errors kept in reports (jaxport.harness._worker._error_text) ---------------
+
+# Most lines and characters of a reader's or a recording's error the report and the
+# page keep. jax's verifier lists each failing operation in a few lines; 60 lines and
+# 12,000 characters keep a dozen of them, while a module printed whole in an error
+# cannot grow every entry of a report by megabytes.
+MAX_ERROR_LINES = 60
+MAX_ERROR_CHARS = 12_000
+
 # --- recursion --------------------------------------------------------------------
 
 # Python frames each nesting level of a recursive reader may use (a function

@@ -170,5 +170,10 @@ class PrivatePathError(JaxportError, ValueError):
   symbolic link or not a regular file: jaxport neither follows it nor writes through it."""
 
 
+class RecordingError(JaxportError, ValueError):
+  """A case's new entry would not replay: a reader cannot read or call it. Nothing is
+  written; the message names the case, the reader and its error."""
+
+
 class HarnessWarning(JaxportWarning):
   """A harness finding that fails only with ``--compat-strict``: drift, staleness, expiry."""

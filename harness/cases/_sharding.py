@@ -40,6 +40,12 @@ def _row() -> jax.sharding.Mesh:
                        devices=jax.devices()[:NUM_DEVICES])
 
 
+@functools.cache
+def _explicit_grid() -> jax.sharding.Mesh:
+  return jax.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit,) * 2,
+                       devices=jax.devices()[:NUM_DEVICES])
+
+
 def _ns(mesh, *spec, memory_kind=None) -> NamedSharding:
   return NamedSharding(mesh, P(*spec), memory_kind=memory_kind)
 
@@ -53,6 +59,16 @@ def _constraint_shardings():
   g = _grid()
   return {"in_shardings": (_ns(g, "a", "b"), _ns(g, "b", None)),
           "out_shardings": _ns(g, "a", None)}
+
+
+def _dense(x, w):
+  return jnp.tanh(x @ w)
+
+
+def _dense_shardings():
+  g = _explicit_grid()
+  return {"in_shardings": (_ns(g, "data", None), _ns(g, None, "model")),
+          "out_shardings": _ns(g, "data", "model")}
 
 
 def _shard_map_body(x):
@@ -97,6 +113,8 @@ def cases() -> list[Case]:
   return [
       Case("sharding_constraint_gspmd", "sharding_gspmd", _constraint, _inputs((8, 8), (8, 4)),
            targets=("Sharding",), jit_kwargs=_constraint_shardings, use_shardy=False, **common),
+      Case("explicit_mesh_gspmd", "sharding_gspmd", _dense, _inputs((8, 16), (16, 4)),
+           jit_kwargs=_dense_shardings, use_shardy=False, **common),
       Case("shard_map_gspmd", "sharding_gspmd", _shard_map, _inputs((4, 8)),
            targets=("SPMDFullToShardShape", "SPMDShardToFullShape", "Sharding"),
            jit_kwargs=_grid_shardings("a", "b"), use_shardy=False, **common),

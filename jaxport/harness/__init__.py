@@ -15,6 +15,7 @@ _EXPORTS = {
     "default_tolerance": "jaxport.harness._case",
     "random_matrix": "jaxport.harness._case",
     "rng": "jaxport.harness._case",
+    "jit_kwargs_from": "jaxport.harness._jit_kwargs",
     "OnChange": "jaxport.harness._project",
     "Project": "jaxport.harness._project",
     "ProjectTargets": "jaxport.harness._project",
@@ -31,6 +32,7 @@ _EXPORTS = {
 if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
   from jaxport.harness._case import (Case as Case, default_tolerance as default_tolerance,
                                      random_matrix as random_matrix, rng as rng)
+  from jaxport.harness._jit_kwargs import jit_kwargs_from as jit_kwargs_from
   from jaxport.harness._project import (OnChange as OnChange, Project as Project,
                                         ProjectTargets as ProjectTargets)
   from jaxport.harness._registry import CaseRegistry as CaseRegistry

@@ -125,6 +125,17 @@ else:
                          entry.manifest, _module_reads.ModuleReads(), recorded)
       assert reproduced(out), (reader, out)
 
+  def test_gspmd_entries_replay_with_both_readers_under_shardy():
+    # The entry's manifest keeps use_shardy=False; readers call it with Shardy on (jax's
+    # reader fails the verifier calling an explicit-axes GSPMD record with GSPMD on).
+    configs = {e: STORE.entry(e).manifest.jax_config or {} for e in SHARDED}
+    gspmd = [e for e in SHARDED if configs[e].get("jax_use_shardy_partitioner") is False]
+    assert any("explicit_mesh" in str(e) for e in gspmd), gspmd
+    for entry_id in gspmd:
+      answer = ENGINE.replay(STORE.entry(entry_id), today=False)
+      assert [r.reader for r in answer.readers] == ["jaxport", "jax"]
+      assert all(reproduced(r) for r in answer.readers), (entry_id, answer.readers)
+
   def test_a_changed_sharding_record_fails_the_replay():
     skip_without_memory_kinds_on_cpu_mesh()
     entry = STORE.entry(next(e for e in SHARDED if "memory_kind" in str(e)))

@@ -77,6 +77,7 @@ INIT_IMPORTS_ALLOWED = {
                        "jaxport.golden._store"},
     "jaxport.harness": {"jaxport._lazy", "jaxport.harness._case", "jaxport.harness._project",
                         "jaxport.harness._registry", "jaxport.harness._controller._settings",
+                        "jaxport.harness._jit_kwargs",
                         "jaxport.harness.checkers"},
 }
 

@@ -15,8 +15,8 @@ import jax
 import numpy as np
 
 import jaxport
-from jaxport.harness import Case, Judge, judged, random_matrix
-from tinyops import RunningStats, layers, linalg, native, noise, stats
+from jaxport.harness import Case, Judge, jit_kwargs_from, judged, random_matrix
+from tinyops import RunningStats, layers, linalg, native, noise, sharded, stats
 
 
 @judged
@@ -73,6 +73,12 @@ def cases() -> list[Case]:
       # The key comes first; the float32 output still gets float32's default tolerance.
       Case("jitter", "noise", noise.jitter,
            lambda: ((jax.random.key(0), random_matrix(11, (8,), np.float32)), {})),
+      # Eight devices (simulated on a CPU host): exported with the shardings of the jax.jit
+      # object tinyops ships, built in the worker, which has the devices.
+      Case("dense", "sharded", sharded.dense,
+           lambda: ((random_matrix(14, (8, 16), np.float32),
+                     random_matrix(15, (16, 4), np.float32)), {}),
+           num_devices=sharded.NUM_DEVICES, jit_kwargs=jit_kwargs_from(sharded.sharded_dense)),
   ]
   if native.available():
     # jaxport refuses to export a custom call that no stable table lists, unless the case

@@ -21,9 +21,29 @@ _HINTS = (
 )
 
 
+# jax's IndivisibleError of a symbolic dimension sharded over a mesh axis.
+_INDIVISIBLE = re.compile(r"array axis (\d+) is partitioned (\d+) times, but the dimension size "
+                          r"is ([^(]+?) \(full shape: \(([^)]*)\)")
+
+
+def _indivisible_fix(m: re.Match) -> str:
+  axis, times, dim, shape = int(m[1]), int(m[2]), m[3].strip(), m[4]
+  dims = [d.strip() for d in shape.split(",") if d.strip()]
+  if axis < len(dims):
+    dims[axis] = f"{times}*{dim}" if re.fullmatch(r"\w+", dim) else f"{times}*k"
+  example = ", ".join(dims)
+  return (f"fix: dimension {axis} ({dim}) is sharded {times} ways (the size of the mesh axes "
+          f"it is sharded over), and jax shards a symbolic size only when it is a multiple of "
+          f"that: write it as a multiple of {times} in the case's polymorphic_shapes, e.g. "
+          f"\"{example}\" (docs/downstream.md, section 4)")
+
+
 def hint_for(text: str) -> str | None:
   """The fix for a recording failure whose ``text`` (message and traceback) shows a known
   cause; None for any other."""
+  found = _INDIVISIBLE.search(text)
+  if found:
+    return _indivisible_fix(found)
   for pattern, fix in _HINTS:
     if pattern.search(text):
       return fix

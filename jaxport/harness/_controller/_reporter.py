@@ -23,6 +23,16 @@ def write_json(report: dict[str, Any], path: str | os.PathLike) -> None:
   write_replacing(path, text.encode(), private=True)
 
 
+def summary_line(message: str) -> str:
+  """A finding's first line, as the terminal summary shows it; a message of several lines (a
+  reader's whole error) points to where the rest is kept."""
+  lines = message.splitlines() or [""]
+  if len(lines) == 1:
+    return lines[0]
+  return (f"{lines[0]} [{len(lines) - 1} more lines of this error in the JSON report "
+          "(--compat-report) and its page (jaxport report render)]")
+
+
 def text_lines(run: RunReport) -> list[str]:
   """A short human summary: counts, then every failure, warning, drift and skip (read off the
   typed report the run writes)."""
@@ -57,7 +67,7 @@ def text_lines(run: RunReport) -> list[str]:
     for e in run.entries:
       if e.status in (Status.FAIL, Status.WARN):
         lines.append(f"  {str(e.status).upper()} {e.entry_id}")
-        lines.extend(f"      {m.splitlines()[0]}" for m in e.messages)
+        lines.extend(f"      {summary_line(m)}" for m in e.messages)
     for e in run.entries:
       if e.status is Status.XFAIL:
         lines.append(f"  XFAIL {e.entry_id}: {e.expected_failure}")

@@ -144,12 +144,13 @@ class UpgradedRun:
 class ReaderResult:
   """One reader's replay of an entry.
 
-  ``error``: the stage that failed, as one line (None when it did not fail); ``numerics``:
-  the comparison of the outputs (stage ``compare``); ``problems``: what the module read back
-  or a sharding check found wrong; ``platforms`` and ``allowed_targets``: the module as read,
-  the platforms it was lowered for and the custom-call targets its ``disabled_safety_checks``
-  allow (``ALL``: every one; None: the module was not read). Results only: the judge weighs
-  them (``jaxport.harness._judge``)."""
+  ``error``: the failure at ``stage``, jax's whole error up to the bound of
+  ``jaxport._limits.MAX_ERROR_LINES`` lines and ``MAX_ERROR_CHARS`` characters (None when
+  it did not fail); ``numerics``: the comparison of the outputs (stage ``compare``);
+  ``problems``: what the module read back or a sharding check found wrong; ``platforms``
+  and ``allowed_targets``: the module as read, the platforms it was lowered for and the
+  custom-call targets its ``disabled_safety_checks`` allow (``ALL``: every one; None: the
+  module was not read). Results only: the judge weighs them (``jaxport.harness._judge``)."""
   reader: str
   stage: Stage
   error: str | None = None

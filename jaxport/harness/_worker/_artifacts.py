@@ -92,7 +92,7 @@ def write(engine: _engine.ReplayEngine,
 def _obtained(entry, manifest) -> bytes:
   """The primary reader's outputs of the recorded blob on the stored inputs, as npz bytes."""
   blob, inputs = entry.blob(), entry.inputs()
-  with _jax_setup.jax_config(_jax_setup.entry_jax_config(manifest)):
+  with _jax_setup.jax_config(_jax_setup.calling_jax_config(manifest)):
     exp = _api.deserialize(blob, reader=_api.PRIMARY)
     outputs = _case_runs.run_exported(exp, inputs)
   data, _ = encode_arrays(outputs, OBTAINED_FILE)

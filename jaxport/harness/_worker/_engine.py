@@ -39,7 +39,7 @@ from jaxport.harness._worker._older_formats import OutputJudging, judging_of
 from jaxport.harness._protocol._stage_marks import CASE_CODE, TODAY, reader_stage, stage
 from jaxport.harness._worker._case_runs import (export_case, run_exported, run_exported_arrays,
                                                 storable)
-from jaxport.harness._worker._jax_setup import (case_jax_config, entry_jax_config, jax_config,
+from jaxport.harness._worker._jax_setup import (calling_jax_config, case_jax_config, jax_config,
                                                 keeps_config, warm_native_kernels)
 from jaxport.harness._worker._module_reads import (ModuleReads, contract_change, same_computation,
                                                    same_module_bytes, vjp_module)
@@ -47,8 +47,9 @@ from jaxport.harness._project import Project
 from jaxport.harness._protocol._answers import (EnvelopeRead, Numerics, ReaderResult, ReplayAnswer,
                                                 Stage, TodayResult)
 from jaxport.harness._registry import CaseRegistry
-from jaxport.harness._worker._upgraded_run import (Envelope, error_line, expired_envelope,
-                                                   upgradable, upgrade_ahead, upgrade_and_run)
+from jaxport.harness._worker._error_text import error_text
+from jaxport.harness._worker._upgraded_run import (Envelope, expired_envelope, upgradable,
+                                                   upgrade_ahead, upgrade_and_run)
 
 
 @functools.lru_cache(maxsize=None)
@@ -155,7 +156,7 @@ class ReplayEngine:
     cached_before = _executables.loaded_from_cache()
     watch = watch or _stopwatch.Stopwatch()
     m = entry.manifest
-    with _stopwatch.watching(watch), jax_config(entry_jax_config(m)):
+    with _stopwatch.watching(watch), jax_config(calling_jax_config(m)):
       blob = entry.blob()
       inputs = entry.inputs()
       expected = entry.expected_outputs() if run else None
@@ -249,14 +250,14 @@ class ReplayEngine:
         except Exception as e:  # noqa: BLE001
           if envelope is None:
             raise
-          env_read = envelope.read(error_line(e))
+          env_read = envelope.read(error_text(e))
           exp = _api.deserialize(envelope.blob, reader=reader)
       reads.by_reader[reader] = bytes(exp.mlir_module_serialized)
       reads.contracts[reader] = _calling.contract_of(exp, _donations(reads, reader))
       reads.vjps[reader] = vjp_module(exp)
     except Exception as e:  # noqa: BLE001  (any failure to read is the finding)
       stage = Stage.DESERIALIZE if env_read is None else Stage.DESERIALIZE_REWRITTEN
-      return ReaderResult(reader, stage, error=error_line(e), envelope=env_read)
+      return ReaderResult(reader, stage, error=error_text(e), envelope=env_read)
     # Every entry's targets are judged, run or not: one that runs today may still be one
     # nothing promises to keep working. The module as read is what the judge weighs.
     targets = {"platforms": tuple(exp.platforms),
@@ -267,7 +268,7 @@ class ReplayEngine:
         # parse is this reader's error (golden verification compares them with the manifest).
         reads.signatures(reads.by_reader[reader])
       except Exception as e:  # noqa: BLE001
-        return ReaderResult(reader, Stage.MODULE, error=error_line(e), envelope=env_read)
+        return ReaderResult(reader, Stage.MODULE, error=error_text(e), envelope=env_read)
       return ReaderResult(reader, Stage.MODULE, envelope=env_read, **targets)
     result = ReaderResult(reader, Stage.COMPARE, envelope=env_read, **targets)
     try:
@@ -278,7 +279,7 @@ class ReplayEngine:
       if upgraded is None:
         upgraded = upgrade_and_run(exp, inputs, watch)
       result, arrays = upgraded.taken(
-          ReaderResult(reader, Stage.RUN, error=error_line(e), envelope=env_read, **targets))
+          ReaderResult(reader, Stage.RUN, error=error_text(e), envelope=env_read, **targets))
       if arrays is None:
         return result
       result = dataclasses.replace(result, stage=Stage.COMPARE)
@@ -300,7 +301,7 @@ class ReplayEngine:
             exp = export_case(case)
           found: tuple[Any, tuple] | str = (exp, _lowering.signatures(exp.mlir_module_serialized))
         except Exception as e:  # noqa: BLE001
-          found = error_line(e)
+          found = error_text(e)
         _keep(self._exports, case.case_id, found)
       self._exports.move_to_end(case.case_id)
       return self._exports[case.case_id]
@@ -317,7 +318,7 @@ class ReplayEngine:
           found: list[np.ndarray] | str = (fresh if isinstance(fresh, str)
                                            else run_exported(fresh, inputs))
         except Exception as e:  # noqa: BLE001
-          found = error_line(e)
+          found = error_text(e)
         _keep(self._runs, key, found)
       self._runs.move_to_end(key)
       return self._runs[key]
@@ -332,7 +333,7 @@ class ReplayEngine:
         try:
           found: Any | str = _api.deserialize(exp.serialize(vjp_order=order))
         except Exception as e:  # noqa: BLE001
-          found = error_line(e)
+          found = error_text(e)
         _keep(self._read_backs, key, found)
       self._read_backs.move_to_end(key)
       return self._read_backs[key]

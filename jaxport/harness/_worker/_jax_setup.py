@@ -142,6 +142,24 @@ def entry_jax_config(m: Manifest) -> dict[str, Any]:
   return dict(m.jax_config) if m.jax_config is not None else dict(LEGACY_JAX_CONFIG)
 
 
+# Readers call every entry under Shardy, as jax does today; a case's partitioner choice
+# (``use_shardy``) applies to its export and re-lowering only.
+_CALLING_PARTITIONER = {"jax_use_shardy_partitioner": True}
+
+
+def calling_jax_config(m: Manifest) -> dict[str, Any]:
+  """The jax configuration readers call an entry under, at record and at replay: the entry's
+  own with Shardy on. jax's reader cannot call a GSPMD entry with GSPMD on (its call of a
+  record over explicit mesh axes fails the verifier), and it imports GSPMD's custom calls
+  with Shardy on, so a GSPMD case is exported with GSPMD and called with Shardy."""
+  return calls_under(entry_jax_config(m))
+
+
+def calls_under(config: Mapping[str, Any]) -> dict[str, Any]:
+  """The configuration readers call an entry recorded under ``config`` with: Shardy on."""
+  return {**dict(config), **_CALLING_PARTITIONER}
+
+
 @contextlib.contextmanager
 def jax_config(config: Mapping[str, Any]):
   """Apply a case's or an entry's jax configuration, then restore jax's."""

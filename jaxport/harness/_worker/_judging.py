@@ -16,7 +16,7 @@ from jaxport.harness import _case, checkers
 from jaxport.harness._protocol._answers import Numerics
 from jaxport.harness._protocol._stage_marks import CASE_CODE, stage
 from jaxport.harness._worker._older_formats import OutputJudging, recorded_judging
-from jaxport.harness._worker._upgraded_run import error_line
+from jaxport.harness._worker._error_text import error_line
 
 
 def judge(known: Any, mode: str, inputs: Sequence[np.ndarray], expected: Sequence[np.ndarray],

@@ -20,11 +20,11 @@ from jaxport.errors import CheckerError
 from jaxport.harness._worker import (_calling, _contract, _gradients, _judging, _lowering,
                                      _shardings)
 from jaxport.harness import _case, checkers
-from jaxport.harness._worker import _reference as _api
 from jaxport.harness._worker._case_runs import (callable_leaves, case_inputs, export_case,
-                                                jit_kwargs, run_exported_arrays, storable)
+                                                jit_kwargs, storable)
 from jaxport.harness._worker._engine import replay_host
-from jaxport.harness._worker._jax_setup import case_jax_config, jax_config
+from jaxport.harness._worker._jax_setup import calls_under, case_jax_config, jax_config
+from jaxport.harness._worker._record_calls import call_with_every_reader
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,8 +42,9 @@ class Recording:
 
 def record_case(case: _case.Case, today: datetime.date,
                 checker_registry: checkers.CheckerRegistry | None = None) -> Recording:
-  """Export, serialize and (unless lowering-only) run ``case`` under its jax configuration;
-  the entry to write. ``checker_registry``: the project's checkers (default: the built-in
+  """Export and serialize ``case`` under its jax configuration, then read and (unless
+  lowering-only) call the blob with every reader under the configuration replay uses; the
+  entry to write. ``checker_registry``: the project's checkers (default: the built-in
   ones and those added with ``register_checker``)."""
   config = case_jax_config(case)
   with jax_config(config):
@@ -74,8 +75,9 @@ def _record_case(case: _case.Case, today: datetime.date, config: dict[str, Any],
         "case module.")
   _, _, inputs = case_inputs(case)
   expected = shardings = None
-  if not case.lowering_only:
-    outs = run_exported_arrays(_api.deserialize(blob), inputs)
+  with jax_config(calls_under(config)):
+    outs = call_with_every_reader(case.case_id, blob, inputs, run=not case.lowering_only)
+  if outs is not None:
     expected = [storable(o) for o in outs]
     if _shardings.num_devices(exp) > 1:
       shardings = _shardings.record(exp, outs)

@@ -13,13 +13,10 @@ from jaxport.errors import DeserializationError, UpgradeError
 from jaxport.golden._manifest import Manifest
 from jaxport.harness._worker import _reference as _api, _contexts, _lowering, _stopwatch
 from jaxport.harness._worker._case_runs import run_exported_arrays
+from jaxport.harness._worker._error_text import error_text
 from jaxport.harness._protocol._answers import EnvelopeRead, ReaderResult, Stage, UpgradedRun
 from jaxport.upgrades import (EnvelopeRewrite, UpgradeReport, expired_reason, rewritable_targets,
                               rewrite_envelope, upgrade_with_report)
-
-def error_line(e: BaseException) -> str:
-  text = str(e).strip().splitlines()
-  return f"{type(e).__name__}: {text[0] if text else ''}"[:2000]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,14 +75,14 @@ def upgrade_and_run(exp: Any, inputs: list[np.ndarray], watch: _stopwatch.Stopwa
     report = upgrade_with_report(exp)
   except (UpgradeError, DeserializationError) as e:
     # A module this jaxlib cannot parse (newer StableHLO than it reads) has nothing to upgrade.
-    return UpgradeAttempt(refused=error_line(e))
+    return UpgradeAttempt(refused=error_text(e))
   if not report.rewrites:
     return UpgradeAttempt()
   try:
     with watch.stage(_stopwatch.CALL):
       return UpgradeAttempt(report=report, arrays=run_exported_arrays(report.exported, inputs))
   except Exception as e:  # noqa: BLE001
-    return UpgradeAttempt(report=report, error=error_line(e))
+    return UpgradeAttempt(report=report, error=error_text(e))
 
 
 def upgrade_ahead(reader: str, blob: bytes, inputs: list[np.ndarray],

@@ -1,0 +1,18 @@
+#loc1 = loc("x")
+#loc2 = loc("w")
+module @jit__dense attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<8x16xf32> {mhlo.sharding = "{devices=[4,1,2]<=[8] last_tile_dim_replicate}"} loc("x"), %arg1: tensor<16x4xf32> {mhlo.sharding = "{devices=[1,2,4]<=[4,2]T(1,0) last_tile_dim_replicate}"} loc("w")) -> (tensor<8x4xf32> {jax.result_info = "result", mhlo.sharding = "{devices=[4,2]<=[8]}"}) {
+    %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32> loc(#loc9)
+    %1 = stablehlo.tanh %0 : tensor<8x4xf32> loc(#loc10)
+    return %1 : tensor<8x4xf32> loc(#loc8)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc3 = loc("_sharding.py":65:18)
+#loc4 = loc("_sharding.py":65:9)
+#loc5 = loc("<frozen runpy>":88:4)
+#loc6 = loc("jit(_dense)"(#loc3))
+#loc7 = loc("jit(_dense)"(#loc4))
+#loc8 = loc("jit(_dense)"(#loc5))
+#loc9 = loc("dot_general"(#loc6))
+#loc10 = loc("tanh"(#loc7))
