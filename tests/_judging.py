@@ -1,11 +1,25 @@
 """The judge's steps (``jaxport.harness._judge``) as the tests call them one at a time, with
 the installed jax as the consumer unless a test names another."""
 
+import datetime
+
 from jaxport._jaxcompat._version import installed_jax_version
+from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.harness._judge import _findings, _release
 from jaxport.harness._judge._status import Policy, status_of
 
 CONSUMER = installed_jax_version()
+
+def manifest_of_consumer(case_id: str, family: str) -> Manifest:
+  """A manifest of an entry without custom calls that the installed jax recorded on the cpu."""
+  return Manifest(case_id=case_id, family=family, platform="cpu",
+                  record_date=datetime.date(2026, 11, 30),
+                  producer=Producer(jax=CONSUMER, jaxlib=CONSUMER, jaxport="0", numpy="2",
+                                    scipy=None, python=None),
+                  calling_convention_version=10, serialization_version=6,
+                  custom_call_targets=(), polymorphic_shapes=None, constraints=None,
+                  lowering_only=False, comparison=Comparison("allclose", 1e-5, 1e-5))
+
 
 # Whether the judge finds one reader's replay read, ran and matched.
 reproduced = _findings.reproduced

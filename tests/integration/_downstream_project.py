@@ -2,7 +2,10 @@
 one: the pytest configuration that opts in, the golden test file and a case module."""
 
 import dataclasses
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from jaxport.golden import EntryId
@@ -27,6 +30,30 @@ def write_project(pytester, cases_source: str, *, module: str = "mycases",
   pytester.makepyfile(test_golden=GOLDEN_TESTS)
   (Path(pytester.path) / "mycases.py").write_text(cases_source)
   return GoldenStore(Path(pytester.path) / STORE)
+
+
+def record_in_child(root: Path, cases_source: str, today: str, time_limit_s: float,
+                    **ini: str) -> subprocess.CompletedProcess:
+  """Write the project into ``root`` and record it once, ``--compat-today=today``, in a
+  process of its own (a module-scoped fixture has no pytester, whose sessions are per test);
+  the record session, for its output and exit status."""
+  root.mkdir(parents=True, exist_ok=True)
+  (root / "pyproject.toml").write_text(pyproject(**ini))
+  (root / "test_golden.py").write_text(GOLDEN_TESTS)
+  (root / "mycases.py").write_text(cases_source)
+  env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "JAXPORT_"))}
+  return subprocess.run(
+      [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+       "-p", "no:randomly", f"--compat-today={today}", "--compat-record"],
+      cwd=root, env=env, capture_output=True, text=True, timeout=time_limit_s)
+
+
+def recorded_project(root: Path, cases_source: str, today: str, time_limit_s: float,
+                     **ini: str) -> Path:
+  """:func:`record_in_child`, which must succeed; the project's root."""
+  done = record_in_child(root, cases_source, today, time_limit_s, **ini)
+  assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+  return root
 
 
 # The start of a case module: what cases need, and one 3x3 float32 input.

@@ -8,16 +8,13 @@ outputs, ``--compat-update`` records the case anew and the next run is green."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from _downstream_project import GOLDEN_TESTS, STORE, pyproject
+from _downstream_project import STORE, record_in_child
 from jaxport.golden._store import GoldenStore
 
 pytest_plugins = ["pytester"]
@@ -80,14 +77,7 @@ def recorded(tmp_path_factory):
   """The project recorded once, with the case whose checker cannot judge its outputs; the
   record session's output. In a process of its own: pytester's sessions are per test."""
   root = tmp_path_factory.mktemp("checkers")
-  (root / "pyproject.toml").write_text(pyproject())
-  (root / "test_golden.py").write_text(GOLDEN_TESTS)
-  (root / "mycases.py").write_text(_cases(data=True))
-  env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "JAXPORT_"))}
-  done = subprocess.run(
-      [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-       "-p", "no:randomly", f"--compat-today={TODAY}", "--compat-record"],
-      cwd=root, env=env, capture_output=True, text=True, timeout=CHILD_TIME_LIMIT_S)
+  done = record_in_child(root, _cases(data=True), TODAY, CHILD_TIME_LIMIT_S)
   return root, done.stdout + done.stderr
 
 

@@ -8,10 +8,7 @@ without gradients, as every entry before the default was. The rules then change,
 case leaves its order unset."""
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -21,7 +18,7 @@ import pytest
 from jaxport.cli._main import main
 from jaxport.golden._store import GoldenStore
 
-from _downstream_project import GOLDEN_TESTS, STORE, pyproject
+from _downstream_project import STORE, recorded_project
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
@@ -84,17 +81,7 @@ CASES = textwrap.dedent("""
 def project(tmp_path_factory):
   """The project, recorded once (in a process of its own: a module-scoped fixture has no
   pytester); each test works on a copy."""
-  root = tmp_path_factory.mktemp("gradients")
-  (root / "pyproject.toml").write_text(pyproject())
-  (root / "test_golden.py").write_text(GOLDEN_TESTS)
-  (root / "mycases.py").write_text(CASES)
-  env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "JAXPORT_"))}
-  done = subprocess.run(
-      [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-       "-p", "no:randomly", f"--compat-today={TODAY}", "--compat-record"],
-      cwd=root, env=env, capture_output=True, text=True, timeout=600)
-  assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-  return root
+  return recorded_project(tmp_path_factory.mktemp("gradients"), CASES, TODAY, 600)
 
 
 @pytest.fixture

@@ -9,15 +9,12 @@ another jax release as their producer (as one recorded under jax 0.10.2 and repl
 
 import importlib.metadata as md
 import json
-import os
 import shutil
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from _downstream_project import GOLDEN_TESTS, STORE, as_another_release, pyproject
+from _downstream_project import STORE, as_another_release, recorded_project
 from jaxport.golden._store import GoldenStore
 
 pytest_plugins = ["pytester"]
@@ -102,17 +99,7 @@ def recorded(tmp_path_factory):
   """The project with its six cases recorded, once for the module. A module-scoped fixture
   has no pytester (function-scoped), so this one session runs in a process of its own; the
   tests' sessions run in theirs, on a copy."""
-  root = tmp_path_factory.mktemp("sharded")
-  (root / "pyproject.toml").write_text(pyproject())
-  (root / "test_golden.py").write_text(GOLDEN_TESTS)
-  (root / "mycases.py").write_text(_cases())
-  env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "JAXPORT_"))}
-  done = subprocess.run(
-      [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-       "-p", "no:randomly", f"--compat-today={TODAY}", "--compat-record"],
-      cwd=root, env=env, capture_output=True, text=True, timeout=TIME_LIMIT_S)
-  assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-  return root
+  return recorded_project(tmp_path_factory.mktemp("sharded"), _cases(), TODAY, TIME_LIMIT_S)
 
 
 def _changed(pytester, recorded, changed):

@@ -14,7 +14,6 @@ import numpy as np
 import _judging as judging
 import jaxport
 from jaxport.golden import EntryId
-from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.harness._controller import _update
 from jaxport.harness._judge._artifact import ArtifactFindings, audit_policy
 from jaxport.harness._protocol._answers import (Numerics, ReaderResult, ReplayAnswer, Stage,
@@ -64,14 +63,7 @@ def test_one_platform_swapped_for_another_is_both_a_removal_and_an_addition():
 
 
 def _manifest():
-  this = md.version("jax")
-  return Manifest(case_id="rank", family="serving", platform="cpu",
-                  record_date=datetime.date(2026, 11, 30),
-                  producer=Producer(jax=this, jaxlib=this, jaxport="0", numpy="2", scipy=None,
-                                    python=None),
-                  calling_convention_version=10, serialization_version=6,
-                  custom_call_targets=(), polymorphic_shapes=None, constraints=None,
-                  lowering_only=False, comparison=Comparison("allclose", 1e-5, 1e-5))
+  return judging.manifest_of_consumer("rank", "serving")
 
 
 def _judged(newest=True, **today):

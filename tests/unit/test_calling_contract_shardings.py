@@ -18,7 +18,6 @@ import _judging as judging
 import jaxport
 from jaxport.export import _mlir
 from jaxport.golden import EntryId
-from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.harness._controller import _update
 from jaxport.harness._judge._artifact import ArtifactFindings, audit_policy
 from jaxport.harness._protocol._answers import (Numerics, ReaderResult, ReplayAnswer, Stage,
@@ -142,14 +141,7 @@ def test_reduced_and_unreduced_axes_are_part_of_the_spec():
 
 
 def _manifest():
-  this = md.version("jax")
-  return Manifest(case_id="step", family="training", platform="cpu",
-                  record_date=datetime.date(2026, 11, 30),
-                  producer=Producer(jax=this, jaxlib=this, jaxport="0", numpy="2", scipy=None,
-                                    python=None),
-                  calling_convention_version=10, serialization_version=6,
-                  custom_call_targets=(), polymorphic_shapes=None, constraints=None,
-                  lowering_only=False, comparison=Comparison("allclose", 1e-5, 1e-5))
+  return judging.manifest_of_consumer("step", "training")
 
 
 def _judged(newest=True, **today):
