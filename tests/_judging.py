@@ -7,6 +7,9 @@ from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.harness._judge import _findings, _release
 from jaxport.harness._judge._status import Policy, status_of
+from jaxport.harness._protocol._answers import (Numerics, ReaderResult, ReplayAnswer, Stage,
+                                                TodayResult)
+from jaxport.harness._protocol._requests import ReplayRequest
 
 CONSUMER = installed_jax_version()
 
@@ -19,6 +22,20 @@ def manifest_of_consumer(case_id: str, family: str) -> Manifest:
                   calling_convention_version=10, serialization_version=6,
                   custom_call_targets=(), polymorphic_shapes=None, constraints=None,
                   lowering_only=False, comparison=Comparison("allclose", 1e-5, 1e-5))
+
+
+def findings_of_today(entry_id, manifest: Manifest, platforms: tuple[str, ...],
+                      newest: bool = True, **today):
+  """The findings of an entry both readers reproduced, lowered for ``platforms``, whose
+  today's export (``today``: the fields of its ``TodayResult``) ran and matched too."""
+  numerics = Numerics(True, True, 0.0)
+  readers = tuple(ReaderResult(r, Stage.COMPARE, numerics=numerics, platforms=platforms,
+                               allowed_targets=()) for r in ("jaxport", "jax"))
+  answer = ReplayAnswer(readers=readers, host=None, seconds=0.0, timings={},
+                        today=TodayResult(available=True, numerics=numerics, **today))
+  request = ReplayRequest("compat_data", entry_id, ("jaxport", "jax"), current=True)
+  return findings(answer, request, entry_id=entry_id, manifest=manifest,
+                  today=datetime.date(2026, 12, 1), window_days=180, newest=newest)
 
 
 # Whether the judge finds one reader's replay read, ran and matched.

@@ -2,6 +2,7 @@
 one: the pytest configuration that opts in, the golden test file and a case module."""
 
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -54,6 +55,14 @@ def recorded_project(root: Path, cases_source: str, today: str, time_limit_s: fl
   done = record_in_child(root, cases_source, today, time_limit_s, **ini)
   assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
   return root
+
+
+def session_with_report(pytester, report_file: Path, today: str, *args: str):
+  """A harness session in ``pytester``'s folder writing its report to ``report_file``; the
+  session's result and the report as JSON."""
+  result = pytester.runpytest("-p", "no:cacheprovider", f"--compat-today={today}",
+                              f"--compat-report={report_file}", *args)
+  return result, json.loads(report_file.read_text())
 
 
 # The start of a case module: what cases need, and one 3x3 float32 input.

@@ -5,13 +5,12 @@
 ``--compat-record`` (what ``jaxport record`` runs) calls both a conflict, ``--compat-update``
 records both anew, and the replay after it passes."""
 
-import json
 import shutil
 import textwrap
 
 import pytest
 
-from _downstream_project import recorded_project
+from _downstream_project import recorded_project, session_with_report
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
@@ -65,10 +64,7 @@ def _changed(pytester, recorded, **platforms):
 
 
 def _run(pytester, tmp_path, name, *args):
-  report_file = tmp_path / f"{name}.json"
-  result = pytester.runpytest("-p", "no:cacheprovider", f"--compat-today={TODAY}",
-                              f"--compat-report={report_file}", *args)
-  return result, json.loads(report_file.read_text())
+  return session_with_report(pytester, tmp_path / f"{name}.json", TODAY, *args)
 
 
 def _by_case(report):

@@ -8,13 +8,12 @@ another jax release as their producer (as one recorded under jax 0.10.2 and repl
 0.12.0.1 does) are judged the same."""
 
 import importlib.metadata as md
-import json
 import shutil
 import textwrap
 
 import pytest
 
-from _downstream_project import STORE, as_another_release, recorded_project
+from _downstream_project import STORE, as_another_release, recorded_project, session_with_report
 from jaxport.golden._store import GoldenStore
 
 pytest_plugins = ["pytester"]
@@ -111,10 +110,7 @@ def _changed(pytester, recorded, changed):
 
 
 def _run(pytester, tmp_path, name, *args):
-  report_file = tmp_path / f"{name}.json"
-  result = pytester.runpytest("-p", "no:cacheprovider", f"--compat-today={TODAY}",
-                              f"--compat-report={report_file}", *args)
-  return result, json.loads(report_file.read_text())
+  return session_with_report(pytester, tmp_path / f"{name}.json", TODAY, *args)
 
 
 def _by_case(report):

@@ -4,7 +4,6 @@ platform added is a ``platforms_added`` warning that fails only under ``--compat
 ``--compat-update`` records a case anew for either. Exports for ``tpu`` and ``cuda`` are lowered
 on the CPU host (cross-platform lowering)."""
 
-import datetime
 import importlib.metadata as md
 
 import jax
@@ -16,9 +15,7 @@ import jaxport
 from jaxport.golden import EntryId
 from jaxport.harness._controller import _update
 from jaxport.harness._judge._artifact import ArtifactFindings, audit_policy
-from jaxport.harness._protocol._answers import (Numerics, ReaderResult, ReplayAnswer, Stage,
-                                                TodayResult)
-from jaxport.harness._protocol._requests import ReplayRequest
+from jaxport.harness._protocol._answers import TodayResult
 from jaxport.harness._worker import _calling
 from jaxport.report import FindingKind as K, Status
 
@@ -67,15 +64,7 @@ def _manifest():
 
 
 def _judged(newest=True, **today):
-  readers = tuple(ReaderResult(r, Stage.COMPARE, numerics=Numerics(True, True, 0.0),
-                               platforms=("cpu", "tpu"), allowed_targets=())
-                  for r in ("jaxport", "jax"))
-  answer = ReplayAnswer(readers=readers, host=None, seconds=0.0, timings={},
-                        today=TodayResult(available=True, numerics=Numerics(True, True, 0.0),
-                                          **today))
-  request = ReplayRequest("compat_data", ENTRY, ("jaxport", "jax"), current=True)
-  return judging.findings(answer, request, entry_id=ENTRY, manifest=_manifest(),
-                          today=datetime.date(2026, 12, 1), window_days=180, newest=newest)
+  return judging.findings_of_today(ENTRY, _manifest(), ("cpu", "tpu"), newest, **today)
 
 
 def test_a_removed_platform_fails_as_a_changed_function_and_is_updated():

@@ -6,7 +6,6 @@ warning that fails only under ``--compat-strict``. The functions are exported ov
 mesh of eight devices, which the ordinary test process needs none of."""
 
 import dataclasses
-import datetime
 import importlib.metadata as md
 
 import jax
@@ -20,9 +19,7 @@ from jaxport.export import _mlir
 from jaxport.golden import EntryId
 from jaxport.harness._controller import _update
 from jaxport.harness._judge._artifact import ArtifactFindings, audit_policy
-from jaxport.harness._protocol._answers import (Numerics, ReaderResult, ReplayAnswer, Stage,
-                                                TodayResult)
-from jaxport.harness._protocol._requests import ReplayRequest
+from jaxport.harness._protocol._answers import TodayResult
 from jaxport.harness._worker import _calling, _sharding_contract
 from jaxport.report import FindingKind as K, Status
 
@@ -145,15 +142,7 @@ def _manifest():
 
 
 def _judged(newest=True, **today):
-  readers = tuple(ReaderResult(r, Stage.COMPARE, numerics=Numerics(True, True, 0.0),
-                               platforms=("cpu",), allowed_targets=())
-                  for r in ("jaxport", "jax"))
-  answer = ReplayAnswer(readers=readers, host=None, seconds=0.0, timings={},
-                        today=TodayResult(available=True, numerics=Numerics(True, True, 0.0),
-                                          **today))
-  request = ReplayRequest("compat_data", ENTRY, ("jaxport", "jax"), current=True)
-  return judging.findings(answer, request, entry_id=ENTRY, manifest=_manifest(),
-                          today=datetime.date(2026, 12, 1), window_days=180, newest=newest)
+  return judging.findings_of_today(ENTRY, _manifest(), ("cpu",), newest, **today)
 
 
 def test_a_donation_removed_warns_fails_when_strict_and_is_updated(base):
