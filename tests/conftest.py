@@ -88,3 +88,15 @@ def fake_harness_run(monkeypatch, tmp_path):
                         lambda cmd, cwd: calls.append((cmd, cwd)) or returncode)
     return calls
   return install
+
+
+@pytest.fixture
+def full_source_file_names():
+  """jax's default for source file names in lowered modules, whole paths: an in-process
+  replay engine of an earlier test leaves the worker's setting, which keeps base names only."""
+  import jax
+  name = "jax_hlo_source_file_canonicalization_regex"
+  saved = getattr(jax.config, name)
+  jax.config.update(name, None)
+  yield
+  jax.config.update(name, saved)

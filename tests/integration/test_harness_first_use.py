@@ -205,8 +205,13 @@ def test_jaxports_commands_do_not_exit_0_when_a_case_module_exits_0(pytester):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode not in (0, 5), (command, done.returncode, done.stdout[-2000:])
     out = done.stdout + done.stderr
-    assert "exited (SystemExit(0))" in out, (command, out[-3000:])
     assert "INTERNALERROR" not in out, command
+    if command[0] == "audit":
+      # audit imports case modules only in its module parser child, for an artifact that
+      # needs them: an empty store has none, and says so.
+      assert "no artifacts found" in out, out[-3000:]
+      continue
+    assert "exited (SystemExit(0))" in out, (command, out[-3000:])
 
 
 def test_a_golden_test_file_that_does_not_exist_is_a_usage_error_naming_it(pytester):

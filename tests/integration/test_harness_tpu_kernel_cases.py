@@ -50,6 +50,7 @@ def test_each_lowering_only_sibling_runs_the_tpu_cases_function_on_its_inputs():
       s for s, *_, tolerance, _ in _tpu_kernels._KERNELS if tolerance is not None}
 
 
+@pytest.mark.usefixtures("full_source_file_names")
 def test_a_shipped_kernels_payload_names_its_file_relative_to_site_packages():
   case = repository.case("tpu_lowering_kernel_matmul_f32")
   args, _ = case.make_inputs()

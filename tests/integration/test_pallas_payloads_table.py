@@ -10,6 +10,7 @@ import types
 import json
 
 import jax
+import pytest
 import numpy as np
 
 from _harness_paths import ROOT
@@ -40,6 +41,7 @@ def _payload(file_name: str, extra: str = ""):
   return payload
 
 
+@pytest.mark.usefixtures("full_source_file_names")
 def test_a_planted_change_is_named_and_another_install_path_is_not_a_change():
   here = _payload("/venv-a/lib/python3.11/site-packages/kernels/doubled.py")
   moved = _payload("/opt/venv-b/lib/python3.13/site-packages/kernels/doubled.py")
