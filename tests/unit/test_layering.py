@@ -603,6 +603,26 @@ def _vocabulary_names(tree: ast.AST) -> set[str]:
   return names
 
 
+# Calls that read with a member rather than choose it (``counts.get(Status.WARN, 0)``).
+_READING_CALLS = frozenset({"get", "index", "count", "has", "has_any", "__contains__",
+                            "isinstance", "sorted", "max", "min"})
+
+
+def _vocabulary_kind(name: str, tree: ast.AST) -> str:
+  """``Status`` or ``FindingKind``: which vocabulary ``name`` (itself or an alias) is."""
+  if name in JUDGED:
+    return name
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and any(
+        isinstance(t, ast.Name) and t.id == name for t in node.targets):
+      return node.value.id
+    if isinstance(node, ast.ImportFrom):
+      for a in node.names:
+        if a.asname == name:
+          return a.name
+  return name
+
+
 def verdict_choices(source: str, where: str) -> list[str]:
   """Where ``source`` builds a ``Finding`` or chooses a ``Status`` or ``FindingKind``
   member: returns it, assigns it, passes it as a keyword or a dict's value. Reading one
@@ -615,8 +635,18 @@ def verdict_choices(source: str, where: str) -> list[str]:
   for node in ast.walk(tree):
     if isinstance(node, ast.Call):
       f = node.func
-      if (f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)) == "Finding":
+      called = f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)
+      if called == "Finding":
         found.append(f"{where}:{node.lineno}: builds a Finding")
+      if (isinstance(f, ast.Name) and f.id in names and node.args
+          and isinstance(node.args[0], ast.Constant)):
+        found.append(f"{where}:{node.lineno}: chooses {f.id}({node.args[0].value!r})")
+      if called not in _READING_CALLS:
+        for arg in node.args:
+          if (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name)
+              and arg.value.id in names and arg.attr.isupper()
+              and _vocabulary_kind(arg.value.id, tree) == "Status"):
+            found.append(f"{where}:{node.lineno}: chooses {arg.value.id}.{arg.attr}")
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
             and node.value.id in names and node.attr.isupper()):
       continue
@@ -649,7 +679,10 @@ def test_only_the_judge_builds_a_finding_or_chooses_a_status_or_kind():
     "K = FindingKind\nfound = dataclasses.replace(found, kind=K.NUMERICS_DRIFT)",
     "record = {'status': Status.WARN}",
     "from jaxport._vocabulary import Status as S\nverdict = S.FAIL",
-], ids=["a finding", "a returned status", "a kind by an alias", "a dict value", "an import alias"])
+    "outcome = outcome.with_status(Status.FAIL)",
+    "status = Status('fail')",
+], ids=["a finding", "a returned status", "a kind by an alias", "a dict value", "an import alias",
+        "a status passed positionally", "a status from a literal"])
 def test_the_judge_rule_catches_a_planted_choice(planted):
   assert verdict_choices(planted, "planted.py"), planted
 
@@ -661,7 +694,9 @@ def test_the_judge_rule_catches_a_planted_choice(planted):
     "shown = {Status.PASS: 'ok', Status.FAIL: 'PROBLEM'}",
     "status = Status(d['status'])",
     "finding = Finding.from_json(d)",
-], ids=["a comparison", "membership", "a query", "a display key", "from JSON", "a finding read"])
+    "warned = counts.get(Status.WARN, 0)",
+], ids=["a comparison", "membership", "a query", "a display key", "from JSON", "a finding read",
+        "a count read"])
 def test_the_judge_rule_lets_reading_and_displaying_be(read):
   assert verdict_choices(read, "read.py") == []
 
