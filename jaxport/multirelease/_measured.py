@@ -19,22 +19,13 @@ from jaxport._vocabulary import FindingKind, Subject
 from jaxport.errors import JaxportError, PrivatePathError, ReportError
 from jaxport.golden import EntryId, GoldenStore
 from jaxport.multirelease._native import skip_reason, unregistered_kernel
-from jaxport.harness._judge._release_runs import judge_row
+from jaxport.harness._judge._release_runs import judge_report_entry, judge_row
 from jaxport.releases import MeasuredRun, read_measured, write_measured
 from jaxport.releases._measured import updating
 from jaxport.report import load_report
 
 logger = logging.getLogger(__name__)
 
-# What a consumer on the release would meet is what the release's own reader (jax's, the
-# harness's reference reader) found: a break, changed numerics, or a blob it read only after
-# jaxport rewrote it. jaxport's reader, today's lowering, the entry's age and the project's
-# policy say nothing of it; a worker that failed (the project's modules did not load, a crash)
-# measured nothing, and neither did a replay of an entry whose own files did not read (a golden
-# data error: nothing was deserialized or called).
-RELEASE_READER = "jax"
-_NOT_RUNNING = frozenset({FindingKind.COMPATIBILITY_BREAK, FindingKind.UPGRADED,
-                          FindingKind.NUMERICS_CHANGE})
 _DETAIL_CHARS = 300
 
 
@@ -99,12 +90,6 @@ def _remember(project: Path, store: GoldenStore, version: str,
   return kept
 
 
-def not_run(entry, platform: str) -> bool:
-  """Whether a report's entry was only read: a lowering-only entry, or one of another platform
-  than the run's (its numerics need that platform's device)."""
-  return bool(entry.lowering_only) or entry.platform != platform
-
-
 def verdicts_of_report(report_path: Path, version: str
                        ) -> dict[str, tuple[bool, str] | None]:
   """Entry id -> (runs, detail) from a harness report of a replay under ``version``, judged by
@@ -115,22 +100,8 @@ def verdicts_of_report(report_path: Path, version: str
   skipped = _kernel_skips(report, version)
   out: dict[str, tuple[bool, str] | None] = {}
   for e in report.entries:
-    if not_run(e, report.platform):
-      # Read, not run (lowering-only, or an accelerator's entry in a run on another
-      # platform): whether it runs there was not measured.
-      out[str(e.entry_id)] = None
-      continue
-    # A checker that raised judged nothing of the outputs: whether they reproduced is unknown.
-    if str(e.entry_id) in skipped or RELEASE_READER not in report.readers or any(
-        f.subject is Subject.WORKER
-        or f.kind in (FindingKind.GOLDEN_DATA_ERROR, FindingKind.CHECKER_ERROR)
-        for f in e.findings):
-      out[str(e.entry_id)] = None
-      continue
-    bad = [f for f in e.findings if f.subject is Subject.READER and f.reader == RELEASE_READER
-           and f.kind in _NOT_RUNNING]
-    out[str(e.entry_id)] = ((False, f"[{bad[0].kind}] {bad[0].message}") if bad
-                       else (True, f"replayed by the harness under jax {version}"))
+    out[str(e.entry_id)] = (None if str(e.entry_id) in skipped else
+                            judge_report_entry(e, report.platform, report.readers, version))
   return out
 
 
