@@ -218,6 +218,15 @@ def _by_id(items: Any, key: str = "entry_id") -> dict[str, Any]:
   return {x[key]: x for x in items or () if isinstance(x, Mapping) and key in x}
 
 
+def covered(crosscheck: Mapping[str, Any], replay: Mapping[str, Any]) -> bool:
+  """Whether a target's entries cover it: each replayed well, and each was cross-checked
+  against the CPU or skipped there with its reason (a VJP case, judged by its replay), at
+  least one of them cross-checked."""
+  checks = list(crosscheck.values())
+  return ("pass" in checks and all(v in ("pass", "skipped") for v in checks)
+          and all(v in ("pass", "drift") for v in replay.values()))
+
+
 def _target_rows(platform: str, entries: Sequence[Entry], cross: Mapping[str, Any],
                  replayed: Mapping[str, Any], check: Mapping[str, Any] | None,
                  record: Mapping[str, Any] | None, filtered: bool) -> list[dict[str, Any]]:
@@ -236,9 +245,7 @@ def _target_rows(platform: str, entries: Sequence[Entry], cross: Mapping[str, An
                            "crosscheck": {i: cross.get(i, {}).get("status") for i in ids},
                            "replay": {i: replayed.get(i, {}).get("status") for i in ids}}
     if ids:
-      good = all(v == "pass" for v in row["crosscheck"].values()) and all(
-          v in ("pass", "drift") for v in row["replay"].values())
-      row["status"] = "covered" if good else "failed"
+      row["status"] = "covered" if covered(row["crosscheck"], row["replay"]) else "failed"
     elif target in unreachable:
       row.update(status="unreachable", reason=unreachable[target])
     else:
