@@ -100,3 +100,19 @@ def full_source_file_names():
   jax.config.update(name, None)
   yield
   jax.config.update(name, saved)
+
+
+@pytest.fixture
+def reference_reader_raising(monkeypatch):
+  """``raising(message)``: from then on jax's reader (the reference) raises
+  ``ValueError(message)`` reading any blob, and jaxport's reads as before."""
+  from jaxport.harness._worker import _reference as api
+  real = api.deserialize
+
+  def raising(message: str) -> None:
+    def read(blob, *, reader=api.PRIMARY):
+      if reader == api.REFERENCE:
+        raise ValueError(message)
+      return real(blob, reader=reader)
+    monkeypatch.setattr(api, "deserialize", read)
+  return raising

@@ -16,22 +16,9 @@ from jaxport.harness import Case, random_matrix
 from jaxport.harness._worker import _gradients, _recording
 
 from test_golden_store import make_manifest
+from test_jaxcompat_custom_rules import smooth, soft
 
 
-@jax.custom_vjp
-def soft(x):
-  return jnp.sin(x)
-
-
-soft.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (g * jnp.cos(x),))
-
-
-@jax.custom_jvp
-def smooth(x):
-  return jnp.tanh(x)
-
-
-smooth.defjvp(lambda p, t: (jnp.tanh(p[0]), t[0]))
 
 
 def _floats():

@@ -75,17 +75,9 @@ def test_an_entry_a_reader_cannot_use_is_refused_naming_it_and_its_whole_error(m
   assert f"ValueError: {VERIFIER}" in text
 
 
-def test_a_readers_error_past_the_bound_is_cut_with_a_marker(monkeypatch):
+def test_a_readers_error_past_the_bound_is_cut_with_a_marker(reference_reader_raising):
   n = 3 * _limits.MAX_ERROR_LINES
-  long = "verifier errors:\n" + "\n".join(f"\terror {i}" for i in range(n))
-  real = _api.deserialize
-
-  def read(blob, *, reader=_api.PRIMARY):
-    if reader == _api.REFERENCE:
-      raise ValueError(long)
-    return real(blob, reader=reader)
-
-  monkeypatch.setattr(_api, "deserialize", read)
+  reference_reader_raising("verifier errors:\n" + "\n".join(f"\terror {i}" for i in range(n)))
   with pytest.raises(RecordingError) as e:
     _recording.record_case(_case(), DAY)
   text = str(e.value)

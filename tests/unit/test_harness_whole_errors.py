@@ -37,20 +37,13 @@ def engine():
   replay.close()
 
 
-def _failed_replay(engine, monkeypatch, message: str):
+def _failed_replay(engine, raising, message: str):
   """The judged entry, as the report keeps it, of a replay whose jax reader raised
   ``ValueError(message)`` reading a small entry of this repository."""
   store = GoldenStore(ROOT / "compat_data")
   entry = next(e for e in store.entries(platform="cpu")
                if e.entry_id.case_id == "kwargs_pytree").snapshot()
-  real = _api.deserialize
-
-  def read(blob, *, reader=_api.PRIMARY):
-    if reader == _api.REFERENCE:
-      raise ValueError(message)
-    return real(blob, reader=reader)
-
-  monkeypatch.setattr(_api, "deserialize", read)
+  raising(message)
   m = entry.manifest
   results = tuple(engine._read(r, entry.blob(), entry.inputs(), entry.expected_outputs(), m,
                                _module_reads.ModuleReads(), None) for r in _api.readers())
@@ -67,8 +60,8 @@ def _reader_message(outcome) -> str:
 
 
 def test_a_multi_line_error_is_whole_in_the_report_and_the_page_and_one_line_in_the_summary(
-    engine, monkeypatch):
-  outcome = _failed_replay(engine, monkeypatch, "\n".join(VERIFIER_LINES))
+    engine, reference_reader_raising):
+  outcome = _failed_replay(engine, reference_reader_raising, "\n".join(VERIFIER_LINES))
   assert outcome.status is Status.FAIL
   message = _reader_message(outcome)
   assert message.endswith("ValueError: " + "\n".join(VERIFIER_LINES))
@@ -81,10 +74,11 @@ def test_a_multi_line_error_is_whole_in_the_report_and_the_page_and_one_line_in_
                      "(--compat-report) and its page (jaxport report render)]"]
 
 
-def test_an_error_past_the_bound_is_cut_with_a_marker_in_the_report(engine, monkeypatch):
+def test_an_error_past_the_bound_is_cut_with_a_marker_in_the_report(engine,
+                                                                    reference_reader_raising):
   n = 2 * _limits.MAX_ERROR_LINES
   lines = [VERIFIER_LINES[0]] + [f"\terror {i}" for i in range(n)]
-  message = _reader_message(_failed_replay(engine, monkeypatch, "\n".join(lines)))
+  message = _reader_message(_failed_replay(engine, reference_reader_raising, "\n".join(lines)))
   kept = message.splitlines()
   assert len(kept) == _limits.MAX_ERROR_LINES + 1
   assert "\terror 0" in kept and f"\terror {n - 1}" not in message
