@@ -31,11 +31,15 @@ def _lean_child_pytest_sessions():
 
 @pytest.fixture
 def pytester(pytester, monkeypatch):
-  """pytest's own, its sessions given ``CHILD_PYTEST_OPTIONS`` too (it clears PYTEST_ADDOPTS).
+  """pytest's own, its sessions given ``CHILD_PYTEST_OPTIONS`` too (it clears PYTEST_ADDOPTS),
+  their workers writing no bytecode.
 
   Its folder is on ``sys.path`` for the sessions run in this process, as the working folder is
   for ``python -m pytest`` started there: a project's case modules import from it alike."""
   monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_PYTEST_OPTIONS)
+  # A test rewrites its project's case module within a second of a session that imported it:
+  # the sessions' workers write no bytecode that could hide the change.
+  monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
   pytester.syspathinsert()
   return pytester
 

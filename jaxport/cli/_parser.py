@@ -33,10 +33,11 @@ import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import jaxport
 from jaxport import _limits, errors
+from jaxport._isolation._preloaded import start_module
 from jaxport._isolation._process import (LIFELINE_FLAG, PARENT_PID_ENV, OverMemory, exit_text,
                                          readline, signal_name, stop)
 from jaxport.errors import (JaxportError, ModuleCrashError, ModuleMemoryError, ModuleParserError,
@@ -132,6 +133,9 @@ class ModuleParser:
     self._ready = False
     self._stderr = None
     self._lifeline: int | None = None
+    # This side of the pipes the child reads its requests from and writes its answers to.
+    self._requests: IO[str] | None = None
+    self._answers: IO[bytes] | None = None
     self._cannot_start: ModuleParserError | None = None
     self._artifact: tuple[str, float] | None = None  # the artifact being read, its deadline
     self._imports: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
@@ -249,22 +253,30 @@ class ModuleParser:
       return
     self._discard()
     env = dict(os.environ)
-    # The child imports the jaxport this process runs, wherever that is.
-    here = str(Path(jaxport.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     env[PARENT_PID_ENV] = str(os.getpid())
     self._stderr = tempfile.TemporaryFile(mode="w+b")
     read_end, self._lifeline = os.pipe()
+    requests_read, requests_write = os.pipe()
+    answers_read, answers_write = os.pipe()
     try:
-      self._proc = subprocess.Popen(
-          [sys.executable, "-m", CHILD_MODULE, LIFELINE_FLAG, str(read_end),
-           *(a for m in self._imports[0] for a in (IMPORT_FLAG, m)),
-           *(a for p in self._imports[1] for a in (PATH_FLAG, p)),
-           *((SOURCE_FLAG, self._source) if self._source else ())],
-          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-          pass_fds=(read_end,))
+      self._proc = start_module(
+          CHILD_MODULE, [LIFELINE_FLAG, str(read_end),
+                         *(a for m in self._imports[0] for a in (IMPORT_FLAG, m)),
+                         *(a for p in self._imports[1] for a in (PATH_FLAG, p)),
+                         *((SOURCE_FLAG, self._source) if self._source else ())],
+          # The child imports the jaxport this process runs, wherever that is.
+          env=env, paths=(str(Path(jaxport.__file__).resolve().parents[1]),),
+          stdin=requests_read, stdout=answers_write, stderr=self._stderr.fileno(),
+          pass_fds=(read_end,), preload=(CHILD_MODULE,))
+    except BaseException:
+      os.close(requests_write)
+      os.close(answers_read)
+      raise
     finally:
-      os.close(read_end)
+      for fd in (read_end, requests_read, answers_write):
+        os.close(fd)
+    self._requests = os.fdopen(requests_write, "w", encoding="utf-8")
+    self._answers = os.fdopen(answers_read, "rb", buffering=0)
     self._ready = False
     self.starts += 1
     if self.starts == 1:
@@ -275,7 +287,7 @@ class ModuleParser:
 
   def _wait_ready(self) -> None:
     """Wait for the child's first line, which says it has imported what it needs."""
-    line = readline(self._proc, self.start_timeout_s)
+    line = readline(self._proc, self.start_timeout_s, channel=self._answers)
     ready = _json_line(line) if line else {}
     if ready.get("ready"):
       self._ready = True
@@ -312,12 +324,12 @@ class ModuleParser:
     self._stderr.seek(0, os.SEEK_END)
     stderr_from = self._stderr.tell()
     try:
-      proc.stdin.write(json.dumps(payload) + "\n")
-      proc.stdin.flush()
+      self._requests.write(json.dumps(payload) + "\n")
+      self._requests.flush()
     except (BrokenPipeError, OSError):
       line = ""
     else:
-      line = readline(proc, left, self.max_rss_bytes)
+      line = readline(proc, left, self.max_rss_bytes, channel=self._answers)
     if isinstance(line, OverMemory):
       self._kill()
       raise ModuleMemoryError(
@@ -400,9 +412,17 @@ class ModuleParser:
     return self._stderr.read().decode("utf-8", "replace")
 
   def _cut_lifeline(self) -> None:
+    """Close this side of the child's lifeline and of its request and answer pipes."""
     if self._lifeline is not None:
       os.close(self._lifeline)
       self._lifeline = None
+    for pipe in (self._requests, self._answers):
+      if pipe is not None:
+        try:
+          pipe.close()
+        except OSError:  # what was left unwritten: the child is gone
+          pass
+    self._requests = self._answers = None
 
   def _discard(self) -> None:
     """Forget a child that ended (its pipes and stderr file)."""
@@ -417,7 +437,7 @@ class ModuleParser:
   def close(self) -> None:
     """Stop the child: its input closes and it exits (killed if it does not, within 30 s)."""
     if self._proc is not None:
-      stop(self._proc)
+      stop(self._proc, requests=self._requests)
       self._proc = None
     self._discard()
 

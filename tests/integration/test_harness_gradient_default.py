@@ -85,10 +85,8 @@ def project(tmp_path_factory):
 
 
 @pytest.fixture
-def copy(project, pytester, monkeypatch):
+def copy(project, pytester):
   """The recorded project in pytester's folder, its case module rewritten by ``change``."""
-  # The case module is rewritten within a second; stale bytecode must not hide the change.
-  monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
   shutil.copytree(project, pytester.path, dirs_exist_ok=True)
 
   def change(**edits: str) -> GoldenStore:

@@ -94,18 +94,18 @@ def test_the_worker_collects_garbage_less_often_and_never_rescans_start_up(monke
   assert _worker.GC_YOUNG_THRESHOLD > 2000
 
 
-def test_a_cold_replay_worker_is_started_with_the_cold_start_flag(monkeypatch, tmp_path):
-  started: list[list[str]] = []
+def test_a_cold_replay_worker_is_started_fresh_with_the_cold_start_flag(monkeypatch, tmp_path):
+  started: list[tuple[list[str], object]] = []
 
-  class _Popen:
-    def __init__(self, argv, **kwargs):
-      started.append(argv)
-      self.pid = 1
+  def start_module(module, args, **kwargs):
+    started.append((list(args), kwargs["preload"]))
 
-  monkeypatch.setattr(_worker_client.subprocess, "Popen", _Popen)
+  monkeypatch.setattr(_worker_client, "start_module", start_module)
   for cold_start in (False, True):
     client = _worker_client.WorkerClient(Project(case_modules=(), store=str(tmp_path)),
                                   cold_start=cold_start)
     client._start()
     client._close_pipes()
-  assert [_worker_client.COLD_START_FLAG in argv for argv in started] == [False, True]
+  assert [_worker_client.COLD_START_FLAG in argv for argv, _ in started] == [False, True]
+  # A warm worker is forked with the worker's modules loaded; a cold one is a fresh process.
+  assert [preload for _, preload in started] == [_worker_client.WORKER_PRELOAD, None]

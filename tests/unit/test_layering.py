@@ -508,6 +508,7 @@ def test_the_reference_reader_imports_jax_export_and_is_imported_only_by_the_har
 PATH_EDITORS = {
     "jaxport.cli._relower": "the --project's paths, while audit imports and lowers its cases",
     "jaxport.cli._project": "sys.path restored after pytest read the --project's configuration",
+    "jaxport._isolation._preloaded_parent": "a forked child's sys.path, as its PYTHONPATH gives it",
 }
 PATH_EDITS = ("sys.path.append", "sys.path.insert", "sys.path[", "sys.path.remove",
               "sys.path.extend", "sys.path +=")

@@ -31,7 +31,6 @@ import itertools
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,13 +42,15 @@ from jaxport._isolation._process import LIFELINE_FLAG, OverMemory
 from jaxport._isolation._process import PARENT_PID_ENV as _PARENT_PID_ENV
 from jaxport._isolation._process import kill_group, stop
 from jaxport._isolation._process import readline as _readline
+from jaxport._isolation._preloaded import start_module
 from jaxport.errors import WorkerAnswerError
 from jaxport.golden._entry_id import EntryId
 from jaxport.harness._devices import FORCE_DEVICES_FLAG, worker_environment
 from jaxport.harness._protocol._answers import (Answer, FailureKind, WireAnswer, WorkerFailure,
                                                 load_answer, malformed)
 from jaxport.harness._protocol._command import (ANSWER_FD_FLAG, COLD_START_FLAG,
-                                                REQUEST_FD_FLAG, STAGE_FD_FLAG, WORKER_MODULE)
+                                                REQUEST_FD_FLAG, STAGE_FD_FLAG, WORKER_MODULE,
+                                                WORKER_PRELOAD)
 from jaxport.harness._protocol._requests import Request, dump_request
 from jaxport.harness._protocol._stage_marks import read_marks
 
@@ -166,9 +167,6 @@ class WorkerClient:
 
   def _start(self) -> None:
     env = worker_environment(self.platform, dict(os.environ))
-    # The project's case modules import from where the session's pytest found them.
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (*self.project.paths, env.get("PYTHONPATH")) if p)
     if self.num_devices > 1:
       flag = f"{FORCE_DEVICES_FLAG}={self.num_devices}"
       env["XLA_FLAGS"] = " ".join(f for f in (env.get("XLA_FLAGS", ""), flag) if f)
@@ -191,17 +189,21 @@ class WorkerClient:
     try:
       # stdout and stderr both go to one file: what the worker's code prints is kept there
       # (and quoted with the request it was printed under), never read as an answer.
-      self._proc = subprocess.Popen(
-          [sys.executable, "-m", WORKER_MODULE, "--project",
-           json.dumps(self.project.to_json()), *flags, LIFELINE_FLAG, str(read_end),
-           REQUEST_FD_FLAG, str(requests_read), ANSWER_FD_FLAG, str(answers_write),
-           STAGE_FD_FLAG, str(self._stages.fileno())],
-          cwd=self.project.root or Path.cwd(),
-          env=env, stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
+      # The project's case modules import from where the session's pytest found them.
+      self._proc = start_module(
+          WORKER_MODULE, ["--project", json.dumps(self.project.to_json()), *flags,
+                          LIFELINE_FLAG, str(read_end), REQUEST_FD_FLAG, str(requests_read),
+                          ANSWER_FD_FLAG, str(answers_write), STAGE_FD_FLAG,
+                          str(self._stages.fileno())],
+          env=env, paths=self.project.paths, cwd=self.project.root or Path.cwd(),
           pass_fds=(read_end, requests_read, answers_write, self._stages.fileno()),
+          stdout=self._stderr.fileno(), stderr=self._stderr.fileno(),
           # Its own process group: what case code forks dies with it (kill_group), and a
           # Ctrl-C at the terminal reaches the session, which stops its workers itself.
-          start_new_session=True)
+          new_session=True,
+          # A cold replay's worker is a fresh interpreter; an accelerator's opens the
+          # machine's runtime as a fresh one does.
+          preload=WORKER_PRELOAD if self.platform == "cpu" and not self.cold_start else None)
     except BaseException:
       os.close(answers_read)
       os.close(requests_write)

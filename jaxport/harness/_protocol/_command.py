@@ -3,8 +3,17 @@ it passes, which the worker's argument parser reads."""
 
 from __future__ import annotations
 
+from jaxport._isolation._preloaded import IF_PRESENT
+
 # Run with ``python -m``: the worker package's ``__main__``.
 WORKER_MODULE = "jaxport.harness._worker"
+# What a worker imports before it serves, which a CPU run's workers are forked with, imported
+# once per session process (``jaxport._isolation._preloaded``): the worker's modules, and
+# where it is installed the SciPy module jaxlib's LAPACK kernels come from, which a worker
+# registers before its first replay (``IF_PRESENT``: where it imports).
+WORKER_PRELOAD = ("jaxport.harness._worker._main", "jaxport.harness._worker._engine",
+                  "jaxport.harness._worker._jax_setup", "jaxport.harness._worker._process_state",
+                  IF_PRESENT + "scipy.linalg.cython_lapack")
 COLD_START_FLAG = "--cold-start"
 ANSWER_FD_FLAG = "--answer-fd"
 # The read end of the pipe the requests come on (never stdin, which case code may read).

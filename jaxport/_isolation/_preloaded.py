@@ -1,0 +1,268 @@
+"""Start a ``python -m MODULE`` child forked from a parent that imported the module's
+dependencies once (``_preloaded_parent``), instead of a fresh interpreter that imports them
+again: a harness session, and a test process running many sessions, start many workers, each
+of which would spend about a second importing jax.
+
+What the child gets is what ``subprocess.Popen`` would have given it: its arguments, its
+environment, its working folder, ``sys.path`` from its ``PYTHONPATH``, standard input from
+``/dev/null``, standard output and error to one file, the descriptors it is passed at the
+same numbers, a session of its own. One parent serves every child of one interpreter,
+preload list and environment (but for ``PYTHONPATH``, which the child applies itself, and
+variables nothing reads on import, which pytest changes per test); a
+parent is started on first use and lives as long as the process that started it.
+
+A child is started fresh with ``subprocess.Popen`` instead whenever forking cannot give it
+the same start: the parent cannot start or died, it refuses a child whose ``sys.path`` would
+import one of its modules from another file, or the process that started it has forked
+since. Only the standard library is imported here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from typing import Sequence
+
+from jaxport._environment import PARENT_PID_ENV
+
+log = logging.getLogger(__name__)
+
+PARENT_MODULE = "jaxport._isolation._preloaded_parent"
+# Marks a preloaded module the parent imports only where it imports (an optional dependency).
+IF_PRESENT = "?"
+# Seconds to wait for a parent to import its modules and fork a child.
+START_TIMEOUT_S = 300.0
+# Variables the preloaded modules (jax, numpy, jaxport) never read while they import, which
+# pytest changes from one test to the next: one parent serves a test process's sessions.
+_NOT_READ_ON_IMPORT = frozenset({"HOME", "USERPROFILE", "PYTEST_CURRENT_TEST",
+                                 "PYTEST_DEBUG_TEMPROOT"})
+_NO_CHILD = "the preloading parent forked no child: "
+# What a parent answers for a child it will not fork (a module would come from another file).
+_REFUSED = _NO_CHILD + "refused"
+# The length prefix of a request (``_preloaded_parent.HEADER``): eight bytes, big-endian.
+_HEADER_BYTES = 8
+
+
+def _readline(sock: socket.socket, timeout_s: float | None) -> bytes | None:
+  """One line from ``sock`` (without its end), or None at end of file or on timeout."""
+  sock.settimeout(timeout_s)
+  data = bytearray()
+  try:
+    while not data.endswith(b"\n"):
+      chunk = sock.recv(1)
+      if not chunk:
+        return None
+      data += chunk
+  except (TimeoutError, socket.timeout, OSError):
+    return None
+  return bytes(data[:-1])
+
+
+class PreloadedChild:
+  """A forked child as far as the harness uses ``subprocess.Popen``: its ``pid``,
+  ``returncode``, :meth:`poll`, :meth:`wait` and :meth:`kill`. Its status comes from the
+  parent that reaped it."""
+
+  def __init__(self, pid: int, status: socket.socket, args: list[str]) -> None:
+    self.pid = pid
+    self.args = args
+    self.returncode: int | None = None
+    self._status = status
+    self._lock = threading.Lock()
+
+  def _read_status(self, timeout_s: float | None) -> None:
+    with self._lock:
+      if self.returncode is not None:
+        return
+      line = _readline(self._status, timeout_s)
+      if line is None:
+        if timeout_s is not None and self._status_open():
+          return
+        # The parent died first: the child died with it (its parent-death signal) or is an
+        # orphan whose status nobody can read; it is taken as killed.
+        self.returncode = -signal.SIGKILL
+      elif line.startswith(b"exit "):
+        self.returncode = int(line.split()[1])
+      else:
+        self.returncode = -signal.SIGKILL
+      self._status.close()
+
+  def _status_open(self) -> bool:
+    """Whether the status socket may still carry the exit (not at end of file)."""
+    try:
+      self._status.settimeout(0)
+      return self._status.recv(1, socket.MSG_PEEK) != b""
+    except (BlockingIOError, TimeoutError, socket.timeout):
+      return True
+    except OSError:
+      return False
+
+  def poll(self) -> int | None:
+    self._read_status(0.0)
+    return self.returncode
+
+  def wait(self, timeout: float | None = None) -> int:
+    self._read_status(timeout)
+    if self.returncode is None:
+      raise subprocess.TimeoutExpired(self.args, timeout)
+    return self.returncode
+
+  def kill(self) -> None:
+    if self.poll() is None:
+      try:
+        os.kill(self.pid, signal.SIGKILL)
+      except ProcessLookupError:
+        pass
+
+  def send_signal(self, sig: int) -> None:
+    if self.poll() is None:
+      try:
+        os.kill(self.pid, sig)
+      except ProcessLookupError:
+        pass
+
+
+class _Parent:
+  """One started parent process and the socket its children are asked for on."""
+
+  def __init__(self, preload: Sequence[str], env: dict[str, str]) -> None:
+    required = [m for m in preload if not m.startswith(IF_PRESENT)]
+    optional = [m[len(IF_PRESENT):] for m in preload if m.startswith(IF_PRESENT)]
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    self._stderr = tempfile.TemporaryFile()
+    try:
+      self.proc = subprocess.Popen(
+          [sys.executable, "-m", PARENT_MODULE, "--socket-fd", str(theirs.fileno()),
+           "--preload", ",".join(required), "--preload-if-present", ",".join(optional)],
+          env=env, stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
+          pass_fds=(theirs.fileno(),), start_new_session=True)
+    finally:
+      theirs.close()
+    self.sock = mine
+    self.owner = os.getpid()
+    self.ready = False
+    self.lock = threading.Lock()
+
+  def why_not(self) -> str:
+    """The parent's exit and last output, for the log."""
+    self._stderr.seek(0, os.SEEK_END)
+    self._stderr.seek(max(0, self._stderr.tell() - 2000))
+    return f"exit {self.proc.poll()}: {self._stderr.read().decode('utf-8', 'replace')}"
+
+  def fork(self, request: bytes, fds: Sequence[int]) -> tuple[int, socket.socket] | str:
+    """Ask for a child; its pid and status socket, or why there is none."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+      with self.lock:
+        if not self.ready:
+          if _readline(self.sock, START_TIMEOUT_S) != b"ready":
+            return f"the preloading parent did not start ({self.why_not()})"
+          self.ready = True
+        socket.send_fds(self.sock, [len(request).to_bytes(_HEADER_BYTES, "big")],
+                        [theirs.fileno(), *fds])
+        self.sock.sendall(request)
+    except OSError as e:
+      mine.close()
+      return f"the preloading parent cannot be asked ({e})"
+    finally:
+      theirs.close()
+    line = _readline(mine, START_TIMEOUT_S)
+    if line is None or not line.startswith(b"pid "):
+      mine.close()
+      why = line.decode("utf-8", "replace") if line else f"no answer ({self.why_not()})"
+      return f"{_NO_CHILD}{why}"
+    return int(line.split()[1]), mine
+
+  def close(self) -> None:
+    self.sock.close()
+    self._stderr.close()
+
+
+_parents: dict[tuple, _Parent] = {}
+_broken: set[tuple] = set()
+_parents_lock = threading.Lock()
+
+
+def _parent_for(preload: tuple[str, ...], env: dict[str, str]) -> tuple[tuple, _Parent | None]:
+  key = (sys.executable, preload, tuple(sorted(env.items())))
+  with _parents_lock:
+    parent = _parents.get(key)
+    if parent is not None and parent.owner != os.getpid():
+      parent = None  # a forked copy of this process: the parent answers the original
+      _parents.pop(key)
+    if parent is None and key not in _broken:
+      try:
+        parent = _parents[key] = _Parent(preload, env)
+      except OSError as e:
+        log.info("no preloading parent (%s): children start fresh", e)
+        _broken.add(key)
+    return key, parent
+
+
+def start_module(module: str, args: Sequence[str], *, env: dict[str, str],
+                 paths: Sequence[str] = (), cwd: str | os.PathLike | None = None,
+                 pass_fds: Sequence[int] = (), stdin: int | None = None, stdout: int,
+                 stderr: int, new_session: bool = False,
+                 preload: Sequence[str] | None) -> subprocess.Popen | PreloadedChild:
+  """Start ``python -m module args``: forked from a parent that imported ``preload`` where it
+  can be, else fresh (``preload`` None: always fresh; a name marked ``IF_PRESENT`` is
+  imported where it imports). Its stdin is the descriptor ``stdin``
+  (``/dev/null`` when None), its stdout and stderr ``stdout`` and ``stderr``, in the folder
+  ``cwd`` (this process's when None), in a session of its own with ``new_session``. ``env`` is
+  its environment but for ``paths``, which go before ``env``'s ``PYTHONPATH``; where ``env``
+  names the process that started it (``PARENT_PID_ENV``), a forked child gets its parent's
+  id there, the process whose death ends it. The caller closes its copies of the
+  descriptors once this returns, as with ``subprocess.Popen``."""
+  cwd = os.fspath(cwd) if cwd is not None else os.getcwd()
+  python_path = os.pathsep.join(p for p in (*paths, env.get("PYTHONPATH")) if p)
+  child_env = dict(env)
+  if python_path:
+    child_env["PYTHONPATH"] = python_path
+  command = [sys.executable, "-m", module, *args]
+  if preload is not None:
+    base_env = {k: v for k, v in env.items()
+                if k != PARENT_PID_ENV and k not in _NOT_READ_ON_IMPORT}
+    key, parent = _parent_for(tuple(preload), base_env)
+    if parent is not None:
+      forked_env = dict(child_env)
+      if PARENT_PID_ENV in forked_env:
+        forked_env[PARENT_PID_ENV] = str(parent.proc.pid)
+      request = json.dumps({
+          "module": module, "args": list(args), "env": forked_env, "cwd": cwd,
+          "paths": [os.fspath(p) for p in paths], "pass_fds": list(pass_fds),
+          "new_session": new_session}).encode()
+      null = os.open(os.devnull, os.O_RDONLY) if stdin is None else None
+      try:
+        got = parent.fork(request, [stdin if null is None else null, stdout, stderr, *pass_fds])
+      finally:
+        if null is not None:
+          os.close(null)
+      if not isinstance(got, str):
+        pid, status = got
+        return PreloadedChild(pid, status, command)
+      if not got.startswith(_REFUSED):
+        with _parents_lock:
+          _broken.add(key)
+          if _parents.get(key) is parent:
+            _parents.pop(key).close()
+      log.info("%s: the child starts fresh", got)
+  return subprocess.Popen(command, cwd=cwd, env=child_env,
+                          stdin=subprocess.DEVNULL if stdin is None else stdin,
+                          stdout=stdout, stderr=stderr, pass_fds=tuple(pass_fds),
+                          start_new_session=new_session)
+
+
+def stop_parents() -> None:
+  """Close every parent this process started (each exits on its own once asked no more)."""
+  with _parents_lock:
+    for parent in _parents.values():
+      if parent.owner == os.getpid():
+        parent.close()
+    _parents.clear()

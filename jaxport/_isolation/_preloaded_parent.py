@@ -1,0 +1,291 @@
+"""``python -m jaxport._isolation._preloaded_parent``: a process that imports a child's modules
+once and forks a child per request, so that each child starts with them loaded instead of
+importing jax anew (about a second of CPU a child on two cores).
+
+The process that started it (``_preloaded``) asks on the socket it was given (``--socket-fd``)
+with a length-prefixed JSON request and, as ancillary data, the file descriptors the child
+gets: the socket the child's status goes back on, its standard streams, and
+the descriptors it passes (kept at the numbers they have in the asking process, which the
+child's command line names), after its stdin, stdout and stderr. Unless a module this process imported
+would come from another file in the child (``refused NAME`` on its status socket), the
+child is forked at once; it leaves nothing of this process
+open but its standard streams, starts a session of its own when asked, takes the asked
+environment, working folder, ``sys.path`` and ``sys.argv``, and runs its module as
+``python -m`` would. Its status socket carries ``pid N`` once it runs and ``exit CODE`` (as
+``subprocess`` gives it: negative for a signal) once this process reaped it.
+
+This process imports only its preloads: it never starts jax's backends, so that a forked
+child starts them itself, with the device count its own environment asks for. It exits when
+the asking process closes the socket (that process died or is done), leaving its children
+to their own lifelines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import fcntl
+import gc
+import importlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import traceback
+import types
+import warnings
+from typing import NamedTuple, NoReturn
+
+# The request's length prefix: eight bytes, big-endian.
+HEADER = struct.Struct(">Q")
+# The most descriptors one request passes, and the most bytes its JSON holds.
+MAX_FDS = 16
+MAX_REQUEST_BYTES = 16 << 20
+# A line this process writes to its starter's socket once its preloads are imported.
+READY = b"ready\n"
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
+  """``size`` bytes from ``sock``, or None at end of file."""
+  chunks = []
+  while size:
+    chunk = sock.recv(min(size, 1 << 20))
+    if not chunk:
+      return None
+    chunks.append(chunk)
+    size -= len(chunk)
+  return b"".join(chunks)
+
+
+def _receive(sock: socket.socket) -> tuple[dict, list[int]] | None:
+  """One request and its descriptors; None when the starter closed the socket."""
+  head, fds, _flags, _addr = socket.recv_fds(sock, HEADER.size, MAX_FDS)
+  if not head:
+    for fd in fds:
+      os.close(fd)
+    return None
+  if len(head) < HEADER.size:
+    rest = _recv_exactly(sock, HEADER.size - len(head))
+    if rest is None:
+      return None
+    head += rest
+  (size,) = HEADER.unpack(head)
+  if size > MAX_REQUEST_BYTES:
+    raise ValueError(f"a request of {size} bytes, past {MAX_REQUEST_BYTES}")
+  body = _recv_exactly(sock, size)
+  if body is None:
+    return None
+  return json.loads(body), fds
+
+
+def _place(fds: list[int], targets: list[int]) -> None:
+  """Put each received descriptor at its target number, inheritable, closing the received
+  numbers: first above every number in play, so that no move closes one yet to be moved."""
+  high = max([*fds, *targets, 2]) + 1
+  moved = []
+  for fd in set(fds):
+    moved.append((fd, fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, high)))
+    os.close(fd)
+  at = dict(moved)
+  for fd, target in zip(fds, targets):
+    os.dup2(at[fd], target, inheritable=True)
+  for _, fd in moved:
+    os.close(fd)
+
+
+def _shadowed(search_path: list[str]) -> str | None:
+  """A module this process imported that a child with ``search_path`` as ``sys.path`` would
+  import from another file (a project folder holding a module of the same name), which a
+  forked child cannot: the module's name, or None."""
+  for name, module in list(sys.modules.items()):
+    spec = getattr(module, "__spec__", None)
+    if "." in name or spec is None or not spec.has_location or not spec.origin:
+      continue
+    try:
+      found = importlib.machinery.PathFinder.find_spec(name, search_path)
+    except (ImportError, ValueError, OSError):
+      return name
+    if found is not None and found.origin and found.origin != spec.origin:
+      return name
+  return None
+
+
+def _search_path(request: dict) -> list[str]:
+  return [request["cwd"], *request["paths"], *sys.path[1:]]
+
+
+class _Forked(NamedTuple):
+  """In a forked child: the code of the module it runs and the namespace it runs in."""
+  code: types.CodeType
+  namespace: dict
+
+
+def _become(request: dict, fds: list[int], own: list[socket.socket | int]) -> _Forked:
+  """In the forked child: become the asked process, ready to run its module as ``python -m``
+  would (``sys.modules["__main__"]`` the module's namespace); a failure here ends it, with
+  its traceback and status 1."""
+  try:
+    signal.set_wakeup_fd(-1)
+    # Closed through their objects, which would otherwise close the numbers again once
+    # collected, by then the child's own descriptors.
+    for item in own:
+      if isinstance(item, socket.socket):
+        item.close()
+      else:
+        os.close(item)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    status, *streams = fds
+    os.close(status)
+    if request.get("new_session"):
+      os.setsid()
+    _place(streams, [0, 1, 2, *request["pass_fds"]])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    sys.path[:] = _search_path(request)
+    sys.argv = [request["module"], *request["args"]]
+    spec = importlib.util.find_spec(request["module"])
+    if spec is not None and spec.submodule_search_locations is not None:
+      spec = importlib.util.find_spec(request["module"] + ".__main__")
+    if spec is None or spec.loader is None:
+      raise ImportError(f"no module named {request['module']!r} to run")
+    main_module = types.ModuleType("__main__")
+    main_module.__dict__.update(__file__=spec.origin, __cached__=spec.cached,
+                                __loader__=spec.loader, __package__=spec.parent,
+                                __spec__=spec, __builtins__=builtins)
+    sys.argv[0] = spec.origin or sys.argv[0]
+    sys.modules["__main__"] = main_module
+    return _Forked(spec.loader.get_code(spec.name), main_module.__dict__)
+  except BaseException:  # noqa: BLE001  (as the interpreter would: the traceback, status 1)
+    traceback.print_exc()
+    _exit_flushed(1)
+
+
+def _exit_status(e: SystemExit) -> int:
+  """The status the interpreter exits with for ``e``, printing a message it carries."""
+  if e.code is None:
+    return 0
+  if isinstance(e.code, int):
+    return e.code
+  print(e.code, file=sys.stderr)
+  return 1
+
+
+def _exit_flushed(code: int) -> NoReturn:
+  for stream in (sys.stdout, sys.stderr):
+    try:
+      stream.flush()
+    except Exception:  # noqa: BLE001
+      pass
+  os._exit(code)
+
+
+def _returncode(status: int) -> int:
+  return os.waitstatus_to_exitcode(status)
+
+
+def serve(sock: socket.socket) -> _Forked | None:
+  """Fork a child per request until the starter closes ``sock`` (None); in a forked child,
+  what it runs."""
+  woken, wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+  signal.set_wakeup_fd(wake)
+  signal.signal(signal.SIGCHLD, lambda *_: None)
+  children: dict[int, socket.socket] = {}
+  sock.sendall(READY)
+  while True:
+    ready, _, _ = select.select([sock, woken], [], [])
+    if woken in ready:
+      try:
+        while os.read(woken, 512):
+          pass
+      except BlockingIOError:
+        pass
+    while children:
+      pid, status = os.waitpid(-1, os.WNOHANG)
+      if pid == 0:
+        break
+      channel = children.pop(pid, None)
+      if channel is not None:
+        try:
+          channel.sendall(b"exit %d\n" % _returncode(status))
+        except OSError:
+          pass
+        channel.close()
+    if sock not in ready:
+      continue
+    received = _receive(sock)
+    if received is None:
+      return None
+    request, fds = received
+    shadowed = _shadowed(_search_path(request))
+    if shadowed is not None:
+      channel = socket.socket(fileno=fds[0])
+      for fd in fds[1:]:
+        os.close(fd)
+      try:
+        channel.sendall(b"refused %s\n" % shadowed.encode())
+      except OSError:
+        pass
+      channel.close()
+      continue
+    for stream in (sys.stdout, sys.stderr):
+      stream.flush()
+    with warnings.catch_warnings():
+      # Python 3.12 and newer warn of forking a process with threads; numpy's BLAS pool is
+      # the only other thread here, and it is fork-safe.
+      warnings.simplefilter("ignore", DeprecationWarning)
+      pid = os.fork()
+    if pid == 0:
+      return _become(request, fds, [sock, woken, wake, *children.values()])
+    channel = socket.socket(fileno=fds[0])
+    for fd in fds[1:]:
+      os.close(fd)
+    try:
+      channel.sendall(b"pid %d\n" % pid)
+    except OSError:
+      pass
+    children[pid] = channel
+
+
+def main(argv: list[str] | None = None) -> _Forked | None:
+  parser = argparse.ArgumentParser(prog="python -m jaxport._isolation._preloaded_parent")
+  parser.add_argument("--socket-fd", type=int, required=True, metavar="FD",
+                      help="the socket requests come on")
+  parser.add_argument("--preload", default="", metavar="MODULES",
+                      help="comma-separated modules to import before the first fork")
+  parser.add_argument("--preload-if-present", default="", metavar="MODULES",
+                      help="comma-separated modules to import too where they import")
+  args = parser.parse_args(argv)
+  sock = socket.socket(fileno=args.socket_fd)
+  os.set_inheritable(args.socket_fd, False)
+  for name in filter(None, args.preload.split(",")):
+    importlib.import_module(name)
+  for name in filter(None, args.preload_if_present.split(",")):
+    try:
+      importlib.import_module(name)
+    except ImportError:
+      pass
+  # What the children share unchanged stays shared: the collector never touches it here.
+  gc.collect()
+  gc.freeze()
+  return serve(sock)
+
+
+if __name__ == "__main__":
+  _forked = main()
+  if _forked is not None:
+    # A forked child runs its module from this frame: its stacks (a crash's, a traceback)
+    # read as a fresh interpreter's, one frame deeper.
+    try:
+      exec(_forked.code, _forked.namespace)
+      _exit_flushed(0)
+    except SystemExit as _exit:
+      _exit_flushed(_exit_status(_exit))
+    except BaseException:  # noqa: BLE001  (as the interpreter would: the traceback, status 1)
+      traceback.print_exc()
+      _exit_flushed(1)

@@ -1,0 +1,132 @@
+"""A child forked from a preloading parent starts as ``subprocess.Popen`` would have started
+it: its arguments, environment, folder, ``sys.path``, standard streams, passed descriptors,
+session and exit status; and where forking cannot give it that start, it starts fresh."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import tempfile
+
+import pytest
+
+from jaxport._environment import PARENT_PID_ENV
+from jaxport._isolation import _preloaded
+
+PROBE = """
+import json, os, sys
+state = {
+    "argv": sys.argv[1:], "cwd": os.getcwd(), "marker": os.environ.get("PROBE_MARKER"),
+    "path_head": sys.path[:2], "stdin": sys.stdin.read(), "session_leader": os.getsid(0) == os.getpid(),
+    "preloaded": "json" in sys.modules and "email.parser" in sys.modules,
+    "main": __name__, "parent_env": os.environ.get("%s"),
+}
+os.write(int(sys.argv[1]), b"passed\\n")
+print(json.dumps(state))
+if sys.argv[2] == "signal":
+    sys.stdout.flush()
+    os.kill(os.getpid(), 15)
+sys.exit(int(sys.argv[2]) if sys.argv[2].isdigit() else 0)
+""" % PARENT_PID_ENV
+
+
+@pytest.fixture
+def project(tmp_path):
+  (tmp_path / "probe_child.py").write_text(PROBE)
+  (tmp_path / "work").mkdir()
+  return tmp_path
+
+
+def _start(project, status, preload=("json", "email.parser"), **env):
+  out = tempfile.TemporaryFile()
+  read_end, write_end = os.pipe()
+  try:
+    child = _preloaded.start_module(
+        "probe_child", [str(write_end), status],
+        env={**os.environ, "PROBE_MARKER": "m1", PARENT_PID_ENV: str(os.getpid()), **env},
+        paths=(str(project),), cwd=project / "work", pass_fds=(write_end,),
+        stdout=out.fileno(), stderr=out.fileno(), new_session=True, preload=preload)
+  finally:
+    os.close(write_end)
+  code = child.wait(timeout=60)
+  with os.fdopen(read_end, "rb") as passed:
+    assert passed.read() == b"passed\n"
+  out.seek(0)
+  text = out.read().decode()
+  try:
+    state = json.loads(text.splitlines()[0])
+  except (ValueError, IndexError):
+    state = None
+  return child, code, state, text
+
+
+def test_a_forked_child_starts_as_a_fresh_one_would(project):
+  child, code, state, _ = _start(project, "3")
+  assert isinstance(child, _preloaded.PreloadedChild)
+  assert code == 3 and child.poll() == 3
+  assert state["argv"][1:] == ["3"]
+  assert state["cwd"] == str(project / "work")
+  assert state["marker"] == "m1"
+  # ``python -m`` puts the working folder first, then PYTHONPATH's folders.
+  assert state["path_head"] == [str(project / "work"), str(project)]
+  assert state["stdin"] == ""
+  assert state["session_leader"] and state["preloaded"] and state["main"] == "__main__"
+  # It dies with the parent that forked it, the process it names as its parent.
+  assert state["parent_env"] != str(os.getpid())
+  assert int(state["parent_env"]) == _preloaded._parents[next(iter(_preloaded._parents))].proc.pid
+
+
+def test_a_child_killed_by_a_signal_reads_as_popen_gives_it(project):
+  child, code, state, _ = _start(project, "signal")
+  assert isinstance(child, _preloaded.PreloadedChild)
+  assert code == -signal.SIGTERM and state["marker"] == "m1"
+
+
+def test_one_parent_serves_the_children_of_one_environment(project):
+  _start(project, "0")
+  before = dict(_preloaded._parents)
+  _start(project, "0", PYTEST_CURRENT_TEST="another test")
+  assert _preloaded._parents == before
+  _start(project, "0", JAX_ENABLE_X64="1")  # read on import: another parent
+  assert len(_preloaded._parents) == len(before) + 1
+
+
+def test_a_module_preloaded_where_present_may_be_missing(project):
+  child, code, state, _ = _start(
+      project, "0", preload=("json", "email.parser", _preloaded.IF_PRESENT + "no_such_module"))
+  assert isinstance(child, _preloaded.PreloadedChild)
+  assert code == 0 and state["preloaded"]
+
+
+def test_a_child_whose_path_shadows_a_preloaded_module_starts_fresh(project, caplog):
+  (project / "json").mkdir()
+  (project / "json" / "__init__.py").write_text("dumps = lambda obj: 'shadowed'\n")
+  with caplog.at_level(logging.INFO, logger=_preloaded.__name__):
+    child, code, _, text = _start(project, "0")
+  assert not isinstance(child, _preloaded.PreloadedChild) and code == 0
+  assert "shadowed" in text
+  assert "refused json" in caplog.text
+
+
+def test_a_parent_that_cannot_preload_leaves_children_to_start_fresh(project, caplog):
+  with caplog.at_level(logging.INFO, logger=_preloaded.__name__):
+    child, code, state, _ = _start(project, "0", preload=("no_such_module_anywhere",))
+  assert not isinstance(child, _preloaded.PreloadedChild)
+  assert code == 0 and state["marker"] == "m1"
+  assert "did not start" in caplog.text and "no_such_module_anywhere" in caplog.text
+  # Not asked again: the next child of that environment starts fresh at once.
+  child, _, _, _ = _start(project, "0", preload=("no_such_module_anywhere",))
+  assert not isinstance(child, _preloaded.PreloadedChild)
+
+
+@pytest.fixture(autouse=True)
+def _own_parents():
+  """Each test starts and stops its own parents."""
+  _preloaded.stop_parents()
+  _preloaded._broken.clear()
+  yield
+  _preloaded.stop_parents()
+  _preloaded._broken.clear()
+
