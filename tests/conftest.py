@@ -1,6 +1,7 @@
 """Fixtures shared across the suite: the reference (``jax.export``) and jaxport side by side."""
 
 import os
+import sys
 
 import jax.export
 import pytest
@@ -32,14 +33,15 @@ def _lean_child_pytest_sessions():
 @pytest.fixture
 def pytester(pytester, monkeypatch):
   """pytest's own, its sessions given ``CHILD_PYTEST_OPTIONS`` too (it clears PYTEST_ADDOPTS),
-  their workers writing no bytecode.
+  neither they nor their workers writing bytecode.
 
   Its folder is on ``sys.path`` for the sessions run in this process, as the working folder is
   for ``python -m pytest`` started there: a project's case modules import from it alike."""
   monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_PYTEST_OPTIONS)
   # A test rewrites its project's case module within a second of a session that imported it:
-  # the sessions' workers write no bytecode that could hide the change.
+  # neither this process nor the sessions' workers write bytecode that could hide the change.
   monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+  monkeypatch.setattr(sys, "dont_write_bytecode", True)
   pytester.syspathinsert()
   return pytester
 
