@@ -42,7 +42,7 @@ START_TIMEOUT_S = 300.0
 # Variables the preloaded modules (jax, numpy, jaxport) never read while they import, which
 # pytest changes from one test to the next: one parent serves a test process's sessions.
 _NOT_READ_ON_IMPORT = frozenset({"HOME", "USERPROFILE", "PYTEST_CURRENT_TEST",
-                                 "PYTEST_DEBUG_TEMPROOT"})
+                                 "PYTEST_DEBUG_TEMPROOT", "PY_COLORS"})
 _NO_CHILD = "the preloading parent forked no child: "
 # What a parent answers for a child it will not fork (a module would come from another file).
 _REFUSED = _NO_CHILD + "refused"
@@ -190,7 +190,10 @@ _broken: set[tuple] = set()
 _parents_lock = threading.Lock()
 
 
-def _parent_for(preload: tuple[str, ...], env: dict[str, str]) -> tuple[tuple, _Parent | None]:
+def _parent_for(preload: tuple[str, ...], env: dict[str, str],
+                python_path: str | None) -> tuple[tuple, _Parent | None]:
+  """The parent for ``preload`` and ``env`` (without PYTHONPATH), started with
+  ``python_path`` if none runs."""
   key = (sys.executable, preload, tuple(sorted(env.items())))
   with _parents_lock:
     parent = _parents.get(key)
@@ -199,7 +202,8 @@ def _parent_for(preload: tuple[str, ...], env: dict[str, str]) -> tuple[tuple, _
       _parents.pop(key)
     if parent is None and key not in _broken:
       try:
-        parent = _parents[key] = _Parent(preload, env)
+        started = dict(env, PYTHONPATH=python_path) if python_path else env
+        parent = _parents[key] = _Parent(preload, started)
       except OSError as e:
         log.info("no preloading parent (%s): children start fresh", e)
         _broken.add(key)
@@ -227,16 +231,18 @@ def start_module(module: str, args: Sequence[str], *, env: dict[str, str],
     child_env["PYTHONPATH"] = python_path
   command = [sys.executable, "-m", module, *args]
   if preload is not None:
+    # PYTHONPATH is the child's to apply: the parent checks that the modules it imported
+    # come from the same files on the child's path.
     base_env = {k: v for k, v in env.items()
-                if k != PARENT_PID_ENV and k not in _NOT_READ_ON_IMPORT}
-    key, parent = _parent_for(tuple(preload), base_env)
+                if k not in (PARENT_PID_ENV, "PYTHONPATH") and k not in _NOT_READ_ON_IMPORT}
+    key, parent = _parent_for(tuple(preload), base_env, env.get("PYTHONPATH"))
     if parent is not None:
       forked_env = dict(child_env)
       if PARENT_PID_ENV in forked_env:
         forked_env[PARENT_PID_ENV] = str(parent.proc.pid)
       request = json.dumps({
           "module": module, "args": list(args), "env": forked_env, "cwd": cwd,
-          "paths": [os.fspath(p) for p in paths], "pass_fds": list(pass_fds),
+          "paths": [p for p in python_path.split(os.pathsep) if p], "pass_fds": list(pass_fds),
           "new_session": new_session}).encode()
       null = os.open(os.devnull, os.O_RDONLY) if stdin is None else None
       try:

@@ -115,8 +115,22 @@ def _shadowed(search_path: list[str]) -> str | None:
   return None
 
 
+def _own_path_entries() -> set[str]:
+  """The folders this process's PYTHONPATH put on ``sys.path``, made absolute as Python does."""
+  text = os.environ.get("PYTHONPATH") or ""
+  return {os.path.abspath(p) for p in text.split(os.pathsep) if p}
+
+
+# ``sys.path`` past the working folder and this process's PYTHONPATH: the standard library,
+# site-packages and what their ``.pth`` files add, which a child's path ends with too.
+_SITE_PATH: list[str] = []
+
+
 def _search_path(request: dict) -> list[str]:
-  return [request["cwd"], *request["paths"], *sys.path[1:]]
+  """The ``sys.path`` a fresh ``python -m`` would start with: the working folder, the
+  child's PYTHONPATH folders (absolute, against its working folder), then the site's."""
+  cwd = request["cwd"]
+  return [cwd, *(os.path.join(cwd, p) for p in request["paths"]), *_SITE_PATH]
 
 
 class _Forked(NamedTuple):
@@ -263,6 +277,8 @@ def main(argv: list[str] | None = None) -> _Forked | None:
   args = parser.parse_args(argv)
   sock = socket.socket(fileno=args.socket_fd)
   os.set_inheritable(args.socket_fd, False)
+  own = _own_path_entries()
+  _SITE_PATH[:] = [p for p in sys.path[1:] if p not in own]
   for name in filter(None, args.preload.split(",")):
     importlib.import_module(name)
   for name in filter(None, args.preload_if_present.split(",")):

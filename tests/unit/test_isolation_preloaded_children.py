@@ -19,7 +19,7 @@ PROBE = """
 import json, os, sys
 state = {
     "argv": sys.argv[1:], "cwd": os.getcwd(), "marker": os.environ.get("PROBE_MARKER"),
-    "path_head": sys.path[:2], "stdin": sys.stdin.read(), "session_leader": os.getsid(0) == os.getpid(),
+    "path_head": sys.path[:2], "path": sys.path, "stdin": sys.stdin.read(), "session_leader": os.getsid(0) == os.getpid(),
     "preloaded": "json" in sys.modules and "email.parser" in sys.modules,
     "main": __name__, "parent_env": os.environ.get("%s"),
 }
@@ -89,6 +89,10 @@ def test_one_parent_serves_the_children_of_one_environment(project):
   before = dict(_preloaded._parents)
   _start(project, "0", PYTEST_CURRENT_TEST="another test")
   assert _preloaded._parents == before
+  # Another PYTHONPATH: the same parent, the child's own path.
+  child, _, state, _ = _start(project, "0", PYTHONPATH=str(project / "elsewhere"))
+  assert isinstance(child, _preloaded.PreloadedChild) and _preloaded._parents == before
+  assert str(project / "elsewhere") in state["path"]
   _start(project, "0", JAX_ENABLE_X64="1")  # read on import: another parent
   assert len(_preloaded._parents) == len(before) + 1
 
