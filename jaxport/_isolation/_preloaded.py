@@ -14,7 +14,8 @@ parent is started on first use and lives as long as the process that started it.
 A child is started fresh with ``subprocess.Popen`` instead whenever forking cannot give it
 the same start: the parent cannot start or died, it refuses a child whose ``sys.path`` would
 import one of its modules from another file, or the process that started it has forked
-since. Only the standard library is imported here.
+since; and on systems other than Linux, where forking a process that loaded native libraries
+(macOS's system frameworks) is not safe. Only the standard library is imported here.
 """
 
 from __future__ import annotations
@@ -230,7 +231,8 @@ def start_module(module: str, args: Sequence[str], *, env: dict[str, str],
   if python_path:
     child_env["PYTHONPATH"] = python_path
   command = [sys.executable, "-m", module, *args]
-  if preload is not None:
+  # Linux only: elsewhere forking a process that loaded native libraries is not safe to do.
+  if preload is not None and sys.platform.startswith("linux"):
     # PYTHONPATH is the child's to apply: the parent checks that the modules it imported
     # come from the same files on the child's path.
     base_env = {k: v for k, v in env.items()

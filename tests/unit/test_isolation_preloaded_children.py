@@ -134,3 +134,10 @@ def _own_parents():
   _preloaded.stop_parents()
   _preloaded._broken.clear()
 
+
+
+def test_off_linux_every_child_starts_fresh(project, monkeypatch):
+  monkeypatch.setattr(_preloaded.sys, "platform", "darwin")
+  child, code, state, _ = _start(project, "0")
+  assert not isinstance(child, _preloaded.PreloadedChild) and not _preloaded._parents
+  assert code == 0 and state["marker"] == "m1"
