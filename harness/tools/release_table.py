@@ -59,6 +59,7 @@ if __package__ in (None, ""):
 from harness.tools._reader_samples import sample_blobs
 from jaxport.multirelease import _envs
 from harness.tools._release_scripts import MEASURE_SCRIPT, PROBE_SCRIPT
+from jaxport._files import write_replacing
 from jaxport._vocabulary import PLATFORMS
 from jaxport.custom_calls import _registry
 from jaxport.releases import _table
@@ -289,9 +290,7 @@ def measure_one(python: Path, targets: list[str], samples: dict[str, Any]) -> di
 
 def _write(doc: dict[str, Any], path: Path) -> None:
   _table.parse(doc, str(path))   # never write what the loader would refuse
-  tmp = path.with_suffix(".json.tmp")
-  tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-  tmp.replace(path)
+  write_replacing(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
 
 
 def _release_modules(store: Path):
