@@ -43,7 +43,10 @@ START_TIMEOUT_S = 300.0
 # Variables the preloaded modules (jax, numpy, jaxport) never read while they import, which
 # pytest changes from one test to the next: one parent serves a test process's sessions.
 _NOT_READ_ON_IMPORT = frozenset({"HOME", "USERPROFILE", "PYTEST_CURRENT_TEST",
-                                 "PYTEST_DEBUG_TEMPROOT", "PY_COLORS"})
+                                 "PYTEST_DEBUG_TEMPROOT", "PY_COLORS",
+                                 # XLA reads it when a backend starts, which happens in the
+                                 # child (the host device count of a multi-device worker).
+                                 "XLA_FLAGS"})
 _NO_CHILD = "the preloading parent forked no child: "
 # What a parent answers for a child it will not fork (a module would come from another file).
 _REFUSED = _NO_CHILD + "refused"

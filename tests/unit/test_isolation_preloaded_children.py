@@ -93,6 +93,9 @@ def test_one_parent_serves_the_children_of_one_environment(project):
   child, _, state, _ = _start(project, "0", PYTHONPATH=str(project / "elsewhere"))
   assert isinstance(child, _preloaded.PreloadedChild) and _preloaded._parents == before
   assert str(project / "elsewhere") in state["path"]
+  # XLA reads its flags when a backend starts, in the child: the same parent.
+  _start(project, "0", XLA_FLAGS="--xla_force_host_platform_device_count=8")
+  assert _preloaded._parents == before
   _start(project, "0", JAX_ENABLE_X64="1")  # read on import: another parent
   assert len(_preloaded._parents) == len(before) + 1
 
