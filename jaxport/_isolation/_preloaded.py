@@ -32,6 +32,7 @@ import threading
 from typing import Sequence
 
 from jaxport._environment import PARENT_PID_ENV
+from jaxport._isolation._preloaded_parent import HEADER, READY
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +51,6 @@ _NOT_READ_ON_IMPORT = frozenset({"HOME", "USERPROFILE", "PYTEST_CURRENT_TEST",
 _NO_CHILD = "the preloading parent forked no child: "
 # What a parent answers for a child it will not fork (a module would come from another file).
 _REFUSED = _NO_CHILD + "refused"
-# The length prefix of a request (``_preloaded_parent.HEADER``): eight bytes, big-endian.
-_HEADER_BYTES = 8
 
 
 def _readline(sock: socket.socket, timeout_s: float | None) -> bytes | None:
@@ -166,10 +165,10 @@ class _Parent:
     try:
       with self.lock:
         if not self.ready:
-          if _readline(self.sock, START_TIMEOUT_S) != b"ready":
+          if _readline(self.sock, START_TIMEOUT_S) != READY.rstrip(b"\n"):
             return f"the preloading parent did not start ({self.why_not()})"
           self.ready = True
-        socket.send_fds(self.sock, [len(request).to_bytes(_HEADER_BYTES, "big")],
+        socket.send_fds(self.sock, [HEADER.pack(len(request))],
                         [theirs.fileno(), *fds])
         self.sock.sendall(request)
     except OSError as e:
