@@ -72,3 +72,9 @@ def export_hlo_shardings(named: Sequence[Any], avals: Sequence[Any]) -> tuple[An
   if not EXPORT_RECORDS_HLO_SHARDINGS:
     return (None,) * len(named)
   return tuple(None if s is None else s._to_xla_hlo_sharding(a.ndim) for s, a in zip(named, avals))
+
+
+def replicated_hlo_sharding_proto() -> bytes:
+  """A replicated sharding as the serialized OpSharding proto older envelopes stored."""
+  from jax._src.lib import xla_client  # local: only building such an envelope needs it
+  return xla_client.HloSharding.replicate().to_proto().SerializeToString()

@@ -25,8 +25,9 @@ from jaxport.cli import _harness_run, _with_jax
 from jaxport.harness._judge._expectations import load_table
 from jaxport.errors import JaxportError
 from jaxport.multirelease._bisect import releases_in
-from jaxport.multirelease import _envs, _matrix, _producers
+from jaxport.multirelease import _matrix, _producers
 from jaxport.multirelease._envs import PYTHON_311, python_need
+from jaxport.multirelease._with_jax import runs_jaxport
 
 # The Python a CI job of a release sets up: the one the release installs on.
 _CI_PYTHON = {PYTHON_311: "3.11"}
@@ -93,7 +94,7 @@ def cells(versions: list[str], shards: int, out: str) -> list[Cell]:
   found = []
   for v in versions:
     python = _CI_PYTHON.get(python_need(v), _NEWEST_CI_PYTHON)
-    if shards == 1 or not _with_jax.runs_jaxport(v):
+    if shards == 1 or not runs_jaxport(v):
       found.append(Cell(v, python, None, f"{out}/jax-{v}.json"))
       continue
     found += [Cell(v, python, f"{i}/{shards}", f"{out}/jax-{v}-shard-{i}-of-{shards}.json")
@@ -126,11 +127,8 @@ def run(args, extra) -> int:
   for cell in planned:
     extra = [f"--compat-shard={cell.shard}"] if cell.shard else []
     try:
-      code = _with_jax.run(
-          "replay", version=cell.jax, platform="cpu", report=cell.report, project=project,
-          extra=extra, pytest_command=lambda python, report, extra=extra:
-          _harness_run.pytest_command("replay", platform="cpu", report=report, project=project,
-                                      extra=extra, python=python))
+      code = _with_jax.run_in("replay", version=cell.jax, platform="cpu", report=cell.report,
+                              extra=extra, project=project)
       verdicts[(cell.jax, cell.shard)] = "passed" if code == 0 else f"failed (exit {code})"
     except JaxportError as e:  # this release cannot be set up here; the others still run
       verdicts[(cell.jax, cell.shard)] = f"not run: {e}"
@@ -147,7 +145,7 @@ def producer_consumers(args, config) -> dict[str, str]:
       raise JaxportError("matrix --expected-releases: the project names no expected-status table "
                          "(jaxport_expectations); name the releases with --releases")
     versions += [v for v in load_table(config.expectations).releases if v not in versions]
-  consumers = {v: str(_envs.ensure_venv(v)) for v in versions}
+  consumers = _producers.consumer_pythons(versions)
   if args.current:
     consumers[installed_jax_version()] = sys.executable
   if not consumers:

@@ -194,8 +194,10 @@ def _locked(d: Path, wait: bool = True) -> Iterator[bool]:
 
 
 def ensure_venv(version: str, root: str | os.PathLike | None = None,
-                extra: Sequence[str] = (), owner: str | None = None) -> Path:
-  """The python of a ready environment of jax ``version`` holding ``extra`` too, built if needed.
+                extra: Sequence[str] = (), owner: str | None = None,
+                base: str | None = None) -> Path:
+  """The python of a ready environment of jax ``version`` holding ``extra`` too, built if needed
+  (with the base Python ``base``, by default the one :func:`find_python` finds).
 
   ``owner`` (a project's folder) names whose environment it is: building a new one for an owner
   removes that owner's earlier environments of the release (made for other requirements, or
@@ -204,7 +206,7 @@ def ensure_venv(version: str, root: str | os.PathLike | None = None,
   python = d / "bin" / "python"
   if is_ready(version, root, extra):
     return python
-  base = find_python(version)  # Before removing anything: a missing Python fails first.
+  base = base or find_python(version)  # Before removing anything: a missing Python fails first.
   tool = installer()
   reqs = [*requirements(version), *extra]
   with _locked(d):

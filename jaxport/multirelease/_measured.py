@@ -2,31 +2,57 @@
 
 A harness replay under a release jaxport runs on (its report) and a replay by an older
 release's own ``jax.export`` (the release replayer's rows) both say, per entry, whether the
-entry's blob loaded, ran and reproduced there; :mod:`jaxport.releases._measured` keeps that,
-and ``runs_on`` takes it over the release table's prediction.
+entry's blob loaded, ran and reproduced there. This writes that into the project's measurements
+(whose file :mod:`jaxport.releases._measured` reads), and ``runs_on`` takes it over the release
+table's prediction.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
+import json
 import logging
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from jaxport._files import holding_lock, write_replacing
 from jaxport._jaxcompat._version import JAXPORT_VERSION
 from jaxport._vocabulary import FindingKind, Subject
 from jaxport.errors import JaxportError, PrivatePathError, ReportError
 from jaxport.golden import EntryId, GoldenStore
 from jaxport.multirelease._native import skip_reason, unregistered_kernel
 from jaxport.harness._judge._release_runs import judge_report_entry, judge_row
-from jaxport.releases import MeasuredRun, read_measured, write_measured
-from jaxport.releases._measured import updating
+from jaxport.releases import MeasuredRun, MeasuredRuns, read_measured
+from jaxport.releases._measured import checked_path
 from jaxport.report import load_report
 
 logger = logging.getLogger(__name__)
 
 _DETAIL_CHARS = 300
+
+
+def write_measured(project_root: str | os.PathLike, measured: MeasuredRuns,
+                   cache_dir: str | os.PathLike | None = None) -> Path:
+  """Write the project's measurements whole (to a temporary file of its own, then renamed)."""
+  path = checked_path(project_root, cache_dir)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  text = json.dumps(measured.to_json(), indent=1, sort_keys=True) + "\n"
+  write_replacing(path, text.encode(), private=True)
+  return path
+
+
+@contextlib.contextmanager
+def updating(project_root: str | os.PathLike,
+             cache_dir: str | os.PathLike | None = None) -> Iterator[None]:
+  """Hold the project's measurements for one read, change and write (another process
+  replaying the same project waits); a link at the lock file is refused, never followed."""
+  path = checked_path(project_root, cache_dir)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  with holding_lock(path.with_name(f".{path.name}.lock")):
+    yield
 
 
 def _blob_sha256(store: GoldenStore, entry_id: str) -> str | None:

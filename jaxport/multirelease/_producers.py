@@ -20,7 +20,7 @@ from typing import Any
 
 from jaxport.errors import GoldenDataError
 from jaxport.golden._entry_id import EntryId
-from jaxport.multirelease import _matrix, _replay
+from jaxport.multirelease import _envs, _matrix, _replay
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +39,11 @@ def select_entries(root: Path, platform: str, current_build_only: bool) -> list[
         continue
     ids.append(str(EntryId.from_folder(manifest.parent)))
   return ids
+
+
+def consumer_pythons(versions: list[str]) -> dict[str, str]:
+  """Each consumer release's interpreter (version -> its python), its environment built."""
+  return {v: str(_envs.ensure_venv(v)) for v in versions}
 
 
 def measure(consumers: Mapping[str, str], root: Path, entry_ids: list[str], today: datetime.date,

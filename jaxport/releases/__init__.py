@@ -26,7 +26,6 @@ from jaxport.releases._measured import MeasuredRun as MeasuredRun
 from jaxport.releases._measured import MeasuredRuns as MeasuredRuns
 from jaxport.releases._measured import measured_path as measured_path
 from jaxport.releases._measured import read_measured as read_measured
-from jaxport.releases._measured import write_measured as write_measured
 from jaxport.releases._runs_on import ArtifactFeatures as ArtifactFeatures
 from jaxport.releases._runs_on import Limit as Limit
 from jaxport.releases._runs_on import RunsOn as RunsOn

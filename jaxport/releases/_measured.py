@@ -16,17 +16,15 @@ naming the link: nothing is read or written through it).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
-import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from jaxport import _json
-from jaxport._files import holding_lock, refuse_links, write_replacing
+from jaxport._files import refuse_links
 from jaxport._records import Strict
 from jaxport.errors import JaxportError, ReleaseTableError
 from jaxport.releases._version_text import parse_version
@@ -138,7 +136,7 @@ def measured_path(project_root: str | os.PathLike,
   return Path(project_root) / MEASURED_FILE
 
 
-def _checked_path(project_root: str | os.PathLike,
+def checked_path(project_root: str | os.PathLike,
                   cache_dir: str | os.PathLike | None) -> Path:
   """:func:`measured_path`, refused (``PrivatePathError``) where its folder, or one between it
   and the project's root, is a link."""
@@ -151,29 +149,8 @@ def read_measured(project_root: str | os.PathLike,
                   cache_dir: str | os.PathLike | None = None) -> MeasuredRuns:
   """The project's measurements; none when it has no file yet. A file that is a link, or not
   strict JSON of this form, is refused (``ReleaseTableError`` naming it and the fix)."""
-  path = _checked_path(project_root, cache_dir)
+  path = checked_path(project_root, cache_dir)
   if not os.path.lexists(path):
     return MeasuredRuns()
   return MeasuredRuns.from_json(_json.load_file(path, str(path), ReleaseTableError, _FIX,
                                                 follow_links=False), "measured")
-
-
-def write_measured(project_root: str | os.PathLike, measured: MeasuredRuns,
-                   cache_dir: str | os.PathLike | None = None) -> Path:
-  """Write the project's measurements whole (to a temporary file of its own, then renamed)."""
-  path = _checked_path(project_root, cache_dir)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  text = json.dumps(measured.to_json(), indent=1, sort_keys=True) + "\n"
-  write_replacing(path, text.encode(), private=True)
-  return path
-
-
-@contextlib.contextmanager
-def updating(project_root: str | os.PathLike,
-             cache_dir: str | os.PathLike | None = None) -> Iterator[None]:
-  """Hold the project's measurements for one read, change and write (another process
-  replaying the same project waits); a link at the lock file is refused, never followed."""
-  path = _checked_path(project_root, cache_dir)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  with holding_lock(path.with_name(f".{path.name}.lock")):
-    yield

@@ -18,13 +18,14 @@ from pathlib import Path
 import pytest
 
 from _sandbox import CHILD_TIME_LIMIT_S, ROOT
-from jaxport.cli import _with_jax
+from jaxport.multirelease import _with_jax
 from jaxport.errors import PrivatePathError, ReleaseTableError
 from jaxport.harness._controller._settings import Options, resolve
 from jaxport.multirelease import _envs
 from jaxport.multirelease import _measured as multirelease_measured
-from jaxport.releases import MeasuredRuns, read_measured, write_measured
-from jaxport.releases._measured import MEASURED_FILE, updating
+from jaxport.multirelease._measured import updating, write_measured
+from jaxport.releases import MeasuredRuns, read_measured
+from jaxport.releases._measured import MEASURED_FILE
 
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from _downstream_project import CASE_PRELUDE, GOLDEN_TESTS, pyproject  # noqa: E402

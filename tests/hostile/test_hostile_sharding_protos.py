@@ -16,7 +16,7 @@ from jaxport.upgrades import envelope_layout, upgrade_envelope
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
-from harness.tools import _legacy_envelopes  # noqa: E402
+from jaxport.multirelease import _legacy_envelopes  # noqa: E402
 
 KINDS = xla_client.OpSharding.Type
 

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STORE = ROOT / "compat_data"
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
-from harness.tools import _legacy_envelopes  # noqa: E402
+from jaxport.multirelease import _legacy_envelopes  # noqa: E402
 F32 = jax.ShapeDtypeStruct((3,), jnp.float32)
 
 

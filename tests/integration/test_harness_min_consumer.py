@@ -181,7 +181,8 @@ def test_the_below_min_consumer_hint_names_the_case_option(tmp_path, monkeypatch
 
 def _measured(project_root: Path, release: str, runs: bool) -> Path:
   import json
-  from jaxport.releases import MeasuredRun, MeasuredRuns, write_measured
+  from jaxport.multirelease._measured import write_measured
+  from jaxport.releases import MeasuredRun, MeasuredRuns
   sha = json.loads((GOLDEN / ENTRY / "manifest.json").read_text())["files"]["exported.bin"]
   run = MeasuredRun(release, runs, "ran" if runs else "run: refused by the test",
                     datetime.date(2026, 11, 29), sha, "0.1.0")

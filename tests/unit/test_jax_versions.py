@@ -73,7 +73,7 @@ def test_pyproject_declares_the_range_not_a_pin():
 
 
 def test_the_nightly_matrix_and_the_runner_cover_every_tested_release():
-  from tools.release_suites import suites_with_jax
+  from jaxport.multirelease import _suites as suites_with_jax
   assert suites_with_jax.supported_releases() == served_releases()
   workflow = (REPO / ".github" / "workflows" / "nightly-compat.yml").read_text()
   job = workflow[workflow.index("supported-releases:"):]

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 import _report_helpers as helpers
-from jaxport.cli import _with_jax, main
+from jaxport.cli import main
+from jaxport.multirelease import _with_jax
 from jaxport.multirelease import _measured as keeping
 from jaxport.releases import read_measured
 

@@ -16,7 +16,8 @@ import jaxport.releases as rel
 from jaxport.errors import JaxportError, ReleaseTableError
 from jaxport.harness._judge import _consumers
 from jaxport.multirelease import _measured as keeping
-from jaxport.releases import MeasuredRun, MeasuredRuns, read_measured, write_measured
+from jaxport.multirelease._measured import write_measured
+from jaxport.releases import MeasuredRun, MeasuredRuns, read_measured
 from _artifact_features import artifact_features
 from jaxport.releases._runs_on import CustomCall
 

@@ -16,7 +16,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 def _simulated_release_env(monkeypatch, version: str, report_entries: list) -> tuple[list, list]:
   """Stand in for the release environment of ``version``: building it is recorded, and the
   harness run there writes a report of ``report_entries`` under that jax."""
-  from jaxport.cli import _with_jax
+  from jaxport.multirelease import _with_jax
   built, ran = [], []
   monkeypatch.setattr(_with_jax, "ensure_project_env",
                       lambda v, p: built.append((v, p)) or Path("/envs/py"))
@@ -73,7 +73,7 @@ def test_record_with_jax_of_release_cases_refuses_pytest_arguments(capsys):
 
 
 def test_an_older_release_replays_this_repository_with_its_effect_modules(monkeypatch, tmp_path):
-  from jaxport.cli import _with_jax
+  from jaxport.multirelease import _with_jax
   from jaxport.golden import GoldenStore
 
   class Listed:
@@ -109,7 +109,7 @@ def _project(root: Path) -> Path:
 
 def test_in_a_project_a_served_release_runs_its_harness_in_the_release_environment(
     monkeypatch, tmp_path):
-  from jaxport.cli import _with_jax
+  from jaxport.multirelease import _with_jax
   project = _project(tmp_path)
   built, ran = [], []
   monkeypatch.setattr(_with_jax, "ensure_project_env",
@@ -133,7 +133,7 @@ def test_in_a_project_a_served_release_runs_its_harness_in_the_release_environme
 
 
 def test_in_a_project_an_older_release_replays_with_its_own_export(monkeypatch, tmp_path, capsys):
-  from jaxport.cli import _with_jax
+  from jaxport.multirelease import _with_jax
   from jaxport.golden import GoldenStore
   project = _project(tmp_path)
 
@@ -183,12 +183,12 @@ def test_the_matrix_plan_is_a_ci_job_matrix_of_releases_and_shards(capsys):
 
 
 def test_the_matrix_runs_each_cell_here_and_fails_with_any(monkeypatch, tmp_path, capsys):
-  from jaxport.cli import _with_jax
+  from jaxport.multirelease import _with_jax
   (tmp_path / "p").mkdir()
   project = _project(tmp_path / "p")
   ran = []
 
-  def fake_run(action, *, version, platform, report, project, extra, pytest_command):
+  def fake_run(action, *, version, platform, report, project, config, extra, pytest_command):
     ran.append((version, report, extra, pytest_command("/py", report)[0]))
     return 1 if version == "0.12.0" and extra else 0
 
@@ -215,7 +215,7 @@ def test_the_matrix_refuses_an_empty_range(capsys):
 
 
 def test_with_a_cache_dir_the_measurements_go_there_not_into_the_project(monkeypatch, tmp_path):
-  from jaxport.cli import _with_jax
+  from jaxport.multirelease import _with_jax
   from jaxport.golden import GoldenStore
   from jaxport.releases import measured_path
   project = _project(tmp_path)

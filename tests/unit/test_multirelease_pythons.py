@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
-from tools.release_suites import suites_with_jax  # noqa: E402
+from jaxport.multirelease import _suites as suites_with_jax  # noqa: E402
 from jaxport.multirelease import _envs as _venvs  # noqa: E402
 
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly-compat.yml"

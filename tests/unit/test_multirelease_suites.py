@@ -7,6 +7,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
+from jaxport.multirelease import _suites  # noqa: E402
 from tools.release_suites import suites_with_jax  # noqa: E402
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
@@ -22,22 +23,22 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 
 def test_junit_counts_and_failing_ids(tmp_path: Path):
   (tmp_path / "j.xml").write_text(JUNIT)
-  r = suites_with_jax.read_junit(tmp_path / "j.xml", "tests", 1)
+  r = _suites.read_junit(tmp_path / "j.xml", "tests", 1)
   assert (r.passed, r.failed, r.errors, r.skipped) == (2, 1, 1, 1)
   assert r.failures == ("tests.unit.test_a::test_bad", "tests.unit.test_b::test_setup")
   assert not r.ok
 
 
 def test_a_missing_report_is_an_error_not_a_pass(tmp_path: Path):
-  r = suites_with_jax.read_junit(tmp_path / "absent.xml", "harness", 0)
+  r = _suites.read_junit(tmp_path / "absent.xml", "harness", 0)
   assert not r.ok and r.errors == 1
 
 
 def test_table_has_a_row_per_release_and_lists_failures():
-  ok = suites_with_jax.SuiteResult("tests", 10, 0, 0, 2, 0)
-  replay = suites_with_jax.SuiteResult("harness", 5, 0, 0, 0, 0)
-  bad = suites_with_jax.SuiteResult("tests", 9, 1, 0, 2, 1, ("tests.unit.test_a::test_bad",))
-  text = suites_with_jax.table({"0.9.2": [bad, replay], "0.10.2": [ok, replay]})
+  ok = _suites.SuiteResult("tests", 10, 0, 0, 2, 0)
+  replay = _suites.SuiteResult("harness", 5, 0, 0, 0, 0)
+  bad = _suites.SuiteResult("tests", 9, 1, 0, 2, 1, ("tests.unit.test_a::test_bad",))
+  text = _suites.table({"0.9.2": [bad, replay], "0.10.2": [ok, replay]})
   assert "| 0.9.2 | 9 | 1 | 2 | 5 | 0 | 0 | FAIL |" in text
   assert "| 0.10.2 | 10 | 0 | 2 | 5 | 0 | 0 | pass |" in text
   assert "- jax 0.9.2: tests.unit.test_a::test_bad" in text
@@ -46,36 +47,36 @@ def test_table_has_a_row_per_release_and_lists_failures():
 def test_list_prints_each_releases_python_and_fails_when_one_is_missing(monkeypatch, tmp_path, capsys):
   def find(version):
     if version == "0.12.0.1":
-      raise suites_with_jax._envs.VenvError("No Python 3.12 or newer found for the venv of jax 0.12.0.1")
+      raise _suites._envs.VenvError("No Python 3.12 or newer found for the venv of jax 0.12.0.1")
     return "/usr/bin/python3.11"
 
-  monkeypatch.setattr(suites_with_jax._envs, "find_python", find)
+  monkeypatch.setattr(_suites._envs, "find_python", find)
   argv = ["--list", "--venvs", str(tmp_path), "--jax", "0.9.2", "--jax", "0.12.0.1"]
   assert suites_with_jax.main(argv) == 1
   lines = capsys.readouterr().out.splitlines()
   assert lines[0].split() == ["0.9.2", "Python", "3.11", "venv", "to", "build", "with",
                               "/usr/bin/python3.11"]
   assert lines[1].startswith("0.12.0.1   Python 3.12 or newer   MISSING: No Python 3.12 or newer")
-  monkeypatch.setattr(suites_with_jax._envs, "find_python", lambda version: "/p")
+  monkeypatch.setattr(_suites._envs, "find_python", lambda version: "/p")
   assert suites_with_jax.main(["--list", "--venvs", str(tmp_path)]) == 0
   listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
-  assert tuple(listed) == suites_with_jax.supported_releases()
+  assert tuple(listed) == _suites.supported_releases()
 
 
 def test_a_release_whose_venv_cannot_be_built_fails_its_row_and_the_others_run(monkeypatch, tmp_path):
-  def ensure(version, root=None):
+  def ensure(version, checkout, root=None):
     if version == "0.11.0":
-      raise suites_with_jax._envs.VenvError("No Python 3.12 or newer found for the venv of jax 0.11.0")
+      raise _suites._envs.VenvError("No Python 3.12 or newer found for the venv of jax 0.11.0")
     return Path(f"/venvs/{version}/bin/python")
 
   ran = []
 
-  def run(python, suite, out, label, workers, extra):
+  def run(python, suite, out, label, workers, extra, checkout):
     ran.append((label, suite))
-    return suites_with_jax.SuiteResult(suite, 1, 0, 0, 0, 0)
+    return _suites.SuiteResult(suite, 1, 0, 0, 0, 0)
 
-  monkeypatch.setattr(suites_with_jax._test_venvs, "ensure_test_venv", ensure)
-  monkeypatch.setattr(suites_with_jax, "run_suite", run)
+  monkeypatch.setattr(_suites._test_venvs, "ensure_test_venv", ensure)
+  monkeypatch.setattr(_suites, "run_suite", run)
   out = tmp_path / "out"
   assert suites_with_jax.main(["--jax", "0.10.2", "--jax", "0.11.0", "--jax", "0.12.0.1",
                                "--suite", "tests", "--out", str(out)]) == 1

@@ -1,10 +1,10 @@
 """One blob of each envelope layout, for measuring what each release's reader reads.
 
-Shared by ``release_table.py`` (which measures every release's reader facts on them) and
-``reader_policy.py`` (which measures the reader policy alone). The blobs come from
-``compat_data/`` (the first release-case entry of each layout there) and, for layouts no
+Shared by :mod:`._table_measure` (which measures every release's reader facts on them) and
+:mod:`._reader_policy_measure` (which measures the reader policy alone). The blobs come from
+a golden store (the first release-case entry of each layout there) and, for layouts no
 entry has, from the newest release's own ``jax.export`` (version 12) or built as the releases
-that wrote them did (HloSharding protos: ``_legacy_envelopes``).
+that wrote them did (HloSharding protos: :mod:`._legacy_envelopes`).
 """
 
 from __future__ import annotations
@@ -12,12 +12,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from harness.tools import _legacy_envelopes
-from jaxport.multirelease import _envs
+from jaxport.multirelease import _envs, _legacy_envelopes
 from jaxport.upgrades import envelope_layout
-
-REPO = Path(__file__).resolve().parents[2]
-STORE = REPO / "compat_data"
 
 # Run in the newest release's venv: a blob of that release's own writer.
 _WRITE_SCRIPT = """
@@ -38,12 +34,13 @@ def run_script(python: Path, script: str, *args: str) -> str:
   return lines[-1] if lines else ""
 
 
-def sample_blobs(scratch: Path, newest: str) -> dict[str, tuple[str, Path]]:
-  """One blob per layout: ``layout -> (producer, path)``."""
+def sample_blobs(scratch: Path, newest: str, store: Path) -> dict[str, tuple[str, Path]]:
+  """One blob per layout, from the golden ``store`` and written in ``scratch``:
+  ``layout -> (producer, path)``."""
   found: dict[str, tuple[str, Path]] = {}
   # The release cases' entries: recorded by jax.export itself, with no effect or pytree
   # node of this repository's that a bare reader would not know.
-  for blob in sorted(STORE.rglob("release_*/*/exported.bin")):
+  for blob in sorted(store.rglob("release_*/*/exported.bin")):
     layout = envelope_layout(blob.read_bytes())
     producer = blob.parent.name.rsplit("_jax-", 1)[-1]
     found.setdefault(layout, (producer, blob))

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxport
+from jaxport._jaxcompat import _mesh
 from jaxport.serde import _builder, _write
 from jaxport.serde import _schema_generated as fb
 
@@ -23,10 +24,9 @@ HLO_SHARDINGS_HEADER = 3
 def hlo_sharding_envelope(proto: bytes | None = None) -> bytes:
   """A blob of the ``hlo-shardings`` layout: ``sin`` of a float32[3], on one device; each
   sharding is the serialized OpSharding ``proto`` (default: replicated)."""
-  from jax._src.lib import xla_client
   rec = jaxport.export(jax.jit(jnp.sin))(jax.ShapeDtypeStruct((3,), jnp.float32))
   if proto is None:
-    proto = xla_client.HloSharding.replicate().to_proto().SerializeToString()
+    proto = _mesh.replicated_hlo_sharding_proto()
   b = _builder.Builder(1024)
   name = b.CreateString(rec.fun_name)
   in_tree = _write._pytreedef(b, rec.in_tree, 1, "arguments")

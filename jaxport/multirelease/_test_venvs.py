@@ -1,7 +1,7 @@
 """Test venvs: a release venv's jax plus the test tools, without touching the release venv.
 
-A test venv ``.jax-venvs/test-jax-<version>/`` of this checkout is a fresh venv whose
-site-packages holds the ``test`` extra of ``pyproject.toml`` (pytest,
+A test venv ``.jax-venvs/test-jax-<version>/`` of a jaxport checkout is a fresh venv whose
+site-packages holds the ``test`` extra of its ``pyproject.toml`` (pytest,
 hypothesis, xdist, flatc) and a ``.pth`` line that appends the release environment's
 site-packages (``jax-<version>/`` of the machine's release environments, built by
 :mod:`jaxport.multirelease._envs`). The
@@ -32,29 +32,30 @@ from jaxport.releases import parse_version
 
 logger = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-# Where this checkout keeps its test venvs (git-ignored).
-TEST_ROOT = REPO_ROOT / ".jax-venvs"
+# Where a checkout keeps its test venvs (git-ignored), below its root.
+TEST_FOLDER = ".jax-venvs"
 _MARKER = ".jaxport-test-ready"
 _PTH_NAME = "jaxport_release_jax.pth"
 
 
-def extra_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
+def extra_requirements(pyproject: Path) -> list[str]:
   """The requirements of the ``test`` extra, read from ``pyproject.toml``."""
   data = tomllib.loads(pyproject.read_text())
   return list(data["project"]["optional-dependencies"]["test"])
 
 
-def _ready_marker(pyproject: Path = REPO_ROOT / "pyproject.toml") -> str:
-  """What a test venv built from the current ``pyproject.toml`` records as built."""
+def _ready_marker(checkout: Path) -> str:
+  """What a test venv built from the checkout's current ``pyproject.toml`` records as built."""
+  pyproject = checkout / "pyproject.toml"
   digest = hashlib.sha256(pyproject.read_bytes()).hexdigest()
-  return (" ".join(extra_requirements(pyproject)) + f" jaxport@{REPO_ROOT}"
+  return (" ".join(extra_requirements(pyproject)) + f" jaxport@{checkout}"
           + f" pyproject-sha256={digest}\n")
 
 
-def test_venv_dir(version: str, root: str | os.PathLike | None = None) -> Path:
+def test_venv_dir(version: str, checkout: Path, root: str | os.PathLike | None = None) -> Path:
+  """The test venv of jax ``version``: in ``root``, by default the checkout's own folder."""
   parse_version(version)
-  return Path(root or TEST_ROOT) / f"test-jax-{version}"
+  return Path(root or checkout / TEST_FOLDER) / f"test-jax-{version}"
 
 
 def _site_packages(python: Path) -> str:
@@ -63,13 +64,14 @@ def _site_packages(python: Path) -> str:
   return proc.stdout.strip()
 
 
-def ensure_test_venv(version: str, root: str | os.PathLike | None = None) -> Path:
-  """The python of a ready test venv for jax ``version`` in ``root`` (default: this checkout's
-  ``.jax-venvs``), creating it (and the release's environment) if needed."""
+def ensure_test_venv(version: str, checkout: Path, root: str | os.PathLike | None = None) -> Path:
+  """The python of a ready test venv for jax ``version`` of the jaxport ``checkout`` in ``root``
+  (default: the checkout's ``.jax-venvs``), creating it (and the release's environment) if
+  needed."""
   release_python = _envs.ensure_venv(version)
-  d = test_venv_dir(version, root)
+  d = test_venv_dir(version, checkout, root)
   python = d / "bin" / "python"
-  wanted = _ready_marker()
+  wanted = _ready_marker(checkout)
   marker = d / _MARKER
   same_base = _envs.base_version(d) == _envs.base_version(release_python.parent.parent)
   if marker.is_file() and marker.read_text() == wanted and python.exists() and same_base:
@@ -80,9 +82,9 @@ def ensure_test_venv(version: str, root: str | os.PathLike | None = None) -> Pat
   # `venv` run by a venv's python builds on that venv's base interpreter.
   _envs._run([str(release_python), "-m", "venv", str(d)], f"creating the test venv for jax {version}")
   (Path(_site_packages(python)) / _PTH_NAME).write_text(_site_packages(release_python) + "\n")
-  _envs._run([str(python), "-m", "pip", "install", "--quiet", *extra_requirements()],
+  _envs._run([str(python), "-m", "pip", "install", "--quiet", *extra_requirements(checkout / "pyproject.toml")],
               f"installing the test extra into {d}")
-  _envs._run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(REPO_ROOT)],
+  _envs._run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(checkout)],
               f"installing jaxport's console script into {d}")
   marker.write_text(wanted)
   return python

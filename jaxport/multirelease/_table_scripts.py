@@ -1,4 +1,5 @@
-"""The scripts ``release_table.py`` runs in each jax release's own interpreter.
+"""The scripts the release table's measurement (:mod:`._table_measure`) runs in each jax
+release's own interpreter.
 
 Each is the source of a ``python -c`` child in that release's venv: it imports only jax,
 jaxlib, numpy and the standard library of that release (never jaxport), takes its input as JSON in
