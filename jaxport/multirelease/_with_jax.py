@@ -28,12 +28,12 @@ from jaxport._jaxcompat._version import MIN_JAX
 from jaxport._signals import run_forwarding_signals
 from jaxport.errors import JaxportError
 from jaxport.harness._project import Project
-from jaxport.report import Status, load_report
+from jaxport.report import load_report
 from jaxport.golden import GoldenStore
 from jaxport.multirelease import _record
 from jaxport.multirelease import _envs, _measured
 from jaxport.multirelease._project_env import ensure_project_env
-from jaxport.harness._judge._release_runs import judge_row
+from jaxport.harness._judge._release_runs import exit_status_with_skips, judge_row
 from jaxport.multirelease._replay import release_env, replay_with
 from jaxport.releases import parse_version
 
@@ -110,9 +110,9 @@ def _replay_in_release_env(version: str, python: Path, project: Path, home: Path
 def _code_with_kernel_skips(code: int, report_path: Path, version: str,
                             skipped: dict[str, str], python: Path) -> int:
   """The replay's exit code once the entries whose project kernel did not register under
-  ``version`` count as skipped, not failed: 1 when every entry was skipped so (nothing was
-  measured, which is not a pass); 0 when they were the run's only failures. The summary names
-  the release environment's ``python``, whose jax's FFI headers the kernel is rebuilt with."""
+  ``version`` count as skipped, not failed (the judge's :func:`exit_status_with_skips`). The
+  summary names the release environment's ``python``, whose jax's FFI headers the kernel is
+  rebuilt with."""
   if not skipped:
     return code
   for entry_id, why in skipped.items():
@@ -125,11 +125,7 @@ def _code_with_kernel_skips(code: int, report_path: Path, version: str,
   if len(skipped) == len(run.entries):
     logger.error("every entry replayed under jax %s was skipped (its project kernel does not "
                  "register there): nothing was measured, which is not a pass", version)
-    return 1
-  others_failed = any(e.status is Status.FAIL and str(e.entry_id) not in skipped for e in run.entries)
-  if code == 1 and not others_failed and not run.session_failures:
-    return 0
-  return code
+  return exit_status_with_skips(code, run.entries, bool(run.session_failures), skipped)
 
 
 def cache_dir_of(extra: list[str], project: Path) -> Path | None:

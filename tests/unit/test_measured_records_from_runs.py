@@ -220,3 +220,22 @@ def test_an_entry_the_release_only_read_is_not_measured_as_running(tmp_path):
   assert read.runs is None and str(read.status) == "pass" and "not run" in read.detail
   ran = judge_row({"entry_id": entry_id, "stage": "compare", "matched": True}, RELEASE)
   assert ran.runs is True
+
+
+def test_the_judge_weighs_a_replays_exit_status_with_its_kernel_skips():
+  from types import SimpleNamespace
+
+  from jaxport._vocabulary import Status
+  from jaxport.harness._judge._release_runs import exit_status_with_skips
+  skipped_one = SimpleNamespace(entry_id="cpu/k/2026-01-01/a_jax-0.11.2", status=Status.FAIL)
+  failed_other = SimpleNamespace(entry_id="cpu/k/2026-01-01/b_jax-0.11.2", status=Status.FAIL)
+  passed = SimpleNamespace(entry_id="cpu/k/2026-01-01/c_jax-0.11.2", status=Status.PASS)
+  skips = {str(skipped_one.entry_id): "its kernel does not register"}
+  # Every entry skipped: nothing was measured, which is not a pass.
+  assert exit_status_with_skips(0, [skipped_one], False, skips) == 1
+  # The skips were the run's only failures.
+  assert exit_status_with_skips(1, [skipped_one, passed], False, skips) == 0
+  # Another entry failed, or the session did: pytest's status stands.
+  assert exit_status_with_skips(1, [skipped_one, failed_other], False, skips) == 1
+  assert exit_status_with_skips(1, [skipped_one, passed], True, skips) == 1
+  assert exit_status_with_skips(3, [passed], False, {}) == 3

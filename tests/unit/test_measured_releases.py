@@ -120,9 +120,9 @@ def test_replayer_rows_become_measurements():
           {"entry_id": "h", "stage": "teleport"}]
   got = keeping.verdicts_of_rows(rows, "0.8.3")
   assert got == {"a": (True, "replayed by jax 0.8.3's own jax.export"),
-                 "b": (False, "deserialize: too old"), "c": None,
+                 "b": (False, "[compatibility_break] deserialize: too old"), "c": None,
                  "d": (True, "run by jax 0.8.3's own jax.export: own"), "e": None, "f": None,
-                 "g": (False, "compare: off by 1"), "h": None}
+                 "g": (False, "[numerics_change] compare: off by 1"), "h": None}
 
 
 def test_a_measured_release_record_takes_the_judges_status():
