@@ -11,7 +11,7 @@ import copy
 import datetime
 from typing import Any
 
-from jaxport.report import DRIFT_KINDS
+from jaxport.report import DRIFT_KINDS, REPORT_FORMAT
 
 RUN_DATES = ("2026-11-01", "2026-11-08", "2026-11-15", "2026-11-22")
 
@@ -19,7 +19,7 @@ RUN_DATES = ("2026-11-01", "2026-11-08", "2026-11-15", "2026-11-22")
 def _release(producer: str, produced: str, verdict: str, expected: str = "pass",
              reason: str | None = None, inside: bool = True) -> dict[str, Any]:
   return {"producer": producer, "consumer": "0.10.2", "expected": expected, "reason": reason,
-          "verdict": verdict, "policy_ok": True,
+          "verdict": verdict,
           "window": {"producer": producer, "producer_date": produced, "consumer": "0.10.2",
                      "consumer_date": "2026-06-17", "age_days": 100, "gap_days": 50,
                      "direction": "backward", "inside_window": inside}}
@@ -91,7 +91,7 @@ def run_report(today: str = RUN_DATES[-1], entries: list[dict[str, Any]] | None 
   for e in entries:
     e["days_to_expiry"] = 180 - days
   return {
-      "format": 2, "mode": "replay", "platform": "cpu", "today": today, "compat_window_days": 180,
+      "format": REPORT_FORMAT, "mode": "replay", "platform": "cpu", "today": today, "compat_window_days": 180,
       "strict": False, "readers": ["jaxport", "jax"], "producer": "jaxport",
       "versions": {"jax": "0.10.2", "jaxlib": "0.10.2", "jaxport": "0.1.0", "numpy": "2.0.0"},
       "entries": entries,

@@ -3,8 +3,9 @@
     python tools/compare_reports.py BEFORE.json AFTER.json [MORE.json ...] [--ignore KEY ...]
 
 Prints the sha256 digest of each report as written, and of each with the ignored keys taken
-out (a top-level key ``format``, or an entry key ``entries[].findings``), then every path at
-which the first report and each later one still differ. Exit status 1 when any still differ.
+out (a dotted path such as ``format``, ``entries[].findings`` or
+``entries[].release.policy_ok``), then every path at which the first report and each later
+one still differ. Exit status 1 when any still differ.
 Meant to be run by hand around a refactoring: same machine, same jax, a fixed
 ``--compat-today``.
 """
@@ -24,18 +25,28 @@ def digest(report: Any) -> str:
 
 
 def without(report: dict[str, Any], ignored: list[str]) -> dict[str, Any]:
-  """``report`` without the ignored keys: ``KEY`` at the top level, ``LIST[].KEY`` in each item
-  of a top-level list."""
+  """``report`` without the ignored keys: a dotted path of keys, where ``LIST[]`` stands for
+  every item of that list (``format``, ``entries[].findings``,
+  ``entries[].release.policy_ok``)."""
   out = copy.deepcopy(report)
   for key in ignored:
-    if "[]." in key:
-      outer, inner = key.split("[].", 1)
-      for item in out.get(outer) or []:
-        if isinstance(item, dict):
-          item.pop(inner, None)
-    else:
-      out.pop(key, None)
+    _drop(out, key.split("."))
   return out
+
+
+def _drop(node: Any, path: list[str]) -> None:
+  """Remove the key at ``path`` below ``node``, wherever it is present."""
+  head, rest = path[0], path[1:]
+  each = head.endswith("[]")
+  name = head[:-2] if each else head
+  if not isinstance(node, dict) or name not in node:
+    return
+  if not rest:
+    node.pop(name)
+    return
+  children = node[name] if each and isinstance(node[name], list) else [node[name]]
+  for child in children:
+    _drop(child, rest)
 
 
 def differences(a: Any, b: Any, path: str = "") -> list[str]:

@@ -14,9 +14,10 @@ from jaxport.errors import ReportError
 from jaxport.golden import _entry_id
 from jaxport.golden._entry_id import EntryId
 
-# The report format this package reads and writes (the harness writes it too). Format 2 adds
-# typed findings (kind, subject, message, reader) to each entry, and the run's shard.
-REPORT_FORMAT = 2
+# The report format this package reads and writes (the harness writes it too). Format 2 added
+# typed findings (kind, subject, message, reader) to each entry, and the run's shard; format 3
+# drops the release record's ``policy_ok``, which only restated its verdict.
+REPORT_FORMAT = 3
 
 
 def bad(where: str, what: str) -> ReportError:

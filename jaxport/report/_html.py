@@ -198,7 +198,7 @@ def _window(r: RunReport) -> list[str]:
                f"<td>{_e(w.age_days if w.age_days is not None else '?')}</td>"
                f"<td>{_e(w.gap_days if w.gap_days is not None else '?')}</td><td>{inside}</td>"
                f"<td>{w.entries}</td><td>{statuses}</td><td>{verdicts}</td>"
-               f"<td>{'yes' if w.policy_ok else '<b>NO</b>'}</td></tr>")
+               f"<td>{'<b>NO</b>' if w.policy_violations else 'yes'}</td></tr>")
   out.append("</table>")
   return out
 

@@ -144,7 +144,7 @@ def _window(r: RunReport) -> list[str]:
     statuses = " ".join(f"{s.badge} {n}" for s, n in sorted(w.statuses.items(),
                                                                key=lambda x: x[0].severity))
     cells = [w.producer, w.producer_date or "?", "?" if w.age_days is None else w.age_days, inside,
-             w.entries, statuses, "yes" if w.policy_ok else "**NO**"]
+             w.entries, statuses, "**NO**" if w.policy_violations else "yes"]
     out.append("| " + " | ".join(_text(c) for c in cells) + " |")
   out.append("")
   return out
@@ -162,7 +162,7 @@ def window_table(report: RunReport) -> str:
     inside = {True: "yes", False: "no", None: "unknown"}[w.inside_window]
     verdicts = ", ".join(f"{k} {v}" for k, v in sorted(w.verdicts.items()))
     cells = [w.producer, w.producer_date, w.age_days, window.consumer if window else None,
-             w.gap_days, inside, w.entries, verdicts, "yes" if w.policy_ok else "NO"]
+             w.gap_days, inside, w.entries, verdicts, "NO" if w.policy_violations else "yes"]
     lines.append("| " + " | ".join("?" if c is None else str(c) for c in cells) + " |")
   return "\n".join(lines) + "\n"
 

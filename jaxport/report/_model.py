@@ -183,8 +183,8 @@ class RunReport:
     if isinstance(d["format"], int) and not isinstance(d["format"], bool) and (
         d["format"] < REPORT_FORMAT):
       raise ReportError(f"{source}: report format {d['format']}, written by an older jaxport; "
-                        f"this one reads format {REPORT_FORMAT}, whose findings say what each "
-                        "is about. Replay again with this jaxport to write the report anew "
+                        f"this one reads format {REPORT_FORMAT}. Replay again with this jaxport "
+                        "to write the report anew "
                         "(or render it with the jaxport release that wrote it).")
     if d["format"] != REPORT_FORMAT:
       raise ReportError(f"{source}: report format {d['format']!r}, but this jaxport reads format "

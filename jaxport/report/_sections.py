@@ -59,7 +59,6 @@ class Release:
   expected: str
   reason: str | None
   verdict: str
-  policy_ok: bool
   # The rules jaxport.upgrade applied before the entry ran (verdict "upgraded");
   # written only when there are some.
   upgrade_rules: tuple[str, ...] = ()
@@ -67,14 +66,14 @@ class Release:
   @classmethod
   def from_json(cls, d: Any, where: str) -> Release:
     STRICT.obj(d, where,
-               tuple(f.name for f in dataclasses.fields(cls) if f.name != "upgrade_rules"))
+               tuple(f.name for f in dataclasses.fields(cls) if f.name != "upgrade_rules"),
+               ("upgrade_rules",))
     return cls(producer=STRICT.of(d["producer"], str, f"{where}.producer", nullable=True),
                consumer=STRICT.of(d["consumer"], str, f"{where}.consumer", nullable=True),
                window=None if d["window"] is None else Window.from_json(d["window"], f"{where}.window"),
                expected=STRICT.of(d["expected"], str, f"{where}.expected"),
                reason=STRICT.of(d["reason"], str, f"{where}.reason", nullable=True),
                verdict=STRICT.of(d["verdict"], str, f"{where}.verdict"),
-               policy_ok=STRICT.of(d["policy_ok"], bool, f"{where}.policy_ok"),
                upgrade_rules=STRICT.strs(d.get("upgrade_rules", []), f"{where}.upgrade_rules"))
 
   def to_json(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import re
 from pathlib import PurePath
 from collections.abc import Sequence
 
-from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS, Status
+from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS, ExpectationVerdict, Status
 from jaxport.custom_calls import _registry
 from jaxport.errors import ReportError
 from jaxport.releases import build_of
@@ -174,7 +174,8 @@ class WindowRow:
   entries: int
   statuses: dict[CellStatus, int]
   verdicts: dict[str, int]
-  policy_ok: bool
+  # Entries whose release verdict is a policy violation (the judge's verdict, counted).
+  policy_violations: int
 
 
 def window_rows(report: RunReport) -> tuple[WindowRow, ...]:
@@ -186,13 +187,13 @@ def window_rows(report: RunReport) -> tuple[WindowRow, ...]:
         "producer": e.producer, "producer_date": w and w.producer_date.isoformat(),
         "age_days": w and w.age_days, "gap_days": w and w.gap_days,
         "inside_window": w and w.inside_window, "entries": 0, "statuses": {}, "verdicts": {},
-        "policy_ok": True})
+        "policy_violations": 0})
     row["entries"] += 1
     s = entry_status(e)
     row["statuses"][s] = row["statuses"].get(s, 0) + 1
     if e.release is not None:
       row["verdicts"][e.release.verdict] = row["verdicts"].get(e.release.verdict, 0) + 1
-      row["policy_ok"] = row["policy_ok"] and e.release.policy_ok
+      row["policy_violations"] += e.release.verdict == ExpectationVerdict.POLICY_VIOLATION
   return tuple(WindowRow(**r) for r in sorted(rows.values(), key=lambda r: version_key(r["producer"])))
 
 

@@ -172,20 +172,21 @@ def test_annotate_leaves_jaxport_entries_drift_alone():
 
 
 def test_window_table_of_a_report(tmp_path):
-  def entry(case, producer, verdict, policy_ok=True):
+  def entry(case, producer, verdict):
     window = _releases.window_position(producer, "0.10.2", TODAY).to_dict()
     release = {"producer": producer, "consumer": "0.10.2", "expected": "pass", "reason": None,
-               "window": window, "verdict": verdict, "policy_ok": policy_ok}
+               "window": window, "verdict": verdict}
     return report_helpers._entry("f", case, "0.10.2", "pass", [], release=release,
                                  entry_id=f"cpu/f/{case}/2026-10-01_jax-{producer}")
   entries = [entry("a", "0.5.3", "pass"), entry("b", "0.5.3", "expected_failure"),
-             entry("c", "0.10.0", "policy_violation", False)]
+             entry("c", "0.10.0", "policy_violation")]
   path = tmp_path / "run.json"
   path.write_text(json.dumps(report_helpers.run_report(entries=entries)))
   report = load_report(path)
   rows = window_rows(report)
   assert [r.producer for r in rows] == ["0.5.3", "0.10.0"]
   assert rows[0].verdicts == {"expected_failure": 1, "pass": 1} and rows[0].inside_window is False
+  assert [r.policy_violations for r in rows] == [0, 1]
   text = window_table(report)
   assert "| 0.5.3 | 2025-03-19 | 620 | 0.10.2 | 455 | no | 2 | expected_failure 1, pass 1 | yes |" in text
   assert "| 0.10.0 | 2026-04-16 | 227 | 0.10.2 | 62 | yes | 1 | policy_violation 1 | NO |" in text

@@ -111,13 +111,22 @@ def test_unreadable_reports_say_why(tmp_path):
   with pytest.raises(ReportError, match="JSON nested 100000 levels deep, more than the limit "
                                         "jaxport._limits.MAX_JSON_NESTING"):
     load_report(tmp_path / "deep.json")
-  with pytest.raises(ReportError, match="report format 7, but this jaxport reads format 2"):
+  with pytest.raises(ReportError, match="report format 7, but this jaxport reads format 3"):
     load_report(_write(tmp_path, {**helpers.run_report(), "format": 7}))
 
 
-def test_a_format_1_report_is_refused_as_written_by_an_older_jaxport(tmp_path):
-  with pytest.raises(ReportError, match="format 1, written by an older jaxport.*Replay again"):
-    load_report(_write(tmp_path, {**helpers.run_report(), "format": 1}))
+@pytest.mark.parametrize("older", [1, 2])
+def test_an_older_format_report_is_refused_as_written_by_an_older_jaxport(tmp_path, older):
+  with pytest.raises(ReportError, match=f"format {older}, written by an older jaxport.*Replay again"):
+    load_report(_write(tmp_path, {**helpers.run_report(), "format": older}))
+
+
+def test_a_release_record_that_restates_its_verdict_is_refused_naming_the_key(tmp_path):
+  data = helpers.run_report()
+  (entry,) = [e for e in data["entries"] if e.get("release")][:1]
+  entry["release"]["policy_ok"] = True
+  with pytest.raises(ReportError, match="policy_ok"):
+    load_report(_write(tmp_path, data))
 
 
 def test_a_finding_with_an_unknown_subject_names_where_it_is(tmp_path):

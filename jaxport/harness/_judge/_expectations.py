@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
   from jaxport.report._views import window_rows
   report = load_report(args.report)
   print(window_table(report), end="")
-  return 0 if all(w.policy_ok for w in window_rows(report)) else 1
+  return 1 if any(w.policy_violations for w in window_rows(report)) else 0
 
 
 if __name__ == "__main__":

@@ -138,7 +138,6 @@ def with_release(outcome: EntryResult, manifest: Manifest, *, today: datetime.da
                     window=None if window is None else Window.of(window),
                     expected=expectation.status, reason=expectation.reason,
                     verdict=str(judgement.verdict),
-                    policy_ok=judgement.verdict is not V.POLICY_VIOLATION,
                     upgrade_rules=tuple(outcome.upgrade_rules))
   findings = list(outcome.findings)
   expected_failure = outcome.expected_failure
