@@ -26,6 +26,9 @@ from jaxport.multirelease._reader_policy_measure import measure  # noqa: E402
 from jaxport.releases import served_releases  # noqa: E402
 from jaxport.harness._judge import _reader_policy  # noqa: E402
 
+METHOD = ("harness/tools/reader_policy.py: each release's jax.export.deserialize on one blob per "
+          "layout, default configuration")
+
 
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -34,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--jax", action="append", help="only this release (repeatable)")
   args = parser.parse_args(argv)
   releases = args.jax or list(served_releases())
-  doc = measure(releases, release_table.STORE)
+  doc = measure(releases, release_table.STORE, METHOD)
   _reader_policy.parse(doc, "the new measurement")
   if args.check:
     old = _reader_policy.load()

@@ -52,11 +52,19 @@ if __package__ in (None, ""):
 from jaxport.multirelease import _table_measure  # noqa: E402
 
 STORE = CHECKOUT / "compat_data"
+METHOD = ("harness/tools/release_table.py: in each release's own venv, its jaxlib's StableHLO "
+          "versions and VHLO op names, its export module's calling-convention bounds and stable "
+          "table, its jax.export.deserialize on one blob per envelope layout (default "
+          "configuration) and on one-device blobs with only one device-count field each, its "
+          "jaxlib's portable-artifact reader on a newer StableHLO and on a module using the sdy "
+          "dialect, a round trip and call of its own export at a calling convention above its "
+          "maximum, and a cpu compile (and, for typed FFI targets, a run without operands) of a "
+          "minimal custom call per probed target")
 
 
 def main(argv: list[str] | None = None) -> int:
   """Measure the releases ``argv`` names, on this checkout's store's sample blobs."""
-  return _table_measure.main(argv, STORE)
+  return _table_measure.main(argv, STORE, METHOD)
 
 
 if __name__ == "__main__":

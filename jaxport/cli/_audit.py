@@ -149,7 +149,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
       else:
         sigs = read.signatures
         runs = () if measured is None else measured.of(
-            str(art.entry.entry_id), manifest.files.get("exported.bin"))
+            art.entry.entry_id, manifest.files.get("exported.bin"))
         rec.update(read.runs_on(manifest, reader, art.label,
                                 _own(declared, list(read.exported.platforms)), runs).to_json())
         # Golden verification of the entry as read, as the replay's worker verifies it.

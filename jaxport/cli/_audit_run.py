@@ -23,6 +23,7 @@ from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.cli._artifacts import Artifact
 from jaxport.corpus._artifacts import EXPECTED_SUFFIX, INPUTS_SUFFIX
 from jaxport.errors import JaxportError
+from jaxport.golden._entry_id import EntryId
 from jaxport.harness._judge._release_runs import ReleaseRun, judge_row
 from jaxport.multirelease._bisect import entry_from_blob
 from jaxport.multirelease._replay import replay_with
@@ -55,7 +56,7 @@ def run_artifacts(artifacts: Sequence[Artifact], work: Path) -> dict[str, Artifa
   """Each artifact's run, by label: the entries of each store replayed together, each blob
   with its sample files in a scratch store of its own."""
   out: dict[str, ArtifactRun] = {}
-  by_store: dict[Path, list[tuple[str, str]]] = {}
+  by_store: dict[Path, list[tuple[str, EntryId]]] = {}
   for i, art in enumerate(artifacts):
     if art.problem is not None:
       continue
@@ -68,7 +69,7 @@ def run_artifacts(artifacts: Sequence[Artifact], work: Path) -> dict[str, Artifa
         out[art.label] = ArtifactRun(not_run="a lowering-only entry records no outputs")
         continue
       root = art.entry.path.resolve().parents[3]
-      by_store.setdefault(root, []).append((art.label, str(art.entry.entry_id)))
+      by_store.setdefault(root, []).append((art.label, art.entry.entry_id))
       continue
     samples = samples_of(art.path)
     if samples is None:

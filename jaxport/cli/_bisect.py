@@ -59,6 +59,15 @@ def _project(args, by_id: bool) -> Project | None:
   return _harness_run.read_project(args.project or ".", "bisect ENTRY")
 
 
+def _entry_id(text: str) -> EntryId:
+  """The entry id an ENTRY argument names; a JaxportError naming the forms taken otherwise."""
+  try:
+    return EntryId.parse(text.strip("/"))
+  except ValueError as e:
+    raise JaxportError(f"bisect: {e}; name an entry id of the store, or the entry's "
+                       "directory") from None
+
+
 def run(args) -> int:
   """Bisect the entry or blob ``args`` name."""
   if (args.entry is None) == (args.blob is None):
@@ -77,9 +86,9 @@ def run(args) -> int:
                                  rtol=args.rtol, atol=args.atol)
     elif (Path(args.entry) / "manifest.json").is_file():
       entry = Path(args.entry).resolve()
-      entry_id, store = str(EntryId.from_folder(entry)), entry.parents[3]
+      entry_id, store = EntryId.from_folder(entry), entry.parents[3]
     else:
-      entry_id = args.entry.strip("/")
+      entry_id = _entry_id(args.entry)
       store = Path(args.root).resolve() if args.root is not None else project.store
     result = run_bisect(entry_id, versions, store=store, available_only=args.available_only,
                         venvs=envs, effects=effects)

@@ -439,7 +439,7 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
   own = frozenset(t for p in exp.platforms for t in declared.stable(p)) if declared else frozenset()
   measured = _measured_of(project)
   runs = () if measured is None or entry is None else measured.of(
-      str(entry.entry_id), entry.manifest.files.get("exported.bin"))
+      entry.entry_id, entry.manifest.files.get("exported.bin"))
   info.update(read.runs_on(entry.manifest if entry is not None else None, parser, label, own,
                            runs).to_json())
   if args.mlir:

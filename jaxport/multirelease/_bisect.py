@@ -33,6 +33,7 @@ from jaxport.harness._judge._release_runs import ReleaseRun, judge_row
 from jaxport.multirelease._replay import replay_with
 from jaxport.releases import parse_version, releases
 from jaxport.upgrades import read_any_envelope
+from jaxport.golden._entry_id import EntryId, require_entry_id
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.golden._signatures import signatures
 from jaxport.golden._store import GoldenStore
@@ -67,14 +68,14 @@ class Probe:
 @dataclasses.dataclass(frozen=True)
 class Bisection:
   """The answer: the first failing release (None when every release passes) and the probes."""
-  entry_id: str
+  entry_id: EntryId
   releases: tuple[str, ...]
   last_good: str | None
   first_bad: Probe | None
   probes: tuple[Probe, ...]
 
   def to_json(self) -> dict:
-    return {"entry_id": self.entry_id, "releases": list(self.releases),
+    return {"entry_id": str(self.entry_id), "releases": list(self.releases),
             "last_good": self.last_good,
             "first_bad": None if self.first_bad is None else dataclasses.asdict(self.first_bad),
             "probes": [dataclasses.asdict(p) for p in self.probes]}
@@ -86,7 +87,7 @@ class Bisection:
 
   def text(self, label: str | None = None) -> str:
     """The answer in lines; ``label`` names the subject (default: the entry id)."""
-    label = label or self.entry_id
+    label = label or str(self.entry_id)
     if len(self.releases) == 1:
       (p,) = self.probes
       verdict = (f"{p.status}: it loads, runs and reproduces its outputs" if p.ok
@@ -164,14 +165,15 @@ def consumers(versions: list[str], *, available_only: bool, venvs: Path | None) 
   return out
 
 
-def run_bisect(entry_id: str, versions: list[str], *, store: Path, available_only: bool = False,
+def run_bisect(entry_id: EntryId, versions: list[str], *, store: Path, available_only: bool = False,
                venvs: Path | None = None, effects: Mapping[str, str] | None = None) -> Bisection:
   """Bisect ``entry_id`` of ``store`` over ``versions``, building the environments it probes
   (in ``venvs``, default: the machine's cache) unless ``available_only``; one release is
   checked alone."""
-  if not (store / entry_id / "manifest.json").is_file():
-    raise BisectError(f"no golden entry {entry_id!r} under {store} (expected "
-                      f"{store / entry_id / 'manifest.json'}); name an entry id of that store "
+  manifest = store / str(require_entry_id(entry_id, "run_bisect")) / "manifest.json"
+  if not manifest.is_file():
+    raise BisectError(f"no golden entry {str(entry_id)!r} under {store} (expected "
+                      f"{manifest}); name an entry id of that store "
                       "or the entry's directory")
   if available_only:
     built = consumers(versions, available_only=True, venvs=venvs)
@@ -195,7 +197,7 @@ def run_bisect(entry_id: str, versions: list[str], *, store: Path, available_onl
 
 
 def entry_from_blob(blob: Path, inputs: Path, expected: Path, store: Path, *, rtol: float,
-                    atol: float) -> str:
+                    atol: float) -> EntryId:
   """Write ``blob`` with its inputs and outputs as a golden entry of ``store``; its id."""
   data = blob.read_bytes()
   exp, _ = read_any_envelope(data)  # any age: the releases it is bisected over may read it
@@ -208,7 +210,7 @@ def entry_from_blob(blob: Path, inputs: Path, expected: Path, store: Path, *, rt
       comparison=Comparison("allclose", rtol, atol))
   entry = GoldenStore(store, scratch=True).write_entry(
       manifest, data, load_arrays(inputs), load_arrays(expected), exp.mlir_module())
-  return str(entry.entry_id)
+  return entry.entry_id
 
 
 def load_arrays(path: Path) -> list[np.ndarray]:

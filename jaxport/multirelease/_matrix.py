@@ -62,9 +62,9 @@ def build_matrix(results: dict[str, list[dict[str, Any]]], today: datetime.date)
       cell[NOT_REPLAYED if run.status is None else str(run.status)] += 1
       cell["total"] += 1
       if run.status is None:
-        cell.setdefault("skipped", []).append({"entry_id": run.entry_id, "why": run.detail})
+        cell.setdefault("skipped", []).append({"entry_id": str(run.entry_id), "why": run.detail})
       elif not run.passed:
-        cell["failures"].append({"entry_id": run.entry_id, "status": str(run.status),
+        cell["failures"].append({"entry_id": str(run.entry_id), "status": str(run.status),
                                  "stage": run.stage, "error": run.error or run.detail})
   consumers = sorted(results, key=_version_key)
   ordered = sorted(producers, key=lambda p: (_version_key(producers[p]), p))

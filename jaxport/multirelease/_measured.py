@@ -55,11 +55,11 @@ def updating(project_root: str | os.PathLike,
     yield
 
 
-def _blob_sha256(store: GoldenStore, entry_id: str) -> str | None:
+def _blob_sha256(store: GoldenStore, entry_id: EntryId) -> str | None:
   """The sha256 of the entry's blob as read from the store (its bytes, checked against the
   manifest's record); None when it does not read, and a measurement is then not kept."""
   try:
-    blob = store.entry(EntryId.parse(entry_id)).blob()
+    blob = store.entry(entry_id).blob()
   except (JaxportError, ValueError, OSError) as e:
     logger.warning("not keeping the measurement of %s: its blob does not read: %s", entry_id, e)
     return None
@@ -67,8 +67,8 @@ def _blob_sha256(store: GoldenStore, entry_id: str) -> str | None:
 
 
 def remember(project: Path, store_root: Path, version: str,
-             verdicts: Mapping[str, tuple[bool, str] | None],
-             replayed: Mapping[str, str | None] | None = None,
+             verdicts: Mapping[EntryId, tuple[bool, str] | None],
+             replayed: Mapping[EntryId, str | None] | None = None,
              cache_dir: Path | None = None) -> int:
   """Add ``verdicts`` (entry id -> (runs, detail)) measured under ``version`` to the project's
   measurements (in ``cache_dir``, the run's --compat-cache-dir, when given), replacing what an
@@ -87,7 +87,8 @@ def remember(project: Path, store_root: Path, version: str,
 
 
 def _remember(project: Path, store: GoldenStore, version: str,
-              verdicts: Mapping[str, tuple[bool, str] | None], replayed: Mapping[str, str | None],
+              verdicts: Mapping[EntryId, tuple[bool, str] | None],
+              replayed: Mapping[EntryId, str | None],
               cache_dir: Path | None) -> int:
   """:func:`remember`, a link at the measurements' folder or lock refused."""
   today = datetime.date.today()
@@ -117,27 +118,27 @@ def _remember(project: Path, store: GoldenStore, version: str,
 
 
 def verdicts_of_report(report_path: Path, version: str
-                       ) -> dict[str, tuple[bool, str] | None]:
+                       ) -> dict[EntryId, tuple[bool, str] | None]:
   """Entry id -> (runs, detail) from a harness report of a replay under ``version``, judged by
   the release's own reader (None: it measured nothing of the entry, as for an entry whose
   project kernel did not register there: :func:`kernel_skips`). A report of a run under another
   jax is refused: it measured nothing of ``version``."""
   report = _report_under(report_path, version)
   skipped = _kernel_skips(report, version)
-  out: dict[str, tuple[bool, str] | None] = {}
+  out: dict[EntryId, tuple[bool, str] | None] = {}
   for e in report.entries:
-    out[str(e.entry_id)] = (None if str(e.entry_id) in skipped else
+    out[e.entry_id] = (None if e.entry_id in skipped else
                             judge_report_entry(e, report.platform, report.readers, version))
   return out
 
 
-def replayed_blobs(report_path: Path, version: str) -> dict[str, str | None]:
+def replayed_blobs(report_path: Path, version: str) -> dict[EntryId, str | None]:
   """Entry id -> the sha256 of the blob the run under ``version`` replayed (None: its report
   does not name it)."""
   return {e.entry_id: e.blob_sha256 for e in _report_under(report_path, version).entries}
 
 
-def kernel_skips(report_path: Path, version: str) -> dict[str, str]:
+def kernel_skips(report_path: Path, version: str) -> dict[EntryId, str]:
   """Entry id -> why it is skipped: the entries of a report of a replay under ``version``
   whose project native kernel did not register there (:mod:`._native`)."""
   return _kernel_skips(_report_under(report_path, version), version)
@@ -154,7 +155,7 @@ def _report_under(report_path: Path, version: str):
   return report
 
 
-def _kernel_skips(report, version: str) -> dict[str, str]:
+def _kernel_skips(report, version: str) -> dict[EntryId, str]:
   out = {}
   for e in report.entries:
     for f in e.findings:
@@ -162,16 +163,16 @@ def _kernel_skips(report, version: str) -> dict[str, str]:
         continue
       target = unregistered_kernel(f.message, e.targets)
       if target is not None:
-        out[str(e.entry_id)] = skip_reason(target, version)
+        out[e.entry_id] = skip_reason(target, version)
         break
   return out
 
 
 def verdicts_of_rows(rows: Iterable[Mapping], version: str
-                     ) -> dict[str, tuple[bool, str] | None]:
+                     ) -> dict[EntryId, tuple[bool, str] | None]:
   """Entry id -> (runs, detail) from the release replayer's rows under ``version``, as the
   judge weighs each (``_judge._release_runs``; None: the replayer measured nothing of it)."""
-  out: dict[str, tuple[bool, str] | None] = {}
+  out: dict[EntryId, tuple[bool, str] | None] = {}
   for row in rows:
     run = judge_row(row, version)
     out[run.entry_id] = None if run.runs is None else (run.runs, run.detail)

@@ -25,7 +25,7 @@ from jaxport.multirelease import _envs, _matrix, _replay
 logger = logging.getLogger(__name__)
 
 
-def select_entries(root: Path, platform: str, current_build_only: bool) -> list[str]:
+def select_entries(root: Path, platform: str, current_build_only: bool) -> list[EntryId]:
   """Entry ids under ``root/platform``, read from the directory layout and manifests only."""
   ids = []
   for manifest in sorted((root / platform).glob("*/*/*/manifest.json")):
@@ -37,7 +37,7 @@ def select_entries(root: Path, platform: str, current_build_only: bool) -> list[
                               "from version control or remove it") from None
       if not isinstance(producer, dict) or not producer.get("jaxport"):
         continue
-    ids.append(str(EntryId.from_folder(manifest.parent)))
+    ids.append(EntryId.from_folder(manifest.parent))
   return ids
 
 
@@ -46,7 +46,7 @@ def consumer_pythons(versions: list[str]) -> dict[str, str]:
   return {v: str(_envs.ensure_venv(v)) for v in versions}
 
 
-def measure(consumers: Mapping[str, str], root: Path, entry_ids: list[str], today: datetime.date,
+def measure(consumers: Mapping[str, str], root: Path, entry_ids: list[EntryId], today: datetime.date,
             *, effects: Mapping[str, str] | None = None,
             timeout_s: float = _replay.ENTRY_TIMEOUT_S) -> dict[str, Any]:
   """The matrix of ``entry_ids`` of the store ``root`` replayed by each consumer release

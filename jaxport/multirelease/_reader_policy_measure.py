@@ -37,9 +37,9 @@ print(json.dumps({"jax": jax.__version__, "reads": out}))
 """
 
 
-def measure(releases: list[str], store: Path) -> dict[str, Any]:
+def measure(releases: list[str], store: Path, method: str) -> dict[str, Any]:
   """The reader policy of ``releases``, on sample blobs from the golden ``store``, as the JSON
-  document ``_reader_policy.parse`` reads."""
+  document ``_reader_policy.parse`` reads; ``method`` says how, in the document's words."""
   with tempfile.TemporaryDirectory() as tmp:
     blobs = sample_blobs(Path(tmp), releases[-1], store)
     paths = json.dumps({layout: str(path) for layout, (_, path) in blobs.items()})
@@ -50,8 +50,7 @@ def measure(releases: list[str], store: Path) -> dict[str, Any]:
   return {
       "format_version": _reader_policy.FORMAT_VERSION,
       "measured_on": datetime.date.today().isoformat(),
-      "method": "harness/tools/reader_policy.py: each release's jax.export.deserialize on one "
-                "blob per layout, default configuration",
+      "method": method,
       "layouts": {layout: {"written_by": blobs[layout][0]} for layout in LAYOUTS if layout in blobs},
       "readers": readers,
   }

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jaxport.errors import JaxportError
+from jaxport.golden._entry_id import EntryId, require_entry_id
 from jaxport.harness._protocol._release_rows import PROCESS
 
 logger = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ def read_results(path: Path) -> dict[str, dict]:
   return finished
 
 
-def replay_with(python: str, root: Path, entry_ids: Sequence[str], work: Path, *,
+def replay_with(python: str, root: Path, entry_ids: Sequence[EntryId], work: Path, *,
                 effects: Mapping[str, str] | None = None,
                 timeout_s: float = ENTRY_TIMEOUT_S) -> list[dict]:
   """Replay ``entry_ids`` of the store ``root`` with ``python``, one result row per entry.
@@ -72,7 +73,9 @@ def replay_with(python: str, root: Path, entry_ids: Sequence[str], work: Path, *
   for its start-up); the entry it is on when stopped is a ``crash`` row.
   """
   results_path = work / "results.jsonl"
-  pending = list(entry_ids)
+  # The replayer runs without jaxport: it takes and writes the ids' text.
+  texts = [str(require_entry_id(e, "replay_with")) for e in entry_ids]
+  pending = list(texts)
   while pending:
     ids_file = work / "entries.txt"
     ids_file.write_text("\n".join(pending) + "\n")
@@ -95,7 +98,7 @@ def replay_with(python: str, root: Path, entry_ids: Sequence[str], work: Path, *
     pending = remaining
   results = read_results(results_path)
   by_id = {}
-  for entry_id in entry_ids:
+  for entry_id in texts:
     row = results[entry_id]
     if "producer" not in row:
       try:
@@ -103,4 +106,4 @@ def replay_with(python: str, root: Path, entry_ids: Sequence[str], work: Path, *
       except (OSError, ValueError, KeyError):
         row["producer"] = None  # The entry vanished or is unreadable: counted as "unknown".
     by_id[entry_id] = row
-  return [by_id[e] for e in entry_ids]
+  return [by_id[e] for e in texts]

@@ -42,8 +42,8 @@ from jaxport.releases import served_releases
 logger = logging.getLogger(__name__)
 
 SUITES = {
-    "tests": ["tests/"],
-    "harness": ["harness/", "--platform=cpu"],
+    "tests": ["tests"],
+    "harness": ["harness", "--platform=cpu"],
 }
 
 

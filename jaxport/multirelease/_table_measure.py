@@ -76,14 +76,6 @@ logger = logging.getLogger(__name__)
 FIRST, LAST = "0.4.26", "0.12.0.1"
 DEFAULT_SCRATCH = Path(tempfile.gettempdir()) / "jaxport-release-table-venvs"
 UNKNOWN_TARGET = "jaxport_no_such_target_ffi"
-METHOD = ("harness/tools/release_table.py: in each release's own venv, its jaxlib's StableHLO "
-          "versions and VHLO op names, its export module's calling-convention bounds and stable "
-          "table, its jax.export.deserialize on one blob per envelope layout (default "
-          "configuration) and on one-device blobs with only one device-count field each, its "
-          "jaxlib's portable-artifact reader on a newer StableHLO and on a module using the sdy "
-          "dialect, a round trip and call of its own export at a calling convention above its "
-          "maximum, and a cpu compile (and, for typed FFI targets, a run without operands) of a "
-          "minimal custom call per probed target")
 
 def candidate_releases(doc: dict[str, Any]) -> list[str]:
   """The releases of the table ``doc`` from 0.4.26 to 0.12.0.1, oldest first."""
@@ -331,9 +323,9 @@ def _python_for(version: str, scratch: Path) -> tuple[Path | None, str | None, b
   return python, reason, True
 
 
-def main(argv: list[str] | None, store: Path) -> int:
+def main(argv: list[str] | None, store: Path, method: str) -> int:
   """The command: measure the releases ``argv`` names into the table, with sample blobs from
-  the golden store ``store`` (its release cases)."""
+  the golden store ``store`` (its release cases); ``method`` says how, in the table's words."""
   parser = argparse.ArgumentParser(description="Generate the release table: what each jax "
                                    "release reads, writes and registers.")
   parser.add_argument("--releases", nargs="+", help="only these releases")
@@ -358,7 +350,7 @@ def main(argv: list[str] | None, store: Path) -> int:
   days = {version: release_day(doc, version, args.date) for version in wanted}
   doc.setdefault("format_version", _table.FORMAT_VERSION)
   doc.setdefault("releases", {})
-  doc["method"] = METHOD
+  doc["method"] = method
   today = datetime.date.today().isoformat()
   with tempfile.TemporaryDirectory() as tmp:
     samples = sample_blobs(Path(tmp), LAST, store)

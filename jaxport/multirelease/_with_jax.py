@@ -148,7 +148,7 @@ def replay_old_release(version: str, config: Project, home: Path, report: str | 
                        cache_dir: Path | None = None) -> int:
   """Replay the project's CPU entries with jax ``version``'s own ``jax.export``; 1 if any fails."""
   store = config.store
-  ids = [str(e.entry_id) for e in GoldenStore(store).entries("cpu")]
+  ids = [e.entry_id for e in GoldenStore(store).entries("cpu")]
   if not ids:
     raise JaxportError(f"replay --with-jax {version}: the project's store {store} has no cpu "
                        "entries; record some first (jaxport record)")

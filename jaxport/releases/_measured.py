@@ -27,6 +27,7 @@ from jaxport import _json
 from jaxport._files import refuse_links
 from jaxport._records import Strict
 from jaxport.errors import JaxportError, ReleaseTableError
+from jaxport.golden._entry_id import EntryId, require_entry_id
 from jaxport.releases._version_text import parse_version
 
 # Relative to the project's root (where its pytest configuration lives); in the folder
@@ -74,23 +75,24 @@ class MeasuredRun:
 @dataclasses.dataclass(frozen=True)
 class MeasuredRuns:
   """Every measurement of a project: entry id -> release -> run."""
-  entries: Mapping[str, Mapping[str, MeasuredRun]] = dataclasses.field(default_factory=dict)
+  entries: Mapping[EntryId, Mapping[str, MeasuredRun]] = dataclasses.field(default_factory=dict)
 
-  def of(self, entry_id: str, blob_sha256: str | None) -> tuple[MeasuredRun, ...]:
+  def of(self, entry_id: EntryId, blob_sha256: str | None) -> tuple[MeasuredRun, ...]:
     """The measurements of ``entry_id`` whose blob is still ``blob_sha256``, oldest release
     first."""
-    runs = self.entries.get(entry_id, {})
+    runs = self.entries.get(require_entry_id(entry_id, "MeasuredRuns.of"), {})
     return tuple(sorted((r for r in runs.values() if r.blob_sha256 == blob_sha256),
                         key=lambda r: parse_version(r.release)))
 
-  def with_runs(self, entry_id: str, runs: list[MeasuredRun]) -> MeasuredRuns:
+  def with_runs(self, entry_id: EntryId, runs: list[MeasuredRun]) -> MeasuredRuns:
     """These measurements with ``runs`` of ``entry_id`` added (a release's newer one wins)."""
+    require_entry_id(entry_id, "MeasuredRuns.with_runs")
     entries = {k: dict(v) for k, v in self.entries.items()}
     for run in runs:
       entries.setdefault(entry_id, {})[run.release] = run
     return MeasuredRuns(entries)
 
-  def without(self, entry_id: str, release: str) -> MeasuredRuns:
+  def without(self, entry_id: EntryId, release: str) -> MeasuredRuns:
     """These measurements less that of ``entry_id`` under ``release`` (a newer replay there
     could not measure it)."""
     entries = {k: {r: run for r, run in v.items() if (k, r) != (entry_id, release)}
@@ -99,7 +101,7 @@ class MeasuredRuns:
 
   def to_json(self) -> dict[str, Any]:
     return {"format": FORMAT,
-            "entries": {e: {r: run.to_json() for r, run in sorted(runs.items())}
+            "entries": {str(e): {r: run.to_json() for r, run in sorted(runs.items())}
                         for e, runs in sorted(self.entries.items())}}
 
   @classmethod
@@ -112,10 +114,18 @@ class MeasuredRuns:
     entries = {}
     for entry_id, runs in _STRICT.of(d["entries"], Mapping, f"{where}.entries").items():
       at = f"{where}.entries.{entry_id}"
-      entries[entry_id] = {_release(release, at): MeasuredRun.from_json(release, run,
+      entries[_entry_id(entry_id, at)] = {_release(release, at): MeasuredRun.from_json(release, run,
                                                                       f"{at}.{release}")
                            for release, run in _STRICT.of(runs, Mapping, at).items()}
     return cls(entries)
+
+
+def _entry_id(text: str, where: str) -> EntryId:
+  """The entry id ``text`` names, else the reader's refusal naming ``where``."""
+  try:
+    return EntryId.parse(text)
+  except ValueError as e:
+    raise _STRICT.fail(where, str(e)) from None
 
 
 def _release(text: str, where: str) -> str:

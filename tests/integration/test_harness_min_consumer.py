@@ -186,7 +186,7 @@ def _measured(project_root: Path, release: str, runs: bool) -> Path:
   sha = json.loads((GOLDEN / ENTRY / "manifest.json").read_text())["files"]["exported.bin"]
   run = MeasuredRun(release, runs, "ran" if runs else "run: refused by the test",
                     datetime.date(2026, 11, 29), sha, "0.1.0")
-  return write_measured(project_root, MeasuredRuns().with_runs(ENTRY, [run]))
+  return write_measured(project_root, MeasuredRuns().with_runs(EntryId.parse(ENTRY), [run]))
 
 
 def test_a_measured_run_takes_precedence_over_the_predicted_refusal(tmp_path, monkeypatch):

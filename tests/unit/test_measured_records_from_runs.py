@@ -15,6 +15,7 @@ import pytest
 
 import _report_helpers as helpers
 from jaxport.cli import main
+from jaxport.golden import EntryId
 from jaxport.multirelease import _with_jax
 from jaxport.multirelease import _measured as keeping
 from jaxport.releases import read_measured
@@ -75,7 +76,7 @@ def test_a_report_left_by_an_earlier_run_is_not_taken_for_the_releases(monkeypat
   _simulate(monkeypatch, _report(entry_id, RELEASE, "fail", [
       "[compatibility_break] jax reader: run failed: refused here"]), code=1)
   assert _replay(project, report) == 1
-  (kept,) = read_measured(project).entries[entry_id].values()
+  (kept,) = read_measured(project).entries[EntryId.parse(entry_id)].values()
   assert kept.runs is False and "refused here" in kept.detail
   # An earlier run under another jax left a passing report at the same path; this run dies
   # before writing one.
@@ -83,7 +84,7 @@ def test_a_report_left_by_an_earlier_run_is_not_taken_for_the_releases(monkeypat
   written = _simulate(monkeypatch, None, code=-9)
   assert _replay(project, report) != 0
   assert Path(written[0]) != report  # the harness wrote into a folder of this run's own
-  (still,) = read_measured(project).entries[entry_id].values()
+  (still,) = read_measured(project).entries[EntryId.parse(entry_id)].values()
   assert still == kept
 
 
@@ -103,7 +104,7 @@ def test_a_run_under_the_release_keeps_its_record_with_the_judge_and_copies_its_
   _simulate(monkeypatch, doc)
   assert _replay(project, report) == 0
   assert json.loads(report.read_text()) == doc
-  (kept,) = read_measured(project).entries[entry_id].values()
+  (kept,) = read_measured(project).entries[EntryId.parse(entry_id)].values()
   from jaxport import __version__
   assert (kept.release, kept.runs, kept.judged_by) == (RELEASE, True, __version__)
 
@@ -116,7 +117,7 @@ def test_an_entry_whose_files_do_not_read_is_not_measured(monkeypatch, tmp_path)
   damaged = _report(entry_id, RELEASE, "fail", [
       "[golden_data_error] golden data error: exported.bin: sha256 mismatch"])
   damaged["entries"][0]["findings"][0].update(subject="golden_data", reader=None)
-  assert keeping.verdicts_of_report(_write(tmp_path, damaged), RELEASE) == {entry_id: None}
+  assert keeping.verdicts_of_report(_write(tmp_path, damaged), RELEASE) == {EntryId.parse(entry_id): None}
   _simulate(monkeypatch, damaged, code=1)
   assert _replay(project, tmp_path / "r.json") == 1
   blob.write_bytes(good)  # restored: nothing was kept that would count for it now
@@ -128,25 +129,26 @@ def test_an_entry_whose_checker_raised_is_not_measured(tmp_path):
   raised = _report(entry_id, RELEASE, "fail", [
       "[checker_error] checker 'eigh' raised ValueError: x judging the jax reader's outputs"])
   raised["entries"][0]["findings"][0].update(subject="checker", reader=None)
-  assert keeping.verdicts_of_report(_write(tmp_path, raised), RELEASE) == {entry_id: None}
+  assert keeping.verdicts_of_report(_write(tmp_path, raised), RELEASE) == {EntryId.parse(entry_id): None}
 
 
 def test_a_record_is_keyed_by_the_blob_as_read_not_the_manifests_claim(tmp_path):
   project, entry_id = _project(tmp_path)
   blob = project / "golden" / entry_id / "exported.bin"
-  assert keeping.remember(project, project / "golden", RELEASE, {entry_id: (True, "ran")}) == 1
-  (kept,) = read_measured(project).entries[entry_id].values()
+  key = EntryId.parse(entry_id)
+  assert keeping.remember(project, project / "golden", RELEASE, {key: (True, "ran")}) == 1
+  (kept,) = read_measured(project).entries[EntryId.parse(entry_id)].values()
   assert kept.blob_sha256 == hashlib.sha256(blob.read_bytes()).hexdigest()
   # A run that replayed another blob than the store holds now keeps nothing for it.
   other = "0" * 64
-  assert keeping.remember(project, project / "golden", RELEASE, {entry_id: (False, "x")},
-                          {entry_id: other}) == 0
+  assert keeping.remember(project, project / "golden", RELEASE, {key: (False, "x")},
+                          {key: other}) == 0
   assert read_measured(project).entries == {}
-  assert keeping.remember(project, project / "golden", RELEASE, {entry_id: (True, "ran")},
-                          {entry_id: kept.blob_sha256}) == 1
+  assert keeping.remember(project, project / "golden", RELEASE, {key: (True, "ran")},
+                          {key: kept.blob_sha256}) == 1
   # Bytes that are not the manifest's: nothing is kept, and the earlier record goes.
   blob.write_bytes(b"not the recorded blob")
-  assert keeping.remember(project, project / "golden", RELEASE, {entry_id: (False, "x")}) == 0
+  assert keeping.remember(project, project / "golden", RELEASE, {key: (False, "x")}) == 0
   assert read_measured(project).entries == {}
 
 
@@ -171,7 +173,7 @@ def test_a_project_kernel_that_does_not_register_is_skipped_not_measured(
                 targets=[KERNEL])
   (why,) = keeping.kernel_skips(_write(tmp_path, doc), RELEASE).values()
   assert f"native kernel {KERNEL} does not register under jax {RELEASE}" in why
-  assert keeping.verdicts_of_report(_write(tmp_path, doc), RELEASE) == {entry_id: None}
+  assert keeping.verdicts_of_report(_write(tmp_path, doc), RELEASE) == {EntryId.parse(entry_id): None}
   # Every entry skipped so: nothing was measured, which is not a pass; nothing is kept.
   _simulate(monkeypatch, doc, code=1)
   assert _replay(project, tmp_path / "r.json") == 1
@@ -185,7 +187,7 @@ def test_a_release_that_lacks_a_target_of_jaxs_own_still_does_not_run(tmp_path):
       "[compatibility_break] jax reader: run failed: No registered implementation for untyped "
       "custom call to lapack_sgetrf"], targets=["lapack_sgetrf"])
   assert keeping.kernel_skips(_write(tmp_path, doc), RELEASE) == {}
-  assert keeping.verdicts_of_report(_write(tmp_path, doc), RELEASE)[entry_id][0] is False
+  assert keeping.verdicts_of_report(_write(tmp_path, doc), RELEASE)[EntryId.parse(entry_id)][0] is False
 
 
 def test_kernel_skips_beside_measured_entries_are_not_failures(monkeypatch, tmp_path, capsys):
@@ -200,7 +202,7 @@ def test_kernel_skips_beside_measured_entries_are_not_failures(monkeypatch, tmp_
   doc["entries"].append({**_report(other, RELEASE)["entries"][0], "entry_id": other})
   _simulate(monkeypatch, doc, code=1)
   assert _replay(project, tmp_path / "r.json") == 0
-  assert list(read_measured(project).entries) == [other]
+  assert list(read_measured(project).entries) == [EntryId.parse(other)]
   # The summary says which python the kernel is rebuilt with to measure them.
   assert "build the kernel with /envs/py" in capsys.readouterr().out
 
@@ -210,11 +212,11 @@ def test_an_entry_the_release_only_read_is_not_measured_as_running(tmp_path):
   _, entry_id = _project(tmp_path)
   doc = _report(entry_id, RELEASE)
   doc["entries"][0]["lowering_only"] = True
-  assert keeping.verdicts_of_report(_write(tmp_path, doc), RELEASE) == {entry_id: None}
+  assert keeping.verdicts_of_report(_write(tmp_path, doc), RELEASE) == {EntryId.parse(entry_id): None}
   # An accelerator's entry in a cpu run was read, not run, too.
   tpu = entry_id.replace("cpu/", "tpu/", 1)
   doc = _report(tpu, RELEASE)
-  assert keeping.verdicts_of_report(_write(tmp_path, doc), RELEASE) == {tpu: None}
+  assert keeping.verdicts_of_report(_write(tmp_path, doc), RELEASE) == {EntryId.parse(tpu): None}
   # The release replayer's row of a lowering-only entry stops at reading it.
   read = judge_row({"entry_id": entry_id, "stage": "deserialize"}, RELEASE)
   assert read.runs is None and str(read.status) == "pass" and "not run" in read.detail
@@ -227,10 +229,12 @@ def test_the_judge_weighs_a_replays_exit_status_with_its_kernel_skips():
 
   from jaxport._vocabulary import Status
   from jaxport.harness._judge._release_runs import exit_status_with_skips
-  skipped_one = SimpleNamespace(entry_id="cpu/k/2026-01-01/a_jax-0.11.2", status=Status.FAIL)
-  failed_other = SimpleNamespace(entry_id="cpu/k/2026-01-01/b_jax-0.11.2", status=Status.FAIL)
-  passed = SimpleNamespace(entry_id="cpu/k/2026-01-01/c_jax-0.11.2", status=Status.PASS)
-  skips = {str(skipped_one.entry_id): "its kernel does not register"}
+  def entry(case, status):
+    return SimpleNamespace(entry_id=EntryId.parse(f"cpu/k/{case}/2026-01-01_jax-0.11.2"),
+                           status=status)
+  skipped_one, failed_other, passed = entry("a", Status.FAIL), entry("b", Status.FAIL), entry(
+      "c", Status.PASS)
+  skips = {skipped_one.entry_id: "its kernel does not register"}
   # Every entry skipped: nothing was measured, which is not a pass.
   assert exit_status_with_skips(0, [skipped_one], False, skips) == 1
   # The skips were the run's only failures.

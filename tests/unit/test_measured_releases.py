@@ -14,6 +14,7 @@ import pytest
 
 import jaxport.releases as rel
 from jaxport.errors import JaxportError, ReleaseTableError
+from jaxport.golden import EntryId
 from jaxport.harness._judge import _consumers
 from jaxport.multirelease import _measured as keeping
 from jaxport.multirelease._measured import write_measured
@@ -23,7 +24,12 @@ from jaxport.releases._runs_on import CustomCall
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = datetime.date(2026, 12, 4)
-ENTRY = "cpu/fam/case/2026-12-01_jax-0.10.2"
+ENTRY = EntryId.parse("cpu/fam/case/2026-12-01_jax-0.10.2")
+
+
+def _id(case: str) -> str:
+  """The text of an entry id of case ``case``."""
+  return f"cpu/fam/{case}/2026-12-01_jax-0.10.2"
 
 
 def _run(release: str, runs: bool, sha: str = "s1", detail: str = "") -> MeasuredRun:
@@ -45,7 +51,7 @@ def test_measurements_of_another_blob_are_not_taken_and_come_oldest_release_firs
   kept = MeasuredRuns().with_runs(ENTRY, [_run("0.11.2", True), _run("0.9.2", True),
                                           _run("0.10.0", True, sha="old")])
   assert [r.release for r in kept.of(ENTRY, "s1")] == ["0.9.2", "0.11.2"]
-  assert kept.of(ENTRY, None) == () and kept.of("cpu/other/x/2026-01-01_jax-0.9.2", "s1") == ()
+  assert kept.of(ENTRY, None) == () and kept.of(EntryId.parse("cpu/other/x/2026-01-01_jax-0.9.2"), "s1") == ()
 
 
 def _record(**changes) -> dict:
@@ -58,15 +64,15 @@ def _record(**changes) -> dict:
     ({"format": 1, "entries": {}},
      "format: expected 2, got 1 (its records do not name the jaxport release that judged them)"),
     ({"format": 2}, "missing entries"),
-    ({"format": 2, "entries": {ENTRY: {"0.11.2": _record(runs="yes")}}},
+    ({"format": 2, "entries": {str(ENTRY): {"0.11.2": _record(runs="yes")}}},
      f"entries.{ENTRY}.0.11.2.runs: expected bool"),
-    ({"format": 2, "entries": {ENTRY: {"0.11.2": _record(date="today")}}},
+    ({"format": 2, "entries": {str(ENTRY): {"0.11.2": _record(date="today")}}},
      "0.11.2.date: expected a date"),
-    ({"format": 2, "entries": {ENTRY: {"0.11.2": {k: v for k, v in _record().items()
+    ({"format": 2, "entries": {str(ENTRY): {"0.11.2": {k: v for k, v in _record().items()
                                                   if k != "judged_by"}}}},
      "missing judged_by"),
     ({"format": 2, "entries": [], "extra": 1}, "unknown key 'extra'"),
-    ({"format": 2, "entries": {ENTRY: {"latest": _record()}}},
+    ({"format": 2, "entries": {str(ENTRY): {"latest": _record()}}},
      f"entries.{ENTRY}: 'latest' is not a jax release")])
 def test_a_malformed_measurements_file_is_refused_naming_the_key(tmp_path, doc, where):
   path = tmp_path / rel.MEASURED_FILE
@@ -110,47 +116,49 @@ def test_min_consumer_follows_the_measurement():
 
 
 def test_replayer_rows_become_measurements():
-  rows = [{"entry_id": "a", "stage": "compare", "matched": True},
-          {"entry_id": "b", "stage": "deserialize", "error": "too old"},
-          {"entry_id": "c", "stage": "devices", "not_replayable": "two devices"},
-          {"entry_id": "d", "stage": "compare", "not_compared": "own"},
-          {"entry_id": "e", "stage": "process", "error": "died"},
-          {"entry_id": "f", "stage": "verify", "error": "sha256"},
-          {"entry_id": "g", "stage": "compare", "matched": False, "problems": "off by 1"},
-          {"entry_id": "h", "stage": "teleport"}]
+  rows = [{"entry_id": _id("a"), "stage": "compare", "matched": True},
+          {"entry_id": _id("b"), "stage": "deserialize", "error": "too old"},
+          {"entry_id": _id("c"), "stage": "devices", "not_replayable": "two devices"},
+          {"entry_id": _id("d"), "stage": "compare", "not_compared": "own"},
+          {"entry_id": _id("e"), "stage": "process", "error": "died"},
+          {"entry_id": _id("f"), "stage": "verify", "error": "sha256"},
+          {"entry_id": _id("g"), "stage": "compare", "matched": False, "problems": "off by 1"},
+          {"entry_id": _id("h"), "stage": "teleport"}]
   got = keeping.verdicts_of_rows(rows, "0.8.3")
-  assert got == {"a": (True, "replayed by jax 0.8.3's own jax.export"),
-                 "b": (False, "[compatibility_break] deserialize: too old"), "c": None,
-                 "d": (True, "run by jax 0.8.3's own jax.export: own"), "e": None, "f": None,
-                 "g": (False, "[numerics_change] compare: off by 1"), "h": None}
+  assert {e.case_id: v for e, v in got.items()} == {
+      "a": (True, "replayed by jax 0.8.3's own jax.export"),
+      "b": (False, "[compatibility_break] deserialize: too old"), "c": None,
+      "d": (True, "run by jax 0.8.3's own jax.export: own"), "e": None, "f": None,
+      "g": (False, "[numerics_change] compare: off by 1"), "h": None}
 
 
 def test_a_measured_release_record_takes_the_judges_status():
   from jaxport._vocabulary import Status
   from jaxport.harness._judge._release_runs import judge_row
-  rows = {"reproduced": ({"entry_id": "a", "stage": "compare", "matched": True}, Status.PASS),
-          "own checker": ({"entry_id": "b", "stage": "compare", "not_compared": "own"},
+  rows = {"reproduced": ({"entry_id": _id("a"), "stage": "compare", "matched": True}, Status.PASS),
+          "own checker": ({"entry_id": _id("b"), "stage": "compare", "not_compared": "own"},
                           Status.PASS),
-          "broke": ({"entry_id": "c", "stage": "run", "error": "no kernel"}, Status.FAIL),
-          "crashed": ({"entry_id": "d", "stage": "process", "error": "died"}, Status.FAIL),
-          "not replayable": ({"entry_id": "e", "stage": "devices", "not_replayable": "2"}, None),
-          "unreadable row": ({"entry_id": "f", "stage": 3}, Status.FAIL)}
+          "broke": ({"entry_id": _id("c"), "stage": "run", "error": "no kernel"}, Status.FAIL),
+          "crashed": ({"entry_id": _id("d"), "stage": "process", "error": "died"}, Status.FAIL),
+          "not replayable": ({"entry_id": _id("e"), "stage": "devices", "not_replayable": "2"}, None),
+          "unreadable row": ({"entry_id": _id("f"), "stage": 3}, Status.FAIL)}
   for name, (row, status) in rows.items():
     run = judge_row(row, "0.8.3")
     assert run.status is status, (name, run)
     # What is kept as measured is what the judge says of the row, and nothing else.
-    kept = keeping.verdicts_of_rows([row], "0.8.3")[row["entry_id"]]
+    kept = keeping.verdicts_of_rows([row], "0.8.3")[EntryId.parse(row["entry_id"])]
     assert kept == (None if run.runs is None else (run.runs, run.detail)), name
     assert (kept is not None and kept[0]) == (status is Status.PASS), name
 
 
 def test_remembering_ties_each_measurement_to_the_entrys_blob(tmp_path):
   source = next((ROOT / "compat_data" / "cpu").glob("*/*/*_jax-0.10.2"))
-  entry_id = "/".join(source.parts[-4:])
+  entry_id = EntryId.from_folder(source)
   store = tmp_path / "store"
-  shutil.copytree(source, store / entry_id)
+  shutil.copytree(source, store / str(entry_id))
+  missing = EntryId.parse("cpu/no/such/2026-01-01_jax-0.9.2")
   assert keeping.remember(tmp_path, store, "0.11.2", {entry_id: (True, "ran"),
-                                                      "cpu/no/such/2026-01-01_jax-0.9.2": (True, "")}) == 1
+                                                      missing: (True, "")}) == 1
   sha = json.loads((source / "manifest.json").read_text())["files"]["exported.bin"]
   (run,) = read_measured(tmp_path).of(entry_id, sha)
   assert (run.release, run.runs, run.detail) == ("0.11.2", True, "ran")
@@ -170,7 +178,7 @@ def test_a_harness_report_becomes_measurements_from_its_readers_findings_only(tm
   path = tmp_path / "run.json"
   path.write_text(json.dumps(_under("0.11.2", helpers.run_report())))
   got = keeping.verdicts_of_report(path, "0.11.2")
-  by_case = {entry_id.split("/")[2] + "@" + entry_id.rsplit("-", 1)[1]: v
+  by_case = {entry_id.case_id + "@" + str(entry_id).rsplit("-", 1)[1]: v
              for entry_id, v in got.items()}
   # The release's own reader's break: it does not run there. jaxport's reader's break, and a
   # lowering drift of today's export, say nothing of the release.
@@ -185,7 +193,7 @@ def test_a_harness_report_becomes_measurements_from_its_readers_findings_only(tm
                                     "message": "the case modules did not import", "reader": None,
                                     "detail": None}]
   path.write_text(json.dumps(doc))
-  assert keeping.verdicts_of_report(path, "0.11.2")[doc["entries"][0]["entry_id"]] is None
+  assert keeping.verdicts_of_report(path, "0.11.2")[EntryId.parse(doc["entries"][0]["entry_id"])] is None
   doc["readers"] = ["jaxport"]
   path.write_text(json.dumps(doc))
   assert set(keeping.verdicts_of_report(path, "0.11.2").values()) == {None}
@@ -203,10 +211,10 @@ def test_the_release_replayer_runs_an_entry_of_a_projects_own_checker_without_co
   manifest.write_text(json.dumps(doc))
   work = tmp_path / "work"
   work.mkdir()
-  (row,) = replay_with(sys.executable, tmp_path / "store", [entry_id], work)
+  (row,) = replay_with(sys.executable, tmp_path / "store", [EntryId.parse(entry_id)], work)
   assert (row["stage"], row["error"], row.get("matched")) == ("compare", None, None), row
   assert "checker 'my_projects_checker' is the project's own" in row["not_compared"]
-  assert keeping.verdicts_of_rows([row], "0.10.2")[entry_id][0] is True
+  assert keeping.verdicts_of_rows([row], "0.10.2")[EntryId.parse(entry_id)][0] is True
 
 
 def test_inspect_of_a_projects_entry_shows_what_its_replays_measured(tmp_path, capsys):
@@ -220,7 +228,7 @@ def test_inspect_of_a_projects_entry_shows_what_its_replays_measured(tmp_path, c
   (project / "cases.py").write_text("def cases():\n  return []\n")
   sha = json.loads((source / "manifest.json").read_text())["files"]["exported.bin"]
   predicted = "0.11.2"
-  write_measured(project, MeasuredRuns().with_runs(entry_id, [_run(predicted, False, sha=sha,
+  write_measured(project, MeasuredRuns().with_runs(EntryId.parse(entry_id), [_run(predicted, False, sha=sha,
                                                                    detail="run: refused here")]))
   assert main(["inspect", str(project / "golden" / entry_id), "--project", str(project),
                "--json"]) == 0
@@ -235,7 +243,7 @@ def test_inspect_of_a_projects_entry_shows_what_its_replays_measured(tmp_path, c
   assert f"{predicted} does not run (judged by jaxport 0.1.0)" in out
   assert "runs on cpu (measured by --with-jax replays; other releases predicted): " in out
   # A new measurement there, by another jaxport, replaces it.
-  write_measured(project, read_measured(project).with_runs(entry_id, [MeasuredRun(
+  write_measured(project, read_measured(project).with_runs(EntryId.parse(entry_id), [MeasuredRun(
       predicted, True, "ran", DAY, sha, "0.2.0")]))
   assert main(["inspect", str(project / "golden" / entry_id), "--project", str(project),
                "--json"]) == 0

@@ -89,7 +89,8 @@ def test_cli_bisects_an_entry_of_the_named_store_over_the_range(monkeypatch, tmp
   seen = _bisected(monkeypatch, ["cpu/f/c/2026-01-01_jax-0.5.3", "--releases", "0.5.3..0.6.2",
                                  "--root", str(tmp_path), "--available-only", "--envs",
                                  str(tmp_path / "envs"), "--json"])
-  assert seen["entry_id"] == "cpu/f/c/2026-01-01_jax-0.5.3" and seen["store"] == tmp_path
+  assert seen["entry_id"] == EntryId.parse("cpu/f/c/2026-01-01_jax-0.5.3")
+  assert seen["store"] == tmp_path
   assert seen["versions"] == ["0.5.3", "0.6.0", "0.6.1", "0.6.2"]
   assert seen["available_only"] is True and seen["venvs"] == tmp_path / "envs"
   assert '"last_good": "0.6.2"' in capsys.readouterr().out
@@ -100,7 +101,8 @@ def test_cli_takes_an_entry_directory_as_its_own_store(monkeypatch, tmp_path):
   entry.mkdir(parents=True)
   (entry / "manifest.json").write_text("{}")
   seen = _bisected(monkeypatch, [str(entry), "--releases", "0.5.3..0.6.2"])
-  assert (seen["entry_id"], seen["store"]) == ("cpu/f/c/2026-01-01_jax-0.5.3", tmp_path / "store")
+  assert (seen["entry_id"], seen["store"]) == (EntryId.parse("cpu/f/c/2026-01-01_jax-0.5.3"),
+                                               tmp_path / "store")
   assert seen["venvs"] is None  # the machine's cache
 
 
@@ -114,7 +116,7 @@ def test_cli_refuses_a_bisection_without_one_subject(argv, message):
 
 def test_an_unknown_entry_is_refused_with_its_path(tmp_path):
   with pytest.raises(bisect_release.BisectError, match="no golden entry 'cpu/x/y/z'"):
-    bisect_release.run_bisect("cpu/x/y/z", ["0.5.3", "0.6.2"], store=tmp_path)
+    bisect_release.run_bisect(EntryId.parse("cpu/x/y/z"), ["0.5.3", "0.6.2"], store=tmp_path)
 
 
 def test_a_blob_with_inputs_and_outputs_becomes_an_entry_to_bisect(tmp_path):
@@ -123,9 +125,9 @@ def test_a_blob_with_inputs_and_outputs_becomes_an_entry_to_bisect(tmp_path):
   src = next((ROOT / "compat_data/cpu/lapack_trsm/release_triangular_solve_f32").glob("*_jax-0.5.3"))
   entry_id = bisect_release.entry_from_blob(src / "exported.bin", src / "inputs.npz",
                                             src / "expected.npz", tmp_path, rtol=1e-4, atol=1e-4)
-  entry = GoldenStore(tmp_path).entry(EntryId.parse(entry_id))
+  entry = GoldenStore(tmp_path).entry(entry_id)
   entry.verify()
-  assert entry_id.startswith("cpu/bisect/blob/") and entry.blob() == (src / "exported.bin").read_bytes()
+  assert str(entry_id).startswith("cpu/bisect/blob/") and entry.blob() == (src / "exported.bin").read_bytes()
   assert [t.target for t in entry.manifest.custom_call_targets] == ["lapack_strsm_ffi"]
   np.testing.assert_array_equal(entry.inputs()[1], GoldenStore(ROOT / "compat_data").entry(EntryId.parse(
       "/".join(src.parts[-4:]))).inputs()[1])
@@ -133,9 +135,10 @@ def test_a_blob_with_inputs_and_outputs_becomes_an_entry_to_bisect(tmp_path):
 
 def test_a_run_without_comparison_counts_and_an_entry_no_release_can_replay_is_refused(
     monkeypatch, tmp_path):
-  own = {"entry_id": "e", "stage": "compare", "not_compared": "project's own checker"}
+  own = {"entry_id": "cpu/f/c/2026-01-01_jax-0.10.2", "stage": "compare",
+         "not_compared": "project's own checker"}
   assert Probe.of("0.9.2", judge_row(own, "0.9.2")).ok
-  died = {"entry_id": "e", "stage": "process", "error": "died"}
+  died = {"entry_id": "cpu/f/c/2026-01-01_jax-0.10.2", "stage": "process", "error": "died"}
   assert not Probe.of("0.9.2", judge_row(died, "0.9.2")).ok
   entry = tmp_path / "cpu" / "f" / "c" / "2026-01-01_jax-0.10.2"
   entry.mkdir(parents=True)
@@ -146,7 +149,7 @@ def test_a_run_without_comparison_counts_and_an_entry_no_release_can_replay_is_r
        "not_replayable": "a pytree type of the project"}])
   with pytest.raises(bisect_release.BisectError, match="cannot be bisected: jax 0.10.0's replayer "
                                                        "cannot replay it \\(a pytree type"):
-    bisect_release.run_bisect("cpu/f/c/2026-01-01_jax-0.10.2", ["0.9.2", "0.10.0"], store=tmp_path)
+    bisect_release.run_bisect(EntryId.parse("cpu/f/c/2026-01-01_jax-0.10.2"), ["0.9.2", "0.10.0"], store=tmp_path)
 
 
 def _one_release(monkeypatch, tmp_path, row: dict):
@@ -156,7 +159,7 @@ def _one_release(monkeypatch, tmp_path, row: dict):
   monkeypatch.setattr(bisect_release, "consumers", lambda versions, **kw: {v: "py" for v in versions})
   monkeypatch.setattr(bisect_release, "replay_with", lambda *a, **kw: [
       {"entry_id": "cpu/f/c/2026-01-01_jax-0.10.2", **row}])
-  return bisect_release.run_bisect("cpu/f/c/2026-01-01_jax-0.10.2", ["0.10.0"], store=tmp_path)
+  return bisect_release.run_bisect(EntryId.parse("cpu/f/c/2026-01-01_jax-0.10.2"), ["0.10.0"], store=tmp_path)
 
 
 def test_a_range_of_one_release_checks_that_release(monkeypatch, tmp_path):

@@ -123,7 +123,7 @@ def _store(root: Path):
 def test_select_entries_keeps_the_current_build_for_the_forward_check(tmp_path):
   root = _store(tmp_path / "store")
   assert len(_producers.select_entries(root, "cpu", False)) == 3
-  assert _producers.select_entries(root, "cpu", True) == [
+  assert [str(e) for e in _producers.select_entries(root, "cpu", True)] == [
       "cpu/fam/a/2026-11-29_jax-0.10.2", "cpu/fam/b/2026-11-29_jax-0.10.2"]
 
 
@@ -153,7 +153,7 @@ def test_replay_driver_survives_a_native_crash(tmp_path, monkeypatch):
   work = tmp_path / "work"
   work.mkdir()
   rows = _replay.replay_with(sys.executable, root, ids, work)
-  assert [r["entry_id"] for r in rows] == ids
+  assert [r["entry_id"] for r in rows] == [str(e) for e in ids]
   by_case = {r["entry_id"].split("/")[2] + r["entry_id"][-6:]: r["stage"] for r in rows}
   assert by_case == {"a0.10.2": "compare", "a-0.5.3": "compare", "b0.10.2": "process"}
   # Producers come from the manifests when the replayer could not say.

@@ -133,7 +133,7 @@ def _with_consumers(outcome: EntryResult, answer: ReplayAnswer | WorkerFailure,
   range_, why, features = _consumers.releases_run_on(answer.features, answer.features_error,
                                                      run.project_targets.stable(m.platform))
   if range_ is not None:
-    range_ = range_.with_measured(m.platform, run.measured.of(str(outcome.entry_id),
+    range_ = range_.with_measured(m.platform, run.measured.of(outcome.entry_id,
                                                               m.files.get("exported.bin")))
     outcome = outcome.replace(runs_on=dict(range_.releases))
   if request.features is FeaturesWanted.REPORT or entry.min_consumer is None:

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jaxport._vocabulary import Finding, FindingKind as K, Status, Subject
+from jaxport.golden._entry_id import EntryId
 from jaxport.harness._protocol._release_rows import HARNESS, PROCESS, VERIFY, ReleaseRow
 
 # The stage a row ends at without an error when the replayer only read the entry.
@@ -30,7 +31,7 @@ READ_ONLY = "deserialize"
 class ReleaseRun:
   """The judge's outcome of one release replayer row: its ``status`` (None: not replayed
   there), whether the entry ``runs`` there (None: nothing measured) and why, in words."""
-  entry_id: str
+  entry_id: EntryId
   status: Status | None
   runs: bool | None
   detail: str
@@ -130,7 +131,7 @@ def judge_report_entry(entry: Any, platform: str, readers: Iterable[str],
 
 
 def exit_status_with_skips(code: int, entries: Iterable[Any], session_failed: bool,
-                           skipped: Mapping[str, str]) -> int:
+                           skipped: Mapping[EntryId, str]) -> int:
   """The exit status of a harness replay under another release (pytest's ``code``; its report's
   ``entries``; whether the session itself failed) once the ``skipped`` entries (id -> why:
   their project kernel does not register there) count as skipped, not failed: 1 when every
@@ -141,7 +142,7 @@ def exit_status_with_skips(code: int, entries: Iterable[Any], session_failed: bo
   entries = list(entries)
   if len(skipped) == len(entries):
     return 1
-  others_failed = any(e.status is Status.FAIL and str(e.entry_id) not in skipped for e in entries)
+  others_failed = any(e.status is Status.FAIL and e.entry_id not in skipped for e in entries)
   if code == 1 and not others_failed and not session_failed:
     return 0
   return code

@@ -14,6 +14,7 @@ from typing import Any
 
 from jaxport._records import Strict
 from jaxport.errors import JaxportError
+from jaxport.golden._entry_id import EntryId, read_entry_id
 
 # The stages of a row that are the replaying process's own, not the entry's replay: its files
 # did not verify, the replayer raised, the process died on the entry.
@@ -37,7 +38,7 @@ class ReleaseRow:
   entry, a project's pytree type); ``not_compared``: why its outputs were run and not
   compared (the project's own checker); ``matched`` and ``problems``: the comparison's
   result (None: nothing compared)."""
-  entry_id: str
+  entry_id: EntryId
   stage: str
   error: str | None = None
   not_replayable: str | None = None
@@ -47,14 +48,16 @@ class ReleaseRow:
 
   @classmethod
   def from_json(cls, row: Mapping[str, Any]) -> ReleaseRow:
-    """The row of a replayer's line; one that does not read is a ``harness`` row naming why."""
-    entry_id = str(row.get("entry_id")) if isinstance(row, Mapping) else "?"
+    """The row of a replayer's line; one that does not read is a ``harness`` row naming why.
+    A line naming no entry id is refused (``ReleaseRowError``): no entry is known to fail."""
+    entry_id = read_entry_id(_S, row.get("entry_id") if isinstance(row, Mapping) else None,
+                             "release replayer row.entry_id")
     try:
       d = _S.obj(row, "release replayer row", required=("entry_id", "stage"))
       stage = _S.of(d["stage"], str, "stage")
       if stage not in STAGES:
         raise _S.fail("stage", f"expected one of {list(STAGES)}, got {stage!r}")
-      return cls(_S.of(d["entry_id"], str, "entry_id"), stage,
+      return cls(entry_id, stage,
                  _S.of(d.get("error"), str, "error", nullable=True),
                  _S.of(d.get("not_replayable"), str, "not_replayable", nullable=True),
                  _S.of(d.get("not_compared"), str, "not_compared", nullable=True),
