@@ -5,14 +5,16 @@ What runs under the other release is :mod:`jaxport.multirelease._with_jax`'s.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from jaxport.cli import _harness_run
 from jaxport.multirelease import _with_jax
 
 
 def run_in(action: str, *, version: str, platform: str, report: str | None,
-           extra: list[str], project) -> int:
-  """``action --with-jax version`` in the project folder ``project`` (a path), with the
-  harness's own pytest command line."""
+           extra: list[str], project: Path) -> int:
+  """``action --with-jax version`` in the project folder ``project``, with the harness's own
+  pytest command line."""
   config = _harness_run.read_project(project, f"{action} --with-jax")
   return _with_jax.run(
       action, version=version, platform=platform, report=report, project=project, config=config,
