@@ -12,9 +12,9 @@ Every profile prints the ``@reproduce_failure`` blob of a failure.
 
 from __future__ import annotations
 
-import os
-
 from hypothesis import HealthCheck, Phase, settings
+
+from harness._environment import fuzz_examples
 
 NIGHTLY_EXAMPLES = 10_000
 
@@ -32,9 +32,8 @@ settings.register_profile("dev", max_examples=15, derandomize=False, **_COMMON)
 settings.register_profile("ci", max_examples=200, derandomize=True, database=None, **_COMMON)
 settings.register_profile("nightly", max_examples=NIGHTLY_EXAMPLES, derandomize=False,
                           **_COMMON)
-settings.register_profile("budgeted", max_examples=int(os.environ.get("JAXPORT_FUZZ_EXAMPLES",
-                                                                      "1000")),
-                          derandomize=False, **_COMMON)
+settings.register_profile("budgeted", max_examples=fuzz_examples(1000), derandomize=False,
+                          **_COMMON)
 settings.load_profile("ci")
 
 

@@ -6,17 +6,16 @@ nightly's summary."""
 from __future__ import annotations
 
 import json
-import os
 
 from hypothesis import event
 
-FINDINGS_ENV = "JAXPORT_JAX_FINDINGS"
+from harness._environment import jax_findings_file
 
 
 def jax_finding(kind: str, detail: str) -> None:
   """Count one finding about jax.export (``kind``: crash, unsound) and list it when asked to."""
   event(f"jax.export {kind}")
-  path = os.environ.get(FINDINGS_ENV)
-  if path:
+  path = jax_findings_file()
+  if path is not None:
     with open(path, "a", encoding="utf-8") as f:
       f.write(json.dumps({"kind": kind, "detail": detail}) + "\n")

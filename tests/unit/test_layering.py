@@ -943,6 +943,20 @@ def test_jaxport_variables_are_read_only_in_the_environment_module():
   assert variable_reads(ENVIRONMENT_MODULE.read_text(), "_environment.py", names)
 
 
+REPOSITORY_TREES = (PACKAGE.parent / "harness", PACKAGE.parent / "tools")
+REPOSITORY_ENVIRONMENT = PACKAGE.parent / "harness" / "_environment.py"
+
+
+def test_the_repositorys_own_variables_are_read_only_in_its_environment_module():
+  files = [p for tree in REPOSITORY_TREES for p in sorted(tree.rglob("*.py"))]
+  names = set().union(*(variable_names(p.read_text()) for p in files))
+  wrong = [w for p in files if p != REPOSITORY_ENVIRONMENT
+           for w in variable_reads(p.read_text(), str(p.relative_to(PACKAGE.parent)), names)]
+  assert not wrong, ("read JAXPORT_* variables in harness/ and tools/ through "
+                     "harness/_environment.py:\n" + "\n".join(wrong))
+  assert variable_reads(REPOSITORY_ENVIRONMENT.read_text(), "_environment.py", names)
+
+
 @pytest.mark.parametrize("planted", [
     "import os\nroot = os.environ.get('JAXPORT_RELEASE_ENVS')",
     "import os\nroot = os.environ['JAXPORT_RELEASE_ENVS']",

@@ -1,6 +1,7 @@
 """pytest plugin loaded into each run of a JAX test suite by ``run_jax_suites.py``.
 
-It reads its settings from the environment (``ENV_*`` below), then:
+It reads its settings from the environment (``harness._environment.conformance_settings``),
+then:
 
 - in ``jaxport`` mode, counts calls into jaxport and rebinds every route to
   jax's export implementation before the suite is imported: ``jax.export``
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 import types
 from pathlib import Path
@@ -28,11 +28,10 @@ import pytest
 from jax._src.export import _export as jax_export_impl
 from jax._src.export import shape_poly as jax_shape_poly
 
+from harness._environment import conformance_settings
+from jaxport.errors import SettingsError
 from tools.conformance import _report
 
-ENV_MODE = "JAXPORT_CONFORMANCE_MODE"   # "jax" or "jaxport"
-ENV_OUT = "JAXPORT_CONFORMANCE_OUT"     # the JSON file written at the end
-ENV_UTIL = "JAXPORT_CONFORMANCE_UTIL"   # the copied back-compat util
 UTIL_MODULE = "jax._src.internal_test_util.export_back_compat_test_util"
 
 _REAL = {"jax.export": jax.export, "jax._src.export._export": jax_export_impl,
@@ -116,13 +115,14 @@ _KEY = pytest.StashKey[_Recorder]()
 
 
 def pytest_configure(config) -> None:
-  mode = os.environ.get(ENV_MODE)
-  if mode not in ("jax", "jaxport"):
-    raise pytest.UsageError(f"{ENV_MODE} must be 'jax' or 'jaxport', not {mode!r}")
-  recorder = _Recorder(mode, Path(os.environ[ENV_OUT]))
-  if mode == "jaxport":
+  try:
+    wanted = conformance_settings()
+  except SettingsError as e:
+    raise pytest.UsageError(str(e)) from None
+  recorder = _Recorder(wanted.mode, wanted.out)
+  if wanted.mode == "jaxport":
     recorder.rebind_globals()
-  recorder.load_util(os.environ[ENV_UTIL])
+  recorder.load_util(str(wanted.util))
   config.stash[_KEY] = recorder
 
 

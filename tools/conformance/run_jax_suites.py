@@ -38,7 +38,8 @@ from pathlib import Path
 
 import jax
 
-from tools.conformance import _plugin, _report
+from harness._environment import CONFORMANCE_MODE_ENV, CONFORMANCE_OUT_ENV, CONFORMANCE_UTIL_ENV
+from tools.conformance import _report
 
 logger = logging.getLogger("run_jax_suites")
 
@@ -91,8 +92,8 @@ def run_one(work: Path, out: Path, suite: str, mode: str, pytest_args: list[str]
   _report.partial_path(results).unlink(missing_ok=True)
   env = dict(os.environ)
   env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-  env.update({_plugin.ENV_MODE: mode, _plugin.ENV_OUT: str(results),
-              _plugin.ENV_UTIL: str(work / "util" / _UTIL.name)})
+  env.update({CONFORMANCE_MODE_ENV: mode, CONFORMANCE_OUT_ENV: str(results),
+              CONFORMANCE_UTIL_ENV: str(work / "util" / _UTIL.name)})
   cmd = [sys.executable, "-m", "pytest", f"{suite}.py", "-c", "pytest.ini", "--rootdir", ".",
          "-p", "tools.conformance._plugin", "-p", "no:cacheprovider", "-p", "no:randomly",
          "-q", *pytest_args]
