@@ -1,8 +1,9 @@
 """The harness's shared vocabulary: platforms, statuses, finding kinds and subjects, and the
 finding itself.
 
-A leaf module (it imports nothing of jaxport and no jax), so that the pytest plugin's entry
-point, the report package and the harness all name these once, from here.
+A leaf module (it imports no jax, and nothing of jaxport but the platform table, a leaf
+itself), so that the pytest plugin's entry point, the report package and the harness all name
+these once, from here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import enum
 from typing import Any
 
 # The platforms a golden entry is recorded for, in the order reports list them.
-PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+from jaxport._platforms import PLATFORMS as PLATFORMS  # noqa: E402, F401
 # The key of targets declared stable on every platform (stable-target tables, project files).
 ANY_PLATFORM = "any"
 # The target a DisabledSafetyCheck.custom_call names to allow every custom-call target.

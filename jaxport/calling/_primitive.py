@@ -33,6 +33,7 @@ from jaxport.export import _mlir as export_mlir
 from jaxport.shapes import _api as shapes_api
 from jaxport.shapes import _bridge
 from jaxport._jaxcompat import _envelope as jax_envelope
+from jaxport._platforms import any_is_host
 
 if TYPE_CHECKING:
   from jaxport.export._exported import Exported
@@ -296,7 +297,7 @@ def _abstract_mesh(symtab: ir.SymbolTable) -> mesh_lib.AbstractMesh:
 
 def _prepare_callee(exported: "Exported", ctx: mlir.LoweringRuleContext):
   """Parse the callee module in the caller's context; returns it and its Shardy mesh."""
-  if "cpu" in exported.platforms:
+  if any_is_host(exported.platforms):
     jax_lapack.initialize_lapack()
   with ctx.module_context.module.context:
     module = export_mlir.module_from_bytes(exported.mlir_module_serialized, exported.fun_name)

@@ -43,6 +43,7 @@ from jaxport.errors import ExportError, ReleaseTableError
 from jaxport.export import _checks, _mlir
 from jaxport.releases._version_text import parse_version
 from jaxport.releases import _table as release_table
+from jaxport._platforms import is_host
 
 logger = logging.getLogger(__name__)
 
@@ -246,7 +247,7 @@ def _runs_target(facts: Any, platform: str, target: str) -> bool | None:
   """Whether ``facts``' release runs ``target`` on ``platform`` (None: the table cannot say)."""
   if facts is None:
     return None
-  if platform == "cpu" and facts.cpu_targets is not None and target not in _platform_free():
+  if is_host(platform) and facts.cpu_targets is not None and target not in _platform_free():
     return target in facts.cpu_targets
   tables = [facts.stable_targets.get(p) for p in (platform, ANY_PLATFORM)]
   known = [t for t in tables if t is not None]
@@ -256,7 +257,7 @@ def _runs_target(facts: Any, platform: str, target: str) -> bool | None:
 
 
 def _how_known(facts: Any, platform: str, target: str) -> str:
-  if platform == "cpu" and facts.cpu_targets is not None and target not in _platform_free():
+  if is_host(platform) and facts.cpu_targets is not None and target not in _platform_free():
     return "does not register it (measured)"
   return "does not list it in its stable table"
 

@@ -24,6 +24,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from jaxport._platforms import HOST_PLATFORM, is_host, platform as platform_facts, runtime_version_text
 from jaxport._jaxcompat._version import installed_jaxlib_version
 from jaxport._records import Strict
 from jaxport.errors import GoldenDataError
@@ -197,13 +198,6 @@ def read_cpuinfo(text: str) -> tuple[str | None, str | None, tuple[str, ...] | N
 
 
 # The PJRT plugin distributions of each accelerator platform (normalized names).
-_PLUGIN_RE = {"cuda": re.compile(r"jax-cuda\d+-(plugin|pjrt)"),
-              "rocm": re.compile(r"jax-rocm\d*-(plugin|pjrt)"),
-              "tpu": re.compile(r"libtpu(-nightly)?")}
-# CUDA runtime wheels, whose version names the runtime where the client does not.
-_CUDA_RUNTIME_RE = re.compile(r"nvidia-cuda-runtime(-cu\d+)?")
-# The client's platform_version: "cuda 13000" (CUDART_VERSION) or "rocm 60300" (TF_ROCM_VERSION).
-_PLATFORM_VERSION_RE = re.compile(r"(cuda|rocm)\s+(\d{4,6})")
 _NVIDIA_SMI_TIMEOUT_S = 10.0
 
 
@@ -226,14 +220,11 @@ def runtime_version(platform_version: str | None) -> str | None:
   there is none)."""
   if not platform_version or not platform_version.strip():
     return None
-  hit = _PLATFORM_VERSION_RE.fullmatch(platform_version.strip().lower())
-  if hit is None:  # another spelling: kept when it names a version at all ("<unknown>" does not)
+  known = runtime_version_text(platform_version)
+  if known is None:  # another spelling: kept when it names a version at all ("<unknown>" does not)
     text = platform_version.strip()
     return text[:_MAX_TEXT] if text.isprintable() and any(c.isdigit() for c in text) else None
-  v = int(hit.group(2))
-  if hit.group(1) == "cuda":
-    return f"{v // 1000}.{v % 1000 // 10}"
-  return f"{v // 10000}.{v % 10000 // 100}.{v % 100}"
+  return known
 
 
 def _installed() -> dict[str, str]:
@@ -269,19 +260,19 @@ def _accelerator(platform: str) -> Accelerator:
   first device; None in each field this machine does not tell."""
   kind, platform_version = _device_facts(platform)
   installed = _installed()
-  pattern = _PLUGIN_RE.get(platform)
+  facts = platform_facts(platform)
   plugins = sorted(f"{name} {version}" for name, version in installed.items()
-                   if pattern is not None and pattern.fullmatch(name))
+                   if facts.plugin is not None and facts.plugin.fullmatch(name))
   runtime = runtime_version(platform_version)
-  if platform == "cuda" and runtime is None:
-    wheels = sorted(v for name, v in installed.items() if _CUDA_RUNTIME_RE.fullmatch(name))
+  if facts.runtime_wheels is not None and runtime is None:
+    wheels = sorted(v for name, v in installed.items() if facts.runtime_wheels.fullmatch(name))
     runtime = wheels[0] if wheels else None
-  return Accelerator(device_kind=kind, driver=_nvidia_driver() if platform == "cuda" else None,
-                     cuda=runtime if platform in ("cuda", "rocm") else None,
+  return Accelerator(device_kind=kind, driver=_nvidia_driver() if facts.nvidia_driver else None,
+                     cuda=runtime if facts.runtime is not None else None,
                      plugin=", ".join(plugins)[:_MAX_TEXT] if plugins else None)
 
 
-def current_host(platform: str = "cpu", jaxlib: str | None = None) -> Host:
+def current_host(platform: str = HOST_PLATFORM, jaxlib: str | None = None) -> Host:
   """The host this process runs on, for ``platform``; ``jaxlib`` names another jaxlib than
   the installed one (an entry recorded in another venv on this machine)."""
   try:
@@ -291,4 +282,4 @@ def current_host(platform: str = "cpu", jaxlib: str | None = None) -> Host:
   return Host(cpu_vendor=vendor, cpu_model=model, cpu_flags=flags,
               jaxlib=jaxlib if jaxlib is not None else installed_jaxlib_version(),
               xla_flags=os.environ.get("XLA_FLAGS", "").strip(),
-              accelerator=None if platform == "cpu" else _accelerator(platform))
+              accelerator=None if is_host(platform) else _accelerator(platform))

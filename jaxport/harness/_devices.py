@@ -18,14 +18,12 @@ import importlib.util
 import os
 from typing import Any
 
-from jaxport._vocabulary import PLATFORMS
+from jaxport._platforms import ACCELERATORS as ACCELERATORS, HOST_PLATFORM, is_host, of_gpu_backend
+from jaxport._platforms import single_holder as single_holder  # noqa: F401  (the harness asks here)
 from jaxport.errors import GoldenDataError
 
 FORCE_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 
-# Platforms whose entries need their own device to run; a CPU run checks their entries
-# without running them (:func:`numerics_skip`).
-ACCELERATORS = tuple(p for p in PLATFORMS if p != "cpu")
 # jax's backend name for CUDA and ROCm devices alike.
 JAX_GPU_BACKEND = "gpu"
 
@@ -48,16 +46,9 @@ def harness_platform(backend: str, platform_version: str = "") -> str:
   name = backend.strip().lower()
   if name != JAX_GPU_BACKEND:
     return name
-  version = platform_version.lower()
-  if "rocm" in version or "hip" in version:
-    return "rocm"
-  if "cuda" in version:
-    return "cuda"
-  return name
+  return of_gpu_backend(platform_version) or name
 
 
-# The platform whose device one process at a time can hold: its runs use one worker.
-SINGLE_HOLDER_PLATFORMS = ("tpu",)
 # The environment variable that names the platforms jax may use, first the default.
 JAX_PLATFORMS_ENV = "JAX_PLATFORMS"
 
@@ -71,23 +62,18 @@ def only_cpu_possible() -> bool:
   """
   platforms = os.environ.get(JAX_PLATFORMS_ENV, "").strip()
   if platforms:
-    return platforms.split(",")[0].strip() == "cpu"
+    return is_host(platforms.split(",")[0].strip())
   if importlib.util.find_spec("jax_plugins") is not None or importlib.util.find_spec("libtpu"):
     return False
   return not importlib.metadata.entry_points(group="jax_plugins")
-
-
-def single_holder(platform: str) -> bool:
-  """Whether a run on ``platform`` must keep its device in one process at a time."""
-  return platform in SINGLE_HOLDER_PLATFORMS
 
 
 def worker_environment(run_platform: str, env: dict[str, str]) -> dict[str, str]:
   """``env`` as a worker of a run on ``run_platform`` gets it: a CPU run's workers are held
   to the CPU (``JAX_PLATFORMS=cpu``), so that a CPU run on an accelerator machine never
   opens the accelerator; other runs' workers keep the caller's setting."""
-  if run_platform == "cpu":
-    return {**env, JAX_PLATFORMS_ENV: "cpu"}
+  if is_host(run_platform):
+    return {**env, JAX_PLATFORMS_ENV: HOST_PLATFORM}
   return env
 
 
@@ -115,7 +101,7 @@ def device_shortfall(needed: int, available: int, platform: str) -> str | None:
 def checked_platforms(platform: str) -> tuple[str, ...]:
   """The store's platform folders a run on ``platform`` checks: its own, and on a CPU run the
   accelerators' too, whose entries it checks without running them."""
-  return (platform, *ACCELERATORS) if platform == "cpu" else (platform,)
+  return (platform, *ACCELERATORS) if is_host(platform) else (platform,)
 
 
 def numerics_skip(run_platform: str, entry_platform: str) -> str | None:

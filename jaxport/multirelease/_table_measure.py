@@ -63,7 +63,7 @@ from jaxport._vocabulary import PLATFORMS
 from jaxport.custom_calls import _registry
 from jaxport.releases import _table
 from jaxport.releases._features import module_dialects as _mlir_dialects
-from jaxport.releases._runs_on import target_platform
+from jaxport._platforms import target_platform
 from jaxport.releases._dates import BACKWARD_WINDOW_DAYS
 from jaxport.releases._version_text import parse_version
 from jaxport.export import _mlir
@@ -118,16 +118,8 @@ def _platform_split(flat: list[str]) -> dict[str, list[str]]:
   for t in flat:
     placed = [p for p in PLATFORMS if t in known.get(p, ())]
     if not placed:
-      if t.startswith(("lapack_", "blas_", "ducc_", "dynamic_ducc_")):
-        placed = ["cpu"]
-      elif t.startswith(("cu", "gpu_")):
-        placed = ["cuda"]
-      elif t.startswith("hip"):
-        placed = ["rocm"]
-      elif t.startswith("tpu_"):
-        placed = ["tpu"]
-      else:
-        placed = list(PLATFORMS)
+      owner = target_platform(t)
+      placed = [owner] if owner is not None else list(PLATFORMS)
     for p in placed:
       out[p].add(t)
   return {p: sorted(ts) for p, ts in out.items()}

@@ -36,6 +36,7 @@ from jaxport.multirelease._project_env import ensure_project_env
 from jaxport.harness._judge._release_runs import exit_status_with_skips, judge_row
 from jaxport.multirelease._replay import release_env, replay_with
 from jaxport.releases import parse_version
+from jaxport._platforms import is_host
 
 logger = logging.getLogger(__name__)
 # How a row the release replayer could not replay there is shown (it has no status).
@@ -53,7 +54,7 @@ def run(action: str, *, version: str, platform: str, report: str | None, project
   """Run ``action`` with jax ``version`` for ``project`` (configured as ``config``);
   ``pytest_command(python, report)`` makes the harness's pytest command line. A replay keeps
   what it measured per entry (:mod:`jaxport.releases._measured`)."""
-  if platform != "cpu":
+  if not is_host(platform):
     raise JaxportError(f"--with-jax {version} --platform {platform}: the release environments "
                        "hold the CPU jaxlib only; use --platform cpu")
   if action == "record" and config.release_case_modules:

@@ -38,10 +38,8 @@ from jaxport.releases._version_text import parse_version
 from jaxport.releases._measured import MeasuredRun
 from jaxport._vocabulary import PLATFORMS
 from jaxport.releases._table import ReleaseFacts, releases as table_releases
+from jaxport._platforms import is_host, target_platform
 
-# Target-name prefixes that tie a target to one platform; others belong to every platform.
-_PLATFORM_PREFIXES = {"cpu": ("lapack_", "blas_", "ducc_", "dynamic_ducc_"),
-                      "cuda": ("cu", "gpu_"), "rocm": ("hip",), "tpu": ("tpu_",)}
 _NO_NR_DEVICES = "short-device-count"
 
 
@@ -223,14 +221,6 @@ class RunsOn:
     }
 
 
-def target_platform(target: str) -> str | None:
-  """The platform a target's name ties it to, None for a platform-free target."""
-  for platform, prefixes in _PLATFORM_PREFIXES.items():
-    if target.startswith(prefixes):
-      return platform
-  return None
-
-
 def _version_key(version: str) -> tuple[int, ...]:
   return tuple(int(x) for x in version.split("."))
 
@@ -244,7 +234,7 @@ def _envelope_reason(layout: str, status: str) -> str:
 
 
 def _has_target(facts: ReleaseFacts, platform: str, target: str) -> bool:
-  if platform == "cpu" and facts.cpu_targets is not None:
+  if is_host(platform) and facts.cpu_targets is not None:
     if target in facts.cpu_targets or target in facts.cpu_xla_builtin_targets:
       return True
     # Probed without shape refinement (shape_assertion) or without operands: a target of the
@@ -308,10 +298,10 @@ def blocker(facts: ReleaseFacts, features: ArtifactFeatures, platform: str,
     if target not in features.targets(platform) or target in project_targets:
       continue
     if not _has_target(facts, platform, target):
-      if platform == "cpu":
+      if is_host(platform):
         return f"target {target} not registered"
       return f"target {target} not in its stable table for {platform} (stable table only, not measured)"
-    want = facts.cpu_target_operands.get(target) if platform == "cpu" else None
+    want = facts.cpu_target_operands.get(target) if is_host(platform) else None
     if want is not None and want != call_.operands:
       return f"target {target} binds {want} operands, the artifact passes {call_.operands}"
   return None
@@ -387,7 +377,7 @@ def lazy_lapack_caveat(features: ArtifactFeatures, platform: str,
                        releases: tuple[str, ...]) -> str | None:
   """The caveat a range of ``releases`` that names one before :data:`EAGER_LAPACK_FROM` needs
   when the artifact calls LAPACK on the CPU; None when it does not apply."""
-  if (platform != "cpu" or not releases
+  if (not is_host(platform) or not releases
       or parse_version(releases[0]) >= parse_version(EAGER_LAPACK_FROM)
       or not any(c.target.startswith(_LAPACK_PREFIX) for c in features.custom_calls)):
     return None

@@ -21,6 +21,7 @@ from jax._src.numpy import linalg, setops
 from jax._src.scipy.stats import _core as stats_core
 from jax.sharding import AxisType
 
+from jaxport._platforms import wire_platform_of_device_kind
 from jaxport.serde import _schema_generated as fb
 
 K = TypeVar("K")
@@ -161,14 +162,7 @@ def is_hlo_sharding(s: Any) -> bool:
 
 def platform_from_device_kind(device_kind: str) -> str | None:
   """The platform of a device kind, for meshes written before AbstractDevice.platform."""
-  kind = device_kind.lower()
-  if "cpu" in kind:
-    return "cpu"
-  if "tpu" in kind:
-    return "tpu"
-  if any(x in kind for x in ("nvidia", "tesla", "amd")):
-    return "gpu"
-  return None
+  return wire_platform_of_device_kind(device_kind)
 
 
 def lowerable_effect_types() -> dict[str, type]:

@@ -19,6 +19,7 @@ from jaxport.harness import _devices
 from jaxport.harness._protocol._answers import DevicesAnswer, WorkerFailure
 from jaxport.harness._protocol._requests import DevicesRequest
 from jaxport.harness._controller._worker_pool import WorkerPool
+from jaxport._platforms import is_host
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,15 +35,15 @@ class DeviceCheck:
 
   def shortfall(self, needed: int) -> str | None:
     """Why an entry needing ``needed`` devices is not run here (None when it is)."""
-    if self.platform == "cpu" or self.problem is not None:
+    if is_host(self.platform) or self.problem is not None:
       return None
     return _devices.device_shortfall(needed, self.count, self.platform)
 
 
 def check_devices(pool: WorkerPool, platform: str) -> DeviceCheck:
   """Ask the run's worker about its devices (nothing on a CPU run)."""
-  if platform == "cpu":
-    return DeviceCheck("cpu")
+  if is_host(platform):
+    return DeviceCheck(platform)
   answer = pool.answer(pool.worker().request(DevicesRequest()), DevicesAnswer)
   if isinstance(answer, WorkerFailure):
     return DeviceCheck(platform, problem=(

@@ -29,6 +29,7 @@ from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.errors import CorpusImportError
 from jaxport.harness._devices import worker_environment
 from jaxport.report._sections import CorpusImport as ReportedImport
+from jaxport._platforms import is_host
 
 # How long the import's child process may take (it parses each artifact under its own limit).
 IMPORT_TIMEOUT_S = 900
@@ -81,7 +82,7 @@ def import_corpus(host_platform: str) -> CorpusImport:
         f"jax {installed_jax_version()} ships no back-compat corpus at {source}; install a "
         "full jax wheel or run without --compat-jax-corpus")
   root = Path(tempfile.mkdtemp(prefix="jaxport-jax-corpus-"))
-  only = [] if host_platform == "cpu" else ["--platform", host_platform]
+  only = [] if is_host(host_platform) else ["--platform", host_platform]
   command = [sys.executable, "-c", _CLI, "import-jax-testdata", str(source), "--out", str(root),
              "--host-platform", host_platform, *only, "--json", "--quiet"]
   try:

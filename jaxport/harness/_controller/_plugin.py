@@ -20,6 +20,7 @@ from jaxport._signals import interrupts_held, stop_once
 from jaxport.errors import GoldenDataError, JaxportError, SettingsError
 from jaxport.golden._entry_id import EntryId
 from jaxport.harness import _devices
+from jaxport._platforms import is_host
 from jaxport.harness._controller import _jax_corpus, _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets, module_names
 from jaxport.harness._registry import missing_modules
@@ -188,7 +189,7 @@ def _check_platform(config: pytest.Config) -> None:
   The worker is asked (this process opens no device and imports no jax); an xdist
   controller leaves the asking to its workers, and a CPU run asks nothing."""
   platform = settings(config).platform
-  if platform == "cpu":
+  if is_host(platform):
     return
   workers = _xdist_workers(config)
   if _devices.single_holder(platform) and workers not in (None, 0, 1):

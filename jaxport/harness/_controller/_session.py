@@ -49,6 +49,7 @@ from jaxport.harness._controller._worker_pool import WorkerPool, printed
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport.report import RunReport, Status, write_report
 from jaxport.report._sections import Recorded
+from jaxport._platforms import is_host
 from jaxport.harness._protocol._answers import (ArtifactsAnswer, FailureKind, ProjectCases,
                                                 ReplayAnswer)
 from jaxport.harness._protocol._artifact_folder import left_behind
@@ -178,7 +179,7 @@ class HarnessSession:
     in a warm replay (an accelerator run's pytest process imports neither the cases nor
     jax)."""
     on_cpu_only = self.options.settings.cold or self.recording
-    return not ((on_cpu_only and self.options.settings.platform == "cpu") or self._facts_asked
+    return not ((on_cpu_only and is_host(self.options.settings.platform)) or self._facts_asked
                 or not self.pool.running)
 
   def prefetch_cases(self) -> None:
@@ -211,7 +212,7 @@ class HarnessSession:
     """The run's devices, asked of its worker once (see ``_device_check``)."""
     if self._devices is None:
       self._devices = check_devices(self.pool, self.options.settings.platform)
-      if self._devices.problem is None and self._devices.platform != "cpu":
+      if self._devices.problem is None and not is_host(self._devices.platform):
         self.case_facts()  # while the worker that answered holds the device
     return self._devices
 
@@ -243,7 +244,7 @@ class HarnessSession:
     else:
       request, not_run = self._replay_request(entry_id, manifest)
       if self.options.settings.cold:
-        if self.options.settings.platform != "cpu":
+        if not is_host(self.options.settings.platform):
           self.pool.close()  # each reader's fresh worker opens the device in turn
         answer, output = self.pool.replay_cold(request, num_devices)
       else:
@@ -305,7 +306,7 @@ class HarnessSession:
     # An accelerator's entry in a CPU run, or one needing more devices than an accelerator
     # machine has: read and compared, not run.
     not_run = _devices.numerics_skip(self.options.settings.platform, entry_id.platform)
-    if not_run is None and self.options.settings.platform != "cpu":
+    if not_run is None and not is_host(self.options.settings.platform):
       not_run = self.devices().shortfall(self._devices_of(entry_id, manifest))
     features = None
     if self._min_consumer(manifest) is not None:

@@ -53,6 +53,7 @@ from jaxport.harness._protocol._command import (ANSWER_FD_FLAG, COLD_START_FLAG,
                                                 WORKER_PRELOAD)
 from jaxport.harness._protocol._requests import Request, dump_request
 from jaxport.harness._protocol._stage_marks import read_marks
+from jaxport._platforms import is_host
 
 if TYPE_CHECKING:
   from jaxport.harness._project import Project
@@ -203,7 +204,7 @@ class WorkerClient:
           new_session=True,
           # A cold replay's worker is a fresh interpreter; an accelerator's opens the
           # machine's runtime as a fresh one does.
-          preload=WORKER_PRELOAD if self.platform == "cpu" and not self.cold_start else None)
+          preload=WORKER_PRELOAD if is_host(self.platform) and not self.cold_start else None)
     except BaseException:
       os.close(answers_read)
       os.close(requests_write)

@@ -28,6 +28,7 @@ from jaxport.harness._protocol._answers import FailureKind, ReplayAnswer, Worker
 from jaxport.harness._protocol._requests import ReplayRequest
 from jaxport.harness._controller._settings import Options
 from jaxport.harness._controller._worker_client import Reply, WorkerClient
+from jaxport._platforms import is_host, platform as platform_facts
 
 # How many entries ahead of the current one ``prepare`` looks for the workers they need: a
 # worker for another device count takes seconds to start, several entries' replays.
@@ -85,7 +86,7 @@ class WorkerPool:
   def max_rss_bytes(self) -> int:
     """The resident memory past which a busy worker is killed: the run's setting, plus what a
     TPU runtime keeps resident once the chip is open (``_limits.TPU_RUNTIME_RSS_BYTES``)."""
-    extra = _limits.TPU_RUNTIME_RSS_BYTES if self.platform == "tpu" else 0
+    extra = _limits.TPU_RUNTIME_RSS_BYTES if platform_facts(self.platform).resident_runtime else 0
     return self.options.settings.worker_max_rss_bytes + extra
 
   def worker(self, num_devices: int = 1) -> WorkerClient:
@@ -93,7 +94,7 @@ class WorkerPool:
     the CPU, which simulates them). An accelerator run has one worker, with the machine's own
     devices: a TPU chip opens in one process at a time, and an entry that needs more devices
     than the machine has is not run (``_devices.device_shortfall``)."""
-    if self.platform != "cpu":
+    if not is_host(self.platform):
       num_devices = 1
     if num_devices not in self._clients:
       self._clients[num_devices] = WorkerClient(self.project,
@@ -264,7 +265,7 @@ class WorkerPool:
     for i, reader in enumerate(readers):
       last = i == len(readers) - 1
       client = WorkerClient(self.project, timeout_s=self.options.settings.worker_timeout_s,
-                            num_devices=1 if self.platform != "cpu" else num_devices,
+                            num_devices=1 if not is_host(self.platform) else num_devices,
                             cold_start=True, platform=self.platform,
                             max_rss_bytes=self.max_rss_bytes)
       try:

@@ -18,6 +18,7 @@ from typing import Any
 
 from jaxport.harness import _case
 from jaxport.golden._manifest import Manifest
+from jaxport._platforms import corpus_prefixes
 
 def candidate_ids(details: Mapping[str, Any]) -> list[str]:
   """Case ids that would match the dataset described by ``details``, best first."""
@@ -25,7 +26,7 @@ def candidate_ids(details: Mapping[str, Any]) -> list[str]:
   if not platform or not op:
     return []
   variant, dtype = details.get("dataset_variant"), details.get("dataset_dtype")
-  prefixes = [f"{platform}_"] + ([""] if platform == "cpu" else [])
+  prefixes = corpus_prefixes(platform)
   out = []
   for prefix in prefixes:
     for parts in ((op, variant, dtype), (op, dtype), (op, variant), (op,)):
