@@ -44,7 +44,8 @@ class Status(enum.StrEnum):
 class FindingKind(enum.StrEnum):
   """What one finding of an entry says; the harness's finding vocabulary, worst first.
 
-  The meaning and the status each leads to are in ``jaxport/harness/_judge/__init__.py``.
+  Each kind's side, severity and where it counts are its row of :data:`KINDS`; their meanings
+  are in ``jaxport/harness/_judge/__init__.py``.
   """
   # The entry's own files are damaged (a hash, the manifest, an array file): always fails.
   GOLDEN_DATA_ERROR = "golden_data_error"
@@ -93,44 +94,102 @@ class FindingKind(enum.StrEnum):
   UPGRADED = "upgraded"
 
 
-# The finding-kind sets, each defined once here (what each kind makes of an entry:
-# ``jaxport.harness._judge``).
+class Side(enum.StrEnum):
+  """Whose a finding is: what the entry's owner, jax or the case's author would look at."""
+  ARTIFACT = "artifact"  # the entry itself: its files, its age, its promise (min_consumer)
+  JAX = "jax"            # the readers and jax's own lowering across releases
+  CASE = "case"          # the case's function, checker, code or the project's tables
+
+
+class Severity(enum.StrEnum):
+  """What one finding makes of an entry on its own (``jaxport.harness._judge._status``)."""
+  FAIL = "fail"        # always fails
+  STRICT = "strict"    # warns; fails under --compat-strict
+  DRIFT = "drift"      # reported as drift
+  INFO = "info"        # reported only: the entry passes
+
+
+@dataclasses.dataclass(frozen=True)
+class KindFacts:
+  """One finding kind's row: its side, its severity, and where it counts.
+
+  ``change``: the case's function computes something else today (fails where the project's
+  policy is that a change fails). ``updated``: ``--compat-update`` records its case anew.
+  ``needs_run``: only running the entry finds it (``jaxport audit`` reads without running).
+  ``never_excused``: no expectations-table row excuses it. ``drift``: the report's drift
+  section lists it. ``release_difference``: on an entry an older release recorded it is the
+  release difference itself (producer drift), never a failure."""
+  side: Side
+  severity: Severity
+  change: bool = False
+  updated: bool = False
+  needs_run: bool = False
+  never_excused: bool = False
+  drift: bool = False
+  release_difference: bool = False
+
+
+_A, _J, _C = Side.ARTIFACT, Side.JAX, Side.CASE
+_F, _S, _D, _I = Severity.FAIL, Severity.STRICT, Severity.DRIFT, Severity.INFO
 _K = FindingKind
-ALWAYS_FAIL = frozenset({_K.GOLDEN_DATA_ERROR, _K.COMPATIBILITY_BREAK, _K.EXPORT_ERROR,
-                         _K.CHECKER_ERROR, _K.BELOW_MIN_CONSUMER})
-STRICT_FAIL = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE, _K.EXPIRED,
-                         _K.FUTURE_DATE, _K.STALE_TARGET, _K.UNEXPECTED_PASS,
-                         _K.MIN_CONSUMER_UNKNOWN, _K.JAX_CONFIG_CHANGED,
-                         _K.DRIFT_UNATTRIBUTED, _K.PLATFORMS_ADDED, _K.DONATION_REMOVED})
+# Every finding kind's row, defined once here (what each makes of an entry: ``_judge``).
+KINDS: dict[FindingKind, KindFacts] = {
+    _K.GOLDEN_DATA_ERROR: KindFacts(_A, _F, never_excused=True),
+    _K.COMPATIBILITY_BREAK: KindFacts(_J, _F),
+    _K.EXPORT_ERROR: KindFacts(_C, _F, needs_run=True, never_excused=True),
+    _K.CHECKER_ERROR: KindFacts(_C, _F, needs_run=True, never_excused=True),
+    _K.BELOW_MIN_CONSUMER: KindFacts(_A, _F, needs_run=True, never_excused=True),
+    _K.MIN_CONSUMER_UNKNOWN: KindFacts(_A, _S, needs_run=True),
+    _K.LOWERING_DRIFT: KindFacts(_C, _S, change=True, updated=True, drift=True,
+                                 release_difference=True),
+    _K.SIGNATURE_CHANGE: KindFacts(_C, _S, change=True, updated=True, drift=True),
+    _K.PLATFORMS_ADDED: KindFacts(_C, _S, updated=True, drift=True),
+    _K.DONATION_REMOVED: KindFacts(_C, _S, updated=True, drift=True),
+    _K.NUMERICS_CHANGE: KindFacts(_C, _S, change=True, updated=True, needs_run=True, drift=True),
+    _K.NUMERICS_DRIFT: KindFacts(_J, _D, needs_run=True, drift=True),
+    _K.NUMERICS_OTHER_HOST: KindFacts(_J, _I, needs_run=True),
+    _K.PRODUCER_DRIFT: KindFacts(_J, _I, drift=True),
+    _K.DRIFT_UNATTRIBUTED: KindFacts(_C, _S, drift=True),
+    _K.EXPIRED: KindFacts(_A, _S),
+    _K.FUTURE_DATE: KindFacts(_A, _S),
+    _K.STALE_TARGET: KindFacts(_A, _S, release_difference=True),
+    _K.UNEXPECTED_PASS: KindFacts(_C, _S, needs_run=True),
+    _K.JAX_CONFIG_CHANGED: KindFacts(_C, _S, needs_run=True),
+    _K.UPGRADED: KindFacts(_J, _I, needs_run=True),
+}
+_missing = set(FindingKind) - set(KINDS)
+if _missing:  # a kind without its row: its status would be nobody's decision
+  raise TypeError(f"finding kinds without a row in KINDS: {sorted(_missing)}")
+
+
+def _kinds(**wanted: object) -> frozenset[FindingKind]:
+  return frozenset(k for k, f in KINDS.items()
+                   if all(getattr(f, name) == value for name, value in wanted.items()))
+
+
+# The sets the judge and the report read, each from the table.
+ALWAYS_FAIL = _kinds(severity=Severity.FAIL)
+STRICT_FAIL = _kinds(severity=Severity.STRICT)
 # The kinds that say the case's function computes something else today.
-CHANGE_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.NUMERICS_CHANGE})
+CHANGE_KINDS = _kinds(change=True)
 # The kinds whose case ``--compat-update`` records anew: a changed function, and an artifact
 # that today's export ships for more platforms or donates fewer inputs (warnings, as no caller
 # breaks).
-UPDATE_KINDS = CHANGE_KINDS | {_K.PLATFORMS_ADDED, _K.DONATION_REMOVED}
-# The kinds only running an entry can find: its results, today's export failing, an upgrade
-# that made it run, its case's min_consumer, the expectations table. ``jaxport audit`` reads an
-# artifact without running it (it lowers the case and compares the calling contract, as the
-# replay does), so these are all it cannot say.
-RUN_ONLY_KINDS = frozenset({_K.NUMERICS_CHANGE, _K.NUMERICS_DRIFT,
-                            _K.NUMERICS_OTHER_HOST, _K.UPGRADED, _K.EXPORT_ERROR,
-                            _K.CHECKER_ERROR,
-                            _K.UNEXPECTED_PASS, _K.BELOW_MIN_CONSUMER, _K.MIN_CONSUMER_UNKNOWN,
-                            _K.JAX_CONFIG_CHANGED})
+UPDATE_KINDS = _kinds(updated=True)
+# The kinds only running an entry can find. ``jaxport audit`` reads an artifact without running
+# it (it lowers the case and compares the calling contract, as the replay does), so these are
+# all it cannot say.
+RUN_ONLY_KINDS = _kinds(needs_run=True)
 # What no expectations-table row excuses: the case's own promise (min_consumer), damaged data,
 # a case that cannot be exported and a checker that raises.
-NEVER_EXCUSED = frozenset({_K.EXPORT_ERROR, _K.CHECKER_ERROR, _K.GOLDEN_DATA_ERROR,
-                           _K.BELOW_MIN_CONSUMER})
+NEVER_EXCUSED = _kinds(never_excused=True)
 # The kinds the report's ``drift`` section lists: differences between an entry and today's
 # lowering or readers that are not breaks.
-DRIFT_KINDS = frozenset({_K.LOWERING_DRIFT, _K.SIGNATURE_CHANGE, _K.PLATFORMS_ADDED,
-                         _K.DONATION_REMOVED,
-                         _K.NUMERICS_CHANGE,
-                         _K.NUMERICS_DRIFT, _K.PRODUCER_DRIFT, _K.DRIFT_UNATTRIBUTED})
+DRIFT_KINDS = _kinds(drift=True)
 # Kinds of findings on an entry that jax.export of an older release recorded which are the
 # release difference itself: reported as producer drift, never a failure (nobody can
 # re-record with that release's lowering of today's case).
-RELEASE_DIFFERENCE_KINDS = frozenset({_K.LOWERING_DRIFT, _K.STALE_TARGET})
+RELEASE_DIFFERENCE_KINDS = _kinds(release_difference=True)
 
 
 class Subject(enum.StrEnum):
