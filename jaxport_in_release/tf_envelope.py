@@ -66,7 +66,7 @@ class Envelope:
   kept_var_idx: tuple[int, ...]
   nr_devices: int
   ordered_effects: int
-  has_vjp: bool
+  vjp: Envelope | None  # the VJP's own envelope, when the blob carries one
 
   @property
   def stablehlo_version(self) -> str | None:
@@ -126,29 +126,33 @@ def _avals(schema, t, legacy: str, where: str) -> tuple[Aval, ...]:
                for j in range(getattr(t, f"{legacy}AvalsLength")()))
 
 
+def _envelope(schema, t) -> Envelope:
+  checks = []
+  for j in range(t.DisabledChecksLength()):
+    c = t.DisabledChecks(j)
+    kind = _CHECK_KINDS.get(c.Kind(), f"kind {c.Kind()}")
+    checks.append(f"custom_call:{c.CustomCallTarget().decode()}" if kind == "custom_call"
+                  else kind)
+  module = t.MlirModuleSerializedAsNumpy()
+  vjp = t.Vjp()
+  return Envelope(
+      module=bytes(module) if not isinstance(module, int) else b"",
+      calling_convention=t.CallingConventionVersion(),
+      platforms=tuple(t.Platforms(j).decode() for j in range(t.PlatformsLength())),
+      disabled_checks=tuple(checks),
+      in_avals=_avals(schema, t, "In", "in_avals"),
+      out_avals=_avals(schema, t, "Out", "out_avals"),
+      kept_var_idx=tuple(int(t.ModuleKeptVarIdx(j)) for j in range(t.ModuleKeptVarIdxLength())),
+      nr_devices=int(t.NrDevices() or t.NrDevicesShort() or 1),
+      ordered_effects=t.OrderedEffectsLength(),
+      vjp=None if vjp is None else _envelope(schema, vjp))
+
+
 def read(blob: bytes) -> Envelope:
   """The envelope in ``blob``; :class:`EnvelopeError` naming what does not read."""
   schema = _schema()
   try:
-    t = schema.Exported.GetRootAs(bytearray(blob), 0)
-    checks = []
-    for j in range(t.DisabledChecksLength()):
-      c = t.DisabledChecks(j)
-      kind = _CHECK_KINDS.get(c.Kind(), f"kind {c.Kind()}")
-      checks.append(f"custom_call:{c.CustomCallTarget().decode()}" if kind == "custom_call"
-                    else kind)
-    module = t.MlirModuleSerializedAsNumpy()
-    return Envelope(
-        module=bytes(module) if not isinstance(module, int) else b"",
-        calling_convention=t.CallingConventionVersion(),
-        platforms=tuple(t.Platforms(j).decode() for j in range(t.PlatformsLength())),
-        disabled_checks=tuple(checks),
-        in_avals=_avals(schema, t, "In", "in_avals"),
-        out_avals=_avals(schema, t, "Out", "out_avals"),
-        kept_var_idx=tuple(int(t.ModuleKeptVarIdx(j)) for j in range(t.ModuleKeptVarIdxLength())),
-        nr_devices=int(t.NrDevices() or t.NrDevicesShort() or 1),
-        ordered_effects=t.OrderedEffectsLength(),
-        has_vjp=t.Vjp() is not None)
+    return _envelope(schema, schema.Exported.GetRootAs(bytearray(blob), 0))
   except EnvelopeError:
     raise
   except Exception as e:  # noqa: BLE001  (flatbuffers raises anything on a damaged buffer)

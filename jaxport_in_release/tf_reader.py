@@ -56,6 +56,10 @@ def call_kwargs(env: _envelope.Envelope, parameters) -> dict:
   return kw
 
 
+def _inexact(dtype: str | None) -> bool:
+  return dtype is not None and dtype.startswith(("float", "bfloat", "complex"))
+
+
 def not_replayable(env: _envelope.Envelope) -> str | None:
   """Why the reader cannot call ``env`` as TF Serving would, None when it can."""
   if env.nr_devices > 1:
@@ -64,9 +68,26 @@ def not_replayable(env: _envelope.Envelope) -> str | None:
     return "has ordered effects, which XlaCallModule threads through tokens the reader lacks"
   if any(a.dtype is None for a in (*env.in_avals, *env.out_avals)):
     return "takes or returns a PRNG key, a token or float0, which XlaCallModule cannot pass"
-  if env.has_vjp:
-    return "carries a VJP, whose module the tf reader does not call"
+  if env.vjp is not None and not all(_inexact(a.dtype) for a in (*env.in_avals, *env.out_avals)):
+    return ("carries a VJP over integer or boolean values, whose float0 cotangents "
+            "XlaCallModule cannot pass")
+  if env.vjp is not None:
+    return not_replayable(env.vjp)
   return None
+
+
+def call(env: _envelope.Envelope, leaves: list, op, parameters, diagnostics: list[str]) -> list:
+  """``env``'s module called on the flat ``leaves`` (its kept ones passed); the outputs as numpy
+  arrays, then the VJP's on ones as the cotangents, as the replay contract says
+  (``jaxport/harness/_worker/_contract.py``)."""
+  import numpy as np
+  with captured_stderr(diagnostics):
+    outs = [np.asarray(o) for o in op([leaves[i] for i in env.kept_var_idx],
+                                      **call_kwargs(env, parameters))]
+  if env.vjp is None:
+    return outs
+  cotangents = [np.ones(o.shape, o.dtype) for o in outs]
+  return outs + call(env.vjp, [*leaves, *cotangents], op, parameters, diagnostics)
 
 
 def replay(root: str, entry_id: str, checkers, op, parameters) -> dict:
@@ -94,7 +115,6 @@ def replay(root: str, entry_id: str, checkers, op, parameters) -> dict:
     return done("read", not_replayable=why)
   try:
     inputs = _replayer.decode_arrays(files["inputs.npz"], manifest["arrays"]["inputs"])
-    kw = call_kwargs(env, parameters)
   except Exception as e:  # noqa: BLE001
     return done("call", _text(e))
   if manifest["lowering_only"]:
@@ -102,9 +122,7 @@ def replay(root: str, entry_id: str, checkers, op, parameters) -> dict:
               for a in env.in_avals]
   diagnostics: list[str] = []
   try:
-    with captured_stderr(diagnostics):
-      outs = op([inputs[i] for i in env.kept_var_idx], **kw)
-    actual = [np.asarray(o) for o in outs]
+    actual = call(env, inputs, op, parameters, diagnostics)
   except Exception as e:  # noqa: BLE001  (TensorFlow's refusal is the finding)
     return done("call", _text(e, diagnostics))
   if manifest["lowering_only"]:

@@ -2,7 +2,7 @@
 a stand-in for TensorFlow (``tests/data/tf_stand_in``: CI never installs TensorFlow) that
 answers in TensorFlow's own words as measured. One project of real entries is built per module
 and each release is read once: an entry served, one computed differently, one of each refusal
-reason, one the reader cannot call."""
+reason, one with a VJP, one the reader cannot call."""
 
 import hashlib
 import json
@@ -11,6 +11,7 @@ import stat
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jaxport._vocabulary import Status
@@ -29,11 +30,24 @@ ENTRIES = {
     "lapack": "cpu/lapack_syevd/eigh_f32/2026-11-29_jax-0.10.2",
     "cuda": "cpu/lowering_cuda/cuda_eigh_f32/2026-11-30_jax-0.10.2",
     "vjp": "cpu/feature_vjp/release_vjp_tanh_f32/2026-12-06_jax-0.10.2",
+    "devices": "cpu/sharding_shardy/shard_map_shardy/2026-11-29_jax-0.10.2",
 }
 
 
-def _module_digest(entry: Path) -> str:
-  return hashlib.sha256(tf_envelope.read((entry / "exported.bin").read_bytes()).module).hexdigest()
+def _modules_computing(entry: Path, where: Path) -> dict[str, str]:
+  """The sha256 of each module of ``entry`` (the function's, its VJP's) -> an npz of what it
+  computes, split from the entry's recorded outputs."""
+  env = tf_envelope.read((entry / "exported.bin").read_bytes())
+  with np.load(entry / "expected.npz") as npz:
+    expected = [npz[f"arr_{i}"] for i in range(len(npz.files))]
+  out, start = {}, 0
+  while env is not None:
+    count = len(env.out_avals)
+    path = where / f"{hashlib.sha256(env.module).hexdigest()}.npz"
+    np.savez(path, *expected[start:start + count])
+    out[path.stem] = str(path)
+    env, start = env.vjp, start + count
+  return out
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +68,14 @@ def stand_in(project: Path, version: str, **change) -> Path:
   package first on the path."""
   release = tf_release(version)
   store = project / "golden"
-  served = {_module_digest(store / ENTRIES[k]): str(store / ENTRIES[k] / "expected.npz")
-            for k in ("served", "differs")}
+  served = {}
+  for key in ("served", "differs", "vjp"):
+    served.update(_modules_computing(store / ENTRIES[key], project))
+  differs = tf_envelope.read((store / ENTRIES["differs"] / "exported.bin").read_bytes()).module
   config = {"version": release.version, "stablehlo": release.stablehlo,
             "calling_convention": list(release.calling_convention),
             "shardy": release.shardy_argument, "outputs": served,
-            "perturbed": [_module_digest(store / ENTRIES["differs"])], **change}
+            "perturbed": [hashlib.sha256(differs).hexdigest()], **change}
   where = project / f"stand-in-{version}-{len(change)}"
   where.mkdir(exist_ok=True)
   (where / "config.json").write_text(json.dumps(config))
@@ -92,6 +108,7 @@ def runs_219(project, tmp_path_factory):
 
 def test_a_served_entry_passes_and_one_computed_differently_fails(runs_221):
   assert runs_221["served"].status is Status.PASS
+  assert runs_221["vjp"].status is Status.PASS  # its VJP's module called too, and compared
   assert runs_221["differs"].status is Status.FAIL and runs_221["differs"].refusal is None
   assert "outputs differ" in runs_221["differs"].detail
 
@@ -107,7 +124,7 @@ def test_each_refusal_is_named_with_what_tensorflow_lacks(runs_221):
 
 
 def test_an_entry_the_reader_cannot_call_has_no_status(runs_221):
-  assert runs_221["vjp"].status is None and "VJP" in runs_221["vjp"].detail
+  assert runs_221["devices"].status is None and "8 devices" in runs_221["devices"].detail
 
 
 def test_an_older_release_refuses_the_calling_convention_before_tensorflow_is_asked(runs_219):
@@ -134,7 +151,7 @@ def test_replay_with_tf_reports_each_entry_and_fails_the_run(project, monkeypatc
                "--compat-report", str(report)]) == 1
   out = capsys.readouterr().out
   assert f"tf 2.21.0: pass  {ENTRIES['served']}\n" in out
-  assert out.splitlines()[-1] == ("tf 2.21.0: 6 entries: 4 fail, 1 not called, 1 pass; refused "
+  assert out.splitlines()[-1] == ("tf 2.21.0: 7 entries: 4 fail, 1 not called, 2 pass; refused "
                                   "for custom_call 1, platform 1, stablehlo_version 1")
   kept = {e["entry_id"]: e for e in json.loads(report.read_text())["entries"]}
   assert kept[ENTRIES["lapack"]]["reason"] == "custom_call"

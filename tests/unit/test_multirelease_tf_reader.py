@@ -3,6 +3,7 @@ releases, the judge's named refusals (from the table, and from TensorFlow's own 
 measured), the envelope read without jax, the environment's contents, and the command line's
 usage errors."""
 
+import dataclasses
 import json
 import os
 import sys
@@ -196,6 +197,20 @@ def test_the_reader_collects_what_native_code_prints_on_stderr():
   with tf_reader.captured_stderr(lines):
     os.write(2, b"loc(\"-\"): error: unknown attribute code: 22\nnoise\n")
   assert lines == ["loc(\"-\"): error: unknown attribute code: 22"]
+
+
+def test_a_vjp_is_called_unless_a_value_it_differentiates_is_not_inexact():
+  from jaxport_in_release import tf_envelope, tf_reader
+  f32, i32 = tf_envelope.Aval((2,), "float32"), tf_envelope.Aval((2,), "int32")
+
+  def env(ins, outs, vjp=None):
+    return tf_envelope.Envelope(b"", 10, ("cpu",), (), ins, outs, (0,), 1, 0, vjp)
+
+  floats = env((f32,), (f32,), vjp=env((f32, f32), (f32,)))
+  assert tf_reader.not_replayable(floats) is None
+  ints = env((f32, i32), (f32,), vjp=env((f32, i32, f32), (f32,)))
+  assert "float0" in tf_reader.not_replayable(ints)
+  assert "8 devices" in tf_reader.not_replayable(dataclasses.replace(floats, nr_devices=8))
 
 
 # The environment.
