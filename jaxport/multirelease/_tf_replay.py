@@ -19,6 +19,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from jaxport._bounded import read_regular
 from jaxport.errors import JaxportError
 from jaxport.harness._judge._tf_runs import precheck
 from jaxport.harness._protocol._tf_rows import PRECHECK, TfAbout, TfRow, TfRowError
@@ -52,8 +53,10 @@ def prechecked(root: Path, entry_ids: Sequence[str],
   refused, left = {}, []
   for entry_id in entry_ids:
     try:
-      env = tf_envelope.read((root / entry_id / "exported.bin").read_bytes())
-    except (OSError, tf_envelope.EnvelopeError):
+      blob = read_regular(root / entry_id / "exported.bin", entry_id, TfReplayError,
+                          "MAX_BLOB_BYTES", follow_links=False)
+      env = tf_envelope.read(blob)
+    except (TfReplayError, tf_envelope.EnvelopeError):
       left.append(entry_id)
       continue
     if precheck(env.calling_convention, env.platforms, release) is None:

@@ -213,6 +213,21 @@ def test_a_vjp_is_called_unless_a_value_it_differentiates_is_not_inexact():
   assert "8 devices" in tf_reader.not_replayable(dataclasses.replace(floats, nr_devices=8))
 
 
+def test_the_precheck_leaves_a_blob_it_cannot_read_to_the_reader(tmp_path):
+  from jaxport.multirelease._tf_replay import prechecked
+  cc9 = STORE / "cpu/feature_multi_platform/release_multi_platform_f32/2026-11-30_jax-0.4.26"
+  for name in ("damaged", "cc9", "linked"):
+    (tmp_path / name).mkdir()
+  (tmp_path / "damaged" / "exported.bin").write_bytes(b"\x07" * 12)
+  (tmp_path / "cc9" / "exported.bin").write_bytes((cc9 / "exported.bin").read_bytes())
+  (tmp_path / "linked" / "exported.bin").symlink_to(cc9 / "exported.bin")  # never followed
+  only_10 = dataclasses.replace(TF_221, calling_convention=(10, 10))
+  refused, left = prechecked(tmp_path, ["damaged", "cc9", "linked"], only_10)
+  assert left == ["damaged", "linked"] and list(refused) == ["cc9"]
+  assert refused["cc9"].stage == "precheck" and refused["cc9"].calling_convention == 9
+  assert prechecked(tmp_path, ["cc9"], TF_221) == ({}, ["cc9"])
+
+
 # The environment.
 
 def test_the_environment_holds_the_pinned_tensorflow_and_no_jax():
