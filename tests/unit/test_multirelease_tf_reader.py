@@ -123,6 +123,8 @@ def test_a_module_that_does_not_load_but_is_no_newer_is_no_version_refusal():
      "lapack_ssyevd_ffi"),
     ("No registered implementation for untyped custom call to lapack_zgees for Host",
      "lapack_zgees"),
+    ("No registered implementation for FFI custom call to lapack_sgees_ffi for Host",
+     "lapack_sgees_ffi"),  # TensorFlow 2.19's words
     ("No FFI handler registered for tinyops_scale on a platform Host", "tinyops_scale"),
 ])
 def test_a_custom_call_without_a_handler_is_refused_naming_the_target(error, target):

@@ -41,7 +41,7 @@ _JAXLIB_KERNEL = re.compile(r"^(lapack|blas)_")
 _CC_LOW = re.compile(r"version (\d+) is not supported anymore\. Must be >= (\d+)")
 _CC_HIGH = re.compile(r"version (\d+) is not supported by this build\. Must be <= (\d+)")
 _NO_HANDLER = re.compile(r"No FFI handler registered for ([\w.$-]+)"
-                         r"|No registered implementation for (?:untyped )?custom call to ([\w.$-]+)")
+                         r"|No registered implementation for (?:untyped |FFI )?custom call to ([\w.$-]+)")
 _PLATFORM = re.compile(r"platform (\w+) is not among the platforms required by the module: "
                        r"\[([^\]]*)\]")
 _DESERIALIZE = re.compile(r"Cannot deserialize computation|failed to deserialize portable "
