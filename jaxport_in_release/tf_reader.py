@@ -27,6 +27,8 @@ import tempfile
 import time
 import traceback
 
+import numpy as np
+
 try:
   import release_jax as _release
   import replayer as _replayer
@@ -80,7 +82,6 @@ def call(env: _envelope.Envelope, leaves: list, op, parameters, diagnostics: lis
   """``env``'s module called on the flat ``leaves`` (its kept ones passed); the outputs as numpy
   arrays, then the VJP's on ones as the cotangents, as the replay contract says
   (``jaxport/harness/_worker/_contract.py``)."""
-  import numpy as np
   with captured_stderr(diagnostics):
     outs = [np.asarray(o) for o in op([leaves[i] for i in env.kept_var_idx],
                                       **call_kwargs(env, parameters))]
@@ -91,7 +92,7 @@ def call(env: _envelope.Envelope, leaves: list, op, parameters, diagnostics: lis
 
 
 def replay(root: str, entry_id: str, checkers, op, parameters) -> dict:
-  import numpy as np
+  """One entry's row: read, verified, called and compared (results only)."""
   start = time.perf_counter()
   result: dict = {"entry_id": entry_id}
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 from jaxport._environment import RELEASE_PYTHON_ENV, release_python
@@ -63,6 +64,10 @@ def find_python(release: TfRelease) -> str:
       raise VenvError(f"{RELEASE_PYTHON_ENV}={named} is not an interpreter on PATH (wanted for "
                       f"TensorFlow {release.version}, measured on {need}); set it to the path "
                       "of one, or unset it to let jaxport look for one.")
+    got = _envs.interpreter_version(found)
+    if got is not None and not need.accepts(got):
+      logger.warning("%s=%s is Python %d.%d; TensorFlow %s was measured on %s", RELEASE_PYTHON_ENV,
+                     named, *got, release.version, need)
     return found
   tried = []
   for candidate in _envs.candidates(need):
@@ -96,10 +101,21 @@ def ensure_tf_env(release: TfRelease, root: str | os.PathLike | None = None) -> 
                 "%d s when measured)", release.version, base, tool.name,
                 release.cost["installed_gb"], release.cost["install_seconds"])
     try:
-      _envs._run(tool.create(base, d), f"creating the environment of TensorFlow {release.version}")
-      _envs._run(tool.install(python, reqs), f"installing TensorFlow {release.version} into {d}")
+      _run(tool.create(base, d), f"creating the environment of TensorFlow {release.version}")
+      _run(tool.install(python, reqs), f"installing TensorFlow {release.version} into {d}")
     except VenvError:
       shutil.rmtree(d, ignore_errors=True)
       raise
     (d / _MARKER).write_text(" ".join(reqs) + "\n")
   return python
+
+
+def _run(cmd: list[str], what: str) -> None:
+  logger.info("%s: %s", what, " ".join(cmd))
+  proc = subprocess.run(cmd, capture_output=True, text=True)
+  if proc.returncode != 0:
+    raise VenvError(
+        f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}\n"
+        "The installer's last words above name what did not resolve: a base Python that does "
+        "not run, or a tensorflow-cpu release the package index does not serve for that "
+        f"Python (set {RELEASE_PYTHON_ENV} to the path of another).")

@@ -249,7 +249,7 @@ def test_the_environment_is_built_once_in_the_release_cache_and_reused(monkeypat
       (Path(cmd[-1]) / "bin").mkdir(parents=True)
       (Path(cmd[-1]) / "bin" / "python").write_text("")
 
-  monkeypatch.setattr(_envs, "_run", run)
+  monkeypatch.setattr(_tf_envs, "_run", run)
   monkeypatch.setattr(_envs, "installer", lambda: _envs.Installer("pip"))
   monkeypatch.setattr(_tf_envs, "find_python", lambda release: sys.executable)
   python = _tf_envs.ensure_tf_env(TF_221, tmp_path)
