@@ -83,11 +83,14 @@ def check_about(about: TfAbout, release: TfRelease) -> None:
                         "have it built again, or measure the release anew.")
 
 
-def _about(path: Path) -> TfAbout:
+def _about(path: Path, python: str, tail: str) -> TfAbout:
+  """The release facts the reader wrote first; refused, with the reader's last words, when
+  it wrote none (TensorFlow did not import) or they do not read."""
   try:
     return TfAbout.from_json(json.loads(path.read_text()))
   except (OSError, ValueError, TfRowError) as e:
-    raise TfReplayError(f"the tf reader did not report its TensorFlow release ({e})") from None
+    raise TfReplayError(f"the tf reader ({python}) did not report its TensorFlow release ({e}); "
+                        f"its last words:\n{tail}") from None
 
 
 def replay_with_tf(python: str, root: Path, entry_ids: Sequence[str], work: Path,
@@ -109,7 +112,7 @@ def replay_with_tf(python: str, root: Path, entry_ids: Sequence[str], work: Path
     except subprocess.TimeoutExpired:
       tail = f"timed out after {limit} s"
     if not checked:
-      check_about(_about(about_path), release)
+      check_about(_about(about_path, python, tail), release)
       checked = True
     done = read_results(results_path)
     remaining = [e for e in pending if e not in done]

@@ -141,6 +141,16 @@ def test_an_environment_whose_tensorflow_is_not_the_tables_is_refused(project, t
                    tf_release("2.21"))
 
 
+def test_an_environment_where_tensorflow_does_not_import_is_refused_with_its_words(project,
+                                                                                   tmp_path):
+  python = tmp_path / "python"
+  python.write_text("#!/bin/sh\necho 'ImportError: libtensorflow_framework.so.2' >&2\nexit 1\n")
+  python.chmod(python.stat().st_mode | stat.S_IXUSR)
+  with pytest.raises(TfReplayError, match="(?s)did not report its TensorFlow.*libtensorflow"):
+    replay_with_tf(str(python), project / "golden", [ENTRIES["served"]], tmp_path,
+                   tf_release("2.21"))
+
+
 def test_replay_with_tf_reports_each_entry_and_fails_the_run(project, monkeypatch, tmp_path,
                                                               capsys):
   from jaxport.cli import _with_tf
