@@ -119,8 +119,10 @@ def replay(root: str, entry_id: str, checkers, op, parameters) -> dict:
   except Exception as e:  # noqa: BLE001
     return done("call", _text(e))
   if manifest["lowering_only"]:
-    inputs = [np.zeros([d if isinstance(d, int) else 1 for d in a.shape], a.dtype)
-              for a in env.in_avals]
+    if any(not isinstance(d, int) for a in env.in_avals for d in a.shape):
+      return done("read", not_replayable="a lowering-only entry with symbolic shapes: no inputs "
+                  "recorded, and none made up would meet its constraints")
+    inputs = [np.zeros(a.shape, a.dtype) for a in env.in_avals]
   diagnostics: list[str] = []
   try:
     actual = call(env, inputs, op, parameters, diagnostics)

@@ -32,6 +32,10 @@ ENTRIES = {
     "vjp": "cpu/feature_vjp/release_vjp_tanh_f32/2026-12-06_jax-0.10.2",
     "devices": "cpu/sharding_shardy/shard_map_shardy/2026-11-29_jax-0.10.2",
 }
+# Entries made lowering-only here from the one named: called on zeros, nothing compared; one
+# with symbolic shapes not called (no inputs would meet its constraints).
+LOWERED = {"lowered": ("cpu/lowered/static/2026-12-06_jax-0.10.2", "differs"),
+           "lowered_symbolic": ("cpu/lowered/symbolic/2026-12-06_jax-0.10.2", "served")}
 
 
 def _modules_computing(entry: Path, where: Path) -> dict[str, str]:
@@ -59,6 +63,10 @@ def project(tmp_path_factory) -> Path:
                                        'jaxport_store = "golden"\n')
   for entry_id in ENTRIES.values():
     shutil.copytree(REPOSITORY / "compat_data" / entry_id, root / "golden" / entry_id)
+  for entry_id, source in LOWERED.values():
+    shutil.copytree(REPOSITORY / "compat_data" / ENTRIES[source], root / "golden" / entry_id)
+    manifest = root / "golden" / entry_id / "manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "lowering_only": True}))
   return root
 
 
@@ -88,12 +96,13 @@ def stand_in(project: Path, version: str, **change) -> Path:
 
 def _runs(project: Path, version: str, tmp: Path) -> dict:
   release = tf_release(version)
-  ids = list(ENTRIES.values())
+  keys = [*ENTRIES, *LOWERED]
+  ids = [*ENTRIES.values(), *(entry_id for entry_id, _ in LOWERED.values())]
   work = tmp / version
   work.mkdir()
   rows = replay_with_tf(str(stand_in(project, version)), project / "golden", ids, work, release)
   assert [r.entry_id for r in rows] == ids
-  return {k: judge_tf_row(row, release) for k, row in zip(ENTRIES, rows)}
+  return {k: judge_tf_row(row, release) for k, row in zip(keys, rows)}
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +134,13 @@ def test_each_refusal_is_named_with_what_tensorflow_lacks(runs_221):
 
 def test_an_entry_the_reader_cannot_call_has_no_status(runs_221):
   assert runs_221["devices"].status is None and "8 devices" in runs_221["devices"].detail
+  assert runs_221["lowered_symbolic"].status is None
+  assert "symbolic shapes" in runs_221["lowered_symbolic"].detail
+
+
+def test_a_lowering_only_entry_is_called_and_not_compared(runs_221):
+  assert runs_221["lowered"].status is Status.PASS
+  assert "nothing recorded to compare" in runs_221["lowered"].detail
 
 
 def test_an_older_release_refuses_the_calling_convention_before_tensorflow_is_asked(runs_219):
@@ -161,7 +177,7 @@ def test_replay_with_tf_reports_each_entry_and_fails_the_run(project, monkeypatc
                "--compat-report", str(report)]) == 1
   out = capsys.readouterr().out
   assert f"tf 2.21.0: pass  {ENTRIES['served']}\n" in out
-  assert out.splitlines()[-1] == ("tf 2.21.0: 7 entries: 4 fail, 1 not called, 2 pass; refused "
+  assert out.splitlines()[-1] == ("tf 2.21.0: 9 entries: 4 fail, 2 not called, 3 pass; refused "
                                   "for custom_call 1, platform 1, stablehlo_version 1")
   kept = {e["entry_id"]: e for e in json.loads(report.read_text())["entries"]}
   assert kept[ENTRIES["lapack"]]["reason"] == "custom_call"
