@@ -167,6 +167,17 @@ def test_an_environment_where_tensorflow_does_not_import_is_refused_with_its_wor
                    tf_release("2.21"))
 
 
+def test_an_entry_that_crashes_tensorflow_fails_alone_and_the_rest_are_called(project, tmp_path):
+  store = project / "golden"
+  crashing = tf_envelope.read((store / ENTRIES["differs"] / "exported.bin").read_bytes()).module
+  python = stand_in(project, "2.21", crashes=[hashlib.sha256(crashing).hexdigest()])
+  ids = [ENTRIES["differs"], ENTRIES["served"]]
+  rows = replay_with_tf(str(python), store, ids, tmp_path, tf_release("2.21"))
+  crashed, served = (judge_tf_row(row, tf_release("2.21")) for row in rows)
+  assert crashed.status is Status.FAIL and crashed.stage == "process"
+  assert served.status is Status.PASS
+
+
 def test_replay_with_tf_reports_each_entry_and_fails_the_run(project, monkeypatch, tmp_path,
                                                               capsys):
   from jaxport.cli import _with_tf

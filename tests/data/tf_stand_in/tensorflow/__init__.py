@@ -5,7 +5,8 @@ It answers as a TensorFlow release's ``XlaCallModule`` does, from the JSON file
 ``calling_convention`` ([lowest, highest]), ``shardy`` (whether the op takes
 ``use_shardy_partitioner``), ``diagnostics_on_stderr`` (print MLIR's diagnostics and raise only
 "Cannot deserialize computation", as TF 2.18 and 2.19 do), ``outputs`` (a module's sha256 ->
-the npz of what it computes) and ``perturbed`` (sha256s whose outputs come back changed).
+the npz of what it computes), ``perturbed`` (sha256s whose outputs come back changed) and
+``crashes`` (sha256s whose call aborts the process).
 Its refusals use TensorFlow's own words, as measured.
 """
 
