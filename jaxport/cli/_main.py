@@ -24,7 +24,7 @@ from typing import Any
 
 from jaxport.cli import _native_logs  # noqa: F401  (first: before anything loads jaxlib)
 from jaxport.cli import _artifacts, _bisect, _harness_run, _matrix, _parser, _prune as pruner, _relower
-from jaxport.cli import _import_artifacts, _with_jax
+from jaxport.cli import _import_artifacts, _with_jax, _with_tf
 from jaxport.cli import _report
 from jaxport.cli import _upgrade as upgrader
 from jaxport.cli import _artifact_read
@@ -188,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "jaxport builds and caches on this machine (with jaxport, pytest and the "
                         f"project's requirements from jax {MIN_JAX} on; replay with an older "
                         "release uses that release's own jax.export)")
+    p.add_argument("--with-tf", default=None, metavar="VERSION", type=_with_tf.served_release,
+                   help="replay with a TensorFlow release's XlaCallModule op alone (how TF "
+                        "Serving runs a jax artifact), in an environment of its own that "
+                        "jaxport builds and caches; a refused or differing entry fails")
   _report.add_parser(sub, common)
   upgrader.add_parser(add)
   _bisect.add_parser(add)
@@ -266,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         "say which entries to remove: --older-than-days DAYS (expired), --superseded (older "
         "entries of a case by the same jax release), --dated-in-future, or --case CASE_ID "
         "(every entry of that case); they combine, and --case narrows the others to that case")
+  if args.command in ("record", "replay") and _with_tf.usage_error(args):
+    _chosen_parser(parser, args).error(_with_tf.usage_error(args))
   if args.command == _import_artifacts.COMMAND and _import_artifacts.usage_error(args):
     _chosen_parser(parser, args).error(_import_artifacts.usage_error(args))
   handler = _StderrHandler()
@@ -561,6 +567,9 @@ def _pruned_because(args, today: datetime.date) -> str:
 
 
 def _harness(args, extra) -> int:
+  if getattr(args, "with_tf", None) is not None:
+    return _with_tf.run_project(args.with_tf, platform=args.platform, report=args.compat_report,
+                                extra=extra, project=args.project)
   if args.with_jax is not None:
     return _with_jax.run_project(args.command, version=args.with_jax, platform=args.platform,
                                  report=args.compat_report, extra=extra, project=args.project)

@@ -22,6 +22,8 @@ ROOTS = {"JaxportError", "JaxportWarning"}
 WITHOUT_JAXPORT = {
     "jaxport_in_release/replayer.py": "runs inside old release venvs, where jaxport does not "
                                       "install",
+    "jaxport_in_release/tf_envelope.py": "runs inside TensorFlow release environments, which "
+                                         "hold no jaxport",
 }
 
 

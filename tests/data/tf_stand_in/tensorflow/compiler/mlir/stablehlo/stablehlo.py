@@ -1,0 +1,5 @@
+from tensorflow import _CONFIG
+
+
+def get_current_version():
+  return _CONFIG["stablehlo"]
