@@ -14,15 +14,14 @@ import argparse
 import collections
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 from jaxport.cli import _harness_run
 from jaxport.errors import JaxportError
 from jaxport.golden import GoldenStore
 from jaxport.harness._judge._tf_runs import TfRun, judge_tf_row
-from jaxport.multirelease._tf_envs import ensure_tf_env
-from jaxport.multirelease._tf_replay import replay_with_tf, row_json
+from jaxport._platforms import HOST_PLATFORM, is_host
+from jaxport.multirelease._tf_replay import replay_store_with_tf, row_json
 from jaxport.releases._tf_table import TfRelease, TfReleaseError, tf_release
 
 # How a row the reader could not call there is shown (it has no status).
@@ -46,7 +45,7 @@ def run_project(version: str, *, platform: str, report: str | None, extra: list[
   """``replay --with-tf version`` in the project the command line names (default: the working
   directory); 1 when TensorFlow refuses an entry or computes it differently."""
   release = tf_release(version)
-  if platform != "cpu":
+  if not is_host(platform):
     raise JaxportError(f"--with-tf {version} --platform {platform}: tensorflow-cpu serves the "
                        "CPU only; use --platform cpu")
   rest = [a for a in extra if a != "--"]
@@ -56,13 +55,11 @@ def run_project(version: str, *, platform: str, report: str | None, extra: list[
   root = _harness_run.project_dir(project)
   config = _harness_run.read_project(root, "replay --with-tf")
   store = config.store
-  ids = [str(e.entry_id) for e in GoldenStore(store).entries("cpu")]
+  ids = [e.entry_id for e in GoldenStore(store).entries(HOST_PLATFORM)]
   if not ids:
     raise JaxportError(f"replay --with-tf {version}: the project's store {store} has no cpu "
                        "entries; record some first (jaxport record)")
-  python = ensure_tf_env(release)
-  with tempfile.TemporaryDirectory(prefix=f"jaxport-tf-{release.version}-") as tmp:
-    rows = replay_with_tf(str(python), store, ids, Path(tmp), release)
+  rows = replay_store_with_tf(store, ids, release)
   runs = [judge_tf_row(row, release) for row in rows]
   sys.stdout.write(summary(runs, release))
   if report is not None:

@@ -16,14 +16,17 @@ import dataclasses
 import json
 import logging
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from jaxport._bounded import read_regular
 from jaxport.errors import JaxportError
+from jaxport.golden._entry_id import EntryId, require_entry_id
 from jaxport.harness._judge._tf_runs import precheck
 from jaxport.harness._protocol._tf_rows import PRECHECK, TfAbout, TfRow, TfRowError
 from jaxport.multirelease._replay import ENTRY_TIMEOUT_S, read_results, release_env
+from jaxport.multirelease._tf_envs import ensure_tf_env
 from jaxport.releases._tf_table import TfRelease
 from jaxport_in_release import tf_envelope
 
@@ -46,14 +49,15 @@ def tf_env() -> dict[str, str]:
   return env
 
 
-def prechecked(root: Path, entry_ids: Sequence[str],
-               release: TfRelease) -> tuple[dict[str, TfRow], list[str]]:
+def prechecked(root: Path, entry_ids: Sequence[EntryId],
+               release: TfRelease) -> tuple[dict[EntryId, TfRow], list[EntryId]]:
   """The rows of the entries ``release``'s facts refuse, and the ids left for TensorFlow (an
   entry whose blob does not read goes to the reader, which reports why)."""
   refused, left = {}, []
   for entry_id in entry_ids:
+    text = str(require_entry_id(entry_id, "prechecked"))
     try:
-      blob = read_regular(root / entry_id / "exported.bin", entry_id, TfReplayError,
+      blob = read_regular(root / text / "exported.bin", text, TfReplayError,
                           "MAX_BLOB_BYTES", follow_links=False)
       env = tf_envelope.read(blob)
     except (TfReplayError, tf_envelope.EnvelopeError):
@@ -93,7 +97,7 @@ def _about(path: Path, python: str, tail: str) -> TfAbout:
                         f"its last words:\n{tail}") from None
 
 
-def replay_with_tf(python: str, root: Path, entry_ids: Sequence[str], work: Path,
+def replay_with_tf(python: str, root: Path, entry_ids: Sequence[EntryId], work: Path,
                    release: TfRelease, *, timeout_s: float = ENTRY_TIMEOUT_S) -> list[TfRow]:
   """Call ``entry_ids`` of the store ``root`` with TensorFlow ``release`` in ``python``'s
   environment; one row per entry, in order."""
@@ -102,7 +106,8 @@ def replay_with_tf(python: str, root: Path, entry_ids: Sequence[str], work: Path
   checked = False
   while pending:
     ids_file = work / "entries.txt"
-    ids_file.write_text("\n".join(pending) + "\n")
+    # The reader runs without jaxport: it takes and writes the ids' text.
+    ids_file.write_text("\n".join(map(str, pending)) + "\n")
     cmd = [python, str(TF_READER), "--root", str(root), "--entries", str(ids_file),
            "--out", str(results_path), "--about", str(about_path)]
     limit = timeout_s * (len(pending) + 1)
@@ -115,7 +120,7 @@ def replay_with_tf(python: str, root: Path, entry_ids: Sequence[str], work: Path
       check_about(_about(about_path, python, tail), release)
       checked = True
     done = read_results(results_path)
-    remaining = [e for e in pending if e not in done]
+    remaining = [e for e in pending if str(e) not in done]
     if len(remaining) == len(pending):
       raise TfReplayError(f"the tf reader made no progress ({python}):\n{tail}")
     if remaining:
@@ -126,12 +131,22 @@ def replay_with_tf(python: str, root: Path, entry_ids: Sequence[str], work: Path
   rows = []
   for entry_id in entry_ids:
     row = refused.get(entry_id)
-    rows.append(row if row is not None else TfRow.from_json(results[entry_id]))
+    rows.append(row if row is not None else TfRow.from_json(results[str(entry_id)]))
   return rows
+
+
+def replay_store_with_tf(store: Path, entry_ids: Sequence[EntryId],
+                         release: TfRelease) -> list[TfRow]:
+  """Call ``entry_ids`` of ``store`` with TensorFlow ``release``, its environment built (or
+  reused) first, in a scratch folder removed after; one row per entry, in order."""
+  python = ensure_tf_env(release)
+  with tempfile.TemporaryDirectory(prefix=f"jaxport-tf-{release.version}-") as tmp:
+    return replay_with_tf(str(python), store, entry_ids, Path(tmp), release)
 
 
 def row_json(row: TfRow) -> dict:
   """``row`` as the JSON object a report keeps."""
   d = dataclasses.asdict(row)
+  d["entry_id"] = str(row.entry_id)
   d["platforms"] = None if row.platforms is None else list(row.platforms)
   return d

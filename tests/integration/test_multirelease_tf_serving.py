@@ -17,6 +17,7 @@ import pytest
 from jaxport._vocabulary import Status
 from jaxport.cli import main
 from jaxport.harness._judge._tf_runs import TfRefusal, judge_tf_row
+from jaxport.golden import EntryId
 from jaxport.multirelease._tf_replay import TfReplayError, replay_with_tf
 from jaxport.releases._tf_table import tf_release
 from jaxport_in_release import tf_envelope
@@ -97,7 +98,7 @@ def stand_in(project: Path, version: str, **change) -> Path:
 def _runs(project: Path, version: str, tmp: Path) -> dict:
   release = tf_release(version)
   keys = [*ENTRIES, *LOWERED]
-  ids = [*ENTRIES.values(), *(entry_id for entry_id, _ in LOWERED.values())]
+  ids = [EntryId.parse(t) for t in [*ENTRIES.values(), *(e for e, _ in LOWERED.values())]]
   work = tmp / version
   work.mkdir()
   rows = replay_with_tf(str(stand_in(project, version)), project / "golden", ids, work, release)
@@ -153,7 +154,7 @@ def test_an_older_release_refuses_the_calling_convention_before_tensorflow_is_as
 def test_an_environment_whose_tensorflow_is_not_the_tables_is_refused(project, tmp_path):
   python = stand_in(project, "2.21", stablehlo="1.12.1")
   with pytest.raises(TfReplayError, match=r"StableHLO 1\.12\.1 \(the table: 1\.13\.7\)"):
-    replay_with_tf(str(python), project / "golden", [ENTRIES["served"]], tmp_path,
+    replay_with_tf(str(python), project / "golden", [EntryId.parse(ENTRIES["served"])], tmp_path,
                    tf_release("2.21"))
 
 
@@ -163,7 +164,7 @@ def test_an_environment_where_tensorflow_does_not_import_is_refused_with_its_wor
   python.write_text("#!/bin/sh\necho 'ImportError: libtensorflow_framework.so.2' >&2\nexit 1\n")
   python.chmod(python.stat().st_mode | stat.S_IXUSR)
   with pytest.raises(TfReplayError, match="(?s)did not report its TensorFlow.*libtensorflow"):
-    replay_with_tf(str(python), project / "golden", [ENTRIES["served"]], tmp_path,
+    replay_with_tf(str(python), project / "golden", [EntryId.parse(ENTRIES["served"])], tmp_path,
                    tf_release("2.21"))
 
 
@@ -171,7 +172,7 @@ def test_an_entry_that_crashes_tensorflow_fails_alone_and_the_rest_are_called(pr
   store = project / "golden"
   crashing = tf_envelope.read((store / ENTRIES["differs"] / "exported.bin").read_bytes()).module
   python = stand_in(project, "2.21", crashes=[hashlib.sha256(crashing).hexdigest()])
-  ids = [ENTRIES["differs"], ENTRIES["served"]]
+  ids = [EntryId.parse(ENTRIES["differs"]), EntryId.parse(ENTRIES["served"])]
   rows = replay_with_tf(str(python), store, ids, tmp_path, tf_release("2.21"))
   crashed, served = (judge_tf_row(row, tf_release("2.21")) for row in rows)
   assert crashed.status is Status.FAIL and crashed.stage == "process"
@@ -180,9 +181,9 @@ def test_an_entry_that_crashes_tensorflow_fails_alone_and_the_rest_are_called(pr
 
 def test_replay_with_tf_reports_each_entry_and_fails_the_run(project, monkeypatch, tmp_path,
                                                               capsys):
-  from jaxport.cli import _with_tf
+  from jaxport.multirelease import _tf_replay
   python = stand_in(project, "2.21")
-  monkeypatch.setattr(_with_tf, "ensure_tf_env", lambda release: python)
+  monkeypatch.setattr(_tf_replay, "ensure_tf_env", lambda release: python)
   report = tmp_path / "tf.json"
   assert main(["replay", "--with-tf", "2.21", "--project", str(project),
                "--compat-report", str(report)]) == 1

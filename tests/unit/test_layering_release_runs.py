@@ -27,8 +27,9 @@ SCANNED = ("jaxport", "harness", "tools", "jaxport_pytest")
 # What hands out another release's interpreter: the environment builders. (The release
 # replayer's driver runs whichever interpreter it is given; ``audit --run`` gives it this one.)
 STARTER_MODULES = frozenset({"jaxport.multirelease._envs", "jaxport.multirelease._project_env",
-                             "jaxport.multirelease._test_venvs"})
-STARTERS = frozenset({"ensure_venv", "venv_python", "ensure_project_env", "ensure_test_venv"})
+                             "jaxport.multirelease._test_venvs", "jaxport.multirelease._tf_envs"})
+STARTERS = frozenset({"ensure_venv", "venv_python", "ensure_project_env", "ensure_test_venv",
+                      "ensure_tf_env"})
 
 
 def _imported_modules(tree: ast.AST) -> list[tuple[int, str]]:

@@ -13,6 +13,7 @@ import pytest
 
 from jaxport._vocabulary import Status
 from jaxport.cli import main
+from jaxport.golden import EntryId
 from jaxport.harness._judge._tf_runs import TfRefusal, judge_tf_row, precheck, refusal_of
 from jaxport.harness._protocol._tf_rows import TfAbout, TfRow, TfRowError
 from jaxport.releases._tf_table import TfReleaseError, read_tf_table, tf_release, tf_releases
@@ -26,7 +27,7 @@ _WHERE = ("{{function_node __wrapped__XlaCallModule_Tin_1_Tout_1_device_/job:loc
 
 
 def _row(error=None, **more):
-  fields = dict(entry_id="cpu/f/c/2026-01-01_jax-0.10.2", stage="call", error=error,
+  fields = dict(entry_id=EntryId.parse("cpu/f/c/2026-01-01_jax-0.10.2"), stage="call", error=error,
                 calling_convention=10, stablehlo="1.15.0", platforms=("cpu",))
   return TfRow(**{**fields, **more})
 
@@ -157,9 +158,12 @@ def test_a_row_that_claims_nothing_fails_closed():
   assert silent.status is Status.FAIL
   unfounded = judge_tf_row(_row(stage="precheck"), TF_221)  # refused, and the table refuses nothing
   assert unfounded.status is Status.FAIL and unfounded.refusal is None
-  broken = TfRow.from_json({"entry_id": "x", "stage": "call", "calling_convention": "ten"})
+  broken = TfRow.from_json({"entry_id": "cpu/f/c/2026-01-01_jax-0.10.2", "stage": "call",
+                            "calling_convention": "ten"})
   assert broken.stage == "harness" and "calling_convention" in broken.error
   assert judge_tf_row(broken, TF_221).status is Status.FAIL
+  with pytest.raises(TfRowError, match="entry_id: expected an entry id"):
+    TfRow.from_json({"entry_id": "x", "stage": "call"})  # no entry is known to fail
   with pytest.raises(TfRowError, match="missing max_calling_convention"):
     TfAbout.from_json({"tf": "2.21.0", "stablehlo": "1.13.7"})
 
@@ -216,18 +220,22 @@ def test_a_vjp_is_called_unless_a_value_it_differentiates_is_not_inexact():
 
 
 def test_the_precheck_leaves_a_blob_it_cannot_read_to_the_reader(tmp_path):
+  from jaxport.golden import EntryId
   from jaxport.multirelease._tf_replay import prechecked
   cc9 = STORE / "cpu/feature_multi_platform/release_multi_platform_f32/2026-11-30_jax-0.4.26"
-  for name in ("damaged", "cc9", "linked"):
-    (tmp_path / name).mkdir()
-  (tmp_path / "damaged" / "exported.bin").write_bytes(b"\x07" * 12)
-  (tmp_path / "cc9" / "exported.bin").write_bytes((cc9 / "exported.bin").read_bytes())
-  (tmp_path / "linked" / "exported.bin").symlink_to(cc9 / "exported.bin")  # never followed
+  ids = {name: EntryId.parse(f"cpu/f/{name}/2026-01-01_jax-0.4.26")
+         for name in ("damaged", "cc9", "linked")}
+  for entry_id in ids.values():
+    (tmp_path / str(entry_id)).mkdir(parents=True)
+  (tmp_path / str(ids["damaged"]) / "exported.bin").write_bytes(b"\x07" * 12)
+  (tmp_path / str(ids["cc9"]) / "exported.bin").write_bytes((cc9 / "exported.bin").read_bytes())
+  # never followed
+  (tmp_path / str(ids["linked"]) / "exported.bin").symlink_to(cc9 / "exported.bin")
   only_10 = dataclasses.replace(TF_221, calling_convention=(10, 10))
-  refused, left = prechecked(tmp_path, ["damaged", "cc9", "linked"], only_10)
-  assert left == ["damaged", "linked"] and list(refused) == ["cc9"]
-  assert refused["cc9"].stage == "precheck" and refused["cc9"].calling_convention == 9
-  assert prechecked(tmp_path, ["cc9"], TF_221) == ({}, ["cc9"])
+  refused, left = prechecked(tmp_path, list(ids.values()), only_10)
+  assert left == [ids["damaged"], ids["linked"]] and list(refused) == [ids["cc9"]]
+  assert refused[ids["cc9"]].stage == "precheck" and refused[ids["cc9"]].calling_convention == 9
+  assert prechecked(tmp_path, [ids["cc9"]], TF_221) == ({}, [ids["cc9"]])
 
 
 # The environment.
@@ -267,8 +275,8 @@ def test_with_tf_and_with_jax_together_is_a_usage_error(capsys):
 
 
 def test_an_unserved_tensorflow_release_is_refused_before_anything_is_built(monkeypatch, capsys):
-  from jaxport.cli import _with_tf
-  monkeypatch.setattr(_with_tf, "ensure_tf_env", lambda *a: pytest.fail("built"))
+  from jaxport.multirelease import _tf_replay
+  monkeypatch.setattr(_tf_replay, "ensure_tf_env", lambda *a: pytest.fail("built"))
   with pytest.raises(SystemExit) as e:
     main(["replay", "--with-tf", "2.12", "--project", str(REPOSITORY)])
   err = capsys.readouterr().err
@@ -284,9 +292,10 @@ def test_only_replay_takes_with_tf(capsys):
 def test_the_summary_counts_statuses_and_refusal_reasons():
   from jaxport.cli._with_tf import summary
   runs = [judge_tf_row(_row(stage="compare", matched=True, calling_convention=9), TF_219),
-          judge_tf_row(_row(stage="precheck", entry_id="cpu/f/d/x"), TF_219),
+          judge_tf_row(_row(stage="precheck",
+                            entry_id=EntryId.parse("cpu/f/d/2026-01-01_jax-0.10.2")), TF_219),
           judge_tf_row(_row(stage="read", not_replayable="a VJP"), TF_219)]
   text = summary(runs, TF_219)
-  assert "tf 2.19.1: fail  cpu/f/d/x: refused (calling_convention)" in text
+  assert "tf 2.19.1: fail  cpu/f/d/2026-01-01_jax-0.10.2: refused (calling_convention)" in text
   assert text.splitlines()[-1] == ("tf 2.19.1: 3 entries: 1 fail, 1 not called, 1 pass; "
                                    "refused for calling_convention 1")

@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 
 from jaxport._vocabulary import Status
+from jaxport.golden._entry_id import EntryId
 from jaxport.harness._protocol._release_rows import HARNESS, PROCESS, VERIFY
 from jaxport.harness._protocol._tf_rows import PRECHECK, READ, TfRow
 from jaxport.releases._tf_table import TfRelease
@@ -70,7 +71,7 @@ class Refusal:
 class TfRun:
   """The judge's outcome of one ``tf`` reader row: its ``status`` (None: not called there),
   the ``refusal`` when TensorFlow refused it, and why, in words."""
-  entry_id: str
+  entry_id: EntryId
   status: Status | None
   refusal: Refusal | None
   detail: str

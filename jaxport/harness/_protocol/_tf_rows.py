@@ -15,6 +15,7 @@ from typing import Any
 
 from jaxport._records import Strict
 from jaxport.errors import JaxportError
+from jaxport.golden._entry_id import EntryId, read_entry_id
 from jaxport.harness._protocol._release_rows import HARNESS, PROCESS, VERIFY
 
 # ``precheck``: refused from the release's measured facts before TensorFlow was asked.
@@ -38,7 +39,7 @@ class TfRow:
   read); ``not_replayable``: why the reader cannot call it as TF Serving would (a multi-device
   entry, a VJP); ``not_compared``: why it ran and was not compared; ``matched`` and
   ``problems``: the comparison's result (None: nothing compared)."""
-  entry_id: str
+  entry_id: EntryId
   stage: str
   error: str | None = None
   calling_convention: int | None = None
@@ -51,8 +52,10 @@ class TfRow:
 
   @classmethod
   def from_json(cls, row: Mapping[str, Any]) -> TfRow:
-    """The row of a reader's line; one that does not read is a ``harness`` row naming why."""
-    entry_id = str(row.get("entry_id")) if isinstance(row, Mapping) else "?"
+    """The row of a reader's line; one that does not read is a ``harness`` row naming why.
+    A line naming no entry id is refused (``TfRowError``): no entry is known to fail."""
+    entry_id = read_entry_id(_S, row.get("entry_id") if isinstance(row, Mapping) else None,
+                             "tf reader row.entry_id")
     try:
       d = _S.obj(row, "tf reader row", required=("entry_id", "stage"))
       stage = _S.of(d["stage"], str, "stage")
@@ -61,7 +64,7 @@ class TfRow:
       cc = d.get("calling_convention")
       if cc is not None:
         cc = _S.count(cc, "calling_convention")
-      return cls(_S.of(d["entry_id"], str, "entry_id"), stage,
+      return cls(entry_id, stage,
                  _S.of(d.get("error"), str, "error", nullable=True), cc,
                  _S.of(d.get("stablehlo"), str, "stablehlo", nullable=True),
                  _S.strs(d.get("platforms"), "platforms", nullable=True),
