@@ -75,6 +75,10 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
   r.add_argument("earlier", nargs="*", metavar="EARLIER.json", help="earlier runs' reports (any order)")
   r.add_argument("--html", metavar="OUT.html", help="write the HTML page here")
   r.add_argument("--markdown", metavar="OUT.md", help=f"write the Markdown here ({STDOUT}: stdout)")
+  r.add_argument("--served-by", action="append", default=[], metavar="TF.json",
+                 help="a tf reader's report (jaxport replay --with-tf VERSION --compat-report "
+                      "TF.json): a 'served by TF VERSION' column and each entry's verdict "
+                      "(repeatable)")
 
 
 def _load_all(paths: list[str], verb: str) -> list[report.RunReport]:
@@ -175,13 +179,14 @@ def _entries_against_store(entries: Sequence[report.EntryResult], store: Any,
 def _render(args: argparse.Namespace) -> int:
   runs = _load_all([args.run, *args.earlier], "reading report")
   current, earlier = runs[0], runs[1:]
+  served = [report.load_served(path) for path in args.served_by]
   outputs = []
   if args.html:
     outputs.append((args.html, report.render_html))
   if args.markdown or not args.html:
     outputs.append((args.markdown or STDOUT, report.render_markdown))
   for path, render in track(outputs, "rendering", lambda o: o[0]):
-    text = render(current, earlier)
+    text = render(current, earlier, served)
     if path == STDOUT:
       sys.stdout.write(text)
     else:

@@ -37,6 +37,8 @@ _EXPORTS = {
     "merge_reports": "jaxport.report._merge",
     "render_html": "jaxport.report._html",
     "render_markdown": "jaxport.report._markdown",
+    "ServedBy": "jaxport.report._served",
+    "load_served": "jaxport.report._served",
     "write_report": "jaxport.report._model",
 }
 
@@ -44,6 +46,7 @@ if _typing.TYPE_CHECKING:  # the same names, for type checkers and editors
   from jaxport.report._html import render_html as render_html
   from jaxport.report._markdown import render_markdown as render_markdown
   from jaxport.report._merge import merge_reports as merge_reports
+  from jaxport.report._served import ServedBy as ServedBy, load_served as load_served
   from jaxport._vocabulary import (
       DRIFT_KINDS as DRIFT_KINDS,
       Finding as Finding,

@@ -16,6 +16,7 @@ from jaxport.golden._entry_id import EntryId
 from jaxport.report._entries import EntryResult, about_current_lowering
 from jaxport.report._model import RunReport
 from jaxport.report._sections import host_line
+from jaxport.report._served import ServedBy
 from jaxport.report._svg import status_chart
 from jaxport.report._visible import visible
 from jaxport.report._views import (
@@ -128,7 +129,22 @@ def _cell_tip(entries: Sequence[EntryResult]) -> str:
   return "\n".join(lines)
 
 
-def _matrix(m: Matrix) -> list[str]:
+def _served_cell(cells: Sequence[Any], by: ServedBy) -> str:
+  """A matrix row's "served by" cell: what the serving reader said of the newest producer's
+  entry of the row (its worst entry), the verdict's detail in the tooltip."""
+  lead = next((c.lead for c in reversed(cells) if c.lead is not None), None)
+  if lead is None:
+    return '<td class="computed" title="no entry">–</td>'
+  got = by.of(lead.entry_id)
+  if got is None:
+    return (f'<td class="computed" title="{_e(by.source)} does not list '
+            f'{_e(lead.entry_id)}">not run</td>')
+  st = {None: CellStatus.NOT_COVERED, "pass": CellStatus.PASS}.get(got.status, CellStatus.FAIL)
+  return (f'<td class="cell {st.css}" title="{_e(lead.entry_id)}: {_e(got.detail)}">'
+          f"{_e(got.text)}</td>")
+
+
+def _matrix(m: Matrix, served: Sequence[ServedBy] = ()) -> list[str]:
   out = ['<h2 id="matrix">Targets by producer release</h2>',
          "<p>Each cell: the worst status of the entries that use the target and were recorded by "
          "that jax release (how many, when more than one); it links to the worst entry's "
@@ -137,9 +153,12 @@ def _matrix(m: Matrix) -> list[str]:
   out.append('<th title="the jax releases the newest producer\'s entry runs on, computed from the '
              'release table (jaxport.releases.runs_on); each producer\'s in the tooltip">'
              "runs on (computed)</th>")
+  out += [f'<th title="the newest producer\'s entry as {_e(by.source)} judged it">served by '
+          f"{_e(by.reader)}</th>" for by in served]
   out.append("</tr></thead><tbody>")
   for g in m.groups:
-    out.append(f'<tr><th class="group" colspan="{len(m.producers) + 2}">{_e(g.platform)}</th></tr>')
+    out.append(f'<tr><th class="group" colspan="{len(m.producers) + 2 + len(served)}">'
+               f"{_e(g.platform)}</th></tr>")
     for row in g.rows:
       out.append(f'<tr id="{_e(target_anchor(row.target))}"><td><code>{_e(row.target)}</code></td>')
       for cell in row.cells:
@@ -152,6 +171,7 @@ def _matrix(m: Matrix) -> list[str]:
         out.append(f'<td class="cell {st.css}"><a href="{_href(cell.lead.entry_id)}" '
                    f'title="{_e(tip)}">{st.symbol}{count}</a></td>')
       out.append(_computed_range(g.platform, m.producers, row.cells))
+      out += [_served_cell(row.cells, by) for by in served]
       out.append("</tr>")
   out.append("</tbody></table>")
   return out
@@ -239,7 +259,7 @@ def _history(runs: Sequence[RunReport]) -> list[str]:
   return out
 
 
-def _entry(e: EntryResult) -> list[str]:
+def _entry(e: EntryResult, served: Sequence[ServedBy] = ()) -> list[str]:
   st = entry_status(e)
   facts = [("case", f"<code>{_e(e.case_id)}</code> (family <code>{_e(e.family)}</code>)"),
            ("producer jax", _e(e.producer)),
@@ -259,6 +279,10 @@ def _entry(e: EntryResult) -> list[str]:
     facts.append(("release verdict", _e(f"{rel.verdict}: expected {rel.expected}{where}")))
   if e.expected_failure:
     facts.append(("expected failure", _e(e.expected_failure)))
+  for by in served:
+    got = by.of(e.entry_id)
+    if got is not None:
+      facts.append((f"served by {_e(by.reader)}", _e(f"{got.text}: {got.detail}")))
   out = [f'<section class="entry" id="{_e(entry_anchor(e.entry_id))}">',
          f"<h3>{_badge(st)} <code>{_e(e.entry_id)}</code></h3><dl>"]
   out += [f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts]
@@ -389,8 +413,10 @@ def _golden_data_errors(r: RunReport) -> list[str]:
   return out
 
 
-def render_html(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
-  """The page of ``current``, with history over ``earlier`` runs when given."""
+def render_html(current: RunReport, earlier: Sequence[RunReport] = (),
+                served: Sequence[ServedBy] = ()) -> str:
+  """The page of ``current``, with history over ``earlier`` runs when given, and a column per
+  serving reader's verdicts (``served``: the tf reader's reports) when given."""
   runs = order_runs(current, earlier)
   r = current
   v = r.versions
@@ -408,7 +434,7 @@ def render_html(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
   if note is not None:
     body.append(f'<p class="sub">{_e(note)}.</p>')
   body += _summary(r)
-  body += _matrix(build_matrix(r))
+  body += _matrix(build_matrix(r), served)
   body += _window(r)
   body += _coverage(r)
   if len(runs) > 1:
@@ -421,7 +447,7 @@ def render_html(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
               "passing ones, folded by target and producer release (open a group, or follow a "
               "link, to see them).</p>")
   for e in bad:
-    body += _entry(e)
+    body += _entry(e, served)
   body += _passing(r)
   body += _skips(r)
   body.append(f'<p class="sub">Rendered by <code>jaxport report render</code> from '

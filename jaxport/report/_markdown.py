@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from jaxport.report._model import RunReport
 from jaxport.report._sections import host_line
+from jaxport.report._served import ServedBy
 from jaxport.report._visible import visible
 from jaxport.report._views import (
     ENTRY_STATUSES, CellStatus, build_history, build_matrix, build_note, entry_status,
@@ -83,19 +85,32 @@ def _targets_line(r: RunReport) -> str:
           f"{missing}.")
 
 
-def _matrix(r: RunReport) -> list[str]:
+def _served_mark(cells: Sequence[Any], by: ServedBy) -> str:
+  """A matrix row's "served by" cell: the serving reader's verdict on the row's newest
+  producer's entry."""
+  lead = next((c.lead for c in reversed(cells) if c.lead is not None), None)
+  if lead is None:
+    return "–"
+  got = by.of(lead.entry_id)
+  return "not run" if got is None else _text(got.text)
+
+
+def _matrix(r: RunReport, served: Sequence[ServedBy] = ()) -> list[str]:
   m = build_matrix(r)
   out = ["### Targets by producer release", "",
          "Legend: " + ", ".join(f"{s.mark} {s.label}" for s in CellStatus), ""]
   for g in m.groups:
     out += [f"**{_text(g.platform)}**", "",
-            "| target | " + " | ".join(f"jax {_text(p)}" for p in m.producers) + " |",
-            "|---|" + "---|" * len(m.producers)]
+            "| target | " + " | ".join([*(f"jax {_text(p)}" for p in m.producers),
+                                         *(f"served by {_text(by.reader)}" for by in served)])
+            + " |",
+            "|---|" + "---|" * (len(m.producers) + len(served))]
     for row in g.rows:
       cells = []
       for c in row.cells:
         n = len(c.entries)
         cells.append(c.status.mark + (f" {n}" if n > 1 else ""))
+      cells += [_served_mark(row.cells, by) for by in served]
       out.append(f"| {_code(row.target)} | " + " | ".join(cells) + " |")
     out.append("")
   return out
@@ -213,8 +228,10 @@ def _onsets(runs: Sequence[RunReport]) -> list[str]:
   return out
 
 
-def render_markdown(current: RunReport, earlier: Sequence[RunReport] = ()) -> str:
-  """The job summary of ``current``, with history over ``earlier`` runs when given."""
+def render_markdown(current: RunReport, earlier: Sequence[RunReport] = (),
+                    served: Sequence[ServedBy] = ()) -> str:
+  """The job summary of ``current``, with history over ``earlier`` runs when given, and a
+  column per serving reader's verdicts (``served``) when given."""
   runs = order_runs(current, earlier)
   r = current
   v = r.versions
@@ -230,7 +247,7 @@ def render_markdown(current: RunReport, earlier: Sequence[RunReport] = ()) -> st
     out.append("")
   out += _attention(r)
   out += _updated(r)
-  out += _matrix(r)
+  out += _matrix(r, served)
   out += _window(r)
   if len(runs) > 1:
     out += _onsets(runs)
