@@ -21,6 +21,7 @@ from jaxport.errors import JaxportError
 from jaxport.golden import GoldenStore
 from jaxport.harness._judge._tf_runs import TfRun, judge_tf_row
 from jaxport._platforms import HOST_PLATFORM, is_host
+from jaxport.multirelease._tf_envs import not_buildable
 from jaxport.multirelease._tf_replay import replay_store_with_tf, row_json
 from jaxport.releases._tf_table import TfRelease, TfReleaseError, tf_release
 
@@ -37,7 +38,7 @@ def usage_error(args) -> str | None:
   if args.with_jax is not None:
     return ("--with-tf and --with-jax name two consumers; run the tf reader (--with-tf) and "
             "another jax release (--with-jax) as two replays")
-  return None
+  return not_buildable(tf_release(args.with_tf))
 
 
 def run_project(version: str, *, platform: str, report: str | None, extra: list[str],

@@ -22,7 +22,7 @@ from pathlib import Path
 from jaxport._environment import RELEASE_PYTHON_ENV, release_python
 from jaxport.multirelease import _envs
 from jaxport.multirelease._envs import PythonNeed, VenvError
-from jaxport.releases._tf_table import TfRelease
+from jaxport.releases._tf_table import TfRelease, tf_releases
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,27 @@ def find_python(release: TfRelease) -> str:
       f"measured on); looked on PATH and in pyenv's versions"
       + (f", tried {', '.join(tried)}" if tried else "") + ". Install one, or set "
       f"{RELEASE_PYTHON_ENV} to the path of one.")
+
+
+def not_buildable(release: TfRelease, root: str | os.PathLike | None = None) -> str | None:
+  """Why ``release``'s environment cannot be had here (no Python it installs on is at hand),
+  naming the releases that can; None when it is built or can be."""
+  if is_ready(release, root):
+    return None
+  try:
+    find_python(release)
+  except VenvError as e:
+    here = [r.version for r in tf_releases() if r != release and _buildable(r, root)]
+    return (f"{str(e).splitlines()[0]} The TensorFlow releases this machine can serve: "
+            + (", ".join(here) if here else "none") + ".")
+  return None
+
+
+def _buildable(release: TfRelease, root: str | os.PathLike | None) -> bool:
+  try:
+    return is_ready(release, root) or bool(find_python(release))
+  except VenvError:
+    return False
 
 
 def ensure_tf_env(release: TfRelease, root: str | os.PathLike | None = None) -> Path:

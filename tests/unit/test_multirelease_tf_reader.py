@@ -283,6 +283,25 @@ def test_an_unserved_tensorflow_release_is_refused_before_anything_is_built(monk
   assert e.value.code == 2 and all(r.version in err for r in tf_releases())
 
 
+def test_a_release_no_python_here_installs_is_refused_naming_those_served(monkeypatch, capsys):
+  from jaxport.multirelease import _envs, _tf_envs, _tf_replay
+  monkeypatch.setattr(_tf_replay, "ensure_tf_env", lambda *a: pytest.fail("built"))
+  monkeypatch.setattr(_tf_envs, "is_ready", lambda release, root=None: False)
+
+  def find(release):
+    if release.version.startswith("2.19"):
+      raise _envs.VenvError(f"No Python 3.11 found for the environment of TensorFlow "
+                            f"{release.version}")
+    return sys.executable
+  monkeypatch.setattr(_tf_envs, "find_python", find)
+  with pytest.raises(SystemExit) as e:
+    main(["replay", "--with-tf", "2.19", "--project", str(REPOSITORY)])
+  err = capsys.readouterr().err
+  assert e.value.code == 2 and "No Python 3.11 found" in err
+  others = [r.version for r in tf_releases() if not r.version.startswith("2.19")]
+  assert f"can serve: {', '.join(others)}." in err
+
+
 def test_only_replay_takes_with_tf(capsys):
   with pytest.raises(SystemExit) as e:
     main(["record", "--with-tf", "2.21", "--project", str(REPOSITORY)])
