@@ -12,6 +12,7 @@ import pytest
 from jaxport.errors import GoldenDataError
 
 from jaxport.golden import _npz
+from jaxport._platforms import PLATFORMS
 from jaxport.golden._manifest import (
     Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
 
@@ -60,7 +61,7 @@ def manifests(draw):
       result_types=st.lists(text, max_size=3),
       attributes=st.dictionaries(text, text, max_size=3)), max_size=3))
   return Manifest(
-      case_id=draw(names), family=draw(names), platform=draw(st.sampled_from(["cpu", "cuda", "rocm", "tpu"])),
+      case_id=draw(names), family=draw(names), platform=draw(st.sampled_from(PLATFORMS)),
       record_date=draw(st.dates(min_value=datetime.date(2000, 1, 1))),
       producer=Producer(*(draw(st.one_of(st.none(), names)) for _ in range(6))),
       calling_convention_version=draw(st.integers(0, 2**16)),

@@ -1,5 +1,6 @@
 """The golden store: round trip, append-only, atomic writes, tamper detection, prune."""
 
+import re
 import dataclasses
 import datetime
 import io
@@ -18,6 +19,7 @@ from jaxport.golden._manifest import (
     FORMAT_VERSION, Comparison, CustomCallSignature, ImportSource, Manifest, Producer)
 from jaxport.golden._entry import Entry
 from jaxport.golden._store import GoldenStore
+from jaxport._platforms import PLATFORMS
 
 DAY = datetime.date(2026, 6, 1)
 
@@ -342,7 +344,7 @@ def test_bad_json_is_reported_with_the_file(entry, text, match):
 
 
 @pytest.mark.parametrize("field,value,match", [
-    ("platform", "gpu", r"platform: expected one of \['cpu', 'cuda', 'rocm', 'tpu'\], got 'gpu'"),
+    ("platform", "gpu", rf"platform: expected one of {re.escape(str(list(PLATFORMS)))}, got 'gpu'"),
     ("record_date", "2026-6-1", "record_date: expected an ISO date"),
     ("case_id", "../escape", "case_id: expected a name"),
     ("format_version", 99, "format_version 99 is newer than this jaxport reads"),

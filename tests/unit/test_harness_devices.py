@@ -14,6 +14,7 @@ from jaxport.harness import _devices
 from jaxport.harness._controller._device_check import check_devices
 from jaxport.harness._protocol._answers import DevicesAnswer
 from jaxport.harness._protocol._requests import DevicesRequest
+from jaxport._platforms import PLATFORMS
 
 
 @pytest.mark.parametrize("backend,version,platform", [
@@ -109,7 +110,7 @@ def test_the_holders_of_a_library_are_read_from_proc_and_the_parent_is_named(tmp
 
 
 def test_a_cpu_run_checks_the_accelerators_entries_and_an_accelerator_run_only_its_own():
-  assert _devices.checked_platforms("cpu") == ("cpu", "cuda", "rocm", "tpu")
+  assert _devices.checked_platforms("cpu") == PLATFORMS
   assert _devices.checked_platforms("cuda") == ("cuda",)
   assert _devices.numerics_skip("cuda", "cuda") is None
   assert _devices.numerics_skip("cpu", "cpu") is None

@@ -19,6 +19,7 @@ from jaxport._vocabulary import EXPIRY_WINDOW_DAYS, WORKER_TIMEOUT_S
 from jaxport.errors import JaxportError, SettingsError
 from jaxport.harness._controller import _settings
 from jaxport.harness._controller._settings import FIELDS, FIELDS_BY_NAME, PRESETS, Settings, resolve
+from jaxport._platforms import PLATFORMS
 
 pytest_plugins = ["pytester"]
 
@@ -59,7 +60,7 @@ def test_every_option_is_declared_with_none_as_its_default(pytester):
     ({"jax_corpus": True, "store": "x"}, "--compat-jax-corpus replays its own temporary store"),
     ({"update": True, "shard": "1/2"}, "--compat-update records the changed cases"),
     ({"cache_dir": "c", "no_cache": True}, "--compat-cache-dir and --compat-no-cache contradict"),
-    ({"platform": "gpu"}, "--compat-platform='gpu': expected one of cpu, cuda, rocm, tpu"),
+    ({"platform": "gpu"}, f"--compat-platform='gpu': expected one of {', '.join(PLATFORMS)}"),
 ])
 def test_each_bad_value_is_refused_with_the_options_message(given, message):
   with pytest.raises(SettingsError) as e:
