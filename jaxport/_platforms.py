@@ -78,8 +78,8 @@ _TABLE = (
     Platform("rocm", device_kind_words=("amd",), wire_name="gpu", backend="gpu",
              backend_version_words=("rocm", "hip"), runtime="rocm", runtime_version=_rocm_version,
              plugin=re.compile(r"jax-rocm\d*-(plugin|pjrt)"), target_prefixes=("hip",)),
-    Platform("tpu", single_holder=True, resident_runtime=True, device_kind_words=("tpu",), wire_name="tpu",
-             plugin=re.compile(r"libtpu(-nightly)?"), target_prefixes=("tpu_",)),
+    Platform("tpu", single_holder=True, resident_runtime=True, device_kind_words=("tpu",),
+             wire_name="tpu", plugin=re.compile(r"libtpu(-nightly)?"), target_prefixes=("tpu_",)),
 )
 _BY_NAME = {p.name: p for p in _TABLE}
 
