@@ -8,8 +8,11 @@ it; the scripts load this file by its path as well.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
+import traceback
+from collections.abc import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # jaxport's harness modules that need only numpy and the release's public jax API.
@@ -46,6 +49,31 @@ def case_type() -> type:
   except ImportError:  # an older release's venv: jaxport is not installed (or refuses that jax)
     return load_by_path("jaxport_case", CASE).Case
   return Case
+
+
+def first_line(e: BaseException) -> str:
+  """An exception in one line: its type and its message's first line."""
+  text = str(e).strip().splitlines()
+  return f"{type(e).__name__}: {text[0] if text else ''}"[:500]
+
+
+def replay_each(entries_file: str, out_path: str, replay: Callable[[str], dict]) -> None:
+  """``replay`` each entry id the file lists, appending one JSON line per entry to ``out_path``:
+  a ``started`` line first, flushed, so that the driver knows the entry a crash of the process
+  stopped at, then its result; an exception is the entry's ``harness`` row."""
+  with open(entries_file) as f:
+    entry_ids = [line.strip() for line in f if line.strip()]
+  with open(out_path, "a") as out:
+    for entry_id in entry_ids:
+      out.write(json.dumps({"entry_id": entry_id, "started": True}) + "\n")
+      out.flush()
+      try:
+        result = replay(entry_id)
+      except Exception as e:  # noqa: BLE001 - the replayer's own failure, kept as the row
+        result = {"entry_id": entry_id, "stage": "harness",
+                  "error": first_line(e) + "\n" + traceback.format_exc()[-1000:]}
+      out.write(json.dumps(result, sort_keys=True) + "\n")
+      out.flush()
 
 
 def export_module():

@@ -23,7 +23,6 @@ import json
 import os
 import sys
 import time
-import traceback
 
 import numpy as np
 
@@ -45,7 +44,7 @@ def register_effects(name: str, path: str) -> str | None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
   except Exception as e:  # noqa: BLE001
-    return _first_line(e)
+    return _release.first_line(e)
   sys.modules[name] = module
   return None
 
@@ -136,9 +135,9 @@ def replay(root: str, entry_id: str, release, contract, checkers) -> dict:
   except Exception as e:  # noqa: BLE001
     if _UNREGISTERED_PYTREE in str(e):
       # A type its producer registers for serialization; this process knows only jax's own.
-      return done("deserialize", not_replayable=_first_line(e) + " (the release replayer "
+      return done("deserialize", not_replayable=_release.first_line(e) + " (the release replayer "
                   "registers no project's pytree types; a consumer that does can load it)")
-    return done("deserialize", _first_line(e))
+    return done("deserialize", _release.first_line(e))
   devices = int(getattr(exp, "nr_devices", 1))
   if devices > 1:
     # Placing sharded inputs needs each release's own mesh API; the harness replays these.
@@ -151,7 +150,7 @@ def replay(root: str, entry_id: str, release, contract, checkers) -> dict:
     expected = decode_arrays(files["expected.npz"], manifest["arrays"]["expected"])
     actual = contract.run_exported(exp, inputs, call=release.call)
   except Exception as e:  # noqa: BLE001
-    return done("run", _first_line(e))
+    return done("run", _release.first_line(e))
   cmp = manifest["comparison"]
   if cmp["mode"] not in checkers.BUILTIN:
     return done("compare", not_compared=f"loaded and ran; outputs not compared: checker "
@@ -164,11 +163,6 @@ def replay(root: str, entry_id: str, release, contract, checkers) -> dict:
                                    atol=cmp["atol"], outputs=outputs)
   return done("compare", matched=bool(verdict.ok), exact=bool(verdict.exact),
               problems="; ".join(verdict.problems)[:500] or None)
-
-
-def _first_line(e: BaseException) -> str:
-  text = str(e).strip().splitlines()
-  return f"{type(e).__name__}: {text[0] if text else ''}"[:500]
 
 
 def main(argv=None) -> int:
@@ -190,20 +184,9 @@ def main(argv=None) -> int:
     error = register_effects(name, path)
     if error:
       print(f"effects {name} not registered: {error}", file=sys.stderr)
-  with open(args.entries) as f:
-    entry_ids = [line.strip() for line in f if line.strip()]
   _initialise_lapack()
-  with open(args.out, "a") as out:
-    for entry_id in entry_ids:
-      out.write(json.dumps({"entry_id": entry_id, "started": True}) + "\n")
-      out.flush()
-      try:
-        result = replay(args.root, entry_id, release, contract, checkers)
-      except Exception as e:  # noqa: BLE001
-        result = {"entry_id": entry_id, "stage": "harness",
-                  "error": _first_line(e) + "\n" + traceback.format_exc()[-1000:]}
-      out.write(json.dumps(result, sort_keys=True) + "\n")
-      out.flush()
+  _release.replay_each(args.entries, args.out,
+                       lambda entry_id: replay(args.root, entry_id, release, contract, checkers))
   return 0
 
 

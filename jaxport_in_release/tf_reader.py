@@ -25,7 +25,6 @@ import os
 import sys
 import tempfile
 import time
-import traceback
 
 import numpy as np
 
@@ -201,19 +200,8 @@ def main(argv=None) -> int:
   op = gen_xla_ops.xla_call_module
   parameters = inspect.signature(op).parameters
   checkers = _release.checkers()
-  with open(args.entries) as f:
-    entry_ids = [line.strip() for line in f if line.strip()]
-  with open(args.out, "a") as out:
-    for entry_id in entry_ids:
-      out.write(json.dumps({"entry_id": entry_id, "started": True}) + "\n")
-      out.flush()
-      try:
-        result = replay(args.root, entry_id, checkers, op, parameters)
-      except Exception as e:  # noqa: BLE001
-        result = {"entry_id": entry_id, "stage": "harness",
-                  "error": _replayer._first_line(e) + "\n" + traceback.format_exc()[-1000:]}
-      out.write(json.dumps(result, sort_keys=True) + "\n")
-      out.flush()
+  _release.replay_each(args.entries, args.out,
+                       lambda entry_id: replay(args.root, entry_id, checkers, op, parameters))
   return 0
 
 

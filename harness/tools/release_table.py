@@ -1,43 +1,12 @@
-"""Generate ``jaxport/releases/release_table.json``: what each jax release reads, writes and registers.
-
-For every release of the table (or ``--releases``; a release it does not list yet with
-``--date``, the day its wheels were first published), in
-its own venv (reused from ``.jax-venvs/`` where one exists, else built in a
-scratch folder and deleted after measuring unless ``--keep-venvs``), one release
-at a time, this measures:
-
-- the StableHLO versions its jaxlib writes and reads (``get_current_version``,
-  ``get_minimum_version``) and the VHLO operations its jaxlib defines (the op
-  names compiled into its shared libraries);
-- the calling conventions it exports and calls (``jax.export``'s or
-  ``jax.experimental.export``'s minimum/maximum supported versions);
-- which envelope layouts its ``jax.export.deserialize`` reads (one blob per
-  layout, as ``harness/tools/reader_policy.py`` always measured), and from that
-  the serialization versions it accepts and whether it has an expiry policy;
-  which device-count field it takes (a one-device blob with only ``nr_devices``,
-  one with only the older ``nr_devices_short``);
-- whether its jaxlib reads a StableHLO newer than its own (the newest
-  release's export of ``sin``) and a module using the ``sdy`` dialect (the
-  oldest release-case module whose bytecode lists it), and whether its reader
-  refuses a calling convention above its maximum (its own export of ``sin`` at
-  that version, serialized, read back and called);
-- the cpu custom-call targets it registers: a minimal module calling each
-  target of any release's stable table and of jaxport's upgrade rules is
-  compiled on cpu (and, for a typed FFI target, executed without operands, whose
-  refusal names the operand count the handler binds); a made-up target must
-  fail, or the release is not measured;
-- its own stable-target table, split per platform (cuda, rocm and tpu are taken
-  from it only, never measured).
-
-A release that shipped no jaxlib of its own number is measured with the jaxlib its
-``[cpu]`` extra installs (recorded as ``jaxlib``); a release the package index
-serves on none of Python 3.11 to 3.13 is listed with pip's reason. Results are written after each release; a rerun skips releases
-already measured (``--force`` measures them again). The sample blobs are this checkout's
-``compat_data/`` release cases; :mod:`jaxport.multirelease._table_measure` does the measuring.
+"""Regenerate ``jaxport/releases/release_table.json`` from one venv per jax release, with this
+checkout's ``compat_data/`` release cases as the sample blobs.
 
     python harness/tools/release_table.py                       # every release, resumably
     python harness/tools/release_table.py --releases 0.9.1 --keep-venvs
     python harness/tools/release_table.py --reader-only --out NEW.json   # reader facts again
+
+What is measured, and how, is :mod:`jaxport.multirelease._table_measure`'s docstring;
+``--help`` lists the options.
 """
 
 from __future__ import annotations

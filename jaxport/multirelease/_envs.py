@@ -349,13 +349,18 @@ def missing_python(version: str, need: PythonNeed, tried: list[str]) -> VenvErro
       f"or set {RELEASE_PYTHON_ENV} to the path of a {need} interpreter.")
 
 
-def _run(cmd: list[str], what: str) -> None:
+# What an installer's failure building a jax release's environment most likely means.
+_JAX_HINT = ("a requirement that conflicts with this jax release, or a release the package index "
+             "does not serve for this Python (jax 0.10.2 and older install on Python 3.11, jax "
+             "0.11.0 and newer on Python 3.12 or newer)")
+
+
+def _run(cmd: list[str], what: str, hint: str = _JAX_HINT) -> None:
+  """Run one step of building an environment; ``VenvError`` with the installer's last words
+  and ``hint`` (what did not resolve, most likely) when it fails."""
   logger.info("%s: %s", what, " ".join(cmd))
   proc = subprocess.run(cmd, capture_output=True, text=True)
   if proc.returncode != 0:
     raise VenvError(
         f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}\n"
-        "The installer's last words above name what did not resolve: a requirement that "
-        "conflicts with this jax release, or a release the package index does not serve for this "
-        "Python (jax 0.10.2 and older install on Python 3.11, jax 0.11.0 and newer on Python "
-        "3.12 or newer).")
+        f"The installer's last words above name what did not resolve: {hint}.")

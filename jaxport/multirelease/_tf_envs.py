@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from jaxport._environment import RELEASE_PYTHON_ENV, release_python
@@ -132,11 +131,7 @@ def ensure_tf_env(release: TfRelease, root: str | os.PathLike | None = None) -> 
 
 
 def _run(cmd: list[str], what: str) -> None:
-  logger.info("%s: %s", what, " ".join(cmd))
-  proc = subprocess.run(cmd, capture_output=True, text=True)
-  if proc.returncode != 0:
-    raise VenvError(
-        f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}\n"
-        "The installer's last words above name what did not resolve: a base Python that does "
-        "not run, or a tensorflow-cpu release the package index does not serve for that "
-        f"Python (set {RELEASE_PYTHON_ENV} to the path of another).")
+  """One step of building a TensorFlow environment (:func:`_envs._run`, with its own hint)."""
+  _envs._run(cmd, what, hint="a base Python that does not run, or a tensorflow-cpu release the "
+                             "package index does not serve for that Python (set "
+                             f"{RELEASE_PYTHON_ENV} to the path of another)")
