@@ -189,7 +189,7 @@ def _base(hint: Any, origin: Any, args: tuple[Any, ...], name: str,
   if hint is EntryId:
     return (lambda s, v, where: read_entry_id(s, v, where, nullable=nullable)), str
   if isinstance(hint, type) and issubclass(hint, enum.Enum):
-    return or_null(lambda s, v, where: s.enum(hint, v, where)), lambda v: v.value
+    return (lambda s, v, where: s.enum(hint, v, where, nullable=nullable)), lambda v: v.value
   if is_record(hint):
     return (or_null(lambda s, v, where: hint.from_json(v, where, s)), lambda v: v.to_json())
   if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
