@@ -107,7 +107,8 @@ def _keys(cls: type) -> tuple[_Key, ...]:
     wire = f.metadata.get(_WIRE, _Wire())
     if wire.skip:
       continue
-    reader, writer = _converters(hints[f.name], f"{cls.__name__}.{f.name}")
+    reader, writer = ((wire.read, wire.write) if wire.read and wire.write
+                      else _converters(hints[f.name], f"{cls.__name__}.{f.name}"))
     if f.default is not dataclasses.MISSING:
       default = (lambda v: lambda: v)(f.default)
     elif f.default_factory is not dataclasses.MISSING:
