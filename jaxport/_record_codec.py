@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import pathlib
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -74,16 +75,20 @@ class _Key:
 
 
 def json_record(strict: Strict, *, unknown_keys: bool = False,
-                check: Callable[[Any, Strict, str], None] | None = None) -> Callable[[type], type]:
+                check: Callable[[Any, Strict, str], None] | None = None,
+                also: tuple[str, ...] = ()) -> Callable[[type], type]:
   """Give the dataclass ``to_json()`` and ``from_json(d, where, strict=None)`` derived from its
   fields; refusals are raised by ``strict`` (the record's reader) unless the caller passes its
   own. ``unknown_keys``: keys beside the fields' are ignored (a reader of files that newer
   releases may write), instead of refused; ``check(record, strict, where)``: what the record
-  read must also hold, beyond its fields' types."""
+  read must also hold, beyond its fields' types; ``also``: properties written after the fields
+  (what a reader of the JSON is told, derived from the fields; a record with some is written,
+  never read)."""
   def derive(cls: type) -> type:
     cls.__json_strict__ = strict
     cls.__json_unknown__ = unknown_keys
     cls.__json_check__ = staticmethod(check) if check is not None else None
+    cls.__json_also__ = also
     cls.to_json = _to_json
     cls.from_json = classmethod(_from_json)
     return cls
@@ -132,13 +137,29 @@ def _to_json(self: Any) -> dict[str, Any]:
     if k.omit_default and value == k.default():
       continue
     out[k.key] = k.write(value)
+  for name in type(self).__json_also__:
+    out[name] = _plain(getattr(self, name))
   return out
+
+
+def _plain(value: Any) -> Any:
+  """A derived value as JSON: a record as its object, a tuple as a list, an enum as its
+  value."""
+  if is_record(type(value)):
+    return value.to_json()
+  if isinstance(value, enum.Enum):
+    return value.value
+  if isinstance(value, (tuple, list)):
+    return [_plain(x) for x in value]
+  return value
 
 
 def _from_json(cls: type, d: Any, where: str, strict: Strict | None = None) -> Any:
   """The record :meth:`to_json` wrote, read strictly by ``strict`` (default: the record's own):
   a missing, unknown or mistyped key raises its error, naming the key path."""
   s = strict or cls.__json_strict__
+  if cls.__json_also__:
+    raise TypeError(f"{cls.__name__} is written for a reader of its JSON, never read back")
   keys = _keys(cls)
   required = [k.key for k in keys if k.default is None]
   optional = None if cls.__json_unknown__ else [k.key for k in keys if k.default is not None]
@@ -193,6 +214,18 @@ def _base(hint: Any, origin: Any, args: tuple[Any, ...], name: str,
     return (lambda s, v, where: s.enum(hint, v, where, nullable=nullable)), lambda v: v.value
   if is_record(hint):
     return (or_null(lambda s, v, where: hint.from_json(v, where, s)), lambda v: v.to_json())
+  if hint is pathlib.Path:
+    return (lambda s, v, where: None if v is None and nullable
+            else pathlib.Path(s.of(v, str, where, nullable=nullable))), str
+  if origin is tuple and args and Ellipsis not in args:
+    items = [_converters(a, name) for a in args]
+
+    def read_fixed(s: Strict, v: Any, where: str) -> tuple[Any, ...]:
+      values = s.of(v, list, where)
+      if len(values) != len(items):
+        raise s.fail(where, f"expected a list of {len(items)}, got {len(values)} items")
+      return tuple(r(s, x, f"{where}[{i}]") for i, ((r, _), x) in enumerate(zip(items, values)))
+    return or_null(read_fixed), lambda v: [w(x) for (_, w), x in zip(items, v)]
   if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
     item_read, item_write = _converters(args[0], name)
     return (or_null(lambda s, v, where: tuple(item_read(s, x, f"{where}[{i}]")

@@ -100,9 +100,6 @@ class Upgraded:
   report: dict[str, Any]
   text: str
 
-  def to_json(self) -> dict[str, Any]:
-    return self.report
-
 
 def upgrade_file(source: Path, output: Path, *, force: bool = False,
                  for_jax: str | None = None, parser: Any = None) -> Upgraded:
