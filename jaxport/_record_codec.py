@@ -12,7 +12,8 @@ and raises the reader's error:
 * an :class:`enum.Enum` of text values: one of its values; ``datetime.date``: ``YYYY-MM-DD``;
   an :class:`~jaxport.golden._entry_id.EntryId`: its text;
 * ``tuple[X, ...]``: a list of ``X``; ``Mapping[str, X]``: an object of ``X``; ``Any``: as is;
-* another record of :func:`json_record`: its object.
+* another record of :func:`json_record`, or one with its own ``from_json(d, where, strict)``
+  (a record of a module that imports the standard library alone): its object.
 
 :func:`key` declares what a field's key does otherwise: another name, omitted when the field
 holds its default, optional on read, or read and written by the field's own converters.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import inspect
 import pathlib
 import types
 import typing
@@ -173,6 +175,14 @@ def _from_json(cls: type, d: Any, where: str, strict: Strict | None = None) -> A
 
 # --- converters, by type hint ---------------------------------------------------------------
 
+def _reads_with_strict(cls: Any) -> bool:
+  """Whether ``cls`` writes itself and reads itself with the reader's strict
+  (``from_json(d, where, strict)``), as a record of the standard library's alone does."""
+  reader = getattr(cls, "from_json", None) if isinstance(cls, type) else None
+  return (callable(reader) and callable(getattr(cls, "to_json", None))
+          and "strict" in inspect.signature(reader).parameters)
+
+
 def _as_is(value: Any) -> Any:
   return value
 
@@ -212,7 +222,7 @@ def _base(hint: Any, origin: Any, args: tuple[Any, ...], name: str,
     return (lambda s, v, where: read_entry_id(s, v, where, nullable=nullable)), str
   if isinstance(hint, type) and issubclass(hint, enum.Enum):
     return (lambda s, v, where: s.enum(hint, v, where, nullable=nullable)), lambda v: v.value
-  if is_record(hint):
+  if is_record(hint) or _reads_with_strict(hint):
     return (or_null(lambda s, v, where: hint.from_json(v, where, s)), lambda v: v.to_json())
   if hint is pathlib.Path:
     return (lambda s, v, where: None if v is None and nullable
