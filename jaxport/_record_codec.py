@@ -156,9 +156,11 @@ def _plain(value: Any) -> Any:
   return value
 
 
-def _from_json(cls: type, d: Any, where: str, strict: Strict | None = None) -> Any:
+def _from_json(cls: type, d: Any, where: str, strict: Strict | None = None, **given: Any) -> Any:
   """The record :meth:`to_json` wrote, read strictly by ``strict`` (default: the record's own):
-  a missing, unknown or mistyped key raises its error, naming the key path."""
+  a missing, unknown or mistyped key raises its error, naming the key path. ``given``: the
+  fields that are not on the wire (``key(skip=True)``), as the reader knows them (a record
+  keyed by one of its fields in the object holding it)."""
   s = strict or cls.__json_strict__
   if cls.__json_also__:
     raise TypeError(f"{cls.__name__} is written for a reader of its JSON, never read back")
@@ -167,7 +169,7 @@ def _from_json(cls: type, d: Any, where: str, strict: Strict | None = None) -> A
   optional = None if cls.__json_unknown__ else [k.key for k in keys if k.default is not None]
   d = s.obj(d, where, required, optional)
   record = cls(**{k.field: k.read(s, d[k.key], f"{where}.{k.key}") if k.key in d else k.default()
-                  for k in keys})
+                  for k in keys}, **given)
   if cls.__json_check__ is not None:
     cls.__json_check__(record, s, where)
   return record

@@ -25,6 +25,7 @@ from typing import Any
 
 from jaxport import _json
 from jaxport._files import refuse_links
+from jaxport._record_codec import json_record, key
 from jaxport._records import Strict
 from jaxport.errors import JaxportError, ReleaseTableError
 from jaxport.golden._entry_id import EntryId, require_entry_id
@@ -38,28 +39,17 @@ _FIX = "remove the file; `jaxport replay --with-jax VERSION` measures again"
 _STRICT = Strict(lambda where, what: ReleaseTableError(f"{MEASURED_FILE}: {where}: {what}; {_FIX}"))
 
 
+@json_record(_STRICT)
 @dataclasses.dataclass(frozen=True)
 class MeasuredRun:
   """One entry replayed under one release: whether it loaded, ran and reproduced there."""
-  release: str
+  # The key of the run in its entry's object: given to ``from_json`` by its reader.
+  release: str = key(skip=True)
   runs: bool
   detail: str        # the failing stage and message, or what was replayed
   date: datetime.date
   blob_sha256: str
   judged_by: str     # the jaxport release whose harness or replayer judged the run
-
-  def to_json(self) -> dict[str, Any]:
-    return {"runs": self.runs, "detail": self.detail, "date": self.date.isoformat(),
-            "blob_sha256": self.blob_sha256, "judged_by": self.judged_by}
-
-  @classmethod
-  def from_json(cls, release: str, d: Any, where: str) -> MeasuredRun:
-    d = _STRICT.obj(d, where, ("runs", "detail", "date", "blob_sha256", "judged_by"), ())
-    return cls(release, _STRICT.of(d["runs"], bool, f"{where}.runs"),
-               _STRICT.of(d["detail"], str, f"{where}.detail"),
-               _STRICT.date(d["date"], f"{where}.date"),
-               _STRICT.of(d["blob_sha256"], str, f"{where}.blob_sha256"),
-               _STRICT.of(d["judged_by"], str, f"{where}.judged_by"))
 
   @property
   def verdict(self) -> str:
@@ -114,8 +104,8 @@ class MeasuredRuns:
     entries = {}
     for entry_id, runs in _STRICT.of(d["entries"], Mapping, f"{where}.entries").items():
       at = f"{where}.entries.{entry_id}"
-      entries[_entry_id(entry_id, at)] = {_release(release, at): MeasuredRun.from_json(release, run,
-                                                                      f"{at}.{release}")
+      entries[_entry_id(entry_id, at)] = {_release(release, at): MeasuredRun.from_json(
+          run, f"{at}.{release}", release=release)
                            for release, run in _STRICT.of(runs, Mapping, at).items()}
     return cls(entries)
 
