@@ -50,18 +50,22 @@ class _Wire:
   read: Reader | None = None
   write: Writer | None = None
   skip: bool = False
+  inline: tuple[str, ...] | None = None
 
 
 def key(*, name: str | None = None, omit_default: bool = False, optional: bool = False,
         read: Reader | None = None, write: Writer | None = None, skip: bool = False,
-        **field_options: Any) -> Any:
+        inline: tuple[str, ...] | None = None, **field_options: Any) -> Any:
   """A dataclass field (``dataclasses.field(**field_options)``) whose JSON key is ``name``
   (default: the field's name); ``omit_default``: the key is left out when the field holds its
   default, and a missing key reads as the default; ``optional``: always written, a missing key
   reads as the default; ``read(strict, value, where)`` and ``write(value)``: the field's own
-  converters; ``skip``: the field is the run's own, never on the wire."""
+  converters; ``skip``: the field is the run's own, never on the wire; ``inline``: the field is
+  a mapping whose keys, among these names, sit in the record's own object beside the other
+  fields' (each required, or each optional where the field has a default), ``read`` and
+  ``write`` then converting one value."""
   metadata = dict(field_options.pop("metadata", {}))
-  metadata[_WIRE] = _Wire(name, omit_default, optional, read, write, skip)
+  metadata[_WIRE] = _Wire(name, omit_default, optional, read, write, skip, inline)
   return dataclasses.field(metadata=metadata, **field_options)
 
 
@@ -71,9 +75,13 @@ class _Key:
   key: str
   read: Reader
   write: Writer
-  # The field's default (``dataclasses.MISSING``: the key is required on read).
+  # The field's default where its key may be missing on read (None: the key is required).
   default: Callable[[], Any] | None
   omit_default: bool
+  # An inline mapping's names (:func:`key`), and its keys' reader (from their text) and writer.
+  inline: tuple[str, ...] | None = None
+  name_read: Callable[[str], Any] = str
+  name_write: Callable[[Any], str] = str
 
 
 def json_record(strict: Strict, *, unknown_keys: bool = False,
@@ -114,6 +122,9 @@ def _keys(cls: type) -> tuple[_Key, ...]:
     wire = f.metadata.get(_WIRE, _Wire())
     if wire.skip:
       continue
+    if wire.inline is not None:
+      out.append(_inline(f, wire, hints[f.name], f"{cls.__name__}.{f.name}"))
+      continue
     reader, writer = ((wire.read, wire.write) if wire.read and wire.write
                       else _converters(hints[f.name], f"{cls.__name__}.{f.name}"))
     if f.default is not dataclasses.MISSING:
@@ -131,11 +142,28 @@ def _keys(cls: type) -> tuple[_Key, ...]:
   return cls.__json_keys__
 
 
+def _inline(f: dataclasses.Field, wire: _Wire, hint: Any, name: str) -> _Key:
+  """The key of a mapping field whose items sit in the record's own object."""
+  names, values = typing.get_args(hint) or (None, None)
+  if typing.get_origin(hint) not in (Mapping, dict) or not (
+      names is str or (isinstance(names, type) and issubclass(names, enum.Enum))):
+    raise TypeError(f"{name}: an inline field is a mapping of text or enum keys")
+  reader, writer = ((wire.read, wire.write) if wire.read and wire.write
+                    else _converters(values, name))
+  has_default = f.default_factory is not dataclasses.MISSING
+  return _Key(f.name, f.name, wire.read or reader, wire.write or writer,
+              f.default_factory if has_default else None, False, wire.inline,
+              names, (lambda k: k.value) if names is not str else str)
+
+
 def _to_json(self: Any) -> dict[str, Any]:
   """The record as its JSON object: each field's key, in the order of the fields."""
   out = {}
   for k in _keys(type(self)):
     value = getattr(self, k.field)
+    if k.inline is not None:
+      out.update((k.name_write(n), k.write(v)) for n, v in value.items())
+      continue
     if k.omit_default and value == k.default():
       continue
     out[k.key] = k.write(value)
@@ -165,14 +193,20 @@ def _from_json(cls: type, d: Any, where: str, strict: Strict | None = None, **gi
   if cls.__json_also__:
     raise TypeError(f"{cls.__name__} is written for a reader of its JSON, never read back")
   keys = _keys(cls)
-  required = [k.key for k in keys if k.default is None]
-  optional = None if cls.__json_unknown__ else [k.key for k in keys if k.default is not None]
+  required = [n for k in keys if k.default is None for n in (k.inline or (k.key,))]
+  optional = None if cls.__json_unknown__ else [
+      n for k in keys if k.default is not None for n in (k.inline or (k.key,))]
   d = s.obj(d, where, required, optional)
-  record = cls(**{k.field: k.read(s, d[k.key], f"{where}.{k.key}") if k.key in d else k.default()
-                  for k in keys}, **given)
+  record = cls(**{k.field: _read_key(k, s, d, where) for k in keys}, **given)
   if cls.__json_check__ is not None:
     cls.__json_check__(record, s, where)
   return record
+
+
+def _read_key(k: _Key, s: Strict, d: Mapping[str, Any], where: str) -> Any:
+  if k.inline is not None:
+    return {k.name_read(n): k.read(s, d[n], f"{where}.{n}") for n in k.inline if n in d}
+  return k.read(s, d[k.key], f"{where}.{k.key}") if k.key in d else k.default()
 
 
 # --- converters, by type hint ---------------------------------------------------------------
