@@ -85,12 +85,12 @@ class _Key:
 
 
 def json_record(strict: Strict, *, unknown_keys: bool = False,
-                check: Callable[[Any, Strict, str], None] | None = None,
+                check: Callable[[Any, Mapping[str, Any], Strict, str], None] | None = None,
                 also: tuple[str, ...] = ()) -> Callable[[type], type]:
   """Give the dataclass ``to_json()`` and ``from_json(d, where, strict=None)`` derived from its
   fields; refusals are raised by ``strict`` (the record's reader) unless the caller passes its
   own. ``unknown_keys``: keys beside the fields' are ignored (a reader of files that newer
-  releases may write), instead of refused; ``check(record, strict, where)``: what the record
+  releases may write), instead of refused; ``check(record, d, strict, where)``: what the record
   read must also hold, beyond its fields' types; ``also``: properties written after the fields
   (what a reader of the JSON is told, derived from the fields; a record with some is written,
   never read)."""
@@ -199,7 +199,7 @@ def _from_json(cls: type, d: Any, where: str, strict: Strict | None = None, **gi
   d = s.obj(d, where, required, optional)
   record = cls(**{k.field: _read_key(k, s, d, where) for k in keys}, **given)
   if cls.__json_check__ is not None:
-    cls.__json_check__(record, s, where)
+    cls.__json_check__(record, d, s, where)
   return record
 
 

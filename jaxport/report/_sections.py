@@ -20,7 +20,7 @@ from jaxport.report._fields import STRICT
 _report_record = json_record(STRICT, unknown_keys=True)
 
 
-def _shard_in_range(shard: ShardRef, strict: Strict, where: str) -> None:
+def _shard_in_range(shard: ShardRef, d: Mapping[str, Any], strict: Strict, where: str) -> None:
   if not 1 <= shard.index <= shard.count:
     raise strict.fail(where, f"expected 1 <= index <= count, got {shard.index}/{shard.count}")
 
