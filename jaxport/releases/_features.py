@@ -232,7 +232,7 @@ def runs_on_of(features: ArtifactFeatures, manifest: Any = None,
       got = got.with_measured(manifest.platform, measured)
   except JaxportError as e:
     return RunsOnRecord(None, error=f"{type(e).__name__}: {e}")
-  limits = got.to_json()["runs_on_limits"]
+  limits = {p: got.limits_of(p).to_json() for p in got.releases}
   summary = {}
   for platform, releases in got.releases.items():
     caveat = lazy_lapack_caveat(features, platform, releases)
