@@ -184,6 +184,6 @@ def host_line(record: Mapping[str, Any] | None) -> str:
   if record is None:
     return "unknown"
   try:
-    return Host.from_json(record, "report").describe()
+    return Host.from_json(record, "report: host").describe()
   except GoldenDataError:
     return "unreadable host record"
