@@ -261,6 +261,9 @@ class Manifest:
     """The id of the entry the manifest describes."""
     return EntryId(self.platform, self.family, self.case_id, self.dir_name)
 
+  # Written by hand, not by jaxport._record_codec: a manifest is text (sorted keys, lists of
+  # scalars on one line) carrying a digest over its other fields, each field checked against
+  # its format version, so that an entry edited after recording is refused.
   def to_json(self) -> str:
     """Stable, human-diffable JSON (sorted keys) with the ``digest`` field added."""
     d = _to_dict(self)

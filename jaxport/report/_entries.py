@@ -121,6 +121,10 @@ class EntryResult:
       return self.release.producer
     return self.entry_id.producer
 
+  # The report file's pair is written by hand, not by jaxport._record_codec: a report lists
+  # kinds and messages derived from the findings (read back as listed), keeps the keys of a
+  # newer report as they were, and lists judged entries only (the part file's pair below holds
+  # the run's own fields).
   @classmethod
   def from_json(cls, d: Any, where: str) -> EntryResult:
     STRICT.obj(d, where, _ENTRY_KEYS)

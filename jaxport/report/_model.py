@@ -157,6 +157,10 @@ class RunReport:
     """Whether the run passed: no failing entry and no session failure."""
     return not self.session_failures and not any(e.status == Status.FAIL for e in self.entries)
 
+  # Written by hand, not by jaxport._record_codec: a report's format is judged before any of
+  # its keys (an older report says so, not which key it lacks), its keys are named
+  # "FILE: key", the keys of a newer report are kept as they were, and the sections older
+  # reports lack are written only when known.
   @classmethod
   def from_json(cls, d: Any, source: str = "<report>") -> RunReport:
     """Validate and convert the decoded JSON of a report; errors name ``source`` and the key path."""
