@@ -10,13 +10,16 @@ and raises the reader's error:
   JSON integer or decimal, as a float;
 * ``X | None``: null, or an ``X``;
 * an :class:`enum.Enum` of text values: one of its values; ``datetime.date``: ``YYYY-MM-DD``;
-  an :class:`~jaxport.golden._entry_id.EntryId`: its text;
-* ``tuple[X, ...]``: a list of ``X``; ``Mapping[str, X]``: an object of ``X``; ``Any``: as is;
+* an :class:`~jaxport.golden._entry_id.EntryId` or a :class:`pathlib.Path`: its text;
+* ``tuple[X, ...]``: a list of ``X``; ``tuple[X, Y]``: a list of an ``X`` and a ``Y``;
+  ``Mapping[str, X]``: an object of ``X``; ``Any``: as is;
 * another record of :func:`json_record`, or one with its own ``from_json(d, where, strict)``
   (a record of a module that imports the standard library alone): its object.
 
 :func:`key` declares what a field's key does otherwise: another name, omitted when the field
-holds its default, optional on read, or read and written by the field's own converters.
+holds its default, optional on read, read and written by the field's own converters, not on the
+wire at all, or a mapping whose items are keys of the record's own object. A record whose wire
+needs another shape than its fields give keeps a hand-written pair, with a comment saying why.
 """
 
 from __future__ import annotations
@@ -95,6 +98,9 @@ def json_record(strict: Strict, *, unknown_keys: bool = False,
   (what a reader of the JSON is told, derived from the fields; a record with some is written,
   never read)."""
   def derive(cls: type) -> type:
+    if "to_json" in vars(cls) or "from_json" in vars(cls):
+      raise TypeError(f"{cls.__name__}: a record of json_record writes no to_json or from_json "
+                      "of its own")
     cls.__json_strict__ = strict
     cls.__json_unknown__ = unknown_keys
     cls.__json_check__ = staticmethod(check) if check is not None else None

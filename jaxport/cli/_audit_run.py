@@ -17,7 +17,6 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport._record_codec import json_record, key

@@ -174,3 +174,14 @@ def test_a_record_with_derived_keys_writes_them_and_is_never_read_back():
   assert View(("a", "b")).to_json() == {"items": ["a", "b"], "size": 2}
   with pytest.raises(TypeError, match="never read back"):
     View.from_json({"items": []}, "v")
+
+
+def test_a_record_with_a_pair_of_its_own_is_refused_a_derived_one():
+  with pytest.raises(TypeError, match="writes no to_json or from_json of its own"):
+    @json_record(STRICT)
+    @dataclasses.dataclass(frozen=True)
+    class Both:
+      x: int
+
+      def to_json(self) -> dict:
+        return {"x": self.x}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
 
 from jaxport._record_codec import counted, json_record, key
 from jaxport._records import Strict
