@@ -89,24 +89,30 @@ class _Key:
 
 def json_record(strict: Strict, *, unknown_keys: bool = False,
                 check: Callable[[Any, Mapping[str, Any], Strict, str], None] | None = None,
-                also: tuple[str, ...] = ()) -> Callable[[type], type]:
+                also: tuple[str, ...] = (),
+                names: tuple[str, str] = ("to_json", "from_json"),
+                where: str | None = None) -> Callable[[type], type]:
   """Give the dataclass ``to_json()`` and ``from_json(d, where, strict=None)`` derived from its
   fields; refusals are raised by ``strict`` (the record's reader) unless the caller passes its
   own. ``unknown_keys``: keys beside the fields' are ignored (a reader of files that newer
   releases may write), instead of refused; ``check(record, d, strict, where)``: what the record
   read must also hold, beyond its fields' types; ``also``: properties written after the fields
   (what a reader of the JSON is told, derived from the fields; a record with some is written,
-  never read)."""
+  never read); ``names``: the writer's and the reader's names, where the record's JSON of
+  another name (a report file's) keeps a hand-written pair; ``where``: what a refusal names the
+  record when its reader names nothing (else the reader must)."""
   def derive(cls: type) -> type:
-    if "to_json" in vars(cls) or "from_json" in vars(cls):
-      raise TypeError(f"{cls.__name__}: a record of json_record writes no to_json or from_json "
+    if any(name in vars(cls) for name in names):
+      raise TypeError(f"{cls.__name__}: a record of json_record writes no {' or '.join(names)} "
                       "of its own")
     cls.__json_strict__ = strict
     cls.__json_unknown__ = unknown_keys
     cls.__json_check__ = staticmethod(check) if check is not None else None
     cls.__json_also__ = also
-    cls.to_json = _to_json
-    cls.from_json = classmethod(_from_json)
+    cls.__json_names__ = names
+    cls.__json_where__ = where
+    setattr(cls, names[0], _to_json)
+    setattr(cls, names[1], classmethod(_from_json))
     return cls
   return derive
 
@@ -181,21 +187,28 @@ def _to_json(self: Any) -> dict[str, Any]:
 def _plain(value: Any) -> Any:
   """A derived value as JSON: a record as its object, a tuple as a list, an enum as its
   value."""
+  if isinstance(value, (tuple, list)):
+    return [_plain(x) for x in value]
   if is_record(type(value)):
+    return getattr(value, type(value).__json_names__[0])()
+  if _reads_with_strict(type(value)):
     return value.to_json()
   if isinstance(value, enum.Enum):
     return value.value
-  if isinstance(value, (tuple, list)):
-    return [_plain(x) for x in value]
   return value
 
 
-def _from_json(cls: type, d: Any, where: str, strict: Strict | None = None, **given: Any) -> Any:
+def _from_json(cls: type, d: Any, where: str | None = None, strict: Strict | None = None,
+               **given: Any) -> Any:
   """The record :meth:`to_json` wrote, read strictly by ``strict`` (default: the record's own):
   a missing, unknown or mistyped key raises its error, naming the key path. ``given``: the
   fields that are not on the wire (``key(skip=True)``), as the reader knows them (a record
   keyed by one of its fields in the object holding it)."""
   s = strict or cls.__json_strict__
+  where = where if where is not None else cls.__json_where__
+  if where is None:
+    raise TypeError(f"{cls.__name__}.{cls.__json_names__[1]}: its reader names where the "
+                    "record is (json_record gives it no name of its own)")
   if cls.__json_also__:
     raise TypeError(f"{cls.__name__} is written for a reader of its JSON, never read back")
   keys = _keys(cls)
@@ -264,7 +277,11 @@ def _base(hint: Any, origin: Any, args: tuple[Any, ...], name: str,
     return (lambda s, v, where: read_entry_id(s, v, where, nullable=nullable)), str
   if isinstance(hint, type) and issubclass(hint, enum.Enum):
     return (lambda s, v, where: s.enum(hint, v, where, nullable=nullable)), lambda v: v.value
-  if is_record(hint) or _reads_with_strict(hint):
+  if is_record(hint):
+    to_name, from_name = hint.__json_names__
+    return (or_null(lambda s, v, where: getattr(hint, from_name)(v, where, s)),
+            lambda v: getattr(v, to_name)())
+  if _reads_with_strict(hint):
     return (or_null(lambda s, v, where: hint.from_json(v, where, s)), lambda v: v.to_json())
   if hint is pathlib.Path:
     return (lambda s, v, where: None if v is None and nullable

@@ -81,7 +81,7 @@ class ProjectTargets:
     return cls.from_json(data, "stable targets", _targets_strict(str(path)))
 
 
-@json_record(Strict.raising(SettingsError))
+@json_record(Strict.raising(SettingsError), where="project")
 @dataclasses.dataclass(frozen=True)
 class Project:
   """One project's harness configuration.

@@ -70,5 +70,5 @@ def test_an_expired_shipped_envelope_fails_naming_upgrade_or_warns_as_the_projec
 
 def test_the_project_carries_its_shipped_artifact_policy_into_the_worker():
   project = Project(("cases",), Path("golden"), shipped_expired_fails=False)
-  assert Project.from_json(project.to_json(), "project") == project
+  assert Project.from_json(project.to_json()) == project
   assert Project(("cases",), Path("golden")).shipped_expired_fails is True

@@ -185,3 +185,16 @@ def test_a_record_with_a_pair_of_its_own_is_refused_a_derived_one():
 
       def to_json(self) -> dict:
         return {"x": self.x}
+
+
+def test_a_record_may_name_itself_and_its_pair_otherwise():
+  @json_record(STRICT, names=("to_part", "from_part"), where="part")
+  @dataclasses.dataclass(frozen=True)
+  class Part:
+    x: int
+
+  assert Part(1).to_part() == {"x": 1} and Part.from_part({"x": 1}) == Part(1)
+  with pytest.raises(Bad, match=r"^part\.x: expected int"):
+    Part.from_part({"x": "1"})
+  with pytest.raises(TypeError, match="names where the record is"):
+    Entry.from_json(_entry().to_json())

@@ -117,9 +117,9 @@ def test_a_part_that_does_not_read_fails_the_run_and_judges_none_of_it(tmp_path)
 def test_the_project_crosses_into_the_worker_whole_or_not_at_all(tmp_path):
   from jaxport.errors import SettingsError
   project = Project(case_modules=("mycases",), store=tmp_path, root=tmp_path, paths=("a",))
-  assert Project.from_json(json.loads(json.dumps(project.to_json())), "project") == project
+  assert Project.from_json(json.loads(json.dumps(project.to_json()))) == project
   broken = {**project.to_json(), "require_builtin_targets": "yes"}
   with pytest.raises(SettingsError, match="project.require_builtin_targets: expected bool"):
-    Project.from_json(broken, "project")
+    Project.from_json(broken)
   with pytest.raises(SettingsError, match="project: missing paths"):
-    Project.from_json({k: v for k, v in project.to_json().items() if k != "paths"}, "project")
+    Project.from_json({k: v for k, v in project.to_json().items() if k != "paths"})

@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
   from jaxport.harness._project import Project
   _jax_setup.configure_jax(args.compile_cache, share_executables=args.share_executables,
                         own_process=True)
-  engine = _engine.ReplayEngine(Project.from_json(json.loads(args.project), "project"),
+  engine = _engine.ReplayEngine(Project.from_json(json.loads(args.project)),
                                 threads=args.share_executables and _usable_cores() > 1)
   _warm_up(engine)
   # What every entry starts from: what a case changes is put back after its request.
