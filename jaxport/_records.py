@@ -105,13 +105,16 @@ class Strict:
       return None
     return {k: self.of(v, str, f"{where}.{k}") for k, v in self.of(value, Mapping, where).items()}
 
-  def enum(self, cls: type[E], value: Any, where: str) -> E:
-    """``value`` as a member of the string enum ``cls``: a misspelt value does not read."""
+  def enum(self, cls: type[E], value: Any, where: str, nullable: bool = False) -> E | None:
+    """``value`` as a member of the string enum ``cls`` (or None, when ``nullable``): a
+    misspelt value does not read."""
+    if value is None and nullable:
+      return None
     try:
-      return cls(self.of(value, str, where))
+      return cls(self.of(value, str, where, nullable=nullable))
     except ValueError:
-      raise self.fail(where, f"expected one of {', '.join(str(m.value) for m in cls)}, got "
-                             f"{quote(value)}") from None
+      raise self.fail(where, f"expected one of {', '.join(str(m.value) for m in cls)}"
+                             f"{' or null' if nullable else ''}, got {quote(value)}") from None
 
   def date(self, value: Any, where: str, nullable: bool = False) -> datetime.date | None:
     """``value`` as a calendar date written YYYY-MM-DD."""

@@ -225,6 +225,8 @@ class Finding:
   def rekinded(self, kind: FindingKind) -> Finding:
     return dataclasses.replace(self, kind=kind)
 
+  # Written by hand, not by jaxport._record_codec: this module imports the standard library
+  # alone, so its reader takes the caller's Strict (the codec reads it so, nested in a record).
   def to_json(self) -> dict[str, Any]:
     return {"kind": str(self.kind), "subject": str(self.subject), "message": self.message,
             "reader": self.reader, "detail": self.detail}

@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from jaxport._record_codec import json_record, key
+from jaxport._records import Strict
 from jaxport.errors import ExpiredEnvelopeError, JaxportError
 from jaxport.golden._manifest import CustomCallSignature
 from jaxport.releases import MeasuredRun
@@ -23,19 +25,20 @@ from jaxport.serde import _read, _verify
 from jaxport.upgrades import rewrite_envelope
 from jaxport.upgrades._envelope import EnvelopeRewrite, layout_of_fields
 
-# What ``Loading.to_json()["reads_as_is"]`` says.
+# What a loading's ``reads_as_is`` says.
 READS = "yes"
 AFTER_UPGRADE = "after_upgrade"
 REFUSED = "no"
 
 
+@json_record(Strict.raising(JaxportError), also=("reads_as_is",))
 @dataclasses.dataclass(frozen=True)
 class Loading:
   """Whether the running jax reads an artifact's bytes as they are: ``refusal`` None when it
   does; else its refusal, and ``rewrite`` (what ``jaxport upgrade`` rewrote, after which the
   blob loads) or ``upgrade_error`` (why that rewrite does not make it load)."""
   refusal: str | None = None
-  rewrite: EnvelopeRewrite | None = None
+  rewrite: EnvelopeRewrite | None = key(name="upgrade_rewrite", default=None)
   upgrade_error: str | None = None
 
   @property
@@ -52,11 +55,6 @@ class Loading:
       return (f"only after `jaxport upgrade BLOB -o NEW.bin` (envelope header version "
               f"{self.rewrite.from_version} to {self.rewrite.to_version}): {self.refusal}")
     return f"no: {self.refusal}; `jaxport upgrade` does not make it load: {self.upgrade_error}"
-
-  def to_json(self) -> dict[str, Any]:
-    return {"reads_as_is": self.reads_as_is, "refusal": self.refusal,
-            "upgrade_rewrite": None if self.rewrite is None else self.rewrite.to_json(),
-            "upgrade_error": self.upgrade_error}
 
 
 @dataclasses.dataclass(frozen=True)

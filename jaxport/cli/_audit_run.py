@@ -17,9 +17,10 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from jaxport._jaxcompat._version import installed_jax_version
+from jaxport._record_codec import json_record, key
+from jaxport._records import Strict
 from jaxport.cli._artifacts import Artifact
 from jaxport.corpus._artifacts import EXPECTED_SUFFIX, INPUTS_SUFFIX
 from jaxport.errors import JaxportError
@@ -32,17 +33,26 @@ from jaxport.multirelease._replay import replay_with
 BLOB_RTOL = BLOB_ATOL = 1e-5
 
 
+@json_record(Strict.raising(JaxportError), also=("ran", "status", "detail"))
 @dataclasses.dataclass(frozen=True)
 class ArtifactRun:
   """What ``--run`` made of one artifact: its judged row (``run``), or why it was not run."""
-  run: ReleaseRun | None = None
-  not_run: str | None = None
+  run: ReleaseRun | None = key(skip=True, default=None)
+  not_run: str | None = key(skip=True, default=None)
 
-  def to_json(self) -> dict[str, Any]:
-    if self.run is None or self.run.status is None:
-      return {"ran": False, "status": None,
-              "detail": self.not_run if self.run is None else self.run.detail}
-    return {"ran": True, "status": str(self.run.status), "detail": self.run.detail}
+  # Its JSON view: whether it ran and was judged, the judge's status, and the detail (why it
+  # did not run, where it did not).
+  @property
+  def ran(self) -> bool:
+    return self.run is not None and self.run.status is not None
+
+  @property
+  def status(self) -> str | None:
+    return str(self.run.status) if self.ran else None
+
+  @property
+  def detail(self) -> str | None:
+    return self.not_run if self.run is None else self.run.detail
 
 
 def samples_of(blob: Path) -> tuple[Path, Path] | None:

@@ -583,7 +583,7 @@ def _upgrade(args, extra) -> int:
     report = upgrader.upgrade_file(source, output, force=args.force, for_jax=args.for_jax,
                                    parser=parser)
   if args.json:
-    _print_json({"source": str(source), "output": str(output), **report.to_json()})
+    _print_json({"source": str(source), "output": str(output), **report.report})
   else:
     sys.stdout.write(report.text)
   return EXIT_OK

@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 
 from jaxport._jaxcompat._version import installed_jax_version
+from jaxport._record_codec import json_record
+from jaxport._records import Strict
 from jaxport.cli import _harness_run, _with_jax
 from jaxport.harness._judge._expectations import load_table
 from jaxport.errors import JaxportError
@@ -34,6 +36,7 @@ _CI_PYTHON = {PYTHON_311: "3.11"}
 _NEWEST_CI_PYTHON = "3.13"
 
 
+@json_record(Strict.raising(JaxportError))
 @dataclasses.dataclass(frozen=True)
 class Cell:
   """One job of the matrix: a release, a shard of the store (None: all of it), its report."""
@@ -47,9 +50,9 @@ class Cell:
     cmd = ["replay", "--with-jax", self.jax, "--project", project, "--compat-report", self.report]
     return cmd + (["--", f"--compat-shard={self.shard}"] if self.shard else [])
 
-  def to_json(self, project: str) -> dict[str, str | None]:
-    return {"jax": self.jax, "python": self.python, "shard": self.shard, "report": self.report,
-            "command": shlex.join(["jaxport", *self.argv(project)])}
+  def command(self, project: str) -> str:
+    """The command line the cell runs."""
+    return shlex.join(["jaxport", *self.argv(project)])
 
 
 def add_parser(add) -> None:
@@ -115,7 +118,7 @@ def run(args, extra) -> int:
     raise JaxportError("matrix: name the releases, --releases FIRST..LAST (e.g. 0.11.0..0.12.0.1)")
   planned = cells(releases_in(args.releases), args.shards, args.out)
   if args.plan:
-    rows = [c.to_json(args.project) for c in planned]
+    rows = [{**c.to_json(), "command": c.command(args.project)} for c in planned]
     if args.json:
       sys.stdout.write(json.dumps({"include": rows}) + "\n")
     else:

@@ -102,7 +102,7 @@ def _handle(request: dict[str, Any], faults: dict[str, str]) -> dict[str, Any]:
       own = request.get("project_targets", [])
       if not isinstance(own, list) or not all(isinstance(t, str) for t in own):
         return {"error": f"project_targets must be a list of target names, got {own!r}"}
-      measured = [MeasuredRun.from_json(release, run, f"measured.{release}")
+      measured = [MeasuredRun.from_json(run, f"measured.{release}", release=release)
                   for release, run in request.get("measured", {}).items()]
       return {"record": reads.runs_on_record(blob, manifest, "", own, measured).to_json()}
     data, done = _upgrade.upgrade_blob(blob, request.get("for_jax"))

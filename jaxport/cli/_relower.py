@@ -25,6 +25,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from jaxport._record_codec import json_record, key
 from jaxport._records import Strict
 from jaxport.errors import GoldenDataError
 from jaxport.cli._artifacts import deserialize
@@ -35,6 +36,7 @@ from jaxport.harness._worker._sharding_contract import MeshTerms, ShardingTerms
 from jaxport.harness._registry import CaseRegistry
 
 logger = logging.getLogger(__name__)
+_S = Strict.raising(ValueError)
 
 NOT_REQUESTED = "no case module named"
 # Where the case modules came from, as the messages name it.
@@ -183,9 +185,8 @@ def _line(e: BaseException) -> str:
   return f"{type(e).__name__}: {text[0] if text else ''}"
 
 
-_S = Strict.raising(ValueError)
 
-
+@json_record(_S)
 @dataclasses.dataclass(frozen=True)
 class Today:
   """What today's export of an entry's case says (:meth:`Relowerer.today`): whether the case
@@ -195,7 +196,9 @@ class Today:
   the platforms today's export adds (``platforms_added``) and the inputs it no longer donates
   (``donation_removed``), or ``contract_error``."""
   found: bool
-  signatures: tuple[CustomCallSignature, ...] | None = None
+  signatures: tuple[CustomCallSignature, ...] | None = key(
+      default=None, read=lambda s, v, where: _signatures_field(v, where),
+      write=lambda sigs: None if sigs is None else [x.to_dict() for x in sigs])
   lowering_error: str | None = None
   by_function: tuple[str, ...] = ()
   by_jax: tuple[str, ...] = ()
@@ -203,31 +206,11 @@ class Today:
   platforms_added: tuple[str, ...] = ()
   donation_removed: tuple[str, ...] = ()
 
-  def to_json(self) -> dict[str, Any]:
-    return {"found": self.found, "lowering_error": self.lowering_error,
-            "signatures": None if self.signatures is None
-            else [s.to_dict() for s in self.signatures],
-            "by_function": list(self.by_function), "by_jax": list(self.by_jax),
-            "contract_error": self.contract_error,
-            "platforms_added": list(self.platforms_added),
-            "donation_removed": list(self.donation_removed)}
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> Today:
-    """The answer ``to_json`` wrote; ``ValueError`` naming the field when it is not one."""
-    d = _S.obj(d, where, ("found", "lowering_error", "signatures", "by_function", "by_jax",
-                          "contract_error", "platforms_added", "donation_removed"), ())
-    sigs = d["signatures"]
-    if sigs is not None:
-      sigs = tuple(_signature(x, f"{where}.signatures") for x in _S.of(sigs, list,
-                                                                        f"{where}.signatures"))
-    return cls(_S.of(d["found"], bool, f"{where}.found"), sigs,
-               _S.of(d["lowering_error"], str, f"{where}.lowering_error", nullable=True),
-               _S.strs(d["by_function"], f"{where}.by_function"),
-               _S.strs(d["by_jax"], f"{where}.by_jax"),
-               _S.of(d["contract_error"], str, f"{where}.contract_error", nullable=True),
-               _S.strs(d["platforms_added"], f"{where}.platforms_added"),
-               _S.strs(d["donation_removed"], f"{where}.donation_removed"))
+def _signatures_field(value: Any, where: str) -> tuple[CustomCallSignature, ...] | None:
+  if value is None:
+    return None
+  return tuple(_signature(x, where) for x in _S.of(value, list, where))
 
 
 def _signature(d: Any, where: str) -> CustomCallSignature:

@@ -22,6 +22,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jaxport._record_codec import json_record, key
+from jaxport._records import Strict
 from jaxport.cli import _artifacts, _parser
 from jaxport.errors import JaxportError
 from jaxport.golden._manifest import MANIFEST_FILE
@@ -57,23 +59,61 @@ def _read(source: Path) -> bytes:
   return source.read_bytes()
 
 
+_record = json_record(Strict.raising(JaxportError))
+
+
+@_record
+@dataclasses.dataclass(frozen=True)
+class ForJax:
+  """The release an upgrade wrote its artifact for, and what writing it for that release
+  changed: the StableHLO version it was serialized anew for, the calling convention moved
+  (each ``[from, to]``; None: unchanged)."""
+  release: str
+  stablehlo_version: str
+  calling_convention_version: int
+  header_version: int
+  layout: str
+  stablehlo_rewritten: tuple[str, str] | None
+  calling_convention_changed: tuple[int, int] | None
+
+  @classmethod
+  def of(cls, target: _for_jax.ConsumerTarget, retargeting: _for_jax.Retargeting) -> ForJax:
+    return cls(target.release, target.stablehlo_version, target.calling_convention_version,
+               target.header_version, target.layout, retargeting.stablehlo,
+               retargeting.calling_convention)
+
+
+# The upgrade's JSON: the module's rewrites (its function's name, the rules applied and each
+# rewrite), the envelope's rewrite and the release it was written for.
+@json_record(Strict.raising(JaxportError), also=("fun_name", "rules_applied", "rewrites",
+                                                 "for_jax"))
 @dataclasses.dataclass(frozen=True)
 class FileUpgrade:
   """What ``jaxport upgrade`` did to one artifact: the envelope rewrite (None: none) and the
   custom calls rewritten."""
   envelope: EnvelopeRewrite | None
-  module: UpgradeReport
-  retargeting: _for_jax.Retargeting | None = None
-  target: _for_jax.ConsumerTarget | None = None
+  module: UpgradeReport = key(skip=True)
+  retargeting: _for_jax.Retargeting | None = key(skip=True, default=None)
+  target: _for_jax.ConsumerTarget | None = key(skip=True, default=None)
 
-  def to_json(self) -> dict[str, Any]:
-    return {**self.module.to_json(),
-            "envelope": None if self.envelope is None else self.envelope.to_json(),
-            "for_jax": None if self.target is None else {
-                **self.target.to_json(),
-                **({} if self.retargeting is None else
-                   {"stablehlo_rewritten": self.retargeting.stablehlo,
-                    "calling_convention_changed": self.retargeting.calling_convention})}}
+  @property
+  def fun_name(self) -> str:
+    return self.module.fun_name
+
+  @property
+  def rules_applied(self) -> tuple[str, ...]:
+    return self.module.rules_applied
+
+  @property
+  def rewrites(self) -> tuple[Any, ...]:
+    return self.module.rewrites
+
+  @property
+  def for_jax(self) -> ForJax | None:
+    """None: written for the installed jax."""
+    if self.target is None or self.retargeting is None:
+      return None
+    return ForJax.of(self.target, self.retargeting)
 
 
 def _check_new(path: Path, force: bool) -> None:
@@ -99,9 +139,6 @@ class Upgraded:
   """What ``jaxport upgrade`` reports of one artifact: its JSON and its text."""
   report: dict[str, Any]
   text: str
-
-  def to_json(self) -> dict[str, Any]:
-    return self.report
 
 
 def upgrade_file(source: Path, output: Path, *, force: bool = False,

@@ -35,6 +35,8 @@ from typing import Any
 from jax.errors import JaxRuntimeError
 
 from jaxport._jaxcompat._version import installed_jax_version
+from jaxport._record_codec import json_record, key
+from jaxport._records import Strict
 from jaxport import _versions
 from jaxport._vocabulary import ANY_PLATFORM
 from jaxport._jaxcompat import _envelope as jax_envelope
@@ -62,12 +64,16 @@ LAYOUT_HEADERS = {UNIQUE_TABLES: jax_envelope.LEGACY_HEADER_VERSION,
 # an input or output sharding reads as unspecified, which is exact for one device.
 OLDEST_SHARDED_CONSUMER = "0.9.0"
 
+# The JSON views of a consumer and a retargeting are written for a reader, never read back.
+_record = json_record(Strict.raising(ExportError))
+
 _LEGALIZE = re.compile(r"failed to legalize operation '([A-Za-z0-9_.]+)'")
 _MLIR_LOCATION = re.compile(r"Detailed error from MLIR: (.*?): error:")
 _VHLO_SUFFIX = re.compile(r"_v[0-9]+$")
 _FUNC_OPS = frozenset({"func", "return", "call"})
 
 
+@_record
 @dataclasses.dataclass(frozen=True)
 class ConsumerTarget:
   """What an artifact for one consumer release is written with, chosen from its facts.
@@ -78,24 +84,22 @@ class ConsumerTarget:
   """
   release: str
   stablehlo_version: str          # the VHLO version a module written anew is serialized for
-  stablehlo_reads: str            # the newest StableHLO that release's jaxlib reads
+  # The newest StableHLO that release's jaxlib reads (the JSON view leaves it out, and the
+  # fields below it but the header version and layout).
+  stablehlo_reads: str = key(skip=True)
   calling_convention_version: int
-  calling_conventions: tuple[int, int] | None   # (min, max) it calls; None: not checked
+  calling_conventions: tuple[int, int] | None = key(skip=True)  # (min, max) it calls; None: not checked
   header_version: int             # 3 or 12
   layout: str                     # UNIQUE_TABLES or VERSION_12
-  layouts_read: dict[str, str] = dataclasses.field(compare=False, default_factory=dict)
-  facts: Any = dataclasses.field(repr=False, compare=False, default=None)
+  layouts_read: dict[str, str] = key(skip=True, compare=False, default_factory=dict)
+  facts: Any = key(skip=True, repr=False, compare=False, default=None)
 
   def reads_layout(self, layout: str) -> bool:
     """Whether this release reads envelopes of ``layout`` (one of jaxport.upgrades.LAYOUTS)."""
     return self.layouts_read.get(layout) == "reads"
 
-  def to_json(self) -> dict[str, Any]:
-    return {"release": self.release, "stablehlo_version": self.stablehlo_version,
-            "calling_convention_version": self.calling_convention_version,
-            "header_version": self.header_version, "layout": self.layout}
 
-
+@_record
 @dataclasses.dataclass(frozen=True)
 class Retargeting:
   """What :func:`retarget` changed for the consumer: (from, to) pairs, None where nothing."""
@@ -106,9 +110,6 @@ class Retargeting:
   @property
   def changed(self) -> bool:
     return self.stablehlo is not None or self.calling_convention is not None
-
-  def to_json(self) -> dict[str, Any]:
-    return dataclasses.asdict(self)
 
 
 def installed_layout() -> str:

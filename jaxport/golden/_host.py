@@ -26,6 +26,7 @@ from typing import Any
 
 from jaxport._platforms import HOST_PLATFORM, is_host, platform as platform_facts, runtime_version_text
 from jaxport._jaxcompat._version import installed_jaxlib_version
+from jaxport._record_codec import json_record, key
 from jaxport._records import Strict
 from jaxport.errors import GoldenDataError
 
@@ -48,16 +49,47 @@ def keeps_flag(flag: str) -> bool:
   return flag in CPU_FLAGS or flag.startswith(CPU_FLAG_PREFIXES)
 
 
+def _text(s: Strict, value: Any, where: str) -> str | None:
+  """A field of text: null, or printable text of at most ``_MAX_TEXT`` characters."""
+  if value is not None and not (isinstance(value, str) and len(value) <= _MAX_TEXT
+                                and value.isprintable()):
+    raise s.fail(where, f"expected null or printable text of at most {_MAX_TEXT} characters, "
+                        f"got {_short(value)}")
+  return value
+
+
+def _flags(s: Strict, value: Any, where: str) -> tuple[str, ...] | None:
+  """The kept CPU flags: null, or at most ``_MAX_FLAGS`` of them, sorted, each once."""
+  if value is None:
+    return None
+  if not isinstance(value, list) or len(value) > _MAX_FLAGS or not all(
+      isinstance(f, str) and _FLAG_RE.fullmatch(f) and keeps_flag(f) for f in value):
+    raise s.fail(where, f"expected null or a list of at most {_MAX_FLAGS} flags among "
+                        f"{list(CPU_FLAGS)} and {[p + '*' for p in CPU_FLAG_PREFIXES]}, got "
+                        f"{_short(value)}")
+  if len(set(value)) != len(value) or list(value) != sorted(value):
+    raise s.fail(where, f"expected sorted flags, each once, got {_short(value)}")
+  return tuple(value)
+
+
+# A host record's refusals name the record's key path; the reader says where the record is.
+_STRICT = Strict(lambda at, what: GoldenDataError(
+    f"{at}: {what}. A host record has the keys ['cpu_vendor', 'cpu_model', 'cpu_flags', "
+    "'jaxlib', 'xla_flags'] (and 'accelerator' on an accelerator)."))
+
+
+@json_record(_STRICT)
 @dataclasses.dataclass(frozen=True)
 class Accelerator:
   """The accelerator a non-CPU entry ran on; None in a field where it is unknown."""
 
-  device_kind: str | None
-  driver: str | None
-  cuda: str | None
-  plugin: str | None
+  device_kind: str | None = key(read=_text)
+  driver: str | None = key(read=_text)
+  cuda: str | None = key(read=_text)
+  plugin: str | None = key(read=_text)
 
 
+@json_record(_STRICT)
 @dataclasses.dataclass(frozen=True)
 class Host:
   """What decides the bits a compiled function computes on one machine.
@@ -65,12 +97,15 @@ class Host:
   ``None`` in a field means unknown; ``accelerator`` is None for a CPU entry.
   """
 
-  cpu_vendor: str | None
-  cpu_model: str | None
-  cpu_flags: tuple[str, ...] | None
-  jaxlib: str | None
-  xla_flags: str | None
-  accelerator: Accelerator | None = None
+  cpu_vendor: str | None = key(read=_text)
+  cpu_model: str | None = key(read=_text)
+  cpu_flags: tuple[str, ...] | None = key(read=_flags)
+  jaxlib: str | None = key(read=_text)
+  xla_flags: str | None = key(read=_text)
+  # Written on an accelerator only; an object where written (null does not read).
+  accelerator: Accelerator | None = key(
+      default=None, omit_default=True,
+      read=lambda s, v, where: Accelerator.from_json(v, where, s))
 
   def __post_init__(self):
     if self.cpu_flags is not None:
@@ -125,55 +160,6 @@ class Host:
     if self.accelerator is not None:
       parts.append(self.accelerator.device_kind or "unknown accelerator")
     return ", ".join(parts)
-
-  def to_json(self) -> dict[str, Any]:
-    """The record as a manifest or a report stores it (flat, JSON scalars and lists)."""
-    d: dict[str, Any] = {"cpu_vendor": self.cpu_vendor, "cpu_model": self.cpu_model,
-                         "cpu_flags": None if self.cpu_flags is None else list(self.cpu_flags),
-                         "jaxlib": self.jaxlib, "xla_flags": self.xla_flags}
-    if self.accelerator is not None:
-      d["accelerator"] = dataclasses.asdict(self.accelerator)
-    return d
-
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> Host:
-    """Read a host record; anything malformed is a :class:`GoldenDataError` naming the field."""
-    keys = ("cpu_vendor", "cpu_model", "cpu_flags", "jaxlib", "xla_flags")
-    strict = Strict(lambda at, what: GoldenDataError(
-        f"{where}: {at}: {what}. A host record has the keys {list(keys)} (and 'accelerator' on "
-        "an accelerator)."))
-    d = strict.obj(d, "host", keys, ("accelerator",))
-    for k in ("cpu_vendor", "cpu_model", "jaxlib", "xla_flags"):
-      _text(d[k], where, f"host.{k}")
-    flags = d["cpu_flags"]
-    if flags is not None:
-      if not isinstance(flags, list) or len(flags) > _MAX_FLAGS or not all(
-          isinstance(f, str) and _FLAG_RE.fullmatch(f) and keeps_flag(f) for f in flags):
-        raise GoldenDataError(
-            f"{where}: host.cpu_flags: expected null or a list of at most {_MAX_FLAGS} flags "
-            f"among {list(CPU_FLAGS)} and {[p + '*' for p in CPU_FLAG_PREFIXES]}, got "
-            f"{_short(flags)}.")
-      if len(set(flags)) != len(flags) or list(flags) != sorted(flags):
-        raise GoldenDataError(f"{where}: host.cpu_flags: expected sorted flags, each once, got "
-                              f"{_short(flags)}.")
-    acc = None
-    if "accelerator" in d:
-      a = d["accelerator"]
-      akeys = tuple(f.name for f in dataclasses.fields(Accelerator))
-      strict.record(Accelerator, a, "host.accelerator")
-      for k in akeys:
-        _text(a[k], where, f"host.accelerator.{k}")
-      acc = Accelerator(**{k: a[k] for k in akeys})
-    return cls(cpu_vendor=d["cpu_vendor"], cpu_model=d["cpu_model"],
-               cpu_flags=None if flags is None else tuple(flags), jaxlib=d["jaxlib"],
-               xla_flags=d["xla_flags"], accelerator=acc)
-
-
-def _text(value: Any, where: str, field: str) -> None:
-  if value is not None and not (isinstance(value, str) and len(value) <= _MAX_TEXT
-                                and value.isprintable()):
-    raise GoldenDataError(f"{where}: {field}: expected null or printable text of at most "
-                          f"{_MAX_TEXT} characters, got {_short(value)}.")
 
 
 def _short(value: Any) -> str:

@@ -261,6 +261,9 @@ class Manifest:
     """The id of the entry the manifest describes."""
     return EntryId(self.platform, self.family, self.case_id, self.dir_name)
 
+  # Written by hand, not by jaxport._record_codec: a manifest is text (sorted keys, lists of
+  # scalars on one line) carrying a digest over its other fields, each field checked against
+  # its format version, so that an entry edited after recording is refused.
   def to_json(self) -> str:
     """Stable, human-diffable JSON (sorted keys) with the ``digest`` field added."""
     d = _to_dict(self)
@@ -357,7 +360,7 @@ def _from_dict(d: dict[str, Any]) -> Manifest:
       imported_from=None if imp is None else ImportSource(imp["source"], imp["details"]),
       jax_config=d.get("jax_config"),
       revision=d.get("revision"),
-      host=None if d.get("host") is None else Host.from_json(d["host"], "manifest"),
+      host=None if d.get("host") is None else Host.from_json(d["host"], "manifest: host"),
       min_consumer=d.get("min_consumer"),
       tolerances=None if d.get("tolerances") is None else tuple(
           OutputTolerance(t["path"], t["dtype"], t["rtol"], t["atol"]) for t in d["tolerances"]),
@@ -489,7 +492,7 @@ def _validate(d: dict[str, Any], where: str) -> None:
           f"says {fv}; an entry of format {fv} never held it, so the file was edited. Restore "
           "it from version control or record a new entry.")
   if "host" in d and not isinstance(d["host"], Host):
-    Host.from_json(d["host"], where)
+    Host.from_json(d["host"], f"{where}: host")
   if "min_consumer" in d and not (isinstance(d["min_consumer"], str)
                                   and _VERSION_RE.fullmatch(d["min_consumer"])):
     raise _bad(where, "min_consumer", "a jax release such as '0.9.2'", d["min_consumer"])

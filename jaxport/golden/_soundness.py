@@ -12,25 +12,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
+from jaxport._record_codec import json_record
+from jaxport._records import Strict
 from jaxport.errors import JaxportError
 from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.golden._signature_drift import drift, sort_key
 
 
+@json_record(Strict.raising(JaxportError))
 @dataclasses.dataclass(frozen=True)
 class ManifestDisagreement:
   """The manifest's ``custom_call_targets`` are not the module's custom-call signatures."""
   message: str
   manifest_targets: tuple[str, ...]
   module_targets: tuple[str, ...]
-
-  def to_json(self) -> dict[str, Any]:
-    return {"message": self.message, "manifest_targets": list(self.manifest_targets),
-            "module_targets": list(self.module_targets)}
 
 
 def manifest_disagreement(recorded: Iterable[CustomCallSignature],

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxport import _json
+from jaxport._record_codec import json_record, key
 from jaxport._records import Strict
 from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
 from jaxport.errors import GoldenDataError, SettingsError
@@ -29,6 +30,20 @@ class OnChange(enum.Enum):
   WARN = "warn"  # a drift monitor: warn, fail only under --compat-strict
 
 
+def _target_names(s: Strict, value: Any, where: str) -> tuple[str, ...]:
+  """A platform's declared targets: names, none empty, sorted, each once."""
+  names = s.strs(value, where)
+  if "" in names:
+    raise s.fail(where, "a target name is empty")
+  return tuple(sorted(set(names)))
+
+
+def _targets_strict(where: str) -> Strict:
+  """The reader of the stable-targets file ``where``."""
+  return Strict(lambda at, what: GoldenDataError(f"{where}: {at}: {what}. {_SHAPE}"))
+
+
+@json_record(_targets_strict("stable targets"))
 @dataclasses.dataclass(frozen=True)
 class ProjectTargets:
   """The custom-call targets a project guarantees, per platform, and those it cannot reach.
@@ -39,8 +54,10 @@ class ProjectTargets:
   declaration lists it.
   """
 
-  by_platform: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
-  unreachable: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  # Platform (or ``any``) -> its targets, each platform a key of the file itself.
+  by_platform: Mapping[str, tuple[str, ...]] = key(
+      inline=(*PLATFORMS, ANY_PLATFORM), read=_target_names, write=list, default_factory=dict)
+  unreachable: Mapping[str, str] = key(optional=True, default_factory=dict)
 
   def stable(self, platform: str) -> frozenset[str]:
     return frozenset(self.by_platform.get(platform, ())) | frozenset(
@@ -61,28 +78,10 @@ class ProjectTargets:
     """The declarations in the JSON file ``path``; a malformed file names the bad part."""
     path = Path(path)
     data = _json.load_file(path, f"stable-targets file {path}", GoldenDataError, _SHAPE)
-    return cls.from_json(data, where=str(path))
-
-  @classmethod
-  def from_json(cls, data: Any, where: str = "stable targets") -> ProjectTargets:
-    strict = Strict(lambda at, what: GoldenDataError(f"{where}: {at}: {what}. {_SHAPE}"))
-    platforms = (*PLATFORMS, ANY_PLATFORM)
-    data = strict.obj(data, "the file", (), (*platforms, "unreachable"))
-    by_platform: dict[str, tuple[str, ...]] = {}
-    for key in platforms:
-      if key in data:
-        names = strict.strs(data[key], key)
-        if "" in names:
-          raise strict.fail(key, "a target name is empty")
-        by_platform[key] = tuple(sorted(set(names)))
-    unreachable = dict(strict.str_map(data.get("unreachable", {}), "unreachable"))
-    return cls(by_platform, unreachable)
-
-  def to_json(self) -> dict[str, Any]:
-    return {**{k: list(v) for k, v in self.by_platform.items()},
-            "unreachable": dict(self.unreachable)}
+    return cls.from_json(data, "stable targets", _targets_strict(str(path)))
 
 
+@json_record(Strict.raising(SettingsError), where="project")
 @dataclasses.dataclass(frozen=True)
 class Project:
   """One project's harness configuration.
@@ -132,47 +131,6 @@ class Project:
     """Each effect module of the project and its file, as a release's replayer takes them."""
     return {name: str(self.module_file(name, "jaxport_effect_modules"))
             for name in self.effect_modules}
-
-  def to_json(self) -> dict[str, Any]:
-    return {"case_modules": list(self.case_modules), "store": str(self.store),
-            "targets": self.targets.to_json(), "on_change": self.on_change.value,
-            "require_builtin_targets": self.require_builtin_targets,
-            "expectations": str(self.expectations) if self.expectations else None,
-            "root": str(self.root) if self.root else None, "paths": list(self.paths),
-            "targets_file": str(self.targets_file) if self.targets_file else None,
-            "release_case_modules": list(self.release_case_modules),
-            "effect_modules": list(self.effect_modules),
-            "shipped_expired_fails": self.shipped_expired_fails}
-
-  @classmethod
-  def from_json(cls, data: Any, where: str = "project") -> Project:
-    """What :meth:`to_json` wrote (the project as it crosses into the worker), read strictly."""
-    s = Strict.raising(SettingsError)
-    names = [f.name for f in dataclasses.fields(cls)]
-    data = s.obj(data, where, names, ())
-
-    def path(key: str) -> Path | None:
-      value = s.of(data[key], str, f"{where}.{key}", nullable=True)
-      return None if value is None else Path(value)
-
-    try:
-      on_change = OnChange(s.of(data["on_change"], str, f"{where}.on_change"))
-    except ValueError:
-      raise s.fail(f"{where}.on_change", f"expected one of {[o.value for o in OnChange]}, got "
-                                         f"{data['on_change']!r}") from None
-    return cls(case_modules=s.strs(data["case_modules"], f"{where}.case_modules"),
-               store=Path(s.of(data["store"], str, f"{where}.store")),
-               targets=ProjectTargets.from_json(data["targets"], f"{where}.targets"),
-               on_change=on_change,
-               require_builtin_targets=s.of(data["require_builtin_targets"], bool,
-                                            f"{where}.require_builtin_targets"),
-               expectations=path("expectations"), root=path("root"),
-               paths=s.strs(data["paths"], f"{where}.paths"), targets_file=path("targets_file"),
-               release_case_modules=s.strs(data["release_case_modules"],
-                                           f"{where}.release_case_modules"),
-               effect_modules=s.strs(data["effect_modules"], f"{where}.effect_modules"),
-               shipped_expired_fails=s.of(data["shipped_expired_fails"], bool,
-                                          f"{where}.shipped_expired_fails"))
 
 
 def module_names(value: Sequence[str] | str, key: str = "jaxport_cases") -> tuple[str, ...]:

@@ -77,6 +77,8 @@ class Verdict:
   max_abs_err: float
   problems: tuple[str, ...] = ()
 
+  # Written by hand, not by jaxport._record_codec: this module loads by path with numpy alone
+  # (the in-release replayer loads it without jaxport installed).
   def to_json(self) -> dict:
     return {"ok": self.ok, "exact": self.exact, "max_abs_err": self.max_abs_err,
             "problems": list(self.problems)}

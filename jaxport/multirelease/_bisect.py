@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from jaxport._jaxcompat._version import installed_jax_version
+from jaxport._record_codec import json_record
+from jaxport._records import Strict
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.multirelease import _envs
 from jaxport._vocabulary import Status
@@ -45,6 +47,10 @@ class BisectError(JaxportError, ValueError):
   """A bisection that cannot start: an unknown range or entry, or too few releases."""
 
 
+_record = json_record(Strict.raising(BisectError))
+
+
+@_record
 @dataclasses.dataclass(frozen=True)
 class Probe:
   """One release's replay of the entry."""
@@ -65,6 +71,7 @@ class Probe:
     return self.status is Status.PASS
 
 
+@_record
 @dataclasses.dataclass(frozen=True)
 class Bisection:
   """The answer: the first failing release (None when every release passes) and the probes."""
@@ -73,12 +80,6 @@ class Bisection:
   last_good: str | None
   first_bad: Probe | None
   probes: tuple[Probe, ...]
-
-  def to_json(self) -> dict:
-    return {"entry_id": str(self.entry_id), "releases": list(self.releases),
-            "last_good": self.last_good,
-            "first_bad": None if self.first_bad is None else dataclasses.asdict(self.first_bad),
-            "probes": [dataclasses.asdict(p) for p in self.probes]}
 
   @property
   def ok(self) -> bool:

@@ -13,6 +13,8 @@ import dataclasses
 import datetime
 from collections.abc import Iterator, Mapping
 
+from jaxport._record_codec import json_record
+from jaxport._records import Strict
 from jaxport.errors import ReleaseTableError
 from jaxport.releases._table import load, release_facts
 from jaxport.releases._version_text import parse_version
@@ -99,6 +101,7 @@ def window_position(producer: str, consumer: str, today: datetime.date) -> Windo
                         direction=direction, inside_window=inside)
 
 
+@json_record(Strict.raising(ReleaseTableError))
 @dataclasses.dataclass(frozen=True)
 class WindowExit:
   """When an artifact leaves ``consumer``'s window: its recording date plus the number of days
@@ -113,10 +116,6 @@ class WindowExit:
     if self.date is None:
       return self.why
     return f"{self.date.isoformat()} ({self.why})"
-
-  def to_json(self) -> dict:
-    return {"consumer": self.consumer, "window_days": self.window_days,
-            "date": None if self.date is None else self.date.isoformat(), "why": self.why}
 
 
 def window_exit(record_date: datetime.date | None, consumer: str | None) -> WindowExit:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from jaxport._record_codec import json_record, key
 from jaxport._records import Strict
 from jaxport.errors import DeserializationError, JaxportError
 from jaxport.export import _mlir
@@ -165,6 +166,24 @@ MEASURED = "measured"
 PREDICTED = "predicted"
 
 
+def _one_shape(record: RunsOnRecord, d: Mapping[str, Any], strict: Strict, where: str) -> None:
+  """A runs_on record holds its releases with their limits, summary and basis, or its error."""
+  if record.runs_on is None:
+    strict.obj(d, where, ("runs_on", "runs_on_error"), ())
+    strict.of(d["runs_on_error"], str, f"{where}.runs_on_error")
+    return
+  strict.obj(d, where, ("runs_on", "runs_on_limits", "runs_on_summary", "runs_on_basis"), ())
+  for key in ("runs_on_limits", "runs_on_summary", "runs_on_basis"):
+    if set(d[key]) != set(record.runs_on):
+      raise strict.fail(f"{where}.{key}", f"expected the platforms of runs_on "
+                                          f"{sorted(record.runs_on)}, got {sorted(d[key])}")
+  for platform, how in d["runs_on_basis"].items():
+    if how not in (MEASURED, PREDICTED):
+      raise strict.fail(f"{where}.runs_on_basis.{platform}",
+                        f"expected {MEASURED!r} or {PREDICTED!r}, got {how!r}")
+
+
+@json_record(Strict.raising(ValueError), check=_one_shape)
 @dataclasses.dataclass(frozen=True)
 class RunsOnRecord:
   """What ``inspect --json`` and ``audit --json`` carry of the releases an artifact runs on:
@@ -174,42 +193,20 @@ class RunsOnRecord:
   ``error``, why the blob's features could not be read. It crosses from the module parser
   child as JSON, read back strictly (:meth:`from_json`)."""
   runs_on: Mapping[str, tuple[str, ...]] | None
-  limits: Mapping[str, Any] | None = None
-  summary: Mapping[str, str] | None = None
-  error: str | None = None
-  basis: Mapping[str, str] | None = None
+  limits: Mapping[str, Any] | None = key(name="runs_on_limits", default=None, omit_default=True)
+  summary: Mapping[str, str] | None = key(name="runs_on_summary", default=None,
+                                          omit_default=True)
+  error: str | None = key(name="runs_on_error", default=None, omit_default=True)
+  basis: Mapping[str, str] | None = key(name="runs_on_basis", default=None, omit_default=True)
 
-  def to_json(self) -> dict[str, Any]:
-    if self.runs_on is None:
-      return {"runs_on": None, "runs_on_error": self.error}
-    return {"runs_on": {p: list(v) for p, v in self.runs_on.items()},
-            "runs_on_limits": dict(self.limits or {}), "runs_on_summary": dict(self.summary or {}),
-            "runs_on_basis": {p: (self.basis or {}).get(p, PREDICTED) for p in self.runs_on}}
-
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> RunsOnRecord:
-    """The record ``to_json`` wrote; ``ValueError`` naming the field when it is not one."""
-    strict = Strict.raising(ValueError)
-    if strict.obj(d, where).get("runs_on") is None:
-      d = strict.obj(d, where, ("runs_on", "runs_on_error"), ())
-      return cls(None, error=strict.of(d["runs_on_error"], str, f"{where}.runs_on_error"))
-    d = strict.obj(d, where, ("runs_on", "runs_on_limits", "runs_on_summary", "runs_on_basis"),
-                   ())
-    releases = {p: strict.strs(v, f"{where}.runs_on.{p}")
-                for p, v in strict.of(d["runs_on"], dict, f"{where}.runs_on").items()}
-    limits = strict.of(d["runs_on_limits"], dict, f"{where}.runs_on_limits")
-    summary = strict.str_map(d["runs_on_summary"], f"{where}.runs_on_summary")
-    basis = strict.str_map(d["runs_on_basis"], f"{where}.runs_on_basis")
-    for key, value in (("runs_on_limits", limits), ("runs_on_summary", summary),
-                       ("runs_on_basis", basis)):
-      if set(value) != set(releases):
-        raise strict.fail(f"{where}.{key}", f"expected the platforms of runs_on "
-                                            f"{sorted(releases)}, got {sorted(value)}")
-    for platform, how in basis.items():
-      if how not in (MEASURED, PREDICTED):
-        raise strict.fail(f"{where}.runs_on_basis.{platform}",
-                          f"expected {MEASURED!r} or {PREDICTED!r}, got {how!r}")
-    return cls(releases, limits, summary, basis=basis)
+  def __post_init__(self) -> None:
+    # Releases come with their limits, summary and basis (a platform's basis PREDICTED unless
+    # measured); an error alone, without them.
+    if self.runs_on is not None:
+      object.__setattr__(self, "limits", dict(self.limits or {}))
+      object.__setattr__(self, "summary", dict(self.summary or {}))
+      object.__setattr__(self, "basis", {p: (self.basis or {}).get(p, PREDICTED)
+                                         for p in self.runs_on})
 
 
 def runs_on_record(blob: bytes | bytearray | memoryview, manifest: Any = None,
@@ -235,7 +232,7 @@ def runs_on_of(features: ArtifactFeatures, manifest: Any = None,
       got = got.with_measured(manifest.platform, measured)
   except JaxportError as e:
     return RunsOnRecord(None, error=f"{type(e).__name__}: {e}")
-  limits = got.to_json()["runs_on_limits"]
+  limits = {p: got.limits_of(p).to_json() for p in got.releases}
   summary = {}
   for platform, releases in got.releases.items():
     caveat = lazy_lapack_caveat(features, platform, releases)

@@ -25,6 +25,7 @@ from typing import Any
 
 from jaxport import _json
 from jaxport._files import refuse_links
+from jaxport._record_codec import json_record, key
 from jaxport._records import Strict
 from jaxport.errors import JaxportError, ReleaseTableError
 from jaxport.golden._entry_id import EntryId, require_entry_id
@@ -38,28 +39,17 @@ _FIX = "remove the file; `jaxport replay --with-jax VERSION` measures again"
 _STRICT = Strict(lambda where, what: ReleaseTableError(f"{MEASURED_FILE}: {where}: {what}; {_FIX}"))
 
 
+@json_record(_STRICT)
 @dataclasses.dataclass(frozen=True)
 class MeasuredRun:
   """One entry replayed under one release: whether it loaded, ran and reproduced there."""
-  release: str
+  # The key of the run in its entry's object: given to ``from_json`` by its reader.
+  release: str = key(skip=True)
   runs: bool
   detail: str        # the failing stage and message, or what was replayed
   date: datetime.date
   blob_sha256: str
   judged_by: str     # the jaxport release whose harness or replayer judged the run
-
-  def to_json(self) -> dict[str, Any]:
-    return {"runs": self.runs, "detail": self.detail, "date": self.date.isoformat(),
-            "blob_sha256": self.blob_sha256, "judged_by": self.judged_by}
-
-  @classmethod
-  def from_json(cls, release: str, d: Any, where: str) -> MeasuredRun:
-    d = _STRICT.obj(d, where, ("runs", "detail", "date", "blob_sha256", "judged_by"), ())
-    return cls(release, _STRICT.of(d["runs"], bool, f"{where}.runs"),
-               _STRICT.of(d["detail"], str, f"{where}.detail"),
-               _STRICT.date(d["date"], f"{where}.date"),
-               _STRICT.of(d["blob_sha256"], str, f"{where}.blob_sha256"),
-               _STRICT.of(d["judged_by"], str, f"{where}.judged_by"))
 
   @property
   def verdict(self) -> str:
@@ -72,10 +62,40 @@ class MeasuredRun:
             f"{self.judged_by}")
 
 
+def _format(s: Strict, value: Any, where: str) -> int:
+  """The file's format: this one (an older file's records are measured again)."""
+  if s.count(value, where) != FORMAT:
+    raise s.fail(where, f"expected {FORMAT}, got {value}" + (
+        " (its records do not name the jaxport release that judged them)" if value == 1 else ""))
+  return value
+
+
+def _read_entries(s: Strict, value: Any, where: str) -> dict[EntryId, dict[str, MeasuredRun]]:
+  """Entry id -> release -> run, each run keyed by its release."""
+  entries = {}
+  for entry_id, runs in s.of(value, Mapping, where).items():
+    at = f"{where}.{entry_id}"
+    entries[_entry_id(s, entry_id, at)] = {
+        _release(s, release, at): MeasuredRun.from_json(run, f"{at}.{release}", s,
+                                                        release=release)
+        for release, run in s.of(runs, Mapping, at).items()}
+  return entries
+
+
+def _write_entries(entries: Mapping[EntryId, Mapping[str, MeasuredRun]]) -> dict[str, Any]:
+  return {str(e): {r: run.to_json() for r, run in sorted(runs.items())}
+          for e, runs in sorted(entries.items())}
+
+
+@json_record(_STRICT)
 @dataclasses.dataclass(frozen=True)
 class MeasuredRuns:
-  """Every measurement of a project: entry id -> release -> run."""
-  entries: Mapping[EntryId, Mapping[str, MeasuredRun]] = dataclasses.field(default_factory=dict)
+  """Every measurement of a project: entry id -> release -> run (the file's format first: an
+  older file is refused before its records are read)."""
+  format: int = key(default=FORMAT, read=_format)
+  # Keyed by entry id, then by release: the keys are not fields of the runs.
+  entries: Mapping[EntryId, Mapping[str, MeasuredRun]] = key(
+      default_factory=dict, read=_read_entries, write=_write_entries)
 
   def of(self, entry_id: EntryId, blob_sha256: str | None) -> tuple[MeasuredRun, ...]:
     """The measurements of ``entry_id`` whose blob is still ``blob_sha256``, oldest release
@@ -90,50 +110,30 @@ class MeasuredRuns:
     entries = {k: dict(v) for k, v in self.entries.items()}
     for run in runs:
       entries.setdefault(entry_id, {})[run.release] = run
-    return MeasuredRuns(entries)
+    return MeasuredRuns(entries=entries)
 
   def without(self, entry_id: EntryId, release: str) -> MeasuredRuns:
     """These measurements less that of ``entry_id`` under ``release`` (a newer replay there
     could not measure it)."""
     entries = {k: {r: run for r, run in v.items() if (k, r) != (entry_id, release)}
                for k, v in self.entries.items()}
-    return MeasuredRuns({k: v for k, v in entries.items() if v})
-
-  def to_json(self) -> dict[str, Any]:
-    return {"format": FORMAT,
-            "entries": {str(e): {r: run.to_json() for r, run in sorted(runs.items())}
-                        for e, runs in sorted(self.entries.items())}}
-
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> MeasuredRuns:
-    d = _STRICT.obj(d, where, ("format", "entries"), ())
-    if _STRICT.count(d["format"], f"{where}.format") != FORMAT:
-      raise _STRICT.fail(f"{where}.format", f"expected {FORMAT}, got {d['format']}" + (
-          " (its records do not name the jaxport release that judged them)"
-          if d["format"] == 1 else ""))
-    entries = {}
-    for entry_id, runs in _STRICT.of(d["entries"], Mapping, f"{where}.entries").items():
-      at = f"{where}.entries.{entry_id}"
-      entries[_entry_id(entry_id, at)] = {_release(release, at): MeasuredRun.from_json(release, run,
-                                                                      f"{at}.{release}")
-                           for release, run in _STRICT.of(runs, Mapping, at).items()}
-    return cls(entries)
+    return MeasuredRuns(entries={k: v for k, v in entries.items() if v})
 
 
-def _entry_id(text: str, where: str) -> EntryId:
+def _entry_id(s: Strict, text: str, where: str) -> EntryId:
   """The entry id ``text`` names, else the reader's refusal naming ``where``."""
   try:
     return EntryId.parse(text)
   except ValueError as e:
-    raise _STRICT.fail(where, str(e)) from None
+    raise s.fail(where, str(e)) from None
 
 
-def _release(text: str, where: str) -> str:
+def _release(s: Strict, text: str, where: str) -> str:
   """``text`` if it is a jax version number, else the reader's refusal naming ``where``."""
   try:
     parse_version(text)
   except (ValueError, JaxportError):
-    raise _STRICT.fail(where, f"{text!r} is not a jax release") from None
+    raise s.fail(where, f"{text!r} is not a jax release") from None
   return text
 
 

@@ -30,9 +30,12 @@ fails is the limiting factor named):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from jaxport._record_codec import json_record
+from jaxport._records import Strict
+from jaxport.errors import ReleaseTableError
 from jaxport._vocabulary import ALL_TARGETS
 from jaxport.releases._version_text import parse_version
 from jaxport.releases._measured import MeasuredRun
@@ -133,6 +136,17 @@ class Limit:
     return f"{self.release}: {self.reason}"
 
 
+@json_record(Strict.raising(ReleaseTableError))
+@dataclasses.dataclass(frozen=True)
+class PlatformLimits:
+  """What limits the range on one platform, as ``inspect --json`` and ``audit --json`` show it:
+  the release below and above the range that does not run the artifact (None: none), and each
+  refusing release's reason."""
+  lower: str | None
+  upper: str | None
+  refused: Mapping[str, str]
+
+
 @dataclasses.dataclass(frozen=True)
 class RunsOn:
   """The releases, per platform, that can load and run an artifact, and what limits the range."""
@@ -185,6 +199,13 @@ class RunsOn:
       return "not measured (the release table lists it as not installable)"
     return None
 
+  def limits_of(self, platform: str) -> PlatformLimits:
+    """What limits the range on ``platform``."""
+    lower, upper = self.lower[platform], self.upper[platform]
+    return PlatformLimits(None if lower is None else str(lower),
+                          None if upper is None else str(upper),
+                          {x.release: x.reason for x in self.limits[platform]})
+
   def summary(self, platform: str) -> str:
     """One line: the range and the limiting factor at each end."""
     got = self.releases.get(platform, ())
@@ -208,17 +229,6 @@ class RunsOn:
       parts.append("measured, taking precedence over the table: "
                    + ", ".join(f"{r.release} {r.verdict}" for r in runs))
     return "; ".join(parts)
-
-  def to_json(self) -> dict[str, Any]:
-    """``{"runs_on": {platform: [release, ...]}, "runs_on_limits": {...}}`` for ``--json``."""
-    return {
-        "runs_on": {p: list(v) for p, v in self.releases.items()},
-        "runs_on_limits": {
-            p: {"lower": None if self.lower[p] is None else str(self.lower[p]),
-                "upper": None if self.upper[p] is None else str(self.upper[p]),
-                "refused": {x.release: x.reason for x in self.limits[p]}}
-            for p in self.releases},
-    }
 
 
 def _version_key(version: str) -> tuple[int, ...]:

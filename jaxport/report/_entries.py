@@ -7,6 +7,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from jaxport._record_codec import json_record, key
 from jaxport._records import Strict
 from jaxport._vocabulary import Finding, FindingKind, Status, Subject
 from jaxport.errors import WorkerAnswerError
@@ -28,6 +29,12 @@ _ENTRY_KEYS = ("entry_id", "case_id", "family", "record_date", "status", "kinds"
 _OPTIONAL_ENTRY_KEYS = ("matched_case", "recorded_host", "runs_on", "blob_sha256")
 
 
+# What an xdist worker sends its controller of each entry (``to_part_json``): every field a run
+# keeps, derived from the fields; a refusal is the worker's (``WorkerAnswerError``).
+_PART = Strict.raising(WorkerAnswerError)
+
+
+@json_record(_PART, names=("_part_json", "from_part_json"), where="outcome")
 @dataclasses.dataclass(frozen=True)
 class EntryResult:
   """What replaying one golden entry in one run found, and (once judged) its status.
@@ -78,10 +85,10 @@ class EntryResult:
   # the case anew); None where none did. The run's own, not listed in a report file.
   checker_fixed: bool | None = None
   # The kinds and messages as a report file listed them (None: derived from ``findings``).
-  listed_kinds: tuple[str, ...] | None = None
-  listed_messages: tuple[str, ...] | None = None
+  listed_kinds: tuple[str, ...] | None = key(skip=True, default=None)
+  listed_messages: tuple[str, ...] | None = key(skip=True, default=None)
   # Keys of a newer report this release does not know, kept as read.
-  extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  extra: Mapping[str, Any] = key(skip=True, default_factory=dict)
 
   def __post_init__(self) -> None:
     require_entry_id(self.entry_id, "EntryResult")
@@ -121,6 +128,10 @@ class EntryResult:
       return self.release.producer
     return self.entry_id.producer
 
+  # The report file's pair is written by hand, not by jaxport._record_codec: a report lists
+  # kinds and messages derived from the findings (read back as listed), keeps the keys of a
+  # newer report as they were, and lists judged entries only (the part file's pair below holds
+  # the run's own fields).
   @classmethod
   def from_json(cls, d: Any, where: str) -> EntryResult:
     STRICT.obj(d, where, _ENTRY_KEYS)
@@ -180,71 +191,9 @@ class EntryResult:
 
   def to_part_json(self) -> dict[str, Any]:
     """Everything the run keeps of the entry, for a part file between processes (one xdist
-    worker's outcomes for the controller; :meth:`from_part_json` reads it back)."""
+    worker's outcomes for the controller; :meth:`from_part_json` reads it back strictly: a
+    missing, unknown or mistyped field is a :class:`WorkerAnswerError` naming it, never an
+    entry judged on what was left)."""
     if self.listed_kinds is not None or self.listed_messages is not None or self.extra:
       raise ValueError(f"{self.entry_id}: an entry read from a report file is no run's part")
-    return {"entry_id": str(self.entry_id), "case_id": self.case_id, "family": self.family,
-            "record_date": iso(self.record_date), "days_to_expiry": self.days_to_expiry,
-            "lowering_only": self.lowering_only, "targets": list(self.targets),
-            "current_targets": _listed(self.current_targets),
-            "platforms": _listed(self.platforms),
-            "target_verdicts": None if self.target_verdicts is None else dict(self.target_verdicts),
-            "matched_case": self.matched_case,
-            "findings": [f.to_json() for f in self.findings], "skips": list(self.skips),
-            "upgrade_rules": list(self.upgrade_rules),
-            "recorded_host": None if self.recorded_host is None else dict(self.recorded_host),
-            "replay_host": None if self.replay_host is None else dict(self.replay_host),
-            "release": None if self.release is None else self.release.to_json(),
-            "expected_failure": self.expected_failure,
-            "status": None if self.status is None else str(self.status),
-            "runs_on": (None if self.runs_on is None
-                        else {p: list(v) for p, v in self.runs_on.items()}),
-            "blob_sha256": self.blob_sha256, "checker_fixed": self.checker_fixed}
-
-  @classmethod
-  def from_part_json(cls, d: Any, where: str = "outcome") -> EntryResult:
-    """What :meth:`to_part_json` wrote, read strictly: a missing, unknown or mistyped field
-    is a :class:`WorkerAnswerError` naming it, never an entry judged on what was left."""
-    s = _PART
-    d = s.obj(d, where, _PART_KEYS, ())
-
-    def at(key: str) -> str:
-      return f"{where}.{key}"
-
-    release = d["release"]
-    return cls(
-        entry_id=read_entry_id(s, d["entry_id"], at("entry_id")),
-        case_id=s.of(d["case_id"], str, at("case_id")),
-        family=s.of(d["family"], str, at("family")),
-        record_date=s.date(d["record_date"], at("record_date"), nullable=True),
-        days_to_expiry=s.of(d["days_to_expiry"], int, at("days_to_expiry"), nullable=True),
-        lowering_only=s.of(d["lowering_only"], bool, at("lowering_only"), nullable=True),
-        targets=s.strs(d["targets"], at("targets")),
-        current_targets=s.strs(d["current_targets"], at("current_targets"), nullable=True),
-        platforms=s.strs(d["platforms"], at("platforms"), nullable=True),
-        target_verdicts=s.str_map(d["target_verdicts"], at("target_verdicts"), nullable=True),
-        matched_case=s.of(d["matched_case"], str, at("matched_case"), nullable=True),
-        findings=tuple(Finding.from_json(f, at(f"findings[{i}]"), s)
-                       for i, f in enumerate(s.of(d["findings"], list, at("findings")))),
-        skips=s.strs(d["skips"], at("skips")),
-        upgrade_rules=s.strs(d["upgrade_rules"], at("upgrade_rules")),
-        recorded_host=s.of(d["recorded_host"], Mapping, at("recorded_host"), nullable=True),
-        replay_host=s.of(d["replay_host"], Mapping, at("replay_host"), nullable=True),
-        release=None if release is None else Release.from_json(release, at("release")),
-        expected_failure=s.of(d["expected_failure"], str, at("expected_failure"), nullable=True),
-        status=None if d["status"] is None else s.enum(Status, d["status"], at("status")),
-        runs_on=None if d["runs_on"] is None else {
-            p: s.strs(v, at(f"runs_on.{p}"))
-            for p, v in s.of(d["runs_on"], Mapping, at("runs_on")).items()},
-        blob_sha256=s.of(d["blob_sha256"], str, at("blob_sha256"), nullable=True),
-        checker_fixed=s.of(d["checker_fixed"], bool, at("checker_fixed"), nullable=True))
-
-
-# A part file's keys: every field a run keeps (not what only a report file lists).
-_PART_KEYS = tuple(f.name for f in dataclasses.fields(EntryResult)
-                   if f.name not in ("listed_kinds", "listed_messages", "extra"))
-_PART = Strict.raising(WorkerAnswerError)
-
-
-def _listed(items: tuple[str, ...] | None) -> list[str] | None:
-  return None if items is None else list(items)
+    return self._part_json()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxport import _json
+from jaxport._record_codec import json_record, key
 from jaxport._vocabulary import FindingKind, Status
 from jaxport.errors import ReportError
 from jaxport.report._entries import EntryResult
@@ -61,45 +62,25 @@ READER_RUNS_KEY = "reader_runs"
 EXPORTS_TODAY_KEY = "exports_today"
 
 
+@json_record(STRICT, unknown_keys=True)
 @dataclasses.dataclass(frozen=True)
 class Summary:
   """The counts of the run: entries per status, present and replayed, recording actions."""
-  counts: Mapping[Status, int]
+  # The count of each status, and of each record action, as keys of the summary itself.
+  counts: Mapping[Status, int] = key(inline=tuple(str(s) for s in Status))
   present: int
   replayed: int
-  actions: Mapping[str, int]
-  upgraded: int = 0   # entries that ran after jaxport.upgrade; written only when some did
+  actions: Mapping[str, int] = key(inline=RECORD_ACTIONS)
+  # Entries that ran after jaxport.upgrade; written only when some did.
+  upgraded: int = key(default=0, omit_default=True)
   # Passes within tolerance on another host class (other_host_passes); written only when some did.
-  other_host: int = 0
+  other_host: int = key(name=OTHER_HOST_KEY, default=0, omit_default=True)
   # Executables loaded from the cross-run compile cache; None: the run kept no such cache.
-  from_cache: int | None = None
+  from_cache: int | None = key(name=FROM_CACHE_KEY, default=None, omit_default=True)
   # Readers' runs and today's exports done for the replayed entries; None: not counted (a
   # report written before they were).
-  reader_runs: int | None = None
-  exports_today: int | None = None
-
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> Summary:
-    keys = (*Status, "present", "replayed", *RECORD_ACTIONS)
-    STRICT.obj(d, where, tuple(str(k) for k in keys))
-    def num(k: str) -> int:
-      return STRICT.of(d[k], int, f"{where}.{k}")
-    return cls(counts={s: num(str(s)) for s in Status}, present=num("present"),
-               replayed=num("replayed"), actions={a: num(a) for a in RECORD_ACTIONS},
-               upgraded=num("upgraded") if "upgraded" in d else 0,
-               other_host=num(OTHER_HOST_KEY) if OTHER_HOST_KEY in d else 0,
-               from_cache=num(FROM_CACHE_KEY) if FROM_CACHE_KEY in d else None,
-               reader_runs=num(READER_RUNS_KEY) if READER_RUNS_KEY in d else None,
-               exports_today=num(EXPORTS_TODAY_KEY) if EXPORTS_TODAY_KEY in d else None)
-
-  def to_json(self) -> dict[str, Any]:
-    upgraded = {"upgraded": self.upgraded} if self.upgraded else {}
-    other = {OTHER_HOST_KEY: self.other_host} if self.other_host else {}
-    counted = {k: v for k, v in ((FROM_CACHE_KEY, self.from_cache),
-                                 (READER_RUNS_KEY, self.reader_runs),
-                                 (EXPORTS_TODAY_KEY, self.exports_today)) if v is not None}
-    return {**{str(s): n for s, n in self.counts.items()}, "present": self.present,
-            "replayed": self.replayed, **self.actions, **upgraded, **other, **counted}
+  reader_runs: int | None = key(name=READER_RUNS_KEY, default=None, omit_default=True)
+  exports_today: int | None = key(name=EXPORTS_TODAY_KEY, default=None, omit_default=True)
 
   def work_line(self) -> str:
     """What the replay did beside its verdicts, e.g. "; 12 reader runs, 6 of today's exports;
@@ -176,6 +157,10 @@ class RunReport:
     """Whether the run passed: no failing entry and no session failure."""
     return not self.session_failures and not any(e.status == Status.FAIL for e in self.entries)
 
+  # Written by hand, not by jaxport._record_codec: a report's format is judged before any of
+  # its keys (an older report says so, not which key it lacks), its keys are named
+  # "FILE: key", the keys of a newer report are kept as they were, and the sections older
+  # reports lack are written only when known.
   @classmethod
   def from_json(cls, d: Any, source: str = "<report>") -> RunReport:
     """Validate and convert the decoded JSON of a report; errors name ``source`` and the key path."""

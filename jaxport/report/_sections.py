@@ -8,13 +8,24 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from jaxport._record_codec import json_record, key
+from jaxport._records import Strict
 from jaxport._vocabulary import RecordAction
 from jaxport.errors import GoldenDataError
 from jaxport.golden._entry_id import EntryId, require_entry_id
 from jaxport.golden._host import Host
-from jaxport.report._fields import STRICT, bad, id_text, iso, read_entry_id, str_map
+from jaxport.report._fields import STRICT
+
+# The report's sections ignore keys a newer report may add.
+_report_record = json_record(STRICT, unknown_keys=True)
 
 
+def _shard_in_range(shard: ShardRef, d: Mapping[str, Any], strict: Strict, where: str) -> None:
+  if not 1 <= shard.index <= shard.count:
+    raise strict.fail(where, f"expected 1 <= index <= count, got {shard.index}/{shard.count}")
+
+
+@_report_record
 @dataclasses.dataclass(frozen=True)
 class Window:
   """Where the producer release of an entry stands in jax's compat window."""
@@ -32,24 +43,8 @@ class Window:
     """The record of a computed position (``jaxport.releases``' ``WindowPosition``)."""
     return cls(**{f.name: getattr(position, f.name) for f in dataclasses.fields(cls)})
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> Window:
-    STRICT.obj(d, where, tuple(f.name for f in dataclasses.fields(cls)))
-    return cls(producer=STRICT.of(d["producer"], str, f"{where}.producer"),
-               producer_date=STRICT.date(d["producer_date"], f"{where}.producer_date"),
-               consumer=STRICT.of(d["consumer"], str, f"{where}.consumer"),
-               consumer_date=STRICT.date(d["consumer_date"], f"{where}.consumer_date"),
-               age_days=STRICT.of(d["age_days"], int, f"{where}.age_days"),
-               gap_days=STRICT.of(d["gap_days"], int, f"{where}.gap_days"),
-               direction=STRICT.of(d["direction"], str, f"{where}.direction"),
-               inside_window=STRICT.of(d["inside_window"], bool, f"{where}.inside_window"))
 
-  def to_json(self) -> dict[str, Any]:
-    d = dataclasses.asdict(self)
-    d["producer_date"], d["consumer_date"] = iso(self.producer_date), iso(self.consumer_date)
-    return d
-
-
+@json_record(STRICT)
 @dataclasses.dataclass(frozen=True)
 class Release:
   """The producer release of an entry, the expectation for it and the verdict."""
@@ -61,30 +56,10 @@ class Release:
   verdict: str
   # The rules jaxport.upgrade applied before the entry ran (verdict "upgraded");
   # written only when there are some.
-  upgrade_rules: tuple[str, ...] = ()
-
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> Release:
-    STRICT.obj(d, where,
-               tuple(f.name for f in dataclasses.fields(cls) if f.name != "upgrade_rules"),
-               ("upgrade_rules",))
-    return cls(producer=STRICT.of(d["producer"], str, f"{where}.producer", nullable=True),
-               consumer=STRICT.of(d["consumer"], str, f"{where}.consumer", nullable=True),
-               window=None if d["window"] is None else Window.from_json(d["window"], f"{where}.window"),
-               expected=STRICT.of(d["expected"], str, f"{where}.expected"),
-               reason=STRICT.of(d["reason"], str, f"{where}.reason", nullable=True),
-               verdict=STRICT.of(d["verdict"], str, f"{where}.verdict"),
-               upgrade_rules=STRICT.strs(d.get("upgrade_rules", []), f"{where}.upgrade_rules"))
-
-  def to_json(self) -> dict[str, Any]:
-    d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-    d["window"] = None if self.window is None else self.window.to_json()
-    d["upgrade_rules"] = list(self.upgrade_rules)
-    if not self.upgrade_rules:
-      del d["upgrade_rules"]
-    return d
+  upgrade_rules: tuple[str, ...] = key(default=(), omit_default=True)
 
 
+@_report_record
 @dataclasses.dataclass(frozen=True)
 class Targets:
   """Target coverage of the run: required by the stable table, reached today, covered by entries."""
@@ -94,16 +69,8 @@ class Targets:
   missing_required: tuple[str, ...]
   missing_reachable: tuple[str, ...]
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> Targets:
-    names = tuple(f.name for f in dataclasses.fields(cls))
-    STRICT.obj(d, where, names)
-    return cls(**{n: STRICT.strs(d[n], f"{where}.{n}") for n in names})
 
-  def to_json(self) -> dict[str, Any]:
-    return {f.name: list(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
-
+@_report_record
 @dataclasses.dataclass(frozen=True)
 class PlatformTargets:
   """Coverage of one other platform's stable targets by the run's lowering-only entries:
@@ -113,41 +80,19 @@ class PlatformTargets:
   unreachable: Mapping[str, str]
   missing: tuple[str, ...]
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> PlatformTargets:
-    STRICT.obj(d, where, ("required", "covered", "unreachable", "missing"))
-    return cls(required=STRICT.strs(d["required"], f"{where}.required"),
-               covered=STRICT.strs(d["covered"], f"{where}.covered"),
-               unreachable=str_map(d["unreachable"], f"{where}.unreachable") or {},
-               missing=STRICT.strs(d["missing"], f"{where}.missing"))
 
-  def to_json(self) -> dict[str, Any]:
-    return {"required": list(self.required), "covered": list(self.covered),
-            "unreachable": dict(self.unreachable), "missing": list(self.missing)}
-
-
+@json_record(STRICT, unknown_keys=True, check=_shard_in_range)
 @dataclasses.dataclass(frozen=True, order=True)
 class ShardRef:
   """Which part of a sharded run a report is: shard ``index`` (1-based) of ``count``."""
   index: int
   count: int
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> ShardRef:
-    STRICT.obj(d, where, ("index", "count"))
-    index = STRICT.of(d["index"], int, f"{where}.index")
-    count = STRICT.of(d["count"], int, f"{where}.count")
-    if not 1 <= index <= count:
-      raise bad(where, f"expected 1 <= index <= count, got {index}/{count}")
-    return cls(index, count)
-
-  def to_json(self) -> dict[str, Any]:
-    return {"index": self.index, "count": self.count}
-
   def __str__(self) -> str:
     return f"{self.index}/{self.count}"
 
 
+@_report_record
 @dataclasses.dataclass(frozen=True)
 class CorpusImport:
   """What importing jax's own back-compat corpus into the run's store did (a corpus run)."""
@@ -158,36 +103,16 @@ class CorpusImport:
   skipped: tuple[str, ...]
   failed: tuple[str, ...]
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> CorpusImport:
-    names = tuple(f.name for f in dataclasses.fields(cls))
-    STRICT.obj(d, where, names)
-    return cls(source=STRICT.of(d["source"], str, f"{where}.source"),
-               jax=STRICT.of(d["jax"], str, f"{where}.jax", nullable=True),
-               imported=STRICT.of(d["imported"], int, f"{where}.imported"),
-               **{n: STRICT.strs(d[n], f"{where}.{n}") for n in ("duplicates", "skipped",
-                                                                 "failed")})
 
-  def to_json(self) -> dict[str, Any]:
-    return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
-            for f in dataclasses.fields(self)}
-
-
+@_report_record
 @dataclasses.dataclass(frozen=True)
 class Skip:
   """One line of the skip ledger: what was not done, and why."""
   what: str
   why: str
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> Skip:
-    STRICT.obj(d, where, ("what", "why"))
-    return cls(STRICT.of(d["what"], str, f"{where}.what"), STRICT.of(d["why"], str, f"{where}.why"))
 
-  def to_json(self) -> dict[str, Any]:
-    return {"what": self.what, "why": self.why}
-
-
+@_report_record
 @dataclasses.dataclass(frozen=True)
 class DriftItem:
   """A drift finding (a kind of :data:`DRIFT_KINDS`) of one entry, listed run-wide."""
@@ -198,16 +123,8 @@ class DriftItem:
   def __post_init__(self) -> None:
     require_entry_id(self.entry_id, "DriftItem")
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> DriftItem:
-    STRICT.obj(d, where, ("entry_id", "kind", "detail"))
-    return cls(read_entry_id(d["entry_id"], f"{where}.entry_id"),
-               *(STRICT.of(d[k], str, f"{where}.{k}") for k in ("kind", "detail")))
 
-  def to_json(self) -> dict[str, Any]:
-    return {"entry_id": str(self.entry_id), "kind": self.kind, "detail": self.detail}
-
-
+@_report_record
 @dataclasses.dataclass(frozen=True)
 class Recorded:
   """What recording one case did (record mode): written, unchanged, conflict or error."""
@@ -220,21 +137,6 @@ class Recorded:
     if self.entry_id is not None:
       require_entry_id(self.entry_id, "Recorded")
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> Recorded:
-    STRICT.obj(d, where, ("case_id", "entry_id", "action", "message"))
-    action = STRICT.of(d["action"], str, f"{where}.action")
-    if action not in {str(a) for a in RecordAction}:
-      raise bad(f"{where}.action", f"expected one of {', '.join(RecordAction)}, got {action!r}")
-    return cls(STRICT.of(d["case_id"], str, f"{where}.case_id"),
-               read_entry_id(d["entry_id"], f"{where}.entry_id", nullable=True),
-               RecordAction(action),
-               STRICT.of(d["message"], str, f"{where}.message"))
-
-  def to_json(self) -> dict[str, Any]:
-    return {"case_id": self.case_id, "entry_id": id_text(self.entry_id), "action": str(self.action),
-            "message": self.message}
-
 
 # The record actions the report's summary counts, in the order it writes them.
 RECORD_ACTIONS = tuple(str(a) for a in RecordAction)
@@ -244,6 +146,7 @@ RECORD_ACTIONS = tuple(str(a) for a in RecordAction)
 _UPDATED_IDS = ("since", "entry_id")
 
 
+@_report_record
 @dataclasses.dataclass(frozen=True)
 class Updated:
   """What an update run did for one changed case: the entry it differed from (``since``, None
@@ -263,21 +166,6 @@ class Updated:
       if getattr(self, name) is not None:
         require_entry_id(getattr(self, name), f"Updated.{name}")
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> Updated:
-    names = tuple(f.name for f in dataclasses.fields(cls))
-    STRICT.obj(d, where, names)
-    lists = ("targets_added", "targets_removed", "signature_changes", "numerics")
-    return cls(**{n: STRICT.strs(d[n], f"{where}.{n}") if n in lists else
-                  read_entry_id(d[n], f"{where}.{n}", nullable=True) if n in _UPDATED_IDS else
-                  STRICT.of(d[n], str, f"{where}.{n}")
-                  for n in names})
-
-  def to_json(self) -> dict[str, Any]:
-    return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else
-            id_text(v) if f.name in _UPDATED_IDS else v
-            for f in dataclasses.fields(self)}
-
   def change_lines(self) -> tuple[str, ...]:
     """What changed, one line each, as every rendering of the report shows it."""
     lines = []
@@ -296,6 +184,6 @@ def host_line(record: Mapping[str, Any] | None) -> str:
   if record is None:
     return "unknown"
   try:
-    return Host.from_json(record, "report").describe()
+    return Host.from_json(record, "report: host").describe()
   except GoldenDataError:
     return "unreadable host record"

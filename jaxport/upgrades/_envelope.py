@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from jaxport._record_codec import json_record
+from jaxport._records import Strict
 from jaxport._jaxcompat import _envelope as jax_envelope
 from jaxport.errors import UpgradeError
 from jaxport.export import _for_jax
@@ -31,6 +33,7 @@ _X = _read._X
 _SHARDING = _read._SHARDING
 
 
+@json_record(Strict.raising(UpgradeError))
 @dataclasses.dataclass(frozen=True)
 class EnvelopeRewrite:
   """Why an envelope was rewritten, from which header version to which."""
@@ -39,9 +42,6 @@ class EnvelopeRewrite:
   from_version: int
   to_version: int
   producer: str | None
-
-  def to_json(self) -> dict[str, Any]:
-    return dataclasses.asdict(self)
 
 
 def expired_reason(blob: bytes | bytearray | memoryview) -> str | None:

@@ -20,6 +20,8 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
+from jaxport._record_codec import json_record, key
+from jaxport._records import Strict
 from jaxport.custom_calls._registry import stable_targets
 from jaxport.custom_calls._walk import CUSTOM_CALL_OP, walk_operations
 from jaxport.errors import UpgradeError
@@ -28,6 +30,9 @@ from jaxport.export._exported import Exported
 from jaxport.upgrades import _ir, _rules, _table
 
 logger = logging.getLogger(__name__)
+
+# The upgrade's records are written for a reader of ``jaxport upgrade --json``, never read back.
+_STRICT = Strict.raising(UpgradeError)
 
 _TARGET = "call_target_name"
 # A typed-FFI call built in memory carries its attributes as ``backend_config``
@@ -41,6 +46,7 @@ _REBUILT = {_TARGET, "api_version", _BACKEND_CONFIG, _READ_BACK_BACKEND_CONFIG, 
             "result_layouts", "output_operand_aliases", _SHAPE_OPERANDS}
 
 
+@json_record(_STRICT)
 @dataclasses.dataclass(frozen=True)
 class Rewrite:
   """One custom call rewritten: which rule, from what to what, where."""
@@ -49,28 +55,27 @@ class Rewrite:
   target: str
   location: str
   dropped_operands: tuple[str, ...]
-  attributes: tuple[tuple[str, str], ...]   # successor attribute -> its character (or integer)
-
-  def to_json(self) -> dict[str, Any]:
-    return {"rule": self.rule, "legacy_target": self.legacy_target, "target": self.target,
-            "location": self.location, "dropped_operands": list(self.dropped_operands),
-            "attributes": dict(self.attributes)}
+  # Successor attribute -> its character (or integer); an object in JSON.
+  attributes: tuple[tuple[str, str], ...] = key(
+      read=lambda s, v, where: tuple(s.str_map(v, where).items()), write=dict)
 
 
+@json_record(_STRICT, also=("fun_name", "rules_applied"))
 @dataclasses.dataclass(frozen=True)
 class UpgradeReport:
   """The upgraded record and the rewrites that made it (none: the record is returned as is)."""
-  exported: Exported
+  exported: Exported = key(skip=True)
   rewrites: tuple[Rewrite, ...]
+
+  @property
+  def fun_name(self) -> str:
+    """The name of the upgraded exported function."""
+    return self.exported.fun_name
 
   @property
   def rules_applied(self) -> tuple[str, ...]:
     """The names of the rules applied, sorted, each once."""
     return tuple(sorted({r.rule for r in self.rewrites}))
-
-  def to_json(self) -> dict[str, Any]:
-    return {"fun_name": self.exported.fun_name, "rules_applied": list(self.rules_applied),
-            "rewrites": [r.to_json() for r in self.rewrites]}
 
 
 class _Call:

@@ -10,7 +10,7 @@ from _harness_paths import HARNESS_TESTS, copy_cpu_entries  # first: puts the re
 
 from jaxport.cli import main  # noqa: E402
 from jaxport.cli._report import NOT_CHECKED  # noqa: E402
-from jaxport.report import load_report  # noqa: E402
+from jaxport.report import load_report, write_report  # noqa: E402
 from _report_helpers import without_cache_count  # noqa: E402
 from jaxport._jaxcompat import _envelope as jax_envelope
 
@@ -39,6 +39,9 @@ def test_merging_two_disjoint_runs_equals_the_run_of_both(pytester, tmp_path, ca
   a = _harness_report(pytester, root, SHARDS[0], tmp_path / "a.json")
   b = _harness_report(pytester, root, SHARDS[1], tmp_path / "b.json")
   both = _harness_report(pytester, root, " or ".join(SHARDS), tmp_path / "both.json")
+  # A real harness report reads and re-writes byte for byte.
+  write_report(load_report(both), tmp_path / "rewritten.json")
+  assert (tmp_path / "rewritten.json").read_bytes() == both.read_bytes()
 
   assert main(["report", "merge", str(b), str(a), "-o", str(tmp_path / "merged.json")]) == 0
   merged = load_report(tmp_path / "merged.json")

@@ -25,6 +25,7 @@ LAYERS = (
     ("leaves", ("jaxport.errors", "jaxport._config", "jaxport._versions", "jaxport._jaxcompat",
                 "jaxport._progress", "jaxport._lazy",
                 "jaxport._limits", "jaxport._bounded", "jaxport._json", "jaxport._records",
+                "jaxport._record_codec",
                 "jaxport._vocabulary", "jaxport._platforms", "jaxport._files", "jaxport._environment",
                 # An entry's id (the standard library only): parsed wherever ids come in, the
                 # measurements of other releases included.

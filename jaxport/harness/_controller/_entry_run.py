@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
 
+from jaxport._record_codec import counted, json_record, key
 from jaxport._records import Strict
 from jaxport.errors import WorkerAnswerError
 from jaxport.report._entries import EntryResult
@@ -23,42 +23,23 @@ _STRICT = Strict.raising(WorkerAnswerError)
 WORK = ("from_cache", "reader_runs", "exports_today")
 
 
+@json_record(_STRICT)
 @dataclasses.dataclass(frozen=True)
 class EntryRun:
   """One entry's replay in this run."""
 
-  outcome: EntryResult
+  # Crosses as the entry's part record (``EntryResult.to_part_json``): everything the run keeps.
+  outcome: EntryResult = key(read=lambda s, v, where: EntryResult.from_part_json(v, where),
+                             write=EntryResult.to_part_json)
   # Seconds the worker's replay took, and per part of it (``--compat-timings``); None and
   # empty where no replay answer came (the entry's golden data did not read, the worker died).
   seconds: float | None = None
   parts: Mapping[str, float] = dataclasses.field(default_factory=dict)
   # Executables loaded from the cross-run compile cache, readers' runs, today's exports.
-  from_cache: int = 0
-  reader_runs: int = 0
-  exports_today: int = 0
+  from_cache: int = key(default=0, read=counted)
+  reader_runs: int = key(default=0, read=counted)
+  exports_today: int = key(default=0, read=counted)
   # What the worker printed while replaying it, until its test item has reported it.
   output: str = ""
   # Why it is an expected failure, from its replay until its test report takes it.
   xfailed: str | None = None
-
-  def to_json(self) -> dict[str, Any]:
-    """Every field, for the boundary between processes (:meth:`from_json` reads it back)."""
-    return {"outcome": self.outcome.to_part_json(), "seconds": self.seconds,
-            "parts": dict(self.parts), "from_cache": self.from_cache,
-            "reader_runs": self.reader_runs, "exports_today": self.exports_today,
-            "output": self.output, "xfailed": self.xfailed}
-
-  @classmethod
-  def from_json(cls, d: Any, where: str = "run") -> EntryRun:
-    """What :meth:`to_json` wrote, read strictly (an error names the field at ``where``)."""
-    s = _STRICT
-    d = s.record(cls, d, where)
-    seconds = s.of(d["seconds"], (int, float), f"{where}.seconds", nullable=True)
-    parts = s.of(d["parts"], Mapping, f"{where}.parts")
-    return cls(
-        outcome=EntryResult.from_part_json(d["outcome"], f"{where}.outcome"),
-        seconds=None if seconds is None else float(seconds),
-        parts={k: s.number(v, f"{where}.parts.{k}") for k, v in parts.items()},
-        **{w: s.count(d[w], f"{where}.{w}") for w in WORK},
-        output=s.of(d["output"], str, f"{where}.output"),
-        xfailed=s.of(d["xfailed"], str, f"{where}.xfailed", nullable=True))

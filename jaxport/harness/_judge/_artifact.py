@@ -16,7 +16,10 @@ import datetime
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from jaxport._record_codec import json_record
+from jaxport._records import Strict
 from jaxport._vocabulary import Finding, FindingKind, Status, Subject
+from jaxport.errors import JaxportError
 from jaxport.golden._manifest import CustomCallSignature, Manifest
 from jaxport.golden._soundness import ManifestDisagreement
 from jaxport.harness._judge._release_runs import ReleaseRun
@@ -27,6 +30,7 @@ from jaxport.harness._judge._findings import golden_problem
 from jaxport.harness._judge._status import Policy, severity, status_of
 
 
+@json_record(Strict.raising(JaxportError), also=("ok",))
 @dataclasses.dataclass(frozen=True)
 class ArtifactJudgement:
   """The judge's outcome of one audited artifact: its findings, their status, and what they
@@ -41,10 +45,10 @@ class ArtifactJudgement:
   def failed(self) -> bool:
     return self.status is Status.FAIL
 
-  def to_json(self) -> dict[str, Any]:
-    return {"findings": [f.to_json() for f in self.findings], "status": str(self.status),
-            "problems": list(self.problems), "warnings": list(self.warnings),
-            "ok": not self.failed}
+  @property
+  def ok(self) -> bool:
+    """Whether the artifact passed (its JSON view says so beside its status)."""
+    return not self.failed
 
 
 class ArtifactFindings:

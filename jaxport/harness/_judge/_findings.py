@@ -70,7 +70,7 @@ class _Hosts:
 def _hosts(answer: ReplayAnswer, manifest: Manifest, where: str) -> _Hosts:
   replayed = answer.host
   return _Hosts(manifest.host,
-                None if replayed is None else Host.from_json(replayed, f"{where}: worker answer"))
+                None if replayed is None else Host.from_json(replayed, f"{where}: worker answer: host"))
 
 
 def broke(r: ReaderResult) -> bool:

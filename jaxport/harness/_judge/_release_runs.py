@@ -21,7 +21,8 @@ from typing import Any
 
 from jaxport._vocabulary import Finding, FindingKind as K, Status, Subject
 from jaxport.golden._entry_id import EntryId
-from jaxport.harness._protocol._release_rows import HARNESS, PROCESS, VERIFY, ReleaseRow
+from jaxport.harness._protocol._release_rows import (HARNESS, PROCESS, VERIFY, ReleaseRow,
+                                                   read_row)
 
 # The stage a row ends at without an error when the replayer only read the entry.
 READ_ONLY = "deserialize"
@@ -50,7 +51,7 @@ class ReleaseRun:
 def judge_row(row: ReleaseRow | Mapping[str, Any], version: str) -> ReleaseRun:
   """The outcome of one row of the release replayer under jax ``version``: its status from how
   far the row got, whether the entry runs there from :func:`runs_there`."""
-  r = row if isinstance(row, ReleaseRow) else ReleaseRow.from_json(row)
+  r = row if isinstance(row, ReleaseRow) else read_row(row)
   found, ran, ok = row_findings(r, version)
   if r.not_replayable is not None:
     status = None

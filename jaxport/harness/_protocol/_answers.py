@@ -15,6 +15,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from jaxport._record_codec import counted, json_record, key
 from jaxport._records import Strict
 from jaxport.errors import WorkerAnswerError
 from jaxport.golden._entry_id import EntryId, read_entry_id, require_entry_id
@@ -44,17 +45,23 @@ class FailureKind(enum.StrEnum):
 # --- strict reading -------------------------------------------------------------------------
 
 _S = Strict.raising(WorkerAnswerError)
+_record = json_record(_S)
 
 
-def _stage(value: str, where: str) -> str:
+def _stage(s: Strict, value: Any, where: str) -> str:
   """``value`` if it is a stage of ``_stage_marks``' vocabulary."""
-  if not is_stage(value):
-    raise _S.fail(where, f"expected a stage (case_code, today, reader:NAME), got {value!r}")
+  if not is_stage(s.of(value, str, where)):
+    raise s.fail(where, f"expected a stage (case_code, today, reader:NAME), got {value!r}")
   return value
+
+
+def _stages(s: Strict, value: Any, where: str) -> tuple[str, ...]:
+  return tuple(_stage(s, x, f"{where}[{i}]") for i, x in enumerate(s.strs(value, where)))
 
 
 # --- records --------------------------------------------------------------------------------
 
+@_record
 @dataclasses.dataclass(frozen=True)
 class Numerics:
   """One comparison of computed outputs with the recorded ones (a checker's verdict), or
@@ -83,19 +90,8 @@ class Numerics:
     same)."""
     return cls(False, exact, 0.0, (), checker_error)
 
-  def to_json(self) -> dict[str, Any]:
-    return {"ok": self.ok, "exact": self.exact, "max_abs_err": self.max_abs_err,
-            "problems": list(self.problems), "checker_error": self.checker_error}
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> Numerics:
-    d = _S.record(cls, d, where)
-    return cls(_S.of(d["ok"], bool, f"{where}.ok"), _S.of(d["exact"], bool, f"{where}.exact"),
-               float(_S.of(d["max_abs_err"], (int, float), f"{where}.max_abs_err")),
-               _S.strs(d["problems"], f"{where}.problems"),
-               _S.of(d["checker_error"], str, f"{where}.checker_error", nullable=True))
-
-
+@_record
 @dataclasses.dataclass(frozen=True)
 class EnvelopeRead:
   """An envelope the installed jax refused as expired, read after its rewrite."""
@@ -106,20 +102,8 @@ class EnvelopeRead:
   producer: str | None
   error_before: str
 
-  def to_json(self) -> dict[str, Any]:
-    return dataclasses.asdict(self)
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> EnvelopeRead:
-    d = _S.record(cls, d, where)
-    return cls(_S.of(d["layout"], str, f"{where}.layout"),
-               _S.of(d["from_version"], int, f"{where}.from_version"),
-               _S.of(d["to_version"], int, f"{where}.to_version"),
-               _S.of(d["reason"], str, f"{where}.reason"),
-               _S.of(d["producer"], str, f"{where}.producer", nullable=True),
-               _S.of(d["error_before"], str, f"{where}.error_before"))
-
-
+@_record
 @dataclasses.dataclass(frozen=True)
 class UpgradedRun:
   """A record that failed to run and was rewritten by ``jaxport.upgrade``."""
@@ -127,19 +111,8 @@ class UpgradedRun:
   error_before: str
   rewrites: tuple[Mapping[str, Any], ...]
 
-  def to_json(self) -> dict[str, Any]:
-    return {"rules": list(self.rules), "error_before": self.error_before,
-            "rewrites": [dict(r) for r in self.rewrites]}
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> UpgradedRun:
-    d = _S.record(cls, d, where)
-    rewrites = _S.of(d["rewrites"], list, f"{where}.rewrites")
-    return cls(_S.strs(d["rules"], f"{where}.rules"), _S.of(d["error_before"], str,
-                                                            f"{where}.error_before"),
-               tuple(_S.of(r, dict, f"{where}.rewrites[{i}]") for i, r in enumerate(rewrites)))
-
-
+@_record
 @dataclasses.dataclass(frozen=True)
 class ReaderResult:
   """One reader's replay of an entry.
@@ -162,33 +135,8 @@ class ReaderResult:
   platforms: tuple[str, ...] | None = None
   allowed_targets: tuple[str, ...] | None = None
 
-  def to_json(self) -> dict[str, Any]:
-    return {"reader": self.reader, "stage": str(self.stage), "error": self.error,
-            "problems": list(self.problems),
-            "numerics": None if self.numerics is None else self.numerics.to_json(),
-            "upgrade_refused": self.upgrade_refused,
-            "envelope": None if self.envelope is None else self.envelope.to_json(),
-            "upgraded": None if self.upgraded is None else self.upgraded.to_json(),
-            "platforms": None if self.platforms is None else list(self.platforms),
-            "allowed_targets": (None if self.allowed_targets is None
-                                else list(self.allowed_targets))}
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> ReaderResult:
-    d = _S.record(cls, d, where)
-    return cls(
-        reader=_S.of(d["reader"], str, f"{where}.reader"),
-        stage=_S.enum(Stage, d["stage"], f"{where}.stage"),
-        error=_S.of(d["error"], str, f"{where}.error", nullable=True),
-        problems=_S.strs(d["problems"], f"{where}.problems"),
-        numerics=None if d["numerics"] is None else Numerics.from_json(d["numerics"], f"{where}.numerics"),
-        upgrade_refused=_S.of(d["upgrade_refused"], str, f"{where}.upgrade_refused", nullable=True),
-        envelope=None if d["envelope"] is None else EnvelopeRead.from_json(d["envelope"], f"{where}.envelope"),
-        upgraded=None if d["upgraded"] is None else UpgradedRun.from_json(d["upgraded"], f"{where}.upgraded"),
-        platforms=_S.strs(d["platforms"], f"{where}.platforms", nullable=True),
-        allowed_targets=_S.strs(d["allowed_targets"], f"{where}.allowed_targets", nullable=True))
-
-
+@_record
 @dataclasses.dataclass(frozen=True)
 class TodayResult:
   """Today's lowering of the entry's case, compared with the entry.
@@ -222,38 +170,8 @@ class TodayResult:
   recorded_check: Numerics | None = None
   donation_removed: tuple[str, ...] = ()
 
-  def to_json(self) -> dict[str, Any]:
-    return {"available": self.available, "reason": self.reason, "error": self.error,
-            "recorded_check": (None if self.recorded_check is None
-                               else self.recorded_check.to_json()),
-            "targets": list(self.targets), "matched_case": self.matched_case,
-            "signature_diff": list(self.signature_diff), "same_module": self.same_module,
-            "numerics": None if self.numerics is None else self.numerics.to_json(),
-            "contract_diff": list(self.contract_diff),
-            "contract_by_jax": list(self.contract_by_jax),
-            "platforms_added": list(self.platforms_added),
-            "donation_removed": list(self.donation_removed)}
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> TodayResult:
-    d = _S.record(cls, d, where)
-    return cls(
-        available=_S.of(d["available"], bool, f"{where}.available"),
-        reason=_S.of(d["reason"], str, f"{where}.reason", nullable=True),
-        error=_S.of(d["error"], str, f"{where}.error", nullable=True),
-        targets=_S.strs(d["targets"], f"{where}.targets"),
-        matched_case=_S.of(d["matched_case"], str, f"{where}.matched_case", nullable=True),
-        signature_diff=_S.strs(d["signature_diff"], f"{where}.signature_diff"),
-        same_module=_S.of(d["same_module"], bool, f"{where}.same_module"),
-        numerics=None if d["numerics"] is None else Numerics.from_json(d["numerics"], f"{where}.numerics"),
-        contract_diff=_S.strs(d["contract_diff"], f"{where}.contract_diff"),
-        contract_by_jax=_S.strs(d["contract_by_jax"], f"{where}.contract_by_jax"),
-        platforms_added=_S.strs(d["platforms_added"], f"{where}.platforms_added"),
-        recorded_check=None if d["recorded_check"] is None else Numerics.from_json(
-            d["recorded_check"], f"{where}.recorded_check"),
-        donation_removed=_S.strs(d["donation_removed"], f"{where}.donation_removed"))
-
-
+@_record
 @dataclasses.dataclass(frozen=True)
 class ReplayAnswer:
   """The worker's replay of one entry: each reader's result, today's lowering (None when the
@@ -279,40 +197,8 @@ class ReplayAnswer:
   # older golden format whose case sets none: today's defaults), one line; None: as recorded.
   comparison_note: str | None = None
 
-  def to_json(self) -> dict[str, Any]:
-    return {"readers": [r.to_json() for r in self.readers], "from_cache": self.from_cache,
-            "config_changes": list(self.config_changes),
-            "golden_problems": list(self.golden_problems),
-            "comparison_note": self.comparison_note,
-            "today": None if self.today is None else self.today.to_json(),
-            "host": None if self.host is None else dict(self.host), "seconds": self.seconds,
-            "timings": dict(self.timings),
-            "features": None if self.features is None else dict(self.features),
-            "features_error": self.features_error}
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> ReplayAnswer:
-    d = _S.record(cls, d, where)
-    readers = _S.of(d["readers"], list, f"{where}.readers")
-    timings = _S.of(d["timings"], dict, f"{where}.timings")
-    return cls(
-        readers=tuple(ReaderResult.from_json(r, f"{where}.readers[{i}]")
-                      for i, r in enumerate(readers)),
-        today=None if d["today"] is None else TodayResult.from_json(d["today"], f"{where}.today"),
-        host=_S.of(d["host"], dict, f"{where}.host", nullable=True),
-        seconds=float(_S.of(d["seconds"], (int, float), f"{where}.seconds")),
-        timings={_S.of(k, str, f"{where}.timings"): float(_S.of(v, (int, float),
-                                                                f"{where}.timings.{k}"))
-                 for k, v in timings.items()},
-        from_cache=_S.of(d["from_cache"], int, f"{where}.from_cache"),
-        features=_S.of(d["features"], dict, f"{where}.features", nullable=True),
-        features_error=_S.of(d["features_error"], str, f"{where}.features_error", nullable=True),
-        config_changes=_S.strs(d["config_changes"], f"{where}.config_changes"),
-        golden_problems=_S.strs(d["golden_problems"], f"{where}.golden_problems"),
-        comparison_note=_S.of(d["comparison_note"], str, f"{where}.comparison_note",
-                              nullable=True))
-
-
+@_record
 @dataclasses.dataclass(frozen=True)
 class RecordAnswer:
   """The worker's recording of one case: the id of the entry it wrote into the staging store,
@@ -336,23 +222,8 @@ class RecordAnswer:
     if self.compared_with is not None:
       require_entry_id(self.compared_with, "RecordAnswer.compared_with")
 
-  def to_json(self) -> dict[str, Any]:
-    return {"entry_id": str(self.entry_id), "nonfinite": list(self.nonfinite),
-            "config_changes": list(self.config_changes),
-            "compared_with": None if self.compared_with is None else str(self.compared_with),
-            "differing": list(self.differing), "gradients": self.gradients}
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> RecordAnswer:
-    d = _S.record(cls, d, where)
-    return cls(read_entry_id(_S, d["entry_id"], f"{where}.entry_id"),
-               _S.strs(d["nonfinite"], f"{where}.nonfinite"),
-               _S.strs(d["config_changes"], f"{where}.config_changes"),
-               read_entry_id(_S, d["compared_with"], f"{where}.compared_with", nullable=True),
-               _S.strs(d["differing"], f"{where}.differing"),
-               _S.of(d["gradients"], str, f"{where}.gradients"))
-
-
+@_record
 @dataclasses.dataclass(frozen=True)
 class DevicesAnswer:
   """The worker's jax backend: the harness's name of its platform, its devices' kind and
@@ -360,21 +231,11 @@ class DevicesAnswer:
   saying why and who holds it, with the other fields empty."""
   platform: str
   device_kind: str
-  count: int
+  count: int = key(read=counted)
   error: str = ""
 
-  def to_json(self) -> dict[str, Any]:
-    return dataclasses.asdict(self)
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> DevicesAnswer:
-    d = _S.record(cls, d, where)
-    return cls(_S.of(d["platform"], str, f"{where}.platform"),
-               _S.of(d["device_kind"], str, f"{where}.device_kind"),
-               _S.count(d["count"], f"{where}.count"),
-               _S.of(d["error"], str, f"{where}.error"))
-
-
+@_record
 @dataclasses.dataclass(frozen=True)
 class WorkerFailure:
   """A request that got no answer of its kind: why, the worker's exit code and last stderr
@@ -387,28 +248,12 @@ class WorkerFailure:
   # A crash: the stages the worker was in when it died (``_stage_marks``: the case's code,
   # today's export, a reader), and the stage whose thread called ``os._exit``; empty and
   # None when it left no word.
-  stages: tuple[str, ...] = ()
-  exited_in: str | None = None
-
-  def to_json(self) -> dict[str, Any]:
-    return {"kind": str(self.kind), "why": self.why, "returncode": self.returncode,
-            "stderr_tail": self.stderr_tail, "traceback": self.traceback,
-            "stages": list(self.stages), "exited_in": self.exited_in}
-
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> WorkerFailure:
-    d = _S.record(cls, d, where)
-    return cls(_S.enum(FailureKind, d["kind"], f"{where}.kind"), _S.of(d["why"], str,
-                                                                       f"{where}.why"),
-               _S.of(d["returncode"], int, f"{where}.returncode", nullable=True),
-               _S.of(d["stderr_tail"], str, f"{where}.stderr_tail"),
-               _S.of(d["traceback"], str, f"{where}.traceback"),
-               tuple(_stage(s, f"{where}.stages[{i}]")
-                     for i, s in enumerate(_S.strs(d["stages"], f"{where}.stages"))),
-               None if d["exited_in"] is None else _stage(
-                   _S.of(d["exited_in"], str, f"{where}.exited_in"), f"{where}.exited_in"))
+  stages: tuple[str, ...] = key(default=(), read=_stages)
+  exited_in: str | None = key(default=None, read=lambda s, v, where: None if v is None
+                              else _stage(s, v, where))
 
 
+@_record
 @dataclasses.dataclass(frozen=True)
 class ArtifactsAnswer:
   """The failure artifacts the worker wrote for one entry (``--compat-artifacts``): the folder,
@@ -417,16 +262,8 @@ class ArtifactsAnswer:
   files: tuple[str, ...]
   problems: tuple[str, ...] = ()
 
-  def to_json(self) -> dict[str, Any]:
-    return {"folder": self.folder, "files": list(self.files), "problems": list(self.problems)}
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> ArtifactsAnswer:
-    d = _S.record(cls, d, where)
-    return cls(_S.of(d["folder"], str, f"{where}.folder"), _S.strs(d["files"], f"{where}.files"),
-               _S.strs(d["problems"], f"{where}.problems"))
-
-
+@_record
 @dataclasses.dataclass(frozen=True)
 class CaseFacts:
   """What a process that routes entries needs to know of one case, without importing it (and
@@ -439,22 +276,8 @@ class CaseFacts:
   min_consumer: str | None
   lowering_twin: str | None = None
 
-  def to_json(self) -> dict[str, Any]:
-    return {"case_id": self.case_id, "host_platform": self.host_platform,
-            "export_platforms": list(self.export_platforms), "lowering_only": self.lowering_only,
-            "min_consumer": self.min_consumer, "lowering_twin": self.lowering_twin}
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> CaseFacts:
-    d = _S.record(cls, d, where)
-    return cls(_S.of(d["case_id"], str, f"{where}.case_id"),
-               _S.of(d["host_platform"], str, f"{where}.host_platform"),
-               _S.strs(d["export_platforms"], f"{where}.export_platforms"),
-               _S.of(d["lowering_only"], bool, f"{where}.lowering_only"),
-               _S.of(d["min_consumer"], str, f"{where}.min_consumer", nullable=True),
-               _S.of(d["lowering_twin"], str, f"{where}.lowering_twin", nullable=True))
-
-
+@_record
 @dataclasses.dataclass(frozen=True)
 class ProjectCases:
   """The facts of every case of a project's case modules, and the targets the modules declare
@@ -475,16 +298,6 @@ class ProjectCases:
     """The cases recorded and replayed on machines of ``host_platform``, sorted by id."""
     return sorted((c for c in self.cases if c.host_platform == host_platform),
                   key=lambda c: c.case_id)
-
-  def to_json(self) -> dict[str, Any]:
-    return {"cases": [c.to_json() for c in self.cases], "unreachable": dict(self.unreachable)}
-
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> ProjectCases:
-    d = _S.record(cls, d, where)
-    cases = _S.of(d["cases"], list, f"{where}.cases")
-    return cls(tuple(CaseFacts.from_json(c, f"{where}.cases[{i}]") for i, c in enumerate(cases)),
-               dict(_S.str_map(d["unreachable"], f"{where}.unreachable")))
 
 
 Answer = (ReplayAnswer | RecordAnswer | ArtifactsAnswer | ProjectCases | DevicesAnswer

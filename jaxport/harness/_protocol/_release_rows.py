@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from jaxport._record_codec import json_record, key
 from jaxport._records import Strict
 from jaxport.errors import JaxportError
 from jaxport.golden._entry_id import EntryId, read_entry_id
@@ -29,6 +30,16 @@ class ReleaseRowError(JaxportError, ValueError):
 _S = Strict.raising(ReleaseRowError)
 
 
+def _stage(s: Strict, value: Any, where: str) -> str:
+  stage = s.of(value, str, where)
+  if stage not in STAGES:
+    raise s.fail(where, f"expected one of {list(STAGES)}, got {stage!r}")
+  return stage
+
+
+# A row's keys beside the entry id and stage are optional, and keys a newer replayer writes are
+# ignored: the replayer of another jaxport release may write fewer or more.
+@json_record(_S, unknown_keys=True)
 @dataclasses.dataclass(frozen=True)
 class ReleaseRow:
   """One entry's replay by a release's own ``jax.export``.
@@ -39,29 +50,20 @@ class ReleaseRow:
   compared (the project's own checker); ``matched`` and ``problems``: the comparison's
   result (None: nothing compared)."""
   entry_id: EntryId
-  stage: str
-  error: str | None = None
-  not_replayable: str | None = None
-  not_compared: str | None = None
-  matched: bool | None = None
-  problems: str | None = None
+  stage: str = key(read=_stage)
+  error: str | None = key(default=None, optional=True)
+  not_replayable: str | None = key(default=None, optional=True)
+  not_compared: str | None = key(default=None, optional=True)
+  matched: bool | None = key(default=None, optional=True)
+  problems: str | None = key(default=None, optional=True)
 
-  @classmethod
-  def from_json(cls, row: Mapping[str, Any]) -> ReleaseRow:
-    """The row of a replayer's line; one that does not read is a ``harness`` row naming why.
-    A line naming no entry id is refused (``ReleaseRowError``): no entry is known to fail."""
-    entry_id = read_entry_id(_S, row.get("entry_id") if isinstance(row, Mapping) else None,
-                             "release replayer row.entry_id")
-    try:
-      d = _S.obj(row, "release replayer row", required=("entry_id", "stage"))
-      stage = _S.of(d["stage"], str, "stage")
-      if stage not in STAGES:
-        raise _S.fail("stage", f"expected one of {list(STAGES)}, got {stage!r}")
-      return cls(entry_id, stage,
-                 _S.of(d.get("error"), str, "error", nullable=True),
-                 _S.of(d.get("not_replayable"), str, "not_replayable", nullable=True),
-                 _S.of(d.get("not_compared"), str, "not_compared", nullable=True),
-                 _S.of(d.get("matched"), bool, "matched", nullable=True),
-                 _S.of(d.get("problems"), str, "problems", nullable=True))
-    except ReleaseRowError as e:
-      return cls(entry_id, HARNESS, f"the release replayer's row does not read: {e}")
+
+def read_row(row: Any) -> ReleaseRow:
+  """The row of a replayer's line; one that does not read is a ``harness`` row naming why.
+  A line naming no entry id is refused (``ReleaseRowError``): no entry is known to fail."""
+  entry_id = read_entry_id(_S, row.get("entry_id") if isinstance(row, Mapping) else None,
+                           "release replayer row.entry_id")
+  try:
+    return ReleaseRow.from_json(row, "release replayer row")
+  except ReleaseRowError as e:
+    return ReleaseRow(entry_id, HARNESS, f"the release replayer's row does not read: {e}")

@@ -19,49 +19,13 @@ import enum
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from jaxport._record_codec import json_record
 from jaxport._records import Strict
 from jaxport.errors import WorkerAnswerError
-from jaxport.golden._entry_id import EntryId, read_entry_id, require_entry_id
+from jaxport.golden._entry_id import EntryId, require_entry_id
 
 
-_S = Strict.raising(WorkerAnswerError)
-
-
-def _read_id(value: Any, where: str) -> EntryId:
-  return read_entry_id(_S, value, where)
-
-
-def _read_str(value: Any, where: str) -> str:
-  return _S.of(value, str, where)
-
-
-def _read_bool(value: Any, where: str) -> bool:
-  return _S.of(value, bool, where)
-
-
-# The readers of the fields of the requests read by :func:`_plain`, by annotation.
-_PLAIN_READERS = {"str": _read_str, "bool": _read_bool, "EntryId": _read_id}
-
-
-def _plain(cls: type, d: Any, where: str) -> Any:
-  """A request whose fields are all text, switches or entry ids, read strictly: every field
-  present, nothing else, each of its annotated type."""
-  d = _S.record(cls, d, where)
-  return cls(**{f.name: _PLAIN_READERS[f.type](d[f.name], f"{where}.{f.name}")
-                for f in dataclasses.fields(cls)})
-
-
-class _Plain:
-  """A request whose fields are all text, switches or entry ids, written and read field by
-  field (an entry id as its text)."""
-
-  def to_json(self) -> dict[str, Any]:
-    return {f.name: str(v) if isinstance(v := getattr(self, f.name), EntryId) else v
-            for f in dataclasses.fields(self)}
-
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> Any:
-    return _plain(cls, d, where)
+_record = json_record(Strict.raising(WorkerAnswerError))
 
 
 class _OfNoEntry:
@@ -78,6 +42,7 @@ class FeaturesWanted(enum.StrEnum):
   MIN_CONSUMER = "min_consumer"  # the case's min_consumer is checked: a failure to read them fails
 
 
+@_record
 @dataclasses.dataclass(frozen=True)
 class ReplayRequest:
   """Replay one entry of the store at ``root`` with each of ``readers``; ``current``: compare
@@ -95,29 +60,10 @@ class ReplayRequest:
   def __post_init__(self) -> None:
     require_entry_id(self.entry_id, "ReplayRequest")
 
-  def to_json(self) -> dict[str, Any]:
-    return {"root": self.root, "entry_id": str(self.entry_id), "readers": list(self.readers),
-            "current": self.current, "run": self.run,
-            "features": None if self.features is None else str(self.features)}
 
-  @classmethod
-  def from_json(cls, d: Any, where: str) -> ReplayRequest:
-    d = _S.record(cls, d, where)
-    features = _S.of(d["features"], str, f"{where}.features", nullable=True)
-    try:
-      wanted = None if features is None else FeaturesWanted(features)
-    except ValueError:
-      raise WorkerAnswerError(f"{where}.features: expected one of "
-                              f"{', '.join(FeaturesWanted)} or null, got {features!r}") from None
-    return cls(_S.of(d["root"], str, f"{where}.root"),
-               _read_id(d["entry_id"], f"{where}.entry_id"),
-               _S.strs(d["readers"], f"{where}.readers"), _S.of(d["current"], bool,
-                                                                f"{where}.current"),
-               _S.of(d["run"], bool, f"{where}.run"), wanted)
-
-
+@_record
 @dataclasses.dataclass(frozen=True)
-class RecordRequest(_Plain, _OfNoEntry):
+class RecordRequest(_OfNoEntry):
   """Record case ``case_id`` as of ``today`` (ISO date) into the staging store at ``staging``,
   and compare the recording with the day's newest entry of the case in the golden store at
   ``store`` (none where empty)."""
@@ -128,8 +74,9 @@ class RecordRequest(_Plain, _OfNoEntry):
   store: str = ""
 
 
+@_record
 @dataclasses.dataclass(frozen=True)
-class ArtifactsRequest(_Plain):
+class ArtifactsRequest:
   """Write the failure artifacts of entry ``entry_id`` of the store at ``root`` into a folder of
   ``dir``; ``run``: whether the obtained outputs can be computed here."""
   op: ClassVar[str] = "artifacts"
@@ -142,14 +89,16 @@ class ArtifactsRequest(_Plain):
     require_entry_id(self.entry_id, "ArtifactsRequest")
 
 
+@_record
 @dataclasses.dataclass(frozen=True)
-class CasesRequest(_Plain, _OfNoEntry):
+class CasesRequest(_OfNoEntry):
   """List the facts of the project's cases (``ProjectCases``)."""
   op: ClassVar[str] = "cases"
 
 
+@_record
 @dataclasses.dataclass(frozen=True)
-class DevicesRequest(_Plain, _OfNoEntry):
+class DevicesRequest(_OfNoEntry):
   """Say which platform the worker's jax backend is and how many devices it has
   (``DevicesAnswer``): the pytest process asks instead of opening the device itself."""
   op: ClassVar[str] = "devices"
