@@ -138,12 +138,12 @@ class Host:
       return ("the other host is unknown",)
     mine, theirs = self.to_json(), other.to_json()
     out = []
-    for key in sorted(set(mine) | set(theirs)):
-      a, b = mine.get(key), theirs.get(key)
+    for field in sorted(set(mine) | set(theirs)):
+      a, b = mine.get(field), theirs.get(field)
       if a is None or b is None:
-        out.append(f"{key} unknown")
+        out.append(f"{field} unknown")
       elif a != b:
-        out.append(f"{key} {_short(a)} vs {_short(b)}")
+        out.append(f"{field} {_short(a)} vs {_short(b)}")
     return tuple(out)
 
   def describe(self) -> str:

@@ -173,10 +173,10 @@ def _one_shape(record: RunsOnRecord, d: Mapping[str, Any], strict: Strict, where
     strict.of(d["runs_on_error"], str, f"{where}.runs_on_error")
     return
   strict.obj(d, where, ("runs_on", "runs_on_limits", "runs_on_summary", "runs_on_basis"), ())
-  for key in ("runs_on_limits", "runs_on_summary", "runs_on_basis"):
-    if set(d[key]) != set(record.runs_on):
-      raise strict.fail(f"{where}.{key}", f"expected the platforms of runs_on "
-                                          f"{sorted(record.runs_on)}, got {sorted(d[key])}")
+  for part in ("runs_on_limits", "runs_on_summary", "runs_on_basis"):
+    if set(d[part]) != set(record.runs_on):
+      raise strict.fail(f"{where}.{part}", f"expected the platforms of runs_on "
+                                           f"{sorted(record.runs_on)}, got {sorted(d[part])}")
   for platform, how in d["runs_on_basis"].items():
     if how not in (MEASURED, PREDICTED):
       raise strict.fail(f"{where}.runs_on_basis.{platform}",
