@@ -13,6 +13,7 @@ environment that disagrees is refused, not trusted.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import subprocess
@@ -67,7 +68,8 @@ def prechecked(root: Path, entry_ids: Sequence[EntryId],
       left.append(entry_id)
       continue
     refused[entry_id] = TfRow(entry_id, PRECHECK, calling_convention=env.calling_convention,
-                              stablehlo=env.stablehlo_version, platforms=env.platforms)
+                              stablehlo=env.stablehlo_version, platforms=env.platforms,
+                              blob_sha256=hashlib.sha256(blob).hexdigest())
   return refused, left
 
 

@@ -12,6 +12,11 @@ a newer measurement of the entry under the same release replaces it. The file is
 strict JSON, refused naming the bad key, never run, and read and written only where neither
 its folder nor a folder between it and the project's root is a link (``PrivatePathError``
 naming the link: nothing is read or written through it).
+
+``jaxport replay --with-tf VERSION`` keeps, beside them, whether each entry's blob was served by
+a TensorFlow release's ``XlaCallModule`` (:class:`MeasuredServe`: served, or not and the
+refusal's reason), keyed by the blob's sha256 the same way. Format 3 holds both; a file of
+format 2, written before TensorFlow's records, reads as holding none of them.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +38,11 @@ from jaxport.releases._version_text import parse_version
 # Relative to the project's root (where its pytest configuration lives); in the folder
 # --compat-cache-dir names instead, where a run names one.
 MEASURED_FILE = Path(".jaxport_cache") / "measured-releases.json"
-FORMAT = 2
-_FIX = "remove the file; `jaxport replay --with-jax VERSION` measures again"
+FORMAT = 3
+# The older format still read: the jax releases' records alone (no TensorFlow records).
+_JAX_ONLY_FORMAT = 2
+_FIX = ("remove the file; `jaxport replay --with-jax VERSION` (and `--with-tf VERSION`) "
+        "measures again")
 _STRICT = Strict(lambda where, what: ReleaseTableError(f"{MEASURED_FILE}: {where}: {what}; {_FIX}"))
 
 
@@ -73,9 +81,58 @@ class MeasuredRun:
 
 
 @dataclasses.dataclass(frozen=True)
+class MeasuredServe:
+  """One entry called by one TensorFlow release's ``XlaCallModule``: whether it was served
+  (called and, where the entry's comparison could, reproduced), else the refusal's ``reason``
+  as the judge names it (``calling_convention``, ``stablehlo_version``, ``custom_call``,
+  ``platform``; None where TensorFlow computed it differently or failed for no named reason)."""
+  release: str       # the TensorFlow release
+  served: bool
+  reason: str | None
+  detail: str
+  date: datetime.date
+  blob_sha256: str
+  judged_by: str     # the jaxport release whose judge weighed the reader's row
+
+  def to_json(self) -> dict[str, Any]:
+    return {"served": self.served, "reason": self.reason, "detail": self.detail,
+            "date": self.date.isoformat(), "blob_sha256": self.blob_sha256,
+            "judged_by": self.judged_by}
+
+  @classmethod
+  def from_json(cls, release: str, d: Any, where: str) -> MeasuredServe:
+    d = _STRICT.obj(d, where, ("served", "reason", "detail", "date", "blob_sha256", "judged_by"),
+                    ())
+    reason = _STRICT.of(d["reason"], str, f"{where}.reason", nullable=True)
+    if reason is not None and not reason.isidentifier():
+      raise _STRICT.fail(f"{where}.reason", f"expected a refusal's name, got {reason!r}")
+    served = _STRICT.of(d["served"], bool, f"{where}.served")
+    if served and reason is not None:
+      raise _STRICT.fail(f"{where}.reason", f"a served entry has no refusal, got {reason!r}")
+    return cls(release, served, reason, _STRICT.of(d["detail"], str, f"{where}.detail"),
+               _STRICT.date(d["date"], f"{where}.date"),
+               _STRICT.of(d["blob_sha256"], str, f"{where}.blob_sha256"),
+               _STRICT.of(d["judged_by"], str, f"{where}.judged_by"))
+
+  @property
+  def verdict(self) -> str:
+    """``serves``, or ``does not serve`` with the refusal's reason and what it says."""
+    if self.served:
+      return "serves"
+    return f"does not serve ({self.reason + ': ' if self.reason else ''}{self.detail})"
+
+  def __str__(self) -> str:
+    return (f"TensorFlow {self.release}: {self.verdict}, measured {self.date.isoformat()} by "
+            f"jaxport {self.judged_by}")
+
+
+
+@dataclasses.dataclass(frozen=True)
 class MeasuredRuns:
-  """Every measurement of a project: entry id -> release -> run."""
+  """Every measurement of a project: entry id -> jax release -> run, and entry id ->
+  TensorFlow release -> whether it served the entry (``tf``)."""
   entries: Mapping[EntryId, Mapping[str, MeasuredRun]] = dataclasses.field(default_factory=dict)
+  tf: Mapping[EntryId, Mapping[str, MeasuredServe]] = dataclasses.field(default_factory=dict)
 
   def of(self, entry_id: EntryId, blob_sha256: str | None) -> tuple[MeasuredRun, ...]:
     """The measurements of ``entry_id`` whose blob is still ``blob_sha256``, oldest release
@@ -84,40 +141,81 @@ class MeasuredRuns:
     return tuple(sorted((r for r in runs.values() if r.blob_sha256 == blob_sha256),
                         key=lambda r: parse_version(r.release)))
 
+  def served_by(self, entry_id: EntryId, blob_sha256: str | None) -> tuple[MeasuredServe, ...]:
+    """What TensorFlow releases measured of ``entry_id`` whose blob is still ``blob_sha256``,
+    oldest release first."""
+    runs = self.tf.get(require_entry_id(entry_id, "MeasuredRuns.served_by"), {})
+    return tuple(sorted((r for r in runs.values() if r.blob_sha256 == blob_sha256),
+                        key=lambda r: parse_version(r.release)))
+
   def with_runs(self, entry_id: EntryId, runs: list[MeasuredRun]) -> MeasuredRuns:
     """These measurements with ``runs`` of ``entry_id`` added (a release's newer one wins)."""
     require_entry_id(entry_id, "MeasuredRuns.with_runs")
-    entries = {k: dict(v) for k, v in self.entries.items()}
-    for run in runs:
-      entries.setdefault(entry_id, {})[run.release] = run
-    return MeasuredRuns(entries)
+    return dataclasses.replace(self, entries=_added(self.entries, entry_id, runs))
+
+  def with_served(self, entry_id: EntryId, served: list[MeasuredServe]) -> MeasuredRuns:
+    """These measurements with TensorFlow's ``served`` of ``entry_id`` added (a release's
+    newer one wins)."""
+    require_entry_id(entry_id, "MeasuredRuns.with_served")
+    return dataclasses.replace(self, tf=_added(self.tf, entry_id, served))
 
   def without(self, entry_id: EntryId, release: str) -> MeasuredRuns:
     """These measurements less that of ``entry_id`` under ``release`` (a newer replay there
     could not measure it)."""
-    entries = {k: {r: run for r, run in v.items() if (k, r) != (entry_id, release)}
-               for k, v in self.entries.items()}
-    return MeasuredRuns({k: v for k, v in entries.items() if v})
+    return dataclasses.replace(self, entries=_removed(self.entries, entry_id, release))
+
+  def without_served(self, entry_id: EntryId, release: str) -> MeasuredRuns:
+    """These measurements less TensorFlow ``release``'s of ``entry_id`` (a newer run there
+    could not measure it)."""
+    return dataclasses.replace(self, tf=_removed(self.tf, entry_id, release))
 
   def to_json(self) -> dict[str, Any]:
-    return {"format": FORMAT,
-            "entries": {str(e): {r: run.to_json() for r, run in sorted(runs.items())}
-                        for e, runs in sorted(self.entries.items())}}
+    return {"format": FORMAT, "entries": _records_json(self.entries), "tf": _records_json(self.tf)}
 
   @classmethod
   def from_json(cls, d: Any, where: str) -> MeasuredRuns:
-    d = _STRICT.obj(d, where, ("format", "entries"), ())
-    if _STRICT.count(d["format"], f"{where}.format") != FORMAT:
-      raise _STRICT.fail(f"{where}.format", f"expected {FORMAT}, got {d['format']}" + (
+    keys = _STRICT.obj(d, where)
+    older = keys.get("format") == _JAX_ONLY_FORMAT
+    d = _STRICT.obj(d, where, ("format", "entries") if older else ("format", "entries", "tf"), ())
+    if not older and _STRICT.count(d["format"], f"{where}.format") != FORMAT:
+      raise _STRICT.fail(f"{where}.format", f"expected {FORMAT} (or {_JAX_ONLY_FORMAT}), got "
+                         f"{d['format']}" + (
           " (its records do not name the jaxport release that judged them)"
           if d["format"] == 1 else ""))
-    entries = {}
-    for entry_id, runs in _STRICT.of(d["entries"], Mapping, f"{where}.entries").items():
-      at = f"{where}.entries.{entry_id}"
-      entries[_entry_id(entry_id, at)] = {_release(release, at): MeasuredRun.from_json(release, run,
-                                                                      f"{at}.{release}")
-                           for release, run in _STRICT.of(runs, Mapping, at).items()}
-    return cls(entries)
+    entries = _records(d["entries"], f"{where}.entries", MeasuredRun.from_json, "jax")
+    tf = {} if older else _records(d["tf"], f"{where}.tf", MeasuredServe.from_json, "TensorFlow")
+    return cls(entries, tf)
+
+
+def _added(records: Mapping[EntryId, Mapping[str, Any]], entry_id: EntryId,
+           runs: list[Any]) -> dict[EntryId, dict[str, Any]]:
+  out = {k: dict(v) for k, v in records.items()}
+  for run in runs:
+    out.setdefault(entry_id, {})[run.release] = run
+  return out
+
+
+def _removed(records: Mapping[EntryId, Mapping[str, Any]], entry_id: EntryId,
+             release: str) -> dict[EntryId, dict[str, Any]]:
+  out = {k: {r: run for r, run in v.items() if (k, r) != (entry_id, release)}
+         for k, v in records.items()}
+  return {k: v for k, v in out.items() if v}
+
+
+def _records_json(records: Mapping[EntryId, Mapping[str, Any]]) -> dict[str, Any]:
+  return {str(e): {r: run.to_json() for r, run in sorted(runs.items())}
+          for e, runs in sorted(records.items())}
+
+
+def _records(value: Any, where: str, read: Any, consumer: str) -> dict[EntryId, dict[str, Any]]:
+  """entry id -> release -> record, each read by ``read`` (``consumer``: whose releases)."""
+  out = {}
+  for entry_id, runs in _STRICT.of(value, Mapping, where).items():
+    at = f"{where}.{entry_id}"
+    out[_entry_id(entry_id, at)] = {_release(release, at, consumer): read(release, run,
+                                                                          f"{at}.{release}")
+                                    for release, run in _STRICT.of(runs, Mapping, at).items()}
+  return out
 
 
 def _entry_id(text: str, where: str) -> EntryId:
@@ -128,12 +226,12 @@ def _entry_id(text: str, where: str) -> EntryId:
     raise _STRICT.fail(where, str(e)) from None
 
 
-def _release(text: str, where: str) -> str:
-  """``text`` if it is a jax version number, else the reader's refusal naming ``where``."""
+def _release(text: str, where: str, consumer: str = "jax") -> str:
+  """``text`` if it is a version number, else the reader's refusal naming ``where``."""
   try:
     parse_version(text)
   except (ValueError, JaxportError):
-    raise _STRICT.fail(where, f"{text!r} is not a jax release") from None
+    raise _STRICT.fail(where, f"{text!r} is not a {consumer} release") from None
   return text
 
 
@@ -164,3 +262,29 @@ def read_measured(project_root: str | os.PathLike,
     return MeasuredRuns()
   return MeasuredRuns.from_json(_json.load_file(path, str(path), ReleaseTableError, _FIX,
                                                 follow_links=False), "measured")
+
+
+# How audit and inspect carry what ``--with-tf`` runs measured of an entry.
+SERVES_ON_TF = "serves_on_tf"
+
+
+def serves_on_tf_json(served: Sequence[MeasuredServe]) -> dict[str, Any]:
+  """``{"serves_on_tf": {release: record}}``: what TensorFlow releases measured of an entry
+  (only measured: nothing predicts TensorFlow)."""
+  return {SERVES_ON_TF: {r.release: {"served": r.served, "reason": r.reason, "detail": r.detail,
+                                     "date": r.date.isoformat(), "judged_by": r.judged_by}
+                         for r in served}}
+
+
+def serves_on_tf_lines(record: Mapping[str, Any]) -> list[str]:
+  """The text line of :func:`serves_on_tf_json` within ``record``, none where nothing was
+  measured."""
+  served = record.get(SERVES_ON_TF) or {}
+  if not served:
+    return []
+  parts = []
+  for release, r in served.items():
+    verdict = "serves" if r["served"] else "does not serve (" + (
+        f"{r['reason']}: " if r["reason"] else "") + f"{r['detail']})"
+    parts.append(f"{release} {verdict}, measured {r['date']} by jaxport {r['judged_by']}")
+  return ["  serves on TensorFlow (measured by --with-tf replays): " + "; ".join(parts)]

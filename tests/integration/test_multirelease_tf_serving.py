@@ -19,6 +19,7 @@ from jaxport.cli import main
 from jaxport.harness._judge._tf_runs import TfRefusal, judge_tf_row
 from jaxport.golden import EntryId
 from jaxport.multirelease._tf_replay import TfReplayError, replay_with_tf
+from jaxport.releases import read_measured
 from jaxport.releases._tf_table import tf_release
 from jaxport_in_release import tf_envelope
 
@@ -194,3 +195,16 @@ def test_replay_with_tf_reports_each_entry_and_fails_the_run(project, monkeypatc
   kept = {e["entry_id"]: e for e in json.loads(report.read_text())["entries"]}
   assert kept[ENTRIES["lapack"]]["reason"] == "custom_call"
   assert kept[ENTRIES["served"]]["status"] == "pass"
+  # Each entry's measurement is kept in the project, keyed by its blob; one not called is not.
+  measured = read_measured(project)
+  def served(key):
+    entry = project / "golden" / ENTRIES[key]
+    sha = hashlib.sha256((entry / "exported.bin").read_bytes()).hexdigest()
+    return {r.release: r for r in measured.served_by(EntryId.parse(ENTRIES[key]), sha)}
+  assert served("served")["2.21.0"].served and served("served")["2.21.0"].reason is None
+  lapack = served("lapack")["2.21.0"]
+  assert (lapack.served, lapack.reason) == (False, "custom_call")
+  assert "lapack_ssyevd_ffi" in lapack.detail
+  assert served("cuda")["2.21.0"].reason == "platform"
+  assert served("differs")["2.21.0"].reason is None and not served("differs")["2.21.0"].served
+  assert served("devices") == {}

@@ -38,7 +38,8 @@ class TfRow:
   ``calling_convention``, ``stablehlo``, ``platforms``: what the envelope says (None: not
   read); ``not_replayable``: why the reader cannot call it as TF Serving would (a multi-device
   entry, a VJP); ``not_compared``: why it ran and was not compared; ``matched`` and
-  ``problems``: the comparison's result (None: nothing compared)."""
+  ``problems``: the comparison's result (None: nothing compared); ``blob_sha256``: the sha256
+  of the blob the reader called (None: it read none)."""
   entry_id: EntryId
   stage: str
   error: str | None = None
@@ -49,6 +50,7 @@ class TfRow:
   not_compared: str | None = None
   matched: bool | None = None
   problems: str | None = None
+  blob_sha256: str | None = None
 
   @classmethod
   def from_json(cls, row: Mapping[str, Any]) -> TfRow:
@@ -71,7 +73,8 @@ class TfRow:
                  _S.of(d.get("not_replayable"), str, "not_replayable", nullable=True),
                  _S.of(d.get("not_compared"), str, "not_compared", nullable=True),
                  _S.of(d.get("matched"), bool, "matched", nullable=True),
-                 _S.of(d.get("problems"), str, "problems", nullable=True))
+                 _S.of(d.get("problems"), str, "problems", nullable=True),
+                 _S.of(d.get("blob_sha256"), str, "blob_sha256", nullable=True))
     except TfRowError as e:
       return cls(entry_id, HARNESS, f"the tf reader's row does not read: {e}")
 
