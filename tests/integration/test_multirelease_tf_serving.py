@@ -4,6 +4,7 @@ answers in TensorFlow's own words as measured. One project of real entries is bu
 and each release is read once: an entry served, one computed differently, one of each refusal
 reason, one with a VJP, one the reader cannot call."""
 
+import collections
 import hashlib
 import json
 import shutil
@@ -208,3 +209,27 @@ def test_replay_with_tf_reports_each_entry_and_fails_the_run(project, monkeypatc
   assert served("cuda")["2.21.0"].reason == "platform"
   assert served("differs")["2.21.0"].reason is None and not served("differs")["2.21.0"].served
   assert served("devices") == {}
+
+
+def test_matrix_takes_a_tensorflow_release_as_a_consumer_judged_by_the_tf_judge(
+    project, monkeypatch, tmp_path, capsys):
+  from jaxport.multirelease import _tf_replay
+  python = stand_in(project, "2.21")
+  monkeypatch.setattr(_tf_replay, "ensure_tf_env", lambda release: python)
+  out = tmp_path / "reports"
+  # No cell jax's window covers: TensorFlow's failures warn, the matrix does not fail.
+  assert main(["matrix", "--producers", "--tf-releases", "2.21", "--project", str(project),
+               "--out", str(out)]) == 0
+  matrix = json.loads((out / "matrix.json").read_text())
+  assert matrix["consumers"] == ["tf-2.21.0"]
+  cells = [matrix["cells"][p]["tf-2.21.0"] for p in matrix["producers"]]
+  assert [sum(c[k] for c in cells) for k in ("pass", "fail", "not_replayed", "total")] == [3, 4, 2, 9]
+  refused = collections.Counter()
+  for c in cells:
+    refused.update(c["refused_for"])
+  assert refused == {"custom_call": 1, "platform": 1, "stablehlo_version": 1}
+  assert all(not c["must_pass"] and c["status"] == ("warn" if c["fail"] else "pass")
+             for c in cells)
+  text = capsys.readouterr().out
+  assert "| producer | TensorFlow 2.21.0 |" in text
+  assert "on TensorFlow 2.21.0: 1 x refused (custom_call): custom call 'lapack_ssyevd_ffi'" in text
