@@ -33,8 +33,10 @@ def served_record(row: TfRow, run: TfRun, release: str, sha: str,
   """The record of one judged row of TensorFlow ``release`` (None: it measured nothing)."""
   if not run.measured or run.status is None:
     return None
-  return MeasuredServe(release, run.passed, None if run.refusal is None else str(run.refusal.reason),
-                       run.detail[:_DETAIL_CHARS], today, sha, JAXPORT_VERSION)
+  refusal = run.refusal
+  reason, detail = (None, run.detail) if refusal is None else (str(refusal.reason), refusal.message)
+  return MeasuredServe(release, run.passed, reason, detail[:_DETAIL_CHARS], today, sha,
+                       JAXPORT_VERSION)
 
 
 def remember_served(project: str | os.PathLike, store_root: Path, release: str,
