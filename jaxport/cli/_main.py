@@ -450,8 +450,7 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
   info.update(read.runs_on(entry.manifest if entry is not None else None, parser, label, own,
                            runs).to_json())
   if entry is not None:
-    info.update(serves_on_tf_json(() if measured is None else measured.served_by(entry.entry_id,
-                                                                                 sha)))
+    info.update(serves_on_tf_json(measured.served_by(entry.entry_id, sha) if measured else ()))
   if args.mlir:
     info["mlir"] = parser.module_text(bytes(exp.mlir_module_serialized), exp.fun_name, label)
   if args.json:
