@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import inspect
 import json
 import os
@@ -104,6 +105,7 @@ def replay(root: str, entry_id: str, checkers, op, parameters) -> dict:
   except Exception as e:  # noqa: BLE001  (a broken entry is a finding, not a crash)
     return done("verify", f"{type(e).__name__}: {e}")
   result["producer"] = manifest["producer"]
+  result["blob_sha256"] = hashlib.sha256(files["exported.bin"]).hexdigest()
   try:
     env = _envelope.read(files["exported.bin"])
   except _envelope.EnvelopeError as e:

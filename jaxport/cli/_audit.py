@@ -43,6 +43,7 @@ from jaxport.harness._judge._artifact import ArtifactFindings, audit_policy
 from jaxport.harness._project import ProjectTargets
 from jaxport.harness._controller._update import newest_entries
 from jaxport.releases import MeasuredRuns
+from jaxport.releases._measured import serves_on_tf_json, serves_on_tf_lines
 from jaxport.releases import _features as artifact_runs_on
 from jaxport.releases._dates import window_exit
 from jaxport.harness._protocol._answers import EnvelopeRead
@@ -96,7 +97,7 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
   parser child, ``cli._parser``; default: this process); ``newest``: the entry is its case's
   newest among those audited (an older one's drift only warns, as in the replay);
   ``measured``: the project's replays under other releases, which take precedence over the
-  release table in the entry's runs_on; ``current``: each case's newest entry recorded by the
+  release table in the entry's runs_on, and what TensorFlow releases measured of it; ``current``: each case's newest entry recorded by the
   installed jax, by case key (:func:`current_jax_entries`), the evidence that another
   release's lowering difference is jax's; ``shipped_expired_fails``: a shipped artifact the
   running jax refuses as it is fails (else warns, ``jaxport_shipped_expired = "warn"``);
@@ -148,8 +149,10 @@ def audit_artifact(art: Artifact, *, today: datetime.date, window_days: int,
         found.unreadable(f"cannot deserialize exported.bin: {type(e).__name__}: {e}")
       else:
         sigs = read.signatures
-        runs = () if measured is None else measured.of(
-            art.entry.entry_id, manifest.files.get("exported.bin"))
+        sha = manifest.files.get("exported.bin")
+        runs = () if measured is None else measured.of(art.entry.entry_id, sha)
+        rec.update(serves_on_tf_json(() if measured is None
+                                     else measured.served_by(art.entry.entry_id, sha)))
         rec.update(read.runs_on(manifest, reader, art.label,
                                 _own(declared, list(read.exported.platforms)), runs).to_json())
         # Golden verification of the entry as read, as the replay's worker verifies it.
@@ -409,6 +412,7 @@ def format_text(records: list[dict[str, Any]], window_days: int) -> str:
       out.append("  no custom-call targets")
     if "runs_on" in r:
       out.extend(artifact_runs_on.runs_on_lines(r))
+    out.extend(serves_on_tf_lines(r))
     if "run" in r:
       ran = r["run"]
       out.append(f"  run with its sample inputs: {ran['status'] if ran['ran'] else 'not run'} "

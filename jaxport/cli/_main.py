@@ -44,6 +44,7 @@ from jaxport.harness._controller import _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets
 from jaxport.releases import _features as artifact_runs_on
 from jaxport.releases import MeasuredRuns, read_measured
+from jaxport.releases._measured import serves_on_tf_json, serves_on_tf_lines
 
 logger = logging.getLogger("jaxport.cli")
 
@@ -444,10 +445,12 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
     declared = given if declared is None else declared.union(given)
   own = frozenset(t for p in exp.platforms for t in declared.stable(p)) if declared else frozenset()
   measured = _measured_of(project)
-  runs = () if measured is None or entry is None else measured.of(
-      entry.entry_id, entry.manifest.files.get("exported.bin"))
+  sha = None if entry is None else entry.manifest.files.get("exported.bin")
+  runs = () if measured is None or entry is None else measured.of(entry.entry_id, sha)
   info.update(read.runs_on(entry.manifest if entry is not None else None, parser, label, own,
                            runs).to_json())
+  if entry is not None:
+    info.update(serves_on_tf_json(measured.served_by(entry.entry_id, sha) if measured else ()))
   if args.mlir:
     info["mlir"] = parser.module_text(bytes(exp.mlir_module_serialized), exp.fun_name, label)
   if args.json:
@@ -482,6 +485,7 @@ def _inspect_with(args, parser: _parser.ModuleParser) -> int:
                    + (", ".join(m.no_cotangent) or "none"))
   lines.append(f"  read as it is by jax {installed_jax_version()}: {read.loading.text()}")
   lines.extend(artifact_runs_on.runs_on_lines(info))
+  lines.extend(serves_on_tf_lines(info))
   if args.mlir:
     lines.extend(info["mlir"].split("\n"))
   # A blob's strings are the artifact's, not ours: shown escaped, one line each.

@@ -9,6 +9,10 @@ jaxport runs on replay with their own ``jax.export`` and are not sharded.
 ``--producers`` asks another question of the same releases: every entry of the project's store
 read by each release's own ``jax.export`` (never jaxport), tabulated producer x consumer
 (:mod:`jaxport.multirelease._producers`).
+
+``--tf-releases 2.19,2.21`` adds TensorFlow releases as consumers: a cell each that runs
+``jaxport replay --with-tf VERSION``, or with ``--producers`` a column each of the matrix, its
+cells weighed by the ``tf`` reader's judge (:mod:`jaxport.multirelease._tf_matrix`).
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ from pathlib import Path
 from jaxport._jaxcompat._version import installed_jax_version
 from jaxport._record_codec import json_record
 from jaxport._records import Strict
-from jaxport.cli import _harness_run, _with_jax
+from jaxport.cli import _harness_run, _with_jax, _with_tf
 from jaxport.harness._judge._expectations import load_table
 from jaxport.errors import JaxportError
 from jaxport.multirelease._bisect import releases_in
-from jaxport.multirelease import _matrix, _producers
+from jaxport.multirelease import _matrix, _producers, _tf_matrix
 from jaxport.multirelease._envs import PYTHON_311, python_need
 from jaxport.multirelease._with_jax import runs_jaxport
+from jaxport.releases._tf_table import TfRelease, TfReleaseError, tf_release
 
 # The Python a CI job of a release sets up: the one the release installs on.
 _CI_PYTHON = {PYTHON_311: "3.11"}
@@ -55,12 +60,55 @@ class Cell:
     return shlex.join(["jaxport", *self.argv(project)])
 
 
+@json_record(Strict.raising(JaxportError))
+@dataclasses.dataclass(frozen=True)
+class TfCell:
+  """One job of the matrix that runs the ``tf`` reader of a TensorFlow release (of the whole
+  store: ``shard`` is None, as the JSON of a jax cell without shards says)."""
+  tf: str
+  python: str
+  report: str
+  shard: str | None = None
+
+  def argv(self, project: str) -> list[str]:
+    """The ``jaxport`` arguments the cell runs."""
+    return ["replay", "--with-tf", self.tf, "--project", project, "--compat-report", self.report]
+
+  def command(self, project: str) -> str:
+    """The command line the cell runs."""
+    return shlex.join(["jaxport", *self.argv(project)])
+
+
+def tf_releases_of(text: str | None) -> list[TfRelease]:
+  """The TensorFlow releases ``--tf-releases`` names (``2.19,2.21``), each one the table serves;
+  any other is refused naming the served ones."""
+  if text is None:
+    return []
+  names = [t.strip() for t in text.split(",") if t.strip()]
+  if not names:
+    raise JaxportError(f"matrix --tf-releases {text!r}: name releases, e.g. 2.19,2.21")
+  try:
+    found = [tf_release(n) for n in names]
+  except TfReleaseError as e:
+    raise JaxportError(f"matrix --tf-releases: {e}") from None
+  return [r for i, r in enumerate(found) if r.version not in {f.version for f in found[:i]}]
+
+
+def tf_cells(releases: list[TfRelease], out: str) -> list[TfCell]:
+  """A cell per TensorFlow release, on the newest Python it was measured on."""
+  return [TfCell(r.version, max(r.pythons, key=lambda v: tuple(map(int, v.split(".")))),
+                 f"{out}/tf-{r.version}.json") for r in releases]
+
+
 def add_parser(add) -> None:
   p = add("matrix", help="a project's entries under every jax release of a range",
           description="Replay the project's golden entries under each jax release of a range, "
                       "each in its own environment (as replay --with-jax does); --plan writes "
                       "the cells out as a CI job matrix instead of running them.")
   p.add_argument("--releases", default=None, metavar="FIRST..LAST", help="e.g. 0.11.0..0.12.0.1")
+  p.add_argument("--tf-releases", default=None, metavar="A,B",
+                 help="TensorFlow releases as consumers too (e.g. 2.19,2.21): each a replay "
+                      "--with-tf cell, or with --producers a column of the matrix")
   p.add_argument("--project", default=".", metavar="DIR",
                  help="the project whose pytest configuration opts into the harness (default: "
                       "the working directory); the plan's commands name it as given")
@@ -114,9 +162,14 @@ def run(args, extra) -> int:
                                       ("--today", args.today)) if given]
   if producer_only:
     raise JaxportError(f"matrix {' '.join(producer_only)}: only with --producers")
-  if args.releases is None:
-    raise JaxportError("matrix: name the releases, --releases FIRST..LAST (e.g. 0.11.0..0.12.0.1)")
-  planned = cells(releases_in(args.releases), args.shards, args.out)
+  tf = tf_releases_of(args.tf_releases)
+  if args.releases is None and not tf:
+    raise JaxportError("matrix: name the releases, --releases FIRST..LAST (e.g. 0.11.0..0.12.0.1)"
+                       " or --tf-releases A,B")
+  planned: list[Cell | TfCell] = []
+  if args.releases is not None:
+    planned += cells(releases_in(args.releases), args.shards, args.out)
+  planned += tf_cells(tf, args.out)
   if args.plan:
     rows = [{**c.to_json(), "command": c.command(args.project)} for c in planned]
     if args.json:
@@ -128,15 +181,21 @@ def run(args, extra) -> int:
   Path(args.out).mkdir(parents=True, exist_ok=True)
   verdicts = {}
   for cell in planned:
-    extra = [f"--compat-shard={cell.shard}"] if cell.shard else []
+    name = (f"TensorFlow {cell.tf}" if isinstance(cell, TfCell)
+            else f"jax {cell.jax}{f' shard {cell.shard}' if cell.shard else ''}")
     try:
-      code = _with_jax.run_in("replay", version=cell.jax, platform="cpu", report=cell.report,
-                              extra=extra, project=project)
-      verdicts[(cell.jax, cell.shard)] = "passed" if code == 0 else f"failed (exit {code})"
+      if isinstance(cell, TfCell):
+        code = _with_tf.run_project(cell.tf, platform="cpu", report=cell.report, extra=[],
+                                    project=str(project))
+      else:
+        extra = [f"--compat-shard={cell.shard}"] if cell.shard else []
+        code = _with_jax.run_in("replay", version=cell.jax, platform="cpu", report=cell.report,
+                                extra=extra, project=project)
+      verdicts[name] = "passed" if code == 0 else f"failed (exit {code})"
     except JaxportError as e:  # this release cannot be set up here; the others still run
-      verdicts[(cell.jax, cell.shard)] = f"not run: {e}"
-  for (jax, shard), verdict in verdicts.items():
-    sys.stdout.write(f"jax {jax}{f' shard {shard}' if shard else ''}: {verdict}\n")
+      verdicts[name] = f"not run: {e}"
+  for name, verdict in verdicts.items():
+    sys.stdout.write(f"{name}: {verdict}\n")
   return 0 if all(v == "passed" for v in verdicts.values()) else 1
 
 
@@ -151,9 +210,9 @@ def producer_consumers(args, config) -> dict[str, str]:
   consumers = _producers.consumer_pythons(versions)
   if args.current:
     consumers[installed_jax_version()] = sys.executable
-  if not consumers:
+  if not consumers and not args.tf_releases:
     raise JaxportError("matrix --producers: name at least one consumer: --releases FIRST..LAST, "
-                       "--expected-releases or --current")
+                       "--expected-releases, --current or --tf-releases A,B")
   return consumers
 
 
@@ -171,8 +230,10 @@ def run_producers(args) -> int:
   if not entry_ids:
     raise JaxportError(f"matrix --producers: no {'jaxport-recorded ' if args.current_build_only else ''}"
                        f"entries under {config.store / 'cpu'}; record some first")
+  tf = tf_releases_of(args.tf_releases)
   measured = _producers.measure(producer_consumers(args, config), config.store, entry_ids, today,
                                 effects=config.effect_files())
+  _tf_matrix.add_tf_consumers(measured, config.store, entry_ids, tf)
   json_path, text_path = _matrix.write(measured, args.out)
   sys.stdout.write(text_path.read_text())
   sys.stdout.write(f"wrote {json_path}, {text_path} and {json_path.parent / 'matrix-summary.json'}\n")

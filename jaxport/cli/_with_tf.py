@@ -5,7 +5,8 @@ store is called with that release's ``XlaCallModule``, the way TF Serving runs a
 in an environment jaxport builds and caches (:mod:`jaxport.multirelease._tf_envs`), and its
 outputs compared with the recorded ones with the entry's own comparison. An entry TensorFlow
 refuses (the reason named: ``jaxport.harness._judge._tf_runs``) or computes differently fails
-the run (exit 1).
+the run (exit 1). What it measured of each entry is kept in the project's measurements
+(:mod:`jaxport.multirelease._tf_measured`), which ``audit`` and ``inspect`` show.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from jaxport.golden import GoldenStore
 from jaxport.harness._judge._tf_runs import TfRun, judge_tf_row
 from jaxport._platforms import HOST_PLATFORM, is_host
 from jaxport.multirelease._tf_envs import not_buildable
+from jaxport.multirelease._tf_measured import remember_served
 from jaxport.multirelease._tf_replay import replay_store_with_tf, row_json
 from jaxport.releases._tf_table import TfRelease, TfReleaseError, tf_release
 
@@ -62,6 +64,7 @@ def run_project(version: str, *, platform: str, report: str | None, extra: list[
                        "entries; record some first (jaxport record)")
   rows = replay_store_with_tf(store, ids, release)
   runs = [judge_tf_row(row, release) for row in rows]
+  remember_served(root, store, release.version, rows, runs)
   sys.stdout.write(summary(runs, release))
   if report is not None:
     entries = [{**row_json(row), "status": None if r.status is None else str(r.status),

@@ -105,12 +105,22 @@ class Exported:
   def for_jax(self) -> Any:
     """The consumer release this record was exported or retargeted for (a
     ``jaxport.export._for_jax.ConsumerTarget`` with the StableHLO version, calling
-    convention and envelope layout chosen for it), or None: the installed jax.
+    convention and envelope layout chosen for it), or None: the installed jax (or a
+    TensorFlow release, :attr:`for_tf`).
 
     Kept outside the dataclass fields, which mirror ``jax.export.Exported``:
     ``dataclasses.replace`` returns a record without it.
     """
-    return self.__dict__.get("_consumer")
+    consumer = self.__dict__.get("_consumer")
+    return None if consumer is None or consumer.option != "for_jax" else consumer
+
+  @property
+  def for_tf(self) -> Any:
+    """The TensorFlow release this record was exported for (``export(..., for_tf=...)``: a
+    ``ConsumerTarget`` with the StableHLO version and calling convention chosen for it), or
+    None."""
+    consumer = self.__dict__.get("_consumer")
+    return None if consumer is None or consumer.option != "for_tf" else consumer
 
   def call(self, *args: Any, **kwargs: Any) -> Any:
     """Call the exported function; same as ``jaxport.call(self)(*args, **kwargs)``."""

@@ -73,6 +73,10 @@ _VHLO_SUFFIX = re.compile(r"_v[0-9]+$")
 _FUNC_OPS = frozenset({"func", "return", "call"})
 
 
+# Who a ConsumerTarget is for: a jax release, or a TensorFlow release's XlaCallModule.
+JAX, TF = "jax", "tf"
+
+
 @_record
 @dataclasses.dataclass(frozen=True)
 class ConsumerTarget:
@@ -93,6 +97,23 @@ class ConsumerTarget:
   layout: str                     # UNIQUE_TABLES or VERSION_12
   layouts_read: dict[str, str] = key(skip=True, compare=False, default_factory=dict)
   facts: Any = key(skip=True, repr=False, compare=False, default=None)
+  # JAX, or TF: a TensorFlow release (``jaxport.export._for_tf``); not in the JSON view.
+  consumer: str = key(skip=True, default=JAX)
+
+  @property
+  def name(self) -> str:
+    """``jax 0.9.2`` or ``TensorFlow 2.21.0``."""
+    return f"{'TensorFlow' if self.consumer == TF else 'jax'} {self.release}"
+
+  @property
+  def option(self) -> str:
+    """The export option that names this consumer: ``for_jax`` or ``for_tf``."""
+    return "for_tf" if self.consumer == TF else "for_jax"
+
+  @property
+  def reader(self) -> str:
+    """What reads the module there: a jax release's jaxlib, or TensorFlow itself."""
+    return "TensorFlow" if self.consumer == TF else "its jaxlib"
 
   def reads_layout(self, layout: str) -> bool:
     """Whether this release reads envelopes of ``layout`` (one of jaxport.upgrades.LAYOUTS)."""
@@ -326,10 +347,10 @@ def _unsupported(e: Exception, target: ConsumerTarget, fun_name: str) -> ExportE
       what += f" at {where.group(1)}"
     what += " in a form"
   return ExportError(
-      f"Cannot export '{fun_name}' for jax {target.release}: its jaxlib reads StableHLO up to "
+      f"Cannot export '{fun_name}' for {target.name}: {target.reader} reads StableHLO up to "
       f"VHLO version {target.stablehlo_reads}, and the module {what} that version does not "
-      f"have. jaxlib said: {first}. Export for a newer consumer (for_jax=...), or write the "
-      "function without that operation or option.")
+      f"have. jaxlib said: {first}. Export for a newer consumer ({target.option}=...), or "
+      "write the function without that operation or option.")
 
 
 def serialize_module(module: Any, target: ConsumerTarget, fun_name: str) -> bytes:

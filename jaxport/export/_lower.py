@@ -24,7 +24,7 @@ from jaxport._jaxcompat._tracing import core, source_info_util
 from jaxport import _config
 from jaxport._jaxcompat import _mesh as jax_mesh
 from jaxport.errors import ExportError, ShapeError
-from jaxport.export import _checks, _for_jax, _mlir, _shardings, _vjp, _wrap
+from jaxport.export import _checks, _for_jax, _for_tf, _mlir, _shardings, _vjp, _wrap
 from jaxport.export._disabled_checks import DisabledSafetyCheck
 from jaxport.export._exported import Exported
 from jaxport.shapes import _api as shapes_api
@@ -48,7 +48,7 @@ def default_export_platform() -> str:
 def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
            disabled_checks: Sequence[DisabledSafetyCheck] = (),
            _override_lowering_rules: Sequence[tuple[Any, Any]] | None = None,
-           for_jax: str | None = None) -> Callable[..., Exported]:
+           for_jax: str | None = None, for_tf: str | None = None) -> Callable[..., Exported]:
   """Prepare to export ``fun_jit`` (a ``jax.jit`` result) for the given platforms.
 
   Returns ``do_export(*args_specs, **kwargs_specs)``, which takes pytrees of
@@ -67,6 +67,12 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
   calling convention and envelope layout, from the release table), and what it
   cannot run is refused with an ``ExportError`` naming the release and the
   feature (see ``docs/export.md``). None (the default) writes for the installed jax.
+
+  ``for_tf`` names a TensorFlow release instead, such as ``"2.21"``, whose ``XlaCallModule``
+  serves the artifact (jax2tf, TF Serving): the module is written for the StableHLO version
+  and calling convention that release reads (from jaxport's TensorFlow table), and a custom
+  call it has no handler for (jaxlib's LAPACK kernels among them) or an operation newer than
+  its StableHLO is refused naming the release. It cannot be given with ``for_jax``.
   """
   if not isinstance(fun_jit, stages.Wrapped):
     raise ExportError(
@@ -83,7 +89,7 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
       raise ExportError("platforms must name at least one platform, got ().")
 
   override_rules = None if _override_lowering_rules is None else tuple(_override_lowering_rules)
-  consumer = None if for_jax is None else _for_jax.consumer_target(for_jax)
+  consumer = _consumer(for_jax, for_tf)
 
   def do_export(*args_specs, **kwargs_specs) -> Exported:
     lowering_platforms = platforms or (default_export_platform(),)
@@ -101,6 +107,16 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
                            disabled_checks=checks, version=version, consumer=consumer)
 
   return do_export
+
+
+def _consumer(for_jax: str | None, for_tf: str | None) -> _for_jax.ConsumerTarget | None:
+  """The consumer release the export is written for (None: the installed jax)."""
+  if for_jax is not None and for_tf is not None:
+    raise ExportError(f"for_jax={for_jax!r} and for_tf={for_tf!r} name two consumers; an "
+                      "artifact is written for one: export once for each.")
+  if for_tf is not None:
+    return _for_tf.consumer_target(for_tf)
+  return None if for_jax is None else _for_jax.consumer_target(for_jax)
 
 
 def _check_one_symbolic_scope(fun_jit, args_specs, kwargs_specs) -> None:
@@ -172,8 +188,12 @@ def _export_lowered(lowered, jaxpr, fun_name: str, *,
   if consumer is None:
     serialized = _mlir.module_to_portable_artifact(module)
   else:
-    _for_jax.check_custom_calls(_checks.list_custom_calls(module), consumer,
-                                tuple(lowering._platforms), disabled_checks, fun_name)
+    sites = _checks.list_custom_calls(module)
+    if consumer.consumer == _for_jax.TF:
+      _for_tf.check_custom_calls(sites, consumer, disabled_checks, fun_name)
+    else:
+      _for_jax.check_custom_calls(sites, consumer, tuple(lowering._platforms), disabled_checks,
+                                  fun_name)
     serialized = _for_jax.serialize_module(module, consumer, fun_name)
   if logger.isEnabledFor(logging.DEBUG):
     logger.debug("Exported %s: version=%d platforms=%s disabled_checks=%s, %d bytes",
@@ -184,7 +204,8 @@ def _export_lowered(lowered, jaxpr, fun_name: str, *,
       compile_args, module_kept_var_idx, in_avals, out_avals,
       use_shardy=_config.use_shardy_partitioner())
 
-  export_fn = export if consumer is None else functools.partial(export, for_jax=consumer.release)
+  export_fn = (export if consumer is None
+               else functools.partial(export, **{consumer.option: consumer.release}))
   record = Exported(
       fun_name=fun_name,
       in_tree=lowered.in_tree,

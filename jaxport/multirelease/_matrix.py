@@ -26,6 +26,8 @@ from jaxport.harness._judge._release_runs import ReleaseRun, cell_status, judge_
 MATRIX_FORMAT = 2
 # The count of a cell's entries the release replayer could not replay there (no status).
 NOT_REPLAYED = "not_replayed"
+# A TensorFlow release's key among the consumers (``tf-2.21.0``; :mod:`._tf_matrix`).
+TF_PREFIX = "tf-"
 # Error messages name the exported function; group failures without it.
 _FUNCTION_NAME = re.compile(r"Function '?[\w<>.]+'? ")
 
@@ -35,6 +37,11 @@ def producer_label(producer: dict[str, Any]) -> str:
   if producer.get("jaxport"):
     return f"jaxport {producer['jaxport']} / jax {producer.get('jax')}"
   return f"jax {producer.get('jax')}"
+
+
+def consumer_title(key: str) -> str:
+  """How the text names a consumer: ``jax 0.10.2``, or ``TensorFlow 2.21.0``."""
+  return f"TensorFlow {key[len(TF_PREFIX):]}" if key.startswith(TF_PREFIX) else f"jax {key}"
 
 
 def _version_key(version: str | None) -> tuple:
@@ -103,10 +110,10 @@ def render_text(matrix: dict[str, Any]) -> str:
   """A Markdown table (passing/total per cell) and the failures grouped by reason."""
   consumers = matrix["consumers"]
   lines = [f"Compatibility matrix ({matrix['today']}): rows are producers, columns consumer jax "
-           "releases; cells are passing/replayed entries; * marks pairs inside jax's window "
-           "(consumer at most 6 months newer or 3 weeks older), which must all pass; skipped entries "
-           "(multi-device) are not replayed by release venvs.", "",
-           "| producer | " + " | ".join(f"jax {c}" for c in consumers) + " |",
+           "(or TensorFlow) releases; cells are passing/replayed entries; * marks pairs inside "
+           "jax's window (consumer at most 6 months newer or 3 weeks older), which must all pass; "
+           "skipped entries (multi-device) are not replayed by release venvs.", "",
+           "| producer | " + " | ".join(consumer_title(c) for c in consumers) + " |",
            "|---|" + "---|" * len(consumers)]
   for p in matrix["producers"]:
     row = matrix["cells"].get(p, {})
@@ -120,7 +127,7 @@ def render_text(matrix: dict[str, Any]) -> str:
   if reasons:
     lines += ["", "Failures by producer, consumer and reason:"]
     for (p, c, reason), cases in sorted(reasons.items()):
-      lines.append(f"- {p} on jax {c}: {len(cases)} x {reason} ({', '.join(sorted(cases)[:6])}"
+      lines.append(f"- {p} on {consumer_title(c)}: {len(cases)} x {reason} ({', '.join(sorted(cases)[:6])}"
                    f"{', ...' if len(cases) > 6 else ''})")
   return "\n".join(lines) + "\n"
 
@@ -154,7 +161,7 @@ def load_summary(path: str | os.PathLike) -> dict[str, Any]:
 def summary_table(summary: dict[str, Any]) -> str:
   """The summary as the Markdown table of the multi-release page."""
   consumers = summary["consumers"]
-  lines = ["| producer | " + " | ".join(f"jax {c}" for c in consumers) + " |",
+  lines = ["| producer | " + " | ".join(consumer_title(c) for c in consumers) + " |",
            "|---|" + "---|" * len(consumers)]
   for p in summary["producers"]:
     row = summary["cells"].get(p, {})

@@ -13,6 +13,7 @@ environment that disagrees is refused, not trusted.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import subprocess
@@ -24,7 +25,8 @@ from jaxport._bounded import read_regular
 from jaxport.errors import JaxportError
 from jaxport.golden._entry_id import EntryId, require_entry_id
 from jaxport.harness._judge._tf_runs import precheck
-from jaxport.harness._protocol._tf_rows import PRECHECK, TfAbout, TfRow, TfRowError
+from jaxport.harness._protocol._tf_rows import (PRECHECK, TfAbout, TfRow, TfRowError,
+                                              read_tf_row)
 from jaxport.multirelease._replay import ENTRY_TIMEOUT_S, read_results, release_env
 from jaxport.multirelease._tf_envs import ensure_tf_env
 from jaxport.releases._tf_table import TfRelease
@@ -67,7 +69,8 @@ def prechecked(root: Path, entry_ids: Sequence[EntryId],
       left.append(entry_id)
       continue
     refused[entry_id] = TfRow(entry_id, PRECHECK, calling_convention=env.calling_convention,
-                              stablehlo=env.stablehlo_version, platforms=env.platforms)
+                              stablehlo=env.stablehlo_version, platforms=env.platforms,
+                              blob_sha256=hashlib.sha256(blob).hexdigest())
   return refused, left
 
 
@@ -131,7 +134,7 @@ def replay_with_tf(python: str, root: Path, entry_ids: Sequence[EntryId], work: 
   rows = []
   for entry_id in entry_ids:
     row = refused.get(entry_id)
-    rows.append(row if row is not None else TfRow.from_json(results[str(entry_id)]))
+    rows.append(row if row is not None else read_tf_row(results[str(entry_id)]))
   return rows
 
 

@@ -23,6 +23,7 @@ from jaxport.releases._dates import release_date as release_date
 from jaxport.releases._dates import window_position as window_position
 from jaxport.releases._measured import MEASURED_FILE as MEASURED_FILE
 from jaxport.releases._measured import MeasuredRun as MeasuredRun
+from jaxport.releases._measured import MeasuredServe as MeasuredServe
 from jaxport.releases._measured import MeasuredRuns as MeasuredRuns
 from jaxport.releases._measured import measured_path as measured_path
 from jaxport.releases._measured import read_measured as read_measured

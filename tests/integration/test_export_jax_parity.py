@@ -39,12 +39,13 @@ def test_override_lowering_rules_replace_the_registered_lowering(api):
 def test_export_signature_has_jax_exports_parameters():
   theirs = inspect.signature(jax.export.export).parameters
   ours = inspect.signature(jaxport.export).parameters
-  # jax's parameters, in jax's order and kinds, plus jaxport's keyword-only for_jax last,
-  # off by default.
-  assert list(ours) == [*theirs, "for_jax"]
+  # jax's parameters, in jax's order and kinds, plus jaxport's keyword-only for_jax and for_tf
+  # last, off by default.
+  assert list(ours) == [*theirs, "for_jax", "for_tf"]
   assert all(ours[name].kind == theirs[name].kind for name in theirs)
-  assert ours["for_jax"].kind is inspect.Parameter.KEYWORD_ONLY
-  assert ours["for_jax"].default is None
+  for name in ("for_jax", "for_tf"):
+    assert ours[name].kind is inspect.Parameter.KEYWORD_ONLY
+    assert ours[name].default is None
 
 
 @dataclasses.dataclass

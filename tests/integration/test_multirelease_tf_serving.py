@@ -4,6 +4,7 @@ answers in TensorFlow's own words as measured. One project of real entries is bu
 and each release is read once: an entry served, one computed differently, one of each refusal
 reason, one with a VJP, one the reader cannot call."""
 
+import collections
 import hashlib
 import json
 import shutil
@@ -19,6 +20,7 @@ from jaxport.cli import main
 from jaxport.harness._judge._tf_runs import TfRefusal, judge_tf_row
 from jaxport.golden import EntryId
 from jaxport.multirelease._tf_replay import TfReplayError, replay_with_tf
+from jaxport.releases import read_measured
 from jaxport.releases._tf_table import tf_release
 from jaxport_in_release import tf_envelope
 
@@ -194,3 +196,40 @@ def test_replay_with_tf_reports_each_entry_and_fails_the_run(project, monkeypatc
   kept = {e["entry_id"]: e for e in json.loads(report.read_text())["entries"]}
   assert kept[ENTRIES["lapack"]]["reason"] == "custom_call"
   assert kept[ENTRIES["served"]]["status"] == "pass"
+  # Each entry's measurement is kept in the project, keyed by its blob; one not called is not.
+  measured = read_measured(project)
+  def served(key):
+    entry = project / "golden" / ENTRIES[key]
+    sha = hashlib.sha256((entry / "exported.bin").read_bytes()).hexdigest()
+    return {r.release: r for r in measured.served_by(EntryId.parse(ENTRIES[key]), sha)}
+  assert served("served")["2.21.0"].served and served("served")["2.21.0"].reason is None
+  lapack = served("lapack")["2.21.0"]
+  assert (lapack.served, lapack.reason) == (False, "custom_call")
+  assert "lapack_ssyevd_ffi" in lapack.detail
+  assert served("cuda")["2.21.0"].reason == "platform"
+  assert served("differs")["2.21.0"].reason is None and not served("differs")["2.21.0"].served
+  assert served("devices") == {}
+
+
+def test_matrix_takes_a_tensorflow_release_as_a_consumer_judged_by_the_tf_judge(
+    project, monkeypatch, tmp_path, capsys):
+  from jaxport.multirelease import _tf_replay
+  python = stand_in(project, "2.21")
+  monkeypatch.setattr(_tf_replay, "ensure_tf_env", lambda release: python)
+  out = tmp_path / "reports"
+  # No cell jax's window covers: TensorFlow's failures warn, the matrix does not fail.
+  assert main(["matrix", "--producers", "--tf-releases", "2.21", "--project", str(project),
+               "--out", str(out)]) == 0
+  matrix = json.loads((out / "matrix.json").read_text())
+  assert matrix["consumers"] == ["tf-2.21.0"]
+  cells = [matrix["cells"][p]["tf-2.21.0"] for p in matrix["producers"]]
+  assert [sum(c[k] for c in cells) for k in ("pass", "fail", "not_replayed", "total")] == [3, 4, 2, 9]
+  refused = collections.Counter()
+  for c in cells:
+    refused.update(c["refused_for"])
+  assert refused == {"custom_call": 1, "platform": 1, "stablehlo_version": 1}
+  assert all(not c["must_pass"] and c["status"] == ("warn" if c["fail"] else "pass")
+             for c in cells)
+  text = capsys.readouterr().out
+  assert "| producer | TensorFlow 2.21.0 |" in text
+  assert "on TensorFlow 2.21.0: 1 x refused (custom_call): custom call 'lapack_ssyevd_ffi'" in text

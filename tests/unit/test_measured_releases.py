@@ -18,7 +18,7 @@ from jaxport.golden import EntryId
 from jaxport.harness._judge import _consumers
 from jaxport.multirelease import _measured as keeping
 from jaxport.multirelease._measured import write_measured
-from jaxport.releases import MeasuredRun, MeasuredRuns, read_measured
+from jaxport.releases import MeasuredRun, MeasuredRuns, MeasuredServe, read_measured
 from _artifact_features import artifact_features
 from jaxport.releases._runs_on import CustomCall
 
@@ -47,6 +47,29 @@ def test_measurements_round_trip_through_the_project_file(tmp_path):
   assert [r.runs for r in newer.of(ENTRY, "s1")] == [True, True]  # the newer one wins
 
 
+def _serve(release: str, served: bool, sha: str = "s1") -> MeasuredServe:
+  return MeasuredServe(release, served, None if served else "calling_convention",
+                       "served" if served else "calling convention 10 is outside 4 to 9", DAY,
+                       sha, "0.1.0")
+
+
+def test_tensorflow_records_round_trip_beside_the_jax_ones_and_an_older_file_reads(tmp_path):
+  kept = MeasuredRuns().with_runs(ENTRY, [_run("0.11.2", True)]).with_served(
+      ENTRY, [_serve("2.21.0", True), _serve("2.19.1", False), _serve("2.20.0", True, "old")])
+  write_measured(tmp_path, kept)
+  back = read_measured(tmp_path)
+  assert back == kept and back.of(ENTRY, "s1") == kept.of(ENTRY, "s1")
+  assert [(r.release, r.served) for r in back.served_by(ENTRY, "s1")] == [
+      ("2.19.1", False), ("2.21.0", True)]  # oldest first; another blob's not taken
+  assert back.without_served(ENTRY, "2.19.1").served_by(ENTRY, "s1")[0].release == "2.21.0"
+  # A file of format 2 (before TensorFlow's records) reads, with none of them.
+  doc = json.loads((tmp_path / rel.MEASURED_FILE).read_text())
+  assert doc["format"] == 3
+  (tmp_path / rel.MEASURED_FILE).write_text(json.dumps({"format": 2, "entries": doc["entries"]}))
+  older = read_measured(tmp_path)
+  assert older.tf == {} and older.of(ENTRY, "s1") == kept.of(ENTRY, "s1")
+
+
 def test_measurements_of_another_blob_are_not_taken_and_come_oldest_release_first():
   kept = MeasuredRuns().with_runs(ENTRY, [_run("0.11.2", True), _run("0.9.2", True),
                                           _run("0.10.0", True, sha="old")])
@@ -59,11 +82,27 @@ def _record(**changes) -> dict:
           "judged_by": "0.1.0", **changes}
 
 
+def _served(**changes) -> dict:
+  return {"served": False, "reason": "custom_call", "detail": "refused", "date": "2026-12-04",
+          "blob_sha256": "s", "judged_by": "0.1.0", **changes}
+
+
 @pytest.mark.parametrize("doc, where", [
-    ({"format": 3, "entries": {}}, "format: expected 2"),
-    ({"format": 1, "entries": {}},
-     "format: expected 2, got 1 (its records do not name the jaxport release that judged them)"),
+    ({"format": 4, "entries": {}, "tf": {}}, "format: expected 3 (or 2)"),
+    ({"format": 1, "entries": {}, "tf": {}},
+     "format: expected 3 (or 2), got 1 (its records do not name the jaxport release that judged "
+     "them)"),
     ({"format": 2}, "missing entries"),
+    ({"format": 3, "entries": {}}, "missing tf"),
+    ({"format": 2, "entries": {}, "tf": {}}, "unknown key 'tf'"),
+    ({"format": 3, "entries": {}, "tf": {str(ENTRY): {"2.21.0": _record()}}},
+     f"tf.{ENTRY}.2.21.0: missing served"),
+    ({"format": 3, "entries": {}, "tf": {str(ENTRY): {"2.21.0": _served(reason="no way")}}},
+     f"tf.{ENTRY}.2.21.0.reason: expected a refusal's name"),
+    ({"format": 3, "entries": {}, "tf": {str(ENTRY): {"2.21.0": _served(served=True)}}},
+     f"tf.{ENTRY}.2.21.0.reason: a served entry has no refusal"),
+    ({"format": 3, "entries": {}, "tf": {str(ENTRY): {"latest": _served()}}},
+     f"tf.{ENTRY}: 'latest' is not a TensorFlow release"),
     ({"format": 2, "entries": {str(ENTRY): {"0.11.2": _record(runs="yes")}}},
      f"entries.{ENTRY}.0.11.2.runs: expected bool"),
     ({"format": 2, "entries": {str(ENTRY): {"0.11.2": _record(date="today")}}},
@@ -229,10 +268,15 @@ def test_inspect_of_a_projects_entry_shows_what_its_replays_measured(tmp_path, c
   sha = json.loads((source / "manifest.json").read_text())["files"]["exported.bin"]
   predicted = "0.11.2"
   write_measured(project, MeasuredRuns().with_runs(EntryId.parse(entry_id), [_run(predicted, False, sha=sha,
-                                                                   detail="run: refused here")]))
+                                                                   detail="run: refused here")])
+                 .with_served(EntryId.parse(entry_id), [_serve("2.21.0", True, sha),
+                                                        _serve("2.19.1", False, sha)]))
   assert main(["inspect", str(project / "golden" / entry_id), "--project", str(project),
                "--json"]) == 0
   info = json.loads(capsys.readouterr().out)
+  # What --with-tf runs measured, beside the jax releases' range.
+  assert info["serves_on_tf"]["2.21.0"]["served"] is True
+  assert info["serves_on_tf"]["2.19.1"]["reason"] == "calling_convention"
   assert predicted not in info["runs_on"]["cpu"]
   assert info["runs_on_limits"]["cpu"]["refused"][predicted] == "measured: run: refused here"
   assert f"{predicted} does not run (judged by jaxport 0.1.0)" in info["runs_on_summary"]["cpu"]
@@ -242,6 +286,13 @@ def test_inspect_of_a_projects_entry_shows_what_its_replays_measured(tmp_path, c
   out = capsys.readouterr().out
   assert f"{predicted} does not run (judged by jaxport 0.1.0)" in out
   assert "runs on cpu (measured by --with-jax replays; other releases predicted): " in out
+  assert ("serves on TensorFlow (measured by --with-tf replays): 2.19.1 does not serve "
+          "(calling_convention: calling convention 10 is outside 4 to 9), measured 2026-12-04 by "
+          "jaxport 0.1.0; 2.21.0 serves, measured") in out
+  assert main(["audit", str(project / "golden"), "--project", str(project), "--json"]) in (0, 1)
+  (record,) = json.loads(capsys.readouterr().out)["artifacts"]
+  assert [(v, r["served"]) for v, r in record["serves_on_tf"].items()] == [
+      ("2.19.1", False), ("2.21.0", True)]
   # A new measurement there, by another jaxport, replaces it.
   write_measured(project, read_measured(project).with_runs(EntryId.parse(entry_id), [MeasuredRun(
       predicted, True, "ran", DAY, sha, "0.2.0")]))
@@ -252,6 +303,7 @@ def test_inspect_of_a_projects_entry_shows_what_its_replays_measured(tmp_path, c
   assert main(["inspect", str(project / "golden" / entry_id), "--json"]) == 0
   info = json.loads(capsys.readouterr().out)
   assert predicted in info["runs_on"]["cpu"]  # the table's answer
+  assert info["serves_on_tf"] == {}  # without the project, nothing measured
   assert info["runs_on_basis"] == {"cpu": "predicted"}
   assert main(["audit", str(project / "golden")]) in (0, 1)
   assert "runs on cpu (predicted from the release table, not run): " in capsys.readouterr().out

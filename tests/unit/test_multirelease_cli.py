@@ -204,6 +204,20 @@ def test_the_matrix_runs_each_cell_here_and_fails_with_any(monkeypatch, tmp_path
   assert "jax 0.12.0 shard 1/2: failed (exit 1)" in text and "jax 0.12.0.1 shard 2/2: passed" in text
 
 
+def test_the_matrix_plan_takes_tensorflow_releases_as_consumers(capsys):
+  import json
+  assert main(["matrix", "--releases", "0.11.0..0.11.0", "--tf-releases", "2.19,2.21,2.21.0",
+               "--plan", "--json"]) == 0
+  cells = json.loads(capsys.readouterr().out)["include"]
+  assert [c.get("jax") or f"tf {c['tf']}" for c in cells] == ["0.11.0", "tf 2.19.1", "tf 2.21.0"]
+  assert cells[2]["command"] == ("jaxport replay --with-tf 2.21.0 --project . --compat-report "
+                                 "reports/tf-2.21.0.json")
+  assert cells[2]["python"] == "3.13" and cells[1]["python"] == "3.11"
+  assert main(["matrix", "--tf-releases", "2.17", "--plan"]) == 2
+  err = capsys.readouterr().err
+  assert "--tf-releases" in err and "2.21.0" in err  # the served releases named
+
+
 def test_the_matrix_refuses_no_shards(capsys):
   assert main(["matrix", "--releases", "0.11.0..0.11.0", "--shards", "0", "--plan"]) == 2
   assert "--shards 0: expected a whole number of 1 or more" in capsys.readouterr().err

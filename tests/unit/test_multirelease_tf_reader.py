@@ -15,7 +15,7 @@ from jaxport._vocabulary import Status
 from jaxport.cli import main
 from jaxport.golden import EntryId
 from jaxport.harness._judge._tf_runs import TfRefusal, judge_tf_row, precheck, refusal_of
-from jaxport.harness._protocol._tf_rows import TfAbout, TfRow, TfRowError
+from jaxport.harness._protocol._tf_rows import TfAbout, TfRow, TfRowError, read_tf_row
 from jaxport.releases._tf_table import TfReleaseError, read_tf_table, tf_release, tf_releases
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -158,12 +158,12 @@ def test_a_row_that_claims_nothing_fails_closed():
   assert silent.status is Status.FAIL
   unfounded = judge_tf_row(_row(stage="precheck"), TF_221)  # refused, and the table refuses nothing
   assert unfounded.status is Status.FAIL and unfounded.refusal is None
-  broken = TfRow.from_json({"entry_id": "cpu/f/c/2026-01-01_jax-0.10.2", "stage": "call",
+  broken = read_tf_row({"entry_id": "cpu/f/c/2026-01-01_jax-0.10.2", "stage": "call",
                             "calling_convention": "ten"})
   assert broken.stage == "harness" and "calling_convention" in broken.error
   assert judge_tf_row(broken, TF_221).status is Status.FAIL
   with pytest.raises(TfRowError, match="entry_id: expected an entry id"):
-    TfRow.from_json({"entry_id": "x", "stage": "call"})  # no entry is known to fail
+    read_tf_row({"entry_id": "x", "stage": "call"})  # no entry is known to fail
   with pytest.raises(TfRowError, match="missing max_calling_convention"):
     TfAbout.from_json({"tf": "2.21.0", "stablehlo": "1.13.7"})
 
@@ -318,3 +318,20 @@ def test_the_summary_counts_statuses_and_refusal_reasons():
   assert "tf 2.19.1: fail  cpu/f/d/2026-01-01_jax-0.10.2: refused (calling_convention)" in text
   assert text.splitlines()[-1] == ("tf 2.19.1: 3 entries: 1 fail, 1 not called, 1 pass; "
                                    "refused for calling_convention 1")
+
+
+# What a run keeps of each row.
+
+def test_a_row_keeps_a_record_only_where_it_measured_the_release():
+  from jaxport.multirelease._tf_measured import served_record
+  day = __import__("datetime").date(2026, 12, 7)
+  refused = _row("No FFI handler registered for lapack_ssyevd_ffi")
+  record = served_record(refused, judge_tf_row(refused, TF_221), "2.21.0", "s", day)
+  assert (record.served, record.reason) == (False, "custom_call")
+  assert "lapack_ssyevd_ffi" in record.detail
+  served = _row(stage="compare", matched=True)
+  assert served_record(served, judge_tf_row(served, TF_221), "2.21.0", "s", day).served
+  # The reader's own failure, and an entry it does not call, say nothing of the release.
+  for row in (_row("checksum mismatch", stage="verify"), _row(not_replayable="8 devices")):
+    run = judge_tf_row(row, TF_221)
+    assert not run.measured and served_record(row, run, "2.21.0", "s", day) is None

@@ -185,3 +185,26 @@ def test_the_nightly_tpu_job_is_off_without_a_runner_label_and_runs_the_accelera
   assert "tools/accelerator/replay_on_accelerator.sh reports/tpu --platform=tpu" in flat
   assert "-n " not in flat and "jax[tpu]==" in flat
   assert "-c .ci/constraints-py311.txt" in flat
+
+
+def test_the_tf_serving_job_runs_the_newest_two_tensorflow_releases_and_fails_the_unexplained(
+    tmp_path):
+  from jaxport.releases._tf_table import tf_releases
+  text = (ROOT / ".github" / "workflows" / "nightly-compat.yml").read_text()
+  job = text[text.index("\n  tf-serving:\n"):]
+  listed = json.loads(re.search(r"tf: (\[[^\]]*\])", job)[1])
+  assert listed == [".".join(r.version.split(".")[:2]) for r in tf_releases()[-2:]]
+  assert job.count('jaxport replay --with-tf "$TF" --project .') == 2
+  assert "cd examples/downstream" in job and "path: ~/.cache/jaxport/release-envs" in job
+  assert "python3 .ci/tf_serving_gate.py reports/tf-*.json" in job
+  gate = _load("tf_serving_gate")
+  entry = {"entry_id": "cpu/f/c/2026-01-01_jax-0.10.2", "status": "fail",
+           "reason": "custom_call", "detail": "refused (custom_call): ..."}
+  report = tmp_path / "tf-2.21-store.json"
+  report.write_text(json.dumps({"tf": "2.21.0", "entries": [entry, {**entry, "status": None,
+                                                                    "reason": None}]}))
+  lines, problems = gate.verdict(report)
+  assert not problems and "2 entries: 1 fail, 1 not called; refused for custom_call 1" in lines[0]
+  report.write_text(json.dumps({"tf": "2.21.0", "entries": [
+      {**entry, "reason": None, "detail": "compare: outputs differ"}]}))
+  assert gate.main([str(report)]) == 1

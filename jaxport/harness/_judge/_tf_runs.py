@@ -70,12 +70,14 @@ class Refusal:
 @dataclasses.dataclass(frozen=True)
 class TfRun:
   """The judge's outcome of one ``tf`` reader row: its ``status`` (None: not called there),
-  the ``refusal`` when TensorFlow refused it, and why, in words."""
+  the ``refusal`` when TensorFlow refused it, and why, in words; ``measured``: whether it says
+  anything of the release (not where the reader itself failed, nor where it called nothing)."""
   entry_id: EntryId
   status: Status | None
   refusal: Refusal | None
   detail: str
   stage: str
+  measured: bool = True
 
   @property
   def failed(self) -> bool:
@@ -158,13 +160,14 @@ def _stablehlo_refusal(row: TfRow, error: str, release: TfRelease) -> Refusal | 
 def judge_tf_row(row: TfRow, release: TfRelease) -> TfRun:
   """The outcome of one row of the ``tf`` reader under ``release``."""
 
-  def out(status: Status | None, detail: str, refusal: Refusal | None = None) -> TfRun:
-    return TfRun(row.entry_id, status, refusal, detail, row.stage)
+  def out(status: Status | None, detail: str, refusal: Refusal | None = None,
+          measured: bool = True) -> TfRun:
+    return TfRun(row.entry_id, status, refusal, detail, row.stage, measured)
 
   if row.not_replayable is not None:
-    return out(None, row.not_replayable)
+    return out(None, row.not_replayable, measured=False)
   if row.stage in (VERIFY, HARNESS, PROCESS) or (row.stage == READ and row.error is not None):
-    return out(Status.FAIL, f"{row.stage}: {row.error}")
+    return out(Status.FAIL, f"{row.stage}: {row.error}", measured=False)
   refusal = None
   if row.calling_convention is not None and row.platforms is not None:
     refusal = precheck(row.calling_convention, row.platforms, release)
@@ -174,7 +177,7 @@ def judge_tf_row(row: TfRow, release: TfRelease) -> TfRun:
     return out(Status.FAIL, f"refused ({refusal.reason}): {refusal.message}", refusal)
   if row.stage == PRECHECK:
     return out(Status.FAIL, "precheck: the row says refused, and the release's facts refuse "
-                            "nothing; the tf reader's result is not trusted")
+                            "nothing; the tf reader's result is not trusted", measured=False)
   if row.error is not None:
     first = row.error.strip().splitlines()[0] if row.error.strip() else ""
     return out(Status.FAIL, f"{row.stage}: {_tf(release)} failed: {first[:300]}")
@@ -183,5 +186,6 @@ def judge_tf_row(row: TfRow, release: TfRelease) -> TfRun:
   if row.not_compared is not None:
     return out(Status.PASS, f"run by {_tf(release)}'s XlaCallModule: {row.not_compared}")
   if row.matched is None:
-    return out(Status.FAIL, f"{row.stage}: the tf reader compared nothing and said not why")
+    return out(Status.FAIL, f"{row.stage}: the tf reader compared nothing and said not why",
+               measured=False)
   return out(Status.PASS, f"served by {_tf(release)}'s XlaCallModule")

@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from jaxport._record_codec import json_record, key
 from jaxport._records import Strict
 from jaxport.errors import JaxportError
 from jaxport.golden._entry_id import EntryId, read_entry_id
@@ -30,6 +31,21 @@ class TfRowError(JaxportError, ValueError):
 _S = Strict.raising(TfRowError)
 
 
+def _stage(s: Strict, value: Any, where: str) -> str:
+  stage = s.of(value, str, where)
+  if stage not in STAGES:
+    raise s.fail(where, f"expected one of {list(STAGES)}, got {stage!r}")
+  return stage
+
+
+def _count(s: Strict, value: Any, where: str) -> int | None:
+  """A calling convention: a whole number from 0, or null where none was read."""
+  return None if value is None else s.count(value, where)
+
+
+# A row's keys beside the entry id and stage are optional, and keys a newer reader writes are
+# ignored: the reader of another jaxport release may write fewer or more.
+@json_record(_S, unknown_keys=True, where="tf reader row")
 @dataclasses.dataclass(frozen=True)
 class TfRow:
   """One entry's call by a TensorFlow release's ``XlaCallModule``.
@@ -38,56 +54,37 @@ class TfRow:
   ``calling_convention``, ``stablehlo``, ``platforms``: what the envelope says (None: not
   read); ``not_replayable``: why the reader cannot call it as TF Serving would (a multi-device
   entry, a VJP); ``not_compared``: why it ran and was not compared; ``matched`` and
-  ``problems``: the comparison's result (None: nothing compared)."""
+  ``problems``: the comparison's result (None: nothing compared); ``blob_sha256``: the sha256
+  of the blob the reader called (None: it read none)."""
   entry_id: EntryId
-  stage: str
-  error: str | None = None
-  calling_convention: int | None = None
-  stablehlo: str | None = None
-  platforms: tuple[str, ...] | None = None
-  not_replayable: str | None = None
-  not_compared: str | None = None
-  matched: bool | None = None
-  problems: str | None = None
-
-  @classmethod
-  def from_json(cls, row: Mapping[str, Any]) -> TfRow:
-    """The row of a reader's line; one that does not read is a ``harness`` row naming why.
-    A line naming no entry id is refused (``TfRowError``): no entry is known to fail."""
-    entry_id = read_entry_id(_S, row.get("entry_id") if isinstance(row, Mapping) else None,
-                             "tf reader row.entry_id")
-    try:
-      d = _S.obj(row, "tf reader row", required=("entry_id", "stage"))
-      stage = _S.of(d["stage"], str, "stage")
-      if stage not in STAGES:
-        raise _S.fail("stage", f"expected one of {list(STAGES)}, got {stage!r}")
-      cc = d.get("calling_convention")
-      if cc is not None:
-        cc = _S.count(cc, "calling_convention")
-      return cls(entry_id, stage,
-                 _S.of(d.get("error"), str, "error", nullable=True), cc,
-                 _S.of(d.get("stablehlo"), str, "stablehlo", nullable=True),
-                 _S.strs(d.get("platforms"), "platforms", nullable=True),
-                 _S.of(d.get("not_replayable"), str, "not_replayable", nullable=True),
-                 _S.of(d.get("not_compared"), str, "not_compared", nullable=True),
-                 _S.of(d.get("matched"), bool, "matched", nullable=True),
-                 _S.of(d.get("problems"), str, "problems", nullable=True))
-    except TfRowError as e:
-      return cls(entry_id, HARNESS, f"the tf reader's row does not read: {e}")
+  stage: str = key(read=_stage)
+  error: str | None = key(default=None, optional=True)
+  calling_convention: int | None = key(default=None, optional=True, read=_count)
+  stablehlo: str | None = key(default=None, optional=True)
+  platforms: tuple[str, ...] | None = key(default=None, optional=True)
+  not_replayable: str | None = key(default=None, optional=True)
+  not_compared: str | None = key(default=None, optional=True)
+  matched: bool | None = key(default=None, optional=True)
+  problems: str | None = key(default=None, optional=True)
+  blob_sha256: str | None = key(default=None, optional=True)
 
 
+def read_tf_row(row: Any) -> TfRow:
+  """The row of a reader's line; one that does not read is a ``harness`` row naming why.
+  A line naming no entry id is refused (``TfRowError``): no entry is known to fail."""
+  entry_id = read_entry_id(_S, row.get("entry_id") if isinstance(row, Mapping) else None,
+                           "tf reader row.entry_id")
+  try:
+    return TfRow.from_json(row)
+  except TfRowError as e:
+    return TfRow(entry_id, HARNESS, f"the tf reader's row does not read: {e}")
+
+
+@json_record(_S, where="tf reader's release facts")
 @dataclasses.dataclass(frozen=True)
 class TfAbout:
   """The TensorFlow release the reader ran in, from TensorFlow's own API: its version, the
   StableHLO version it reads, the newest calling convention it takes (None: no such API)."""
   tf: str
   stablehlo: str
-  max_calling_convention: int | None
-
-  @classmethod
-  def from_json(cls, value: Any) -> TfAbout:
-    d = _S.obj(value, "tf reader's release facts",
-               required=("tf", "stablehlo", "max_calling_convention"), optional=())
-    top = d["max_calling_convention"]
-    return cls(_S.of(d["tf"], str, "tf"), _S.of(d["stablehlo"], str, "stablehlo"),
-               None if top is None else _S.count(top, "max_calling_convention"))
+  max_calling_convention: int | None = key(read=_count)

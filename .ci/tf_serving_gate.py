@@ -1,0 +1,64 @@
+"""The nightly ``tf-serving`` job's verdict on ``jaxport replay --with-tf`` reports.
+
+    python3 .ci/tf_serving_gate.py REPORT.json...
+
+TensorFlow refuses many of a store's entries for reasons jaxport names and expects (jaxlib's
+LAPACK kernels, platforms tensorflow-cpu does not serve, a StableHLO newer than it reads), so a
+refused entry does not turn the night red. What does: an entry TensorFlow computed differently
+or failed for no named reason, a report that does not read, or one that holds no entry. Each
+report's counts, by status and by reason, and its unexplained failures go to the job summary
+(``GITHUB_STEP_SUMMARY``; stdout without it). Exit 1 when a report fails so.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def verdict(path: Path) -> tuple[list[str], list[str]]:
+  """The summary lines of one report, and its problems (none: the night passes)."""
+  try:
+    report = json.loads(path.read_text())
+    release, entries = report["tf"], report["entries"]
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    return [f"- {path.name}: does not read ({e})"], [f"{path}: does not read ({e})"]
+  if not entries:
+    return [f"- TensorFlow {release}, {path.name}: no entries"], [f"{path}: no entries"]
+  statuses = collections.Counter(e["status"] or "not called" for e in entries)
+  reasons = collections.Counter(e["reason"] for e in entries if e["reason"])
+  unexplained = [e for e in entries if e["status"] == "fail" and not e["reason"]]
+  lines = [f"- TensorFlow {release}, {path.name}: {len(entries)} entries: "
+           + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+           + ("; refused for " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items()))
+              if reasons else "")]
+  lines += [f"  - unexplained: `{e['entry_id']}`: {e['detail']}" for e in unexplained]
+  return lines, [f"{path}: {e['entry_id']}: {e['detail']}" for e in unexplained]
+
+
+def main(argv: list[str]) -> int:
+  if not argv:
+    sys.stderr.write("usage: tf_serving_gate.py REPORT.json...\n")
+    return 2
+  lines, problems = ["### Served by TensorFlow (the tf reader)", ""], []
+  for name in argv:
+    shown, bad = verdict(Path(name))
+    lines += shown
+    problems += bad
+  text = "\n".join(lines) + "\n"
+  summary = os.environ.get("GITHUB_STEP_SUMMARY")
+  if summary:
+    with open(summary, "a") as f:
+      f.write(text)
+  else:
+    sys.stdout.write(text)
+  for p in problems:
+    sys.stderr.write(f"tf-serving: {p}\n")
+  return 1 if problems else 0
+
+
+if __name__ == "__main__":
+  sys.exit(main(sys.argv[1:]))
