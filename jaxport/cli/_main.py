@@ -15,19 +15,17 @@ from __future__ import annotations
 import argparse
 import datetime
 import functools
-import json
 import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from jaxport.cli import _native_logs  # noqa: F401  (first: before anything loads jaxlib)
 from jaxport.cli import _artifacts, _bisect, _harness_run, _matrix, _parser, _prune as pruner, _relower
 from jaxport.cli import _import_artifacts, _with_jax, _with_tf
 from jaxport.cli import _report
 from jaxport.cli import _upgrade as upgrader
-from jaxport.cli import _artifact_read
+from jaxport.cli import _inspect, _project_args
 from jaxport.cli import _audit as audit
 from jaxport.cli import _audit_run
 from jaxport.corpus import _import as importer
@@ -36,23 +34,15 @@ from jaxport._progress import track
 from jaxport._jaxcompat._version import MIN_JAX, distribution_version, installed_jax_version
 from jaxport._vocabulary import ANY_PLATFORM, PLATFORMS
 from jaxport.releases import releases
-from jaxport.errors import GoldenDataError, JaxportError, UnregisteredTypeError
-from jaxport.golden._entry_id import EntryId
-from jaxport.golden._manifest import MANIFEST_FILE
+from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._store import GoldenStore
 from jaxport.harness._controller import _settings
 from jaxport.harness._project import OnChange, Project, ProjectTargets
-from jaxport.releases import _features as artifact_runs_on
-from jaxport.releases import MeasuredRuns, read_measured
-from jaxport.releases._measured import serves_on_tf_json, serves_on_tf_lines
 
 logger = logging.getLogger("jaxport.cli")
 
-EXIT_OK = 0
-EXIT_PROBLEMS = 1
-EXIT_ERROR = 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
-DEFAULT_ROOT = "compat_data"
+from jaxport.cli._project_args import (DEFAULT_ROOT, EXIT_ERROR, EXIT_INTERRUPTED,  # noqa: E402
+                                       EXIT_OK, EXIT_PROBLEMS)
 
 
 def _non_negative(text: str) -> int:
@@ -207,18 +197,6 @@ def _add_project(p: argparse.ArgumentParser, what: str) -> None:
                       f"it): {what}")
 
 
-def _read_project(args) -> Project | None:
-  """The project ``--project`` names, or None without it."""
-  if args.project is None:
-    return None
-  return _harness_run.read_project(args.project, "--project")
-
-
-def _measured_of(project: Project | None) -> MeasuredRuns | None:
-  """What the project's replays under other releases measured; None without a project."""
-  return None if project is None or project.root is None else read_measured(project.root)
-
-
 def _version() -> str:
   versions = {d: _dist_version(d) for d in ("jaxport", "jax", "jaxlib")}
   return f"{versions['jaxport']} (jax {versions['jax']}, jaxlib {versions['jaxlib']})"
@@ -301,19 +279,15 @@ def main(argv: list[str] | None = None) -> int:
     root_logger.setLevel(old_level)
 
 
-def _print_json(obj: Any) -> None:
-  sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-
-
 def _audit(args, extra) -> int:
   today = args.today or datetime.date.today()
-  project = _read_project(args)
+  project = _project_args.read_project(args)
   paths = args.paths
   if not paths and project is None:
     raise JaxportError("name what to audit: one or more PATHs (a blob, a directory of blobs, a "
                        "golden entry or store), or --project DIR for the project's store.")
   if not paths:
-    paths = [str(_store_of(project, "PATH"))]
+    paths = [str(_project_args.store_of(project, "PATH"))]
   # The case modules are imported and lowered in the module parser child, even with
   # --no-drift (they register the project's pytree and effect types, which its entries need
   # to deserialize); here only when an entry needs one of those types. A module that fails to
@@ -335,7 +309,7 @@ def _audit(args, extra) -> int:
       parser.start()  # one child reads every artifact's module; it imports jax meanwhile
     newest = audit.newest_of(artifacts)
     changes_fail = project is None or project.on_change is OnChange.FAIL
-    measured = _measured_of(project)
+    measured = _project_args.measured_of(project)
     current = audit.current_jax_entries(artifacts, installed_jax_version())
     runs = _audit_run.run_in_scratch(artifacts) if args.run else {}
     records = [audit.audit_artifact(art, today=today, window_days=args.window_days,
@@ -348,7 +322,7 @@ def _audit(args, extra) -> int:
                                     run=runs.get(art.label), load_types=cases.load_here)
                for art in track(artifacts, "auditing", lambda a: a.label)]
   if args.json:
-    _print_json({"today": today.isoformat(), "window_days": args.window_days,
+    _project_args.print_json({"today": today.isoformat(), "window_days": args.window_days,
                  "strict": args.strict,
                  "artifacts": records, "ok": all(r["ok"] for r in records)})
   else:
@@ -365,139 +339,10 @@ def _relowerer(args, project: Project | None) -> _relower.Relowerer:
   return _relower.Relowerer(modules, project.paths, source)
 
 
-def _store_of(project: Project, option: str) -> Path:
-  """The project's golden store, for ``option`` left out; one not recorded yet says how."""
-  if not project.store.is_dir():
-    raise GoldenDataError(
-        f"no golden store yet: jaxport_store of the project in {project.root} names "
-        f"{project.store}, which is not a directory. Record the cases first (jaxport record "
-        f"--project {project.root}), or pass {option}.")
-  return project.store
-
-
-def _import_project_types(project: Project, parser: Any) -> None:
-  """Import the project's case modules here and in ``parser``'s child: they register the
-  pytree and effect types its entries need to deserialize (only when an artifact needs one,
-  so that inspecting other artifacts runs none of the project's code)."""
-  cases = _relower.Relowerer(tuple(project.case_modules), project.paths, _relower.FROM_PROJECT)
-  cases.load()
-  if cases.registry is not None:
-    parser.import_modules(cases.registry.modules, cases.paths)
-
-
 def _stable_targets_option(p: argparse.ArgumentParser, meaning: str) -> None:
   p.add_argument("--stable-targets", default=None, metavar="FILE",
                  help="JSON file of the custom-call targets the project guarantees "
                       f'({{"cpu": ["my_target"], "{ANY_PLATFORM}": [...]}}); {meaning}')
-
-
-def _inspect(args, extra) -> int:
-  with _parser.from_args(args) as parser:
-    return _inspect_with(args, parser)
-
-
-def _inspect_with(args, parser: _parser.ModuleParser) -> int:
-  """``jaxport inspect``, its module read by ``parser`` (a crash there is the artifact's error)."""
-  path = Path(args.artifact)
-  entry = None
-  project = _read_project(args)
-  if path.is_file():
-    blob = path.read_bytes()
-  elif path.is_dir() and (path / MANIFEST_FILE).exists():
-    entry = _artifacts.entry_at(path)
-  elif path.is_dir():
-    raise GoldenDataError(f"{path}: a directory but not a golden entry (no {MANIFEST_FILE}); "
-                          "pass a blob file, an entry directory or an entry id.")
-  elif not _artifacts.looks_like_entry_id(args.artifact):
-    raise GoldenDataError(f"{path}: no such file or directory (nor an entry id "
-                          "'<platform>/<family>/<case_id>/<YYYY-MM-DD>[.<revision>]_jax-<version>').")
-  else:
-    root = args.root or (_store_of(project, "--root") if project is not None else DEFAULT_ROOT)
-    entry = GoldenStore(root).entry(EntryId.parse(args.artifact.strip("/")))
-  if entry is not None:
-    entry.verify()
-    blob = entry.blob()
-  label = str(entry.entry_id) if entry else str(path)
-  try:
-    read = _artifact_read.read_artifact(blob, parser, label)
-  except UnregisteredTypeError as e:
-    if project is None:
-      raise UnregisteredTypeError(
-          f"{e}\nA project's own pytree type is registered when its case modules are "
-          "imported: pass --project DIR (the project's directory) to inspect its "
-          "entries.") from None
-    _import_project_types(project, parser)
-    read = _artifact_read.read_artifact(blob, parser, label)
-  exp = read.exported
-  recorded = entry.manifest.serialization_version if entry is not None else None
-  # An envelope the running jax refuses as it is is described all the same, the refusal
-  # stated (``read_as_is``): inspecting is not loading.
-  info: dict[str, Any] = {"artifact": label,
-                          "exported": _artifacts.describe_exported(
-                              exp, blob, recorded, reader=parser, label=label,
-                              signatures=read.signatures),
-                          "read_as_is": read.loading.to_json()}
-  if entry is not None:
-    info["manifest"] = json.loads(entry.manifest.to_json())
-  declared = project.targets if project is not None else None
-  if args.stable_targets:
-    given = ProjectTargets.read(args.stable_targets)
-    declared = given if declared is None else declared.union(given)
-  own = frozenset(t for p in exp.platforms for t in declared.stable(p)) if declared else frozenset()
-  measured = _measured_of(project)
-  sha = None if entry is None else entry.manifest.files.get("exported.bin")
-  runs = () if measured is None or entry is None else measured.of(entry.entry_id, sha)
-  info.update(read.runs_on(entry.manifest if entry is not None else None, parser, label, own,
-                           runs).to_json())
-  if entry is not None:
-    info.update(serves_on_tf_json(measured.served_by(entry.entry_id, sha) if measured else ()))
-  if args.mlir:
-    info["mlir"] = parser.module_text(bytes(exp.mlir_module_serialized), exp.fun_name, label)
-  if args.json:
-    _print_json(info)
-    return EXIT_OK
-  lines = [info["artifact"]]
-  for k, v in info["exported"].items():
-    if k == _artifacts.HEADER_NOTE_KEY:
-      continue
-    if k == "serialization_version":
-      lines.append(f"  {k}: {v} ({info['exported'][_artifacts.HEADER_NOTE_KEY]})")
-    elif k == "serialization_layout":
-      lines.append(f"  {k}: {'unknown' if v is None else v}")
-    elif isinstance(v, list):
-      lines.append(f"  {k}: " + ("(none)" if not v else ""))
-      lines.extend(f"    {x}" for x in v)
-    else:
-      lines.append(f"  {k}: {'not recorded' if v is None else v}")
-  if entry is not None:
-    m = entry.manifest
-    lines.append(f"  manifest: case {m.case_id}, family {m.family}, recorded {m.record_date} "
-                 f"with jax {m.producer.jax or 'unknown'}, comparison {m.comparison.mode} "
-                 f"(rtol {m.comparison.rtol:g}, atol {m.comparison.atol:g})"
-                 + (", lowering only" if m.lowering_only else "")
-                 + (f", imported from {m.imported_from.source}" if m.imported_from else ""))
-    if m.tolerances is not None:
-      lines.append("  tolerances per output:" + ("" if m.tolerances else " (none)"))
-      lines.extend(f"    {t.path} ({t.dtype}): rtol {t.rtol:g}, atol {t.atol:g}"
-                   for t in m.tolerances)
-    if m.no_cotangent is not None:
-      lines.append("  inputs without a cotangent (no VJP output stored): "
-                   + (", ".join(m.no_cotangent) or "none"))
-  lines.append(f"  read as it is by jax {installed_jax_version()}: {read.loading.text()}")
-  lines.extend(artifact_runs_on.runs_on_lines(info))
-  lines.extend(serves_on_tf_lines(info))
-  if args.mlir:
-    lines.extend(info["mlir"].split("\n"))
-  # A blob's strings are the artifact's, not ours: shown escaped, one line each.
-  sys.stdout.write("\n".join(map(_terminal_safe, lines)) + "\n")
-  return EXIT_OK
-
-
-def _terminal_safe(line: str) -> str:
-  """``line`` with every character a terminal would act on (escape sequences, a newline that
-  forges a line, a carriage return) written as a Python escape instead."""
-  return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                 for c in line)
 
 
 def _import(args, extra) -> int:
@@ -506,7 +351,7 @@ def _import(args, extra) -> int:
                                  rtol=args.rtol, atol=args.atol, host_platform=args.host_platform,
                                  read_signatures=parser.signatures)
   if args.json:
-    _print_json(result)
+    _project_args.print_json(result)
   else:
     for status in ("imported", "exists", "skipped", "failed"):
       for msg in result[status]:
@@ -517,9 +362,9 @@ def _import(args, extra) -> int:
 
 def _prune(args, extra) -> int:
   today = args.today or datetime.date.today()
-  project = _read_project(args)
+  project = _project_args.read_project(args)
   if args.root is None and project is not None:
-    root = str(_store_of(project, "--root"))
+    root = str(_project_args.store_of(project, "--root"))
   else:
     root = args.root or DEFAULT_ROOT
   if not Path(root).is_dir():
@@ -538,7 +383,7 @@ def _prune(args, extra) -> int:
       return EXIT_INTERRUPTED
   future = [] if args.dated_in_future else store.dated_after(today)
   if args.json:
-    _print_json({"removed" if args.yes else "would_remove": [str(e.entry_id) for e in expired],
+    _project_args.print_json({"removed" if args.yes else "would_remove": [str(e.entry_id) for e in expired],
                  "dry_run": not args.yes, "today": today.isoformat(),
                  "older_than_days": args.older_than_days, "cases": args.case,
                  "dated_in_future": [str(e.entry_id) for e in future]})
@@ -587,7 +432,7 @@ def _upgrade(args, extra) -> int:
     report = upgrader.upgrade_file(source, output, force=args.force, for_jax=args.for_jax,
                                    parser=parser)
   if args.json:
-    _print_json({"source": str(source), "output": str(output), **report.report})
+    _project_args.print_json({"source": str(source), "output": str(output), **report.report})
   else:
     sys.stdout.write(report.text)
   return EXIT_OK
@@ -599,7 +444,7 @@ def _bisect_command(args, extra) -> int:
 
 _COMMANDS = {
     "audit": _audit,
-    "inspect": _inspect,
+    "inspect": _inspect.run,
     "import-jax-testdata": _import,
     _import_artifacts.COMMAND: _import_artifacts.run,
     "prune": _prune,
