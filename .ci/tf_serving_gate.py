@@ -13,30 +13,33 @@ report's counts, by status and by reason, and its unexplained failures go to the
 from __future__ import annotations
 
 import collections
-import json
 import os
 import sys
 from pathlib import Path
 
+from jaxport.errors import JaxportError
+from jaxport.report import load_served
+
 
 def verdict(path: Path) -> tuple[list[str], list[str]]:
-  """The summary lines of one report, and its problems (none: the night passes)."""
+  """The summary lines of one report (read by jaxport's own reader of the tf reader's reports),
+  and its problems (none: the night passes)."""
   try:
-    report = json.loads(path.read_text())
-    release, entries = report["tf"], report["entries"]
-  except (OSError, ValueError, KeyError, TypeError) as e:
+    served = load_served(path)
+  except JaxportError as e:
     return [f"- {path.name}: does not read ({e})"], [f"{path}: does not read ({e})"]
-  if not entries:
-    return [f"- TensorFlow {release}, {path.name}: no entries"], [f"{path}: no entries"]
-  statuses = collections.Counter(e["status"] or "not called" for e in entries)
-  reasons = collections.Counter(e["reason"] for e in entries if e["reason"])
-  unexplained = [e for e in entries if e["status"] == "fail" and not e["reason"]]
-  lines = [f"- TensorFlow {release}, {path.name}: {len(entries)} entries: "
+  if not served.entries:
+    return [f"- {served.reader}, {path.name}: no entries"], [f"{path}: no entries"]
+  entries = served.entries.items()
+  statuses = collections.Counter(s.status or "not called" for _, s in entries)
+  reasons = collections.Counter(s.reason for _, s in entries if s.reason)
+  unexplained = [(e, s) for e, s in entries if s.status == "fail" and not s.reason]
+  lines = [f"- {served.reader}, {path.name}: {len(served.entries)} entries: "
            + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
            + ("; refused for " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items()))
               if reasons else "")]
-  lines += [f"  - unexplained: `{e['entry_id']}`: {e['detail']}" for e in unexplained]
-  return lines, [f"{path}: {e['entry_id']}: {e['detail']}" for e in unexplained]
+  lines += [f"  - unexplained: `{e}`: {s.detail}" for e, s in unexplained]
+  return lines, [f"{path}: {e}: {s.detail}" for e, s in unexplained]
 
 
 def main(argv: list[str]) -> int:

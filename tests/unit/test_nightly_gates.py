@@ -201,10 +201,14 @@ def test_the_tf_serving_job_runs_the_newest_two_tensorflow_releases_and_fails_th
   entry = {"entry_id": "cpu/f/c/2026-01-01_jax-0.10.2", "status": "fail",
            "reason": "custom_call", "detail": "refused (custom_call): ..."}
   report = tmp_path / "tf-2.21-store.json"
-  report.write_text(json.dumps({"tf": "2.21.0", "entries": [entry, {**entry, "status": None,
-                                                                    "reason": None}]}))
+  report.write_text(json.dumps({"tf": "2.21.0", "entries": [
+      entry, {**entry, "entry_id": "cpu/f/d/2026-01-01_jax-0.10.2", "status": None,
+              "reason": None}]}))
   lines, problems = gate.verdict(report)
   assert not problems and "2 entries: 1 fail, 1 not called; refused for custom_call 1" in lines[0]
+  # A file that is not a tf reader's report fails the night, read by jaxport's own reader.
+  (tmp_path / "bad.json").write_text(json.dumps({"tf": "2.21.0"}))
+  assert gate.main([str(tmp_path / "bad.json")]) == 1
   report.write_text(json.dumps({"tf": "2.21.0", "entries": [
       {**entry, "reason": None, "detail": "compare: outputs differ"}]}))
   assert gate.main([str(report)]) == 1
