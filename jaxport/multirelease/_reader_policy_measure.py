@@ -16,25 +16,12 @@ from typing import Any
 
 from jaxport.harness._judge import _reader_policy
 from jaxport.multirelease import _envs
+from jaxport.multirelease._replay import IN_RELEASE
 from jaxport.multirelease._table_samples import run_script, sample_blobs
 from jaxport.upgrades import LAYOUTS
 
 # Run in a release's venv: read each blob with that release's jax.export, print JSON.
-_READ_SCRIPT = """
-import json, sys, jax
-from jax import export
-out = {}
-for layout, path in json.loads(sys.argv[1]).items():
-  try:
-    export.deserialize(bytearray(open(path, "rb").read()))
-    out[layout] = {"status": "reads", "error": None}
-  except Exception as e:
-    first = (str(e).strip().splitlines() or [""])[0]
-    expired = "backward-compatibility window" in first
-    out[layout] = {"status": "refuses_expired" if expired else "refuses",
-                   "error": f"{type(e).__name__}: {first}"[:300]}
-print(json.dumps({"jax": jax.__version__, "reads": out}))
-"""
+READ_LAYOUTS = IN_RELEASE / "read_layouts.py"
 
 
 def measure(releases: list[str], store: Path, method: str) -> dict[str, Any]:
@@ -45,7 +32,7 @@ def measure(releases: list[str], store: Path, method: str) -> dict[str, Any]:
     paths = json.dumps({layout: str(path) for layout, (_, path) in blobs.items()})
     readers = {}
     for release in releases:
-      got = json.loads(run_script(_envs.ensure_venv(release), _READ_SCRIPT, paths))
+      got = json.loads(run_script(_envs.ensure_venv(release), READ_LAYOUTS, paths))
       readers[release] = got["reads"]
   return {
       "format_version": _reader_policy.FORMAT_VERSION,

@@ -19,12 +19,12 @@ from pathlib import Path
 from jaxport.errors import JaxportError
 from jaxport.golden._store import GoldenStore
 from jaxport.multirelease import _envs
-from jaxport.multirelease._replay import release_env
+from jaxport.multirelease._replay import IN_RELEASE, release_env
 from jaxport.multirelease._staging import ImportResult, import_staging
 
 logger = logging.getLogger(__name__)
 
-RECORDER = Path(__file__).resolve().parents[2] / "jaxport_in_release" / "recorder.py"
+RECORDER = IN_RELEASE / "recorder.py"
 
 
 class RecorderError(JaxportError, RuntimeError):

@@ -25,7 +25,9 @@ logger = logging.getLogger(__name__)
 
 # A package of its own beside jaxport: it drives the release's jax.export, which jaxport (a
 # reimplementation of it) never imports.
-REPLAYER = Path(__file__).resolve().parents[2] / "jaxport_in_release" / "replayer.py"
+# The scripts that run inside a release's environment, without jaxport.
+IN_RELEASE = Path(__file__).resolve().parents[2] / "jaxport_in_release"
+REPLAYER = IN_RELEASE / "replayer.py"
 # The replayer's rows are results only (``jaxport.harness._protocol._release_rows``); the judge
 # (``jaxport.harness._judge._release_runs``) makes each entry's status.
 # The seconds one entry may take in the replaying process (deserialize, compile, call).

@@ -57,7 +57,7 @@ from typing import Any
 
 from jaxport.multirelease import _envs
 from jaxport.multirelease._table_samples import sample_blobs
-from jaxport.multirelease._table_scripts import MEASURE_SCRIPT, PROBE_SCRIPT
+from jaxport.multirelease._replay import IN_RELEASE
 from jaxport._files import write_replacing
 from jaxport._vocabulary import PLATFORMS
 from jaxport.custom_calls import _registry
@@ -76,6 +76,9 @@ logger = logging.getLogger(__name__)
 FIRST, LAST = "0.4.26", "0.12.0.1"
 DEFAULT_SCRATCH = Path(tempfile.gettempdir()) / "jaxport-release-table-venvs"
 UNKNOWN_TARGET = "jaxport_no_such_target_ffi"
+# The scripts run in each release's own interpreter (never importing jaxport).
+MEASURE_RELEASE = IN_RELEASE / "measure_release.py"
+PROBE_TARGETS = IN_RELEASE / "probe_targets.py"
 
 def candidate_releases(doc: dict[str, Any]) -> list[str]:
   """The releases of the table ``doc`` from 0.4.26 to 0.12.0.1, oldest first."""
@@ -223,7 +226,7 @@ def probe_targets(python: Path, targets: list[str]) -> dict[str, dict[str, Any]]
   found: dict[str, dict[str, Any]] = {}
   left = list(targets)
   while left:
-    proc = subprocess.run([str(python), "-c", PROBE_SCRIPT, json.dumps(left)],
+    proc = subprocess.run([str(python), str(PROBE_TARGETS), json.dumps(left)],
                           capture_output=True, text=True, timeout=1200)
     started = None
     for line in proc.stdout.splitlines():
@@ -248,7 +251,7 @@ def probe_targets(python: Path, targets: list[str]) -> dict[str, dict[str, Any]]
 
 def measure_reader(python: Path, samples: dict[str, Any]) -> dict[str, Any]:
   """The release's StableHLO, calling-convention, stable-table and reader facts."""
-  proc = subprocess.run([str(python), "-c", MEASURE_SCRIPT, json.dumps(samples)],
+  proc = subprocess.run([str(python), str(MEASURE_RELEASE), json.dumps(samples)],
                         capture_output=True, text=True, timeout=1200)
   if proc.returncode != 0:
     raise RuntimeError(f"{python} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")

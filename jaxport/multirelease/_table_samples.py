@@ -13,20 +13,17 @@ import subprocess
 from pathlib import Path
 
 from jaxport.multirelease import _envs, _legacy_envelopes
+from jaxport.multirelease._replay import IN_RELEASE
 from jaxport.upgrades import envelope_layout
 
 # Run in the newest release's venv: a blob of that release's own writer.
-_WRITE_SCRIPT = """
-import sys, jax, jax.numpy as jnp
-from jax import export
-exp = export.export(jax.jit(jnp.sin))(jax.ShapeDtypeStruct((3,), jnp.float32))
-open(sys.argv[1], "wb").write(exp.serialize())
-"""
+WRITE_SAMPLE = IN_RELEASE / "write_sample.py"
 
 
-def run_script(python: Path, script: str, *args: str) -> str:
-  """The last line ``script`` prints, run by ``python`` (a release's interpreter)."""
-  proc = subprocess.run([str(python), "-c", script, *args], capture_output=True, text=True,
+def run_script(python: Path, script: Path, *args: str) -> str:
+  """The last line the script file ``script`` (of ``jaxport_in_release``) prints, run by
+  ``python`` (a release's interpreter)."""
+  proc = subprocess.run([str(python), str(script), *args], capture_output=True, text=True,
                         timeout=600)
   if proc.returncode != 0:
     raise RuntimeError(f"{python} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -45,7 +42,7 @@ def sample_blobs(scratch: Path, newest: str, store: Path) -> dict[str, tuple[str
     producer = blob.parent.name.rsplit("_jax-", 1)[-1]
     found.setdefault(layout, (producer, blob))
   written = scratch / f"jax-{newest}.bin"
-  run_script(_envs.ensure_venv(newest), _WRITE_SCRIPT, str(written))
+  run_script(_envs.ensure_venv(newest), WRITE_SAMPLE, str(written))
   found.setdefault(envelope_layout(written.read_bytes()), (newest, written))
   # No release case of the store has HloSharding protos: built as jax 0.8.1 to 0.8.3 wrote them.
   built = scratch / "hlo-shardings.bin"

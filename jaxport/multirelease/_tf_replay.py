@@ -27,14 +27,15 @@ from jaxport.golden._entry_id import EntryId, require_entry_id
 from jaxport.harness._judge._tf_runs import precheck
 from jaxport.harness._protocol._tf_rows import (PRECHECK, TfAbout, TfRow, TfRowError,
                                               read_tf_row)
-from jaxport.multirelease._replay import ENTRY_TIMEOUT_S, read_results, release_env
+from jaxport.multirelease._replay import (ENTRY_TIMEOUT_S, IN_RELEASE, read_results,
+                                          release_env)
 from jaxport.multirelease._tf_envs import ensure_tf_env
 from jaxport.releases._tf_table import TfRelease
 from jaxport_in_release import tf_envelope
 
 logger = logging.getLogger(__name__)
 
-TF_READER = Path(__file__).resolve().parents[2] / "jaxport_in_release" / "tf_reader.py"
+TF_READER = IN_RELEASE / "tf_reader.py"
 
 
 class TfReplayError(JaxportError, RuntimeError):

@@ -1,15 +1,11 @@
-"""The scripts the release table's measurement (:mod:`._table_measure`) runs in each jax
-release's own interpreter.
+"""Run in a jax release's own environment by the release table's measurement
+(``jaxport.multirelease._table_measure``): that release's StableHLO versions and VHLO ops,
+calling conventions, stable table, and what its own ``jax.export`` reads.
 
-Each is the source of a ``python -c`` child in that release's venv: it imports only jax,
-jaxlib, numpy and the standard library of that release (never jaxport), takes its input as JSON in
-``argv[1]`` and prints JSON, so that what it reports is the release's own behaviour.
+``python measure_release.py SAMPLES_JSON``: the JSON of the sample blobs in ``argv[1]``; prints one
+JSON object. It imports only that release's jax, jaxlib, numpy and the standard library (never
+jaxport), so what it reports is the release's own behaviour.
 """
-
-from __future__ import annotations
-
-# Run in a release's venv: argv[1] is the JSON of reader_samples().
-MEASURE_SCRIPT = r'''
 import glob, json, os, re, sys
 import jax
 args = json.loads(sys.argv[1])
@@ -158,72 +154,3 @@ except Exception as e:
          "error": f"{stage}: {type(e).__name__}: {first}"[:300]}
 out["calling_convention_above_max"] = {"version": hi + 1, **got}
 print(json.dumps(out))
-'''
-
-
-# Run in a release's venv: argv[1] is the JSON list of targets; one JSON line per target.
-PROBE_SCRIPT = r'''
-import json, re, sys
-import jax
-args = {"targets": json.loads(sys.argv[1])}
-from jax._src import xla_bridge as xb
-from jax._src.lib import xla_client as xc
-backend = xb.get_backend("cpu")
-def compile_text(text):
-  opts = xc.CompileOptions()
-  if hasattr(backend, "compile_and_load"):
-    devs = backend.devices()[:1]
-    try:
-      return backend.compile_and_load(text, xc.DeviceList(tuple(devs)), opts)
-    except TypeError:
-      return backend.compile_and_load(text, devs, opts)
-  return backend.compile(text, opts)
-def module(target, ffi):
-  attrs = "api_version = 4 : i32, backend_config = {}" if ffi else "api_version = 2 : i32"
-  return ("module @probe { func.func public @main() -> tensor<f32> {\n"
-          f"  %0 = stablehlo.custom_call @{target}() {{{attrs}}} : () -> tensor<f32>\n"
-          "  return %0 : tensor<f32> } }")
-arity = re.compile(r"Wrong number of arguments: expected (\d+)")
-# Some releases bind untyped (legacy) targets only when the executable runs, so a made-up
-# one compiles: there, an untyped target also counts only if jaxlib's cpu module lists it.
-try:
-  compile_text(module("jaxport_no_such_untyped_target", False))
-  lazy = True
-except Exception:
-  lazy = False
-listed = set()
-if lazy:
-  try:
-    from jaxlib.cpu import _lapack
-    regs = _lapack.registrations()
-    for v in (regs.values() if isinstance(regs, dict) else [regs]):
-      listed.update(x if isinstance(x, str) else x[0] for x in v) if isinstance(v, (list, tuple)) else None
-    listed.update(k for k in regs if isinstance(k, str))
-  except Exception:
-    pass
-for t in args["targets"]:
-  ffi = t.endswith("_ffi")
-  print(json.dumps({"target": t, "started": True}), flush=True)
-  try:
-    exe = compile_text(module(t, ffi))
-  except Exception as e:
-    print(json.dumps({"target": t, "registered": False,
-                      "error": (str(e).splitlines() or [""])[0][:240]}), flush=True)
-    continue
-  got = {"registered": True, "error": None}
-  if lazy and not ffi and t not in listed:
-    got = {"registered": False, "error": "compiles but is not among jaxlib.cpu._lapack's "
-           "registrations (this release binds untyped targets when the executable runs)"}
-  if ffi:
-    # Some releases bind typed targets only when the executable runs, so a made-up one compiles:
-    # running it without operands tells a missing handler from one that wants operands.
-    try:
-      exe.execute([])
-    except Exception as e:
-      m = arity.search(str(e))
-      if m:
-        got["operands"] = int(m.group(1))
-      elif "No registered implementation" in str(e):
-        got = {"registered": False, "error": (str(e).splitlines() or [""])[0][:240]}
-  print(json.dumps({"target": t, **got}), flush=True)
-'''
