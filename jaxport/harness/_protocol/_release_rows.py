@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from jaxport._record_codec import json_record, key
 from jaxport._records import Strict
@@ -28,13 +28,17 @@ class ReleaseRowError(JaxportError, ValueError):
 
 
 _S = Strict.raising(ReleaseRowError)
+R = TypeVar("R")
 
 
-def _stage(s: Strict, value: Any, where: str) -> str:
-  stage = s.of(value, str, where)
-  if stage not in STAGES:
-    raise s.fail(where, f"expected one of {list(STAGES)}, got {stage!r}")
-  return stage
+def stage_of(stages: tuple[str, ...]):
+  """The reader of a row's ``stage``: one of ``stages``, else the reader's refusal."""
+  def read(s: Strict, value: Any, where: str) -> str:
+    stage = s.of(value, str, where)
+    if stage not in stages:
+      raise s.fail(where, f"expected one of {list(stages)}, got {stage!r}")
+    return stage
+  return read
 
 
 # A row's keys beside the entry id and stage are optional, and keys a newer replayer writes are
@@ -50,7 +54,7 @@ class ReleaseRow:
   compared (the project's own checker); ``matched`` and ``problems``: the comparison's
   result (None: nothing compared)."""
   entry_id: EntryId
-  stage: str = key(read=_stage)
+  stage: str = key(read=stage_of(STAGES))
   error: str | None = key(default=None, optional=True)
   not_replayable: str | None = key(default=None, optional=True)
   not_compared: str | None = key(default=None, optional=True)
@@ -58,12 +62,19 @@ class ReleaseRow:
   problems: str | None = key(default=None, optional=True)
 
 
-def read_row(row: Any) -> ReleaseRow:
-  """The row of a replayer's line; one that does not read is a ``harness`` row naming why.
-  A line naming no entry id is refused (``ReleaseRowError``): no entry is known to fail."""
-  entry_id = read_entry_id(_S, row.get("entry_id") if isinstance(row, Mapping) else None,
-                           "release replayer row.entry_id")
+def read_script_row(cls: type[R], strict: Strict, error: type[Exception], row: Any,
+                    what: str) -> R:
+  """The row of ``cls`` a script running in another release wrote (``what`` names its
+  lines); one that does not read is a ``harness`` row naming why. A line naming no entry id is
+  refused (``error``): no entry is known to fail."""
+  entry_id = read_entry_id(strict, row.get("entry_id") if isinstance(row, Mapping) else None,
+                           f"{what}.entry_id")
   try:
-    return ReleaseRow.from_json(row, "release replayer row")
-  except ReleaseRowError as e:
-    return ReleaseRow(entry_id, HARNESS, f"the release replayer's row does not read: {e}")
+    return cls.from_json(row, what)
+  except error as e:
+    return cls(entry_id, HARNESS, f"the {what} does not read: {e}")
+
+
+def read_row(row: Any) -> ReleaseRow:
+  """The release replayer's row of one line (:func:`read_script_row`)."""
+  return read_script_row(ReleaseRow, _S, ReleaseRowError, row, "release replayer row")

@@ -10,14 +10,14 @@ status. Reading fails closed: a line that does not read is kept as the reader's 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any
 
 from jaxport._record_codec import json_record, key
 from jaxport._records import Strict
 from jaxport.errors import JaxportError
-from jaxport.golden._entry_id import EntryId, read_entry_id
-from jaxport.harness._protocol._release_rows import HARNESS, PROCESS, VERIFY
+from jaxport.golden._entry_id import EntryId
+from jaxport.harness._protocol._release_rows import (HARNESS, PROCESS, VERIFY, read_script_row,
+                                                     stage_of)
 
 # ``precheck``: refused from the release's measured facts before TensorFlow was asked.
 PRECHECK, READ, CALL, COMPARE = "precheck", "read", "call", "compare"
@@ -29,13 +29,6 @@ class TfRowError(JaxportError, ValueError):
 
 
 _S = Strict.raising(TfRowError)
-
-
-def _stage(s: Strict, value: Any, where: str) -> str:
-  stage = s.of(value, str, where)
-  if stage not in STAGES:
-    raise s.fail(where, f"expected one of {list(STAGES)}, got {stage!r}")
-  return stage
 
 
 def _count(s: Strict, value: Any, where: str) -> int | None:
@@ -57,7 +50,7 @@ class TfRow:
   ``problems``: the comparison's result (None: nothing compared); ``blob_sha256``: the sha256
   of the blob the reader called (None: it read none)."""
   entry_id: EntryId
-  stage: str = key(read=_stage)
+  stage: str = key(read=stage_of(STAGES))
   error: str | None = key(default=None, optional=True)
   calling_convention: int | None = key(default=None, optional=True, read=_count)
   stablehlo: str | None = key(default=None, optional=True)
@@ -70,14 +63,8 @@ class TfRow:
 
 
 def read_tf_row(row: Any) -> TfRow:
-  """The row of a reader's line; one that does not read is a ``harness`` row naming why.
-  A line naming no entry id is refused (``TfRowError``): no entry is known to fail."""
-  entry_id = read_entry_id(_S, row.get("entry_id") if isinstance(row, Mapping) else None,
-                           "tf reader row.entry_id")
-  try:
-    return TfRow.from_json(row)
-  except TfRowError as e:
-    return TfRow(entry_id, HARNESS, f"the tf reader's row does not read: {e}")
+  """The tf reader's row of one line (:func:`._release_rows.read_script_row`)."""
+  return read_script_row(TfRow, _S, TfRowError, row, "tf reader row")
 
 
 @json_record(_S, where="tf reader's release facts")
