@@ -7,7 +7,8 @@ What the child gets is what ``subprocess.Popen`` would have given it: its argume
 environment, its working folder, ``sys.path`` from its ``PYTHONPATH``, standard input from
 ``/dev/null``, standard output and error to one file, the descriptors it is passed at the
 same numbers, a session of its own. One parent serves every child of one interpreter,
-preload list and environment (but for ``PYTHONPATH``, which the child applies itself, and
+preload list and environment (but for ``PYTHONPATH`` and ``PYTHONDONTWRITEBYTECODE``, which
+the child applies itself, and
 variables nothing reads on import, which pytest changes per test); a
 parent is started on first use and lives as long as the process that started it.
 
@@ -43,12 +44,16 @@ IF_PRESENT = "?"
 START_TIMEOUT_S = 300.0
 # Variables the preloaded modules (jax, numpy, jaxport) never read while they import, which
 # pytest changes from one test to the next: one parent serves a test process's sessions.
+# (PYTHONPATH and PYTHONDONTWRITEBYTECODE are the child's own to apply: ``_CHILD_APPLIES``.)
 _NOT_READ_ON_IMPORT = frozenset({"HOME", "USERPROFILE", "PYTEST_CURRENT_TEST",
                                  "PYTEST_DEBUG_TEMPROOT", "PY_COLORS",
                                  # XLA reads it when a backend starts, which happens in the
                                  # child (the host device count of a multi-device worker).
                                  "XLA_FLAGS"})
 _NO_CHILD = "the preloading parent forked no child: "
+# Variables the forked child applies itself, as a fresh interpreter would at its start: its
+# ``sys.path`` and whether it writes bytecode for what it imports.
+_CHILD_APPLIES = frozenset({"PYTHONPATH", "PYTHONDONTWRITEBYTECODE"})
 # What a parent answers for a child it will not fork (a module would come from another file).
 _REFUSED = _NO_CHILD + "refused"
 
@@ -238,7 +243,7 @@ def start_module(module: str, args: Sequence[str], *, env: dict[str, str],
     # PYTHONPATH is the child's to apply: the parent checks that the modules it imported
     # come from the same files on the child's path.
     base_env = {k: v for k, v in env.items()
-                if k not in (PARENT_PID_ENV, "PYTHONPATH") and k not in _NOT_READ_ON_IMPORT}
+                if k != PARENT_PID_ENV and k not in _CHILD_APPLIES | _NOT_READ_ON_IMPORT}
     key, parent = _parent_for(tuple(preload), base_env, env.get("PYTHONPATH"))
     if parent is not None:
       forked_env = dict(child_env)

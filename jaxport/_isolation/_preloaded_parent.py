@@ -160,6 +160,8 @@ def _become(request: dict, fds: list[int], own: list[socket.socket | int]) -> _F
     _place(streams, [0, 1, 2, *request["pass_fds"]])
     os.environ.clear()
     os.environ.update(request["env"])
+    # As the interpreter sets it at its start from the variable (any value but empty).
+    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
     os.chdir(request["cwd"])
     sys.path[:] = _search_path(request)
     sys.argv = [request["module"], *request["args"]]

@@ -22,6 +22,7 @@ state = {
     "path_head": sys.path[:2], "path": sys.path, "stdin": sys.stdin.read(), "session_leader": os.getsid(0) == os.getpid(),
     "preloaded": "json" in sys.modules and "email.parser" in sys.modules,
     "main": __name__, "parent_env": os.environ.get("%s"),
+    "writes_bytecode": not sys.dont_write_bytecode,
 }
 os.write(int(sys.argv[1]), b"passed\\n")
 print(json.dumps(state))
@@ -93,6 +94,12 @@ def test_one_parent_serves_the_children_of_one_environment(project):
   child, _, state, _ = _start(project, "0", PYTHONPATH=str(project / "elsewhere"))
   assert isinstance(child, _preloaded.PreloadedChild) and _preloaded._parents == before
   assert str(project / "elsewhere") in state["path"]
+  # Whether it writes bytecode is the child's to apply too: the same parent, each child as
+  # its own variable says.
+  _, _, writing, _ = _start(project, "0", PYTHONDONTWRITEBYTECODE="")
+  _, _, not_writing, _ = _start(project, "0", PYTHONDONTWRITEBYTECODE="1")
+  assert _preloaded._parents == before
+  assert writing["writes_bytecode"] and not not_writing["writes_bytecode"]
   # XLA reads its flags when a backend starts, in the child: the same parent.
   _start(project, "0", XLA_FLAGS="--xla_force_host_platform_device_count=8")
   assert _preloaded._parents == before
