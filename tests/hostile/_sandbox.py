@@ -4,13 +4,14 @@ process down with it; and the time limit of in-process tests."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from _python_child import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -40,14 +41,13 @@ needs_proc = pytest.mark.skipif(
 
 
 def limited(code: str, *, cwd: Path | None = None) -> subprocess.CompletedProcess:
-  """Runs ``code`` in a fresh Python with CPU and wall-clock limits; ``limit_memory(n)`` is
-  defined for it. Returns the finished process (stdout and stderr as text)."""
-  env = dict(os.environ)
-  env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+  """Runs ``code`` in a child process of its own (forked with jax and jaxport imported: the
+  limits, not a fresh interpreter, are what it is for) with CPU and wall-clock limits;
+  ``limit_memory(n)`` is defined for it. Returns the finished process (stdout and stderr as
+  text)."""
   script = _PRELUDE.format(cpu=CHILD_TIME_LIMIT_S) + textwrap.dedent(code)
   try:
-    return subprocess.run([sys.executable, "-c", script], cwd=cwd or ROOT, env=env,
-                          capture_output=True, text=True, timeout=CHILD_TIME_LIMIT_S)
+    return run_python(script, cwd=cwd or ROOT, timeout=CHILD_TIME_LIMIT_S)
   except subprocess.TimeoutExpired as e:
     pytest.fail(f"the child process ran past its time limit of {CHILD_TIME_LIMIT_S} s: "
                 f"a hostile input hangs. Its stderr:\n{e.stderr}")

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import functools
 import operator
-import os
 import subprocess
-import sys
 import textwrap
 
 import jax
@@ -22,16 +20,14 @@ import pytest
 import jaxport
 from jaxport.errors import ShapeError
 
-from _sandbox import ROOT
+from _python_child import run_python
 from _symbolic_inputs import blob_of_shape, chained, nested_max
 
 BACKSTOP_S = 30
 
 
 def _run_child(code: str) -> str:
-  """Runs ``code`` in a fresh Python under the backstop; returns its last stdout line."""
-  env = dict(os.environ)
-  env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+  """Runs ``code`` in a child process under the backstop; returns its last stdout line."""
   script = textwrap.dedent("""
       import sys
       import jaxport
@@ -43,8 +39,7 @@ def _run_child(code: str) -> str:
           print("REFUSED", type(e).__name__, str(e).replace("\\n", " "))
       """) + textwrap.dedent(code)
   try:
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=BACKSTOP_S)
+    done = run_python(script, timeout=BACKSTOP_S)
   except subprocess.TimeoutExpired as e:
     pytest.fail(f"the hostile input ran past the {BACKSTOP_S} s backstop: it hangs. "
                 f"Its stderr:\n{e.stderr}")
