@@ -11,6 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from jaxport.golden import _host
 from jaxport.golden._host import current_host
 from jaxport.golden import EntryId
 from jaxport.golden._store import GoldenStore
@@ -54,7 +55,10 @@ CPU_MODELS = {"this machine": None,
 @pytest.fixture(params=sorted(CPU_MODELS))
 def cpu(request, tmp_path, monkeypatch):
   """The host the test's sessions run on: this machine, or one whose /proc/cpuinfo names
-  another vendor and model (read by the worker through the case module)."""
+  another vendor and model (read by the worker through the case module). The sessions run in
+  this process, which a recording makes import the case module: jaxport's CPU information
+  file is put back after the test."""
+  monkeypatch.setattr(_host, "CPUINFO", _host.CPUINFO)
   fake = CPU_MODELS[request.param]
   if fake is not None:
     vendor, model = fake
@@ -71,10 +75,7 @@ def shown_in_markdown(text: str) -> str:
 
 
 def _run(pytester, *args):
-  # Its own process: the case module points jaxport's CPU information file at FAKE_CPUINFO in
-  # every process that imports it, and a recording imports it into pytest's process too.
-  return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--compat-today=2026-12-01",
-                                       *args)
+  return pytester.runpytest("-p", "no:cacheprovider", "--compat-today=2026-12-01", *args)
 
 
 def _replace_entry(store: GoldenStore, entry_id: EntryId, expected=None, **manifest_changes):
