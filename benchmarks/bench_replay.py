@@ -16,7 +16,8 @@ Run by hand: ``python benchmarks/bench_replay.py [--root compat_data] [--reps N]
            as an installed package has it (``--no-bytecode-cache`` honours
            ``PYTHONDONTWRITEBYTECODE`` instead)
   warm     the same run again at once, on the cache folder the cold run filled: the same
-           readers and exports, only XLA's compilation loaded from the cache
+           readers and exports, only XLA's compilation and the module reads (``_kept_reads``)
+           loaded from the cache
   alike    where the floor runs fewer entries than the store holds: the cold run on a copy
            of the store holding only the entries the floor ran, so that both sides do the
            same entries

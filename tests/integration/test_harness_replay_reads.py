@@ -14,7 +14,7 @@ from _harness_paths import ROOT, repo_project
 
 from jaxport.errors import DeserializationError
 from jaxport.golden import EntryId, GoldenStore
-from jaxport.harness._worker import (_case_runs, _engine, _executables, _jax_setup, _lowering,
+from jaxport.harness._worker import (_case_runs, _engine, _executables, _jax_setup, _kept_reads,
                                      _module_reads)
 from jaxport.harness._protocol._answers import Stage
 
@@ -40,13 +40,15 @@ def test_both_readers_of_a_lowering_only_replay_parse_the_module_for_signatures_
     engine, store, monkeypatch):
   entry = store.entry(EntryId.parse(ENTRY))
   parsed: list[bytes] = []
-  signatures = _lowering.signatures
+  signatures = _kept_reads.read_signatures
 
   def counted(module):
     parsed.append(bytes(module))
     return signatures(module)
 
-  monkeypatch.setattr(_lowering, "signatures", counted)
+  # Parsed, not taken from an earlier run's kept reads.
+  monkeypatch.setattr(_kept_reads, "_kept", None)
+  monkeypatch.setitem(_kept_reads._READERS, _kept_reads.SIGNATURES, counted)
   answer = engine.replay(entry, today=False, run=False)
   assert [r.reader for r in answer.readers] == ["jaxport", "jax"]
   assert all(r.stage is Stage.MODULE and r.error is None and not r.problems

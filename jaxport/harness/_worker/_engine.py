@@ -32,7 +32,7 @@ from jaxport.golden._host import Host, current_host
 from jaxport.golden._manifest import Manifest
 from jaxport.harness._worker import _reference as _api, _corpus, _lowering
 from jaxport.harness._worker import _contexts, _executables, _shardings, _stopwatch
-from jaxport.harness._worker import _calling, _gradients, _judging
+from jaxport.harness._worker import _calling, _gradients, _judging, _kept_reads
 from jaxport.harness import _case
 from jaxport.golden._signature_drift import shape_blind
 from jaxport.harness._worker._older_formats import OutputJudging, judging_of
@@ -299,7 +299,8 @@ class ReplayEngine:
         try:
           with stage(CASE_CODE):  # its inputs and function, traced and lowered
             exp = export_case(case)
-          found: tuple[Any, tuple] | str = (exp, _lowering.signatures(exp.mlir_module_serialized))
+          found: tuple[Any, tuple] | str = (exp, _kept_reads.read(
+              _kept_reads.SIGNATURES, bytes(exp.mlir_module_serialized)))
         except Exception as e:  # noqa: BLE001
           found = error_text(e)
         _keep(self._exports, case.case_id, found)

@@ -12,7 +12,7 @@ import jax
 
 from jaxport._jaxcompat import _lapack as jax_lapack
 from jaxport.harness import _case
-from jaxport.harness._worker import _cache_files, _contexts, _executables
+from jaxport.harness._worker import _cache_files, _contexts, _executables, _kept_reads
 from jaxport.golden._manifest import Manifest
 
 # Module locations name files without their directories, so golden modules do
@@ -68,6 +68,7 @@ def configure_jax(compile_cache_dir: str | None = None, share_executables: bool 
     _cache_files.drop_irregular(Path(compile_cache_dir))
     if share_executables:
       _executables.keep_across_runs_in(Path(compile_cache_dir))
+    _kept_reads.keep_across_runs_in(Path(compile_cache_dir))
     for name, value in (("jax_compilation_cache_dir", compile_cache_dir),
                         ("jax_persistent_cache_min_compile_time_secs", 0.0),
                         ("jax_persistent_cache_min_entry_size_bytes", -1)):

@@ -1,5 +1,5 @@
 """The small JSON files the harness keeps beside the cross-run compile cache (compile errors,
-requests' sharing keys): read as data only, through jaxport's bounded JSON reader, as regular files (not links, pipes or devices) of
+requests' sharing keys, module reads): read as data only, through jaxport's bounded JSON reader, as regular files (not links, pipes or devices) of
 a bounded size, and written whole or not at all in a folder only their owner can read. A file
 that cannot be read or written costs a later run only the work it would have saved."""
 

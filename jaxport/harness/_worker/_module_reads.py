@@ -1,6 +1,7 @@
-"""What a replay reads from module bytes, once per entry: custom-call signatures, the text
-without locations compared with today's lowering and the arguments ``main`` donates (one parse
-gives both), and the calling contract's change."""
+"""What a replay reads from module bytes, once per entry: custom-call signatures, the digest of
+the text without locations compared with today's lowering and the arguments ``main`` donates
+(one parse gives both), and the calling contract's change. Each read is taken from an earlier
+run where the cross-run compile cache keeps it (``_kept_reads``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from jaxport.export import _mlir
 from jaxport.golden._manifest import CustomCallSignature
-from jaxport.harness._worker import _reference as _api, _calling, _lowering
+from jaxport.harness._worker import _calling, _kept_reads
+from jaxport.harness._worker import _reference as _api
 
 
 def same_computation(exp: Any, recorded_module: bytes, reads: ModuleReads | None = None) -> bool:
@@ -35,7 +36,7 @@ def same_module_bytes(today: bytes, recorded_module: bytes,
     return True
   reads = reads if reads is not None else ModuleReads()
   try:
-    return _todays_view(today)[0] == reads.text_without_locations(recorded_module)
+    return _todays_view(today)[0] == reads.text_digest(recorded_module)
   except Exception:  # noqa: BLE001  (unparsable: not known to be the same; run it)
     return False
 
@@ -66,24 +67,32 @@ class ModuleReads:
       return self._views.setdefault(key, value)
 
   def signatures(self, module: bytes) -> tuple[CustomCallSignature, ...]:
-    """The module's custom-call signatures (``_lowering.signatures``)."""
-    return self._once("signatures", bytes(module), _lowering.signatures)
+    """The module's custom-call signatures (``_kept_reads.read_signatures``)."""
+    return self._once(_kept_reads.SIGNATURES, bytes(module), _read_signatures)
 
-  def text_without_locations(self, module: bytes) -> str:
-    """The module's text without locations (``_mlir.module_text_without_locations``)."""
-    return self._once("view", bytes(module), _mlir.text_and_donations)[0]
+  def text_digest(self, module: bytes) -> str:
+    """The digest of the module's text without locations (``_kept_reads.read_view``)."""
+    return self._once(_kept_reads.VIEW, bytes(module), _read_view)[0]
 
   def donations(self, module: bytes) -> tuple[bool, ...]:
     """Whether each argument of the module's ``main`` is donated (``_mlir.main_donations``),
     from the same parse as its text."""
-    return self._once("view", bytes(module), _mlir.text_and_donations)[1]
+    return self._once(_kept_reads.VIEW, bytes(module), _read_view)[1]
+
+
+def _read_signatures(module: bytes) -> tuple[CustomCallSignature, ...]:
+  return _kept_reads.read(_kept_reads.SIGNATURES, module)
+
+
+def _read_view(module: bytes) -> tuple[str, tuple[bool, ...]]:
+  return _kept_reads.read(_kept_reads.VIEW, module)
 
 
 @functools.lru_cache(maxsize=16)
 def _todays_view(module: bytes) -> tuple[str, tuple[bool, ...]]:
-  """Today's module of a case without locations, and its donated arguments (its entries come
-  one after another)."""
-  return _mlir.text_and_donations(module)
+  """The digest of today's module of a case without locations, and its donated arguments
+  (its entries come one after another)."""
+  return _read_view(module)
 
 
 def contract_change(today: Any, reads: ModuleReads) -> _calling.ContractDiff:
