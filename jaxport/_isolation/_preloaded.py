@@ -158,6 +158,25 @@ class _Parent:
     self.ready = False
     self.lock = threading.Lock()
 
+  def poll_ready(self) -> bool:
+    """Whether a fork asked now would not wait for the parent's imports: it said it is ready,
+    or it is gone (the fork then says so at once)."""
+    with self.lock:
+      if not self.ready:
+        try:
+          self.sock.settimeout(0.0)
+          said = self.sock.recv(len(READY), socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+          return False
+        except OSError:
+          return True
+        if said and len(said) < len(READY):
+          return False
+        if said == READY:
+          _readline(self.sock, None)
+          self.ready = True
+      return True
+
   def why_not(self) -> str:
     """The parent's exit and last output, for the log."""
     self._stderr.seek(0, os.SEEK_END)
@@ -218,6 +237,35 @@ def _parent_for(preload: tuple[str, ...], env: dict[str, str],
     return key, parent
 
 
+def _python_path(env: dict[str, str], paths: Sequence[str]) -> str:
+  return os.pathsep.join(p for p in (*paths, env.get("PYTHONPATH")) if p)
+
+
+def _forks(preload: Sequence[str] | None) -> bool:
+  # Linux only: elsewhere forking a process that loaded native libraries is not safe to do.
+  return preload is not None and sys.platform.startswith("linux")
+
+
+def _parent_of(preload: Sequence[str], env: dict[str, str]) -> tuple[tuple, _Parent | None]:
+  """The parent for children of ``preload`` and ``env``, started if none runs."""
+  # PYTHONPATH is the child's to apply: the parent checks that the modules it imported
+  # come from the same files on the child's path.
+  base_env = {k: v for k, v in env.items()
+              if k != PARENT_PID_ENV and k not in _CHILD_APPLIES | _NOT_READ_ON_IMPORT}
+  return _parent_for(tuple(preload), base_env, env.get("PYTHONPATH"))
+
+
+def start_parent(*, env: dict[str, str], preload: Sequence[str] | None) -> bool:
+  """Start now, without waiting for it, the parent that :func:`start_module` will fork the
+  children of ``preload`` and ``env`` from, unless one runs: its imports then overlap with
+  what the caller does before its first child. Whether a child started now would wait for
+  that parent's imports (False once it is ready, and where children start fresh)."""
+  if not _forks(preload):
+    return False
+  parent = _parent_of(preload, env)[1]
+  return parent is not None and not parent.poll_ready()
+
+
 def start_module(module: str, args: Sequence[str], *, env: dict[str, str],
                  paths: Sequence[str] = (), cwd: str | os.PathLike | None = None,
                  pass_fds: Sequence[int] = (), stdin: int | None = None, stdout: int,
@@ -233,18 +281,13 @@ def start_module(module: str, args: Sequence[str], *, env: dict[str, str],
   id there, the process whose death ends it. The caller closes its copies of the
   descriptors once this returns, as with ``subprocess.Popen``."""
   cwd = os.fspath(cwd) if cwd is not None else os.getcwd()
-  python_path = os.pathsep.join(p for p in (*paths, env.get("PYTHONPATH")) if p)
+  python_path = _python_path(env, paths)
   child_env = dict(env)
   if python_path:
     child_env["PYTHONPATH"] = python_path
   command = [sys.executable, "-m", module, *args]
-  # Linux only: elsewhere forking a process that loaded native libraries is not safe to do.
-  if preload is not None and sys.platform.startswith("linux"):
-    # PYTHONPATH is the child's to apply: the parent checks that the modules it imported
-    # come from the same files on the child's path.
-    base_env = {k: v for k, v in env.items()
-                if k != PARENT_PID_ENV and k not in _CHILD_APPLIES | _NOT_READ_ON_IMPORT}
-    key, parent = _parent_for(tuple(preload), base_env, env.get("PYTHONPATH"))
+  if _forks(preload):
+    key, parent = _parent_of(preload, env)
     if parent is not None:
       forked_env = dict(child_env)
       if PARENT_PID_ENV in forked_env:

@@ -42,7 +42,8 @@ def session(tmp_path, monkeypatch):
                today=datetime.date(2026, 11, 29)),
       golden_root=root, partial=True), project)
   started: list[int] = []
-  monkeypatch.setattr(_worker_pool.WorkerClient, "start", lambda self: started.append(self.num_devices))
+  monkeypatch.setattr(_worker_pool.WorkerClient, "start_soon",
+                      lambda self: started.append(self.num_devices))
   hs.started = started
   return hs
 

@@ -109,3 +109,20 @@ def test_a_cold_replay_worker_is_started_fresh_with_the_cold_start_flag(monkeypa
   assert [_worker_client.COLD_START_FLAG in argv for argv, _ in started] == [False, True]
   # A warm worker is forked with the worker's modules loaded; a cold one is a fresh process.
   assert [preload for _, preload in started] == [_worker_client.WORKER_PRELOAD, None]
+
+
+def test_a_forked_worker_started_soon_starts_only_its_parent_and_a_fresh_one_starts(monkeypatch,
+                                                                                   tmp_path):
+  parents: list[object] = []
+  started: list[object] = []
+  monkeypatch.setattr(_worker_client, "start_parent",
+                      lambda env, preload: parents.append(preload) or preload is not None)
+  monkeypatch.setattr(_worker_client.WorkerClient, "start",
+                      lambda self: started.append(self.cold_start))
+  for cold_start in (False, True):
+    _worker_client.WorkerClient(Project(case_modules=(), store=str(tmp_path)),
+                                cold_start=cold_start).start_soon()
+  # The warm worker's parent imports while the session goes on; its fork waits for the first
+  # request. A cold worker has no parent: its own process starts at once.
+  assert parents == [_worker_client.WORKER_PRELOAD, None]
+  assert started == [True]

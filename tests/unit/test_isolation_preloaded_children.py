@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import tempfile
+import time
 
 import pytest
 
@@ -151,3 +152,20 @@ def test_off_linux_every_child_starts_fresh(project, monkeypatch):
   child, code, state, _ = _start(project, "0")
   assert not isinstance(child, _preloaded.PreloadedChild) and not _preloaded._parents
   assert code == 0 and state["marker"] == "m1"
+
+
+def test_a_parent_started_ahead_says_when_a_fork_would_no_longer_wait(project):
+  env = {**os.environ, "PROBE_MARKER": "ahead", PARENT_PID_ENV: str(os.getpid())}
+  preload = ("json", "email.parser")
+  deadline = time.monotonic() + 60
+  while _preloaded.start_parent(env=env, preload=preload):  # its imports still going on
+    assert time.monotonic() < deadline, "the parent never said it was ready"
+    time.sleep(0.01)
+  (parent,) = [p for k, p in _preloaded._parents.items() if ("PROBE_MARKER", "ahead") in k[2]]
+  assert parent.ready
+  # The child forked afterwards comes from that parent; where children start fresh there is
+  # nothing to wait for.
+  child, code, state, _ = _start(project, "0", PROBE_MARKER="ahead")
+  assert isinstance(child, _preloaded.PreloadedChild) and code == 0
+  assert int(state["parent_env"]) == parent.proc.pid
+  assert not _preloaded.start_parent(env=env, preload=None)

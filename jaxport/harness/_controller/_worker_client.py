@@ -42,7 +42,7 @@ from jaxport._isolation._process import LIFELINE_FLAG, OverMemory
 from jaxport._isolation._process import PARENT_PID_ENV as _PARENT_PID_ENV
 from jaxport._isolation._process import kill_group, stop
 from jaxport._isolation._process import readline as _readline
-from jaxport._isolation._preloaded import start_module
+from jaxport._isolation._preloaded import start_module, start_parent
 from jaxport.errors import WorkerAnswerError
 from jaxport.golden._entry_id import EntryId
 from jaxport.harness._devices import FORCE_DEVICES_FLAG, worker_environment
@@ -166,15 +166,33 @@ class WorkerClient:
   def pid(self) -> int | None:
     return self._proc.pid if self._proc else None
 
-  def _start(self) -> None:
+  def _environment(self) -> dict[str, str]:
     env = worker_environment(self.platform, dict(os.environ))
     if self.num_devices > 1:
       flag = f"{FORCE_DEVICES_FLAG}={self.num_devices}"
       env["XLA_FLAGS"] = " ".join(f for f in (env.get("XLA_FLAGS", ""), flag) if f)
+    env[_PARENT_PID_ENV] = str(os.getpid())
+    return env
+
+  def _preload(self) -> tuple[str, ...] | None:
+    # A cold replay's worker is a fresh interpreter; an accelerator's opens the machine's
+    # runtime as a fresh one does.
+    return WORKER_PRELOAD if is_host(self.platform) and not self.cold_start else None
+
+  def start_soon(self) -> None:
+    """Get the worker going without waiting for it: where it is forked from a preloading
+    parent that is still importing, start that parent, whose imports then overlap with what
+    the caller does next (the fork, which waits for them, comes with the first request); else
+    start the worker process now unless it runs."""
+    if self._proc is None and start_parent(env=self._environment(), preload=self._preload()):
+      return
+    self.start()
+
+  def _start(self) -> None:
+    env = self._environment()
     self._close_pipes()  # of a previous worker that died on its own
     # Requests a previous worker took and did not answer died with it.
     self._ahead = collections.deque(p for p in self._ahead if p.reply is not None)
-    env[_PARENT_PID_ENV] = str(os.getpid())
     self._stderr = tempfile.TemporaryFile(mode="w+b")
     if self._stages is not None:
       self._stages.close()
@@ -201,10 +219,7 @@ class WorkerClient:
           stdout=self._stderr.fileno(), stderr=self._stderr.fileno(),
           # Its own process group: what case code forks dies with it (kill_group), and a
           # Ctrl-C at the terminal reaches the session, which stops its workers itself.
-          new_session=True,
-          # A cold replay's worker is a fresh interpreter; an accelerator's opens the
-          # machine's runtime as a fresh one does.
-          preload=WORKER_PRELOAD if is_host(self.platform) and not self.cold_start else None)
+          new_session=True, preload=self._preload())
     except BaseException:
       os.close(answers_read)
       os.close(requests_write)

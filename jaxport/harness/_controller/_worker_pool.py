@@ -185,7 +185,8 @@ class WorkerPool:
     self._expected = list(entry_ids)
 
   def start_workers_for(self, entry_ids: Iterable[EntryId]) -> None:
-    """Start now each worker the entries ``entry_ids`` need that is not running."""
+    """Get each worker the entries ``entry_ids`` need going now, unless it runs
+    (``WorkerClient.start_soon``)."""
     if self.options.settings.cold or self.options.settings.record:
       return
     started: set[int] = set()
@@ -196,7 +197,7 @@ class WorkerPool:
         continue  # its replay reports it
       if num_devices not in started:
         started.add(num_devices)
-        self.worker(num_devices).start()
+        self.worker(num_devices).start_soon()
 
   def replay(self, request: ReplayRequest, num_devices: int, finished: Callable[[str], bool],
              request_of: Callable[[str, Manifest], ReplayRequest]) -> Reply:
