@@ -25,42 +25,29 @@ PRELOAD = ("jax", "jax.numpy", "jaxport")
 _RUNNER = "_python_child_main"
 
 
-def run_python(code: str, *, env: dict[str, str] | None = None, cwd: Path | str | None = None,
-               timeout: float, stdin: str | None = None) -> subprocess.CompletedProcess:
-  """Runs ``code`` as the ``__main__`` of a child with ``env`` (this process's when None; this
-  checkout first on its ``PYTHONPATH`` either way) in ``cwd`` (the checkout's when None), its
-  stdin ``stdin`` (``/dev/null`` when None). Returns it finished, its output as text, or
-  raises ``subprocess.TimeoutExpired`` (with the output so far) after killing it."""
-  env = dict(os.environ if env is None else env)
+def run_python(code: str, *, cwd: Path | str | None = None,
+               timeout: float) -> subprocess.CompletedProcess:
+  """Runs ``code`` as the ``__main__`` of a child with this process's environment (this
+  checkout first on its ``PYTHONPATH``) in ``cwd`` (the checkout's when None), its stdin
+  ``/dev/null``. Returns it finished, its output as text, or raises
+  ``subprocess.TimeoutExpired`` (with the output so far) after killing it."""
+  env = dict(os.environ)
   env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+  command = [sys.executable, "-c", code]
   with tempfile.TemporaryDirectory(prefix="python-child-") as folder:
     script = Path(folder) / "code.py"
     script.write_text(code)
-    streams = {}
-    for name in ("stdout", "stderr", "stdin"):
-      streams[name] = open(Path(folder) / name, "w+b")
-    if stdin is not None:
-      streams["stdin"].write(stdin.encode())
-      streams["stdin"].seek(0)
-    try:
-      child = start_module(_RUNNER, [str(script)], env=env, paths=[str(HERE)],
-                           cwd=cwd or ROOT,
-                           stdin=streams["stdin"].fileno() if stdin is not None else None,
-                           stdout=streams["stdout"].fileno(),
-                           stderr=streams["stderr"].fileno(), preload=PRELOAD)
+    with open(Path(folder) / "stdout", "w+b") as out, open(Path(folder) / "stderr", "w+b") as err:
+      child = start_module(_RUNNER, [str(script)], env=env, paths=[str(HERE)], cwd=cwd or ROOT,
+                           stdout=out.fileno(), stderr=err.fileno(), preload=PRELOAD)
       try:
         returncode = child.wait(timeout=timeout)
       except subprocess.TimeoutExpired:
         child.kill()
         child.wait()
-        raise subprocess.TimeoutExpired([sys.executable, "-c", code], timeout,
-                                        output=_read(streams["stdout"]),
-                                        stderr=_read(streams["stderr"])) from None
-      return subprocess.CompletedProcess([sys.executable, "-c", code], returncode,
-                                         _read(streams["stdout"]), _read(streams["stderr"]))
-    finally:
-      for stream in streams.values():
-        stream.close()
+        raise subprocess.TimeoutExpired(command, timeout, output=_read(out),
+                                        stderr=_read(err)) from None
+      return subprocess.CompletedProcess(command, returncode, _read(out), _read(err))
 
 
 def _read(stream) -> str:
