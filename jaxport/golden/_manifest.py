@@ -446,8 +446,6 @@ def _check_tolerances(d: dict[str, Any], where: str) -> None:
   paths = []
   for i, t in enumerate(tols):
     f = f"tolerances[{i}]"
-    if isinstance(t, OutputTolerance):
-      t = t.to_dict()
     _check_keys(t, where, f, ("path", "dtype", "rtol", "atol"))
     for k in ("path", "dtype"):
       if not isinstance(t[k], str) or not t[k]:
@@ -576,8 +574,6 @@ def _validate(d: dict[str, Any], where: str) -> None:
       raise _bad(where, f"arrays.{k}", "a list", specs)
     for i, a in enumerate(specs):
       f = f"arrays.{k}[{i}]"
-      if isinstance(a, ArraySpec):
-        a = {"dtype": a.dtype, "shape": list(a.shape)}
       _check_keys(a, where, f, ("dtype", "shape"))
       if not isinstance(a["dtype"], str) or not a["dtype"]:
         raise _bad(where, f + ".dtype", "a dtype name", a["dtype"])
