@@ -394,6 +394,18 @@ def test_a_custom_node_is_rebuilt_by_its_from_children(fields, monkeypatch):
            r"from_children of `tests.Rebuilt` was refused \(RuntimeError: cannot rebuild\)")
 
 
+def test_a_deserialization_error_from_a_registration_is_raised_as_it_is(fields, monkeypatch):
+  refusal = DeserializationError("auxdata of tests.Strict: expected JSON")
+
+  def strict(raw):
+    raise refusal
+  _registered(monkeypatch, "tests.Strict", from_children=None, deserialize_auxdata=strict)
+  with pytest.raises(DeserializationError) as info:
+    _read.deserialize_fields(_changed(fields, lambda t: t.__setitem__(
+        _X.in_tree, _node("custom", [_node("leaf")] * 2, custom_name="tests.Strict", aux=b"{"))))
+  assert info.value is refusal
+
+
 def test_the_serialization_version_of_a_header_without_fields(blob):
   # A root table whose vtable lists no field (4 bytes): version 0, as when the field is absent.
   empty = struct.pack("<IiHH", 4, -4, 4, 8)
