@@ -157,7 +157,9 @@ def test_a_child_that_does_not_start_is_named_once_for_every_read(started, plan,
     with pytest.raises(ModuleParserError) as first:
       parser.signatures(MODULE, "m.bin")
     message = str(first.value)
-    assert f"could not start: {why}. Its last stderr lines: jax is missing." in message
+    assert f"could not start: {why}. Its last stderr lines: " in message
+    if "no sign of life" not in why:  # written before the child's line or its end
+      assert "Its last stderr lines: jax is missing." in message
     assert "Check that this Python imports jax and jaxport." in message
     parser.start()  # nothing is started again
     for again in (lambda: parser.module_text(MODULE, None, "other.bin"), parser.import_failure):
@@ -232,6 +234,7 @@ def test_the_default_time_limit_is_named_by_its_setting(started, monkeypatch):
   assert f"a larger {_parser.TIMEOUT_OPTION}=SECONDS allows more" in message
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="resident memory is read on Linux")
 def test_the_default_memory_limit_is_named_by_its_setting(started, monkeypatch):
   monkeypatch.setattr(_limits, "MAX_PARSER_RSS_BYTES", 2**20)
   started([f"say:{READY}"], ["sleep:30"])
