@@ -91,7 +91,10 @@ def release_day(doc: dict[str, Any], version: str, given: str | None) -> str:
   """The first upload day of ``version``: the table's own, else ``given`` (``--date``)."""
   known = doc.get("releases", {}).get(version, {}).get("date")
   if given is not None:
-    datetime.date.fromisoformat(given)
+    try:
+      datetime.date.fromisoformat(given)
+    except ValueError:
+      raise SystemExit(f"--date {given!r} is not a day: give it as YYYY-MM-DD") from None
     if known is not None and known != given:
       raise SystemExit(f"jax {version}: the table dates it {known}, not {given}")
     return given
