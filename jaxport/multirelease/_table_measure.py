@@ -79,6 +79,8 @@ UNKNOWN_TARGET = "jaxport_no_such_target_ffi"
 # The scripts run in each release's own interpreter (never importing jaxport).
 MEASURE_RELEASE = IN_RELEASE / "measure_release.py"
 PROBE_TARGETS = IN_RELEASE / "probe_targets.py"
+# How an installer says the package index serves no such release: pip's words, then uv's.
+_UNSERVED = ("No matching distribution", "Could not find a version", "there is no version of")
 
 def candidate_releases(doc: dict[str, Any]) -> list[str]:
   """The releases of the table ``doc`` from 0.4.26 to 0.12.0.1, oldest first."""
@@ -187,10 +189,10 @@ def build_venv(version: str, scratch: Path) -> tuple[Path | None, str | None]:
   for base in _pythons_for(version):
     try:
       return _envs.ensure_venv(version, scratch, base=base), None
-    except Exception as e:  # pip's failure, kept as the reason
+    except Exception as e:  # the installer's failure, kept as the reason
       text = str(e)
-      line = next((ln.strip() for ln in text.splitlines() if "No matching distribution" in ln
-                   or "Could not find a version" in ln), text.strip().splitlines()[-1] if text.strip() else "")
+      line = next((ln.strip() for ln in text.splitlines() if any(w in ln for w in _UNSERVED)),
+                  text.strip().splitlines()[-1] if text.strip() else "")
       reasons.append(f"{base or 'default Python'}: {line[:200]}")
       shutil.rmtree(_envs.venv_dir(version, scratch), ignore_errors=True)
   if all(f"jaxlib=={version}" in r for r in reasons):
