@@ -66,12 +66,14 @@ def _bad(where: str, what: str) -> GoldenDataError:
 
 
 def parse(doc: Any, where: str) -> ReaderPolicy:
-  """A :class:`ReaderPolicy` from its JSON document; every field is required."""
+  """A :class:`ReaderPolicy` from its JSON document; every field is required but ``method``
+  (how a measurement was made, as the reader-policy tool writes it)."""
   strict = Strict(lambda at, what: _bad(f"{where}: {at}", what))
   version = strict.obj(doc, "the policy", ("format_version",))["format_version"]
   if strict.count(version, "format_version") != FORMAT_VERSION:
     raise strict.fail("format_version", f"expected {FORMAT_VERSION}, got {version}")
-  doc = strict.obj(doc, "the policy", ("measured_on", "layouts", "readers"), ("format_version",))
+  doc = strict.obj(doc, "the policy", ("measured_on", "layouts", "readers"),
+                   ("format_version", "method"))
   written_by = {
       layout: strict.of(strict.obj(v, f"layouts.{layout}", ("written_by",))["written_by"], str,
                         f"layouts.{layout}.written_by")
