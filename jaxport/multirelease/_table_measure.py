@@ -36,7 +36,9 @@ at a time, this measures:
 A release that shipped no jaxlib of its own number is measured with the jaxlib its
 ``[cpu]`` extra installs (recorded as ``jaxlib``); a release the package index
 serves on none of Python 3.11 to 3.13 is listed with pip's reason. Results are written after each release; a rerun skips releases
-already measured (``--force`` measures them again).
+already measured (``--force`` measures them again). With ``--reader-only``, a release whose venv
+no longer builds keeps its record as it is: the command names it with pip's reason and exits 1
+once the others are written.
 
     python harness/tools/release_table.py                       # every release, resumably
     python harness/tools/release_table.py --releases 0.9.1 --keep-venvs
@@ -51,6 +53,7 @@ import json
 import logging
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -336,7 +339,8 @@ def main(argv: list[str] | None, store: Path, method: str) -> int:
   parser.add_argument("--reader-only", action="store_true",
                       help="for releases already measured, measure again only the reader facts "
                            "(layouts, device-count fields, newer StableHLO, calling convention "
-                           "above the maximum), keeping the probed targets")
+                           "above the maximum), keeping the probed targets; one whose venv "
+                           "no longer builds keeps its record and the command exits 1")
   parser.add_argument("--scratch", type=Path, default=DEFAULT_SCRATCH,
                       help="where venvs not under .jax-venvs are built (outside the repository)")
   parser.add_argument("--out", type=Path, default=_table.TABLE_FILE,
@@ -359,6 +363,7 @@ def main(argv: list[str] | None, store: Path, method: str) -> int:
               for layout, (_, path) in samples.items()}
     doc["layouts_serialization_version"] = header
     inputs = reader_samples(Path(tmp), samples, store / "cpu")
+    not_again: dict[str, str] = {}    # release: why its venv did not build for --reader-only
     for version in wanted:
       targets = probed_targets(doc)
       doc["probed_targets"] = sorted(set(doc.get("probed_targets", [])) | set(targets[:-1]))
@@ -368,6 +373,10 @@ def main(argv: list[str] | None, store: Path, method: str) -> int:
         logger.info("jax %s: already in the table", version)
         continue
       python, reason, built = _python_for(version, args.scratch)
+      if python is None and again:
+        logger.warning("jax %s: not measured again, its record is kept: %s", version, reason)
+        not_again[version] = reason
+        continue
       if python is None:
         logger.info("jax %s: not installable: %s", version, reason)
         doc["releases"][version] = {"installable": False, "not_installable_reason": reason,
@@ -390,5 +399,9 @@ def main(argv: list[str] | None, store: Path, method: str) -> int:
       doc["measured_on"] = today
       _write(doc, args.out)
   print(f"wrote {args.out} ({len(doc['releases'])} releases)")
+  if not_again:
+    print("not measured again (their records are kept): "
+          + "; ".join(f"{v} ({why})" for v, why in not_again.items()), file=sys.stderr)
+    return 1
   return 0
 

@@ -283,6 +283,28 @@ def test_reader_only_measures_the_reader_facts_again_and_keeps_the_probes(releas
   assert not (tmp_path / "scratch" / "jax-0.4.37").exists()         # not built again
 
 
+def test_reader_only_keeps_a_record_it_cannot_measure_again_names_why_and_fails_at_the_end(
+    releases, tmp_path, capsys, caplog):
+  header = {layout: 3 for layout in releases.blobs}
+  records = {version: {**tm.facts_from(measured(version, releases.statuses), "2026-01-01",
+                                       header), "date": day}
+             for version, day in (("0.4.35", "2024-10-22"), ("0.4.36", "2024-12-05"))}
+  _table_doc(tmp_path, records)
+  reason = "pip: no matching distribution on Python 3.11 to 3.13 (default Python: gone)"
+  releases.unserved["0.4.35"] = reason
+  releases.statuses["short-device-count"] = "refuses_expired"
+  caplog.set_level("INFO", logger=tm.__name__)
+  assert _run(tmp_path, "--reader-only") == 1
+  doc = _table_doc(tmp_path)
+  assert doc["releases"]["0.4.35"] == records["0.4.35"]                  # untouched
+  assert releases.reread == ["0.4.36"]                                   # the others still are
+  assert _loaded(tmp_path).get("0.4.36").envelope_layouts["short-device-count"] == (
+      "refuses_expired")
+  assert f"jax 0.4.35: not measured again, its record is kept: {reason}" in caplog.text
+  err = capsys.readouterr().err
+  assert f"not measured again (their records are kept): 0.4.35 ({reason})" in err
+
+
 def test_a_wrong_missing_or_misplaced_date_stops_the_command_before_measuring(releases, tmp_path,
                                                                              capsys):
   _table_doc(tmp_path, {"0.4.37": _unserved("2024-12-10")})
