@@ -35,10 +35,11 @@ at a time, this measures:
 
 A release that shipped no jaxlib of its own number is measured with the jaxlib its
 ``[cpu]`` extra installs (recorded as ``jaxlib``); a release the package index
-serves on none of Python 3.11 to 3.13 is listed with pip's reason. Results are written after each release; a rerun skips releases
-already measured (``--force`` measures them again). With ``--reader-only``, a release whose venv
-no longer builds keeps its record as it is: the command names it with pip's reason and exits 1
-once the others are written.
+serves on none of Python 3.11 to 3.13 is listed with pip's reason. Results are written after
+each release; a rerun skips releases already measured (``--force`` measures them again), and one
+with none left to measure writes nothing. With ``--reader-only``, a release whose venv no longer
+builds keeps its record as it is: the command names it with pip's reason and exits 1 once the
+others are written.
 
     python harness/tools/release_table.py                       # every release, resumably
     python harness/tools/release_table.py --releases 0.9.1 --keep-venvs
@@ -326,6 +327,30 @@ def _python_for(version: str, scratch: Path) -> tuple[Path | None, str | None, b
   return python, reason, True
 
 
+def _to_measure(doc: dict[str, Any], wanted: list[str], force: bool,
+                reader_only: bool) -> dict[str, bool]:
+  """The releases of ``wanted`` to measure, each with whether only its reader facts are measured
+  again (``--reader-only`` on a release measured before); the others are in the table already."""
+  todo = {}
+  for version in wanted:
+    known = doc.get("releases", {}).get(version)
+    again = bool(reader_only and known is not None and known.get("installable"))
+    if known is not None and not force and not again:
+      logger.info("jax %s: already in the table", version)
+    else:
+      todo[version] = again
+  return todo
+
+
+def _nothing_measured(wanted: list[str]) -> str:
+  """What the command says when every release it was asked for is in the table already."""
+  if not wanted:
+    return (f"nothing to measure: the table lists no release from {FIRST} to {LAST}; name one "
+            "with --releases and --date")
+  return (f"nothing to measure: {len(wanted)} releases already in the table (use --force to "
+          "measure them again)")
+
+
 def main(argv: list[str] | None, store: Path, method: str) -> int:
   """The command: measure the releases ``argv`` names into the table, with sample blobs from
   the golden store ``store`` (its release cases); ``method`` says how, in the table's words."""
@@ -355,7 +380,12 @@ def main(argv: list[str] | None, store: Path, method: str) -> int:
   doc.setdefault("format_version", _table.FORMAT_VERSION)
   doc.setdefault("releases", {})
   doc["method"] = method
+  todo = _to_measure(doc, wanted, args.force, args.reader_only)
+  if not todo:
+    print(_nothing_measured(wanted))
+    return 0
   today = datetime.date.today().isoformat()
+  written: list[str] = []
   with tempfile.TemporaryDirectory() as tmp:
     samples = sample_blobs(Path(tmp), LAST, store)
     doc["layouts_written_by"] = {layout: producer for layout, (producer, _) in samples.items()}
@@ -364,14 +394,10 @@ def main(argv: list[str] | None, store: Path, method: str) -> int:
     doc["layouts_serialization_version"] = header
     inputs = reader_samples(Path(tmp), samples, store / "cpu")
     not_again: dict[str, str] = {}    # release: why its venv did not build for --reader-only
-    for version in wanted:
+    for version, again in todo.items():
       targets = probed_targets(doc)
       doc["probed_targets"] = sorted(set(doc.get("probed_targets", [])) | set(targets[:-1]))
       known = doc["releases"].get(version)
-      again = args.reader_only and known is not None and known.get("installable")
-      if known is not None and not args.force and not again:
-        logger.info("jax %s: already in the table", version)
-        continue
       python, reason, built = _python_for(version, args.scratch)
       if python is None and again:
         logger.warning("jax %s: not measured again, its record is kept: %s", version, reason)
@@ -398,7 +424,12 @@ def main(argv: list[str] | None, store: Path, method: str) -> int:
             shutil.rmtree(_envs.venv_dir(version, args.scratch), ignore_errors=True)
       doc["measured_on"] = today
       _write(doc, args.out)
-  print(f"wrote {args.out} ({len(doc['releases'])} releases)")
+      written.append(version)
+  if written:
+    print(f"wrote {args.out}: {len(written)} releases measured, {len(wanted) - len(todo)} "
+          f"already in the table ({len(doc['releases'])} releases in it)")
+  else:
+    print(f"nothing written: {args.out} is as it was")
   if not_again:
     print("not measured again (their records are kept): "
           + "; ".join(f"{v} ({why})" for v, why in not_again.items()), file=sys.stderr)

@@ -245,7 +245,8 @@ def test_a_new_release_is_measured_on_its_date_and_a_rerun_skips_it_unless_force
   assert f.date == datetime.date(2026, 12, 1) and f.cpu_targets == {"lapack_spotrf_ffi"}
   assert set(f.serialization_versions_read) == set(doc["layouts_serialization_version"].values())
   assert not (tmp_path / "scratch" / "jax-0.13.0").exists()       # built here, so removed
-  assert f"wrote {tmp_path / 'table.json'} (1 releases)" in capsys.readouterr().out
+  assert capsys.readouterr().out == (f"wrote {tmp_path / 'table.json'}: 1 releases measured, "
+                                     "0 already in the table (1 releases in it)\n")
 
   releases.statuses["hlo-shardings"] = "refuses"
   _run(tmp_path, "--releases", "0.13.0")
@@ -255,6 +256,25 @@ def test_a_new_release_is_measured_on_its_date_and_a_rerun_skips_it_unless_force
   again = _loaded(tmp_path).get("0.13.0")
   assert again.envelope_layouts["hlo-shardings"] == "refuses"
   assert (tmp_path / "scratch" / "jax-0.13.0").is_dir()             # kept as asked
+
+
+def test_when_every_release_is_in_the_table_nothing_is_measured_or_written(releases, tmp_path,
+                                                                          capsys):
+  assert _run(tmp_path) == 0
+  assert capsys.readouterr().out == (f"nothing to measure: the table lists no release from "
+                                     f"{tm.FIRST} to {tm.LAST}; name one with --releases and "
+                                     "--date\n")
+  assert not (tmp_path / "table.json").exists()
+  _table_doc(tmp_path, {"0.4.36": _unserved("2024-12-05"), "0.4.37": _unserved("2024-12-10")})
+  table = tmp_path / "table.json"
+  before, written_at = table.read_bytes(), table.stat().st_mtime_ns
+  for argv in ((), ("--reader-only",), ("--releases", "0.4.37")):
+    assert _run(tmp_path, *argv) == 0
+    n = 1 if argv[:1] == ("--releases",) else 2
+    assert capsys.readouterr().out == (f"nothing to measure: {n} releases already in the table "
+                                       "(use --force to measure them again)\n")
+  assert table.read_bytes() == before and table.stat().st_mtime_ns == written_at
+  assert releases.measured == releases.reread == releases.sampled == []
 
 
 def test_a_release_pip_cannot_install_is_listed_with_the_reason(releases, tmp_path):
@@ -301,8 +321,14 @@ def test_reader_only_keeps_a_record_it_cannot_measure_again_names_why_and_fails_
   assert _loaded(tmp_path).get("0.4.36").envelope_layouts["short-device-count"] == (
       "refuses_expired")
   assert f"jax 0.4.35: not measured again, its record is kept: {reason}" in caplog.text
-  err = capsys.readouterr().err
+  out, err = capsys.readouterr()
   assert f"not measured again (their records are kept): 0.4.35 ({reason})" in err
+  assert out.startswith(f"wrote {tmp_path / 'table.json'}: 1 releases measured, 0 already")
+  before = (tmp_path / "table.json").read_bytes()
+  releases.unserved["0.4.36"] = reason
+  assert _run(tmp_path, "--reader-only") == 1
+  assert capsys.readouterr().out == f"nothing written: {tmp_path / 'table.json'} is as it was\n"
+  assert (tmp_path / "table.json").read_bytes() == before
 
 
 def test_a_wrong_missing_or_misplaced_date_stops_the_command_before_measuring(releases, tmp_path,
