@@ -178,12 +178,14 @@ def reader_facts(got: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pythons_for(version: str) -> list[str | None]:
-  """Base Pythons to try, in order: the release's usual one, then 3.11 to 3.13 under pyenv."""
+  """Base Pythons to try, in order: the release's usual one, then the newest 3.11, 3.12 and 3.13
+  under pyenv (by version number, so 3.11.10 before 3.11.9)."""
   root = _envs.pyenv_root()
   extra = []
   if root is not None:
-    for minor in ("3.11", "3.12", "3.13"):
-      extra += [str(p) for p in sorted((root / "versions").glob(minor + ".*/bin/python3"))[-1:]]
+    for minor in ((3, 11), (3, 12), (3, 13)):
+      newest = _envs.pyenv_pythons(_envs.PythonNeed(minor, minor, ()), root)[:1]
+      extra += [str(p) for p in newest]
   return [None, *extra]
 
 

@@ -195,11 +195,11 @@ UV_UNSERVED = ("installing jax 0.4.37 failed (exit 1): uv pip install ...\n"
 
 @pytest.fixture
 def pythons(tmp_path, monkeypatch):
-  """A pyenv with two 3.11s, a 3.12 and only a free-threaded 3.13t; ensure_venv leaving a
-  half-built venv and failing with ``error`` unless it is None; jax[cpu]'s venv is
-  ``extra_python``."""
+  """A pyenv with three 3.11s (3.11.10 the newest, though not last as text), a 3.12 and only a
+  free-threaded 3.13t; ensure_venv leaving a half-built venv and failing with ``error`` unless it
+  is None; jax[cpu]'s venv is ``extra_python``."""
   root = tmp_path / "pyenv"
-  for v in ("3.11.4", "3.11.9", "3.12.1", "3.13t"):
+  for v in ("3.11.4", "3.11.9", "3.11.10", "3.12.1", "3.13t"):
     (root / "versions" / v / "bin").mkdir(parents=True)
     (root / "versions" / v / "bin" / "python3").touch()
   monkeypatch.setattr(_envs, "pyenv_root", lambda: root)
@@ -220,7 +220,7 @@ def pythons(tmp_path, monkeypatch):
 def test_the_base_pythons_are_the_usual_one_then_the_newest_of_each_pyenv_minor(pythons, tmp_path,
                                                                                  monkeypatch):
   root = tmp_path / "pyenv" / "versions"
-  assert tm._pythons_for("0.4.37") == [None, str(root / "3.11.9/bin/python3"),
+  assert tm._pythons_for("0.4.37") == [None, str(root / "3.11.10/bin/python3"),
                                        str(root / "3.12.1/bin/python3")]
   monkeypatch.setattr(_envs, "pyenv_root", lambda: None)
   assert tm._pythons_for("0.4.37") == [None]
