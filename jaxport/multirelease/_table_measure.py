@@ -37,9 +37,9 @@ A release that shipped no jaxlib of its own number is measured with the jaxlib i
 ``[cpu]`` extra installs (recorded as ``jaxlib``); a release the package index
 serves on none of Python 3.11 to 3.13 is listed with pip's reason. Results are written after
 each release; a rerun skips releases already measured (``--force`` measures them again), and one
-with none left to measure writes nothing. With ``--reader-only``, a release whose venv no longer
-builds keeps its record as it is: the command names it with pip's reason and exits 1 once the
-others are written.
+with none left to measure writes nothing. With ``--force`` or ``--reader-only``, a measured
+release whose venv no longer builds keeps its record as it is: the command names it with pip's
+reason and exits 1 once the others are written.
 
     python harness/tools/release_table.py                       # every release, resumably
     python harness/tools/release_table.py --releases 0.9.1 --keep-venvs
@@ -362,7 +362,9 @@ def main(argv: list[str] | None, store: Path, method: str) -> int:
   parser.add_argument("--date", help="with one release of --releases that the table does not "
                       "list yet: the day its wheels were first published (YYYY-MM-DD)")
   parser.add_argument("--keep-venvs", action="store_true", help="keep the venvs built here")
-  parser.add_argument("--force", action="store_true", help="measure releases already in the table")
+  parser.add_argument("--force", action="store_true",
+                      help="measure releases already in the table; one whose venv no longer "
+                           "builds keeps its record and the command exits 1")
   parser.add_argument("--reader-only", action="store_true",
                       help="for releases already measured, measure again only the reader facts "
                            "(layouts, device-count fields, newer StableHLO, calling convention "
@@ -395,13 +397,13 @@ def main(argv: list[str] | None, store: Path, method: str) -> int:
               for layout, (_, path) in samples.items()}
     doc["layouts_serialization_version"] = header
     inputs = reader_samples(Path(tmp), samples, store / "cpu")
-    not_again: dict[str, str] = {}    # release: why its venv did not build for --reader-only
+    not_again: dict[str, str] = {}    # measured release: why its venv no longer builds
     for version, again in todo.items():
       targets = probed_targets(doc)
       doc["probed_targets"] = sorted(set(doc.get("probed_targets", [])) | set(targets[:-1]))
       known = doc["releases"].get(version)
       python, reason, built = _python_for(version, args.scratch)
-      if python is None and again:
+      if python is None and (again or (known or {}).get("installable")):
         logger.warning("jax %s: not measured again, its record is kept: %s", version, reason)
         not_again[version] = reason
         continue

@@ -303,7 +303,7 @@ def test_reader_only_measures_the_reader_facts_again_and_keeps_the_probes(releas
   assert not (tmp_path / "scratch" / "jax-0.4.37").exists()         # not built again
 
 
-def test_reader_only_keeps_a_record_it_cannot_measure_again_names_why_and_fails_at_the_end(
+def test_a_measured_release_it_cannot_measure_again_keeps_its_record_and_fails_at_the_end(
     releases, tmp_path, capsys, caplog):
   header = {layout: 3 for layout in releases.blobs}
   records = {version: {**tm.facts_from(measured(version, releases.statuses), "2026-01-01",
@@ -329,6 +329,10 @@ def test_reader_only_keeps_a_record_it_cannot_measure_again_names_why_and_fails_
   assert _run(tmp_path, "--reader-only") == 1
   assert capsys.readouterr().out == f"nothing written: {tmp_path / 'table.json'} is as it was\n"
   assert (tmp_path / "table.json").read_bytes() == before
+  # Measuring everything again with --force keeps the records it cannot measure again just so.
+  assert _run(tmp_path, "--force") == 1
+  assert (tmp_path / "table.json").read_bytes() == before
+  assert "not measured again (their records are kept): 0.4.35" in capsys.readouterr().err
 
 
 def test_a_wrong_missing_or_misplaced_date_stops_the_command_before_measuring(releases, tmp_path,
