@@ -2,8 +2,8 @@
 
 Each operation is exported once with a symbolic batch dimension ``b``, then
 called at two concrete batch sizes and compared with ``jax.jit`` on the same
-inputs. The same table goes through ``jax.export``; a chunk fails listing every
-operation that jax.export handles and jaxport does not.
+inputs. An operation jaxport fails is taken through ``jax.export`` too; a chunk fails listing every
+operation jax.export handles and jaxport does not, then any that neither handles.
 """
 
 import jax
@@ -119,14 +119,14 @@ def test_table_is_large_enough():
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_jaxport_exports_what_jax_exports(chunk):
   names = sorted(OPS)[chunk::CHUNKS]
-  missing = []
-  jaxport_ok = 0
+  missing, both_fail = [], []
   for name in names:
     fn, spec, shape_of = OPS[name]
-    theirs = _check(jax.export.export, lambda e: e.call, fn, spec, shape_of)
     mine = _check(jaxport.export, jaxport.call, fn, spec, shape_of)
-    jaxport_ok += mine is None
-    if theirs is None and mine is not None:
-      missing.append(f"{name}: {mine}")
+    if mine is None:
+      continue
+    # Only a failure is taken through jax.export: it says whether jax handles the operation.
+    theirs = _check(jax.export.export, lambda e: e.call, fn, spec, shape_of)
+    (missing if theirs is None else both_fail).append(f"{name}: {mine}")
   assert not missing, "jax.export handles these and jaxport does not:\n" + "\n".join(missing)
-  assert jaxport_ok == len(names)
+  assert not both_fail, "neither jaxport nor jax.export handles these:\n" + "\n".join(both_fail)
