@@ -13,6 +13,7 @@ import pathlib
 import re
 
 import pytest
+from _parsed_sources import parsed, walked
 
 import jaxport
 
@@ -171,7 +172,7 @@ class _Imports(ast.NodeVisitor):
 def _imports(module: str) -> list[tuple[int, str, str, bool]]:
   path = MODULES[module]
   visitor = _Imports(module, path.name == "__init__.py")
-  visitor.visit(ast.parse(path.read_text(), filename=str(path)))
+  visitor.visit(parsed(path.read_text()))
   return visitor.found
 
 
@@ -319,7 +320,7 @@ class _PlainImports(_Imports):
 
 def _plain_imports(module: str) -> list[tuple[int, str, str, bool]]:
   visitor = _PlainImports(module, MODULES[module].name == "__init__.py")
-  visitor.visit(ast.parse(MODULES[module].read_text(), filename=str(MODULES[module])))
+  visitor.visit(parsed(MODULES[module].read_text()))
   return visitor.found
 
 
@@ -543,7 +544,7 @@ def test_the_repository_harness_cases_use_only_what_a_downstream_project_can():
            REPOSITORY_HARNESS / "test_replay.py", REPOSITORY_HARNESS / "conftest.py"]
   wrong = []
   for path in files:
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in walked(parsed(path.read_text())):
       names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
                else [])
@@ -563,7 +564,7 @@ VERDICT_FIELDS = {"status", "findings", "expected_failure", "release", "runs_on"
 def _verdict_writes(path: pathlib.Path) -> list[str]:
   """Where ``path`` builds an ``EntryResult`` or replaces a verdict field of one."""
   found = []
-  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+  for node in walked(parsed(path.read_text(encoding="utf-8"))):
     if not isinstance(node, ast.Call):
       continue
     name = node.func.id if isinstance(node.func, ast.Name) else (
@@ -600,7 +601,7 @@ def _vocabulary_names(tree: ast.AST) -> set[str]:
   """``Status`` and ``FindingKind`` and the names a module gives them (``K = FindingKind``,
   ``import ... as``)."""
   names = set(JUDGED)
-  for node in ast.walk(tree):
+  for node in walked(tree):
     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and (
         node.value.id in JUDGED):
       names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
@@ -618,7 +619,7 @@ def _vocabulary_kind(name: str, tree: ast.AST) -> str:
   """``Status`` or ``FindingKind``: which vocabulary ``name`` (itself or an alias) is."""
   if name in JUDGED:
     return name
-  for node in ast.walk(tree):
+  for node in walked(tree):
     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and any(
         isinstance(t, ast.Name) and t.id == name for t in node.targets):
       return node.value.id
@@ -634,11 +635,11 @@ def verdict_choices(source: str, where: str) -> list[str]:
   member: returns it, assigns it, passes it as a keyword or a dict's value. Reading one
   (comparing with it, asking whether an outcome has it, mapping it to what a page shows,
   ``Status(text)`` from JSON) is no choice."""
-  tree = ast.parse(source)
+  tree = parsed(source)
   names = _vocabulary_names(tree)
-  parents = {c: node for node in ast.walk(tree) for c in ast.iter_child_nodes(node)}
+  parents = {c: node for node in walked(tree) for c in ast.iter_child_nodes(node)}
   found = []
-  for node in ast.walk(tree):
+  for node in walked(tree):
     if isinstance(node, ast.Call):
       f = node.func
       called = f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)
@@ -714,7 +715,7 @@ def _version_reads(path: pathlib.Path) -> list[str]:
   """Where ``path`` reads an installed version itself: ``jax.__version__`` or a
   distribution's metadata version."""
   found = []
-  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+  for node in walked(parsed(path.read_text(encoding="utf-8"))):
     if isinstance(node, ast.Attribute) and node.attr == "__version__" and (
         isinstance(node.value, ast.Name) and node.value.id == "jax"):
       found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: jax.__version__")
@@ -740,7 +741,7 @@ def _slash_splits(path: pathlib.Path) -> list[str]:
   """Where ``path`` takes '/'-separated text apart itself (``split``, ``rsplit``,
   ``partition`` or ``count`` of "/"): the entry id's own module does that, once."""
   found = []
-  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+  for node in walked(parsed(path.read_text(encoding="utf-8"))):
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
         and node.func.attr in ("split", "rsplit", "partition", "rpartition", "count")
         and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "/"):
@@ -830,7 +831,7 @@ def _cycle_through(members: list[str], group: set[str], table: dict[str, set[str
 
 def _entry_point_imports() -> list[tuple[int, str, str, bool]]:
   visitor = _Imports(ENTRY_POINT, True)
-  visitor.visit(ast.parse(ENTRY_POINT_FILE.read_text(), filename=str(ENTRY_POINT_FILE)))
+  visitor.visit(parsed(ENTRY_POINT_FILE.read_text()))
   return visitor.found
 
 
@@ -877,7 +878,7 @@ def test_the_cycle_rule_counts_imports_in_functions_and_under_type_checking():
   table = {}
   for module, source in planted.items():
     visitor = _Imports(module, False)
-    visitor.visit(ast.parse(source))
+    visitor.visit(parsed(source))
     table[module] = {_resolve(n) for _, n, _, _ in visitor.found}
   assert cycles(table) == [["jaxport._limits", "jaxport.errors", "jaxport._limits"]]
 
@@ -895,7 +896,7 @@ def _python_files() -> list[pathlib.Path]:
 
 def variable_names(source: str) -> set[str]:
   """The names ``source`` binds to a ``"JAXPORT_..."`` literal (``ROOT_ENV = "JAXPORT_..."``)."""
-  return {t.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Assign)
+  return {t.id for node in walked(parsed(source)) if isinstance(node, ast.Assign)
           and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
           and node.value.value.startswith(VARIABLE_PREFIX)
           for t in node.targets if isinstance(t, ast.Name)}
@@ -917,7 +918,7 @@ def variable_reads(source: str, where: str, names: set[str] = frozenset()) -> li
             or (isinstance(key, ast.Attribute) and key.attr in names))
 
   found = []
-  for node in ast.walk(ast.parse(source)):
+  for node in walked(parsed(source)):
     key = None
     if isinstance(node, ast.Call) and node.args:
       f = node.func
@@ -981,7 +982,7 @@ def jaxlib_version_reads(source: str, where: str) -> list[str]:
   """Where ``source`` reads jaxlib's version itself: ``jaxlib.version`` (imported or as an
   attribute), ``jaxlib.__version__``, or a ``...version("jaxlib")`` call."""
   found = []
-  for node in ast.walk(ast.parse(source)):
+  for node in walked(parsed(source)):
     text = None
     if isinstance(node, ast.Attribute) and (
         (node.attr in ("version", "__version__") and ast.unparse(node.value) == "jaxlib")
@@ -1036,7 +1037,7 @@ def hand_built_ids(source: str, where: str) -> list[str]:
   ``.parts`` slice or over ``split_parts(...)`` (``EntryId.from_folder`` makes the id of an
   entry folder)."""
   found = []
-  for node in ast.walk(ast.parse(source)):
+  for node in walked(parsed(source)):
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and node.func.attr == "join" and isinstance(node.func.value, ast.Constant)
             and node.func.value.value == "/" and node.args):
@@ -1093,7 +1094,7 @@ def uncommented_local_imports(source: str, where: str) -> list[str]:
           local.append(child)
       visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
-  visit(ast.parse(source), False)
+  visit(parsed(source), False)
   import_lines = {n for node in local for n in range(node.lineno, node.end_lineno + 1)}
   found = []
   for node in local:

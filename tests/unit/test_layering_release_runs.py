@@ -13,6 +13,7 @@ import ast
 import pathlib
 
 import pytest
+from _parsed_sources import parsed, walked
 
 import jaxport
 
@@ -35,7 +36,7 @@ STARTERS = frozenset({"ensure_venv", "venv_python", "ensure_project_env", "ensur
 def _imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
   """(line, module) of every import, ``from PKG import NAME`` also as ``PKG.NAME``."""
   found = []
-  for node in ast.walk(tree):
+  for node in walked(tree):
     if isinstance(node, ast.Import):
       found += [(node.lineno, a.name) for a in node.names]
     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -46,7 +47,7 @@ def _imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
 
 def multirelease_imports(source: str, where: str) -> list[str]:
   """Where ``source`` imports anything of ``jaxport.multirelease``."""
-  return [f"{where}:{line}: imports {name}" for line, name in _imported_modules(ast.parse(source))
+  return [f"{where}:{line}: imports {name}" for line, name in _imported_modules(parsed(source))
           if name == "jaxport.multirelease" or name.startswith("jaxport.multirelease.")]
 
 
@@ -54,7 +55,7 @@ def _bound_modules(tree: ast.AST) -> list[tuple[int, str]]:
   """(line, what) of every import that binds a module or a function: ``import A.B`` binds
   ``A.B``; ``from A import B``, ``A.B`` (the names a module gives, not the module)."""
   found = []
-  for node in ast.walk(tree):
+  for node in walked(tree):
     if isinstance(node, ast.Import):
       found += [(node.lineno, a.name) for a in node.names]
     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -65,10 +66,10 @@ def _bound_modules(tree: ast.AST) -> list[tuple[int, str]]:
 def release_starts(source: str, where: str) -> list[str]:
   """Where ``source`` imports a module that starts another release's processes, or names one
   of the functions that hand out such an interpreter (facts of those modules may be read)."""
-  tree = ast.parse(source)
+  tree = parsed(source)
   found = [f"{where}:{line}: imports {name}" for line, name in _bound_modules(tree)
            if name in STARTER_MODULES or name.rsplit(".", 1)[-1] in STARTERS]
-  for node in ast.walk(tree):
+  for node in walked(tree):
     name = (node.id if isinstance(node, ast.Name) else
             node.attr if isinstance(node, ast.Attribute) else None)
     if name in STARTERS:

@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _parsed_sources import parsed, walked
 
 from jaxport import _vocabulary as vocab
 from jaxport.cli._main import build_parser
@@ -26,7 +27,7 @@ VOCABULARY = Path("jaxport") / "_vocabulary.py"
 @functools.cache
 def _modules() -> tuple[tuple[Path, ast.Module], ...]:
   """Every module of the trees, parsed once for all the tests here."""
-  return tuple((path.relative_to(REPO), ast.parse(path.read_text(encoding="utf-8")))
+  return tuple((path.relative_to(REPO), parsed(path.read_text(encoding="utf-8")))
                for tree in TREES for path in sorted((REPO / tree).rglob("*.py")))
 
 
@@ -51,10 +52,10 @@ def test_importing_the_pytest_entry_point_and_the_vocabulary_loads_no_jax():
 
 def _imported(path: str) -> set[str]:
   """The modules ``path`` imports, by their full names."""
-  tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
-  imported = {alias.name for n in ast.walk(tree) if isinstance(n, ast.Import)
+  tree = parsed((REPO / path).read_text(encoding="utf-8"))
+  imported = {alias.name for n in walked(tree) if isinstance(n, ast.Import)
               for alias in n.names}
-  return imported | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+  return imported | {n.module for n in walked(tree) if isinstance(n, ast.ImportFrom) and n.module}
 
 
 def _standard(names: set[str]) -> bool:
@@ -74,10 +75,10 @@ PLATFORM_TABLE = Path("jaxport") / "_platforms.py"
 def test_the_platforms_are_written_once_in_the_platform_table():
   # No module writes the platforms' tuple out; the table's rows name them, and PLATFORMS is
   # assigned there alone (the vocabulary re-exports it).
-  where = [f"{path}:{n.lineno}" for path, tree in _modules() for n in ast.walk(tree)
+  where = [f"{path}:{n.lineno}" for path, tree in _modules() for n in walked(tree)
            if isinstance(n, ast.Tuple) and _literal(n) == vocab.PLATFORMS]
   assert where == [], where
-  assigned = [str(path) for path, tree in _modules() for n in ast.walk(tree)
+  assigned = [str(path) for path, tree in _modules() for n in walked(tree)
               if isinstance(n, ast.Assign) for t in n.targets
               if isinstance(t, ast.Name) and t.id in ("PLATFORMS", "_PLATFORMS")]
   assert assigned == [str(PLATFORM_TABLE)], assigned
@@ -91,7 +92,7 @@ def test_each_constant_is_assigned_only_in_the_vocabulary(name, old_names):
   names = {name, f"_{name}", *old_names}
   assigned = []
   for path, tree in _modules():
-    for n in ast.walk(tree):
+    for n in walked(tree):
       targets = (n.targets if isinstance(n, ast.Assign) else
                  [n.target] if isinstance(n, ast.AnnAssign) and n.value is not None else [])
       assigned += [str(path) for t in targets if isinstance(t, ast.Name) and t.id in names]
@@ -99,20 +100,20 @@ def test_each_constant_is_assigned_only_in_the_vocabulary(name, old_names):
 
 
 def test_the_any_platform_key_is_spelt_only_in_the_vocabulary():
-  spelt = [f"{path}:{n.lineno}" for path, tree in _modules() for n in ast.walk(tree)
+  spelt = [f"{path}:{n.lineno}" for path, tree in _modules() for n in walked(tree)
            if isinstance(n, ast.Constant) and n.value == vocab.ANY_PLATFORM]
   assert spelt == [f"{VOCABULARY}:{_line_of('ANY_PLATFORM')}"], spelt
 
 
 @pytest.mark.parametrize("name, count", [("Finding", 1), ("Verdict", 1)])
 def test_one_finding_class_and_one_verdict_class(name, count):
-  found = [str(path) for path, tree in _modules() for n in ast.walk(tree)
+  found = [str(path) for path, tree in _modules() for n in walked(tree)
            if isinstance(n, ast.ClassDef) and n.name == name]
   assert len(found) == count, found
 
 
 def _line_of(name: str) -> int:
-  tree = ast.parse((REPO / VOCABULARY).read_text(encoding="utf-8"))
+  tree = parsed((REPO / VOCABULARY).read_text(encoding="utf-8"))
   return next(n.lineno for n in tree.body if isinstance(n, ast.Assign)
               and any(isinstance(t, ast.Name) and t.id == name for t in n.targets))
 
