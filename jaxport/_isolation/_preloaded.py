@@ -54,6 +54,12 @@ _NO_CHILD = "the preloading parent forked no child: "
 # Variables the forked child applies itself, as a fresh interpreter would at its start: its
 # ``sys.path`` and whether it writes bytecode for what it imports.
 _CHILD_APPLIES = frozenset({"PYTHONPATH", "PYTHONDONTWRITEBYTECODE"})
+# What importing jax writes into the environment where it is unset: its package's default log
+# level for XLA, and its Cloud TPU check's answer on a machine without TPU chips. A parent
+# started before this process imported jax saw them unset and its own import set them to these
+# values, so a child whose environment holds exactly these values is served by that parent (a
+# session's workers start ahead of collection, which may import jax).
+_SET_BY_IMPORT = {"TF_CPP_MIN_LOG_LEVEL": "1", "TPU_SKIP_MDS_QUERY": "1"}
 # What a parent answers for a child it will not fork (a module would come from another file).
 _REFUSED = _NO_CHILD + "refused"
 
@@ -251,7 +257,8 @@ def _parent_of(preload: Sequence[str], env: dict[str, str]) -> tuple[tuple, _Par
   # PYTHONPATH is the child's to apply: the parent checks that the modules it imported
   # come from the same files on the child's path.
   base_env = {k: v for k, v in env.items()
-              if k != PARENT_PID_ENV and k not in _CHILD_APPLIES | _NOT_READ_ON_IMPORT}
+              if k != PARENT_PID_ENV and k not in _CHILD_APPLIES | _NOT_READ_ON_IMPORT
+              and _SET_BY_IMPORT.get(k) != v}
   return _parent_for(tuple(preload), base_env, env.get("PYTHONPATH"))
 
 

@@ -8,6 +8,9 @@ import json
 import logging
 import os
 import signal
+import socket
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -108,6 +111,20 @@ def test_one_parent_serves_the_children_of_one_environment(project):
   assert len(_preloaded._parents) == len(before) + 1
 
 
+def test_what_importing_jax_sets_in_the_environment_starts_no_other_parent(project):
+  # A parent started before this process imported jax, then a child asked for after it: the
+  # same parent. The same variables at values the import would not give them: another.
+  unset = {k: v for k, v in os.environ.items() if k not in _preloaded._SET_BY_IMPORT}
+  preload = ("json",)
+  _preloaded.start_parent(env=unset, preload=preload)
+  before = dict(_preloaded._parents)
+  _preloaded.start_parent(env={**unset, "TF_CPP_MIN_LOG_LEVEL": "1", "TPU_SKIP_MDS_QUERY": "1"},
+                          preload=preload)
+  assert _preloaded._parents == before and len(before) == 1
+  _preloaded.start_parent(env={**unset, "TF_CPP_MIN_LOG_LEVEL": "0"}, preload=preload)
+  assert len(_preloaded._parents) == 2
+
+
 def test_a_module_preloaded_where_present_may_be_missing(project):
   child, code, state, _ = _start(
       project, "0", preload=("json", "email.parser", _preloaded.IF_PRESENT + "no_such_module"))
@@ -169,3 +186,19 @@ def test_a_parent_started_ahead_says_when_a_fork_would_no_longer_wait(project):
   assert isinstance(child, _preloaded.PreloadedChild) and code == 0
   assert int(state["parent_env"]) == parent.proc.pid
   assert not _preloaded.start_parent(env=env, preload=None)
+
+
+def test_a_parent_whose_starter_leaves_without_a_child_exits_quietly():
+  # The starter closes its end with "ready" unread (a session that started a parent ahead and
+  # ended before its first worker): the parent reads that as the end, not as an error.
+  mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+  proc = subprocess.Popen(
+      [sys.executable, "-m", _preloaded.PARENT_MODULE, "--socket-fd", str(theirs.fileno()),
+       "--preload", "json"], pass_fds=(theirs.fileno(),), stdout=subprocess.PIPE,
+      stderr=subprocess.STDOUT)
+  theirs.close()
+  mine.settimeout(60)
+  assert mine.recv(1, socket.MSG_PEEK) == b"r"  # it said ready; nobody reads it
+  mine.close()
+  assert proc.wait(timeout=60) == 0
+  assert proc.stdout.read() == b""
