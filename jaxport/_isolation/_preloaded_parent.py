@@ -63,8 +63,12 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
 
 
 def _receive(sock: socket.socket) -> tuple[dict, list[int]] | None:
-  """One request and its descriptors; None when the starter closed the socket."""
-  head, fds, _flags, _addr = socket.recv_fds(sock, HEADER.size, MAX_FDS)
+  """One request and its descriptors; None when the starter closed the socket (having read
+  all this parent wrote, or not: a starter that never forked leaves "ready" unread)."""
+  try:
+    head, fds, _flags, _addr = socket.recv_fds(sock, HEADER.size, MAX_FDS)
+  except ConnectionResetError:
+    return None
   if not head:
     for fd in fds:
       os.close(fd)
