@@ -4,7 +4,6 @@ a day with every revision taken, bad arguments; and a prune that fails part-way 
 a half-removed entry in view."""
 
 import dataclasses
-import datetime
 import json
 import logging
 import os
