@@ -403,7 +403,7 @@ def main(argv: list[str] | None, store: Path, method: str) -> int:
       doc["probed_targets"] = sorted(set(doc.get("probed_targets", [])) | set(targets[:-1]))
       known = doc["releases"].get(version)
       python, reason, built = _python_for(version, args.scratch)
-      if python is None and (again or (known or {}).get("installable")):
+      if python is None and known is not None and known.get("installable"):
         logger.warning("jax %s: not measured again, its record is kept: %s", version, reason)
         not_again[version] = reason
         continue
