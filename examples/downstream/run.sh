@@ -23,19 +23,21 @@ build_native() {
     return 0
   fi
   local include built_for jax_version
+  # A kernel built against another jax's FFI headers may not register with this one: the
+  # library is built again when the source changed or another jax is installed. The installed
+  # version is read from the package's metadata, which spares importing jax when nothing is
+  # to be built.
+  jax_version="$("$python" -c 'import importlib.metadata; print(importlib.metadata.version("jax"))')"
+  built_for="$(cat "$lib.jax" 2>/dev/null || true)"
+  if [ "$lib" -nt "$src" ] && [ "$built_for" = "$jax_version" ]; then
+    return 0
+  fi
   include="$("$python" -c '
 import os, jax.ffi
 d = jax.ffi.include_dir()
 print(d if os.path.isfile(os.path.join(d, "xla", "ffi", "api", "ffi.h")) else "")')"
   if [ -z "$include" ]; then
     echo "run.sh: native kernel skipped: this jax ships no FFI headers (jax.ffi.include_dir())" >&2
-    return 0
-  fi
-  # A kernel built against another jax's FFI headers may not register with this one: the
-  # library is built again when the source changed or another jax is installed.
-  jax_version="$("$python" -c 'import jax; print(jax.__version__)')"
-  built_for="$(cat "$lib.jax" 2>/dev/null || true)"
-  if [ "$lib" -nt "$src" ] && [ "$built_for" = "$jax_version" ]; then
     return 0
   fi
   "$cxx" -std=c++17 -O2 -shared -fPIC -isystem "$include" "$src" -o "$lib"

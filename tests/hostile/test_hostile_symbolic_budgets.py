@@ -55,23 +55,11 @@ def _finished_or_refused(line: str, budget: str) -> None:
 
 
 HOSTILE = {
-    "150 chained equalities": ("MAX_DECISION_STEPS", """
-        cons = [f"a{i} == a{i + 1} + 1" for i in range(150)]
-        outcome(lambda: len(jaxport.SymbolicScope(cons).constraints))
-        """),
     "a comparison in 60 chained equalities that jax cannot decide": ("MAX_DECISION_STEPS", """
         cons = [f"a{i} == a{i + 1} + 1" for i in range(60)]
         dims = jaxport.symbolic_shape(",".join(f"a{i}" for i in range(61)),
                                       scope=jaxport.SymbolicScope(cons))
         outcome(lambda: dims[0] >= dims[-1])
-        """),
-    "max nested 60 deep over distinct variables in 30 dimensions": ("MAX_SPEC_WORK", """
-        def nested(i):
-          e = f"a{i}"
-          for j in range(60):
-            e = f"max({e}, v{i}_{j})" if j % 2 else f"max(v{i}_{j}, {e})"
-          return e
-        outcome(lambda: len(jaxport.symbolic_shape(",".join(nested(i) for i in range(30)))))
         """),
     "a product of 9,000 variables in a spec": ("MAX_SPEC_WORK", """
         import itertools, string
@@ -98,6 +86,8 @@ HOSTILE = {
 }
 
 
+# 150 chained equalities and max nested 60 deep over distinct variables in 30 dimensions are
+# refused by their own tests below, which also say which budget refuses them.
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_costly_symbolic_input_finishes_or_is_refused_naming_its_budget(name):
   budget, code = HOSTILE[name]
