@@ -47,6 +47,9 @@ RESTARTED = re.compile(r"started a fresh module parser process (\d+)")
 MUTATED_ENTRY = "cpu/lapack_potrf/cholesky_f32/2026-11-29_jax-0.10.2"
 SEED = 0
 KEPT = (73, 137, 217, 299)
+# Seconds a mutant's module may take to read: the looping mutant is given up after it, while
+# a real module reads in milliseconds, well within it on a loaded machine.
+MUTANT_PARSE_TIMEOUT_S = 1
 
 
 def run(capsys, *argv):
@@ -269,7 +272,7 @@ def mutant_blobs() -> dict[int, bytes]:
 def test_the_mutants_are_refused_or_are_named_crashes_and_time_outs():
   module = module_of(blob_of(MUTATED_ENTRY))
   seen = []
-  with _parser.ModuleParser(timeout_s=3) as parser:
+  with _parser.ModuleParser(timeout_s=MUTANT_PARSE_TIMEOUT_S) as parser:
     for i, m in mutants(module).items():
       assert m != module and len(m) == len(module)
       try:
@@ -296,10 +299,11 @@ def test_audit_of_real_crash_like_blobs_gives_each_a_verdict_and_reports_the_goo
       import json, sys
       from pathlib import Path
       from jaxport.cli import main
-      audited = main(["audit", {str(folder)!r}, "--json", "--parse-timeout", "3"])
+      timeout = ["--parse-timeout", "{MUTANT_PARSE_TIMEOUT_S}"]
+      audited = main(["audit", {str(folder)!r}, "--json", *timeout])
       sys.stdout.write("\\n=====\\n")
       sys.stdout.flush()
-      inspected = [main(["inspect", str(p), "--mlir", "--parse-timeout", "3", "-q"])
+      inspected = [main(["inspect", str(p), "--mlir", *timeout, "-q"])
                    for p in sorted(Path({str(folder)!r}).glob("mutant_*"))]
       sys.stdout.write("\\n=====\\n" + json.dumps([audited, inspected]) + "\\n")
       """)
