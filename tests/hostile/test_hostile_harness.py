@@ -101,7 +101,8 @@ client.request(ReplayRequest({str(root)!r}, EntryId.parse({str(entry_id)!r}), ("
   try:
     worker = int(parent.stdout.readline())
     busy_from = _cpu_seconds(worker)
-    _wait(lambda: _cpu_seconds(worker) > busy_from + 2, CHILD_TIME_LIMIT_S)
+    # Half a second of the worker's CPU time since it answered: it is working on the replay.
+    _wait(lambda: _cpu_seconds(worker) > busy_from + 0.5, CHILD_TIME_LIMIT_S)
     parent.send_signal(sig)
     parent.wait()
     assert _wait(lambda: not _alive(worker), 60), "the worker outlived its parent"
