@@ -151,15 +151,16 @@ def test_a_sensible_worker_memory_limit_is_accepted():
   assert _settings.resolve({}).worker_max_rss_bytes == _limits.MAX_WORKER_RSS_BYTES
 
 
-# A case whose module keeps a 1 GiB operand (16384 x 16384 float32) alive for some seconds:
-# built by a loop fusion (nothing folds it away) and read by twenty matrix-vector products.
+# A case whose module keeps a 576 MiB operand (12288 x 12288 float32, past the 512 MiB limit
+# alone) alive for a second or more: built by a loop fusion (nothing folds it away) and read
+# by twenty matrix-vector products.
 CASES = """
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxport.harness import Case, random_matrix
 
-N = 16384
+N = 12288
 
 
 def square():
