@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import jax
+import jax.experimental.pallas.tpu  # noqa: F401  (see _run)
 import numpy as np
 import pytest
 
@@ -46,9 +47,10 @@ def _copy_entries(dest: Path) -> dict[str, str]:
 
 def _run(pytester, root: Path, *args, node: str = "", own_process: bool = False):
   """A session of this repository's harness on ``root``, in this process unless
-  ``own_process``: a recording imports the repository's case modules into pytest's process
-  (jax's Pallas modules register their PRNG once per process), and xdist's workers find the
-  case modules on the path of a session started in the repository."""
+  ``own_process``: xdist's workers find the case modules on the path of a session started in
+  the repository. A recording imports the repository's case modules into pytest's process;
+  jax's Pallas TPU module, which they import and which registers a PRNG once per process, is
+  imported by this module, so that the sessions run here find it imported."""
   run = pytester.runpytest_subprocess if own_process else pytester.runpytest
   return run(f"{HARNESS_TESTS}{node}", f"--compat-store={root}", "-p", "no:cacheprovider", "-W",
              "ignore::DeprecationWarning", *args)
@@ -155,13 +157,13 @@ def test_record_is_append_only_and_byte_identical(pytester, tmp_path):
   first, second = tmp_path / "first", tmp_path / "second"
   args = ("--record", "--compat-today=2026-01-02")
   node = "::test_record[cholesky_f32]"
-  result = _run(pytester, first, *args, node=node, own_process=True)
+  result = _run(pytester, first, *args, node=node)
   result.assert_outcomes(passed=1)
   result.stdout.fnmatch_lines(["*written   cpu/lapack_potrf/cholesky_f32/2026-01-02_jax-*"])
   entry = next((first / "cpu/lapack_potrf/cholesky_f32").iterdir())
   before = {p.name: p.read_bytes() for p in entry.iterdir()}
 
-  again = _run(pytester, first, *args, node=node, own_process=True)
+  again = _run(pytester, first, *args, node=node)
   again.assert_outcomes(passed=1)
   again.stdout.fnmatch_lines(["*unchanged cpu/lapack_potrf/cholesky_f32/2026-01-02_jax-*"])
   assert {p.name: p.read_bytes() for p in entry.iterdir()} == before
@@ -178,7 +180,7 @@ def test_record_is_append_only_and_byte_identical(pytester, tmp_path):
   store.write_entry(e.manifest, e.blob(), e.inputs(), [x + 1 for x in e.expected_outputs()],
                     e.module_text())
   existing = (third / "cpu/lapack_potrf/cholesky_f32" / entry.name / "expected.npz").read_bytes()
-  conflict = _run(pytester, third, *args, node=node, own_process=True)
+  conflict = _run(pytester, third, *args, node=node)
   conflict.assert_outcomes(failed=1)
   assert ("already exists and today's recording differs in ['expected.npz', 'manifest.json']"
           in conflict.stdout.str())
