@@ -1,17 +1,27 @@
 """A downstream project written into a pytester folder, as ``docs/downstream.md`` describes
 one: the pytest configuration that opts in, the golden test file and a case module."""
 
+import contextlib
 import dataclasses
+import io
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
+
+import pytest
 
 from jaxport.golden import EntryId
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
+
+class RecordSession(NamedTuple):
+  """What :func:`record_once`'s session ended with and printed."""
+  returncode: int
+  stdout: str
+  stderr: str
+
 
 GOLDEN_TESTS = "from jaxport.harness.testing import test_record, test_replay  # noqa: F401\n"
 STORE = "golden"
@@ -33,26 +43,39 @@ def write_project(pytester, cases_source: str, *, module: str = "mycases",
   return GoldenStore(Path(pytester.path) / STORE)
 
 
-def record_in_child(root: Path, cases_source: str, today: str, time_limit_s: float,
-                    **ini: str) -> subprocess.CompletedProcess:
-  """Write the project into ``root`` and record it once, ``--compat-today=today``, in a
-  process of its own (a module-scoped fixture has no pytester, whose sessions are per test);
-  the record session, for its output and exit status."""
+def record_once(root: Path, cases_source: str, today: str, **ini: str) -> RecordSession:
+  """Write the project into ``root`` and record it once, ``--compat-today=today``, in a pytest
+  session run in this process (a module-scoped fixture has no pytester, whose sessions are per
+  test): its exit status and output. As pytester does, what the session changes in this
+  process is put back afterwards: the modules it imported (the case module, so that later
+  sessions import the test's own), ``sys.path``, the working folder and the environment's
+  ``PYTEST_ADDOPTS``, which the session runs without."""
   root.mkdir(parents=True, exist_ok=True)
   (root / "pyproject.toml").write_text(pyproject(**ini))
   (root / "test_golden.py").write_text(GOLDEN_TESTS)
   (root / "mycases.py").write_text(cases_source)
-  env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "JAXPORT_"))}
-  return subprocess.run(
-      [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-       "-p", "no:randomly", f"--compat-today={today}", "--compat-record"],
-      cwd=root, env=env, capture_output=True, text=True, timeout=time_limit_s)
+  modules = dict(sys.modules)
+  out, err = io.StringIO(), io.StringIO()
+  try:
+    with pytest.MonkeyPatch.context() as mp:
+      mp.chdir(root)
+      mp.syspath_prepend(str(root))
+      mp.delenv("PYTEST_ADDOPTS", raising=False)
+      with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        returncode = int(pytest.main(
+            ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:randomly",
+             "-W", "ignore::pytest.PytestAssertRewriteWarning", f"--compat-today={today}",
+             "--compat-record"]))
+  finally:
+    for name in set(sys.modules) - set(modules):
+      del sys.modules[name]
+    sys.modules.update(modules)
+  return RecordSession(returncode, out.getvalue(), err.getvalue())
 
 
-def recorded_project(root: Path, cases_source: str, today: str, time_limit_s: float,
-                     **ini: str) -> Path:
-  """:func:`record_in_child`, which must succeed; the project's root."""
-  done = record_in_child(root, cases_source, today, time_limit_s, **ini)
+def recorded_project(root: Path, cases_source: str, today: str, **ini: str) -> Path:
+  """:func:`record_once`, which must succeed; the project's root."""
+  done = record_once(root, cases_source, today, **ini)
   assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
   return root
 

@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from _downstream_project import STORE, record_in_child
+from _downstream_project import STORE, record_once
 from jaxport.golden._store import GoldenStore
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
 TODAY = "2026-12-01"
-CHILD_TIME_LIMIT_S = 300
 
 CASES = """
 import jax.numpy as jnp
@@ -75,9 +74,9 @@ def _cases(raises=False, checker="picky", data=False) -> str:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
   """The project recorded once, with the case whose checker cannot judge its outputs; the
-  record session's output. In a process of its own: pytester's sessions are per test."""
+  record session's output (in a session of its own: pytester's sessions are per test)."""
   root = tmp_path_factory.mktemp("checkers")
-  done = record_in_child(root, _cases(data=True), TODAY, CHILD_TIME_LIMIT_S)
+  done = record_once(root, _cases(data=True), TODAY)
   return root, done.stdout + done.stderr
 
 

@@ -79,9 +79,9 @@ CASES = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-  """The project, recorded once (in a process of its own: a module-scoped fixture has no
+  """The project, recorded once (in a session of its own: a module-scoped fixture has no
   pytester); each test works on a copy."""
-  return recorded_project(tmp_path_factory.mktemp("gradients"), CASES, TODAY, 600)
+  return recorded_project(tmp_path_factory.mktemp("gradients"), CASES, TODAY)
 
 
 @pytest.fixture

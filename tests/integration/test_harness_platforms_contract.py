@@ -16,7 +16,6 @@ pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
 TODAY = "2026-12-01"
-TIME_LIMIT_S = 300
 
 CASES = """
 import jax.numpy as jnp
@@ -48,10 +47,10 @@ def _cases(shrinks=BOTH, grows=BOTH) -> str:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-  """The project with both cases recorded for ("cpu", "tpu"), once for the module. A
-  module-scoped fixture has no pytester (function-scoped), so this one session runs in a
-  process of its own; the tests' sessions run in theirs, on a copy."""
-  return recorded_project(tmp_path_factory.mktemp("platforms"), _cases(), TODAY, TIME_LIMIT_S)
+  """The project with both cases recorded for ("cpu", "tpu"), once for the module
+  (``record_once``: a module-scoped fixture has no pytester); the tests' sessions run on a
+  copy."""
+  return recorded_project(tmp_path_factory.mktemp("platforms"), _cases(), TODAY)
 
 
 def _changed(pytester, recorded, **platforms):

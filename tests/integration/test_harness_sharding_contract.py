@@ -20,7 +20,6 @@ pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
 TODAY = "2026-12-01"
-TIME_LIMIT_S = 300
 
 CASES = """
 import jax
@@ -95,10 +94,9 @@ def _cases(changed=()) -> str:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-  """The project with its six cases recorded, once for the module. A module-scoped fixture
-  has no pytester (function-scoped), so this one session runs in a process of its own; the
-  tests' sessions run in theirs, on a copy."""
-  return recorded_project(tmp_path_factory.mktemp("sharded"), _cases(), TODAY, TIME_LIMIT_S)
+  """The project with its six cases recorded, once for the module (``record_once``: a
+  module-scoped fixture has no pytester); the tests' sessions run on a copy."""
+  return recorded_project(tmp_path_factory.mktemp("sharded"), _cases(), TODAY)
 
 
 def _changed(pytester, recorded, changed):
