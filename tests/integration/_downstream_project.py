@@ -16,8 +16,8 @@ from jaxport.golden import EntryId
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 
-class RecordSession(NamedTuple):
-  """What :func:`record_once`'s session ended with and printed."""
+class SessionResult(NamedTuple):
+  """What a session of :func:`session_here` ended with and printed."""
   returncode: int
   stdout: str
   stderr: str
@@ -43,17 +43,13 @@ def write_project(pytester, cases_source: str, *, module: str = "mycases",
   return GoldenStore(Path(pytester.path) / STORE)
 
 
-def record_once(root: Path, cases_source: str, today: str, **ini: str) -> RecordSession:
-  """Write the project into ``root`` and record it once, ``--compat-today=today``, in a pytest
-  session run in this process (a module-scoped fixture has no pytester, whose sessions are per
-  test): its exit status and output. As pytester does, what the session changes in this
-  process is put back afterwards: the modules it imported (the case module, so that later
-  sessions import the test's own), ``sys.path``, the working folder and the environment's
-  ``PYTEST_ADDOPTS``, which the session runs without."""
-  root.mkdir(parents=True, exist_ok=True)
-  (root / "pyproject.toml").write_text(pyproject(**ini))
-  (root / "test_golden.py").write_text(GOLDEN_TESTS)
-  (root / "mycases.py").write_text(cases_source)
+def session_here(root: Path, *args: str, **env: str) -> SessionResult:
+  """A pytest session of the project in ``root`` (``args`` its options, ``env`` added to the
+  environment) run in this process, where a module-scoped fixture has no pytester, whose
+  sessions are per test: its exit status and output. As pytester does, what the session
+  changes in this process is put back afterwards: the modules it imported (the case module,
+  so that later sessions import their own), ``sys.path``, the working folder and the
+  environment; the session runs without ``PYTEST_ADDOPTS``."""
   modules = dict(sys.modules)
   out, err = io.StringIO(), io.StringIO()
   try:
@@ -61,16 +57,28 @@ def record_once(root: Path, cases_source: str, today: str, **ini: str) -> Record
       mp.chdir(root)
       mp.syspath_prepend(str(root))
       mp.delenv("PYTEST_ADDOPTS", raising=False)
+      for name, value in env.items():
+        mp.setenv(name, value)
       with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         returncode = int(pytest.main(
-            ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:randomly",
-             "-W", "ignore::pytest.PytestAssertRewriteWarning", f"--compat-today={today}",
-             "--compat-record"]))
+            ["-p", "no:hypothesispytest", "-p", "no:randomly",
+             "-W", "ignore::pytest.PytestAssertRewriteWarning", *args]))
   finally:
     for name in set(sys.modules) - set(modules):
       del sys.modules[name]
     sys.modules.update(modules)
-  return RecordSession(returncode, out.getvalue(), err.getvalue())
+  return SessionResult(returncode, out.getvalue(), err.getvalue())
+
+
+def record_once(root: Path, cases_source: str, today: str, **ini: str) -> SessionResult:
+  """Write the project into ``root`` and record it once, ``--compat-today=today``, in a
+  session of this process (:func:`session_here`)."""
+  root.mkdir(parents=True, exist_ok=True)
+  (root / "pyproject.toml").write_text(pyproject(**ini))
+  (root / "test_golden.py").write_text(GOLDEN_TESTS)
+  (root / "mycases.py").write_text(cases_source)
+  return session_here(root, "-p", "no:cacheprovider", f"--compat-today={today}",
+                      "--compat-record")
 
 
 def recorded_project(root: Path, cases_source: str, today: str, **ini: str) -> Path:
