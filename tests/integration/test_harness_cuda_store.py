@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import datetime
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
+from _downstream_project import SessionResult, session_here
 from _harness_paths import HARNESS_TESTS, ROOT, repo_project
 
 from harness.cases import _cuda, _lowering_only  # noqa: E402
 from harness.cases import case as lookup_case  # noqa: E402
-from jaxport.golden import EntryId
 from jaxport import _versions  # noqa: E402
 from jaxport.golden._host import Accelerator, Host  # noqa: E402
 from jaxport.golden._manifest import Comparison, Manifest, Producer  # noqa: E402
@@ -94,11 +92,9 @@ def test_a_cuda_entry_in_a_cpu_worker_is_read_not_run(tmp_path):
   assert answer.host.get("accelerator") is None, "the replaying host is this CPU host"
 
 
-def _cpu_run(store: Path, report: Path, *extra: str) -> subprocess.CompletedProcess:
-  return subprocess.run(
-      [sys.executable, "-m", "pytest", str(HARNESS_TESTS), "--platform=cpu", "-p", "no:randomly",
-       f"--compat-store={store}", f"--compat-report={report}", f"--compat-today={TODAY}", *extra],
-      cwd=ROOT, capture_output=True, text=True, timeout=900)
+def _cpu_run(store: Path, report: Path, *extra: str) -> SessionResult:
+  return session_here(ROOT, str(HARNESS_TESTS), "--platform=cpu", f"--compat-store={store}",
+                      f"--compat-report={report}", f"--compat-today={TODAY}", *extra)
 
 
 @pytest.mark.slow
