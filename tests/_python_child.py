@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Sequence
 
 from jaxport._isolation._preloaded import start_module
 
@@ -48,6 +49,15 @@ def run_python(code: str, *, cwd: Path | str | None = None,
         raise subprocess.TimeoutExpired(command, timeout, output=_read(out),
                                         stderr=_read(err)) from None
       return subprocess.CompletedProcess(command, returncode, _read(out), _read(err))
+
+
+def run_cli(args: Sequence[str], *, cwd: Path | str | None = None,
+            timeout: float) -> subprocess.CompletedProcess:
+  """``jaxport ARGS`` as a command of its own, its exit status that of ``jaxport.cli.main``:
+  :func:`run_python` running it, so that what the command imports (a project's case module
+  registering its types) stays in that child."""
+  code = f"import sys\nfrom jaxport.cli import main\nsys.exit(main({[str(a) for a in args]!r}))\n"
+  return run_python(code, cwd=cwd, timeout=timeout)
 
 
 def _read(stream) -> str:

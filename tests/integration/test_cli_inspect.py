@@ -1,7 +1,6 @@
 """`jaxport inspect`: describe blobs (jax's and jaxport's) and golden entries."""
 
 import datetime
-import sys
 import json
 import pathlib
 import re
@@ -13,12 +12,16 @@ import numpy as np
 import pytest
 
 from _cli_helpers import qr_exported, qr_fun, qr_input, write_qr_entry
+from _python_child import run_cli
 from jaxport import _versions
 from jaxport._jaxcompat import _envelope
 from jaxport.cli import main
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.golden._store import GoldenStore
+
+# Seconds a command run in a child process may take.
+CHILD_TIMEOUT_S = 300
 
 pytest_plugins = ["pytester"]
 
@@ -237,18 +240,16 @@ def test_an_entry_of_the_projects_pytree_type_opens_by_id_from_the_projects_stor
   recorded = pytester.runpytest("-p", "no:cacheprovider", "--compat-record")
   assert recorded.ret == 0, recorded.stdout.str()
   (entry,) = store.entries()
-  # A child process: the project's case module registers its type where it is imported.
-  cli = ["-c", "import sys; from jaxport.cli import main; sys.exit(main(sys.argv[1:]))"]
-  by_id = pytester.run(sys.executable, *cli, "inspect", "--project", str(pytester.path),
-                       str(entry.entry_id), "--json")
-  assert by_id.ret == 0, by_id.stderr.str()
-  info = json.loads(by_id.stdout.str())
+  # A child process each: the project's case module registers its type where it is imported.
+  project = ["--project", str(pytester.path)]
+  by_id = run_cli(["inspect", *project, str(entry.entry_id), "--json"], timeout=CHILD_TIMEOUT_S)
+  assert by_id.returncode == 0, by_id.stderr
+  info = json.loads(by_id.stdout)
   assert info["artifact"] == str(entry.entry_id) and "Params" in info["exported"]["in_tree"]
-  by_dir = pytester.run(sys.executable, *cli, "inspect", "--project", str(pytester.path),
-                        str(entry.path))
-  assert by_dir.ret == 0 and "CustomNode(Params" in by_dir.stdout.str()
-  bare = pytester.run(sys.executable, *cli, "inspect", str(entry.path))
-  assert bare.ret == 2
-  err = bare.stderr.str()
+  by_dir = run_cli(["inspect", *project, str(entry.path)], timeout=CHILD_TIMEOUT_S)
+  assert by_dir.returncode == 0 and "CustomNode(Params" in by_dir.stdout
+  bare = run_cli(["inspect", str(entry.path)], timeout=CHILD_TIMEOUT_S)
+  assert bare.returncode == 2
+  err = bare.stderr
   assert "unregistered type `mycases.Params`" in err and "pass --project DIR" in err
   assert "Traceback" not in err

@@ -15,6 +15,7 @@ from jaxport.golden import EntryId
 from jaxport.cli import _harness_run, main
 from jaxport.golden._manifest import Comparison, Manifest, Producer
 from jaxport.golden._store import GoldenStore
+from _python_child import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 TODAY = datetime.date(2026, 6, 1)
@@ -207,9 +208,7 @@ def test_a_project_that_does_not_exist_is_an_error_naming_it(monkeypatch, tmp_pa
 @pytest.mark.slow
 def test_replay_reaches_the_real_harness_with_its_flags(monkeypatch, capsys):
   monkeypatch.chdir(REPO / "compat_data")
-  proc = subprocess.run([sys.executable, "-c", "import sys; from jaxport.cli import main; "
-                         "sys.exit(main(['record', '--', '--help']))"],
-                        cwd=REPO / "compat_data", capture_output=True, text=True, timeout=300)
+  proc = run_cli(["record", "--", "--help"], cwd=REPO / "compat_data", timeout=300)
   assert proc.returncode == 0, proc.stderr[-2000:]
   for flag in (_harness_run.RECORD_FLAG, _harness_run.PLATFORM_FLAG, _harness_run.REPORT_FLAG):
     assert flag in proc.stdout

@@ -193,16 +193,13 @@ def test_a_case_module_that_fails_is_one_named_failure_and_the_report_is_written
 
 
 def test_jaxports_commands_do_not_exit_0_when_a_case_module_exits_0(pytester):
-  import subprocess
-  import sys
+  from _python_child import run_cli
   _project(pytester)
   (pytester.path / "mycases.py").write_text("raise SystemExit(0)\n")
   (pytester.path / "golden").mkdir()
   for command in (["replay", "--project", "."], ["record", "--project", "."],
                   ["audit", "--project", ".", "--no-drift"]):
-    done = subprocess.run([sys.executable, "-c", "import sys; from jaxport.cli import main; "
-                           "sys.exit(main())", *command], cwd=pytester.path,
-                          capture_output=True, text=True, timeout=600)
+    done = run_cli(command, cwd=pytester.path, timeout=600)
     assert done.returncode not in (0, 5), (command, done.returncode, done.stdout[-2000:])
     out = done.stdout + done.stderr
     assert "INTERNALERROR" not in out, command

@@ -3,11 +3,11 @@
 (a case without an entry, a declared target no entry covers) as the run in one piece."""
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from _python_child import run_cli
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
@@ -69,9 +69,8 @@ def test_merged_shards_print_the_unsharded_session_failures(pytester):
     assert report["session_failures"] == [], (i, report["session_failures"])
     shards.append(f"shard{i}.json")
 
-  merged = subprocess.run(
-      [sys.executable, "-c", "import sys; from jaxport.cli import main; sys.exit(main())",
-       "report", "merge", "--project", ".", *shards, "-o", "merged.json"], cwd=pytester.path, capture_output=True, text=True, timeout=600)
+  merged = run_cli(["report", "merge", "--project", ".", *shards, "-o", "merged.json"],
+                   cwd=pytester.path, timeout=600)
   assert merged.returncode == 1, merged.stderr
   printed = [line.split("SESSION FAIL ", 1)[1] for line in merged.stderr.splitlines()
              if "SESSION FAIL " in line]
