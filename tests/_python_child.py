@@ -34,13 +34,25 @@ def run_python(code: str, *, cwd: Path | str | None = None,
   ``subprocess.TimeoutExpired`` (with the output so far) after killing it."""
   env = dict(os.environ)
   env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-  command = [sys.executable, "-c", code]
   with tempfile.TemporaryDirectory(prefix="python-child-") as folder:
     script = Path(folder) / "code.py"
     script.write_text(code)
+    return run_module(_RUNNER, [str(script)], env=env, paths=[str(HERE)], cwd=cwd or ROOT,
+                      timeout=timeout, command=[sys.executable, "-c", code])
+
+
+def run_module(module: str, args: Sequence[str], *, env: dict[str, str], cwd: Path | str,
+               timeout: float, paths: Sequence[str] = (), preload: Sequence[str] = PRELOAD,
+               command: list[str] | None = None) -> subprocess.CompletedProcess:
+  """``python -m module args`` with the environment ``env`` (``paths`` before its
+  ``PYTHONPATH``) in ``cwd``, forked from a parent that imported ``preload``, as
+  :func:`run_python` runs its code; ``command`` names it in the result (``python -m`` ...
+  when None)."""
+  command = command or [sys.executable, "-m", module, *args]
+  with tempfile.TemporaryDirectory(prefix="python-child-") as folder:
     with open(Path(folder) / "stdout", "w+b") as out, open(Path(folder) / "stderr", "w+b") as err:
-      child = start_module(_RUNNER, [str(script)], env=env, paths=[str(HERE)], cwd=cwd or ROOT,
-                           stdout=out.fileno(), stderr=err.fileno(), preload=PRELOAD)
+      child = start_module(module, args, env=env, paths=paths, cwd=cwd, stdout=out.fileno(),
+                           stderr=err.fileno(), preload=preload)
       try:
         returncode = child.wait(timeout=timeout)
       except subprocess.TimeoutExpired:

@@ -4,17 +4,18 @@ jax fixes the number of CPU devices when its backend starts, so a module that
 needs eight of them cannot run inside the ordinary test process. Each
 ``test_sharding_*.py`` module asks :func:`in_child` at import: in the ordinary
 process it defines one test that runs the module again, with pytest, in a
-child process started with ``--xla_force_host_platform_device_count=8``; in the
-child it defines its real tests. A failing child test fails the parent test,
+child process with ``--xla_force_host_platform_device_count=8`` in its XLA_FLAGS
+(forked from a parent that imported jax and pytest but started no backend:
+``_python_child.run_module``); in the child it defines its real tests. A failing child test fails the parent test,
 which prints the child's report.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
+
+from _python_child import PRELOAD, run_module
 
 NUM_DEVICES = 8
 _CHILD_ENV = "JAXPORT_SHARDING_TEST_CHILD"
@@ -43,10 +44,12 @@ def run_module_in_child(module_file: str) -> None:
   env["JAX_PLATFORMS"] = "cpu"
   env.pop("PYTEST_XDIST_WORKER", None)
   path = Path(module_file)
-  proc = subprocess.run(
-      [sys.executable, "-m", "pytest", str(path), "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
-       "-W", "ignore::DeprecationWarning", "--tb=short", "-o", "addopts="],
-      cwd=path.parent, env=env, capture_output=True, text=True, timeout=_TIMEOUT_S)
+  # Forked from a parent that imported jax and pytest once for the four sharding modules: jax
+  # reads XLA_FLAGS when its backend starts, in the child.
+  proc = run_module(
+      "pytest", [str(path), "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+                 "-W", "ignore::DeprecationWarning", "--tb=short", "-o", "addopts="],
+      env=env, cwd=path.parent, timeout=_TIMEOUT_S, preload=(*PRELOAD, "pytest"))
   if proc.returncode != 0:
     raise AssertionError(
         f"{path.name} failed in its {NUM_DEVICES}-device child process (exit {proc.returncode}):\n"
