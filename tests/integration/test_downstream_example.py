@@ -5,8 +5,7 @@
 function, a changed gradient rule, a platform dropped from an export and a tampered
 entry must fail by name. A project that has not opted in must see pytest exactly as
 without jaxport: same output, no jax or jaxport imported, and ``--compat-*`` options
-refused with a clear usage error. This repository's own harness runs without
-pytest-xdist.
+refused with a clear usage error.
 """
 
 import importlib.metadata
@@ -290,17 +289,3 @@ def test_a_project_without_opt_in_runs_pytest_as_if_jaxport_were_absent(tmp_path
   assert "--compat-record: this project has not opted into the jaxport compat harness" in (
       refused.stderr)
   assert "jaxport_cases" in refused.stderr
-
-
-@installed
-def test_repository_harness_runs_without_xdist(tmp_path):
-  env = _env()
-  env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-  result = _run([sys.executable, "-m", "pytest", "harness/test_replay.py", "--platform=cpu",
-                 "-p", "no:xdist", "-p", "no:cacheprovider", "-k", "lapack_potrf and cholesky_f32",
-                 f"--compat-report={tmp_path / 'report.json'}"], ROOT, env)
-  out = _output(result)
-  assert result.returncode == 0, out
-  assert "INTERNALERROR" not in out
-  report = json.loads((tmp_path / "report.json").read_text())
-  assert report["entries"] and all(e["family"] == "lapack_potrf" for e in report["entries"])
