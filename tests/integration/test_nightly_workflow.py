@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from _downstream_project import session_here
 from _report_helpers import without_cache_count
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,9 +63,8 @@ def test_shard_reports_merge_into_the_unsharded_report(tmp_path):
   assert merged.returncode == 1, merged.stderr[-3000:]
   assert "SESSION FAIL coverage:" in merged.stderr
   whole = tmp_path / "whole.json"
-  subprocess.run([sys.executable, "-m", "pytest", "harness/test_replay.py", "--platform=cpu",
-                  f"--compat-store={root}", f"--compat-report={whole}"],
-                 env=env, cwd=ROOT, capture_output=True, text=True)
+  session_here(ROOT, "harness/test_replay.py", "--platform=cpu", f"--compat-store={root}",
+               f"--compat-report={whole}", *env["PYTEST_ADDOPTS"].split())
   report = json.loads((tmp_path / "reports" / "compat-cpu-test.json").read_text())
   assert without_cache_count(report) == without_cache_count(json.loads(whole.read_text()))
   assert report["summary"]["replayed"] == 4 and report["session_failures"]
