@@ -26,19 +26,22 @@ PRELOAD = ("jax", "jax.numpy", "jaxport")
 _RUNNER = "_python_child_main"
 
 
-def run_python(code: str, *, cwd: Path | str | None = None,
-               timeout: float) -> subprocess.CompletedProcess:
-  """Runs ``code`` as the ``__main__`` of a child with this process's environment (this
-  checkout first on its ``PYTHONPATH``) in ``cwd`` (the checkout's when None), its stdin
-  ``/dev/null``. Returns it finished, its output as text, or raises
+def run_python(code: str, *, cwd: Path | str | None = None, timeout: float,
+               env: dict[str, str] | None = None,
+               preload: Sequence[str] = PRELOAD) -> subprocess.CompletedProcess:
+  """Runs ``code`` as the ``__main__`` of a child with the environment ``env`` (this
+  process's, this checkout first on its ``PYTHONPATH``, when None) in ``cwd`` (the
+  checkout's when None), its stdin ``/dev/null``, forked from a parent that imported
+  ``preload``. Returns it finished, its output as text, or raises
   ``subprocess.TimeoutExpired`` (with the output so far) after killing it."""
-  env = dict(os.environ)
-  env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+  if env is None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
   with tempfile.TemporaryDirectory(prefix="python-child-") as folder:
     script = Path(folder) / "code.py"
     script.write_text(code)
     return run_module(_RUNNER, [str(script)], env=env, paths=[str(HERE)], cwd=cwd or ROOT,
-                      timeout=timeout, command=[sys.executable, "-c", code])
+                      timeout=timeout, preload=preload, command=[sys.executable, "-c", code])
 
 
 def run_module(module: str, args: Sequence[str], *, env: dict[str, str], cwd: Path | str,

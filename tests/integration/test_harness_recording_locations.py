@@ -4,11 +4,10 @@ locations name the case's own lines, never the harness's or the exporter's."""
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import jaxport
+from _python_child import run_python
 
 PACKAGE = Path(jaxport.__file__).resolve().parent
 
@@ -37,7 +36,7 @@ import located_cases
 _jax_setup.configure_jax()
 case, = located_cases.cases()
 rec = _recording.record_case(case, datetime.date(2026, 1, 2))
-out = Path(sys.argv[1])
+out = Path(OUT)
 out.mkdir()
 (out / "exported.bin").write_bytes(rec.blob)
 (out / "module.mlir").write_text(rec.module_text)
@@ -46,9 +45,12 @@ out.mkdir()
 
 
 def _record(package_root: Path, cases: Path, out: Path) -> Path:
+  """Records the case with the jaxport of ``package_root``, in a child that imports it there:
+  forked from a parent that imported jax alone."""
   env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(package_root), str(cases)))}
-  subprocess.run([sys.executable, "-c", RECORD, str(out)], env=env, check=True, timeout=300,
-                 cwd=cases)
+  done = run_python(f"OUT = {str(out)!r}\n{RECORD}", env=env, cwd=cases, timeout=300,
+                    preload=("jax", "jax.numpy"))
+  assert done.returncode == 0, done.stderr[-3000:]
   return out
 
 
