@@ -1,15 +1,16 @@
 """A record exported for two devices, called on two CPU devices in a fresh process.
 
-The device count of a CPU backend is fixed when jax starts, so the scenario
-runs in a subprocess and reports back as JSON.
+The device count of a CPU backend is fixed when jax starts its backend, so the scenario
+runs in a child process (forked from a parent that imported jax but started no backend) and
+reports back as JSON.
 """
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from _python_child import run_python
 
 _SCRIPT = textwrap.dedent('''
     import json
@@ -48,8 +49,7 @@ _SCRIPT = textwrap.dedent('''
 
 @pytest.fixture(scope="module")
 def report():
-  proc = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True,
-                        timeout=300)
+  proc = run_python(_SCRIPT, timeout=300)
   assert proc.returncode == 0, proc.stderr[-3000:]
   line = next(l for l in proc.stdout.splitlines() if l.startswith("REPORT"))
   return json.loads(line[len("REPORT"):])

@@ -6,11 +6,11 @@ jax fixes its device count at start-up, so this runs a child interpreter with
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from _python_child import run_python
 
 _CHILD = textwrap.dedent("""
     import json
@@ -45,7 +45,9 @@ _CHILD = textwrap.dedent("""
 @pytest.mark.slow
 def test_two_device_export_matches_jax():
   env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
-  proc = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=120)
+  # Forked from a parent that imported jax but started no backend: the child's starts with
+  # two devices.
+  proc = run_python(_CHILD, env=env, timeout=120)
   assert proc.returncode == 0, proc.stderr
   out = json.loads(proc.stdout.strip().splitlines()[-1])
   assert out["nr_devices"] == 2

@@ -2,10 +2,10 @@
 its record fails, answer exactly as one reader after the other does."""
 
 import json
-import subprocess
-import sys
 
 import pytest
+
+from _python_child import run_python
 from _harness_paths import ROOT
 
 pytestmark = pytest.mark.slow
@@ -17,6 +17,7 @@ UPGRADED = "cpu/lapack_potrf/release_cholesky_f32/2026-11-29_jax-0.4.30"
 SCRIPT = '''
 import json, sys
 sys.path.insert(0, "tests/integration")
+ENTRY_IDS = (RUNS, UPGRADED)
 from _harness_paths import repo_project
 from jaxport.golden import EntryId, GoldenStore
 from jaxport.harness._worker import _engine, _jax_setup
@@ -28,7 +29,7 @@ store = GoldenStore("compat_data")
 answers = {}
 for threads in (True, False):
   engine = _engine.ReplayEngine(repo_project(), threads=threads)
-  for entry_id in sys.argv[1:]:
+  for entry_id in ENTRY_IDS:
     answer = engine.replay(store.entry(EntryId.parse(entry_id)))
     d = {k: v for k, v in answer.to_json().items() if k not in ("seconds", "timings")}
     answers[f"{entry_id} {threads}"] = {**d, "ok": [reproduced(r) for r in answer.readers]}
@@ -38,8 +39,7 @@ print(json.dumps(answers))
 
 
 def test_readers_side_by_side_answer_as_one_after_another():
-  out = subprocess.run([sys.executable, "-c", SCRIPT, RUNS, UPGRADED], cwd=ROOT,
-                       capture_output=True, text=True, timeout=600)
+  out = run_python(f"RUNS, UPGRADED = {RUNS!r}, {UPGRADED!r}\n{SCRIPT}", cwd=ROOT, timeout=600)
   assert out.returncode == 0, out.stderr[-3000:]
   answers = json.loads(out.stdout.strip().splitlines()[-1])
   for entry_id in (RUNS, UPGRADED):
