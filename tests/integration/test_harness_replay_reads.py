@@ -4,13 +4,12 @@ with the store, the harness's executables kept."""
 
 import dataclasses
 import json
-import subprocess
-import sys
 
 import jax
 import numpy as np
 import pytest
 from _harness_paths import ROOT, repo_project
+from _python_child import run_python
 
 from jaxport.errors import DeserializationError
 from jaxport.golden import EntryId, GoldenStore
@@ -130,8 +129,10 @@ print(json.dumps([jax.config.jax_enable_compilation_cache, jax.config.jax_compil
 def test_a_worker_without_a_cache_directory_turns_jax_compilation_cache_off(
     tmp_path, cache_dir, own_process, expected):
   where = str(tmp_path / "cache") if cache_dir else ""
-  out = subprocess.run([sys.executable, "-c", CONFIGURED, where, own_process], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)
+  # A child of its own (forked from a parent that imported jax): the worker's setting is made
+  # once per process.
+  out = run_python(f"import sys\nsys.argv[1:] = {[where, own_process]!r}\n{CONFIGURED}",
+                   cwd=ROOT, timeout=300)
   assert out.returncode == 0, out.stderr[-3000:]
   got = json.loads(out.stdout.strip().splitlines()[-1])
   assert got == [expected[0], where if cache_dir else None]
