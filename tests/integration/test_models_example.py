@@ -6,12 +6,12 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from _downstream_project import session_here
 from jaxport.golden._store import GoldenStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,10 +52,7 @@ def test_the_models_store_replays_without_failure_and_release_differences_name_b
     example, tmp_path):
   import jax
   report_file = tmp_path / "report.json"
-  done = subprocess.run(
-      [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-       f"--compat-report={report_file}"],
-      cwd=example, capture_output=True, text=True, timeout=900)
+  done = session_here(example, "-p", "no:cacheprovider", "-q", f"--compat-report={report_file}")
   assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
   report = json.loads(report_file.read_text())
   assert report["summary"]["replayed"] == 8 and report["session_failures"] == []
