@@ -18,6 +18,7 @@ import jax.export
 import pytest
 
 import jaxport
+from jaxport import _limits
 from jaxport.errors import ShapeError
 
 from _python_child import run_python
@@ -180,10 +181,20 @@ def test_one_multiplication_past_the_product_budget_is_refused_naming_it():
     d * e
 
 
-def _deserialize_in_child(blob: bytes, tmp_path) -> str:
+# The budgets a blob refused by one is read under: a tenth of the defaults. The tests above
+# show what the defaults bound on the same inputs; these show that reading a blob spends its
+# work against the budgets and is refused naming one, in a tenth of the time.
+TENTH_OF_THE_BUDGETS = {name: getattr(_limits, name) // 10
+                        for name in ("MAX_DECISION_STEPS", "MAX_SPEC_WORK")}
+
+
+def _deserialize_in_child(blob: bytes, tmp_path, budgets: dict[str, int] | None = None) -> str:
   path = tmp_path / "hostile.bin"
   path.write_bytes(blob)
   return _run_child(f"""
+      from jaxport import _limits
+      for name, value in {budgets or {}!r}.items():
+        setattr(_limits, name, value)
       data = open({str(path)!r}, "rb").read()
       outcome(lambda: jaxport.deserialize(data).in_avals[0].shape[0])
       """)
@@ -191,7 +202,7 @@ def _deserialize_in_child(blob: bytes, tmp_path) -> str:
 
 def test_a_blob_with_150_chained_equalities_is_refused_naming_the_budget(tmp_path):
   blob = blob_of_shape([f"a{i}" for i in range(151)], chained(150))
-  line = _deserialize_in_child(blob, tmp_path)
+  line = _deserialize_in_child(blob, tmp_path, TENTH_OF_THE_BUDGETS)
   assert line.startswith("REFUSED DeserializationError"), line
   assert "symbolic_constraints" in line and "jaxport._limits.MAX_DECISION_STEPS = " in line
 
@@ -204,7 +215,7 @@ def test_a_blob_with_60_chained_equalities_is_read(tmp_path):
 def test_a_blob_with_30_dims_nested_max_over_distinct_variables_is_refused_naming_the_budget(
     tmp_path):
   blob = blob_of_shape([nested_max(i, 60, distinct=True) for i in range(30)], [])
-  line = _deserialize_in_child(blob, tmp_path)
+  line = _deserialize_in_child(blob, tmp_path, TENTH_OF_THE_BUDGETS)
   assert line.startswith("REFUSED DeserializationError"), line
   assert "jaxport._limits.MAX_SPEC_WORK = " in line
 
