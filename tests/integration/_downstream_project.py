@@ -16,6 +16,7 @@ from jaxport.golden import EntryId
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 
+
 class SessionResult(NamedTuple):
   """What a session of :func:`session_here` ended with and printed."""
   returncode: int

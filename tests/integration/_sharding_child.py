@@ -6,8 +6,8 @@ needs eight of them cannot run inside the ordinary test process. Each
 process it defines one test that runs the module again, with pytest, in a
 child process with ``--xla_force_host_platform_device_count=8`` in its XLA_FLAGS
 (forked from a parent that imported jax and pytest but started no backend:
-``_python_child.run_module``); in the child it defines its real tests. A failing child test fails the parent test,
-which prints the child's report.
+``_python_child.run_module``); in the child it defines its real tests. A failing
+child test fails the parent test, which prints the child's report.
 """
 
 from __future__ import annotations
