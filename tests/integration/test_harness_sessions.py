@@ -212,11 +212,17 @@ def test_a_fuzz_only_run_has_no_compat_report_and_the_replay_cli_never_runs_the_
       collected[:5])
 
 
-def test_the_harness_runs_without_xdist(pytester, golden, tmp_path):
-  root, ids = golden
+def test_the_harness_runs_without_xdist(pytester, tmp_path):
+  # The repository's own store: its LAPACK Cholesky records of old producers hold expected
+  # failures, which pytest reports as xfailed.
   report = tmp_path / "report.json"
-  result = _run(pytester, root, "-p", "no:xdist", "-k", "cholesky_f32", f"--compat-report={report}")
+  result = _run(pytester, GOLDEN, "-p", "no:xdist", "-k", "lapack_potrf and cholesky_f32",
+                f"--compat-report={report}")
   assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
   assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
-  replayed = {e["entry_id"]: e["status"] for e in json.loads(report.read_text())["entries"]}
-  assert replayed == {ids["cholesky_f32"]: "pass", ids["cuda_cholesky_f32"]: "pass"}, replayed
+  entries = json.loads(report.read_text())["entries"]
+  assert entries and all(e["family"] == "lapack_potrf" for e in entries)
+  statuses = [e["status"] for e in entries]
+  assert set(statuses) <= {"pass", "xfail"}, statuses
+  outcomes = result.parseoutcomes()
+  assert outcomes.get("xfailed", 0) == statuses.count("xfail"), outcomes
