@@ -1,28 +1,16 @@
 """A downstream project written into a pytester folder, as ``docs/downstream.md`` describes
 one: the pytest configuration that opts in, the golden test file and a case module."""
 
-import contextlib
 import dataclasses
-import io
 import json
 import shutil
-import sys
 from pathlib import Path
-from typing import NamedTuple
-
-import pytest
 
 from jaxport.golden import EntryId
 from jaxport.golden._manifest import MANIFEST_FILE
 from jaxport.golden._store import GoldenStore
 
-
-class SessionResult(NamedTuple):
-  """What a session of :func:`session_here` ended with and printed."""
-  returncode: int
-  stdout: str
-  stderr: str
-
+from _sessions import SessionResult, session_here
 
 GOLDEN_TESTS = "from jaxport.harness.testing import test_record, test_replay  # noqa: F401\n"
 STORE = "golden"
@@ -42,33 +30,6 @@ def write_project(pytester, cases_source: str, *, module: str = "mycases",
   pytester.makepyfile(test_golden=GOLDEN_TESTS)
   (Path(pytester.path) / "mycases.py").write_text(cases_source)
   return GoldenStore(Path(pytester.path) / STORE)
-
-
-def session_here(root: Path, *args: str, **env: str) -> SessionResult:
-  """A pytest session of the project in ``root`` (``args`` its options, ``env`` added to the
-  environment) run in this process, where a module-scoped fixture has no pytester, whose
-  sessions are per test: its exit status and output. As pytester does, what the session
-  changes in this process is put back afterwards: the modules it imported (the case module,
-  so that later sessions import their own), ``sys.path``, the working folder and the
-  environment; the session runs without ``PYTEST_ADDOPTS``."""
-  modules = dict(sys.modules)
-  out, err = io.StringIO(), io.StringIO()
-  try:
-    with pytest.MonkeyPatch.context() as mp:
-      mp.chdir(root)
-      mp.syspath_prepend(str(root))
-      mp.delenv("PYTEST_ADDOPTS", raising=False)
-      for name, value in env.items():
-        mp.setenv(name, value)
-      with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        returncode = int(pytest.main(
-            ["-p", "no:hypothesispytest", "-p", "no:randomly",
-             "-W", "ignore::pytest.PytestAssertRewriteWarning", *args]))
-  finally:
-    for name in set(sys.modules) - set(modules):
-      del sys.modules[name]
-    sys.modules.update(modules)
-  return SessionResult(returncode, out.getvalue(), err.getvalue())
 
 
 def record_once(root: Path, cases_source: str, today: str, **ini: str) -> SessionResult:

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from _downstream_project import SessionResult, session_here
+from _sessions import SessionResult, session_here
 from _harness_paths import HARNESS_TESTS, ROOT, repo_project
 
 from harness.cases import _cuda, _lowering_only  # noqa: E402

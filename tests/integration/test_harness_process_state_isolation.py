@@ -17,8 +17,8 @@ import jax
 import pytest
 from jax._src import config as jax_config
 
-from _downstream_project import (CASE_PRELUDE, GOLDEN_TESTS, SessionResult, pyproject,
-                                 session_here)
+from _downstream_project import CASE_PRELUDE, GOLDEN_TESTS, pyproject
+from _sessions import SessionResult, session_here
 
 pytestmark = pytest.mark.slow
 

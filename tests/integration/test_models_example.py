@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from _downstream_project import session_here
+from _sessions import session_here
 from jaxport.golden._store import GoldenStore
 
 ROOT = Path(__file__).resolve().parents[2]

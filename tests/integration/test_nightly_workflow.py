@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from _downstream_project import session_here
+from _sessions import session_here
 from _report_helpers import without_cache_count
 
 ROOT = Path(__file__).resolve().parents[2]
