@@ -302,6 +302,12 @@ class WorkerClient:
           break
     self.start()
     request_id = self._send(request)
+    if request_id is None and any(p.reply is None for p in self._ahead):
+      # It died on a request ahead before its exit reached start(): that request keeps the
+      # failure, as when start() sees the exit, and this one goes to a fresh worker.
+      self._died_unread()
+      self.start()
+      request_id = self._send(request)
     if request_id is None:
       return self._crashed("the worker's input closed")
     mine = _Pending(request, request_id, time.monotonic())
