@@ -12,14 +12,18 @@ another jaxlib or an edit of the reader reads the module again.
 
 A kept file is JSON naming its digest, read as a regular file only (``_kept_json``) of at
 most ``MAX_BYTES``; one that cannot be read, is not of this format or names another digest is
-ignored, and the module is parsed again.
+ignored, and the module is parsed again. A run reads each kept file once: the reads it took or
+made are remembered in the process (``MAX_REMEMBERED`` of them), since both readers of an
+entry, and the entries of one case, hand over the same module bytes.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,8 @@ FOLDER_NAME = "jaxport-module-reads"
 FORMAT = 1
 # Signatures of a large module run to a few tens of kilobytes; anything larger is not kept.
 MAX_BYTES = 1 << 20
+# Reads a run remembers by digest, the least recently asked for forgotten first.
+MAX_REMEMBERED = 1024
 _SUFFIX = ".json"
 _WHAT = "module read"
 SIGNATURES = "signatures"
@@ -98,11 +104,24 @@ class KeptReads:
 
   def __init__(self, cache_folder: Path) -> None:
     self.folder = Path(cache_folder) / FOLDER_NAME
+    self._remembered: collections.OrderedDict[str, Any] = collections.OrderedDict()
+    self._lock = threading.Lock()
+
+  def _remember(self, digest: str, value: Any) -> None:
+    with self._lock:
+      self._remembered[digest] = value
+      self._remembered.move_to_end(digest)
+      while len(self._remembered) > MAX_REMEMBERED:
+        self._remembered.popitem(last=False)
 
   def get(self, what: str, module: bytes) -> Any | None:
     """The read ``what`` (``SIGNATURES`` or ``VIEW``) kept for ``module``; None when none is
     kept or its file is not one of this format for it."""
     digest = _digest(what, module)
+    with self._lock:
+      if digest in self._remembered:
+        self._remembered.move_to_end(digest)
+        return self._remembered[digest]
     path = self.folder / f"{digest}{_SUFFIX}"
     data = read_kept(path, MAX_BYTES, _WHAT)
     if data is None:
@@ -111,6 +130,8 @@ class KeptReads:
              and data.get("format") == FORMAT and data.get("digest") == digest else None)
     if value is None:
       logger.debug("module read file %s is not one of ours; reading the module", path)
+    else:
+      self._remember(digest, value)
     return value
 
   def keep(self, what: str, module: bytes, value: Any) -> None:
@@ -120,6 +141,7 @@ class KeptReads:
     keep_json(self.folder / f"{digest}{_SUFFIX}",
               {"format": FORMAT, "digest": digest, "value": _as_json(what, value)},
               MAX_BYTES, _WHAT)
+    self._remember(digest, value)
 
 
 def read_signatures(module: bytes) -> tuple[CustomCallSignature, ...]:
