@@ -25,32 +25,6 @@ from jaxport.multirelease._bisect import entry_from_blob, releases_in, run_bisec
 logger = logging.getLogger(__name__)
 
 
-def add_parser(add) -> None:
-  p = add("bisect", help="find the first jax release that no longer loads, runs or matches an entry",
-          description="Replay one golden entry under the jax releases of a range, by bisection, "
-                      "each in its own environment, built when missing (docs/multi-release.md).")
-  p.add_argument("entry", metavar="ENTRY", nargs="?", default=None,
-                 help="entry id or entry directory (or --blob with --inputs and --expected)")
-  p.add_argument("--blob", default=None, help="a serialized Exported instead of an entry")
-  p.add_argument("--inputs", default=None, help="with --blob: npz of the inputs (arr_0, ...)")
-  p.add_argument("--expected", default=None, help="with --blob: npz of the expected outputs")
-  p.add_argument("--rtol", type=float, default=1e-5, help="with --blob: allclose rtol (default 1e-5)")
-  p.add_argument("--atol", type=float, default=1e-5, help="with --blob: allclose atol (default 1e-5)")
-  p.add_argument("--releases", required=True, metavar="FIRST..LAST",
-                 help="e.g. 0.11.0..0.12.0.1; one release (0.12.0.1..0.12.0.1) checks it alone")
-  p.add_argument("--available-only", action="store_true",
-                 help="only releases whose environment is already built (and this jax)")
-  p.add_argument("--root", default=None,
-                 help="golden store (default: the --project's jaxport_store)")
-  p.add_argument("--envs", default=None, metavar="DIR",
-                 help="folder of release environments (default: $JAXPORT_RELEASE_ENVS, else "
-                      "the machine's cache, ~/.cache/jaxport/release-envs)")
-  p.add_argument("--json", action="store_true", help="print JSON")
-  p.add_argument("--project", default=None, metavar="DIR",
-                 help="the project whose jaxport_store holds ENTRY (default: the working "
-                      "directory)")
-
-
 def _project(args, by_id: bool) -> Project | None:
   """The project ``--project`` names, or the working directory's when the entry is an id with
   no ``--root``; None when nothing needs it (a store, entry or blob given by path)."""
@@ -68,7 +42,7 @@ def _entry_id(text: str) -> EntryId:
                        "directory") from None
 
 
-def run(args) -> int:
+def run(args, extra: list[str] | None = None) -> int:
   """Bisect the entry or blob ``args`` name."""
   if (args.entry is None) == (args.blob is None):
     raise JaxportError("bisect: name either an ENTRY or --blob (with --inputs and --expected)")

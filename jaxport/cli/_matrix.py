@@ -100,41 +100,6 @@ def tf_cells(releases: list[TfRelease], out: str) -> list[TfCell]:
                  f"{out}/tf-{r.version}.json") for r in releases]
 
 
-def add_parser(add) -> None:
-  p = add("matrix", help="a project's entries under every jax release of a range",
-          description="Replay the project's golden entries under each jax release of a range, "
-                      "each in its own environment (as replay --with-jax does); --plan writes "
-                      "the cells out as a CI job matrix instead of running them.")
-  p.add_argument("--releases", default=None, metavar="FIRST..LAST", help="e.g. 0.11.0..0.12.0.1")
-  p.add_argument("--tf-releases", default=None, metavar="A,B",
-                 help="TensorFlow releases as consumers too (e.g. 2.19,2.21): each a replay "
-                      "--with-tf cell, or with --producers a column of the matrix")
-  p.add_argument("--project", default=".", metavar="DIR",
-                 help="the project whose pytest configuration opts into the harness (default: "
-                      "the working directory); the plan's commands name it as given")
-  p.add_argument("--shards", type=int, default=1, metavar="N",
-                 help="split each release's replay into N shards (releases jaxport runs on)")
-  p.add_argument("--out", default="reports", metavar="DIR",
-                 help="where the cells' reports go (default: reports)")
-  p.add_argument("--plan", action="store_true", help="print the cells instead of running them")
-  p.add_argument("--json", action="store_true",
-                 help="with --plan: {\"include\": [...]} for a CI strategy.matrix")
-  g = p.add_argument_group("the producer x consumer matrix")
-  g.add_argument("--producers", action="store_true",
-                 help="replay every cpu entry of the project's store with each release's own "
-                      "jax.export and write matrix.json, matrix.md and matrix-summary.json to "
-                      "--out; exit 1 when a pair jax's window covers fails")
-  g.add_argument("--expected-releases", action="store_true",
-                 help="with --producers: also every release of the project's expected-status "
-                      "table (jaxport_expectations)")
-  g.add_argument("--current", action="store_true",
-                 help="with --producers: also the running jax")
-  g.add_argument("--current-build-only", action="store_true",
-                 help="with --producers: only the entries jaxport recorded (the forward check)")
-  g.add_argument("--today", default=None, metavar="YYYY-MM-DD",
-                 help="with --producers: the day window ages count to (default: today)")
-
-
 def cells(versions: list[str], shards: int, out: str) -> list[Cell]:
   """The matrix's cells: each release, each shard of it where jaxport runs on the release."""
   if shards < 1:

@@ -21,11 +21,9 @@ what the child itself runs (with ``jaxport upgrade``'s pipeline, ``_upgrade.upgr
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
 import logging
-import math
 import os
 import subprocess
 import sys
@@ -46,6 +44,7 @@ from jaxport.export import _mlir
 from jaxport.golden import _signatures
 from jaxport.golden._manifest import CustomCallSignature
 from jaxport.releases import MeasuredRun, _features
+from jaxport.cli._arguments import MEMORY_OPTION, TIMEOUT_OPTION
 from jaxport.cli._relower import Today, contract_json
 
 logger = logging.getLogger(__name__)
@@ -57,8 +56,6 @@ PATH_FLAG = "--import-path"
 # Where the case modules came from, as the child's import failure names it.
 SOURCE_FLAG = "--import-source"
 # The options that set the limits for one command, named by the verdicts they cause.
-TIMEOUT_OPTION = "--parse-timeout"
-MEMORY_OPTION = "--parse-memory-mb"
 STDERR_TAIL_CHARS = 4000
 
 
@@ -471,43 +468,6 @@ def _refusal(refused: dict[str, str]) -> Exception:
 
 
 
-def _seconds(text: str) -> float:
-  try:
-    value = float(text)
-  except ValueError:
-    value = math.nan
-  if not (math.isfinite(value) and value > 0):
-    raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-  return value
-
-
-# Bounds of --parse-memory-mb: below the lower one the child cannot even import jax.
-_MIN_MEMORY_MB, _MAX_MEMORY_MB = 64, 2**30
-
-
-def _megabytes(text: str) -> int:
-  try:
-    value = int(text)
-  except ValueError:
-    value = -1
-  if not _MIN_MEMORY_MB <= value <= _MAX_MEMORY_MB:
-    raise argparse.ArgumentTypeError(
-        f"expected a whole number of MiB from {_MIN_MEMORY_MB} to {_MAX_MEMORY_MB}, got {text!r}")
-  return value
-
-
-def add_options(p: Any) -> None:
-  """The options of a command whose native reads run in the module parser child."""
-  p.add_argument(TIMEOUT_OPTION, dest="parse_timeout", type=_seconds, default=None,
-                 metavar="SECONDS",
-                 help="time the module parser may spend on one artifact before it is killed and "
-                      "the artifact reported as timed out (default "
-                      f"jaxport._limits.MODULE_PARSE_TIMEOUT_S = {_limits.MODULE_PARSE_TIMEOUT_S:g})")
-  p.add_argument(MEMORY_OPTION, dest="parse_memory_mb", type=_megabytes, default=None,
-                 metavar="MB",
-                 help="resident memory the module parser may reach before it is killed and the "
-                      "artifact reported (default jaxport._limits.MAX_PARSER_RSS_BYTES = "
-                      f"{_limits.MAX_PARSER_RSS_BYTES // 2**20} MiB)")
 
 
 def from_args(args: Any) -> ModuleParser:

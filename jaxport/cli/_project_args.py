@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jaxport.cli import _harness_run, _relower
+from jaxport.cli import _harness_run
 from jaxport.errors import GoldenDataError
 from jaxport.harness._project import Project
 from jaxport.releases import MeasuredRuns, read_measured
@@ -52,6 +52,7 @@ def import_project_types(project: Project, parser: Any) -> None:
   """Import the project's case modules here and in ``parser``'s child: they register the
   pytree and effect types its entries need to deserialize (only when an artifact needs one,
   so that inspecting other artifacts runs none of the project's code)."""
+  from jaxport.cli import _relower  # local: it loads jax, which commands without artifacts skip
   cases = _relower.Relowerer(tuple(project.case_modules), project.paths, _relower.FROM_PROJECT)
   cases.load()
   if cases.registry is not None:

@@ -1,4 +1,5 @@
-"""``jaxport prune --yes``: remove golden entries one at a time, saying how far it got.
+"""``jaxport prune``: the entries its options select, and with ``--yes`` their removal, one
+at a time, saying how far it got.
 
 :meth:`GoldenStore.prune` picks the entries (as a dry run); this module removes
 them, one by one (:meth:`GoldenStore.remove_entry`), so that a failure or an
@@ -7,9 +8,15 @@ interrupt can name the entry not removed and the ones removed before it.
 
 from __future__ import annotations
 
+import argparse
+import datetime
 import os
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from jaxport.cli import _project_args
+from jaxport.cli._project_args import DEFAULT_ROOT, EXIT_INTERRUPTED, EXIT_OK
 from jaxport.errors import GoldenDataError, JaxportError
 from jaxport.golden._entry import Entry
 from jaxport.golden._store import GoldenStore
@@ -55,3 +62,59 @@ def remove_entries(store: GoldenStore, entries: Sequence[Entry]) -> list[Entry]:
           "'jaxport prune --yes' again.") from None
     removed.append(e)
   return removed
+
+
+def run(args: argparse.Namespace, extra: list[str]) -> int:
+  """``jaxport prune``: list the entries its options select, and remove them with ``--yes``."""
+  today = args.today or datetime.date.today()
+  project = _project_args.read_project(args)
+  if args.root is None and project is not None:
+    root = str(_project_args.store_of(project, "--root"))
+  else:
+    root = args.root or DEFAULT_ROOT
+  if not Path(root).is_dir():
+    raise GoldenDataError(f"--root {root}: no golden store there (not a directory). Run from "
+                          "the repository root, pass --root PATH/TO/compat_data, or pass "
+                          "--project DIR for the project's jaxport_store.")
+  store = GoldenStore(root)
+  expired = store.prune(args.older_than_days, today=today, dry_run=True,
+                        dated_in_future=args.dated_in_future, superseded=args.superseded,
+                        cases=args.case)
+  if args.yes:
+    try:
+      expired = remove_entries(store, expired)
+    except Interrupted as stop:
+      sys.stderr.write(f"jaxport prune: {stop.message()}\n")
+      return EXIT_INTERRUPTED
+  future = [] if args.dated_in_future else store.dated_after(today)
+  if args.json:
+    _project_args.print_json({"removed" if args.yes else "would_remove": [str(e.entry_id) for e in expired],
+                 "dry_run": not args.yes, "today": today.isoformat(),
+                 "older_than_days": args.older_than_days, "cases": args.case,
+                 "dated_in_future": [str(e.entry_id) for e in future]})
+  else:
+    verb = "removed" if args.yes else "would remove"
+    for e in expired:
+      sys.stdout.write(f"{verb} {e.entry_id}\n")
+    sys.stdout.write(f"{len(expired)} entr{'y' if len(expired) == 1 else 'ies'} "
+                     + _pruned_because(args, today)
+                     + ("" if args.yes or not expired else "; pass --yes to remove them") + ".\n")
+    if future:
+      sys.stdout.write(f"{len(future)} entr{'y is' if len(future) == 1 else 'ies are'} dated after "
+                       f"{today} ({', '.join(str(e.entry_id) for e in future)}); a record date in the "
+                       "future is wrong; pass --dated-in-future to remove them.\n")
+  return EXIT_OK
+
+
+def _pruned_because(args, today: datetime.date) -> str:
+  """Which entries prune selected, in words: ``older than 180 days as of 2026-12-03 or
+  superseded, of case mlp``."""
+  rules = []
+  if args.older_than_days is not None:
+    rules.append(f"older than {args.older_than_days} days as of {today}")
+  if args.superseded:
+    rules.append("superseded")
+  if args.dated_in_future:
+    rules.append(f"dated after {today}")
+  of = f"of case {', '.join(args.case)}" if args.case else ""
+  return " or ".join(rules) + (", " if rules and of else "") + of

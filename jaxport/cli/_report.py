@@ -8,8 +8,8 @@ the blob the shard replayed), and fails as that run would; without it the merge 
 none of that, says so in its output and report, and still fails a run with a failing entry;
 ``render RUN.json [EARLIER.json...] --html OUT.html --markdown OUT.md`` writes
 the page and the job summary (Markdown to stdout when no output is named).
-Registration is self-contained: ``_main`` calls :func:`add_parser` and
-dispatches to :func:`run`.
+Its arguments are defined with the other commands' (``_arguments``); ``_main`` dispatches to
+:func:`run`.
 """
 
 from __future__ import annotations
@@ -25,12 +25,11 @@ from typing import Any
 from jaxport import report
 from jaxport._vocabulary import FindingKind
 from jaxport._progress import track
+from jaxport.cli._arguments import STDOUT
 from jaxport.cli._harness_run import read_project
-from jaxport.cli._relower import FROM_PROJECT, Relowerer
 from jaxport.golden._store import GoldenStore
 from jaxport.harness._controller import _coverage as coverage
 from jaxport.harness import _devices
-from jaxport.golden import EntryId
 from jaxport.golden._entry import sha256_hex
 from jaxport.errors import JaxportError, ReportError
 from jaxport.report._files import write_text_atomically
@@ -38,47 +37,11 @@ from jaxport.report._merge import check_complete
 
 logger = logging.getLogger(__name__)
 
-COMMAND = "report"
-STDOUT = "-"
 # What a merge without --project says of itself, in its output and in the merged report: it
 # joined what the shards say, and checked none of it against a store.
 NOT_CHECKED = ("merged without --project: the coverage, the tripwire, the missing cases and the "
                "entries themselves were not checked against a store; the merged report holds "
                "what the shards say. Merge with --project DIR to check them.")
-
-
-def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-  """Register ``report`` and its two actions on the ``jaxport`` parser."""
-  # -v/-q belong to the actions (``jaxport report render -q``), so only they take ``common``.
-  p = sub.add_parser(COMMAND, help="merge shard reports; render reports as HTML and Markdown",
-                     description="Work with the harness's JSON compatibility reports "
-                                 "(pytest --compat-report=RUN.json).")
-  actions = p.add_subparsers(dest="report_action", required=True, metavar="ACTION")
-  m = actions.add_parser("merge", parents=[common], help="combine the reports of a run's shards",
-                         description="Combine the reports of disjoint shards of one harness run "
-                                     "into the report of the whole run.")
-  m.add_argument("shards", nargs="+", metavar="SHARD.json")
-  m.add_argument("-o", "--output", required=True, metavar="RUN.json", help="the merged report")
-  m.add_argument("--project", default=None, metavar="DIR",
-                 help="the project the shards ran (its pytest configuration, as jaxport audit "
-                      "--project reads it): run the coverage, tripwire and missing-case checks "
-                      "on the merged run against its store and case modules; the shards must "
-                      "be exactly 1/N..N/N of one run")
-  m.add_argument("--store", default=None, metavar="DIR",
-                 help="with --project: the golden store the shards replayed (default: the "
-                      "project's jaxport_store)")
-  r = actions.add_parser("render", parents=[common], help="write the page and the job summary",
-                         description="Render a run's report as one self-contained HTML page and as "
-                                     "Markdown; earlier runs' reports add the history. Without "
-                                     "--html or --markdown the Markdown goes to stdout.")
-  r.add_argument("run", metavar="RUN.json", help="the current run's report")
-  r.add_argument("earlier", nargs="*", metavar="EARLIER.json", help="earlier runs' reports (any order)")
-  r.add_argument("--html", metavar="OUT.html", help="write the HTML page here")
-  r.add_argument("--markdown", metavar="OUT.md", help=f"write the Markdown here ({STDOUT}: stdout)")
-  r.add_argument("--served-by", action="append", default=[], metavar="TF.json",
-                 help="a tf reader's report (jaxport replay --with-tf VERSION --compat-report "
-                      "TF.json): a 'served by TF VERSION' column and each entry's verdict "
-                      "(repeatable)")
 
 
 def _load_all(paths: list[str], verb: str) -> list[report.RunReport]:
@@ -128,6 +91,8 @@ def merge_and_check(shards: Sequence[report.RunReport], project: Any,
                       f"store {store} holds {len(present)}; merge against the "
                       "store the shards replayed (--store).")
   against_store = _entries_against_store(merged.entries, GoldenStore(store), set(present))
+  # local: the project's case modules load jax, which a merge without --project never needs
+  from jaxport.cli._relower import FROM_PROJECT, Relowerer
   cases = Relowerer(project.case_modules, project.paths, FROM_PROJECT)
   cases.load()  # the project's code: a module that fails to import is one error naming it
   registry = cases.registry

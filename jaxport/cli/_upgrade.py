@@ -33,22 +33,6 @@ from jaxport.upgrades import EnvelopeRewrite, UpgradeReport, read_any_envelope, 
 from jaxport.upgrades._envelope import consumer, vjp_depth
 
 
-def add_parser(add) -> None:
-  p = add("upgrade", help="rewrite expired envelopes and custom calls today's jaxlib no longer "
-                          "registers",
-          description="Rewrite a serialized Exported (a blob file or a golden entry directory) "
-                      "so that the installed jax runs it: an envelope it refuses as expired in "
-                      "the layout it reads, legacy custom calls into today's targets; see "
-                      "docs/upgrade.md.")
-  p.add_argument("source", metavar="IN", help="blob file or golden entry directory")
-  p.add_argument("-o", "--output", required=True, metavar="OUT", help="where to write the new blob")
-  p.add_argument("--for-jax", dest="for_jax", metavar="VERSION", default=None,
-                 help="write the artifact for this jax release (default: the installed jax)")
-  p.add_argument("--force", action="store_true", help="replace OUT if it exists")
-  p.add_argument("--json", action="store_true", help="print JSON")
-  _parser.add_options(p)
-
-
 def _read(source: Path) -> bytes:
   if source.is_dir() and (source / MANIFEST_FILE).is_file():
     entry = _artifacts.entry_at(source)

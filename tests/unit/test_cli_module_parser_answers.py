@@ -21,7 +21,7 @@ import time
 import pytest
 
 from jaxport import _limits
-from jaxport.cli import _parser
+from jaxport.cli import _arguments, _parser
 from jaxport.errors import (DeserializationError, JaxportError, ModuleCrashError,
                             ModuleMemoryError, ModuleParserError, ModuleTimeoutError)
 from test_golden_store import make_manifest
@@ -271,7 +271,7 @@ def test_a_child_that_cannot_be_started_leaks_no_descriptor(monkeypatch):
 ])
 def test_limit_options_refuse_what_is_not_a_limit(argv, message, capsys):
   p = argparse.ArgumentParser()
-  _parser.add_options(p)
+  _arguments.parse_limit_options(p)
   with pytest.raises(SystemExit):
     p.parse_args(argv)
   assert message in capsys.readouterr().err
@@ -279,6 +279,6 @@ def test_limit_options_refuse_what_is_not_a_limit(argv, message, capsys):
 
 def test_limit_options_set_the_parsers_limits():
   p = argparse.ArgumentParser()
-  _parser.add_options(p)
+  _arguments.parse_limit_options(p)
   parser = _parser.from_args(p.parse_args(["--parse-timeout", "2.5", "--parse-memory-mb", "64"]))
   assert (parser.timeout_s, parser.max_rss_bytes) == (2.5, 64 * 2**20)

@@ -125,3 +125,20 @@ def test_writing_a_file_atomically_does_not_import_the_report_renderers():
       print(json.dumps(sorted(m for m in sys.modules if m.startswith("jaxport.report."))))
   """)
   assert loaded == ["jaxport.report._files"]
+
+
+def test_commands_that_read_no_artifact_start_without_jax(tmp_path):
+  (tmp_path / "store").mkdir()
+  seen = _run(f"""
+      import json, sys
+      from jaxport.cli import _main
+      status = _main.main(["prune", "--older-than-days", "1", "--root", {str(tmp_path / "store")!r}])
+      light = {{name: (_main._command(name), "jax" in sys.modules)[1]
+               for name in ("record", "replay", "prune", "report")}}
+      _main._command("audit")
+      print(json.dumps({{"status": status, "light": light, "audit": "jax" in sys.modules}}))
+  """)
+  assert seen["status"] == 0
+  assert seen["light"] == {"record": False, "replay": False, "prune": False, "report": False}
+  # The commands that read artifacts' modules do load it, once they run.
+  assert seen["audit"] is True

@@ -11,7 +11,7 @@ if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 from jaxport.cli import _bisect  # noqa: E402
-from jaxport.cli._main import build_parser  # noqa: E402
+from jaxport.cli._arguments import build_parser  # noqa: E402
 from jaxport.errors import JaxportError  # noqa: E402
 from jaxport.golden import EntryId  # noqa: E402
 from jaxport.multirelease import _bisect as bisect_release  # noqa: E402

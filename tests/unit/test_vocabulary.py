@@ -16,7 +16,7 @@ import pytest
 from _parsed_sources import parsed, walked
 
 from jaxport import _vocabulary as vocab
-from jaxport.cli._main import build_parser
+from jaxport.cli._arguments import build_parser
 from jaxport.releases import BACKWARD_WINDOW_DAYS
 
 REPO = Path(__file__).resolve().parents[2]
