@@ -5,10 +5,12 @@ name, before any export or replay meets it."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import pathlib
 
 import pytest
+from _parsed_sources import parsed, walked
 
 import jaxport
 from jaxport._jaxcompat._version import installed_jax_version
@@ -19,18 +21,19 @@ FACADES = ("jaxport._jaxcompat._tracing", "jaxport._jaxcompat._lowering",
            "jaxport._jaxcompat._shardings", "jaxport._jaxcompat._compilation")
 
 
+@functools.cache
 def _reads() -> dict[tuple[str, str, str], list[str]]:
   """(facade, name, attribute) -> where, for each ``name.attribute`` a module outside
-  ``_jaxcompat`` reads from a name it imported from a facade."""
+  ``_jaxcompat`` reads from a name it imported from a facade; read when a test first asks."""
   found: dict[tuple[str, str, str], list[str]] = {}
   for path in sorted(PACKAGE.rglob("*.py")):
     if "_jaxcompat" in path.parts:
       continue
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = walked(parsed(path.read_text(encoding="utf-8")))
     aliases = {alias.asname or alias.name: (node.module, alias.name)
-               for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+               for node in nodes if isinstance(node, ast.ImportFrom)
                and node.module in FACADES for alias in node.names}
-    for node in ast.walk(tree):
+    for node in nodes:
       if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
           and node.value.id in aliases):
         facade, name = aliases[node.value.id]
@@ -39,18 +42,16 @@ def _reads() -> dict[tuple[str, str, str], list[str]]:
   return found
 
 
-READS = _reads()
-
 
 def test_the_probe_sees_each_concern():
-  assert {facade for facade, _, _ in READS} == set(FACADES)
+  assert {facade for facade, _, _ in _reads()} == set(FACADES)
 
 
 @pytest.mark.parametrize("facade", FACADES)
 def test_each_internal_jaxport_reads_exists_in_the_installed_jax(facade):
   module = importlib.import_module(facade)
   missing = [f"{name}.{attr} (read at {', '.join(where)})"
-             for (owner, name, attr), where in sorted(READS.items())
+             for (owner, name, attr), where in sorted(_reads().items())
              if owner == facade and not hasattr(getattr(module, name), attr)]
   assert not missing, (f"jax {installed_jax_version()} lacks what jaxport reads through "
                        f"{facade}:\n" + "\n".join(missing))

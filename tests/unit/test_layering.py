@@ -9,8 +9,10 @@ are not runtime imports, so they cannot form the cycles the record rule guards.
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import re
+from collections.abc import Iterator, Mapping
 
 import pytest
 from _parsed_sources import parsed, walked
@@ -176,7 +178,25 @@ def _imports(module: str) -> list[tuple[int, str, str, bool]]:
   return visitor.found
 
 
-IMPORTS = {m: _imports(m) for m in MODULES if m not in GENERATED}
+class _ImportTable(Mapping):
+  """Each module's imports (``_imports``), read when a test first asks: collecting this file,
+  which every test process does, reads no source."""
+
+  @functools.cached_property
+  def _table(self) -> dict[str, list[tuple[int, str, str, bool]]]:
+    return {m: _imports(m) for m in MODULES if m not in GENERATED}
+
+  def __getitem__(self, module: str) -> list[tuple[int, str, str, bool]]:
+    return self._table[module]
+
+  def __iter__(self) -> Iterator[str]:
+    return iter(self._table)
+
+  def __len__(self) -> int:
+    return len(self._table)
+
+
+IMPORTS = _ImportTable()
 
 
 def _where(module: str, line: int, where: str) -> str:
