@@ -8,8 +8,8 @@ environment, its working folder, ``sys.path`` from its ``PYTHONPATH``, standard 
 ``/dev/null``, standard output and error to one file, the descriptors it is passed at the
 same numbers, a session of its own. One parent serves every child of one interpreter,
 preload list and environment (but for ``PYTHONPATH`` and ``PYTHONDONTWRITEBYTECODE``, which
-the child applies itself, and
-variables nothing reads on import, which pytest changes per test); a
+the child applies itself, and variables nothing reads on import: those pytest changes per test
+and sets for the sessions a test starts, and jaxport's own ``JAXPORT_*``); a
 parent is started on first use and lives as long as the process that started it.
 
 A child is started fresh with ``subprocess.Popen`` instead whenever forking cannot give it
@@ -47,9 +47,14 @@ START_TIMEOUT_S = 300.0
 # (PYTHONPATH and PYTHONDONTWRITEBYTECODE are the child's own to apply: ``_CHILD_APPLIES``.)
 _NOT_READ_ON_IMPORT = frozenset({"HOME", "USERPROFILE", "PYTEST_CURRENT_TEST",
                                  "PYTEST_DEBUG_TEMPROOT", "PY_COLORS",
+                                 # pytest reads it when it parses a command line, in the child.
+                                 "PYTEST_ADDOPTS",
                                  # XLA reads it when a backend starts, which happens in the
                                  # child (the host device count of a multi-device worker).
                                  "XLA_FLAGS"})
+# jaxport's own variables: read through ``jaxport._environment``'s accessors when a function
+# asks, never on import, so the child reads its own values.
+_JAXPORTS_OWN = "JAXPORT_"
 _NO_CHILD = "the preloading parent forked no child: "
 # Variables the forked child applies itself, as a fresh interpreter would at its start: its
 # ``sys.path`` and whether it writes bytecode for what it imports.
@@ -257,7 +262,7 @@ def _parent_of(preload: Sequence[str], env: dict[str, str]) -> tuple[tuple, _Par
   # PYTHONPATH is the child's to apply: the parent checks that the modules it imported
   # come from the same files on the child's path.
   base_env = {k: v for k, v in env.items()
-              if k != PARENT_PID_ENV and k not in _CHILD_APPLIES | _NOT_READ_ON_IMPORT
+              if not k.startswith(_JAXPORTS_OWN) and k not in _CHILD_APPLIES | _NOT_READ_ON_IMPORT
               and _SET_BY_IMPORT.get(k) != v}
   return _parent_for(tuple(preload), base_env, env.get("PYTHONPATH"))
 

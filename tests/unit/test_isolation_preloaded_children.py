@@ -27,6 +27,7 @@ state = {
     "preloaded": "json" in sys.modules and "email.parser" in sys.modules,
     "main": __name__, "parent_env": os.environ.get("%s"),
     "writes_bytecode": not sys.dont_write_bytecode,
+    "addopts": os.environ.get("PYTEST_ADDOPTS"), "fault": os.environ.get("JAXPORT_TEST_PARSER_FAULT"),
 }
 os.write(int(sys.argv[1]), b"passed\\n")
 print(json.dumps(state))
@@ -107,6 +108,11 @@ def test_one_parent_serves_the_children_of_one_environment(project):
   # XLA reads its flags when a backend starts, in the child: the same parent.
   _start(project, "0", XLA_FLAGS="--xla_force_host_platform_device_count=8")
   assert _preloaded._parents == before
+  # pytest's options and jaxport's own variables are read when the child asks: the same
+  # parent, each child with its own values.
+  _, _, own, _ = _start(project, "0", PYTEST_ADDOPTS="-q", JAXPORT_TEST_PARSER_FAULT="crash:00")
+  assert _preloaded._parents == before
+  assert (own["addopts"], own["fault"]) == ("-q", "crash:00")
   _start(project, "0", JAX_ENABLE_X64="1")  # read on import: another parent
   assert len(_preloaded._parents) == len(before) + 1
 
