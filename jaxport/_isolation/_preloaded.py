@@ -14,7 +14,8 @@ parent is started on first use and lives as long as the process that started it.
 
 A child is started fresh with ``subprocess.Popen`` instead whenever forking cannot give it
 the same start: the parent cannot start or died, it refuses a child whose ``sys.path`` would
-import one of its modules from another file, or the process that started it has forked
+import one of its modules from another file or run a startup hook (``sitecustomize``) of its
+own, or the process that started it has forked
 since; and on systems other than Linux, where forking a process that loaded native libraries
 (macOS's system frameworks) is not safe. Only the standard library is imported here.
 """

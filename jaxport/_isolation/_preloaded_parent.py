@@ -102,10 +102,40 @@ def _place(fds: list[int], targets: list[int]) -> None:
     os.close(fd)
 
 
+# What a fresh interpreter imports from ``sys.path`` as it starts (``site``), before its module.
+_STARTUP_HOOKS = ("sitecustomize", "usercustomize")
+
+
+def _startup_hook_differs(search_path: list[str]) -> str | None:
+  """A startup hook a child with ``search_path`` would run that a forked child cannot: one
+  this process did not run or ran from another file, or one from the child's own folders,
+  whose code may read any variable of the child's environment as it starts (a forked child's
+  start is this process's). Its name, or None."""
+  for name in _STARTUP_HOOKS:
+    module = sys.modules.get(name)
+    ours = getattr(getattr(module, "__spec__", None), "origin", None)
+    try:
+      found = importlib.machinery.PathFinder.find_spec(name, search_path)
+    except (ImportError, ValueError, OSError):
+      return name
+    theirs = found.origin if found is not None else None
+    if theirs != ours:
+      return name
+    if theirs is not None and not any(
+        os.path.commonpath([theirs, os.path.abspath(site)]) == os.path.abspath(site)
+        for site in _SITE_PATH if site):
+      return name
+  return None
+
+
 def _shadowed(search_path: list[str]) -> str | None:
   """A module this process imported that a child with ``search_path`` as ``sys.path`` would
-  import from another file (a project folder holding a module of the same name), which a
-  forked child cannot: the module's name, or None."""
+  import from another file (a project folder holding a module of the same name), or a startup
+  hook it would run differently (``_startup_hook_differs``), which a forked child cannot: the
+  module's name, or None."""
+  hook = _startup_hook_differs(search_path)
+  if hook is not None:
+    return hook
   for name, module in list(sys.modules.items()):
     spec = getattr(module, "__spec__", None)
     if "." in name or spec is None or not spec.has_location or not spec.origin:

@@ -28,6 +28,7 @@ state = {
     "main": __name__, "parent_env": os.environ.get("%s"),
     "writes_bytecode": not sys.dont_write_bytecode,
     "addopts": os.environ.get("PYTEST_ADDOPTS"), "fault": os.environ.get("JAXPORT_TEST_PARSER_FAULT"),
+    "hook": os.environ.get("HOOK_SAW"),
 }
 os.write(int(sys.argv[1]), b"passed\\n")
 print(json.dumps(state))
@@ -146,6 +147,21 @@ def test_a_child_whose_path_shadows_a_preloaded_module_starts_fresh(project, cap
   assert not isinstance(child, _preloaded.PreloadedChild) and code == 0
   assert "shadowed" in text
   assert "refused json" in caplog.text
+
+
+def test_a_child_whose_path_holds_a_startup_hook_starts_fresh_and_runs_it(project, caplog):
+  # A sitecustomize in the child's own folders runs as it starts and may read any variable,
+  # jaxport's own too: a forked child would have had this process's start instead.
+  hooks = project / "hooks"
+  hooks.mkdir()
+  (hooks / "sitecustomize.py").write_text(
+      "import os\nos.environ['HOOK_SAW'] = os.environ.get('JAXPORT_TEST_PARSER_FAULT', '')\n")
+  with caplog.at_level(logging.INFO, logger=_preloaded.__name__):
+    child, code, state, _ = _start(project, "0", PYTHONPATH=str(hooks),
+                                   JAXPORT_TEST_PARSER_FAULT="crash:11")
+  assert not isinstance(child, _preloaded.PreloadedChild) and code == 0
+  assert state["hook"] == "crash:11"
+  assert "refused sitecustomize" in caplog.text
 
 
 def test_a_parent_that_cannot_preload_leaves_children_to_start_fresh(project, caplog):
