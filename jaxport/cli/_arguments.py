@@ -91,7 +91,6 @@ def parse_limit_options(p: Any) -> None:
 
 
 def _dims(text: str) -> tuple[str, int]:
-  import argparse  # local: only a malformed --dims needs its error type
   name, sep, value = text.partition("=")
   if not sep or not name.isidentifier() or not value.isdigit() or int(value) < 1:
     raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=SIZE, a dimension name and a "
@@ -100,6 +99,7 @@ def _dims(text: str) -> tuple[str, int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+  """The ``jaxport`` parser: every command and its arguments."""
   parser = argparse.ArgumentParser(
       prog="jaxport", description="Work with serialized JAX programs and jaxport's golden data.",
       epilog="Exit status: 0 ok, 1 problems found, 2 usage error or unreadable input, "
