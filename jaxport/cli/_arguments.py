@@ -170,8 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--host-platform", choices=PLATFORMS, default=None,
                  help="the platform that will replay the store: other platforms' datasets become "
                       "lowering-only entries under it (default: each dataset under its own platform)")
-  p.add_argument("--rtol", type=float, default=None, help="override the dtype-based rtol")
-  p.add_argument("--atol", type=float, default=None, help="override the dtype-based atol")
+  _tolerance_options(p)
   p.add_argument("--json", action="store_true", help="print JSON")
   parse_limit_options(p)
   _add_import_artifacts(add)
@@ -224,6 +223,12 @@ def build_parser() -> argparse.ArgumentParser:
   return parser
 
 
+def _tolerance_options(p: argparse.ArgumentParser) -> None:
+  """The options of the commands that write entries, overriding their dtype-based tolerances."""
+  p.add_argument("--rtol", type=float, default=None, help="override the dtype-based rtol")
+  p.add_argument("--atol", type=float, default=None, help="override the dtype-based atol")
+
+
 def _add_project(p: argparse.ArgumentParser, what: str) -> None:
   p.add_argument("--project", default=None, metavar="DIR",
                  help="the project whose pytest configuration opts into the harness "
@@ -265,8 +270,7 @@ def _add_import_artifacts(add: Any) -> None:
   p.add_argument("--host-platform", choices=PLATFORMS, default="cpu",
                  help="the platform that replays the store (default cpu): a blob exported "
                       "for others becomes a lowering-only entry, checked without running")
-  p.add_argument("--rtol", type=float, default=None, help="override the dtype-based rtol")
-  p.add_argument("--atol", type=float, default=None, help="override the dtype-based atol")
+  _tolerance_options(p)
   p.add_argument("--json", action="store_true", help="print JSON")
   parse_limit_options(p)
 
