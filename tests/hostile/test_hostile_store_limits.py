@@ -91,6 +91,7 @@ def test_audit_refuses_a_huge_sparse_bare_blob_by_its_size(tmp_path):
   child = limited(f"""
       import sys
       from jaxport.cli import main
+      from jaxport.cli import _module_commands  # audit's code (and jax): loaded before it reads
       limit_memory(256 * 2**20)
       sys.exit(main(["audit", {str(blob)!r}, "--json", "--no-drift"]))
       """)

@@ -46,6 +46,7 @@ def test_an_npz_bomb_is_refused_before_inflating_under_a_memory_limit(bomb_entry
   child = limited(f"""
       import sys
       from jaxport.cli import main
+      from jaxport.cli import _inspect, _module_commands  # the commands' code (and jax)
       limit_memory(512 * 2**20)
       sys.exit(main([{command!r}, {str(bomb_entry.path)!r}, "--json"]))
       """)
