@@ -1,5 +1,6 @@
 """Fixtures shared across the suite: the reference (``jax.export``) and jaxport side by side."""
 
+import gc
 import os
 import sys
 
@@ -54,6 +55,23 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
   given = any(a == "--dist" or a.startswith("--dist=") for a in config.invocation_params.args)
   if getattr(config.option, "numprocesses", None) and not given:
     config.option.dist = "worksteal"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session):
+  """Collection imports the test modules (and what they import), which live as long as this
+  process: the cyclic garbage collector neither runs while they are imported (each full
+  collection would walk a heap still growing) nor walks them afterwards. It then starts a
+  collection a tenth as often: each full one walks what the tests keep (jax's caches of
+  traced and compiled functions), and most of the tests' objects die by reference count."""
+  gc.disable()
+  try:
+    return (yield)
+  finally:
+    gc.freeze()
+    threshold, *older = gc.get_threshold()
+    gc.set_threshold(threshold * 10, *older)
+    gc.enable()
 
 
 @pytest.fixture(scope="module", params=sorted(EXPORT_APIS))
