@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from _parsed_sources import parsed, walked
+
 from jaxport import errors
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +49,7 @@ def exception_classes(files: dict[str, str]) -> dict[str, tuple[str, bool]]:
   bases: dict[str, set[str]] = {}
   defined = []
   for path, source in files.items():
-    for node in ast.walk(ast.parse(source)):
+    for node in walked(parsed(source)):
       if isinstance(node, ast.ClassDef):
         names = {b for b in map(_base_name, node.bases) if b is not None}
         bases.setdefault(node.name, set()).update(names)

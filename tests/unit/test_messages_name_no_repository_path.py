@@ -9,6 +9,8 @@ import re
 import textwrap
 from pathlib import Path
 
+from _parsed_sources import parsed, walked
+
 REPO = Path(__file__).resolve().parents[2]
 INSTALLED = ("jaxport", "jaxport_pytest")
 # What a message must not say, with the reason.
@@ -28,7 +30,7 @@ _PATTERN = re.compile("|".join(f"(?:{p})" for p in FORBIDDEN))
 def _docstrings(tree: ast.AST) -> set[int]:
   """The ids of the docstring nodes: documentation, not messages."""
   out = set()
-  for node in ast.walk(tree):
+  for node in walked(tree):
     if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
       body = node.body
       if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
@@ -40,10 +42,10 @@ def _docstrings(tree: ast.AST) -> set[int]:
 def scan(source: str, name: str = "<module>") -> list[str]:
   """``"name:line: text"`` for every string constant or f-string of ``source`` (docstrings
   aside) that says something forbidden."""
-  tree = ast.parse(source)
+  tree = parsed(source)
   skip = _docstrings(tree)
   found = []
-  for node in ast.walk(tree):
+  for node in walked(tree):
     if isinstance(node, ast.JoinedStr):
       skip.update(id(v) for v in node.values)
       text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)

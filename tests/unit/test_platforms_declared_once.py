@@ -8,6 +8,8 @@ import pathlib
 
 import pytest
 
+from _parsed_sources import parsed, walked
+
 import jaxport
 from jaxport import _platforms as P
 
@@ -30,7 +32,7 @@ def platform_comparisons(source: str, where: str) -> list[str]:
   """Where ``source`` compares a text with a platform's name (``==``, ``!=``, ``in``, a
   membership in a literal of names) or asks whether a text starts with one."""
   found = []
-  for node in ast.walk(ast.parse(source)):
+  for node in walked(parsed(source)):
     if isinstance(node, ast.Compare):
       texts = _texts(node.left).union(*(_texts(c) for c in node.comparators))
       if texts & NAMES:

@@ -10,6 +10,8 @@ import pathlib
 
 import pytest
 
+from _parsed_sources import parsed, walked
+
 import jaxport.releases as rel
 from jaxport.errors import JaxportError, ReleaseTableError
 from jaxport.harness._judge import _releases
@@ -81,7 +83,7 @@ def test_runs_on_reads_no_measured_matrix():
   for path in PACKAGE.rglob("*.py"):
     text = path.read_text()
     assert "release_matrix" not in text and "matrix" not in path.name, path
-    for node in ast.walk(ast.parse(text)):
+    for node in walked(parsed(text)):
       names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
       assert not any(n == "harness" or n.startswith("harness.") for n in names), (path, names)
@@ -216,7 +218,7 @@ def test_no_module_keeps_a_release_list_of_its_own():
   root = pathlib.Path(__file__).resolve().parents[2]
   found = []
   for path in [*sorted((root / "jaxport").rglob("*.py")), *sorted((root / "harness").rglob("*.py"))]:
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in walked(parsed(path.read_text(encoding="utf-8"))):
       items = (node.keys if isinstance(node, ast.Dict)
                else node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [])
       texts = [n.value for n in items if isinstance(n, ast.Constant) and isinstance(n.value, str)]
