@@ -315,16 +315,21 @@ def main(argv: list[str] | None = None) -> _Forked | None:
   os.set_inheritable(args.socket_fd, False)
   own = _own_path_entries()
   _SITE_PATH[:] = [p for p in sys.path[1:] if p not in own]
-  for name in filter(None, args.preload.split(",")):
-    importlib.import_module(name)
-  for name in filter(None, args.preload_if_present.split(",")):
-    try:
+  # What the preloads create lives as long as this process and its children: the cyclic
+  # collector neither runs while they import (each full collection would walk a heap still
+  # growing) nor walks them afterwards, here or in a child, whose pages stay shared.
+  gc.disable()
+  try:
+    for name in filter(None, args.preload.split(",")):
       importlib.import_module(name)
-    except ImportError:
-      pass
-  # What the children share unchanged stays shared: the collector never touches it here.
-  gc.collect()
-  gc.freeze()
+    for name in filter(None, args.preload_if_present.split(",")):
+      try:
+        importlib.import_module(name)
+      except ImportError:
+        pass
+  finally:
+    gc.freeze()
+    gc.enable()
   return serve(sock)
 
 

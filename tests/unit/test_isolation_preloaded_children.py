@@ -20,7 +20,7 @@ from jaxport._environment import PARENT_PID_ENV
 from jaxport._isolation import _preloaded
 
 PROBE = """
-import json, os, sys
+import gc, json, os, sys
 state = {
     "argv": sys.argv[1:], "cwd": os.getcwd(), "marker": os.environ.get("PROBE_MARKER"),
     "path_head": sys.path[:2], "path": sys.path, "stdin": sys.stdin.read(), "session_leader": os.getsid(0) == os.getpid(),
@@ -28,7 +28,7 @@ state = {
     "main": __name__, "parent_env": os.environ.get("%s"),
     "writes_bytecode": not sys.dont_write_bytecode,
     "addopts": os.environ.get("PYTEST_ADDOPTS"), "fault": os.environ.get("JAXPORT_TEST_PARSER_FAULT"),
-    "hook": os.environ.get("HOOK_SAW"),
+    "hook": os.environ.get("HOOK_SAW"), "collects": gc.isenabled(),
 }
 os.write(int(sys.argv[1]), b"passed\\n")
 print(json.dumps(state))
@@ -80,6 +80,9 @@ def test_a_forked_child_starts_as_a_fresh_one_would(project):
   assert state["path_head"] == [str(project / "work"), str(project)]
   assert state["stdin"] == ""
   assert state["session_leader"] and state["preloaded"] and state["main"] == "__main__"
+  # Its garbage is collected, as in a fresh interpreter (the parent collects none while it
+  # imports).
+  assert state["collects"]
   # It dies with the parent that forked it, the process it names as its parent.
   assert state["parent_env"] != str(os.getpid())
   assert int(state["parent_env"]) == _preloaded._parents[next(iter(_preloaded._parents))].proc.pid
