@@ -32,6 +32,23 @@ def write_project(pytester, cases_source: str, *, module: str = "mycases",
   return GoldenStore(Path(pytester.path) / STORE)
 
 
+def switched_on(name: str) -> str:
+  """The case module's test of its switch ``name`` (Python source): whether a file of that
+  name lies beside the module, which :func:`switch` puts there. A variable in the
+  environment would do as well, but each environment of its own costs the sessions' workers
+  a preloading parent of their own, and so an import of jax."""
+  return f'os.path.exists(os.path.join(os.path.dirname(__file__), "{name}"))'
+
+
+def switch(project: Path, name: str, on: bool = True) -> None:
+  """Turn the switch ``name`` of the case module in ``project`` on (or off)."""
+  flag = Path(project) / name
+  if on:
+    flag.write_text("")
+  else:
+    flag.unlink()
+
+
 def record_once(root: Path, cases_source: str, today: str, **ini: str) -> SessionResult:
   """Write the project into ``root`` and record it once, ``--compat-today=today``, in a
   session of this process (:func:`session_here`)."""

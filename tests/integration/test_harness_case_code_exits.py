@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from _downstream_project import CASE_PRELUDE, write_project
+from _downstream_project import CASE_PRELUDE, switch, switched_on, write_project
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
@@ -27,7 +27,7 @@ def square():
 
 
 def exiting(a):
-  if os.environ.get("CASE_EXITS"):
+  if SWITCH:
     RAISED
   return jnp.sin(a)
 
@@ -35,23 +35,23 @@ def exiting(a):
 def cases():
   return [Case("a_exiting", "mine", exiting, square),
           Case("b_fine", "mine", lambda a: jnp.cos(a), square)]
-"""
+""".replace("SWITCH", switched_on("CASE_EXITS"))
 
 
 RUN = ("-p", "no:cacheprovider", "--compat-today=2026-12-01")
 
 
-def _recorded_then_ending(pytester, monkeypatch, ending: str) -> None:
+def _recorded_then_ending(pytester, ending: str) -> None:
   """Record the cases, then make ``a_exiting``'s function run ``ending`` from now on."""
   write_project(pytester, textwrap.dedent(CASES.replace("RAISED", ending)))
   assert pytester.runpytest(*RUN, "--compat-record").ret == 0
-  monkeypatch.setenv("CASE_EXITS", "1")
+  switch(pytester.path, "CASE_EXITS")
 
 
 @pytest.mark.parametrize("raised", ["SystemExit(0)", "KeyboardInterrupt()"])
 def test_case_code_that_ends_the_process_is_named_as_the_cases_failure(pytester, tmp_path,
-                                                                      monkeypatch, raised):
-  _recorded_then_ending(pytester, monkeypatch, f"raise {raised}")
+                                                                      raised):
+  _recorded_then_ending(pytester, f"raise {raised}")
   report_file = tmp_path / "report.json"
   result = pytester.runpytest(*RUN, f"--compat-report={report_file}")
   assert result.ret == 1
@@ -74,8 +74,8 @@ def test_case_code_that_ends_the_process_is_named_as_the_cases_failure(pytester,
 
 @pytest.mark.parametrize("sharing", [(), ("--compat-no-cache",)], ids=["threads", "no-cache"])
 def test_case_code_that_kills_its_process_is_the_cases_export_error_with_its_exit_status(
-    pytester, tmp_path, monkeypatch, sharing):
-  _recorded_then_ending(pytester, monkeypatch, "os._exit(3)")
+    pytester, tmp_path, sharing):
+  _recorded_then_ending(pytester, "os._exit(3)")
   report_file = tmp_path / "report.json"
   assert pytester.runpytest(*RUN, *sharing, f"--compat-report={report_file}").ret == 1
   entries = {e["case_id"]: e for e in json.loads(report_file.read_text())["entries"]}
@@ -132,9 +132,8 @@ def test_a_process_forked_by_case_code_does_not_outlive_the_session(pytester, tm
   assert _gone(int(pid_file.read_text())), "the forked process outlived the session"
 
 
-def test_artifacts_cut_short_by_a_dying_worker_say_what_was_written(pytester, tmp_path,
-                                                                    monkeypatch):
-  _recorded_then_ending(pytester, monkeypatch, "os._exit(3)")
+def test_artifacts_cut_short_by_a_dying_worker_say_what_was_written(pytester, tmp_path):
+  _recorded_then_ending(pytester, "os._exit(3)")
   out = tmp_path / "artifacts"
   result = pytester.runpytest(*RUN, f"--compat-artifacts={out}")
   assert result.ret == 1

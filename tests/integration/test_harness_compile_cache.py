@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from _downstream_project import CASE_PRELUDE, write_project
+from _downstream_project import CASE_PRELUDE, switch, switched_on, write_project
 from _report_helpers import without_cache_count
 
 pytest_plugins = ["pytester"]
@@ -19,13 +19,13 @@ pytestmark = pytest.mark.slow
 CASES = CASE_PRELUDE + """
 
 def changing(a):
-  return jnp.sin(a) * (3.0 if os.environ.get("CASE_CHANGED") else 2.0)
+  return jnp.sin(a) * (3.0 if SWITCH else 2.0)
 
 
 def cases():
   return [Case("changing", "mine", changing, square),
           Case("steady", "mine", lambda a: jnp.cos(a) @ a, square)]
-"""
+""".replace("SWITCH", switched_on("CASE_CHANGED"))
 
 RUN = ("-p", "no:cacheprovider", "-p", "no:randomly", "--compat-today=2026-12-01")
 
@@ -40,7 +40,7 @@ def _kept(folder: Path) -> set[str]:
 
 
 def test_runs_share_a_private_compile_cache_in_the_project_and_recompile_what_changed(
-    pytester, tmp_path, monkeypatch):
+    pytester, tmp_path):
   write_project(pytester, textwrap.dedent(CASES))
   assert pytester.runpytest(*RUN, "--compat-record").ret == 0
   folder = Path(pytester.path) / ".jaxport_cache" / "xla"
@@ -59,13 +59,13 @@ def test_runs_share_a_private_compile_cache_in_the_project_and_recompile_what_ch
 
   # The case's function changed: today's lowering is a new module, compiled and kept.
   before = _kept(folder)
-  monkeypatch.setenv("CASE_CHANGED", "1")
+  switch(pytester.path, "CASE_CHANGED")
   changed = _replay(pytester, tmp_path / "changed.json")
   assert _kept(folder) - before, "the changed module was not compiled again"
   assert {e["case_id"]: e["status"] for e in changed["entries"]}["steady"] == "pass"
 
   # Without the cache, nothing is loaded or kept, and the report says no count.
-  monkeypatch.delenv("CASE_CHANGED")
+  switch(pytester.path, "CASE_CHANGED", on=False)
   before = _kept(folder)
   uncached = _replay(pytester, tmp_path / "uncached.json", "--compat-no-cache")
   assert "from_cache" not in uncached["summary"] and _kept(folder) == before

@@ -14,14 +14,14 @@ from jaxport.golden._store import GoldenStore
 from jaxport.harness._protocol._answers import (Numerics, ReaderResult, ReplayAnswer, Stage,
                                                 TodayResult, dump_answer)
 
-from _downstream_project import write_project
+from _downstream_project import switch, switched_on, write_project
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
 TODAY = "2026-12-01"
 
-# Cases whose worker-side replay is cut down, by case id, when SABOTAGE is set: each leaves
+# Cases whose worker-side replay is cut down, by case id, when the switch SABOTAGE is on: each leaves
 # out one part of what the session asks for. The case module is imported by the worker, where
 # it wraps the replay engine; the pytest process never replays with it.
 SABOTAGED_CASES = """
@@ -58,7 +58,7 @@ _replay = _engine.ReplayEngine.replay
 
 def _sabotaged(self, entry, *args, **kwargs):
   answer = _replay(self, entry, *args, **kwargs)
-  if os.environ.get("SABOTAGE"):
+  if SWITCH:
     answer = _cut(entry.manifest.case_id, answer)
   return answer
 
@@ -75,7 +75,7 @@ def cases():
           Case("d_mistyped_targets", "mine", sines, square, platforms=("cuda",),
                lowering_only=True),
           Case("e_clean", "mine", sines, square)]
-"""
+""".replace("SWITCH", switched_on("SABOTAGE"))
 
 # What each sabotaged case's failure must name.
 MISSING = {
@@ -99,10 +99,10 @@ def _entries(report_file):
 
 @pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
 def test_an_answer_leaving_out_a_part_asked_for_fails_its_own_entry_naming_the_part(
-    pytester, tmp_path, monkeypatch, strict):
+    pytester, tmp_path, strict):
   write_project(pytester, textwrap.dedent(SABOTAGED_CASES))
   assert _run(pytester, "--compat-record").ret == 0
-  monkeypatch.setenv("SABOTAGE", "1")
+  switch(pytester.path, "SABOTAGE")
   report_file = tmp_path / "report.json"
   result = _run(pytester, f"--compat-report={report_file}",
                 *(["--compat-strict"] if strict else []))

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from _downstream_project import CASE_PRELUDE, write_project
+from _downstream_project import CASE_PRELUDE, switch, switched_on, write_project
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
@@ -17,7 +17,7 @@ import jax
 
 
 def leaking(a):
-  if os.environ.get("CASE_LEAKS"):
+  if SWITCH:
     jax.config.update("jax_numpy_rank_promotion", "raise")
     jax.config.update("jax_default_prng_impl", "rbg")
   return jnp.sin(a)
@@ -35,16 +35,16 @@ def cases():
   return [Case("a_leaking", "mine", leaking, square),
           Case("b_promoting", "mine", promoting, square),
           Case("c_keyed", "mine", keyed, square)]
-"""
+""".replace("SWITCH", switched_on("CASE_LEAKS"))
 
 RUN = ("-p", "no:cacheprovider", "--compat-today=2026-12-01", "-p", "no:xdist")
 
 
 def test_a_setting_changed_by_one_case_leaves_the_later_entries_verdicts_alone(
-    pytester, tmp_path, monkeypatch):
+    pytester, tmp_path):
   write_project(pytester, textwrap.dedent(CASES))
   assert pytester.runpytest(*RUN, "--compat-record").ret == 0
-  monkeypatch.setenv("CASE_LEAKS", "1")
+  switch(pytester.path, "CASE_LEAKS")
 
   report_file = tmp_path / "report.json"
   result = pytester.runpytest(*RUN, f"--compat-report={report_file}")
