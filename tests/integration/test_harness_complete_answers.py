@@ -21,9 +21,9 @@ pytestmark = pytest.mark.slow
 
 TODAY = "2026-12-01"
 
-# Cases whose worker-side replay is cut down, by case id, when the switch SABOTAGE is on: each leaves
-# out one part of what the session asks for. The case module is imported by the worker, where
-# it wraps the replay engine; the pytest process never replays with it.
+# Cases whose worker-side replay is cut down, by case id, when the switch SABOTAGE is on: each
+# leaves out one part of what the session asks for. The case module is imported by the worker,
+# where it wraps the replay engine; the pytest process never replays with it.
 SABOTAGED_CASES = """
 import dataclasses, os
 import jax.numpy as jnp
