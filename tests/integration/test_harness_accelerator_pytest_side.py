@@ -38,6 +38,8 @@ def _tpu_looking_run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedPr
   env["PYTHONPATH"] = os.pathsep.join(p for p in (str(fake), str(ROOT), env.get("PYTHONPATH"))
                                       if p)
   env["JAX_WITNESS"] = str(witness)
+  env["TMPDIR"] = str(tmp_path / "tmp")
+  (tmp_path / "tmp").mkdir()
   done = subprocess.run(
       [sys.executable, "-m", "pytest", str(HARNESS_TESTS), "-p", "jax_witness", "-p",
        "no:cacheprovider", "-q", "--compat-platform=tpu",
@@ -56,6 +58,8 @@ def test_a_tpu_looking_machine_is_refused_by_the_workers_answer_with_no_jax_in_p
   assert "--compat-platform=tpu replays entries that run on tpu" in out
   assert "jax backend is cpu (as the harness's worker found it)" in out
   assert seen == {"jax": False, "jaxlib": False}, out
+  # The corpus imported before the refusal is removed with it.
+  assert not list((tmp_path / "tmp").glob("jaxport-jax-corpus-*"))
 
 
 def test_more_than_one_xdist_worker_on_a_tpu_run_is_refused_naming_why(tmp_path):

@@ -246,7 +246,12 @@ def pytest_configure(config: pytest.Config) -> None:
     except JaxportError as e:
       raise pytest.UsageError(f"--compat-jax-corpus: {e}") from None
     _start(config, corpus.root, corpus)
-    _check_platform(config)
+    try:
+      _check_platform(config)
+    except BaseException:
+      # A refused run ends here, before pytest would unconfigure a session it never began.
+      shutil.rmtree(corpus.root, ignore_errors=True)
+      raise
   else:
     if store_not_recorded(config) is None:
       _options(config)
