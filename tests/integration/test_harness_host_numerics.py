@@ -7,6 +7,7 @@ import html
 import json
 import re
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +24,6 @@ pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
 
 CASES = """
-import os
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -31,9 +31,11 @@ import numpy as np
 from jaxport.golden import _host
 from jaxport.harness import Case, random_matrix
 
-# The worker imports this module before it reads its host: a test can stand in another CPU.
-if os.environ.get("FAKE_CPUINFO"):
-  _host.CPUINFO = Path(os.environ["FAKE_CPUINFO"])
+# The worker imports this module before it reads its host: a test can stand in another CPU,
+# with a CPU information file beside the module.
+FAKE_CPUINFO = Path(__file__).with_name("fake_cpuinfo")
+if FAKE_CPUINFO.exists():
+  _host.CPUINFO = FAKE_CPUINFO
 
 
 def square():
@@ -53,19 +55,19 @@ CPU_MODELS = {"this machine": None,
 
 
 @pytest.fixture(params=sorted(CPU_MODELS))
-def cpu(request, tmp_path, monkeypatch):
+def cpu(request, pytester, monkeypatch):
   """The host the test's sessions run on: this machine, or one whose /proc/cpuinfo names
-  another vendor and model (read by the worker through the case module). The sessions run in
-  this process, which a recording makes import the case module: jaxport's CPU information
-  file is put back after the test."""
+  another vendor and model (a file beside the case module, which the worker reads through
+  it; a file rather than a variable, so that the sessions' workers fork from the parent the
+  other tests' sessions use). The sessions run in this process, which a recording makes
+  import the case module: jaxport's CPU information file is put back after the test."""
   monkeypatch.setattr(_host, "CPUINFO", _host.CPUINFO)
   fake = CPU_MODELS[request.param]
   if fake is not None:
     vendor, model = fake
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text(f"processor\t: 0\nvendor_id\t: {vendor}\nmodel name\t: {model}\n"
-                       "flags\t\t: fpu sse4_2 avx avx2 fma\n\n")
-    monkeypatch.setenv("FAKE_CPUINFO", str(cpuinfo))
+    (Path(pytester.path) / "fake_cpuinfo").write_text(
+        f"processor\t: 0\nvendor_id\t: {vendor}\nmodel name\t: {model}\n"
+        "flags\t\t: fpu sse4_2 avx avx2 fma\n\n")
   return fake
 
 

@@ -5,8 +5,8 @@ entry that made it, and a case that reads stdin gets end of file, never the next
 Later entries keep their verdicts, in replay and in record.
 
 One downstream project serves the whole module: recorded once, then replayed and recorded
-again with the hostile cases turned on (``CASE_LEAKS``; the recording with the crashing case
-too), each run's report read by the tests.
+again with the hostile cases turned on (the switch ``CASE_LEAKS``; the recording with the
+crashing case's ``CASE_CRASHES`` too), each run's report read by the tests.
 """
 
 import json
@@ -17,7 +17,7 @@ import jax
 import pytest
 from jax._src import config as jax_config
 
-from _downstream_project import CASE_PRELUDE, GOLDEN_TESTS, pyproject
+from _downstream_project import CASE_PRELUDE, GOLDEN_TESTS, pyproject, switch, switched_on
 from _sessions import SessionResult, session_here
 
 pytestmark = pytest.mark.slow
@@ -30,7 +30,7 @@ import warnings
 import jax
 from jax._src import config as jax_config
 
-LEAKS = bool(os.environ.get("CASE_LEAKS"))
+LEAKS = SWITCH_LEAKS
 
 
 def context_states():
@@ -100,7 +100,7 @@ def d_after_timers(a):
 
 
 def e_crashes(a):
-  if os.environ.get("CASE_CRASHES"):
+  if SWITCH_CRASHES:
     os.kill(os.getpid(), signal.SIGSEGV)
   return jnp.ceil(a)
 
@@ -141,7 +141,8 @@ def cases():
   names = ("a_warnings", "b_float64", "c_timers", "d_after_timers", "e_crashes",
            "f_reads_stdin", "g_after_stdin", "x_contexts", "y_after_contexts")
   return [Case(n, "mine", globals()[n], square) for n in names]
-"""
+""".replace("SWITCH_LEAKS", switched_on("CASE_LEAKS")).replace("SWITCH_CRASHES",
+                                                                switched_on("CASE_CRASHES"))
 
 # A case that waited for input it never gets would fail as a time-out, after 60 s.
 RUN = ("-p", "no:cacheprovider", "--compat-today=2026-12-01", "-p", "no:xdist",
@@ -155,8 +156,8 @@ def _context_state_names() -> list[str]:
                 if isinstance(getattr(jax, name, None), jax_config.State))
 
 
-def _pytest(project: Path, *args: str, **env: str) -> SessionResult:
-  return session_here(project, *RUN, *args, **env)
+def _pytest(project: Path, *args: str) -> SessionResult:
+  return session_here(project, *RUN, *args)
 
 
 @pytest.fixture(scope="module")
@@ -169,9 +170,10 @@ def runs(tmp_path_factory):
   (project / "mycases.py").write_text(textwrap.dedent(CASES))
   first = _pytest(project, "--compat-record")
   assert first.returncode == 0, first.stdout[-3000:]
-  replay = _pytest(project, f"--compat-report={project / 'replay.json'}", CASE_LEAKS="1")
-  record = _pytest(project, "--compat-record", f"--compat-report={project / 'record.json'}",
-                   CASE_LEAKS="1", CASE_CRASHES="1")
+  switch(project, "CASE_LEAKS")
+  replay = _pytest(project, f"--compat-report={project / 'replay.json'}")
+  switch(project, "CASE_CRASHES")
+  record = _pytest(project, "--compat-record", f"--compat-report={project / 'record.json'}")
   replayed = {e["case_id"]: e for e in
               json.loads((project / "replay.json").read_text())["entries"]}
   recorded = {r["case_id"]: r for r in
