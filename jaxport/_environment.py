@@ -25,6 +25,9 @@ RELEASE_PYTHON_ENV = "JAXPORT_RELEASE_PYTHON"
 # How release environments are built: ``uv`` or ``pip``.
 INSTALLER_ENV = "JAXPORT_INSTALLER"
 INSTALLERS = ("uv", "pip")
+# The private folder where the preloading parents of a process and its descendants listen
+# (``jaxport._isolation._preloaded``): set by the first process that starts one.
+SHARED_PARENTS_ENV = "JAXPORT_PRELOADED_PARENTS"
 
 
 def worker_parent_pid() -> int | None:
@@ -75,3 +78,10 @@ def installer_choice(error: type[JaxportError] = SettingsError) -> str | None:
     raise error(f"{INSTALLER_ENV}={choice!r} is not an installer jaxport uses; set it to "
                 "uv or pip, or unset it to use uv where one is found.")
   return choice or None
+
+
+def shared_parents_folder() -> Path | None:
+  """The folder ``JAXPORT_PRELOADED_PARENTS`` names, where an ancestor's preloading parents
+  listen, or None when it is unset or not an absolute path (then no parent is shared)."""
+  named = os.environ.get(SHARED_PARENTS_ENV)
+  return Path(named) if named and os.path.isabs(named) else None

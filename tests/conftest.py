@@ -8,6 +8,7 @@ import jax.export
 import pytest
 
 import jaxport
+from jaxport._isolation._preloaded import share_with_descendants
 from jaxport.cli import _harness_run
 
 EXPORT_APIS = {"jax": jax.export, "jaxport": jaxport}
@@ -51,10 +52,14 @@ def pytester(pytester, monkeypatch):
 def pytest_cmdline_main(config: pytest.Config) -> None:
   """With ``-n`` and no ``--dist`` of the caller's, xdist's work stealing: a worker that runs out
   of tests takes half of another's queue, so a run of long pytester sessions beside quick unit
-  tests ends on both workers together (xdist's default hands out large chunks up front)."""
-  given = any(a == "--dist" or a.startswith("--dist=") for a in config.invocation_params.args)
-  if getattr(config.option, "numprocesses", None) and not given:
+  tests ends on both workers together (xdist's default hands out large chunks up front).
+  With ``-n``, the folder where preloading parents listen is made here, before the workers
+  start: they inherit it, and one parent serves both workers and what each starts."""
+  if not getattr(config.option, "numprocesses", None):
+    return
+  if not any(a == "--dist" or a.startswith("--dist=") for a in config.invocation_params.args):
     config.option.dist = "worksteal"
+  share_with_descendants()
 
 
 @pytest.hookimpl(wrapper=True)

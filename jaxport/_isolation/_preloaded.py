@@ -10,7 +10,13 @@ same numbers, a session of its own. One parent serves every child of one interpr
 preload list and environment (but for ``PYTHONPATH`` and ``PYTHONDONTWRITEBYTECODE``, which
 the child applies itself, and variables nothing reads on import: those pytest changes per test
 and sets for the sessions a test starts, and jaxport's own ``JAXPORT_*``); a
-parent is started on first use and lives as long as the process that started it.
+parent is started on first use and lives as long as the process that started it. It serves
+that process's descendants too (a session or command a test or a script starts, with the same
+interpreter, preloads and environment): it listens in a private folder that the first process
+to start a parent makes and names in ``JAXPORT_PRELOADED_PARENTS``, and a descendant asks it on
+a connection of its own, whose end kills the children forked for it (they would otherwise have
+died with a parent of the descendant's own). A descendant whose ancestor's parent cannot serve
+it starts one of its own.
 
 A child is started fresh with ``subprocess.Popen`` instead whenever forking cannot give it
 the same start: the parent cannot start or died, it refuses a child whose ``sys.path`` would
@@ -22,18 +28,22 @@ since; and on systems other than Linux, where forking a process that loaded nati
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 from typing import Sequence
 
-from jaxport._environment import PARENT_PID_ENV
+from jaxport._environment import PARENT_PID_ENV, SHARED_PARENTS_ENV, shared_parents_folder
 from jaxport._isolation._preloaded_parent import HEADER, READY
 
 log = logging.getLogger(__name__)
@@ -43,6 +53,8 @@ PARENT_MODULE = "jaxport._isolation._preloaded_parent"
 IF_PRESENT = "?"
 # Seconds to wait for a parent to import its modules and fork a child.
 START_TIMEOUT_S = 300.0
+# Seconds to wait for an ancestor's parent to take a connection.
+_CONNECT_TIMEOUT_S = 10.0
 # Variables the preloaded modules (jax, numpy, jaxport) never read while they import, which
 # pytest changes from one test to the next: one parent serves a test process's sessions.
 # (PYTHONPATH and PYTHONDONTWRITEBYTECODE are the child's own to apply: ``_CHILD_APPLIES``.)
@@ -52,7 +64,15 @@ _NOT_READ_ON_IMPORT = frozenset({"HOME", "USERPROFILE", "PYTEST_CURRENT_TEST",
                                  "PYTEST_ADDOPTS",
                                  # XLA reads it when a backend starts, which happens in the
                                  # child (the host device count of a multi-device worker).
-                                 "XLA_FLAGS"})
+                                 "XLA_FLAGS",
+                                 # Importing Mosaic GPU (which Pallas' GPU lowering does)
+                                 # writes it, whatever it was; only its compiler reads it,
+                                 # in the child, which has its own value.
+                                 "MOSAIC_GPU_CUDA_ROOT",
+                                 # pytest-xdist sets them in its workers and reads them while
+                                 # a session runs: a worker's descendants share its parents.
+                                 "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT",
+                                 "PYTEST_XDIST_TESTRUNUID"})
 # jaxport's own variables: read through ``jaxport._environment``'s accessors when a function
 # asks, never on import, so the child reads its own values.
 _JAXPORTS_OWN = "JAXPORT_"
@@ -149,23 +169,15 @@ class PreloadedChild:
         pass
 
 
-class _Parent:
-  """One started parent process and the socket its children are asked for on."""
+class _Asked:
+  """A preloading parent this process asks for children on ``sock``: one it started
+  (``_Parent``), or an ancestor's it connected to (``_Shared``)."""
 
-  def __init__(self, preload: Sequence[str], env: dict[str, str]) -> None:
-    required = [m for m in preload if not m.startswith(IF_PRESENT)]
-    optional = [m[len(IF_PRESENT):] for m in preload if m.startswith(IF_PRESENT)]
-    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    self._stderr = tempfile.TemporaryFile()
-    try:
-      self.proc = subprocess.Popen(
-          [sys.executable, "-m", PARENT_MODULE, "--socket-fd", str(theirs.fileno()),
-           "--preload", ",".join(required), "--preload-if-present", ",".join(optional)],
-          env=env, stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
-          pass_fds=(theirs.fileno(),), start_new_session=True)
-    finally:
-      theirs.close()
-    self.sock = mine
+  shared = False
+
+  def __init__(self, sock: socket.socket, pid: int) -> None:
+    self.sock = sock
+    self.pid = pid
     self.owner = os.getpid()
     self.ready = False
     self.lock = threading.Lock()
@@ -190,10 +202,8 @@ class _Parent:
       return True
 
   def why_not(self) -> str:
-    """The parent's exit and last output, for the log."""
-    self._stderr.seek(0, os.SEEK_END)
-    self._stderr.seek(max(0, self._stderr.tell() - 2000))
-    return f"exit {self.proc.poll()}: {self._stderr.read().decode('utf-8', 'replace')}"
+    """Why the parent answers no more, for the log."""
+    return f"the preloading parent {self.pid} closed the connection"
 
   def fork(self, request: bytes, fds: Sequence[int]) -> tuple[int, socket.socket] | str:
     """Ask for a child; its pid and status socket, or why there is none."""
@@ -221,31 +231,143 @@ class _Parent:
 
   def close(self) -> None:
     self.sock.close()
+
+
+class _Parent(_Asked):
+  """One started parent process and the socket its children are asked for on; with
+  ``listen``, the socket path where this process's descendants may ask it too."""
+
+  def __init__(self, preload: Sequence[str], env: dict[str, str], listen: str | None) -> None:
+    required = [m for m in preload if not m.startswith(IF_PRESENT)]
+    optional = [m[len(IF_PRESENT):] for m in preload if m.startswith(IF_PRESENT)]
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    self._stderr = tempfile.TemporaryFile()
+    try:
+      self.proc = subprocess.Popen(
+          [sys.executable, "-m", PARENT_MODULE, "--socket-fd", str(theirs.fileno()),
+           "--preload", ",".join(required), "--preload-if-present", ",".join(optional),
+           *(["--listen", listen] if listen else [])],
+          env=env, stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
+          pass_fds=(theirs.fileno(),), start_new_session=True)
+    finally:
+      theirs.close()
+    super().__init__(mine, self.proc.pid)
+
+  def why_not(self) -> str:
+    """The parent's exit and last output, for the log."""
+    self._stderr.seek(0, os.SEEK_END)
+    self._stderr.seek(max(0, self._stderr.tell() - 2000))
+    return f"exit {self.proc.poll()}: {self._stderr.read().decode('utf-8', 'replace')}"
+
+  def close(self) -> None:
+    super().close()
     self._stderr.close()
 
 
-_parents: dict[tuple, _Parent] = {}
+class _Shared(_Asked):
+  """A parent an ancestor of this process started, asked on a connection of this process's
+  own to its socket: the children it forks for this process die when this process does."""
+
+  shared = True
+
+  @classmethod
+  def connect(cls, path: str) -> _Shared | None:
+    """The parent listening at ``path``, or None where none does (any more)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+      sock.settimeout(_CONNECT_TIMEOUT_S)
+      sock.connect(path)
+      sock.settimeout(None)
+      pid, uid, _ = struct.unpack("3i", sock.getsockopt(
+          socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except OSError:
+      sock.close()
+      return None
+    if uid != os.getuid():
+      sock.close()
+      return None
+    return cls(sock, pid)
+
+
+def _socket_path(key: tuple) -> str | None:
+  """Where the parent of ``key`` listens for descendants, in the folder an ancestor (or this
+  process) made; None without one, or where the path is past a socket name's length."""
+  folder = shared_parents_folder()
+  if folder is None:
+    return None
+  path = os.path.join(folder, hashlib.sha256(repr(key).encode()).hexdigest()[:32] + ".sock")
+  return path if len(os.fsencode(path)) < 100 else None
+
+
+def _remove_folder(folder: str, pid: int) -> None:
+  if os.getpid() == pid:  # not in a forked copy of the process that made it
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def share_with_descendants() -> str | None:
+  """Make the private folder where the preloading parents this process and its descendants
+  start listen, unless an ancestor made one, and name it in this process's environment, which
+  the processes it starts from now on inherit (pytest-xdist's controller calls this before it
+  starts its workers, so that they share their parents too). The folder, or None where none
+  can be made."""
+  folder = shared_parents_folder()
+  if folder is not None:
+    return str(folder)
+  try:
+    made = tempfile.mkdtemp(prefix="jaxport-parents-")
+  except OSError:
+    return None
+  os.environ[SHARED_PARENTS_ENV] = made
+  atexit.register(_remove_folder, made, os.getpid())
+  return made
+
+
+def _listen_path(key: tuple) -> str | None:
+  """Where a parent this process starts for ``key`` listens for its descendants: in the
+  folder an ancestor made, else in one this process makes now."""
+  return _socket_path(key) if share_with_descendants() is not None else None
+
+
+_parents: dict[tuple, _Asked] = {}
 _broken: set[tuple] = set()
+# Keys whose ancestor's parent failed or refused this process: it starts its own.
+_unshared: set[tuple] = set()
 _parents_lock = threading.Lock()
 
 
-def _parent_for(preload: tuple[str, ...], env: dict[str, str],
-                python_path: str | None) -> tuple[tuple, _Parent | None]:
-  """The parent for ``preload`` and ``env`` (without PYTHONPATH), started with
-  ``python_path`` if none runs."""
-  key = (sys.executable, preload, tuple(sorted(env.items())))
+def _key(preload: Sequence[str], env: dict[str, str]) -> tuple:
+  """What one parent serves the children of: the interpreter, the preloads and the variables
+  of ``env`` that its imports may read (PYTHONPATH is the child's to apply: the parent checks
+  that the modules it imported come from the same files on the child's path)."""
+  base_env = {k: v for k, v in env.items()
+              if not k.startswith(_JAXPORTS_OWN) and k not in _CHILD_APPLIES | _NOT_READ_ON_IMPORT
+              and _SET_BY_IMPORT.get(k) != v}
+  return sys.executable, tuple(preload), tuple(sorted(base_env.items()))
+
+
+def _parent_of(preload: Sequence[str], env: dict[str, str]) -> tuple[tuple, _Asked | None]:
+  """The parent for children of ``preload`` and ``env``: an ancestor's where one listens,
+  else this process's, started (with ``env``'s PYTHONPATH) if none runs."""
+  key = _key(preload, env)
   with _parents_lock:
     parent = _parents.get(key)
     if parent is not None and parent.owner != os.getpid():
       parent = None  # a forked copy of this process: the parent answers the original
       _parents.pop(key)
     if parent is None and key not in _broken:
-      try:
-        started = dict(env, PYTHONPATH=python_path) if python_path else env
-        parent = _parents[key] = _Parent(preload, started)
-      except OSError as e:
-        log.info("no preloading parent (%s): children start fresh", e)
-        _broken.add(key)
+      path = _socket_path(key)
+      if path is not None and key not in _unshared:
+        parent = _Shared.connect(path)
+      if parent is None:
+        try:
+          python_path = env.get("PYTHONPATH")
+          started = dict(key[2], PYTHONPATH=python_path) if python_path else dict(key[2])
+          parent = _Parent(preload, started, _listen_path(key))
+        except OSError as e:
+          log.info("no preloading parent (%s): children start fresh", e)
+          _broken.add(key)
+      if parent is not None:
+        _parents[key] = parent
     return key, parent
 
 
@@ -256,16 +378,6 @@ def _python_path(env: dict[str, str], paths: Sequence[str]) -> str:
 def _forks(preload: Sequence[str] | None) -> bool:
   # Linux only: elsewhere forking a process that loaded native libraries is not safe to do.
   return preload is not None and sys.platform.startswith("linux")
-
-
-def _parent_of(preload: Sequence[str], env: dict[str, str]) -> tuple[tuple, _Parent | None]:
-  """The parent for children of ``preload`` and ``env``, started if none runs."""
-  # PYTHONPATH is the child's to apply: the parent checks that the modules it imported
-  # come from the same files on the child's path.
-  base_env = {k: v for k, v in env.items()
-              if not k.startswith(_JAXPORTS_OWN) and k not in _CHILD_APPLIES | _NOT_READ_ON_IMPORT
-              and _SET_BY_IMPORT.get(k) != v}
-  return _parent_for(tuple(preload), base_env, env.get("PYTHONPATH"))
 
 
 def start_parent(*, env: dict[str, str], preload: Sequence[str] | None) -> bool:
@@ -304,7 +416,7 @@ def start_module(module: str, args: Sequence[str], *, env: dict[str, str],
     if parent is not None:
       forked_env = dict(child_env)
       if PARENT_PID_ENV in forked_env:
-        forked_env[PARENT_PID_ENV] = str(parent.proc.pid)
+        forked_env[PARENT_PID_ENV] = str(parent.pid)
       request = json.dumps({
           "module": module, "args": list(args), "env": forked_env, "cwd": cwd,
           "paths": [p for p in python_path.split(os.pathsep) if p], "pass_fds": list(pass_fds),
@@ -318,11 +430,16 @@ def start_module(module: str, args: Sequence[str], *, env: dict[str, str],
       if not isinstance(got, str):
         pid, status = got
         return PreloadedChild(pid, status, command)
-      if not got.startswith(_REFUSED):
+      if parent.shared or not got.startswith(_REFUSED):
         with _parents_lock:
-          _broken.add(key)
+          (_unshared if parent.shared else _broken).add(key)
           if _parents.get(key) is parent:
             _parents.pop(key).close()
+      if parent.shared:
+        log.info("%s: the child is asked of a parent of this process's own", got)
+        return start_module(module, args, env=env, paths=paths, cwd=cwd, pass_fds=pass_fds,
+                            stdin=stdin, stdout=stdout, stderr=stderr,
+                            new_session=new_session, preload=preload)
       log.info("%s: the child starts fresh", got)
   return subprocess.Popen(command, cwd=cwd, env=child_env,
                           stdin=subprocess.DEVNULL if stdin is None else stdin,
@@ -331,9 +448,18 @@ def start_module(module: str, args: Sequence[str], *, env: dict[str, str],
 
 
 def stop_parents() -> None:
-  """Close every parent this process started (each exits on its own once asked no more)."""
+  """Close every parent this process asks, and wait for those it started to exit (each exits
+  once its starter asks no more, removing its socket first)."""
   with _parents_lock:
-    for parent in _parents.values():
-      if parent.owner == os.getpid():
-        parent.close()
+    mine = [p for p in _parents.values() if p.owner == os.getpid()]
     _parents.clear()
+    _unshared.clear()
+  for parent in mine:
+    parent.close()
+  for parent in mine:
+    if isinstance(parent, _Parent):
+      try:
+        parent.proc.wait(timeout=30)
+      except subprocess.TimeoutExpired:
+        parent.proc.kill()
+        parent.proc.wait()

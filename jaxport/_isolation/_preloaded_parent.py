@@ -14,10 +14,15 @@ environment, working folder, ``sys.path`` and ``sys.argv``, and runs its module 
 ``python -m`` would. Its status socket carries ``pid N`` once it runs and ``exit CODE`` (as
 ``subprocess`` gives it: negative for a signal) once this process reaped it.
 
+With ``--listen PATH`` the starter's descendants may ask too, each on a connection of its
+own to the socket at that path (the starter keeps it in a private folder): they are greeted and
+asked as the starter is, and the children forked for any asking process are killed when its
+connection ends (``serve``).
+
 This process imports only its preloads: it never starts jax's backends, so that a forked
-child starts them itself, with the device count its own environment asks for. It exits when
-the asking process closes the socket (that process died or is done), leaving its children
-to their own lifelines.
+child starts them itself, with the device count its own environment asks for. Once the
+starter closes its socket (it died or is done) it takes no new connection, and it exits when
+no process asks any more.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ MAX_FDS = 16
 MAX_REQUEST_BYTES = 16 << 20
 # A line this process writes to its starter's socket once its preloads are imported.
 READY = b"ready\n"
+# Seconds a descendant's request may take to arrive once it begins.
+_REQUEST_TIMEOUT_S = 60.0
 
 
 def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
@@ -239,67 +246,165 @@ def _returncode(status: int) -> int:
   return os.waitstatus_to_exitcode(status)
 
 
-def serve(sock: socket.socket) -> _Forked | None:
-  """Fork a child per request until the starter closes ``sock`` (None); in a forked child,
-  what it runs."""
+def _listen(path: str | None) -> socket.socket | None:
+  """A socket listening at ``path`` for the starter's descendants, or None where there is
+  none to be had (no path, or another parent took it first)."""
+  if not path:
+    return None
+  listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+  try:
+    listener.bind(path)
+    listener.listen(16)
+  except OSError:
+    listener.close()
+    return None
+  return listener
+
+
+def _accept(listener: socket.socket) -> socket.socket | None:
+  """A descendant's connection, greeted as the starter was; None for a process of another
+  user (the folder is private: a guard only) or one that went away."""
+  try:
+    conn, _ = listener.accept()
+    uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                              struct.calcsize("3i")))[1]
+    if uid != os.getuid():
+      conn.close()
+      return None
+    # A request comes whole once it begins: one that stalls past this ends its connection.
+    conn.settimeout(_REQUEST_TIMEOUT_S)
+    conn.sendall(READY)
+    return conn
+  except OSError:
+    return None
+
+
+def _kill(pids: set[int]) -> None:
+  for pid in pids:
+    try:
+      os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass
+
+
+def serve(sock: socket.socket, listener: socket.socket | None = None) -> _Forked | None:
+  """Fork a child per request, from the starter on ``sock`` and from the processes connected
+  through ``listener``, until the starter has closed ``sock`` and no connection remains
+  (None); in a forked child, what it runs.
+
+  A child's parent-death signal is tied to this process, which may outlive the process that
+  asked for it: when a connection ends (its process exited or died), this process kills the
+  children it forked for it, as the exit of a parent of that process's own would have."""
   woken, wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
   signal.set_wakeup_fd(wake)
   signal.signal(signal.SIGCHLD, lambda *_: None)
   children: dict[int, socket.socket] = {}
+  # Each connection that asks (the starter's first), with the children it has alive.
+  asking: dict[socket.socket, set[int]] = {sock: set()}
   sock.sendall(READY)
   while True:
-    ready, _, _ = select.select([sock, woken], [], [])
+    watched = [*asking, woken, *([listener] if listener is not None else [])]
+    ready, _, _ = select.select(watched, [], [])
     if woken in ready:
       try:
         while os.read(woken, 512):
           pass
       except BlockingIOError:
         pass
-    while children:
-      pid, status = os.waitpid(-1, os.WNOHANG)
-      if pid == 0:
-        break
-      channel = children.pop(pid, None)
-      if channel is not None:
-        try:
-          channel.sendall(b"exit %d\n" % _returncode(status))
-        except OSError:
-          pass
-        channel.close()
-    if sock not in ready:
-      continue
-    received = _receive(sock)
-    if received is None:
-      return None
-    request, fds = received
-    shadowed = _shadowed(_search_path(request))
-    if shadowed is not None:
-      channel = socket.socket(fileno=fds[0])
-      for fd in fds[1:]:
-        os.close(fd)
+    _reap(children, asking)
+    if listener is not None and listener in ready:
+      conn = _accept(listener)
+      if conn is not None:
+        asking[conn] = set()
+    for conn in [c for c in ready if c in asking]:
       try:
-        channel.sendall(b"refused %s\n" % shadowed.encode())
+        received = _receive(conn)
+      except (ValueError, OSError):
+        if conn is sock:
+          _stop_listening(listener)
+          raise
+        received = None  # a malformed request from a descendant: its connection ends
+      if received is None:
+        _kill(asking.pop(conn))
+        conn.close()
+        if conn is sock:
+          _stop_listening(listener)
+          listener = None
+        if not asking:
+          return None
+        continue
+      request, fds = received
+      answered = _answer(request, fds, [*asking, woken, wake, *children.values(),
+                                        *([listener] if listener is not None else [])])
+      if isinstance(answered, _Forked):
+        return answered
+      if answered is not None:
+        children[answered[0]] = answered[1]
+        asking[conn].add(answered[0])
+
+
+def _reap(children: dict[int, socket.socket], asking: dict[socket.socket, set[int]]) -> None:
+  """Send the exit status of each child that ended on its status channel."""
+  while children:
+    pid, status = os.waitpid(-1, os.WNOHANG)
+    if pid == 0:
+      return
+    channel = children.pop(pid, None)
+    for pids in asking.values():
+      pids.discard(pid)
+    if channel is not None:
+      try:
+        channel.sendall(b"exit %d\n" % _returncode(status))
       except OSError:
         pass
       channel.close()
-      continue
-    for stream in (sys.stdout, sys.stderr):
-      stream.flush()
-    with warnings.catch_warnings():
-      # Python 3.12 and newer warn of forking a process with threads; numpy's BLAS pool is
-      # the only other thread here, and it is fork-safe.
-      warnings.simplefilter("ignore", DeprecationWarning)
-      pid = os.fork()
-    if pid == 0:
-      return _become(request, fds, [sock, woken, wake, *children.values()])
+
+
+def _stop_listening(listener: socket.socket | None) -> None:
+  """Close ``listener`` and remove its name, so that no descendant asks any more."""
+  if listener is None:
+    return
+  path = listener.getsockname()
+  listener.close()
+  try:
+    os.unlink(path)
+  except OSError:
+    pass
+
+
+def _answer(request: dict, fds: list[int],
+            own: list[socket.socket | int]) -> tuple[int, socket.socket] | _Forked | None:
+  """Fork the child ``request`` asks for, unless a module it would import from another file
+  forbids (refused on its status socket: None). Here, its pid and status channel; in the
+  child, what it runs (``own``: what it closes of this process)."""
+  shadowed = _shadowed(_search_path(request))
+  if shadowed is not None:
     channel = socket.socket(fileno=fds[0])
     for fd in fds[1:]:
       os.close(fd)
     try:
-      channel.sendall(b"pid %d\n" % pid)
+      channel.sendall(b"refused %s\n" % shadowed.encode())
     except OSError:
       pass
-    children[pid] = channel
+    channel.close()
+    return None
+  for stream in (sys.stdout, sys.stderr):
+    stream.flush()
+  with warnings.catch_warnings():
+    # Python 3.12 and newer warn of forking a process with threads; numpy's BLAS pool is
+    # the only other thread here, and it is fork-safe.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    pid = os.fork()
+  if pid == 0:
+    return _become(request, fds, own)
+  channel = socket.socket(fileno=fds[0])
+  for fd in fds[1:]:
+    os.close(fd)
+  try:
+    channel.sendall(b"pid %d\n" % pid)
+  except OSError:
+    pass
+  return pid, channel
 
 
 def main(argv: list[str] | None = None) -> _Forked | None:
@@ -310,9 +415,13 @@ def main(argv: list[str] | None = None) -> _Forked | None:
                       help="comma-separated modules to import before the first fork")
   parser.add_argument("--preload-if-present", default="", metavar="MODULES",
                       help="comma-separated modules to import too where they import")
+  parser.add_argument("--listen", default=None, metavar="PATH",
+                      help="a socket path where the starter's descendants may ask too")
   args = parser.parse_args(argv)
   sock = socket.socket(fileno=args.socket_fd)
   os.set_inheritable(args.socket_fd, False)
+  # Before the imports: a descendant that connects meanwhile waits for them, as the starter does.
+  listener = _listen(args.listen)
   own = _own_path_entries()
   _SITE_PATH[:] = [p for p in sys.path[1:] if p not in own]
   # What the preloads create lives as long as this process and its children: the cyclic
@@ -330,7 +439,7 @@ def main(argv: list[str] | None = None) -> _Forked | None:
   finally:
     gc.freeze()
     gc.enable()
-  return serve(sock)
+  return serve(sock, listener)
 
 
 if __name__ == "__main__":
