@@ -8,6 +8,7 @@ jax reports real findings instead of an import error.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import re
 import sys
@@ -75,11 +76,21 @@ def installed_jax_version() -> str:
   jax = sys.modules.get("jax")
   if jax is not None and isinstance(getattr(jax, "__version__", None), str):
     return jax.__version__
+  found = _jax_distribution_version()
+  if found is None:
+    import jax
+    return jax.__version__
+  return found
+
+
+@functools.cache
+def _jax_distribution_version() -> str | None:
+  """The jax distribution's version as its metadata says, read once a process: the harness's
+  pytest side asks for each entry, and each read parses the metadata file anew."""
   try:
     return importlib.metadata.version("jax")
   except importlib.metadata.PackageNotFoundError:
-    import jax
-    return jax.__version__
+    return None
 
 
 
