@@ -72,7 +72,13 @@ _NOT_READ_ON_IMPORT = frozenset({"HOME", "USERPROFILE", "PYTEST_CURRENT_TEST",
                                  # pytest-xdist sets them in its workers and reads them while
                                  # a session runs: a worker's descendants share its parents.
                                  "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT",
-                                 "PYTEST_XDIST_TESTRUNUID"})
+                                 "PYTEST_XDIST_TESTRUNUID",
+                                 # The programs' search path, the temporary folder (the child
+                                 # forgets any the parent's ``tempfile`` chose) and the shell's
+                                 # own: read by what a child runs, by none of the preloads as
+                                 # they import, so a script's commands share a test's parent.
+                                 "PATH", "TMPDIR", "TEMP", "TMP", "SHLVL", "_", "PWD",
+                                 "OLDPWD"})
 # jaxport's own variables: read through ``jaxport._environment``'s accessors when a function
 # asks, never on import, so the child reads its own values.
 _JAXPORTS_OWN = "JAXPORT_"
@@ -342,7 +348,13 @@ def _key(preload: Sequence[str], env: dict[str, str]) -> tuple:
   base_env = {k: v for k, v in env.items()
               if not k.startswith(_JAXPORTS_OWN) and k not in _CHILD_APPLIES | _NOT_READ_ON_IMPORT
               and _SET_BY_IMPORT.get(k) != v}
-  return sys.executable, tuple(preload), tuple(sorted(base_env.items()))
+  return _interpreter(), tuple(preload), tuple(sorted(base_env.items()))
+
+
+def _interpreter() -> tuple[str, str]:
+  """This interpreter whatever name started it (a venv's ``python`` and ``python3`` are one),
+  and its environment's prefix (another venv of the same base Python is another)."""
+  return os.path.realpath(sys.executable), sys.prefix
 
 
 def _parent_of(preload: Sequence[str], env: dict[str, str]) -> tuple[tuple, _Asked | None]:
@@ -420,7 +432,7 @@ def start_module(module: str, args: Sequence[str], *, env: dict[str, str],
       request = json.dumps({
           "module": module, "args": list(args), "env": forked_env, "cwd": cwd,
           "paths": [p for p in python_path.split(os.pathsep) if p], "pass_fds": list(pass_fds),
-          "new_session": new_session}).encode()
+          "new_session": new_session, "executable": sys.executable}).encode()
       null = os.open(os.devnull, os.O_RDONLY) if stdin is None else None
       try:
         got = parent.fork(request, [stdin if null is None else null, stdout, stderr, *pass_fds])

@@ -10,7 +10,7 @@ child's command line names), after its stdin, stdout and stderr. Unless a module
 would come from another file in the child (``refused NAME`` on its status socket), the
 child is forked at once; it leaves nothing of this process
 open but its standard streams, starts a session of its own when asked, takes the asked
-environment, working folder, ``sys.path`` and ``sys.argv``, and runs its module as
+environment, working folder, ``sys.path``, ``sys.argv`` and ``sys.executable``, and runs its module as
 ``python -m`` would. Its status socket carries ``pid N`` once it runs and ``exit CODE`` (as
 ``subprocess`` gives it: negative for a signal) once this process reaped it.
 
@@ -41,6 +41,7 @@ import signal
 import socket
 import struct
 import sys
+import tempfile
 import traceback
 import types
 import warnings
@@ -201,11 +202,15 @@ def _become(request: dict, fds: list[int], own: list[socket.socket | int]) -> _F
     _place(streams, [0, 1, 2, *request["pass_fds"]])
     os.environ.clear()
     os.environ.update(request["env"])
+    # Its temporary folder comes from its own environment, as in a fresh interpreter.
+    tempfile.tempdir = None
     # As the interpreter sets it at its start from the variable (any value but empty).
     sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
     os.chdir(request["cwd"])
     sys.path[:] = _search_path(request)
     sys.argv = [request["module"], *request["args"]]
+    # The name the asking process started this interpreter by (a venv's python or python3).
+    sys.executable = request.get("executable") or sys.executable
     spec = importlib.util.find_spec(request["module"])
     if spec is not None and spec.submodule_search_locations is not None:
       spec = importlib.util.find_spec(request["module"] + ".__main__")

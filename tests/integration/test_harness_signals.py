@@ -23,7 +23,9 @@ pytestmark = pytest.mark.slow
 CASES = CASE_PRELUDE + """
 
 def waits_forever(a):
-  with open(os.environ["CASE_STARTED"], "w") as f:
+  # Beside the case module: a file rather than a variable, so that the runs' workers fork
+  # from the parent the test's other sessions use.
+  with open(os.path.join(os.path.dirname(__file__), "b_started"), "w") as f:
     f.write("started")
   while True:
     time.sleep(0.05)
@@ -67,7 +69,7 @@ def _project(pytester, tmp_path: Path) -> dict[str, str]:
   write_project(pytester, textwrap.dedent(CASES))
   temp = tmp_path / "tmp"
   temp.mkdir()
-  return dict(os.environ, TMPDIR=str(temp), CASE_STARTED=str(tmp_path / "b_started"),
+  return dict(os.environ, TMPDIR=str(temp),
               PYTHONPATH=os.pathsep.join(filter(None, [str(pytester.path),
                                                        os.environ.get("PYTHONPATH")])))
 
@@ -97,7 +99,7 @@ PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:ra
 def test_a_signal_to_pytest_commits_the_entries_recorded_before_it(pytester, tmp_path, sig):
   env = _project(pytester, tmp_path)
   proc = _popen(PYTEST, cwd=pytester.path, env=env)
-  _wait_for(tmp_path / "b_started", proc)
+  _wait_for(Path(pytester.path) / "b_started", proc)
   proc.send_signal(sig)
   _check_kept(pytester, tmp_path, proc)
 
@@ -109,7 +111,7 @@ def test_a_signal_to_the_record_command_alone_reaches_its_harness_and_commits(
   cmd = [str(Path(sys.executable).parent / "jaxport"), "record", "--project", str(pytester.path), "--",
          "-p", "no:randomly", "--compat-today=2026-12-01"]
   proc = _popen(cmd, cwd=pytester.path, env=env)
-  _wait_for(tmp_path / "b_started", proc)
+  _wait_for(Path(pytester.path) / "b_started", proc)
   proc.send_signal(sig)
   out = _check_kept(pytester, tmp_path, proc)
   assert f"{sig.name}: passed to the harness" in out, out[-3000:]
@@ -120,7 +122,7 @@ def test_a_second_ctrl_c_waits_for_the_commit_and_prints_no_traceback(pytester, 
   cmd = [str(Path(sys.executable).parent / "jaxport"), "record", "--project", str(pytester.path),
          "--", "-p", "no:randomly", "--compat-today=2026-12-01"]
   proc = _popen(cmd, cwd=pytester.path, env=env)
-  _wait_for(tmp_path / "b_started", proc)
+  _wait_for(Path(pytester.path) / "b_started", proc)
   proc.send_signal(signal.SIGINT)
   # The second only once the first was passed on (two pending SIGINTs would merge into one).
   seen = []

@@ -21,7 +21,7 @@ from jaxport._environment import PARENT_PID_ENV, SHARED_PARENTS_ENV
 from jaxport._isolation import _preloaded
 
 PROBE = """
-import gc, json, os, sys
+import gc, json, os, sys, tempfile
 state = {
     "argv": sys.argv[1:], "cwd": os.getcwd(), "marker": os.environ.get("PROBE_MARKER"),
     "path_head": sys.path[:2], "path": sys.path, "stdin": sys.stdin.read(), "session_leader": os.getsid(0) == os.getpid(),
@@ -30,6 +30,7 @@ state = {
     "writes_bytecode": not sys.dont_write_bytecode,
     "addopts": os.environ.get("PYTEST_ADDOPTS"), "fault": os.environ.get("JAXPORT_TEST_PARSER_FAULT"),
     "hook": os.environ.get("HOOK_SAW"), "collects": gc.isenabled(),
+    "programs": os.environ.get("PATH"), "temp": tempfile.gettempdir(),
 }
 os.write(int(sys.argv[1]), b"passed\\n")
 print(json.dumps(state))
@@ -113,6 +114,14 @@ def test_one_parent_serves_the_children_of_one_environment(project):
   # XLA reads its flags when a backend starts, in the child: the same parent.
   _start(project, "0", XLA_FLAGS="--xla_force_host_platform_device_count=8")
   assert _preloaded._parents == before
+  # A script's search path and temporary folder are read by what the child runs: the same
+  # parent, the child's own.
+  (project / "temp").mkdir()
+  _, _, script, _ = _start(project, "0", PATH=f"{project}{os.pathsep}{os.environ['PATH']}",
+                           TMPDIR=str(project / "temp"))
+  assert _preloaded._parents == before
+  assert script["programs"].startswith(f"{project}{os.pathsep}")
+  assert script["temp"] == str(project / "temp")
   # pytest's options and jaxport's own variables are read when the child asks: the same
   # parent, each child with its own values.
   _, _, own, _ = _start(project, "0", PYTEST_ADDOPTS="-q", JAXPORT_TEST_PARSER_FAULT="crash:00")

@@ -29,7 +29,8 @@ PROBE = """
 import json, os, sys, time
 fd, mode = int(sys.argv[1]), sys.argv[2]
 os.write(fd, json.dumps({"pid": os.getpid(), "parent_env": os.environ.get(%r),
-                         "preloaded": "email.parser" in sys.modules}).encode())
+                         "preloaded": "email.parser" in sys.modules,
+                         "executable": sys.executable}).encode())
 os.close(fd)
 if mode == "sleep":
   time.sleep(600)
@@ -102,8 +103,8 @@ def _ancestors_parent(project) -> _preloaded._Parent:
   return parent
 
 
-def _descendant(project, mode: str) -> subprocess.Popen:
-  return subprocess.Popen([sys.executable, "-c", DESCENDANT, str(project), mode],
+def _descendant(project, mode: str, python: str = sys.executable) -> subprocess.Popen:
+  return subprocess.Popen([python, "-c", DESCENDANT, str(project), mode],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                           env=dict(os.environ))
 
@@ -123,9 +124,29 @@ def test_a_descendant_forks_its_child_from_its_ancestors_parent(project):
   out, _ = proc.communicate(timeout=120)
   said, ended = [json.loads(line) for line in out.splitlines()]
   assert said["forked"] and said["shared"] and said["parent_pid"] == parent.proc.pid
+  assert said["child"]["executable"] == sys.executable
   # The child names the parent whose death ends it, and found its preloads there.
   assert said["child"]["parent_env"] == str(parent.proc.pid) and said["child"]["preloaded"]
   assert ended == {"exit": 0} and proc.returncode == 0
+
+
+def test_a_descendant_started_by_another_name_of_this_interpreter_shares_its_parent(project):
+  # A venv's python and python3 are one interpreter (a console script's shebang names one, a
+  # test's sys.executable may name the other); the child gets the name it was asked by.
+  here = os.path.basename(sys.executable)
+  other = next((os.path.join(os.path.dirname(sys.executable), name)
+                for name in ("python3", "python") if name != here
+                and os.path.realpath(os.path.join(os.path.dirname(sys.executable), name))
+                == os.path.realpath(sys.executable)), None)
+  if other is None:
+    pytest.skip(f"{sys.executable} has no python or python3 beside it naming the same "
+                "interpreter")
+  parent = _ancestors_parent(project)
+  proc = _descendant(project, "0", python=other)
+  out, _ = proc.communicate(timeout=120)
+  said = json.loads(out.splitlines()[0])
+  assert said["shared"] and said["parent_pid"] == parent.proc.pid
+  assert said["child"]["executable"] == other
 
 
 def test_a_descendants_children_die_with_it(project):
