@@ -78,3 +78,13 @@ def run_cli(args: Sequence[str], *, cwd: Path | str | None = None,
 def _read(stream) -> str:
   stream.seek(0)
   return stream.read().decode(errors="replace")
+
+
+def running(pid: int) -> bool:
+  """Whether the process ``pid`` runs (a zombie waiting for its parent to reap it has
+  stopped running)."""
+  try:
+    with open(f"/proc/{pid}/stat") as stat:
+      return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+  except FileNotFoundError:
+    return False

@@ -2,12 +2,16 @@
 
 import gc
 import os
+import shutil
 import sys
+import tempfile
 
 import jax.export
 import pytest
 
 import jaxport
+from jaxport._environment import SHARED_PARENTS_ENV
+from jaxport._isolation import _preloaded
 from jaxport._isolation._preloaded import share_with_descendants
 from jaxport.cli import _harness_run
 
@@ -77,6 +81,20 @@ def pytest_collection(session: pytest.Session):
     threshold, *older = gc.get_threshold()
     gc.set_threshold(threshold * 10, *older)
     gc.enable()
+
+
+@pytest.fixture
+def own_preloading_parents(monkeypatch):
+  """The test starts and stops its own preloading parents, which listen in a folder of its
+  own: no other process of the run (the other xdist worker) asks them, nor they another's."""
+  _preloaded.stop_parents()
+  _preloaded._broken.clear()
+  folder = tempfile.mkdtemp(prefix="jaxport-test-parents-")
+  monkeypatch.setenv(SHARED_PARENTS_ENV, folder)
+  yield
+  _preloaded.stop_parents()
+  _preloaded._broken.clear()
+  shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="module", params=sorted(EXPORT_APIS))

@@ -37,19 +37,11 @@ from jaxport.golden._store import GoldenStore
 
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from _harness_paths import repo_project  # noqa: E402
+from _python_child import running  # noqa: E402
 
 pytest_plugins = ["pytester"]
 
 HARNESS_TESTS = ROOT / "harness" / "test_replay.py"
-
-
-def _alive(pid: int) -> bool:
-  """Whether ``pid`` runs (a zombie waiting to be reaped has stopped running)."""
-  try:
-    with open(f"/proc/{pid}/stat") as f:
-      return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-  except FileNotFoundError:
-    return False
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -105,12 +97,12 @@ client.request(ReplayRequest({str(root)!r}, EntryId.parse({str(entry_id)!r}), ("
     _wait(lambda: _cpu_seconds(worker) > busy_from + 0.5, CHILD_TIME_LIMIT_S)
     parent.send_signal(sig)
     parent.wait()
-    assert _wait(lambda: not _alive(worker), 60), "the worker outlived its parent"
+    assert _wait(lambda: not running(worker), 60), "the worker outlived its parent"
   finally:
     if parent.poll() is None:
       parent.kill()
       parent.wait()
-    if worker is not None and _alive(worker):
+    if worker is not None and running(worker):
       os.kill(worker, signal.SIGKILL)
 
 

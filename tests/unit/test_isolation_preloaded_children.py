@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -17,8 +16,10 @@ import time
 
 import pytest
 
-from jaxport._environment import PARENT_PID_ENV, SHARED_PARENTS_ENV
+from jaxport._environment import PARENT_PID_ENV
 from jaxport._isolation import _preloaded
+
+pytestmark = pytest.mark.usefixtures("own_preloading_parents")
 
 PROBE = """
 import gc, json, os, sys, tempfile
@@ -188,18 +189,6 @@ def test_a_parent_that_cannot_preload_leaves_children_to_start_fresh(project, ca
   assert not isinstance(child, _preloaded.PreloadedChild)
 
 
-@pytest.fixture(autouse=True)
-def _own_parents(monkeypatch):
-  """Each test starts and stops its own parents, which listen in a folder of its own: no
-  other process of the run (the other xdist worker) asks them, nor they another's."""
-  _preloaded.stop_parents()
-  _preloaded._broken.clear()
-  folder = tempfile.mkdtemp(prefix="jaxport-test-parents-")
-  monkeypatch.setenv(SHARED_PARENTS_ENV, folder)
-  yield
-  _preloaded.stop_parents()
-  _preloaded._broken.clear()
-  shutil.rmtree(folder, ignore_errors=True)
 
 
 

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
 
 from jaxport._environment import PARENT_PID_ENV, SHARED_PARENTS_ENV
 from jaxport._isolation import _preloaded
+
+from _python_child import running
+
+pytestmark = pytest.mark.usefixtures("own_preloading_parents")
 
 PRELOAD = ("json", "email.parser")
 
@@ -69,20 +71,6 @@ def project(tmp_path):
   return tmp_path
 
 
-@pytest.fixture(autouse=True)
-def _own_parents(monkeypatch):
-  """Each test starts and stops its own parents, which listen in a folder of its own: no
-  other process of the run (the other xdist worker) asks them, nor they another's."""
-  _preloaded.stop_parents()
-  _preloaded._broken.clear()
-  folder = tempfile.mkdtemp(prefix="jaxport-test-parents-")
-  monkeypatch.setenv(SHARED_PARENTS_ENV, folder)
-  yield
-  _preloaded.stop_parents()
-  _preloaded._broken.clear()
-  shutil.rmtree(folder, ignore_errors=True)
-
-
 def _ancestors_parent(project) -> _preloaded._Parent:
   """The parent this process starts for the descendants' preloads and environment (its first
   child asked for, and waited for); the folder it listens in is then named in the
@@ -107,15 +95,6 @@ def _descendant(project, mode: str, python: str = sys.executable) -> subprocess.
   return subprocess.Popen([python, "-c", DESCENDANT, str(project), mode],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                           env=dict(os.environ))
-
-
-def _running(pid: int) -> bool:
-  """Whether ``pid`` runs (a zombie waiting for its parent to reap it does not)."""
-  try:
-    with open(f"/proc/{pid}/stat") as stat:
-      return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-  except OSError:
-    return False
 
 
 def test_a_descendant_forks_its_child_from_its_ancestors_parent(project):
@@ -155,11 +134,11 @@ def test_a_descendants_children_die_with_it(project):
   try:
     said = json.loads(proc.stdout.readline())
     child = said["child"]["pid"]
-    assert said["shared"] and _running(child)
+    assert said["shared"] and running(child)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     deadline = time.monotonic() + 60
-    while _running(child):
+    while running(child):
       assert time.monotonic() < deadline, "the child outlived the process it was forked for"
       time.sleep(0.05)
   finally:
