@@ -55,6 +55,8 @@ IF_PRESENT = "?"
 START_TIMEOUT_S = 300.0
 # Seconds to wait for an ancestor's parent to take a connection.
 _CONNECT_TIMEOUT_S = 10.0
+# The bytes a Unix socket's path may take on Linux (``sun_path``, its final zero included).
+_SOCKET_PATH_BYTES = 108
 # Variables the preloaded modules (jax, numpy, jaxport) never read while they import, which
 # pytest changes from one test to the next: one parent serves a test process's sessions.
 # (PYTHONPATH and PYTHONDONTWRITEBYTECODE are the child's own to apply: ``_CHILD_APPLIES``.)
@@ -301,8 +303,8 @@ def _socket_path(key: tuple) -> str | None:
   folder = shared_parents_folder()
   if folder is None:
     return None
-  path = os.path.join(folder, hashlib.sha256(repr(key).encode()).hexdigest()[:32] + ".sock")
-  return path if len(os.fsencode(path)) < 100 else None
+  path = os.path.join(folder, hashlib.sha256(repr(key).encode()).hexdigest()[:24] + ".sock")
+  return path if len(os.fsencode(path)) < _SOCKET_PATH_BYTES else None
 
 
 def _remove_folder(folder: str, pid: int) -> None:
