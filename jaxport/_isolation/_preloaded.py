@@ -36,7 +36,6 @@ import os
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -44,7 +43,7 @@ import threading
 from typing import Sequence
 
 from jaxport._environment import PARENT_PID_ENV, SHARED_PARENTS_ENV, shared_parents_folder
-from jaxport._isolation._preloaded_parent import HEADER, READY
+from jaxport._isolation._preloaded_parent import HEADER, READY, peer
 
 log = logging.getLogger(__name__)
 
@@ -286,8 +285,7 @@ class _Shared(_Asked):
       sock.settimeout(_CONNECT_TIMEOUT_S)
       sock.connect(path)
       sock.settimeout(None)
-      pid, uid, _ = struct.unpack("3i", sock.getsockopt(
-          socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+      pid, uid = peer(sock)
     except OSError:
       sock.close()
       return None

@@ -266,14 +266,20 @@ def _listen(path: str | None) -> socket.socket | None:
   return listener
 
 
+def peer(sock: socket.socket) -> tuple[int, int]:
+  """The process id and user id of the process at the other end of the Unix socket ``sock``
+  (for a connected socket, the one that listened); ``OSError`` where the kernel cannot say."""
+  pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                       struct.calcsize("3i")))
+  return pid, uid
+
+
 def _accept(listener: socket.socket) -> socket.socket | None:
   """A descendant's connection, greeted as the starter was; None for a process of another
   user (the folder is private: a guard only) or one that went away."""
   try:
     conn, _ = listener.accept()
-    uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                              struct.calcsize("3i")))[1]
-    if uid != os.getuid():
+    if peer(conn)[1] != os.getuid():
       conn.close()
       return None
     # A request comes whole once it begins: one that stalls past this ends its connection.
