@@ -23,13 +23,16 @@ the same start: the parent cannot start or died, it refuses a child whose ``sys.
 import one of its modules from another file or run a startup hook (``sitecustomize``) of its
 own, or the process that started it has forked
 since; and on systems other than Linux, where forking a process that loaded native libraries
-(macOS's system frameworks) is not safe. Only the standard library is imported here.
+(macOS's system frameworks) is not safe. A parent starts without the ``PYTHONPATH`` folders
+that hold a startup hook, so that a child that must run one leaves the parent fit for the
+next. Only the standard library is imported here.
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
+import importlib.machinery
 import json
 import logging
 import os
@@ -43,7 +46,7 @@ import threading
 from typing import Sequence
 
 from jaxport._environment import PARENT_PID_ENV, SHARED_PARENTS_ENV, shared_parents_folder
-from jaxport._isolation._preloaded_parent import HEADER, READY, peer
+from jaxport._isolation._preloaded_parent import HEADER, READY, STARTUP_HOOKS, peer
 
 log = logging.getLogger(__name__)
 
@@ -372,7 +375,7 @@ def _parent_of(preload: Sequence[str], env: dict[str, str]) -> tuple[tuple, _Ask
         parent = _Shared.connect(path)
       if parent is None:
         try:
-          python_path = env.get("PYTHONPATH")
+          python_path = _parents_python_path(env)
           started = dict(key[2], PYTHONPATH=python_path) if python_path else dict(key[2])
           parent = _Parent(preload, started, _listen_path(key))
         except OSError as e:
@@ -381,6 +384,26 @@ def _parent_of(preload: Sequence[str], env: dict[str, str]) -> tuple[tuple, _Ask
       if parent is not None:
         _parents[key] = parent
     return key, parent
+
+
+def _parents_python_path(env: dict[str, str]) -> str:
+  """``env``'s PYTHONPATH for a parent to start with, less the folders holding a startup hook
+  (``sitecustomize``, ``usercustomize``). A parent that ran a hook from there could fork no
+  child: a child whose path holds that hook runs it itself, fresh, and one whose path does not
+  must not have run it. Without them only the children whose path holds a hook start fresh,
+  and the parent serves the others its key brings."""
+  kept = []
+  for entry in filter(None, env.get("PYTHONPATH", "").split(os.pathsep)):
+    try:
+      hook = next((name for name in STARTUP_HOOKS
+                   if importlib.machinery.PathFinder.find_spec(name, [entry]) is not None), None)
+    except (ImportError, ValueError, OSError):
+      hook = "a startup hook"
+    if hook is None:
+      kept.append(entry)
+    else:
+      log.info("a preloading parent starts without %s on its path: it holds %s", entry, hook)
+  return os.pathsep.join(kept)
 
 
 def _python_path(env: dict[str, str], paths: Sequence[str]) -> str:

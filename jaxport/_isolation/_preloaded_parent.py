@@ -111,7 +111,7 @@ def _place(fds: list[int], targets: list[int]) -> None:
 
 
 # What a fresh interpreter imports from ``sys.path`` as it starts (``site``), before its module.
-_STARTUP_HOOKS = ("sitecustomize", "usercustomize")
+STARTUP_HOOKS = ("sitecustomize", "usercustomize")
 
 
 def _startup_hook_differs(search_path: list[str]) -> str | None:
@@ -119,7 +119,7 @@ def _startup_hook_differs(search_path: list[str]) -> str | None:
   this process did not run or ran from another file, or one from the child's own folders,
   whose code may read any variable of the child's environment as it starts (a forked child's
   start is this process's). Its name, or None."""
-  for name in _STARTUP_HOOKS:
+  for name in STARTUP_HOOKS:
     module = sys.modules.get(name)
     ours = getattr(getattr(module, "__spec__", None), "origin", None)
     try:

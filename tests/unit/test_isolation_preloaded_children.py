@@ -178,6 +178,23 @@ def test_a_child_whose_path_holds_a_startup_hook_starts_fresh_and_runs_it(projec
   assert "refused sitecustomize" in caplog.text
 
 
+def test_a_startup_hook_on_the_first_childs_path_leaves_the_parent_to_serve_the_next(
+    project, caplog):
+  # The first child of an environment starts its parent: a hook on that child's path, which
+  # the parent would have run as it started, must not keep it from forking the children after.
+  hooks = project / "hooks"
+  hooks.mkdir()
+  (hooks / "sitecustomize.py").write_text("import os\nos.environ['HOOK_SAW'] = 'ran'\n")
+  with caplog.at_level(logging.INFO, logger=_preloaded.__name__):
+    first, code, state, _ = _start(project, "0", PYTHONPATH=str(hooks))
+  assert not isinstance(first, _preloaded.PreloadedChild) and code == 0
+  assert state["hook"] == "ran"
+  second, code, state, _ = _start(project, "0")
+  assert isinstance(second, _preloaded.PreloadedChild) and code == 0
+  assert state["hook"] is None and state["preloaded"]
+  assert f"starts without {hooks} on its path: it holds sitecustomize" in caplog.text
+
+
 def test_a_parent_that_cannot_preload_leaves_children_to_start_fresh(project, caplog):
   with caplog.at_level(logging.INFO, logger=_preloaded.__name__):
     child, code, state, _ = _start(project, "0", preload=("no_such_module_anywhere",))
