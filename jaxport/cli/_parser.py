@@ -35,7 +35,7 @@ from typing import IO, Any
 
 import jaxport
 from jaxport import _limits, errors
-from jaxport._isolation._preloaded import start_module
+from jaxport._isolation._preloaded import IF_PRESENT, start_module
 from jaxport._isolation._process import (LIFELINE_FLAG, PARENT_PID_ENV, OverMemory, exit_text,
                                          readline, signal_name, stop)
 from jaxport.errors import (JaxportError, ModuleCrashError, ModuleMemoryError, ModuleParserError,
@@ -50,6 +50,9 @@ from jaxport.cli._relower import Today, contract_json
 logger = logging.getLogger(__name__)
 
 CHILD_MODULE = "jaxport.cli._parser_child"
+# What the child's preloading parent imports: the child's module, and where jaxlib has it the
+# MHLO dialect, which jax loads when it first lowers (a case relowered today).
+CHILD_PRELOAD = (CHILD_MODULE, IF_PRESENT + "jaxlib.mlir.dialects.mhlo")
 # The child's options naming the project's case modules and the directories they import from.
 IMPORT_FLAG = "--import-module"
 PATH_FLAG = "--import-path"
@@ -264,7 +267,7 @@ class ModuleParser:
           # The child imports the jaxport this process runs, wherever that is.
           env=env, paths=(str(Path(jaxport.__file__).resolve().parents[1]),),
           stdin=requests_read, stdout=answers_write, stderr=self._stderr.fileno(),
-          pass_fds=(read_end,), preload=(CHILD_MODULE,))
+          pass_fds=(read_end,), preload=CHILD_PRELOAD)
     except BaseException:
       os.close(requests_write)
       os.close(answers_read)
