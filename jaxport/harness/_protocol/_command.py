@@ -11,13 +11,15 @@ WORKER_MODULE = "jaxport.harness._worker"
 # once per session process (``jaxport._isolation._preloaded``): the worker's modules, the data
 # every worker reads (``_inherited``), jaxport's export, which every recording and replay
 # runs, and where they are installed the SciPy module jaxlib's LAPACK kernels come from, which
-# a worker registers before its first replay, and the MHLO dialect, which jax loads when it
-# first lowers (``IF_PRESENT``: where it imports).
+# a worker registers before its first replay, the MHLO dialect, which jax loads when it first
+# lowers, and Pallas' TPU module, which a project's TPU kernel cases import (50 to 80 ms a
+# worker; ``IF_PRESENT``: where it imports).
 WORKER_PRELOAD = ("jaxport.harness._worker._main", "jaxport.harness._worker._engine",
                   "jaxport.harness._worker._jax_setup", "jaxport.harness._worker._process_state",
                   "jaxport.harness._worker._inherited", "jaxport.export._lower",
                   IF_PRESENT + "scipy.linalg.cython_lapack",
-                  IF_PRESENT + "jaxlib.mlir.dialects.mhlo")
+                  IF_PRESENT + "jaxlib.mlir.dialects.mhlo",
+                  IF_PRESENT + "jax.experimental.pallas.tpu")
 COLD_START_FLAG = "--cold-start"
 ANSWER_FD_FLAG = "--answer-fd"
 # The read end of the pipe the requests come on (never stdin, which case code may read).
