@@ -13,6 +13,8 @@ from jaxport.harness._controller import _worker_client
 from jaxport.harness._project import Project
 from jaxport.harness._protocol._requests import CasesRequest, RecordRequest, ReplayRequest
 
+from _python_child import run_python
+
 
 class _Engine:
   def __init__(self, fail_cases: bool = False):
@@ -126,3 +128,15 @@ def test_a_forked_worker_started_soon_starts_only_its_parent_and_a_fresh_one_sta
   # request. A cold worker has no parent: its own process starts at once.
   assert parents == [_worker_client.WORKER_PRELOAD, None]
   assert started == [True]
+
+
+def test_a_worker_forked_from_its_parent_finds_the_release_table_read():
+  # The parent imports ``_inherited`` with the worker's modules: a process that imported it has
+  # read the table, which its forked workers then never read again.
+  assert "jaxport.harness._worker._inherited" in _worker_client.WORKER_PRELOAD
+  done = run_python("from jaxport.releases import _table\n"
+                    "before = _table.load.cache_info().currsize\n"
+                    "import jaxport.harness._worker._inherited\n"
+                    "print(before, _table.load.cache_info().currsize)\n", timeout=60)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stdout.split() == ["0", "1"]
